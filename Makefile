@@ -1,0 +1,38 @@
+# nodewright — common tasks. `make test` sets everything up itself.
+
+SHELL := /usr/bin/env bash -o pipefail
+GOLANGCI_LINT_VERSION := v2.15.0
+LINT := bin/golangci-lint-$(GOLANGCI_LINT_VERSION)
+
+.PHONY: all build test generate verify lint controlplane clean
+
+all: build
+
+build: ## Build the nodewright binary into ./bin/nodewright
+	go build -o bin/nodewright ./cmd/nodewright
+
+controlplane: ## Install etcd and build kube-apiserver, kube-scheduler, kube-controller-manager, kubectl (cached)
+	./hack/controlplane.sh
+
+test: ## Set up the control plane if needed, then run every test with the race detector
+	KUBEBUILDER_ASSETS="$$(./hack/controlplane.sh)" go test -race -count=1 ./...
+
+generate: ## Regenerate deepcopy functions and CRDs from the API types
+	go tool controller-gen object paths=./api/... crd:crdVersions=v1 output:crd:artifacts:config=api/crds
+	go run ./hack/crdpatch api/crds
+
+verify: generate ## Fail when generated code or CRDs are stale, or go.mod is untidy
+	go mod tidy
+	@if [ -n "$$(git status --porcelain -- api go.mod go.sum)" ]; then \
+		echo "generated files or go.mod are stale; run 'make generate' and 'go mod tidy' and commit:"; \
+		git status --porcelain -- api go.mod go.sum; git --no-pager diff --stat -- api go.mod go.sum; exit 1; fi
+
+$(LINT):
+	GOBIN=$(CURDIR)/bin go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	mv bin/golangci-lint $(LINT)
+
+lint: $(LINT) ## Run golangci-lint with .golangci.yml
+	$(LINT) run ./...
+
+clean:
+	rm -rf bin/nodewright

@@ -1,0 +1,440 @@
+package v1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// EC2NodeClass is the AWS configuration of nodes: which AMI, subnets and
+// security groups they use, their IAM identity, user data, kubelet settings
+// and disks.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:path=ec2nodeclasses,scope=Cluster,categories=karpenter,shortName={ec2nc,ec2ncs}
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status"
+// +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
+// +kubebuilder:printcolumn:name="Role",type="string",JSONPath=".spec.role",priority=1
+// +kubebuilder:printcolumn:name="Reason",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].reason",priority=1
+type EC2NodeClass struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec   EC2NodeClassSpec   `json:"spec"`
+	Status EC2NodeClassStatus `json:"status,omitempty"`
+}
+
+// EC2NodeClassList is a list of EC2NodeClasses.
+//
+// +kubebuilder:object:root=true
+type EC2NodeClassList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []EC2NodeClass `json:"items"`
+}
+
+// EC2NodeClassSpec is the desired AWS configuration of nodes.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.role) != has(self.instanceProfile)",message="set exactly one of role (the node IAM role; nodewright manages an instance profile for it) or instanceProfile (an existing instance profile)"
+// +kubebuilder:validation:XValidation:rule="has(self.amiFamily) || self.amiSelectorTerms.exists(t, has(t.alias))",message="amiFamily is required unless amiSelectorTerms uses an alias such as al2023@latest; set it to AL2, AL2023, Bottlerocket, Custom, Windows2019, Windows2022 or Windows2025",fieldPath=".amiFamily"
+// +kubebuilder:validation:XValidation:rule="!has(self.amiFamily) || self.amiFamily == 'Custom' || self.amiSelectorTerms.all(t, !has(t.alias) || t.alias.find('^[^@]+') == self.amiFamily.lowerAscii())",message="amiFamily must be the alias's family (alias al2023@latest means amiFamily AL2023) or Custom; or leave amiFamily out and it is taken from the alias",fieldPath=".amiFamily"
+type EC2NodeClassSpec struct {
+	// SubnetSelectorTerms select the subnets nodes launch into. Terms are
+	// ORed; the fields of one term are ANDed.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=30
+	// +required
+	SubnetSelectorTerms []SubnetSelectorTerm `json:"subnetSelectorTerms"`
+	// SecurityGroupSelectorTerms select the security groups of nodes. Terms
+	// are ORed; the fields of one term are ANDed.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=30
+	// +required
+	SecurityGroupSelectorTerms []SecurityGroupSelectorTerm `json:"securityGroupSelectorTerms"`
+	// CapacityReservationSelectorTerms select On-Demand Capacity
+	// Reservations nodes may launch into.
+	// +kubebuilder:validation:MaxItems=30
+	// +optional
+	CapacityReservationSelectorTerms []CapacityReservationSelectorTerm `json:"capacityReservationSelectorTerms,omitempty"`
+	// AssociatePublicIPAddress overrides the subnet's public IP setting.
+	// +optional
+	AssociatePublicIPAddress *bool `json:"associatePublicIPAddress,omitempty"`
+	// AMISelectorTerms select the AMIs nodes boot from: an alias for the
+	// EKS-optimized AMIs (al2023@latest), or ids, names, tags or SSM
+	// parameters. Terms are ORed.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=30
+	// +kubebuilder:validation:XValidation:rule="!self.exists(t, has(t.alias)) || self.size() == 1",message="an alias term must be the only amiSelectorTerm: the alias already selects an AMI for every architecture"
+	// +required
+	AMISelectorTerms []AMISelectorTerm `json:"amiSelectorTerms"`
+	// AMIFamily decides the user data format and default disks. Taken from
+	// the alias when one is used.
+	// +kubebuilder:validation:Enum=AL2;AL2023;Bottlerocket;Custom;Windows2019;Windows2022;Windows2025
+	// +optional
+	AMIFamily *string `json:"amiFamily,omitempty"`
+	// UserData is merged with the user data nodewright generates (or, for
+	// Custom, used as it is).
+	// +optional
+	UserData *string `json:"userData,omitempty"`
+	// Role is the node IAM role; nodewright creates and manages an instance
+	// profile for it. Exclusive with instanceProfile.
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self != ''",message="role cannot be empty; name the node IAM role, such as KarpenterNodeRole-<cluster>"
+	// +optional
+	Role string `json:"role,omitempty"`
+	// InstanceProfile is an existing instance profile whose role nodes use.
+	// Exclusive with role.
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:XValidation:rule="self != ''",message="instanceProfile cannot be empty"
+	// +optional
+	InstanceProfile *string `json:"instanceProfile,omitempty"`
+	// Tags are applied to instances, volumes, network interfaces and launch
+	// templates.
+	// +kubebuilder:validation:MaxProperties=50
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k != '' && size(k) <= 128 && size(self[k]) <= 256)",message="tag keys must be 1 to 128 characters and values at most 256"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('kubernetes.io/cluster') && !(k in ['karpenter.sh/nodepool', 'karpenter.sh/nodeclaim', 'karpenter.k8s.aws/ec2nodeclass', 'eks:eks-cluster-name']))",message="tags kubernetes.io/cluster/*, karpenter.sh/nodepool, karpenter.sh/nodeclaim, karpenter.k8s.aws/ec2nodeclass and eks:eks-cluster-name are set by nodewright to find its own instances; remove them from spec.tags"
+	// +optional
+	Tags map[string]string `json:"tags,omitempty"`
+	// Kubelet settings of the nodes.
+	// +optional
+	Kubelet *KubeletConfiguration `json:"kubelet,omitempty"`
+	// BlockDeviceMappings are the nodes' disks; the AMI family's defaults
+	// apply when empty.
+	// +kubebuilder:validation:MaxItems=50
+	// +kubebuilder:validation:XValidation:rule="self.filter(m, has(m.rootVolume) && m.rootVolume).size() <= 1",message="at most one block device mapping can be the rootVolume"
+	// +optional
+	BlockDeviceMappings []*BlockDeviceMapping `json:"blockDeviceMappings,omitempty"`
+	// InstanceStorePolicy RAID0 combines instance-store disks into one
+	// array used for the kubelet and containers.
+	// +kubebuilder:validation:Enum=RAID0
+	// +optional
+	InstanceStorePolicy *string `json:"instanceStorePolicy,omitempty"`
+	// DetailedMonitoring enables one-minute CloudWatch metrics.
+	// +optional
+	DetailedMonitoring *bool `json:"detailedMonitoring,omitempty"`
+	// MetadataOptions configure the instance metadata service.
+	// +kubebuilder:default:={httpEndpoint: enabled, httpProtocolIPv6: disabled, httpPutResponseHopLimit: 1, httpTokens: required}
+	// +optional
+	MetadataOptions *MetadataOptions `json:"metadataOptions,omitempty"`
+	// Context is passed to CreateFleet (reserved for EC2 use).
+	// +optional
+	Context *string `json:"context,omitempty"`
+}
+
+// SubnetSelectorTerm selects subnets by tags or by id.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.tags) || has(self.id)",message="each subnetSelectorTerm needs tags or id"
+// +kubebuilder:validation:XValidation:rule="!(has(self.id) && has(self.tags))",message="id selects one subnet and cannot be combined with tags in the same term; put them in separate terms"
+type SubnetSelectorTerm struct {
+	// Tags the subnet must carry; the value "*" matches any value.
+	// +kubebuilder:validation:MaxProperties=20
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k != '' && self[k] != '')",message="tag keys and values cannot be empty; use \"*\" to match any value"
+	// +optional
+	Tags map[string]string `json:"tags,omitempty"`
+	// ID is a subnet id such as subnet-0123abcd.
+	// +kubebuilder:validation:Pattern="^subnet-[0-9a-z]+$"
+	// +optional
+	ID string `json:"id,omitempty"`
+}
+
+// SecurityGroupSelectorTerm selects security groups by tags, id or name.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.tags) || has(self.id) || has(self.name)",message="each securityGroupSelectorTerm needs tags, id or name"
+// +kubebuilder:validation:XValidation:rule="!has(self.id) || !(has(self.tags) || has(self.name))",message="id selects one security group and cannot be combined with tags or name in the same term; put them in separate terms"
+type SecurityGroupSelectorTerm struct {
+	// Tags the security group must carry; the value "*" matches any value.
+	// +kubebuilder:validation:MaxProperties=20
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k != '' && self[k] != '')",message="tag keys and values cannot be empty; use \"*\" to match any value"
+	// +optional
+	Tags map[string]string `json:"tags,omitempty"`
+	// ID is a security group id such as sg-0123abcd.
+	// +kubebuilder:validation:Pattern="^sg-[0-9a-z]+$"
+	// +optional
+	ID string `json:"id,omitempty"`
+	// Name is the security group's group name (not its Name tag).
+	// +kubebuilder:validation:MaxLength=255
+	// +optional
+	Name string `json:"name,omitempty"`
+}
+
+// CapacityReservationSelectorTerm selects capacity reservations by tags or id.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.tags) || has(self.id)",message="each capacityReservationSelectorTerm needs tags or id"
+// +kubebuilder:validation:XValidation:rule="!(has(self.id) && (has(self.tags) || has(self.ownerID)))",message="id selects one capacity reservation and cannot be combined with other fields in the same term"
+type CapacityReservationSelectorTerm struct {
+	// Tags the reservation must carry.
+	// +kubebuilder:validation:MaxProperties=20
+	// +optional
+	Tags map[string]string `json:"tags,omitempty"`
+	// ID is a capacity reservation id such as cr-0123abcd.
+	// +kubebuilder:validation:Pattern="^cr-[0-9a-z]+$"
+	// +optional
+	ID string `json:"id,omitempty"`
+	// OwnerID is the account that owns the reservation.
+	// +kubebuilder:validation:Pattern="^[0-9]{12}$"
+	// +optional
+	OwnerID string `json:"ownerID,omitempty"`
+}
+
+// AMISelectorTerm selects AMIs by alias, id, name (and owner), tags or an
+// SSM parameter.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.alias) || has(self.id) || has(self.name) || has(self.tags) || has(self.ssmParameter)",message="each amiSelectorTerm needs one of alias, id, name, tags or ssmParameter"
+// +kubebuilder:validation:XValidation:rule="!has(self.id) || !(has(self.alias) || has(self.name) || has(self.owner) || has(self.tags) || has(self.ssmParameter))",message="id selects one AMI and cannot be combined with other fields in the same term; put other selectors in a separate term"
+// +kubebuilder:validation:XValidation:rule="!has(self.alias) || !(has(self.id) || has(self.name) || has(self.owner) || has(self.tags) || has(self.ssmParameter))",message="alias cannot be combined with other fields in the same term"
+// +kubebuilder:validation:XValidation:rule="!has(self.ssmParameter) || !(has(self.id) || has(self.alias) || has(self.name) || has(self.owner) || has(self.tags))",message="ssmParameter cannot be combined with other fields in the same term"
+type AMISelectorTerm struct {
+	// Alias selects the EKS-optimized AMIs of a family: family@version,
+	// such as al2023@latest, al2@v20240807 or bottlerocket@v1.20.0.
+	// +kubebuilder:validation:MaxLength=30
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]+@.+$')",message="alias must be family@version, such as al2023@latest or bottlerocket@v1.20.0"
+	// +kubebuilder:validation:XValidation:rule="self.find('^[^@]+') in ['al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022', 'windows2025']",message="unknown alias family; use al2, al2023, bottlerocket, windows2019, windows2022 or windows2025"
+	// +kubebuilder:validation:XValidation:rule="!self.startsWith('windows') || self.endsWith('@latest')",message="Windows aliases can only use the version latest"
+	// +optional
+	Alias string `json:"alias,omitempty"`
+	// ID is an AMI id such as ami-0123abcd.
+	// +kubebuilder:validation:Pattern="^ami-[0-9a-z]+$"
+	// +optional
+	ID string `json:"id,omitempty"`
+	// Name is the AMI name (not its Name tag); wildcards are allowed.
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	Name string `json:"name,omitempty"`
+	// Owner restricts name and tag matches to an account id, self, amazon
+	// or aws-marketplace.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	Owner string `json:"owner,omitempty"`
+	// Tags the AMI must carry; the value "*" matches any value.
+	// +kubebuilder:validation:MaxProperties=20
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k != '' && self[k] != '')",message="tag keys and values cannot be empty; use \"*\" to match any value"
+	// +optional
+	Tags map[string]string `json:"tags,omitempty"`
+	// SSMParameter names an SSM parameter whose value is an AMI id.
+	// +kubebuilder:validation:MaxLength=2048
+	// +optional
+	SSMParameter string `json:"ssmParameter,omitempty"`
+}
+
+// KubeletConfiguration is the subset of kubelet settings nodewright renders
+// into user data.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.imageGCHighThresholdPercent) || !has(self.imageGCLowThresholdPercent) || self.imageGCHighThresholdPercent > self.imageGCLowThresholdPercent",message="imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent",fieldPath=".imageGCHighThresholdPercent"
+// +kubebuilder:validation:XValidation:rule="has(self.evictionSoft) == has(self.evictionSoftGracePeriod) && (!has(self.evictionSoft) || (self.evictionSoft.all(k, k in self.evictionSoftGracePeriod) && self.evictionSoftGracePeriod.all(k, k in self.evictionSoft)))",message="evictionSoft and evictionSoftGracePeriod must name the same signals: every soft eviction threshold needs a grace period, and every grace period a threshold"
+type KubeletConfiguration struct {
+	// ClusterDNS are the IP addresses of the cluster DNS service; the
+	// kube-dns service's ClusterIP when empty.
+	// +kubebuilder:validation:MaxItems=3
+	// +kubebuilder:validation:items:MaxLength=45
+	// +kubebuilder:validation:items:XValidation:rule="isIP(self)",message="clusterDNS entries must be IP addresses"
+	// +optional
+	ClusterDNS []string `json:"clusterDNS,omitempty"`
+	// MaxPods is the most pods the node runs; otherwise derived from the
+	// instance type's network interfaces.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	MaxPods *int32 `json:"maxPods,omitempty"`
+	// PodsPerCore caps pods at this many per vCPU.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	PodsPerCore *int32 `json:"podsPerCore,omitempty"`
+	// SystemReserved is reserved for OS daemons (cpu, memory,
+	// ephemeral-storage, pid).
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['cpu', 'memory', 'ephemeral-storage', 'pid'])",message="systemReserved keys must be cpu, memory, ephemeral-storage or pid"
+	// +optional
+	SystemReserved map[string]string `json:"systemReserved,omitempty"`
+	// KubeReserved is reserved for Kubernetes daemons (cpu, memory,
+	// ephemeral-storage, pid).
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['cpu', 'memory', 'ephemeral-storage', 'pid'])",message="kubeReserved keys must be cpu, memory, ephemeral-storage or pid"
+	// +optional
+	KubeReserved map[string]string `json:"kubeReserved,omitempty"`
+	// EvictionHard are hard eviction thresholds by signal.
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['memory.available', 'nodefs.available', 'nodefs.inodesFree', 'imagefs.available', 'imagefs.inodesFree', 'pid.available'])",message="evictionHard signals must be memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree or pid.available"
+	// +optional
+	EvictionHard map[string]string `json:"evictionHard,omitempty"`
+	// EvictionSoft are soft eviction thresholds by signal; each needs a
+	// grace period in evictionSoftGracePeriod.
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['memory.available', 'nodefs.available', 'nodefs.inodesFree', 'imagefs.available', 'imagefs.inodesFree', 'pid.available'])",message="evictionSoft signals must be memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree or pid.available"
+	// +optional
+	EvictionSoft map[string]string `json:"evictionSoft,omitempty"`
+	// EvictionSoftGracePeriod is how long each soft threshold must be
+	// exceeded before pods are evicted.
+	// +optional
+	EvictionSoftGracePeriod map[string]metav1.Duration `json:"evictionSoftGracePeriod,omitempty"`
+	// EvictionMaxPodGracePeriod caps pod termination grace periods (seconds)
+	// during soft evictions.
+	// +optional
+	EvictionMaxPodGracePeriod *int32 `json:"evictionMaxPodGracePeriod,omitempty"`
+	// ImageGCHighThresholdPercent is the disk usage that always triggers
+	// image garbage collection.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	ImageGCHighThresholdPercent *int32 `json:"imageGCHighThresholdPercent,omitempty"`
+	// ImageGCLowThresholdPercent is the disk usage image garbage collection
+	// frees down to.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	ImageGCLowThresholdPercent *int32 `json:"imageGCLowThresholdPercent,omitempty"`
+	// CPUCFSQuota enforces CPU limits with CFS quota.
+	// +optional
+	CPUCFSQuota *bool `json:"cpuCFSQuota,omitempty"`
+}
+
+// BlockDeviceMapping is one disk of a node.
+type BlockDeviceMapping struct {
+	// DeviceName is the device, such as /dev/xvda.
+	// +optional
+	DeviceName *string `json:"deviceName,omitempty"`
+	// EBS configures the EBS volume of the device.
+	// +optional
+	EBS *BlockDevice `json:"ebs,omitempty"`
+	// RootVolume mounts this device as the kubelet's root directory; at
+	// most one mapping may set it.
+	// +optional
+	RootVolume bool `json:"rootVolume,omitempty"`
+}
+
+// BlockDevice is an EBS volume.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.snapshotID) || has(self.volumeSize)",message="an EBS volume needs volumeSize or snapshotID"
+type BlockDevice struct {
+	// DeleteOnTermination deletes the volume with the instance.
+	// +optional
+	DeleteOnTermination *bool `json:"deleteOnTermination,omitempty"`
+	// Encrypted encrypts the volume.
+	// +optional
+	Encrypted *bool `json:"encrypted,omitempty"`
+	// IOPS for io1, io2 and gp3 volumes.
+	// +kubebuilder:validation:Minimum=100
+	// +kubebuilder:validation:Maximum=256000
+	// +optional
+	IOPS *int64 `json:"iops,omitempty"`
+	// KMSKeyID is the KMS key (ARN) used for encryption.
+	// +optional
+	KMSKeyID *string `json:"kmsKeyID,omitempty"`
+	// SnapshotID is the EBS snapshot the volume is created from.
+	// +kubebuilder:validation:Pattern="^snap-[0-9a-z]+$"
+	// +optional
+	SnapshotID *string `json:"snapshotID,omitempty"`
+	// Throughput in MiB/s for gp3 volumes.
+	// +kubebuilder:validation:Minimum=125
+	// +kubebuilder:validation:Maximum=2000
+	// +optional
+	Throughput *int64 `json:"throughput,omitempty"`
+	// VolumeSize such as 20Gi, 100G or 1Ti.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=16
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[1-9][0-9]*(Gi|G|Ti|T)$')",message="volumeSize must be a whole number of Gi, G, Ti or T, such as 20Gi, 100G or 1Ti"
+	// +optional
+	VolumeSize *string `json:"volumeSize,omitempty"`
+	// VolumeType is the EBS volume type.
+	// +kubebuilder:validation:Enum=standard;io1;io2;gp2;sc1;st1;gp3
+	// +optional
+	VolumeType *string `json:"volumeType,omitempty"`
+}
+
+// MetadataOptions configure the instance metadata service (IMDS).
+type MetadataOptions struct {
+	// HTTPEndpoint enables or disables IMDS.
+	// +kubebuilder:default=enabled
+	// +kubebuilder:validation:Enum=enabled;disabled
+	// +optional
+	HTTPEndpoint *string `json:"httpEndpoint,omitempty"`
+	// HTTPProtocolIPv6 enables the IPv6 IMDS endpoint.
+	// +kubebuilder:default=disabled
+	// +kubebuilder:validation:Enum=enabled;disabled
+	// +optional
+	HTTPProtocolIPv6 *string `json:"httpProtocolIPv6,omitempty"`
+	// HTTPPutResponseHopLimit is the hop limit of IMDS responses; 1 keeps
+	// them from reaching pods that do not use the host network.
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=64
+	// +optional
+	HTTPPutResponseHopLimit *int64 `json:"httpPutResponseHopLimit,omitempty"`
+	// HTTPTokens "required" enforces IMDSv2 session tokens.
+	// +kubebuilder:default=required
+	// +kubebuilder:validation:Enum=required;optional
+	// +optional
+	HTTPTokens *string `json:"httpTokens,omitempty"`
+}
+
+// EC2NodeClassStatus is what was resolved from the selectors.
+type EC2NodeClassStatus struct {
+	// Subnets resolved from subnetSelectorTerms.
+	// +optional
+	Subnets []Subnet `json:"subnets,omitempty"`
+	// SecurityGroups resolved from securityGroupSelectorTerms.
+	// +optional
+	SecurityGroups []SecurityGroup `json:"securityGroups,omitempty"`
+	// AMIs resolved from amiSelectorTerms, each with the node requirements
+	// (architecture, GPU) it can serve.
+	// +optional
+	AMIs []AMI `json:"amis,omitempty"`
+	// InstanceProfile nodes are launched with.
+	// +optional
+	InstanceProfile string `json:"instanceProfile,omitempty"`
+	// Conditions: Ready, AMIsReady, SubnetsReady, SecurityGroupsReady,
+	// InstanceProfileReady and ValidationSucceeded.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Subnet is a resolved subnet.
+type Subnet struct {
+	// +required
+	ID string `json:"id"`
+	// +required
+	Zone string `json:"zone"`
+	// +optional
+	ZoneID string `json:"zoneID,omitempty"`
+}
+
+// SecurityGroup is a resolved security group.
+type SecurityGroup struct {
+	// +required
+	ID string `json:"id"`
+	// +optional
+	Name string `json:"name,omitempty"`
+}
+
+// AMI is a resolved AMI.
+type AMI struct {
+	// +required
+	ID string `json:"id"`
+	// +optional
+	Name string `json:"name,omitempty"`
+	// Deprecated is true for an AMI past its deprecation time.
+	// +optional
+	Deprecated bool `json:"deprecated,omitempty"`
+	// Requirements of the nodes this AMI can boot, such as
+	// kubernetes.io/arch In [arm64].
+	// +required
+	Requirements []corev1.NodeSelectorRequirement `json:"requirements"`
+}
+
+// AMI families.
+const (
+	AMIFamilyAL2          = "AL2"
+	AMIFamilyAL2023       = "AL2023"
+	AMIFamilyBottlerocket = "Bottlerocket"
+	AMIFamilyCustom       = "Custom"
+	AMIFamilyWindows2019  = "Windows2019"
+	AMIFamilyWindows2022  = "Windows2022"
+	AMIFamilyWindows2025  = "Windows2025"
+)
+
+// EC2NodeClass condition types.
+const (
+	ConditionReady                = "Ready"
+	ConditionAMIsReady            = "AMIsReady"
+	ConditionSubnetsReady         = "SubnetsReady"
+	ConditionSecurityGroupsReady  = "SecurityGroupsReady"
+	ConditionInstanceProfileReady = "InstanceProfileReady"
+	ConditionValidationSucceeded  = "ValidationSucceeded"
+)

@@ -1,0 +1,224 @@
+package v1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// NodePool describes a family of nodes nodewright may launch for pending
+// pods: the constraints every node meets, how nodes are disrupted, and how
+// much capacity the pool may hold.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:path=nodepools,scope=Cluster,categories=karpenter
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="NodeClass",type="string",JSONPath=".spec.template.spec.nodeClassRef.name"
+// +kubebuilder:printcolumn:name="Nodes",type="string",JSONPath=".status.resources.nodes"
+// +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status"
+// +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
+// +kubebuilder:printcolumn:name="Weight",type="integer",JSONPath=".spec.weight",priority=1
+// +kubebuilder:printcolumn:name="CPU",type="string",JSONPath=".status.resources.cpu",priority=1
+// +kubebuilder:printcolumn:name="Memory",type="string",JSONPath=".status.resources.memory",priority=1
+type NodePool struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec   NodePoolSpec   `json:"spec"`
+	Status NodePoolStatus `json:"status,omitempty"`
+}
+
+// NodePoolList is a list of NodePools.
+//
+// +kubebuilder:object:root=true
+type NodePoolList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []NodePool `json:"items"`
+}
+
+// NodePoolSpec is the desired shape and behaviour of a NodePool.
+type NodePoolSpec struct {
+	// Template is what every NodeClaim of this pool starts from.
+	// +required
+	Template NodeClaimTemplate `json:"template"`
+	// Disruption controls when nodes of this pool are consolidated and how
+	// many may be disrupted at once.
+	// +kubebuilder:default:={consolidateAfter: "0s"}
+	// +optional
+	Disruption Disruption `json:"disruption,omitzero"`
+	// Limits cap the total capacity of the pool's nodes (cpu, memory,
+	// nodes, or any resource); no node is launched past them.
+	// +optional
+	Limits corev1.ResourceList `json:"limits,omitempty"`
+	// Weight orders NodePools: higher weights are tried first.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	Weight *int32 `json:"weight,omitempty"`
+}
+
+// NodeClaimTemplate is the template of a NodePool's NodeClaims.
+type NodeClaimTemplate struct {
+	// +optional
+	ObjectMeta TemplateObjectMeta `json:"metadata,omitzero"`
+	// +required
+	Spec NodeClaimTemplateSpec `json:"spec"`
+}
+
+// TemplateObjectMeta holds the labels and annotations copied to every node.
+type TemplateObjectMeta struct {
+	// Labels are applied to every node of the pool. Labels that the kubelet,
+	// the cloud or nodewright set themselves cannot be chosen here.
+	// +kubebuilder:validation:MaxProperties=100
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k != 'kubernetes.io/hostname')",message="label kubernetes.io/hostname is set by the kubelet to the node's own name; remove it from the template"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k != 'karpenter.sh/nodepool')",message="label karpenter.sh/nodepool is set automatically to the NodePool's name; remove it from the template"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 316 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$'))",message="label keys must be an optional DNS prefix and '/', then a name of letters, digits, '-', '_' and '.'"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 63 && self[k].matches('^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$'))",message="label values must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.matches('^([^/]*[.])?kubernetes[.]io/') || k in ['kubernetes.io/arch', 'kubernetes.io/os', 'topology.kubernetes.io/zone', 'topology.kubernetes.io/region', 'node.kubernetes.io/instance-type', 'node.kubernetes.io/windows-build'] || k.matches('^([^/]*[.])?(node|node-restriction)[.]kubernetes[.]io/'))",message="labels in the kubernetes.io domain are reserved; only kubernetes.io/arch, kubernetes.io/os, topology.kubernetes.io/zone, topology.kubernetes.io/region and the node.kubernetes.io and node-restriction.kubernetes.io domains may be set"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.matches('^([^/]*[.])?k8s[.]io/'))",message="labels in the k8s.io domain are reserved for Kubernetes"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.matches('^([^/]*[.])?karpenter[.]sh/') || k in ['karpenter.sh/capacity-type', 'karpenter.sh/do-not-sync-taints', 'karpenter.sh/nodepool'])",message="labels in the karpenter.sh domain are set by nodewright; only karpenter.sh/capacity-type and karpenter.sh/do-not-sync-taints may be set"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.matches('^([^/]*[.])?karpenter[.]k8s[.]aws/'))",message="labels in the karpenter.k8s.aws domain describe the instance type and are set by nodewright; constrain them with spec.template.spec.requirements instead"
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// Annotations are applied to every node of the pool.
+	// +kubebuilder:validation:MaxProperties=100
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// NodeClaimTemplateSpec is the spec every NodeClaim of a pool starts from.
+type NodeClaimTemplateSpec struct {
+	// Taints the nodes carry; pods must tolerate them.
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:items:XValidation:rule="self.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute']",message="taint effect must be NoSchedule, PreferNoSchedule or NoExecute",fieldPath=".effect"
+	// +optional
+	Taints []corev1.Taint `json:"taints,omitempty"`
+	// StartupTaints are present while a node starts and removed by another
+	// component (a CNI or device plugin, for example) once it is ready.
+	// Pods need not tolerate them.
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:items:XValidation:rule="self.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute']",message="taint effect must be NoSchedule, PreferNoSchedule or NoExecute",fieldPath=".effect"
+	// +optional
+	StartupTaints []corev1.Taint `json:"startupTaints,omitempty"`
+	// Requirements constrain the nodes' labels: instance types, zones,
+	// capacity types, architectures and any other label.
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:items:XValidation:rule="self.key != 'kubernetes.io/hostname'",message="kubernetes.io/hostname cannot be required: every node gets its own name; use pod anti-affinity or topology spread to spread pods",fieldPath=".key"
+	// +kubebuilder:validation:items:XValidation:rule="self.key != 'karpenter.sh/nodepool'",message="karpenter.sh/nodepool is set to the NodePool's own name and cannot be required here",fieldPath=".key"
+	// +kubebuilder:validation:items:XValidation:rule="!self.key.matches('^([^/]*[.])?k8s[.]io/')",message="keys in the k8s.io domain are reserved for Kubernetes",fieldPath=".key"
+	// +kubebuilder:validation:items:XValidation:rule="!self.key.matches('^([^/]*[.])?karpenter[.]sh/') || self.key == 'karpenter.sh/capacity-type'",message="of the karpenter.sh labels only karpenter.sh/capacity-type can be required",fieldPath=".key"
+	// +required
+	Requirements []NodeSelectorRequirementWithMinValues `json:"requirements"`
+	// NodeClassRef names the EC2NodeClass the nodes are launched with.
+	// +required
+	NodeClassRef *NodeClassReference `json:"nodeClassRef"`
+	// TerminationGracePeriod bounds how long draining a node may take;
+	// pods still running at the deadline are deleted.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+(s|m|h))+$')",message="must be a duration such as 30s, 10m or 48h"
+	// +optional
+	TerminationGracePeriod *metav1.Duration `json:"terminationGracePeriod,omitempty"`
+	// ExpireAfter is how long after creation a node is replaced, or Never.
+	// +kubebuilder:default:="720h"
+	// +optional
+	ExpireAfter NillableDuration `json:"expireAfter,omitempty"`
+}
+
+// ConsolidationPolicy says which nodes consolidation may remove.
+// +kubebuilder:validation:Enum=WhenEmpty;WhenEmptyOrUnderutilized
+type ConsolidationPolicy string
+
+// Consolidation policies.
+const (
+	ConsolidationPolicyWhenEmpty                = ConsolidationPolicy("WhenEmpty")
+	ConsolidationPolicyWhenEmptyOrUnderutilized = ConsolidationPolicy("WhenEmptyOrUnderutilized")
+)
+
+// Disruption controls voluntary disruption of a NodePool's nodes.
+type Disruption struct {
+	// ConsolidateAfter is how long a node must have had no pod scheduled to
+	// or removed from it before consolidation considers it, or Never.
+	// +kubebuilder:default:="0s"
+	// +optional
+	ConsolidateAfter NillableDuration `json:"consolidateAfter,omitempty"`
+	// ConsolidationPolicy: WhenEmpty removes only nodes without workload
+	// pods; WhenEmptyOrUnderutilized also replaces or removes nodes whose
+	// pods fit elsewhere.
+	// +kubebuilder:default:=WhenEmptyOrUnderutilized
+	// +optional
+	ConsolidationPolicy ConsolidationPolicy `json:"consolidationPolicy,omitempty"`
+	// Budgets limit how many nodes may be disrupted at once; when several
+	// are active the most restrictive applies.
+	// +kubebuilder:default:={{nodes: "10%"}}
+	// +kubebuilder:validation:MaxItems=50
+	// +optional
+	Budgets []Budget `json:"budgets,omitempty"`
+}
+
+// DisruptionReason names a kind of voluntary disruption.
+// +kubebuilder:validation:Enum=Underutilized;Empty;Drifted
+type DisruptionReason string
+
+// Disruption reasons a budget can be limited to.
+const (
+	DisruptionReasonUnderutilized = DisruptionReason("Underutilized")
+	DisruptionReasonEmpty         = DisruptionReason("Empty")
+	DisruptionReasonDrifted       = DisruptionReason("Drifted")
+)
+
+// Budget limits the number of nodes of a pool disrupted at once, always or
+// during a scheduled window.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.schedule) == has(self.duration)",message="schedule and duration must be set together: schedule says when the budget window opens, duration how long it stays open"
+type Budget struct {
+	// Reasons limits the budget to these disruption reasons; all when empty.
+	// +kubebuilder:validation:MaxItems=3
+	// +optional
+	Reasons []DisruptionReason `json:"reasons,omitempty"`
+	// Nodes is how many nodes may be disrupted at once: a count such as "5"
+	// or a percentage of the pool's nodes such as "10%" (rounded up).
+	// +kubebuilder:default:="10%"
+	// +kubebuilder:validation:MaxLength=8
+	// +kubebuilder:validation:XValidation:rule="self.matches('^((100|[0-9]{1,2})%|[0-9]+)$')",message="must be a whole number of nodes such as 5, or a percentage from 0% to 100% such as 10%"
+	// +optional
+	Nodes string `json:"nodes,omitempty"`
+	// Schedule is a UTC cron schedule (five fields, or @daily and the like)
+	// at which the budget window opens.
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:XValidation:rule="self.matches('^@(annually|yearly|monthly|weekly|daily|midnight|hourly)$') || self.matches('^ *[^ ]+( +[^ ]+){4} *$')",message="must be a cron schedule of five fields (minute hour day-of-month month day-of-week) such as \"0 9 * * 1-5\", or @yearly, @monthly, @weekly, @daily or @hourly"
+	// +optional
+	Schedule *string `json:"schedule,omitempty"`
+	// Duration is how long the window stays open after each scheduled start.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+(h|m))+(0s)?$')",message="must be whole hours and minutes such as 8h or 1h30m"
+	// +optional
+	Duration *metav1.Duration `json:"duration,omitempty"`
+}
+
+// NodePoolStatus is the observed state of a NodePool.
+type NodePoolStatus struct {
+	// Resources is the total capacity of the pool's nodes, with "nodes"
+	// their count.
+	// +optional
+	Resources corev1.ResourceList `json:"resources,omitempty"`
+	// NodeClassObservedGeneration is the generation of the node class the
+	// NodeClassReady condition was computed from.
+	// +optional
+	NodeClassObservedGeneration int64 `json:"nodeClassObservedGeneration,omitempty"`
+	// Conditions: Ready, ValidationSucceeded, NodeClassReady and
+	// NodeRegistrationHealthy.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// NodePool condition types.
+const (
+	ConditionValidationSucceeded     = "ValidationSucceeded"
+	ConditionNodeClassReady          = "NodeClassReady"
+	ConditionNodeRegistrationHealthy = "NodeRegistrationHealthy"
+)

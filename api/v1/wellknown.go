@@ -1,0 +1,32 @@
+package v1
+
+// Labels nodewright sets or reads on nodes and NodeClaims.
+const (
+	LabelNodePool        = Group + "/nodepool"
+	LabelCapacityType    = Group + "/capacity-type"
+	LabelRegistered      = Group + "/registered"
+	LabelInitialized     = Group + "/initialized"
+	LabelDoNotSyncTaints = Group + "/do-not-sync-taints"
+)
+
+// Capacity types, the values of LabelCapacityType.
+const (
+	CapacityTypeOnDemand = "on-demand"
+	CapacityTypeSpot     = "spot"
+	CapacityTypeReserved = "reserved"
+)
+
+// Taints nodewright manages.
+const (
+	// TaintKeyUnregistered must be on every launched node when it registers;
+	// it is removed once the node is matched to its NodeClaim.
+	TaintKeyUnregistered = Group + "/unregistered"
+	// TaintKeyDisrupted marks a node that is being disrupted or drained.
+	TaintKeyDisrupted = Group + "/disrupted"
+)
+
+// Annotations and the finalizer.
+const (
+	AnnotationDoNotDisrupt = Group + "/do-not-disrupt"
+	TerminationFinalizer   = Group + "/termination"
+)

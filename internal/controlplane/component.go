@@ -1,0 +1,147 @@
+package controlplane
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// component is a control-plane process other than etcd and kube-apiserver.
+type component struct {
+	name    string
+	cmd     *exec.Cmd
+	logPath string
+	exited  chan struct{}
+	waitErr error
+}
+
+// startComponent runs a component against the control plane's kubeconfig,
+// serving its health endpoint on a free local port, and waits until it is
+// healthy.
+func (cp *ControlPlane) startComponent(ctx context.Context, assets, name string, timeout time.Duration, args ...string) error {
+	port, err := freePort()
+	if err != nil {
+		return fmt.Errorf("starting %s: %w", name, err)
+	}
+	certDir := filepath.Join(cp.workDir, name+"-certs")
+	args = append(args,
+		"--kubeconfig="+cp.KubeconfigPath,
+		"--bind-address=127.0.0.1",
+		"--secure-port="+strconv.Itoa(port),
+		"--cert-dir="+certDir,
+	)
+	c := &component{
+		name:    name,
+		logPath: filepath.Join(cp.workDir, name+".log"),
+		exited:  make(chan struct{}),
+	}
+	logFile, err := os.Create(c.logPath)
+	if err != nil {
+		return fmt.Errorf("starting %s: %w", name, err)
+	}
+	// The process outlives ctx's caller on purpose: Stop ends it.
+	c.cmd = exec.Command(filepath.Join(assets, name), args...) //nolint:gosec,noctx // the binary and flags are ours
+	c.cmd.Stdout = logFile
+	c.cmd.Stderr = logFile
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := c.cmd.Start(); err != nil {
+		_ = logFile.Close()
+		return fmt.Errorf("starting %s: %w", name, err)
+	}
+	go func() {
+		c.waitErr = c.cmd.Wait()
+		_ = logFile.Close()
+		close(c.exited)
+	}()
+	cp.components = append(cp.components, c)
+	return c.waitHealthy(ctx, port, timeout)
+}
+
+// waitHealthy polls /healthz until it answers ok, the process exits or the
+// timeout passes; failures quote the end of the component's log.
+func (c *component) waitHealthy(ctx context.Context, port int, timeout time.Duration) error {
+	client := &http.Client{
+		Timeout: 2 * time.Second,
+		// The component serves a self-signed certificate on loopback.
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // loopback health probe
+	}
+	url := fmt.Sprintf("https://127.0.0.1:%d/healthz", port)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		if resp, err := client.Do(req); err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-c.exited:
+			return fmt.Errorf("%s exited while starting (%v); end of %s:\n%s", c.name, c.waitErr, c.logPath, c.logTail())
+		case <-ctx.Done():
+			return fmt.Errorf("%s not healthy after %s; end of %s:\n%s", c.name, timeout, c.logPath, c.logTail())
+		case <-tick.C:
+		}
+	}
+}
+
+// stop terminates the component, killing it if it does not exit in time.
+func (c *component) stop() error {
+	select {
+	case <-c.exited:
+		return nil
+	default:
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.exited:
+	case <-time.After(10 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-c.exited
+	}
+	return nil
+}
+
+// logTail returns the last lines of the component's log.
+func (c *component) logTail() string {
+	data, err := os.ReadFile(c.logPath)
+	if err != nil {
+		return err.Error()
+	}
+	const keep = 20
+	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
+	if len(lines) > keep {
+		lines = lines[len(lines)-keep:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}
+
+// freePort asks the kernel for an unused loopback port.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = l.Close() }()
+	addr, ok := l.Addr().(*net.TCPAddr)
+	if !ok {
+		return 0, errors.New("listener has no TCP address")
+	}
+	return addr.Port, nil
+}
