@@ -2,10 +2,13 @@ package crds_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Every object of every scenario is accepted as written by `kubectl apply`,
@@ -53,4 +56,99 @@ func runKubectl(t *testing.T, args ...string) (string, error) {
 	}
 	out, err := cmd.CombinedOutput()
 	return string(out), err
+}
+
+// `kubectl apply` of a bad NodePool fails and says, field by field, what is
+// wrong — and creates nothing.
+func TestKubectlApplyOfBadNodePoolExplains(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "bad-nodepool.yaml")
+	bad := `apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: bad
+spec:
+  template:
+    metadata:
+      labels:
+        kubernetes.io/hostname: node-a
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: kubernetes.io/arch, operator: In}
+  disruption:
+    consolidateAfter: 5 minutes
+  weight: 0
+`
+	if err := os.WriteFile(file, []byte(bad), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runKubectl(t, "apply", "-f", file)
+	if err == nil {
+		t.Fatalf("kubectl apply accepted a bad NodePool:\n%s", out)
+	}
+	for _, want := range []string{
+		`The NodePool "bad" is invalid`,
+		"spec.weight", "should be greater than or equal to 1",
+		"spec.disruption.consolidateAfter", "must be a duration such as 30s, 15m or 720h, or Never",
+		"spec.template.spec.requirements[0]", "operator In needs at least one value",
+		"spec.template.metadata.labels", "label kubernetes.io/hostname is set by the kubelet",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl's message lacks %q:\n%s", want, out)
+		}
+	}
+	if out, err := runKubectl(t, "get", "nodepool", "bad"); err == nil {
+		t.Errorf("the bad NodePool exists after the failed apply:\n%s", out)
+	}
+}
+
+// `kubectl get` shows what matters about each kind without -o yaml.
+func TestKubectlGetShowsWhatMatters(t *testing.T) {
+	ctx := context.Background()
+	claim := patched(t, validNodeClaim, `metadata: {labels: {karpenter.sh/nodepool: general, node.kubernetes.io/instance-type: m5.large, karpenter.sh/capacity-type: spot, topology.kubernetes.io/zone: us-east-1b}}`)
+	claim.SetName("printed")
+	if err := kube.Create(ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kube.Delete(ctx, claim) })
+	claim.Object["status"] = map[string]any{
+		"nodeName":   "ip-10-0-2-7.ec2.internal",
+		"providerID": "aws:///us-east-1b/i-0fedcba9876543210",
+		"conditions": []any{map[string]any{
+			"type": "Ready", "status": "False", "reason": "NotInitialized", "message": "waiting for startup taints",
+			"lastTransitionTime": "2026-11-20T10:00:00Z",
+		}},
+	}
+	if err := kube.Status().Update(ctx, claim); err != nil {
+		t.Fatal(err)
+	}
+	pool := patched(t, validNodePool, `spec: {weight: 7}`)
+	pool.SetName("printed")
+	nodeClass := patched(t, validNodeClass, `{}`)
+	nodeClass.SetName("printed")
+	for _, obj := range []client.Object{pool, nodeClass} {
+		if err := kube.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = kube.Delete(ctx, obj) })
+	}
+
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"get", "nodeclaims"}, []string{"NAME", "TYPE", "CAPACITY", "ZONE", "NODE", "READY", "AGE", "printed", "m5.large", "spot", "us-east-1b", "ip-10-0-2-7.ec2.internal", "False"}},
+		{[]string{"get", "nodeclaims", "-o", "wide"}, []string{"ID", "NODEPOOL", "NODECLASS", "REASON", "aws:///us-east-1b/i-0fedcba9876543210", "general", "default", "NotInitialized"}},
+		{[]string{"get", "nodepools", "-o", "wide"}, []string{"NODECLASS", "NODES", "READY", "AGE", "WEIGHT", "printed", "default", "7"}},
+		{[]string{"get", "ec2nodeclasses", "-o", "wide"}, []string{"READY", "AGE", "ROLE", "printed", "KarpenterNodeRole-nodewright-sim"}},
+		{[]string{"get", "ec2nc"}, []string{"printed"}},
+		{[]string{"get", "karpenter"}, []string{"nodepool.karpenter.sh/printed", "nodeclaim.karpenter.sh/printed", "ec2nodeclass.karpenter.k8s.aws/printed"}},
+	} {
+		out := kubectl(t, tc.args...)
+		for _, want := range tc.want {
+			if !strings.Contains(out, want) {
+				t.Errorf("kubectl %s lacks %q:\n%s", strings.Join(tc.args, " "), want, out)
+			}
+		}
+	}
 }

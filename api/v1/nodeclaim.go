@@ -28,7 +28,8 @@ type NodeClaim struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable: a NodeClaim records one launched node; delete it and create a new NodeClaim instead"
 	// +required
 	Spec   NodeClaimSpec   `json:"spec"`
-	Status NodeClaimStatus `json:"status,omitempty"`
+	// +optional
+	Status NodeClaimStatus `json:"status,omitzero"`
 }
 
 // NodeClaimList is a list of NodeClaims.

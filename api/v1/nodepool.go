@@ -25,7 +25,8 @@ type NodePool struct {
 
 	// +required
 	Spec   NodePoolSpec   `json:"spec"`
-	Status NodePoolStatus `json:"status,omitempty"`
+	// +optional
+	Status NodePoolStatus `json:"status,omitzero"`
 }
 
 // NodePoolList is a list of NodePools.
@@ -75,7 +76,7 @@ type TemplateObjectMeta struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k != 'karpenter.sh/nodepool')",message="label karpenter.sh/nodepool is set automatically to the NodePool's name; remove it from the template"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 316 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$'))",message="label keys must be an optional DNS prefix and '/', then a name of letters, digits, '-', '_' and '.'"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 63 && self[k].matches('^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$'))",message="label values must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.matches('^([^/]*[.])?kubernetes[.]io/') || k in ['kubernetes.io/arch', 'kubernetes.io/os', 'topology.kubernetes.io/zone', 'topology.kubernetes.io/region', 'node.kubernetes.io/instance-type', 'node.kubernetes.io/windows-build'] || k.matches('^([^/]*[.])?(node|node-restriction)[.]kubernetes[.]io/'))",message="labels in the kubernetes.io domain are reserved; only kubernetes.io/arch, kubernetes.io/os, topology.kubernetes.io/zone, topology.kubernetes.io/region and the node.kubernetes.io and node-restriction.kubernetes.io domains may be set"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.matches('^([^/]*[.])?kubernetes[.]io/') || k in ['kubernetes.io/hostname', 'kubernetes.io/arch', 'kubernetes.io/os', 'topology.kubernetes.io/zone', 'topology.kubernetes.io/region', 'node.kubernetes.io/instance-type', 'node.kubernetes.io/windows-build'] || k.matches('^([^/]*[.])?(node|node-restriction)[.]kubernetes[.]io/'))",message="labels in the kubernetes.io domain are reserved; only kubernetes.io/arch, kubernetes.io/os, topology.kubernetes.io/zone, topology.kubernetes.io/region and the node.kubernetes.io and node-restriction.kubernetes.io domains may be set"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.matches('^([^/]*[.])?k8s[.]io/'))",message="labels in the k8s.io domain are reserved for Kubernetes"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.matches('^([^/]*[.])?karpenter[.]sh/') || k in ['karpenter.sh/capacity-type', 'karpenter.sh/do-not-sync-taints', 'karpenter.sh/nodepool'])",message="labels in the karpenter.sh domain are set by nodewright; only karpenter.sh/capacity-type and karpenter.sh/do-not-sync-taints may be set"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.matches('^([^/]*[.])?karpenter[.]k8s[.]aws/'))",message="labels in the karpenter.k8s.aws domain describe the instance type and are set by nodewright; constrain them with spec.template.spec.requirements instead"
@@ -106,6 +107,7 @@ type NodeClaimTemplateSpec struct {
 	// +kubebuilder:validation:MaxItems=100
 	// +kubebuilder:validation:items:XValidation:rule="self.key != 'kubernetes.io/hostname'",message="kubernetes.io/hostname cannot be required: every node gets its own name; use pod anti-affinity or topology spread to spread pods",fieldPath=".key"
 	// +kubebuilder:validation:items:XValidation:rule="self.key != 'karpenter.sh/nodepool'",message="karpenter.sh/nodepool is set to the NodePool's own name and cannot be required here",fieldPath=".key"
+	// +kubebuilder:validation:items:XValidation:rule="!self.key.matches('^([^/]*[.])?kubernetes[.]io/') || self.key in ['kubernetes.io/hostname', 'kubernetes.io/arch', 'kubernetes.io/os', 'topology.kubernetes.io/zone', 'topology.kubernetes.io/region', 'node.kubernetes.io/instance-type', 'node.kubernetes.io/windows-build'] || self.key.matches('^([^/]*[.])?(node|node-restriction)[.]kubernetes[.]io/')",message="of the kubernetes.io labels only kubernetes.io/arch, kubernetes.io/os, topology.kubernetes.io/zone, topology.kubernetes.io/region and the node.kubernetes.io and node-restriction.kubernetes.io domains can be required",fieldPath=".key"
 	// +kubebuilder:validation:items:XValidation:rule="!self.key.matches('^([^/]*[.])?k8s[.]io/')",message="keys in the k8s.io domain are reserved for Kubernetes",fieldPath=".key"
 	// +kubebuilder:validation:items:XValidation:rule="!self.key.matches('^([^/]*[.])?karpenter[.]sh/') || self.key == 'karpenter.sh/capacity-type'",message="of the karpenter.sh labels only karpenter.sh/capacity-type can be required",fieldPath=".key"
 	// +required

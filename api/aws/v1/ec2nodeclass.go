@@ -22,7 +22,8 @@ type EC2NodeClass struct {
 
 	// +required
 	Spec   EC2NodeClassSpec   `json:"spec"`
-	Status EC2NodeClassStatus `json:"status,omitempty"`
+	// +optional
+	Status EC2NodeClassStatus `json:"status,omitzero"`
 }
 
 // EC2NodeClassList is a list of EC2NodeClasses.

@@ -1,0 +1,317 @@
+package crds_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+const validNodeClass = `
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata:
+  name: placeholder
+spec:
+  amiSelectorTerms:
+    - alias: al2023@latest
+  role: KarpenterNodeRole-nodewright-sim
+  subnetSelectorTerms:
+    - tags:
+        karpenter.sh/discovery: nodewright-sim
+  securityGroupSelectorTerms:
+    - tags:
+        karpenter.sh/discovery: nodewright-sim
+`
+
+const validNodePool = `
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: placeholder
+spec:
+  template:
+    spec:
+      nodeClassRef:
+        group: karpenter.k8s.aws
+        kind: EC2NodeClass
+        name: default
+      requirements:
+        - key: kubernetes.io/arch
+          operator: In
+          values: ["amd64"]
+`
+
+const validNodeClaim = `
+apiVersion: karpenter.sh/v1
+kind: NodeClaim
+metadata:
+  name: placeholder
+spec:
+  nodeClassRef:
+    group: karpenter.k8s.aws
+    kind: EC2NodeClass
+    name: default
+  requirements:
+    - key: node.kubernetes.io/instance-type
+      operator: In
+      values: ["m5.large"]
+`
+
+// invalid is an object the API server must reject: a valid base object with
+// a JSON merge patch (in YAML) applied, and where and why it is rejected.
+type invalid struct {
+	name    string
+	base    string
+	patch   string
+	field   string // the field path the API server names
+	message string // a fragment of the message a person reads
+}
+
+var invalidNodeClasses = []invalid{
+	{"role and instanceProfile", validNodeClass, `spec: {instanceProfile: KarpenterNodeInstanceProfile}`,
+		"spec", "set exactly one of role"},
+	{"neither role nor instanceProfile", validNodeClass, `spec: {role: null}`,
+		"spec", "set exactly one of role"},
+	{"empty role", validNodeClass, `spec: {role: ""}`,
+		"spec.role", "role cannot be empty"},
+	{"alias with another term", validNodeClass, `spec: {amiSelectorTerms: [{alias: al2023@latest}, {id: ami-0123}]}`,
+		"spec.amiSelectorTerms", "alias term must be the only amiSelectorTerm"},
+	{"alias without version", validNodeClass, `spec: {amiSelectorTerms: [{alias: al2023}]}`,
+		"spec.amiSelectorTerms[0].alias", "alias must be family@version"},
+	{"alias of unknown family", validNodeClass, `spec: {amiSelectorTerms: [{alias: ubuntu@latest}]}`,
+		"spec.amiSelectorTerms[0].alias", "unknown alias family"},
+	{"windows alias pinned", validNodeClass, `spec: {amiSelectorTerms: [{alias: windows2022@v20240101}]}`,
+		"spec.amiSelectorTerms[0].alias", "Windows aliases can only use the version latest"},
+	{"no alias and no amiFamily", validNodeClass, `spec: {amiSelectorTerms: [{id: ami-0a1b2c3d4e5f60001}]}`,
+		"spec.amiFamily", "amiFamily is required unless amiSelectorTerms uses an alias"},
+	{"amiFamily contradicts alias", validNodeClass, `spec: {amiFamily: AL2}`,
+		"spec.amiFamily", "amiFamily must be the alias's family"},
+	{"unknown amiFamily", validNodeClass, `spec: {amiFamily: Ubuntu, amiSelectorTerms: [{id: ami-0123}]}`,
+		"spec.amiFamily", `Unsupported value: "Ubuntu"`},
+	{"empty AMI term", validNodeClass, `spec: {amiSelectorTerms: [{}]}`,
+		"spec.amiSelectorTerms[0]", "each amiSelectorTerm needs one of alias, id, name, tags or ssmParameter"},
+	{"AMI id with tags", validNodeClass, `spec: {amiFamily: AL2023, amiSelectorTerms: [{id: ami-0123, tags: {team: a}}]}`,
+		"spec.amiSelectorTerms[0]", "id selects one AMI and cannot be combined"},
+	{"no AMI terms", validNodeClass, `spec: {amiSelectorTerms: []}`,
+		"spec.amiSelectorTerms", "should have at least 1 items"},
+	{"empty subnet term", validNodeClass, `spec: {subnetSelectorTerms: [{}]}`,
+		"spec.subnetSelectorTerms[0]", "each subnetSelectorTerm needs tags or id"},
+	{"subnet id with tags", validNodeClass, `spec: {subnetSelectorTerms: [{id: subnet-0123, tags: {a: b}}]}`,
+		"spec.subnetSelectorTerms[0]", "id selects one subnet"},
+	{"empty subnet tag value", validNodeClass, `spec: {subnetSelectorTerms: [{tags: {karpenter.sh/discovery: ""}}]}`,
+		"spec.subnetSelectorTerms[0].tags", "tag keys and values cannot be empty"},
+	{"31 subnet terms", validNodeClass, "spec: {subnetSelectorTerms: [" + strings.Repeat("{id: subnet-0123}, ", 30) + "{id: subnet-0123}]}",
+		"spec.subnetSelectorTerms", "must have at most 30 items"},
+	{"empty security group term", validNodeClass, `spec: {securityGroupSelectorTerms: [{}]}`,
+		"spec.securityGroupSelectorTerms[0]", "each securityGroupSelectorTerm needs tags, id or name"},
+	{"security group id with name", validNodeClass, `spec: {securityGroupSelectorTerms: [{id: sg-0123, name: nodes}]}`,
+		"spec.securityGroupSelectorTerms[0]", "id selects one security group"},
+	{"cluster tag", validNodeClass, `spec: {tags: {kubernetes.io/cluster/nodewright-sim: owned}}`,
+		"spec.tags", "are set by nodewright to find its own instances"},
+	{"nodepool tag", validNodeClass, `spec: {tags: {karpenter.sh/nodepool: default}}`,
+		"spec.tags", "are set by nodewright to find its own instances"},
+	{"two root volumes", validNodeClass, `spec: {blockDeviceMappings: [{deviceName: /dev/xvda, rootVolume: true, ebs: {volumeSize: 20Gi}}, {deviceName: /dev/xvdb, rootVolume: true, ebs: {volumeSize: 20Gi}}]}`,
+		"spec.blockDeviceMappings", "at most one block device mapping can be the rootVolume"},
+	{"volume without size or snapshot", validNodeClass, `spec: {blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {volumeType: gp3}}]}`,
+		"spec.blockDeviceMappings[0].ebs", "an EBS volume needs volumeSize or snapshotID"},
+	{"volume size in MiB", validNodeClass, `spec: {blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {volumeSize: 512Mi}}]}`,
+		"spec.blockDeviceMappings[0].ebs.volumeSize", "volumeSize must be a whole number of Gi, G, Ti or T"},
+	{"image GC thresholds inverted", validNodeClass, `spec: {kubelet: {imageGCHighThresholdPercent: 50, imageGCLowThresholdPercent: 80}}`,
+		"spec.kubelet.imageGCHighThresholdPercent", "must be greater than imageGCLowThresholdPercent"},
+	{"soft eviction without grace period", validNodeClass, `spec: {kubelet: {evictionSoft: {memory.available: 5%}}}`,
+		"spec.kubelet", "evictionSoft and evictionSoftGracePeriod must name the same signals"},
+	{"soft eviction grace periods for other signals", validNodeClass, `spec: {kubelet: {evictionSoft: {memory.available: 5%}, evictionSoftGracePeriod: {nodefs.available: 1m}}}`,
+		"spec.kubelet", "evictionSoft and evictionSoftGracePeriod must name the same signals"},
+	{"unknown eviction signal", validNodeClass, `spec: {kubelet: {evictionHard: {memory.free: 100Mi}}}`,
+		"spec.kubelet.evictionHard", "evictionHard signals must be memory.available"},
+	{"clusterDNS not an IP", validNodeClass, `spec: {kubelet: {clusterDNS: [kube-dns]}}`,
+		"spec.kubelet.clusterDNS[0]", "clusterDNS entries must be IP addresses"},
+	{"metadata hop limit zero", validNodeClass, `spec: {metadataOptions: {httpPutResponseHopLimit: 0}}`,
+		"spec.metadataOptions.httpPutResponseHopLimit", "should be greater than or equal to 1"},
+}
+
+var invalidNodePools = []invalid{
+	{"weight zero", validNodePool, `spec: {weight: 0}`,
+		"spec.weight", "should be greater than or equal to 1"},
+	{"weight above 100", validNodePool, `spec: {weight: 101}`,
+		"spec.weight", "should be less than or equal to 100"},
+	{"unknown operator", validNodePool, `spec: {template: {spec: {requirements: [{key: kubernetes.io/arch, operator: Equals, values: [amd64]}]}}}`,
+		"spec.template.spec.requirements[0].operator", `Unsupported value: "Equals"`},
+	{"In without values", validNodePool, `spec: {template: {spec: {requirements: [{key: kubernetes.io/arch, operator: In}]}}}`,
+		"spec.template.spec.requirements[0]", "operator In needs at least one value"},
+	{"Exists with values", validNodePool, `spec: {template: {spec: {requirements: [{key: team, operator: Exists, values: [a]}]}}}`,
+		"spec.template.spec.requirements[0]", "operators Exists and DoesNotExist take no values"},
+	{"Gt with two values", validNodePool, `spec: {template: {spec: {requirements: [{key: karpenter.k8s.aws/instance-generation, operator: Gt, values: ["4", "5"]}]}}}`,
+		"spec.template.spec.requirements[0]", "operators Gt and Lt take exactly one integer value"},
+	{"Lt with a word", validNodePool, `spec: {template: {spec: {requirements: [{key: karpenter.k8s.aws/instance-cpu, operator: Lt, values: [many]}]}}}`,
+		"spec.template.spec.requirements[0]", "operators Gt and Lt take exactly one integer value"},
+	{"minValues above the values", validNodePool, `spec: {template: {spec: {requirements: [{key: karpenter.k8s.aws/instance-family, operator: In, values: [m5, c5], minValues: 3}]}}}`,
+		"spec.template.spec.requirements[0]", "minValues cannot be larger than the number of values"},
+	{"requirement on hostname", validNodePool, `spec: {template: {spec: {requirements: [{key: kubernetes.io/hostname, operator: In, values: [node-a]}]}}}`,
+		"spec.template.spec.requirements[0].key", "kubernetes.io/hostname cannot be required"},
+	{"requirement on nodepool", validNodePool, `spec: {template: {spec: {requirements: [{key: karpenter.sh/nodepool, operator: In, values: [other]}]}}}`,
+		"spec.template.spec.requirements[0].key", "karpenter.sh/nodepool is set to the NodePool's own name"},
+	{"requirement on a reserved kubernetes.io label", validNodePool, `spec: {template: {spec: {requirements: [{key: kubernetes.io/role, operator: In, values: [worker]}]}}}`,
+		"spec.template.spec.requirements[0].key", "of the kubernetes.io labels only kubernetes.io/arch"},
+	{"requirement key malformed", validNodePool, `spec: {template: {spec: {requirements: [{key: "pod type", operator: Exists}]}}}`,
+		"spec.template.spec.requirements[0].key", "key must be a label key"},
+	{"hostname label", validNodePool, `spec: {template: {metadata: {labels: {kubernetes.io/hostname: node-a}}}}`,
+		"spec.template.metadata.labels", "label kubernetes.io/hostname is set by the kubelet"},
+	{"nodepool label", validNodePool, `spec: {template: {metadata: {labels: {karpenter.sh/nodepool: other}}}}`,
+		"spec.template.metadata.labels", "label karpenter.sh/nodepool is set automatically"},
+	{"node-role label", validNodePool, `spec: {template: {metadata: {labels: {node-role.kubernetes.io/worker: ""}}}}`,
+		"spec.template.metadata.labels", "labels in the kubernetes.io domain are reserved"},
+	{"instance label", validNodePool, `spec: {template: {metadata: {labels: {karpenter.k8s.aws/instance-family: m5}}}}`,
+		"spec.template.metadata.labels", "labels in the karpenter.k8s.aws domain describe the instance type"},
+	{"label value with a space", validNodePool, `spec: {template: {metadata: {labels: {pod-type: arm app}}}}`,
+		"spec.template.metadata.labels", "label values must be at most 63 letters"},
+	{"label value too long", validNodePool, "spec: {template: {metadata: {labels: {pod-type: " + strings.Repeat("a", 64) + "}}}}",
+		"spec.template.metadata.labels.pod-type", "may not be more than 63 bytes"},
+	{"taint effect", validNodePool, `spec: {template: {spec: {taints: [{key: dedicated, value: gpu, effect: NoScheduleNow}]}}}`,
+		"spec.template.spec.taints[0].effect", "taint effect must be NoSchedule, PreferNoSchedule or NoExecute"},
+	{"startup taint effect", validNodePool, `spec: {template: {spec: {startupTaints: [{key: node.cilium.io/agent-not-ready, effect: Evict}]}}}`,
+		"spec.template.spec.startupTaints[0].effect", "taint effect must be NoSchedule, PreferNoSchedule or NoExecute"},
+	{"budget nodes a word", validNodePool, `spec: {disruption: {budgets: [{nodes: ten}]}}`,
+		"spec.disruption.budgets[0].nodes", "must be a whole number of nodes such as 5, or a percentage"},
+	{"budget nodes above 100%", validNodePool, `spec: {disruption: {budgets: [{nodes: 150%}]}}`,
+		"spec.disruption.budgets[0].nodes", "must be a whole number of nodes such as 5, or a percentage"},
+	{"budget schedule without duration", validNodePool, `spec: {disruption: {budgets: [{nodes: "0", schedule: "0 9 * * 1-5"}]}}`,
+		"spec.disruption.budgets[0]", "schedule and duration must be set together"},
+	{"budget schedule malformed", validNodePool, `spec: {disruption: {budgets: [{nodes: "0", schedule: "weekdays", duration: 8h}]}}`,
+		"spec.disruption.budgets[0].schedule", "must be a cron schedule of five fields"},
+	{"budget duration in seconds", validNodePool, `spec: {disruption: {budgets: [{nodes: "0", schedule: "@daily", duration: 30s}]}}`,
+		"spec.disruption.budgets[0].duration", "must be whole hours and minutes"},
+	{"consolidateAfter in words", validNodePool, `spec: {disruption: {consolidateAfter: 5 minutes}}`,
+		"spec.disruption.consolidateAfter", "must be a duration such as 30s, 15m or 720h, or Never"},
+	{"unknown consolidationPolicy", validNodePool, `spec: {disruption: {consolidationPolicy: WhenUnderutilized}}`,
+		"spec.disruption.consolidationPolicy", `Unsupported value: "WhenUnderutilized"`},
+	{"expireAfter forever", validNodePool, `spec: {template: {spec: {expireAfter: forever}}}`,
+		"spec.template.spec.expireAfter", "must be a duration such as 30s, 15m or 720h, or Never"},
+	{"terminationGracePeriod a number", validNodePool, `spec: {template: {spec: {terminationGracePeriod: "3600"}}}`,
+		"spec.template.spec.terminationGracePeriod", "must be a duration such as 30s, 10m or 48h"},
+	{"nodeClassRef without name", validNodePool, `spec: {template: {spec: {nodeClassRef: {name: null}}}}`,
+		"spec.template.spec.nodeClassRef.name", "Required value"},
+	{"nodeClassRef with empty kind", validNodePool, `spec: {template: {spec: {nodeClassRef: {kind: ""}}}}`,
+		"spec.template.spec.nodeClassRef.kind", "kind must name the node class's kind"},
+	{"no nodeClassRef", validNodePool, `spec: {template: {spec: {nodeClassRef: null}}}`,
+		"spec.template.spec.nodeClassRef", "Required value"},
+}
+
+var invalidNodeClaims = []invalid{
+	{"no nodeClassRef", validNodeClaim, `spec: {nodeClassRef: null}`,
+		"spec.nodeClassRef", "Required value"},
+	{"taint effect", validNodeClaim, `spec: {taints: [{key: a, effect: Sometimes}]}`,
+		"spec.taints[0].effect", "taint effect must be NoSchedule, PreferNoSchedule or NoExecute"},
+}
+
+func TestInvalidObjectsAreRejected(t *testing.T) {
+	total := len(invalidNodeClasses) + len(invalidNodePools) + len(invalidNodeClaims)
+	if total < 30 {
+		t.Fatalf("only %d invalid objects; the API promises at least 30 checks", total)
+	}
+	for kind, cases := range map[string][]invalid{
+		"EC2NodeClass": invalidNodeClasses, "NodePool": invalidNodePools, "NodeClaim": invalidNodeClaims,
+	} {
+		for i, tc := range cases {
+			t.Run(kind+"/"+tc.name, func(t *testing.T) {
+				obj := patched(t, tc.base, tc.patch)
+				obj.SetName(fmt.Sprintf("invalid-%d", i))
+				err := kube.Create(context.Background(), obj)
+				if err == nil {
+					_ = kube.Delete(context.Background(), obj)
+					t.Fatalf("the API server accepted the %s; want it rejected at %s with %q", kind, tc.field, tc.message)
+				}
+				assertRejection(t, err, tc.field, tc.message)
+			})
+		}
+	}
+}
+
+// The base objects themselves are valid, so each rejection above is caused
+// by its patch alone.
+func TestValidBasesAreAccepted(t *testing.T) {
+	for _, base := range []string{validNodeClass, validNodePool, validNodeClaim} {
+		obj := patched(t, base, "{}")
+		obj.SetName("valid-base")
+		if err := kube.Create(context.Background(), obj); err != nil {
+			t.Fatalf("creating the valid %s: %v", obj.GetKind(), err)
+		}
+		if err := kube.Delete(context.Background(), obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestNodeClaimSpecIsImmutable(t *testing.T) {
+	ctx := context.Background()
+	obj := patched(t, validNodeClaim, "{}")
+	obj.SetName("immutable")
+	if err := kube.Create(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kube.Delete(ctx, obj) })
+
+	changed := patched(t, validNodeClaim, `spec: {requirements: [{key: node.kubernetes.io/instance-type, operator: In, values: [m5.xlarge]}]}`)
+	changed.SetName("immutable")
+	changed.SetResourceVersion(obj.GetResourceVersion())
+	err := kube.Update(ctx, changed)
+	if err == nil {
+		t.Fatal("the API server accepted a change to a NodeClaim's spec")
+	}
+	assertRejection(t, err, "spec", "spec is immutable")
+
+	// Labels and annotations stay mutable: the controller writes them.
+	obj.SetLabels(map[string]string{"team": "a"})
+	if err := kube.Update(ctx, obj); err != nil {
+		t.Fatalf("updating a NodeClaim's labels: %v", err)
+	}
+}
+
+// patched applies a YAML merge patch to a YAML object.
+func patched(t *testing.T, base, patch string) *unstructured.Unstructured {
+	t.Helper()
+	baseJSON, err := yaml.YAMLToJSON([]byte(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	patchJSON, err := yaml.YAMLToJSON([]byte(patch))
+	if err != nil {
+		t.Fatalf("patch %s: %v", patch, err)
+	}
+	merged, err := jsonpatch.MergePatch(baseJSON, patchJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := &unstructured.Unstructured{}
+	if err := obj.UnmarshalJSON(merged); err != nil {
+		t.Fatal(err)
+	}
+	return obj
+}
+
+// assertRejection checks that err is the API server's Invalid error with a
+// cause at field whose message contains fragment.
+func assertRejection(t *testing.T, err error, field, fragment string) {
+	t.Helper()
+	var status apierrors.APIStatus
+	if !errors.As(err, &status) || !apierrors.IsInvalid(err) {
+		t.Fatalf("want an Invalid error from the API server, got %v", err)
+	}
+	details := status.Status().Details
+	if details == nil {
+		t.Fatalf("the rejection carries no details: %v", err)
+	}
+	for _, cause := range details.Causes {
+		if cause.Field == field && strings.Contains(cause.Message, fragment) {
+			return
+		}
+	}
+	t.Errorf("no cause at %s mentioning %q; the API server said:\n%v", field, fragment, err)
+}
