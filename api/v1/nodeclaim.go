@@ -27,7 +27,7 @@ type NodeClaim struct {
 
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable: a NodeClaim records one launched node; delete it and create a new NodeClaim instead"
 	// +required
-	Spec   NodeClaimSpec   `json:"spec"`
+	Spec NodeClaimSpec `json:"spec"`
 	// +optional
 	Status NodeClaimStatus `json:"status,omitzero"`
 }

@@ -24,7 +24,7 @@ type NodePool struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// +required
-	Spec   NodePoolSpec   `json:"spec"`
+	Spec NodePoolSpec `json:"spec"`
 	// +optional
 	Status NodePoolStatus `json:"status,omitzero"`
 }

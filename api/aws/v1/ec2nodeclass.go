@@ -21,7 +21,7 @@ type EC2NodeClass struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// +required
-	Spec   EC2NodeClassSpec   `json:"spec"`
+	Spec EC2NodeClassSpec `json:"spec"`
 	// +optional
 	Status EC2NodeClassStatus `json:"status,omitzero"`
 }
