@@ -8,8 +8,10 @@ LINT := bin/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
 all: build
 
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+
 build: ## Build the nodewright binary into ./bin/nodewright
-	go build -o bin/nodewright ./cmd/nodewright
+	go build -ldflags "-X github.com/nodewright/nodewright/internal/version.version=$(VERSION)" -o bin/nodewright ./cmd/nodewright
 
 controlplane: ## Install etcd and build kube-apiserver, kube-scheduler, kube-controller-manager, kubectl (cached)
 	./hack/controlplane.sh

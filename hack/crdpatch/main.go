@@ -68,7 +68,7 @@ func apply(file string, p patch) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(file, append([]byte("---\n"), out...), 0o644) //nolint:gosec // a generated, committed file
+	return os.WriteFile(file, append([]byte("---\n"), out...), 0o644)
 }
 
 // lookupSchema follows property names from a version's openAPIV3Schema;

@@ -29,7 +29,7 @@ type component struct {
 // serving its health endpoint on a free local port, and waits until it is
 // healthy.
 func (cp *ControlPlane) startComponent(ctx context.Context, assets, name string, timeout time.Duration, args ...string) error {
-	port, err := freePort()
+	port, err := freePort(ctx)
 	if err != nil {
 		return fmt.Errorf("starting %s: %w", name, err)
 	}
@@ -93,7 +93,7 @@ func (c *component) waitHealthy(ctx context.Context, port int, timeout time.Dura
 		}
 		select {
 		case <-c.exited:
-			return fmt.Errorf("%s exited while starting (%v); end of %s:\n%s", c.name, c.waitErr, c.logPath, c.logTail())
+			return fmt.Errorf("%s exited while starting (%w); end of %s:\n%s", c.name, c.waitErr, c.logPath, c.logTail())
 		case <-ctx.Done():
 			return fmt.Errorf("%s not healthy after %s; end of %s:\n%s", c.name, timeout, c.logPath, c.logTail())
 		case <-tick.C:
@@ -102,10 +102,10 @@ func (c *component) waitHealthy(ctx context.Context, port int, timeout time.Dura
 }
 
 // stop terminates the component, killing it if it does not exit in time.
-func (c *component) stop() error {
+func (c *component) stop() {
 	select {
 	case <-c.exited:
-		return nil
+		return
 	default:
 	}
 	_ = c.cmd.Process.Signal(syscall.SIGTERM)
@@ -115,7 +115,6 @@ func (c *component) stop() error {
 		_ = c.cmd.Process.Kill()
 		<-c.exited
 	}
-	return nil
 }
 
 // logTail returns the last lines of the component's log.
@@ -133,8 +132,9 @@ func (c *component) logTail() string {
 }
 
 // freePort asks the kernel for an unused loopback port.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+func freePort(ctx context.Context) (int, error) {
+	var lc net.ListenConfig
+	l, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
 	}

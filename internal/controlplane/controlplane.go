@@ -94,7 +94,7 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 			return nil, fmt.Errorf("creating the control plane's work directory: %w", err)
 		}
 		cp.ownWorkDir = true
-	} else if err := os.MkdirAll(cp.workDir, 0o755); err != nil {
+	} else if err := os.MkdirAll(cp.workDir, 0o750); err != nil {
 		return nil, fmt.Errorf("creating the control plane's work directory: %w", err)
 	}
 	defer func() {
@@ -148,7 +148,7 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 func (cp *ControlPlane) Stop() error {
 	var errs []error
 	for i := len(cp.components) - 1; i >= 0; i-- {
-		errs = append(errs, cp.components[i].stop())
+		cp.components[i].stop()
 	}
 	cp.components = nil
 	if cp.env != nil {

@@ -1,0 +1,34 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nodewright/nodewright/internal/version"
+)
+
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "nodewright",
+		Short: "nodewright launches the cheapest EC2 nodes that fit pending pods",
+		Long: `nodewright is a node autoscaler for Kubernetes on AWS. It reads Karpenter's
+v1 API (NodePool, NodeClaim, EC2NodeClass) unchanged.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newVersionCommand())
+	return root
+}
+
+func newVersionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the nodewright version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintln(cmd.OutOrStdout(), version.Get())
+			return err
+		},
+	}
+}
