@@ -1,0 +1,274 @@
+// Package instancetypes turns the EC2 instance type catalog (embedded, with
+// us-east-1 on-demand prices) into the scheduler's instance types: labels,
+// capacity, allocatable as the kubelet computes it, and offerings per zone
+// and capacity type.
+package instancetypes
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/scheduling"
+)
+
+//go:embed ec2-instance-types.json
+var catalogJSON []byte
+
+// Spec is one instance type as the catalog records it.
+type Spec struct {
+	Name       string  `json:"name"`
+	VCPU       int64   `json:"vcpu"`
+	MemoryMiB  int64   `json:"memoryMiB"`
+	GPU        int64   `json:"gpu"`
+	Arch       string  `json:"arch"`
+	OnDemand   float64 `json:"onDemandUSDPerHour"`
+	MaxENIs    int64   `json:"maxENIs"`
+	IPv4PerENI int64   `json:"ipv4PerENI"`
+	Hypervisor string  `json:"hypervisor"`
+	BareMetal  bool    `json:"bareMetal"`
+}
+
+// Catalog returns the embedded catalog's instance types, sorted by name.
+func Catalog() ([]Spec, error) {
+	var doc struct {
+		InstanceTypes []Spec `json:"instanceTypes"`
+	}
+	if err := json.Unmarshal(catalogJSON, &doc); err != nil {
+		return nil, fmt.Errorf("decoding the instance type catalog: %w", err)
+	}
+	sort.Slice(doc.InstanceTypes, func(i, j int) bool { return doc.InstanceTypes[i].Name < doc.InstanceTypes[j].Name })
+	return doc.InstanceTypes, nil
+}
+
+// Options are what allocatable and offerings depend on.
+type Options struct {
+	// Zones offered; every instance type with a price is offered in each,
+	// on-demand and spot.
+	Zones []string
+	// Kubelet settings of the EC2NodeClass (may be nil).
+	Kubelet *awsv1.KubeletConfiguration
+	// ExcludeSpot offers on-demand only.
+	ExcludeSpot bool
+}
+
+// DefaultZones are the zones of the simulated us-east-1 account.
+var DefaultZones = []string{"us-east-1a", "us-east-1b", "us-east-1c"}
+
+// defaultPods is the pod limit of instance types without ENI data.
+const defaultPods = 110
+
+// InstanceTypes converts catalog entries. Types without a price have no
+// offerings.
+func InstanceTypes(specs []Spec, opts Options) []*scheduling.InstanceType {
+	out := make([]*scheduling.InstanceType, 0, len(specs))
+	for _, s := range specs {
+		out = append(out, convert(s, opts))
+	}
+	return out
+}
+
+func convert(s Spec, opts Options) *scheduling.InstanceType {
+	capacity := capacityOf(s, opts.Kubelet)
+	it := &scheduling.InstanceType{
+		Name:         s.Name,
+		Requirements: scheduling.LabelRequirements(labelsOf(s)),
+		Capacity:     capacity,
+		Allocatable:  capacity.Sub(overhead(s, capacity, opts.Kubelet)),
+	}
+	if s.OnDemand > 0 {
+		for _, zone := range opts.Zones {
+			it.Offerings = append(it.Offerings, scheduling.Offering{
+				Zone: zone, CapacityType: v1.CapacityTypeOnDemand, Price: s.OnDemand, Available: true,
+			})
+			if !opts.ExcludeSpot {
+				it.Offerings = append(it.Offerings, scheduling.Offering{
+					Zone: zone, CapacityType: v1.CapacityTypeSpot, Price: SpotPrice(s.Name, zone, s.OnDemand), Available: true,
+				})
+			}
+		}
+	}
+	zones, capacityTypes := map[string]bool{}, map[string]bool{}
+	for _, o := range it.Offerings {
+		zones[o.Zone], capacityTypes[o.CapacityType] = true, true
+	}
+	it.Requirements.Add(scheduling.NewRequirement(scheduling.LabelZone, corev1.NodeSelectorOpIn, keys(zones)...))
+	it.Requirements.Add(scheduling.NewRequirement(v1.LabelCapacityType, corev1.NodeSelectorOpIn, keys(capacityTypes)...))
+	return it
+}
+
+// SpotPrice is the simulated spot price: between 30% and 70% of the
+// on-demand price, fixed per instance type and zone by an FNV-1a hash of
+// "<type>/<zone>", so it is deterministic and differs between zones.
+func SpotPrice(instanceType, zone string, onDemand float64) float64 {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(instanceType + "/" + zone))
+	fraction := 0.30 + 0.40*float64(h.Sum32()%10001)/10000
+	return math.Round(onDemand*fraction*1e5) / 1e5
+}
+
+var familyPattern = regexp.MustCompile(`^([a-z]+)([0-9]+)([a-z0-9-]*)$`)
+
+// labelsOf returns the well-known labels of an instance type.
+func labelsOf(s Spec) map[string]string {
+	family, size, _ := strings.Cut(s.Name, ".")
+	labels := map[string]string{
+		scheduling.LabelInstanceType:         s.Name,
+		scheduling.LabelArch:                 s.Arch,
+		scheduling.LabelOS:                   "linux",
+		awsv1.Group + "/instance-family":     family,
+		awsv1.Group + "/instance-size":       size,
+		awsv1.Group + "/instance-cpu":        strconv.FormatInt(s.VCPU, 10),
+		awsv1.Group + "/instance-memory":     strconv.FormatInt(s.MemoryMiB, 10),
+		awsv1.Group + "/instance-gpu-count":  strconv.FormatInt(s.GPU, 10),
+		awsv1.Group + "/instance-hypervisor": s.Hypervisor,
+		awsv1.Group + "/instance-bare-metal": strconv.FormatBool(s.BareMetal),
+	}
+	if m := familyPattern.FindStringSubmatch(family); m != nil {
+		labels[awsv1.Group+"/instance-category"] = m[1]
+		labels[awsv1.Group+"/instance-generation"] = m[2]
+	}
+	return labels
+}
+
+// capacityOf is what the node reports: CPU, memory less the VM overhead,
+// the pod limit, a 20Gi root volume and GPUs.
+func capacityOf(s Spec, kubelet *awsv1.KubeletConfiguration) scheduling.Resources {
+	memMiB := s.MemoryMiB - int64(math.Ceil(float64(s.MemoryMiB)*0.075))
+	if s.Arch == "arm64" {
+		memMiB -= 64
+	}
+	list := corev1.ResourceList{
+		corev1.ResourceCPU:              *resource.NewQuantity(s.VCPU, resource.DecimalSI),
+		corev1.ResourceMemory:           *resource.NewQuantity(memMiB*mib, resource.BinarySI),
+		corev1.ResourcePods:             *resource.NewQuantity(pods(s, kubelet), resource.DecimalSI),
+		corev1.ResourceEphemeralStorage: resource.MustParse("20Gi"),
+	}
+	if s.GPU > 0 {
+		list[gpuResource(s.Name)] = *resource.NewQuantity(s.GPU, resource.DecimalSI)
+	}
+	r, _ := scheduling.ParseResources(list)
+	return r
+}
+
+const mib = 1 << 20
+
+func gpuResource(name string) corev1.ResourceName {
+	switch {
+	case strings.HasPrefix(name, "g4ad"):
+		return "amd.com/gpu"
+	case strings.HasPrefix(name, "dl1"):
+		return "habana.ai/gaudi"
+	default:
+		return "nvidia.com/gpu"
+	}
+}
+
+// pods is maxPods if set, else the ENI limit, capped by podsPerCore.
+func pods(s Spec, kubelet *awsv1.KubeletConfiguration) int64 {
+	if kubelet != nil && kubelet.MaxPods != nil {
+		return int64(*kubelet.MaxPods)
+	}
+	n := int64(defaultPods)
+	if s.MaxENIs > 0 && s.IPv4PerENI > 0 {
+		n = s.MaxENIs*(s.IPv4PerENI-1) + 2
+	}
+	if kubelet != nil && kubelet.PodsPerCore != nil && *kubelet.PodsPerCore > 0 {
+		n = min(n, int64(*kubelet.PodsPerCore)*s.VCPU)
+	}
+	return n
+}
+
+// overhead is kube-reserved, system-reserved and the eviction thresholds.
+func overhead(s Spec, capacity scheduling.Resources, kubelet *awsv1.KubeletConfiguration) scheduling.Resources {
+	kubeReserved := corev1.ResourceList{
+		corev1.ResourceCPU:              *resource.NewMilliQuantity(kubeReservedCPU(s.VCPU), resource.DecimalSI),
+		corev1.ResourceMemory:           *resource.NewQuantity((11*capacity.Pods()+255)*mib, resource.BinarySI),
+		corev1.ResourceEphemeralStorage: resource.MustParse("1Gi"),
+	}
+	systemReserved := corev1.ResourceList{}
+	eviction := corev1.ResourceList{
+		corev1.ResourceMemory:           resource.MustParse("100Mi"),
+		corev1.ResourceEphemeralStorage: *resource.NewQuantity(capacity[3]/10, resource.BinarySI),
+	}
+	if kubelet != nil {
+		override(kubeReserved, kubelet.KubeReserved)
+		override(systemReserved, kubelet.SystemReserved)
+		if v, ok := kubelet.EvictionHard["memory.available"]; ok {
+			eviction[corev1.ResourceMemory] = thresholdOf(v, capacity.Memory())
+		}
+		if v, ok := kubelet.EvictionHard["nodefs.available"]; ok {
+			eviction[corev1.ResourceEphemeralStorage] = thresholdOf(v, capacity[3])
+		}
+	}
+	total := scheduling.Resources{}
+	for _, list := range []corev1.ResourceList{kubeReserved, systemReserved, eviction} {
+		r, _ := scheduling.ParseResources(list)
+		total = total.Add(r)
+	}
+	return total
+}
+
+// kubeReservedCPU: 6% of the first core, 1% of the second, 0.5% of the
+// third and fourth, 0.25% of the rest, in millicores.
+func kubeReservedCPU(vcpu int64) int64 {
+	milli := 0.0
+	for core := int64(1); core <= vcpu; core++ {
+		switch {
+		case core == 1:
+			milli += 60
+		case core == 2:
+			milli += 10
+		case core <= 4:
+			milli += 5
+		default:
+			milli += 2.5
+		}
+	}
+	return int64(math.Ceil(milli))
+}
+
+func override(list corev1.ResourceList, values map[string]string) {
+	for k, v := range values {
+		if q, err := resource.ParseQuantity(v); err == nil {
+			list[corev1.ResourceName(k)] = q
+		}
+	}
+}
+
+// thresholdOf reads an eviction threshold: a quantity or a percentage of
+// capacity.
+func thresholdOf(v string, capacity int64) resource.Quantity {
+	if pct, ok := strings.CutSuffix(v, "%"); ok {
+		f, err := strconv.ParseFloat(pct, 64)
+		if err != nil {
+			return resource.Quantity{}
+		}
+		return *resource.NewQuantity(int64(math.Ceil(float64(capacity)*f/100)), resource.BinarySI)
+	}
+	q, err := resource.ParseQuantity(v)
+	if err != nil {
+		return resource.Quantity{}
+	}
+	return q
+}
+
+func keys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,0 +1,243 @@
+package scheduling
+
+import (
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// keyConstraints are the topology constraints of a pod on one key.
+type keyConstraints struct {
+	key      string
+	terms    []*topologyTerm
+	repelled []*topologyGroup
+	counted  []*topologyGroup
+}
+
+// domains checks p's topology constraints on target t and chooses, for an
+// undecided NodeClaim, the domain (zone, capacity type, ...) of every key
+// the pod's constraints or counters need. It returns those choices as
+// requirements, or why the pod cannot go there.
+func (s *solver) domains(p *podInfo, t *target, reqs Requirements) (Requirements, string, bool) {
+	terms := p.activeTopology()
+	if len(terms) == 0 && len(p.repelledBy) == 0 && len(p.countedBy) == 0 {
+		return nil, "", true
+	}
+	byKey := map[string]*keyConstraints{}
+	get := func(key string) *keyConstraints {
+		kc, ok := byKey[key]
+		if !ok {
+			kc = &keyConstraints{key: key}
+			byKey[key] = kc
+		}
+		return kc
+	}
+	for _, term := range terms {
+		kc := get(term.group.key)
+		kc.terms = append(kc.terms, term)
+	}
+	for _, g := range p.repelledBy {
+		kc := get(g.key)
+		kc.repelled = append(kc.repelled, g)
+	}
+	for _, g := range p.countedBy {
+		kc := get(g.key)
+		kc.counted = append(kc.counted, g)
+	}
+	keys := make([]string, 0, len(byKey))
+	for k := range byKey {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+
+	var pins Requirements
+	for _, key := range keys {
+		kc := byKey[key]
+		candidates, decided := s.candidateDomains(t, key, reqs)
+		if len(candidates) == 0 {
+			if len(kc.terms) == 0 || onlyAntiAffinity(kc.terms) {
+				continue // not in any domain: nothing counts or repels it there
+			}
+			return nil, "node has no " + key + " label", false
+		}
+		if !decided && len(candidates) > 1 {
+			s.orderDomains(candidates, kc)
+		}
+		chosen, reason := "", ""
+		for _, d := range candidates {
+			if why, ok := s.domainAllows(p, kc, d, reqs); ok {
+				chosen = d
+				break
+			} else if reason == "" {
+				reason = why
+			}
+		}
+		if chosen == "" {
+			return nil, reason, false
+		}
+		if !decided {
+			if pins == nil {
+				pins = Requirements{}
+			}
+			pins.Add(NewRequirement(key, corev1.NodeSelectorOpIn, chosen))
+		}
+	}
+	return pins, "", true
+}
+
+func onlyAntiAffinity(terms []*topologyTerm) bool {
+	for _, t := range terms {
+		if t.group.kind != kindAntiAffinity {
+			return false
+		}
+	}
+	return true
+}
+
+// domainAllows checks every constraint on one key for domain d.
+func (s *solver) domainAllows(p *podInfo, kc *keyConstraints, d string, reqs Requirements) (string, bool) {
+	for _, term := range kc.terms {
+		var universe []string
+		if term.group.kind == kindSpread && kc.key != LabelHostname {
+			universe = s.spreadUniverse(kc.key, reqs)
+		}
+		if ok, why := term.group.allows(d, p.counts(term.group), universe); !ok {
+			return why, false
+		}
+	}
+	for _, g := range kc.repelled {
+		if ok, why := g.allows(d, false, nil); !ok {
+			return why, false
+		}
+	}
+	return "", true
+}
+
+// counts reports whether g counts the pod itself.
+func (p *podInfo) counts(g *topologyGroup) bool {
+	for _, c := range p.countedBy {
+		if c == g {
+			return true
+		}
+	}
+	return false
+}
+
+// orderDomains prefers, for an undecided claim, the domain with the fewest
+// pods of the first spread (or counting) group, then the name.
+func (s *solver) orderDomains(candidates []string, kc *keyConstraints) {
+	var g *topologyGroup
+	for _, term := range kc.terms {
+		if term.group.kind == kindSpread {
+			g = term.group
+			break
+		}
+	}
+	if g == nil && len(kc.counted) > 0 {
+		g = kc.counted[0]
+	}
+	if g == nil {
+		return
+	}
+	sort.SliceStable(candidates, func(i, j int) bool {
+		ci, cj := g.counts[candidates[i]], g.counts[candidates[j]]
+		if ci != cj {
+			return ci < cj
+		}
+		return candidates[i] < candidates[j]
+	})
+}
+
+// candidateDomains lists the values of key that t may take under reqs, and
+// whether t's value is already decided.
+func (s *solver) candidateDomains(t *target, key string, reqs Requirements) ([]string, bool) {
+	if d, ok := t.domain(key); ok {
+		if r, ok := reqs[key]; ok && !r.Has(d) {
+			return nil, true
+		}
+		return []string{d}, true
+	}
+	if t.existing {
+		return nil, true
+	}
+	var out []string
+	for _, v := range t.pool.domainValues(key) {
+		if r, ok := t.reqs[key]; ok && !r.Has(v) {
+			continue
+		}
+		if r, ok := reqs[key]; ok && !r.Has(v) {
+			continue
+		}
+		out = append(out, v)
+	}
+	return out, false
+}
+
+// domainValues lists, sorted, the values of key the pool's instance types
+// or requirements can give a node.
+func (pl *pool) domainValues(key string) []string {
+	if pl.domainCache == nil {
+		pl.domainCache = map[string][]string{}
+	}
+	if vs, ok := pl.domainCache[key]; ok {
+		return vs
+	}
+	seen := map[string]bool{}
+	if r, ok := pl.Requirements[key]; ok && !r.complement {
+		for v := range r.values {
+			seen[v] = true
+		}
+	} else {
+		for _, it := range pl.launchable {
+			if r, ok := it.Requirements[key]; ok {
+				for v := range r.values {
+					seen[v] = true
+				}
+			}
+		}
+	}
+	vs := make([]string, 0, len(seen))
+	for v := range seen {
+		if r, ok := pl.Requirements[key]; !ok || r.Has(v) {
+			vs = append(vs, v)
+		}
+	}
+	sort.Strings(vs)
+	pl.domainCache[key] = vs
+	return vs
+}
+
+// spreadUniverse lists the domains a pod with requirements reqs could be
+// placed in, for the minimum of a spread constraint.
+func (s *solver) spreadUniverse(key string, reqs Requirements) []string {
+	r := reqs[key]
+	cacheKey := key
+	if r != nil {
+		cacheKey += "|" + r.String()
+	}
+	if vs, ok := s.universes[cacheKey]; ok {
+		return vs
+	}
+	seen := map[string]bool{}
+	for _, pl := range s.pools {
+		for _, v := range pl.domainValues(key) {
+			seen[v] = true
+		}
+	}
+	for _, t := range s.targets {
+		if t.existing {
+			if d, ok := t.domain(key); ok {
+				seen[d] = true
+			}
+		}
+	}
+	vs := make([]string, 0, len(seen))
+	for v := range seen {
+		if r == nil || r.Has(v) {
+			vs = append(vs, v)
+		}
+	}
+	sort.Strings(vs)
+	s.universes[cacheKey] = vs
+	return vs
+}

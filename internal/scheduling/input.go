@@ -1,0 +1,75 @@
+package scheduling
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Input is everything a scheduling decision depends on.
+type Input struct {
+	NodePools []*NodePool
+	// Nodes are the existing nodes and the in-flight NodeClaims, with the
+	// pods bound to them.
+	Nodes []*Node
+	// Pods are the pending pods to place.
+	Pods []*corev1.Pod
+	// DaemonSets add their pods' requests to every new node they would
+	// run on.
+	DaemonSets []*appsv1.DaemonSet
+}
+
+// NodePool is a NodePool as the solver sees it.
+type NodePool struct {
+	Name   string
+	Weight int32
+	// Requirements are the template's requirements and labels.
+	Requirements  Requirements
+	Taints        []corev1.Taint
+	StartupTaints []corev1.Taint
+	// Limits cap the pool's total capacity ("nodes" counts nodes); nil
+	// means unlimited.
+	Limits corev1.ResourceList
+	// Usage is the capacity of the pool's existing nodes, with "nodes"
+	// their count.
+	Usage corev1.ResourceList
+	// NodeClass names the EC2NodeClass, for messages.
+	NodeClass string
+	// InstanceTypes the pool may launch, before AMI filtering.
+	InstanceTypes []*InstanceType
+	// AMIs of the node class; an instance type needs one whose
+	// requirements it meets.
+	AMIs []AMI
+}
+
+// AMI is a machine image and the nodes it can boot.
+type AMI struct {
+	ID           string
+	Requirements Requirements
+}
+
+// Node is an existing node, or an in-flight NodeClaim not yet registered.
+type Node struct {
+	Name string
+	// Requirements describe its labels: one value each for a node, the
+	// NodeClaim's requirements for an in-flight claim.
+	Requirements Requirements
+	Taints       []corev1.Taint
+	Allocatable  Resources
+	Pods         []*corev1.Pod
+}
+
+// NodeFromObject converts a Node object and the pods bound to it.
+func NodeFromObject(node *corev1.Node, pods []*corev1.Pod) *Node {
+	alloc, _ := ParseResources(node.Status.Allocatable)
+	labels := map[string]string{LabelHostname: node.Name}
+	for k, v := range node.Labels {
+		labels[k] = v
+	}
+	return &Node{
+		Name:         node.Name,
+		Requirements: LabelRequirements(labels),
+		Taints:       node.Spec.Taints,
+		Allocatable:  alloc,
+		Pods:         pods,
+	}
+}

@@ -1,0 +1,57 @@
+package scheduling
+
+import (
+	"math"
+)
+
+// Offering is one way to buy an instance type: a zone and capacity type at
+// an hourly price.
+type Offering struct {
+	Zone         string
+	CapacityType string
+	Price        float64
+	Available    bool
+}
+
+// InstanceType is a kind of node with its labels, resources and offerings.
+type InstanceType struct {
+	Name string
+	// Requirements are the labels the instance type provides (one value
+	// each) and the zones and capacity types it is offered in.
+	Requirements Requirements
+	Capacity     Resources
+	// Allocatable is capacity less kubelet reservations and eviction
+	// thresholds: what pods can use.
+	Allocatable Resources
+	Offerings   []Offering
+}
+
+// CheapestOffering returns the cheapest available offering whose zone and
+// capacity type the requirements allow.
+func (it *InstanceType) CheapestOffering(reqs Requirements) (Offering, bool) {
+	zones, capacityTypes := reqs[LabelZone], reqs[LabelCapacityType]
+	best, found := Offering{Price: math.Inf(1)}, false
+	for _, o := range it.Offerings {
+		if !o.Available || o.Price >= best.Price {
+			continue
+		}
+		if zones != nil && !zones.Has(o.Zone) {
+			continue
+		}
+		if capacityTypes != nil && !capacityTypes.Has(o.CapacityType) {
+			continue
+		}
+		best, found = o, true
+	}
+	return best, found
+}
+
+// Well-known node labels the scheduler reads.
+const (
+	LabelZone         = "topology.kubernetes.io/zone"
+	LabelRegion       = "topology.kubernetes.io/region"
+	LabelInstanceType = "node.kubernetes.io/instance-type"
+	LabelArch         = "kubernetes.io/arch"
+	LabelOS           = "kubernetes.io/os"
+	LabelHostname     = "kubernetes.io/hostname"
+)

@@ -1,0 +1,62 @@
+package scheduling
+
+import (
+	corev1 "k8s.io/api/core/v1"
+)
+
+// MaxInstanceTypes is the most instance types a NodeClaim lists.
+const MaxInstanceTypes = 600
+
+// Plan is the outcome of a scheduling decision.
+type Plan struct {
+	// NodeClaims to create, in creation order.
+	NodeClaims []*PlannedNodeClaim
+	// Existing maps existing nodes and in-flight NodeClaims to the pending
+	// pods that fit on them, in node order.
+	Existing []*ExistingPlacement
+	// Unschedulable pods, with the reason, in placement order.
+	Unschedulable []*UnschedulablePod
+	// Order lists the placed pods in the order they were placed.
+	Order []*corev1.Pod
+}
+
+// PlannedNodeClaim is a NodeClaim the plan launches.
+type PlannedNodeClaim struct {
+	// Name is the planned node's placeholder hostname, unique in the plan.
+	Name     string
+	NodePool string
+	// Requirements include the instance types, cheapest first.
+	Requirements Requirements
+	// InstanceTypes that fit every pod, cheapest first, at most
+	// MaxInstanceTypes.
+	InstanceTypes []*InstanceType
+	// Requests are the pods' requests plus DaemonSet overhead.
+	Requests Resources
+	// DaemonOverhead is the part of Requests that DaemonSet pods take.
+	DaemonOverhead Resources
+	Pods           []*corev1.Pod
+	// InstanceType and Offering are the cheapest choice.
+	InstanceType *InstanceType
+	Offering     Offering
+}
+
+// ExistingPlacement lists the pending pods planned onto an existing node.
+type ExistingPlacement struct {
+	Node string
+	Pods []*corev1.Pod
+}
+
+// UnschedulablePod is a pod the plan cannot place, and why.
+type UnschedulablePod struct {
+	Pod    *corev1.Pod
+	Reason string
+}
+
+// Price is the hourly price of the new NodeClaims.
+func (p *Plan) Price() float64 {
+	total := 0.0
+	for _, c := range p.NodeClaims {
+		total += c.Offering.Price
+	}
+	return total
+}

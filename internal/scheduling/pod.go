@@ -1,0 +1,238 @@
+package scheduling
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	resourcehelper "k8s.io/component-helpers/resource"
+)
+
+// podInfo is what the solver needs of a pod, computed once.
+type podInfo struct {
+	pod      *corev1.Pod
+	requests Resources
+	// unknownResources are requested resources no instance type provides.
+	unknownResources []string
+	// terms are the alternative node requirements (nodeSelector ANDed with
+	// each required node affinity term); at least one.
+	terms       []Requirements
+	preferred   []weightedTerm
+	tolerations []corev1.Toleration
+	hostPorts   []hostPort
+	// topology holds the pod's spread and pod (anti-)affinity terms,
+	// required and preferred.
+	topology []*topologyTerm
+	// preferences in the order they are dropped when the pod does not fit
+	// with them; the first relaxed are dropped.
+	preferences []preference
+	relaxed     int
+	// countedBy are the groups that count this pod; repelledBy the
+	// anti-affinity of other pods that keeps it out of their domains.
+	countedBy, repelledBy []*topologyGroup
+}
+
+// preference is a preferred node affinity term or a preferred topology term.
+type preference struct {
+	node *weightedTerm
+	topo *topologyTerm
+}
+
+// buildPreferences orders the preferences for relaxation: preferred pod
+// (anti-)affinity first, then preferred node affinity, then ScheduleAnyway
+// spread constraints, lighter terms before heavier ones.
+func (p *podInfo) buildPreferences() {
+	p.preferences = nil
+	var podPrefs, spreads []*topologyTerm
+	for _, t := range p.topology {
+		switch {
+		case !t.preferred:
+		case t.group.kind == kindSpread:
+			spreads = append(spreads, t)
+		default:
+			podPrefs = append(podPrefs, t)
+		}
+	}
+	sort.SliceStable(podPrefs, func(i, j int) bool { return podPrefs[i].weight < podPrefs[j].weight })
+	for _, t := range podPrefs {
+		p.preferences = append(p.preferences, preference{topo: t})
+	}
+	for i := len(p.preferred) - 1; i >= 0; i-- {
+		p.preferences = append(p.preferences, preference{node: &p.preferred[i]})
+	}
+	for _, t := range spreads {
+		p.preferences = append(p.preferences, preference{topo: t})
+	}
+}
+
+// activeTopology returns the required terms and the preferred ones not
+// yet relaxed.
+func (p *podInfo) activeTopology() []*topologyTerm {
+	if len(p.preferences) == 0 {
+		return p.topology
+	}
+	out := make([]*topologyTerm, 0, len(p.topology))
+	for _, t := range p.topology {
+		if !t.preferred {
+			out = append(out, t)
+		}
+	}
+	for _, pref := range p.preferences[p.relaxed:] {
+		if pref.topo != nil {
+			out = append(out, pref.topo)
+		}
+	}
+	return out
+}
+
+// classify finds the groups that count the pod and those that repel it.
+func (p *podInfo) classify(t *topology) {
+	for _, g := range t.ordered {
+		if !g.selects(p.pod) {
+			continue
+		}
+		if g.kind == kindInverseAntiAffinity {
+			p.repelledBy = append(p.repelledBy, g)
+		} else {
+			p.countedBy = append(p.countedBy, g)
+		}
+	}
+}
+
+type weightedTerm struct {
+	weight int32
+	reqs   Requirements
+}
+
+type hostPort struct {
+	protocol corev1.Protocol
+	ip       string
+	port     int32
+}
+
+func (h hostPort) conflicts(o hostPort) bool {
+	if h.port != o.port || h.protocol != o.protocol {
+		return false
+	}
+	return h.ip == o.ip || h.ip == "" || o.ip == "" || h.ip == "0.0.0.0" || o.ip == "0.0.0.0"
+}
+
+// PodRequests returns what a pod requests of a node: containers, init
+// containers (the larger of their peak and the running sum), sidecars and
+// pod overhead, plus one pod.
+func PodRequests(pod *corev1.Pod) (Resources, []string) {
+	r, unknown := ParseResources(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}))
+	r[podsIndex]++
+	return r, unknown
+}
+
+func newPodInfo(pod *corev1.Pod) *podInfo {
+	p := &podInfo{pod: pod, tolerations: pod.Spec.Tolerations}
+	p.requests, p.unknownResources = PodRequests(pod)
+	selector := LabelRequirements(pod.Spec.NodeSelector)
+	var affinityTerms []corev1.NodeSelectorTerm
+	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil {
+		if req := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution; req != nil {
+			affinityTerms = req.NodeSelectorTerms
+		}
+		for _, pt := range a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+			p.preferred = append(p.preferred, weightedTerm{weight: pt.Weight, reqs: NewRequirements(pt.Preference.MatchExpressions...)})
+		}
+		sort.SliceStable(p.preferred, func(i, j int) bool { return p.preferred[i].weight > p.preferred[j].weight })
+	}
+	if len(affinityTerms) == 0 {
+		p.terms = []Requirements{selector}
+	}
+	for _, t := range affinityTerms {
+		reqs := selector.Copy()
+		reqs.AddAll(NewRequirements(t.MatchExpressions...))
+		p.terms = append(p.terms, reqs)
+	}
+	for _, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
+		for _, port := range c.Ports {
+			if port.HostPort > 0 {
+				protocol := port.Protocol
+				if protocol == "" {
+					protocol = corev1.ProtocolTCP
+				}
+				p.hostPorts = append(p.hostPorts, hostPort{protocol: protocol, ip: port.HostIP, port: port.HostPort})
+			}
+		}
+	}
+	return p
+}
+
+// requirementsWithPreferences returns the pod's node requirements for one
+// alternative term, with the preferred terms still in force ANDed in.
+func (p *podInfo) requirementsWithPreferences(term Requirements) Requirements {
+	var reqs Requirements
+	for _, pref := range p.preferences[p.relaxed:] {
+		if pref.node == nil {
+			continue
+		}
+		if reqs == nil {
+			reqs = term.Copy()
+		}
+		reqs.AddAll(pref.node.reqs)
+	}
+	if reqs == nil {
+		return term
+	}
+	return reqs
+}
+
+// tolerates reports whether the pod tolerates every taint; the first taint
+// it does not tolerate is returned.
+func tolerates(tolerations []corev1.Toleration, taints []corev1.Taint) (corev1.Taint, bool) {
+	for _, taint := range taints {
+		if taint.Effect == corev1.TaintEffectPreferNoSchedule {
+			continue
+		}
+		ok := false
+		for i := range tolerations {
+			if tolerations[i].ToleratesTaint(&taint) {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			return taint, false
+		}
+	}
+	return corev1.Taint{}, true
+}
+
+func taintString(t corev1.Taint) string {
+	s := t.Key
+	if t.Value != "" {
+		s += "=" + t.Value
+	}
+	return s + ":" + string(t.Effect)
+}
+
+// podKey orders pods for placement: larger CPU first, then larger memory,
+// then older, then by namespace/name.
+func lessPod(a, b *podInfo) bool {
+	if a.requests.CPU() != b.requests.CPU() {
+		return a.requests.CPU() > b.requests.CPU()
+	}
+	if a.requests.Memory() != b.requests.Memory() {
+		return a.requests.Memory() > b.requests.Memory()
+	}
+	ta, tb := a.pod.CreationTimestamp, b.pod.CreationTimestamp
+	if !ta.Equal(&tb) {
+		return ta.Before(&tb)
+	}
+	return podName(a.pod) < podName(b.pod)
+}
+
+func podName(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
+
+func formatPorts(ports []hostPort) string {
+	parts := make([]string, 0, len(ports))
+	for _, p := range ports {
+		parts = append(parts, string(p.protocol)+"/"+strconv.Itoa(int(p.port)))
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,345 @@
+package scheduling
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// pool is a NodePool with what the solver derives from it once.
+type pool struct {
+	*NodePool
+	// launchable instance types have an AMI and an offering, cheapest
+	// first; excludedByAMI have no AMI of their architecture.
+	launchable, excludedByAMI []*InstanceType
+	// providedKeys are the labels instance types supply.
+	providedKeys map[string]bool
+	daemon       Resources
+	limits       Resources
+	limited      [numResources]bool
+	nodesLimit   int64
+	used         Resources
+	nodes        int64
+	claims       int
+	// committed is the capacity accounted for each claim.
+	committed map[*target]Resources
+	cache     map[string]cachedCandidates
+	// domainCache caches domainValues.
+	domainCache map[string][]string
+}
+
+type cachedCandidates struct {
+	types []*InstanceType
+	why   string
+}
+
+func newPool(np *NodePool, daemonSets []*appsv1.DaemonSet) *pool {
+	pl := &pool{NodePool: np, providedKeys: map[string]bool{}, nodesLimit: -1, committed: map[*target]Resources{}, cache: map[string]cachedCandidates{}}
+	price := map[*InstanceType]float64{}
+	for _, it := range np.InstanceTypes {
+		for k := range it.Requirements {
+			pl.providedKeys[k] = true
+		}
+		o, ok := it.CheapestOffering(np.Requirements)
+		if !ok {
+			continue
+		}
+		if !hasAMI(it, np.AMIs) {
+			pl.excludedByAMI = append(pl.excludedByAMI, it)
+			continue
+		}
+		price[it] = o.Price
+		pl.launchable = append(pl.launchable, it)
+	}
+	sort.SliceStable(pl.launchable, func(i, j int) bool {
+		a, b := pl.launchable[i], pl.launchable[j]
+		if price[a] != price[b] {
+			return price[a] < price[b]
+		}
+		return a.Name < b.Name
+	})
+	for _, ds := range daemonSets {
+		pod := &corev1.Pod{ObjectMeta: ds.Spec.Template.ObjectMeta, Spec: ds.Spec.Template.Spec}
+		p := newPodInfo(pod)
+		if _, ok := tolerates(p.tolerations, append(append([]corev1.Taint(nil), np.Taints...), np.StartupTaints...)); !ok {
+			continue
+		}
+		for _, term := range p.terms {
+			if np.Requirements.Compatible(term, pl.provides) == nil {
+				pl.daemon = pl.daemon.Add(p.requests)
+				break
+			}
+		}
+	}
+	for name := range np.Limits {
+		if name == "nodes" {
+			pl.nodesLimit, _ = limitOf(np.Limits, name)
+			continue
+		}
+		if i := resourceIndex(name); i >= 0 {
+			pl.limits[i], _ = limitOf(np.Limits, name)
+			pl.limited[i] = true
+		}
+	}
+	usage, _ := ParseResources(np.Usage)
+	pl.used = usage
+	if n, ok := limitOf(np.Usage, "nodes"); ok {
+		pl.nodes = n
+	}
+	return pl
+}
+
+func hasAMI(it *InstanceType, amis []AMI) bool {
+	for _, ami := range amis {
+		if typeCompatible(it, ami.Requirements) {
+			return true
+		}
+	}
+	return false
+}
+
+// provides reports whether instance types supply a label.
+func (pl *pool) provides(key string) bool { return pl.providedKeys[key] }
+
+// withinLimits reports whether capacity more fits the pool's limits.
+func (pl *pool) withinLimits(more Resources) bool {
+	total := pl.used.Add(more)
+	for i, limited := range pl.limited {
+		if limited && total[i] > pl.limits[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// account records the capacity of a claim's cheapest instance type.
+func (pl *pool) account(t *target, types []*InstanceType) {
+	pl.used = pl.used.Sub(pl.committed[t]).Add(types[0].Capacity)
+	pl.committed[t] = types[0].Capacity
+}
+
+// candidates returns the launchable instance types that meet reqs and fit
+// requests with the DaemonSet overhead, or why there are none.
+func (pl *pool) candidates(reqs Requirements, requests Resources) ([]*InstanceType, string) {
+	key := fingerprint(reqs)
+	cached, ok := pl.cache[key]
+	if !ok {
+		cached = pl.compatible(reqs)
+		pl.cache[key] = cached
+	}
+	if len(cached.types) == 0 {
+		return nil, cached.why
+	}
+	need := pl.daemon.Add(requests)
+	var out []*InstanceType
+	var largest Resources
+	for _, it := range cached.types {
+		largest = largest.Max(it.Allocatable)
+		if need.Fits(it.Allocatable) && pl.withinLimits(it.Capacity) {
+			out = append(out, it)
+		}
+	}
+	if len(out) == 0 {
+		if !need.Fits(largest) {
+			return nil, fmt.Sprintf("no instance type fits %s (the largest allows %s)", describeNeed(need, pl.daemon), describeAllocatable(largest))
+		}
+		return nil, fmt.Sprintf("limits reached (%s in use of %s)", pl.used.String(), pl.limitsString())
+	}
+	if !minValuesMet(out, reqs) {
+		return nil, "fewer instance types than minValues requires: " + describeMinValues(out, reqs)
+	}
+	return out, ""
+}
+
+// compatible filters the launchable instance types by requirements.
+func (pl *pool) compatible(reqs Requirements) cachedCandidates {
+	var out []*InstanceType
+	for _, it := range pl.launchable {
+		if typeCompatible(it, reqs) {
+			out = append(out, it)
+		}
+	}
+	if len(out) > 0 {
+		return cachedCandidates{types: out}
+	}
+	var archs []string
+	for _, it := range pl.excludedByAMI {
+		if typeCompatible(it, reqs) {
+			archs = append(archs, it.Requirements[LabelArch].Values()...)
+		}
+	}
+	if len(archs) > 0 {
+		return cachedCandidates{why: fmt.Sprintf("no AMI for %s in EC2NodeClass %s", strings.Join(uniqueSorted(archs), ", "), pl.NodeClass)}
+	}
+	if len(pl.launchable) == 0 && len(pl.excludedByAMI) == 0 {
+		return cachedCandidates{why: "no instance type has an offering that meets the NodePool's requirements"}
+	}
+	return cachedCandidates{why: "no instance type meets " + describeRequirements(reqs, pl.providedKeys)}
+}
+
+// narrow keeps the instance types that still fit need and, when the
+// requirements changed, still meet them.
+func (pl *pool) narrow(types []*InstanceType, reqs Requirements, need Resources, reqsChanged bool) ([]*InstanceType, bool) {
+	// Most attempts fail; find out cheaply, largest types first.
+	found := false
+	for i := len(types) - 1; i >= 0; i-- {
+		if need.Fits(types[i].Allocatable) && (!reqsChanged || typeCompatible(types[i], reqs)) {
+			found = true
+			break
+		}
+	}
+	if !found {
+		return nil, false
+	}
+	out := make([]*InstanceType, 0, len(types))
+	for _, it := range types {
+		if need.Fits(it.Allocatable) && (!reqsChanged || typeCompatible(it, reqs)) {
+			out = append(out, it)
+		}
+	}
+	if !minValuesMet(out, reqs) {
+		return nil, false
+	}
+	return out, true
+}
+
+// typeCompatible reports whether an instance type can meet requirements:
+// every label it provides is allowed, and an offering is available in an
+// allowed zone and capacity type.
+func typeCompatible(it *InstanceType, reqs Requirements) bool {
+	for key, r := range reqs {
+		if key == LabelZone || key == LabelCapacityType {
+			continue
+		}
+		tr, ok := it.Requirements[key]
+		if !ok {
+			continue
+		}
+		if v, single := tr.Single(); single {
+			if !r.Has(v) {
+				return false
+			}
+		} else if !tr.Intersect(r).Satisfiable() {
+			return false
+		}
+	}
+	_, ok := it.CheapestOffering(reqs)
+	return ok
+}
+
+// LabelCapacityType is the capacity type label (karpenter.sh/capacity-type).
+const LabelCapacityType = "karpenter.sh/capacity-type"
+
+func minValuesMet(types []*InstanceType, reqs Requirements) bool {
+	for key, r := range reqs {
+		if r.MinValues > 0 && distinctValues(types, key) < r.MinValues {
+			return false
+		}
+	}
+	return true
+}
+
+func distinctValues(types []*InstanceType, key string) int {
+	seen := map[string]bool{}
+	for _, it := range types {
+		if r, ok := it.Requirements[key]; ok {
+			for _, v := range r.Values() {
+				seen[v] = true
+			}
+		}
+	}
+	return len(seen)
+}
+
+func describeMinValues(types []*InstanceType, reqs Requirements) string {
+	var parts []string
+	for _, key := range reqs.Keys() {
+		if r := reqs[key]; r.MinValues > 0 {
+			parts = append(parts, fmt.Sprintf("%s needs %d values, %d remain", key, r.MinValues, distinctValues(types, key)))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (pl *pool) limitsString() string {
+	var parts []string
+	for i, limited := range pl.limited {
+		if limited {
+			var r Resources
+			r[i] = pl.limits[i]
+			parts = append(parts, r.String())
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// fingerprint is a canonical text of requirements, for caching.
+func fingerprint(reqs Requirements) string {
+	var b strings.Builder
+	for _, k := range reqs.Keys() {
+		b.WriteString(reqs[k].String())
+		fmt.Fprintf(&b, "|%d;", reqs[k].MinValues)
+	}
+	return b.String()
+}
+
+// describeNeed prints the CPU and memory a pod needs, with DaemonSets.
+func describeNeed(need, daemon Resources) string {
+	s := fmt.Sprintf("%s CPU / %s", formatCPU(need.CPU()), formatMemory(need.Memory()))
+	for i := podsIndex + 1; i < numResources; i++ {
+		if need[i] > 0 && i != 3 {
+			s += fmt.Sprintf(" / %d %s", need[i], resourceNames[i])
+		}
+	}
+	if !daemon.IsZero() {
+		s += " (with DaemonSets)"
+	}
+	return s
+}
+
+func describeAllocatable(r Resources) string {
+	return fmt.Sprintf("%s CPU / %s", formatCPU(r.CPU()), formatMemory(r.Memory()))
+}
+
+func formatCPU(milli int64) string {
+	if milli%1000 == 0 {
+		return fmt.Sprint(milli / 1000)
+	}
+	return fmt.Sprintf("%.2f", float64(milli)/1000)
+}
+
+func formatMemory(bytes int64) string {
+	const gi = 1 << 30
+	if bytes >= gi {
+		if bytes%gi == 0 {
+			return fmt.Sprintf("%dGi", bytes/gi)
+		}
+		return fmt.Sprintf("%.1fGi", float64(bytes)/gi)
+	}
+	return fmt.Sprintf("%dMi", bytes>>20)
+}
+
+// describeRequirements prints the requirements on instance type labels.
+func describeRequirements(reqs Requirements, provided map[string]bool) string {
+	var parts []string
+	for _, k := range reqs.Keys() {
+		if provided[k] {
+			parts = append(parts, reqs[k].String())
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func uniqueSorted(in []string) []string {
+	sort.Strings(in)
+	out := in[:0]
+	for i, v := range in {
+		if i == 0 || v != in[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}

@@ -1,0 +1,124 @@
+package scheduling
+
+import (
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Requirements constrain several labels; a node must meet all of them.
+type Requirements map[string]*Requirement
+
+// NewRequirements builds requirements from node selector requirements.
+func NewRequirements(reqs ...corev1.NodeSelectorRequirement) Requirements {
+	out := Requirements{}
+	for _, r := range reqs {
+		out.Add(NewRequirement(r.Key, r.Operator, r.Values...))
+	}
+	return out
+}
+
+// LabelRequirements requires each label to have its value.
+func LabelRequirements(labels map[string]string) Requirements {
+	out := make(Requirements, len(labels))
+	for k, v := range labels {
+		out.Add(NewRequirement(k, corev1.NodeSelectorOpIn, v))
+	}
+	return out
+}
+
+// Add narrows the requirements by r.
+func (rs Requirements) Add(r *Requirement) {
+	if existing, ok := rs[r.Key]; ok {
+		r = existing.Intersect(r)
+	}
+	rs[r.Key] = r
+}
+
+// AddAll narrows the requirements by every requirement of o.
+func (rs Requirements) AddAll(o Requirements) {
+	for _, r := range o {
+		rs.Add(r)
+	}
+}
+
+// Copy returns an independent copy (requirements themselves are immutable).
+func (rs Requirements) Copy() Requirements {
+	out := make(Requirements, len(rs))
+	for k, r := range rs {
+		out[k] = r
+	}
+	return out
+}
+
+// Keys returns the keys, sorted.
+func (rs Requirements) Keys() []string {
+	keys := make([]string, 0, len(rs))
+	for k := range rs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Incompatibility explains why a node with node-side requirements rs cannot
+// satisfy pod-side requirements pod. Keys that rs does not constrain are
+// accepted when undefinedOK says so (labels an instance type will supply).
+type Incompatibility struct {
+	Key string
+	// Node is nil when the node side has no such label.
+	Node, Pod *Requirement
+}
+
+func (i *Incompatibility) Error() string {
+	if i.Node == nil {
+		return fmt.Sprintf("has no %s label, pod selects %s", i.Key, i.Pod)
+	}
+	return fmt.Sprintf("requires %s, pod selects %s", i.Node, i.Pod)
+}
+
+// Compatible returns nil when a node meeting rs can also meet pod, else the
+// first conflicting key (in key order, for deterministic messages).
+func (rs Requirements) Compatible(pod Requirements, undefinedOK func(key string) bool) *Incompatibility {
+	var first *Incompatibility
+	for key, p := range pod {
+		n, ok := rs[key]
+		var bad bool
+		switch {
+		case ok:
+			bad = !n.Intersect(p).Satisfiable()
+		default:
+			bad = !p.absentOK && (undefinedOK == nil || !undefinedOK(key))
+		}
+		if bad && (first == nil || key < first.Key) {
+			first = &Incompatibility{Key: key, Pod: p}
+			if ok {
+				first.Node = n
+			}
+		}
+	}
+	return first
+}
+
+// Labels returns the labels a node meeting the requirements carries: one
+// for every requirement with a single allowed value.
+func (rs Requirements) Labels() map[string]string {
+	out := map[string]string{}
+	for k, r := range rs {
+		if v, ok := r.Single(); ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// NodeSelectorRequirements expresses the requirements for a NodeClaim, in
+// key order.
+func (rs Requirements) NodeSelectorRequirements() []corev1.NodeSelectorRequirement {
+	var out []corev1.NodeSelectorRequirement
+	for _, k := range rs.Keys() {
+		out = append(out, rs[k].NodeSelectorRequirements()...)
+	}
+	return out
+}

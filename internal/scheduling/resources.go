@@ -1,0 +1,187 @@
+package scheduling
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// resourceNames are the resources the scheduler accounts for, in the order
+// of a Resources vector. CPU is in millicores, the rest in their base unit.
+var resourceNames = [...]corev1.ResourceName{
+	corev1.ResourceCPU,
+	corev1.ResourceMemory,
+	corev1.ResourcePods,
+	corev1.ResourceEphemeralStorage,
+	"nvidia.com/gpu",
+	"amd.com/gpu",
+	"aws.amazon.com/neuron",
+	"aws.amazon.com/neuroncore",
+	"vpc.amazonaws.com/efa",
+	"habana.ai/gaudi",
+	"vpc.amazonaws.com/pod-eni",
+}
+
+const numResources = len(resourceNames)
+
+// Indexes of the resources the scheduler uses by name.
+const (
+	cpuIndex    = 0
+	memoryIndex = 1
+	podsIndex   = 2
+)
+
+// Resources is a vector of resource quantities: requests, capacity or
+// allocatable. A fixed array keeps fit checks free of maps.
+type Resources [numResources]int64
+
+// ParseResources converts a resource list. Resources the scheduler does not
+// know are returned by name, sorted; nothing can provide them.
+func ParseResources(list corev1.ResourceList) (r Resources, unknown []string) {
+	for name, q := range list {
+		i := resourceIndex(name)
+		if i < 0 {
+			if !q.IsZero() {
+				unknown = append(unknown, string(name))
+			}
+			continue
+		}
+		r[i] = quantityValue(i, q)
+	}
+	sort.Strings(unknown)
+	return r, unknown
+}
+
+// MustParseResources parses "cpu=2,memory=4Gi"-style text; for tests and
+// fixed tables.
+func MustParseResources(s string) Resources {
+	list := corev1.ResourceList{}
+	for _, kv := range strings.Split(s, ",") {
+		if kv == "" {
+			continue
+		}
+		name, value, _ := strings.Cut(kv, "=")
+		list[corev1.ResourceName(name)] = resource.MustParse(value)
+	}
+	r, unknown := ParseResources(list)
+	if len(unknown) > 0 {
+		panic(fmt.Sprintf("unknown resources %v", unknown))
+	}
+	return r
+}
+
+func resourceIndex(name corev1.ResourceName) int {
+	for i, n := range resourceNames {
+		if n == name {
+			return i
+		}
+	}
+	return -1
+}
+
+func quantityValue(i int, q resource.Quantity) int64 {
+	if i == cpuIndex {
+		return q.MilliValue()
+	}
+	return q.Value()
+}
+
+// CPU returns millicores.
+func (r Resources) CPU() int64 { return r[cpuIndex] }
+
+// Memory returns bytes.
+func (r Resources) Memory() int64 { return r[memoryIndex] }
+
+// Pods returns the pod count.
+func (r Resources) Pods() int64 { return r[podsIndex] }
+
+// Add returns r + o.
+func (r Resources) Add(o Resources) Resources {
+	for i := range r {
+		r[i] += o[i]
+	}
+	return r
+}
+
+// Sub returns r - o.
+func (r Resources) Sub(o Resources) Resources {
+	for i := range r {
+		r[i] -= o[i]
+	}
+	return r
+}
+
+// Max returns the element-wise maximum.
+func (r Resources) Max(o Resources) Resources {
+	for i := range r {
+		r[i] = max(r[i], o[i])
+	}
+	return r
+}
+
+// Fits reports whether r fits within capacity in every resource.
+func (r Resources) Fits(capacity Resources) bool {
+	for i := range r {
+		if r[i] > capacity[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// IsZero reports whether every quantity is zero.
+func (r Resources) IsZero() bool { return r == Resources{} }
+
+// List converts back to a resource list, omitting zeros.
+func (r Resources) List() corev1.ResourceList {
+	list := corev1.ResourceList{}
+	for i, v := range r {
+		if v == 0 {
+			continue
+		}
+		if i == cpuIndex {
+			list[resourceNames[i]] = *resource.NewMilliQuantity(v, resource.DecimalSI)
+		} else if i == memoryIndex || i == 3 {
+			list[resourceNames[i]] = *resource.NewQuantity(v, resource.BinarySI)
+		} else {
+			list[resourceNames[i]] = *resource.NewQuantity(v, resource.DecimalSI)
+		}
+	}
+	return list
+}
+
+// String prints the non-zero quantities, such as "cpu=1500m memory=3Gi pods=2".
+func (r Resources) String() string {
+	list := r.List()
+	parts := make([]string, 0, len(list))
+	for i, name := range resourceNames {
+		if r[i] != 0 {
+			q := list[name]
+			parts = append(parts, string(name)+"="+q.String())
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// Exceeding names the resources in which r exceeds capacity, with both
+// quantities, for messages.
+func (r Resources) Exceeding(capacity Resources) []string {
+	var out []string
+	rl, cl := r.List(), capacity.List()
+	for i, name := range resourceNames {
+		if r[i] > capacity[i] {
+			want, have := rl[name], cl[name]
+			out = append(out, fmt.Sprintf("%s %s > %s", name, want.String(), have.String()))
+		}
+	}
+	return out
+}
+
+// MustResources formats a resource list as Resources.String does.
+func MustResources(list corev1.ResourceList) string {
+	r, _ := ParseResources(list)
+	return r.String()
+}

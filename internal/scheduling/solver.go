@@ -1,0 +1,434 @@
+package scheduling
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Solve places the pending pods: on existing nodes first, then on NodeClaims
+// planned in this round, then on new NodeClaims from the NodePools in weight
+// order, choosing the cheapest instance types. The same input always gives
+// the same plan.
+func Solve(in Input) *Plan {
+	s := newSolver(in)
+	for _, p := range s.pods {
+		s.schedule(p)
+	}
+	return s.finish()
+}
+
+type solver struct {
+	pools   []*pool
+	targets []*target
+	// open are the targets that may still take a pod, in target order.
+	open     []*target
+	topo     *topology
+	pods     []*podInfo
+	plan     *Plan
+	smallest Resources
+	// universes caches spreadUniverse.
+	universes map[string][]string
+}
+
+// target is an existing node or a planned NodeClaim.
+type target struct {
+	name     string
+	pool     *pool
+	existing bool
+	index    int
+	reqs     Requirements
+	taints   []corev1.Taint
+	// allocatable of an existing node; for claims, maxAlloc is the
+	// element-wise maximum over its instance types.
+	allocatable Resources
+	types       []*InstanceType
+	requests    Resources
+	daemon      Resources
+	pods        []*podInfo
+	ports       []hostPort
+	closed      bool
+}
+
+func newSolver(in Input) *solver {
+	s := &solver{topo: newTopology(), plan: &Plan{}, universes: map[string][]string{}}
+	for _, np := range in.NodePools {
+		s.pools = append(s.pools, newPool(np, in.DaemonSets))
+	}
+	sort.SliceStable(s.pools, func(i, j int) bool {
+		if s.pools[i].Weight != s.pools[j].Weight {
+			return s.pools[i].Weight > s.pools[j].Weight
+		}
+		return s.pools[i].Name < s.pools[j].Name
+	})
+	nodes := append([]*Node(nil), in.Nodes...)
+	sort.SliceStable(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	var existingPods []*podInfo
+	for _, n := range nodes {
+		t := &target{name: n.Name, existing: true, reqs: n.Requirements, taints: n.Taints, allocatable: n.Allocatable, index: len(s.targets)}
+		for _, pod := range n.Pods {
+			p := newPodInfo(pod)
+			t.requests = t.requests.Add(p.requests)
+			t.ports = append(t.ports, p.hostPorts...)
+			t.pods = append(t.pods, p)
+			existingPods = append(existingPods, p)
+		}
+		s.targets = append(s.targets, t)
+		s.open = append(s.open, t)
+		s.plan.Existing = append(s.plan.Existing, &ExistingPlacement{Node: n.Name})
+	}
+	for _, pod := range in.Pods {
+		p := newPodInfo(pod)
+		terms, err := s.topo.termsOf(pod)
+		if err != nil {
+			s.plan.Unschedulable = append(s.plan.Unschedulable, &UnschedulablePod{Pod: pod, Reason: err.Error()})
+			continue
+		}
+		p.topology = terms
+		p.buildPreferences()
+		s.pods = append(s.pods, p)
+	}
+	// Placed pods' anti-affinity counts too.
+	for _, p := range existingPods {
+		terms, err := s.topo.termsOf(p.pod)
+		if err == nil {
+			p.topology = terms
+		}
+	}
+	for _, p := range append(existingPods, s.pods...) {
+		p.classify(s.topo)
+	}
+	for _, t := range s.targets {
+		for _, p := range t.pods {
+			s.record(p, t)
+		}
+	}
+	sort.SliceStable(s.pods, func(i, j int) bool { return lessPod(s.pods[i], s.pods[j]) })
+	s.smallest = smallestRequests(s.pods)
+	return s
+}
+
+func smallestRequests(pods []*podInfo) Resources {
+	if len(pods) == 0 {
+		return Resources{}
+	}
+	out := pods[0].requests
+	for _, p := range pods[1:] {
+		for i := range out {
+			out[i] = min(out[i], p.requests[i])
+		}
+	}
+	return out
+}
+
+// schedule places one pod, relaxing its preferences one at a time when it
+// does not fit with them.
+func (s *solver) schedule(p *podInfo) {
+	if len(p.unknownResources) > 0 {
+		s.unschedulable(p, fmt.Sprintf("no instance type provides %s", strings.Join(p.unknownResources, ", ")))
+		return
+	}
+	var reason string
+	for relax := 0; relax <= len(p.preferences); relax++ {
+		p.relaxed = relax
+		if reason = s.try(p); reason == "" {
+			return
+		}
+	}
+	s.unschedulable(p, reason)
+}
+
+func (s *solver) unschedulable(p *podInfo, reason string) {
+	s.plan.Unschedulable = append(s.plan.Unschedulable, &UnschedulablePod{Pod: p.pod, Reason: reason})
+}
+
+// try places p on the first target that takes it, else on a new NodeClaim;
+// it returns why not otherwise.
+func (s *solver) try(p *podInfo) string {
+	closed := 0
+	for _, t := range s.open {
+		if t.closed {
+			closed++
+			continue
+		}
+		if c, ok := s.fits(p, t); ok {
+			s.commit(p, t, c)
+			return ""
+		}
+		if !t.existing && !s.smallest.Add(t.requests).Fits(t.maxAlloc()) {
+			t.closed = true
+		}
+	}
+	if closed > len(s.open)/2 {
+		s.compactOpen()
+	}
+	var reasons []string
+	for _, pl := range s.pools {
+		t, c, reason := s.newClaim(p, pl)
+		if t != nil {
+			s.commit(p, t, c)
+			return ""
+		}
+		reasons = append(reasons, "NodePool "+pl.Name+": "+reason)
+	}
+	if len(reasons) == 0 {
+		return "no NodePool exists"
+	}
+	return strings.Join(reasons, "; ")
+}
+
+func (s *solver) compactOpen() {
+	open := s.open[:0]
+	for _, t := range s.open {
+		if !t.closed {
+			open = append(open, t)
+		}
+	}
+	s.open = open
+}
+
+// change is what placing a pod on a target changes.
+type change struct {
+	reqs  Requirements
+	types []*InstanceType
+}
+
+// fits checks p against a target and returns the target's new state.
+func (s *solver) fits(p *podInfo, t *target) (change, bool) {
+	need := t.requests.Add(p.requests)
+	if t.existing {
+		if !need.Fits(t.allocatable) {
+			return change{}, false
+		}
+		if _, ok := tolerates(p.tolerations, t.taints); !ok {
+			return change{}, false
+		}
+	} else {
+		if !need.Fits(t.maxAlloc()) {
+			return change{}, false
+		}
+		if _, ok := tolerates(p.tolerations, t.pool.Taints); !ok {
+			return change{}, false
+		}
+	}
+	if portsConflict(p.hostPorts, t.ports) {
+		return change{}, false
+	}
+	var undefinedOK func(string) bool
+	if !t.existing {
+		undefinedOK = t.pool.provides
+	}
+	for _, term := range p.terms {
+		reqs := p.requirementsWithPreferences(term)
+		if t.reqs.Compatible(reqs, undefinedOK) != nil {
+			continue
+		}
+		pins, _, ok := s.domains(p, t, reqs)
+		if !ok {
+			continue
+		}
+		if t.existing {
+			return change{}, true
+		}
+		merged := t.reqs
+		if len(reqs) > 0 || len(pins) > 0 {
+			merged = t.reqs.Copy()
+			merged.AddAll(reqs)
+			merged.AddAll(pins)
+		}
+		types, ok := t.pool.narrow(t.types, merged, need, len(reqs) > 0 || len(pins) > 0)
+		if !ok {
+			continue
+		}
+		return change{reqs: merged, types: types}, true
+	}
+	return change{}, false
+}
+
+// newClaim opens a NodeClaim from a pool for p, or says why it cannot.
+func (s *solver) newClaim(p *podInfo, pl *pool) (*target, change, string) {
+	if taint, ok := tolerates(p.tolerations, pl.Taints); !ok {
+		return nil, change{}, "taint " + taintString(taint) + " not tolerated"
+	}
+	if pl.nodesLimit >= 0 && pl.nodes >= pl.nodesLimit {
+		return nil, change{}, fmt.Sprintf("limit of %d nodes reached", pl.nodesLimit)
+	}
+	var reason string
+	for _, term := range p.terms {
+		reqs := p.requirementsWithPreferences(term)
+		if inc := pl.Requirements.Compatible(reqs, pl.provides); inc != nil {
+			if reason == "" {
+				reason = inc.Error()
+			}
+			continue
+		}
+		merged := pl.Requirements.Copy()
+		merged.AddAll(reqs)
+		types, why := pl.candidates(merged, p.requests)
+		if len(types) == 0 {
+			if reason == "" {
+				reason = why
+			}
+			continue
+		}
+		t := &target{
+			name: fmt.Sprintf("%s-%d", pl.Name, pl.claims+1), pool: pl, reqs: merged, types: types,
+			requests: pl.daemon, daemon: pl.daemon, index: len(s.targets),
+		}
+		pins, why, ok := s.domains(p, t, reqs)
+		if !ok {
+			if reason == "" {
+				reason = why
+			}
+			continue
+		}
+		if len(pins) > 0 {
+			merged.AddAll(pins)
+		}
+		types, ok = pl.narrow(types, merged, pl.daemon.Add(p.requests), len(pins) > 0)
+		if !ok {
+			if reason == "" {
+				reason = "no instance type is offered in " + describePins(pins)
+			}
+			continue
+		}
+		pl.claims++
+		pl.nodes++
+		t.reqs = merged
+		s.targets = append(s.targets, t)
+		s.open = append(s.open, t)
+		return t, change{reqs: merged, types: types}, ""
+	}
+	return nil, change{}, reason
+}
+
+// commit places p on t.
+func (s *solver) commit(p *podInfo, t *target, c change) {
+	if !t.existing {
+		t.pool.account(t, c.types)
+		t.reqs, t.types = c.reqs, c.types
+	}
+	t.requests = t.requests.Add(p.requests)
+	t.ports = append(t.ports, p.hostPorts...)
+	t.pods = append(t.pods, p)
+	s.record(p, t)
+	s.plan.Order = append(s.plan.Order, p.pod)
+}
+
+// record counts a placed pod in every group that selects it.
+func (s *solver) record(p *podInfo, t *target) {
+	for _, g := range p.countedBy {
+		if d, ok := t.domain(g.key); ok {
+			g.record(d)
+		}
+	}
+	for _, term := range p.topology {
+		if term.group.inverse != nil {
+			if d, ok := t.domain(term.group.key); ok {
+				term.group.inverse.record(d)
+			}
+		}
+	}
+}
+
+// domain returns the target's value of a topology key, when it has one.
+func (t *target) domain(key string) (string, bool) {
+	if key == LabelHostname && !t.existing {
+		return t.name, true
+	}
+	if r, ok := t.reqs[key]; ok {
+		return r.Single()
+	}
+	return "", false
+}
+
+func (t *target) maxAlloc() Resources {
+	var m Resources
+	for _, it := range t.types {
+		m = m.Max(it.Allocatable)
+	}
+	return m
+}
+
+func portsConflict(a, b []hostPort) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if x.conflicts(y) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func describePins(pins Requirements) string {
+	parts := make([]string, 0, len(pins))
+	for _, k := range pins.Keys() {
+		parts = append(parts, pins[k].String())
+	}
+	return strings.Join(parts, ", ")
+}
+
+// finish prices the claims and assembles the plan.
+func (s *solver) finish() *Plan {
+	byNode := map[string]*ExistingPlacement{}
+	for _, e := range s.plan.Existing {
+		byNode[e.Node] = e
+	}
+	placed := map[*corev1.Pod]bool{}
+	for _, pod := range s.plan.Order {
+		placed[pod] = true
+	}
+	for _, t := range s.targets {
+		var pods []*corev1.Pod
+		for _, p := range t.pods {
+			if placed[p.pod] {
+				pods = append(pods, p.pod)
+			}
+		}
+		if t.existing {
+			byNode[t.name].Pods = pods
+			continue
+		}
+		types := append([]*InstanceType(nil), t.types...)
+		prices := make(map[*InstanceType]Offering, len(types))
+		for _, it := range types {
+			prices[it], _ = it.CheapestOffering(t.reqs)
+		}
+		sort.SliceStable(types, func(i, j int) bool {
+			if prices[types[i]].Price != prices[types[j]].Price {
+				return prices[types[i]].Price < prices[types[j]].Price
+			}
+			return types[i].Name < types[j].Name
+		})
+		if len(types) > MaxInstanceTypes {
+			types = types[:MaxInstanceTypes]
+		}
+		names := make([]string, len(types))
+		for i, it := range types {
+			names[i] = it.Name
+		}
+		reqs := t.reqs.Copy()
+		reqs.Add(NewRequirement(LabelInstanceType, corev1.NodeSelectorOpIn, names...))
+		s.plan.NodeClaims = append(s.plan.NodeClaims, &PlannedNodeClaim{
+			Name: t.name, NodePool: t.pool.Name, Requirements: reqs, InstanceTypes: types,
+			Requests: t.requests, DaemonOverhead: t.daemon, Pods: pods,
+			InstanceType: types[0], Offering: prices[types[0]],
+		})
+	}
+	return s.plan
+}
+
+// limitOf reads a resource limit, or reports that there is none.
+func limitOf(list corev1.ResourceList, name corev1.ResourceName) (int64, bool) {
+	q, ok := list[name]
+	if !ok {
+		return 0, false
+	}
+	if name == corev1.ResourceCPU {
+		return q.MilliValue(), true
+	}
+	return q.Value(), true
+}

@@ -1,0 +1,242 @@
+package scheduling
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+type topologyKind int
+
+const (
+	kindSpread topologyKind = iota
+	kindAffinity
+	kindAntiAffinity
+	// kindInverseAntiAffinity counts the pods that own an anti-affinity
+	// term, so that pods the term selects keep out of their domains.
+	kindInverseAntiAffinity
+)
+
+func (k topologyKind) String() string {
+	return [...]string{"topology spread", "pod affinity", "pod anti-affinity", "anti-affinity of placed pods"}[k]
+}
+
+// topologyGroup counts, per domain of one topology key, the pods a
+// selector matches.
+type topologyGroup struct {
+	id            string
+	kind          topologyKind
+	key           string
+	namespaces    map[string]bool // nil: all namespaces
+	selector      labels.Selector
+	maxSkew       int32
+	minDomains    int32
+	counts        map[string]int
+	total         int
+	selectorLabel string
+	// inverse is, for an anti-affinity group, the group counting the
+	// owners of the term.
+	inverse *topologyGroup
+}
+
+// selects reports whether the group counts pods like p (for inverse
+// groups: whether p is kept out by the owners).
+func (g *topologyGroup) selects(p *corev1.Pod) bool {
+	if g.namespaces != nil && !g.namespaces[p.Namespace] {
+		return false
+	}
+	return g.selector.Matches(labels.Set(p.Labels))
+}
+
+func (g *topologyGroup) record(domain string) {
+	g.counts[domain]++
+	g.total++
+}
+
+// topologyTerm is one of a pod's constraints on a group.
+type topologyTerm struct {
+	group *topologyGroup
+	// preferred terms are dropped, one at a time, when they cannot be met.
+	preferred bool
+	weight    int32
+}
+
+// topology holds every group the pending pods and the placed pods need.
+type topology struct {
+	groups map[string]*topologyGroup
+	// ordered keeps groups in creation order, for deterministic iteration.
+	ordered []*topologyGroup
+}
+
+func newTopology() *topology { return &topology{groups: map[string]*topologyGroup{}} }
+
+func (t *topology) group(kind topologyKind, key string, namespaces map[string]bool, selector labels.Selector, maxSkew, minDomains int32) *topologyGroup {
+	ns := "*"
+	if namespaces != nil {
+		names := make([]string, 0, len(namespaces))
+		for n := range namespaces {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		ns = strings.Join(names, ",")
+	}
+	id := fmt.Sprintf("%d|%s|%s|%s|%d|%d", kind, key, ns, selector.String(), maxSkew, minDomains)
+	if g, ok := t.groups[id]; ok {
+		return g
+	}
+	g := &topologyGroup{
+		id: id, kind: kind, key: key, namespaces: namespaces, selector: selector,
+		maxSkew: maxSkew, minDomains: minDomains, counts: map[string]int{}, selectorLabel: selector.String(),
+	}
+	t.groups[id] = g
+	t.ordered = append(t.ordered, g)
+	return g
+}
+
+// termsOf registers the groups of a pod's spread constraints and pod
+// (anti-)affinity terms and returns the pod's terms. Terms that cannot be
+// parsed are reported as errors.
+func (t *topology) termsOf(p *corev1.Pod) ([]*topologyTerm, error) {
+	var terms []*topologyTerm
+	own := map[string]bool{p.Namespace: true}
+	for _, c := range p.Spec.TopologySpreadConstraints {
+		sel, err := metav1.LabelSelectorAsSelector(c.LabelSelector)
+		if err != nil {
+			return nil, fmt.Errorf("topology spread selector: %w", err)
+		}
+		if c.LabelSelector == nil {
+			sel = labels.Nothing()
+		}
+		if len(c.MatchLabelKeys) > 0 {
+			reqs, _ := sel.Requirements()
+			sel = labels.NewSelector().Add(reqs...)
+			for _, k := range c.MatchLabelKeys {
+				if v, ok := p.Labels[k]; ok {
+					r, err := labels.NewRequirement(k, "=", []string{v})
+					if err == nil {
+						sel = sel.Add(*r)
+					}
+				}
+			}
+		}
+		minDomains := int32(0)
+		if c.MinDomains != nil {
+			minDomains = *c.MinDomains
+		}
+		g := t.group(kindSpread, c.TopologyKey, own, sel, c.MaxSkew, minDomains)
+		terms = append(terms, &topologyTerm{group: g, preferred: c.WhenUnsatisfiable == corev1.ScheduleAnyway})
+	}
+	a := p.Spec.Affinity
+	if a == nil {
+		return terms, nil
+	}
+	add := func(kind topologyKind, term corev1.PodAffinityTerm, preferred bool, weight int32) error {
+		sel, err := metav1.LabelSelectorAsSelector(term.LabelSelector)
+		if err != nil {
+			return fmt.Errorf("pod affinity selector: %w", err)
+		}
+		if term.LabelSelector == nil {
+			sel = labels.Nothing()
+		}
+		namespaces := own
+		if len(term.Namespaces) > 0 {
+			namespaces = map[string]bool{}
+			for _, n := range term.Namespaces {
+				namespaces[n] = true
+			}
+		}
+		if term.NamespaceSelector != nil {
+			// Namespace labels are not known here: a namespace selector
+			// is taken to match every namespace.
+			namespaces = nil
+		}
+		g := t.group(kind, term.TopologyKey, namespaces, sel, 0, 0)
+		terms = append(terms, &topologyTerm{group: g, preferred: preferred, weight: weight})
+		if kind == kindAntiAffinity && !preferred {
+			// The owner's anti-affinity also keeps selected pods away from it.
+			g.inverse = t.group(kindInverseAntiAffinity, term.TopologyKey, namespaces, sel, 0, 0)
+		}
+		return nil
+	}
+	if pa := a.PodAffinity; pa != nil {
+		for _, term := range pa.RequiredDuringSchedulingIgnoredDuringExecution {
+			if err := add(kindAffinity, term, false, 0); err != nil {
+				return nil, err
+			}
+		}
+		for _, wt := range pa.PreferredDuringSchedulingIgnoredDuringExecution {
+			if err := add(kindAffinity, wt.PodAffinityTerm, true, wt.Weight); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if pa := a.PodAntiAffinity; pa != nil {
+		for _, term := range pa.RequiredDuringSchedulingIgnoredDuringExecution {
+			if err := add(kindAntiAffinity, term, false, 0); err != nil {
+				return nil, err
+			}
+		}
+		for _, wt := range pa.PreferredDuringSchedulingIgnoredDuringExecution {
+			if err := add(kindAntiAffinity, wt.PodAffinityTerm, true, wt.Weight); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return terms, nil
+}
+
+// allows reports whether a pod may be placed in domain of g under term,
+// given the domains the pod could otherwise be in (for the spread minimum).
+// It returns a reason when not.
+func (g *topologyGroup) allows(domain string, self bool, universe []string) (bool, string) {
+	switch g.kind {
+	case kindSpread:
+		minCount := 0
+		if len(universe) > 0 {
+			minCount = math.MaxInt
+			withPods := 0
+			for _, u := range universe {
+				c := g.counts[u]
+				minCount = min(minCount, c)
+				if c > 0 {
+					withPods++
+				}
+			}
+			if int32(len(universe)) < g.minDomains {
+				minCount = 0
+			}
+		}
+		selfCount := 0
+		if self {
+			selfCount = 1
+		}
+		skew := g.counts[domain] + selfCount - minCount
+		if skew > int(g.maxSkew) {
+			return false, fmt.Sprintf("topology spread on %s (maxSkew %d) over pods %s: %s=%s would have skew %d", g.key, g.maxSkew, g.selectorLabel, g.key, domain, skew)
+		}
+	case kindAffinity:
+		if g.total == 0 {
+			if self {
+				return true, ""
+			}
+			return false, fmt.Sprintf("pod affinity on %s to pods %s: no such pod is running or planned", g.key, g.selectorLabel)
+		}
+		if g.counts[domain] == 0 {
+			return false, fmt.Sprintf("pod affinity on %s to pods %s: none in %s=%s", g.key, g.selectorLabel, g.key, domain)
+		}
+	case kindAntiAffinity:
+		if g.counts[domain] > 0 {
+			return false, fmt.Sprintf("pod anti-affinity on %s to pods %s: %s=%s already has one", g.key, g.selectorLabel, g.key, domain)
+		}
+	case kindInverseAntiAffinity:
+		if g.counts[domain] > 0 {
+			return false, fmt.Sprintf("a pod in %s=%s has anti-affinity to pods %s", g.key, domain, g.selectorLabel)
+		}
+	}
+	return true, ""
+}

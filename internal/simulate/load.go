@@ -1,0 +1,168 @@
+// Package simulate answers "what would nodewright launch?" offline: it reads
+// manifests (NodePools, EC2NodeClasses, workloads, nodes), runs the
+// scheduler against the simulated account's instance types and AMIs, and
+// reports the plan.
+package simulate
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	v1 "github.com/nodewright/nodewright/api/v1"
+)
+
+// Objects are the manifests simulate understands. Workloads are expanded
+// into their pods.
+type Objects struct {
+	NodePools      []*v1.NodePool
+	EC2NodeClasses []*awsv1.EC2NodeClass
+	Pods           []*corev1.Pod
+	DaemonSets     []*appsv1.DaemonSet
+	Nodes          []*corev1.Node
+}
+
+// Load reads multi-document YAML. name labels errors (a file name).
+func (o *Objects) Load(name string, r io.Reader) error {
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(r))
+	for i := 1; ; i++ {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: reading document %d: %w", name, i, err)
+		}
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		if err := o.add(doc); err != nil {
+			return fmt.Errorf("%s: document %d: %w", name, i, err)
+		}
+	}
+}
+
+func (o *Objects) add(doc []byte) error {
+	var meta metav1.TypeMeta
+	if err := yaml.Unmarshal(doc, &meta); err != nil {
+		return err
+	}
+	if meta.Kind == "" {
+		return nil // a comment-only document
+	}
+	decode := func(into any) error {
+		if err := yaml.UnmarshalStrict(doc, into); err != nil {
+			return fmt.Errorf("decoding %s: %w", meta.Kind, err)
+		}
+		return nil
+	}
+	switch meta.Kind {
+	case "NodePool":
+		np := &v1.NodePool{}
+		if err := decode(np); err != nil {
+			return err
+		}
+		applyNodePoolDefaults(np)
+		o.NodePools = append(o.NodePools, np)
+	case "EC2NodeClass":
+		nc := &awsv1.EC2NodeClass{}
+		if err := decode(nc); err != nil {
+			return err
+		}
+		o.EC2NodeClasses = append(o.EC2NodeClasses, nc)
+	case "Pod":
+		pod := &corev1.Pod{}
+		if err := decode(pod); err != nil {
+			return err
+		}
+		o.Pods = append(o.Pods, defaultNamespace(pod))
+	case "Deployment":
+		d := &appsv1.Deployment{}
+		if err := decode(d); err != nil {
+			return err
+		}
+		o.expand(d.ObjectMeta, d.Spec.Replicas, d.Spec.Template)
+	case "StatefulSet":
+		s := &appsv1.StatefulSet{}
+		if err := decode(s); err != nil {
+			return err
+		}
+		o.expand(s.ObjectMeta, s.Spec.Replicas, s.Spec.Template)
+	case "ReplicaSet":
+		rs := &appsv1.ReplicaSet{}
+		if err := decode(rs); err != nil {
+			return err
+		}
+		o.expand(rs.ObjectMeta, rs.Spec.Replicas, rs.Spec.Template)
+	case "Job":
+		j := &batchv1.Job{}
+		if err := decode(j); err != nil {
+			return err
+		}
+		o.expand(j.ObjectMeta, j.Spec.Parallelism, j.Spec.Template)
+	case "DaemonSet":
+		ds := &appsv1.DaemonSet{}
+		if err := decode(ds); err != nil {
+			return err
+		}
+		o.DaemonSets = append(o.DaemonSets, ds)
+	case "Node":
+		n := &corev1.Node{}
+		if err := decode(n); err != nil {
+			return err
+		}
+		o.Nodes = append(o.Nodes, n)
+	default:
+		// ConfigMaps, Services and the like do not affect scheduling.
+	}
+	return nil
+}
+
+// expand adds the pods a workload runs: replicas (1 when unset) copies of
+// its template, named <workload>-<i>.
+func (o *Objects) expand(meta metav1.ObjectMeta, replicas *int32, tmpl corev1.PodTemplateSpec) {
+	n := int32(1)
+	if replicas != nil {
+		n = *replicas
+	}
+	for i := range n {
+		pod := &corev1.Pod{ObjectMeta: *tmpl.ObjectMeta.DeepCopy(), Spec: *tmpl.Spec.DeepCopy()}
+		pod.Name = fmt.Sprintf("%s-%d", meta.Name, i)
+		pod.Namespace = meta.Namespace
+		o.Pods = append(o.Pods, defaultNamespace(pod))
+	}
+}
+
+func defaultNamespace(p *corev1.Pod) *corev1.Pod {
+	if p.Namespace == "" {
+		p.Namespace = "default"
+	}
+	return p
+}
+
+// applyNodePoolDefaults fills what the API server would default.
+func applyNodePoolDefaults(np *v1.NodePool) {
+	if np.Spec.Template.Spec.ExpireAfter == "" {
+		np.Spec.Template.Spec.ExpireAfter = "720h"
+	}
+	d := &np.Spec.Disruption
+	if d.ConsolidateAfter == "" {
+		d.ConsolidateAfter = "0s"
+	}
+	if d.ConsolidationPolicy == "" {
+		d.ConsolidationPolicy = v1.ConsolidationPolicyWhenEmptyOrUnderutilized
+	}
+	if len(d.Budgets) == 0 {
+		d.Budgets = []v1.Budget{{Nodes: "10%"}}
+	}
+}

@@ -1,0 +1,102 @@
+package simulate
+
+import (
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/aws/instancetypes"
+	"github.com/nodewright/nodewright/internal/scheduling"
+	"github.com/nodewright/nodewright/internal/sim/account"
+)
+
+// Result is a plan with the problems found while preparing it.
+type Result struct {
+	Plan *scheduling.Plan
+	// Warnings are problems that do not stop the simulation, such as a
+	// NodePool whose EC2NodeClass does not exist.
+	Warnings []string
+}
+
+// Run plans the objects' pending pods against the simulated account.
+func Run(o *Objects) (*Result, error) {
+	specs, err := instancetypes.Catalog()
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{}
+	classes := map[string]*awsv1.EC2NodeClass{}
+	for _, nc := range o.EC2NodeClasses {
+		classes[nc.Name] = nc
+	}
+	usage := nodePoolUsage(o.Nodes)
+	in := scheduling.Input{DaemonSets: o.DaemonSets}
+	for _, np := range o.NodePools {
+		ref := np.Spec.Template.Spec.NodeClassRef
+		if ref == nil {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("NodePool %s has no nodeClassRef; it launches nothing", np.Name))
+			continue
+		}
+		nc, ok := classes[ref.Name]
+		if !ok || ref.Kind != "EC2NodeClass" {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("NodePool %s: %s %s is not among the inputs; it launches nothing", np.Name, ref.Kind, ref.Name))
+			continue
+		}
+		amis, err := account.ResolveAMIs(nc)
+		if err != nil {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("NodePool %s: %v", np.Name, err))
+		}
+		types := instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: account.Zones(), Kubelet: nc.Spec.Kubelet})
+		in.NodePools = append(in.NodePools, scheduling.NodePoolFromObject(np, types, amis, usage[np.Name]))
+	}
+	bound := map[string][]*corev1.Pod{}
+	for _, p := range o.Pods {
+		if p.Spec.NodeName != "" {
+			bound[p.Spec.NodeName] = append(bound[p.Spec.NodeName], p)
+			continue
+		}
+		in.Pods = append(in.Pods, p)
+	}
+	for _, n := range o.Nodes {
+		in.Nodes = append(in.Nodes, scheduling.NodeFromObject(n, bound[n.Name]))
+	}
+	res.Plan = scheduling.Solve(in)
+	return res, nil
+}
+
+// nodePoolUsage sums the capacity of existing nodes per NodePool.
+func nodePoolUsage(nodes []*corev1.Node) map[string]corev1.ResourceList {
+	out := map[string]corev1.ResourceList{}
+	names := make([]string, 0, len(nodes))
+	byName := map[string]*corev1.Node{}
+	for _, n := range nodes {
+		names = append(names, n.Name)
+		byName[n.Name] = n
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		n := byName[name]
+		pool := n.Labels[v1.LabelNodePool]
+		if pool == "" {
+			continue
+		}
+		list := out[pool]
+		if list == nil {
+			list = corev1.ResourceList{}
+			out[pool] = list
+		}
+		for k, q := range n.Status.Capacity {
+			sum := list[k]
+			sum.Add(q)
+			list[k] = sum
+		}
+		count := list["nodes"]
+		count.Add(resource.MustParse("1"))
+		list["nodes"] = count
+	}
+	return out
+}
