@@ -18,18 +18,20 @@ type keyConstraints struct {
 // undecided NodeClaim, the domain (zone, capacity type, ...) of every key
 // the pod's constraints or counters need. It returns those choices as
 // requirements, or why the pod cannot go there.
-func (s *solver) domains(p *podInfo, t *target, reqs Requirements) (Requirements, string, bool) {
+func (s *solver) domains(p *podInfo, t *target, reqs Requirements, explain bool) (Requirements, string, bool) {
 	terms := p.activeTopology()
 	if len(terms) == 0 && len(p.repelledBy) == 0 && len(p.countedBy) == 0 {
 		return nil, "", true
 	}
-	byKey := map[string]*keyConstraints{}
+	var byKey []*keyConstraints
 	get := func(key string) *keyConstraints {
-		kc, ok := byKey[key]
-		if !ok {
-			kc = &keyConstraints{key: key}
-			byKey[key] = kc
+		for _, kc := range byKey {
+			if kc.key == key {
+				return kc
+			}
 		}
+		kc := &keyConstraints{key: key}
+		byKey = append(byKey, kc)
 		return kc
 	}
 	for _, term := range terms {
@@ -44,15 +46,11 @@ func (s *solver) domains(p *podInfo, t *target, reqs Requirements) (Requirements
 		kc := get(g.key)
 		kc.counted = append(kc.counted, g)
 	}
-	keys := make([]string, 0, len(byKey))
-	for k := range byKey {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	sort.Slice(byKey, func(i, j int) bool { return byKey[i].key < byKey[j].key })
 
 	var pins Requirements
-	for _, key := range keys {
-		kc := byKey[key]
+	for _, kc := range byKey {
+		key := kc.key
 		candidates, decided := s.candidateDomains(t, key, reqs)
 		if len(candidates) == 0 {
 			if len(kc.terms) == 0 || onlyAntiAffinity(kc.terms) {
@@ -65,12 +63,13 @@ func (s *solver) domains(p *podInfo, t *target, reqs Requirements) (Requirements
 		}
 		chosen, reason := "", ""
 		for _, d := range candidates {
-			if why, ok := s.domainAllows(p, kc, d, reqs); ok {
+			if s.domainAllows(p, kc, d, reqs) {
 				chosen = d
 				break
-			} else if reason == "" {
-				reason = why
 			}
+		}
+		if chosen == "" && explain {
+			reason = s.domainRefusal(p, kc, candidates[0], reqs)
 		}
 		if chosen == "" {
 			return nil, reason, false
@@ -95,22 +94,43 @@ func onlyAntiAffinity(terms []*topologyTerm) bool {
 }
 
 // domainAllows checks every constraint on one key for domain d.
-func (s *solver) domainAllows(p *podInfo, kc *keyConstraints, d string, reqs Requirements) (string, bool) {
+func (s *solver) domainAllows(p *podInfo, kc *keyConstraints, d string, reqs Requirements) bool {
 	for _, term := range kc.terms {
-		var universe []string
-		if term.group.kind == kindSpread && kc.key != LabelHostname {
-			universe = s.spreadUniverse(kc.key, reqs)
-		}
-		if ok, why := term.group.allows(d, p.counts(term.group), universe); !ok {
-			return why, false
+		if !term.group.allows(d, p.counts(term.group), s.universeFor(term.group, reqs)) {
+			return false
 		}
 	}
 	for _, g := range kc.repelled {
-		if ok, why := g.allows(d, false, nil); !ok {
-			return why, false
+		if !g.allows(d, false, nil) {
+			return false
 		}
 	}
-	return "", true
+	return true
+}
+
+// domainRefusal explains why domain d is refused.
+func (s *solver) domainRefusal(p *podInfo, kc *keyConstraints, d string, reqs Requirements) string {
+	for _, term := range kc.terms {
+		universe := s.universeFor(term.group, reqs)
+		if self := p.counts(term.group); !term.group.allows(d, self, universe) {
+			return term.group.why(d, self, universe)
+		}
+	}
+	for _, g := range kc.repelled {
+		if !g.allows(d, false, nil) {
+			return g.why(d, false, nil)
+		}
+	}
+	return ""
+}
+
+// universeFor returns the domains counted for a spread constraint's
+// minimum; none for hostname, where a new node is always an empty domain.
+func (s *solver) universeFor(g *topologyGroup, reqs Requirements) []string {
+	if g.kind != kindSpread || g.key == LabelHostname {
+		return nil
+	}
+	return s.spreadUniverse(g.key, reqs)
 }
 
 // counts reports whether g counts the pod itself.

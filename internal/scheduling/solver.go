@@ -31,6 +31,8 @@ type solver struct {
 	smallest Resources
 	// universes caches spreadUniverse.
 	universes map[string][]string
+	// remaining is the sum of the requests of the pods not yet placed.
+	remaining Resources
 }
 
 // target is an existing node or a planned NodeClaim.
@@ -45,6 +47,7 @@ type target struct {
 	// element-wise maximum over its instance types.
 	allocatable Resources
 	types       []*InstanceType
+	max         Resources
 	requests    Resources
 	daemon      Resources
 	pods        []*podInfo
@@ -107,6 +110,9 @@ func newSolver(in Input) *solver {
 	}
 	sort.SliceStable(s.pods, func(i, j int) bool { return lessPod(s.pods[i], s.pods[j]) })
 	s.smallest = smallestRequests(s.pods)
+	for _, p := range s.pods {
+		s.remaining = s.remaining.Add(p.requests)
+	}
 	return s
 }
 
@@ -130,6 +136,7 @@ func (s *solver) schedule(p *podInfo) {
 		s.unschedulable(p, fmt.Sprintf("no instance type provides %s", strings.Join(p.unknownResources, ", ")))
 		return
 	}
+	defer func() { s.remaining = s.remaining.Sub(p.requests) }()
 	var reason string
 	for relax := 0; relax <= len(p.preferences); relax++ {
 		p.relaxed = relax
@@ -225,7 +232,7 @@ func (s *solver) fits(p *podInfo, t *target) (change, bool) {
 		if t.reqs.Compatible(reqs, undefinedOK) != nil {
 			continue
 		}
-		pins, _, ok := s.domains(p, t, reqs)
+		pins, _, ok := s.domains(p, t, reqs, false)
 		if !ok {
 			continue
 		}
@@ -274,10 +281,11 @@ func (s *solver) newClaim(p *podInfo, pl *pool) (*target, change, string) {
 			continue
 		}
 		t := &target{
-			name: fmt.Sprintf("%s-%d", pl.Name, pl.claims+1), pool: pl, reqs: merged, types: types,
+			name: fmt.Sprintf("%s-%d", pl.Name, pl.claims+1), pool: pl, reqs: merged,
 			requests: pl.daemon, daemon: pl.daemon, index: len(s.targets),
 		}
-		pins, why, ok := s.domains(p, t, reqs)
+		t.setTypes(types)
+		pins, why, ok := s.domains(p, t, reqs, true)
 		if !ok {
 			if reason == "" {
 				reason = why
@@ -294,6 +302,7 @@ func (s *solver) newClaim(p *podInfo, pl *pool) (*target, change, string) {
 			}
 			continue
 		}
+		types = efficient(types, merged, s.remaining.Max(p.requests))
 		pl.claims++
 		pl.nodes++
 		t.reqs = merged
@@ -308,7 +317,8 @@ func (s *solver) newClaim(p *podInfo, pl *pool) (*target, change, string) {
 func (s *solver) commit(p *podInfo, t *target, c change) {
 	if !t.existing {
 		t.pool.account(t, c.types)
-		t.reqs, t.types = c.reqs, c.types
+		t.reqs = c.reqs
+		t.setTypes(c.types)
 	}
 	t.requests = t.requests.Add(p.requests)
 	t.ports = append(t.ports, p.hostPorts...)
@@ -344,12 +354,16 @@ func (t *target) domain(key string) (string, bool) {
 	return "", false
 }
 
-func (t *target) maxAlloc() Resources {
-	var m Resources
-	for _, it := range t.types {
-		m = m.Max(it.Allocatable)
+// maxAlloc is the element-wise maximum allocatable of a claim's instance
+// types: no pod set beyond it fits.
+func (t *target) maxAlloc() Resources { return t.max }
+
+func (t *target) setTypes(types []*InstanceType) {
+	t.types = types
+	t.max = Resources{}
+	for _, it := range types {
+		t.max = t.max.Max(it.Allocatable)
 	}
-	return m
 }
 
 func portsConflict(a, b []hostPort) bool {

@@ -190,53 +190,52 @@ func (t *topology) termsOf(p *corev1.Pod) ([]*topologyTerm, error) {
 	return terms, nil
 }
 
-// allows reports whether a pod may be placed in domain of g under term,
-// given the domains the pod could otherwise be in (for the spread minimum).
-// It returns a reason when not.
-func (g *topologyGroup) allows(domain string, self bool, universe []string) (bool, string) {
+// allows reports whether a pod may be placed in a domain of g, given the
+// domains the pod could otherwise be in (for the spread minimum).
+func (g *topologyGroup) allows(domain string, self bool, universe []string) bool {
 	switch g.kind {
 	case kindSpread:
-		minCount := 0
-		if len(universe) > 0 {
-			minCount = math.MaxInt
-			withPods := 0
-			for _, u := range universe {
-				c := g.counts[u]
-				minCount = min(minCount, c)
-				if c > 0 {
-					withPods++
-				}
-			}
-			if int32(len(universe)) < g.minDomains {
-				minCount = 0
-			}
-		}
-		selfCount := 0
-		if self {
-			selfCount = 1
-		}
-		skew := g.counts[domain] + selfCount - minCount
-		if skew > int(g.maxSkew) {
-			return false, fmt.Sprintf("topology spread on %s (maxSkew %d) over pods %s: %s=%s would have skew %d", g.key, g.maxSkew, g.selectorLabel, g.key, domain, skew)
-		}
+		return g.skew(domain, self, universe) <= int(g.maxSkew)
 	case kindAffinity:
 		if g.total == 0 {
-			if self {
-				return true, ""
-			}
-			return false, fmt.Sprintf("pod affinity on %s to pods %s: no such pod is running or planned", g.key, g.selectorLabel)
+			return self
 		}
-		if g.counts[domain] == 0 {
-			return false, fmt.Sprintf("pod affinity on %s to pods %s: none in %s=%s", g.key, g.selectorLabel, g.key, domain)
-		}
-	case kindAntiAffinity:
-		if g.counts[domain] > 0 {
-			return false, fmt.Sprintf("pod anti-affinity on %s to pods %s: %s=%s already has one", g.key, g.selectorLabel, g.key, domain)
-		}
-	case kindInverseAntiAffinity:
-		if g.counts[domain] > 0 {
-			return false, fmt.Sprintf("a pod in %s=%s has anti-affinity to pods %s", g.key, domain, g.selectorLabel)
+		return g.counts[domain] > 0
+	default: // anti-affinity, both directions
+		return g.counts[domain] == 0
+	}
+}
+
+// skew is the spread skew placing one more pod in domain would cause.
+func (g *topologyGroup) skew(domain string, self bool, universe []string) int {
+	minCount := 0
+	if len(universe) > 0 && int32(len(universe)) >= g.minDomains {
+		minCount = math.MaxInt
+		for _, u := range universe {
+			minCount = min(minCount, g.counts[u])
 		}
 	}
-	return true, ""
+	selfCount := 0
+	if self {
+		selfCount = 1
+	}
+	return g.counts[domain] + selfCount - minCount
+}
+
+// why explains a refusal of allows.
+func (g *topologyGroup) why(domain string, self bool, universe []string) string {
+	switch g.kind {
+	case kindSpread:
+		return fmt.Sprintf("topology spread on %s (maxSkew %d) over pods %s: %s=%s would have skew %d",
+			g.key, g.maxSkew, g.selectorLabel, g.key, domain, g.skew(domain, self, universe))
+	case kindAffinity:
+		if g.total == 0 {
+			return fmt.Sprintf("pod affinity on %s to pods %s: no such pod is running or planned", g.key, g.selectorLabel)
+		}
+		return fmt.Sprintf("pod affinity on %s to pods %s: none in %s=%s", g.key, g.selectorLabel, g.key, domain)
+	case kindAntiAffinity:
+		return fmt.Sprintf("pod anti-affinity on %s to pods %s: %s=%s already has one", g.key, g.selectorLabel, g.key, domain)
+	default:
+		return fmt.Sprintf("a pod in %s=%s has anti-affinity to pods %s", g.key, domain, g.selectorLabel)
+	}
 }
