@@ -43,6 +43,9 @@ func efficient(types []*InstanceType, reqs Requirements, demand Resources) []*In
 			out = append(out, it)
 		}
 	}
+	if !minValuesMet(out, reqs) {
+		return types
+	}
 	return out
 }
 

@@ -216,6 +216,11 @@ func typeCompatible(it *InstanceType, reqs Requirements) bool {
 		}
 		tr, ok := it.Requirements[key]
 		if !ok {
+			// A label every instance type should carry but this one
+			// lacks cannot have the value the requirement asks for.
+			if instanceTypeLabel(key) && !r.absentOK {
+				return false
+			}
 			continue
 		}
 		if v, single := tr.Single(); single {
@@ -228,6 +233,12 @@ func typeCompatible(it *InstanceType, reqs Requirements) bool {
 	}
 	_, ok := it.CheapestOffering(reqs)
 	return ok
+}
+
+// instanceTypeLabel reports whether instance types, not NodePools, set a
+// label.
+func instanceTypeLabel(key string) bool {
+	return strings.HasPrefix(key, "karpenter.k8s.aws/instance-") || key == LabelInstanceType || key == LabelArch || key == LabelOS
 }
 
 // LabelCapacityType is the capacity type label (karpenter.sh/capacity-type).

@@ -118,7 +118,9 @@ func SpotPrice(instanceType, zone string, onDemand float64) float64 {
 	return math.Round(onDemand*fraction*1e5) / 1e5
 }
 
-var familyPattern = regexp.MustCompile(`^([a-z]+)([0-9]+)([a-z0-9-]*)$`)
+// familyPattern splits a family into category and generation: m7i-flex is
+// category m, generation 7; u-6tb1 is category u, generation 1.
+var familyPattern = regexp.MustCompile(`^([a-z]+)(?:-[0-9]+[a-z]+)?([0-9]+)`)
 
 // labelsOf returns the well-known labels of an instance type.
 func labelsOf(s Spec) map[string]string {

@@ -139,5 +139,4 @@ func pod(rng *rand.Rand, name string) *corev1.Pod {
 	}
 }
 
-
 func pick(rng *rand.Rand, from []string) string { return from[rng.IntN(len(from))] }

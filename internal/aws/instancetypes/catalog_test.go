@@ -1,0 +1,74 @@
+package instancetypes
+
+import (
+	"testing"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	"github.com/nodewright/nodewright/internal/scheduling"
+)
+
+func byName(t *testing.T, opts Options) map[string]*scheduling.InstanceType {
+	t.Helper()
+	specs, err := Catalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(specs) < 1100 {
+		t.Fatalf("catalog has %d instance types", len(specs))
+	}
+	out := map[string]*scheduling.InstanceType{}
+	for _, it := range InstanceTypes(specs, opts) {
+		out[it.Name] = it
+	}
+	return out
+}
+
+// Allocatable follows the kubelet's arithmetic: m5.large has 2 vCPU, 8GiB,
+// 3 ENIs of 10 addresses → 29 pods; kube-reserved 70m CPU and
+// 11*29+255 = 574Mi; eviction 100Mi; VM overhead 7.5% of 8192Mi = 615Mi; 20Gi root
+// volume less 1Gi reserved and 10% eviction.
+func TestAllocatable(t *testing.T) {
+	types := byName(t, Options{Zones: []string{"us-east-1a"}})
+	m5 := types["m5.large"]
+	want := scheduling.MustParseResources("cpu=1930m,memory=6903Mi,pods=29,ephemeral-storage=17Gi")
+	if m5.Allocatable != want {
+		t.Errorf("m5.large allocatable %s, want %s", m5.Allocatable, want)
+	}
+	if got := types["t4g.medium"].Capacity.Memory() >> 20; got != 4096-308-64 {
+		t.Errorf("t4g.medium memory capacity %dMi, want %dMi (arm64 loses 64Mi more)", got, 4096-308-64)
+	}
+	maxPods := int32(20)
+	limited := byName(t, Options{Zones: []string{"us-east-1a"}, Kubelet: &awsv1.KubeletConfiguration{MaxPods: &maxPods}})
+	if got := limited["m5.large"].Capacity.Pods(); got != 20 {
+		t.Errorf("maxPods 20 gives %d pods", got)
+	}
+}
+
+func TestLabelsAndOfferings(t *testing.T) {
+	types := byName(t, Options{Zones: []string{"us-east-1a", "us-east-1b"}})
+	for name, want := range map[string][2]string{"m7i-flex.large": {"m", "7"}, "u-6tb1.56xlarge": {"u", "1"}, "c6gn.medium": {"c", "6"}} {
+		it, ok := types[name]
+		if !ok {
+			t.Errorf("%s missing", name)
+			continue
+		}
+		cat, _ := it.Requirements["karpenter.k8s.aws/instance-category"].Single()
+		gen, _ := it.Requirements["karpenter.k8s.aws/instance-generation"].Single()
+		if cat != want[0] || gen != want[1] {
+			t.Errorf("%s: category %q generation %q, want %v", name, cat, gen, want)
+		}
+	}
+	m5 := types["m5.large"]
+	if len(m5.Offerings) != 4 {
+		t.Fatalf("m5.large has %d offerings, want on-demand and spot in 2 zones", len(m5.Offerings))
+	}
+	for _, o := range m5.Offerings {
+		if o.CapacityType == "spot" && (o.Price < 0.096*0.3 || o.Price > 0.096*0.7) {
+			t.Errorf("spot price %.5f outside 30-70%% of on-demand", o.Price)
+		}
+	}
+	if SpotPrice("m5.large", "us-east-1a", 0.096) != SpotPrice("m5.large", "us-east-1a", 0.096) ||
+		SpotPrice("m5.large", "us-east-1a", 0.096) == SpotPrice("m5.large", "us-east-1b", 0.096) {
+		t.Error("spot prices must be fixed per type and zone, and differ between zones")
+	}
+}

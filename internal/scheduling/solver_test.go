@@ -1,0 +1,194 @@
+package scheduling_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/scheduling"
+)
+
+func TestNodeSelectorAndRequiredAffinityAgree(t *testing.T) {
+	armPool := pool(t, "arm", requirement(scheduling.LabelArch, corev1.NodeSelectorOpIn, "arm64"), func(np *v1.NodePool) {
+		np.Spec.Template.ObjectMeta.Labels = map[string]string{"pod-type": "armapp"}
+	})
+	selector := pods(3, "selector", "250m", "256Mi", func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"pod-type": "armapp"} })
+	affinity := pods(3, "affinity", "250m", "256Mi", func(p *corev1.Pod) {
+		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "pod-type", Operator: corev1.NodeSelectorOpIn, Values: []string{"armapp"}}}}},
+		}}}
+	})
+	a := solve(t, scheduling.Input{NodePools: []*scheduling.NodePool{armPool}, Pods: selector})
+	b := solve(t, scheduling.Input{NodePools: []*scheduling.NodePool{armPool}, Pods: affinity})
+	if len(a.Unschedulable)+len(b.Unschedulable) > 0 {
+		t.Fatalf("unschedulable: %v %v", reasons(a), reasons(b))
+	}
+	if len(a.NodeClaims) != len(b.NodeClaims) || a.Price() != b.Price() || a.NodeClaims[0].InstanceType != b.NodeClaims[0].InstanceType {
+		t.Errorf("nodeSelector planned %d claims at $%.4f, affinity %d at $%.4f", len(a.NodeClaims), a.Price(), len(b.NodeClaims), b.Price())
+	}
+	for _, c := range a.NodeClaims {
+		if arch, _ := c.InstanceType.Requirements[scheduling.LabelArch].Single(); arch != "arm64" {
+			t.Errorf("claim %s got %s instance type %s", c.Name, arch, c.InstanceType.Name)
+		}
+	}
+	// A typo names the NodePool and the label that blocked it.
+	typo := newPod("typo", "250m", "256Mi", func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"pod-type": "armapps"} })
+	plan := solve(t, scheduling.Input{NodePools: []*scheduling.NodePool{armPool}, Pods: []*corev1.Pod{typo}})
+	if got, want := reasons(plan)["typo"], "NodePool arm: requires pod-type=armapp, pod selects pod-type=armapps"; got != want {
+		t.Errorf("reason %q, want %q", got, want)
+	}
+}
+
+func TestUnschedulableReasons(t *testing.T) {
+	gpu := pool(t, "gpu", func(np *v1.NodePool) {
+		np.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "nvidia.com/gpu", Value: "true", Effect: corev1.TaintEffectNoSchedule}}
+	})
+	arm := pool(t, "arm", requirement(scheduling.LabelArch, corev1.NodeSelectorOpIn, "arm64"))
+	arm.AMIs = archAMIs("amd64")
+	arm.NodeClass = "arm"
+	for _, tc := range []struct {
+		name  string
+		pools []*scheduling.NodePool
+		pod   *corev1.Pod
+		want  string
+	}{
+		{"taint", []*scheduling.NodePool{gpu}, newPod("p", "1", "1Gi"), "NodePool gpu: taint nvidia.com/gpu=true:NoSchedule not tolerated"},
+		{"ami", []*scheduling.NodePool{arm}, newPod("p", "1", "1Gi"), "NodePool arm: no AMI for arm64 in EC2NodeClass arm"},
+		{"too big", []*scheduling.NodePool{pool(t, "general")}, newPod("p", "16", "64Gi", func(p *corev1.Pod) {
+			p.Spec.NodeSelector = map[string]string{scheduling.LabelArch: "amd64", "karpenter.k8s.aws/instance-category": "t"}
+		}), "NodePool general: no instance type fits 16 CPU / 64Gi"},
+		{"unknown resource", []*scheduling.NodePool{pool(t, "general")}, newPod("p", "1", "1Gi", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Requests["example.com/fpga"] = resource.MustParse("1")
+		}), "no instance type provides example.com/fpga"},
+		{"no nodepool", nil, newPod("p", "1", "1Gi"), "no NodePool exists"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			plan := solve(t, scheduling.Input{NodePools: tc.pools, Pods: []*corev1.Pod{tc.pod}})
+			if got := reasons(plan)["p"]; !strings.HasPrefix(got, tc.want) {
+				t.Errorf("reason %q, want it to start with %q", got, tc.want)
+			}
+			if len(plan.NodeClaims) != 0 {
+				t.Errorf("planned %d NodeClaims for an unschedulable pod", len(plan.NodeClaims))
+			}
+		})
+	}
+}
+
+func TestTolerationsAndStartupTaints(t *testing.T) {
+	tainted := pool(t, "tainted", func(np *v1.NodePool) {
+		np.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "ci", Effect: corev1.TaintEffectNoSchedule}}
+		np.Spec.Template.Spec.StartupTaints = []corev1.Taint{{Key: "node.cilium.io/agent-not-ready", Effect: corev1.TaintEffectNoExecute}}
+	})
+	tolerant := newPod("tolerant", "1", "1Gi", func(p *corev1.Pod) {
+		p.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "ci", Effect: corev1.TaintEffectNoSchedule}}
+	})
+	plan := solve(t, scheduling.Input{NodePools: []*scheduling.NodePool{tainted}, Pods: []*corev1.Pod{tolerant, newPod("intolerant", "1", "1Gi")}})
+	if placement(plan)["tolerant"] == "" {
+		t.Errorf("the pod tolerating the NodePool taint (and not the startup taint) was not placed: %v", reasons(plan))
+	}
+	if !strings.Contains(reasons(plan)["intolerant"], "taint dedicated=ci:NoSchedule not tolerated") {
+		t.Errorf("intolerant pod: %q", reasons(plan)["intolerant"])
+	}
+}
+
+func TestExistingNodesFirst(t *testing.T) {
+	alloc := scheduling.MustParseResources("cpu=4,memory=16Gi,pods=20")
+	node := &scheduling.Node{Name: "node-a", Allocatable: alloc, Requirements: scheduling.LabelRequirements(map[string]string{
+		scheduling.LabelHostname: "node-a", scheduling.LabelZone: "us-east-1a", scheduling.LabelArch: "amd64",
+	}), Pods: []*corev1.Pod{newPod("running", "2", "4Gi")}}
+	in := scheduling.Input{NodePools: []*scheduling.NodePool{pool(t, "general")}, Nodes: []*scheduling.Node{node}, Pods: pods(3, "web", "1", "2Gi")}
+	plan := solve(t, in)
+	got := placement(plan)
+	if got["web-0"] != "node-a" || got["web-1"] != "node-a" {
+		t.Errorf("the existing node's free 2 CPU should take two pods first: %v", got)
+	}
+	if len(plan.NodeClaims) != 1 || got["web-2"] != plan.NodeClaims[0].Name {
+		t.Errorf("the third pod should get one new NodeClaim: %v", got)
+	}
+}
+
+func TestWeightAndLimits(t *testing.T) {
+	heavy := pool(t, "heavy", func(np *v1.NodePool) {
+		np.Spec.Weight = ptr.To[int32](50)
+		np.Spec.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")}
+	}, requirement("karpenter.k8s.aws/instance-category", corev1.NodeSelectorOpIn, "m"))
+	light := pool(t, "light")
+	plan := solve(t, scheduling.Input{NodePools: []*scheduling.NodePool{light, heavy}, Pods: pods(20, "w", "1", "1Gi")})
+	capacity := map[string]int64{}
+	for _, c := range plan.NodeClaims {
+		capacity[c.NodePool] += c.InstanceType.Capacity.CPU()
+	}
+	if capacity["heavy"] == 0 || capacity["heavy"] > 8000 {
+		t.Errorf("the heavier NodePool should be used first and stop at its 8 CPU limit: %v", capacity)
+	}
+	if capacity["light"] == 0 || len(plan.Unschedulable) > 0 {
+		t.Errorf("the lighter NodePool should take the rest: %v, unschedulable %v", capacity, reasons(plan))
+	}
+}
+
+func TestMinValues(t *testing.T) {
+	pl := pool(t, "diverse", func(np *v1.NodePool) {
+		np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{{
+			Key: "karpenter.k8s.aws/instance-family", Operator: corev1.NodeSelectorOpIn, Values: []string{"m5", "m6i", "c6i"}, MinValues: ptr.To(3),
+		}}
+	})
+	plan := solve(t, scheduling.Input{NodePools: []*scheduling.NodePool{pl}, Pods: pods(4, "w", "1", "1Gi")})
+	for _, c := range plan.NodeClaims {
+		families := map[string]bool{}
+		for _, it := range c.InstanceTypes {
+			v, _ := it.Requirements["karpenter.k8s.aws/instance-family"].Single()
+			families[v] = true
+		}
+		if len(families) < 3 {
+			t.Errorf("claim %s lists %d families, minValues is 3", c.Name, len(families))
+		}
+	}
+}
+
+func TestDaemonSetOverheadAndHostPorts(t *testing.T) {
+	ds := newPod("ds", "500m", "512Mi")
+	in := scheduling.Input{
+		NodePools:  []*scheduling.NodePool{pool(t, "general")},
+		DaemonSets: daemonSets(ds),
+		Pods: pods(2, "hp", "100m", "128Mi", func(p *corev1.Pod) {
+			p.Spec.Containers[0].Ports = []corev1.ContainerPort{{HostPort: 8080, ContainerPort: 8080}}
+		}),
+	}
+	plan := solve(t, in)
+	if len(plan.NodeClaims) != 2 {
+		t.Fatalf("two pods on host port 8080 need two nodes, got %d", len(plan.NodeClaims))
+	}
+	for _, c := range plan.NodeClaims {
+		if c.DaemonOverhead.CPU() != 500 {
+			t.Errorf("claim %s carries %dm of DaemonSet CPU, want 500m", c.Name, c.DaemonOverhead.CPU())
+		}
+	}
+}
+
+func TestDeterministic(t *testing.T) {
+	in := scheduling.Input{NodePools: []*scheduling.NodePool{pool(t, "a"), pool(t, "b")}, Pods: pods(200, "w", "700m", "1500Mi")}
+	first, second := summary(solve(t, in)), summary(solve(t, in))
+	if diff := cmp.Diff(first, second); diff != "" {
+		t.Errorf("two runs differ:\n%s", diff)
+	}
+}
+
+func summary(plan *scheduling.Plan) []string {
+	var out []string
+	for _, c := range plan.NodeClaims {
+		names := make([]string, len(c.Pods))
+		for i, p := range c.Pods {
+			names[i] = p.Name
+		}
+		out = append(out, c.Name+" "+c.InstanceType.Name+" "+c.Offering.Zone+" "+strings.Join(names, ","))
+	}
+	for _, u := range plan.Unschedulable {
+		out = append(out, u.Pod.Name+": "+u.Reason)
+	}
+	return out
+}
