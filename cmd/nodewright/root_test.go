@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"runtime"
 	"strings"
 	"testing"
@@ -43,5 +44,44 @@ func TestHelpListsOnlyWorkingCommands(t *testing.T) {
 	}
 	if _, err := run("sim"); err == nil || !strings.Contains(err.Error(), `unknown command "sim"`) {
 		t.Errorf("running a missing subcommand: %v", err)
+	}
+}
+
+func TestSimulateJSON(t *testing.T) {
+	out, err := run("simulate", "-f", "../../scenarios/s5-arm64-pool.yaml", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var report struct {
+		NodeClaims    []any `json:"nodeClaims"`
+		Unschedulable []struct {
+			Pod, Reason string
+		} `json:"unschedulable"`
+		TotalPricePerHour float64 `json:"totalPricePerHour"`
+	}
+	if err := json.Unmarshal([]byte(out), &report); err != nil {
+		t.Fatalf("output is not JSON: %v\n%s", err, out)
+	}
+	if len(report.Unschedulable) != 5 || report.NodeClaims == nil {
+		t.Errorf("want 5 unschedulable pods and an empty nodeClaims list:\n%s", out)
+	}
+}
+
+func TestSimulateTableAndErrors(t *testing.T) {
+	out, err := run("simulate", "-f", "../../scenarios/healthy-mixed-arch.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "NODECLAIM") || !strings.Contains(out, "26 pods placed") {
+		t.Errorf("table output:\n%s", out)
+	}
+	if _, err := run("simulate"); err == nil || !strings.Contains(err.Error(), "-f FILE") {
+		t.Errorf("no input: %v", err)
+	}
+	if _, err := run("simulate", "-f", "x.yaml", "-o", "yaml"); err == nil || !strings.Contains(err.Error(), "table or json") {
+		t.Errorf("bad format: %v", err)
+	}
+	if _, err := run("simulate", "-f", "does-not-exist.yaml"); err == nil || !strings.Contains(err.Error(), "does-not-exist.yaml") {
+		t.Errorf("missing file: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package scheduling_test
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -16,14 +17,23 @@ import (
 	"github.com/nodewright/nodewright/internal/scheduling/verify"
 )
 
+// catalogTypes converts the catalog once; instance types are read-only.
+var catalogTypes = sync.OnceValues(func() ([]*scheduling.InstanceType, error) {
+	specs, err := instancetypes.Catalog()
+	if err != nil {
+		return nil, err
+	}
+	return instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: []string{"us-east-1a", "us-east-1b", "us-east-1c"}}), nil
+})
+
 // catalog returns the real instance types in three zones.
 func catalog(t testing.TB) []*scheduling.InstanceType {
 	t.Helper()
-	specs, err := instancetypes.Catalog()
+	types, err := catalogTypes()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: []string{"us-east-1a", "us-east-1b", "us-east-1c"}})
+	return types
 }
 
 func archAMIs(archs ...string) []scheduling.AMI {

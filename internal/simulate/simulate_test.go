@@ -1,0 +1,88 @@
+package simulate_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/nodewright/nodewright/internal/simulate"
+)
+
+func run(t *testing.T, files ...string) *simulate.Report {
+	t.Helper()
+	objs := &simulate.Objects{}
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = objs.Load(name, f)
+		_ = f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := simulate.Run(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return simulate.NewReport(res)
+}
+
+// The healthy baseline places every pod; the armapp pods land on arm64
+// t4g nodes of cicd-armapps.
+func TestHealthyScenarioPlacesEveryPod(t *testing.T) {
+	r := run(t, "../../scenarios/healthy-mixed-arch.yaml")
+	if len(r.Unschedulable) > 0 {
+		t.Fatalf("unschedulable: %+v", r.Unschedulable)
+	}
+	placed := 0
+	for _, c := range r.NodeClaims {
+		placed += len(c.Pods)
+		for _, p := range c.Pods {
+			if strings.HasPrefix(p, "default/armapp-") && (c.NodePool != "cicd-armapps" || !strings.HasPrefix(c.InstanceType, "t4g.")) {
+				t.Errorf("%s planned on %s (%s), want a t4g node of cicd-armapps", p, c.Name, c.InstanceType)
+			}
+		}
+		if c.PricePerHour <= 0 || c.Zone == "" || c.CapacityType == "" || len(c.InstanceTypes) == 0 || c.InstanceTypes[0] != c.InstanceType {
+			t.Errorf("claim %s is incomplete: %+v", c.Name, c)
+		}
+	}
+	if placed != 26 {
+		t.Errorf("%d pods placed, want 26", placed)
+	}
+	if r.TotalPricePerHour <= 0 {
+		t.Errorf("total price %v", r.TotalPricePerHour)
+	}
+}
+
+// S5: the arm64 pool's EC2NodeClass pins an x86_64 AMI, and one pod has a
+// typo in its selector. Both are explained; selector and affinity pods are
+// treated alike.
+func TestS5ExplainsAMIArchitectureAndTypo(t *testing.T) {
+	r := run(t, "../../scenarios/s5-arm64-pool.yaml")
+	if len(r.NodeClaims) != 0 {
+		t.Errorf("planned %d NodeClaims; no arm64 AMI exists", len(r.NodeClaims))
+	}
+	got := map[string]string{}
+	for _, u := range r.Unschedulable {
+		got[u.Pod] = u.Reason
+	}
+	ami := "NodePool cicd-armapps: no AMI for arm64 in EC2NodeClass arm"
+	for _, pod := range []string{"armapp-selector-0", "armapp-selector-1", "armapp-affinity-0", "armapp-affinity-1"} {
+		if got["default/"+pod] != ami {
+			t.Errorf("%s: %q, want %q", pod, got["default/"+pod], ami)
+		}
+	}
+	if want := "NodePool cicd-armapps: requires pod-type=armapp, pod selects pod-type=armapps"; got["default/armapp-typo-0"] != want {
+		t.Errorf("typo pod: %q, want %q", got["default/armapp-typo-0"], want)
+	}
+}
+
+func TestBadManifestNamesFileAndDocument(t *testing.T) {
+	objs := &simulate.Objects{}
+	err := objs.Load("bad.yaml", strings.NewReader("apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: x}\nspec: {weight: 10, colour: blue}\n"))
+	if err == nil || !strings.Contains(err.Error(), "bad.yaml: document 1") || !strings.Contains(err.Error(), "colour") {
+		t.Errorf("error %v should name the file, the document and the unknown field", err)
+	}
+}
