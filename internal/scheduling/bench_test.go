@@ -9,7 +9,7 @@ import (
 )
 
 func BenchmarkWorkloadA(b *testing.B) {
-	for _, n := range []int{1000, 5000, 10000} {
+	for _, n := range []int{1000, 5000, 10000, 20000, 50000} {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			for b.Loop() {
 				in := workload.A(n, 1)

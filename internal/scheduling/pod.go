@@ -1,6 +1,8 @@
 package scheduling
 
 import (
+	"encoding/json"
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -31,6 +33,38 @@ type podInfo struct {
 	// countedBy are the groups that count this pod; repelledBy the
 	// anti-affinity of other pods that keeps it out of their domains.
 	countedBy, repelledBy []*topologyGroup
+	// class identifies pods that schedule identically and whose
+	// constraints only tighten as other pods are placed; empty otherwise.
+	class string
+}
+
+// monotoneClass returns a key shared by pods that place identically, for
+// pods whose admission by a target can only turn from yes to no as pods are
+// placed: no pod affinity, spread or preferences, whose answers can change
+// the other way. Other pods get "".
+func monotoneClass(p *podInfo) string {
+	if len(p.preferences) > 0 {
+		return ""
+	}
+	for _, t := range p.topology {
+		if t.group.kind != kindAntiAffinity {
+			return ""
+		}
+	}
+	spec := p.pod.Spec
+	key, err := json.Marshal(struct {
+		Namespace   string
+		Labels      map[string]string
+		Requests    Resources
+		Selector    map[string]string
+		Affinity    *corev1.Affinity
+		Tolerations []corev1.Toleration
+		Ports       string
+	}{p.pod.Namespace, p.pod.Labels, p.requests, spec.NodeSelector, spec.Affinity, spec.Tolerations, fmt.Sprint(p.hostPorts)})
+	if err != nil {
+		return ""
+	}
+	return string(key)
 }
 
 // preference is a preferred node affinity term or a preferred topology term.

@@ -23,16 +23,19 @@ func Solve(in Input) *Plan {
 type solver struct {
 	pools   []*pool
 	targets []*target
-	// open are the targets that may still take a pod, in target order.
-	open     []*target
-	topo     *topology
-	pods     []*podInfo
-	plan     *Plan
-	smallest Resources
+	// index finds the targets with room for a pod, in target order.
+	index capacityIndex
+	topo  *topology
+	pods  []*podInfo
+	plan  *Plan
 	// universes caches spreadUniverse.
 	universes map[string][]string
 	// remaining is the sum of the requests of the pods not yet placed.
 	remaining Resources
+	// scanFrom remembers, per class of identical pods whose constraints
+	// only tighten as pods are placed, the first target that has not yet
+	// refused one of them: targets before it refuse them all.
+	scanFrom map[string]int
 }
 
 // target is an existing node or a planned NodeClaim.
@@ -52,11 +55,10 @@ type target struct {
 	daemon      Resources
 	pods        []*podInfo
 	ports       []hostPort
-	closed      bool
 }
 
 func newSolver(in Input) *solver {
-	s := &solver{topo: newTopology(), plan: &Plan{}, universes: map[string][]string{}}
+	s := &solver{topo: newTopology(), plan: &Plan{}, universes: map[string][]string{}, scanFrom: map[string]int{}}
 	for _, np := range in.NodePools {
 		s.pools = append(s.pools, newPool(np, in.DaemonSets))
 	}
@@ -70,7 +72,7 @@ func newSolver(in Input) *solver {
 	sort.SliceStable(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
 	var existingPods []*podInfo
 	for _, n := range nodes {
-		t := &target{name: n.Name, existing: true, reqs: n.Requirements, taints: n.Taints, allocatable: n.Allocatable, index: len(s.targets)}
+		t := &target{name: n.Name, existing: true, reqs: n.Requirements, taints: n.Taints, allocatable: n.Allocatable}
 		for _, pod := range n.Pods {
 			p := newPodInfo(pod)
 			t.requests = t.requests.Add(p.requests)
@@ -78,8 +80,7 @@ func newSolver(in Input) *solver {
 			t.pods = append(t.pods, p)
 			existingPods = append(existingPods, p)
 		}
-		s.targets = append(s.targets, t)
-		s.open = append(s.open, t)
+		s.addTarget(t)
 		s.plan.Existing = append(s.plan.Existing, &ExistingPlacement{Node: n.Name})
 	}
 	for _, pod := range in.Pods {
@@ -91,6 +92,7 @@ func newSolver(in Input) *solver {
 		}
 		p.topology = terms
 		p.buildPreferences()
+		p.class = monotoneClass(p)
 		s.pods = append(s.pods, p)
 	}
 	// Placed pods' anti-affinity counts too.
@@ -109,24 +111,10 @@ func newSolver(in Input) *solver {
 		}
 	}
 	sort.SliceStable(s.pods, func(i, j int) bool { return lessPod(s.pods[i], s.pods[j]) })
-	s.smallest = smallestRequests(s.pods)
 	for _, p := range s.pods {
 		s.remaining = s.remaining.Add(p.requests)
 	}
 	return s
-}
-
-func smallestRequests(pods []*podInfo) Resources {
-	if len(pods) == 0 {
-		return Resources{}
-	}
-	out := pods[0].requests
-	for _, p := range pods[1:] {
-		for i := range out {
-			out[i] = min(out[i], p.requests[i])
-		}
-	}
-	return out
 }
 
 // schedule places one pod, relaxing its preferences one at a time when it
@@ -154,22 +142,22 @@ func (s *solver) unschedulable(p *podInfo, reason string) {
 // try places p on the first target that takes it, else on a new NodeClaim;
 // it returns why not otherwise.
 func (s *solver) try(p *podInfo) string {
-	closed := 0
-	for _, t := range s.open {
-		if t.closed {
-			closed++
-			continue
-		}
+	from := 0
+	if p.class != "" {
+		from = s.scanFrom[p.class]
+	}
+	for i := s.index.next(from, p.requests); i >= 0; i = s.index.next(i+1, p.requests) {
+		t := s.targets[i]
 		if c, ok := s.fits(p, t); ok {
 			s.commit(p, t, c)
+			if p.class != "" {
+				s.scanFrom[p.class] = i
+			}
 			return ""
 		}
-		if !t.existing && !s.smallest.Add(t.requests).Fits(t.maxAlloc()) {
-			t.closed = true
-		}
 	}
-	if closed > len(s.open)/2 {
-		s.compactOpen()
+	if p.class != "" {
+		s.scanFrom[p.class] = len(s.targets)
 	}
 	var reasons []string
 	for _, pl := range s.pools {
@@ -186,14 +174,18 @@ func (s *solver) try(p *podInfo) string {
 	return strings.Join(reasons, "; ")
 }
 
-func (s *solver) compactOpen() {
-	open := s.open[:0]
-	for _, t := range s.open {
-		if !t.closed {
-			open = append(open, t)
-		}
+func (s *solver) addTarget(t *target) {
+	t.index = s.index.add(t.free())
+	s.targets = append(s.targets, t)
+}
+
+// free is what the target can still take: of its largest instance types
+// for a NodeClaim.
+func (t *target) free() Resources {
+	if t.existing {
+		return t.allocatable.Sub(t.requests)
 	}
-	s.open = open
+	return t.max.Sub(t.requests)
 }
 
 // change is what placing a pod on a target changes.
@@ -282,7 +274,7 @@ func (s *solver) newClaim(p *podInfo, pl *pool) (*target, change, string) {
 		}
 		t := &target{
 			name: fmt.Sprintf("%s-%d", pl.Name, pl.claims+1), pool: pl, reqs: merged,
-			requests: pl.daemon, daemon: pl.daemon, index: len(s.targets),
+			requests: pl.daemon, daemon: pl.daemon,
 		}
 		t.setTypes(types)
 		pins, why, ok := s.domains(p, t, reqs, true)
@@ -306,8 +298,7 @@ func (s *solver) newClaim(p *podInfo, pl *pool) (*target, change, string) {
 		pl.claims++
 		pl.nodes++
 		t.reqs = merged
-		s.targets = append(s.targets, t)
-		s.open = append(s.open, t)
+		s.addTarget(t)
 		return t, change{reqs: merged, types: types}, ""
 	}
 	return nil, change{}, reason
@@ -323,6 +314,7 @@ func (s *solver) commit(p *podInfo, t *target, c change) {
 	t.requests = t.requests.Add(p.requests)
 	t.ports = append(t.ports, p.hostPorts...)
 	t.pods = append(t.pods, p)
+	s.index.set(t.index, t.free())
 	s.record(p, t)
 	s.plan.Order = append(s.plan.Order, p.pod)
 }
