@@ -4,7 +4,7 @@ SHELL := /usr/bin/env bash -o pipefail
 GOLANGCI_LINT_VERSION := v2.15.0
 LINT := bin/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
-.PHONY: all build test generate verify lint controlplane clean
+.PHONY: all build test generate verify lint controlplane clean bench
 
 all: build
 
@@ -38,3 +38,6 @@ lint: $(LINT) ## Run golangci-lint with .golangci.yml
 
 clean:
 	rm -rf bin/nodewright
+
+bench: ## Measure the scheduler on workloads A and B (pods/s, nodes, $/h, peak memory, cost ratio)
+	go build -o bin/bench ./hack/bench && ./bin/bench

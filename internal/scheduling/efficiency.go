@@ -2,56 +2,103 @@ package scheduling
 
 import "math"
 
-// efficient caps a new NodeClaim's instance types at the price of the most
-// cost-efficient one for the pods still to place, so that the claim fills
-// a well-priced instance instead of growing into the largest type that
-// fits. Efficiency is the price of covering the remaining demand with that
-// type alone: price / min(1, allocatable/demand) over CPU, memory and pods.
-// Among types within efficiencySlack of the best, the one covering most
-// wins: nearly the same price in far fewer nodes.
-func efficient(types []*InstanceType, reqs Requirements, demand Resources) []*InstanceType {
-	prices := make([]float64, len(types))
+// Choosing instance types for cost. Each pod has a set of "fitting shapes":
+// the instance types on which its own share of the node (its largest
+// fraction of CPU, memory or pod slots) costs least, within
+// efficiencySlack. A new NodeClaim takes the shape, among those of the pod
+// that opened it, that covers most of the demand still to place (fewer,
+// larger nodes at the same unit price), and keeps only instance types no
+// dearer than it. Later pods join a NodeClaim only when its shape is one of
+// theirs, so memory-heavy pods fill memory-cheap nodes and CPU-heavy pods
+// CPU-cheap ones, as the cheapest fractional cover would.
+
+// efficiencySlack is how much dearer than a pod's cheapest shape another
+// shape may be and still count as fitting.
+const efficiencySlack = 0.03
+
+// shapes are the fitting shapes of pods with given requirements and
+// requests.
+type shapes struct {
+	// fit holds the fitting shapes; price the cheapest offering of every
+	// candidate type.
+	fit   map[*InstanceType]bool
+	price map[*InstanceType]float64
+}
+
+// shapesFor computes (and caches per requirements and requests) a pod's
+// fitting shapes among candidate types.
+func (pl *pool) shapesFor(key string, types []*InstanceType, reqs Requirements, requests Resources) *shapes {
+	if sh, ok := pl.shapeCache[key]; ok {
+		return sh
+	}
+	sh := &shapes{fit: map[*InstanceType]bool{}, price: make(map[*InstanceType]float64, len(types))}
 	costs := make([]float64, len(types))
-	covers := make([]float64, len(types))
-	bestCost := math.Inf(1)
+	best := math.Inf(1)
 	for i, it := range types {
-		prices[i], costs[i] = math.Inf(1), math.Inf(1)
+		costs[i] = math.Inf(1)
 		o, ok := it.CheapestOffering(reqs)
 		if !ok {
 			continue
 		}
-		prices[i] = o.Price
-		covers[i] = coverage(it.Allocatable, demand)
-		if covers[i] > 0 {
-			costs[i] = o.Price / covers[i]
-			bestCost = min(bestCost, costs[i])
+		sh.price[it] = o.Price
+		if share := share(requests, it.Allocatable); share > 0 {
+			costs[i] = o.Price * share
+			best = min(best, costs[i])
 		}
 	}
-	best := -1
-	for i := range types {
-		if costs[i] <= bestCost*(1+efficiencySlack) && (best < 0 || covers[i] > covers[best]) {
-			best = i
-		}
-	}
-	if best < 0 {
-		return types
-	}
-	limit := prices[best]
-	out := make([]*InstanceType, 0, len(types))
 	for i, it := range types {
-		if prices[i] <= limit {
+		if costs[i] <= best*(1+efficiencySlack) {
+			sh.fit[it] = true
+		}
+	}
+	pl.shapeCache[key] = sh
+	return sh
+}
+
+// share is the largest fraction of a node's CPU, memory or pod slots the
+// requests take.
+func share(requests, alloc Resources) float64 {
+	s := 0.0
+	for _, i := range []int{cpuIndex, memoryIndex, podsIndex} {
+		if requests[i] > 0 {
+			if alloc[i] <= 0 {
+				return 0
+			}
+			s = max(s, float64(requests[i])/float64(alloc[i]))
+		}
+	}
+	return s
+}
+
+// chooseShape picks the new NodeClaim's shape among the pod's fitting
+// shapes, the one covering most of the remaining demand, and returns the
+// instance types no dearer than it.
+func chooseShape(types []*InstanceType, sh *shapes, demand Resources, reqs Requirements) (*InstanceType, []*InstanceType) {
+	var shape *InstanceType
+	bestCover := -1.0
+	for _, it := range types {
+		if !sh.fit[it] {
+			continue
+		}
+		if c := coverage(it.Allocatable, demand); c > bestCover || (c == bestCover && sh.price[it] < sh.price[shape]) {
+			shape, bestCover = it, c
+		}
+	}
+	if shape == nil {
+		return nil, types
+	}
+	limit := sh.price[shape]
+	out := make([]*InstanceType, 0, len(types))
+	for _, it := range types {
+		if p, ok := sh.price[it]; ok && p <= limit {
 			out = append(out, it)
 		}
 	}
 	if !minValuesMet(out, reqs) {
-		return types
+		return shape, types
 	}
-	return out
+	return shape, out
 }
-
-// efficiencySlack is how much dearer than the most efficient type a larger
-// type may be and still be preferred.
-const efficiencySlack = 0.03
 
 // coverage is the share of demand one instance covers, at most 1.
 func coverage(alloc, demand Resources) float64 {

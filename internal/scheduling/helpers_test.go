@@ -37,7 +37,7 @@ func catalog(t testing.TB) []*scheduling.InstanceType {
 }
 
 func archAMIs(archs ...string) []scheduling.AMI {
-	var out []scheduling.AMI
+	out := make([]scheduling.AMI, 0, len(archs))
 	for _, a := range archs {
 		out = append(out, scheduling.AMI{ID: "ami-" + a, Requirements: scheduling.NewRequirements(corev1.NodeSelectorRequirement{
 			Key: scheduling.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{a},

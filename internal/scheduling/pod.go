@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
-	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcehelper "k8s.io/component-helpers/resource"
@@ -33,6 +31,9 @@ type podInfo struct {
 	// countedBy are the groups that count this pod; repelledBy the
 	// anti-affinity of other pods that keeps it out of their domains.
 	countedBy, repelledBy []*topologyGroup
+	// shapeSets caches shapesIn for the relaxation level shapesRelaxed.
+	shapeSets     map[*pool][]*shapes
+	shapesRelaxed int
 	// class identifies pods that schedule identically and whose
 	// constraints only tighten as other pods are placed; empty otherwise.
 	class string
@@ -262,11 +263,3 @@ func lessPod(a, b *podInfo) bool {
 }
 
 func podName(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
-
-func formatPorts(ports []hostPort) string {
-	parts := make([]string, 0, len(ports))
-	for _, p := range ports {
-		parts = append(parts, string(p.protocol)+"/"+strconv.Itoa(int(p.port)))
-	}
-	return strings.Join(parts, ", ")
-}

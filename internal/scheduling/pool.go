@@ -29,6 +29,8 @@ type pool struct {
 	cache     map[string]cachedCandidates
 	// domainCache caches domainValues.
 	domainCache map[string][]string
+	// shapeCache caches shapesFor.
+	shapeCache map[string]*shapes
 }
 
 type cachedCandidates struct {
@@ -37,7 +39,7 @@ type cachedCandidates struct {
 }
 
 func newPool(np *NodePool, daemonSets []*appsv1.DaemonSet) *pool {
-	pl := &pool{NodePool: np, providedKeys: map[string]bool{}, nodesLimit: -1, committed: map[*target]Resources{}, cache: map[string]cachedCandidates{}}
+	pl := &pool{NodePool: np, providedKeys: map[string]bool{}, nodesLimit: -1, committed: map[*target]Resources{}, cache: map[string]cachedCandidates{}, shapeCache: map[string]*shapes{}}
 	price := map[*InstanceType]float64{}
 	for _, it := range np.InstanceTypes {
 		for k := range it.Requirements {
@@ -121,10 +123,9 @@ func (pl *pool) account(t *target, types []*InstanceType) {
 	pl.committed[t] = types[0].Capacity
 }
 
-// candidates returns the launchable instance types that meet reqs and fit
+// candidatesByKey returns the launchable instance types that meet reqs and fit
 // requests with the DaemonSet overhead, or why there are none.
-func (pl *pool) candidates(reqs Requirements, requests Resources) ([]*InstanceType, string) {
-	key := fingerprint(reqs)
+func (pl *pool) candidatesByKey(key string, reqs Requirements, requests Resources) ([]*InstanceType, string) {
 	cached, ok := pl.cache[key]
 	if !ok {
 		cached = pl.compatible(reqs)

@@ -34,8 +34,9 @@ func randomWorkload(rng *rand.Rand, t testing.TB) scheduling.Input {
 	pick := func() string { return values[rng.IntN(len(values))] }
 	cpus := []string{"100m", "500m", "1", "2", "7"}
 	mems := []string{"128Mi", "1Gi", "4Gi", "30Gi"}
-	var pods []*corev1.Pod
-	for i := range 5 + rng.IntN(60) {
+	n := 5 + rng.IntN(60)
+	pods := make([]*corev1.Pod, 0, n)
+	for i := range n {
 		p := newPod(fmt.Sprintf("p-%d", i), cpus[rng.IntN(len(cpus))], mems[rng.IntN(len(mems))])
 		p.Labels["app"] = pick()
 		switch rng.IntN(8) {

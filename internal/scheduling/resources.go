@@ -29,9 +29,10 @@ const numResources = len(resourceNames)
 
 // Indexes of the resources the scheduler uses by name.
 const (
-	cpuIndex    = 0
-	memoryIndex = 1
-	podsIndex   = 2
+	cpuIndex       = 0
+	memoryIndex    = 1
+	podsIndex      = 2
+	ephemeralIndex = 3
 )
 
 // Resources is a vector of resource quantities: requests, capacity or
@@ -142,11 +143,12 @@ func (r Resources) List() corev1.ResourceList {
 		if v == 0 {
 			continue
 		}
-		if i == cpuIndex {
+		switch i {
+		case cpuIndex:
 			list[resourceNames[i]] = *resource.NewMilliQuantity(v, resource.DecimalSI)
-		} else if i == memoryIndex || i == 3 {
+		case memoryIndex, ephemeralIndex:
 			list[resourceNames[i]] = *resource.NewQuantity(v, resource.BinarySI)
-		} else {
+		default:
 			list[resourceNames[i]] = *resource.NewQuantity(v, resource.DecimalSI)
 		}
 	}

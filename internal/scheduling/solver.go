@@ -51,10 +51,13 @@ type target struct {
 	allocatable Resources
 	types       []*InstanceType
 	max         Resources
-	requests    Resources
-	daemon      Resources
-	pods        []*podInfo
-	ports       []hostPort
+	// shape is the instance type a NodeClaim was sized for; pods join it
+	// only when it is one of their fitting shapes.
+	shape    *InstanceType
+	requests Resources
+	daemon   Resources
+	pods     []*podInfo
+	ports    []hostPort
 }
 
 func newSolver(in Input) *solver {
@@ -211,6 +214,9 @@ func (s *solver) fits(p *podInfo, t *target) (change, bool) {
 		if _, ok := tolerates(p.tolerations, t.pool.Taints); !ok {
 			return change{}, false
 		}
+		if !s.shapeFits(p, t) {
+			return change{}, false
+		}
 	}
 	if portsConflict(p.hostPorts, t.ports) {
 		return change{}, false
@@ -246,6 +252,45 @@ func (s *solver) fits(p *podInfo, t *target) (change, bool) {
 	return change{}, false
 }
 
+// shapeFits reports whether a NodeClaim's shape is one of the pod's fitting
+// shapes (always, for claims without a shape).
+func (s *solver) shapeFits(p *podInfo, t *target) bool {
+	if t.shape == nil {
+		return true
+	}
+	for _, sh := range p.shapesIn(t.pool) {
+		if sh.fit[t.shape] {
+			return true
+		}
+	}
+	return false
+}
+
+// shapesIn returns the pod's fitting shapes in a pool, one set per
+// alternative node affinity term, computed once per relaxation level.
+func (p *podInfo) shapesIn(pl *pool) []*shapes {
+	if p.shapesRelaxed != p.relaxed {
+		p.shapeSets, p.shapesRelaxed = nil, p.relaxed
+	}
+	if sets, ok := p.shapeSets[pl]; ok {
+		return sets
+	}
+	var sets []*shapes
+	for _, term := range p.terms {
+		merged := pl.Requirements.Copy()
+		merged.AddAll(p.requirementsWithPreferences(term))
+		key := fingerprint(merged)
+		if types, _ := pl.candidatesByKey(key, merged, p.requests); len(types) > 0 {
+			sets = append(sets, pl.shapesFor(key+fmt.Sprint(p.requests), types, merged, p.requests))
+		}
+	}
+	if p.shapeSets == nil {
+		p.shapeSets = map[*pool][]*shapes{}
+	}
+	p.shapeSets[pl] = sets
+	return sets
+}
+
 // newClaim opens a NodeClaim from a pool for p, or says why it cannot.
 func (s *solver) newClaim(p *podInfo, pl *pool) (*target, change, string) {
 	if taint, ok := tolerates(p.tolerations, pl.Taints); !ok {
@@ -265,7 +310,8 @@ func (s *solver) newClaim(p *podInfo, pl *pool) (*target, change, string) {
 		}
 		merged := pl.Requirements.Copy()
 		merged.AddAll(reqs)
-		types, why := pl.candidates(merged, p.requests)
+		key := fingerprint(merged)
+		types, why := pl.candidatesByKey(key, merged, p.requests)
 		if len(types) == 0 {
 			if reason == "" {
 				reason = why
@@ -294,7 +340,7 @@ func (s *solver) newClaim(p *podInfo, pl *pool) (*target, change, string) {
 			}
 			continue
 		}
-		types = efficient(types, merged, s.remaining.Max(p.requests))
+		t.shape, types = chooseShape(types, pl.shapesFor(key+fmt.Sprint(p.requests), types, merged, p.requests), s.remaining.Max(p.requests), merged)
 		pl.claims++
 		pl.nodes++
 		t.reqs = merged

@@ -179,7 +179,7 @@ func TestDeterministic(t *testing.T) {
 }
 
 func summary(plan *scheduling.Plan) []string {
-	var out []string
+	out := make([]string, 0, len(plan.NodeClaims)+len(plan.Unschedulable))
 	for _, c := range plan.NodeClaims {
 		names := make([]string, len(c.Pods))
 		for i, p := range c.Pods {

@@ -209,7 +209,7 @@ func (g *topologyGroup) allows(domain string, self bool, universe []string) bool
 // skew is the spread skew placing one more pod in domain would cause.
 func (g *topologyGroup) skew(domain string, self bool, universe []string) int {
 	minCount := 0
-	if len(universe) > 0 && int32(len(universe)) >= g.minDomains {
+	if len(universe) > 0 && len(universe) >= int(g.minDomains) {
 		minCount = math.MaxInt
 		for _, u := range universe {
 			minCount = min(minCount, g.counts[u])

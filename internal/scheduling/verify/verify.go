@@ -29,7 +29,7 @@ type node struct {
 func Plan(in scheduling.Input, plan *scheduling.Plan) []string {
 	var errs []string
 	nodes := map[string]*node{}
-	var order []string
+	order := make([]string, 0, len(in.Nodes)+len(plan.NodeClaims))
 	pools := map[string]*scheduling.NodePool{}
 	for _, np := range in.NodePools {
 		pools[np.Name] = np
@@ -268,7 +268,7 @@ func checkSpread(in scheduling.Input, plan *scheduling.Plan, where map[*corev1.P
 						minCount = counts[u]
 					}
 				}
-				if c.MinDomains != nil && int32(len(domainsOf(c.TopologyKey))) < *c.MinDomains {
+				if c.MinDomains != nil && len(domainsOf(c.TopologyKey)) < int(*c.MinDomains) {
 					minCount = 0
 				}
 			}

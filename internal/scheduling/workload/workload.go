@@ -6,6 +6,7 @@ package workload
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 
 	corev1 "k8s.io/api/core/v1"
@@ -65,7 +66,7 @@ func nodePool(types []*scheduling.InstanceType) *scheduling.NodePool {
 
 // A returns workload A with n pods.
 func A(n int, seed uint64) scheduling.Input {
-	rng := rand.New(rand.NewPCG(seed, seed))
+	rng := rand.New(rand.NewPCG(seed, seed)) //nolint:gosec // a seeded generator makes the workload reproducible
 	pods := make([]*corev1.Pod, 0, n)
 	per := n / 5
 	for i := 0; i < n; i++ {
@@ -118,7 +119,7 @@ func B(n int, seed uint64) (scheduling.Input, error) {
 		return scheduling.Input{}, err
 	}
 	types := instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: []string{"us-east-1a", "us-east-1b", "us-east-1c"}})
-	rng := rand.New(rand.NewPCG(seed, seed))
+	rng := rand.New(rand.NewPCG(seed, seed)) //nolint:gosec // a seeded generator makes the workload reproducible
 	pods := make([]*corev1.Pod, 0, n)
 	for i := 0; i < n; i++ {
 		pods = append(pods, pod(rng, fmt.Sprintf("pod-%d", i)))
@@ -140,3 +141,76 @@ func pod(rng *rand.Rand, name string) *corev1.Pod {
 }
 
 func pick(rng *rand.Rand, from []string) string { return from[rng.IntN(len(from))] }
+
+// LowerBound is the price of the cheapest fractional cover of the pods'
+// total CPU and memory by the instance types' allocatable: a bound no plan
+// can beat. It is loose: it may buy CPU from a type whose memory no pod can
+// use (t3a.nano: 2 vCPU, 74Mi allocatable).
+func LowerBound(in scheduling.Input) float64 { return cover(in, false) }
+
+// PodAwareLowerBound is the same cover with each type's capacity cut to
+// what pods can use: at most as many pods as fit its pod slots, CPU and
+// memory at the smallest pod requests, each using at most the largest pod
+// requests. Still a bound no plan can beat, and a tighter one.
+func PodAwareLowerBound(in scheduling.Input) float64 { return cover(in, true) }
+
+func cover(in scheduling.Input, podAware bool) float64 {
+	var cpu, mem float64
+	minReq, maxReq := scheduling.Resources{}, scheduling.Resources{}
+	for i, p := range in.Pods {
+		r, _ := scheduling.PodRequests(p)
+		cpu += float64(r.CPU())
+		mem += float64(r.Memory())
+		maxReq = maxReq.Max(r)
+		if i == 0 {
+			minReq = r
+		}
+		for d := range minReq {
+			minReq[d] = min(minReq[d], r[d])
+		}
+	}
+	type option struct{ price, cpu, mem float64 }
+	var opts []option
+	for _, np := range in.NodePools {
+		for _, it := range np.InstanceTypes {
+			o, ok := it.CheapestOffering(np.Requirements)
+			a := it.Allocatable
+			if !ok || a.CPU() <= 0 || a.Memory() <= 0 {
+				continue
+			}
+			c, m := float64(a.CPU()), float64(a.Memory())
+			if podAware {
+				n := float64(a.Pods())
+				if minReq.CPU() > 0 {
+					n = min(n, math.Floor(c/float64(minReq.CPU())))
+				}
+				if minReq.Memory() > 0 {
+					n = min(n, math.Floor(m/float64(minReq.Memory())))
+				}
+				c, m = min(c, n*float64(maxReq.CPU())), min(m, n*float64(maxReq.Memory()))
+				if c <= 0 || m <= 0 {
+					continue
+				}
+			}
+			opts = append(opts, option{o.Price, c, m})
+		}
+	}
+	best := math.Inf(1)
+	for _, a := range opts {
+		best = min(best, a.price*max(cpu/a.cpu, mem/a.mem))
+	}
+	for i, a := range opts {
+		for _, b := range opts[i+1:] {
+			det := a.cpu*b.mem - b.cpu*a.mem
+			if det == 0 {
+				continue
+			}
+			xa := (cpu*b.mem - b.cpu*mem) / det
+			xb := (a.cpu*mem - cpu*a.mem) / det
+			if xa >= 0 && xb >= 0 {
+				best = min(best, xa*a.price+xb*b.price)
+			}
+		}
+	}
+	return best
+}
