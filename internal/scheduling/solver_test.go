@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
@@ -191,4 +192,42 @@ func summary(plan *scheduling.Plan) []string {
 		out = append(out, u.Pod.Name+": "+u.Reason)
 	}
 	return out
+}
+
+// Preferences hold when they can and are dropped, one at a time, when not.
+func TestPreferencesRelax(t *testing.T) {
+	preferZone := func(zone string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{
+				Weight: 50, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: scheduling.LabelZone, Operator: corev1.NodeSelectorOpIn, Values: []string{zone}}}},
+			}}}}
+		}
+	}
+	plan := solve(t, scheduling.Input{NodePools: []*scheduling.NodePool{pool(t, "general")}, Pods: []*corev1.Pod{
+		newPod("possible", "1", "1Gi", preferZone("us-east-1c")), newPod("impossible", "1", "1Gi", preferZone("eu-west-1a")),
+	}})
+	if len(plan.Unschedulable) > 0 {
+		t.Fatalf("a preference made a pod unschedulable: %v", reasons(plan))
+	}
+	for _, c := range plan.NodeClaims {
+		for _, p := range c.Pods {
+			if p.Name == "possible" && c.Offering.Zone != "us-east-1c" {
+				t.Errorf("the satisfiable zone preference was ignored: %s in %s", p.Name, c.Offering.Zone)
+			}
+		}
+	}
+	spread := func(p *corev1.Pod) {
+		p.Labels["app"] = "web"
+		p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: scheduling.LabelHostname,
+			WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}
+	}
+	limited := pool(t, "one-node", func(np *v1.NodePool) { np.Spec.Limits = corev1.ResourceList{"nodes": resource.MustParse("1")} })
+	plan = solve(t, scheduling.Input{NodePools: []*scheduling.NodePool{limited}, Pods: pods(3, "web", "100m", "128Mi", spread)})
+	if len(plan.Unschedulable) > 0 || len(plan.NodeClaims) != 1 {
+		t.Errorf("ScheduleAnyway spread should yield to the one-node limit: %d claims, %v", len(plan.NodeClaims), reasons(plan))
+	}
+	plan = solve(t, scheduling.Input{NodePools: []*scheduling.NodePool{pool(t, "general")}, Pods: pods(3, "web", "100m", "128Mi", spread)})
+	if len(plan.NodeClaims) != 3 {
+		t.Errorf("ScheduleAnyway spread on hostname should be honoured when it can: %d claims", len(plan.NodeClaims))
+	}
 }

@@ -30,6 +30,8 @@ type Objects struct {
 	Pods           []*corev1.Pod
 	DaemonSets     []*appsv1.DaemonSet
 	Nodes          []*corev1.Node
+	// NodeClaims are in flight: launched or planned, not yet a node.
+	NodeClaims []*v1.NodeClaim
 }
 
 // Load reads multi-document YAML. name labels errors (a file name).
@@ -74,6 +76,12 @@ func (o *Objects) add(doc []byte) error {
 		}
 		applyNodePoolDefaults(np)
 		o.NodePools = append(o.NodePools, np)
+	case "NodeClaim":
+		nc := &v1.NodeClaim{}
+		if err := decode(nc); err != nil {
+			return err
+		}
+		o.NodeClaims = append(o.NodeClaims, nc)
 	case "EC2NodeClass":
 		nc := &awsv1.EC2NodeClass{}
 		if err := decode(nc); err != nil {

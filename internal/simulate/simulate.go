@@ -64,8 +64,49 @@ func Run(o *Objects) (*Result, error) {
 	for _, n := range o.Nodes {
 		in.Nodes = append(in.Nodes, scheduling.NodeFromObject(n, bound[n.Name]))
 	}
+	catalog := instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: account.Zones()})
+	for _, nc := range o.NodeClaims {
+		n, err := inFlight(nc, catalog)
+		if err != nil {
+			res.Warnings = append(res.Warnings, err.Error())
+			continue
+		}
+		in.Nodes = append(in.Nodes, n)
+	}
 	res.Plan = scheduling.Solve(in)
 	return res, nil
+}
+
+// inFlight turns a NodeClaim without a node into capacity pods can be
+// planned onto: its requirements and labels, and its allocatable from the
+// status or, before launch, the least that any instance type it lists
+// offers (whichever launches, the pods must fit).
+func inFlight(nc *v1.NodeClaim, catalog []*scheduling.InstanceType) (*scheduling.Node, error) {
+	reqs := scheduling.LabelRequirements(nc.Labels)
+	for _, r := range nc.Spec.Requirements {
+		reqs.Add(scheduling.NewRequirement(r.Key, r.Operator, r.Values...))
+	}
+	alloc, _ := scheduling.ParseResources(nc.Status.Allocatable)
+	if alloc.IsZero() {
+		if names, ok := reqs[scheduling.LabelInstanceType]; ok {
+			found := false
+			for _, it := range catalog {
+				if !names.Has(it.Name) {
+					continue
+				}
+				if !found {
+					alloc, found = it.Allocatable, true
+				}
+				for i := range alloc {
+					alloc[i] = min(alloc[i], it.Allocatable[i])
+				}
+			}
+		}
+	}
+	if alloc.IsZero() {
+		return nil, fmt.Errorf("NodeClaim %s: no allocatable in its status and no known instance type in its requirements; ignored", nc.Name)
+	}
+	return &scheduling.Node{Name: nc.Name, Requirements: reqs, Taints: nc.Spec.Taints, Allocatable: alloc}, nil
 }
 
 // nodePoolUsage sums the capacity of existing nodes per NodePool.

@@ -86,3 +86,60 @@ func TestBadManifestNamesFileAndDocument(t *testing.T) {
 		t.Errorf("error %v should name the file, the document and the unknown field", err)
 	}
 }
+
+// Pods fill an in-flight NodeClaim before any new one is planned.
+func TestInFlightNodeClaimIsUsedFirst(t *testing.T) {
+	objs := &simulate.Objects{}
+	manifest := `apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  amiSelectorTerms: [{alias: al2023@latest}]
+  role: KarpenterNodeRole-nodewright-sim
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: nodewright-sim}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: nodewright-sim}}]
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: general}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements: [{key: kubernetes.io/arch, operator: In, values: [amd64]}]
+---
+apiVersion: karpenter.sh/v1
+kind: NodeClaim
+metadata: {name: general-abcde, labels: {karpenter.sh/nodepool: general}}
+spec:
+  nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+  requirements:
+    - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.xlarge, m6i.xlarge]}
+    - {key: topology.kubernetes.io/zone, operator: In, values: [us-east-1a]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: default}
+spec:
+  replicas: 4
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, image: nginx, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+`
+	if err := objs.Load("inline", strings.NewReader(manifest)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := simulate.Run(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := simulate.NewReport(res)
+	if len(r.ExistingNodes) != 1 || r.ExistingNodes[0].Name != "general-abcde" || len(r.ExistingNodes[0].Pods) != 3 {
+		t.Errorf("the in-flight m5.xlarge (3.92 CPU allocatable) should take three 1-CPU pods: %+v", r.ExistingNodes)
+	}
+	if len(r.NodeClaims) != 1 || len(r.NodeClaims[0].Pods) != 1 {
+		t.Errorf("one new NodeClaim for the fourth pod: %+v", r.NodeClaims)
+	}
+}
