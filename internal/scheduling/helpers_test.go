@@ -15,15 +15,12 @@ import (
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/scheduling/verify"
+	"github.com/nodewright/nodewright/internal/sim/account"
 )
 
 // catalogTypes converts the catalog once; instance types are read-only.
 var catalogTypes = sync.OnceValues(func() ([]*scheduling.InstanceType, error) {
-	specs, err := instancetypes.Catalog()
-	if err != nil {
-		return nil, err
-	}
-	return instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: []string{"us-east-1a", "us-east-1b", "us-east-1c"}}), nil
+	return instancetypes.Load(instancetypes.Options{Zones: account.Zones()})
 })
 
 // catalog returns the real instance types in three zones.

@@ -62,9 +62,8 @@ func (rs Requirements) Keys() []string {
 	return keys
 }
 
-// Incompatibility explains why a node with node-side requirements rs cannot
-// satisfy pod-side requirements pod. Keys that rs does not constrain are
-// accepted when undefinedOK says so (labels an instance type will supply).
+// Incompatibility explains why node-side requirements cannot satisfy
+// pod-side requirements: the first key on which they conflict.
 type Incompatibility struct {
 	Key string
 	// Node is nil when the node side has no such label.
@@ -79,7 +78,10 @@ func (i *Incompatibility) Error() string {
 }
 
 // Compatible returns nil when a node meeting rs can also meet pod, else the
-// first conflicting key (in key order, for deterministic messages).
+// first conflicting key (in key order, for deterministic messages). Keys rs
+// does not constrain are accepted when the pod allows the label to be
+// absent, or when undefinedOK says a label will be supplied (by the
+// instance type).
 func (rs Requirements) Compatible(pod Requirements, undefinedOK func(key string) bool) *Incompatibility {
 	var first *Incompatibility
 	for key, p := range pod {

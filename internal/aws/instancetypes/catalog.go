@@ -63,11 +63,17 @@ type Options struct {
 	ExcludeSpot bool
 }
 
-// DefaultZones are the zones of the simulated us-east-1 account.
-var DefaultZones = []string{"us-east-1a", "us-east-1b", "us-east-1c"}
-
 // defaultPods is the pod limit of instance types without ENI data.
 const defaultPods = 110
+
+// Load converts the whole embedded catalog.
+func Load(opts Options) ([]*scheduling.InstanceType, error) {
+	specs, err := Catalog()
+	if err != nil {
+		return nil, err
+	}
+	return InstanceTypes(specs, opts), nil
+}
 
 // InstanceTypes converts catalog entries. Types without a price have no
 // offerings.

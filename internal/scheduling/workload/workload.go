@@ -16,6 +16,7 @@ import (
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
 	"github.com/nodewright/nodewright/internal/scheduling"
+	"github.com/nodewright/nodewright/internal/sim/account"
 )
 
 var (
@@ -114,11 +115,10 @@ func A(n int, seed uint64) scheduling.Input {
 // B returns workload B: n generic pods against the real catalog in three
 // zones, spot and on-demand.
 func B(n int, seed uint64) (scheduling.Input, error) {
-	specs, err := instancetypes.Catalog()
+	types, err := instancetypes.Load(instancetypes.Options{Zones: account.Zones()})
 	if err != nil {
 		return scheduling.Input{}, err
 	}
-	types := instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: []string{"us-east-1a", "us-east-1b", "us-east-1c"}})
 	rng := rand.New(rand.NewPCG(seed, seed)) //nolint:gosec // a seeded generator makes the workload reproducible
 	pods := make([]*corev1.Pod, 0, n)
 	for i := 0; i < n; i++ {
