@@ -123,11 +123,11 @@ func newSolver(in Input) *solver {
 // schedule places one pod, relaxing its preferences one at a time when it
 // does not fit with them.
 func (s *solver) schedule(p *podInfo) {
+	defer func() { s.remaining = s.remaining.Sub(p.requests) }()
 	if len(p.unknownResources) > 0 {
 		s.unschedulable(p, fmt.Sprintf("no instance type provides %s", strings.Join(p.unknownResources, ", ")))
 		return
 	}
-	defer func() { s.remaining = s.remaining.Sub(p.requests) }()
 	var reason string
 	for relax := 0; relax <= len(p.preferences); relax++ {
 		p.relaxed = relax
