@@ -214,9 +214,6 @@ func (s *solver) fits(p *podInfo, t *target) (change, bool) {
 		if _, ok := tolerates(p.tolerations, t.pool.Taints); !ok {
 			return change{}, false
 		}
-		if !s.shapeFits(p, t) {
-			return change{}, false
-		}
 	}
 	if portsConflict(p.hostPorts, t.ports) {
 		return change{}, false
@@ -245,6 +242,11 @@ func (s *solver) fits(p *podInfo, t *target) (change, bool) {
 		}
 		types, ok := t.pool.narrow(t.types, merged, need, len(reqs) > 0 || len(pins) > 0)
 		if !ok {
+			continue
+		}
+		// A pod of another shape may still use room the claim's cheapest
+		// instance type has anyway.
+		if types[0] != t.types[0] && !s.shapeFits(p, t) {
 			continue
 		}
 		return change{reqs: merged, types: types}, true
