@@ -231,3 +231,36 @@ func TestPreferencesRelax(t *testing.T) {
 		t.Errorf("ScheduleAnyway spread on hostname should be honoured when it can: %d claims", len(plan.NodeClaims))
 	}
 }
+
+// With fewer zones than minDomains, the spread minimum counts as zero: at
+// most maxSkew pods per zone, the rest wait with the reason.
+func TestSpreadMinDomains(t *testing.T) {
+	twoZones := pool(t, "two-zones", requirement(scheduling.LabelZone, corev1.NodeSelectorOpIn, "us-east-1a", "us-east-1b"))
+	spread := func(p *corev1.Pod) {
+		p.Labels["app"] = "db"
+		p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, MinDomains: ptr.To[int32](3),
+			TopologyKey: scheduling.LabelZone, WhenUnsatisfiable: corev1.DoNotSchedule,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}}
+	}
+	plan := solve(t, scheduling.Input{NodePools: []*scheduling.NodePool{twoZones}, Pods: pods(4, "db", "1", "1Gi", spread)})
+	zones := map[string]int{}
+	for _, c := range plan.NodeClaims {
+		zones[c.Offering.Zone] += len(c.Pods)
+	}
+	if zones["us-east-1a"] != 1 || zones["us-east-1b"] != 1 || len(plan.Unschedulable) != 2 {
+		t.Fatalf("want one pod per zone and two waiting: %v, unschedulable %v", zones, reasons(plan))
+	}
+	for _, r := range reasons(plan) {
+		if !strings.Contains(r, "topology spread on topology.kubernetes.io/zone (maxSkew 1)") {
+			t.Errorf("reason %q does not name the spread constraint", r)
+		}
+	}
+	// Without minDomains the two zones simply alternate.
+	plan = solve(t, scheduling.Input{NodePools: []*scheduling.NodePool{twoZones}, Pods: pods(4, "db", "1", "1Gi", func(p *corev1.Pod) {
+		spread(p)
+		p.Spec.TopologySpreadConstraints[0].MinDomains = nil
+	})})
+	if len(plan.Unschedulable) != 0 {
+		t.Errorf("without minDomains all four fit two zones: %v", reasons(plan))
+	}
+}

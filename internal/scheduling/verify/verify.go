@@ -211,7 +211,8 @@ func checkPodAffinity(where map[*corev1.Pod]*node) []string {
 // checkSpread replays the placements in order and checks every
 // DoNotSchedule spread constraint when its pod was placed. A new node is
 // always a possible empty hostname domain; other keys range over the
-// values the input's instance types and nodes offer.
+// values the NodePools' instance types can have within the NodePools'
+// requirements, and those of existing nodes.
 func checkSpread(in scheduling.Input, plan *scheduling.Plan, where map[*corev1.Pod]*node, nodes map[string]*node) []string {
 	var errs []string
 	universe := map[string]map[string]bool{}
@@ -221,10 +222,13 @@ func checkSpread(in scheduling.Input, plan *scheduling.Plan, where map[*corev1.P
 		}
 		u := map[string]bool{}
 		for _, np := range in.NodePools {
+			allowed := np.Requirements[key]
 			for _, it := range np.InstanceTypes {
 				if r, ok := it.Requirements[key]; ok {
 					for _, v := range r.Values() {
-						u[v] = true
+						if allowed == nil || allowed.Has(v) {
+							u[v] = true
+						}
 					}
 				}
 			}
