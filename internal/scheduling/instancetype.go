@@ -2,6 +2,8 @@ package scheduling
 
 import (
 	"math"
+
+	v1 "github.com/nodewright/nodewright/api/v1"
 )
 
 // Offering is one way to buy an instance type: a zone and capacity type at
@@ -29,7 +31,7 @@ type InstanceType struct {
 // CheapestOffering returns the cheapest available offering whose zone and
 // capacity type the requirements allow.
 func (it *InstanceType) CheapestOffering(reqs Requirements) (Offering, bool) {
-	zones, capacityTypes := reqs[LabelZone], reqs[LabelCapacityType]
+	zones, capacityTypes := reqs[LabelZone], reqs[v1.LabelCapacityType]
 	best, found := Offering{Price: math.Inf(1)}, false
 	for _, o := range it.Offerings {
 		if !o.Available || o.Price >= best.Price {

@@ -7,6 +7,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/nodewright/nodewright/api/v1"
 )
 
 // pool is a NodePool with what the solver derives from it once.
@@ -212,7 +214,7 @@ func (pl *pool) narrow(types []*InstanceType, reqs Requirements, need Resources,
 // allowed zone and capacity type.
 func typeCompatible(it *InstanceType, reqs Requirements) bool {
 	for key, r := range reqs {
-		if key == LabelZone || key == LabelCapacityType {
+		if key == LabelZone || key == v1.LabelCapacityType {
 			continue
 		}
 		tr, ok := it.Requirements[key]
@@ -241,9 +243,6 @@ func typeCompatible(it *InstanceType, reqs Requirements) bool {
 func instanceTypeLabel(key string) bool {
 	return strings.HasPrefix(key, "karpenter.k8s.aws/instance-") || key == LabelInstanceType || key == LabelArch || key == LabelOS
 }
-
-// LabelCapacityType is the capacity type label (karpenter.sh/capacity-type).
-const LabelCapacityType = "karpenter.sh/capacity-type"
 
 func minValuesMet(types []*InstanceType, reqs Requirements) bool {
 	for key, r := range reqs {
