@@ -1,0 +1,349 @@
+package userdata
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+)
+
+// Validate finds the ways user data of an AMI family keeps nodes from
+// registering with the taints they must carry, or drops taints the user
+// asked for. Nodes of every family but Custom get nodewright's own
+// registration (generated after the user's part); Custom user data must
+// register karpenter.sh/unregistered:NoExecute itself.
+func Validate(family, userData string) []Finding {
+	if strings.TrimSpace(userData) == "" {
+		if family == awsv1.AMIFamilyCustom {
+			return []Finding{missingUnregistered(nil, "the user data is empty")}
+		}
+		return nil
+	}
+	parts, err := Split([]byte(userData))
+	if err != nil {
+		return []Finding{{Code: CodeUnreadable, Severity: Error, Message: fmt.Sprintf("the user data cannot be read as a node would read it: %v", err)}}
+	}
+	v := &validation{family: family}
+	for _, p := range parts {
+		switch p.ContentType {
+		case ContentTypeNodeadm:
+			v.nodeadm(p.Body)
+		case ContentTypeShell, ContentTypeText:
+			v.shell(p.Body)
+		case ContentTypeTOML:
+			v.bottlerocket(p.Body)
+		}
+	}
+	if family == awsv1.AMIFamilyCustom && !v.registersUnregistered() {
+		why := ""
+		if len(v.registered) == 0 && len(v.ignored) > 0 {
+			why = "it asks for " + strings.Join(v.ignored, ", ") + " only in arguments bootstrap.sh ignores"
+			if oldTaintName(v.ignored) {
+				why += oldTaintNote
+			}
+		}
+		v.findings = append(v.findings, missingUnregistered(v.registered, why))
+	}
+	return v.findings
+}
+
+type validation struct {
+	family   string
+	findings []Finding
+	// registered are the taints the user data itself registers with, when
+	// it registers any (Custom); ignored are taints asked for in arguments
+	// bootstrap.sh does not understand.
+	registered, ignored []string
+}
+
+func (v *validation) add(code string, severity Severity, format string, args ...any) {
+	v.findings = append(v.findings, Finding{Code: code, Severity: severity, Message: fmt.Sprintf(format, args...)})
+}
+
+func (v *validation) custom() bool { return v.family == awsv1.AMIFamilyCustom }
+
+func (v *validation) registersUnregistered() bool {
+	for _, t := range v.registered {
+		if t == UnregisteredTaint || strings.HasPrefix(t, "karpenter.sh/unregistered=") && strings.HasSuffix(t, ":NoExecute") {
+			return true
+		}
+	}
+	return false
+}
+
+const oldTaintNote = " (karpenter.sh/uninitialized is the old name; the required taint is " + UnregisteredTaint + ")"
+
+func oldTaintName(taints []string) bool {
+	for _, t := range taints {
+		if strings.HasPrefix(strings.Trim(t, `"'`), "karpenter.sh/uninitialized") {
+			return true
+		}
+	}
+	return false
+}
+
+func missingUnregistered(registered []string, why string) Finding {
+	msg := "with amiFamily Custom the user data must register the node with the taint " + UnregisteredTaint + " (nodewright removes it once the node is matched to its NodeClaim)"
+	switch {
+	case why != "":
+		msg += "; " + why
+	case len(registered) == 0:
+		msg += "; it registers no taints"
+	default:
+		msg += "; it registers only " + strings.Join(registered, ", ")
+		if oldTaintName(registered) {
+			msg += oldTaintNote
+		}
+	}
+	msg += ". Add --register-with-taints=" + UnregisteredTaint + " to the kubelet's arguments (bootstrap.sh: --kubelet-extra-args '--register-with-taints=" + UnregisteredTaint + "'; nodeadm: spec.kubelet.config.registerWithTaints)"
+	return Finding{Code: CodeCustomMissingUnregistered, Severity: Error, Message: msg}
+}
+
+// nodeConfig is the part of a nodeadm NodeConfig that matters here.
+type nodeConfig struct {
+	Kind string `json:"kind"`
+	Spec struct {
+		Kubelet struct {
+			Config map[string]any `json:"config"`
+			Flags  []string       `json:"flags"`
+		} `json:"kubelet"`
+	} `json:"spec"`
+}
+
+func (v *validation) nodeadm(body []byte) {
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(body)))
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		if err != nil {
+			v.add(CodeUnreadable, Error, "a nodeadm document cannot be read: %v", err)
+			return
+		}
+		var nc nodeConfig
+		if err := yaml.Unmarshal(doc, &nc); err != nil {
+			v.add(CodeUnreadable, Error, "a nodeadm document cannot be read: %v", err)
+			return
+		}
+		if nc.Kind != "NodeConfig" {
+			continue
+		}
+		v.nodeadmFlags(nc.Spec.Kubelet.Flags)
+		v.nodeadmConfig(nc.Spec.Kubelet.Config)
+	}
+}
+
+func (v *validation) nodeadmFlags(flags []string) {
+	words := make([]string, 0, len(flags))
+	for _, f := range flags {
+		words = append(words, strings.Fields(f)...)
+	}
+	for _, flag := range registerFlags(words) {
+		taints := splitTaints(flag.value)
+		if v.custom() {
+			v.registered = append(v.registered, taints...)
+			continue
+		}
+		v.add(CodeFlagsOverrideTaints, Error,
+			"spec.kubelet.flags passes %q: nodeadm appends user flags after the configuration nodewright generates, and a kubelet flag overrides the configuration's registerWithTaints, so the node would register with only %s and lose %s (and every NodePool taint and startupTaint) — it would never be matched to its NodeClaim. Remove the flag and move %s to the NodePool's spec.template.spec.startupTaints (or taints)",
+			flag.text, strings.Join(taints, ", "), UnregisteredTaint, strings.Join(taints, ", "))
+	}
+}
+
+func (v *validation) nodeadmConfig(config map[string]any) {
+	raw, ok := config["registerWithTaints"]
+	if !ok {
+		return
+	}
+	list, _ := raw.([]any)
+	var taints []string
+	for _, item := range list {
+		m, _ := item.(map[string]any)
+		key, _ := m["key"].(string)
+		value, _ := m["value"].(string)
+		effect, _ := m["effect"].(string)
+		t := key
+		if value != "" {
+			t += "=" + value
+		}
+		taints = append(taints, t+":"+effect)
+	}
+	if v.custom() {
+		v.registered = append(v.registered, taints...)
+		return
+	}
+	v.add(CodeConfigTaintsReplaced, Warning,
+		"spec.kubelet.config.registerWithTaints (%s) is replaced by the list nodewright generates (nodeadm merges documents in order and replaces lists), so these taints are silently dropped. Move them to the NodePool's spec.template.spec.startupTaints (or taints)",
+		strings.Join(taints, ", "))
+}
+
+// bootstrapOptions are bootstrap.sh's options that take a value as the
+// next word.
+var bootstrapOptions = []string{
+	"--kubelet-extra-args", "--b64-cluster-ca", "--apiserver-endpoint", "--dns-cluster-ip", "--use-max-pods",
+	"--container-runtime", "--ip-family", "--service-ipv6-cidr", "--enable-docker-bridge", "--aws-api-retry-attempts",
+	"--docker-config-json", "--pause-container-account", "--pause-container-version", "--enable-local-outpost", "--cluster-id",
+}
+
+func (v *validation) shell(body []byte) {
+	cmds, err := commands(body)
+	if err != nil {
+		if bytes.HasPrefix(bytes.TrimSpace(body), []byte("#!")) {
+			v.add(CodeUnreadable, Warning, "the user data script cannot be parsed as shell: %v", err)
+		}
+		return
+	}
+	for _, c := range cmds {
+		if !isBootstrap(c.name) {
+			continue
+		}
+		v.bootstrapCall(c)
+	}
+}
+
+func (v *validation) bootstrapCall(c command) {
+	var extraArgs []string
+	for i := 0; i < len(c.args); i++ {
+		arg := c.args[i]
+		if name, value, ok := strings.Cut(arg, "="); ok && contains(bootstrapOptions, name) {
+			v.add(CodeBootstrapArgsMalformed, Error,
+				"bootstrap.sh is called with %s: bootstrap.sh takes its options as two words (%s VALUE), and does not understand the %s=VALUE form, so it ignores it. Write %s '%s'",
+				c.raw[i], name, name, name, value)
+			if name == "--kubelet-extra-args" {
+				v.nestedQuotes(c.raw[i], value)
+				for _, flag := range registerFlags(strings.Fields(value)) {
+					v.ignored = append(v.ignored, splitTaints(strings.NewReplacer(`"`, "", `'`, "").Replace(flag.value))...)
+				}
+			}
+			continue
+		}
+		if contains(bootstrapOptions, arg) && i+1 < len(c.args) {
+			if arg == "--kubelet-extra-args" {
+				v.nestedQuotes(c.raw[i+1], c.args[i+1])
+				extraArgs = append(extraArgs, strings.Fields(c.args[i+1])...)
+			}
+			i++
+		}
+	}
+	flags := registerFlags(extraArgs)
+	taints := make([]string, 0, len(flags))
+	for _, flag := range flags {
+		taints = append(taints, splitTaints(flag.value)...)
+	}
+	if v.custom() {
+		v.registered = append(v.registered, taints...)
+		return
+	}
+	if v.family == awsv1.AMIFamilyAL2 {
+		registers := "without any taint"
+		if len(taints) > 0 {
+			registers = "with only " + strings.Join(taints, ", ")
+		}
+		v.add(CodeUserCallsBootstrap, Error,
+			"the user data runs %s itself: it starts the kubelet before the bootstrap.sh call nodewright generates, and the node registers %s — not with %s or the NodePool's taints — so it would never be matched to its NodeClaim. Remove the call and put kubelet settings in spec.kubelet and taints in the NodePool",
+			c.name, registers, UnregisteredTaint)
+	}
+}
+
+// nestedQuotes reports quotes that bootstrap.sh would pass to the kubelet
+// as part of a value: it splits --kubelet-extra-args on spaces without
+// removing quotes.
+func (v *validation) nestedQuotes(raw, value string) {
+	if strings.ContainsAny(value, `"'`) {
+		v.add(CodeBootstrapArgsMalformed, Error,
+			"%s: the quotes inside the kubelet arguments reach the kubelet as characters (bootstrap.sh splits --kubelet-extra-args on spaces and removes no quotes), so a taint becomes %q. Drop the inner quotes: --kubelet-extra-args '%s'",
+			raw, firstTaint(value), strings.NewReplacer(`"`, "", `'`, "").Replace(value))
+	}
+}
+
+func firstTaint(extraArgs string) string {
+	for _, f := range registerFlags(strings.Fields(extraArgs)) {
+		if ts := splitTaints(f.value); len(ts) > 0 {
+			return ts[0]
+		}
+	}
+	return extraArgs
+}
+
+func (v *validation) bottlerocket(body []byte) {
+	var doc struct {
+		Settings struct {
+			Kubernetes struct {
+				NodeTaints map[string]any `toml:"node-taints"`
+			} `toml:"kubernetes"`
+		} `toml:"settings"`
+	}
+	if err := toml.Unmarshal(body, &doc); err != nil {
+		if v.family == awsv1.AMIFamilyBottlerocket {
+			v.add(CodeUnreadable, Error, "the Bottlerocket settings are not valid TOML: %v", err)
+		}
+		return
+	}
+	if len(doc.Settings.Kubernetes.NodeTaints) == 0 {
+		return
+	}
+	var taints []string
+	for key, value := range doc.Settings.Kubernetes.NodeTaints {
+		values, _ := value.([]any)
+		for _, item := range values {
+			s, _ := item.(string)
+			taints = append(taints, key+"="+s)
+		}
+	}
+	sort.Strings(taints)
+	if v.custom() {
+		v.registered = append(v.registered, taints...)
+		return
+	}
+	v.add(CodeBottlerocketTaints, Warning,
+		"settings.kubernetes.node-taints (%s) is replaced by the taints nodewright generates, so these taints are silently dropped. Move them to the NodePool's spec.template.spec.startupTaints (or taints)",
+		strings.Join(taints, ", "))
+}
+
+// flagValue is a --register-with-taints flag and its value.
+type flagValue struct{ text, value string }
+
+// registerFlags finds --register-with-taints in kubelet arguments, as
+// --register-with-taints=VALUE or as two words.
+func registerFlags(words []string) []flagValue {
+	var out []flagValue
+	for i := 0; i < len(words); i++ {
+		w := words[i]
+		if value, ok := strings.CutPrefix(w, "--register-with-taints="); ok {
+			out = append(out, flagValue{text: w, value: value})
+		} else if w == "--register-with-taints" && i+1 < len(words) {
+			out = append(out, flagValue{text: w + " " + words[i+1], value: words[i+1]})
+			i++
+		}
+	}
+	return out
+}
+
+func splitTaints(value string) []string {
+	var out []string
+	for _, t := range strings.Split(value, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

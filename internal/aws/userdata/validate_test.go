@@ -1,0 +1,139 @@
+package userdata
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+)
+
+// userDataOf reads the EC2NodeClass of a scenario file.
+func userDataOf(t *testing.T, file string) (family, userData string) {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := strings.Split(string(data), "\n---\n")[0]
+	var nc awsv1.EC2NodeClass
+	if err := yaml.Unmarshal([]byte(doc), &nc); err != nil {
+		t.Fatal(err)
+	}
+	family = awsv1.AMIFamilyAL2023
+	if nc.Spec.AMIFamily != nil {
+		family = *nc.Spec.AMIFamily
+	}
+	return family, *nc.Spec.UserData
+}
+
+func codes(fs []Finding) map[string]Finding {
+	out := map[string]Finding{}
+	for _, f := range fs {
+		if _, seen := out[f.Code]; !seen {
+			out[f.Code] = f
+		}
+	}
+	return out
+}
+
+// S1: AL2023 user data whose kubelet flags set --register-with-taints.
+func TestS1FlagsOverrideRegistrationTaints(t *testing.T) {
+	family, ud := userDataOf(t, "../../../scenarios/s1-userdata-register-taints.yaml")
+	got := codes(Validate(family, ud))
+	f, ok := got[CodeFlagsOverrideTaints]
+	if !ok || f.Severity != Error {
+		t.Fatalf("want an error %s, got %v", CodeFlagsOverrideTaints, Validate(family, ud))
+	}
+	for _, want := range []string{"--register-with-taints=node.cilium.io/agent-not-ready=true:NoExecute", "karpenter.sh/unregistered:NoExecute", "startupTaints"} {
+		if !strings.Contains(f.Message, want) {
+			t.Errorf("message lacks %q: %s", want, f.Message)
+		}
+	}
+}
+
+// S3: Custom AMI, bootstrap.sh called with --kubelet-extra-args='...' and
+// nested double quotes, naming the old taint.
+func TestS3BootstrapArgumentsAndMissingTaint(t *testing.T) {
+	family, ud := userDataOf(t, "../../../scenarios/s3-al2-bootstrap-quoting.yaml")
+	findings := Validate(family, ud)
+	got := codes(findings)
+	malformed, ok := got[CodeBootstrapArgsMalformed]
+	if !ok {
+		t.Fatalf("want %s, got %v", CodeBootstrapArgsMalformed, findings)
+	}
+	for _, want := range []string{`--kubelet-extra-args='--register-with-taints="karpenter.sh/uninitialized:NoExecute"'`, "two words", "--kubelet-extra-args VALUE"} {
+		if !strings.Contains(malformed.Message, want) {
+			t.Errorf("message lacks %q: %s", want, malformed.Message)
+		}
+	}
+	quotes := 0
+	for _, f := range findings {
+		if f.Code == CodeBootstrapArgsMalformed && strings.Contains(f.Message, "quotes") {
+			quotes++
+		}
+	}
+	if quotes == 0 {
+		t.Errorf("the nested quotes are not reported: %v", findings)
+	}
+	missing, ok := got[CodeCustomMissingUnregistered]
+	if !ok || missing.Severity != Error || !strings.Contains(missing.Message, UnregisteredTaint) ||
+		!strings.Contains(missing.Message, "karpenter.sh/uninitialized is the old name") {
+		t.Errorf("want %s naming %s, got %v", CodeCustomMissingUnregistered, UnregisteredTaint, findings)
+	}
+}
+
+func TestHealthyUserDataHasNoFindings(t *testing.T) {
+	for _, tc := range []struct{ family, userData string }{
+		{awsv1.AMIFamilyAL2023, ""},
+		{awsv1.AMIFamilyAL2023, "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  kubelet:\n    config:\n      shutdownGracePeriod: 30s\n    flags: [\"--node-labels=team=a\"]\n"},
+		{awsv1.AMIFamilyAL2, "#!/bin/bash\necho hello > /etc/motd\n"},
+		{awsv1.AMIFamilyCustom, "#!/bin/bash\n/etc/eks/bootstrap.sh my-cluster --kubelet-extra-args '--register-with-taints=karpenter.sh/unregistered:NoExecute --node-labels=a=b'\n"},
+		{awsv1.AMIFamilyCustom, "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  kubelet:\n    config:\n      registerWithTaints:\n        - {key: karpenter.sh/unregistered, effect: NoExecute}\n"},
+		{awsv1.AMIFamilyBottlerocket, "[settings.kubernetes]\nmax-pods = 110\n"},
+	} {
+		if fs := Validate(tc.family, tc.userData); len(fs) != 0 {
+			t.Errorf("%s %q: unexpected findings %v", tc.family, tc.userData, fs)
+		}
+	}
+}
+
+func TestOtherWaysToLoseTaints(t *testing.T) {
+	mime := "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"//\"\n\n--//\nContent-Type: multipart/mixed; boundary=\"inner\"\n\n--inner\nContent-Type: application/node.eks.aws\n\napiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  kubelet:\n    flags:\n      - --register-with-taints\n      - dedicated=ci:NoSchedule\n--inner--\n--//--\n"
+	for _, tc := range []struct {
+		name, family, userData, code string
+		severity                     Severity
+	}{
+		{"flag as two words inside nested MIME", awsv1.AMIFamilyAL2023, mime, CodeFlagsOverrideTaints, Error},
+		{"registerWithTaints replaced", awsv1.AMIFamilyAL2023, "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  kubelet:\n    config:\n      registerWithTaints: [{key: dedicated, value: ci, effect: NoSchedule}]\n", CodeConfigTaintsReplaced, Warning},
+		{"AL2 script calls bootstrap", awsv1.AMIFamilyAL2, "#!/bin/bash\n/etc/eks/bootstrap.sh my-cluster --kubelet-extra-args '--register-with-taints=dedicated=ci:NoSchedule'\n", CodeUserCallsBootstrap, Error},
+		{"bottlerocket node-taints", awsv1.AMIFamilyBottlerocket, "[settings.kubernetes.node-taints]\n\"dedicated\" = [\"ci:NoSchedule\"]\n", CodeBottlerocketTaints, Warning},
+		{"custom without registration", awsv1.AMIFamilyCustom, "#!/bin/bash\n/etc/eks/bootstrap.sh my-cluster\n", CodeCustomMissingUnregistered, Error},
+		{"custom empty", awsv1.AMIFamilyCustom, "", CodeCustomMissingUnregistered, Error},
+		{"bad MIME", awsv1.AMIFamilyAL2023, "MIME-Version: 1.0\nContent-Type: multipart/mixed\n\nbody", CodeUnreadable, Error},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := Validate(tc.family, tc.userData)
+			f, ok := codes(fs)[tc.code]
+			if !ok || f.Severity != tc.severity {
+				t.Errorf("want %s %s, got %v", tc.severity, tc.code, fs)
+			}
+		})
+	}
+}
+
+func FuzzValidate(f *testing.F) {
+	f.Add(awsv1.AMIFamilyAL2023, "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  kubelet:\n    flags: [--register-with-taints=a=b:NoExecute]\n")
+	f.Add(awsv1.AMIFamilyCustom, "#!/bin/bash\n/etc/eks/bootstrap.sh c --kubelet-extra-args='--register-with-taints=\"x:NoExecute\"'\n")
+	f.Add(awsv1.AMIFamilyBottlerocket, "[settings.kubernetes.node-taints]\na = [\"b:NoSchedule\"]\n")
+	f.Add(awsv1.AMIFamilyAL2, "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"//\"\n\n--//\nContent-Type: text/x-shellscript\n\n#!/bin/sh\n/etc/eks/bootstrap.sh x\n--//--\n")
+	f.Fuzz(func(t *testing.T, family, userData string) {
+		for _, finding := range Validate(family, userData) {
+			if finding.Code == "" || finding.Message == "" || (finding.Severity != Error && finding.Severity != Warning) {
+				t.Fatalf("incomplete finding %+v", finding)
+			}
+		}
+	})
+}
