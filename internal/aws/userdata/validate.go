@@ -220,7 +220,6 @@ func (v *validation) bootstrapCall(c command) {
 				"bootstrap.sh is called with %s: bootstrap.sh takes its options as two words (%s VALUE), and does not understand the %s=VALUE form, so it ignores it. Write %s '%s'",
 				c.raw[i], name, name, name, value)
 			if name == "--kubelet-extra-args" {
-				v.nestedQuotes(c.raw[i], value)
 				for _, flag := range registerFlags(strings.Fields(value)) {
 					v.ignored = append(v.ignored, splitTaints(strings.NewReplacer(`"`, "", `'`, "").Replace(flag.value))...)
 				}
@@ -230,7 +229,8 @@ func (v *validation) bootstrapCall(c command) {
 		if contains(bootstrapOptions, arg) && i+1 < len(c.args) {
 			if arg == "--kubelet-extra-args" {
 				v.nestedQuotes(c.raw[i+1], c.args[i+1])
-				extraArgs = append(extraArgs, strings.Fields(c.args[i+1])...)
+				// systemd removes the double quotes when it starts the kubelet.
+				extraArgs = append(extraArgs, strings.Fields(strings.ReplaceAll(c.args[i+1], `"`, ""))...)
 			}
 			i++
 		}
@@ -255,14 +255,16 @@ func (v *validation) bootstrapCall(c command) {
 	}
 }
 
-// nestedQuotes reports quotes that bootstrap.sh would pass to the kubelet
-// as part of a value: it splits --kubelet-extra-args on spaces without
-// removing quotes.
+// nestedQuotes reports single quotes inside --kubelet-extra-args:
+// bootstrap.sh writes the value into a systemd drop-in as
+// Environment='KUBELET_EXTRA_ARGS=VALUE', where a single quote ends the
+// quoting, so the kubelet gets quote characters inside a value or a cut
+// argument. (Double quotes are fine: systemd removes them.)
 func (v *validation) nestedQuotes(raw, value string) {
-	if strings.ContainsAny(value, `"'`) {
+	if strings.Contains(value, `'`) {
 		v.add(CodeBootstrapArgsMalformed, Error,
-			"%s: the quotes inside the kubelet arguments reach the kubelet as characters (bootstrap.sh splits --kubelet-extra-args on spaces and removes no quotes), so a taint becomes %q. Drop the inner quotes: --kubelet-extra-args '%s'",
-			raw, firstTaint(value), strings.NewReplacer(`"`, "", `'`, "").Replace(value))
+			"%s: bootstrap.sh puts the kubelet arguments inside single quotes in a systemd drop-in, so the single quotes inside them end that quoting and the kubelet gets %q. Use double quotes inside: --kubelet-extra-args '%s'",
+			raw, firstTaint(value), strings.ReplaceAll(value, `'`, `"`))
 	}
 }
 
