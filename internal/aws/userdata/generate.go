@@ -1,0 +1,251 @@
+package userdata
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+)
+
+// Cluster is what a node needs to know of its cluster.
+type Cluster struct {
+	Name     string
+	Endpoint string
+	// CABundle is the cluster CA certificate, base64-encoded.
+	CABundle string
+	// CIDR is the Service CIDR; DNS the kube-dns ClusterIP.
+	CIDR, DNS string
+}
+
+// Node is what the user data registers the node with.
+type Node struct {
+	Labels map[string]string
+	// Taints are the NodePool's taints and startupTaints; the
+	// karpenter.sh/unregistered taint is added by Generate.
+	Taints  []corev1.Taint
+	MaxPods int32
+	Kubelet *awsv1.KubeletConfiguration
+}
+
+// boundary separates the parts of generated MIME documents.
+const boundary = "//"
+
+// Generate returns the user data (not base64-encoded) a node of the AMI
+// family is launched with: the user's userData merged with nodewright's
+// bootstrap, user parts first, generated parts last. Custom user data is
+// returned unchanged.
+func Generate(family string, c Cluster, n Node, userData string) (string, error) {
+	taints := append(append([]corev1.Taint(nil), n.Taints...), corev1.Taint{Key: "karpenter.sh/unregistered", Effect: corev1.TaintEffectNoExecute})
+	labels := kubeletLabels(n.Labels)
+	switch family {
+	case awsv1.AMIFamilyCustom:
+		return userData, nil
+	case awsv1.AMIFamilyAL2:
+		return mimeDocument(userData, ContentTypeShell, al2Bootstrap(c, n, labels, taints))
+	case awsv1.AMIFamilyAL2023:
+		nodeConfig, err := al2023NodeConfig(c, n, labels, taints)
+		if err != nil {
+			return "", err
+		}
+		return mimeDocument(userData, ContentTypeNodeadm, nodeConfig)
+	case awsv1.AMIFamilyBottlerocket:
+		return bottlerocketSettings(c, n, labels, taints, userData)
+	}
+	return "", fmt.Errorf("user data for amiFamily %s is not supported", family)
+}
+
+// kubeletLabels drops labels in the kubernetes.io and k8s.io domains: the
+// kubelet may not set them; nodewright applies them after registration.
+func kubeletLabels(in map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range in {
+		domain, _, hasDomain := strings.Cut(k, "/")
+		if hasDomain && (domain == "kubernetes.io" || strings.HasSuffix(domain, ".kubernetes.io") || domain == "k8s.io" || strings.HasSuffix(domain, ".k8s.io")) {
+			continue
+		}
+		out[k] = v
+	}
+	return out
+}
+
+func sortedLabels(labels map[string]string) string {
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + labels[k]
+	}
+	return strings.Join(parts, ",")
+}
+
+func taintList(taints []corev1.Taint) string {
+	parts := make([]string, len(taints))
+	for i, t := range taints {
+		parts[i] = t.ToString()
+	}
+	return strings.Join(parts, ",")
+}
+
+// mimeDocument puts the user's parts (a plain document becomes one part of
+// the family's default type) before the generated part.
+func mimeDocument(userData, defaultType, generated string) (string, error) {
+	var parts []Part
+	if strings.TrimSpace(userData) != "" {
+		var err error
+		if looksLikeMIME([]byte(userData)) {
+			if parts, err = Split([]byte(userData)); err != nil {
+				return "", fmt.Errorf("reading the EC2NodeClass userData: %w", err)
+			}
+		} else {
+			ct := sniff([]byte(userData))
+			if ct == ContentTypeText {
+				ct = defaultType
+			}
+			parts = []Part{{ContentType: ct, Body: []byte(userData)}}
+		}
+	}
+	parts = append(parts, Part{ContentType: defaultType, Body: []byte(generated)})
+	var b strings.Builder
+	fmt.Fprintf(&b, "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=%q\n\n", boundary)
+	for _, p := range parts {
+		fmt.Fprintf(&b, "--%s\nContent-Type: %s; charset=\"us-ascii\"\n\n", boundary, p.ContentType)
+		b.Write(p.Body)
+		if !bytes.HasSuffix(p.Body, []byte("\n")) {
+			b.WriteString("\n")
+		}
+	}
+	fmt.Fprintf(&b, "--%s--\n", boundary)
+	return b.String(), nil
+}
+
+func al2Bootstrap(c Cluster, n Node, labels map[string]string, taints []corev1.Taint) string {
+	extra := []string{}
+	if len(labels) > 0 {
+		extra = append(extra, fmt.Sprintf("--node-labels=%q", sortedLabels(labels)))
+	}
+	extra = append(extra, fmt.Sprintf("--register-with-taints=%q", taintList(taints)), fmt.Sprintf("--max-pods=%d", n.MaxPods))
+	var b strings.Builder
+	b.WriteString("#!/bin/bash -xe\nexec > >(tee /var/log/user-data.log|logger -t user-data -s 2>/dev/console) 2>&1\n")
+	fmt.Fprintf(&b, "/etc/eks/bootstrap.sh '%s' --apiserver-endpoint '%s' --b64-cluster-ca '%s' \\\n", c.Name, c.Endpoint, c.CABundle)
+	fmt.Fprintf(&b, "--dns-cluster-ip '%s' \\\n--use-max-pods false \\\n", clusterDNS(c, n))
+	fmt.Fprintf(&b, "--kubelet-extra-args '%s'\n", strings.Join(extra, " "))
+	return b.String()
+}
+
+func clusterDNS(c Cluster, n Node) string {
+	if n.Kubelet != nil && len(n.Kubelet.ClusterDNS) > 0 {
+		return n.Kubelet.ClusterDNS[0]
+	}
+	return c.DNS
+}
+
+func al2023NodeConfig(c Cluster, n Node, labels map[string]string, taints []corev1.Taint) (string, error) {
+	config := map[string]any{
+		"clusterDNS":         []string{clusterDNS(c, n)},
+		"maxPods":            n.MaxPods,
+		"registerWithTaints": taints,
+	}
+	if k := n.Kubelet; k != nil {
+		if len(k.ClusterDNS) > 0 {
+			config["clusterDNS"] = k.ClusterDNS
+		}
+		setIf(config, "podsPerCore", k.PodsPerCore)
+		setMap(config, "systemReserved", k.SystemReserved)
+		setMap(config, "kubeReserved", k.KubeReserved)
+		setMap(config, "evictionHard", k.EvictionHard)
+		setMap(config, "evictionSoft", k.EvictionSoft)
+		if len(k.EvictionSoftGracePeriod) > 0 {
+			config["evictionSoftGracePeriod"] = k.EvictionSoftGracePeriod
+		}
+		setIf(config, "evictionMaxPodGracePeriod", k.EvictionMaxPodGracePeriod)
+		setIf(config, "imageGCHighThresholdPercent", k.ImageGCHighThresholdPercent)
+		setIf(config, "imageGCLowThresholdPercent", k.ImageGCLowThresholdPercent)
+		if k.CPUCFSQuota != nil {
+			config["cpuCFSQuota"] = *k.CPUCFSQuota
+		}
+	}
+	kubelet := map[string]any{"config": config}
+	if len(labels) > 0 {
+		kubelet["flags"] = []string{"--node-labels=" + sortedLabels(labels)}
+	}
+	doc := map[string]any{
+		"apiVersion": "node.eks.aws/v1alpha1",
+		"kind":       "NodeConfig",
+		"spec": map[string]any{
+			"cluster": map[string]any{
+				"name": c.Name, "apiServerEndpoint": c.Endpoint, "certificateAuthority": c.CABundle, "cidr": c.CIDR,
+			},
+			"kubelet": kubelet,
+		},
+	}
+	out, err := yaml.Marshal(doc)
+	if err != nil {
+		return "", err
+	}
+	return "# generated by nodewright\n" + string(out), nil
+}
+
+func setIf(m map[string]any, key string, v *int32) {
+	if v != nil {
+		m[key] = *v
+	}
+}
+
+func setMap(m map[string]any, key string, v map[string]string) {
+	if len(v) > 0 {
+		m[key] = v
+	}
+}
+
+// bottlerocketSettings merges the user's TOML with the generated settings:
+// cluster settings are overwritten, node-labels merged (generated wins),
+// node-taints replaced.
+func bottlerocketSettings(c Cluster, n Node, labels map[string]string, taints []corev1.Taint, userData string) (string, error) {
+	doc := map[string]any{}
+	if strings.TrimSpace(userData) != "" {
+		if err := toml.Unmarshal([]byte(userData), &doc); err != nil {
+			return "", fmt.Errorf("reading the EC2NodeClass userData as Bottlerocket TOML: %w", err)
+		}
+	}
+	settings := child(doc, "settings")
+	k8s := child(settings, "kubernetes")
+	k8s["cluster-name"] = c.Name
+	k8s["api-server"] = c.Endpoint
+	k8s["cluster-certificate"] = c.CABundle
+	k8s["cluster-dns-ip"] = clusterDNS(c, n)
+	k8s["max-pods"] = n.MaxPods
+	nodeLabels := child(k8s, "node-labels")
+	for k, v := range labels {
+		nodeLabels[k] = v
+	}
+	nodeTaints := map[string]any{}
+	for _, t := range taints {
+		list, _ := nodeTaints[t.Key].([]string)
+		nodeTaints[t.Key] = append(list, t.Value+":"+string(t.Effect))
+	}
+	k8s["node-taints"] = nodeTaints
+	out, err := toml.Marshal(doc)
+	if err != nil {
+		return "", err
+	}
+	return string(out), nil
+}
+
+// child returns m[key] as a table, creating it when missing.
+func child(m map[string]any, key string) map[string]any {
+	if c, ok := m[key].(map[string]any); ok {
+		return c
+	}
+	c := map[string]any{}
+	m[key] = c
+	return c
+}
