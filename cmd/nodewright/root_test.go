@@ -37,7 +37,7 @@ func TestHelpListsOnlyWorkingCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, absent := range []string{"controller", "sim", "doctor", "userdata"} {
+	for _, absent := range []string{"controller", "sim", "doctor"} {
 		if strings.Contains(out, "\n  "+absent+" ") {
 			t.Errorf("help lists %q, which does not exist yet:\n%s", absent, out)
 		}
@@ -83,5 +83,29 @@ func TestSimulateTableAndErrors(t *testing.T) {
 	}
 	if _, err := run("simulate", "-f", "does-not-exist.yaml"); err == nil || !strings.Contains(err.Error(), "does-not-exist.yaml") {
 		t.Errorf("missing file: %v", err)
+	}
+}
+
+func TestUserData(t *testing.T) {
+	out, err := run("userdata", "-f", "../../scenarios/healthy-mixed-arch.yaml", "--nodepool", "general", "--instance-type", "m5.large")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	for _, want := range []string{"application/node.eks.aws", "key: karpenter.sh/unregistered", "maxPods: 29", "karpenter.sh/nodepool=general"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("user data lacks %q:\n%s", want, out)
+		}
+	}
+	out, err = run("userdata", "-f", "../../scenarios/s1-userdata-register-taints.yaml", "--nodepool", "default")
+	if err == nil || !strings.Contains(out, "userdata-overrides-registration-taints") || !strings.Contains(err.Error(), "nothing would be launched") {
+		t.Errorf("S1 must fail with the finding: %v\n%s", err, out)
+	}
+	out, err = run("userdata", "-f", "../../scenarios/s3-al2-bootstrap-quoting.yaml", "--nodepool", "custom")
+	if err == nil || !strings.Contains(out, "al2-bootstrap-args-malformed") || !strings.Contains(out, "custom-userdata-missing-unregistered-taint") ||
+		!strings.HasPrefix(out, "#!/bin/bash\nset -e\n") {
+		t.Errorf("S3 must print the Custom user data unchanged and fail with both findings: %v\n%s", err, out)
+	}
+	if _, err := run("userdata", "-f", "../../scenarios/s1-userdata-register-taints.yaml", "--nodepool", "nope"); err == nil || !strings.Contains(err.Error(), "found: default") {
+		t.Errorf("an unknown NodePool must be named with the ones that exist: %v", err)
 	}
 }

@@ -29,17 +29,9 @@ types and AMIs are those of the simulated us-east-1 account.`,
 			if output != "table" && output != "json" {
 				return fmt.Errorf("-o %q: use table or json", output)
 			}
-			objs := &simulate.Objects{}
-			for _, name := range files {
-				f, err := os.Open(name)
-				if err != nil {
-					return err
-				}
-				err = objs.Load(name, f)
-				_ = f.Close()
-				if err != nil {
-					return err
-				}
+			objs, err := loadFiles(files)
+			if err != nil {
+				return err
 			}
 			res, err := simulate.Run(objs)
 			if err != nil {
@@ -55,4 +47,21 @@ types and AMIs are those of the simulated us-east-1 account.`,
 	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "manifest file (repeatable)")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
 	return cmd
+}
+
+// loadFiles reads manifests.
+func loadFiles(files []string) (*simulate.Objects, error) {
+	objs := &simulate.Objects{}
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		err = objs.Load(name, f)
+		_ = f.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return objs, nil
 }

@@ -98,19 +98,20 @@ func taintList(taints []corev1.Taint) string {
 // mimeDocument puts the user's parts (a plain document becomes one part of
 // the family's default type) before the generated part.
 func mimeDocument(userData, defaultType, generated string) (string, error) {
-	var parts []Part
+	parts := make([]Part, 0, 2)
 	if strings.TrimSpace(userData) != "" {
-		var err error
 		if looksLikeMIME([]byte(userData)) {
-			if parts, err = Split([]byte(userData)); err != nil {
+			user, err := Split([]byte(userData))
+			if err != nil {
 				return "", fmt.Errorf("reading the EC2NodeClass userData: %w", err)
 			}
+			parts = append(parts, user...)
 		} else {
 			ct := sniff([]byte(userData))
 			if ct == ContentTypeText {
 				ct = defaultType
 			}
-			parts = []Part{{ContentType: ct, Body: []byte(userData)}}
+			parts = append(parts, Part{ContentType: ct, Body: []byte(userData)})
 		}
 	}
 	parts = append(parts, Part{ContentType: defaultType, Body: []byte(generated)})

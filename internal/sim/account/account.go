@@ -22,6 +22,10 @@ const (
 	ControllerRole = "KarpenterControllerRole-nodewright-sim"
 	ServiceCIDR    = "172.20.0.0/16"
 	KubeDNSIP      = "172.20.0.10"
+	// Endpoint and CABundle (base64) are the cluster's API server as the
+	// account's EKS DescribeCluster reports it.
+	Endpoint = "https://0123456789ABCDEF.gr7.us-east-1.eks.amazonaws.com"
+	CABundle = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0t"
 )
 
 // Zones of the simulated region.
