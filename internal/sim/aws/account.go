@@ -1,0 +1,58 @@
+package aws
+
+import (
+	"sync"
+
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+)
+
+// Account is the simulated AWS account: the state behind its EC2 and SSM.
+// It is safe for concurrent use.
+type Account struct {
+	mu             sync.Mutex
+	subnets        []ec2types.Subnet
+	securityGroups []ec2types.SecurityGroup
+	images         []ec2types.Image
+	parameters     map[string]string
+}
+
+// NewAccount returns an empty account; Seed fills it with the scenarios'
+// facts.
+func NewAccount() *Account {
+	return &Account{parameters: map[string]string{}}
+}
+
+// AddSubnet, AddSecurityGroup, AddImage and SetParameter populate the
+// account.
+func (a *Account) AddSubnet(s ec2types.Subnet) {
+	a.mu.Lock()
+	a.subnets = append(a.subnets, s)
+	a.mu.Unlock()
+}
+
+// AddSecurityGroup adds a security group.
+func (a *Account) AddSecurityGroup(g ec2types.SecurityGroup) {
+	a.mu.Lock()
+	a.securityGroups = append(a.securityGroups, g)
+	a.mu.Unlock()
+}
+
+// AddImage registers an AMI.
+func (a *Account) AddImage(i ec2types.Image) {
+	a.mu.Lock()
+	a.images = append(a.images, i)
+	a.mu.Unlock()
+}
+
+// SetParameter sets an SSM parameter.
+func (a *Account) SetParameter(name, value string) {
+	a.mu.Lock()
+	a.parameters[name] = value
+	a.mu.Unlock()
+}
+
+// EC2 returns the account's EC2 API.
+func (a *Account) EC2() *EC2 { return &EC2{account: a} }
+
+// SSM returns the account's SSM API.
+func (a *Account) SSM() *SSM { return &SSM{account: a} }
