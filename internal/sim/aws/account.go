@@ -22,8 +22,8 @@ func NewAccount() *Account {
 	return &Account{parameters: map[string]string{}}
 }
 
-// AddSubnet, AddSecurityGroup, AddImage and SetParameter populate the
-// account.
+// AddSubnet adds a subnet. AddSecurityGroup, AddImage and SetParameter
+// likewise populate the account.
 func (a *Account) AddSubnet(s ec2types.Subnet) {
 	a.mu.Lock()
 	a.subnets = append(a.subnets, s)

@@ -1,0 +1,262 @@
+// Package nodeclass resolves an EC2NodeClass's selector terms against AWS:
+// its subnets, security groups and AMIs.
+package nodeclass
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	corev1 "k8s.io/api/core/v1"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+)
+
+// ec2API and ssmAPI are what resolution calls; sdk.EC2 and sdk.SSM (and
+// so the SDK clients and the simulated account) provide them.
+type ec2API interface {
+	DescribeSubnets(ctx context.Context, in *ec2.DescribeSubnetsInput, opts ...func(*ec2.Options)) (*ec2.DescribeSubnetsOutput, error)
+	DescribeSecurityGroups(ctx context.Context, in *ec2.DescribeSecurityGroupsInput, opts ...func(*ec2.Options)) (*ec2.DescribeSecurityGroupsOutput, error)
+	DescribeImages(ctx context.Context, in *ec2.DescribeImagesInput, opts ...func(*ec2.Options)) (*ec2.DescribeImagesOutput, error)
+}
+
+type ssmAPI interface {
+	GetParameter(ctx context.Context, in *ssm.GetParameterInput, opts ...func(*ssm.Options)) (*ssm.GetParameterOutput, error)
+}
+
+// Resolver resolves selector terms.
+type Resolver struct {
+	EC2 ec2API
+	SSM ssmAPI
+	// KubernetesVersion is the cluster's minor version ("1.34"), which
+	// picks the EKS-optimized AMIs of an alias.
+	KubernetesVersion string
+}
+
+// tagFilters turns selector tags into EC2 filters; "*" matches any value.
+func tagFilters(tags map[string]string) []ec2types.Filter {
+	keys := make([]string, 0, len(tags))
+	for k := range tags {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]ec2types.Filter, 0, len(keys))
+	for _, k := range keys {
+		if tags[k] == "*" {
+			out = append(out, ec2types.Filter{Name: aws.String("tag-key"), Values: []string{k}})
+		} else {
+			out = append(out, ec2types.Filter{Name: aws.String("tag:" + k), Values: []string{tags[k]}})
+		}
+	}
+	return out
+}
+
+// Subnet is a resolved subnet with the free addresses launch needs.
+type Subnet struct {
+	awsv1.Subnet
+	FreeIPs int32
+}
+
+// Subnets resolves subnetSelectorTerms (ORed), sorted by id.
+func (r *Resolver) Subnets(ctx context.Context, nc *awsv1.EC2NodeClass) ([]Subnet, error) {
+	seen := map[string]Subnet{}
+	for _, term := range nc.Spec.SubnetSelectorTerms {
+		in := &ec2.DescribeSubnetsInput{Filters: tagFilters(term.Tags)}
+		if term.ID != "" {
+			in.Filters = append(in.Filters, ec2types.Filter{Name: aws.String("subnet-id"), Values: []string{term.ID}})
+		}
+		out, err := r.EC2.DescribeSubnets(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("describing subnets: %w", err)
+		}
+		for _, s := range out.Subnets {
+			seen[aws.ToString(s.SubnetId)] = Subnet{
+				Subnet:  awsv1.Subnet{ID: aws.ToString(s.SubnetId), Zone: aws.ToString(s.AvailabilityZone), ZoneID: aws.ToString(s.AvailabilityZoneId)},
+				FreeIPs: aws.ToInt32(s.AvailableIpAddressCount),
+			}
+		}
+	}
+	out := make([]Subnet, 0, len(seen))
+	for _, s := range seen {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// SecurityGroups resolves securityGroupSelectorTerms (ORed), sorted by id.
+func (r *Resolver) SecurityGroups(ctx context.Context, nc *awsv1.EC2NodeClass) ([]awsv1.SecurityGroup, error) {
+	seen := map[string]awsv1.SecurityGroup{}
+	for _, term := range nc.Spec.SecurityGroupSelectorTerms {
+		in := &ec2.DescribeSecurityGroupsInput{Filters: tagFilters(term.Tags)}
+		if term.ID != "" {
+			in.Filters = append(in.Filters, ec2types.Filter{Name: aws.String("group-id"), Values: []string{term.ID}})
+		}
+		if term.Name != "" {
+			in.Filters = append(in.Filters, ec2types.Filter{Name: aws.String("group-name"), Values: []string{term.Name}})
+		}
+		out, err := r.EC2.DescribeSecurityGroups(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("describing security groups: %w", err)
+		}
+		for _, g := range out.SecurityGroups {
+			seen[aws.ToString(g.GroupId)] = awsv1.SecurityGroup{ID: aws.ToString(g.GroupId), Name: aws.ToString(g.GroupName)}
+		}
+	}
+	out := make([]awsv1.SecurityGroup, 0, len(seen))
+	for _, g := range seen {
+		out = append(out, g)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// AMIs resolves amiSelectorTerms: aliases through the public SSM
+// parameters of the EKS-optimized AMIs, the other terms through
+// DescribeImages. Of the AMIs for the same requirements (architecture) the
+// newest non-deprecated one is kept.
+func (r *Resolver) AMIs(ctx context.Context, nc *awsv1.EC2NodeClass) ([]awsv1.AMI, error) {
+	var images []ec2types.Image
+	for _, term := range nc.Spec.AMISelectorTerms {
+		var found []ec2types.Image
+		var err error
+		switch {
+		case term.Alias != "":
+			found, err = r.aliasImages(ctx, term.Alias)
+		case term.SSMParameter != "":
+			found, err = r.parameterImages(ctx, []string{term.SSMParameter})
+		default:
+			in := &ec2.DescribeImagesInput{Filters: tagFilters(term.Tags)}
+			if term.ID != "" {
+				in.ImageIds = []string{term.ID}
+			}
+			if term.Name != "" {
+				in.Filters = append(in.Filters, ec2types.Filter{Name: aws.String("name"), Values: []string{term.Name}})
+			}
+			if term.Owner != "" {
+				in.Owners = []string{term.Owner}
+			}
+			var out *ec2.DescribeImagesOutput
+			if out, err = r.EC2.DescribeImages(ctx, in); err == nil {
+				found = out.Images
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		images = append(images, found...)
+	}
+	return newestPerRequirements(images), nil
+}
+
+// aliasImages resolves family@version through SSM.
+func (r *Resolver) aliasImages(ctx context.Context, alias string) ([]ec2types.Image, error) {
+	family, version, _ := strings.Cut(alias, "@")
+	k := r.KubernetesVersion
+	var params []string
+	switch family {
+	case "al2":
+		for _, suffix := range []string{"", "-arm64"} {
+			if version == "latest" {
+				params = append(params, fmt.Sprintf("/aws/service/eks/optimized-ami/%s/amazon-linux-2%s/recommended/image_id", k, suffix))
+			} else {
+				params = append(params, fmt.Sprintf("/aws/service/eks/optimized-ami/%s/amazon-linux-2%s/amazon-eks%s-node-%s-%s/image_id", k, suffix, suffix, k, version))
+			}
+		}
+	case "al2023":
+		for _, arch := range []string{"x86_64", "arm64"} {
+			if version == "latest" {
+				params = append(params, fmt.Sprintf("/aws/service/eks/optimized-ami/%s/amazon-linux-2023/%s/standard/recommended/image_id", k, arch))
+			} else {
+				params = append(params, fmt.Sprintf("/aws/service/eks/optimized-ami/%s/amazon-linux-2023/%s/standard/amazon-eks-node-al2023-%s-standard-%s-%s/image_id", k, arch, arch, k, version))
+			}
+		}
+	case "bottlerocket":
+		v := strings.TrimPrefix(version, "v")
+		for _, arch := range []string{"x86_64", "arm64"} {
+			params = append(params, fmt.Sprintf("/aws/service/bottlerocket/aws-k8s-%s/%s/%s/image_id", k, arch, v))
+		}
+	default:
+		return nil, fmt.Errorf("alias %s: resolving the %s family is not supported", alias, family)
+	}
+	return r.parameterImages(ctx, params)
+}
+
+// parameterImages reads AMI ids from SSM parameters and describes them;
+// missing parameters are skipped (not every variant exists for every
+// version).
+func (r *Resolver) parameterImages(ctx context.Context, params []string) ([]ec2types.Image, error) {
+	var ids []string
+	for _, p := range params {
+		out, err := r.SSM.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String(p)})
+		if err != nil {
+			if isNotFound(err) {
+				continue
+			}
+			return nil, fmt.Errorf("reading SSM parameter %s: %w", p, err)
+		}
+		ids = append(ids, aws.ToString(out.Parameter.Value))
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	out, err := r.EC2.DescribeImages(ctx, &ec2.DescribeImagesInput{ImageIds: ids})
+	if err != nil {
+		return nil, fmt.Errorf("describing images %s: %w", strings.Join(ids, ", "), err)
+	}
+	return out.Images, nil
+}
+
+// architecture maps EC2 architectures to kubernetes.io/arch.
+func architecture(a ec2types.ArchitectureValues) string {
+	switch a {
+	case ec2types.ArchitectureValuesX8664, ec2types.ArchitectureValuesX8664Mac:
+		return "amd64"
+	case ec2types.ArchitectureValuesArm64, ec2types.ArchitectureValuesArm64Mac:
+		return "arm64"
+	}
+	return string(a)
+}
+
+func newestPerRequirements(images []ec2types.Image) []awsv1.AMI {
+	best := map[string]ec2types.Image{}
+	for _, img := range images {
+		arch := architecture(img.Architecture)
+		cur, ok := best[arch]
+		if !ok || better(img, cur) {
+			best[arch] = img
+		}
+	}
+	archs := make([]string, 0, len(best))
+	for a := range best {
+		archs = append(archs, a)
+	}
+	sort.Strings(archs)
+	out := make([]awsv1.AMI, 0, len(archs))
+	for _, arch := range archs {
+		img := best[arch]
+		out = append(out, awsv1.AMI{
+			ID: aws.ToString(img.ImageId), Name: aws.ToString(img.Name), Deprecated: deprecated(img),
+			Requirements: []corev1.NodeSelectorRequirement{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{arch}}},
+		})
+	}
+	return out
+}
+
+// better prefers non-deprecated, then newer, then the larger id.
+func better(a, b ec2types.Image) bool {
+	if deprecated(a) != deprecated(b) {
+		return !deprecated(a)
+	}
+	if aws.ToString(a.CreationDate) != aws.ToString(b.CreationDate) {
+		return aws.ToString(a.CreationDate) > aws.ToString(b.CreationDate)
+	}
+	return aws.ToString(a.ImageId) > aws.ToString(b.ImageId)
+}
+
+func deprecated(img ec2types.Image) bool { return aws.ToString(img.DeprecationTime) != "" }

@@ -1,0 +1,101 @@
+package nodeclass_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/utils/ptr"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	"github.com/nodewright/nodewright/internal/aws/nodeclass"
+	"github.com/nodewright/nodewright/internal/aws/sdk"
+	simaws "github.com/nodewright/nodewright/internal/sim/aws"
+)
+
+func resolver() *nodeclass.Resolver {
+	a := simaws.NewAccount()
+	a.Seed()
+	return &nodeclass.Resolver{EC2: a.EC2(), SSM: a.SSM(), KubernetesVersion: simaws.KubernetesVersion}
+}
+
+// The simulated APIs have the SDK's signatures: they satisfy the slices
+// of sdk.SSM the resolver uses (sdk.SSM is all of SSM).
+var _ sdk.SSM = (*simaws.SSM)(nil)
+
+var discovery = map[string]string{"karpenter.sh/discovery": "nodewright-sim"}
+
+func nodeClass(terms ...awsv1.AMISelectorTerm) *awsv1.EC2NodeClass {
+	return &awsv1.EC2NodeClass{Spec: awsv1.EC2NodeClassSpec{
+		AMISelectorTerms:           terms,
+		SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: discovery}},
+		SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: discovery}},
+	}}
+}
+
+func TestSubnetsAndSecurityGroups(t *testing.T) {
+	r, ctx := resolver(), context.Background()
+	nc := nodeClass()
+	subnets, err := r.Subnets(ctx, nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zones := make([]string, 0, len(subnets))
+	for _, s := range subnets {
+		zones = append(zones, s.Zone+"/"+s.ZoneID)
+		if s.FreeIPs <= 0 {
+			t.Errorf("subnet %s has no free IP count", s.ID)
+		}
+	}
+	if diff := cmp.Diff([]string{"us-east-1a/use1-az1", "us-east-1b/use1-az2", "us-east-1c/use1-az3"}, zones); diff != "" {
+		t.Errorf("zones (-want +got):\n%s", diff)
+	}
+	groups, err := r.SecurityGroups(ctx, nc)
+	if err != nil || len(groups) != 1 || groups[0].Name != "eks-cluster-sg-nodewright-sim" {
+		t.Errorf("security groups %+v, %v", groups, err)
+	}
+	nc.Spec.SubnetSelectorTerms = []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "other-cluster"}}, {ID: "subnet-021234567890abcd"}}
+	nc.Spec.SecurityGroupSelectorTerms = []awsv1.SecurityGroupSelectorTerm{{Name: "default"}, {Tags: map[string]string{"karpenter.sh/discovery": "*"}}}
+	subnets, _ = r.Subnets(ctx, nc)
+	groups, _ = r.SecurityGroups(ctx, nc)
+	if len(subnets) != 1 || subnets[0].Zone != "us-east-1b" || len(groups) != 2 {
+		t.Errorf("terms are ORed and \"*\" matches any value: subnets %+v, groups %+v", subnets, groups)
+	}
+}
+
+func TestAMIs(t *testing.T) {
+	r, ctx := resolver(), context.Background()
+	for _, tc := range []struct {
+		name string
+		term awsv1.AMISelectorTerm
+		want map[string]string // arch → AMI id
+	}{
+		{"al2023 alias", awsv1.AMISelectorTerm{Alias: "al2023@latest"}, map[string]string{"amd64": "ami-al2023x8664", "arm64": "ami-al2023arm64"}},
+		{"al2 alias", awsv1.AMISelectorTerm{Alias: "al2@latest"}, map[string]string{"amd64": "ami-al2x8664", "arm64": "ami-al2arm64"}},
+		{"bottlerocket alias", awsv1.AMISelectorTerm{Alias: "bottlerocket@latest"}, map[string]string{"amd64": "ami-bottlerocketx8664", "arm64": "ami-bottlerocketarm64"}},
+		{"pinned version not published", awsv1.AMISelectorTerm{Alias: "al2023@v20200101"}, map[string]string{}},
+		{"custom id (S5: x86_64 only)", awsv1.AMISelectorTerm{ID: "ami-0a1b2c3d4e5f60001"}, map[string]string{"amd64": "ami-0a1b2c3d4e5f60001"}},
+		{"name and owner", awsv1.AMISelectorTerm{Name: "custom-al2023-*", Owner: "111122223333"}, map[string]string{"arm64": "ami-0a1b2c3d4e5f60002"}},
+		{"ssm parameter", awsv1.AMISelectorTerm{SSMParameter: "/aws/service/bottlerocket/aws-k8s-1.34/arm64/latest/image_id"}, map[string]string{"arm64": "ami-bottlerocketarm64"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			amis, err := r.AMIs(ctx, nodeClass(tc.term))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for _, a := range amis {
+				got[a.Requirements[0].Values[0]] = a.ID
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("AMIs by architecture (-want +got):\n%s", diff)
+			}
+		})
+	}
+	nc := nodeClass(awsv1.AMISelectorTerm{ID: "ami-0a1b2c3d4e5f60001"}, awsv1.AMISelectorTerm{ID: "ami-0a1b2c3d4e5f60002"})
+	nc.Spec.AMIFamily = ptr.To(awsv1.AMIFamilyCustom)
+	amis, _ := r.AMIs(ctx, nc)
+	if len(amis) != 2 {
+		t.Errorf("two terms for two architectures give two AMIs: %+v", amis)
+	}
+}
