@@ -1,8 +1,10 @@
 package simulate
 
 import (
+	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -10,8 +12,10 @@ import (
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
+	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/sim/account"
+	simaws "github.com/nodewright/nodewright/internal/sim/aws"
 )
 
 // Result is a plan with the problems found while preparing it.
@@ -29,6 +33,9 @@ func Run(o *Objects) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{}
+	cloud := simaws.NewAccount()
+	cloud.Seed()
+	resolver := &nodeclass.Resolver{EC2: cloud.EC2(), SSM: cloud.SSM(), KubernetesVersion: simaws.KubernetesVersion}
 	classes := map[string]*awsv1.EC2NodeClass{}
 	for _, nc := range o.EC2NodeClasses {
 		classes[nc.Name] = nc
@@ -46,11 +53,14 @@ func Run(o *Objects) (*Result, error) {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("NodePool %s: %s %s is not among the inputs; it launches nothing", np.Name, ref.Kind, ref.Name))
 			continue
 		}
-		amis, err := account.ResolveAMIs(nc)
+		amis, zones, warning, err := resolve(resolver, nc)
 		if err != nil {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("NodePool %s: %v", np.Name, err))
+			return nil, err
 		}
-		types := instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: account.Zones(), Kubelet: nc.Spec.Kubelet})
+		if warning != "" {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("NodePool %s: %s", np.Name, warning))
+		}
+		types := instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: zones, Kubelet: nc.Spec.Kubelet})
 		in.NodePools = append(in.NodePools, scheduling.NodePoolFromObject(np, types, amis, usage[np.Name]))
 	}
 	bound := map[string][]*corev1.Pod{}
@@ -75,6 +85,41 @@ func Run(o *Objects) (*Result, error) {
 	}
 	res.Plan = scheduling.Solve(in)
 	return res, nil
+}
+
+// resolve finds the AMIs of an EC2NodeClass and the zones its subnets are
+// in, in the simulated account, and says what is missing.
+func resolve(r *nodeclass.Resolver, nc *awsv1.EC2NodeClass) ([]scheduling.AMI, []string, string, error) {
+	ctx := context.Background()
+	amis, err := r.AMIs(ctx, nc)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
+	}
+	subnets, err := r.Subnets(ctx, nc)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
+	}
+	var warnings []string
+	if len(amis) == 0 {
+		warnings = append(warnings, fmt.Sprintf("EC2NodeClass %s: amiSelectorTerms select no AMI in account %s", nc.Name, account.AccountID))
+	}
+	if len(subnets) == 0 {
+		warnings = append(warnings, fmt.Sprintf("EC2NodeClass %s: subnetSelectorTerms select no subnet in account %s", nc.Name, account.AccountID))
+	}
+	out := make([]scheduling.AMI, 0, len(amis))
+	for _, a := range amis {
+		out = append(out, scheduling.AMI{ID: a.ID, Requirements: scheduling.NewRequirements(a.Requirements...)})
+	}
+	zoneSet := map[string]bool{}
+	var zones []string
+	for _, s := range subnets {
+		if !zoneSet[s.Zone] {
+			zoneSet[s.Zone] = true
+			zones = append(zones, s.Zone)
+		}
+	}
+	sort.Strings(zones)
+	return out, zones, strings.Join(warnings, "; "), nil
 }
 
 // inFlight turns a NodeClaim without a node into capacity pods can be

@@ -3,13 +3,7 @@
 package account
 
 import (
-	"fmt"
-	"strings"
-
-	corev1 "k8s.io/api/core/v1"
-
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
-	"github.com/nodewright/nodewright/internal/scheduling"
 )
 
 // Facts of the simulated account.
@@ -42,45 +36,4 @@ func Images() []Image {
 		{ID: "ami-0a1b2c3d4e5f60001", Name: "custom-al2-x86_64", Family: awsv1.AMIFamilyAL2, Arch: "amd64"},
 		{ID: "ami-0a1b2c3d4e5f60002", Name: "custom-al2023-arm64", Family: awsv1.AMIFamilyAL2023, Arch: "arm64"},
 	}
-}
-
-// ResolveAMIs returns the AMIs an EC2NodeClass selects in the simulated
-// account, each with the architecture it boots, or why it selects none.
-func ResolveAMIs(nc *awsv1.EC2NodeClass) ([]scheduling.AMI, error) {
-	var out []scheduling.AMI
-	for _, term := range nc.Spec.AMISelectorTerms {
-		switch {
-		case term.Alias != "":
-			family, _, _ := strings.Cut(term.Alias, "@")
-			archs := []string{"amd64", "arm64"}
-			if strings.HasPrefix(family, "windows") {
-				archs = []string{"amd64"}
-			}
-			for _, arch := range archs {
-				out = append(out, ami(fmt.Sprintf("%s-%s", term.Alias, arch), arch))
-			}
-		case term.ID != "":
-			for _, img := range Images() {
-				if img.ID == term.ID {
-					out = append(out, ami(img.ID, img.Arch))
-				}
-			}
-		default:
-			for _, img := range Images() {
-				if term.Name != "" && term.Name == img.Name {
-					out = append(out, ami(img.ID, img.Arch))
-				}
-			}
-		}
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("EC2NodeClass %s: amiSelectorTerms select no AMI in account %s", nc.Name, AccountID)
-	}
-	return out, nil
-}
-
-func ami(id, arch string) scheduling.AMI {
-	return scheduling.AMI{ID: id, Requirements: scheduling.NewRequirements(corev1.NodeSelectorRequirement{
-		Key: scheduling.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{arch},
-	})}
 }
