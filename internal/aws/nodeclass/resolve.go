@@ -33,6 +33,9 @@ type ssmAPI interface {
 type Resolver struct {
 	EC2 ec2API
 	SSM ssmAPI
+	IAM iamAPI
+	// ClusterName names and tags the instance profiles nodewright creates.
+	ClusterName string
 	// KubernetesVersion is the cluster's minor version ("1.34"), which
 	// picks the EKS-optimized AMIs of an alias.
 	KubernetesVersion string

@@ -2,8 +2,10 @@ package nodeclass_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/utils/ptr"
 
@@ -97,5 +99,41 @@ func TestAMIs(t *testing.T) {
 	amis, _ := r.AMIs(ctx, nc)
 	if len(amis) != 2 {
 		t.Errorf("two terms for two architectures give two AMIs: %+v", amis)
+	}
+}
+
+func TestInstanceProfile(t *testing.T) {
+	a := simaws.NewAccount()
+	a.Seed()
+	r := &nodeclass.Resolver{EC2: a.EC2(), SSM: a.SSM(), IAM: a.IAM(), ClusterName: "nodewright-sim", KubernetesVersion: simaws.KubernetesVersion}
+	ctx, iamAPI := context.Background(), a.IAM()
+	nc := nodeClass()
+	nc.Name = "default"
+	nc.Spec.Role = "KarpenterNodeRole-nodewright-sim"
+	roleOf := func(name string) string {
+		out, err := iamAPI.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: &name})
+		if err != nil || len(out.InstanceProfile.Roles) != 1 {
+			t.Fatalf("profile %s: %+v %v", name, out, err)
+		}
+		return *out.InstanceProfile.Roles[0].RoleName
+	}
+	name, err := r.InstanceProfile(ctx, nc)
+	if err != nil || name != "nodewright_nodewright-sim_default" || roleOf(name) != nc.Spec.Role {
+		t.Fatalf("created profile %q: %v", name, err)
+	}
+	if again, err := r.InstanceProfile(ctx, nc); err != nil || again != name {
+		t.Errorf("a second reconcile must reuse the profile: %q %v", again, err)
+	}
+	nc.Spec.Role = "KarpenterControllerRole-nodewright-sim"
+	if _, err := r.InstanceProfile(ctx, nc); err != nil || roleOf(name) != nc.Spec.Role {
+		t.Errorf("a changed role must replace the profile's role: %v", err)
+	}
+	nc.Spec.Role = "NoSuchRole"
+	if _, err := r.InstanceProfile(ctx, nc); err == nil || !strings.Contains(err.Error(), "role NoSuchRole does not exist") {
+		t.Errorf("a missing role: %v", err)
+	}
+	nc.Spec.Role, nc.Spec.InstanceProfile = "", ptr.To("missing-profile")
+	if _, err := r.InstanceProfile(ctx, nc); err == nil || !strings.Contains(err.Error(), "instance profile missing-profile does not exist") {
+		t.Errorf("a missing instance profile: %v", err)
 	}
 }

@@ -4,7 +4,12 @@ import (
 	"sync"
 
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
+
+	"github.com/nodewright/nodewright/internal/sim/account"
 )
+
+const accountID = account.AccountID
 
 // Account is the simulated AWS account: the state behind its EC2 and SSM.
 // It is safe for concurrent use.
@@ -14,12 +19,14 @@ type Account struct {
 	securityGroups []ec2types.SecurityGroup
 	images         []ec2types.Image
 	parameters     map[string]string
+	roles          map[string]bool
+	profiles       map[string]*iamtypes.InstanceProfile
 }
 
 // NewAccount returns an empty account; Seed fills it with the scenarios'
 // facts.
 func NewAccount() *Account {
-	return &Account{parameters: map[string]string{}}
+	return &Account{parameters: map[string]string{}, roles: map[string]bool{}, profiles: map[string]*iamtypes.InstanceProfile{}}
 }
 
 // AddSubnet adds a subnet. AddSecurityGroup, AddImage and SetParameter

@@ -33,6 +33,8 @@ func (a *Account) Seed() {
 		Tags: []ec2types.Tag{discoveryTag},
 	})
 	a.AddSecurityGroup(ec2types.SecurityGroup{GroupId: aws.String("sg-0fedcba9876543210"), GroupName: aws.String("default")})
+	a.AddRole(account.NodeRole)
+	a.AddRole(account.ControllerRole)
 	for _, img := range aliasImages() {
 		a.AddImage(img.image)
 		a.SetParameter(img.parameter, *img.image.ImageId)

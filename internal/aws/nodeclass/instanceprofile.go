@@ -1,0 +1,87 @@
+package nodeclass
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
+	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+)
+
+type iamAPI interface {
+	GetInstanceProfile(ctx context.Context, in *iam.GetInstanceProfileInput, opts ...func(*iam.Options)) (*iam.GetInstanceProfileOutput, error)
+	CreateInstanceProfile(ctx context.Context, in *iam.CreateInstanceProfileInput, opts ...func(*iam.Options)) (*iam.CreateInstanceProfileOutput, error)
+	AddRoleToInstanceProfile(ctx context.Context, in *iam.AddRoleToInstanceProfileInput, opts ...func(*iam.Options)) (*iam.AddRoleToInstanceProfileOutput, error)
+	RemoveRoleFromInstanceProfile(ctx context.Context, in *iam.RemoveRoleFromInstanceProfileInput, opts ...func(*iam.Options)) (*iam.RemoveRoleFromInstanceProfileOutput, error)
+}
+
+var unsafeNameChars = regexp.MustCompile(`[^A-Za-z0-9+=,.@_-]`)
+
+// ProfileName is the instance profile nodewright manages for an
+// EC2NodeClass with a role.
+func ProfileName(cluster, nodeClass string) string {
+	name := unsafeNameChars.ReplaceAllString(fmt.Sprintf("nodewright_%s_%s", cluster, nodeClass), "_")
+	if len(name) > 128 {
+		name = name[:128]
+	}
+	return name
+}
+
+// InstanceProfile returns the instance profile nodes of the EC2NodeClass
+// launch with: the one it names, which must exist, or the one nodewright
+// manages for its role — created (tagged as the cluster's) when missing,
+// its role replaced when the EC2NodeClass's role changed.
+func (r *Resolver) InstanceProfile(ctx context.Context, nc *awsv1.EC2NodeClass) (string, error) {
+	if nc.Spec.InstanceProfile != nil {
+		name := *nc.Spec.InstanceProfile
+		if _, err := r.IAM.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(name)}); err != nil {
+			if isNotFound(err) {
+				return "", fmt.Errorf("instance profile %s does not exist; create it with the node role, or set spec.role instead", name)
+			}
+			return "", fmt.Errorf("getting instance profile %s: %w", name, err)
+		}
+		return name, nil
+	}
+	name := ProfileName(r.ClusterName, nc.Name)
+	out, err := r.IAM.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(name)})
+	var roles []iamtypes.Role
+	switch {
+	case err == nil:
+		roles = out.InstanceProfile.Roles
+	case isNotFound(err):
+		if _, err := r.IAM.CreateInstanceProfile(ctx, &iam.CreateInstanceProfileInput{
+			InstanceProfileName: aws.String(name),
+			Tags: []iamtypes.Tag{
+				{Key: aws.String("kubernetes.io/cluster/" + r.ClusterName), Value: aws.String("owned")},
+				{Key: aws.String(awsv1.LabelEC2NodeClass), Value: aws.String(nc.Name)},
+			},
+		}); err != nil {
+			return "", fmt.Errorf("creating instance profile %s: %w", name, err)
+		}
+	default:
+		return "", fmt.Errorf("getting instance profile %s: %w", name, err)
+	}
+	for _, role := range roles {
+		if aws.ToString(role.RoleName) == nc.Spec.Role {
+			return name, nil
+		}
+		if _, err := r.IAM.RemoveRoleFromInstanceProfile(ctx, &iam.RemoveRoleFromInstanceProfileInput{
+			InstanceProfileName: aws.String(name), RoleName: role.RoleName,
+		}); err != nil {
+			return "", fmt.Errorf("removing the old role %s from instance profile %s: %w", aws.ToString(role.RoleName), name, err)
+		}
+	}
+	if _, err := r.IAM.AddRoleToInstanceProfile(ctx, &iam.AddRoleToInstanceProfileInput{
+		InstanceProfileName: aws.String(name), RoleName: aws.String(nc.Spec.Role),
+	}); err != nil {
+		if isNotFound(err) {
+			return "", fmt.Errorf("role %s does not exist; spec.role must name the node IAM role", nc.Spec.Role)
+		}
+		return "", fmt.Errorf("adding role %s to instance profile %s: %w", nc.Spec.Role, name, err)
+	}
+	return name, nil
+}

@@ -1,0 +1,12 @@
+package aws_test
+
+import (
+	"github.com/nodewright/nodewright/internal/aws/sdk"
+	simaws "github.com/nodewright/nodewright/internal/sim/aws"
+)
+
+// The simulated services that are complete have the SDK's interfaces.
+var (
+	_ sdk.SSM = (*simaws.SSM)(nil)
+	_ sdk.IAM = (*simaws.IAM)(nil)
+)
