@@ -10,6 +10,7 @@ import (
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
+	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/aws/userdata"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/sim/account"
@@ -48,7 +49,7 @@ func RenderUserData(o *Objects, nodePool, instanceType string) (*RenderedUserDat
 	if nc == nil {
 		return nil, fmt.Errorf("NodePool %s: its EC2NodeClass is not among the inputs", np.Name)
 	}
-	family := familyOf(nc)
+	family := nodeclass.Family(nc)
 	labels := map[string]string{v1.LabelNodePool: np.Name}
 	for k, v := range np.Spec.Template.ObjectMeta.Labels {
 		labels[k] = v
@@ -97,24 +98,6 @@ func RenderUserData(o *Objects, nodePool, instanceType string) (*RenderedUserDat
 		return nil, fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
 	}
 	return &RenderedUserData{NodePool: np.Name, NodeClass: nc.Name, Family: family, UserData: out, Findings: userdata.Validate(family, user)}, nil
-}
-
-// familyOf is the EC2NodeClass's AMI family, taken from its alias when
-// amiFamily is not set.
-func familyOf(nc *awsv1.EC2NodeClass) string {
-	if nc.Spec.AMIFamily != nil {
-		return *nc.Spec.AMIFamily
-	}
-	for _, t := range nc.Spec.AMISelectorTerms {
-		if family, _, ok := strings.Cut(t.Alias, "@"); ok {
-			for _, f := range []string{awsv1.AMIFamilyAL2, awsv1.AMIFamilyAL2023, awsv1.AMIFamilyBottlerocket, awsv1.AMIFamilyWindows2019, awsv1.AMIFamilyWindows2022, awsv1.AMIFamilyWindows2025} {
-				if strings.EqualFold(f, family) {
-					return f
-				}
-			}
-		}
-	}
-	return awsv1.AMIFamilyCustom
 }
 
 func names[T any](items []T, name func(T) string) string {

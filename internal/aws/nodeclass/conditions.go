@@ -1,0 +1,151 @@
+package nodeclass
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	"github.com/nodewright/nodewright/internal/aws/userdata"
+)
+
+// Resolution is what reconciling an EC2NodeClass found; each Err says why
+// that part could not be resolved.
+type Resolution struct {
+	Subnets         []Subnet
+	SubnetsErr      error
+	SecurityGroups  []awsv1.SecurityGroup
+	SecurityGrpErr  error
+	AMIs            []awsv1.AMI
+	AMIsErr         error
+	InstanceProfile string
+	ProfileErr      error
+	Findings        []userdata.Finding
+}
+
+// Condition reasons.
+const (
+	ReasonResolved                = "Resolved"
+	ReasonSubnetsNotFound         = "SubnetsNotFound"
+	ReasonSecurityGroupsNotFound  = "SecurityGroupsNotFound"
+	ReasonAMIsNotFound            = "AMINotFound"
+	ReasonInstanceProfileNotReady = "InstanceProfileNotReady"
+	ReasonUserDataInvalid         = "UserDataInvalid"
+	ReasonResolutionFailed        = "ResolutionFailed"
+	ReasonValid                   = "Valid"
+	ReasonReady                   = "Ready"
+	ReasonNotReady                = "NotReady"
+)
+
+// Conditions derives the EC2NodeClass conditions from a resolution. Ready
+// is True only when every other condition is.
+func Conditions(nc *awsv1.EC2NodeClass, r Resolution) []metav1.Condition {
+	conds := []metav1.Condition{
+		found(awsv1.ConditionSubnetsReady, len(r.Subnets), r.SubnetsErr, ReasonSubnetsNotFound,
+			"no subnet matches spec.subnetSelectorTerms "+describeSubnetTerms(nc.Spec.SubnetSelectorTerms)+"; tag the cluster's subnets or fix the terms"),
+		found(awsv1.ConditionSecurityGroupsReady, len(r.SecurityGroups), r.SecurityGrpErr, ReasonSecurityGroupsNotFound,
+			"no security group matches spec.securityGroupSelectorTerms "+describeGroupTerms(nc.Spec.SecurityGroupSelectorTerms)+"; tag the cluster's security groups or fix the terms"),
+		found(awsv1.ConditionAMIsReady, len(r.AMIs), r.AMIsErr, ReasonAMIsNotFound,
+			"no AMI matches spec.amiSelectorTerms "+describeAMITerms(nc.Spec.AMISelectorTerms)),
+	}
+	profile := metav1.Condition{Type: awsv1.ConditionInstanceProfileReady, Status: metav1.ConditionTrue, Reason: ReasonResolved, Message: "instance profile " + r.InstanceProfile}
+	if r.ProfileErr != nil {
+		profile = metav1.Condition{Type: awsv1.ConditionInstanceProfileReady, Status: metav1.ConditionFalse, Reason: ReasonInstanceProfileNotReady, Message: r.ProfileErr.Error()}
+	}
+	conds = append(conds, profile)
+	validation := metav1.Condition{Type: awsv1.ConditionValidationSucceeded, Status: metav1.ConditionTrue, Reason: ReasonValid}
+	var errs []string
+	for _, f := range r.Findings {
+		if f.Severity == userdata.Error {
+			errs = append(errs, f.Code+": "+f.Message)
+		}
+	}
+	if len(errs) > 0 {
+		validation = metav1.Condition{Type: awsv1.ConditionValidationSucceeded, Status: metav1.ConditionFalse, Reason: ReasonUserDataInvalid,
+			Message: "spec.userData would keep nodes from registering, so nothing is launched from this EC2NodeClass: " + strings.Join(errs, "; ")}
+	}
+	conds = append(conds, validation)
+	var notReady []string
+	for _, c := range conds {
+		if c.Status != metav1.ConditionTrue {
+			notReady = append(notReady, c.Type)
+		}
+	}
+	ready := metav1.Condition{Type: awsv1.ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonReady}
+	if len(notReady) > 0 {
+		ready = metav1.Condition{Type: awsv1.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonNotReady,
+			Message: "not ready: " + strings.Join(notReady, ", ")}
+	}
+	return append(conds, ready)
+}
+
+func found(condType string, n int, err error, reason, missing string) metav1.Condition {
+	switch {
+	case err != nil:
+		return metav1.Condition{Type: condType, Status: metav1.ConditionFalse, Reason: ReasonResolutionFailed, Message: err.Error()}
+	case n == 0:
+		return metav1.Condition{Type: condType, Status: metav1.ConditionFalse, Reason: reason, Message: missing}
+	}
+	return metav1.Condition{Type: condType, Status: metav1.ConditionTrue, Reason: ReasonResolved}
+}
+
+func describeTags(tags map[string]string) string {
+	keys := make([]string, 0, len(tags))
+	for k := range tags {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + "=" + tags[k]
+	}
+	return "tags " + strings.Join(parts, ",")
+}
+
+func describeSubnetTerms(terms []awsv1.SubnetSelectorTerm) string {
+	parts := make([]string, 0, len(terms))
+	for _, t := range terms {
+		if t.ID != "" {
+			parts = append(parts, "id "+t.ID)
+		} else {
+			parts = append(parts, describeTags(t.Tags))
+		}
+	}
+	return "[" + strings.Join(parts, "; ") + "]"
+}
+
+func describeGroupTerms(terms []awsv1.SecurityGroupSelectorTerm) string {
+	parts := make([]string, 0, len(terms))
+	for _, t := range terms {
+		switch {
+		case t.ID != "":
+			parts = append(parts, "id "+t.ID)
+		case t.Name != "":
+			parts = append(parts, "name "+t.Name)
+		default:
+			parts = append(parts, describeTags(t.Tags))
+		}
+	}
+	return "[" + strings.Join(parts, "; ") + "]"
+}
+
+func describeAMITerms(terms []awsv1.AMISelectorTerm) string {
+	parts := make([]string, 0, len(terms))
+	for _, t := range terms {
+		switch {
+		case t.Alias != "":
+			parts = append(parts, "alias "+t.Alias)
+		case t.ID != "":
+			parts = append(parts, "id "+t.ID)
+		case t.SSMParameter != "":
+			parts = append(parts, "ssmParameter "+t.SSMParameter)
+		case t.Name != "":
+			parts = append(parts, fmt.Sprintf("name %s owner %s", t.Name, t.Owner))
+		default:
+			parts = append(parts, describeTags(t.Tags))
+		}
+	}
+	return "[" + strings.Join(parts, "; ") + "]"
+}

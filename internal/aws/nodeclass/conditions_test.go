@@ -1,0 +1,57 @@
+package nodeclass_test
+
+import (
+	"errors"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	"github.com/nodewright/nodewright/internal/aws/nodeclass"
+	"github.com/nodewright/nodewright/internal/aws/userdata"
+)
+
+func TestConditions(t *testing.T) {
+	nc := nodeClass(awsv1.AMISelectorTerm{Alias: "al2023@latest"})
+	complete := nodeclass.Resolution{
+		Subnets: []nodeclass.Subnet{{}}, SecurityGroups: []awsv1.SecurityGroup{{}}, AMIs: []awsv1.AMI{{}}, InstanceProfile: "p",
+	}
+	for _, tc := range []struct {
+		name    string
+		change  func(*nodeclass.Resolution)
+		notTrue map[string]string // condition type → reason
+	}{
+		{"everything resolved", func(*nodeclass.Resolution) {}, map[string]string{}},
+		{"no AMI", func(r *nodeclass.Resolution) { r.AMIs = nil }, map[string]string{awsv1.ConditionAMIsReady: nodeclass.ReasonAMIsNotFound}},
+		{"API error", func(r *nodeclass.Resolution) { r.SubnetsErr = errors.New("throttled") }, map[string]string{awsv1.ConditionSubnetsReady: nodeclass.ReasonResolutionFailed}},
+		{"no profile", func(r *nodeclass.Resolution) { r.ProfileErr = errors.New("role x does not exist") }, map[string]string{awsv1.ConditionInstanceProfileReady: nodeclass.ReasonInstanceProfileNotReady}},
+		{"user data error", func(r *nodeclass.Resolution) {
+			r.Findings = []userdata.Finding{{Code: "c", Severity: userdata.Error, Message: "m"}}
+		}, map[string]string{awsv1.ConditionValidationSucceeded: nodeclass.ReasonUserDataInvalid}},
+		{"user data warning only", func(r *nodeclass.Resolution) {
+			r.Findings = []userdata.Finding{{Code: "c", Severity: userdata.Warning, Message: "m"}}
+		}, map[string]string{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := complete
+			tc.change(&r)
+			got := map[string]string{}
+			for _, c := range nodeclass.Conditions(nc, r) {
+				if c.Status != metav1.ConditionTrue && c.Type != awsv1.ConditionReady {
+					got[c.Type] = c.Reason
+				}
+				if c.Type == awsv1.ConditionReady && (c.Status == metav1.ConditionTrue) != (len(tc.notTrue) == 0) {
+					t.Errorf("Ready=%s with %v not true", c.Status, tc.notTrue)
+				}
+			}
+			if len(got) != len(tc.notTrue) {
+				t.Fatalf("conditions not true: %v, want %v", got, tc.notTrue)
+			}
+			for k, v := range tc.notTrue {
+				if got[k] != v {
+					t.Errorf("%s reason %q, want %q", k, got[k], v)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,89 @@
+package nodeclass
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	"github.com/nodewright/nodewright/internal/aws/userdata"
+)
+
+// Controller keeps EC2NodeClass status current: resolved subnets, security
+// groups, AMIs and instance profile, user data validation, and the
+// conditions that say what is missing.
+type Controller struct {
+	Client   client.Client
+	Resolver *Resolver
+	Recorder record.EventRecorder
+	Clock    clock.PassiveClock
+	// Refresh is how often an EC2NodeClass is resolved again.
+	Refresh time.Duration
+}
+
+// SetupWithManager registers the controller.
+func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).Named("ec2nodeclass.status").For(&awsv1.EC2NodeClass{}).Complete(c)
+}
+
+// Reconcile resolves one EC2NodeClass and patches its status once.
+func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	nc := &awsv1.EC2NodeClass{}
+	if err := c.Client.Get(ctx, req.NamespacedName, nc); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !nc.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil
+	}
+	res := c.resolve(ctx, nc)
+	before := nc.DeepCopy()
+	nc.Status.Subnets = nil
+	for _, s := range res.Subnets {
+		nc.Status.Subnets = append(nc.Status.Subnets, s.Subnet)
+	}
+	nc.Status.SecurityGroups = res.SecurityGroups
+	nc.Status.AMIs = res.AMIs
+	nc.Status.InstanceProfile = res.InstanceProfile
+	now := metav1.NewTime(c.Clock.Now())
+	for _, cond := range Conditions(nc, res) {
+		cond.ObservedGeneration = nc.Generation
+		if old := meta.FindStatusCondition(before.Status.Conditions, cond.Type); old == nil || old.Status != cond.Status {
+			cond.LastTransitionTime = now
+			if cond.Status == metav1.ConditionFalse && cond.Type != awsv1.ConditionReady {
+				c.Recorder.Event(nc, corev1.EventTypeWarning, cond.Reason, cond.Message)
+			}
+		}
+		meta.SetStatusCondition(&nc.Status.Conditions, cond)
+	}
+	for _, f := range res.Findings {
+		if f.Severity == userdata.Warning {
+			c.Recorder.Event(nc, corev1.EventTypeWarning, "UserDataWarning", f.Code+": "+f.Message)
+		}
+	}
+	if err := c.Client.Status().Patch(ctx, nc, client.MergeFrom(before)); err != nil {
+		return ctrl.Result{}, fmt.Errorf("patching the status of EC2NodeClass %s: %w", nc.Name, err)
+	}
+	return ctrl.Result{RequeueAfter: c.Refresh}, nil
+}
+
+func (c *Controller) resolve(ctx context.Context, nc *awsv1.EC2NodeClass) Resolution {
+	var res Resolution
+	res.Subnets, res.SubnetsErr = c.Resolver.Subnets(ctx, nc)
+	res.SecurityGroups, res.SecurityGrpErr = c.Resolver.SecurityGroups(ctx, nc)
+	res.AMIs, res.AMIsErr = c.Resolver.AMIs(ctx, nc)
+	res.InstanceProfile, res.ProfileErr = c.Resolver.InstanceProfile(ctx, nc)
+	userData := ""
+	if nc.Spec.UserData != nil {
+		userData = *nc.Spec.UserData
+	}
+	res.Findings = userdata.Validate(Family(nc), userData)
+	return res
+}

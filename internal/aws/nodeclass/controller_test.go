@@ -1,0 +1,172 @@
+package nodeclass_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/yaml"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	"github.com/nodewright/nodewright/internal/aws/nodeclass"
+	"github.com/nodewright/nodewright/internal/controlplane"
+	simaws "github.com/nodewright/nodewright/internal/sim/aws"
+)
+
+// startController runs the status controller against a real API server
+// and the simulated account.
+func startController(t *testing.T) client.Client {
+	t.Helper()
+	logf.SetLogger(logr.Discard())
+	cp := controlplane.StartForTest(t, controlplane.Options{})
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, awsv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	account := simaws.NewAccount()
+	account.Seed()
+	c := &nodeclass.Controller{
+		Client:   mgr.GetClient(),
+		Resolver: &nodeclass.Resolver{EC2: account.EC2(), SSM: account.SSM(), IAM: account.IAM(), ClusterName: "nodewright-sim", KubernetesVersion: simaws.KubernetesVersion},
+		Recorder: mgr.GetEventRecorderFor("nodewright"),
+		Clock:    clock.RealClock{},
+		Refresh:  time.Minute,
+	}
+	if err := c.SetupWithManager(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	k, err := client.New(cp.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func scenarioNodeClass(t *testing.T, file string) *awsv1.EC2NodeClass {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc := &awsv1.EC2NodeClass{}
+	if err := yaml.Unmarshal([]byte(strings.Split(string(data), "\n---\n")[0]), nc); err != nil {
+		t.Fatal(err)
+	}
+	return nc
+}
+
+// waitCondition waits until the EC2NodeClass has the condition with the
+// status, and returns it.
+func waitCondition(t *testing.T, k client.Client, name, condType string, status metav1.ConditionStatus) (*awsv1.EC2NodeClass, metav1.Condition) {
+	t.Helper()
+	nc := &awsv1.EC2NodeClass{}
+	var cond metav1.Condition
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := k.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(nc.Status.Conditions, condType)
+		if c == nil || c.Status != status {
+			return false, nil
+		}
+		cond = *c
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("EC2NodeClass %s never had %s=%s; conditions: %+v", name, condType, status, nc.Status.Conditions)
+	}
+	return nc, cond
+}
+
+func TestStatusOfHealthyAndBrokenNodeClasses(t *testing.T) {
+	k := startController(t)
+	ctx := context.Background()
+
+	healthy := scenarioNodeClass(t, "../../../scenarios/healthy-mixed-arch.yaml")
+	if err := k.Create(ctx, healthy); err != nil {
+		t.Fatal(err)
+	}
+	nc, _ := waitCondition(t, k, "default", awsv1.ConditionReady, metav1.ConditionTrue)
+	if len(nc.Status.Subnets) != 3 || len(nc.Status.SecurityGroups) != 1 || len(nc.Status.AMIs) != 2 ||
+		nc.Status.InstanceProfile != "nodewright_nodewright-sim_default" {
+		t.Errorf("resolved status: %+v", nc.Status)
+	}
+
+	s1 := scenarioNodeClass(t, "../../../scenarios/s1-userdata-register-taints.yaml")
+	if err := k.Create(ctx, s1); err != nil {
+		t.Fatal(err)
+	}
+	_, cond := waitCondition(t, k, "cilium", awsv1.ConditionValidationSucceeded, metav1.ConditionFalse)
+	if cond.Reason != nodeclass.ReasonUserDataInvalid || !strings.Contains(cond.Message, "userdata-overrides-registration-taints") ||
+		!strings.Contains(cond.Message, "startupTaints") {
+		t.Errorf("S1 validation condition: %+v", cond)
+	}
+	_, ready := waitCondition(t, k, "cilium", awsv1.ConditionReady, metav1.ConditionFalse)
+	if !strings.Contains(ready.Message, awsv1.ConditionValidationSucceeded) {
+		t.Errorf("Ready should name what is not ready: %+v", ready)
+	}
+	events := &corev1.EventList{}
+	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		if err := k.List(ctx, events); err != nil {
+			return false, err
+		}
+		for _, e := range events.Items {
+			if e.InvolvedObject.Name == "cilium" && e.Reason == nodeclass.ReasonUserDataInvalid && e.Type == corev1.EventTypeWarning {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	found := false
+	for _, e := range events.Items {
+		found = found || (e.InvolvedObject.Name == "cilium" && e.Reason == nodeclass.ReasonUserDataInvalid)
+	}
+	if !found {
+		t.Error("no Warning event UserDataInvalid for the S1 EC2NodeClass")
+	}
+
+	lost := healthy.DeepCopy()
+	lost.ObjectMeta = metav1.ObjectMeta{Name: "lost"}
+	lost.Spec.SubnetSelectorTerms = []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "another-cluster"}}}
+	lost.Spec.Role = "NoSuchRole"
+	if err := k.Create(ctx, lost); err != nil {
+		t.Fatal(err)
+	}
+	_, subnets := waitCondition(t, k, "lost", awsv1.ConditionSubnetsReady, metav1.ConditionFalse)
+	if subnets.Reason != nodeclass.ReasonSubnetsNotFound || !strings.Contains(subnets.Message, "karpenter.sh/discovery=another-cluster") {
+		t.Errorf("subnets condition: %+v", subnets)
+	}
+	_, profile := waitCondition(t, k, "lost", awsv1.ConditionInstanceProfileReady, metav1.ConditionFalse)
+	if !strings.Contains(profile.Message, "role NoSuchRole does not exist") {
+		t.Errorf("instance profile condition: %+v", profile)
+	}
+}
