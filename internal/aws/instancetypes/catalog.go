@@ -38,6 +38,9 @@ type Spec struct {
 	IPv4PerENI int64   `json:"ipv4PerENI"`
 	Hypervisor string  `json:"hypervisor"`
 	BareMetal  bool    `json:"bareMetal"`
+	// Offered maps the zones the type is offered in to its spot price there
+	// (0: no spot). Nil means every zone of Options, at SpotPrice.
+	Offered map[string]float64 `json:"-"`
 }
 
 // Catalog returns the embedded catalog's instance types, sorted by name.
@@ -95,12 +98,19 @@ func convert(s Spec, opts Options) *scheduling.InstanceType {
 	}
 	if s.OnDemand > 0 {
 		for _, zone := range opts.Zones {
+			spot := SpotPrice(s.Name, zone, s.OnDemand)
+			if s.Offered != nil {
+				var offered bool
+				if spot, offered = s.Offered[zone]; !offered {
+					continue
+				}
+			}
 			it.Offerings = append(it.Offerings, scheduling.Offering{
 				Zone: zone, CapacityType: v1.CapacityTypeOnDemand, Price: s.OnDemand, Available: true,
 			})
-			if !opts.ExcludeSpot {
+			if !opts.ExcludeSpot && spot > 0 {
 				it.Offerings = append(it.Offerings, scheduling.Offering{
-					Zone: zone, CapacityType: v1.CapacityTypeSpot, Price: SpotPrice(s.Name, zone, s.OnDemand), Available: true,
+					Zone: zone, CapacityType: v1.CapacityTypeSpot, Price: spot, Available: true,
 				})
 			}
 		}

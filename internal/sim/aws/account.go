@@ -6,6 +6,7 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
 
+	"github.com/nodewright/nodewright/internal/aws/instancetypes"
 	"github.com/nodewright/nodewright/internal/sim/account"
 )
 
@@ -21,6 +22,7 @@ type Account struct {
 	parameters     map[string]string
 	roles          map[string]bool
 	profiles       map[string]*iamtypes.InstanceProfile
+	catalog        []instancetypes.Spec
 }
 
 // NewAccount returns an empty account; Seed fills it with the scenarios'

@@ -10,3 +10,5 @@ var (
 	_ sdk.SSM = (*simaws.SSM)(nil)
 	_ sdk.IAM = (*simaws.IAM)(nil)
 )
+
+var _ sdk.Pricing = (*simaws.Pricing)(nil)

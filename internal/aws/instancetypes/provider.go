@@ -1,0 +1,198 @@
+package instancetypes
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/aws-sdk-go-v2/service/pricing"
+	pricingtypes "github.com/aws/aws-sdk-go-v2/service/pricing/types"
+
+	"github.com/nodewright/nodewright/internal/scheduling"
+)
+
+type ec2API interface {
+	DescribeInstanceTypes(ctx context.Context, in *ec2.DescribeInstanceTypesInput, opts ...func(*ec2.Options)) (*ec2.DescribeInstanceTypesOutput, error)
+	DescribeInstanceTypeOfferings(ctx context.Context, in *ec2.DescribeInstanceTypeOfferingsInput, opts ...func(*ec2.Options)) (*ec2.DescribeInstanceTypeOfferingsOutput, error)
+	DescribeSpotPriceHistory(ctx context.Context, in *ec2.DescribeSpotPriceHistoryInput, opts ...func(*ec2.Options)) (*ec2.DescribeSpotPriceHistoryOutput, error)
+}
+
+type pricingAPI interface {
+	GetProducts(ctx context.Context, in *pricing.GetProductsInput, opts ...func(*pricing.Options)) (*pricing.GetProductsOutput, error)
+}
+
+// Provider reads a region's instance types, zones and prices from the EC2
+// and Pricing APIs.
+type Provider struct {
+	EC2     ec2API
+	Pricing pricingAPI
+	Region  string
+}
+
+// InstanceTypes returns the region's instance types offered in the zones
+// of opts, priced on-demand (Pricing API) and spot (current spot price
+// history); types without an on-demand price have no offerings.
+func (p *Provider) InstanceTypes(ctx context.Context, opts Options) ([]*scheduling.InstanceType, error) {
+	specs, err := p.Specs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return InstanceTypes(specs, opts), nil
+}
+
+// Specs reads the instance types with their offerings and prices.
+func (p *Provider) Specs(ctx context.Context) ([]Spec, error) {
+	onDemand, err := p.onDemandPrices(ctx)
+	if err != nil {
+		return nil, err
+	}
+	zones, err := p.offeredZones(ctx)
+	if err != nil {
+		return nil, err
+	}
+	spot, err := p.spotPrices(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var specs []Spec
+	pages := ec2.NewDescribeInstanceTypesPaginator(p.EC2, &ec2.DescribeInstanceTypesInput{})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("describing instance types: %w", err)
+		}
+		for _, info := range page.InstanceTypes {
+			s := specOf(info)
+			s.OnDemand = onDemand[s.Name]
+			s.Offered = map[string]float64{}
+			for _, zone := range zones[s.Name] {
+				s.Offered[zone] = spot[s.Name+"/"+zone]
+			}
+			specs = append(specs, s)
+		}
+	}
+	sort.Slice(specs, func(i, j int) bool { return specs[i].Name < specs[j].Name })
+	return specs, nil
+}
+
+func specOf(info ec2types.InstanceTypeInfo) Spec {
+	s := Spec{Name: string(info.InstanceType), BareMetal: aws.ToBool(info.BareMetal), Hypervisor: string(info.Hypervisor)}
+	if info.VCpuInfo != nil {
+		s.VCPU = int64(aws.ToInt32(info.VCpuInfo.DefaultVCpus))
+	}
+	if info.MemoryInfo != nil {
+		s.MemoryMiB = aws.ToInt64(info.MemoryInfo.SizeInMiB)
+	}
+	if info.ProcessorInfo != nil && len(info.ProcessorInfo.SupportedArchitectures) > 0 {
+		s.Arch = "amd64"
+		if info.ProcessorInfo.SupportedArchitectures[0] == ec2types.ArchitectureTypeArm64 {
+			s.Arch = "arm64"
+		}
+	}
+	if info.NetworkInfo != nil {
+		s.MaxENIs = int64(aws.ToInt32(info.NetworkInfo.MaximumNetworkInterfaces))
+		s.IPv4PerENI = int64(aws.ToInt32(info.NetworkInfo.Ipv4AddressesPerInterface))
+	}
+	if info.GpuInfo != nil {
+		for _, g := range info.GpuInfo.Gpus {
+			s.GPU += int64(aws.ToInt32(g.Count))
+		}
+	}
+	return s
+}
+
+func (p *Provider) offeredZones(ctx context.Context) (map[string][]string, error) {
+	out := map[string][]string{}
+	pages := ec2.NewDescribeInstanceTypeOfferingsPaginator(p.EC2, &ec2.DescribeInstanceTypeOfferingsInput{LocationType: ec2types.LocationTypeAvailabilityZone})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("describing instance type offerings: %w", err)
+		}
+		for _, o := range page.InstanceTypeOfferings {
+			out[string(o.InstanceType)] = append(out[string(o.InstanceType)], aws.ToString(o.Location))
+		}
+	}
+	return out, nil
+}
+
+// spotPrices returns the latest Linux spot price per "type/zone".
+func (p *Provider) spotPrices(ctx context.Context) (map[string]float64, error) {
+	out := map[string]float64{}
+	latest := map[string]int64{}
+	pages := ec2.NewDescribeSpotPriceHistoryPaginator(p.EC2, &ec2.DescribeSpotPriceHistoryInput{
+		ProductDescriptions: []string{string(ec2types.RIProductDescriptionLinuxUnix)},
+	})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("describing spot prices: %w", err)
+		}
+		for _, sp := range page.SpotPriceHistory {
+			key := string(sp.InstanceType) + "/" + aws.ToString(sp.AvailabilityZone)
+			price, err := strconv.ParseFloat(aws.ToString(sp.SpotPrice), 64)
+			if err != nil {
+				continue
+			}
+			if ts := aws.ToTime(sp.Timestamp).Unix(); ts >= latest[key] {
+				latest[key], out[key] = ts, price
+			}
+		}
+	}
+	return out, nil
+}
+
+// priceDocument is the part of a Pricing API price list entry read here.
+type priceDocument struct {
+	Product struct {
+		Attributes struct {
+			InstanceType string `json:"instanceType"`
+		} `json:"attributes"`
+	} `json:"product"`
+	Terms struct {
+		OnDemand map[string]struct {
+			PriceDimensions map[string]struct {
+				PricePerUnit map[string]string `json:"pricePerUnit"`
+			} `json:"priceDimensions"`
+		} `json:"OnDemand"`
+	} `json:"terms"`
+}
+
+func (p *Provider) onDemandPrices(ctx context.Context) (map[string]float64, error) {
+	filter := func(field, value string) pricingtypes.Filter {
+		return pricingtypes.Filter{Field: aws.String(field), Value: aws.String(value), Type: pricingtypes.FilterTypeTermMatch}
+	}
+	out := map[string]float64{}
+	pages := pricing.NewGetProductsPaginator(p.Pricing, &pricing.GetProductsInput{
+		ServiceCode: aws.String("AmazonEC2"),
+		Filters: []pricingtypes.Filter{
+			filter("regionCode", p.Region), filter("operatingSystem", "Linux"), filter("tenancy", "Shared"),
+			filter("preInstalledSw", "NA"), filter("capacitystatus", "Used"),
+		},
+	})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("reading on-demand prices: %w", err)
+		}
+		for _, raw := range page.PriceList {
+			var doc priceDocument
+			if err := json.Unmarshal([]byte(raw), &doc); err != nil {
+				return nil, fmt.Errorf("reading a price list entry: %w", err)
+			}
+			for _, term := range doc.Terms.OnDemand {
+				for _, dim := range term.PriceDimensions {
+					if v, err := strconv.ParseFloat(dim.PricePerUnit["USD"], 64); err == nil && v > 0 {
+						out[doc.Product.Attributes.InstanceType] = v
+					}
+				}
+			}
+		}
+	}
+	return out, nil
+}
