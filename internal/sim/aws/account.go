@@ -3,8 +3,10 @@ package aws
 import (
 	"sync"
 
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
+	"k8s.io/utils/clock"
 
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
 	"github.com/nodewright/nodewright/internal/sim/account"
@@ -23,12 +25,28 @@ type Account struct {
 	roles          map[string]bool
 	profiles       map[string]*iamtypes.InstanceProfile
 	catalog        []instancetypes.Spec
+	templates      map[string]*launchTemplate
+	instances      []*Instance
+	fleets         map[string]*ec2.CreateFleetOutput
+	unavailable    map[string]bool
+	clock          clock.PassiveClock
 }
 
 // NewAccount returns an empty account; Seed fills it with the scenarios'
 // facts.
 func NewAccount() *Account {
-	return &Account{parameters: map[string]string{}, roles: map[string]bool{}, profiles: map[string]*iamtypes.InstanceProfile{}}
+	return &Account{
+		parameters: map[string]string{}, roles: map[string]bool{}, profiles: map[string]*iamtypes.InstanceProfile{},
+		templates: map[string]*launchTemplate{}, fleets: map[string]*ec2.CreateFleetOutput{}, unavailable: map[string]bool{},
+		clock: clock.RealClock{},
+	}
+}
+
+// SetClock sets the clock launch times are read from.
+func (a *Account) SetClock(c clock.PassiveClock) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.clock = c
 }
 
 // AddSubnet adds a subnet. AddSecurityGroup, AddImage and SetParameter

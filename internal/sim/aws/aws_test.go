@@ -12,3 +12,8 @@ var (
 )
 
 var _ sdk.Pricing = (*simaws.Pricing)(nil)
+
+// The whole simulated EC2 API has the SDK's signatures.
+var _ sdk.EC2 = (*simaws.EC2)(nil)
+
+var _ sdk.EKS = (*simaws.EKS)(nil)

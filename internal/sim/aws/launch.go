@@ -1,0 +1,415 @@
+package aws
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	"github.com/nodewright/nodewright/internal/aws/instancetypes"
+)
+
+// launchTemplate is a stored launch template and its data.
+type launchTemplate struct {
+	template ec2types.LaunchTemplate
+	data     ec2types.RequestLaunchTemplateData
+}
+
+// SetUnavailable makes an offering ("spot:m5.large:us-east-1a") fail with
+// InsufficientInstanceCapacity, or succeed again.
+func (a *Account) SetUnavailable(capacityType, instanceType, zone string, unavailable bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.unavailable[capacityType+":"+instanceType+":"+zone] = unavailable
+}
+
+// CreateLaunchTemplate stores a launch template under a unique name.
+func (e *EC2) CreateLaunchTemplate(_ context.Context, in *ec2.CreateLaunchTemplateInput, _ ...func(*ec2.Options)) (*ec2.CreateLaunchTemplateOutput, error) {
+	a := e.account
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	name := aws.ToString(in.LaunchTemplateName)
+	if _, exists := a.templates[name]; exists {
+		return nil, apiError("InvalidLaunchTemplateName.AlreadyExistsException", "Launch template name already in use.")
+	}
+	if in.LaunchTemplateData == nil {
+		return nil, apiError("MissingParameter", "The request must contain the parameter LaunchTemplateData")
+	}
+	lt := launchTemplate{data: *in.LaunchTemplateData, template: ec2types.LaunchTemplate{
+		LaunchTemplateId: aws.String(fmt.Sprintf("lt-%017x", len(a.templates)+1)), LaunchTemplateName: aws.String(name),
+		LatestVersionNumber: aws.Int64(1), DefaultVersionNumber: aws.Int64(1), CreateTime: aws.Time(a.clock.Now()),
+	}}
+	for _, spec := range in.TagSpecifications {
+		if spec.ResourceType == ec2types.ResourceTypeLaunchTemplate {
+			lt.template.Tags = append(lt.template.Tags, spec.Tags...)
+		}
+	}
+	a.templates[name] = &lt
+	return &ec2.CreateLaunchTemplateOutput{LaunchTemplate: &lt.template}, nil
+}
+
+// DescribeLaunchTemplates lists launch templates by name, id or tag filter.
+func (e *EC2) DescribeLaunchTemplates(_ context.Context, in *ec2.DescribeLaunchTemplatesInput, _ ...func(*ec2.Options)) (*ec2.DescribeLaunchTemplatesOutput, error) {
+	a := e.account
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, name := range in.LaunchTemplateNames {
+		if _, ok := a.templates[name]; !ok {
+			return nil, apiError("InvalidLaunchTemplateName.NotFoundException", "At least one of the launch templates specified in the request does not exist.")
+		}
+	}
+	names := make([]string, 0, len(a.templates))
+	for name := range a.templates {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	out := &ec2.DescribeLaunchTemplatesOutput{}
+	for _, name := range names {
+		lt := a.templates[name]
+		if len(in.LaunchTemplateNames) > 0 && !contains(in.LaunchTemplateNames, name) {
+			continue
+		}
+		if len(in.LaunchTemplateIds) > 0 && !contains(in.LaunchTemplateIds, aws.ToString(lt.template.LaunchTemplateId)) {
+			continue
+		}
+		ok, err := matches(in.Filters, func(f string) ([]string, bool) {
+			if f == "launch-template-name" {
+				return []string{name}, true
+			}
+			return tagAttributes(lt.template.Tags, f)
+		})
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out.LaunchTemplates = append(out.LaunchTemplates, lt.template)
+		}
+	}
+	return out, nil
+}
+
+// DeleteLaunchTemplate deletes a launch template by name or id.
+func (e *EC2) DeleteLaunchTemplate(_ context.Context, in *ec2.DeleteLaunchTemplateInput, _ ...func(*ec2.Options)) (*ec2.DeleteLaunchTemplateOutput, error) {
+	a := e.account
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for name, lt := range a.templates {
+		if name == aws.ToString(in.LaunchTemplateName) || aws.ToString(lt.template.LaunchTemplateId) == aws.ToString(in.LaunchTemplateId) {
+			delete(a.templates, name)
+			return &ec2.DeleteLaunchTemplateOutput{LaunchTemplate: &lt.template}, nil
+		}
+	}
+	return nil, apiError("InvalidLaunchTemplateName.NotFoundException", "The specified launch template does not exist.")
+}
+
+// candidate is one launch template override a fleet may launch.
+type candidate struct {
+	template *launchTemplate
+	override ec2types.FleetLaunchTemplateOverridesRequest
+	spec     instancetypes.Spec
+	price    float64
+}
+
+// CreateFleet launches instances (type instant) from the cheapest
+// overrides that have capacity; overrides made unavailable answer
+// InsufficientInstanceCapacity. A repeated ClientToken returns the first
+// call's result without launching again.
+func (e *EC2) CreateFleet(_ context.Context, in *ec2.CreateFleetInput, _ ...func(*ec2.Options)) (*ec2.CreateFleetOutput, error) {
+	specs, err := e.account.specs()
+	if err != nil {
+		return nil, err
+	}
+	a := e.account
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	token := aws.ToString(in.ClientToken)
+	if prior, ok := a.fleets[token]; ok && token != "" {
+		return prior, nil
+	}
+	if in.Type != ec2types.FleetTypeInstant {
+		return nil, apiError("InvalidParameterValue", "the simulated account supports instant fleets only")
+	}
+	if in.TargetCapacitySpecification == nil {
+		return nil, apiError("MissingParameter", "The request must contain the parameter TargetCapacitySpecification")
+	}
+	capacityType := in.TargetCapacitySpecification.DefaultTargetCapacityType
+	lifecycle := ec2types.InstanceLifecycleOnDemand
+	if capacityType == ec2types.DefaultTargetCapacityTypeSpot {
+		lifecycle = ec2types.InstanceLifecycleSpot
+	}
+	want := int(aws.ToInt32(in.TargetCapacitySpecification.TotalTargetCapacity))
+	byName := map[string]instancetypes.Spec{}
+	for _, s := range specs {
+		byName[s.Name] = s
+	}
+	out := &ec2.CreateFleetOutput{FleetId: aws.String(fmt.Sprintf("fleet-%017x", len(a.fleets)+1))}
+	var candidates []candidate
+	for _, cfg := range in.LaunchTemplateConfigs {
+		lt := a.template(cfg.LaunchTemplateSpecification)
+		if lt == nil {
+			return nil, apiError("InvalidLaunchTemplateName.NotFoundException", "The specified launch template does not exist.")
+		}
+		for _, o := range cfg.Overrides {
+			spec, known := byName[string(o.InstanceType)]
+			if !known || spec.OnDemand <= 0 {
+				out.Errors = append(out.Errors, fleetError(o, "InvalidFleetConfiguration", fmt.Sprintf("instance type %s is not offered", o.InstanceType), lifecycle))
+				continue
+			}
+			price := spec.OnDemand
+			if lifecycle == ec2types.InstanceLifecycleSpot {
+				price = instancetypes.SpotPrice(spec.Name, a.zoneOf(o), spec.OnDemand)
+			}
+			candidates = append(candidates, candidate{template: lt, override: o, spec: spec, price: price})
+		}
+	}
+	sort.SliceStable(candidates, func(i, j int) bool { return candidates[i].price < candidates[j].price })
+	for _, c := range candidates {
+		if len(out.Instances) >= want {
+			break
+		}
+		zone := a.zoneOf(c.override)
+		if a.unavailable[string(capacityType)+":"+c.spec.Name+":"+zone] {
+			out.Errors = append(out.Errors, fleetError(c.override, "InsufficientInstanceCapacity",
+				fmt.Sprintf("We currently do not have sufficient %s capacity in the Availability Zone you requested (%s).", c.spec.Name, zone), lifecycle))
+			continue
+		}
+		if msg := a.launchProblem(c); msg != "" {
+			out.Errors = append(out.Errors, fleetError(c.override, "InvalidParameterValue", msg, lifecycle))
+			continue
+		}
+		inst := a.launch(c, zone, lifecycle, in.TagSpecifications)
+		out.Instances = append(out.Instances, ec2types.CreateFleetInstance{
+			InstanceIds: []string{aws.ToString(inst.InstanceId)}, InstanceType: inst.InstanceType, Lifecycle: lifecycle,
+			LaunchTemplateAndOverrides: &ec2types.LaunchTemplateAndOverridesResponse{Overrides: &ec2types.FleetLaunchTemplateOverrides{
+				InstanceType: inst.InstanceType, SubnetId: inst.SubnetId, AvailabilityZone: aws.String(zone),
+			}},
+		})
+	}
+	if token != "" {
+		a.fleets[token] = out
+	}
+	return out, nil
+}
+
+func fleetError(o ec2types.FleetLaunchTemplateOverridesRequest, code, msg string, lifecycle ec2types.InstanceLifecycle) ec2types.CreateFleetError {
+	return ec2types.CreateFleetError{
+		ErrorCode: aws.String(code), ErrorMessage: aws.String(msg), Lifecycle: lifecycle,
+		LaunchTemplateAndOverrides: &ec2types.LaunchTemplateAndOverridesResponse{Overrides: &ec2types.FleetLaunchTemplateOverrides{
+			InstanceType: o.InstanceType, SubnetId: o.SubnetId, AvailabilityZone: o.AvailabilityZone,
+		}},
+	}
+}
+
+func (a *Account) template(spec *ec2types.FleetLaunchTemplateSpecificationRequest) *launchTemplate {
+	if spec == nil {
+		return nil
+	}
+	for name, lt := range a.templates {
+		if name == aws.ToString(spec.LaunchTemplateName) || aws.ToString(lt.template.LaunchTemplateId) == aws.ToString(spec.LaunchTemplateId) {
+			return lt
+		}
+	}
+	return nil
+}
+
+// zoneOf is the zone of an override: its own, or its subnet's.
+func (a *Account) zoneOf(o ec2types.FleetLaunchTemplateOverridesRequest) string {
+	if o.AvailabilityZone != nil {
+		return *o.AvailabilityZone
+	}
+	for _, s := range a.subnets {
+		if deref(s.SubnetId) == deref(o.SubnetId) {
+			return deref(s.AvailabilityZone)
+		}
+	}
+	return ""
+}
+
+// launchProblem checks what EC2 checks before launching: the image, the
+// subnet and the instance profile exist, and the image's architecture fits.
+func (a *Account) launchProblem(c candidate) string {
+	data := c.template.data
+	image := a.image(deref(data.ImageId))
+	if image == nil {
+		return fmt.Sprintf("The image id '[%s]' does not exist", deref(data.ImageId))
+	}
+	if arch := map[string]string{"amd64": "x86_64", "arm64": "arm64"}[c.spec.Arch]; string(image.Architecture) != arch {
+		return fmt.Sprintf("The architecture '%s' of the specified instance type does not match the architecture '%s' of the specified AMI", arch, image.Architecture)
+	}
+	if c.override.SubnetId == nil || !hasSubnet(a.subnets, *c.override.SubnetId) {
+		return fmt.Sprintf("The subnet ID '%s' does not exist", deref(c.override.SubnetId))
+	}
+	if data.IamInstanceProfile != nil {
+		if _, ok := a.profiles[deref(data.IamInstanceProfile.Name)]; !ok {
+			return fmt.Sprintf("Value (%s) for parameter iamInstanceProfile.name is invalid. Invalid IAM Instance Profile name", deref(data.IamInstanceProfile.Name))
+		}
+	}
+	return ""
+}
+
+func (a *Account) image(id string) *ec2types.Image {
+	for i := range a.images {
+		if deref(a.images[i].ImageId) == id {
+			return &a.images[i]
+		}
+	}
+	return nil
+}
+
+func (a *Account) launch(c candidate, zone string, lifecycle ec2types.InstanceLifecycle, specs []ec2types.TagSpecification) *Instance {
+	n := len(a.instances) + 1
+	data := c.template.data
+	inst := &Instance{
+		Instance: ec2types.Instance{
+			InstanceId: aws.String(fmt.Sprintf("i-%017x", n)), InstanceType: ec2types.InstanceType(c.spec.Name),
+			ImageId: data.ImageId, SubnetId: c.override.SubnetId, Placement: &ec2types.Placement{AvailabilityZone: aws.String(zone)},
+			PrivateDnsName:   aws.String(fmt.Sprintf("ip-10-0-%d-%d.ec2.internal", n/250, n%250+4)),
+			PrivateIpAddress: aws.String(fmt.Sprintf("10.0.%d.%d", n/250, n%250+4)),
+			State:            &ec2types.InstanceState{Name: ec2types.InstanceStateNameRunning, Code: aws.Int32(16)},
+			LaunchTime:       aws.Time(a.clock.Now()),
+		},
+		UserData: deref(data.UserData),
+	}
+	if lifecycle == ec2types.InstanceLifecycleSpot {
+		inst.InstanceLifecycle = ec2types.InstanceLifecycleTypeSpot
+	}
+	if data.IamInstanceProfile != nil {
+		inst.Profile = deref(data.IamInstanceProfile.Name)
+		inst.IamInstanceProfile = &ec2types.IamInstanceProfile{Arn: aws.String(fmt.Sprintf("arn:aws:iam::%s:instance-profile/%s", accountID, inst.Profile))}
+		for _, r := range a.profiles[inst.Profile].Roles {
+			inst.Role = aws.ToString(r.RoleName)
+		}
+	}
+	for _, spec := range specs {
+		if spec.ResourceType == ec2types.ResourceTypeInstance {
+			inst.Tags = append(inst.Tags, spec.Tags...)
+		}
+	}
+	a.instances = append(a.instances, inst)
+	return inst
+}
+
+// Instance is a simulated instance with what the simulated kubelet reads:
+// its user data (base64, as launched) and the role of its profile.
+type Instance struct {
+	ec2types.Instance
+	UserData string
+	Profile  string
+	Role     string
+}
+
+// Instances returns copies of the account's instances, in launch order.
+func (a *Account) Instances() []Instance {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]Instance, 0, len(a.instances))
+	for _, i := range a.instances {
+		c := *i
+		c.Tags = append([]ec2types.Tag(nil), i.Tags...)
+		out = append(out, c)
+	}
+	return out
+}
+
+// DescribeInstances lists instances by id and filters (instance-id,
+// instance-state-name, tag:KEY, tag-key).
+func (e *EC2) DescribeInstances(_ context.Context, in *ec2.DescribeInstancesInput, _ ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error) {
+	a := e.account
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, id := range in.InstanceIds {
+		if a.instance(id) == nil {
+			return nil, apiError("InvalidInstanceID.NotFound", fmt.Sprintf("The instance ID '%s' does not exist", id))
+		}
+	}
+	reservation := ec2types.Reservation{}
+	for _, inst := range a.instances {
+		if len(in.InstanceIds) > 0 && !contains(in.InstanceIds, deref(inst.InstanceId)) {
+			continue
+		}
+		ok, err := matches(in.Filters, func(name string) ([]string, bool) {
+			switch name {
+			case "instance-id":
+				return []string{deref(inst.InstanceId)}, true
+			case "instance-state-name":
+				return []string{string(inst.State.Name)}, true
+			}
+			return tagAttributes(inst.Tags, name)
+		})
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			c := inst.Instance
+			c.Tags = append([]ec2types.Tag(nil), inst.Tags...)
+			reservation.Instances = append(reservation.Instances, c)
+		}
+	}
+	out := &ec2.DescribeInstancesOutput{}
+	if len(reservation.Instances) > 0 {
+		out.Reservations = []ec2types.Reservation{reservation}
+	}
+	return out, nil
+}
+
+func (a *Account) instance(id string) *Instance {
+	for _, i := range a.instances {
+		if deref(i.InstanceId) == id {
+			return i
+		}
+	}
+	return nil
+}
+
+// TerminateInstances terminates instances; terminated instances stay
+// visible with state terminated.
+func (e *EC2) TerminateInstances(_ context.Context, in *ec2.TerminateInstancesInput, _ ...func(*ec2.Options)) (*ec2.TerminateInstancesOutput, error) {
+	a := e.account
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := &ec2.TerminateInstancesOutput{}
+	for _, id := range in.InstanceIds {
+		inst := a.instance(id)
+		if inst == nil {
+			return nil, apiError("InvalidInstanceID.NotFound", fmt.Sprintf("The instance ID '%s' does not exist", id))
+		}
+		previous := *inst.State
+		inst.State = &ec2types.InstanceState{Name: ec2types.InstanceStateNameTerminated, Code: aws.Int32(48)}
+		out.TerminatingInstances = append(out.TerminatingInstances, ec2types.InstanceStateChange{
+			InstanceId: aws.String(id), PreviousState: &previous, CurrentState: inst.State,
+		})
+	}
+	return out, nil
+}
+
+// CreateTags adds or replaces tags on instances.
+func (e *EC2) CreateTags(_ context.Context, in *ec2.CreateTagsInput, _ ...func(*ec2.Options)) (*ec2.CreateTagsOutput, error) {
+	a := e.account
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, id := range in.Resources {
+		if !strings.HasPrefix(id, "i-") {
+			return nil, apiError("InvalidParameterValue", "the simulated account tags instances only")
+		}
+		inst := a.instance(id)
+		if inst == nil {
+			return nil, apiError("InvalidInstanceID.NotFound", fmt.Sprintf("The instance ID '%s' does not exist", id))
+		}
+		for _, t := range in.Tags {
+			replaced := false
+			for i := range inst.Tags {
+				if deref(inst.Tags[i].Key) == deref(t.Key) {
+					inst.Tags[i].Value, replaced = t.Value, true
+				}
+			}
+			if !replaced {
+				inst.Tags = append(inst.Tags, t)
+			}
+		}
+	}
+	return &ec2.CreateTagsOutput{}, nil
+}
