@@ -354,3 +354,8 @@ func uniqueSorted(in []string) []string {
 	}
 	return out
 }
+
+// Compatible reports whether an instance type can meet requirements: every
+// label it provides is allowed and an offering exists in an allowed zone
+// and capacity type.
+func (it *InstanceType) Compatible(reqs Requirements) bool { return typeCompatible(it, reqs) }

@@ -1,0 +1,54 @@
+package provider
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// unavailableOfferings remembers offerings ("spot:m5.large:us-east-1a")
+// that recently failed for lack of capacity, for a fixed time.
+type unavailableOfferings struct {
+	mu    sync.Mutex
+	clock clock.PassiveClock
+	ttl   time.Duration
+	until map[string]time.Time
+}
+
+func newUnavailableOfferings(c clock.PassiveClock, ttl time.Duration) *unavailableOfferings {
+	return &unavailableOfferings{clock: c, ttl: ttl, until: map[string]time.Time{}}
+}
+
+func offeringKey(capacityType, instanceType, zone string) string {
+	return capacityType + ":" + instanceType + ":" + zone
+}
+
+func (u *unavailableOfferings) mark(capacityType, instanceType, zone string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.until[offeringKey(capacityType, instanceType, zone)] = u.clock.Now().Add(u.ttl)
+}
+
+func (u *unavailableOfferings) isUnavailable(capacityType, instanceType, zone string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	key := offeringKey(capacityType, instanceType, zone)
+	t, ok := u.until[key]
+	if ok && !u.clock.Now().Before(t) {
+		delete(u.until, key)
+		return false
+	}
+	return ok
+}
+
+// insufficientCapacityCodes are the fleet error codes that mean "no
+// capacity in this offering now".
+var insufficientCapacityCodes = map[string]bool{
+	"InsufficientInstanceCapacity":      true,
+	"MaxSpotInstanceCountExceeded":      true,
+	"VcpuLimitExceeded":                 true,
+	"UnfulfillableCapacity":             true,
+	"Unsupported":                       true,
+	"InsufficientFreeAddressesInSubnet": true,
+}

@@ -1,0 +1,129 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/cloudprovider"
+	"github.com/nodewright/nodewright/internal/scheduling"
+)
+
+// ParseProviderID splits aws:///<zone>/<instance-id>.
+func ParseProviderID(id string) (zone, instanceID string, err error) {
+	rest, ok := strings.CutPrefix(id, "aws:///")
+	zone, instanceID, found := strings.Cut(rest, "/")
+	if !ok || !found || !strings.HasPrefix(instanceID, "i-") {
+		return "", "", fmt.Errorf("provider ID %q is not aws:///<zone>/<instance-id>", id)
+	}
+	return zone, instanceID, nil
+}
+
+// Get returns the instance behind a provider ID; a terminated or unknown
+// instance is a NotFoundError. types, when given, fill capacity, allocatable
+// and labels.
+func (p *Provider) Get(ctx context.Context, id string, types ...*scheduling.InstanceType) (*cloudprovider.Instance, error) {
+	_, instanceID, err := ParseProviderID(id)
+	if err != nil {
+		return nil, err
+	}
+	out, err := p.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{instanceID}})
+	if err != nil {
+		if hasCode(err, "InvalidInstanceID.NotFound") {
+			return nil, &cloudprovider.NotFoundError{Message: "instance " + instanceID + " does not exist"}
+		}
+		return nil, fmt.Errorf("describing instance %s: %w", instanceID, err)
+	}
+	if len(out.Reservations) == 0 || len(out.Reservations[0].Instances) == 0 {
+		return nil, &cloudprovider.NotFoundError{Message: "instance " + instanceID + " does not exist"}
+	}
+	inst := out.Reservations[0].Instances[0]
+	if inst.State != nil && inst.State.Name == ec2types.InstanceStateNameTerminated {
+		return nil, &cloudprovider.NotFoundError{Message: "instance " + instanceID + " is terminated"}
+	}
+	return instanceOf(inst, types), nil
+}
+
+// List returns the cluster's instances that are not terminated, for
+// garbage collection.
+func (p *Provider) List(ctx context.Context) ([]*cloudprovider.Instance, error) {
+	var out []*cloudprovider.Instance
+	pages := ec2.NewDescribeInstancesPaginator(p.ec2, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{
+		{Name: aws.String("tag-key"), Values: []string{"kubernetes.io/cluster/" + p.cluster.Name}},
+		{Name: aws.String("instance-state-name"), Values: []string{"pending", "running", "stopping", "stopped", "shutting-down"}},
+	}})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("listing the cluster's instances: %w", err)
+		}
+		for _, r := range page.Reservations {
+			for _, inst := range r.Instances {
+				out = append(out, instanceOf(inst, nil))
+			}
+		}
+	}
+	return out, nil
+}
+
+// Delete terminates an instance. It returns nil while the instance is
+// being terminated and a NotFoundError once it is gone, so callers repeat
+// it until then.
+func (p *Provider) Delete(ctx context.Context, id string) error {
+	inst, err := p.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	if _, err := p.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{inst.InstanceID}}); err != nil {
+		if hasCode(err, "InvalidInstanceID.NotFound") {
+			return &cloudprovider.NotFoundError{Message: "instance " + inst.InstanceID + " does not exist"}
+		}
+		return fmt.Errorf("terminating instance %s: %w", inst.InstanceID, err)
+	}
+	return nil
+}
+
+func instanceOf(inst ec2types.Instance, types []*scheduling.InstanceType) *cloudprovider.Instance {
+	zone := ""
+	if inst.Placement != nil {
+		zone = aws.ToString(inst.Placement.AvailabilityZone)
+	}
+	capacityType := v1.CapacityTypeOnDemand
+	if inst.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot {
+		capacityType = v1.CapacityTypeSpot
+	}
+	out := &cloudprovider.Instance{
+		ProviderID: providerID(zone, aws.ToString(inst.InstanceId)), InstanceID: aws.ToString(inst.InstanceId),
+		InstanceType: string(inst.InstanceType), Zone: zone, CapacityType: capacityType, ImageID: aws.ToString(inst.ImageId),
+		Labels: map[string]string{
+			scheduling.LabelInstanceType: string(inst.InstanceType), scheduling.LabelZone: zone, v1.LabelCapacityType: capacityType,
+		},
+	}
+	if inst.State != nil {
+		out.State = string(inst.State.Name)
+	}
+	for _, t := range inst.Tags {
+		switch aws.ToString(t.Key) {
+		case "karpenter.sh/nodeclaim":
+			out.NodeClaim = aws.ToString(t.Value)
+		case v1.LabelNodePool:
+			out.NodePool = aws.ToString(t.Value)
+		}
+	}
+	for _, it := range types {
+		if it.Name == out.InstanceType {
+			out.Capacity, out.Allocatable = it.Capacity.List(), it.Allocatable.List()
+			for k, v := range it.Requirements.Labels() {
+				if _, set := out.Labels[k]; !set {
+					out.Labels[k] = v
+				}
+			}
+		}
+	}
+	return out
+}

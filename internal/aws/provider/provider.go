@@ -1,0 +1,389 @@
+// Package provider launches, finds and terminates the EC2 instances of
+// NodeClaims through the narrow SDK interfaces, so the simulated account
+// runs the same code as AWS.
+package provider
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/smithy-go"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/aws/nodeclass"
+	"github.com/nodewright/nodewright/internal/aws/sdk"
+	"github.com/nodewright/nodewright/internal/aws/userdata"
+	"github.com/nodewright/nodewright/internal/cloudprovider"
+	"github.com/nodewright/nodewright/internal/scheduling"
+)
+
+// UnavailableOfferingTTL is how long an offering that ran out of capacity
+// is not tried again.
+const UnavailableOfferingTTL = 3 * time.Minute
+
+// Provider is the AWS cloud provider.
+type Provider struct {
+	ec2         sdk.EC2
+	resolver    *nodeclass.Resolver
+	cluster     userdata.Cluster
+	unavailable *unavailableOfferings
+}
+
+// New returns a provider for a cluster.
+func New(ec2API sdk.EC2, resolver *nodeclass.Resolver, cluster userdata.Cluster, c clock.PassiveClock) *Provider {
+	return &Provider{ec2: ec2API, resolver: resolver, cluster: cluster, unavailable: newUnavailableOfferings(c, UnavailableOfferingTTL)}
+}
+
+// Create launches the instance of a NodeClaim: the cheapest offering its
+// requirements allow among the instance types given, on-demand only when
+// no spot offering is allowed and available. Launching again for the same
+// NodeClaim returns the same instance.
+func (p *Provider) Create(ctx context.Context, claim *v1.NodeClaim, class *awsv1.EC2NodeClass, types []*scheduling.InstanceType) (*cloudprovider.Instance, error) {
+	if err := ready(class); err != nil {
+		return nil, err
+	}
+	reqs := scheduling.Requirements{}
+	for _, r := range claim.Spec.Requirements {
+		reqs.Add(scheduling.NewRequirement(r.Key, r.Operator, r.Values...))
+	}
+	reqs.AddAll(scheduling.LabelRequirements(claim.Labels))
+	var candidates []*scheduling.InstanceType
+	for _, it := range types {
+		if it.Compatible(reqs) {
+			candidates = append(candidates, it)
+		}
+	}
+	if len(candidates) == 0 {
+		return nil, &cloudprovider.InsufficientCapacityError{Message: fmt.Sprintf("no instance type meets the requirements of NodeClaim %s", claim.Name)}
+	}
+	capacityType := p.capacityType(reqs, candidates)
+	subnets, err := p.resolver.Subnets(ctx, class)
+	if err != nil {
+		return nil, fmt.Errorf("launching NodeClaim %s: %w", claim.Name, err)
+	}
+	configs, err := p.launchTemplateConfigs(ctx, claim, class, reqs, candidates, capacityType, subnets)
+	if err != nil {
+		return nil, fmt.Errorf("launching NodeClaim %s: %w", claim.Name, err)
+	}
+	if len(configs) == 0 {
+		return nil, &cloudprovider.InsufficientCapacityError{Message: fmt.Sprintf("no %s offering of NodeClaim %s's instance types is available in a zone with a subnet", capacityType, claim.Name)}
+	}
+	in := &ec2.CreateFleetInput{
+		Type:                  ec2types.FleetTypeInstant,
+		ClientToken:           aws.String(clientToken(claim)),
+		LaunchTemplateConfigs: configs,
+		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{
+			TotalTargetCapacity: aws.Int32(1), DefaultTargetCapacityType: ec2types.DefaultTargetCapacityType(capacityType),
+		},
+		TagSpecifications: tagSpecifications(p.tags(claim, class), ec2types.ResourceTypeInstance, ec2types.ResourceTypeVolume, ec2types.ResourceTypeFleet),
+	}
+	if capacityType == v1.CapacityTypeSpot {
+		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}
+	} else {
+		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
+	}
+	out, err := p.ec2.CreateFleet(ctx, in)
+	if err != nil {
+		return nil, fmt.Errorf("launching NodeClaim %s: creating fleet: %w", claim.Name, err)
+	}
+	var problems []string
+	capacityOnly := true
+	for _, e := range out.Errors {
+		code := aws.ToString(e.ErrorCode)
+		if o := e.LaunchTemplateAndOverrides; insufficientCapacityCodes[code] && o != nil && o.Overrides != nil {
+			p.unavailable.mark(capacityType, string(o.Overrides.InstanceType), aws.ToString(o.Overrides.AvailabilityZone))
+		} else {
+			capacityOnly = false
+		}
+		problems = append(problems, code+": "+aws.ToString(e.ErrorMessage))
+	}
+	if len(out.Instances) == 0 || len(out.Instances[0].InstanceIds) == 0 {
+		msg := strings.Join(uniq(problems), "; ")
+		if capacityOnly {
+			return nil, &cloudprovider.InsufficientCapacityError{Message: msg}
+		}
+		return nil, fmt.Errorf("launching NodeClaim %s: %s", claim.Name, msg)
+	}
+	launched := out.Instances[0]
+	zone := ""
+	if o := launched.LaunchTemplateAndOverrides; o != nil && o.Overrides != nil {
+		zone = aws.ToString(o.Overrides.AvailabilityZone)
+	}
+	return p.Get(ctx, providerID(zone, launched.InstanceIds[0]), types...)
+}
+
+// ready refuses an EC2NodeClass that is not Ready for its generation.
+func ready(class *awsv1.EC2NodeClass) error {
+	c := meta.FindStatusCondition(class.Status.Conditions, awsv1.ConditionReady)
+	switch {
+	case c == nil:
+		return &cloudprovider.NodeClassNotReadyError{Message: fmt.Sprintf("EC2NodeClass %s has no Ready condition yet", class.Name)}
+	case c.ObservedGeneration != class.Generation:
+		return &cloudprovider.NodeClassNotReadyError{Message: fmt.Sprintf("EC2NodeClass %s changed and is being resolved again", class.Name)}
+	case c.Status != metav1.ConditionTrue:
+		return &cloudprovider.NodeClassNotReadyError{Message: fmt.Sprintf("EC2NodeClass %s: %s", class.Name, c.Message)}
+	}
+	return nil
+}
+
+// capacityType prefers spot when the requirements allow it and a spot
+// offering is available, and keeps to what the requirements allow.
+func (p *Provider) capacityType(reqs scheduling.Requirements, types []*scheduling.InstanceType) string {
+	r, constrained := reqs[v1.LabelCapacityType]
+	allowsSpot := !constrained || r.Has(v1.CapacityTypeSpot)
+	allowsOnDemand := !constrained || r.Has(v1.CapacityTypeOnDemand)
+	if !allowsSpot {
+		return v1.CapacityTypeOnDemand
+	}
+	if !allowsOnDemand {
+		return v1.CapacityTypeSpot
+	}
+	for _, it := range types {
+		for _, o := range it.Offerings {
+			if o.CapacityType == v1.CapacityTypeSpot && o.Available && zoneAllowed(reqs, o.Zone) && !p.unavailable.isUnavailable(o.CapacityType, it.Name, o.Zone) {
+				return v1.CapacityTypeSpot
+			}
+		}
+	}
+	return v1.CapacityTypeOnDemand
+}
+
+func zoneAllowed(reqs scheduling.Requirements, zone string) bool {
+	r, ok := reqs[scheduling.LabelZone]
+	return !ok || r.Has(zone)
+}
+
+// launchTemplateConfigs makes one launch template per AMI and pod limit
+// (user data differs), with one override per compatible instance type and
+// zone, in the subnet with the most free addresses there.
+func (p *Provider) launchTemplateConfigs(ctx context.Context, claim *v1.NodeClaim, class *awsv1.EC2NodeClass, reqs scheduling.Requirements,
+	types []*scheduling.InstanceType, capacityType string, subnets []nodeclass.Subnet) ([]ec2types.FleetLaunchTemplateConfigRequest, error) {
+	best := map[string]nodeclass.Subnet{}
+	for _, s := range subnets {
+		if cur, ok := best[s.Zone]; !ok || s.FreeIPs > cur.FreeIPs {
+			best[s.Zone] = s
+		}
+	}
+	type group struct {
+		ami     string
+		maxPods int64
+	}
+	amis := map[string]awsv1.AMI{}
+	overrides := map[group][]ec2types.FleetLaunchTemplateOverridesRequest{}
+	var order []group
+	for _, it := range types {
+		ami, ok := amiFor(it, class.Status.AMIs)
+		if !ok {
+			continue
+		}
+		amis[ami.ID] = ami
+		g := group{ami: ami.ID, maxPods: it.Capacity.Pods()}
+		for _, o := range it.Offerings {
+			subnet, hasSubnet := best[o.Zone]
+			if o.CapacityType != capacityType || !o.Available || !hasSubnet || !zoneAllowed(reqs, o.Zone) || p.unavailable.isUnavailable(capacityType, it.Name, o.Zone) {
+				continue
+			}
+			if _, seen := overrides[g]; !seen {
+				order = append(order, g)
+			}
+			overrides[g] = append(overrides[g], ec2types.FleetLaunchTemplateOverridesRequest{
+				InstanceType: ec2types.InstanceType(it.Name), SubnetId: aws.String(subnet.ID), AvailabilityZone: aws.String(o.Zone),
+			})
+		}
+	}
+	configs := make([]ec2types.FleetLaunchTemplateConfigRequest, 0, len(order))
+	for _, g := range order {
+		name, err := p.ensureLaunchTemplate(ctx, claim, class, amis[g.ami], g.maxPods)
+		if err != nil {
+			return nil, err
+		}
+		configs = append(configs, ec2types.FleetLaunchTemplateConfigRequest{
+			LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{LaunchTemplateName: aws.String(name), Version: aws.String("$Latest")},
+			Overrides:                   overrides[g],
+		})
+	}
+	return configs, nil
+}
+
+// amiFor picks the AMI whose requirements (architecture) the type meets.
+func amiFor(it *scheduling.InstanceType, amis []awsv1.AMI) (awsv1.AMI, bool) {
+	for _, ami := range amis {
+		if it.Compatible(scheduling.NewRequirements(ami.Requirements...)) {
+			return ami, true
+		}
+	}
+	return awsv1.AMI{}, false
+}
+
+// ensureLaunchTemplate finds or creates the launch template for the
+// content; its name is a hash of that content, so equal content shares one.
+func (p *Provider) ensureLaunchTemplate(ctx context.Context, claim *v1.NodeClaim, class *awsv1.EC2NodeClass, ami awsv1.AMI, maxPods int64) (string, error) {
+	labels := map[string]string{}
+	for k, v := range claim.Labels {
+		labels[k] = v
+	}
+	user := ""
+	if class.Spec.UserData != nil {
+		user = *class.Spec.UserData
+	}
+	node := userdata.Node{
+		Labels: labels, Taints: append(append([]corev1.Taint(nil), claim.Spec.Taints...), claim.Spec.StartupTaints...),
+		MaxPods: int32(maxPods), Kubelet: class.Spec.Kubelet, //nolint:gosec // pod limits are small
+	}
+	ud, err := userdata.Generate(nodeclass.Family(class), p.cluster, node, user)
+	if err != nil {
+		return "", err
+	}
+	data := &ec2types.RequestLaunchTemplateData{
+		ImageId:            aws.String(ami.ID),
+		UserData:           aws.String(base64.StdEncoding.EncodeToString([]byte(ud))),
+		IamInstanceProfile: &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String(class.Status.InstanceProfile)},
+		Monitoring:         &ec2types.LaunchTemplatesMonitoringRequest{Enabled: aws.Bool(aws.ToBool(class.Spec.DetailedMonitoring))},
+	}
+	for _, g := range class.Status.SecurityGroups {
+		data.SecurityGroupIds = append(data.SecurityGroupIds, g.ID)
+	}
+	if m := class.Spec.MetadataOptions; m != nil {
+		data.MetadataOptions = &ec2types.LaunchTemplateInstanceMetadataOptionsRequest{
+			HttpEndpoint:            ec2types.LaunchTemplateInstanceMetadataEndpointState(aws.ToString(m.HTTPEndpoint)),
+			HttpProtocolIpv6:        ec2types.LaunchTemplateInstanceMetadataProtocolIpv6(aws.ToString(m.HTTPProtocolIPv6)),
+			HttpPutResponseHopLimit: aws.Int32(int32(aws.ToInt64(m.HTTPPutResponseHopLimit))), //nolint:gosec // at most 64
+			HttpTokens:              ec2types.LaunchTemplateHttpTokensState(aws.ToString(m.HTTPTokens)),
+		}
+	}
+	for _, bdm := range class.Spec.BlockDeviceMappings {
+		if bdm == nil || bdm.EBS == nil {
+			continue
+		}
+		data.BlockDeviceMappings = append(data.BlockDeviceMappings, ec2types.LaunchTemplateBlockDeviceMappingRequest{
+			DeviceName: bdm.DeviceName,
+			Ebs: &ec2types.LaunchTemplateEbsBlockDeviceRequest{
+				VolumeSize: volumeGiB(bdm.EBS.VolumeSize), VolumeType: ec2types.VolumeType(aws.ToString(bdm.EBS.VolumeType)),
+				Encrypted: bdm.EBS.Encrypted, DeleteOnTermination: bdm.EBS.DeleteOnTermination, KmsKeyId: bdm.EBS.KMSKeyID,
+				SnapshotId: bdm.EBS.SnapshotID, Iops: int32Of(bdm.EBS.IOPS), Throughput: int32Of(bdm.EBS.Throughput),
+			},
+		})
+	}
+	content, err := json.Marshal(data)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(content)
+	name := "nodewright/" + p.cluster.Name + "/" + hex.EncodeToString(sum[:])[:20]
+	if _, err := p.ec2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{LaunchTemplateNames: []string{name}}); err == nil {
+		return name, nil
+	} else if !hasCode(err, "InvalidLaunchTemplateName.NotFoundException") {
+		return "", fmt.Errorf("finding launch template %s: %w", name, err)
+	}
+	tags := []ec2types.Tag{
+		{Key: aws.String("kubernetes.io/cluster/" + p.cluster.Name), Value: aws.String("owned")},
+		{Key: aws.String(awsv1.LabelEC2NodeClass), Value: aws.String(class.Name)},
+	}
+	_, err = p.ec2.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{
+		LaunchTemplateName: aws.String(name), LaunchTemplateData: data,
+		TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeLaunchTemplate, Tags: tags}},
+	})
+	if err != nil && !hasCode(err, "InvalidLaunchTemplateName.AlreadyExistsException") {
+		return "", fmt.Errorf("creating launch template %s: %w", name, err)
+	}
+	return name, nil
+}
+
+func volumeGiB(size *string) *int32 {
+	if size == nil {
+		return nil
+	}
+	s := *size
+	var n int32
+	var unit string
+	if _, err := fmt.Sscanf(s, "%d%s", &n, &unit); err != nil {
+		return nil
+	}
+	switch unit {
+	case "Ti", "T":
+		n *= 1024
+	}
+	return aws.Int32(n)
+}
+
+func int32Of(v *int64) *int32 {
+	if v == nil {
+		return nil
+	}
+	return aws.Int32(int32(*v)) //nolint:gosec // validated ranges
+}
+
+func hasCode(err error, code string) bool {
+	var apiErr smithy.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode() == code
+}
+
+// tags are the instance tags: the cluster's ownership, the NodePool,
+// NodeClaim and EC2NodeClass, and the EC2NodeClass's own tags.
+func (p *Provider) tags(claim *v1.NodeClaim, class *awsv1.EC2NodeClass) map[string]string {
+	tags := map[string]string{}
+	for k, v := range class.Spec.Tags {
+		tags[k] = v
+	}
+	tags["kubernetes.io/cluster/"+p.cluster.Name] = "owned"
+	tags["eks:eks-cluster-name"] = p.cluster.Name
+	tags[v1.LabelNodePool] = claim.Labels[v1.LabelNodePool]
+	tags["karpenter.sh/nodeclaim"] = claim.Name
+	tags[awsv1.LabelEC2NodeClass] = class.Name
+	return tags
+}
+
+func tagSpecifications(tags map[string]string, types ...ec2types.ResourceType) []ec2types.TagSpecification {
+	keys := make([]string, 0, len(tags))
+	for k := range tags {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	list := make([]ec2types.Tag, 0, len(keys))
+	for _, k := range keys {
+		list = append(list, ec2types.Tag{Key: aws.String(k), Value: aws.String(tags[k])})
+	}
+	out := make([]ec2types.TagSpecification, 0, len(types))
+	for _, t := range types {
+		out = append(out, ec2types.TagSpecification{ResourceType: t, Tags: list})
+	}
+	return out
+}
+
+// clientToken makes CreateFleet idempotent per NodeClaim.
+func clientToken(claim *v1.NodeClaim) string {
+	if claim.UID != "" {
+		return string(claim.UID)
+	}
+	return claim.Name
+}
+
+func providerID(zone, id string) string { return "aws:///" + zone + "/" + id }
+
+func uniq(in []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range in {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,250 @@
+package provider_test
+
+import (
+	"context"
+	"encoding/base64"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/aws/instancetypes"
+	"github.com/nodewright/nodewright/internal/aws/nodeclass"
+	"github.com/nodewright/nodewright/internal/aws/provider"
+	"github.com/nodewright/nodewright/internal/aws/userdata"
+	"github.com/nodewright/nodewright/internal/cloudprovider"
+	"github.com/nodewright/nodewright/internal/scheduling"
+	"github.com/nodewright/nodewright/internal/sim/account"
+	simaws "github.com/nodewright/nodewright/internal/sim/aws"
+)
+
+type fixture struct {
+	account  *simaws.Account
+	provider *provider.Provider
+	class    *awsv1.EC2NodeClass
+	types    []*scheduling.InstanceType
+}
+
+func setup(t *testing.T) *fixture {
+	t.Helper()
+	a := simaws.NewAccount()
+	a.Seed()
+	r := &nodeclass.Resolver{EC2: a.EC2(), SSM: a.SSM(), IAM: a.IAM(), ClusterName: account.ClusterName, KubernetesVersion: simaws.KubernetesVersion}
+	cluster := userdata.Cluster{Name: account.ClusterName, Endpoint: account.Endpoint, CABundle: account.CABundle, CIDR: account.ServiceCIDR, DNS: account.KubeDNSIP}
+	class := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default", Generation: 1}, Spec: awsv1.EC2NodeClassSpec{
+		AMISelectorTerms:           []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
+		Role:                       account.NodeRole,
+		SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": account.ClusterName}}},
+		SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": account.ClusterName}}},
+	}}
+	resolve(t, r, class)
+	types, err := (&instancetypes.Provider{EC2: a.EC2(), Pricing: a.Pricing(), Region: account.Region}).InstanceTypes(context.Background(), instancetypes.Options{Zones: account.Zones()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{account: a, provider: provider.New(a.EC2(), r, cluster, clock.RealClock{}), class: class, types: types}
+}
+
+// resolve fills the EC2NodeClass status as its controller would.
+func resolve(t *testing.T, r *nodeclass.Resolver, class *awsv1.EC2NodeClass) {
+	t.Helper()
+	ctx := context.Background()
+	var res nodeclass.Resolution
+	res.Subnets, res.SubnetsErr = r.Subnets(ctx, class)
+	res.SecurityGroups, res.SecurityGrpErr = r.SecurityGroups(ctx, class)
+	res.AMIs, res.AMIsErr = r.AMIs(ctx, class)
+	res.InstanceProfile, res.ProfileErr = r.InstanceProfile(ctx, class)
+	for _, s := range res.Subnets {
+		class.Status.Subnets = append(class.Status.Subnets, s.Subnet)
+	}
+	class.Status.SecurityGroups, class.Status.AMIs, class.Status.InstanceProfile = res.SecurityGroups, res.AMIs, res.InstanceProfile
+	for _, c := range nodeclass.Conditions(class, res) {
+		c.ObservedGeneration = class.Generation
+		class.Status.Conditions = append(class.Status.Conditions, c)
+	}
+}
+
+func claim(name string, reqs ...v1.NodeSelectorRequirementWithMinValues) *v1.NodeClaim {
+	return &v1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name), Labels: map[string]string{v1.LabelNodePool: "default"}},
+		Spec: v1.NodeClaimSpec{
+			Requirements:  reqs,
+			StartupTaints: []corev1.Taint{{Key: "node.cilium.io/agent-not-ready", Value: "true", Effect: corev1.TaintEffectNoExecute}},
+			NodeClassRef:  &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"},
+		},
+	}
+}
+
+func in(key string, values ...string) v1.NodeSelectorRequirementWithMinValues {
+	return v1.NodeSelectorRequirementWithMinValues{Key: key, Operator: corev1.NodeSelectorOpIn, Values: values}
+}
+
+// cheapest returns the cheapest available offering of the named types.
+func (f *fixture) cheapest(capacityType string, names ...string) (string, scheduling.Offering) {
+	best, bestType := scheduling.Offering{Price: 1e9}, ""
+	for _, it := range f.types {
+		for _, n := range names {
+			if it.Name != n {
+				continue
+			}
+			for _, o := range it.Offerings {
+				if o.CapacityType == capacityType && o.Price < best.Price {
+					best, bestType = o, it.Name
+				}
+			}
+		}
+	}
+	return bestType, best
+}
+
+func TestCreateLaunchesTheCheapestOffering(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	nc := claim("general-abcde", in(scheduling.LabelInstanceType, "m5.large", "m5.xlarge", "c5.large"))
+	inst, err := f.provider.Create(ctx, nc, f.class, f.types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantType, wantOffering := f.cheapest(v1.CapacityTypeSpot, "m5.large", "m5.xlarge", "c5.large")
+	if inst.InstanceType != wantType || inst.Zone != wantOffering.Zone || inst.CapacityType != v1.CapacityTypeSpot {
+		t.Errorf("launched %s %s in %s, want spot %s in %s", inst.CapacityType, inst.InstanceType, inst.Zone, wantType, wantOffering.Zone)
+	}
+	if inst.ProviderID != "aws:///"+inst.Zone+"/"+inst.InstanceID || inst.ImageID != "ami-al2023x8664" || inst.Allocatable == nil {
+		t.Errorf("instance %+v", inst)
+	}
+	launched := f.account.Instances()
+	if len(launched) != 1 {
+		t.Fatalf("%d instances launched", len(launched))
+	}
+	tags := map[string]string{}
+	for _, tg := range launched[0].Tags {
+		tags[aws.ToString(tg.Key)] = aws.ToString(tg.Value)
+	}
+	for k, v := range map[string]string{"kubernetes.io/cluster/nodewright-sim": "owned", "karpenter.sh/nodepool": "default", "karpenter.sh/nodeclaim": "general-abcde", "karpenter.k8s.aws/ec2nodeclass": "default", "eks:eks-cluster-name": "nodewright-sim"} {
+		if tags[k] != v {
+			t.Errorf("tag %s=%q, want %q", k, tags[k], v)
+		}
+	}
+	ud, err := base64.StdEncoding.DecodeString(launched[0].UserData)
+	if err != nil || !strings.Contains(string(ud), "key: karpenter.sh/unregistered") || !strings.Contains(string(ud), "node.cilium.io/agent-not-ready") {
+		t.Errorf("launched user data does not register the required taints:\n%s", ud)
+	}
+	if launched[0].Role != account.NodeRole {
+		t.Errorf("instance runs with role %q, want the node role", launched[0].Role)
+	}
+
+	// The same NodeClaim again: the same instance, nothing new launched.
+	again, err := f.provider.Create(ctx, nc, f.class, f.types)
+	if err != nil || again.InstanceID != inst.InstanceID || len(f.account.Instances()) != 1 {
+		t.Errorf("a retried launch must not create a second instance: %v %v, %d instances", again, err, len(f.account.Instances()))
+	}
+	// One launch template per pod limit (29 for m5.large and c5.large, 58
+	// for m5.xlarge); another NodeClaim with the same labels and taints
+	// reuses them.
+	countTemplates := func() int {
+		lts, err := f.account.EC2().DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(lts.LaunchTemplates)
+	}
+	if n := countTemplates(); n != 2 {
+		t.Errorf("%d launch templates, want 2", n)
+	}
+	if _, err := f.provider.Create(ctx, claim("general-fghij", in(scheduling.LabelInstanceType, "m5.large")), f.class, f.types); err != nil {
+		t.Fatal(err)
+	}
+	if n := countTemplates(); n != 2 {
+		t.Errorf("%d launch templates after a second launch with equal content, want still 2", n)
+	}
+}
+
+func TestArchitectureSelectsTheAMI(t *testing.T) {
+	f := setup(t)
+	inst, err := f.provider.Create(context.Background(), claim("arm", in(scheduling.LabelInstanceType, "t4g.large")), f.class, f.types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inst.ImageID != "ami-al2023arm64" {
+		t.Errorf("a t4g instance launched from %s, want the arm64 AMI", inst.ImageID)
+	}
+}
+
+func TestInsufficientCapacity(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	typ, cheapest := f.cheapest(v1.CapacityTypeSpot, "m5.large")
+	f.account.SetUnavailable("spot", typ, cheapest.Zone, true)
+	inst, err := f.provider.Create(ctx, claim("a", in(scheduling.LabelInstanceType, "m5.large")), f.class, f.types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inst.Zone == cheapest.Zone || inst.CapacityType != v1.CapacityTypeSpot {
+		t.Errorf("launched %s in %s; the cheapest zone %s had no capacity", inst.CapacityType, inst.Zone, cheapest.Zone)
+	}
+	for _, zone := range account.Zones() {
+		f.account.SetUnavailable("spot", "m5.large", zone, true)
+	}
+	_, err = f.provider.Create(ctx, claim("b", in(scheduling.LabelInstanceType, "m5.large")), f.class, f.types)
+	if !cloudprovider.IsInsufficientCapacity(err) {
+		t.Fatalf("no spot capacity anywhere: want an InsufficientCapacityError, got %v", err)
+	}
+	// The failed offerings are remembered: the next launch goes on-demand
+	// without trying spot again.
+	inst, err = f.provider.Create(ctx, claim("c", in(scheduling.LabelInstanceType, "m5.large")), f.class, f.types)
+	if err != nil || inst.CapacityType != v1.CapacityTypeOnDemand {
+		t.Errorf("after spot ran out: %+v %v", inst, err)
+	}
+	// Spot-only NodeClaims get the typed error.
+	_, err = f.provider.Create(ctx, claim("d", in(scheduling.LabelInstanceType, "m5.large"), in(v1.LabelCapacityType, "spot")), f.class, f.types)
+	if !cloudprovider.IsInsufficientCapacity(err) {
+		t.Errorf("spot-only with no spot: %v", err)
+	}
+}
+
+func TestNodeClassNotReady(t *testing.T) {
+	f := setup(t)
+	f.class.Generation = 2 // changed since it was resolved
+	_, err := f.provider.Create(context.Background(), claim("a", in(scheduling.LabelInstanceType, "m5.large")), f.class, f.types)
+	if !cloudprovider.IsNodeClassNotReady(err) || len(f.account.Instances()) != 0 {
+		t.Errorf("want NodeClassNotReady and no instance, got %v", err)
+	}
+}
+
+func TestGetListDelete(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	inst, err := f.provider.Create(ctx, claim("a", in(scheduling.LabelInstanceType, "m5.large")), f.class, f.types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed, err := f.provider.List(ctx)
+	if err != nil || len(listed) != 1 || listed[0].NodeClaim != "a" || listed[0].NodePool != "default" {
+		t.Fatalf("list: %+v %v", listed, err)
+	}
+	if err := f.provider.Delete(ctx, inst.ProviderID); err != nil {
+		t.Fatalf("first delete: %v", err)
+	}
+	if _, err := f.provider.Get(ctx, inst.ProviderID); !cloudprovider.IsNotFound(err) {
+		t.Errorf("get after termination: %v", err)
+	}
+	if err := f.provider.Delete(ctx, inst.ProviderID); !cloudprovider.IsNotFound(err) {
+		t.Errorf("delete after termination must report NotFound: %v", err)
+	}
+	if listed, _ := f.provider.List(ctx); len(listed) != 0 {
+		t.Errorf("terminated instances are not listed: %+v", listed)
+	}
+	if _, err := f.provider.Get(ctx, "aws:///us-east-1a/i-00000000000000999"); !cloudprovider.IsNotFound(err) {
+		t.Errorf("unknown instance: %v", err)
+	}
+	if _, err := f.provider.Get(ctx, "gce://project/zone/name"); err == nil {
+		t.Error("a foreign provider ID must be refused")
+	}
+}

@@ -1,0 +1,65 @@
+// Package cloudprovider is the boundary between nodewright's controllers
+// and a cloud: the instance a NodeClaim becomes, and the typed errors the
+// controllers act on. Cloud SDK errors are translated into these only at
+// the provider.
+package cloudprovider
+
+import (
+	"errors"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Instance is what the cloud launched for a NodeClaim.
+type Instance struct {
+	// ProviderID is the node's spec.providerID: aws:///<zone>/<instance-id>.
+	ProviderID   string
+	InstanceID   string
+	InstanceType string
+	Zone         string
+	CapacityType string
+	ImageID      string
+	// State is the cloud's instance state (running, terminated, ...).
+	State       string
+	Capacity    corev1.ResourceList
+	Allocatable corev1.ResourceList
+	// Labels the node will carry: instance type, zone, capacity type and
+	// the instance type's labels.
+	Labels map[string]string
+	// NodeClaim and NodePool are read from the instance's tags.
+	NodeClaim, NodePool string
+}
+
+// InsufficientCapacityError says no offering the NodeClaim allows has
+// capacity now; the NodeClaim is deleted and the scheduler tries others.
+type InsufficientCapacityError struct{ Message string }
+
+func (e *InsufficientCapacityError) Error() string { return "insufficient capacity: " + e.Message }
+
+// IsInsufficientCapacity reports an InsufficientCapacityError.
+func IsInsufficientCapacity(err error) bool {
+	var e *InsufficientCapacityError
+	return errors.As(err, &e)
+}
+
+// NotFoundError says the instance does not exist (or is terminated).
+type NotFoundError struct{ Message string }
+
+func (e *NotFoundError) Error() string { return "not found: " + e.Message }
+
+// IsNotFound reports a NotFoundError.
+func IsNotFound(err error) bool {
+	var e *NotFoundError
+	return errors.As(err, &e)
+}
+
+// NodeClassNotReadyError says the node class cannot launch yet, and why.
+type NodeClassNotReadyError struct{ Message string }
+
+func (e *NodeClassNotReadyError) Error() string { return "node class not ready: " + e.Message }
+
+// IsNodeClassNotReady reports a NodeClassNotReadyError.
+func IsNodeClassNotReady(err error) bool {
+	var e *NodeClassNotReadyError
+	return errors.As(err, &e)
+}
