@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
 	"github.com/nodewright/nodewright/internal/scheduling"
@@ -126,4 +127,23 @@ func instanceOf(inst ec2types.Instance, types []*scheduling.InstanceType) *cloud
 		}
 	}
 	return out
+}
+
+// DeleteLaunchTemplates deletes the launch templates nodewright made for an
+// EC2NodeClass of this cluster, when the EC2NodeClass is deleted.
+func (p *Provider) DeleteLaunchTemplates(ctx context.Context, nodeClass string) error {
+	out, err := p.ec2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{Filters: []ec2types.Filter{
+		{Name: aws.String("tag:kubernetes.io/cluster/" + p.cluster.Name), Values: []string{"owned"}},
+		{Name: aws.String("tag:" + awsv1.LabelEC2NodeClass), Values: []string{nodeClass}},
+	}})
+	if err != nil {
+		return fmt.Errorf("listing the launch templates of EC2NodeClass %s: %w", nodeClass, err)
+	}
+	for _, lt := range out.LaunchTemplates {
+		if _, err := p.ec2.DeleteLaunchTemplate(ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateName: lt.LaunchTemplateName}); err != nil &&
+			!hasCode(err, "InvalidLaunchTemplateName.NotFoundException") {
+			return fmt.Errorf("deleting launch template %s: %w", aws.ToString(lt.LaunchTemplateName), err)
+		}
+	}
+	return nil
 }

@@ -164,6 +164,12 @@ func TestCreateLaunchesTheCheapestOffering(t *testing.T) {
 	if n := countTemplates(); n != 2 {
 		t.Errorf("%d launch templates after a second launch with equal content, want still 2", n)
 	}
+	if err := f.provider.DeleteLaunchTemplates(ctx, "other"); err != nil || countTemplates() != 2 {
+		t.Errorf("another EC2NodeClass's cleanup must keep these: %v", err)
+	}
+	if err := f.provider.DeleteLaunchTemplates(ctx, "default"); err != nil || countTemplates() != 0 {
+		t.Errorf("cleanup of EC2NodeClass default: %d left, %v", countTemplates(), err)
+	}
 }
 
 func TestArchitectureSelectsTheAMI(t *testing.T) {
