@@ -47,13 +47,13 @@ func FuzzCommands(f *testing.F) {
 	f.Add("/etc/eks/bootstrap.sh c --kubelet-extra-args '--node-labels=a=b'\n")
 	f.Add("x=\"$(echo a)\"; /etc/eks/bootstrap.sh \"$x\" --apiserver-endpoint=${URL}\n")
 	f.Fuzz(func(t *testing.T, script string) {
-		cmds, err := commands([]byte(script))
+		cmds, err := Commands([]byte(script))
 		if err != nil {
 			return
 		}
 		for _, c := range cmds {
-			if len(c.args) != len(c.raw) {
-				t.Fatalf("%d arguments but %d raw words", len(c.args), len(c.raw))
+			if len(c.Args) != len(c.Raw) {
+				t.Fatalf("%d arguments but %d raw words", len(c.Args), len(c.Raw))
 			}
 		}
 	})

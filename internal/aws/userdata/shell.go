@@ -8,34 +8,35 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 )
 
-// command is a command a shell script runs, with its arguments as the
+// Command is a command a shell script runs, with its arguments as the
 // command receives them (quotes removed; variables left as ${NAME}).
-type command struct {
-	name string
-	args []string
-	// raw are the arguments as written, for messages.
-	raw []string
+type Command struct {
+	Name string
+	Args []string
+	// Raw are the arguments as written, for messages.
+	Raw []string
 }
 
-// commands parses a shell script and returns every simple command in it.
-func commands(script []byte) ([]command, error) {
+// Commands parses a shell script and returns every simple command in it,
+// in order.
+func Commands(script []byte) ([]Command, error) {
 	file, err := syntax.NewParser(syntax.KeepComments(false)).Parse(bytes.NewReader(script), "")
 	if err != nil {
 		return nil, err
 	}
-	var out []command
+	var out []Command
 	printer := syntax.NewPrinter()
 	syntax.Walk(file, func(node syntax.Node) bool {
 		call, ok := node.(*syntax.CallExpr)
 		if !ok || len(call.Args) == 0 {
 			return true
 		}
-		c := command{name: wordValue(call.Args[0])}
+		c := Command{Name: wordValue(call.Args[0])}
 		for _, w := range call.Args[1:] {
-			c.args = append(c.args, wordValue(w))
+			c.Args = append(c.Args, wordValue(w))
 			var b bytes.Buffer
 			_ = printer.Print(&b, w)
-			c.raw = append(c.raw, b.String())
+			c.Raw = append(c.Raw, b.String())
 		}
 		out = append(out, c)
 		return true
@@ -94,5 +95,5 @@ func unescape(s string) string {
 	return b.String()
 }
 
-// isBootstrap reports whether a command runs the EKS AL2 bootstrap script.
-func isBootstrap(name string) bool { return path.Base(name) == "bootstrap.sh" }
+// IsBootstrap reports whether a command runs the EKS AL2 bootstrap script.
+func IsBootstrap(name string) bool { return path.Base(name) == "bootstrap.sh" }

@@ -187,16 +187,16 @@ func (v *validation) nodeadmConfig(config map[string]any) {
 		strings.Join(taints, ", "))
 }
 
-// bootstrapOptions are bootstrap.sh's options that take a value as the
+// BootstrapOptions are bootstrap.sh's options that take a value as the
 // next word.
-var bootstrapOptions = []string{
+var BootstrapOptions = []string{
 	"--kubelet-extra-args", "--b64-cluster-ca", "--apiserver-endpoint", "--dns-cluster-ip", "--use-max-pods",
 	"--container-runtime", "--ip-family", "--service-ipv6-cidr", "--enable-docker-bridge", "--aws-api-retry-attempts",
 	"--docker-config-json", "--pause-container-account", "--pause-container-version", "--enable-local-outpost", "--cluster-id",
 }
 
 func (v *validation) shell(body []byte) {
-	cmds, err := commands(body)
+	cmds, err := Commands(body)
 	if err != nil {
 		if bytes.HasPrefix(bytes.TrimSpace(body), []byte("#!")) {
 			v.add(CodeUnreadable, Warning, "the user data script cannot be parsed as shell: %v", err)
@@ -204,21 +204,21 @@ func (v *validation) shell(body []byte) {
 		return
 	}
 	for _, c := range cmds {
-		if !isBootstrap(c.name) {
+		if !IsBootstrap(c.Name) {
 			continue
 		}
 		v.bootstrapCall(c)
 	}
 }
 
-func (v *validation) bootstrapCall(c command) {
+func (v *validation) bootstrapCall(c Command) {
 	var extraArgs []string
-	for i := 0; i < len(c.args); i++ {
-		arg := c.args[i]
-		if name, value, ok := strings.Cut(arg, "="); ok && contains(bootstrapOptions, name) {
+	for i := 0; i < len(c.Args); i++ {
+		arg := c.Args[i]
+		if name, value, ok := strings.Cut(arg, "="); ok && contains(BootstrapOptions, name) {
 			v.add(CodeBootstrapArgsMalformed, Error,
 				"bootstrap.sh is called with %s: bootstrap.sh takes its options as two words (%s VALUE), and does not understand the %s=VALUE form, so it ignores it. Write %s '%s'",
-				c.raw[i], name, name, name, value)
+				c.Raw[i], name, name, name, value)
 			if name == "--kubelet-extra-args" {
 				for _, flag := range registerFlags(strings.Fields(value)) {
 					v.ignored = append(v.ignored, splitTaints(strings.NewReplacer(`"`, "", `'`, "").Replace(flag.value))...)
@@ -226,11 +226,11 @@ func (v *validation) bootstrapCall(c command) {
 			}
 			continue
 		}
-		if contains(bootstrapOptions, arg) && i+1 < len(c.args) {
+		if contains(BootstrapOptions, arg) && i+1 < len(c.Args) {
 			if arg == "--kubelet-extra-args" {
-				v.nestedQuotes(c.raw[i+1], c.args[i+1])
+				v.nestedQuotes(c.Raw[i+1], c.Args[i+1])
 				// systemd removes the double quotes when it starts the kubelet.
-				extraArgs = append(extraArgs, strings.Fields(strings.ReplaceAll(c.args[i+1], `"`, ""))...)
+				extraArgs = append(extraArgs, strings.Fields(strings.ReplaceAll(c.Args[i+1], `"`, ""))...)
 			}
 			i++
 		}
@@ -251,7 +251,7 @@ func (v *validation) bootstrapCall(c command) {
 		}
 		v.add(CodeUserCallsBootstrap, Error,
 			"the user data runs %s itself: it starts the kubelet before the bootstrap.sh call nodewright generates, and the node registers %s — not with %s or the NodePool's taints — so it would never be matched to its NodeClaim. Remove the call and put kubelet settings in spec.kubelet and taints in the NodePool",
-			c.name, registers, UnregisteredTaint)
+			c.Name, registers, UnregisteredTaint)
 	}
 }
 
@@ -317,13 +317,26 @@ type flagValue struct{ text, value string }
 
 // registerFlags finds --register-with-taints in kubelet arguments, as
 // --register-with-taints=VALUE or as two words.
-func registerFlags(words []string) []flagValue {
+func registerFlags(words []string) []flagValue { return flagValues(words, "--register-with-taints") }
+
+// FlagValues returns the values of a kubelet flag, given as --flag=VALUE or
+// as two words, in order.
+func FlagValues(words []string, flag string) []string {
+	values := flagValues(words, flag)
+	out := make([]string, 0, len(values))
+	for _, f := range values {
+		out = append(out, f.value)
+	}
+	return out
+}
+
+func flagValues(words []string, flag string) []flagValue {
 	var out []flagValue
 	for i := 0; i < len(words); i++ {
 		w := words[i]
-		if value, ok := strings.CutPrefix(w, "--register-with-taints="); ok {
+		if value, ok := strings.CutPrefix(w, flag+"="); ok {
 			out = append(out, flagValue{text: w, value: value})
-		} else if w == "--register-with-taints" && i+1 < len(words) {
+		} else if w == flag && i+1 < len(words) {
 			out = append(out, flagValue{text: w + " " + words[i+1], value: words[i+1]})
 			i++
 		}

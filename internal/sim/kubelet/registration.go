@@ -1,0 +1,259 @@
+// Package kubelet simulates the node side of a launch: it reads an
+// instance's user data the way the node would and decides how (and
+// whether) the kubelet registers the Node.
+package kubelet
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+	corev1 "k8s.io/api/core/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	"github.com/nodewright/nodewright/internal/aws/userdata"
+)
+
+// Registration is how the kubelet registers its Node.
+type Registration struct {
+	Labels  map[string]string
+	Taints  []corev1.Taint
+	MaxPods int32
+	// ExternalCloudProvider: the kubelet runs with --cloud-provider=external
+	// and so adds node.cloudprovider.kubernetes.io/uninitialized until the
+	// cloud controller manager initialises the node.
+	ExternalCloudProvider bool
+}
+
+// NoKubeletError says the user data never starts the kubelet.
+type NoKubeletError struct{ Reason string }
+
+func (e *NoKubeletError) Error() string { return "the kubelet never starts: " + e.Reason }
+
+// Read interprets base64 user data of an AMI family as the node would.
+func Read(family, encoded string) (*Registration, error) {
+	data, err := base64.StdEncoding.DecodeString(encoded)
+	if err != nil {
+		return nil, fmt.Errorf("user data is not base64: %w", err)
+	}
+	parts, err := userdata.Split(data)
+	if err != nil {
+		return nil, &NoKubeletError{Reason: "cloud-init cannot read the user data: " + err.Error()}
+	}
+	switch family {
+	case awsv1.AMIFamilyBottlerocket:
+		return bottlerocket(parts)
+	case awsv1.AMIFamilyAL2023:
+		return nodeadm(parts)
+	}
+	// AL2 runs the scripts; Custom is read as written: nodeadm documents
+	// if there are any, else scripts.
+	for _, p := range parts {
+		if family == awsv1.AMIFamilyCustom && p.ContentType == userdata.ContentTypeNodeadm {
+			return nodeadm(parts)
+		}
+	}
+	return scripts(parts)
+}
+
+// nodeadm merges NodeConfig documents in order: kubelet.config deep-merged
+// with later values winning and lists replaced, kubelet.flags appended.
+// Flags override the configuration on the kubelet.
+func nodeadm(parts []userdata.Part) (*Registration, error) {
+	config := map[string]any{}
+	var flags []string
+	found := false
+	for _, p := range parts {
+		if p.ContentType != userdata.ContentTypeNodeadm {
+			continue
+		}
+		reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(p.Body)))
+		for {
+			doc, err := reader.Read()
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			if err != nil {
+				return nil, &NoKubeletError{Reason: "nodeadm cannot read a NodeConfig: " + err.Error()}
+			}
+			var nc struct {
+				Kind string `json:"kind"`
+				Spec struct {
+					Kubelet struct {
+						Config map[string]any `json:"config"`
+						Flags  []string       `json:"flags"`
+					} `json:"kubelet"`
+				} `json:"spec"`
+			}
+			if err := yaml.Unmarshal(doc, &nc); err != nil {
+				return nil, &NoKubeletError{Reason: "nodeadm cannot read a NodeConfig: " + err.Error()}
+			}
+			if nc.Kind != "NodeConfig" {
+				continue
+			}
+			found = true
+			merge(config, nc.Spec.Kubelet.Config)
+			flags = append(flags, nc.Spec.Kubelet.Flags...)
+		}
+	}
+	if !found {
+		return nil, &NoKubeletError{Reason: "no nodeadm NodeConfig in the user data"}
+	}
+	reg := &Registration{Labels: map[string]string{}, ExternalCloudProvider: true}
+	if raw, ok := config["registerWithTaints"].([]any); ok {
+		for _, item := range raw {
+			m, _ := item.(map[string]any)
+			key, _ := m["key"].(string)
+			value, _ := m["value"].(string)
+			effect, _ := m["effect"].(string)
+			reg.Taints = append(reg.Taints, corev1.Taint{Key: key, Value: value, Effect: corev1.TaintEffect(effect)})
+		}
+	}
+	if v, ok := config["maxPods"].(float64); ok {
+		reg.MaxPods = int32(v)
+	}
+	var words []string
+	for _, f := range flags {
+		words = append(words, strings.Fields(f)...)
+	}
+	applyFlags(reg, words)
+	return reg, nil
+}
+
+// merge deep-merges src into dst: maps merge, everything else (lists
+// included) is replaced.
+func merge(dst, src map[string]any) {
+	for k, v := range src {
+		if sm, ok := v.(map[string]any); ok {
+			if dm, ok := dst[k].(map[string]any); ok {
+				merge(dm, sm)
+				continue
+			}
+		}
+		dst[k] = v
+	}
+}
+
+// applyFlags applies kubelet flags; the last occurrence of a flag wins and
+// flags override the configuration file.
+func applyFlags(reg *Registration, words []string) {
+	if v := userdata.FlagValues(words, "--register-with-taints"); len(v) > 0 {
+		reg.Taints = parseTaints(v[len(v)-1])
+	}
+	if v := userdata.FlagValues(words, "--node-labels"); len(v) > 0 {
+		for _, kv := range strings.Split(v[len(v)-1], ",") {
+			if k, val, ok := strings.Cut(kv, "="); ok && k != "" {
+				reg.Labels[k] = val
+			}
+		}
+	}
+	if v := userdata.FlagValues(words, "--max-pods"); len(v) > 0 {
+		if n, err := strconv.Atoi(v[len(v)-1]); err == nil {
+			reg.MaxPods = int32(n) //nolint:gosec // pod limits are small
+		}
+	}
+}
+
+// parseTaints reads the kubelet's taint list key[=value]:Effect,...; the
+// characters stay as given (quotes included).
+func parseTaints(value string) []corev1.Taint {
+	var out []corev1.Taint
+	for _, t := range strings.Split(value, ",") {
+		if t = strings.TrimSpace(t); t == "" {
+			continue
+		}
+		keyValue, effect, _ := strings.Cut(t, ":")
+		key, val, _ := strings.Cut(keyValue, "=")
+		out = append(out, corev1.Taint{Key: key, Value: val, Effect: corev1.TaintEffect(effect)})
+	}
+	return out
+}
+
+// scripts runs the shell parts: the first bootstrap.sh call starts the
+// kubelet, with the kubelet arguments of its --kubelet-extra-args (two
+// words; the --opt=value form is not understood and ignored). systemd
+// passes those arguments on, splitting at spaces and removing double
+// quotes. Taints only apply when the Node is created, so later calls do
+// not change the registration.
+func scripts(parts []userdata.Part) (*Registration, error) {
+	for _, p := range parts {
+		if p.ContentType != userdata.ContentTypeShell && p.ContentType != userdata.ContentTypeText {
+			continue
+		}
+		cmds, err := userdata.Commands(p.Body)
+		if err != nil {
+			return nil, &NoKubeletError{Reason: "a user data script does not run: " + err.Error()}
+		}
+		for _, c := range cmds {
+			if !userdata.IsBootstrap(c.Name) {
+				continue
+			}
+			reg := &Registration{Labels: map[string]string{}, ExternalCloudProvider: true}
+			for i := 0; i < len(c.Args); i++ {
+				arg := c.Args[i]
+				if !contains(userdata.BootstrapOptions, arg) || i+1 >= len(c.Args) {
+					continue // positional, or an option bootstrap.sh does not understand
+				}
+				if arg == "--kubelet-extra-args" {
+					applyFlags(reg, strings.Fields(strings.ReplaceAll(c.Args[i+1], `"`, "")))
+				}
+				i++
+			}
+			return reg, nil
+		}
+	}
+	return nil, &NoKubeletError{Reason: "no script runs /etc/eks/bootstrap.sh"}
+}
+
+func bottlerocket(parts []userdata.Part) (*Registration, error) {
+	if len(parts) != 1 {
+		return nil, &NoKubeletError{Reason: "Bottlerocket settings must be a single TOML document"}
+	}
+	var doc struct {
+		Settings struct {
+			Kubernetes struct {
+				NodeLabels map[string]string   `toml:"node-labels"`
+				NodeTaints map[string][]string `toml:"node-taints"`
+				MaxPods    int32               `toml:"max-pods"`
+			} `toml:"kubernetes"`
+		} `toml:"settings"`
+	}
+	if err := toml.Unmarshal(parts[0].Body, &doc); err != nil {
+		return nil, &NoKubeletError{Reason: "Bottlerocket cannot read its settings: " + err.Error()}
+	}
+	k := doc.Settings.Kubernetes
+	reg := &Registration{Labels: map[string]string{}, MaxPods: k.MaxPods, ExternalCloudProvider: true}
+	for key, v := range k.NodeLabels {
+		reg.Labels[key] = v
+	}
+	keys := make([]string, 0, len(k.NodeTaints))
+	for key := range k.NodeTaints {
+		keys = append(keys, key)
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		for _, v := range k.NodeTaints[key] {
+			value, effect, _ := strings.Cut(v, ":")
+			reg.Taints = append(reg.Taints, corev1.Taint{Key: key, Value: value, Effect: corev1.TaintEffect(effect)})
+		}
+	}
+	return reg, nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
