@@ -1,0 +1,73 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/aws/instancetypes"
+	"github.com/nodewright/nodewright/internal/cloudprovider"
+)
+
+// CloudProvider is the AWS provider as controllers use it: NodeClaims in,
+// instances out; it looks up the EC2NodeClass and instance types itself.
+type CloudProvider struct {
+	Kube     client.Reader
+	Provider *Provider
+	Types    *instancetypes.Cache
+}
+
+// Create launches the instance of a NodeClaim.
+func (c *CloudProvider) Create(ctx context.Context, claim *v1.NodeClaim) (*cloudprovider.Instance, error) {
+	class, err := c.nodeClass(ctx, claim)
+	if err != nil {
+		return nil, err
+	}
+	specs, err := c.Types.Specs(ctx)
+	if err != nil && specs == nil {
+		return nil, fmt.Errorf("reading instance types: %w", err)
+	}
+	zones := map[string]bool{}
+	var zoneList []string
+	for _, s := range class.Status.Subnets {
+		if !zones[s.Zone] {
+			zones[s.Zone] = true
+			zoneList = append(zoneList, s.Zone)
+		}
+	}
+	types := instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: zoneList, Kubelet: class.Spec.Kubelet})
+	return c.Provider.Create(ctx, claim, class, types)
+}
+
+// Get returns a NodeClaim's instance.
+func (c *CloudProvider) Get(ctx context.Context, providerID string) (*cloudprovider.Instance, error) {
+	return c.Provider.Get(ctx, providerID)
+}
+
+// Delete terminates an instance (NotFound once it is gone).
+func (c *CloudProvider) Delete(ctx context.Context, providerID string) error {
+	return c.Provider.Delete(ctx, providerID)
+}
+
+// List returns the cluster's instances.
+func (c *CloudProvider) List(ctx context.Context) ([]*cloudprovider.Instance, error) {
+	return c.Provider.List(ctx)
+}
+
+func (c *CloudProvider) nodeClass(ctx context.Context, claim *v1.NodeClaim) (*awsv1.EC2NodeClass, error) {
+	ref := claim.Spec.NodeClassRef
+	if ref == nil || ref.Kind != "EC2NodeClass" || ref.Group != awsv1.Group {
+		return nil, &cloudprovider.NodeClassNotReadyError{Message: fmt.Sprintf("NodeClaim %s does not reference an EC2NodeClass", claim.Name)}
+	}
+	class := &awsv1.EC2NodeClass{}
+	if err := c.Kube.Get(ctx, client.ObjectKey{Name: ref.Name}, class); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			return nil, &cloudprovider.NodeClassNotReadyError{Message: fmt.Sprintf("EC2NodeClass %s does not exist", ref.Name)}
+		}
+		return nil, err
+	}
+	return class, nil
+}

@@ -1,0 +1,55 @@
+package lifecycle
+
+import (
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/nodewright/nodewright/api/v1"
+)
+
+// Condition reasons of NodeClaims.
+const (
+	ReasonLaunched                 = "Launched"
+	ReasonLaunchFailed             = "LaunchFailed"
+	ReasonRegistered               = "Registered"
+	ReasonNodeNotFound             = "NodeNotFound"
+	ReasonMultipleNodesFound       = "MultipleNodesFound"
+	ReasonUnregisteredTaintMissing = "UnregisteredTaintMissing"
+	ReasonInitialized              = "Initialized"
+	ReasonNodeNotReady             = "NodeNotReady"
+	ReasonStartupTaintsExist       = "StartupTaintsExist"
+	ReasonEphemeralTaintsExist     = "KnownEphemeralTaintsExist"
+	ReasonResourceNotRegistered    = "ResourceNotRegistered"
+	ReasonNotLaunched              = "NotLaunched"
+	ReasonNotRegistered            = "NotRegistered"
+	ReasonReady                    = "Ready"
+)
+
+// set records a condition, keeping its transition time when the status
+// does not change.
+func set(conds *[]metav1.Condition, now metav1.Time, generation int64, condType string, status metav1.ConditionStatus, reason, message string) {
+	c := metav1.Condition{Type: condType, Status: status, Reason: reason, Message: message, ObservedGeneration: generation, LastTransitionTime: now}
+	if old := meta.FindStatusCondition(*conds, condType); old != nil && old.Status == status {
+		c.LastTransitionTime = old.LastTransitionTime
+	}
+	meta.SetStatusCondition(conds, c)
+}
+
+func isTrue(conds []metav1.Condition, condType string) bool {
+	return meta.IsStatusConditionTrue(conds, condType)
+}
+
+// readyCondition derives Ready from Launched, Registered and Initialized:
+// True when all are, else False with the reason of the first that is not.
+func readyCondition(conds []metav1.Condition) (metav1.ConditionStatus, string, string) {
+	for _, t := range []string{v1.ConditionLaunched, v1.ConditionRegistered, v1.ConditionInitialized} {
+		c := meta.FindStatusCondition(conds, t)
+		if c == nil {
+			return metav1.ConditionFalse, "Not" + t, t + " has not been determined yet"
+		}
+		if c.Status != metav1.ConditionTrue {
+			return metav1.ConditionFalse, c.Reason, c.Message
+		}
+	}
+	return metav1.ConditionTrue, ReasonReady, ""
+}

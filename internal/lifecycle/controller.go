@@ -1,0 +1,426 @@
+// Package lifecycle carries each NodeClaim through launch, registration,
+// initialization and liveness, and deletes its node and instance when the
+// NodeClaim is deleted.
+package lifecycle
+
+import (
+	"context"
+
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/cloudprovider"
+)
+
+// CloudProvider launches, finds and deletes the instances of NodeClaims.
+type CloudProvider interface {
+	Create(ctx context.Context, claim *v1.NodeClaim) (*cloudprovider.Instance, error)
+	Get(ctx context.Context, providerID string) (*cloudprovider.Instance, error)
+	Delete(ctx context.Context, providerID string) error
+}
+
+// Options are the lifecycle's timeouts.
+type Options struct {
+	// LaunchTimeout: a NodeClaim not launched this long after creation is
+	// deleted.
+	LaunchTimeout time.Duration
+	// RegistrationTimeout: a NodeClaim whose node has not registered this
+	// long after creation is deleted.
+	RegistrationTimeout time.Duration
+	// EphemeralTaintTimeout: after this long, a known ephemeral taint still
+	// on the node is reported with the component that should remove it.
+	EphemeralTaintTimeout time.Duration
+	// Poll is how often a NodeClaim waiting for its node is looked at again.
+	Poll time.Duration
+}
+
+// DefaultOptions are the reference timeouts.
+func DefaultOptions() Options {
+	return Options{LaunchTimeout: 5 * time.Minute, RegistrationTimeout: 15 * time.Minute, EphemeralTaintTimeout: 2 * time.Minute, Poll: 2 * time.Second}
+}
+
+// providerIDField indexes Nodes by spec.providerID.
+const providerIDField = "spec.providerID"
+
+// Controller is the NodeClaim lifecycle controller.
+type Controller struct {
+	Client   client.Client
+	Cloud    CloudProvider
+	Recorder record.EventRecorder
+	Clock    clock.PassiveClock
+	Options  Options
+}
+
+// SetupWithManager registers the controller and the Node index it uses;
+// Node changes wake the NodeClaim they belong to.
+func (c *Controller) SetupWithManager(ctx context.Context, mgr manager.Manager) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Node{}, providerIDField, func(o client.Object) []string {
+		return []string{o.(*corev1.Node).Spec.ProviderID}
+	}); err != nil {
+		return err
+	}
+	return ctrl.ControllerManagedBy(mgr).Named("nodeclaim.lifecycle").For(&v1.NodeClaim{}).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.claimOfNode)).
+		Complete(c)
+}
+
+func (c *Controller) claimOfNode(ctx context.Context, o client.Object) []reconcile.Request {
+	node := o.(*corev1.Node)
+	claims := &v1.NodeClaimList{}
+	if err := c.Client.List(ctx, claims); err != nil {
+		return nil
+	}
+	for _, nc := range claims.Items {
+		if nc.Status.ProviderID != "" && nc.Status.ProviderID == node.Spec.ProviderID {
+			return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(&nc)}}
+		}
+	}
+	return nil
+}
+
+// Reconcile moves one NodeClaim along its lifecycle.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	nc := &v1.NodeClaim{}
+	if err := c.Client.Get(ctx, req.NamespacedName, nc); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !nc.DeletionTimestamp.IsZero() {
+		return c.finalize(ctx, nc)
+	}
+	if !controllerutil.ContainsFinalizer(nc, v1.TerminationFinalizer) {
+		before := nc.DeepCopy()
+		controllerutil.AddFinalizer(nc, v1.TerminationFinalizer)
+		if err := c.Client.Patch(ctx, nc, client.MergeFrom(before)); err != nil {
+			return reconcile.Result{}, fmt.Errorf("adding the finalizer to NodeClaim %s: %w", nc.Name, err)
+		}
+	}
+	before := nc.DeepCopy()
+	now := metav1.NewTime(c.Clock.Now())
+	deleted, launchErr := c.launch(ctx, nc, now)
+	if deleted {
+		return reconcile.Result{}, nil
+	}
+	var node *corev1.Node
+	if launchErr == nil && nc.Status.ProviderID != "" {
+		var err error
+		if node, err = c.register(ctx, nc, now); err != nil {
+			return reconcile.Result{}, err
+		}
+		if node != nil {
+			if err := c.initialize(ctx, nc, node, now); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
+	}
+	if deleted, err := c.liveness(ctx, nc); deleted || err != nil {
+		return reconcile.Result{}, err
+	}
+	status, reason, message := readyCondition(nc.Status.Conditions)
+	set(&nc.Status.Conditions, now, nc.Generation, v1.ConditionReady, status, reason, message)
+	if err := c.patch(ctx, before, nc); err != nil {
+		return reconcile.Result{}, err
+	}
+	if launchErr != nil {
+		return reconcile.Result{}, launchErr
+	}
+	if status != metav1.ConditionTrue {
+		return reconcile.Result{RequeueAfter: c.Options.Poll}, nil
+	}
+	return reconcile.Result{}, nil
+}
+
+// patch writes labels (metadata) and status. Both patches carry the
+// resourceVersion read, so a decision made on a stale NodeClaim fails and
+// is made again on the current one instead of overwriting newer status.
+func (c *Controller) patch(ctx context.Context, before, nc *v1.NodeClaim) error {
+	status := nc.Status
+	if !equalLabels(before.Labels, nc.Labels) {
+		if err := c.Client.Patch(ctx, nc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+			return fmt.Errorf("patching NodeClaim %s: %w", nc.Name, err)
+		}
+		nc.Status = status
+		before = before.DeepCopy()
+		before.ResourceVersion = nc.ResourceVersion
+	}
+	if err := c.Client.Status().Patch(ctx, nc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("patching the status of NodeClaim %s: %w", nc.Name, err)
+	}
+	return nil
+}
+
+func equalLabels(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if bv, ok := b[k]; !ok || bv != v {
+			return false
+		}
+	}
+	return true
+}
+
+// launch creates the instance once. Capacity and node class problems
+// delete the NodeClaim so the provisioner can try elsewhere; other errors
+// are retried.
+func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim, now metav1.Time) (bool, error) {
+	if nc.Status.ProviderID != "" {
+		return false, nil
+	}
+	inst, err := c.Cloud.Create(ctx, nc)
+	switch {
+	case cloudprovider.IsInsufficientCapacity(err) || cloudprovider.IsNodeClassNotReady(err):
+		reason := "InsufficientCapacity"
+		if cloudprovider.IsNodeClassNotReady(err) {
+			reason = "NodeClassNotReady"
+		}
+		c.Recorder.Eventf(nc, corev1.EventTypeWarning, reason, "deleting NodeClaim %s, it cannot be launched: %v", nc.Name, err)
+		return true, client.IgnoreNotFound(c.Client.Delete(ctx, nc))
+	case err != nil:
+		set(&nc.Status.Conditions, now, nc.Generation, v1.ConditionLaunched, metav1.ConditionUnknown, ReasonLaunchFailed, err.Error())
+		return false, fmt.Errorf("launching NodeClaim %s: %w", nc.Name, err)
+	}
+	nc.Status.ProviderID, nc.Status.ImageID = inst.ProviderID, inst.ImageID
+	nc.Status.Capacity, nc.Status.Allocatable = inst.Capacity, inst.Allocatable
+	if nc.Labels == nil {
+		nc.Labels = map[string]string{}
+	}
+	for k, v := range inst.Labels {
+		nc.Labels[k] = v
+	}
+	set(&nc.Status.Conditions, now, nc.Generation, v1.ConditionLaunched, metav1.ConditionTrue, ReasonLaunched,
+		fmt.Sprintf("%s %s in %s", inst.CapacityType, inst.InstanceType, inst.Zone))
+	return false, nil
+}
+
+// register finds the NodeClaim's Node and, the first time, makes it the
+// NodeClaim's: finalizer, owner, labels, taints; then removes
+// karpenter.sh/unregistered. A node that registered without that taint is
+// reported, never silently accepted.
+func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim, now metav1.Time) (*corev1.Node, error) {
+	nodes := &corev1.NodeList{}
+	if err := c.Client.List(ctx, nodes, client.MatchingFields{providerIDField: nc.Status.ProviderID}); err != nil {
+		return nil, fmt.Errorf("finding the node of NodeClaim %s: %w", nc.Name, err)
+	}
+	switch len(nodes.Items) {
+	case 0:
+		if !isTrue(nc.Status.Conditions, v1.ConditionRegistered) {
+			set(&nc.Status.Conditions, now, nc.Generation, v1.ConditionRegistered, metav1.ConditionUnknown, ReasonNodeNotFound,
+				fmt.Sprintf("no node has registered with provider ID %s yet", nc.Status.ProviderID))
+		}
+		return nil, nil
+	case 1:
+	default:
+		set(&nc.Status.Conditions, now, nc.Generation, v1.ConditionRegistered, metav1.ConditionFalse, ReasonMultipleNodesFound,
+			fmt.Sprintf("%d nodes have provider ID %s", len(nodes.Items), nc.Status.ProviderID))
+		return nil, nil
+	}
+	node := &nodes.Items[0]
+	nc.Status.NodeName = node.Name
+	if node.Labels[v1.LabelRegistered] == "true" {
+		// Registered earlier; the status write of that reconcile may not
+		// have landed, so the condition is rebuilt from the node.
+		if !isTrue(nc.Status.Conditions, v1.ConditionRegistered) {
+			registeredWith, recorded := node.Annotations[AnnotationRegisteredTaints]
+			reason, msg := registrationOutcome(node, registeredWith, !recorded || strings.Contains(registeredWith, v1.TaintKeyUnregistered+":NoExecute"))
+			set(&nc.Status.Conditions, now, nc.Generation, v1.ConditionRegistered, metav1.ConditionTrue, reason, msg)
+		}
+		return node, nil
+	}
+	hadUnregistered := hasTaint(node.Spec.Taints, v1.TaintKeyUnregistered, corev1.TaintEffectNoExecute)
+	registeredWith := taintList(node.Spec.Taints)
+	before := node.DeepCopy()
+	if node.Annotations == nil {
+		node.Annotations = map[string]string{}
+	}
+	node.Annotations[AnnotationRegisteredTaints] = registeredWith
+	controllerutil.AddFinalizer(node, v1.TerminationFinalizer)
+	if err := controllerutil.SetOwnerReference(nc, node, c.Client.Scheme()); err != nil {
+		return nil, err
+	}
+	if node.Labels == nil {
+		node.Labels = map[string]string{}
+	}
+	for k, v := range nc.Labels {
+		node.Labels[k] = v
+	}
+	if node.Labels[v1.LabelDoNotSyncTaints] != "true" {
+		node.Spec.Taints = mergeTaints(node.Spec.Taints, append(append([]corev1.Taint(nil), nc.Spec.Taints...), nc.Spec.StartupTaints...))
+	} else {
+		node.Spec.Taints = mergeTaints(node.Spec.Taints, nil)
+	}
+	node.Labels[v1.LabelRegistered] = "true"
+	if err := c.Client.Patch(ctx, node, client.MergeFrom(before)); err != nil {
+		return nil, fmt.Errorf("registering %s for NodeClaim %s: %w", describeNode(node), nc.Name, err)
+	}
+	reason, msg := registrationOutcome(node, registeredWith, hadUnregistered)
+	set(&nc.Status.Conditions, now, nc.Generation, v1.ConditionRegistered, metav1.ConditionTrue, reason, msg)
+	if !hadUnregistered {
+		c.Recorder.Event(nc, corev1.EventTypeWarning, reason, msg)
+	}
+	return node, nil
+}
+
+// AnnotationRegisteredTaints records on a node the taints it registered
+// with, before nodewright changed them.
+const AnnotationRegisteredTaints = "nodewright.dev/registered-taints"
+
+// registrationOutcome is the Registered reason and message: a node that
+// registered without karpenter.sh/unregistered is reported with the taints
+// it had and the likely cause.
+func registrationOutcome(node *corev1.Node, registeredWith string, hadUnregistered bool) (string, string) {
+	if hadUnregistered {
+		return ReasonRegistered, ""
+	}
+	return ReasonUnregisteredTaintMissing, fmt.Sprintf("%s registered without the taint %s:NoExecute (it registered with %s), so it was usable before nodewright synced the NodePool's taints and startupTaints onto it. "+
+		"The node's user data replaced its registration taints: check the EC2NodeClass's ValidationSucceeded condition or run `nodewright doctor`; custom startup taints belong in the NodePool's spec.template.spec.startupTaints",
+		describeNode(node), v1.TaintKeyUnregistered, registeredWith)
+}
+
+// initialize waits until the node is Ready, its startup and known
+// ephemeral taints are gone and the extended resources its instance type
+// promises are registered.
+func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim, node *corev1.Node, now metav1.Time) error {
+	if isTrue(nc.Status.Conditions, v1.ConditionInitialized) {
+		return nil
+	}
+	status, reason, message := c.initialization(nc, node)
+	set(&nc.Status.Conditions, now, nc.Generation, v1.ConditionInitialized, status, reason, message)
+	if status != metav1.ConditionTrue || node.Labels[v1.LabelInitialized] == "true" {
+		return nil
+	}
+	before := node.DeepCopy()
+	node.Labels[v1.LabelInitialized] = "true"
+	if err := c.Client.Patch(ctx, node, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("labelling %s initialized: %w", describeNode(node), err)
+	}
+	return nil
+}
+
+func (c *Controller) initialization(nc *v1.NodeClaim, node *corev1.Node) (metav1.ConditionStatus, string, string) {
+	ready := false
+	for _, cond := range node.Status.Conditions {
+		if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+			ready = true
+		}
+	}
+	if !ready {
+		return metav1.ConditionFalse, ReasonNodeNotReady, describeNode(node) + " is not Ready"
+	}
+	for _, t := range nc.Spec.StartupTaints {
+		if hasTaint(node.Spec.Taints, t.Key, t.Effect) {
+			return metav1.ConditionFalse, ReasonStartupTaintsExist, fmt.Sprintf("startup taint %s is still on %s; the component that owns it (a CNI or device plugin, for example) removes it when the node is ready", t.ToString(), describeNode(node))
+		}
+	}
+	for _, t := range node.Spec.Taints {
+		owner, ephemeral := ephemeralOwner(t.Key)
+		if !ephemeral {
+			continue
+		}
+		msg := fmt.Sprintf("taint %s is still on %s; it is removed by %s", t.ToString(), describeNode(node), owner)
+		if since := c.Clock.Since(registeredAt(nc)); since > c.Options.EphemeralTaintTimeout {
+			msg += fmt.Sprintf(", which has not happened %s after registration", since.Round(time.Second))
+			if t.Key == "node.cloudprovider.kubernetes.io/uninitialized" {
+				msg += ": check that the cloud controller manager is running and can reach the node"
+			}
+		}
+		return metav1.ConditionFalse, ReasonEphemeralTaintsExist, msg
+	}
+	for name, q := range nc.Status.Capacity {
+		if name == corev1.ResourceCPU || name == corev1.ResourceMemory || name == corev1.ResourcePods || name == corev1.ResourceEphemeralStorage || q.IsZero() {
+			continue
+		}
+		if have, ok := node.Status.Allocatable[name]; !ok || have.IsZero() {
+			return metav1.ConditionFalse, ReasonResourceNotRegistered, fmt.Sprintf("%s does not report resource %s yet; its device plugin registers it", describeNode(node), name)
+		}
+	}
+	return metav1.ConditionTrue, ReasonInitialized, ""
+}
+
+// registeredAt is when the Registered condition last turned True.
+func registeredAt(nc *v1.NodeClaim) time.Time {
+	for _, c := range nc.Status.Conditions {
+		if c.Type == v1.ConditionRegistered && c.Status == metav1.ConditionTrue {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return nc.CreationTimestamp.Time
+}
+
+// liveness deletes NodeClaims that did not launch or register in time,
+// saying why.
+func (c *Controller) liveness(ctx context.Context, nc *v1.NodeClaim) (bool, error) {
+	age := c.Clock.Since(nc.CreationTimestamp.Time)
+	var reason, msg string
+	switch {
+	case !isTrue(nc.Status.Conditions, v1.ConditionLaunched) && age > c.Options.LaunchTimeout:
+		reason, msg = "LaunchTimeout", fmt.Sprintf("NodeClaim %s was not launched within %s", nc.Name, c.Options.LaunchTimeout)
+	case !isTrue(nc.Status.Conditions, v1.ConditionRegistered) && age > c.Options.RegistrationTimeout:
+		reason, msg = "RegistrationTimeout", fmt.Sprintf("no node registered for NodeClaim %s within %s", nc.Name, c.Options.RegistrationTimeout)
+	default:
+		return false, nil
+	}
+	for _, cond := range nc.Status.Conditions {
+		if cond.Status != metav1.ConditionTrue && cond.Message != "" && cond.Type != v1.ConditionReady {
+			msg += "; " + cond.Type + ": " + cond.Message
+			break
+		}
+	}
+	c.Recorder.Event(nc, corev1.EventTypeWarning, reason, msg)
+	return true, client.IgnoreNotFound(c.Client.Delete(ctx, nc))
+}
+
+// finalize deletes the node, then the instance until it is gone, then
+// releases the NodeClaim.
+func (c *Controller) finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
+	if !controllerutil.ContainsFinalizer(nc, v1.TerminationFinalizer) {
+		return reconcile.Result{}, nil
+	}
+	if nc.Status.ProviderID != "" {
+		nodes := &corev1.NodeList{}
+		if err := c.Client.List(ctx, nodes, client.MatchingFields{providerIDField: nc.Status.ProviderID}); err != nil {
+			return reconcile.Result{}, err
+		}
+		for i := range nodes.Items {
+			node := &nodes.Items[i]
+			if node.DeletionTimestamp.IsZero() {
+				if err := c.Client.Delete(ctx, node); client.IgnoreNotFound(err) != nil {
+					return reconcile.Result{}, fmt.Errorf("deleting %s: %w", describeNode(node), err)
+				}
+			}
+			before := node.DeepCopy()
+			if controllerutil.RemoveFinalizer(node, v1.TerminationFinalizer) {
+				if err := c.Client.Patch(ctx, node, client.MergeFrom(before)); client.IgnoreNotFound(err) != nil {
+					return reconcile.Result{}, err
+				}
+			}
+		}
+		err := c.Cloud.Delete(ctx, nc.Status.ProviderID)
+		if err == nil {
+			return reconcile.Result{RequeueAfter: c.Options.Poll}, nil // still terminating
+		}
+		if !cloudprovider.IsNotFound(err) {
+			return reconcile.Result{}, fmt.Errorf("terminating the instance of NodeClaim %s: %w", nc.Name, err)
+		}
+	}
+	before := nc.DeepCopy()
+	controllerutil.RemoveFinalizer(nc, v1.TerminationFinalizer)
+	if err := c.Client.Patch(ctx, nc, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
+		return reconcile.Result{}, err
+	}
+	return reconcile.Result{}, nil
+}
