@@ -5,129 +5,46 @@ import (
 	"encoding/base64"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/wait"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
-	"github.com/nodewright/nodewright/internal/aws/instancetypes"
-	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/aws/provider"
 	"github.com/nodewright/nodewright/internal/aws/userdata"
-	"github.com/nodewright/nodewright/internal/controlplane"
 	"github.com/nodewright/nodewright/internal/lifecycle"
+	"github.com/nodewright/nodewright/internal/operator/optest"
 	"github.com/nodewright/nodewright/internal/sim/account"
 	simaws "github.com/nodewright/nodewright/internal/sim/aws"
 	"github.com/nodewright/nodewright/internal/sim/kubelet"
 )
 
 type env struct {
+	*optest.Env
 	kube    client.Client
 	account *simaws.Account
 }
 
-// start runs the EC2NodeClass status and NodeClaim lifecycle controllers
-// against a real API server and the simulated account.
+// start runs the operator against kube-apiserver and kube-controller-manager
+// (its node lifecycle controller lifts node.kubernetes.io/not-ready) and
+// the simulated account, with the EC2NodeClass "default" ready.
 func start(t *testing.T) *env {
 	t.Helper()
-	logf.SetLogger(logr.Discard())
-	if testing.Verbose() {
-		logf.SetLogger(zap.New(zap.UseDevMode(true)))
-	}
-	cp := controlplane.StartForTest(t, controlplane.Options{ControllerManager: true}) // its node lifecycle controller lifts node.kubernetes.io/not-ready
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, awsv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
-	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{
-		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)}, // one manager per test
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := simaws.NewAccount()
-	a.Seed()
-	resolver := &nodeclass.Resolver{EC2: a.EC2(), SSM: a.SSM(), IAM: a.IAM(), ClusterName: account.ClusterName, KubernetesVersion: simaws.KubernetesVersion}
-	cluster, err := provider.ClusterFromEKS(context.Background(), a.EKS(), account.ClusterName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recorder := mgr.GetEventRecorderFor("nodewright")
-	ctx, cancel := context.WithCancel(context.Background())
-	statusCtrl := &nodeclass.Controller{Client: mgr.GetClient(), Resolver: resolver, Recorder: recorder, Clock: clock.RealClock{}, Refresh: time.Minute}
-	opts := lifecycle.DefaultOptions()
-	opts.Poll = 200 * time.Millisecond
-	lifecycleCtrl := &lifecycle.Controller{
-		Client: mgr.GetClient(), Recorder: recorder, Clock: clock.RealClock{}, Options: opts,
-		Cloud: &provider.CloudProvider{
-			Kube: mgr.GetClient(), Provider: provider.New(a.EC2(), resolver, cluster, clock.RealClock{}),
-			Types: &instancetypes.Cache{Provider: &instancetypes.Provider{EC2: a.EC2(), Pricing: a.Pricing(), Region: account.Region}, Clock: clock.RealClock{}, TTL: time.Hour},
-		},
-	}
-	if err := statusCtrl.SetupWithManager(mgr); err != nil {
-		t.Fatal(err)
-	}
-	if err := lifecycleCtrl.SetupWithManager(ctx, mgr); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
-	k, err := client.New(cp.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{kube: k, account: a}
-	e.create(t, &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: awsv1.EC2NodeClassSpec{
-		AMISelectorTerms: []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}}, Role: account.NodeRole,
-		SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": account.ClusterName}}},
-		SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": account.ClusterName}}},
-	}})
-	e.waitFor(t, "EC2NodeClass default Ready", func(ctx context.Context) (bool, error) {
-		nc := &awsv1.EC2NodeClass{}
-		err := k.Get(ctx, client.ObjectKey{Name: "default"}, nc)
-		return err == nil && meta.IsStatusConditionTrue(nc.Status.Conditions, awsv1.ConditionReady), err
-	})
-	return e
+	e := optest.Start(t, optest.Options{ControllerManager: true})
+	e.DefaultNodeClass(t)
+	return &env{Env: e, kube: e.Kube, account: e.Account}
 }
 
-func (e *env) create(t *testing.T, obj client.Object) {
-	t.Helper()
-	if err := e.kube.Create(context.Background(), obj); err != nil {
-		t.Fatal(err)
-	}
-}
+func (e *env) create(t *testing.T, obj client.Object) { t.Helper(); e.Create(t, obj) }
 
 func (e *env) waitFor(t *testing.T, what string, cond func(context.Context) (bool, error)) {
 	t.Helper()
-	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, cond); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
+	e.WaitFor(t, what, cond)
 }
 
 func (e *env) claim(t *testing.T, name string) *v1.NodeClaim {
@@ -248,9 +165,13 @@ func TestLaunchRegisterInitializeTerminate(t *testing.T) {
 			t.Errorf("karpenter.sh/unregistered still on the node")
 		}
 	}
-	waiting := e.waitCondition(t, "general-a", v1.ConditionInitialized, metav1.ConditionFalse)
-	if waiting.Reason != lifecycle.ReasonStartupTaintsExist || !strings.Contains(waiting.Message, "node.cilium.io/agent-not-ready") {
-		t.Errorf("initialization waits for the startup taint: %+v", waiting)
+	e.waitFor(t, "initialization to wait for the startup taint", func(context.Context) (bool, error) {
+		c := meta.FindStatusCondition(e.claim(t, "general-a").Status.Conditions, v1.ConditionInitialized)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == lifecycle.ReasonStartupTaintsExist &&
+			strings.Contains(c.Message, "node.cilium.io/agent-not-ready"), nil
+	})
+	if c := meta.FindStatusCondition(e.claim(t, "general-a").Status.Conditions, v1.ConditionReady); c == nil || c.Status == metav1.ConditionTrue {
+		t.Errorf("Ready while a startup taint is on the node: %+v", c)
 	}
 	// The CNI removes its startup taint.
 	before := node.DeepCopy()

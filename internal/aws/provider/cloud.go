@@ -10,6 +10,7 @@ import (
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
+	"github.com/nodewright/nodewright/internal/scheduling"
 )
 
 // CloudProvider is the AWS provider as controllers use it: NodeClaims in,
@@ -26,6 +27,17 @@ func (c *CloudProvider) Create(ctx context.Context, claim *v1.NodeClaim) (*cloud
 	if err != nil {
 		return nil, err
 	}
+	types, err := c.InstanceTypes(ctx, class)
+	if err != nil {
+		return nil, err
+	}
+	return c.Provider.Create(ctx, claim, class, types)
+}
+
+// InstanceTypes are the instance types an EC2NodeClass can launch: offered
+// in the zones of its subnets, with allocatable from its kubelet settings
+// and prices that leave out offerings recently without capacity.
+func (c *CloudProvider) InstanceTypes(ctx context.Context, class *awsv1.EC2NodeClass) ([]*scheduling.InstanceType, error) {
 	specs, err := c.Types.Specs(ctx)
 	if err != nil && specs == nil {
 		return nil, fmt.Errorf("reading instance types: %w", err)
@@ -39,7 +51,23 @@ func (c *CloudProvider) Create(ctx context.Context, claim *v1.NodeClaim) (*cloud
 		}
 	}
 	types := instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: zoneList, Kubelet: class.Spec.Kubelet})
-	return c.Provider.Create(ctx, claim, class, types)
+	for _, it := range types {
+		for i, o := range it.Offerings {
+			if c.Provider.unavailable.isUnavailable(o.CapacityType, it.Name, o.Zone) {
+				it.Offerings[i].Available = false
+			}
+		}
+	}
+	return types, nil
+}
+
+// AMIs are the EC2NodeClass's resolved AMIs as the scheduler needs them.
+func AMIs(class *awsv1.EC2NodeClass) []scheduling.AMI {
+	out := make([]scheduling.AMI, 0, len(class.Status.AMIs))
+	for _, a := range class.Status.AMIs {
+		out = append(out, scheduling.AMI{ID: a.ID, Requirements: scheduling.NewRequirements(a.Requirements...)})
+	}
+	return out
 }
 
 // Get returns a NodeClaim's instance.

@@ -1,0 +1,136 @@
+// Package operator assembles nodewright's controllers into one
+// controller-runtime manager, for AWS or the simulated account alike.
+package operator
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/aws/instancetypes"
+	"github.com/nodewright/nodewright/internal/aws/nodeclass"
+	"github.com/nodewright/nodewright/internal/aws/provider"
+	"github.com/nodewright/nodewright/internal/aws/sdk"
+	"github.com/nodewright/nodewright/internal/lifecycle"
+	"github.com/nodewright/nodewright/internal/provisioning"
+)
+
+// Config is everything the controllers are configured with.
+type Config struct {
+	ClusterName       string
+	Region            string
+	KubernetesVersion string
+	Lifecycle         lifecycle.Options
+	// BatchIdle and BatchMax bound the provisioner's batching window.
+	BatchIdle, BatchMax time.Duration
+	// NodeClassRefresh is how often EC2NodeClasses are resolved again;
+	// InstanceTypeTTL how long instance types and prices are cached.
+	NodeClassRefresh, InstanceTypeTTL time.Duration
+	// MetricsAddr and HealthAddr serve /metrics and /healthz, /readyz
+	// ("0" disables them).
+	MetricsAddr, HealthAddr string
+	LeaderElection          bool
+	// LeaderElectionNamespace holds the leader lease.
+	LeaderElectionNamespace string
+	// SkipNameValidation lets several managers run in one process (tests).
+	SkipNameValidation bool
+}
+
+// DefaultConfig is the reference behaviour.
+func DefaultConfig() Config {
+	return Config{
+		Region: "us-east-1", KubernetesVersion: "1.34", Lifecycle: lifecycle.DefaultOptions(),
+		BatchIdle: time.Second, BatchMax: 10 * time.Second, NodeClassRefresh: 5 * time.Minute, InstanceTypeTTL: 5 * time.Minute,
+		MetricsAddr: ":8080", HealthAddr: ":8081", LeaderElectionNamespace: "kube-system",
+	}
+}
+
+// Clouds are the AWS APIs: the SDK's clients, or the simulated account's.
+type Clouds struct {
+	EC2     sdk.EC2
+	SSM     sdk.SSM
+	IAM     sdk.IAM
+	EKS     sdk.EKS
+	Pricing sdk.Pricing
+}
+
+// Scheme knows the Kubernetes types and nodewright's.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, awsv1.AddToScheme} {
+		if err := add(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// New builds the manager with every controller registered; Start runs it.
+func New(ctx context.Context, rc *rest.Config, cfg Config, clouds Clouds, clk clock.WithTicker, log logr.Logger) (manager.Manager, error) {
+	scheme, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := ctrl.NewManager(rc, ctrl.Options{
+		Scheme:                  scheme,
+		Logger:                  log,
+		Metrics:                 metricsserver.Options{BindAddress: cfg.MetricsAddr},
+		HealthProbeBindAddress:  cfg.HealthAddr,
+		LeaderElection:          cfg.LeaderElection,
+		LeaderElectionID:        "nodewright-leader",
+		LeaderElectionNamespace: cfg.LeaderElectionNamespace,
+		Controller:              config.Controller{SkipNameValidation: &cfg.SkipNameValidation},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the controller manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	cluster, err := provider.ClusterFromEKS(ctx, clouds.EKS, cfg.ClusterName)
+	if err != nil {
+		return nil, err
+	}
+	resolver := &nodeclass.Resolver{EC2: clouds.EC2, SSM: clouds.SSM, IAM: clouds.IAM, ClusterName: cfg.ClusterName, KubernetesVersion: cfg.KubernetesVersion}
+	recorder := mgr.GetEventRecorderFor("nodewright")
+	cloud := &provider.CloudProvider{
+		Kube:     mgr.GetClient(),
+		Provider: provider.New(clouds.EC2, resolver, cluster, clk),
+		Types: &instancetypes.Cache{
+			Provider: &instancetypes.Provider{EC2: clouds.EC2, Pricing: clouds.Pricing, Region: cfg.Region},
+			Clock:    clk, TTL: cfg.InstanceTypeTTL,
+		},
+	}
+	status := &nodeclass.Controller{Client: mgr.GetClient(), Resolver: resolver, Recorder: recorder, Clock: clk, Refresh: cfg.NodeClassRefresh}
+	if err := status.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	life := &lifecycle.Controller{Client: mgr.GetClient(), Cloud: cloud, Recorder: recorder, Clock: clk, Options: cfg.Lifecycle}
+	if err := life.SetupWithManager(ctx, mgr); err != nil {
+		return nil, err
+	}
+	prov := &provisioning.Provisioner{
+		Client: mgr.GetClient(), Types: cloud, AMIs: provider.AMIs, Recorder: recorder,
+		Batcher: provisioning.NewBatcher(cfg.BatchIdle, cfg.BatchMax, clk), Retry: 2 * time.Second, Log: log.WithName("provisioner"),
+	}
+	if err := prov.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}

@@ -1,0 +1,124 @@
+package provisioning_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/operator/optest"
+)
+
+func nodePool(name string, labels map[string]string, reqs ...v1.NodeSelectorRequirementWithMinValues) *v1.NodePool {
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	np.Spec.Template.ObjectMeta.Labels = labels
+	np.Spec.Template.Spec.Requirements = reqs
+	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"}
+	return np
+}
+
+func in(key string, values ...string) v1.NodeSelectorRequirementWithMinValues {
+	return v1.NodeSelectorRequirementWithMinValues{Key: key, Operator: corev1.NodeSelectorOpIn, Values: values}
+}
+
+func pod(name string, selector map[string]string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.PodSpec{NodeSelector: selector, Containers: []corev1.Container{{Name: "app", Image: "busybox", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("512Mi")},
+		}}}},
+	}
+}
+
+func claims(t *testing.T, e *optest.Env) []v1.NodeClaim {
+	t.Helper()
+	list := &v1.NodeClaimList{}
+	if err := e.Kube.List(context.Background(), list); err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
+// Pending pods (marked Unschedulable by the real kube-scheduler) get
+// NodeClaims from the NodePools that fit them; a pod no NodePool fits gets
+// an event naming the blocking requirement; pods planned onto launched
+// NodeClaims do not get a second NodeClaim while their nodes boot.
+func TestPendingPodsGetNodeClaims(t *testing.T) {
+	e := optest.Start(t, optest.Options{Scheduler: true})
+	e.DefaultNodeClass(t)
+	general := nodePool("general", nil, in("kubernetes.io/arch", "amd64"), in("karpenter.k8s.aws/instance-category", "c", "m", "r"))
+	general.Spec.Weight = ptr.To[int32](10) // tried first, so pods without a selector land here
+	e.Create(t, general)
+	e.Create(t, nodePool("armapps", map[string]string{"pod-type": "armapp"}, in("kubernetes.io/arch", "arm64"), in("karpenter.k8s.aws/instance-family", "t4g")))
+	for _, p := range []*corev1.Pod{
+		pod("web-0", nil), pod("web-1", nil), pod("web-2", nil),
+		pod("arm-0", map[string]string{"pod-type": "armapp"}), pod("arm-1", map[string]string{"pod-type": "armapp"}),
+		pod("typo-0", map[string]string{"pod-type": "armapps"}),
+	} {
+		e.Create(t, p)
+	}
+	defer func() {
+		if t.Failed() {
+			pods := &corev1.PodList{}
+			_ = e.Kube.List(context.Background(), pods)
+			for _, p := range pods.Items {
+				t.Logf("pod %s node %q conditions %+v", p.Name, p.Spec.NodeName, p.Status.Conditions)
+			}
+			for _, nc := range claims(t, e) {
+				t.Logf("NodeClaim %s provider %q conditions %+v", nc.Name, nc.Status.ProviderID, nc.Status.Conditions)
+			}
+		}
+	}()
+	e.WaitFor(t, "NodeClaims for both NodePools, launched", func(context.Context) (bool, error) {
+		pools := map[string]bool{}
+		for _, nc := range claims(t, e) {
+			if nc.Status.ProviderID == "" {
+				return false, nil
+			}
+			pools[nc.Labels[v1.LabelNodePool]] = true
+		}
+		return pools["general"] && pools["armapps"], nil
+	})
+	for _, nc := range claims(t, e) {
+		reqs := map[string][]string{}
+		for _, r := range nc.Spec.Requirements {
+			reqs[r.Key] = r.Values
+		}
+		wantArch := map[string]string{"general": "amd64", "armapps": "arm64"}[nc.Labels[v1.LabelNodePool]]
+		if len(reqs["kubernetes.io/arch"]) != 1 || reqs["kubernetes.io/arch"][0] != wantArch || len(reqs["node.kubernetes.io/instance-type"]) == 0 {
+			t.Errorf("NodeClaim %s requirements %v", nc.Name, reqs)
+		}
+		if nc.Labels[v1.LabelNodePool] == "armapps" && nc.Labels["pod-type"] != "armapp" {
+			t.Errorf("NodeClaim %s lacks the NodePool's template label: %v", nc.Name, nc.Labels)
+		}
+		if cpu := nc.Spec.Resources.Requests[corev1.ResourceCPU]; cpu.IsZero() {
+			t.Errorf("NodeClaim %s requests no CPU", nc.Name)
+		}
+	}
+	e.WaitFor(t, "an event explaining the typo pod", func(ctx context.Context) (bool, error) {
+		events := &corev1.EventList{}
+		if err := e.Kube.List(ctx, events, client.InNamespace("default")); err != nil {
+			return false, err
+		}
+		for _, ev := range events.Items {
+			if ev.InvolvedObject.Name == "typo-0" && ev.Reason == "FailedScheduling" && ev.Source.Component == "nodewright" &&
+				strings.Contains(ev.Message, "NodePool armapps: requires pod-type=armapp, pod selects pod-type=armapps") {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	count := len(claims(t, e))
+	time.Sleep(4 * time.Second) // two more batches while the nodes boot
+	if now := len(claims(t, e)); now != count {
+		t.Errorf("%d NodeClaims became %d while the first ones were booting: pods were planned twice", count, now)
+	}
+}
