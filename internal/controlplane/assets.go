@@ -85,3 +85,8 @@ func checkAssets(dir string, names []string) error {
 	return errors.New("control-plane binaries missing from " + dir + ": " + strings.Join(missing, ", ") +
 		"; run hack/controlplane.sh (or make test, which runs it) to install etcd and build the rest")
 }
+
+// HasAssets reports whether dir holds every binary the simulator needs.
+func HasAssets(dir string) bool {
+	return checkAssets(dir, []string{"etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager"}) == nil
+}

@@ -47,6 +47,9 @@ type Config struct {
 	LeaderElectionNamespace string
 	// SkipNameValidation lets several managers run in one process (tests).
 	SkipNameValidation bool
+	// SkipUserDataValidation launches nodes even when their user data
+	// would keep them from registering (only to reproduce S1 and S3).
+	SkipUserDataValidation bool
 }
 
 // DefaultConfig is the reference behaviour.
@@ -117,7 +120,10 @@ func New(ctx context.Context, rc *rest.Config, cfg Config, clouds Clouds, clk cl
 			Clock:    clk, TTL: cfg.InstanceTypeTTL,
 		},
 	}
-	status := &nodeclass.Controller{Client: mgr.GetClient(), Resolver: resolver, Recorder: recorder, Clock: clk, Refresh: cfg.NodeClassRefresh}
+	status := &nodeclass.Controller{
+		Client: mgr.GetClient(), Resolver: resolver, Recorder: recorder, Clock: clk, Refresh: cfg.NodeClassRefresh,
+		SkipUserDataValidation: cfg.SkipUserDataValidation,
+	}
 	if err := status.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -141,6 +142,10 @@ func (p *Provisioner) Provision(ctx context.Context) (bool, error) {
 	if err := p.Client.List(ctx, nodes); err != nil {
 		return false, err
 	}
+	claimOf := map[string]*v1.NodeClaim{}
+	for i := range claims.Items {
+		claimOf[claims.Items[i].Status.ProviderID] = &claims.Items[i]
+	}
 	registered := map[string]bool{}
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
@@ -148,7 +153,11 @@ func (p *Provisioner) Provision(ctx context.Context) (bool, error) {
 		if n.Spec.Unschedulable || !n.DeletionTimestamp.IsZero() {
 			continue
 		}
-		in.Nodes = append(in.Nodes, scheduling.NodeFromObject(n, bound[n.Name]))
+		node := scheduling.NodeFromObject(n, bound[n.Name])
+		if nc, ok := claimOf[n.Spec.ProviderID]; ok && !meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionInitialized) {
+			node.Taints = initializingTaints(n.Spec.Taints, nc)
+		}
+		in.Nodes = append(in.Nodes, node)
 	}
 	for i := range claims.Items {
 		nc := &claims.Items[i]
@@ -261,6 +270,38 @@ func (p *Provisioner) nodePools(ctx context.Context, claims []v1.NodeClaim) ([]*
 		joined += s
 	}
 	return out, joined, nil
+}
+
+// initializingTaints are the taints a node still initializing will keep:
+// the taints that other components remove once it is ready (startup and
+// known ephemeral taints) are left out, so pods are planned onto it rather
+// than onto new NodeClaims.
+func initializingTaints(taints []corev1.Taint, nc *v1.NodeClaim) []corev1.Taint {
+	var out []corev1.Taint
+	for _, t := range taints {
+		if ephemeralTaint(t.Key) || startupTaint(nc, t) {
+			continue
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+func ephemeralTaint(key string) bool {
+	switch key {
+	case corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable, "node.cloudprovider.kubernetes.io/uninitialized", v1.TaintKeyUnregistered:
+		return true
+	}
+	return strings.HasPrefix(key, "readiness.k8s.io/")
+}
+
+func startupTaint(nc *v1.NodeClaim, t corev1.Taint) bool {
+	for _, s := range nc.Spec.StartupTaints {
+		if s.Key == t.Key && s.Effect == t.Effect {
+			return true
+		}
+	}
+	return false
 }
 
 // inFlight is a launched NodeClaim whose node has not registered: pods

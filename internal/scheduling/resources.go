@@ -187,3 +187,9 @@ func MustResources(list corev1.ResourceList) string {
 	r, _ := ParseResources(list)
 	return r.String()
 }
+
+// WithPods returns r with the pod count set to n.
+func (r Resources) WithPods(n int64) Resources {
+	r[podsIndex] = n
+	return r
+}

@@ -300,6 +300,9 @@ type Instance struct {
 	UserData string
 	Profile  string
 	Role     string
+	// ConsoleOutput is what the instance printed, such as the kubelet's
+	// errors when it cannot register.
+	ConsoleOutput string
 }
 
 // Instances returns copies of the account's instances, in launch order.
@@ -412,4 +415,13 @@ func (e *EC2) CreateTags(_ context.Context, in *ec2.CreateTagsInput, _ ...func(*
 		}
 	}
 	return &ec2.CreateTagsOutput{}, nil
+}
+
+// SetConsoleOutput records what an instance printed on its console.
+func (a *Account) SetConsoleOutput(id, output string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if inst := a.instance(id); inst != nil {
+		inst.ConsoleOutput = output
+	}
 }

@@ -2,10 +2,12 @@ package aws
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	"github.com/nodewright/nodewright/internal/sim/account"
 )
 
@@ -84,4 +86,22 @@ func idPart(arch string) string {
 		return "x8664"
 	}
 	return arch
+}
+
+// ImageFamily is the operating system family an AMI of the account boots,
+// which decides how its user data is read.
+func (a *Account) ImageFamily(id string) string {
+	for _, f := range []struct{ prefix, family string }{
+		{"ami-al2023", awsv1.AMIFamilyAL2023}, {"ami-al2", awsv1.AMIFamilyAL2}, {"ami-bottlerocket", awsv1.AMIFamilyBottlerocket},
+	} {
+		if strings.HasPrefix(id, f.prefix) {
+			return f.family
+		}
+	}
+	for _, img := range account.Images() {
+		if img.ID == id {
+			return img.Family
+		}
+	}
+	return awsv1.AMIFamilyCustom
 }

@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/nodewright/nodewright/internal/controlplane"
+	"github.com/nodewright/nodewright/internal/sim/runner"
+	"github.com/nodewright/nodewright/scenarios"
+)
+
+func newSimCommand() *cobra.Command {
+	var (
+		scenario, output             string
+		keep, noCCM, skipValidation  bool
+		timeout, stall, bootDelay    time.Duration
+		registrationTimeout, workDir string
+	)
+	cmd := &cobra.Command{
+		Use:   "sim",
+		Short: "Run nodewright on this machine against a real control plane and a simulated AWS account",
+		Long: `sim starts etcd, kube-apiserver, kube-scheduler and kube-controller-manager
+(building them on first use), a simulated AWS account with simulated
+kubelets and cloud controller manager, and nodewright's controllers; applies
+a scenario; shows progress; and ends with a summary: whether every pod ran,
+the nodes and their cost, and every condition, event or kubelet failure
+that explains what did not work.
+
+Scenarios: ` + fmt.Sprint(scenarios.Names()) + ` (a prefix such as s1
+is enough), or a manifest file.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if output != "table" && output != "json" {
+				return fmt.Errorf("-o %q: use table or json", output)
+			}
+			name, manifest, err := scenarios.Load(scenario)
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			logf.SetLogger(logr.Discard())
+			progress := cmd.ErrOrStderr()
+			assets, err := ensureControlPlane(ctx, progress)
+			if err != nil {
+				return err
+			}
+			opts := runner.DefaultOptions()
+			opts.AssetsDir, opts.WorkDir = assets, workDir
+			opts.BootDelay, opts.CloudControllerManager = bootDelay, !noCCM
+			opts.Operator.SkipUserDataValidation = skipValidation
+			if registrationTimeout != "" {
+				if opts.Operator.Lifecycle.RegistrationTimeout, err = time.ParseDuration(registrationTimeout); err != nil {
+					return fmt.Errorf("--registration-timeout: %w", err)
+				}
+			}
+			fmt.Fprintln(progress, "starting the control plane, the simulated AWS account and nodewright...")
+			sim, err := runner.Start(ctx, opts)
+			if err != nil {
+				return err
+			}
+			defer func() {
+				if !keep {
+					_ = sim.Stop()
+				}
+			}()
+			if err := sim.Apply(ctx, name, manifest); err != nil {
+				return err
+			}
+			fmt.Fprintf(progress, "applied %s\n", name)
+			snap, err := sim.Watch(ctx, timeout, stall, runner.Progress(progress))
+			if err != nil {
+				return err
+			}
+			if output == "json" {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(snap); err != nil {
+					return err
+				}
+			} else {
+				runner.WriteSummary(cmd.OutOrStdout(), name, snap)
+			}
+			if keep {
+				fmt.Fprintf(progress, "\nthe cluster keeps running; in another shell:\n\n  export KUBECONFIG=%s\n  kubectl get nodepools,nodeclaims,nodes\n\nPress Ctrl-C to stop.\n", sim.Plane.KubeconfigPath)
+				<-ctx.Done()
+				return sim.Stop()
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&scenario, "scenario", "healthy", "scenario to apply: a name, a prefix (s1 ... s5, healthy) or a manifest file")
+	f.StringVarP(&output, "output", "o", "table", "summary format: table or json")
+	f.BoolVar(&keep, "keep", false, "leave the cluster running and print a kubeconfig")
+	f.DurationVar(&timeout, "timeout", 3*time.Minute, "stop waiting after this long")
+	f.DurationVar(&stall, "stall", 30*time.Second, "stop when nothing has changed for this long")
+	f.DurationVar(&bootDelay, "boot-delay", 2*time.Second, "how long a simulated instance takes to start its kubelet")
+	f.BoolVar(&noCCM, "no-cloud-controller-manager", false, "do not run the simulated cloud controller manager (S2)")
+	f.BoolVar(&skipValidation, "unsafe-skip-userdata-validation", false, "launch nodes even when their user data would keep them from registering (reproduces S1 and S3 at runtime)")
+	f.StringVar(&registrationTimeout, "registration-timeout", "", "delete NodeClaims whose node has not registered after this long (default 15m)")
+	f.StringVar(&workDir, "work-dir", "", "directory for the kubeconfig and component logs (default: a temporary one)")
+	return cmd
+}
+
+// ensureControlPlane finds the control-plane binaries, building them with
+// hack/controlplane.sh (progress on w) when they are missing and a checkout
+// is at hand.
+func ensureControlPlane(ctx context.Context, w interface{ Write([]byte) (int, error) }) (string, error) {
+	dir, err := controlplane.FindAssets()
+	if err == nil && controlplane.HasAssets(dir) {
+		return dir, nil
+	}
+	script, found := findScript()
+	if !found {
+		return "", errors.New("the control-plane binaries are not built and no nodewright checkout is at hand: run hack/controlplane.sh in a checkout and set KUBEBUILDER_ASSETS to the directory it prints")
+	}
+	fmt.Fprintln(w, "building the control plane (first run only; several minutes)...")
+	c := exec.CommandContext(ctx, script) //nolint:gosec // the checkout's own script
+	c.Stderr = w
+	out, err := c.Output()
+	if err != nil {
+		return "", fmt.Errorf("building the control plane with %s: %w", script, err)
+	}
+	return string(trimNewline(out)), nil
+}
+
+func findScript() (string, bool) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", false
+	}
+	for {
+		candidate := filepath.Join(dir, "hack", "controlplane.sh")
+		if _, err := os.Stat(candidate); err == nil {
+			return candidate, true
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", false
+		}
+		dir = parent
+	}
+}
+
+func trimNewline(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
+}

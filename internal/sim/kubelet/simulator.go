@@ -1,0 +1,303 @@
+package kubelet
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nodewright/nodewright/internal/aws/instancetypes"
+	"github.com/nodewright/nodewright/internal/sim/account"
+	simaws "github.com/nodewright/nodewright/internal/sim/aws"
+)
+
+// UninitializedTaint is the taint a kubelet with --cloud-provider=external
+// registers with until the cloud controller manager initialises the node.
+const UninitializedTaint = "node.cloudprovider.kubernetes.io/uninitialized"
+
+// Simulator plays the kubelets of the simulated account's instances: once
+// an instance has run for BootDelay it reads the instance's user data as
+// the node would, authenticates with the instance profile's role against
+// the cluster's aws-auth mapping, and registers the Node; it keeps its
+// nodes Ready and runs the pods bound to them.
+type Simulator struct {
+	Kube      client.Client
+	Account   *simaws.Account
+	Clock     clock.PassiveClock
+	BootDelay time.Duration
+	Log       logr.Logger
+
+	mu      sync.Mutex
+	failed  map[string]string // instance id → why the kubelet never registered
+	catalog map[string]instancetypes.Spec
+}
+
+// Failure says why an instance's kubelet did not register, if it did not.
+func (s *Simulator) Failure(instanceID string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	why, ok := s.failed[instanceID]
+	return why, ok
+}
+
+// Run ticks every interval until ctx ends.
+func (s *Simulator) Run(ctx context.Context, interval time.Duration) error {
+	specs, err := instancetypes.Catalog()
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.failed, s.catalog = map[string]string{}, map[string]instancetypes.Spec{}
+	for _, sp := range specs {
+		s.catalog[sp.Name] = sp
+	}
+	s.mu.Unlock()
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		if err := s.Tick(ctx); err != nil && ctx.Err() == nil {
+			s.Log.Error(err, "simulated kubelets")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		}
+	}
+}
+
+// Tick boots due instances, removes the nodes of terminated ones, keeps
+// nodes Ready and their pods running.
+func (s *Simulator) Tick(ctx context.Context) error {
+	nodes := &corev1.NodeList{}
+	if err := s.Kube.List(ctx, nodes); err != nil {
+		return err
+	}
+	byProvider := map[string]*corev1.Node{}
+	for i := range nodes.Items {
+		byProvider[nodes.Items[i].Spec.ProviderID] = &nodes.Items[i]
+	}
+	for _, inst := range s.Account.Instances() {
+		id := aws.ToString(inst.InstanceId)
+		providerID := "aws:///" + aws.ToString(inst.Placement.AvailabilityZone) + "/" + id
+		node := byProvider[providerID]
+		switch {
+		case inst.State.Name == ec2types.InstanceStateNameTerminated:
+			if node != nil && node.DeletionTimestamp.IsZero() {
+				if err := client.IgnoreNotFound(s.Kube.Delete(ctx, node)); err != nil {
+					return err
+				}
+			}
+		case node == nil:
+			if _, failed := s.Failure(id); failed || s.Clock.Since(aws.ToTime(inst.LaunchTime)) < s.BootDelay {
+				continue
+			}
+			if err := s.boot(ctx, inst, providerID); err != nil {
+				return err
+			}
+		default:
+			if err := s.heartbeat(ctx, node); err != nil {
+				return err
+			}
+		}
+	}
+	return s.runPods(ctx)
+}
+
+// boot registers the node of an instance, or records why it cannot.
+func (s *Simulator) boot(ctx context.Context, inst simaws.Instance, providerID string) error {
+	id := aws.ToString(inst.InstanceId)
+	fail := func(why string) error {
+		s.mu.Lock()
+		s.failed[id] = why
+		s.mu.Unlock()
+		s.Account.SetConsoleOutput(id, why)
+		s.Log.Info("kubelet did not register", "instance", id, "reason", why)
+		return nil
+	}
+	mapped, err := s.roleMapped(ctx, inst.Role)
+	if err != nil {
+		return err
+	}
+	if !mapped {
+		return fail(fmt.Sprintf("kubelet: Unauthorized: the instance's role %s is not mapped in the cluster's aws-auth ConfigMap (mapRoles) or an access entry, so the API server refuses the node's credentials", inst.Role))
+	}
+	reg, err := Read(s.Account.ImageFamily(aws.ToString(inst.ImageId)), inst.UserData)
+	if err != nil {
+		return fail(err.Error())
+	}
+	node := s.nodeFor(inst, providerID, reg)
+	if err := s.Kube.Create(ctx, node); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return fmt.Errorf("registering node %s: %w", node.Name, err)
+	}
+	return s.heartbeat(ctx, node)
+}
+
+// roleMapped reads aws-auth mapRoles for the role with the system:nodes
+// group.
+func (s *Simulator) roleMapped(ctx context.Context, role string) (bool, error) {
+	cm := &corev1.ConfigMap{}
+	if err := s.Kube.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "aws-auth"}, cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	var entries []struct {
+		RoleARN string   `json:"rolearn"`
+		Groups  []string `json:"groups"`
+	}
+	if err := yaml.Unmarshal([]byte(cm.Data["mapRoles"]), &entries); err != nil {
+		return false, nil //nolint:nilerr // an unreadable mapping maps nothing
+	}
+	arn := fmt.Sprintf("arn:aws:iam::%s:role/%s", account.AccountID, role)
+	for _, e := range entries {
+		if e.RoleARN == arn {
+			for _, g := range e.Groups {
+				if g == "system:nodes" {
+					return true, nil
+				}
+			}
+		}
+	}
+	return false, nil
+}
+
+// nodeFor builds the Node a kubelet registers: the name and provider ID of
+// the instance, its labels and the well-known ones, the registration taints
+// (plus the cloud provider's uninitialized taint), capacity and
+// allocatable of the instance type.
+func (s *Simulator) nodeFor(inst simaws.Instance, providerID string, reg *Registration) *corev1.Node {
+	name := aws.ToString(inst.PrivateDnsName)
+	zone := aws.ToString(inst.Placement.AvailabilityZone)
+	labels := map[string]string{
+		corev1.LabelHostname: name, corev1.LabelOSStable: "linux", corev1.LabelTopologyZone: zone,
+		corev1.LabelTopologyRegion: account.Region, corev1.LabelInstanceTypeStable: string(inst.InstanceType),
+	}
+	for k, v := range reg.Labels {
+		labels[k] = v
+	}
+	spec := s.catalog[string(inst.InstanceType)]
+	labels[corev1.LabelArchStable] = spec.Arch
+	taints := append([]corev1.Taint(nil), reg.Taints...)
+	if reg.ExternalCloudProvider {
+		taints = append(taints, corev1.Taint{Key: UninitializedTaint, Value: "true", Effect: corev1.TaintEffectNoSchedule})
+	}
+	it := instancetypes.InstanceTypes([]instancetypes.Spec{spec}, instancetypes.Options{Zones: []string{zone}})[0]
+	capacity, allocatable := it.Capacity, it.Allocatable
+	if reg.MaxPods > 0 {
+		capacity, allocatable = capacity.WithPods(int64(reg.MaxPods)), allocatable.WithPods(int64(reg.MaxPods))
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec:       corev1.NodeSpec{ProviderID: providerID, Taints: taints},
+		Status: corev1.NodeStatus{
+			Capacity: capacity.List(), Allocatable: allocatable.List(),
+			NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.34.3", OperatingSystem: "linux", Architecture: spec.Arch},
+		},
+	}
+}
+
+// heartbeat keeps a node Ready, as the kubelet's status updates would.
+func (s *Simulator) heartbeat(ctx context.Context, node *corev1.Node) error {
+	now := metav1.NewTime(s.Clock.Now())
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue && now.Sub(c.LastHeartbeatTime.Time) < 10*time.Second {
+			return nil
+		}
+	}
+	before := node.DeepCopy()
+	ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now}
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+			ready.LastTransitionTime = c.LastTransitionTime
+		}
+	}
+	node.Status.Conditions = []corev1.NodeCondition{ready}
+	if len(node.Status.Allocatable) == 0 {
+		return nil
+	}
+	return client.IgnoreNotFound(s.Kube.Status().Patch(ctx, node, client.MergeFrom(before)))
+}
+
+// runPods marks the pods bound to simulated nodes Running and Ready.
+func (s *Simulator) runPods(ctx context.Context) error {
+	pods := &corev1.PodList{}
+	if err := s.Kube.List(ctx, pods); err != nil {
+		return err
+	}
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodRunning || !strings.HasPrefix(pod.Spec.NodeName, "ip-") {
+			continue
+		}
+		before := pod.DeepCopy()
+		now := metav1.NewTime(s.Clock.Now())
+		pod.Status.Phase = corev1.PodRunning
+		pod.Status.StartTime = &now
+		pod.Status.Conditions = append(pod.Status.Conditions,
+			corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			corev1.PodCondition{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: now})
+		if err := client.IgnoreNotFound(s.Kube.Status().Patch(ctx, pod, client.MergeFrom(before))); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CloudControllerManager removes the uninitialized taint from nodes after
+// Delay, as the cloud controller manager does once it has initialised a
+// node; Enabled false simulates one that is not running (S2).
+type CloudControllerManager struct {
+	Kube    client.Client
+	Clock   clock.PassiveClock
+	Delay   time.Duration
+	Enabled bool
+}
+
+// Tick initialises the nodes that are due.
+func (c *CloudControllerManager) Tick(ctx context.Context) error {
+	if !c.Enabled {
+		return nil
+	}
+	nodes := &corev1.NodeList{}
+	if err := c.Kube.List(ctx, nodes); err != nil {
+		return err
+	}
+	for i := range nodes.Items {
+		node := &nodes.Items[i]
+		if c.Clock.Since(node.CreationTimestamp.Time) < c.Delay {
+			continue
+		}
+		var kept []corev1.Taint
+		for _, t := range node.Spec.Taints {
+			if t.Key != UninitializedTaint {
+				kept = append(kept, t)
+			}
+		}
+		if len(kept) == len(node.Spec.Taints) {
+			continue
+		}
+		before := node.DeepCopy()
+		node.Spec.Taints = kept
+		if err := client.IgnoreNotFound(c.Kube.Patch(ctx, node, client.MergeFrom(before))); err != nil {
+			return err
+		}
+	}
+	return nil
+}

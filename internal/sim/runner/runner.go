@@ -1,0 +1,176 @@
+// Package runner runs nodewright end to end on one machine: a real control
+// plane (etcd, kube-apiserver, kube-scheduler, kube-controller-manager),
+// the simulated AWS account, simulated kubelets and cloud controller
+// manager, and the operator, wired as in production.
+package runner
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nodewright/nodewright/internal/controlplane"
+	"github.com/nodewright/nodewright/internal/operator"
+	"github.com/nodewright/nodewright/internal/sim/account"
+	simaws "github.com/nodewright/nodewright/internal/sim/aws"
+	"github.com/nodewright/nodewright/internal/sim/kubelet"
+)
+
+// Options configure a simulation.
+type Options struct {
+	// BootDelay is how long an instance takes to boot its kubelet.
+	BootDelay time.Duration
+	// CloudControllerManager runs the simulated cloud controller manager,
+	// which removes the uninitialized taint CCMDelay after registration.
+	CloudControllerManager bool
+	CCMDelay               time.Duration
+	Operator               operator.Config
+	// WorkDir keeps the kubeconfig and logs; a temporary directory when
+	// empty.
+	WorkDir string
+	// AssetsDir holds the control-plane binaries; found automatically when
+	// empty.
+	AssetsDir string
+	Log       logr.Logger
+}
+
+// DefaultOptions boot nodes in two seconds with the cloud controller
+// manager running and the operator at its reference settings, polling fast.
+func DefaultOptions() Options {
+	cfg := operator.DefaultConfig()
+	cfg.ClusterName = account.ClusterName
+	cfg.KubernetesVersion = simaws.KubernetesVersion
+	cfg.MetricsAddr, cfg.HealthAddr = "0", "0"
+	cfg.BatchIdle, cfg.BatchMax = 500*time.Millisecond, 3*time.Second
+	cfg.Lifecycle.Poll = time.Second
+	return Options{BootDelay: 2 * time.Second, CloudControllerManager: true, CCMDelay: 2 * time.Second, Operator: cfg, Log: logr.Discard()}
+}
+
+// Sim is a running simulation.
+type Sim struct {
+	Plane    *controlplane.ControlPlane
+	Account  *simaws.Account
+	Kube     client.Client
+	Kubelets *kubelet.Simulator
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	errs     chan error
+}
+
+// Start starts the control plane, the simulated account, kubelets and
+// cloud controller manager, and the operator.
+func Start(ctx context.Context, opts Options) (*Sim, error) {
+	plane, err := controlplane.Start(ctx, controlplane.Options{Scheduler: true, ControllerManager: true, WorkDir: opts.WorkDir, AssetsDir: opts.AssetsDir})
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	s := &Sim{Plane: plane, Account: simaws.NewAccount(), cancel: cancel, errs: make(chan error, 4)}
+	s.Account.Seed()
+	scheme, err := operator.Scheme()
+	if err != nil {
+		return nil, errors.Join(err, s.Stop())
+	}
+	if s.Kube, err = client.New(plane.Config, client.Options{Scheme: scheme}); err != nil {
+		return nil, errors.Join(err, s.Stop())
+	}
+	clouds := operator.Clouds{EC2: s.Account.EC2(), SSM: s.Account.SSM(), IAM: s.Account.IAM(), EKS: s.Account.EKS(), Pricing: s.Account.Pricing()}
+	mgr, err := operator.New(ctx, plane.Config, opts.Operator, clouds, clock.RealClock{}, opts.Log.WithName("operator"))
+	if err != nil {
+		return nil, errors.Join(err, s.Stop())
+	}
+	s.Kubelets = &kubelet.Simulator{Kube: s.Kube, Account: s.Account, Clock: clock.RealClock{}, BootDelay: opts.BootDelay, Log: opts.Log.WithName("kubelets")}
+	ccm := &kubelet.CloudControllerManager{Kube: s.Kube, Clock: clock.RealClock{}, Delay: opts.CCMDelay, Enabled: opts.CloudControllerManager}
+	s.goRun(func() error { return mgr.Start(ctx) })
+	s.goRun(func() error { return s.Kubelets.Run(ctx, 500*time.Millisecond) })
+	s.goRun(func() error {
+		ticker := time.NewTicker(500 * time.Millisecond)
+		defer ticker.Stop()
+		for {
+			if err := ccm.Tick(ctx); err != nil && ctx.Err() == nil {
+				opts.Log.Error(err, "cloud controller manager")
+			}
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-ticker.C:
+			}
+		}
+	})
+	return s, nil
+}
+
+func (s *Sim) goRun(f func() error) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := f(); err != nil {
+			s.errs <- err
+		}
+	}()
+}
+
+// Stop stops everything and the control plane.
+func (s *Sim) Stop() error {
+	s.cancel()
+	s.wg.Wait()
+	var errs []error
+	for {
+		select {
+		case err := <-s.errs:
+			errs = append(errs, err)
+			continue
+		default:
+		}
+		break
+	}
+	errs = append(errs, s.Plane.Stop())
+	return errors.Join(errs...)
+}
+
+// Apply creates or updates every object of a multi-document YAML manifest,
+// as `kubectl apply` would (server-side apply).
+func (s *Sim) Apply(ctx context.Context, name string, data []byte) error {
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	for i := 1; ; i++ {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: document %d: %w", name, i, err)
+		}
+		js, err := yaml.YAMLToJSON(doc)
+		if err != nil {
+			return fmt.Errorf("%s: document %d: %w", name, i, err)
+		}
+		if string(bytes.TrimSpace(js)) == "null" {
+			continue
+		}
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(js); err != nil {
+			return fmt.Errorf("%s: document %d: %w", name, i, err)
+		}
+		if obj.GetNamespace() == "" {
+			if mapping, err := s.Kube.RESTMapper().RESTMapping(obj.GroupVersionKind().GroupKind(), obj.GroupVersionKind().Version); err == nil && mapping.Scope.Name() == "namespace" {
+				obj.SetNamespace("default")
+			}
+		}
+		//nolint:staticcheck // client.Apply with unstructured objects is the supported server-side apply path here
+		if err := s.Kube.Patch(ctx, obj, client.Apply, client.FieldOwner("nodewright-sim"), client.ForceOwnership); err != nil {
+			return fmt.Errorf("%s: applying %s %s: %w", name, obj.GetKind(), obj.GetName(), err)
+		}
+	}
+}

@@ -1,0 +1,261 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/aws/instancetypes"
+)
+
+// Snapshot is the state of a simulation, as `nodewright sim` reports it.
+type Snapshot struct {
+	Elapsed      time.Duration `json:"elapsed"`
+	Pods         int           `json:"pods"`
+	RunningPods  int           `json:"runningPods"`
+	PendingPods  int           `json:"pendingPods"`
+	NodeClaims   []NodeClaim   `json:"nodeClaims"`
+	Nodes        int           `json:"nodes"`
+	PricePerHour float64       `json:"pricePerHour"`
+	// Problems explain everything that is not working: conditions that
+	// are not True, kubelets that did not register, pods nodewright cannot
+	// place.
+	Problems []string `json:"problems"`
+}
+
+// NodeClaim is one NodeClaim in a snapshot.
+type NodeClaim struct {
+	Name         string `json:"name"`
+	NodePool     string `json:"nodePool"`
+	InstanceType string `json:"instanceType"`
+	CapacityType string `json:"capacityType"`
+	Zone         string `json:"zone"`
+	// Phase is Launching, Registering, Initializing or Ready.
+	Phase string `json:"phase"`
+}
+
+// Done reports whether every pod runs on Ready NodeClaims.
+func (s *Snapshot) Done() bool {
+	if s.Pods == 0 || s.RunningPods != s.Pods {
+		return false
+	}
+	for _, c := range s.NodeClaims {
+		if c.Phase != "Ready" {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Snapshot) key() string {
+	parts := []string{fmt.Sprint(s.RunningPods, s.PendingPods, s.Nodes)}
+	for _, c := range s.NodeClaims {
+		parts = append(parts, c.Name+c.Phase)
+	}
+	return strings.Join(append(parts, s.Problems...), "|")
+}
+
+// Snapshot reads the state of the simulation.
+func (s *Sim) Snapshot(ctx context.Context, started time.Time) (*Snapshot, error) {
+	snap := &Snapshot{Elapsed: time.Since(started).Round(time.Second), NodeClaims: []NodeClaim{}, Problems: []string{}}
+	problems := map[string]bool{}
+	add := func(p string) {
+		if !problems[p] {
+			problems[p] = true
+			snap.Problems = append(snap.Problems, p)
+		}
+	}
+	pods := &corev1.PodList{}
+	if err := s.Kube.List(ctx, pods); err != nil {
+		return nil, err
+	}
+	reasons, err := s.podReasons(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range pods.Items {
+		if p.Namespace == "kube-system" {
+			continue
+		}
+		snap.Pods++
+		if p.Status.Phase == corev1.PodRunning {
+			snap.RunningPods++
+			continue
+		}
+		snap.PendingPods++
+		if r, ok := reasons[p.Namespace+"/"+p.Name]; ok {
+			add(fmt.Sprintf("pod %s/%s: %s", p.Namespace, p.Name, r))
+		}
+	}
+	classes := &awsv1.EC2NodeClassList{}
+	if err := s.Kube.List(ctx, classes); err != nil {
+		return nil, err
+	}
+	for _, c := range classes.Items {
+		for _, cond := range c.Status.Conditions {
+			if cond.Status != metav1.ConditionTrue && cond.Type != awsv1.ConditionReady {
+				add(fmt.Sprintf("EC2NodeClass %s: %s=%s %s: %s", c.Name, cond.Type, cond.Status, cond.Reason, cond.Message))
+			}
+		}
+	}
+	claims := &v1.NodeClaimList{}
+	if err := s.Kube.List(ctx, claims); err != nil {
+		return nil, err
+	}
+	specs, err := instancetypes.Catalog()
+	if err != nil {
+		return nil, err
+	}
+	onDemand := map[string]float64{}
+	for _, sp := range specs {
+		onDemand[sp.Name] = sp.OnDemand
+	}
+	sort.Slice(claims.Items, func(i, j int) bool { return claims.Items[i].Name < claims.Items[j].Name })
+	for _, nc := range claims.Items {
+		view := NodeClaim{
+			Name: nc.Name, NodePool: nc.Labels[v1.LabelNodePool], InstanceType: nc.Labels[corev1.LabelInstanceTypeStable],
+			CapacityType: nc.Labels[v1.LabelCapacityType], Zone: nc.Labels[corev1.LabelTopologyZone], Phase: phase(&nc),
+		}
+		snap.NodeClaims = append(snap.NodeClaims, view)
+		if price, ok := onDemand[view.InstanceType]; ok {
+			if view.CapacityType == v1.CapacityTypeSpot {
+				price = instancetypes.SpotPrice(view.InstanceType, view.Zone, price)
+			}
+			snap.PricePerHour += price
+		}
+		for _, cond := range nc.Status.Conditions {
+			bad := cond.Status != metav1.ConditionTrue && cond.Type != v1.ConditionReady && cond.Message != ""
+			if bad || cond.Reason == "UnregisteredTaintMissing" {
+				add(fmt.Sprintf("NodeClaim %s: %s=%s %s: %s", nc.Name, cond.Type, cond.Status, cond.Reason, cond.Message))
+			}
+		}
+		if _, id, found := strings.Cut(strings.TrimPrefix(nc.Status.ProviderID, "aws:///"), "/"); found {
+			if why, failed := s.Kubelets.Failure(id); failed {
+				add(fmt.Sprintf("instance %s of NodeClaim %s: %s", id, nc.Name, why))
+			}
+		}
+	}
+	snap.PricePerHour = math.Round(snap.PricePerHour*1e4) / 1e4
+	nodes := &corev1.NodeList{}
+	if err := s.Kube.List(ctx, nodes); err != nil {
+		return nil, err
+	}
+	snap.Nodes = len(nodes.Items)
+	return snap, nil
+}
+
+func phase(nc *v1.NodeClaim) string {
+	switch {
+	case meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionReady):
+		return "Ready"
+	case meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionRegistered):
+		return "Initializing"
+	case meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionLaunched):
+		return "Registering"
+	}
+	return "Launching"
+}
+
+// podReasons returns the latest reason nodewright gave for each pod it
+// could not place.
+func (s *Sim) podReasons(ctx context.Context) (map[string]string, error) {
+	events := &corev1.EventList{}
+	if err := s.Kube.List(ctx, events); err != nil {
+		return nil, err
+	}
+	latest := map[string]corev1.Event{}
+	for _, ev := range events.Items {
+		if ev.Source.Component != "nodewright" || ev.Reason != "FailedScheduling" || ev.InvolvedObject.Kind != "Pod" {
+			continue
+		}
+		key := ev.InvolvedObject.Namespace + "/" + ev.InvolvedObject.Name
+		if cur, ok := latest[key]; !ok || ev.LastTimestamp.After(cur.LastTimestamp.Time) {
+			latest[key] = ev
+		}
+	}
+	out := map[string]string{}
+	for k, ev := range latest {
+		out[k] = ev.Message
+	}
+	return out, nil
+}
+
+// Watch takes a snapshot every second and hands it to progress, until
+// every pod runs on Ready NodeClaims, nothing has changed for stall, or
+// timeout passes.
+func (s *Sim) Watch(ctx context.Context, timeout, stall time.Duration, progress func(*Snapshot)) (*Snapshot, error) {
+	started := time.Now()
+	lastChange, lastKey := started, ""
+	ticker := time.NewTicker(time.Second)
+	defer ticker.Stop()
+	for {
+		snap, err := s.Snapshot(ctx, started)
+		if err != nil {
+			return nil, err
+		}
+		if progress != nil {
+			progress(snap)
+		}
+		if k := snap.key(); k != lastKey {
+			lastKey, lastChange = k, time.Now()
+		}
+		if snap.Done() || time.Since(started) > timeout || (time.Since(lastChange) > stall && snap.Pods > 0) {
+			return snap, nil
+		}
+		select {
+		case <-ctx.Done():
+			return snap, ctx.Err()
+		case <-ticker.C:
+		}
+	}
+}
+
+// WriteSummary prints a snapshot for people.
+func WriteSummary(w io.Writer, scenario string, snap *Snapshot) {
+	verdict := "every pod is Running"
+	if !snap.Done() {
+		verdict = fmt.Sprintf("%d of %d pods are Running", snap.RunningPods, snap.Pods)
+	}
+	fmt.Fprintf(w, "\n%s: %s after %s\n", scenario, verdict, snap.Elapsed)
+	byType := map[string]int{}
+	for _, c := range snap.NodeClaims {
+		byType[fmt.Sprintf("%s %s (%s)", c.InstanceType, c.CapacityType, c.Phase)]++
+	}
+	keys := make([]string, 0, len(byType))
+	for k := range byType {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	fmt.Fprintf(w, "NodeClaims: %d, nodes: %d, $%.4f/hour\n", len(snap.NodeClaims), snap.Nodes, snap.PricePerHour)
+	for _, k := range keys {
+		fmt.Fprintf(w, "  %d × %s\n", byType[k], k)
+	}
+	if len(snap.Problems) > 0 {
+		fmt.Fprintln(w, "Why:")
+		for _, p := range snap.Problems {
+			fmt.Fprintf(w, "  - %s\n", p)
+		}
+	}
+}
+
+// Progress prints one line per snapshot.
+func Progress(w io.Writer) func(*Snapshot) {
+	return func(s *Snapshot) {
+		phases := map[string]int{}
+		for _, c := range s.NodeClaims {
+			phases[c.Phase]++
+		}
+		fmt.Fprintf(w, "%6s  pods %d/%d running  NodeClaims launching %d registering %d initializing %d ready %d  $%.4f/h\n",
+			s.Elapsed, s.RunningPods, s.Pods, phases["Launching"], phases["Registering"], phases["Initializing"], phases["Ready"], s.PricePerHour)
+	}
+}
