@@ -168,7 +168,6 @@ func (s *Sim) Apply(ctx context.Context, name string, data []byte) error {
 				obj.SetNamespace("default")
 			}
 		}
-		//nolint:staticcheck // client.Apply with unstructured objects is the supported server-side apply path here
 		if err := s.Kube.Patch(ctx, obj, client.Apply, client.FieldOwner("nodewright-sim"), client.ForceOwnership); err != nil {
 			return fmt.Errorf("%s: applying %s %s: %w", name, obj.GetKind(), obj.GetName(), err)
 		}
