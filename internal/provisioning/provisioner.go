@@ -193,7 +193,10 @@ func (p *Provisioner) Provision(ctx context.Context) (bool, error) {
 	}
 	for _, u := range plan.Unschedulable {
 		reason := u.Reason
-		if skipped != "" {
+		switch {
+		case skipped != "" && len(pools) == 0:
+			reason = skipped
+		case skipped != "":
 			reason += "; " + skipped
 		}
 		p.Recorder.Event(u.Pod, corev1.EventTypeWarning, "FailedScheduling", "nodewright cannot launch a node for this pod: "+reason)

@@ -218,7 +218,7 @@ func (v *validation) bootstrapCall(c Command) {
 		if name, value, ok := strings.Cut(arg, "="); ok && contains(BootstrapOptions, name) {
 			v.add(CodeBootstrapArgsMalformed, Error,
 				"bootstrap.sh is called with %s: bootstrap.sh takes its options as two words (%s VALUE), and does not understand the %s=VALUE form, so it ignores it. Write %s '%s'",
-				c.Raw[i], name, name, name, value)
+				c.Raw[i], name, name, name, strings.ReplaceAll(value, "karpenter.sh/uninitialized", "karpenter.sh/unregistered"))
 			if name == "--kubelet-extra-args" {
 				for _, flag := range registerFlags(strings.Fields(value)) {
 					v.ignored = append(v.ignored, splitTaints(strings.NewReplacer(`"`, "", `'`, "").Replace(flag.value))...)

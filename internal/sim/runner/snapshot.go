@@ -83,6 +83,8 @@ func (s *Sim) Snapshot(ctx context.Context, started time.Time) (*Snapshot, error
 	if err != nil {
 		return nil, err
 	}
+	podsByReason := map[string][]string{}
+	var reasonOrder []string
 	for _, p := range pods.Items {
 		if p.Namespace == "kube-system" {
 			continue
@@ -94,8 +96,19 @@ func (s *Sim) Snapshot(ctx context.Context, started time.Time) (*Snapshot, error
 		}
 		snap.PendingPods++
 		if r, ok := reasons[p.Namespace+"/"+p.Name]; ok {
-			add(fmt.Sprintf("pod %s/%s: %s", p.Namespace, p.Name, r))
+			if _, seen := podsByReason[r]; !seen {
+				reasonOrder = append(reasonOrder, r)
+			}
+			podsByReason[r] = append(podsByReason[r], p.Namespace+"/"+p.Name)
 		}
+	}
+	for _, r := range reasonOrder {
+		names := podsByReason[r]
+		label := "pod " + names[0]
+		if len(names) > 1 {
+			label = fmt.Sprintf("%d pods (%s, ...)", len(names), names[0])
+		}
+		add(label + ": " + r)
 	}
 	classes := &awsv1.EC2NodeClassList{}
 	if err := s.Kube.List(ctx, classes); err != nil {
