@@ -1,0 +1,240 @@
+// Package e2e runs the scenarios end to end with `nodewright sim`'s runner:
+// a real control plane, the simulated AWS account and kubelets, and the
+// operator.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/simulate"
+	"github.com/nodewright/nodewright/internal/sim/runner"
+	"github.com/nodewright/nodewright/scenarios"
+)
+
+// run starts a simulation, applies a scenario and watches it settle.
+func run(t *testing.T, scenario string, edit func(*runner.Options)) (*runner.Sim, *runner.Snapshot) {
+	t.Helper()
+	name, manifest, err := scenarios.Load(scenario)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := runner.DefaultOptions()
+	opts.BootDelay, opts.CCMDelay = time.Second, time.Second
+	opts.Operator.SkipNameValidation = true // one simulation after another in this process
+	if edit != nil {
+		edit(&opts)
+	}
+	ctx := context.Background()
+	sim, err := runner.Start(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := sim.Stop(); err != nil {
+			t.Errorf("stopping the simulation: %v", err)
+		}
+	})
+	if err := sim.Apply(ctx, name, manifest); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := sim.Watch(ctx, 2*time.Minute, 12*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var summary bytes.Buffer
+	runner.WriteSummary(&summary, name, snap)
+	t.Log(summary.String())
+	return sim, snap
+}
+
+func problemsMention(snap *runner.Snapshot, fragments ...string) bool {
+	for _, p := range snap.Problems {
+		all := true
+		for _, f := range fragments {
+			all = all && strings.Contains(p, f)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
+func nodeClass(t *testing.T, sim *runner.Sim, name string) *awsv1.EC2NodeClass {
+	t.Helper()
+	nc := &awsv1.EC2NodeClass{}
+	if err := sim.Kube.Get(context.Background(), client.ObjectKey{Name: name}, nc); err != nil {
+		t.Fatal(err)
+	}
+	return nc
+}
+
+func TestHealthy(t *testing.T) {
+	sim, snap := run(t, "healthy", nil)
+	if !snap.Done() {
+		t.Fatalf("not every pod runs on a Ready NodeClaim: %+v", snap)
+	}
+	ctx := context.Background()
+	pods := &corev1.PodList{}
+	if err := sim.Kube.List(ctx, pods, client.InNamespace("default")); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		node := &corev1.Node{}
+		if err := sim.Kube.Get(ctx, client.ObjectKey{Name: p.Spec.NodeName}, node); err != nil {
+			t.Fatal(err)
+		}
+		if p.Labels["app"] == "armapp" && (node.Labels[corev1.LabelArchStable] != "arm64" || node.Labels["karpenter.k8s.aws/instance-family"] != "t4g") {
+			t.Errorf("armapp pod %s runs on %s (%s)", p.Name, node.Name, node.Labels[corev1.LabelInstanceTypeStable])
+		}
+	}
+	// No more nodes than the plan for the same manifests needs (the
+	// scheduler may pack one node differently).
+	_, manifest, _ := scenarios.Load("healthy")
+	objs := &simulate.Objects{}
+	if err := objs.Load("healthy", bytes.NewReader(manifest)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := simulate.Run(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if planned := len(res.Plan.NodeClaims); snap.Nodes > planned+1 {
+		t.Errorf("%d nodes for a plan of %d", snap.Nodes, planned)
+	}
+
+	// Scale down: the workloads and NodeClaims go; every instance is terminated.
+	for _, d := range []string{"web", "armapp"} {
+		dep := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}, ObjectMeta: metav1.ObjectMeta{Name: d, Namespace: "default"}}
+		if err := sim.Kube.Delete(ctx, dep); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sim.Kube.DeleteAllOf(ctx, &v1.NodeClaim{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		running := 0
+		for _, inst := range sim.Account.Instances() {
+			if inst.State.Name != "terminated" {
+				running++
+			}
+		}
+		nodes := &corev1.NodeList{}
+		if err := sim.Kube.List(ctx, nodes); err != nil {
+			t.Fatal(err)
+		}
+		if running == 0 && len(nodes.Items) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after scale down %d instances still run and %d nodes remain", running, len(nodes.Items))
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+func TestS1CaughtBeforeLaunch(t *testing.T) {
+	sim, snap := run(t, "s1", nil)
+	cond := meta.FindStatusCondition(nodeClass(t, sim, "cilium").Status.Conditions, awsv1.ConditionValidationSucceeded)
+	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != "UserDataInvalid" ||
+		!strings.Contains(cond.Message, "--register-with-taints=node.cilium.io/agent-not-ready=true:NoExecute") ||
+		!strings.Contains(cond.Message, "karpenter.sh/unregistered") || !strings.Contains(cond.Message, "startupTaints") {
+		t.Errorf("EC2NodeClass cilium ValidationSucceeded: %+v", cond)
+	}
+	if len(snap.NodeClaims) != 0 || len(sim.Account.Instances()) != 0 {
+		t.Errorf("nothing may launch from the EC2NodeClass: %d NodeClaims, %d instances", len(snap.NodeClaims), len(sim.Account.Instances()))
+	}
+	if !problemsMention(snap, "pods", "EC2NodeClass cilium is not ready", "UserDataInvalid") {
+		t.Errorf("the pods' events do not name the EC2NodeClass: %v", snap.Problems)
+	}
+}
+
+func TestS1AtRuntimeIsNotSilent(t *testing.T) {
+	_, snap := run(t, "s1", func(o *runner.Options) { o.Operator.SkipUserDataValidation = true })
+	if !problemsMention(snap, "Registered=True UnregisteredTaintMissing", "registered with node.cilium.io/agent-not-ready=true:NoExecute") {
+		t.Errorf("the NodeClaims do not say the node registered without karpenter.sh/unregistered: %v", snap.Problems)
+	}
+}
+
+func TestS2CloudProviderTaint(t *testing.T) {
+	sim, snap := run(t, "s2", nil)
+	if !snap.Done() {
+		t.Fatalf("with the cloud controller manager every pod must run: %v", snap.Problems)
+	}
+	nodes := &corev1.NodeList{}
+	if err := sim.Kube.List(context.Background(), nodes); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes.Items {
+		for _, taint := range n.Spec.Taints {
+			if taint.Key == "node.cloudprovider.kubernetes.io/uninitialized" {
+				t.Errorf("node %s still (or again) carries %s", n.Name, taint.Key)
+			}
+		}
+	}
+}
+
+func TestS2WithoutCloudControllerManager(t *testing.T) {
+	_, snap := run(t, "s2", func(o *runner.Options) { o.CloudControllerManager = false })
+	if snap.RunningPods != 0 || !problemsMention(snap, "Initialized=False KnownEphemeralTaintsExist", "node.cloudprovider.kubernetes.io/uninitialized", "cloud controller manager") {
+		t.Errorf("the NodeClaims must wait and name the taint and its owner: %v", snap.Problems)
+	}
+}
+
+func TestS3CaughtBeforeLaunch(t *testing.T) {
+	sim, snap := run(t, "s3", nil)
+	cond := meta.FindStatusCondition(nodeClass(t, sim, "custom-al2").Status.Conditions, awsv1.ConditionValidationSucceeded)
+	if cond == nil || cond.Status != metav1.ConditionFalse ||
+		!strings.Contains(cond.Message, "al2-bootstrap-args-malformed") || !strings.Contains(cond.Message, "--kubelet-extra-args VALUE") ||
+		!strings.Contains(cond.Message, "custom-userdata-missing-unregistered-taint") || !strings.Contains(cond.Message, "karpenter.sh/unregistered:NoExecute") {
+		t.Errorf("EC2NodeClass custom-al2 ValidationSucceeded: %+v", cond)
+	}
+	if len(snap.NodeClaims) != 0 {
+		t.Errorf("%d NodeClaims launched from an invalid EC2NodeClass", len(snap.NodeClaims))
+	}
+	_, runtime := run(t, "s3", func(o *runner.Options) { o.Operator.SkipUserDataValidation = true })
+	if !problemsMention(runtime, "UnregisteredTaintMissing") {
+		t.Errorf("at runtime the NodeClaims must say the node registered without karpenter.sh/unregistered: %v", runtime.Problems)
+	}
+}
+
+func TestS4NodeRoleNotMapped(t *testing.T) {
+	sim, snap := run(t, "s4", nil)
+	if len(snap.NodeClaims) == 0 || snap.Nodes != 0 {
+		t.Fatalf("instances must launch but no node register: %d NodeClaims, %d nodes", len(snap.NodeClaims), snap.Nodes)
+	}
+	if !problemsMention(snap, "Unauthorized", "KarpenterNodeRole-nodewright-sim", "aws-auth") {
+		t.Errorf("the summary must say the node role is not mapped: %v", snap.Problems)
+	}
+	for _, inst := range sim.Account.Instances() {
+		if !strings.Contains(inst.ConsoleOutput, "Unauthorized") {
+			t.Errorf("instance %s console shows %q", *inst.InstanceId, inst.ConsoleOutput)
+		}
+	}
+}
+
+func TestS5ArchitectureAndTypo(t *testing.T) {
+	_, snap := run(t, "s5", nil)
+	if len(snap.NodeClaims) != 0 {
+		t.Errorf("%d NodeClaims for arm64 pods without an arm64 AMI", len(snap.NodeClaims))
+	}
+	if !problemsMention(snap, "4 pods", "NodePool cicd-armapps: no AMI for arm64 in EC2NodeClass arm") {
+		t.Errorf("the selector and affinity pods must get the same AMI reason: %v", snap.Problems)
+	}
+	if !problemsMention(snap, "armapp-typo", "NodePool cicd-armapps: requires pod-type=armapp, pod selects pod-type=armapps") {
+		t.Errorf("the typo pod's reason: %v", snap.Problems)
+	}
+}
