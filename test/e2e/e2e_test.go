@@ -17,8 +17,8 @@ import (
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
-	"github.com/nodewright/nodewright/internal/simulate"
 	"github.com/nodewright/nodewright/internal/sim/runner"
+	"github.com/nodewright/nodewright/internal/simulate"
 	"github.com/nodewright/nodewright/scenarios"
 )
 
