@@ -4,7 +4,7 @@ SHELL := /usr/bin/env bash -o pipefail
 GOLANGCI_LINT_VERSION := v2.15.0
 LINT := bin/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
-.PHONY: all build test generate verify lint controlplane clean bench
+.PHONY: all build test generate verify lint controlplane clean bench sim
 
 all: build
 
@@ -12,6 +12,9 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo deve
 
 build: ## Build the nodewright binary into ./bin/nodewright
 	go build -ldflags "-X github.com/nodewright/nodewright/internal/version.version=$(VERSION)" -o bin/nodewright ./cmd/nodewright
+
+sim: build controlplane ## Set up, then run nodewright end to end on this machine (SCENARIO=healthy|s1..s5)
+	./bin/nodewright sim --scenario $(or $(SCENARIO),healthy)
 
 controlplane: ## Install etcd and build kube-apiserver, kube-scheduler, kube-controller-manager, kubectl (cached)
 	./hack/controlplane.sh
