@@ -24,6 +24,7 @@ import (
 
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
+	"github.com/nodewright/nodewright/internal/termination"
 )
 
 // CloudProvider launches, finds and deletes the instances of NodeClaims.
@@ -60,6 +61,7 @@ const providerIDField = "spec.providerID"
 type Controller struct {
 	Client   client.Client
 	Cloud    CloudProvider
+	Drainer  *termination.Drainer
 	Recorder record.EventRecorder
 	Clock    clock.PassiveClock
 	Options  Options
@@ -70,6 +72,11 @@ type Controller struct {
 func (c *Controller) SetupWithManager(ctx context.Context, mgr manager.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Node{}, providerIDField, func(o client.Object) []string {
 		return []string{o.(*corev1.Node).Spec.ProviderID}
+	}); err != nil {
+		return err
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, "spec.nodeName", func(o client.Object) []string {
+		return []string{o.(*corev1.Pod).Spec.NodeName}
 	}); err != nil {
 		return err
 	}
@@ -384,8 +391,9 @@ func (c *Controller) liveness(ctx context.Context, nc *v1.NodeClaim) (bool, erro
 	return true, client.IgnoreNotFound(c.Client.Delete(ctx, nc))
 }
 
-// finalize deletes the node, then the instance until it is gone, then
-// releases the NodeClaim.
+// finalize drains the node (PodDisruptionBudgets hold; at the
+// terminationGracePeriod deadline remaining pods are deleted), deletes it,
+// then deletes the instance until it is gone, then releases the NodeClaim.
 func (c *Controller) finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
 	if !controllerutil.ContainsFinalizer(nc, v1.TerminationFinalizer) {
 		return reconcile.Result{}, nil
@@ -395,8 +403,21 @@ func (c *Controller) finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 		if err := c.Client.List(ctx, nodes, client.MatchingFields{providerIDField: nc.Status.ProviderID}); err != nil {
 			return reconcile.Result{}, err
 		}
+		var deadline time.Time
+		if tgp := nc.Spec.TerminationGracePeriod; tgp != nil {
+			deadline = nc.DeletionTimestamp.Add(tgp.Duration)
+		}
 		for i := range nodes.Items {
 			node := &nodes.Items[i]
+			if c.Drainer != nil && node.DeletionTimestamp.IsZero() {
+				drained, err := c.Drainer.Drain(ctx, node, nc, deadline)
+				if err != nil {
+					return reconcile.Result{}, err
+				}
+				if !drained {
+					return reconcile.Result{RequeueAfter: c.Options.Poll}, nil
+				}
+			}
 			if node.DeletionTimestamp.IsZero() {
 				if err := c.Client.Delete(ctx, node); client.IgnoreNotFound(err) != nil {
 					return reconcile.Result{}, fmt.Errorf("deleting %s: %w", describeNode(node), err)

@@ -5,12 +5,16 @@ import (
 	"encoding/base64"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
@@ -255,6 +259,99 @@ func TestInsufficientCapacityDeletesTheNodeClaim(t *testing.T) {
 	for _, inst := range e.account.Instances() {
 		if inst.State.Name != "terminated" {
 			t.Errorf("an instance was left running: %s", *inst.InstanceId)
+		}
+	}
+}
+
+// Deleting a NodeClaim drains its node through the Eviction API: a
+// PodDisruptionBudget that allows no disruption holds the pods (and the
+// node and instance) until it does.
+func TestDrainRespectsPodDisruptionBudgets(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	e.create(t, newClaim("drained"))
+	e.waitCondition(t, "drained", v1.ConditionLaunched, metav1.ConditionTrue)
+	node := e.boot(t, e.claim(t, "drained"), "")
+	e.waitCondition(t, "drained", v1.ConditionRegistered, metav1.ConditionTrue)
+	labels := map[string]string{"app": "db"}
+	for _, name := range []string{"db-0", "db-1"} {
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: labels},
+			Spec: corev1.PodSpec{NodeName: node.Name, Containers: []corev1.Container{{Name: "db", Image: "postgres"}},
+				Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}},
+		}
+		e.create(t, pod)
+		before := pod.DeepCopy()
+		pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}
+		if err := e.kube.Status().Patch(ctx, pod, client.MergeFrom(before)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default"},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(2)), Selector: &metav1.LabelSelector{MatchLabels: labels}},
+	}
+	e.create(t, pdb)
+	e.waitFor(t, "the PodDisruptionBudget's status", func(ctx context.Context) (bool, error) {
+		err := e.kube.Get(ctx, client.ObjectKeyFromObject(pdb), pdb)
+		return err == nil && pdb.Status.ExpectedPods == 2 && pdb.Status.ObservedGeneration == pdb.Generation, err
+	})
+
+	if err := e.kube.Delete(ctx, e.claim(t, "drained")); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor(t, "the node to be tainted karpenter.sh/disrupted", func(ctx context.Context) (bool, error) {
+		if err := e.kube.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
+			return false, err
+		}
+		for _, taint := range node.Spec.Taints {
+			if taint.Key == v1.TaintKeyDisrupted && taint.Effect == corev1.TaintEffectNoSchedule {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	time.Sleep(3 * time.Second) // several drain attempts
+	for _, name := range []string{"db-0", "db-1"} {
+		pod := &corev1.Pod{}
+		if err := e.kube.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, pod); err != nil || !pod.DeletionTimestamp.IsZero() {
+			t.Fatalf("pod %s was evicted against its PodDisruptionBudget (%v)", name, err)
+		}
+	}
+	if err := e.kube.Get(ctx, client.ObjectKey{Name: "drained"}, &v1.NodeClaim{}); err != nil {
+		t.Fatalf("the NodeClaim went while its pods were still on the node: %v", err)
+	}
+
+	// The budget allows disruption: the pods are evicted; the kubelet stops
+	// them; then the node and the instance go.
+	before := pdb.DeepCopy()
+	pdb.Spec.MinAvailable = ptr.To(intstr.FromInt32(0))
+	if err := e.kube.Patch(ctx, pdb, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor(t, "both pods to be evicted", func(ctx context.Context) (bool, error) {
+		for _, name := range []string{"db-0", "db-1"} {
+			pod := &corev1.Pod{}
+			err := e.kube.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, pod)
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			if err != nil || pod.DeletionTimestamp.IsZero() {
+				return false, err
+			}
+			if err := e.kube.Delete(ctx, pod, client.GracePeriodSeconds(0)); client.IgnoreNotFound(err) != nil {
+				return false, err
+			}
+		}
+		return true, nil
+	})
+	e.waitFor(t, "the NodeClaim to be gone", func(ctx context.Context) (bool, error) {
+		err := e.kube.Get(ctx, client.ObjectKey{Name: "drained"}, &v1.NodeClaim{})
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+	for _, inst := range e.account.Instances() {
+		if inst.State.Name != "terminated" {
+			t.Errorf("instance %s is %s", *inst.InstanceId, inst.State.Name)
 		}
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/nodewright/nodewright/internal/aws/sdk"
 	"github.com/nodewright/nodewright/internal/lifecycle"
 	"github.com/nodewright/nodewright/internal/provisioning"
+	"github.com/nodewright/nodewright/internal/termination"
 )
 
 // Config is everything the controllers are configured with.
@@ -127,7 +128,10 @@ func New(ctx context.Context, rc *rest.Config, cfg Config, clouds Clouds, clk cl
 	if err := status.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	life := &lifecycle.Controller{Client: mgr.GetClient(), Cloud: cloud, Recorder: recorder, Clock: clk, Options: cfg.Lifecycle}
+	life := &lifecycle.Controller{
+		Client: mgr.GetClient(), Cloud: cloud, Recorder: recorder, Clock: clk, Options: cfg.Lifecycle,
+		Drainer: &termination.Drainer{Client: mgr.GetClient(), Recorder: recorder, Clock: clk},
+	}
 	if err := life.SetupWithManager(ctx, mgr); err != nil {
 		return nil, err
 	}

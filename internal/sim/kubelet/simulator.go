@@ -242,7 +242,17 @@ func (s *Simulator) runPods(ctx context.Context) error {
 	}
 	for i := range pods.Items {
 		pod := &pods.Items[i]
-		if pod.Spec.NodeName == "" || pod.Status.Phase == corev1.PodRunning || !strings.HasPrefix(pod.Spec.NodeName, "ip-") {
+		if pod.Spec.NodeName == "" || !strings.HasPrefix(pod.Spec.NodeName, "ip-") {
+			continue
+		}
+		if !pod.DeletionTimestamp.IsZero() {
+			// The kubelet has stopped the containers: the pod goes.
+			if err := client.IgnoreNotFound(s.Kube.Delete(ctx, pod, client.GracePeriodSeconds(0))); err != nil {
+				return err
+			}
+			continue
+		}
+		if pod.Status.Phase == corev1.PodRunning {
 			continue
 		}
 		before := pod.DeepCopy()

@@ -1,0 +1,124 @@
+// Package termination drains a node before its NodeClaim's instance goes:
+// it taints the node karpenter.sh/disrupted:NoSchedule and evicts its pods
+// through the Eviction API in tiers, so PodDisruptionBudgets hold.
+package termination
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/nodewright/nodewright/api/v1"
+)
+
+// Drainer evicts the pods of nodes being terminated.
+type Drainer struct {
+	Client   client.Client
+	Recorder record.EventRecorder
+	Clock    clock.PassiveClock
+}
+
+// tier orders eviction: ordinary pods, then DaemonSet pods, then critical
+// pods, then critical DaemonSet pods.
+func tier(p *corev1.Pod) int {
+	t := 0
+	if ownedByDaemonSet(p) {
+		t++
+	}
+	if p.Spec.PriorityClassName == "system-cluster-critical" || p.Spec.PriorityClassName == "system-node-critical" {
+		t += 2
+	}
+	return t
+}
+
+func ownedByDaemonSet(p *corev1.Pod) bool {
+	for _, o := range p.OwnerReferences {
+		if o.Kind == "DaemonSet" {
+			return true
+		}
+	}
+	return false
+}
+
+// Drain taints the node and evicts the pods of its lowest non-empty tier;
+// pods marked karpenter.sh/do-not-disrupt wait for the deadline. At the
+// deadline (non-zero: terminationGracePeriod after deletion) the remaining
+// pods are deleted. It returns done=true once only pods that need no
+// eviction remain (mirror pods, finished pods).
+func (d *Drainer) Drain(ctx context.Context, node *corev1.Node, owner client.Object, deadline time.Time) (bool, error) {
+	if err := d.taint(ctx, node); err != nil {
+		return false, err
+	}
+	pods := &corev1.PodList{}
+	if err := d.Client.List(ctx, pods, client.MatchingFields{"spec.nodeName": node.Name}); err != nil {
+		return false, fmt.Errorf("listing the pods of node %s: %w", node.Name, err)
+	}
+	pastDeadline := !deadline.IsZero() && !d.Clock.Now().Before(deadline)
+	lowest := 4
+	var remaining []*corev1.Pod
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if p.Annotations[corev1.MirrorPodAnnotationKey] != "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		remaining = append(remaining, p)
+		lowest = min(lowest, tier(p))
+	}
+	if len(remaining) == 0 {
+		return true, nil
+	}
+	for _, p := range remaining {
+		switch {
+		case pastDeadline:
+			if err := client.IgnoreNotFound(d.Client.Delete(ctx, p, client.GracePeriodSeconds(0))); err != nil {
+				return false, fmt.Errorf("deleting pod %s/%s at the termination deadline: %w", p.Namespace, p.Name, err)
+			}
+		case tier(p) != lowest || !p.DeletionTimestamp.IsZero():
+		case p.Annotations[v1.AnnotationDoNotDisrupt] == "true":
+			d.Recorder.Eventf(owner, corev1.EventTypeNormal, "DrainWaiting", "pod %s/%s is marked %s=true; it is not evicted before the terminationGracePeriod deadline", p.Namespace, p.Name, v1.AnnotationDoNotDisrupt)
+		default:
+			if err := d.evict(ctx, p, owner); err != nil {
+				return false, err
+			}
+		}
+	}
+	return false, nil
+}
+
+// evict asks the Eviction API to evict a pod; a PodDisruptionBudget that
+// forbids it is reported and retried later.
+func (d *Drainer) evict(ctx context.Context, p *corev1.Pod, owner client.Object) error {
+	eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
+	err := d.Client.SubResource("eviction").Create(ctx, p, eviction)
+	switch {
+	case err == nil, apierrors.IsNotFound(err):
+		return nil
+	case apierrors.IsTooManyRequests(err):
+		d.Recorder.Eventf(owner, corev1.EventTypeNormal, "DrainBlocked", "evicting pod %s/%s would violate its PodDisruptionBudget; retrying", p.Namespace, p.Name)
+		return nil
+	}
+	return fmt.Errorf("evicting pod %s/%s: %w", p.Namespace, p.Name, err)
+}
+
+// taint adds karpenter.sh/disrupted:NoSchedule so nothing new lands.
+func (d *Drainer) taint(ctx context.Context, node *corev1.Node) error {
+	for _, t := range node.Spec.Taints {
+		if t.Key == v1.TaintKeyDisrupted {
+			return nil
+		}
+	}
+	before := node.DeepCopy()
+	node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: v1.TaintKeyDisrupted, Effect: corev1.TaintEffectNoSchedule})
+	if err := d.Client.Patch(ctx, node, client.MergeFrom(before)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("tainting node %s %s: %w", node.Name, v1.TaintKeyDisrupted, err)
+	}
+	return nil
+}
