@@ -24,6 +24,7 @@ import (
 
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
+	"github.com/nodewright/nodewright/internal/nodepool"
 	"github.com/nodewright/nodewright/internal/termination"
 )
 
@@ -276,6 +277,9 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim, now metav1.
 	}
 	reason, msg := registrationOutcome(node, registeredWith, hadUnregistered)
 	set(&nc.Status.Conditions, now, nc.Generation, v1.ConditionRegistered, metav1.ConditionTrue, reason, msg)
+	if err := nodepool.RecordRegistration(ctx, c.Client, now.Time, nc.Labels[v1.LabelNodePool], true, ""); err != nil {
+		return nil, err
+	}
 	if !hadUnregistered {
 		c.Recorder.Event(nc, corev1.EventTypeWarning, reason, msg)
 	}
@@ -378,6 +382,10 @@ func (c *Controller) liveness(ctx context.Context, nc *v1.NodeClaim) (bool, erro
 		reason, msg = "LaunchTimeout", fmt.Sprintf("NodeClaim %s was not launched within %s", nc.Name, c.Options.LaunchTimeout)
 	case !isTrue(nc.Status.Conditions, v1.ConditionRegistered) && age > c.Options.RegistrationTimeout:
 		reason, msg = "RegistrationTimeout", fmt.Sprintf("no node registered for NodeClaim %s within %s", nc.Name, c.Options.RegistrationTimeout)
+		cause := "the instance launched but no node registered: check that the node role is mapped in aws-auth (or an EC2_LINUX access entry), that the instance can reach the API server, and its user data (nodewright doctor)"
+		if err := nodepool.RecordRegistration(ctx, c.Client, c.Clock.Now(), nc.Labels[v1.LabelNodePool], false, cause); err != nil {
+			return false, err
+		}
 	default:
 		return false, nil
 	}

@@ -22,6 +22,8 @@ import (
 	"github.com/nodewright/nodewright/internal/aws/provider"
 	"github.com/nodewright/nodewright/internal/aws/userdata"
 	"github.com/nodewright/nodewright/internal/lifecycle"
+	"github.com/nodewright/nodewright/internal/nodepool"
+	"github.com/nodewright/nodewright/internal/operator"
 	"github.com/nodewright/nodewright/internal/operator/optest"
 	"github.com/nodewright/nodewright/internal/sim/account"
 	simaws "github.com/nodewright/nodewright/internal/sim/aws"
@@ -353,5 +355,36 @@ func TestDrainRespectsPodDisruptionBudgets(t *testing.T) {
 		if inst.State.Name != "terminated" {
 			t.Errorf("instance %s is %s", *inst.InstanceId, inst.State.Name)
 		}
+	}
+}
+
+// A NodeClaim whose node never registers is deleted at the registration
+// timeout; its NodePool says so with the likely cause and backs off.
+func TestRegistrationTimeoutMarksTheNodePool(t *testing.T) {
+	e := optest.Start(t, optest.Options{ControllerManager: true, Configure: func(c *operator.Config) { c.Lifecycle.RegistrationTimeout = 3 * time.Second }})
+	e.DefaultNodeClass(t)
+	pool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	pool.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{{Key: "kubernetes.io/arch", Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}}
+	pool.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"}
+	e.Create(t, pool)
+	e.Create(t, newClaim("never"))
+	e.WaitFor(t, "the NodePool to count the launched NodeClaim", func(ctx context.Context) (bool, error) {
+		err := e.Kube.Get(ctx, client.ObjectKeyFromObject(pool), pool)
+		nodes := pool.Status.Resources["nodes"]
+		return err == nil && nodes.Value() == 1 && meta.IsStatusConditionTrue(pool.Status.Conditions, v1.ConditionNodeClassReady), err
+	})
+	e.WaitFor(t, "the NodeClaim to be deleted at the registration timeout", func(ctx context.Context) (bool, error) {
+		err := e.Kube.Get(ctx, client.ObjectKey{Name: "never"}, &v1.NodeClaim{})
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+	e.WaitFor(t, "NodeRegistrationHealthy=False on the NodePool", func(ctx context.Context) (bool, error) {
+		if err := e.Kube.Get(ctx, client.ObjectKeyFromObject(pool), pool); err != nil {
+			return false, err
+		}
+		c := meta.FindStatusCondition(pool.Status.Conditions, v1.ConditionNodeRegistrationHealthy)
+		return c != nil && c.Status == metav1.ConditionFalse && strings.Contains(c.Message, "aws-auth"), nil
+	})
+	if until, failures := nodepool.BackedOffUntil(pool); failures != 1 || !until.After(time.Now()) {
+		t.Errorf("backoff after one timeout: %d failures, until %s", failures, until)
 	}
 }

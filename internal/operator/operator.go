@@ -25,6 +25,7 @@ import (
 	"github.com/nodewright/nodewright/internal/aws/provider"
 	"github.com/nodewright/nodewright/internal/aws/sdk"
 	"github.com/nodewright/nodewright/internal/lifecycle"
+	"github.com/nodewright/nodewright/internal/nodepool"
 	"github.com/nodewright/nodewright/internal/provisioning"
 	"github.com/nodewright/nodewright/internal/termination"
 )
@@ -137,9 +138,12 @@ func New(ctx context.Context, rc *rest.Config, cfg Config, clouds Clouds, clk cl
 	}
 	prov := &provisioning.Provisioner{
 		Client: mgr.GetClient(), Types: cloud, AMIs: provider.AMIs, Recorder: recorder,
-		Batcher: provisioning.NewBatcher(cfg.BatchIdle, cfg.BatchMax, clk), Retry: 2 * time.Second, Log: log.WithName("provisioner"),
+		Batcher: provisioning.NewBatcher(cfg.BatchIdle, cfg.BatchMax, clk), Retry: 2 * time.Second, Clock: clk, Log: log.WithName("provisioner"),
 	}
 	if err := prov.SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	if err := (&nodepool.Controller{Client: mgr.GetClient(), Clock: clk}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	return mgr, nil

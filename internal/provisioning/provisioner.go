@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -21,6 +22,7 @@ import (
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/nodepool"
 	"github.com/nodewright/nodewright/internal/scheduling"
 )
 
@@ -41,6 +43,7 @@ type Provisioner struct {
 	// Retry is how long to wait before deciding again when a NodeClaim is
 	// still launching or pods stayed pending.
 	Retry time.Duration
+	Clock clock.PassiveClock
 	Log   logr.Logger
 }
 
@@ -234,6 +237,11 @@ func (p *Provisioner) nodePools(ctx context.Context, claims []v1.NodeClaim) ([]*
 	for i := range pools.Items {
 		np := &pools.Items[i]
 		if !np.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if until, failures := nodepool.BackedOffUntil(np); p.Clock.Now().Before(until) {
+			skipped = append(skipped, fmt.Sprintf("NodePool %s: launches back off until %s after %d registration timeout(s) in a row (see its NodeRegistrationHealthy condition)",
+				np.Name, until.UTC().Format(time.RFC3339), failures))
 			continue
 		}
 		ref := np.Spec.Template.Spec.NodeClassRef

@@ -24,9 +24,11 @@ import (
 	simaws "github.com/nodewright/nodewright/internal/sim/aws"
 )
 
-// Options choose the extra control-plane components.
+// Options choose the extra control-plane components and adjust the
+// operator's configuration.
 type Options struct {
 	Scheduler, ControllerManager bool
+	Configure                    func(*operator.Config)
 }
 
 // Env is a running test environment.
@@ -61,7 +63,11 @@ func Start(t *testing.T, opts Options) *Env {
 	a.Seed()
 	ctx, cancel := context.WithCancel(context.Background())
 	clouds := operator.Clouds{EC2: a.EC2(), SSM: a.SSM(), IAM: a.IAM(), EKS: a.EKS(), Pricing: a.Pricing()}
-	mgr, err := operator.New(ctx, plane.Config, Config(), clouds, clock.RealClock{}, logf.Log)
+	cfg := Config()
+	if opts.Configure != nil {
+		opts.Configure(&cfg)
+	}
+	mgr, err := operator.New(ctx, plane.Config, cfg, clouds, clock.RealClock{}, logf.Log)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
