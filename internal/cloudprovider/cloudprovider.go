@@ -6,6 +6,7 @@ package cloudprovider
 
 import (
 	"errors"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -28,6 +29,7 @@ type Instance struct {
 	Labels map[string]string
 	// NodeClaim and NodePool are read from the instance's tags.
 	NodeClaim, NodePool string
+	LaunchTime          time.Time
 }
 
 // InsufficientCapacityError says no offering the NodeClaim allows has

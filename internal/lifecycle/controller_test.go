@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -387,4 +388,57 @@ func TestRegistrationTimeoutMarksTheNodePool(t *testing.T) {
 	if until, failures := nodepool.BackedOffUntil(pool); failures != 1 || !until.After(time.Now()) {
 		t.Errorf("backoff after one timeout: %d failures, until %s", failures, until)
 	}
+}
+
+// Garbage collection: an instance whose NodeClaim vanished without its
+// finalizer running is terminated; a NodeClaim whose instance was
+// terminated outside nodewright is deleted.
+func TestGarbageCollection(t *testing.T) {
+	e := optest.Start(t, optest.Options{Configure: func(c *operator.Config) { c.GCInterval, c.GCGrace = 500*time.Millisecond, time.Second }})
+	e.DefaultNodeClass(t)
+	ctx := context.Background()
+	e.Create(t, newClaim("orphan"))
+	e.Create(t, newClaim("victim"))
+	for _, name := range []string{"orphan", "victim"} {
+		e.WaitFor(t, name+" launched", func(ctx context.Context) (bool, error) {
+			nc := &v1.NodeClaim{}
+			err := e.Kube.Get(ctx, client.ObjectKey{Name: name}, nc)
+			return err == nil && meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionLaunched), err
+		})
+	}
+	// The orphan's NodeClaim disappears without nodewright's finalizer.
+	orphan := &v1.NodeClaim{}
+	if err := e.Kube.Get(ctx, client.ObjectKey{Name: "orphan"}, orphan); err != nil {
+		t.Fatal(err)
+	}
+	orphanID := orphan.Status.ProviderID
+	before := orphan.DeepCopy()
+	orphan.Finalizers = nil
+	if err := e.Kube.Patch(ctx, orphan, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Kube.Delete(ctx, orphan); client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
+	// The victim's instance is terminated behind nodewright's back.
+	victim := &v1.NodeClaim{}
+	if err := e.Kube.Get(ctx, client.ObjectKey{Name: "victim"}, victim); err != nil {
+		t.Fatal(err)
+	}
+	_, victimInstance, _ := strings.Cut(strings.TrimPrefix(victim.Status.ProviderID, "aws:///"), "/")
+	if _, err := e.Account.EC2().TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{victimInstance}}); err != nil {
+		t.Fatal(err)
+	}
+	e.WaitFor(t, "the orphaned instance to be terminated", func(context.Context) (bool, error) {
+		for _, inst := range e.Account.Instances() {
+			if strings.HasSuffix(orphanID, "/"+*inst.InstanceId) {
+				return inst.State.Name == "terminated", nil
+			}
+		}
+		return false, nil
+	})
+	e.WaitFor(t, "the NodeClaim without an instance to be deleted", func(ctx context.Context) (bool, error) {
+		err := e.Kube.Get(ctx, client.ObjectKey{Name: "victim"}, &v1.NodeClaim{})
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
 }

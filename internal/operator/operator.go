@@ -52,6 +52,9 @@ type Config struct {
 	// SkipUserDataValidation launches nodes even when their user data
 	// would keep them from registering (only to reproduce S1 and S3).
 	SkipUserDataValidation bool
+	// GCInterval is how often orphaned instances and NodeClaims are
+	// collected; GCGrace how old an instance without a NodeClaim must be.
+	GCInterval, GCGrace time.Duration
 }
 
 // DefaultConfig is the reference behaviour.
@@ -59,6 +62,7 @@ func DefaultConfig() Config {
 	return Config{
 		Region: "us-east-1", KubernetesVersion: "1.34", Lifecycle: lifecycle.DefaultOptions(),
 		BatchIdle: time.Second, BatchMax: 10 * time.Second, NodeClassRefresh: 5 * time.Minute, InstanceTypeTTL: 5 * time.Minute,
+		GCInterval: time.Minute, GCGrace: 30 * time.Second,
 		MetricsAddr: ":8080", HealthAddr: ":8081", LeaderElectionNamespace: "kube-system",
 	}
 }
@@ -144,6 +148,13 @@ func New(ctx context.Context, rc *rest.Config, cfg Config, clouds Clouds, clk cl
 		return nil, err
 	}
 	if err := (&nodepool.Controller{Client: mgr.GetClient(), Clock: clk}).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	gc := &lifecycle.GarbageCollector{
+		Client: mgr.GetClient(), Cloud: cloud, Recorder: recorder, Clock: clk,
+		Interval: cfg.GCInterval, Grace: cfg.GCGrace, Log: log.WithName("gc"),
+	}
+	if err := mgr.Add(gc); err != nil {
 		return nil, err
 	}
 	return mgr, nil

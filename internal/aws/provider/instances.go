@@ -108,6 +108,7 @@ func instanceOf(inst ec2types.Instance, types []*scheduling.InstanceType) *cloud
 	if inst.State != nil {
 		out.State = string(inst.State.Name)
 	}
+	out.LaunchTime = aws.ToTime(inst.LaunchTime)
 	for _, t := range inst.Tags {
 		switch aws.ToString(t.Key) {
 		case "karpenter.sh/nodeclaim":

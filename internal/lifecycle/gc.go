@@ -1,0 +1,106 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/cloudprovider"
+)
+
+// InstanceLister lists the cluster's instances, finds and deletes them.
+type InstanceLister interface {
+	List(ctx context.Context) ([]*cloudprovider.Instance, error)
+	Get(ctx context.Context, providerID string) (*cloudprovider.Instance, error)
+	Delete(ctx context.Context, providerID string) error
+}
+
+// GarbageCollector removes what lost its counterpart: instances of this
+// cluster without a NodeClaim (after a grace period, so a launch that has
+// not recorded its provider ID yet is spared), and NodeClaims whose
+// instance is gone.
+type GarbageCollector struct {
+	Client   client.Client
+	Cloud    InstanceLister
+	Recorder record.EventRecorder
+	Clock    clock.PassiveClock
+	Interval time.Duration
+	Grace    time.Duration
+	Log      logr.Logger
+}
+
+// Start collects every Interval until ctx ends.
+func (g *GarbageCollector) Start(ctx context.Context) error {
+	ticker := time.NewTicker(g.Interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+			if err := g.Collect(ctx); err != nil && ctx.Err() == nil {
+				g.Log.Error(err, "garbage collection")
+			}
+		}
+	}
+}
+
+// Collect makes one pass.
+func (g *GarbageCollector) Collect(ctx context.Context) error {
+	claims := &v1.NodeClaimList{}
+	if err := g.Client.List(ctx, claims); err != nil {
+		return err
+	}
+	known := map[string]bool{}
+	for _, nc := range claims.Items {
+		known[nc.Status.ProviderID] = true
+	}
+	instances, err := g.Cloud.List(ctx)
+	if err != nil {
+		return err
+	}
+	for _, inst := range instances {
+		if known[inst.ProviderID] || g.Clock.Since(inst.LaunchTime) < g.Grace {
+			continue
+		}
+		// A launch records its provider ID right after CreateFleet; look
+		// again so a NodeClaim written since the list is not missed.
+		fresh := &v1.NodeClaimList{}
+		if err := g.Client.List(ctx, fresh); err != nil {
+			return err
+		}
+		owned := false
+		for _, nc := range fresh.Items {
+			owned = owned || nc.Status.ProviderID == inst.ProviderID || (inst.NodeClaim != "" && nc.Name == inst.NodeClaim && nc.Status.ProviderID == "")
+		}
+		if owned {
+			continue
+		}
+		g.Log.Info("terminating an instance without a NodeClaim", "instance", inst.InstanceID, "nodeClaim", inst.NodeClaim, "launched", inst.LaunchTime)
+		if err := g.Cloud.Delete(ctx, inst.ProviderID); err != nil && !cloudprovider.IsNotFound(err) {
+			return fmt.Errorf("terminating orphaned instance %s: %w", inst.InstanceID, err)
+		}
+	}
+	for i := range claims.Items {
+		nc := &claims.Items[i]
+		if nc.Status.ProviderID == "" || !nc.DeletionTimestamp.IsZero() || !meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionLaunched) {
+			continue
+		}
+		if _, err := g.Cloud.Get(ctx, nc.Status.ProviderID); !cloudprovider.IsNotFound(err) {
+			continue
+		}
+		g.Recorder.Eventf(nc, corev1.EventTypeWarning, "InstanceTerminated", "the instance of NodeClaim %s (%s) no longer exists; deleting the NodeClaim", nc.Name, nc.Status.ProviderID)
+		if err := client.IgnoreNotFound(g.Client.Delete(ctx, nc)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
