@@ -24,6 +24,7 @@ import (
 
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
+	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/nodepool"
 	"github.com/nodewright/nodewright/internal/termination"
 )
@@ -63,6 +64,7 @@ type Controller struct {
 	Client   client.Client
 	Cloud    CloudProvider
 	Drainer  *termination.Drainer
+	Metrics  *metrics.Metrics
 	Recorder record.EventRecorder
 	Clock    clock.PassiveClock
 	Options  Options
@@ -280,6 +282,7 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim, now metav1.
 	if err := nodepool.RecordRegistration(ctx, c.Client, now.Time, nc.Labels[v1.LabelNodePool], true, ""); err != nil {
 		return nil, err
 	}
+	c.Metrics.NodeClaimRegistered(nc.Labels[v1.LabelNodePool], now.Sub(nc.CreationTimestamp.Time))
 	if !hadUnregistered {
 		c.Recorder.Event(nc, corev1.EventTypeWarning, reason, msg)
 	}
@@ -319,6 +322,7 @@ func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim, node *cor
 	if err := c.Client.Patch(ctx, node, client.MergeFrom(before)); err != nil {
 		return fmt.Errorf("labelling %s initialized: %w", describeNode(node), err)
 	}
+	c.Metrics.NodeClaimInitialized(nc.Labels[v1.LabelNodePool], now.Sub(nc.CreationTimestamp.Time))
 	return nil
 }
 
@@ -451,5 +455,6 @@ func (c *Controller) finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 	if err := c.Client.Patch(ctx, nc, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
 		return reconcile.Result{}, err
 	}
+	c.Metrics.NodeClaimTerminated(nc.Labels[v1.LabelNodePool])
 	return reconcile.Result{}, nil
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
@@ -207,6 +208,26 @@ func TestLaunchRegisterInitializeTerminate(t *testing.T) {
 	for _, inst := range e.account.Instances() {
 		if inst.State.Name != "terminated" {
 			t.Errorf("instance %s is %s after its NodeClaim was deleted", *inst.InstanceId, inst.State.Name)
+		}
+	}
+	// Prometheus counted the NodeClaim through its life.
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "nodepool" && l.GetValue() == "default" {
+					counted[f.GetName()] += m.GetCounter().GetValue() + float64(m.GetHistogram().GetSampleCount())
+				}
+			}
+		}
+	}
+	for _, name := range []string{"nodewright_nodeclaims_registered_total", "nodewright_nodeclaims_initialized_total", "nodewright_nodeclaims_terminated_total", "nodewright_nodeclaim_registration_duration_seconds"} {
+		if counted[name] < 1 {
+			t.Errorf("metric %s did not count the NodeClaim: %v", name, counted[name])
 		}
 	}
 }

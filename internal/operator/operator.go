@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
@@ -25,6 +26,7 @@ import (
 	"github.com/nodewright/nodewright/internal/aws/provider"
 	"github.com/nodewright/nodewright/internal/aws/sdk"
 	"github.com/nodewright/nodewright/internal/lifecycle"
+	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/nodepool"
 	"github.com/nodewright/nodewright/internal/provisioning"
 	"github.com/nodewright/nodewright/internal/termination"
@@ -118,6 +120,10 @@ func New(ctx context.Context, rc *rest.Config, cfg Config, clouds Clouds, clk cl
 	}
 	resolver := &nodeclass.Resolver{EC2: clouds.EC2, SSM: clouds.SSM, IAM: clouds.IAM, ClusterName: cfg.ClusterName, KubernetesVersion: cfg.KubernetesVersion}
 	recorder := mgr.GetEventRecorderFor("nodewright")
+	m, err := metrics.New(ctrlmetrics.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("registering metrics: %w", err)
+	}
 	cloud := &provider.CloudProvider{
 		Kube:     mgr.GetClient(),
 		Provider: provider.New(clouds.EC2, resolver, cluster, clk),
@@ -134,7 +140,7 @@ func New(ctx context.Context, rc *rest.Config, cfg Config, clouds Clouds, clk cl
 		return nil, err
 	}
 	life := &lifecycle.Controller{
-		Client: mgr.GetClient(), Cloud: cloud, Recorder: recorder, Clock: clk, Options: cfg.Lifecycle,
+		Client: mgr.GetClient(), Cloud: cloud, Recorder: recorder, Clock: clk, Options: cfg.Lifecycle, Metrics: m,
 		Drainer: &termination.Drainer{Client: mgr.GetClient(), Recorder: recorder, Clock: clk},
 	}
 	if err := life.SetupWithManager(ctx, mgr); err != nil {
@@ -142,7 +148,7 @@ func New(ctx context.Context, rc *rest.Config, cfg Config, clouds Clouds, clk cl
 	}
 	prov := &provisioning.Provisioner{
 		Client: mgr.GetClient(), Types: cloud, AMIs: provider.AMIs, Recorder: recorder,
-		Batcher: provisioning.NewBatcher(cfg.BatchIdle, cfg.BatchMax, clk), Retry: 2 * time.Second, Clock: clk, Log: log.WithName("provisioner"),
+		Batcher: provisioning.NewBatcher(cfg.BatchIdle, cfg.BatchMax, clk), Retry: 2 * time.Second, Clock: clk, Metrics: m, Log: log.WithName("provisioner"),
 	}
 	if err := prov.SetupWithManager(mgr); err != nil {
 		return nil, err

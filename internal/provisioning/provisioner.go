@@ -22,6 +22,7 @@ import (
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/nodepool"
 	"github.com/nodewright/nodewright/internal/scheduling"
 )
@@ -42,9 +43,10 @@ type Provisioner struct {
 	Batcher  *Batcher
 	// Retry is how long to wait before deciding again when a NodeClaim is
 	// still launching or pods stayed pending.
-	Retry time.Duration
-	Clock clock.PassiveClock
-	Log   logr.Logger
+	Retry   time.Duration
+	Clock   clock.PassiveClock
+	Metrics *metrics.Metrics
+	Log     logr.Logger
 }
 
 // SetupWithManager watches pods (pending ones open a batch) and runs the
@@ -176,7 +178,9 @@ func (p *Provisioner) Provision(ctx context.Context) (bool, error) {
 	for i := range daemonSets.Items {
 		in.DaemonSets = append(in.DaemonSets, &daemonSets.Items[i])
 	}
+	started := p.Clock.Now()
 	plan := scheduling.Solve(in)
+	p.Metrics.Decision(p.Clock.Since(started), len(plan.Unschedulable))
 	byName := map[string]*v1.NodePool{}
 	poolList := &v1.NodePoolList{}
 	if err := p.Client.List(ctx, poolList); err != nil {
@@ -190,6 +194,7 @@ func (p *Provisioner) Provision(ctx context.Context) (bool, error) {
 		if err := p.Client.Create(ctx, nc); err != nil {
 			return false, fmt.Errorf("creating a NodeClaim for NodePool %s: %w", planned.NodePool, err)
 		}
+		p.Metrics.NodeClaimCreated(planned.NodePool)
 		for _, pod := range planned.Pods {
 			p.Recorder.Eventf(pod, corev1.EventTypeNormal, "Nominated", "pod should schedule on NodeClaim %s (%s)", nc.Name, planned.InstanceType.Name)
 		}
