@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/signal"
+	"syscall"
+	"time"
+
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/eks"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
+	"github.com/aws/aws-sdk-go-v2/service/pricing"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/nodewright/nodewright/internal/operator"
+	simaws "github.com/nodewright/nodewright/internal/sim/aws"
+	"github.com/nodewright/nodewright/internal/sim/kubelet"
+)
+
+func newControllerCommand() *cobra.Command {
+	cfg := operator.DefaultConfig()
+	var cloud string
+	cmd := &cobra.Command{
+		Use:   "controller",
+		Short: "Run nodewright's controllers against the cluster of the current kubeconfig",
+		Long: `controller runs the provisioner, the NodeClaim lifecycle, termination,
+garbage collection and the NodePool and EC2NodeClass status controllers,
+leader-elected, with health probes and Prometheus metrics.
+
+--cloud aws (the default) uses the AWS account of the usual AWS SDK
+configuration (environment, shared config, instance or pod role);
+--cloud sim uses a simulated account with simulated kubelets, for a local
+control plane.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfg.ClusterName == "" {
+				return errors.New("--cluster-name is required: the EKS cluster's name, which tags and finds nodewright's instances")
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			log := zap.New()
+			rc, err := ctrlconfig.GetConfig()
+			if err != nil {
+				return fmt.Errorf("reading the kubeconfig: %w", err)
+			}
+			var clouds operator.Clouds
+			switch cloud {
+			case "aws":
+				clouds, err = awsClouds(ctx, &cfg)
+				if err != nil {
+					return err
+				}
+			case "sim":
+				account := simaws.NewAccount()
+				account.Seed()
+				cfg.KubernetesVersion = simaws.KubernetesVersion
+				clouds = operator.Clouds{EC2: account.EC2(), SSM: account.SSM(), IAM: account.IAM(), EKS: account.EKS(), Pricing: account.Pricing()}
+				if err := runSimulatedNodes(ctx, rc, account); err != nil {
+					return err
+				}
+			default:
+				return fmt.Errorf("--cloud %q: use aws or sim", cloud)
+			}
+			mgr, err := operator.New(ctx, rc, cfg, clouds, clock.RealClock{}, log)
+			if err != nil {
+				return err
+			}
+			return mgr.Start(ctx)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cloud, "cloud", "aws", "aws, or sim for a simulated account with simulated kubelets")
+	f.StringVar(&cfg.ClusterName, "cluster-name", "", "the EKS cluster's name (required)")
+	f.StringVar(&cfg.Region, "region", "", "AWS region (default: from the AWS SDK configuration)")
+	f.StringVar(&cfg.KubernetesVersion, "kubernetes-version", "", "Kubernetes minor version for EKS-optimized AMI aliases (default: the EKS cluster's)")
+	f.StringVar(&cfg.MetricsAddr, "metrics-addr", cfg.MetricsAddr, "address of the Prometheus /metrics endpoint (0 disables it)")
+	f.StringVar(&cfg.HealthAddr, "health-addr", cfg.HealthAddr, "address of /healthz and /readyz (0 disables them)")
+	f.BoolVar(&cfg.LeaderElection, "leader-elect", true, "elect a leader among replicas")
+	f.StringVar(&cfg.LeaderElectionNamespace, "leader-election-namespace", cfg.LeaderElectionNamespace, "namespace of the leader lease")
+	f.DurationVar(&cfg.Lifecycle.LaunchTimeout, "launch-timeout", cfg.Lifecycle.LaunchTimeout, "delete NodeClaims not launched after this long")
+	f.DurationVar(&cfg.Lifecycle.RegistrationTimeout, "registration-timeout", cfg.Lifecycle.RegistrationTimeout, "delete NodeClaims whose node has not registered after this long")
+	f.DurationVar(&cfg.BatchIdle, "batch-idle", cfg.BatchIdle, "close a batch of pending pods after this long without new ones")
+	f.DurationVar(&cfg.BatchMax, "batch-max", cfg.BatchMax, "close a batch of pending pods after this long at the latest")
+	return cmd
+}
+
+// awsClouds builds the SDK clients and fills the region and Kubernetes
+// version from the AWS configuration and the EKS cluster.
+func awsClouds(ctx context.Context, cfg *operator.Config) (operator.Clouds, error) {
+	opts := []func(*awsconfig.LoadOptions) error{}
+	if cfg.Region != "" {
+		opts = append(opts, awsconfig.WithRegion(cfg.Region))
+	}
+	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return operator.Clouds{}, fmt.Errorf("loading the AWS configuration: %w", err)
+	}
+	cfg.Region = awsCfg.Region
+	eksClient := eks.NewFromConfig(awsCfg)
+	if cfg.KubernetesVersion == "" {
+		out, err := eksClient.DescribeCluster(ctx, &eks.DescribeClusterInput{Name: &cfg.ClusterName})
+		if err != nil {
+			return operator.Clouds{}, fmt.Errorf("describing EKS cluster %s: %w", cfg.ClusterName, err)
+		}
+		cfg.KubernetesVersion = *out.Cluster.Version
+	}
+	// The Pricing API is served from us-east-1 (and a few other regions).
+	pricingCfg := awsCfg.Copy()
+	pricingCfg.Region = "us-east-1"
+	return operator.Clouds{
+		EC2: ec2.NewFromConfig(awsCfg), SSM: ssm.NewFromConfig(awsCfg), IAM: iam.NewFromConfig(awsCfg),
+		EKS: eksClient, Pricing: pricing.NewFromConfig(pricingCfg),
+	}, nil
+}
+
+// runSimulatedNodes runs the simulated kubelets and cloud controller
+// manager of a simulated account against the cluster.
+func runSimulatedNodes(ctx context.Context, rc *rest.Config, account *simaws.Account) error {
+	scheme, err := operator.Scheme()
+	if err != nil {
+		return err
+	}
+	kube, err := client.New(rc, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	kubelets := &kubelet.Simulator{Kube: kube, Account: account, Clock: clock.RealClock{}, BootDelay: 2 * time.Second, Log: zap.New().WithName("kubelets")}
+	ccm := &kubelet.CloudControllerManager{Kube: kube, Clock: clock.RealClock{}, Delay: 2 * time.Second, Enabled: true}
+	go func() { _ = kubelets.Run(ctx, 500*time.Millisecond) }()
+	go func() {
+		ticker := time.NewTicker(500 * time.Millisecond)
+		defer ticker.Stop()
+		for {
+			_ = ccm.Tick(ctx)
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+			}
+		}
+	}()
+	return nil
+}
