@@ -274,7 +274,11 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim, now metav1.
 		node.Spec.Taints = mergeTaints(node.Spec.Taints, nil)
 	}
 	node.Labels[v1.LabelRegistered] = "true"
-	if err := c.Client.Patch(ctx, node, client.MergeFrom(before)); err != nil {
+	// The patch carries the node's resourceVersion: if another component
+	// (the cloud controller manager removing its uninitialized taint) wrote
+	// the node since it was read, the patch fails and registration is
+	// retried on the fresh node, so a removed taint is never written back.
+	if err := c.Client.Patch(ctx, node, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return nil, fmt.Errorf("registering %s for NodeClaim %s: %w", describeNode(node), nc.Name, err)
 	}
 	reason, msg := registrationOutcome(node, registeredWith, hadUnregistered)

@@ -101,7 +101,7 @@ func newClaim(name string, startupTaints ...corev1.Taint) *v1.NodeClaim {
 
 // boot plays the kubelet: it reads the launched instance's user data as
 // the node would and registers the Node with what it says, Ready.
-func (e *env) boot(t *testing.T, nc *v1.NodeClaim, userData string) *corev1.Node {
+func (e *env) boot(t *testing.T, nc *v1.NodeClaim, userData string, extraTaints ...corev1.Taint) *corev1.Node {
 	t.Helper()
 	ud := userData
 	if ud == "" {
@@ -117,7 +117,7 @@ func (e *env) boot(t *testing.T, nc *v1.NodeClaim, userData string) *corev1.Node
 	}
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-0-" + nc.Name, Labels: reg.Labels},
-		Spec:       corev1.NodeSpec{ProviderID: nc.Status.ProviderID, Taints: reg.Taints},
+		Spec:       corev1.NodeSpec{ProviderID: nc.Status.ProviderID, Taints: append(reg.Taints, extraTaints...)},
 	}
 	e.create(t, node)
 	created := node.DeepCopy()
