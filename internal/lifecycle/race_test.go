@@ -104,7 +104,12 @@ func TestRegistrationNeverRestoresTheCloudProviderTaint(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
 
 	e := &env{Env: &optest.Env{Kube: direct, Account: a, Plane: plane}, kube: direct, account: a}
 	e.DefaultNodeClass(t)
@@ -121,7 +126,7 @@ func TestRegistrationNeverRestoresTheCloudProviderTaint(t *testing.T) {
 			t.Logf("node taints %v; NodeClaim conditions %+v", n.Spec.Taints, e.claim(t, "raced").Status.Conditions)
 		}
 	}()
-	e.waitFor(t, "the NodeClaim to initialize", func(ctx context.Context) (bool, error) {
+	e.waitFor(t, "the NodeClaim to initialize", func(context.Context) (bool, error) {
 		return meta.IsStatusConditionTrue(e.claim(t, "raced").Status.Conditions, v1.ConditionInitialized), nil
 	})
 	if err := direct.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
