@@ -14,9 +14,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -49,10 +52,16 @@ type Provisioner struct {
 	Log     logr.Logger
 }
 
-// SetupWithManager watches pods (pending ones open a batch) and runs the
-// batch loop with the manager.
+// SetupWithManager watches pods (pending ones open a batch) and deleted
+// NodeClaims and nodes (their pods need a new plan), and runs the batch
+// loop with the manager.
 func (p *Provisioner) SetupWithManager(mgr manager.Manager) error {
-	if err := builder.ControllerManagedBy(mgr).Named("provisioner.trigger").For(&corev1.Pod{}).Complete(reconcile.Func(p.podChanged)); err != nil {
+	deleted := handler.Funcs{DeleteFunc: func(context.Context, event.DeleteEvent, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		p.Batcher.Trigger()
+	}}
+	if err := builder.ControllerManagedBy(mgr).Named("provisioner.trigger").For(&corev1.Pod{}).
+		Watches(&v1.NodeClaim{}, deleted).Watches(&corev1.Node{}, deleted).
+		Complete(reconcile.Func(p.podChanged)); err != nil {
 		return err
 	}
 	return mgr.Add(manager.RunnableFunc(p.run))

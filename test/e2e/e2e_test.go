@@ -226,6 +226,27 @@ func TestS4NodeRoleNotMapped(t *testing.T) {
 	}
 }
 
+// S4 with a short registration timeout: the NodeClaims time out, the
+// NodePool says why, and it does not relaunch in a loop.
+func TestS4RegistrationTimeoutsBackOff(t *testing.T) {
+	sim, snap := run(t, "s4", func(o *runner.Options) { o.Operator.Lifecycle.RegistrationTimeout = 4 * time.Second })
+	np := &v1.NodePool{}
+	if err := sim.Kube.Get(context.Background(), client.ObjectKey{Name: "default"}, np); err != nil {
+		t.Fatal(err)
+	}
+	cond := meta.FindStatusCondition(np.Status.Conditions, v1.ConditionNodeRegistrationHealthy)
+	if cond == nil || cond.Status != metav1.ConditionFalse || !strings.Contains(cond.Message, "aws-auth") {
+		t.Errorf("NodePool default NodeRegistrationHealthy: %+v", cond)
+	}
+	launched := len(sim.Account.Instances())
+	if launched == 0 || launched > 2 {
+		t.Errorf("%d instances launched; the timed-out NodeClaims must not be relaunched while the NodePool backs off", launched)
+	}
+	if !problemsMention(snap, "launches back off until") {
+		t.Errorf("the pending pods must say the NodePool backs off: %v", snap.Problems)
+	}
+}
+
 func TestS5ArchitectureAndTypo(t *testing.T) {
 	_, snap := run(t, "s5", nil)
 	if len(snap.NodeClaims) != 0 {
