@@ -38,7 +38,7 @@ and the command fails.`,
 			fmt.Fprint(cmd.OutOrStdout(), r.UserData)
 			failed := false
 			for _, f := range r.Findings {
-				fmt.Fprintf(cmd.ErrOrStderr(), "%s: EC2NodeClass %s: %s: %s\n", f.Severity, r.NodeClass, f.Code, f.Message)
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s: EC2NodeClass %s: %s: %s\n", f.Severity, r.NodeClass, f.Code, f.Explain())
 				failed = failed || f.Severity == userdata.Error
 			}
 			if failed {

@@ -7,6 +7,7 @@ package simulate
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -32,6 +33,8 @@ type Objects struct {
 	Nodes          []*corev1.Node
 	// NodeClaims are in flight: launched or planned, not yet a node.
 	NodeClaims []*v1.NodeClaim
+	// AWSAuth is the kube-system/aws-auth ConfigMap, when given.
+	AWSAuth *corev1.ConfigMap
 }
 
 // Load reads multi-document YAML. name labels errors (a file name).
@@ -69,6 +72,18 @@ func (o *Objects) add(doc []byte) error {
 		return nil
 	}
 	switch meta.Kind {
+	case "List": // kubectl get -o yaml
+		var list struct {
+			Items []json.RawMessage `json:"items"`
+		}
+		if err := yaml.Unmarshal(doc, &list); err != nil {
+			return fmt.Errorf("decoding List: %w", err)
+		}
+		for i, item := range list.Items {
+			if err := o.add(item); err != nil {
+				return fmt.Errorf("item %d: %w", i, err)
+			}
+		}
 	case "NodePool":
 		np := &v1.NodePool{}
 		if err := decode(np); err != nil {
@@ -130,8 +145,16 @@ func (o *Objects) add(doc []byte) error {
 			return err
 		}
 		o.Nodes = append(o.Nodes, n)
+	case "ConfigMap":
+		cm := &corev1.ConfigMap{}
+		if err := decode(cm); err != nil {
+			return err
+		}
+		if cm.Name == "aws-auth" && (cm.Namespace == "" || cm.Namespace == metav1.NamespaceSystem) {
+			o.AWSAuth = cm
+		}
 	default:
-		// ConfigMaps, Services and the like do not affect scheduling.
+		// Other ConfigMaps, Services and the like do not affect scheduling.
 	}
 	return nil
 }

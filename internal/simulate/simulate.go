@@ -3,6 +3,7 @@ package simulate
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -28,14 +29,28 @@ type Result struct {
 
 // Run plans the objects' pending pods against the simulated account.
 func Run(o *Objects) (*Result, error) {
+	return RunWith(o, SimulatedAccount())
+}
+
+// SimulatedAccount resolves AMIs and subnets in a freshly seeded simulated
+// account: the one every scenario assumes.
+func SimulatedAccount() *nodeclass.Resolver {
+	cloud := simaws.NewAccount()
+	cloud.Seed()
+	return &nodeclass.Resolver{EC2: cloud.EC2(), SSM: cloud.SSM(), KubernetesVersion: simaws.KubernetesVersion}
+}
+
+// RunWith plans the objects' pending pods, resolving each EC2NodeClass's
+// AMIs and zones with resolver. Without a resolver it reads them from the
+// EC2NodeClass's status (a cluster's objects), and when the status is
+// empty too (manifests) treats AMIs as unknown: every architecture and
+// every zone of the region is allowed, so nothing is blamed on an AMI.
+func RunWith(o *Objects, resolver *nodeclass.Resolver) (*Result, error) {
 	specs, err := instancetypes.Catalog()
 	if err != nil {
 		return nil, err
 	}
 	res := &Result{}
-	cloud := simaws.NewAccount()
-	cloud.Seed()
-	resolver := &nodeclass.Resolver{EC2: cloud.EC2(), SSM: cloud.SSM(), KubernetesVersion: simaws.KubernetesVersion}
 	classes := map[string]*awsv1.EC2NodeClass{}
 	for _, nc := range o.EC2NodeClasses {
 		classes[nc.Name] = nc
@@ -53,7 +68,11 @@ func Run(o *Objects) (*Result, error) {
 			res.Warnings = append(res.Warnings, fmt.Sprintf("NodePool %s: %s %s is not among the inputs; it launches nothing", np.Name, ref.Kind, ref.Name))
 			continue
 		}
-		amis, zones, warning, err := resolve(resolver, nc)
+		resolveFn := resolve
+		if resolver == nil {
+			resolveFn = fromStatus
+		}
+		amis, zones, warning, err := resolveFn(resolver, nc)
 		if err != nil {
 			return nil, err
 		}
@@ -75,7 +94,17 @@ func Run(o *Objects) (*Result, error) {
 		in.Nodes = append(in.Nodes, scheduling.NodeFromObject(n, bound[n.Name]))
 	}
 	catalog := instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: account.Zones()})
+	registered := map[string]bool{}
+	for _, n := range o.Nodes {
+		registered[n.Name] = true
+		if n.Spec.ProviderID != "" {
+			registered[n.Spec.ProviderID] = true
+		}
+	}
 	for _, nc := range o.NodeClaims {
+		if (nc.Status.NodeName != "" && registered[nc.Status.NodeName]) || registered[nc.Status.ProviderID] {
+			continue // its node is counted
+		}
 		n, err := inFlight(nc, catalog)
 		if err != nil {
 			res.Warnings = append(res.Warnings, err.Error())
@@ -110,16 +139,37 @@ func resolve(r *nodeclass.Resolver, nc *awsv1.EC2NodeClass) ([]scheduling.AMI, [
 	for _, a := range amis {
 		out = append(out, scheduling.AMI{ID: a.ID, Requirements: scheduling.NewRequirements(a.Requirements...)})
 	}
-	zoneSet := map[string]bool{}
-	var zones []string
+	zones := make([]string, 0, len(subnets))
 	for _, s := range subnets {
-		if !zoneSet[s.Zone] {
-			zoneSet[s.Zone] = true
-			zones = append(zones, s.Zone)
-		}
+		zones = append(zones, s.Zone)
 	}
-	sort.Strings(zones)
-	return out, zones, strings.Join(warnings, "; "), nil
+	return out, sortedUnique(zones), strings.Join(warnings, "; "), nil
+}
+
+// fromStatus reads the AMIs and zones a controller resolved into an
+// EC2NodeClass's status; when there are none, any architecture and zone.
+func fromStatus(_ *nodeclass.Resolver, nc *awsv1.EC2NodeClass) ([]scheduling.AMI, []string, string, error) {
+	amis := make([]scheduling.AMI, 0, len(nc.Status.AMIs))
+	for _, a := range nc.Status.AMIs {
+		amis = append(amis, scheduling.AMI{ID: a.ID, Requirements: scheduling.NewRequirements(a.Requirements...)})
+	}
+	if len(amis) == 0 {
+		amis = []scheduling.AMI{{ID: "unresolved", Requirements: scheduling.NewRequirements(
+			corev1.NodeSelectorRequirement{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64", "arm64"}})}}
+	}
+	zones := make([]string, 0, len(nc.Status.Subnets))
+	for _, s := range nc.Status.Subnets {
+		zones = append(zones, s.Zone)
+	}
+	if len(zones) == 0 {
+		zones = account.Zones()
+	}
+	return amis, sortedUnique(zones), "", nil
+}
+
+func sortedUnique(s []string) []string {
+	sort.Strings(s)
+	return slices.Compact(s)
 }
 
 // inFlight turns a NodeClaim without a node into capacity pods can be

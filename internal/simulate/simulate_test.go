@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	"github.com/nodewright/nodewright/internal/simulate"
 )
 
@@ -141,5 +144,107 @@ spec:
 	}
 	if len(r.NodeClaims) != 1 || len(r.NodeClaims[0].Pods) != 1 {
 		t.Errorf("one new NodeClaim for the fourth pod: %+v", r.NodeClaims)
+	}
+}
+
+// kubectl get -o yaml prints a List: its items load like documents, and
+// kube-system/aws-auth is kept (other ConfigMaps are not).
+func TestLoadsListsAndAWSAuth(t *testing.T) {
+	objs := &simulate.Objects{}
+	dump := `apiVersion: v1
+kind: List
+items:
+  - apiVersion: v1
+    kind: Node
+    metadata: {name: ip-10-0-0-4}
+    spec: {providerID: "aws:///us-east-1a/i-0001"}
+  - apiVersion: karpenter.sh/v1
+    kind: NodeClaim
+    metadata: {name: general-abcde}
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements: []
+    status: {nodeName: ip-10-0-0-4, providerID: "aws:///us-east-1a/i-0001"}
+  - apiVersion: v1
+    kind: ConfigMap
+    metadata: {name: coredns, namespace: kube-system}
+    data: {Corefile: "."}
+  - apiVersion: v1
+    kind: ConfigMap
+    metadata: {name: aws-auth, namespace: kube-system}
+    data: {mapRoles: "[]"}
+`
+	if err := objs.Load("dump.yaml", strings.NewReader(dump)); err != nil {
+		t.Fatal(err)
+	}
+	if len(objs.Nodes) != 1 || len(objs.NodeClaims) != 1 || objs.AWSAuth == nil || objs.AWSAuth.Data["mapRoles"] != "[]" {
+		t.Errorf("loaded %d nodes, %d NodeClaims, aws-auth %v", len(objs.Nodes), len(objs.NodeClaims), objs.AWSAuth)
+	}
+	bad := "apiVersion: v1\nkind: List\nitems:\n  - {apiVersion: v1, kind: Node, metadata: {name: n}, spec: {colour: blue}}\n"
+	if err := (&simulate.Objects{}).Load("bad.yaml", strings.NewReader(bad)); err == nil || !strings.Contains(err.Error(), "item 0") || !strings.Contains(err.Error(), "colour") {
+		t.Errorf("a bad List item: %v", err)
+	}
+}
+
+// Without an account, a cluster's EC2NodeClass status says which AMIs and
+// zones exist; manifests without a status leave the AMIs unjudged.
+func TestRunWithoutAnAccountReadsTheStatus(t *testing.T) {
+	manifest := `apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  amiSelectorTerms: [{id: ami-0123456789abcdef0}]
+  role: r
+  subnetSelectorTerms: [{id: subnet-1}]
+  securityGroupSelectorTerms: [{id: sg-1}]
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: general}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements: [{key: kubernetes.io/arch, operator: In, values: [amd64]}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p, namespace: default}
+spec:
+  containers: [{name: c, image: nginx, resources: {requests: {cpu: "1"}}}]
+`
+	load := func() *simulate.Objects {
+		objs := &simulate.Objects{}
+		if err := objs.Load("m.yaml", strings.NewReader(manifest)); err != nil {
+			t.Fatal(err)
+		}
+		return objs
+	}
+	objs := load()
+	res, err := simulate.RunWith(objs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Plan.Unschedulable) != 0 || len(res.Plan.NodeClaims) != 1 {
+		t.Errorf("manifest without status: %d unschedulable, %d NodeClaims", len(res.Plan.Unschedulable), len(res.Plan.NodeClaims))
+	}
+	objs = load()
+	objs.EC2NodeClasses[0].Status.AMIs = []awsv1.AMI{{ID: "ami-0123456789abcdef0", Requirements: []corev1.NodeSelectorRequirement{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"arm64"}}}}}
+	objs.EC2NodeClasses[0].Status.Subnets = []awsv1.Subnet{{ID: "subnet-1", Zone: "us-east-1b"}}
+	if res, err = simulate.RunWith(objs, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Plan.Unschedulable) != 1 || !strings.Contains(res.Plan.Unschedulable[0].Reason, "no AMI for amd64") {
+		t.Errorf("status with arm64 AMIs only: %+v", res.Plan.Unschedulable)
+	}
+	objs.EC2NodeClasses[0].Status.AMIs[0].Requirements[0].Values = []string{"amd64"}
+	if res, err = simulate.RunWith(objs, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Plan.NodeClaims) != 1 {
+		t.Fatalf("planned %d NodeClaims", len(res.Plan.NodeClaims))
+	}
+	if zone := res.Plan.NodeClaims[0].Offering.Zone; zone != "us-east-1b" {
+		t.Errorf("zone %s, want the status subnet's us-east-1b", zone)
 	}
 }

@@ -174,7 +174,7 @@ func capacityOf(s Spec, kubelet *awsv1.KubeletConfiguration) scheduling.Resource
 		corev1.ResourceEphemeralStorage: resource.MustParse("20Gi"),
 	}
 	if s.GPU > 0 {
-		list[gpuResource(s.Name)] = *resource.NewQuantity(s.GPU, resource.DecimalSI)
+		list[GPUResource(s.Name)] = *resource.NewQuantity(s.GPU, resource.DecimalSI)
 	}
 	r, _ := scheduling.ParseResources(list)
 	return r
@@ -182,7 +182,9 @@ func capacityOf(s Spec, kubelet *awsv1.KubeletConfiguration) scheduling.Resource
 
 const mib = 1 << 20
 
-func gpuResource(name string) corev1.ResourceName {
+// GPUResource is the extended resource an instance type's GPUs (or
+// accelerators) are advertised as by their device plugin.
+func GPUResource(name string) corev1.ResourceName {
 	switch {
 	case strings.HasPrefix(name, "g4ad"):
 		return "amd.com/gpu"

@@ -59,7 +59,7 @@ func Conditions(nc *awsv1.EC2NodeClass, r Resolution) []metav1.Condition {
 	var errs []string
 	for _, f := range r.Findings {
 		if f.Severity == userdata.Error {
-			errs = append(errs, f.Code+": "+f.Message)
+			errs = append(errs, f.Code+": "+f.Explain())
 		}
 	}
 	if len(errs) > 0 {

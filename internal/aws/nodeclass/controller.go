@@ -68,7 +68,7 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	for _, f := range res.Findings {
 		if f.Severity == userdata.Warning {
-			c.Recorder.Event(nc, corev1.EventTypeWarning, "UserDataWarning", f.Code+": "+f.Message)
+			c.Recorder.Event(nc, corev1.EventTypeWarning, "UserDataWarning", f.Code+": "+f.Explain())
 		}
 	}
 	if err := c.Client.Status().Patch(ctx, nc, client.MergeFrom(before)); err != nil {

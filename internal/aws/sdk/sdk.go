@@ -54,6 +54,19 @@ type EKS interface {
 	DescribeCluster(ctx context.Context, in *eks.DescribeClusterInput, opts ...func(*eks.Options)) (*eks.DescribeClusterOutput, error)
 }
 
+// Console is the part of the EC2 API nodewright doctor reads: what an
+// instance printed, such as a kubelet that could not register.
+type Console interface {
+	GetConsoleOutput(ctx context.Context, in *ec2.GetConsoleOutputInput, opts ...func(*ec2.Options)) (*ec2.GetConsoleOutputOutput, error)
+}
+
+// AccessEntries is the part of the EKS API nodewright doctor reads: which
+// IAM principals may join the cluster as nodes.
+type AccessEntries interface {
+	ListAccessEntries(ctx context.Context, in *eks.ListAccessEntriesInput, opts ...func(*eks.Options)) (*eks.ListAccessEntriesOutput, error)
+	DescribeAccessEntry(ctx context.Context, in *eks.DescribeAccessEntryInput, opts ...func(*eks.Options)) (*eks.DescribeAccessEntryOutput, error)
+}
+
 // Pricing is the part of the Pricing API nodewright calls: on-demand prices.
 type Pricing interface {
 	GetProducts(ctx context.Context, in *pricing.GetProductsInput, opts ...func(*pricing.Options)) (*pricing.GetProductsOutput, error)
@@ -61,9 +74,11 @@ type Pricing interface {
 
 // The SDK's clients satisfy the interfaces.
 var (
-	_ EC2     = (*ec2.Client)(nil)
-	_ SSM     = (*ssm.Client)(nil)
-	_ IAM     = (*iam.Client)(nil)
-	_ EKS     = (*eks.Client)(nil)
-	_ Pricing = (*pricing.Client)(nil)
+	_ EC2           = (*ec2.Client)(nil)
+	_ SSM           = (*ssm.Client)(nil)
+	_ IAM           = (*iam.Client)(nil)
+	_ EKS           = (*eks.Client)(nil)
+	_ Pricing       = (*pricing.Client)(nil)
+	_ Console       = (*ec2.Client)(nil)
+	_ AccessEntries = (*eks.Client)(nil)
 )

@@ -1,6 +1,9 @@
 package userdata
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Severity says whether a finding stops launches.
 type Severity string
@@ -32,9 +35,30 @@ const UnregisteredTaint = "karpenter.sh/unregistered:NoExecute"
 type Finding struct {
 	Code     string
 	Severity Severity
-	// Message says what is wrong, quotes the offending text and says what
-	// to do instead.
+	// Message says what is wrong and quotes the offending text.
 	Message string
+	// Fix is the concrete change that removes the problem.
+	Fix string
 }
 
-func (f Finding) String() string { return fmt.Sprintf("%s %s: %s", f.Severity, f.Code, f.Message) }
+// Explain is the message and its fix, for conditions and events.
+func (f Finding) Explain() string { return f.Message + ". Fix: " + f.Fix }
+
+func (f Finding) String() string { return fmt.Sprintf("%s %s: %s", f.Severity, f.Code, f.Explain()) }
+
+// StartupTaintsYAML is the NodePool snippet that registers taints (each
+// "key[=value]:effect") as startupTaints.
+func StartupTaintsYAML(taints []string) string {
+	var b strings.Builder
+	b.WriteString("spec:\n  template:\n    spec:\n      startupTaints:\n")
+	for _, t := range taints {
+		kv, effect, _ := strings.Cut(strings.Trim(t, `"'`), ":")
+		key, value, hasValue := strings.Cut(kv, "=")
+		fmt.Fprintf(&b, "        - key: %s\n", key)
+		if hasValue && value != "" {
+			fmt.Fprintf(&b, "          value: %q\n", value)
+		}
+		fmt.Fprintf(&b, "          effect: %s\n", effect)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}

@@ -30,7 +30,7 @@ func Validate(family, userData string) []Finding {
 	}
 	parts, err := Split([]byte(userData))
 	if err != nil {
-		return []Finding{{Code: CodeUnreadable, Severity: Error, Message: fmt.Sprintf("the user data cannot be read as a node would read it: %v", err)}}
+		return []Finding{{Code: CodeUnreadable, Severity: Error, Message: fmt.Sprintf("the user data cannot be read as a node would read it: %v", err), Fix: fixUnreadable}}
 	}
 	v := &validation{family: family}
 	for _, p := range parts {
@@ -65,9 +65,11 @@ type validation struct {
 	registered, ignored []string
 }
 
-func (v *validation) add(code string, severity Severity, format string, args ...any) {
-	v.findings = append(v.findings, Finding{Code: code, Severity: severity, Message: fmt.Sprintf(format, args...)})
+func (v *validation) add(code string, severity Severity, message, fix string) {
+	v.findings = append(v.findings, Finding{Code: code, Severity: severity, Message: message, Fix: fix})
 }
+
+const fixUnreadable = "correct the EC2NodeClass's spec.userData so that it is what the AMI family expects (a MIME multi-part document, a shell script, a nodeadm NodeConfig or Bottlerocket TOML)"
 
 func (v *validation) custom() bool { return v.family == awsv1.AMIFamilyCustom }
 
@@ -104,8 +106,8 @@ func missingUnregistered(registered []string, why string) Finding {
 			msg += oldTaintNote
 		}
 	}
-	msg += ". Add --register-with-taints=" + UnregisteredTaint + " to the kubelet's arguments (bootstrap.sh: --kubelet-extra-args '--register-with-taints=" + UnregisteredTaint + "'; nodeadm: spec.kubelet.config.registerWithTaints)"
-	return Finding{Code: CodeCustomMissingUnregistered, Severity: Error, Message: msg}
+	fix := "register the node with " + UnregisteredTaint + " in the kubelet's arguments, next to any taint of your own (bootstrap.sh: --kubelet-extra-args '--register-with-taints=" + UnregisteredTaint + "'; nodeadm: add {key: karpenter.sh/unregistered, effect: NoExecute} to spec.kubelet.config.registerWithTaints)"
+	return Finding{Code: CodeCustomMissingUnregistered, Severity: Error, Message: msg, Fix: fix}
 }
 
 // nodeConfig is the part of a nodeadm NodeConfig that matters here.
@@ -127,12 +129,12 @@ func (v *validation) nodeadm(body []byte) {
 			return
 		}
 		if err != nil {
-			v.add(CodeUnreadable, Error, "a nodeadm document cannot be read: %v", err)
+			v.add(CodeUnreadable, Error, fmt.Sprintf("a nodeadm document cannot be read: %v", err), fixUnreadable)
 			return
 		}
 		var nc nodeConfig
 		if err := yaml.Unmarshal(doc, &nc); err != nil {
-			v.add(CodeUnreadable, Error, "a nodeadm document cannot be read: %v", err)
+			v.add(CodeUnreadable, Error, fmt.Sprintf("a nodeadm document cannot be read: %v", err), fixUnreadable)
 			return
 		}
 		if nc.Kind != "NodeConfig" {
@@ -155,8 +157,10 @@ func (v *validation) nodeadmFlags(flags []string) {
 			continue
 		}
 		v.add(CodeFlagsOverrideTaints, Error,
-			"spec.kubelet.flags passes %q: nodeadm appends user flags after the configuration nodewright generates, and a kubelet flag overrides the configuration's registerWithTaints, so the node would register with only %s and lose %s (and every NodePool taint and startupTaint) — it would never be matched to its NodeClaim. Remove the flag and move %s to the NodePool's spec.template.spec.startupTaints (or taints)",
-			flag.text, strings.Join(taints, ", "), UnregisteredTaint, strings.Join(taints, ", "))
+			fmt.Sprintf("spec.kubelet.flags passes %q: nodeadm appends user flags after the configuration nodewright generates, and a kubelet flag overrides the configuration's registerWithTaints, so the node would register with only %s and lose %s (and every NodePool taint and startupTaint) — it would never be matched to its NodeClaim",
+				flag.text, strings.Join(taints, ", "), UnregisteredTaint),
+			fmt.Sprintf("remove %q from the nodeadm NodeConfig's spec.kubelet.flags and move %s to the NodePool's startupTaints (or taints):\n%s",
+				flag.text, strings.Join(taints, ", "), StartupTaintsYAML(taints)))
 	}
 }
 
@@ -183,8 +187,9 @@ func (v *validation) nodeadmConfig(config map[string]any) {
 		return
 	}
 	v.add(CodeConfigTaintsReplaced, Warning,
-		"spec.kubelet.config.registerWithTaints (%s) is replaced by the list nodewright generates (nodeadm merges documents in order and replaces lists), so these taints are silently dropped. Move them to the NodePool's spec.template.spec.startupTaints (or taints)",
-		strings.Join(taints, ", "))
+		fmt.Sprintf("spec.kubelet.config.registerWithTaints (%s) is replaced by the list nodewright generates (nodeadm merges documents in order and replaces lists), so these taints are silently dropped",
+			strings.Join(taints, ", ")),
+		"remove registerWithTaints from the nodeadm NodeConfig and move the taints to the NodePool's startupTaints (or taints):\n"+StartupTaintsYAML(taints))
 }
 
 // BootstrapOptions are bootstrap.sh's options that take a value as the
@@ -199,7 +204,7 @@ func (v *validation) shell(body []byte) {
 	cmds, err := Commands(body)
 	if err != nil {
 		if bytes.HasPrefix(bytes.TrimSpace(body), []byte("#!")) {
-			v.add(CodeUnreadable, Warning, "the user data script cannot be parsed as shell: %v", err)
+			v.add(CodeUnreadable, Warning, fmt.Sprintf("the user data script cannot be parsed as shell: %v", err), "correct the script's shell syntax")
 		}
 		return
 	}
@@ -217,8 +222,9 @@ func (v *validation) bootstrapCall(c Command) {
 		arg := c.Args[i]
 		if name, value, ok := strings.Cut(arg, "="); ok && contains(BootstrapOptions, name) {
 			v.add(CodeBootstrapArgsMalformed, Error,
-				"bootstrap.sh is called with %s: bootstrap.sh takes its options as two words (%s VALUE), and does not understand the %s=VALUE form, so it ignores it. Write %s '%s'",
-				c.Raw[i], name, name, name, strings.ReplaceAll(value, "karpenter.sh/uninitialized", "karpenter.sh/unregistered"))
+				fmt.Sprintf("bootstrap.sh is called with %s: bootstrap.sh takes its options as two words (%s VALUE), and does not understand the %s=VALUE form, so it ignores it",
+					c.Raw[i], name, name),
+				fmt.Sprintf("write %s '%s'", name, strings.NewReplacer(`'`, "", `"`, "", "karpenter.sh/uninitialized", "karpenter.sh/unregistered").Replace(value)))
 			if name == "--kubelet-extra-args" {
 				for _, flag := range registerFlags(strings.Fields(value)) {
 					v.ignored = append(v.ignored, splitTaints(strings.NewReplacer(`"`, "", `'`, "").Replace(flag.value))...)
@@ -250,8 +256,9 @@ func (v *validation) bootstrapCall(c Command) {
 			registers = "with only " + strings.Join(taints, ", ")
 		}
 		v.add(CodeUserCallsBootstrap, Error,
-			"the user data runs %s itself: it starts the kubelet before the bootstrap.sh call nodewright generates, and the node registers %s — not with %s or the NodePool's taints — so it would never be matched to its NodeClaim. Remove the call and put kubelet settings in spec.kubelet and taints in the NodePool",
-			c.Name, registers, UnregisteredTaint)
+			fmt.Sprintf("the user data runs %s itself: it starts the kubelet before the bootstrap.sh call nodewright generates, and the node registers %s — not with %s or the NodePool's taints — so it would never be matched to its NodeClaim",
+				c.Name, registers, UnregisteredTaint),
+			"remove the bootstrap.sh call from spec.userData; put kubelet settings in the EC2NodeClass's spec.kubelet and taints in the NodePool's startupTaints (or taints)")
 	}
 }
 
@@ -263,8 +270,9 @@ func (v *validation) bootstrapCall(c Command) {
 func (v *validation) nestedQuotes(raw, value string) {
 	if strings.Contains(value, `'`) {
 		v.add(CodeBootstrapArgsMalformed, Error,
-			"%s: bootstrap.sh puts the kubelet arguments inside single quotes in a systemd drop-in, so the single quotes inside them end that quoting and the kubelet gets %q. Use double quotes inside: --kubelet-extra-args '%s'",
-			raw, firstTaint(value), strings.ReplaceAll(value, `'`, `"`))
+			fmt.Sprintf("%s: bootstrap.sh puts the kubelet arguments inside single quotes in a systemd drop-in, so the single quotes inside them end that quoting and the kubelet gets %q",
+				raw, firstTaint(value)),
+			fmt.Sprintf("use double quotes inside: --kubelet-extra-args '%s'", strings.ReplaceAll(value, `'`, `"`)))
 	}
 }
 
@@ -287,7 +295,7 @@ func (v *validation) bottlerocket(body []byte) {
 	}
 	if err := toml.Unmarshal(body, &doc); err != nil {
 		if v.family == awsv1.AMIFamilyBottlerocket {
-			v.add(CodeUnreadable, Error, "the Bottlerocket settings are not valid TOML: %v", err)
+			v.add(CodeUnreadable, Error, fmt.Sprintf("the Bottlerocket settings are not valid TOML: %v", err), fixUnreadable)
 		}
 		return
 	}
@@ -308,8 +316,9 @@ func (v *validation) bottlerocket(body []byte) {
 		return
 	}
 	v.add(CodeBottlerocketTaints, Warning,
-		"settings.kubernetes.node-taints (%s) is replaced by the taints nodewright generates, so these taints are silently dropped. Move them to the NodePool's spec.template.spec.startupTaints (or taints)",
-		strings.Join(taints, ", "))
+		fmt.Sprintf("settings.kubernetes.node-taints (%s) is replaced by the taints nodewright generates, so these taints are silently dropped",
+			strings.Join(taints, ", ")),
+		"remove settings.kubernetes.node-taints and move the taints to the NodePool's startupTaints (or taints):\n"+StartupTaintsYAML(taints))
 }
 
 // flagValue is a --register-with-taints flag and its value.

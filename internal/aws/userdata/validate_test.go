@@ -48,8 +48,8 @@ func TestS1FlagsOverrideRegistrationTaints(t *testing.T) {
 		t.Fatalf("want an error %s, got %v", CodeFlagsOverrideTaints, Validate(family, ud))
 	}
 	for _, want := range []string{"--register-with-taints=node.cilium.io/agent-not-ready=true:NoExecute", "karpenter.sh/unregistered:NoExecute", "startupTaints"} {
-		if !strings.Contains(f.Message, want) {
-			t.Errorf("message lacks %q: %s", want, f.Message)
+		if !strings.Contains(f.Explain(), want) {
+			t.Errorf("explanation lacks %q: %s", want, f.Explain())
 		}
 	}
 }
@@ -65,9 +65,19 @@ func TestS3BootstrapArgumentsAndMissingTaint(t *testing.T) {
 		t.Fatalf("want %s, got %v", CodeBootstrapArgsMalformed, findings)
 	}
 	for _, want := range []string{`--kubelet-extra-args='--register-with-taints="karpenter.sh/uninitialized:NoExecute"'`, "two words", "--kubelet-extra-args VALUE"} {
-		if !strings.Contains(malformed.Message, want) {
-			t.Errorf("message lacks %q: %s", want, malformed.Message)
+		if !strings.Contains(malformed.Explain(), want) {
+			t.Errorf("explanation lacks %q: %s", want, malformed.Explain())
 		}
+	}
+	// The fix is an argument bootstrap.sh understands that registers the
+	// required taint: validating user data written that way finds nothing.
+	wantFix := "write --kubelet-extra-args '--register-with-taints=karpenter.sh/unregistered:NoExecute'"
+	if malformed.Fix != wantFix {
+		t.Errorf("fix %q, want %q", malformed.Fix, wantFix)
+	}
+	fixed := "#!/bin/bash\n/etc/eks/bootstrap.sh nodewright-sim " + strings.TrimPrefix(wantFix, "write ") + "\n"
+	if fs := Validate(family, fixed); len(fs) != 0 {
+		t.Errorf("the fixed user data still has findings: %v", fs)
 	}
 	missing, ok := got[CodeCustomMissingUnregistered]
 	if !ok || missing.Severity != Error || !strings.Contains(missing.Message, UnregisteredTaint) ||
@@ -124,7 +134,7 @@ func FuzzValidate(f *testing.F) {
 	f.Add(awsv1.AMIFamilyAL2, "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"//\"\n\n--//\nContent-Type: text/x-shellscript\n\n#!/bin/sh\n/etc/eks/bootstrap.sh x\n--//--\n")
 	f.Fuzz(func(t *testing.T, family, userData string) {
 		for _, finding := range Validate(family, userData) {
-			if finding.Code == "" || finding.Message == "" || (finding.Severity != Error && finding.Severity != Warning) {
+			if finding.Code == "" || finding.Message == "" || finding.Fix == "" || (finding.Severity != Error && finding.Severity != Warning) {
 				t.Fatalf("incomplete finding %+v", finding)
 			}
 		}

@@ -29,6 +29,7 @@ type Account struct {
 	instances      []*Instance
 	fleets         map[string]*ec2.CreateFleetOutput
 	unavailable    map[string]bool
+	accessEntries  map[string]string // principal ARN → type
 	clock          clock.PassiveClock
 }
 
@@ -38,7 +39,8 @@ func NewAccount() *Account {
 	return &Account{
 		parameters: map[string]string{}, roles: map[string]bool{}, profiles: map[string]*iamtypes.InstanceProfile{},
 		templates: map[string]*launchTemplate{}, fleets: map[string]*ec2.CreateFleetOutput{}, unavailable: map[string]bool{},
-		clock: clock.RealClock{},
+		accessEntries: map[string]string{},
+		clock:         clock.RealClock{},
 	}
 }
 

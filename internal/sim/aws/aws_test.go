@@ -17,3 +17,8 @@ var _ sdk.Pricing = (*simaws.Pricing)(nil)
 var _ sdk.EC2 = (*simaws.EC2)(nil)
 
 var _ sdk.EKS = (*simaws.EKS)(nil)
+
+var (
+	_ sdk.Console       = (*simaws.EC2)(nil)
+	_ sdk.AccessEntries = (*simaws.EKS)(nil)
+)

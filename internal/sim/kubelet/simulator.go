@@ -147,9 +147,13 @@ func (s *Simulator) boot(ctx context.Context, inst simaws.Instance, providerID s
 	return s.heartbeat(ctx, node)
 }
 
-// roleMapped reads aws-auth mapRoles for the role with the system:nodes
-// group.
+// roleMapped looks for an EC2_LINUX access entry of the role, then for
+// the role with the system:nodes group in aws-auth mapRoles.
 func (s *Simulator) roleMapped(ctx context.Context, role string) (bool, error) {
+	arn := fmt.Sprintf("arn:aws:iam::%s:role/%s", account.AccountID, role)
+	if t, ok := s.Account.AccessEntryType(arn); ok && t == "EC2_LINUX" {
+		return true, nil
+	}
 	cm := &corev1.ConfigMap{}
 	if err := s.Kube.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "aws-auth"}, cm); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -164,7 +168,6 @@ func (s *Simulator) roleMapped(ctx context.Context, role string) (bool, error) {
 	if err := yaml.Unmarshal([]byte(cm.Data["mapRoles"]), &entries); err != nil {
 		return false, nil //nolint:nilerr // an unreadable mapping maps nothing
 	}
-	arn := fmt.Sprintf("arn:aws:iam::%s:role/%s", account.AccountID, role)
 	for _, e := range entries {
 		if e.RoleARN == arn {
 			for _, g := range e.Groups {

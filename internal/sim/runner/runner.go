@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -95,12 +96,18 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 	ccm := &kubelet.CloudControllerManager{Kube: s.Kube, Clock: clock.RealClock{}, Delay: opts.CCMDelay, Enabled: opts.CloudControllerManager}
 	s.goRun(func() error { return mgr.Start(ctx) })
 	s.goRun(func() error { return s.Kubelets.Run(ctx, 500*time.Millisecond) })
+	statePath := filepath.Join(filepath.Dir(plane.KubeconfigPath), simaws.StateFile)
 	s.goRun(func() error {
 		ticker := time.NewTicker(500 * time.Millisecond)
 		defer ticker.Stop()
 		for {
 			if err := ccm.Tick(ctx); err != nil && ctx.Err() == nil {
 				opts.Log.Error(err, "cloud controller manager")
+			}
+			// Other processes (nodewright doctor --cloud sim) read the
+			// account from beside the kubeconfig.
+			if err := s.Account.SaveState(statePath); err != nil && ctx.Err() == nil {
+				opts.Log.Error(err, "saving the simulated account", "path", statePath)
 			}
 			select {
 			case <-ctx.Done():

@@ -1,0 +1,199 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/eks"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nodewright/nodewright/internal/aws/nodeclass"
+	"github.com/nodewright/nodewright/internal/doctor"
+	"github.com/nodewright/nodewright/internal/operator"
+	"github.com/nodewright/nodewright/internal/sim/account"
+	simaws "github.com/nodewright/nodewright/internal/sim/aws"
+)
+
+// exitError ends the command with a status and no further message: the
+// output already said why.
+type exitError int
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
+type doctorFlags struct {
+	files                     []string
+	cloud, output, kubeconfig string
+	clusterName, region       string
+	accountID, simState       string
+	grace                     time.Duration
+}
+
+func newDoctorCommand() *cobra.Command {
+	var fl doctorFlags
+	cmd := &cobra.Command{
+		Use:   "doctor [-f FILE...]",
+		Short: "Find why nodes will not register, initialize or schedule, and say how to fix it",
+		Long: `doctor reads manifests (-f: NodePools, EC2NodeClasses, the aws-auth
+ConfigMap, workloads, and optionally Nodes and NodeClaims) or, without -f,
+the cluster of the current kubeconfig (NodePools and EC2NodeClasses with
+their status, NodeClaims, Nodes, pending pods, warning events, aws-auth),
+and reports every finding with its evidence and fix.
+
+With --cloud it also reads the AWS account: AMI architectures, the
+instance profile's role, EKS access entries and the console output of
+instances that did not register. --cloud sim is the simulated account of
+nodewright sim (for a running sim cluster, the account state saved beside
+its kubeconfig); --cloud aws is the account of the AWS SDK's configuration.
+
+Exit status 1 when any finding is an error.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runDoctor(cmd, fl)
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVarP(&fl.files, "filename", "f", nil, "manifest file (repeatable); without it, the cluster of the kubeconfig")
+	f.StringVar(&fl.cloud, "cloud", "", "also read an AWS account: sim or aws")
+	f.StringVarP(&fl.output, "output", "o", "table", "output format: table or json")
+	f.StringVar(&fl.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG or ~/.kube/config)")
+	f.StringVar(&fl.clusterName, "cluster-name", "", "the EKS cluster's name, for its access entries (--cloud aws)")
+	f.StringVar(&fl.region, "region", "", "AWS region (--cloud aws; default: the SDK's configuration)")
+	f.StringVar(&fl.accountID, "account-id", "", "AWS account ID for the ARNs in fixes (default: taken from aws-auth)")
+	f.StringVar(&fl.simState, "sim-state", "", "the simulated account's saved state (--cloud sim; default: "+simaws.StateFile+" beside the kubeconfig)")
+	f.DurationVar(&fl.grace, "grace", doctor.DefaultGrace, "how long a node may keep a taint another component removes before it is reported")
+	return cmd
+}
+
+func runDoctor(cmd *cobra.Command, fl doctorFlags) error {
+	if fl.output != "table" && fl.output != "json" {
+		return fmt.Errorf("-o %q: use table or json", fl.output)
+	}
+	ctx := cmd.Context()
+	in := doctor.Input{Grace: fl.grace, Now: time.Now()}
+	kubeconfigPath := ""
+	if len(fl.files) > 0 {
+		objs, err := loadFiles(fl.files)
+		if err != nil {
+			return err
+		}
+		in.Objects = objs
+	} else {
+		loading := clientcmd.NewDefaultClientConfigLoadingRules()
+		loading.ExplicitPath = fl.kubeconfig
+		rc, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(loading, nil).ClientConfig()
+		if err != nil {
+			return fmt.Errorf("reading the kubeconfig (pass -f FILE to read manifests instead): %w", err)
+		}
+		if files := loading.GetLoadingPrecedence(); fl.kubeconfig != "" {
+			kubeconfigPath = fl.kubeconfig
+		} else if len(files) > 0 {
+			kubeconfigPath = files[0]
+		}
+		scheme, err := operator.Scheme()
+		if err != nil {
+			return err
+		}
+		kube, err := client.New(rc, client.Options{Scheme: scheme})
+		if err != nil {
+			return err
+		}
+		if in.Objects, in.Events, err = doctor.ReadCluster(ctx, kube); err != nil {
+			return fmt.Errorf("reading the cluster at %s: %w", rc.Host, err)
+		}
+	}
+	cloud, err := doctorCloud(ctx, fl, kubeconfigPath)
+	if err != nil {
+		return err
+	}
+	in.Cloud = cloud
+	report, err := doctor.Diagnose(ctx, in)
+	if err != nil {
+		return err
+	}
+	if fl.output == "json" {
+		enc := json.NewEncoder(cmd.OutOrStdout())
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(report); err != nil {
+			return err
+		}
+	} else {
+		report.WriteTable(cmd.OutOrStdout())
+	}
+	if report.HasErrors() {
+		return exitError(1)
+	}
+	return nil
+}
+
+// doctorCloud connects to the account --cloud names.
+func doctorCloud(ctx context.Context, fl doctorFlags, kubeconfigPath string) (*doctor.Cloud, error) {
+	switch fl.cloud {
+	case "":
+		return nil, nil
+	case "sim":
+		a := simaws.NewAccount()
+		a.Seed()
+		path := fl.simState
+		if path == "" && kubeconfigPath != "" {
+			if candidate := filepath.Join(filepath.Dir(kubeconfigPath), simaws.StateFile); fileExists(candidate) {
+				path = candidate
+			}
+		}
+		if path != "" {
+			f, err := os.Open(path)
+			if err != nil {
+				return nil, fmt.Errorf("--sim-state: %w", err)
+			}
+			defer f.Close()
+			if err := a.LoadState(f); err != nil {
+				return nil, fmt.Errorf("--sim-state %s: %w", path, err)
+			}
+		}
+		return &doctor.Cloud{
+			Resolver:         &nodeclass.Resolver{EC2: a.EC2(), SSM: a.SSM(), KubernetesVersion: simaws.KubernetesVersion},
+			InstanceProfiles: a.IAM(), AccessEntries: a.EKS(), Console: a.EC2(),
+			ClusterName: account.ClusterName, AccountID: account.AccountID,
+		}, nil
+	case "aws":
+		if fl.clusterName == "" {
+			return nil, errors.New("--cloud aws needs --cluster-name, the EKS cluster whose access entries and AMIs to read")
+		}
+		var opts []func(*awsconfig.LoadOptions) error
+		if fl.region != "" {
+			opts = append(opts, awsconfig.WithRegion(fl.region))
+		}
+		cfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("loading the AWS configuration: %w", err)
+		}
+		eksClient := eks.NewFromConfig(cfg)
+		cluster, err := eksClient.DescribeCluster(ctx, &eks.DescribeClusterInput{Name: &fl.clusterName})
+		if err != nil {
+			return nil, fmt.Errorf("describing EKS cluster %s: %w", fl.clusterName, err)
+		}
+		ec2Client := ec2.NewFromConfig(cfg)
+		return &doctor.Cloud{
+			Resolver:         &nodeclass.Resolver{EC2: ec2Client, SSM: ssm.NewFromConfig(cfg), KubernetesVersion: *cluster.Cluster.Version},
+			InstanceProfiles: iam.NewFromConfig(cfg), AccessEntries: eksClient, Console: ec2Client,
+			ClusterName: fl.clusterName, AccountID: fl.accountID,
+		}, nil
+	default:
+		return nil, fmt.Errorf("--cloud %q: use sim or aws", fl.cloud)
+	}
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}

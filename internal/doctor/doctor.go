@@ -1,0 +1,100 @@
+// Package doctor explains why nodes will not register, initialize or
+// schedule: rules over manifests or a cluster's state produce findings
+// with the evidence and the fix. It reuses the controller's own code
+// (user data validation, AMI resolution, the scheduling engine).
+package doctor
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Severity of a finding.
+type Severity string
+
+// Severities, most serious first.
+const (
+	Error   Severity = "error"
+	Warning Severity = "warning"
+	Info    Severity = "info"
+)
+
+// Finding codes.
+const (
+	CodeUserDataOverridesTaints   = "userdata-overrides-registration-taints"
+	CodeBootstrapArgsMalformed    = "al2-bootstrap-args-malformed"
+	CodeCustomMissingUnregistered = "custom-userdata-missing-unregistered-taint"
+	CodeNodeRoleNotMapped         = "node-role-not-mapped"
+	CodeAMIArchitectureMismatch   = "ami-architecture-mismatch"
+	CodePodIncompatible           = "pod-incompatible-with-nodepools"
+	CodeCloudProviderTaint        = "cloud-provider-taint-not-removed"
+	CodeStartupTaintNotRemoved    = "startup-taint-not-removed"
+	CodeExtendedResource          = "extended-resource-not-registered"
+	CodeRegistrationTimeouts      = "registration-timeouts-repeating"
+)
+
+// Finding is one diagnosis.
+type Finding struct {
+	Code     string   `json:"code"`
+	Severity Severity `json:"severity"`
+	// Object is "Kind/name" or "Kind/namespace/name".
+	Object   string `json:"object"`
+	Message  string `json:"message"`
+	Evidence string `json:"evidence"`
+	Fix      string `json:"fix"`
+}
+
+// Report is the findings, most serious first.
+type Report struct {
+	Findings []Finding `json:"findings"`
+}
+
+// HasErrors reports whether any finding is an error.
+func (r *Report) HasErrors() bool {
+	for _, f := range r.Findings {
+		if f.Severity == Error {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Report) add(f Finding) { r.Findings = append(r.Findings, f) }
+
+// sort orders findings by severity, then object, then code.
+func (r *Report) sort() {
+	rank := map[Severity]int{Error: 0, Warning: 1, Info: 2}
+	sort.SliceStable(r.Findings, func(i, j int) bool {
+		a, b := r.Findings[i], r.Findings[j]
+		if rank[a.Severity] != rank[b.Severity] {
+			return rank[a.Severity] < rank[b.Severity]
+		}
+		if a.Object != b.Object {
+			return a.Object < b.Object
+		}
+		return a.Code < b.Code
+	})
+	if r.Findings == nil {
+		r.Findings = []Finding{}
+	}
+}
+
+// WriteTable prints findings for people.
+func (r *Report) WriteTable(w interface{ Write([]byte) (int, error) }) {
+	if len(r.Findings) == 0 {
+		fmt.Fprintln(w, "no findings: nothing keeps nodes from registering, initializing or scheduling")
+		return
+	}
+	for _, f := range r.Findings {
+		fmt.Fprintf(w, "%s  %s  %s\n", strings.ToUpper(string(f.Severity)), f.Code, f.Object)
+		fmt.Fprintf(w, "  %s\n", f.Message)
+		if f.Evidence != "" {
+			fmt.Fprintf(w, "  evidence: %s\n", f.Evidence)
+		}
+		if f.Fix != "" {
+			fmt.Fprintf(w, "  fix: %s\n", strings.ReplaceAll(f.Fix, "\n", "\n       "))
+		}
+		fmt.Fprintln(w)
+	}
+}

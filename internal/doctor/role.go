@@ -1,0 +1,207 @@
+package doctor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/eks"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
+	"github.com/aws/smithy-go"
+	"sigs.k8s.io/yaml"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+)
+
+// The aws-auth mapping every node role needs.
+const (
+	nodeUsername      = "system:node:{{EC2PrivateDNSName}}"
+	accessEntryLinux  = "EC2_LINUX"
+	accountIDUnknown  = "<account-id>"
+	awsAuthObjectName = "ConfigMap/kube-system/aws-auth"
+)
+
+var nodeGroups = []string{"system:bootstrappers", "system:nodes"}
+
+type roleMapping struct {
+	RoleARN  string   `json:"rolearn"`
+	Username string   `json:"username"`
+	Groups   []string `json:"groups"`
+}
+
+// nodeRoleRule checks that each EC2NodeClass's node role may join the
+// cluster: mapped in aws-auth with the node groups and username, or an
+// EC2_LINUX access entry.
+func nodeRoleRule(ctx context.Context, r *Report, in Input) error {
+	o := in.Objects
+	var mappings []roleMapping
+	if o.AWSAuth != nil {
+		if err := yaml.Unmarshal([]byte(o.AWSAuth.Data["mapRoles"]), &mappings); err != nil {
+			r.add(Finding{Code: CodeNodeRoleNotMapped, Severity: Error, Object: awsAuthObjectName,
+				Message:  "data.mapRoles is not a YAML list of role mappings, so it maps no role and no node can register: " + err.Error(),
+				Evidence: "data.mapRoles: " + firstLine(o.AWSAuth.Data["mapRoles"]),
+				Fix:      "make data.mapRoles a YAML list of entries with rolearn, username and groups"})
+			return nil //nolint:nilerr // the unreadable mapping is the finding
+		}
+	}
+	account := accountOf(in.Cloud, mappings)
+	for _, nc := range o.EC2NodeClasses {
+		role, err := nodeRole(ctx, r, in.Cloud, nc)
+		if err != nil {
+			return err
+		}
+		if role == "" {
+			continue
+		}
+		arn := fmt.Sprintf("arn:aws:iam::%s:role/%s", account, role)
+		entryType, err := accessEntryType(ctx, in.Cloud, arn)
+		if err != nil {
+			return err
+		}
+		if entryType == accessEntryLinux {
+			continue
+		}
+		fix := fmt.Sprintf("add to data.mapRoles of ConfigMap kube-system/aws-auth:\n- rolearn: %s\n  username: %s\n  groups:\n    - system:bootstrappers\n    - system:nodes\n(or create an EKS access entry of type EC2_LINUX for %s)", arn, nodeUsername, arn)
+		obj := "EC2NodeClass/" + nc.Name
+		entryNote := ""
+		switch {
+		case entryType != "":
+			entryNote = fmt.Sprintf("; its EKS access entry is of type %s, but nodes need type EC2_LINUX", entryType)
+		case in.Cloud != nil && in.Cloud.AccessEntries != nil:
+			entryNote = "; it has no EKS access entry either"
+		}
+		if o.AWSAuth == nil {
+			if in.Cloud == nil || in.Cloud.AccessEntries == nil {
+				r.add(Finding{Code: CodeNodeRoleNotMapped, Severity: Info, Object: obj,
+					Message: fmt.Sprintf("the aws-auth ConfigMap is not among the inputs and no account was given (--cloud), so whether node role %s may join the cluster is unchecked; unmapped, its nodes' kubelets get Unauthorized and never register", role),
+					Fix:     fix})
+				continue
+			}
+			r.add(Finding{Code: CodeNodeRoleNotMapped, Severity: Error, Object: obj,
+				Message:  fmt.Sprintf("node role %s of EC2NodeClass %s is not in aws-auth (there is no aws-auth ConfigMap)%s, so its nodes' kubelets get Unauthorized and never register", role, nc.Name, entryNote),
+				Evidence: "no ConfigMap kube-system/aws-auth" + entryNote, Fix: fix})
+			continue
+		}
+		var exact *roleMapping
+		var others []string
+		for i, m := range mappings {
+			if strings.HasSuffix(m.RoleARN, ":role/"+role) || strings.HasSuffix(m.RoleARN, "/"+role) {
+				exact = &mappings[i]
+			} else if slices.Contains(m.Groups, "system:nodes") {
+				others = append(others, m.RoleARN[strings.LastIndex(m.RoleARN, "/")+1:])
+			}
+		}
+		if exact == nil {
+			msg := fmt.Sprintf("node role %s of EC2NodeClass %s is not mapped in aws-auth%s, so its nodes' kubelets get Unauthorized and never register", role, nc.Name, entryNote)
+			if len(others) > 0 {
+				msg += fmt.Sprintf("; aws-auth maps %s with group system:nodes instead", strings.Join(others, ", "))
+				for _, other := range others {
+					if strings.Contains(strings.ToLower(other), "controller") {
+						msg += fmt.Sprintf(" — %s is the controller's role, not the role the nodes run with", other)
+					}
+				}
+			}
+			r.add(Finding{Code: CodeNodeRoleNotMapped, Severity: Error, Object: obj, Message: msg,
+				Evidence: "aws-auth mapRoles: " + strings.Join(mappedARNs(mappings), ", "), Fix: fix})
+			continue
+		}
+		var missing []string
+		for _, g := range nodeGroups {
+			if !slices.Contains(exact.Groups, g) {
+				missing = append(missing, "group "+g)
+			}
+		}
+		if exact.Username != nodeUsername {
+			missing = append(missing, fmt.Sprintf("username %s (it is %q)", nodeUsername, exact.Username))
+		}
+		if len(missing) > 0 {
+			r.add(Finding{Code: CodeNodeRoleNotMapped, Severity: Error, Object: obj,
+				Message:  fmt.Sprintf("aws-auth maps node role %s without %s, so its nodes cannot register", role, strings.Join(missing, " and ")),
+				Evidence: fmt.Sprintf("aws-auth mapRoles entry %s: username %q, groups %v", exact.RoleARN, exact.Username, exact.Groups), Fix: fix})
+		}
+	}
+	return nil
+}
+
+// nodeRole is the EC2NodeClass's role, or its instance profile's role
+// when the account can be asked.
+func nodeRole(ctx context.Context, r *Report, cloud *Cloud, nc *awsv1.EC2NodeClass) (string, error) {
+	if nc.Spec.Role != "" {
+		return nc.Spec.Role, nil
+	}
+	if nc.Spec.InstanceProfile == nil {
+		return "", nil
+	}
+	profile := *nc.Spec.InstanceProfile
+	if cloud == nil || cloud.InstanceProfiles == nil {
+		r.add(Finding{Code: CodeNodeRoleNotMapped, Severity: Info, Object: "EC2NodeClass/" + nc.Name,
+			Message: fmt.Sprintf("the role of instance profile %s is only known to AWS, so whether it is mapped in aws-auth is unchecked", profile),
+			Fix:     "run nodewright doctor with --cloud aws to read the instance profile"})
+		return "", nil
+	}
+	out, err := cloud.InstanceProfiles.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(profile)})
+	if err != nil {
+		var apiErr smithy.APIError
+		if errors.As(err, &apiErr) && apiErr.ErrorCode() == "NoSuchEntity" {
+			r.add(Finding{Code: CodeNodeRoleNotMapped, Severity: Error, Object: "EC2NodeClass/" + nc.Name,
+				Message: fmt.Sprintf("instance profile %s of EC2NodeClass %s does not exist, so no node can launch with it", profile, nc.Name),
+				Fix:     "create the instance profile with the node role, or set spec.role instead of spec.instanceProfile"})
+			return "", nil
+		}
+		return "", fmt.Errorf("reading instance profile %s of EC2NodeClass %s: %w", profile, nc.Name, err)
+	}
+	for _, role := range out.InstanceProfile.Roles {
+		return aws.ToString(role.RoleName), nil
+	}
+	r.add(Finding{Code: CodeNodeRoleNotMapped, Severity: Error, Object: "EC2NodeClass/" + nc.Name,
+		Message: fmt.Sprintf("instance profile %s of EC2NodeClass %s has no role, so its nodes have no credentials to register with", profile, nc.Name),
+		Fix:     fmt.Sprintf("aws iam add-role-to-instance-profile --instance-profile-name %s --role-name <node role>", profile)})
+	return "", nil
+}
+
+// accessEntryType is the type of the principal's EKS access entry; empty
+// when it has none or no account was given.
+func accessEntryType(ctx context.Context, cloud *Cloud, arn string) (string, error) {
+	if cloud == nil || cloud.AccessEntries == nil {
+		return "", nil
+	}
+	out, err := cloud.AccessEntries.DescribeAccessEntry(ctx, &eks.DescribeAccessEntryInput{ClusterName: aws.String(cloud.ClusterName), PrincipalArn: aws.String(arn)})
+	if err != nil {
+		var apiErr smithy.APIError
+		if errors.As(err, &apiErr) && apiErr.ErrorCode() == "ResourceNotFoundException" {
+			return "", nil
+		}
+		return "", fmt.Errorf("reading the EKS access entry of %s in cluster %s: %w", arn, cloud.ClusterName, err)
+	}
+	return aws.ToString(out.AccessEntry.Type), nil
+}
+
+// accountOf is the account ID for ARNs in fixes: the account's, else the
+// one aws-auth's entries use.
+func accountOf(cloud *Cloud, mappings []roleMapping) string {
+	if cloud != nil && cloud.AccountID != "" {
+		return cloud.AccountID
+	}
+	for _, m := range mappings {
+		if parts := strings.Split(m.RoleARN, ":"); len(parts) > 4 && parts[4] != "" {
+			return parts[4]
+		}
+	}
+	return accountIDUnknown
+}
+
+func mappedARNs(ms []roleMapping) []string {
+	out := make([]string, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, m.RoleARN)
+	}
+	return out
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return line
+}

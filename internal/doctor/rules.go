@@ -1,0 +1,346 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/iam"
+	corev1 "k8s.io/api/core/v1"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	"github.com/nodewright/nodewright/internal/aws/nodeclass"
+	"github.com/nodewright/nodewright/internal/aws/sdk"
+	"github.com/nodewright/nodewright/internal/aws/userdata"
+	"github.com/nodewright/nodewright/internal/simulate"
+)
+
+// DefaultGrace is how long a node may keep a taint that another component
+// removes (or miss a resource its device plugin registers) before doctor
+// reports it.
+const DefaultGrace = time.Minute
+
+// Input is what the rules read: manifests or a cluster's objects and,
+// when an AWS account is at hand, its facts.
+type Input struct {
+	Objects *simulate.Objects
+	// Events are a cluster's recent warning events; none offline.
+	Events []corev1.Event
+	// Cloud is the AWS account; nil offline.
+	Cloud *Cloud
+	// Now is when the state was read; the rules measure how long taints
+	// have stayed from it.
+	Now time.Time
+	// Grace is how long a node may keep a taint another component
+	// removes; DefaultGrace when zero.
+	Grace time.Duration
+}
+
+// InstanceProfiles is the part of IAM doctor reads.
+type InstanceProfiles interface {
+	GetInstanceProfile(ctx context.Context, in *iam.GetInstanceProfileInput, opts ...func(*iam.Options)) (*iam.GetInstanceProfileOutput, error)
+}
+
+// Cloud is an AWS account's APIs, real or simulated.
+type Cloud struct {
+	// Resolver resolves AMIs and subnets.
+	Resolver         *nodeclass.Resolver
+	InstanceProfiles InstanceProfiles
+	AccessEntries    sdk.AccessEntries
+	Console          sdk.Console
+	ClusterName      string
+	AccountID        string
+}
+
+// Diagnose runs every rule.
+func Diagnose(ctx context.Context, in Input) (*Report, error) {
+	if in.Now.IsZero() {
+		in.Now = time.Now()
+	}
+	if in.Grace == 0 {
+		in.Grace = DefaultGrace
+	}
+	r := &Report{}
+	userDataRules(r, in.Objects)
+	if err := nodeRoleRule(ctx, r, in); err != nil {
+		return nil, err
+	}
+	if err := amiArchitectureRule(ctx, r, in); err != nil {
+		return nil, err
+	}
+	if err := podRule(r, in); err != nil {
+		return nil, err
+	}
+	clusterStateRules(r, in)
+	if err := registrationTimeoutRule(ctx, r, in); err != nil {
+		return nil, err
+	}
+	r.sort()
+	return r, nil
+}
+
+// overrideCodes are the user data findings that all mean "the node's
+// registration taints are replaced".
+var overrideCodes = map[string]bool{
+	userdata.CodeFlagsOverrideTaints: true, userdata.CodeConfigTaintsReplaced: true,
+	userdata.CodeUserCallsBootstrap: true, userdata.CodeBottlerocketTaints: true,
+	userdata.CodeUnreadable: true,
+}
+
+// userDataRules run the controller's user data validation on every
+// EC2NodeClass.
+func userDataRules(r *Report, o *simulate.Objects) {
+	for _, nc := range o.EC2NodeClasses {
+		ud := ""
+		if nc.Spec.UserData != nil {
+			ud = *nc.Spec.UserData
+		}
+		for _, f := range userdata.Validate(nodeclass.Family(nc), ud) {
+			code := f.Code
+			if overrideCodes[code] {
+				code = CodeUserDataOverridesTaints
+			}
+			sev := Error
+			if f.Severity == userdata.Warning {
+				sev = Warning
+			}
+			r.add(Finding{
+				Code: code, Severity: sev, Object: "EC2NodeClass/" + nc.Name,
+				Message: f.Message, Evidence: evidence(ud, f.Code), Fix: f.Fix,
+			})
+		}
+	}
+}
+
+// evidence quotes the lines of user data a finding is about.
+func evidence(ud, code string) string {
+	tokens := []string{"register-with-taints", "registerWithTaints", "bootstrap.sh", "node-taints", "[settings.kubernetes"}
+	var lines []string
+	for _, line := range strings.Split(ud, "\n") {
+		for _, t := range tokens {
+			if strings.Contains(line, t) {
+				lines = append(lines, strings.TrimSpace(line))
+				break
+			}
+		}
+	}
+	if len(lines) == 0 {
+		if code == userdata.CodeCustomMissingUnregistered {
+			return "spec.userData registers no taint"
+		}
+		return ""
+	}
+	return "spec.userData: " + strings.Join(lines, " | ")
+}
+
+// amiArchitectureRule finds NodePools that allow an architecture their
+// EC2NodeClass has no AMI for.
+func amiArchitectureRule(ctx context.Context, r *Report, in Input) error {
+	classes := classesByName(in.Objects)
+	for _, np := range in.Objects.NodePools {
+		ref := np.Spec.Template.Spec.NodeClassRef
+		if ref == nil || classes[ref.Name] == nil {
+			continue
+		}
+		nc := classes[ref.Name]
+		amiArchs, source, err := archsOf(ctx, in.Cloud, nc)
+		if err != nil {
+			return err
+		}
+		if source == "" {
+			continue
+		}
+		wanted := []string{"amd64", "arm64"}
+		explicit := false
+		for _, req := range np.Spec.Template.Spec.Requirements {
+			if req.Key == corev1.LabelArchStable && req.Operator == corev1.NodeSelectorOpIn {
+				wanted, explicit = req.Values, true
+			}
+		}
+		var missing []string
+		for _, a := range wanted {
+			if !amiArchs[a] {
+				missing = append(missing, a)
+			}
+		}
+		// A NodePool that does not restrict the architecture only fails
+		// when no architecture at all has an AMI.
+		if len(missing) == 0 || (!explicit && len(missing) < len(wanted)) {
+			continue
+		}
+		have := make([]string, 0, len(amiArchs))
+		for a := range amiArchs {
+			have = append(have, a)
+		}
+		sort.Strings(have)
+		haveText := strings.Join(have, ", ")
+		if haveText == "" {
+			haveText = "no architecture: they select no AMI"
+		}
+		r.add(Finding{
+			Code: CodeAMIArchitectureMismatch, Severity: Error, Object: "NodePool/" + np.Name,
+			Message: fmt.Sprintf("NodePool %s allows %s, but EC2NodeClass %s has no AMI for %s (its AMIs are for %s), so those instance types are never launched and pods that need them stay pending",
+				np.Name, strings.Join(wanted, ", "), nc.Name, strings.Join(missing, ", "), haveText),
+			Evidence: fmt.Sprintf("EC2NodeClass %s amiSelectorTerms %s: AMIs for %s (%s)", nc.Name, describeTerms(nc.Spec.AMISelectorTerms), haveText, source),
+			Fix: fmt.Sprintf("add an AMI for %s to EC2NodeClass %s's amiSelectorTerms (an alias such as al2023@latest covers both architectures), or point NodePool %s at an EC2NodeClass that has one, or restrict its kubernetes.io/arch requirement to %s",
+				strings.Join(missing, ", "), nc.Name, np.Name, haveText),
+		})
+	}
+	return nil
+}
+
+func describeTerms(terms []awsv1.AMISelectorTerm) string {
+	var parts []string
+	for _, t := range terms {
+		switch {
+		case t.Alias != "":
+			parts = append(parts, "alias "+t.Alias)
+		case t.ID != "":
+			parts = append(parts, "id "+t.ID)
+		case t.Name != "":
+			parts = append(parts, "name "+t.Name)
+		case t.SSMParameter != "":
+			parts = append(parts, "ssmParameter "+t.SSMParameter)
+		default:
+			parts = append(parts, "tags")
+		}
+	}
+	return "[" + strings.Join(parts, ", ") + "]"
+}
+
+// archsOf returns the architectures of an EC2NodeClass's AMIs and where
+// they were learnt: resolved in the account, read from the status a
+// controller wrote, or known from an alias. An empty source means unknown.
+func archsOf(ctx context.Context, cloud *Cloud, nc *awsv1.EC2NodeClass) (map[string]bool, string, error) {
+	out := map[string]bool{}
+	addReqs := func(reqs []corev1.NodeSelectorRequirement) {
+		for _, req := range reqs {
+			if req.Key != corev1.LabelArchStable {
+				continue
+			}
+			for _, v := range req.Values {
+				out[v] = true
+			}
+		}
+	}
+	switch {
+	case cloud != nil && cloud.Resolver != nil:
+		amis, err := cloud.Resolver.AMIs(ctx, nc)
+		if err != nil {
+			return nil, "", fmt.Errorf("resolving the AMIs of EC2NodeClass %s: %w", nc.Name, err)
+		}
+		for _, a := range amis {
+			addReqs(a.Requirements)
+		}
+		return out, "resolved in the account", nil
+	case len(nc.Status.AMIs) > 0:
+		for _, a := range nc.Status.AMIs {
+			addReqs(a.Requirements)
+		}
+		return out, "from status.amis", nil
+	}
+	for _, t := range nc.Spec.AMISelectorTerms {
+		if t.Alias == "" {
+			return nil, "", nil // ids, names and tags are only known to the account
+		}
+		out["amd64"] = true
+		if !strings.HasPrefix(t.Alias, "windows") {
+			out["arm64"] = true
+		}
+	}
+	return out, "the alias's EKS-optimized AMIs", nil
+}
+
+// podRule runs the scheduling engine and reports pods that fit no NodePool
+// for a reason other than a missing AMI alone (ami-architecture-mismatch
+// covers those), naming the closest NodePool.
+func podRule(r *Report, in Input) error {
+	var resolver *nodeclass.Resolver
+	if in.Cloud != nil {
+		resolver = in.Cloud.Resolver
+	}
+	res, err := simulate.RunWith(in.Objects, resolver)
+	if err != nil {
+		return err
+	}
+	for _, u := range res.Plan.Unschedulable {
+		closest, blocker := closestNodePool(u.Reason)
+		if strings.HasPrefix(blocker, "no AMI for") {
+			continue
+		}
+		msg := fmt.Sprintf("pod %s/%s fits no NodePool: %s", u.Pod.Namespace, u.Pod.Name, u.Reason)
+		fix := "change the pod's scheduling constraints or a NodePool so that they agree"
+		if closest != "" {
+			msg = fmt.Sprintf("pod %s/%s fits no NodePool; the closest is NodePool %s: %s", u.Pod.Namespace, u.Pod.Name, closest, blocker)
+			fix = fmt.Sprintf("make the pod and NodePool %s agree: %s", closest, blocker)
+			if pool, want, ok := strings.Cut(blocker, ", pod selects "); ok {
+				fix = fmt.Sprintf("the pod selects %s but NodePool %s %s: correct the pod's nodeSelector/affinity (a typo?) or the NodePool's template labels/requirements", want, closest, pool)
+			}
+		}
+		r.add(Finding{Code: CodePodIncompatible, Severity: Error, Object: fmt.Sprintf("Pod/%s/%s", u.Pod.Namespace, u.Pod.Name),
+			Message: msg, Evidence: u.Reason, Fix: fix})
+	}
+	return nil
+}
+
+// closestNodePool picks, from a reason listing each NodePool's blocker,
+// the NodePool whose blocker is the smallest: a label with a different
+// value (nearest by edit distance) before a missing label, before taints
+// and resources; a NodePool blocked only by a missing AMI comes first.
+func closestNodePool(reason string) (string, string) {
+	best, bestBlocker, bestScore := "", "", 1<<30
+	for _, part := range strings.Split(reason, "; ") {
+		rest, ok := strings.CutPrefix(part, "NodePool ")
+		if !ok {
+			continue
+		}
+		name, blocker, ok := strings.Cut(rest, ": ")
+		if !ok {
+			continue
+		}
+		score := 1000
+		if node, pod, ok := strings.Cut(blocker, ", pod selects "); ok && strings.HasPrefix(node, "requires ") {
+			_, nv, _ := strings.Cut(strings.TrimPrefix(node, "requires "), "=")
+			_, pv, _ := strings.Cut(pod, "=")
+			score = editDistance(nv, pv)
+		} else if strings.HasPrefix(blocker, "has no ") {
+			score = 500
+		} else if strings.HasPrefix(blocker, "no AMI for") {
+			score = -1 // it would fit once the AMI exists
+		}
+		if score < bestScore {
+			best, bestBlocker, bestScore = name, blocker, score
+		}
+	}
+	return best, bestBlocker
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+func classesByName(o *simulate.Objects) map[string]*awsv1.EC2NodeClass {
+	out := map[string]*awsv1.EC2NodeClass{}
+	for _, nc := range o.EC2NodeClasses {
+		out[nc.Name] = nc
+	}
+	return out
+}

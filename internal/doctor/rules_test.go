@@ -1,0 +1,318 @@
+package doctor
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/sim/account"
+	simaws "github.com/nodewright/nodewright/internal/sim/aws"
+	"github.com/nodewright/nodewright/internal/simulate"
+)
+
+// Each form of user data that loses or never sets the registration taint
+// maps to its code; the healthy form of each family has no finding.
+func TestUserDataRule(t *testing.T) {
+	const nodeConfig = "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  kubelet:\n"
+	for _, tc := range []struct {
+		name, family, userData, code string
+		severity                     Severity
+		fragment                     string
+	}{
+		{"AL2023 kubelet flag", awsv1.AMIFamilyAL2023, nodeConfig + "    flags: [\"--register-with-taints=dedicated=ci:NoSchedule\"]\n", CodeUserDataOverridesTaints, Error, "startupTaints"},
+		{"AL2023 registerWithTaints", awsv1.AMIFamilyAL2023, nodeConfig + "    config:\n      registerWithTaints: [{key: dedicated, value: ci, effect: NoSchedule}]\n", CodeUserDataOverridesTaints, Warning, "registerWithTaints"},
+		{"AL2 script calls bootstrap.sh", awsv1.AMIFamilyAL2, "#!/bin/bash\n/etc/eks/bootstrap.sh c --kubelet-extra-args '--register-with-taints=dedicated=ci:NoSchedule'\n", CodeUserDataOverridesTaints, Error, "bootstrap.sh"},
+		{"Bottlerocket node-taints", awsv1.AMIFamilyBottlerocket, "[settings.kubernetes.node-taints]\n\"dedicated\" = [\"ci:NoSchedule\"]\n", CodeUserDataOverridesTaints, Warning, "node-taints"},
+		{"unreadable MIME", awsv1.AMIFamilyAL2023, "MIME-Version: 1.0\nContent-Type: multipart/mixed\n\nbody", CodeUserDataOverridesTaints, Error, "MIME"},
+		{"bootstrap.sh --opt=value", awsv1.AMIFamilyCustom, "#!/bin/bash\n/etc/eks/bootstrap.sh c --kubelet-extra-args='--register-with-taints=karpenter.sh/unregistered:NoExecute'\n", CodeBootstrapArgsMalformed, Error, "--kubelet-extra-args VALUE"},
+		{"single quotes inside", awsv1.AMIFamilyCustom, "#!/bin/bash\n/etc/eks/bootstrap.sh c --kubelet-extra-args \"--register-with-taints='karpenter.sh/unregistered:NoExecute'\"\n", CodeBootstrapArgsMalformed, Error, "double quotes"},
+		{"Custom without the taint", awsv1.AMIFamilyCustom, "#!/bin/bash\n/etc/eks/bootstrap.sh c\n", CodeCustomMissingUnregistered, Error, "karpenter.sh/unregistered:NoExecute"},
+		{"Custom with the old taint name", awsv1.AMIFamilyCustom, "#!/bin/bash\n/etc/eks/bootstrap.sh c --kubelet-extra-args '--register-with-taints=karpenter.sh/uninitialized:NoExecute'\n", CodeCustomMissingUnregistered, Error, "old name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := diagnose(t, Input{Objects: &simulate.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{class("c", tc.family, tc.userData)}}})
+			fs := only(r, tc.code)
+			if len(fs) == 0 || fs[0].Severity != tc.severity || fs[0].Object != "EC2NodeClass/c" {
+				t.Fatalf("want %s %s on EC2NodeClass/c, got %+v", tc.severity, tc.code, r.Findings)
+			}
+			if all := fs[0].Message + fs[0].Evidence + fs[0].Fix; !strings.Contains(all, tc.fragment) || fs[0].Fix == "" {
+				t.Errorf("finding lacks %q or a fix: %+v", tc.fragment, fs[0])
+			}
+		})
+	}
+	for _, tc := range []struct{ family, userData string }{
+		{awsv1.AMIFamilyAL2023, nodeConfig + "    flags: [\"--node-labels=team=a\"]\n"},
+		{awsv1.AMIFamilyAL2023, nodeConfig + "    config:\n      maxPods: 110\n"},
+		{awsv1.AMIFamilyAL2, "#!/bin/bash\necho tuned > /etc/motd\n"},
+		{awsv1.AMIFamilyBottlerocket, "[settings.kubernetes]\nmax-pods = 110\n"},
+		{awsv1.AMIFamilyCustom, "#!/bin/bash\n/etc/eks/bootstrap.sh c --kubelet-extra-args '--register-with-taints=karpenter.sh/unregistered:NoExecute'\n"},
+	} {
+		r := diagnose(t, Input{Objects: &simulate.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{class("c", tc.family, tc.userData)}}})
+		if len(r.Findings) != 0 {
+			t.Errorf("%s %q: unexpected findings %+v", tc.family, tc.userData, r.Findings)
+		}
+	}
+}
+
+func TestNodeRoleRule(t *testing.T) {
+	withRole := func(role string) *awsv1.EC2NodeClass {
+		nc := class("default", awsv1.AMIFamilyAL2023, "")
+		nc.Spec.Role = role
+		return nc
+	}
+	objects := func(cm *corev1.ConfigMap, nc *awsv1.EC2NodeClass) *simulate.Objects {
+		return &simulate.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{nc}, AWSAuth: cm}
+	}
+	const nodeARN = "arn:aws:iam::111122223333:role/KarpenterNodeRole-nodewright-sim"
+	t.Run("controller role mapped instead", func(t *testing.T) {
+		cm := awsAuth(strings.ReplaceAll(nodeRoleMapping, "KarpenterNodeRole", "KarpenterControllerRole"))
+		r := diagnose(t, Input{Objects: objects(cm, withRole(account.NodeRole))})
+		expectOne(t, r, CodeNodeRoleNotMapped, Error, "EC2NodeClass/default", account.NodeRole, "KarpenterControllerRole-nodewright-sim is the controller's role",
+			"- rolearn: "+nodeARN, "username: system:node:{{EC2PrivateDNSName}}", "- system:bootstrappers", "- system:nodes", "EC2_LINUX")
+	})
+	t.Run("mapped without a group", func(t *testing.T) {
+		cm := awsAuth(strings.Replace(nodeRoleMapping, "system:bootstrappers, ", "", 1))
+		r := diagnose(t, Input{Objects: objects(cm, withRole(account.NodeRole))})
+		expectOne(t, r, CodeNodeRoleNotMapped, Error, "EC2NodeClass/default", "without group system:bootstrappers")
+	})
+	t.Run("mapped with another username", func(t *testing.T) {
+		cm := awsAuth(strings.Replace(nodeRoleMapping, "system:node:{{EC2PrivateDNSName}}", "admin", 1))
+		r := diagnose(t, Input{Objects: objects(cm, withRole(account.NodeRole))})
+		expectOne(t, r, CodeNodeRoleNotMapped, Error, "EC2NodeClass/default", `(it is "admin")`)
+	})
+	t.Run("mapRoles unreadable", func(t *testing.T) {
+		r := diagnose(t, Input{Objects: objects(awsAuth("rolearn: [unterminated"), withRole(account.NodeRole))})
+		expectOne(t, r, CodeNodeRoleNotMapped, Error, awsAuthObjectName, "not a YAML list")
+	})
+	t.Run("mapped", func(t *testing.T) {
+		r := diagnose(t, Input{Objects: objects(awsAuth(nodeRoleMapping), withRole(account.NodeRole))})
+		expectNone(t, r, CodeNodeRoleNotMapped)
+	})
+	t.Run("no aws-auth and no account: unchecked", func(t *testing.T) {
+		r := diagnose(t, Input{Objects: objects(nil, withRole(account.NodeRole))})
+		expectOne(t, r, CodeNodeRoleNotMapped, Info, "EC2NodeClass/default", "unchecked")
+		if r.HasErrors() {
+			t.Error("an unchecked mapping is an error")
+		}
+	})
+	t.Run("EC2_LINUX access entry", func(t *testing.T) {
+		cloud := simCloud(t, func(a *simaws.Account) { a.AddAccessEntry(nodeARN, "EC2_LINUX") })
+		r := diagnose(t, Input{Objects: objects(nil, withRole(account.NodeRole)), Cloud: cloud})
+		expectNone(t, r, CodeNodeRoleNotMapped)
+	})
+	t.Run("STANDARD access entry", func(t *testing.T) {
+		cloud := simCloud(t, func(a *simaws.Account) { a.AddAccessEntry(nodeARN, "STANDARD") })
+		r := diagnose(t, Input{Objects: objects(nil, withRole(account.NodeRole)), Cloud: cloud})
+		expectOne(t, r, CodeNodeRoleNotMapped, Error, "EC2NodeClass/default", "type STANDARD", "EC2_LINUX")
+	})
+	t.Run("no aws-auth and no access entry", func(t *testing.T) {
+		r := diagnose(t, Input{Objects: objects(nil, withRole(account.NodeRole)), Cloud: simCloud(t, nil)})
+		expectOne(t, r, CodeNodeRoleNotMapped, Error, "EC2NodeClass/default", "no EKS access entry either")
+	})
+	t.Run("instance profile's role", func(t *testing.T) {
+		nc := withRole("")
+		profile := "nodes-profile"
+		nc.Spec.InstanceProfile = &profile
+		cloud := simCloud(t, func(a *simaws.Account) { profileWithRole(t, a, profile, account.ControllerRole) })
+		r := diagnose(t, Input{Objects: objects(awsAuth(nodeRoleMapping), nc), Cloud: cloud})
+		expectOne(t, r, CodeNodeRoleNotMapped, Error, "EC2NodeClass/default", "node role KarpenterControllerRole-nodewright-sim")
+		mapped := simCloud(t, func(a *simaws.Account) { profileWithRole(t, a, profile, account.NodeRole) })
+		expectNone(t, diagnose(t, Input{Objects: objects(awsAuth(nodeRoleMapping), nc), Cloud: mapped}), CodeNodeRoleNotMapped)
+		missing := diagnose(t, Input{Objects: objects(awsAuth(nodeRoleMapping), nc), Cloud: simCloud(t, nil)})
+		expectOne(t, missing, CodeNodeRoleNotMapped, Error, "EC2NodeClass/default", "does not exist")
+	})
+}
+
+func TestAMIArchitectureRule(t *testing.T) {
+	byID := func() *awsv1.EC2NodeClass {
+		nc := class("arm", awsv1.AMIFamilyAL2, "")
+		nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{ID: "ami-0a1b2c3d4e5f60001"}} // x86_64 in the account
+		return nc
+	}
+	objects := func(nc *awsv1.EC2NodeClass, np *v1.NodePool) *simulate.Objects {
+		return &simulate.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{nc}, NodePools: []*v1.NodePool{np}}
+	}
+	t.Run("resolved in the account", func(t *testing.T) {
+		r := diagnose(t, Input{Objects: objects(byID(), pool("arm64", "arm", "arm64")), Cloud: simCloud(t, nil)})
+		expectOne(t, r, CodeAMIArchitectureMismatch, Error, "NodePool/arm64", "no AMI for arm64", "amd64", "id ami-0a1b2c3d4e5f60001", "al2023@latest")
+	})
+	t.Run("from the status", func(t *testing.T) {
+		nc := byID()
+		nc.Status.AMIs = []awsv1.AMI{{ID: "ami-0a1b2c3d4e5f60001", Requirements: []corev1.NodeSelectorRequirement{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}}}}
+		r := diagnose(t, Input{Objects: objects(nc, pool("arm64", "arm", "arm64"))})
+		expectOne(t, r, CodeAMIArchitectureMismatch, Error, "NodePool/arm64", "from status.amis")
+		expectNone(t, diagnose(t, Input{Objects: objects(nc, pool("x86", "arm", "amd64"))}), CodeAMIArchitectureMismatch)
+	})
+	t.Run("an alias has both architectures", func(t *testing.T) {
+		r := diagnose(t, Input{Objects: objects(class("arm", awsv1.AMIFamilyAL2023, ""), pool("arm64", "arm", "arm64"))})
+		expectNone(t, r, CodeAMIArchitectureMismatch)
+	})
+	t.Run("ids are unknown offline", func(t *testing.T) {
+		r := diagnose(t, Input{Objects: objects(byID(), pool("arm64", "arm", "arm64"))})
+		expectNone(t, r, CodeAMIArchitectureMismatch, CodePodIncompatible)
+	})
+	t.Run("a NodePool open to any architecture", func(t *testing.T) {
+		r := diagnose(t, Input{Objects: objects(byID(), pool("any", "arm")), Cloud: simCloud(t, nil)})
+		expectNone(t, r, CodeAMIArchitectureMismatch)
+	})
+}
+
+func TestPodIncompatibleRule(t *testing.T) {
+	labelled := func(name, value string) *v1.NodePool {
+		np := pool(name, "default", "amd64")
+		np.Spec.Template.ObjectMeta.Labels = map[string]string{"pod-type": value}
+		return np
+	}
+	tainted := pool("gpu", "default", "amd64")
+	tainted.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "nvidia.com/gpu", Value: "true", Effect: corev1.TaintEffectNoSchedule}}
+	objects := func(p *corev1.Pod, pools ...*v1.NodePool) *simulate.Objects {
+		return &simulate.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{class("default", awsv1.AMIFamilyAL2023, "")}, NodePools: pools, Pods: []*corev1.Pod{p}}
+	}
+	t.Run("label typo names the closest NodePool", func(t *testing.T) {
+		r := diagnose(t, Input{Objects: objects(pod("typo", map[string]string{"pod-type": "armapps"}, "1"), labelled("web", "frontend"), labelled("cicd-armapps", "armapp"))})
+		f := expectOne(t, r, CodePodIncompatible, Error, "Pod/default/typo", "closest is NodePool cicd-armapps", "pod-type=armapp", "pod-type=armapps")
+		if strings.Contains(f.Message, "closest is NodePool web") {
+			t.Errorf("wrong NodePool named: %s", f.Message)
+		}
+	})
+	t.Run("taint not tolerated", func(t *testing.T) {
+		r := diagnose(t, Input{Objects: objects(pod("plain", nil, "1"), tainted)})
+		expectOne(t, r, CodePodIncompatible, Error, "Pod/default/plain", "nvidia.com/gpu=true:NoSchedule")
+	})
+	t.Run("larger than every instance type", func(t *testing.T) {
+		r := diagnose(t, Input{Objects: objects(pod("huge", nil, "1000"), pool("default", "default", "amd64"))})
+		expectOne(t, r, CodePodIncompatible, Error, "Pod/default/huge", "no instance type fits")
+	})
+	t.Run("a pod that fits", func(t *testing.T) {
+		r := diagnose(t, Input{Objects: objects(pod("fine", map[string]string{"pod-type": "armapp"}, "1"), labelled("cicd-armapps", "armapp"))})
+		expectNone(t, r, CodePodIncompatible)
+	})
+	t.Run("a pod blocked only by a missing AMI", func(t *testing.T) {
+		nc := class("default", awsv1.AMIFamilyAL2, "")
+		nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{ID: "ami-0a1b2c3d4e5f60001"}}
+		o := &simulate.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{nc}, NodePools: []*v1.NodePool{pool("arm", "default", "arm64")}, Pods: []*corev1.Pod{pod("p", nil, "1")}}
+		r := diagnose(t, Input{Objects: o, Cloud: simCloud(t, nil)})
+		expectNone(t, r, CodePodIncompatible)
+		expectOne(t, r, CodeAMIArchitectureMismatch, Error, "NodePool/arm")
+	})
+}
+
+var uninitialized = corev1.Taint{Key: CloudProviderTaint, Value: "true", Effect: corev1.TaintEffectNoSchedule}
+
+func TestCloudProviderTaintRule(t *testing.T) {
+	stuck := node("ip-10-0-0-4", "m5.large", "default", 5*time.Minute, uninitialized)
+	cond := metav1.Condition{Type: v1.ConditionInitialized, Status: metav1.ConditionFalse, Reason: "KnownEphemeralTaintsExist",
+		Message: "taint node.cloudprovider.kubernetes.io/uninitialized=true:NoSchedule is still on node ip-10-0-0-4; it is removed by the cloud controller manager", LastTransitionTime: metav1.NewTime(now.Add(-5 * time.Minute))}
+	t.Run("node keeps the taint", func(t *testing.T) {
+		r := diagnose(t, Input{Objects: &simulate.Objects{Nodes: []*corev1.Node{stuck}, NodeClaims: []*v1.NodeClaim{claimFor(stuck, cond)}}})
+		expectOne(t, r, CodeCloudProviderTaint, Error, "NodeClaim/default-abcde", "cloud controller manager", "5m0s", "KnownEphemeralTaintsExist")
+	})
+	t.Run("a node without its NodeClaim", func(t *testing.T) {
+		r := diagnose(t, Input{Objects: &simulate.Objects{Nodes: []*corev1.Node{stuck}}})
+		expectOne(t, r, CodeCloudProviderTaint, Error, "Node/ip-10-0-0-4", "aws-cloud-controller-manager")
+	})
+	t.Run("a NodeClaim without its node", func(t *testing.T) {
+		r := diagnose(t, Input{Objects: &simulate.Objects{NodeClaims: []*v1.NodeClaim{claimFor(stuck, cond)}}})
+		expectOne(t, r, CodeCloudProviderTaint, Error, "NodeClaim/default-abcde", "cloud controller manager")
+	})
+	t.Run("within the grace period", func(t *testing.T) {
+		fresh := node("ip-10-0-0-5", "m5.large", "default", 10*time.Second, uninitialized)
+		expectNone(t, diagnose(t, Input{Objects: &simulate.Objects{Nodes: []*corev1.Node{fresh}}}), CodeCloudProviderTaint)
+		expectOne(t, diagnose(t, Input{Objects: &simulate.Objects{Nodes: []*corev1.Node{fresh}}, Grace: 5 * time.Second}), CodeCloudProviderTaint, Error, "Node/ip-10-0-0-5")
+	})
+	t.Run("removed", func(t *testing.T) {
+		expectNone(t, diagnose(t, Input{Objects: &simulate.Objects{Nodes: []*corev1.Node{node("n", "m5.large", "default", time.Hour)}}}), CodeCloudProviderTaint)
+	})
+}
+
+func TestStartupTaintRule(t *testing.T) {
+	cilium := corev1.Taint{Key: "node.cilium.io/agent-not-ready", Value: "true", Effect: corev1.TaintEffectNoExecute}
+	np := pool("default", "default")
+	np.Spec.Template.Spec.StartupTaints = []corev1.Taint{cilium}
+	stuck := node("ip-10-0-0-4", "m5.large", "default", 10*time.Minute, cilium)
+	r := diagnose(t, Input{Objects: &simulate.Objects{NodePools: []*v1.NodePool{np}, Nodes: []*corev1.Node{stuck}}})
+	expectOne(t, r, CodeStartupTaintNotRemoved, Warning, "Node/ip-10-0-0-4", "node.cilium.io/agent-not-ready", "NodePool default")
+
+	notReady := node("ip-10-0-0-5", "m5.large", "default", 10*time.Minute, cilium)
+	notReady.Status.Conditions[0].Status = corev1.ConditionFalse
+	for _, n := range []*corev1.Node{notReady, node("ip-10-0-0-6", "m5.large", "default", 10*time.Minute), node("ip-10-0-0-7", "m5.large", "default", 5*time.Second, cilium)} {
+		expectNone(t, diagnose(t, Input{Objects: &simulate.Objects{NodePools: []*v1.NodePool{np}, Nodes: []*corev1.Node{n}}}), CodeStartupTaintNotRemoved)
+	}
+	cond := metav1.Condition{Type: v1.ConditionInitialized, Status: metav1.ConditionFalse, Reason: "StartupTaintsExist", Message: "startup taint is still on", LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))}
+	r = diagnose(t, Input{Objects: &simulate.Objects{NodeClaims: []*v1.NodeClaim{claimFor(stuck, cond)}}})
+	expectOne(t, r, CodeStartupTaintNotRemoved, Warning, "NodeClaim/default-abcde", "startup taint is still on")
+}
+
+func TestExtendedResourceRule(t *testing.T) {
+	gpu := node("ip-10-0-0-4", "g5.xlarge", "gpu", 10*time.Minute)
+	r := diagnose(t, Input{Objects: &simulate.Objects{Nodes: []*corev1.Node{gpu}}})
+	expectOne(t, r, CodeExtendedResource, Warning, "Node/ip-10-0-0-4", "nvidia.com/gpu", "g5.xlarge", "device plugin")
+
+	registered := gpu.DeepCopy()
+	registered.Status.Allocatable["nvidia.com/gpu"] = resource.MustParse("1")
+	expectNone(t, diagnose(t, Input{Objects: &simulate.Objects{Nodes: []*corev1.Node{registered}}}), CodeExtendedResource)
+	expectNone(t, diagnose(t, Input{Objects: &simulate.Objects{Nodes: []*corev1.Node{node("cpu", "m5.large", "default", time.Hour)}}}), CodeExtendedResource)
+
+	// A NodeClaim's capacity names the resource (here Neuron on a type
+	// the catalog knows as CPU-only).
+	inf := node("ip-10-0-0-9", "m5.large", "inf", 10*time.Minute)
+	nc := claimFor(inf)
+	nc.Status.Capacity = corev1.ResourceList{"aws.amazon.com/neuron": resource.MustParse("1"), corev1.ResourceCPU: resource.MustParse("4")}
+	r = diagnose(t, Input{Objects: &simulate.Objects{Nodes: []*corev1.Node{inf}, NodeClaims: []*v1.NodeClaim{nc}}})
+	expectOne(t, r, CodeExtendedResource, Warning, "NodeClaim/inf-abcde", "aws.amazon.com/neuron")
+}
+
+func TestRegistrationTimeoutRule(t *testing.T) {
+	np := pool("default", "default", "amd64")
+	np.Status.Conditions = []metav1.Condition{{Type: v1.ConditionNodeRegistrationHealthy, Status: metav1.ConditionFalse, Reason: "RegistrationTimeout",
+		Message: "2 NodeClaim(s) in a row timed out before their node registered", LastTransitionTime: metav1.NewTime(now)}}
+	nc := class("default", awsv1.AMIFamilyAL2023, "")
+	nc.Spec.Role = account.NodeRole
+	events := []corev1.Event{
+		{Reason: "RegistrationTimeout", InvolvedObject: corev1.ObjectReference{Kind: "NodeClaim", Name: "default-aaaaa"}, Message: "no node registered for NodeClaim default-aaaaa within 15m0s", Count: 1, LastTimestamp: metav1.NewTime(now.Add(-20 * time.Minute))},
+		{Reason: "RegistrationTimeout", InvolvedObject: corev1.ObjectReference{Kind: "NodeClaim", Name: "default-bbbbb"}, Message: "no node registered for NodeClaim default-bbbbb within 15m0s", Count: 1, LastTimestamp: metav1.NewTime(now)},
+		{Reason: "RegistrationTimeout", InvolvedObject: corev1.ObjectReference{Kind: "NodeClaim", Name: "other-ccccc"}, Count: 1},
+	}
+	t.Run("the cause is a finding on the EC2NodeClass", func(t *testing.T) {
+		cm := awsAuth(strings.ReplaceAll(nodeRoleMapping, "KarpenterNodeRole", "KarpenterControllerRole"))
+		o := &simulate.Objects{NodePools: []*v1.NodePool{np}, EC2NodeClasses: []*awsv1.EC2NodeClass{nc}, AWSAuth: cm}
+		r := diagnose(t, Input{Objects: o, Events: events})
+		expectOne(t, r, CodeRegistrationTimeouts, Error, "NodePool/default", "most likely cause: node-role-not-mapped", "2 RegistrationTimeout event(s)", "default-bbbbb within 15m0s")
+	})
+	t.Run("the cause is on the instance's console", func(t *testing.T) {
+		claim := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-ddddd", Labels: map[string]string{v1.LabelNodePool: "default"}}}
+		claim.Status.ProviderID = "aws:///us-east-1a/i-00000000000000001"
+		cloud := simCloud(t, func(a *simaws.Account) {
+			state := `{"instances":[{"InstanceId":"i-00000000000000001","ConsoleOutput":"booting\nkubelet: x509: certificate signed by unknown authority"}]}`
+			if err := a.LoadState(strings.NewReader(state)); err != nil {
+				t.Fatal(err)
+			}
+		})
+		o := &simulate.Objects{NodePools: []*v1.NodePool{np}, EC2NodeClasses: []*awsv1.EC2NodeClass{nc}, AWSAuth: awsAuth(nodeRoleMapping), NodeClaims: []*v1.NodeClaim{claim}}
+		r := diagnose(t, Input{Objects: o, Cloud: cloud})
+		expectOne(t, r, CodeRegistrationTimeouts, Error, "NodePool/default", "from the instance's console", "i-00000000000000001", "x509: certificate signed by unknown authority")
+	})
+	t.Run("registrations are healthy", func(t *testing.T) {
+		healthy := np.DeepCopy()
+		healthy.Status.Conditions[0].Status = metav1.ConditionTrue
+		o := &simulate.Objects{NodePools: []*v1.NodePool{healthy}, EC2NodeClasses: []*awsv1.EC2NodeClass{nc}, AWSAuth: awsAuth(nodeRoleMapping)}
+		expectNone(t, diagnose(t, Input{Objects: o, Events: events}), CodeRegistrationTimeouts)
+	})
+}
+
+// A node that registered without karpenter.sh/unregistered (user data
+// validation bypassed) is reported from its NodeClaim's condition.
+func TestUnregisteredTaintMissingAtRuntime(t *testing.T) {
+	n := node("ip-10-0-0-4", "m5.large", "default", time.Minute)
+	claim := claimFor(n, metav1.Condition{Type: v1.ConditionRegistered, Status: metav1.ConditionFalse, Reason: "UnregisteredTaintMissing", Message: "node ip-10-0-0-4 registered without karpenter.sh/unregistered:NoExecute"})
+	r := diagnose(t, Input{Objects: &simulate.Objects{Nodes: []*corev1.Node{n}, NodeClaims: []*v1.NodeClaim{claim}}})
+	expectOne(t, r, CodeUserDataOverridesTaints, Error, "NodeClaim/default-abcde", "registered without karpenter.sh/unregistered")
+	claim.Status.Conditions[0] = metav1.Condition{Type: v1.ConditionRegistered, Status: metav1.ConditionTrue, Reason: "Registered"}
+	expectNone(t, diagnose(t, Input{Objects: &simulate.Objects{Nodes: []*corev1.Node{n}, NodeClaims: []*v1.NodeClaim{claim}}}), CodeUserDataOverridesTaints)
+}

@@ -1,0 +1,279 @@
+package doctor
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/smithy-go"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/aws/instancetypes"
+	"github.com/nodewright/nodewright/internal/lifecycle"
+)
+
+// CloudProviderTaint is the taint a kubelet with --cloud-provider=external
+// registers with; the cloud controller manager removes it.
+const CloudProviderTaint = "node.cloudprovider.kubernetes.io/uninitialized"
+
+// clusterStateRules read a cluster's nodes and NodeClaims: taints that
+// should be gone, resources that never appeared, nodes that registered
+// without karpenter.sh/unregistered.
+func clusterStateRules(r *Report, in Input) {
+	o := in.Objects
+	claimOf := map[string]*v1.NodeClaim{}
+	for _, nc := range o.NodeClaims {
+		if nc.Status.NodeName != "" {
+			claimOf[nc.Status.NodeName] = nc
+		}
+	}
+	startupTaints := map[string][]corev1.Taint{}
+	for _, np := range o.NodePools {
+		startupTaints[np.Name] = np.Spec.Template.Spec.StartupTaints
+	}
+	seen := map[string]bool{} // code + node already reported
+	report := func(f Finding, node string) {
+		if !seen[f.Code+"/"+node] {
+			seen[f.Code+"/"+node] = true
+			r.add(f)
+		}
+	}
+	for _, node := range o.Nodes {
+		obj, conditionNote := "Node/"+node.Name, ""
+		if nc := claimOf[node.Name]; nc != nil {
+			obj = "NodeClaim/" + nc.Name
+			if c := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionInitialized); c != nil && c.Status != metav1.ConditionTrue {
+				conditionNote = fmt.Sprintf("; NodeClaim %s Initialized=False %s: %s", nc.Name, c.Reason, c.Message)
+			}
+		}
+		age := in.Now.Sub(node.CreationTimestamp.Time)
+		if age < in.Grace {
+			continue
+		}
+		if t, ok := taint(node, CloudProviderTaint); ok {
+			report(Finding{Code: CodeCloudProviderTaint, Severity: Error, Object: obj,
+				Message:  fmt.Sprintf("node %s still has taint %s %s after it registered: the cloud controller manager (aws-cloud-controller-manager, or the cloud-node controller of the control plane) removes it once it has initialised the node, and has not, so pods that do not tolerate it never schedule there", node.Name, t.ToString(), age.Round(time.Second)),
+				Evidence: fmt.Sprintf("Node %s spec.taints: %s%s", node.Name, t.ToString(), conditionNote),
+				Fix:      "make sure the cloud controller manager runs (kubectl -n kube-system get pods | grep cloud-controller) and can reach the node and the EC2 API; do not remove the taint by hand or tolerate it: the node's provider ID, addresses and zone labels come with its removal"}, node.Name)
+			continue
+		}
+		if ready(node) {
+			for _, st := range startupTaints[node.Labels[v1.LabelNodePool]] {
+				if t, ok := taint(node, st.Key); ok && t.Effect == st.Effect {
+					report(Finding{Code: CodeStartupTaintNotRemoved, Severity: Warning, Object: obj,
+						Message:  fmt.Sprintf("node %s is Ready but still has startup taint %s of NodePool %s %s after it registered, so nodewright does not count it initialized and pods that do not tolerate the taint do not schedule there", node.Name, t.ToString(), node.Labels[v1.LabelNodePool], age.Round(time.Second)),
+						Evidence: fmt.Sprintf("Node %s spec.taints: %s%s", node.Name, t.ToString(), conditionNote),
+						Fix:      fmt.Sprintf("check that the component that removes %s (a CNI agent or device plugin DaemonSet) runs on the node and tolerates its taints; if nothing removes it, take it out of NodePool %s's startupTaints", st.Key, node.Labels[v1.LabelNodePool])}, node.Name)
+				}
+			}
+		}
+		for _, name := range extendedResources(node, claimOf[node.Name]) {
+			if have, ok := node.Status.Allocatable[name]; ok && !have.IsZero() {
+				continue
+			}
+			report(Finding{Code: CodeExtendedResource, Severity: Warning, Object: obj,
+				Message:  fmt.Sprintf("node %s is a %s but does not report %s %s after it registered, so pods requesting it never schedule there and nodewright does not count the node initialized", node.Name, node.Labels[corev1.LabelInstanceTypeStable], name, age.Round(time.Second)),
+				Evidence: fmt.Sprintf("Node %s status.allocatable has no %s%s", node.Name, name, conditionNote),
+				Fix:      fmt.Sprintf("install the device plugin that advertises %s (for nvidia.com/gpu the NVIDIA device plugin DaemonSet, or the GPU operator) with tolerations for the node's taints, and use an AMI with the driver (the EKS-optimized accelerated AMIs)", name)}, node.Name)
+		}
+	}
+	nodes := map[string]bool{}
+	for _, node := range o.Nodes {
+		nodes[node.Name] = true
+	}
+	for _, nc := range o.NodeClaims {
+		obj := "NodeClaim/" + nc.Name
+		if c := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionRegistered); c != nil && c.Reason == lifecycle.ReasonUnregisteredTaintMissing {
+			r.add(Finding{Code: CodeUserDataOverridesTaints, Severity: Error, Object: obj, Message: c.Message,
+				Evidence: fmt.Sprintf("NodeClaim %s Registered=False %s", nc.Name, c.Reason),
+				Fix:      "fix the EC2NodeClass's userData so the node registers with karpenter.sh/unregistered:NoExecute (nodewright doctor -f on the EC2NodeClass names the line); move custom taints to the NodePool's startupTaints"})
+		}
+		// The node rules above cover NodeClaims whose node is among the
+		// inputs; for the others the NodeClaim's condition says why.
+		c := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionInitialized)
+		if nodes[nc.Status.NodeName] || c == nil || c.Status == metav1.ConditionTrue || in.Now.Sub(c.LastTransitionTime.Time) < in.Grace {
+			continue
+		}
+		evidence := fmt.Sprintf("NodeClaim %s Initialized=False %s since %s", nc.Name, c.Reason, c.LastTransitionTime.UTC().Format(time.RFC3339))
+		switch {
+		case c.Reason == lifecycle.ReasonEphemeralTaintsExist && strings.Contains(c.Message, CloudProviderTaint):
+			r.add(Finding{Code: CodeCloudProviderTaint, Severity: Error, Object: obj, Message: c.Message, Evidence: evidence,
+				Fix: "make sure the cloud controller manager (aws-cloud-controller-manager) runs and can reach the node and the EC2 API; do not remove the taint by hand or tolerate it"})
+		case c.Reason == lifecycle.ReasonStartupTaintsExist:
+			r.add(Finding{Code: CodeStartupTaintNotRemoved, Severity: Warning, Object: obj, Message: c.Message, Evidence: evidence,
+				Fix: "check that the component that removes the NodePool's startupTaint (a CNI or device plugin DaemonSet) runs on the node; if nothing removes it, take it out of the NodePool's startupTaints"})
+		case c.Reason == lifecycle.ReasonResourceNotRegistered:
+			r.add(Finding{Code: CodeExtendedResource, Severity: Warning, Object: obj, Message: c.Message, Evidence: evidence,
+				Fix: "install the device plugin that advertises the resource (for GPUs, the NVIDIA device plugin DaemonSet) with tolerations for the node's taints"})
+		}
+	}
+}
+
+func taint(node *corev1.Node, key string) (corev1.Taint, bool) {
+	for _, t := range node.Spec.Taints {
+		if t.Key == key {
+			return t, true
+		}
+	}
+	return corev1.Taint{}, false
+}
+
+func ready(node *corev1.Node) bool {
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// extendedResources are the resources other than cpu, memory, pods and
+// storage the node should report: from its NodeClaim's capacity, else from
+// its instance type's GPUs.
+func extendedResources(node *corev1.Node, nc *v1.NodeClaim) []corev1.ResourceName {
+	var out []corev1.ResourceName
+	if nc != nil {
+		for name, q := range nc.Status.Capacity {
+			switch name {
+			case corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods, corev1.ResourceEphemeralStorage:
+			default:
+				if !q.IsZero() {
+					out = append(out, name)
+				}
+			}
+		}
+		return out
+	}
+	if spec, ok := catalogSpec(node.Labels[corev1.LabelInstanceTypeStable]); ok && spec.GPU > 0 {
+		out = append(out, instancetypes.GPUResource(spec.Name))
+	}
+	return out
+}
+
+func catalogSpec(name string) (instancetypes.Spec, bool) {
+	specs, err := instancetypes.Catalog()
+	if err != nil || name == "" {
+		return instancetypes.Spec{}, false
+	}
+	for _, s := range specs {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return instancetypes.Spec{}, false
+}
+
+// registrationTimeoutRule reports NodePools whose NodeClaims keep timing
+// out before their node registers, with the most likely cause: a finding
+// already made for their EC2NodeClass, else what the instances printed.
+func registrationTimeoutRule(ctx context.Context, r *Report, in Input) error {
+	for _, np := range in.Objects.NodePools {
+		c := meta.FindStatusCondition(np.Status.Conditions, v1.ConditionNodeRegistrationHealthy)
+		if c == nil || c.Status != metav1.ConditionFalse {
+			continue
+		}
+		class := ""
+		if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil {
+			class = ref.Name
+		}
+		cause := ""
+		for _, f := range r.Findings {
+			if f.Severity == Error && f.Object == "EC2NodeClass/"+class {
+				cause = fmt.Sprintf("most likely cause: %s on EC2NodeClass %s: %s", f.Code, class, f.Message)
+				break
+			}
+		}
+		console, err := consoleOfUnregistered(ctx, in, np.Name)
+		if err != nil {
+			return err
+		}
+		if cause == "" && console != "" {
+			cause = "most likely cause, from the instance's console: " + console
+		}
+		if cause == "" {
+			cause = "no user data or role problem was found; check that the instances can reach the API server (security groups, subnets' routes) and read their console output (aws ec2 get-console-output)"
+		}
+		evidence := fmt.Sprintf("NodePool %s NodeRegistrationHealthy=False %s: %s", np.Name, c.Reason, c.Message)
+		if n, latest := timeoutEvents(in.Events, np.Name); n > 0 {
+			evidence += fmt.Sprintf("; %d RegistrationTimeout event(s), the latest: %s", n, latest)
+		}
+		if console != "" {
+			evidence += "; console: " + console
+		}
+		r.add(Finding{Code: CodeRegistrationTimeouts, Severity: Error, Object: "NodePool/" + np.Name,
+			Message:  fmt.Sprintf("NodeClaims of NodePool %s keep timing out before their node registers; %s", np.Name, cause),
+			Evidence: evidence,
+			Fix:      "fix the cause named above; the NodePool launches again (with back-off) and the condition turns True once a node registers"})
+	}
+	return nil
+}
+
+// timeoutEvents counts the RegistrationTimeout events of the NodePool's
+// NodeClaims (named after the NodePool) and returns the latest message.
+func timeoutEvents(events []corev1.Event, pool string) (int, string) {
+	n, latest, at := 0, "", time.Time{}
+	for _, e := range events {
+		if e.Reason != "RegistrationTimeout" || e.InvolvedObject.Kind != "NodeClaim" || !strings.HasPrefix(e.InvolvedObject.Name, pool+"-") {
+			continue
+		}
+		n += max(int(e.Count), 1)
+		if t := eventTime(e); !t.Before(at) {
+			latest, at = e.Message, t
+		}
+	}
+	return n, latest
+}
+
+func eventTime(e corev1.Event) time.Time {
+	if !e.LastTimestamp.IsZero() {
+		return e.LastTimestamp.Time
+	}
+	if !e.EventTime.IsZero() {
+		return e.EventTime.Time
+	}
+	return e.CreationTimestamp.Time
+}
+
+// consoleOfUnregistered is the console output of a launched, unregistered
+// instance of the NodePool, when the account can be asked.
+func consoleOfUnregistered(ctx context.Context, in Input, pool string) (string, error) {
+	if in.Cloud == nil || in.Cloud.Console == nil {
+		return "", nil
+	}
+	for _, nc := range in.Objects.NodeClaims {
+		if nc.Labels[v1.LabelNodePool] != pool || nc.Status.ProviderID == "" || meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionRegistered) {
+			continue
+		}
+		id := nc.Status.ProviderID[strings.LastIndex(nc.Status.ProviderID, "/")+1:]
+		out, err := in.Cloud.Console.GetConsoleOutput(ctx, &ec2.GetConsoleOutputInput{InstanceId: aws.String(id), Latest: aws.Bool(true)})
+		if err != nil {
+			var apiErr smithy.APIError
+			if errors.As(err, &apiErr) && strings.HasPrefix(apiErr.ErrorCode(), "InvalidInstanceID") {
+				continue
+			}
+			return "", fmt.Errorf("reading the console output of instance %s (NodeClaim %s): %w", id, nc.Name, err)
+		}
+		text, err := base64.StdEncoding.DecodeString(aws.ToString(out.Output))
+		if err != nil || len(text) == 0 {
+			continue
+		}
+		return fmt.Sprintf("instance %s (NodeClaim %s): %s", id, nc.Name, lastLines(string(text), 5)), nil
+	}
+	return "", nil
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}
