@@ -94,7 +94,7 @@ is enough), or a manifest file.`,
 				runner.WriteSummary(cmd.OutOrStdout(), name, snap)
 			}
 			if keep {
-				fmt.Fprintf(progress, "\nthe cluster keeps running; in another shell:\n\n  export KUBECONFIG=%s\n  kubectl get nodepools,nodeclaims,nodes\n\nPress Ctrl-C to stop.\n", sim.Plane.KubeconfigPath)
+				fmt.Fprintf(progress, "\nthe cluster keeps running; in another shell:\n\n  export KUBECONFIG=%s\n  kubectl get nodepools,nodeclaims,nodes\n  nodewright doctor --cloud sim\n\nPress Ctrl-C to stop.\n", sim.Plane.KubeconfigPath)
 				<-ctx.Done()
 				return sim.Stop()
 			}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	v1 "github.com/nodewright/nodewright/api/v1"
 )
 
 // The aws-auth mapping every node role needs.
@@ -104,8 +105,17 @@ func nodeRoleRule(ctx context.Context, r *Report, in Input) error {
 					}
 				}
 			}
-			r.add(Finding{Code: CodeNodeRoleNotMapped, Severity: Error, Object: obj, Message: msg,
-				Evidence: "aws-auth mapRoles: " + strings.Join(mappedARNs(mappings), ", "), Fix: fix})
+			evidence := "aws-auth mapRoles: " + strings.Join(mappedARNs(mappings), ", ")
+			console, err := consoleOfUnregistered(ctx, in, func(c *v1.NodeClaim) bool {
+				return c.Spec.NodeClassRef != nil && c.Spec.NodeClassRef.Name == nc.Name
+			})
+			if err != nil {
+				return err
+			}
+			if console != "" {
+				evidence += "; console of " + console
+			}
+			r.add(Finding{Code: CodeNodeRoleNotMapped, Severity: Error, Object: obj, Message: msg, Evidence: evidence, Fix: fix})
 			continue
 		}
 		var missing []string

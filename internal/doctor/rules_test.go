@@ -76,6 +76,21 @@ func TestNodeRoleRule(t *testing.T) {
 		expectOne(t, r, CodeNodeRoleNotMapped, Error, "EC2NodeClass/default", account.NodeRole, "KarpenterControllerRole-nodewright-sim is the controller's role",
 			"- rolearn: "+nodeARN, "username: system:node:{{EC2PrivateDNSName}}", "- system:bootstrappers", "- system:nodes", "EC2_LINUX")
 	})
+	t.Run("with the account: the instance's console as evidence", func(t *testing.T) {
+		cm := awsAuth(strings.ReplaceAll(nodeRoleMapping, "KarpenterNodeRole", "KarpenterControllerRole"))
+		claim := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "default-xyzab"}}
+		claim.Spec.NodeClassRef = &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"}
+		claim.Status.ProviderID = "aws:///us-east-1a/i-00000000000000007"
+		cloud := simCloud(t, func(a *simaws.Account) {
+			if err := a.LoadState(strings.NewReader(`{"instances":[{"InstanceId":"i-00000000000000007","ConsoleOutput":"kubelet: Unauthorized"}]}`)); err != nil {
+				t.Fatal(err)
+			}
+		})
+		o := objects(cm, withRole(account.NodeRole))
+		o.NodeClaims = []*v1.NodeClaim{claim}
+		r := diagnose(t, Input{Objects: o, Cloud: cloud})
+		expectOne(t, r, CodeNodeRoleNotMapped, Error, "EC2NodeClass/default", "no EKS access entry either", "console of instance i-00000000000000007 (NodeClaim default-xyzab): kubelet: Unauthorized")
+	})
 	t.Run("mapped without a group", func(t *testing.T) {
 		cm := awsAuth(strings.Replace(nodeRoleMapping, "system:bootstrappers, ", "", 1))
 		r := diagnose(t, Input{Objects: objects(cm, withRole(account.NodeRole))})

@@ -191,7 +191,7 @@ func registrationTimeoutRule(ctx context.Context, r *Report, in Input) error {
 				break
 			}
 		}
-		console, err := consoleOfUnregistered(ctx, in, np.Name)
+		console, err := consoleOfUnregistered(ctx, in, func(nc *v1.NodeClaim) bool { return nc.Labels[v1.LabelNodePool] == np.Name })
 		if err != nil {
 			return err
 		}
@@ -243,13 +243,13 @@ func eventTime(e corev1.Event) time.Time {
 }
 
 // consoleOfUnregistered is the console output of a launched, unregistered
-// instance of the NodePool, when the account can be asked.
-func consoleOfUnregistered(ctx context.Context, in Input, pool string) (string, error) {
+// instance of a NodeClaim that matches, when the account can be asked.
+func consoleOfUnregistered(ctx context.Context, in Input, match func(*v1.NodeClaim) bool) (string, error) {
 	if in.Cloud == nil || in.Cloud.Console == nil {
 		return "", nil
 	}
 	for _, nc := range in.Objects.NodeClaims {
-		if nc.Labels[v1.LabelNodePool] != pool || nc.Status.ProviderID == "" || meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionRegistered) {
+		if !match(nc) || nc.Status.ProviderID == "" || meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionRegistered) {
 			continue
 		}
 		id := nc.Status.ProviderID[strings.LastIndex(nc.Status.ProviderID, "/")+1:]

@@ -113,6 +113,10 @@ func TestHealthy(t *testing.T) {
 	if planned := len(res.Plan.NodeClaims); snap.Nodes > planned+1 {
 		t.Errorf("%d nodes for a plan of %d", snap.Nodes, planned)
 	}
+	findings, status := doctor(t, sim, "--grace", "2s")
+	expectHealthy(t, findings, status)
+	findings, status = doctor(t, sim, "--cloud", "sim", "--grace", "2s")
+	expectHealthy(t, findings, status)
 
 	// Scale down: the workloads and NodeClaims go; every instance is terminated.
 	for _, d := range []string{"web", "armapp"} {
@@ -160,13 +164,21 @@ func TestS1CaughtBeforeLaunch(t *testing.T) {
 	if !problemsMention(snap, "pods", "EC2NodeClass cilium is not ready", "UserDataInvalid") {
 		t.Errorf("the pods' events do not name the EC2NodeClass: %v", snap.Problems)
 	}
+	findings, status := doctor(t, sim)
+	if status != 1 {
+		t.Errorf("doctor exited %d", status)
+	}
+	expectFinding(t, findings, "userdata-overrides-registration-taints", "EC2NodeClass/cilium", "--register-with-taints=node.cilium.io/agent-not-ready=true:NoExecute", "startupTaints")
 }
 
 func TestS1AtRuntimeIsNotSilent(t *testing.T) {
-	_, snap := run(t, "s1", func(o *runner.Options) { o.Operator.SkipUserDataValidation = true })
+	sim, snap := run(t, "s1", func(o *runner.Options) { o.Operator.SkipUserDataValidation = true })
 	if !problemsMention(snap, "Registered=True UnregisteredTaintMissing", "registered with node.cilium.io/agent-not-ready=true:NoExecute") {
 		t.Errorf("the NodeClaims do not say the node registered without karpenter.sh/unregistered: %v", snap.Problems)
 	}
+	findings, _ := doctor(t, sim)
+	expectFinding(t, findings, "userdata-overrides-registration-taints", "NodeClaim/", "node.cilium.io/agent-not-ready=true:NoExecute")
+	expectFinding(t, findings, "userdata-overrides-registration-taints", "EC2NodeClass/cilium")
 }
 
 func TestS2CloudProviderTaint(t *testing.T) {
@@ -185,13 +197,20 @@ func TestS2CloudProviderTaint(t *testing.T) {
 			}
 		}
 	}
+	findings, status := doctor(t, sim, "--grace", "2s")
+	expectHealthy(t, findings, status)
 }
 
 func TestS2WithoutCloudControllerManager(t *testing.T) {
-	_, snap := run(t, "s2", func(o *runner.Options) { o.CloudControllerManager = false })
+	sim, snap := run(t, "s2", func(o *runner.Options) { o.CloudControllerManager = false })
 	if snap.RunningPods != 0 || !problemsMention(snap, "Initialized=False KnownEphemeralTaintsExist", "node.cloudprovider.kubernetes.io/uninitialized", "cloud controller manager") {
 		t.Errorf("the NodeClaims must wait and name the taint and its owner: %v", snap.Problems)
 	}
+	findings, status := doctor(t, sim, "--grace", "2s")
+	if status != 1 {
+		t.Errorf("doctor exited %d", status)
+	}
+	expectFinding(t, findings, "cloud-provider-taint-not-removed", "NodeClaim/", "node.cloudprovider.kubernetes.io/uninitialized", "cloud controller manager", "KnownEphemeralTaintsExist")
 }
 
 func TestS3CaughtBeforeLaunch(t *testing.T) {
@@ -205,6 +224,9 @@ func TestS3CaughtBeforeLaunch(t *testing.T) {
 	if len(snap.NodeClaims) != 0 {
 		t.Errorf("%d NodeClaims launched from an invalid EC2NodeClass", len(snap.NodeClaims))
 	}
+	findings, _ := doctor(t, sim)
+	expectFinding(t, findings, "al2-bootstrap-args-malformed", "EC2NodeClass/custom-al2", "--kubelet-extra-args VALUE", "write --kubelet-extra-args '--register-with-taints=karpenter.sh/unregistered:NoExecute'")
+	expectFinding(t, findings, "custom-userdata-missing-unregistered-taint", "EC2NodeClass/custom-al2", "karpenter.sh/unregistered:NoExecute")
 	_, runtime := run(t, "s3", func(o *runner.Options) { o.Operator.SkipUserDataValidation = true })
 	if !problemsMention(runtime, "UnregisteredTaintMissing") {
 		t.Errorf("at runtime the NodeClaims must say the node registered without karpenter.sh/unregistered: %v", runtime.Problems)
@@ -224,6 +246,16 @@ func TestS4NodeRoleNotMapped(t *testing.T) {
 			t.Errorf("instance %s console shows %q", *inst.InstanceId, inst.ConsoleOutput)
 		}
 	}
+	findings, status := doctor(t, sim)
+	if status != 1 {
+		t.Errorf("doctor exited %d", status)
+	}
+	expectFinding(t, findings, "node-role-not-mapped", "EC2NodeClass/default", "KarpenterNodeRole-nodewright-sim", "KarpenterControllerRole-nodewright-sim is the controller's role",
+		"- rolearn: arn:aws:iam::111122223333:role/KarpenterNodeRole-nodewright-sim")
+	// With the simulated account (read from beside the kubeconfig), the
+	// instances' console output is the evidence.
+	findings, _ = doctor(t, sim, "--cloud", "sim")
+	expectFinding(t, findings, "node-role-not-mapped", "EC2NodeClass/default", "no EKS access entry either", "kubelet: Unauthorized")
 }
 
 // S4 with a short registration timeout: the NodeClaims time out, the
@@ -245,10 +277,12 @@ func TestS4RegistrationTimeoutsBackOff(t *testing.T) {
 	if !problemsMention(snap, "launches back off until") {
 		t.Errorf("the pending pods must say the NodePool backs off: %v", snap.Problems)
 	}
+	findings, _ := doctor(t, sim)
+	expectFinding(t, findings, "registration-timeouts-repeating", "NodePool/default", "most likely cause: node-role-not-mapped", "RegistrationTimeout event")
 }
 
 func TestS5ArchitectureAndTypo(t *testing.T) {
-	_, snap := run(t, "s5", nil)
+	sim, snap := run(t, "s5", nil)
 	if len(snap.NodeClaims) != 0 {
 		t.Errorf("%d NodeClaims for arm64 pods without an arm64 AMI", len(snap.NodeClaims))
 	}
@@ -257,5 +291,17 @@ func TestS5ArchitectureAndTypo(t *testing.T) {
 	}
 	if !problemsMention(snap, "armapp-typo", "NodePool cicd-armapps: requires pod-type=armapp, pod selects pod-type=armapps") {
 		t.Errorf("the typo pod's reason: %v", snap.Problems)
+	}
+	// Live, the AMI architectures come from the EC2NodeClass status.
+	findings, status := doctor(t, sim)
+	if status != 1 {
+		t.Errorf("doctor exited %d", status)
+	}
+	expectFinding(t, findings, "ami-architecture-mismatch", "NodePool/cicd-armapps", "no AMI for arm64", "from status.amis")
+	expectFinding(t, findings, "pod-incompatible-with-nodepools", "Pod/default/armapp-typo", "closest is NodePool cicd-armapps", "pod-type=armapp, pod selects pod-type=armapps")
+	for _, f := range findings {
+		if f.Code == "pod-incompatible-with-nodepools" && !strings.Contains(f.Object, "typo") {
+			t.Errorf("a pod blocked only by the AMI is reported as incompatible: %+v", f)
+		}
 	}
 }
