@@ -122,14 +122,19 @@ func awsClouds(ctx context.Context, cfg *operator.Config) (operator.Clouds, erro
 	}, nil
 }
 
+// kubeClient is a client for nodewright's and Kubernetes' types.
+func kubeClient(rc *rest.Config) (client.Client, error) {
+	scheme, err := operator.Scheme()
+	if err != nil {
+		return nil, err
+	}
+	return client.New(rc, client.Options{Scheme: scheme})
+}
+
 // runSimulatedNodes runs the simulated kubelets and cloud controller
 // manager of a simulated account against the cluster.
 func runSimulatedNodes(ctx context.Context, rc *rest.Config, account *simaws.Account) error {
-	scheme, err := operator.Scheme()
-	if err != nil {
-		return err
-	}
-	kube, err := client.New(rc, client.Options{Scheme: scheme})
+	kube, err := kubeClient(rc)
 	if err != nil {
 		return err
 	}

@@ -16,11 +16,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/doctor"
-	"github.com/nodewright/nodewright/internal/operator"
 	"github.com/nodewright/nodewright/internal/sim/account"
 	simaws "github.com/nodewright/nodewright/internal/sim/aws"
 )
@@ -100,11 +98,7 @@ func runDoctor(cmd *cobra.Command, fl doctorFlags) error {
 		} else if len(files) > 0 {
 			kubeconfigPath = files[0]
 		}
-		scheme, err := operator.Scheme()
-		if err != nil {
-			return err
-		}
-		kube, err := client.New(rc, client.Options{Scheme: scheme})
+		kube, err := kubeClient(rc)
 		if err != nil {
 			return err
 		}

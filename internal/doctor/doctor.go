@@ -88,13 +88,35 @@ func (r *Report) WriteTable(w interface{ Write([]byte) (int, error) }) {
 	}
 	for _, f := range r.Findings {
 		fmt.Fprintf(w, "%s  %s  %s\n", strings.ToUpper(string(f.Severity)), f.Code, f.Object)
-		fmt.Fprintf(w, "  %s\n", f.Message)
+		fmt.Fprintf(w, "  %s\n", wrap(f.Message, "  "))
 		if f.Evidence != "" {
-			fmt.Fprintf(w, "  evidence: %s\n", f.Evidence)
+			fmt.Fprintf(w, "  evidence: %s\n", wrap(f.Evidence, "            "))
 		}
 		if f.Fix != "" {
 			fmt.Fprintf(w, "  fix: %s\n", strings.ReplaceAll(f.Fix, "\n", "\n       "))
 		}
 		fmt.Fprintln(w)
 	}
+}
+
+// wrap breaks text into lines of about 100 columns at spaces, indenting
+// continuation lines.
+func wrap(text, indent string) string {
+	const width = 100
+	var b strings.Builder
+	col := len(indent)
+	for i, word := range strings.Fields(text) {
+		if i > 0 {
+			if col+1+len(word) > width {
+				b.WriteString("\n" + indent)
+				col = len(indent)
+			} else {
+				b.WriteByte(' ')
+				col++
+			}
+		}
+		b.WriteString(word)
+		col += len(word)
+	}
+	return b.String()
 }

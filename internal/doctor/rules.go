@@ -183,31 +183,12 @@ func amiArchitectureRule(ctx context.Context, r *Report, in Input) error {
 			Code: CodeAMIArchitectureMismatch, Severity: Error, Object: "NodePool/" + np.Name,
 			Message: fmt.Sprintf("NodePool %s allows %s, but EC2NodeClass %s has no AMI for %s (its AMIs are for %s), so those instance types are never launched and pods that need them stay pending",
 				np.Name, strings.Join(wanted, ", "), nc.Name, strings.Join(missing, ", "), haveText),
-			Evidence: fmt.Sprintf("EC2NodeClass %s amiSelectorTerms %s: AMIs for %s (%s)", nc.Name, describeTerms(nc.Spec.AMISelectorTerms), haveText, source),
+			Evidence: fmt.Sprintf("EC2NodeClass %s amiSelectorTerms %s: AMIs for %s (%s)", nc.Name, nodeclass.DescribeAMITerms(nc.Spec.AMISelectorTerms), haveText, source),
 			Fix: fmt.Sprintf("add an AMI for %s to EC2NodeClass %s's amiSelectorTerms (an alias such as al2023@latest covers both architectures), or point NodePool %s at an EC2NodeClass that has one, or restrict its kubernetes.io/arch requirement to %s",
 				strings.Join(missing, ", "), nc.Name, np.Name, haveText),
 		})
 	}
 	return nil
-}
-
-func describeTerms(terms []awsv1.AMISelectorTerm) string {
-	var parts []string
-	for _, t := range terms {
-		switch {
-		case t.Alias != "":
-			parts = append(parts, "alias "+t.Alias)
-		case t.ID != "":
-			parts = append(parts, "id "+t.ID)
-		case t.Name != "":
-			parts = append(parts, "name "+t.Name)
-		case t.SSMParameter != "":
-			parts = append(parts, "ssmParameter "+t.SSMParameter)
-		default:
-			parts = append(parts, "tags")
-		}
-	}
-	return "[" + strings.Join(parts, ", ") + "]"
 }
 
 // archsOf returns the architectures of an EC2NodeClass's AMIs and where

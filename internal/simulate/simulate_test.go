@@ -102,15 +102,7 @@ spec:
   subnetSelectorTerms: [{tags: {karpenter.sh/discovery: nodewright-sim}}]
   securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: nodewright-sim}}]
 ---
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: general}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
-      requirements: [{key: kubernetes.io/arch, operator: In, values: [amd64]}]
----
+` + amd64Pool + `---
 apiVersion: karpenter.sh/v1
 kind: NodeClaim
 metadata: {name: general-abcde, labels: {karpenter.sh/nodepool: general}}
@@ -198,15 +190,7 @@ spec:
   subnetSelectorTerms: [{id: subnet-1}]
   securityGroupSelectorTerms: [{id: sg-1}]
 ---
-apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: general}
-spec:
-  template:
-    spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
-      requirements: [{key: kubernetes.io/arch, operator: In, values: [amd64]}]
----
+` + amd64Pool + `---
 apiVersion: v1
 kind: Pod
 metadata: {name: p, namespace: default}
@@ -248,3 +232,14 @@ spec:
 		t.Errorf("zone %s, want the status subnet's us-east-1b", zone)
 	}
 }
+
+// amd64Pool is a NodePool general of EC2NodeClass default for amd64.
+const amd64Pool = `apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: general}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements: [{key: kubernetes.io/arch, operator: In, values: [amd64]}]
+`

@@ -48,7 +48,7 @@ func Conditions(nc *awsv1.EC2NodeClass, r Resolution) []metav1.Condition {
 		found(awsv1.ConditionSecurityGroupsReady, len(r.SecurityGroups), r.SecurityGrpErr, ReasonSecurityGroupsNotFound,
 			"no security group matches spec.securityGroupSelectorTerms "+describeGroupTerms(nc.Spec.SecurityGroupSelectorTerms)+"; tag the cluster's security groups or fix the terms"),
 		found(awsv1.ConditionAMIsReady, len(r.AMIs), r.AMIsErr, ReasonAMIsNotFound,
-			"no AMI matches spec.amiSelectorTerms "+describeAMITerms(nc.Spec.AMISelectorTerms)),
+			"no AMI matches spec.amiSelectorTerms "+DescribeAMITerms(nc.Spec.AMISelectorTerms)),
 	}
 	profile := metav1.Condition{Type: awsv1.ConditionInstanceProfileReady, Status: metav1.ConditionTrue, Reason: ReasonResolved, Message: "instance profile " + r.InstanceProfile}
 	if r.ProfileErr != nil {
@@ -131,7 +131,8 @@ func describeGroupTerms(terms []awsv1.SecurityGroupSelectorTerm) string {
 	return "[" + strings.Join(parts, "; ") + "]"
 }
 
-func describeAMITerms(terms []awsv1.AMISelectorTerm) string {
+// DescribeAMITerms summarises amiSelectorTerms for messages.
+func DescribeAMITerms(terms []awsv1.AMISelectorTerm) string {
 	parts := make([]string, 0, len(terms))
 	for _, t := range terms {
 		switch {
