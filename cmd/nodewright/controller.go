@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os/signal"
 	"syscall"
 	"time"
@@ -14,7 +15,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/pricing"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
+	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,7 +31,7 @@ import (
 
 func newControllerCommand() *cobra.Command {
 	cfg := operator.DefaultConfig()
-	var cloud string
+	var cloud, logFormat, logLevel string
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run nodewright's controllers against the cluster of the current kubeconfig",
@@ -47,7 +50,10 @@ control plane.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			log := zap.New()
+			log, err := controllerLogger(cmd.ErrOrStderr(), logFormat, logLevel)
+			if err != nil {
+				return err
+			}
 			rc, err := ctrlconfig.GetConfig()
 			if err != nil {
 				return fmt.Errorf("reading the kubeconfig: %w", err)
@@ -89,8 +95,32 @@ control plane.`,
 	f.DurationVar(&cfg.Lifecycle.LaunchTimeout, "launch-timeout", cfg.Lifecycle.LaunchTimeout, "delete NodeClaims not launched after this long")
 	f.DurationVar(&cfg.Lifecycle.RegistrationTimeout, "registration-timeout", cfg.Lifecycle.RegistrationTimeout, "delete NodeClaims whose node has not registered after this long")
 	f.DurationVar(&cfg.BatchIdle, "batch-idle", cfg.BatchIdle, "close a batch of pending pods after this long without new ones")
+	f.StringVar(&logFormat, "log-format", "json", "log format: json (one object per line) or console")
+	f.StringVar(&logLevel, "log-level", "info", "log level: info, or debug for more detail")
 	f.DurationVar(&cfg.BatchMax, "batch-max", cfg.BatchMax, "close a batch of pending pods after this long at the latest")
 	return cmd
+}
+
+// controllerLogger is a structured logger: JSON lines (or console text)
+// at info or debug level.
+func controllerLogger(w io.Writer, format, level string) (logr.Logger, error) {
+	opts := zap.Options{DestWriter: w}
+	switch format {
+	case "json":
+	case "console":
+		opts.Development = true
+	default:
+		return logr.Logger{}, fmt.Errorf("--log-format %q: use json or console", format)
+	}
+	switch level {
+	case "info":
+		opts.Level = zapcore.InfoLevel
+	case "debug":
+		opts.Level = zapcore.DebugLevel
+	default:
+		return logr.Logger{}, fmt.Errorf("--log-level %q: use info or debug", level)
+	}
+	return zap.New(zap.UseFlagOptions(&opts)), nil
 }
 
 // awsClouds builds the SDK clients and fills the region and Kubernetes

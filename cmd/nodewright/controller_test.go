@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,5 +85,41 @@ func TestControllerWithSimulatedCloud(t *testing.T) {
 		return len(pods.Items) == 26, nil
 	}); err != nil {
 		t.Fatalf("the scenario's pods did not all run: %v", err)
+	}
+}
+
+// The controller logs one JSON object per line with the keys given, and
+// debug lines only at --log-level debug.
+func TestControllerLogs(t *testing.T) {
+	var buf bytes.Buffer
+	log, err := controllerLogger(&buf, "json", "info")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.WithName("lifecycle").Info("launched NodeClaim", "NodeClaim", "general-abcde", "instanceType", "m5.large")
+	log.V(1).Info("pod cannot be scheduled")
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 1 {
+		t.Fatalf("want one line at info level, got %q", buf.String())
+	}
+	var entry map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &entry); err != nil {
+		t.Fatalf("not JSON: %q", lines[0])
+	}
+	if entry["msg"] != "launched NodeClaim" || entry["NodeClaim"] != "general-abcde" || entry["instanceType"] != "m5.large" || entry["logger"] != "lifecycle" || entry["level"] != "info" {
+		t.Errorf("log entry %v", entry)
+	}
+	buf.Reset()
+	if log, err = controllerLogger(&buf, "json", "debug"); err != nil {
+		t.Fatal(err)
+	}
+	log.V(1).Info("pod cannot be scheduled")
+	if !strings.Contains(buf.String(), "pod cannot be scheduled") {
+		t.Errorf("debug line missing at --log-level debug: %q", buf.String())
+	}
+	for _, bad := range [][2]string{{"yaml", "info"}, {"json", "trace"}} {
+		if _, err := controllerLogger(&buf, bad[0], bad[1]); err == nil {
+			t.Errorf("controllerLogger(%q, %q) accepted", bad[0], bad[1])
+		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -199,6 +200,7 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim, now metav1.Ti
 			reason = "NodeClassNotReady"
 		}
 		c.Recorder.Eventf(nc, corev1.EventTypeWarning, reason, "deleting NodeClaim %s, it cannot be launched: %v", nc.Name, err)
+		logf.FromContext(ctx).Info("deleting NodeClaim, it cannot be launched", "reason", reason, "error", err.Error())
 		return true, client.IgnoreNotFound(c.Client.Delete(ctx, nc))
 	case err != nil:
 		set(&nc.Status.Conditions, now, nc.Generation, v1.ConditionLaunched, metav1.ConditionUnknown, ReasonLaunchFailed, err.Error())
@@ -214,6 +216,8 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim, now metav1.Ti
 	}
 	set(&nc.Status.Conditions, now, nc.Generation, v1.ConditionLaunched, metav1.ConditionTrue, ReasonLaunched,
 		fmt.Sprintf("%s %s in %s", inst.CapacityType, inst.InstanceType, inst.Zone))
+	logf.FromContext(ctx).Info("launched NodeClaim", "providerID", inst.ProviderID, "instanceType", inst.InstanceType,
+		"zone", inst.Zone, "capacityType", inst.CapacityType, "imageID", inst.ImageID)
 	return false, nil
 }
 
@@ -287,8 +291,12 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim, now metav1.
 		return nil, err
 	}
 	c.Metrics.NodeClaimRegistered(nc.Labels[v1.LabelNodePool], now.Sub(nc.CreationTimestamp.Time))
+	log := logf.FromContext(ctx).WithValues("Node", node.Name)
 	if !hadUnregistered {
 		c.Recorder.Event(nc, corev1.EventTypeWarning, reason, msg)
+		log.Info("registered NodeClaim without "+v1.TaintKeyUnregistered, "registeredWithTaints", registeredWith, "reason", reason)
+	} else {
+		log.Info("registered NodeClaim", "after", now.Sub(nc.CreationTimestamp.Time))
 	}
 	return node, nil
 }
@@ -327,6 +335,7 @@ func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim, node *cor
 		return fmt.Errorf("labelling %s initialized: %w", describeNode(node), err)
 	}
 	c.Metrics.NodeClaimInitialized(nc.Labels[v1.LabelNodePool], now.Sub(nc.CreationTimestamp.Time))
+	logf.FromContext(ctx).Info("initialized NodeClaim", "Node", node.Name, "after", now.Sub(nc.CreationTimestamp.Time))
 	return nil
 }
 
@@ -404,6 +413,7 @@ func (c *Controller) liveness(ctx context.Context, nc *v1.NodeClaim) (bool, erro
 		}
 	}
 	c.Recorder.Event(nc, corev1.EventTypeWarning, reason, msg)
+	logf.FromContext(ctx).Info("deleting NodeClaim", "reason", reason, "message", msg)
 	return true, client.IgnoreNotFound(c.Client.Delete(ctx, nc))
 }
 
@@ -438,6 +448,7 @@ func (c *Controller) finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 				if err := c.Client.Delete(ctx, node); client.IgnoreNotFound(err) != nil {
 					return reconcile.Result{}, fmt.Errorf("deleting %s: %w", describeNode(node), err)
 				}
+				logf.FromContext(ctx).Info("deleted node", "Node", node.Name)
 			}
 			before := node.DeepCopy()
 			if controllerutil.RemoveFinalizer(node, v1.TerminationFinalizer) {
@@ -460,5 +471,6 @@ func (c *Controller) finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 		return reconcile.Result{}, err
 	}
 	c.Metrics.NodeClaimTerminated(nc.Labels[v1.LabelNodePool])
+	logf.FromContext(ctx).Info("terminated NodeClaim", "providerID", nc.Status.ProviderID)
 	return reconcile.Result{}, nil
 }

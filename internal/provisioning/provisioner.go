@@ -189,7 +189,9 @@ func (p *Provisioner) Provision(ctx context.Context) (bool, error) {
 	}
 	started := p.Clock.Now()
 	plan := scheduling.Solve(in)
-	p.Metrics.Decision(p.Clock.Since(started), len(plan.Unschedulable))
+	took := p.Clock.Since(started)
+	p.Metrics.Decision(took, len(plan.Unschedulable))
+	p.Log.Info("computed a plan", "pendingPods", len(in.Pods), "newNodeClaims", len(plan.NodeClaims), "unschedulablePods", len(plan.Unschedulable), "duration", took)
 	byName := map[string]*v1.NodePool{}
 	poolList := &v1.NodePoolList{}
 	if err := p.Client.List(ctx, poolList); err != nil {
@@ -204,6 +206,8 @@ func (p *Provisioner) Provision(ctx context.Context) (bool, error) {
 			return false, fmt.Errorf("creating a NodeClaim for NodePool %s: %w", planned.NodePool, err)
 		}
 		p.Metrics.NodeClaimCreated(planned.NodePool)
+		p.Log.Info("created NodeClaim", "NodeClaim", nc.Name, "nodePool", planned.NodePool, "pods", len(planned.Pods),
+			"cheapestInstanceType", planned.InstanceType.Name, "instanceTypes", len(planned.InstanceTypes), "requests", planned.Requests.String())
 		for _, pod := range planned.Pods {
 			p.Recorder.Eventf(pod, corev1.EventTypeNormal, "Nominated", "pod should schedule on NodeClaim %s (%s)", nc.Name, planned.InstanceType.Name)
 		}
@@ -217,6 +221,7 @@ func (p *Provisioner) Provision(ctx context.Context) (bool, error) {
 			reason += "; " + skipped
 		}
 		p.Recorder.Event(u.Pod, corev1.EventTypeWarning, "FailedScheduling", "nodewright cannot launch a node for this pod: "+reason)
+		p.Log.V(1).Info("pod cannot be scheduled", "pod", client.ObjectKeyFromObject(u.Pod), "reason", reason)
 	}
 	return len(plan.Unschedulable) > 0, nil
 }

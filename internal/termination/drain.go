@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
 )
@@ -81,6 +82,7 @@ func (d *Drainer) Drain(ctx context.Context, node *corev1.Node, owner client.Obj
 			if err := client.IgnoreNotFound(d.Client.Delete(ctx, p, client.GracePeriodSeconds(0))); err != nil {
 				return false, fmt.Errorf("deleting pod %s/%s at the termination deadline: %w", p.Namespace, p.Name, err)
 			}
+			logf.FromContext(ctx).Info("deleted pod at the termination deadline", "pod", client.ObjectKeyFromObject(p), "Node", node.Name)
 		case tier(p) != lowest || !p.DeletionTimestamp.IsZero():
 		case p.Annotations[v1.AnnotationDoNotDisrupt] == "true":
 			d.Recorder.Eventf(owner, corev1.EventTypeNormal, "DrainWaiting", "pod %s/%s is marked %s=true; it is not evicted before the terminationGracePeriod deadline", p.Namespace, p.Name, v1.AnnotationDoNotDisrupt)
@@ -99,10 +101,14 @@ func (d *Drainer) evict(ctx context.Context, p *corev1.Pod, owner client.Object)
 	eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
 	err := d.Client.SubResource("eviction").Create(ctx, p, eviction)
 	switch {
-	case err == nil, apierrors.IsNotFound(err):
+	case err == nil:
+		logf.FromContext(ctx).Info("evicted pod", "pod", client.ObjectKeyFromObject(p), "Node", p.Spec.NodeName)
+		return nil
+	case apierrors.IsNotFound(err):
 		return nil
 	case apierrors.IsTooManyRequests(err):
 		d.Recorder.Eventf(owner, corev1.EventTypeNormal, "DrainBlocked", "evicting pod %s/%s would violate its PodDisruptionBudget; retrying", p.Namespace, p.Name)
+		logf.FromContext(ctx).V(1).Info("eviction blocked by a PodDisruptionBudget", "pod", client.ObjectKeyFromObject(p))
 		return nil
 	}
 	return fmt.Errorf("evicting pod %s/%s: %w", p.Namespace, p.Name, err)
@@ -120,5 +126,6 @@ func (d *Drainer) taint(ctx context.Context, node *corev1.Node) error {
 	if err := d.Client.Patch(ctx, node, client.MergeFrom(before)); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("tainting node %s %s: %w", node.Name, v1.TaintKeyDisrupted, err)
 	}
+	logf.FromContext(ctx).Info("tainted node for draining", "Node", node.Name, "taint", v1.TaintKeyDisrupted+":NoSchedule")
 	return nil
 }

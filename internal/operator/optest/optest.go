@@ -29,6 +29,9 @@ import (
 type Options struct {
 	Scheduler, ControllerManager bool
 	Configure                    func(*operator.Config)
+	// Log receives the operator's logs; discarded (or printed with -v)
+	// when unset.
+	Log logr.Logger
 }
 
 // Env is a running test environment.
@@ -67,7 +70,11 @@ func Start(t *testing.T, opts Options) *Env {
 	if opts.Configure != nil {
 		opts.Configure(&cfg)
 	}
-	mgr, err := operator.New(ctx, plane.Config, cfg, clouds, clock.RealClock{}, logf.Log)
+	log := logf.Log
+	if opts.Log.GetSink() != nil {
+		log = opts.Log
+	}
+	mgr, err := operator.New(ctx, plane.Config, cfg, clouds, clock.RealClock{}, log)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
