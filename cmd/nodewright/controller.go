@@ -104,7 +104,7 @@ control plane.`,
 // controllerLogger is a structured logger: JSON lines (or console text)
 // at info or debug level.
 func controllerLogger(w io.Writer, format, level string) (logr.Logger, error) {
-	opts := zap.Options{DestWriter: w}
+	opts := zap.Options{DestWriter: zapcore.Lock(zapcore.AddSync(w))} // one line at a time, from any goroutine
 	switch format {
 	case "json":
 	case "console":

@@ -308,7 +308,12 @@ func (c *CloudControllerManager) Tick(ctx context.Context) error {
 		}
 		before := node.DeepCopy()
 		node.Spec.Taints = kept
-		if err := client.IgnoreNotFound(c.Kube.Patch(ctx, node, client.MergeFrom(before))); err != nil {
+		// A merge patch replaces the whole taint list: with the
+		// resourceVersion it read, the patch fails instead of writing back
+		// taints others changed since (nodewright removing
+		// karpenter.sh/unregistered); the next tick reads again.
+		err := c.Kube.Patch(ctx, node, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+		if err := client.IgnoreNotFound(err); err != nil && !apierrors.IsConflict(err) {
 			return err
 		}
 	}
