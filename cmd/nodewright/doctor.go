@@ -93,9 +93,8 @@ func runDoctor(cmd *cobra.Command, fl doctorFlags) error {
 		if err != nil {
 			return fmt.Errorf("reading the kubeconfig (pass -f FILE to read manifests instead): %w", err)
 		}
-		if files := loading.GetLoadingPrecedence(); fl.kubeconfig != "" {
-			kubeconfigPath = fl.kubeconfig
-		} else if len(files) > 0 {
+		// The simulated account's state is looked for beside the kubeconfig.
+		if files := loading.GetLoadingPrecedence(); len(files) > 0 {
 			kubeconfigPath = files[0]
 		}
 		kube, err := kubeClient(rc)

@@ -73,7 +73,9 @@ func Diagnose(ctx context.Context, in Input) (*Report, error) {
 	if err := podRule(r, in); err != nil {
 		return nil, err
 	}
-	clusterStateRules(r, in)
+	if err := clusterStateRules(r, in); err != nil {
+		return nil, err
+	}
 	if err := registrationTimeoutRule(ctx, r, in); err != nil {
 		return nil, err
 	}

@@ -27,8 +27,21 @@ const CloudProviderTaint = "node.cloudprovider.kubernetes.io/uninitialized"
 // clusterStateRules read a cluster's nodes and NodeClaims: taints that
 // should be gone, resources that never appeared, nodes that registered
 // without karpenter.sh/unregistered.
-func clusterStateRules(r *Report, in Input) {
+func clusterStateRules(r *Report, in Input) error {
 	o := in.Objects
+	var gpus map[string]corev1.ResourceName // instance type → its GPU resource, read once when nodes are given
+	if len(o.Nodes) > 0 {
+		specs, err := instancetypes.Catalog()
+		if err != nil {
+			return err
+		}
+		gpus = map[string]corev1.ResourceName{}
+		for _, sp := range specs {
+			if sp.GPU > 0 {
+				gpus[sp.Name] = instancetypes.GPUResource(sp.Name)
+			}
+		}
+	}
 	claimOf := map[string]*v1.NodeClaim{}
 	for _, nc := range o.NodeClaims {
 		if nc.Status.NodeName != "" {
@@ -75,7 +88,7 @@ func clusterStateRules(r *Report, in Input) {
 				}
 			}
 		}
-		for _, name := range extendedResources(node, claimOf[node.Name]) {
+		for _, name := range extendedResources(node, claimOf[node.Name], gpus) {
 			if have, ok := node.Status.Allocatable[name]; ok && !have.IsZero() {
 				continue
 			}
@@ -115,6 +128,7 @@ func clusterStateRules(r *Report, in Input) {
 				Fix: "install the device plugin that advertises the resource (for GPUs, the NVIDIA device plugin DaemonSet) with tolerations for the node's taints"})
 		}
 	}
+	return nil
 }
 
 func taint(node *corev1.Node, key string) (corev1.Taint, bool) {
@@ -138,7 +152,7 @@ func ready(node *corev1.Node) bool {
 // extendedResources are the resources other than cpu, memory, pods and
 // storage the node should report: from its NodeClaim's capacity, else from
 // its instance type's GPUs.
-func extendedResources(node *corev1.Node, nc *v1.NodeClaim) []corev1.ResourceName {
+func extendedResources(node *corev1.Node, nc *v1.NodeClaim, gpus map[string]corev1.ResourceName) []corev1.ResourceName {
 	var out []corev1.ResourceName
 	if nc != nil {
 		for name, q := range nc.Status.Capacity {
@@ -152,23 +166,10 @@ func extendedResources(node *corev1.Node, nc *v1.NodeClaim) []corev1.ResourceNam
 		}
 		return out
 	}
-	if spec, ok := catalogSpec(node.Labels[corev1.LabelInstanceTypeStable]); ok && spec.GPU > 0 {
-		out = append(out, instancetypes.GPUResource(spec.Name))
+	if gpu, ok := gpus[node.Labels[corev1.LabelInstanceTypeStable]]; ok {
+		out = append(out, gpu)
 	}
 	return out
-}
-
-func catalogSpec(name string) (instancetypes.Spec, bool) {
-	specs, err := instancetypes.Catalog()
-	if err != nil || name == "" {
-		return instancetypes.Spec{}, false
-	}
-	for _, s := range specs {
-		if s.Name == name {
-			return s, true
-		}
-	}
-	return instancetypes.Spec{}, false
 }
 
 // registrationTimeoutRule reports NodePools whose NodeClaims keep timing
