@@ -13,6 +13,10 @@ type Offering struct {
 	CapacityType string
 	Price        float64
 	Available    bool
+	// ReservationID and ReservationCapacity describe a reserved offering:
+	// the capacity reservation and how many more instances it takes.
+	ReservationID       string
+	ReservationCapacity int
 }
 
 // InstanceType is a kind of node with its labels, resources and offerings.
@@ -29,12 +33,15 @@ type InstanceType struct {
 }
 
 // CheapestOffering returns the cheapest available offering whose zone and
-// capacity type the requirements allow.
+// capacity type the requirements allow. Reserved offerings count only for
+// requirements that allow nothing but reserved capacity: reservations are
+// finite, and the solver hands them out to NodeClaims it pins to them.
 func (it *InstanceType) CheapestOffering(reqs Requirements) (Offering, bool) {
 	zones, capacityTypes := reqs[LabelZone], reqs[v1.LabelCapacityType]
+	reservedOnly := onlyReserved(capacityTypes)
 	best, found := Offering{Price: math.Inf(1)}, false
 	for _, o := range it.Offerings {
-		if !o.Available || o.Price >= best.Price {
+		if !o.Available || o.Price >= best.Price || (o.CapacityType == v1.CapacityTypeReserved) != reservedOnly {
 			continue
 		}
 		if zones != nil && !zones.Has(o.Zone) {
@@ -46,6 +53,12 @@ func (it *InstanceType) CheapestOffering(reqs Requirements) (Offering, bool) {
 		best, found = o, true
 	}
 	return best, found
+}
+
+// onlyReserved reports whether a capacity type requirement allows reserved
+// capacity and nothing else.
+func onlyReserved(r *Requirement) bool {
+	return r != nil && r.Has(v1.CapacityTypeReserved) && !r.Has(v1.CapacityTypeSpot) && !r.Has(v1.CapacityTypeOnDemand)
 }
 
 // Well-known node labels the scheduler reads.

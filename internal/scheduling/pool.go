@@ -17,6 +17,8 @@ type pool struct {
 	// launchable instance types have an AMI and an offering, cheapest
 	// first; excludedByAMI have no AMI of their architecture.
 	launchable, excludedByAMI []*InstanceType
+	// reserved are the capacity reservations the pool can launch into.
+	reserved []reservedSlot
 	// providedKeys are the labels instance types supply.
 	providedKeys map[string]bool
 	daemon       Resources
@@ -42,6 +44,7 @@ type cachedCandidates struct {
 
 func newPool(np *NodePool, daemonSets []*appsv1.DaemonSet) *pool {
 	pl := &pool{NodePool: np, providedKeys: map[string]bool{}, nodesLimit: -1, committed: map[*target]Resources{}, cache: map[string]cachedCandidates{}, shapeCache: map[string]*shapes{}}
+	pl.reserved = reservedSlots(np)
 	price := map[*InstanceType]float64{}
 	for _, it := range np.InstanceTypes {
 		for k := range it.Requirements {

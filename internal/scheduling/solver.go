@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/nodewright/nodewright/api/v1"
 )
 
 // Solve places the pending pods: on existing nodes first, then on NodeClaims
@@ -36,6 +38,9 @@ type solver struct {
 	// only tighten as pods are placed, the first target that has not yet
 	// refused one of them: targets before it refuse them all.
 	scanFrom map[string]int
+	// reservations is how many more instances each capacity reservation
+	// takes.
+	reservations map[string]int
 }
 
 // target is an existing node or a planned NodeClaim.
@@ -71,6 +76,7 @@ func newSolver(in Input) *solver {
 		}
 		return s.pools[i].Name < s.pools[j].Name
 	})
+	s.initReservations()
 	nodes := append([]*Node(nil), in.Nodes...)
 	sort.SliceStable(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
 	var existingPods []*podInfo
@@ -312,6 +318,16 @@ func (s *solver) newClaim(p *podInfo, pl *pool) (*target, change, string) {
 		}
 		merged := pl.Requirements.Copy()
 		merged.AddAll(reqs)
+		if t, c, ok := s.reservedClaim(p, pl, reqs, merged); ok {
+			return t, c, ""
+		}
+		if onlyReserved(merged[v1.LabelCapacityType]) {
+			if reason == "" {
+				reason = reservedOnlyReason(pl, pl.daemon.Add(p.requests))
+			}
+			continue
+		}
+		excludeReserved(pl, merged)
 		key := fingerprint(merged)
 		types, why := pl.candidatesByKey(key, merged, p.requests)
 		if len(types) == 0 {

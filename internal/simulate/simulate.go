@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -72,15 +73,15 @@ func RunWith(o *Objects, resolver *nodeclass.Resolver) (*Result, error) {
 		if resolver == nil {
 			resolveFn = fromStatus
 		}
-		amis, zones, warning, err := resolveFn(resolver, nc)
+		r, err := resolveFn(resolver, nc)
 		if err != nil {
 			return nil, err
 		}
-		if warning != "" {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("NodePool %s: %s", np.Name, warning))
+		if r.warning != "" {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("NodePool %s: %s", np.Name, r.warning))
 		}
-		types := instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: zones, Kubelet: nc.Spec.Kubelet})
-		in.NodePools = append(in.NodePools, scheduling.NodePoolFromObject(np, types, amis, usage[np.Name]))
+		types := instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: r.zones, Kubelet: nc.Spec.Kubelet, Reservations: r.reservations})
+		in.NodePools = append(in.NodePools, scheduling.NodePoolFromObject(np, types, r.amis, usage[np.Name]))
 	}
 	bound := map[string][]*corev1.Pod{}
 	for _, p := range o.Pods {
@@ -116,17 +117,30 @@ func RunWith(o *Objects, resolver *nodeclass.Resolver) (*Result, error) {
 	return res, nil
 }
 
-// resolve finds the AMIs of an EC2NodeClass and the zones its subnets are
-// in, in the simulated account, and says what is missing.
-func resolve(r *nodeclass.Resolver, nc *awsv1.EC2NodeClass) ([]scheduling.AMI, []string, string, error) {
+// resolved is what planning needs of an EC2NodeClass.
+type resolved struct {
+	amis         []scheduling.AMI
+	zones        []string
+	reservations []instancetypes.Reservation
+	warning      string
+}
+
+// resolve finds the AMIs of an EC2NodeClass, the zones its subnets are in
+// and its capacity reservations, in the simulated account, and says what
+// is missing.
+func resolve(r *nodeclass.Resolver, nc *awsv1.EC2NodeClass) (resolved, error) {
 	ctx := context.Background()
 	amis, err := r.AMIs(ctx, nc)
 	if err != nil {
-		return nil, nil, "", fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
+		return resolved{}, fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
 	}
 	subnets, err := r.Subnets(ctx, nc)
 	if err != nil {
-		return nil, nil, "", fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
+		return resolved{}, fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
+	}
+	reservations, err := r.CapacityReservations(ctx, nc, time.Now())
+	if err != nil {
+		return resolved{}, fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
 	}
 	var warnings []string
 	if len(amis) == 0 {
@@ -139,16 +153,25 @@ func resolve(r *nodeclass.Resolver, nc *awsv1.EC2NodeClass) ([]scheduling.AMI, [
 	for _, a := range amis {
 		out = append(out, scheduling.AMI{ID: a.ID, Requirements: scheduling.NewRequirements(a.Requirements...)})
 	}
+	if len(nc.Spec.CapacityReservationSelectorTerms) > 0 && len(reservations) == 0 {
+		warnings = append(warnings, fmt.Sprintf("EC2NodeClass %s: capacityReservationSelectorTerms select no active capacity reservation in account %s", nc.Name, account.AccountID))
+	}
 	zones := make([]string, 0, len(subnets))
 	for _, s := range subnets {
 		zones = append(zones, s.Zone)
 	}
-	return out, sortedUnique(zones), strings.Join(warnings, "; "), nil
+	res := resolved{amis: out, zones: sortedUnique(zones), warning: strings.Join(warnings, "; ")}
+	for _, cr := range reservations {
+		res.reservations = append(res.reservations, instancetypes.Reservation{ID: cr.ID, InstanceType: cr.InstanceType, Zone: cr.AvailabilityZone, Available: cr.Available})
+	}
+	return res, nil
 }
 
 // fromStatus reads the AMIs and zones a controller resolved into an
 // EC2NodeClass's status; when there are none, any architecture and zone.
-func fromStatus(_ *nodeclass.Resolver, nc *awsv1.EC2NodeClass) ([]scheduling.AMI, []string, string, error) {
+// The status does not say how much room capacity reservations have left,
+// so none is planned.
+func fromStatus(_ *nodeclass.Resolver, nc *awsv1.EC2NodeClass) (resolved, error) {
 	amis := make([]scheduling.AMI, 0, len(nc.Status.AMIs))
 	for _, a := range nc.Status.AMIs {
 		amis = append(amis, scheduling.AMI{ID: a.ID, Requirements: scheduling.NewRequirements(a.Requirements...)})
@@ -164,7 +187,7 @@ func fromStatus(_ *nodeclass.Resolver, nc *awsv1.EC2NodeClass) ([]scheduling.AMI
 	if len(zones) == 0 {
 		zones = account.Zones()
 	}
-	return amis, sortedUnique(zones), "", nil
+	return resolved{amis: amis, zones: sortedUnique(zones)}, nil
 }
 
 func sortedUnique(s []string) []string {

@@ -243,3 +243,23 @@ spec:
       nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
       requirements: [{key: kubernetes.io/arch, operator: In, values: [amd64]}]
 `
+
+// The reserved-capacity scenario's EC2NodeClass selects the simulated
+// account's reservation of two m5.large: two NodeClaims use it, at next to
+// no cost, and the other pods go to spot.
+func TestReservedCapacityScenario(t *testing.T) {
+	r := run(t, "../../scenarios/reserved-capacity.yaml")
+	if len(r.Unschedulable) > 0 {
+		t.Fatalf("unschedulable: %+v", r.Unschedulable)
+	}
+	byType := map[string]int{}
+	for _, c := range r.NodeClaims {
+		byType[c.CapacityType]++
+		if c.CapacityType == "reserved" && (c.InstanceType != "m5.large" || c.Zone != "us-east-1a" || len(c.InstanceTypes) != 1 || c.PricePerHour > 0.001) {
+			t.Errorf("reserved NodeClaim %+v", c)
+		}
+	}
+	if byType["reserved"] != 2 || byType["spot"] == 0 {
+		t.Errorf("NodeClaims by capacity type %v, want 2 reserved and spot for the rest", byType)
+	}
+}

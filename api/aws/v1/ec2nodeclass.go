@@ -378,8 +378,15 @@ type EC2NodeClassStatus struct {
 	// InstanceProfile nodes are launched with.
 	// +optional
 	InstanceProfile string `json:"instanceProfile,omitempty"`
+	// CapacityReservations resolved from capacityReservationSelectorTerms:
+	// the active On-Demand Capacity Reservations and Capacity Blocks nodes
+	// may launch into.
+	// +optional
+	CapacityReservations []CapacityReservation `json:"capacityReservations,omitempty"`
 	// Conditions: Ready, AMIsReady, SubnetsReady, SecurityGroupsReady,
-	// InstanceProfileReady and ValidationSucceeded.
+	// InstanceProfileReady, ValidationSucceeded and
+	// CapacityReservationsReady (which Ready does not include: without a
+	// reservation nodes launch as spot or on-demand).
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -402,6 +409,39 @@ type SecurityGroup struct {
 	ID string `json:"id"`
 	// +optional
 	Name string `json:"name,omitempty"`
+}
+
+// CapacityReservation is a resolved capacity reservation.
+type CapacityReservation struct {
+	// +kubebuilder:validation:Pattern="^cr-[0-9a-z]+$"
+	// +required
+	ID string `json:"id"`
+	// +required
+	InstanceType string `json:"instanceType"`
+	// +required
+	AvailabilityZone string `json:"availabilityZone"`
+	// +kubebuilder:validation:Pattern="^[0-9]{12}$"
+	// +required
+	OwnerID string `json:"ownerID"`
+	// InstanceMatchCriteria is open (any matching instance uses it) or
+	// targeted (only launches that name it).
+	// +kubebuilder:validation:Enum=open;targeted
+	// +required
+	InstanceMatchCriteria string `json:"instanceMatchCriteria"`
+	// ReservationType is default (an On-Demand Capacity Reservation) or
+	// capacity-block (a Capacity Block for ML).
+	// +kubebuilder:validation:Enum=default;capacity-block
+	// +kubebuilder:default=default
+	// +optional
+	ReservationType string `json:"reservationType,omitempty"`
+	// State is active, or expiring when it ends within ten minutes.
+	// +kubebuilder:validation:Enum=active;expiring
+	// +kubebuilder:default=active
+	// +optional
+	State string `json:"state,omitempty"`
+	// EndTime is when the reservation ends, if it does.
+	// +optional
+	EndTime *metav1.Time `json:"endTime,omitempty"`
 }
 
 // AMI is a resolved AMI.
@@ -438,4 +478,6 @@ const (
 	ConditionSecurityGroupsReady  = "SecurityGroupsReady"
 	ConditionInstanceProfileReady = "InstanceProfileReady"
 	ConditionValidationSucceeded  = "ValidationSucceeded"
+	// ConditionCapacityReservationsReady is not part of Ready.
+	ConditionCapacityReservationsReady = "CapacityReservationsReady"
 )

@@ -31,4 +31,7 @@ const (
 	LabelEC2NodeClass = Group + "/ec2nodeclass"
 	// LabelZoneID is the zone's ID (use1-az1), stable across accounts.
 	LabelZoneID = "topology.k8s.aws/zone-id"
+	// LabelCapacityReservationID is the capacity reservation a reserved
+	// node runs in.
+	LabelCapacityReservationID = Group + "/capacity-reservation-id"
 )

@@ -11,6 +11,7 @@ import (
 	"hash/fnv"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -64,7 +65,24 @@ type Options struct {
 	Kubelet *awsv1.KubeletConfiguration
 	// ExcludeSpot offers on-demand only.
 	ExcludeSpot bool
+	// Reservations add reserved offerings: capacity reserved for one
+	// instance type in one zone.
+	Reservations []Reservation
 }
+
+// Reservation is a capacity reservation: an instance type in a zone and how
+// many more instances it can take now.
+type Reservation struct {
+	ID           string
+	InstanceType string
+	Zone         string
+	Available    int
+}
+
+// ReservedPriceFactor prices reserved offerings against on-demand: the
+// reservation is paid for whether it is used or not, so using it costs
+// next to nothing and it comes before any spot or on-demand offering.
+const ReservedPriceFactor = 1e-6
 
 // defaultPods is the pod limit of instance types without ENI data.
 const defaultPods = 110
@@ -111,6 +129,16 @@ func convert(s Spec, opts Options) *scheduling.InstanceType {
 			if !opts.ExcludeSpot && spot > 0 {
 				it.Offerings = append(it.Offerings, scheduling.Offering{
 					Zone: zone, CapacityType: v1.CapacityTypeSpot, Price: spot, Available: true,
+				})
+			}
+		}
+	}
+	if s.OnDemand > 0 {
+		for _, r := range opts.Reservations {
+			if r.InstanceType == s.Name && slices.Contains(opts.Zones, r.Zone) {
+				it.Offerings = append(it.Offerings, scheduling.Offering{
+					Zone: r.Zone, CapacityType: v1.CapacityTypeReserved, Price: s.OnDemand * ReservedPriceFactor, Available: r.Available > 0,
+					ReservationID: r.ID, ReservationCapacity: r.Available,
 				})
 			}
 		}

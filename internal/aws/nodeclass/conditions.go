@@ -23,6 +23,8 @@ type Resolution struct {
 	InstanceProfile string
 	ProfileErr      error
 	Findings        []userdata.Finding
+	Reservations    []Reservation
+	ReservationsErr error
 }
 
 // Condition reasons.
@@ -37,6 +39,7 @@ const (
 	ReasonValid                   = "Valid"
 	ReasonReady                   = "Ready"
 	ReasonNotReady                = "NotReady"
+	ReasonReservationsNotFound    = "CapacityReservationsNotFound"
 )
 
 // Conditions derives the EC2NodeClass conditions from a resolution. Ready
@@ -78,7 +81,31 @@ func Conditions(nc *awsv1.EC2NodeClass, r Resolution) []metav1.Condition {
 		ready = metav1.Condition{Type: awsv1.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonNotReady,
 			Message: "not ready: " + strings.Join(notReady, ", ")}
 	}
-	return append(conds, ready)
+	return append(conds, ready, reservationsCondition(nc, r))
+}
+
+// reservationsCondition says which capacity reservations were found. It
+// is not part of Ready: without a reservation nodes launch as spot or
+// on-demand.
+func reservationsCondition(nc *awsv1.EC2NodeClass, r Resolution) metav1.Condition {
+	terms := nc.Spec.CapacityReservationSelectorTerms
+	switch {
+	case len(terms) == 0:
+		return metav1.Condition{Type: awsv1.ConditionCapacityReservationsReady, Status: metav1.ConditionTrue, Reason: ReasonResolved,
+			Message: "no capacityReservationSelectorTerms: nodes launch as spot or on-demand"}
+	case r.ReservationsErr != nil:
+		return metav1.Condition{Type: awsv1.ConditionCapacityReservationsReady, Status: metav1.ConditionFalse, Reason: ReasonResolutionFailed, Message: r.ReservationsErr.Error()}
+	case len(r.Reservations) == 0:
+		return metav1.Condition{Type: awsv1.ConditionCapacityReservationsReady, Status: metav1.ConditionFalse, Reason: ReasonReservationsNotFound,
+			Message: "no active capacity reservation matches spec.capacityReservationSelectorTerms " + describeReservationTerms(terms) +
+				"; check the ids, tags and ownerID (reservations shared from another account need ownerID); until one matches, nodes launch as spot or on-demand"}
+	}
+	parts := make([]string, 0, len(r.Reservations))
+	for _, res := range r.Reservations {
+		parts = append(parts, fmt.Sprintf("%s (%s in %s, %d available)", res.ID, res.InstanceType, res.AvailabilityZone, res.Available))
+	}
+	return metav1.Condition{Type: awsv1.ConditionCapacityReservationsReady, Status: metav1.ConditionTrue, Reason: ReasonResolved,
+		Message: "capacity reservations " + strings.Join(parts, ", ")}
 }
 
 func found(condType string, n int, err error, reason, missing string) metav1.Condition {

@@ -55,6 +55,10 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	nc.Status.SecurityGroups = res.SecurityGroups
 	nc.Status.AMIs = res.AMIs
 	nc.Status.InstanceProfile = res.InstanceProfile
+	nc.Status.CapacityReservations = nil
+	for _, r := range res.Reservations {
+		nc.Status.CapacityReservations = append(nc.Status.CapacityReservations, r.CapacityReservation)
+	}
 	now := metav1.NewTime(c.Clock.Now())
 	for _, cond := range Conditions(nc, res) {
 		cond.ObservedGeneration = nc.Generation
@@ -83,6 +87,7 @@ func (c *Controller) resolve(ctx context.Context, nc *awsv1.EC2NodeClass) Resolu
 	res.SecurityGroups, res.SecurityGrpErr = c.Resolver.SecurityGroups(ctx, nc)
 	res.AMIs, res.AMIsErr = c.Resolver.AMIs(ctx, nc)
 	res.InstanceProfile, res.ProfileErr = c.Resolver.InstanceProfile(ctx, nc)
+	res.Reservations, res.ReservationsErr = c.Resolver.CapacityReservations(ctx, nc, c.Clock.Now())
 	userData := ""
 	if nc.Spec.UserData != nil {
 		userData = *nc.Spec.UserData

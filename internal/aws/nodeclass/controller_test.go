@@ -154,6 +154,33 @@ func TestStatusOfHealthyAndBrokenNodeClasses(t *testing.T) {
 		t.Error("no Warning event UserDataInvalid for the S1 EC2NodeClass")
 	}
 
+	reserved := healthy.DeepCopy()
+	reserved.ObjectMeta = metav1.ObjectMeta{Name: "reserved"}
+	reserved.Spec.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "nodewright-sim"}}}
+	if err := k.Create(ctx, reserved); err != nil {
+		t.Fatal(err)
+	}
+	nc, cr := waitCondition(t, k, "reserved", awsv1.ConditionCapacityReservationsReady, metav1.ConditionTrue)
+	want := awsv1.CapacityReservation{ID: simaws.SeedReservationID, InstanceType: "m5.large", AvailabilityZone: "us-east-1a",
+		OwnerID: "111122223333", InstanceMatchCriteria: "targeted", ReservationType: "default", State: "active"}
+	if len(nc.Status.CapacityReservations) != 1 || nc.Status.CapacityReservations[0] != want || !strings.Contains(cr.Message, "2 available") {
+		t.Errorf("capacity reservations %+v, condition %+v; want %+v", nc.Status.CapacityReservations, cr, want)
+	}
+	waitCondition(t, k, "reserved", awsv1.ConditionReady, metav1.ConditionTrue)
+
+	missing := healthy.DeepCopy()
+	missing.ObjectMeta = metav1.ObjectMeta{Name: "missing-reservation"}
+	missing.Spec.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{{ID: "cr-0000000000000000f"}}
+	if err := k.Create(ctx, missing); err != nil {
+		t.Fatal(err)
+	}
+	_, cr = waitCondition(t, k, "missing-reservation", awsv1.ConditionCapacityReservationsReady, metav1.ConditionFalse)
+	if cr.Reason != nodeclass.ReasonReservationsNotFound || !strings.Contains(cr.Message, "id cr-0000000000000000f") {
+		t.Errorf("capacity reservations condition: %+v", cr)
+	}
+	// Nodes still launch as spot or on-demand.
+	waitCondition(t, k, "missing-reservation", awsv1.ConditionReady, metav1.ConditionTrue)
+
 	lost := healthy.DeepCopy()
 	lost.ObjectMeta = metav1.ObjectMeta{Name: "lost"}
 	lost.Spec.SubnetSelectorTerms = []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "another-cluster"}}}

@@ -50,7 +50,11 @@ func (c *CloudProvider) InstanceTypes(ctx context.Context, class *awsv1.EC2NodeC
 			zoneList = append(zoneList, s.Zone)
 		}
 	}
-	types := instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: zoneList, Kubelet: class.Spec.Kubelet})
+	reservations, err := c.Provider.reservations(ctx, class)
+	if err != nil {
+		return nil, err
+	}
+	types := instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: zoneList, Kubelet: class.Spec.Kubelet, Reservations: reservations})
 	for _, it := range types {
 		for i, o := range it.Offerings {
 			if c.Provider.unavailable.isUnavailable(o.CapacityType, it.Name, o.Zone) {

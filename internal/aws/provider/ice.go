@@ -51,4 +51,5 @@ var insufficientCapacityCodes = map[string]bool{
 	"UnfulfillableCapacity":             true,
 	"Unsupported":                       true,
 	"InsufficientFreeAddressesInSubnet": true,
+	"ReservationCapacityExceeded":       true,
 }

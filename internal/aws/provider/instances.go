@@ -98,12 +98,18 @@ func instanceOf(inst ec2types.Instance, types []*scheduling.InstanceType) *cloud
 	if inst.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot {
 		capacityType = v1.CapacityTypeSpot
 	}
+	if inst.CapacityReservationId != nil {
+		capacityType = v1.CapacityTypeReserved
+	}
 	out := &cloudprovider.Instance{
 		ProviderID: providerID(zone, aws.ToString(inst.InstanceId)), InstanceID: aws.ToString(inst.InstanceId),
 		InstanceType: string(inst.InstanceType), Zone: zone, CapacityType: capacityType, ImageID: aws.ToString(inst.ImageId),
 		Labels: map[string]string{
 			scheduling.LabelInstanceType: string(inst.InstanceType), scheduling.LabelZone: zone, v1.LabelCapacityType: capacityType,
 		},
+	}
+	if inst.CapacityReservationId != nil {
+		out.Labels[awsv1.LabelCapacityReservationID] = *inst.CapacityReservationId
 	}
 	if inst.State != nil {
 		out.State = string(inst.State.Name)

@@ -26,6 +26,7 @@ import (
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/aws/instancetypes"
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/aws/sdk"
 	"github.com/nodewright/nodewright/internal/aws/userdata"
@@ -51,8 +52,9 @@ func New(ec2API sdk.EC2, resolver *nodeclass.Resolver, cluster userdata.Cluster,
 }
 
 // Create launches the instance of a NodeClaim: the cheapest offering its
-// requirements allow among the instance types given, on-demand only when
-// no spot offering is allowed and available. Launching again for the same
+// requirements allow among the instance types given, in a capacity
+// reservation when one is allowed and has room, else spot, and on-demand
+// only when no spot offering is allowed and available. Launching again for the same
 // NodeClaim returns the same instance.
 func (p *Provider) Create(ctx context.Context, claim *v1.NodeClaim, class *awsv1.EC2NodeClass, types []*scheduling.InstanceType) (*cloudprovider.Instance, error) {
 	if err := ready(class); err != nil {
@@ -84,12 +86,18 @@ func (p *Provider) Create(ctx context.Context, claim *v1.NodeClaim, class *awsv1
 	if len(configs) == 0 {
 		return nil, &cloudprovider.InsufficientCapacityError{Message: fmt.Sprintf("no %s offering of NodeClaim %s's instance types is available in a zone with a subnet", capacityType, claim.Name)}
 	}
+	// Reserved instances are on-demand instances launched into the
+	// reservation their launch template targets.
+	fleetCapacityType := ec2types.DefaultTargetCapacityTypeOnDemand
+	if capacityType == v1.CapacityTypeSpot {
+		fleetCapacityType = ec2types.DefaultTargetCapacityTypeSpot
+	}
 	in := &ec2.CreateFleetInput{
 		Type:                  ec2types.FleetTypeInstant,
 		ClientToken:           aws.String(clientToken(claim)),
 		LaunchTemplateConfigs: configs,
 		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{
-			TotalTargetCapacity: aws.Int32(1), DefaultTargetCapacityType: ec2types.DefaultTargetCapacityType(capacityType),
+			TotalTargetCapacity: aws.Int32(1), DefaultTargetCapacityType: fleetCapacityType,
 		},
 		TagSpecifications: tagSpecifications(p.tags(claim, class), ec2types.ResourceTypeInstance, ec2types.ResourceTypeVolume, ec2types.ResourceTypeFleet),
 	}
@@ -128,6 +136,20 @@ func (p *Provider) Create(ctx context.Context, claim *v1.NodeClaim, class *awsv1
 	return p.Get(ctx, providerID(zone, launched.InstanceIds[0]), types...)
 }
 
+// reservations are the EC2NodeClass's capacity reservations and the
+// instances each can take now, read fresh: launches elsewhere use them up.
+func (p *Provider) reservations(ctx context.Context, class *awsv1.EC2NodeClass) ([]instancetypes.Reservation, error) {
+	found, err := p.resolver.CapacityReservations(ctx, class, p.unavailable.clock.Now())
+	if err != nil {
+		return nil, fmt.Errorf("EC2NodeClass %s: %w", class.Name, err)
+	}
+	out := make([]instancetypes.Reservation, 0, len(found))
+	for _, r := range found {
+		out = append(out, instancetypes.Reservation{ID: r.ID, InstanceType: r.InstanceType, Zone: r.AvailabilityZone, Available: r.Available})
+	}
+	return out, nil
+}
+
 // ready refuses an EC2NodeClass that is not Ready for its generation.
 func ready(class *awsv1.EC2NodeClass) error {
 	c := meta.FindStatusCondition(class.Status.Conditions, awsv1.ConditionReady)
@@ -142,24 +164,28 @@ func ready(class *awsv1.EC2NodeClass) error {
 	return nil
 }
 
-// capacityType prefers spot when the requirements allow it and a spot
-// offering is available, and keeps to what the requirements allow.
+// capacityType picks, among the capacity types the requirements allow,
+// the first of reserved, spot and on-demand that has an available
+// offering; on-demand when none has.
 func (p *Provider) capacityType(reqs scheduling.Requirements, types []*scheduling.InstanceType) string {
 	r, constrained := reqs[v1.LabelCapacityType]
-	allowsSpot := !constrained || r.Has(v1.CapacityTypeSpot)
-	allowsOnDemand := !constrained || r.Has(v1.CapacityTypeOnDemand)
-	if !allowsSpot {
-		return v1.CapacityTypeOnDemand
-	}
-	if !allowsOnDemand {
-		return v1.CapacityTypeSpot
-	}
-	for _, it := range types {
-		for _, o := range it.Offerings {
-			if o.CapacityType == v1.CapacityTypeSpot && o.Available && zoneAllowed(reqs, o.Zone) && !p.unavailable.isUnavailable(o.CapacityType, it.Name, o.Zone) {
-				return v1.CapacityTypeSpot
+	for _, ct := range []string{v1.CapacityTypeReserved, v1.CapacityTypeSpot} {
+		if constrained && !r.Has(ct) {
+			continue
+		}
+		for _, it := range types {
+			for _, o := range it.Offerings {
+				if o.CapacityType == ct && o.Available && zoneAllowed(reqs, o.Zone) && !p.unavailable.isUnavailable(o.CapacityType, it.Name, o.Zone) {
+					return ct
+				}
 			}
 		}
+	}
+	if constrained && !r.Has(v1.CapacityTypeOnDemand) {
+		if r.Has(v1.CapacityTypeSpot) {
+			return v1.CapacityTypeSpot
+		}
+		return v1.CapacityTypeReserved
 	}
 	return v1.CapacityTypeOnDemand
 }
@@ -181,8 +207,9 @@ func (p *Provider) launchTemplateConfigs(ctx context.Context, claim *v1.NodeClai
 		}
 	}
 	type group struct {
-		ami     string
-		maxPods int64
+		ami         string
+		maxPods     int64
+		reservation string
 	}
 	amis := map[string]awsv1.AMI{}
 	overrides := map[group][]ec2types.FleetLaunchTemplateOverridesRequest{}
@@ -193,12 +220,12 @@ func (p *Provider) launchTemplateConfigs(ctx context.Context, claim *v1.NodeClai
 			continue
 		}
 		amis[ami.ID] = ami
-		g := group{ami: ami.ID, maxPods: it.Capacity.Pods()}
 		for _, o := range it.Offerings {
 			subnet, hasSubnet := best[o.Zone]
 			if o.CapacityType != capacityType || !o.Available || !hasSubnet || !zoneAllowed(reqs, o.Zone) || p.unavailable.isUnavailable(capacityType, it.Name, o.Zone) {
 				continue
 			}
+			g := group{ami: ami.ID, maxPods: it.Capacity.Pods(), reservation: o.ReservationID}
 			if _, seen := overrides[g]; !seen {
 				order = append(order, g)
 			}
@@ -209,7 +236,7 @@ func (p *Provider) launchTemplateConfigs(ctx context.Context, claim *v1.NodeClai
 	}
 	configs := make([]ec2types.FleetLaunchTemplateConfigRequest, 0, len(order))
 	for _, g := range order {
-		name, err := p.ensureLaunchTemplate(ctx, claim, class, amis[g.ami], g.maxPods)
+		name, err := p.ensureLaunchTemplate(ctx, claim, class, amis[g.ami], g.maxPods, g.reservation)
 		if err != nil {
 			return nil, err
 		}
@@ -233,7 +260,8 @@ func amiFor(it *scheduling.InstanceType, amis []awsv1.AMI) (awsv1.AMI, bool) {
 
 // ensureLaunchTemplate finds or creates the launch template for the
 // content; its name is a hash of that content, so equal content shares one.
-func (p *Provider) ensureLaunchTemplate(ctx context.Context, claim *v1.NodeClaim, class *awsv1.EC2NodeClass, ami awsv1.AMI, maxPods int64) (string, error) {
+// A reservation id makes it launch into that capacity reservation.
+func (p *Provider) ensureLaunchTemplate(ctx context.Context, claim *v1.NodeClaim, class *awsv1.EC2NodeClass, ami awsv1.AMI, maxPods int64, reservation string) (string, error) {
 	labels := map[string]string{}
 	for k, v := range claim.Labels {
 		labels[k] = v
@@ -258,6 +286,11 @@ func (p *Provider) ensureLaunchTemplate(ctx context.Context, claim *v1.NodeClaim
 	}
 	for _, g := range class.Status.SecurityGroups {
 		data.SecurityGroupIds = append(data.SecurityGroupIds, g.ID)
+	}
+	if reservation != "" {
+		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
+			CapacityReservationTarget: &ec2types.CapacityReservationTarget{CapacityReservationId: aws.String(reservation)},
+		}
 	}
 	if m := class.Spec.MetadataOptions; m != nil {
 		data.MetadataOptions = &ec2types.LaunchTemplateInstanceMetadataOptionsRequest{

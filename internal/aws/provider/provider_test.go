@@ -30,6 +30,8 @@ type fixture struct {
 	provider *provider.Provider
 	class    *awsv1.EC2NodeClass
 	types    []*scheduling.InstanceType
+	resolver *nodeclass.Resolver
+	cluster  userdata.Cluster
 }
 
 func setup(t *testing.T) *fixture {
@@ -49,7 +51,7 @@ func setup(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{account: a, provider: provider.New(a.EC2(), r, cluster, clock.RealClock{}), class: class, types: types}
+	return &fixture{account: a, provider: provider.New(a.EC2(), r, cluster, clock.RealClock{}), class: class, types: types, resolver: r, cluster: cluster}
 }
 
 // resolve fills the EC2NodeClass status as its controller would.

@@ -87,6 +87,58 @@ func Plan(in scheduling.Input, plan *scheduling.Plan) []string {
 	}
 	errs = append(errs, checkPodAffinity(where)...)
 	errs = append(errs, checkSpread(in, plan, where, nodes)...)
+	errs = append(errs, checkReservations(in, plan)...)
+	return errs
+}
+
+func anyReserved(types []*scheduling.InstanceType) bool {
+	for _, it := range types {
+		for _, o := range it.Offerings {
+			if o.CapacityType == v1.CapacityTypeReserved {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// checkReservations checks that NodeClaims in capacity reservations can
+// only launch there, that other NodeClaims cannot, and that no instance
+// type and zone gets more reserved NodeClaims than its reservations hold.
+func checkReservations(in scheduling.Input, plan *scheduling.Plan) []string {
+	var errs []string
+	capacity := map[string]int{}
+	seen := map[string]bool{}
+	for _, np := range in.NodePools {
+		for _, it := range np.InstanceTypes {
+			for _, o := range it.Offerings {
+				if o.CapacityType != v1.CapacityTypeReserved {
+					continue
+				}
+				if o.Available && !seen[o.ReservationID] {
+					seen[o.ReservationID] = true
+					capacity[it.Name+"/"+o.Zone] += o.ReservationCapacity
+				}
+			}
+		}
+	}
+	used := map[string]int{}
+	for _, c := range plan.NodeClaims {
+		ct := c.Requirements[v1.LabelCapacityType]
+		if c.Offering.CapacityType != v1.CapacityTypeReserved {
+			if (ct == nil || ct.Has(v1.CapacityTypeReserved)) && anyReserved(c.InstanceTypes) {
+				errs = append(errs, fmt.Sprintf("NodeClaim %s: %s but its requirements allow reserved capacity", c.Name, c.Offering.CapacityType))
+			}
+			continue
+		}
+		if ct == nil || ct.Has(v1.CapacityTypeSpot) || ct.Has(v1.CapacityTypeOnDemand) || len(c.InstanceTypes) != 1 {
+			errs = append(errs, fmt.Sprintf("NodeClaim %s: reserved but not pinned to reserved capacity and one instance type", c.Name))
+		}
+		key := c.InstanceType.Name + "/" + c.Offering.Zone
+		if used[key]++; used[key] > capacity[key] {
+			errs = append(errs, fmt.Sprintf("NodeClaim %s: reservations of %s hold %d instances, the plan uses %d", c.Name, key, capacity[key], used[key]))
+		}
+	}
 	return errs
 }
 

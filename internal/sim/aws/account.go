@@ -30,6 +30,7 @@ type Account struct {
 	fleets         map[string]*ec2.CreateFleetOutput
 	unavailable    map[string]bool
 	accessEntries  map[string]string // principal ARN → type
+	reservations   []*ec2types.CapacityReservation
 	clock          clock.PassiveClock
 }
 

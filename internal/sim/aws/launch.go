@@ -181,7 +181,19 @@ func (e *EC2) CreateFleet(_ context.Context, in *ec2.CreateFleetInput, _ ...func
 			out.Errors = append(out.Errors, fleetError(c.override, "InvalidParameterValue", msg, lifecycle))
 			continue
 		}
+		var reservation *ec2types.CapacityReservation
+		if lifecycle == ec2types.InstanceLifecycleOnDemand {
+			var code, msg string
+			if reservation, code, msg = a.reserve(c.template.data, c.spec.Name, zone); code != "" {
+				out.Errors = append(out.Errors, fleetError(c.override, code, msg, lifecycle))
+				continue
+			}
+		}
 		inst := a.launch(c, zone, lifecycle, in.TagSpecifications)
+		if reservation != nil {
+			reservation.AvailableInstanceCount = aws.Int32(aws.ToInt32(reservation.AvailableInstanceCount) - 1)
+			inst.CapacityReservationId = reservation.CapacityReservationId
+		}
 		out.Instances = append(out.Instances, ec2types.CreateFleetInstance{
 			InstanceIds: []string{aws.ToString(inst.InstanceId)}, InstanceType: inst.InstanceType, Lifecycle: lifecycle,
 			LaunchTemplateAndOverrides: &ec2types.LaunchTemplateAndOverridesResponse{Overrides: &ec2types.FleetLaunchTemplateOverrides{
@@ -381,6 +393,9 @@ func (e *EC2) TerminateInstances(_ context.Context, in *ec2.TerminateInstancesIn
 			return nil, apiError("InvalidInstanceID.NotFound", fmt.Sprintf("The instance ID '%s' does not exist", id))
 		}
 		previous := *inst.State
+		if previous.Name != ec2types.InstanceStateNameTerminated {
+			a.release(inst)
+		}
 		inst.State = &ec2types.InstanceState{Name: ec2types.InstanceStateNameTerminated, Code: aws.Int32(48)}
 		out.TerminatingInstances = append(out.TerminatingInstances, ec2types.InstanceStateChange{
 			InstanceId: aws.String(id), PreviousState: &previous, CurrentState: inst.State,

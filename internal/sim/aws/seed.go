@@ -18,10 +18,16 @@ const KubernetesVersion = "1.34"
 // discoveryTag marks the subnets and security groups of the cluster.
 var discoveryTag = ec2types.Tag{Key: aws.String("karpenter.sh/discovery"), Value: aws.String(account.ClusterName)}
 
+// SeedReservationID is the seeded account's capacity reservation: two
+// m5.large in us-east-1a, targeted (used only by launches that name it),
+// tagged for discovery.
+const SeedReservationID = "cr-0a1b2c3d4e5f60001"
+
 // Seed fills the account with what every scenario assumes: a subnet and
 // the cluster security group per zone, tagged for discovery; the
 // EKS-optimized AMIs of every alias family for both architectures, with
-// their public SSM parameters; and the custom AMIs.
+// their public SSM parameters; the custom AMIs; and a capacity reservation
+// no scenario selects.
 func (a *Account) Seed() {
 	for i, zone := range account.Zones() {
 		a.AddSubnet(ec2types.Subnet{
@@ -37,6 +43,10 @@ func (a *Account) Seed() {
 	a.AddSecurityGroup(ec2types.SecurityGroup{GroupId: aws.String("sg-0fedcba9876543210"), GroupName: aws.String("default")})
 	a.AddRole(account.NodeRole)
 	a.AddRole(account.ControllerRole)
+	a.AddCapacityReservation(ec2types.CapacityReservation{
+		CapacityReservationId: aws.String(SeedReservationID), InstanceType: aws.String("m5.large"),
+		AvailabilityZone: aws.String(account.Zones()[0]), TotalInstanceCount: aws.Int32(2), Tags: []ec2types.Tag{discoveryTag},
+	})
 	for _, img := range aliasImages() {
 		a.AddImage(img.image)
 		a.SetParameter(img.parameter, *img.image.ImageId)

@@ -1,0 +1,145 @@
+package aws
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+)
+
+// AddCapacityReservation adds an On-Demand Capacity Reservation (or a
+// Capacity Block). Unset fields default to: the account as owner, state
+// active, every instance available, instance match criteria targeted and
+// reservation type default.
+func (a *Account) AddCapacityReservation(r ec2types.CapacityReservation) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if r.OwnerId == nil {
+		r.OwnerId = aws.String(accountID)
+	}
+	if r.State == "" {
+		r.State = ec2types.CapacityReservationStateActive
+	}
+	if r.AvailableInstanceCount == nil {
+		r.AvailableInstanceCount = aws.Int32(aws.ToInt32(r.TotalInstanceCount))
+	}
+	if r.InstanceMatchCriteria == "" {
+		r.InstanceMatchCriteria = ec2types.InstanceMatchCriteriaTargeted
+	}
+	if r.ReservationType == "" {
+		r.ReservationType = ec2types.CapacityReservationTypeDefault
+	}
+	a.reservations = append(a.reservations, &r)
+}
+
+// CapacityReservations returns copies of the account's reservations.
+func (a *Account) CapacityReservations() []ec2types.CapacityReservation {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]ec2types.CapacityReservation, 0, len(a.reservations))
+	for _, r := range a.reservations {
+		out = append(out, *r)
+	}
+	return out
+}
+
+// DescribeCapacityReservations lists reservations by id and filters
+// (instance-type, availability-zone, owner-id, state,
+// instance-match-criteria, reservation-type, tag:KEY, tag-key).
+func (e *EC2) DescribeCapacityReservations(_ context.Context, in *ec2.DescribeCapacityReservationsInput, _ ...func(*ec2.Options)) (*ec2.DescribeCapacityReservationsOutput, error) {
+	a := e.account
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, id := range in.CapacityReservationIds {
+		if a.reservation(id) == nil {
+			return nil, apiError("InvalidCapacityReservationId.NotFound", fmt.Sprintf("The capacity reservation ID '%s' does not exist", id))
+		}
+	}
+	out := &ec2.DescribeCapacityReservationsOutput{}
+	for _, r := range a.reservations {
+		if len(in.CapacityReservationIds) > 0 && !contains(in.CapacityReservationIds, deref(r.CapacityReservationId)) {
+			continue
+		}
+		ok, err := matches(in.Filters, func(name string) ([]string, bool) {
+			switch name {
+			case "instance-type":
+				return []string{deref(r.InstanceType)}, true
+			case "availability-zone":
+				return []string{deref(r.AvailabilityZone)}, true
+			case "owner-id":
+				return []string{deref(r.OwnerId)}, true
+			case "state":
+				return []string{string(r.State)}, true
+			case "instance-match-criteria":
+				return []string{string(r.InstanceMatchCriteria)}, true
+			case "reservation-type":
+				return []string{string(r.ReservationType)}, true
+			}
+			return tagAttributes(r.Tags, name)
+		})
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			c := *r
+			c.Tags = append([]ec2types.Tag(nil), r.Tags...)
+			out.CapacityReservations = append(out.CapacityReservations, c)
+		}
+	}
+	return out, nil
+}
+
+func (a *Account) reservation(id string) *ec2types.CapacityReservation {
+	for _, r := range a.reservations {
+		if deref(r.CapacityReservationId) == id {
+			return r
+		}
+	}
+	return nil
+}
+
+// reserve finds the reservation an on-demand launch of a type in a zone
+// runs in: the one its launch template targets, else an open one with
+// room, as EC2 does. It returns the reservation (nil for none) or the
+// fleet error code and message.
+func (a *Account) reserve(data ec2types.RequestLaunchTemplateData, instanceType, zone string) (*ec2types.CapacityReservation, string, string) {
+	spec := data.CapacityReservationSpecification
+	if spec != nil && spec.CapacityReservationTarget != nil && spec.CapacityReservationTarget.CapacityReservationId != nil {
+		id := *spec.CapacityReservationTarget.CapacityReservationId
+		r := a.reservation(id)
+		switch {
+		case r == nil:
+			return nil, "InvalidCapacityReservationId.NotFound", fmt.Sprintf("The capacity reservation ID '%s' does not exist", id)
+		case r.State != ec2types.CapacityReservationStateActive:
+			return nil, "InvalidCapacityReservationId.Malformed", fmt.Sprintf("The capacity reservation '%s' is %s, not active", id, r.State)
+		case deref(r.InstanceType) != instanceType || deref(r.AvailabilityZone) != zone:
+			return nil, "InvalidParameterCombination", fmt.Sprintf("The capacity reservation '%s' is for %s in %s, not %s in %s",
+				id, deref(r.InstanceType), deref(r.AvailabilityZone), instanceType, zone)
+		case aws.ToInt32(r.AvailableInstanceCount) <= 0:
+			return nil, "ReservationCapacityExceeded", fmt.Sprintf("The requested reservation '%s' does not have sufficient compatible and available capacity for this request.", id)
+		}
+		return r, "", ""
+	}
+	if spec != nil && spec.CapacityReservationPreference == ec2types.CapacityReservationPreferenceNone {
+		return nil, "", ""
+	}
+	for _, r := range a.reservations {
+		if r.InstanceMatchCriteria == ec2types.InstanceMatchCriteriaOpen && r.State == ec2types.CapacityReservationStateActive &&
+			deref(r.InstanceType) == instanceType && deref(r.AvailabilityZone) == zone && aws.ToInt32(r.AvailableInstanceCount) > 0 {
+			return r, "", ""
+		}
+	}
+	return nil, "", ""
+}
+
+// release gives a terminated instance's place back to its reservation.
+func (a *Account) release(inst *Instance) {
+	if inst.CapacityReservationId == nil {
+		return
+	}
+	if r := a.reservation(*inst.CapacityReservationId); r != nil && aws.ToInt32(r.AvailableInstanceCount) < aws.ToInt32(r.TotalInstanceCount) {
+		r.AvailableInstanceCount = aws.Int32(aws.ToInt32(r.AvailableInstanceCount) + 1)
+	}
+}

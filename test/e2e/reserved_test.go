@@ -1,0 +1,56 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	v1 "github.com/nodewright/nodewright/api/v1"
+	simaws "github.com/nodewright/nodewright/internal/sim/aws"
+)
+
+func TestReservedCapacity(t *testing.T) {
+	sim, snap := run(t, "reserved-capacity", nil)
+	if !snap.Done() {
+		t.Fatalf("not every pod runs on a Ready NodeClaim: %+v", snap)
+	}
+	ctx := context.Background()
+	nc := nodeClass(t, sim, "default")
+	if len(nc.Status.CapacityReservations) != 1 || nc.Status.CapacityReservations[0].ID != simaws.SeedReservationID {
+		t.Errorf("EC2NodeClass status capacityReservations: %+v", nc.Status.CapacityReservations)
+	}
+	claims := &v1.NodeClaimList{}
+	if err := sim.Kube.List(ctx, claims); err != nil {
+		t.Fatal(err)
+	}
+	byType := map[string]int{}
+	for _, c := range claims.Items {
+		ct := c.Labels[v1.LabelCapacityType]
+		byType[ct]++
+		if ct != v1.CapacityTypeReserved {
+			continue
+		}
+		node := &corev1.Node{}
+		if err := sim.Kube.Get(ctx, client.ObjectKey{Name: c.Status.NodeName}, node); err != nil {
+			t.Fatal(err)
+		}
+		if node.Labels[awsv1.LabelCapacityReservationID] != simaws.SeedReservationID || node.Labels[corev1.LabelInstanceTypeStable] != "m5.large" ||
+			node.Labels[corev1.LabelTopologyZone] != "us-east-1a" || node.Labels[v1.LabelCapacityType] != v1.CapacityTypeReserved {
+			t.Errorf("reserved node %s has labels %v", node.Name, node.Labels)
+		}
+	}
+	// Both reserved instances are used, and no more; the other pods run
+	// on spot.
+	if byType[v1.CapacityTypeReserved] != 2 || byType[v1.CapacityTypeSpot] == 0 || byType[v1.CapacityTypeOnDemand] != 0 {
+		t.Errorf("NodeClaims by capacity type %v, want 2 reserved and the rest spot", byType)
+	}
+	for _, r := range sim.Account.CapacityReservations() {
+		if aws.ToString(r.CapacityReservationId) == simaws.SeedReservationID && aws.ToInt32(r.AvailableInstanceCount) != 0 {
+			t.Errorf("the reservation still has %d instances available", aws.ToInt32(r.AvailableInstanceCount))
+		}
+	}
+}
