@@ -17,6 +17,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/nodewright/nodewright/internal/controlplane"
+	simaws "github.com/nodewright/nodewright/internal/sim/aws"
 	"github.com/nodewright/nodewright/internal/sim/runner"
 	"github.com/nodewright/nodewright/scenarios"
 )
@@ -27,6 +28,8 @@ func newSimCommand() *cobra.Command {
 		keep, noCCM, skipValidation  bool
 		timeout, stall, bootDelay    time.Duration
 		registrationTimeout, workDir string
+		faults                       simaws.Faults
+		noCapacity                   []string
 	)
 	cmd := &cobra.Command{
 		Use:   "sim",
@@ -61,6 +64,7 @@ is enough), or a manifest file.`,
 			opts.AssetsDir, opts.WorkDir = assets, workDir
 			opts.BootDelay, opts.CloudControllerManager = bootDelay, !noCCM
 			opts.Operator.SkipUserDataValidation = skipValidation
+			opts.Faults, opts.NoCapacity = faults, noCapacity
 			if registrationTimeout != "" {
 				if opts.Operator.Lifecycle.RegistrationTimeout, err = time.ParseDuration(registrationTimeout); err != nil {
 					return fmt.Errorf("--registration-timeout: %w", err)
@@ -112,6 +116,9 @@ is enough), or a manifest file.`,
 	f.BoolVar(&skipValidation, "unsafe-skip-userdata-validation", false, "launch nodes even when their user data would keep them from registering (reproduces S1 and S3 at runtime)")
 	f.StringVar(&registrationTimeout, "registration-timeout", "", "delete NodeClaims whose node has not registered after this long (default 15m)")
 	f.StringVar(&workDir, "work-dir", "", "directory for the kubeconfig and component logs (default: a temporary one)")
+	f.IntVar(&faults.ThrottleEvery, "throttle-every", 0, "the simulated AWS APIs refuse one call in this many with RequestLimitExceeded (retried with the SDK's backoff)")
+	f.DurationVar(&faults.Latency, "api-latency", 0, "delay every simulated AWS API call by this long")
+	f.StringArrayVar(&noCapacity, "insufficient-capacity", nil, "an offering CAPACITY-TYPE:INSTANCE-TYPE:ZONE (such as spot:m5.large:us-east-1a) that has no capacity; repeatable")
 	return cmd
 }
 

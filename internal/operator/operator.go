@@ -124,9 +124,10 @@ func New(ctx context.Context, rc *rest.Config, cfg Config, clouds Clouds, clk cl
 	if err != nil {
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
+	launcher := provider.New(clouds.EC2, resolver, cluster, clk)
 	cloud := &provider.CloudProvider{
 		Kube:     mgr.GetClient(),
-		Provider: provider.New(clouds.EC2, resolver, cluster, clk),
+		Provider: launcher,
 		Types: &instancetypes.Cache{
 			Provider: &instancetypes.Provider{EC2: clouds.EC2, Pricing: clouds.Pricing, Region: cfg.Region},
 			Clock:    clk, TTL: cfg.InstanceTypeTTL,
@@ -134,7 +135,7 @@ func New(ctx context.Context, rc *rest.Config, cfg Config, clouds Clouds, clk cl
 	}
 	status := &nodeclass.Controller{
 		Client: mgr.GetClient(), Resolver: resolver, Recorder: recorder, Clock: clk, Refresh: cfg.NodeClassRefresh,
-		SkipUserDataValidation: cfg.SkipUserDataValidation,
+		SkipUserDataValidation: cfg.SkipUserDataValidation, LaunchTemplates: launcher,
 	}
 	if err := status.SetupWithManager(mgr); err != nil {
 		return nil, err

@@ -34,4 +34,8 @@ const (
 	// LabelCapacityReservationID is the capacity reservation a reserved
 	// node runs in.
 	LabelCapacityReservationID = Group + "/capacity-reservation-id"
+	// TerminationFinalizer holds a deleted EC2NodeClass until its
+	// NodeClaims are gone and its launch templates and managed instance
+	// profile are deleted.
+	TerminationFinalizer = Group + "/termination"
 )

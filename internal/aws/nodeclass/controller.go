@@ -3,6 +3,7 @@ package nodeclass
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -11,9 +12,17 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/userdata"
 )
 
@@ -30,21 +39,51 @@ type Controller struct {
 	// SkipUserDataValidation reports user data errors as Warning events
 	// only, so nodes launch anyway (to reproduce S1 and S3 at runtime).
 	SkipUserDataValidation bool
+	// LaunchTemplates deletes the launch templates made for a deleted
+	// EC2NodeClass.
+	LaunchTemplates LaunchTemplateCleaner
 }
+
+// LaunchTemplateCleaner deletes the launch templates of an EC2NodeClass.
+type LaunchTemplateCleaner interface {
+	DeleteLaunchTemplates(ctx context.Context, nodeClass string) error
+}
+
+// waitForNodeClaims is how often a deleted EC2NodeClass checks whether its
+// NodeClaims are gone (their deletion also triggers a check).
+const waitForNodeClaims = 10 * time.Second
 
 // SetupWithManager registers the controller.
 func (c *Controller) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).Named("ec2nodeclass.status").For(&awsv1.EC2NodeClass{}).Complete(c)
+	return ctrl.NewControllerManagedBy(mgr).Named("ec2nodeclass.status").For(&awsv1.EC2NodeClass{}).
+		Watches(&v1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			if ref := o.(*v1.NodeClaim).Spec.NodeClassRef; ref != nil && ref.Kind == "EC2NodeClass" {
+				return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: ref.Name}}}
+			}
+			return nil
+		}), builder.WithPredicates(predicate.Funcs{
+			CreateFunc: func(event.CreateEvent) bool { return false }, UpdateFunc: func(event.UpdateEvent) bool { return false },
+			DeleteFunc: func(event.DeleteEvent) bool { return true }, GenericFunc: func(event.GenericEvent) bool { return false },
+		})).
+		Complete(c)
 }
 
-// Reconcile resolves one EC2NodeClass and patches its status once.
+// Reconcile resolves one EC2NodeClass and patches its status once; a
+// deleted one is finalized.
 func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	nc := &awsv1.EC2NodeClass{}
 	if err := c.Client.Get(ctx, req.NamespacedName, nc); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !nc.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, nil
+		return c.finalize(ctx, nc)
+	}
+	if !controllerutil.ContainsFinalizer(nc, awsv1.TerminationFinalizer) {
+		patch := client.MergeFromWithOptions(nc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+		controllerutil.AddFinalizer(nc, awsv1.TerminationFinalizer)
+		if err := c.Client.Patch(ctx, nc, patch); err != nil {
+			return ctrl.Result{}, fmt.Errorf("adding the finalizer of EC2NodeClass %s: %w", nc.Name, err)
+		}
 	}
 	res := c.resolve(ctx, nc)
 	before := nc.DeepCopy()
@@ -99,4 +138,43 @@ func (c *Controller) resolve(ctx context.Context, nc *awsv1.EC2NodeClass) Resolu
 		}
 	}
 	return res
+}
+
+// finalize waits until no NodeClaim uses a deleted EC2NodeClass, then
+// deletes its launch templates and the instance profile made for its role,
+// and lets it go.
+func (c *Controller) finalize(ctx context.Context, nc *awsv1.EC2NodeClass) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(nc, awsv1.TerminationFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	claims := &v1.NodeClaimList{}
+	if err := c.Client.List(ctx, claims); err != nil {
+		return ctrl.Result{}, err
+	}
+	var using []string
+	for _, claim := range claims.Items {
+		if ref := claim.Spec.NodeClassRef; ref != nil && ref.Kind == "EC2NodeClass" && ref.Name == nc.Name {
+			using = append(using, claim.Name)
+		}
+	}
+	if len(using) > 0 {
+		c.Recorder.Eventf(nc, corev1.EventTypeNormal, "WaitingOnNodeClaimTermination",
+			"EC2NodeClass %s is deleted once its %d NodeClaims are gone: %s", nc.Name, len(using), strings.Join(using, ", "))
+		return ctrl.Result{RequeueAfter: waitForNodeClaims}, nil
+	}
+	if c.LaunchTemplates != nil {
+		if err := c.LaunchTemplates.DeleteLaunchTemplates(ctx, nc.Name); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if err := c.Resolver.DeleteInstanceProfile(ctx, nc); err != nil {
+		return ctrl.Result{}, err
+	}
+	patch := client.MergeFromWithOptions(nc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.RemoveFinalizer(nc, awsv1.TerminationFinalizer)
+	if err := c.Client.Patch(ctx, nc, patch); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	logf.FromContext(ctx).Info("deleted EC2NodeClass: launch templates and managed instance profile removed")
+	return ctrl.Result{}, nil
 }

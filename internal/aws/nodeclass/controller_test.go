@@ -17,12 +17,16 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
+	"github.com/nodewright/nodewright/internal/aws/provider"
+	"github.com/nodewright/nodewright/internal/aws/userdata"
 	"github.com/nodewright/nodewright/internal/controlplane"
 	simaws "github.com/nodewright/nodewright/internal/sim/aws"
 )
@@ -31,26 +35,36 @@ import (
 // and the simulated account.
 func startController(t *testing.T) client.Client {
 	t.Helper()
+	k, _ := startControllerWithAccount(t)
+	return k
+}
+
+func startControllerWithAccount(t *testing.T) (client.Client, *simaws.Account) {
+	t.Helper()
 	logf.SetLogger(logr.Discard())
 	cp := controlplane.StartForTest(t, controlplane.Options{})
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, awsv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, awsv1.AddToScheme, v1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			t.Fatal(err)
 		}
 	}
-	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	skip := true // one manager per test in this process
+	mgr, err := ctrl.NewManager(cp.Config, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		Controller: config.Controller{SkipNameValidation: &skip}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	account := simaws.NewAccount()
 	account.Seed()
+	resolver := &nodeclass.Resolver{EC2: account.EC2(), SSM: account.SSM(), IAM: account.IAM(), ClusterName: "nodewright-sim", KubernetesVersion: simaws.KubernetesVersion}
 	c := &nodeclass.Controller{
-		Client:   mgr.GetClient(),
-		Resolver: &nodeclass.Resolver{EC2: account.EC2(), SSM: account.SSM(), IAM: account.IAM(), ClusterName: "nodewright-sim", KubernetesVersion: simaws.KubernetesVersion},
-		Recorder: mgr.GetEventRecorderFor("nodewright"),
-		Clock:    clock.RealClock{},
-		Refresh:  time.Minute,
+		Client:          mgr.GetClient(),
+		Resolver:        resolver,
+		Recorder:        mgr.GetEventRecorderFor("nodewright"),
+		Clock:           clock.RealClock{},
+		Refresh:         time.Minute,
+		LaunchTemplates: provider.New(account.EC2(), resolver, userdata.Cluster{Name: "nodewright-sim"}, clock.RealClock{}),
 	}
 	if err := c.SetupWithManager(mgr); err != nil {
 		t.Fatal(err)
@@ -68,7 +82,7 @@ func startController(t *testing.T) client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return k
+	return k, account
 }
 
 func scenarioNodeClass(t *testing.T, file string) *awsv1.EC2NodeClass {

@@ -17,6 +17,7 @@ type iamAPI interface {
 	CreateInstanceProfile(ctx context.Context, in *iam.CreateInstanceProfileInput, opts ...func(*iam.Options)) (*iam.CreateInstanceProfileOutput, error)
 	AddRoleToInstanceProfile(ctx context.Context, in *iam.AddRoleToInstanceProfileInput, opts ...func(*iam.Options)) (*iam.AddRoleToInstanceProfileOutput, error)
 	RemoveRoleFromInstanceProfile(ctx context.Context, in *iam.RemoveRoleFromInstanceProfileInput, opts ...func(*iam.Options)) (*iam.RemoveRoleFromInstanceProfileOutput, error)
+	DeleteInstanceProfile(ctx context.Context, in *iam.DeleteInstanceProfileInput, opts ...func(*iam.Options)) (*iam.DeleteInstanceProfileOutput, error)
 }
 
 var unsafeNameChars = regexp.MustCompile(`[^A-Za-z0-9+=,.@_-]`)
@@ -84,4 +85,32 @@ func (r *Resolver) InstanceProfile(ctx context.Context, nc *awsv1.EC2NodeClass) 
 		return "", fmt.Errorf("adding role %s to instance profile %s: %w", nc.Spec.Role, name, err)
 	}
 	return name, nil
+}
+
+// DeleteInstanceProfile deletes the instance profile nodewright manages for
+// an EC2NodeClass with a role (a profile the EC2NodeClass names is the
+// user's and stays). A profile already gone is fine.
+func (r *Resolver) DeleteInstanceProfile(ctx context.Context, nc *awsv1.EC2NodeClass) error {
+	if nc.Spec.InstanceProfile != nil {
+		return nil
+	}
+	name := ProfileName(r.ClusterName, nc.Name)
+	out, err := r.IAM.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(name)})
+	if isNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("getting instance profile %s: %w", name, err)
+	}
+	for _, role := range out.InstanceProfile.Roles {
+		if _, err := r.IAM.RemoveRoleFromInstanceProfile(ctx, &iam.RemoveRoleFromInstanceProfileInput{
+			InstanceProfileName: aws.String(name), RoleName: role.RoleName,
+		}); err != nil && !isNotFound(err) {
+			return fmt.Errorf("removing role %s from instance profile %s: %w", aws.ToString(role.RoleName), name, err)
+		}
+	}
+	if _, err := r.IAM.DeleteInstanceProfile(ctx, &iam.DeleteInstanceProfileInput{InstanceProfileName: aws.String(name)}); err != nil && !isNotFound(err) {
+		return fmt.Errorf("deleting instance profile %s: %w", name, err)
+	}
+	return nil
 }

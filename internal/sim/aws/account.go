@@ -31,6 +31,8 @@ type Account struct {
 	unavailable    map[string]bool
 	accessEntries  map[string]string // principal ARN → type
 	reservations   []*ec2types.CapacityReservation
+	faults         Faults
+	stats          Stats
 	clock          clock.PassiveClock
 }
 

@@ -13,7 +13,10 @@ type EC2 struct{ account *Account }
 
 // DescribeSubnets lists subnets by id and filters (subnet-id, availability-zone,
 // tag:KEY, tag-key).
-func (e *EC2) DescribeSubnets(_ context.Context, in *ec2.DescribeSubnetsInput, _ ...func(*ec2.Options)) (*ec2.DescribeSubnetsOutput, error) {
+func (e *EC2) DescribeSubnets(ctx context.Context, in *ec2.DescribeSubnetsInput, _ ...func(*ec2.Options)) (*ec2.DescribeSubnetsOutput, error) {
+	if err := e.account.call(ctx); err != nil {
+		return nil, err
+	}
 	a := e.account
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -57,7 +60,10 @@ func hasSubnet(subnets []ec2types.Subnet, id string) bool {
 
 // DescribeSecurityGroups lists security groups by id, name and filters
 // (group-id, group-name, tag:KEY, tag-key).
-func (e *EC2) DescribeSecurityGroups(_ context.Context, in *ec2.DescribeSecurityGroupsInput, _ ...func(*ec2.Options)) (*ec2.DescribeSecurityGroupsOutput, error) {
+func (e *EC2) DescribeSecurityGroups(ctx context.Context, in *ec2.DescribeSecurityGroupsInput, _ ...func(*ec2.Options)) (*ec2.DescribeSecurityGroupsOutput, error) {
+	if err := e.account.call(ctx); err != nil {
+		return nil, err
+	}
 	a := e.account
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -99,7 +105,10 @@ func (e *EC2) DescribeSecurityGroups(_ context.Context, in *ec2.DescribeSecurity
 
 // DescribeImages lists AMIs by id, owner and filters (image-id, name,
 // architecture, tag:KEY, tag-key). Owners are account ids or self, amazon.
-func (e *EC2) DescribeImages(_ context.Context, in *ec2.DescribeImagesInput, _ ...func(*ec2.Options)) (*ec2.DescribeImagesOutput, error) {
+func (e *EC2) DescribeImages(ctx context.Context, in *ec2.DescribeImagesInput, _ ...func(*ec2.Options)) (*ec2.DescribeImagesOutput, error) {
+	if err := e.account.call(ctx); err != nil {
+		return nil, err
+	}
 	a := e.account
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -19,7 +19,10 @@ type EKS struct{ account *Account }
 func (a *Account) EKS() *EKS { return &EKS{account: a} }
 
 // DescribeCluster describes the scenarios' cluster.
-func (e *EKS) DescribeCluster(_ context.Context, in *eks.DescribeClusterInput, _ ...func(*eks.Options)) (*eks.DescribeClusterOutput, error) {
+func (e *EKS) DescribeCluster(ctx context.Context, in *eks.DescribeClusterInput, _ ...func(*eks.Options)) (*eks.DescribeClusterOutput, error) {
+	if err := e.account.call(ctx); err != nil {
+		return nil, err
+	}
 	if aws.ToString(in.Name) != account.ClusterName {
 		return nil, apiError("ResourceNotFoundException", fmt.Sprintf("No cluster found for name: %s.", aws.ToString(in.Name)))
 	}
@@ -49,7 +52,10 @@ func (a *Account) AccessEntryType(principalARN string) (string, bool) {
 }
 
 // ListAccessEntries lists the principals with an access entry, sorted.
-func (e *EKS) ListAccessEntries(_ context.Context, in *eks.ListAccessEntriesInput, _ ...func(*eks.Options)) (*eks.ListAccessEntriesOutput, error) {
+func (e *EKS) ListAccessEntries(ctx context.Context, in *eks.ListAccessEntriesInput, _ ...func(*eks.Options)) (*eks.ListAccessEntriesOutput, error) {
+	if err := e.account.call(ctx); err != nil {
+		return nil, err
+	}
 	if aws.ToString(in.ClusterName) != account.ClusterName {
 		return nil, apiError("ResourceNotFoundException", fmt.Sprintf("No cluster found for name: %s.", aws.ToString(in.ClusterName)))
 	}
@@ -64,7 +70,10 @@ func (e *EKS) ListAccessEntries(_ context.Context, in *eks.ListAccessEntriesInpu
 }
 
 // DescribeAccessEntry describes one principal's access entry.
-func (e *EKS) DescribeAccessEntry(_ context.Context, in *eks.DescribeAccessEntryInput, _ ...func(*eks.Options)) (*eks.DescribeAccessEntryOutput, error) {
+func (e *EKS) DescribeAccessEntry(ctx context.Context, in *eks.DescribeAccessEntryInput, _ ...func(*eks.Options)) (*eks.DescribeAccessEntryOutput, error) {
+	if err := e.account.call(ctx); err != nil {
+		return nil, err
+	}
 	if aws.ToString(in.ClusterName) != account.ClusterName {
 		return nil, apiError("ResourceNotFoundException", fmt.Sprintf("No cluster found for name: %s.", aws.ToString(in.ClusterName)))
 	}

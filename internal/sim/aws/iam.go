@@ -32,7 +32,10 @@ func (a *Account) profile(name string) (*iamtypes.InstanceProfile, error) {
 }
 
 // GetInstanceProfile returns an instance profile with its roles.
-func (s *IAM) GetInstanceProfile(_ context.Context, in *iam.GetInstanceProfileInput, _ ...func(*iam.Options)) (*iam.GetInstanceProfileOutput, error) {
+func (s *IAM) GetInstanceProfile(ctx context.Context, in *iam.GetInstanceProfileInput, _ ...func(*iam.Options)) (*iam.GetInstanceProfileOutput, error) {
+	if err := s.account.call(ctx); err != nil {
+		return nil, err
+	}
 	a := s.account
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -46,7 +49,10 @@ func (s *IAM) GetInstanceProfile(_ context.Context, in *iam.GetInstanceProfileIn
 }
 
 // CreateInstanceProfile creates an empty instance profile.
-func (s *IAM) CreateInstanceProfile(_ context.Context, in *iam.CreateInstanceProfileInput, _ ...func(*iam.Options)) (*iam.CreateInstanceProfileOutput, error) {
+func (s *IAM) CreateInstanceProfile(ctx context.Context, in *iam.CreateInstanceProfileInput, _ ...func(*iam.Options)) (*iam.CreateInstanceProfileOutput, error) {
+	if err := s.account.call(ctx); err != nil {
+		return nil, err
+	}
 	a := s.account
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -66,7 +72,10 @@ func (s *IAM) CreateInstanceProfile(_ context.Context, in *iam.CreateInstancePro
 }
 
 // AddRoleToInstanceProfile puts a role in a profile; a profile holds one.
-func (s *IAM) AddRoleToInstanceProfile(_ context.Context, in *iam.AddRoleToInstanceProfileInput, _ ...func(*iam.Options)) (*iam.AddRoleToInstanceProfileOutput, error) {
+func (s *IAM) AddRoleToInstanceProfile(ctx context.Context, in *iam.AddRoleToInstanceProfileInput, _ ...func(*iam.Options)) (*iam.AddRoleToInstanceProfileOutput, error) {
+	if err := s.account.call(ctx); err != nil {
+		return nil, err
+	}
 	a := s.account
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -86,7 +95,10 @@ func (s *IAM) AddRoleToInstanceProfile(_ context.Context, in *iam.AddRoleToInsta
 }
 
 // RemoveRoleFromInstanceProfile empties a profile.
-func (s *IAM) RemoveRoleFromInstanceProfile(_ context.Context, in *iam.RemoveRoleFromInstanceProfileInput, _ ...func(*iam.Options)) (*iam.RemoveRoleFromInstanceProfileOutput, error) {
+func (s *IAM) RemoveRoleFromInstanceProfile(ctx context.Context, in *iam.RemoveRoleFromInstanceProfileInput, _ ...func(*iam.Options)) (*iam.RemoveRoleFromInstanceProfileOutput, error) {
+	if err := s.account.call(ctx); err != nil {
+		return nil, err
+	}
 	a := s.account
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -108,7 +120,10 @@ func (s *IAM) RemoveRoleFromInstanceProfile(_ context.Context, in *iam.RemoveRol
 }
 
 // DeleteInstanceProfile deletes an empty profile.
-func (s *IAM) DeleteInstanceProfile(_ context.Context, in *iam.DeleteInstanceProfileInput, _ ...func(*iam.Options)) (*iam.DeleteInstanceProfileOutput, error) {
+func (s *IAM) DeleteInstanceProfile(ctx context.Context, in *iam.DeleteInstanceProfileInput, _ ...func(*iam.Options)) (*iam.DeleteInstanceProfileOutput, error) {
+	if err := s.account.call(ctx); err != nil {
+		return nil, err
+	}
 	a := s.account
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -125,7 +140,10 @@ func (s *IAM) DeleteInstanceProfile(_ context.Context, in *iam.DeleteInstancePro
 }
 
 // TagInstanceProfile adds or replaces tags.
-func (s *IAM) TagInstanceProfile(_ context.Context, in *iam.TagInstanceProfileInput, _ ...func(*iam.Options)) (*iam.TagInstanceProfileOutput, error) {
+func (s *IAM) TagInstanceProfile(ctx context.Context, in *iam.TagInstanceProfileInput, _ ...func(*iam.Options)) (*iam.TagInstanceProfileOutput, error) {
+	if err := s.account.call(ctx); err != nil {
+		return nil, err
+	}
 	a := s.account
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -33,7 +33,10 @@ func (a *Account) specs() ([]instancetypes.Spec, error) {
 
 // DescribeInstanceTypes describes the catalog's instance types (all of
 // them, or those named), in one page.
-func (e *EC2) DescribeInstanceTypes(_ context.Context, in *ec2.DescribeInstanceTypesInput, _ ...func(*ec2.Options)) (*ec2.DescribeInstanceTypesOutput, error) {
+func (e *EC2) DescribeInstanceTypes(ctx context.Context, in *ec2.DescribeInstanceTypesInput, _ ...func(*ec2.Options)) (*ec2.DescribeInstanceTypesOutput, error) {
+	if err := e.account.call(ctx); err != nil {
+		return nil, err
+	}
 	specs, err := e.account.specs()
 	if err != nil {
 		return nil, err
@@ -97,7 +100,10 @@ func gpuMaker(name string) string {
 
 // DescribeInstanceTypeOfferings lists the priced instance types in every
 // zone (location type availability-zone).
-func (e *EC2) DescribeInstanceTypeOfferings(_ context.Context, in *ec2.DescribeInstanceTypeOfferingsInput, _ ...func(*ec2.Options)) (*ec2.DescribeInstanceTypeOfferingsOutput, error) {
+func (e *EC2) DescribeInstanceTypeOfferings(ctx context.Context, in *ec2.DescribeInstanceTypeOfferingsInput, _ ...func(*ec2.Options)) (*ec2.DescribeInstanceTypeOfferingsOutput, error) {
+	if err := e.account.call(ctx); err != nil {
+		return nil, err
+	}
 	if in.LocationType != "" && in.LocationType != ec2types.LocationTypeAvailabilityZone {
 		return nil, apiError("InvalidParameterValue", "the simulated account lists offerings by availability-zone only")
 	}
@@ -124,7 +130,10 @@ var spotTimestamp = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 
 // DescribeSpotPriceHistory returns the current spot price of every priced
 // instance type (or those named) in every zone.
-func (e *EC2) DescribeSpotPriceHistory(_ context.Context, in *ec2.DescribeSpotPriceHistoryInput, _ ...func(*ec2.Options)) (*ec2.DescribeSpotPriceHistoryOutput, error) {
+func (e *EC2) DescribeSpotPriceHistory(ctx context.Context, in *ec2.DescribeSpotPriceHistoryInput, _ ...func(*ec2.Options)) (*ec2.DescribeSpotPriceHistoryOutput, error) {
+	if err := e.account.call(ctx); err != nil {
+		return nil, err
+	}
 	specs, err := e.account.specs()
 	if err != nil {
 		return nil, err
@@ -154,7 +163,10 @@ func (a *Account) Pricing() *Pricing { return &Pricing{account: a} }
 
 // GetProducts returns price list documents shaped like AWS's for the
 // AmazonEC2 service, filtered by instanceType when asked.
-func (p *Pricing) GetProducts(_ context.Context, in *pricing.GetProductsInput, _ ...func(*pricing.Options)) (*pricing.GetProductsOutput, error) {
+func (p *Pricing) GetProducts(ctx context.Context, in *pricing.GetProductsInput, _ ...func(*pricing.Options)) (*pricing.GetProductsOutput, error) {
+	if err := p.account.call(ctx); err != nil {
+		return nil, err
+	}
 	if aws.ToString(in.ServiceCode) != "AmazonEC2" {
 		return nil, apiError("InvalidParameterException", "the simulated account prices AmazonEC2 only")
 	}

@@ -28,7 +28,10 @@ func (a *Account) SetUnavailable(capacityType, instanceType, zone string, unavai
 }
 
 // CreateLaunchTemplate stores a launch template under a unique name.
-func (e *EC2) CreateLaunchTemplate(_ context.Context, in *ec2.CreateLaunchTemplateInput, _ ...func(*ec2.Options)) (*ec2.CreateLaunchTemplateOutput, error) {
+func (e *EC2) CreateLaunchTemplate(ctx context.Context, in *ec2.CreateLaunchTemplateInput, _ ...func(*ec2.Options)) (*ec2.CreateLaunchTemplateOutput, error) {
+	if err := e.account.call(ctx); err != nil {
+		return nil, err
+	}
 	a := e.account
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -53,7 +56,10 @@ func (e *EC2) CreateLaunchTemplate(_ context.Context, in *ec2.CreateLaunchTempla
 }
 
 // DescribeLaunchTemplates lists launch templates by name, id or tag filter.
-func (e *EC2) DescribeLaunchTemplates(_ context.Context, in *ec2.DescribeLaunchTemplatesInput, _ ...func(*ec2.Options)) (*ec2.DescribeLaunchTemplatesOutput, error) {
+func (e *EC2) DescribeLaunchTemplates(ctx context.Context, in *ec2.DescribeLaunchTemplatesInput, _ ...func(*ec2.Options)) (*ec2.DescribeLaunchTemplatesOutput, error) {
+	if err := e.account.call(ctx); err != nil {
+		return nil, err
+	}
 	a := e.account
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -93,7 +99,10 @@ func (e *EC2) DescribeLaunchTemplates(_ context.Context, in *ec2.DescribeLaunchT
 }
 
 // DeleteLaunchTemplate deletes a launch template by name or id.
-func (e *EC2) DeleteLaunchTemplate(_ context.Context, in *ec2.DeleteLaunchTemplateInput, _ ...func(*ec2.Options)) (*ec2.DeleteLaunchTemplateOutput, error) {
+func (e *EC2) DeleteLaunchTemplate(ctx context.Context, in *ec2.DeleteLaunchTemplateInput, _ ...func(*ec2.Options)) (*ec2.DeleteLaunchTemplateOutput, error) {
+	if err := e.account.call(ctx); err != nil {
+		return nil, err
+	}
 	a := e.account
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -118,7 +127,10 @@ type candidate struct {
 // overrides that have capacity; overrides made unavailable answer
 // InsufficientInstanceCapacity. A repeated ClientToken returns the first
 // call's result without launching again.
-func (e *EC2) CreateFleet(_ context.Context, in *ec2.CreateFleetInput, _ ...func(*ec2.Options)) (*ec2.CreateFleetOutput, error) {
+func (e *EC2) CreateFleet(ctx context.Context, in *ec2.CreateFleetInput, _ ...func(*ec2.Options)) (*ec2.CreateFleetOutput, error) {
+	if err := e.account.call(ctx); err != nil {
+		return nil, err
+	}
 	specs, err := e.account.specs()
 	if err != nil {
 		return nil, err
@@ -332,7 +344,10 @@ func (a *Account) Instances() []Instance {
 
 // DescribeInstances lists instances by id and filters (instance-id,
 // instance-state-name, tag:KEY, tag-key).
-func (e *EC2) DescribeInstances(_ context.Context, in *ec2.DescribeInstancesInput, _ ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error) {
+func (e *EC2) DescribeInstances(ctx context.Context, in *ec2.DescribeInstancesInput, _ ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error) {
+	if err := e.account.call(ctx); err != nil {
+		return nil, err
+	}
 	a := e.account
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -382,7 +397,10 @@ func (a *Account) instance(id string) *Instance {
 
 // TerminateInstances terminates instances; terminated instances stay
 // visible with state terminated.
-func (e *EC2) TerminateInstances(_ context.Context, in *ec2.TerminateInstancesInput, _ ...func(*ec2.Options)) (*ec2.TerminateInstancesOutput, error) {
+func (e *EC2) TerminateInstances(ctx context.Context, in *ec2.TerminateInstancesInput, _ ...func(*ec2.Options)) (*ec2.TerminateInstancesOutput, error) {
+	if err := e.account.call(ctx); err != nil {
+		return nil, err
+	}
 	a := e.account
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -405,7 +423,10 @@ func (e *EC2) TerminateInstances(_ context.Context, in *ec2.TerminateInstancesIn
 }
 
 // CreateTags adds or replaces tags on instances.
-func (e *EC2) CreateTags(_ context.Context, in *ec2.CreateTagsInput, _ ...func(*ec2.Options)) (*ec2.CreateTagsOutput, error) {
+func (e *EC2) CreateTags(ctx context.Context, in *ec2.CreateTagsInput, _ ...func(*ec2.Options)) (*ec2.CreateTagsOutput, error) {
+	if err := e.account.call(ctx); err != nil {
+		return nil, err
+	}
 	a := e.account
 	a.mu.Lock()
 	defer a.mu.Unlock()

@@ -48,7 +48,10 @@ func (a *Account) CapacityReservations() []ec2types.CapacityReservation {
 // DescribeCapacityReservations lists reservations by id and filters
 // (instance-type, availability-zone, owner-id, state,
 // instance-match-criteria, reservation-type, tag:KEY, tag-key).
-func (e *EC2) DescribeCapacityReservations(_ context.Context, in *ec2.DescribeCapacityReservationsInput, _ ...func(*ec2.Options)) (*ec2.DescribeCapacityReservationsOutput, error) {
+func (e *EC2) DescribeCapacityReservations(ctx context.Context, in *ec2.DescribeCapacityReservationsInput, _ ...func(*ec2.Options)) (*ec2.DescribeCapacityReservationsOutput, error) {
+	if err := e.account.call(ctx); err != nil {
+		return nil, err
+	}
 	a := e.account
 	a.mu.Lock()
 	defer a.mu.Unlock()

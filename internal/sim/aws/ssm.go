@@ -11,7 +11,10 @@ import (
 type SSM struct{ account *Account }
 
 // GetParameter returns a parameter, or ParameterNotFound.
-func (s *SSM) GetParameter(_ context.Context, in *ssm.GetParameterInput, _ ...func(*ssm.Options)) (*ssm.GetParameterOutput, error) {
+func (s *SSM) GetParameter(ctx context.Context, in *ssm.GetParameterInput, _ ...func(*ssm.Options)) (*ssm.GetParameterOutput, error) {
+	if err := s.account.call(ctx); err != nil {
+		return nil, err
+	}
 	s.account.mu.Lock()
 	defer s.account.mu.Unlock()
 	name := deref(in.Name)

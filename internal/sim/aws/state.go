@@ -16,7 +16,10 @@ import (
 
 // GetConsoleOutput returns what an instance printed, base64-encoded as EC2
 // returns it.
-func (e *EC2) GetConsoleOutput(_ context.Context, in *ec2.GetConsoleOutputInput, _ ...func(*ec2.Options)) (*ec2.GetConsoleOutputOutput, error) {
+func (e *EC2) GetConsoleOutput(ctx context.Context, in *ec2.GetConsoleOutputInput, _ ...func(*ec2.Options)) (*ec2.GetConsoleOutputOutput, error) {
+	if err := e.account.call(ctx); err != nil {
+		return nil, err
+	}
 	a := e.account
 	a.mu.Lock()
 	defer a.mu.Unlock()

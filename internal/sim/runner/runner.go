@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,6 +46,11 @@ type Options struct {
 	// empty.
 	AssetsDir string
 	Log       logr.Logger
+	// Faults the simulated account injects into every API call.
+	Faults simaws.Faults
+	// NoCapacity lists offerings ("spot:m5.large:us-east-1a") that fail
+	// with InsufficientInstanceCapacity.
+	NoCapacity []string
 }
 
 // DefaultOptions boot nodes in two seconds with the cloud controller
@@ -73,6 +79,14 @@ type Sim struct {
 // Start starts the control plane, the simulated account, kubelets and
 // cloud controller manager, and the operator.
 func Start(ctx context.Context, opts Options) (*Sim, error) {
+	var noCapacity [][]string
+	for _, o := range opts.NoCapacity {
+		parts := strings.Split(o, ":")
+		if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+			return nil, fmt.Errorf("offering %q without capacity: write CAPACITY-TYPE:INSTANCE-TYPE:ZONE, such as spot:m5.large:us-east-1a", o)
+		}
+		noCapacity = append(noCapacity, parts)
+	}
 	plane, err := controlplane.Start(ctx, controlplane.Options{Scheduler: true, ControllerManager: true, WorkDir: opts.WorkDir, AssetsDir: opts.AssetsDir})
 	if err != nil {
 		return nil, err
@@ -80,6 +94,10 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &Sim{Plane: plane, Account: simaws.NewAccount(), cancel: cancel, errs: make(chan error, 4)}
 	s.Account.Seed()
+	s.Account.SetFaults(opts.Faults)
+	for _, parts := range noCapacity {
+		s.Account.SetUnavailable(parts[0], parts[1], parts[2], true)
+	}
 	scheme, err := operator.Scheme()
 	if err != nil {
 		return nil, errors.Join(err, s.Stop())

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	corev1 "k8s.io/api/core/v1"
@@ -11,6 +12,7 @@ import (
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	simaws "github.com/nodewright/nodewright/internal/sim/aws"
+	"github.com/nodewright/nodewright/internal/sim/runner"
 )
 
 func TestReservedCapacity(t *testing.T) {
@@ -52,5 +54,19 @@ func TestReservedCapacity(t *testing.T) {
 		if aws.ToString(r.CapacityReservationId) == simaws.SeedReservationID && aws.ToInt32(r.AvailableInstanceCount) != 0 {
 			t.Errorf("the reservation still has %d instances available", aws.ToInt32(r.AvailableInstanceCount))
 		}
+	}
+}
+
+// The healthy scenario still settles when the simulated AWS APIs throttle
+// one call in four and answer slowly: nodewright's calls are retried.
+func TestHealthyUnderThrottling(t *testing.T) {
+	sim, snap := run(t, "healthy", func(o *runner.Options) {
+		o.Faults = simaws.Faults{ThrottleEvery: 4, Latency: 20 * time.Millisecond}
+	})
+	if !snap.Done() {
+		t.Fatalf("not every pod runs on a Ready NodeClaim under throttling: %+v", snap)
+	}
+	if st := sim.Account.Stats(); st.Throttled == 0 || st.Retries < st.Throttled {
+		t.Errorf("stats %+v: want throttled calls, all retried", st)
 	}
 }

@@ -1,0 +1,109 @@
+package aws
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+)
+
+// Faults are failures the simulated account injects into every API call.
+type Faults struct {
+	// ThrottleEvery throttles one call in this many (0: never) with
+	// RequestLimitExceeded, counted over all APIs, so a given sequence of
+	// calls is throttled the same way every time.
+	ThrottleEvery int
+	// Latency delays every call.
+	Latency time.Duration
+}
+
+// Stats count the account's API calls.
+type Stats struct {
+	// Calls are attempts, including the throttled ones; Throttled were
+	// refused with RequestLimitExceeded; Retries were attempts after a
+	// throttled one.
+	Calls, Throttled, Retries int
+	// Backoff is the time spent waiting before retries.
+	Backoff time.Duration
+}
+
+// SetFaults sets the faults injected from now on.
+func (a *Account) SetFaults(f Faults) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.faults = f
+}
+
+// Stats returns the API call counts so far.
+func (a *Account) Stats() Stats {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.stats
+}
+
+// call is the client side of every simulated API call: it waits the
+// injected latency, and when the account throttles the call it backs off
+// and tries again with the AWS SDK's standard retry policy (the real
+// clients run the same policy in their middleware), returning the
+// throttling error once the attempts are used up.
+func (a *Account) call(ctx context.Context) error {
+	retryer := retry.NewStandard(func(o *retry.StandardOptions) { o.RateLimiter = noRateLimit{} })
+	for attempt := 1; ; attempt++ {
+		a.mu.Lock()
+		faults := a.faults
+		a.stats.Calls++
+		if attempt > 1 {
+			a.stats.Retries++
+		}
+		throttled := faults.ThrottleEvery > 0 && a.stats.Calls%faults.ThrottleEvery == 0
+		if throttled {
+			a.stats.Throttled++
+		}
+		a.mu.Unlock()
+		if err := sleep(ctx, faults.Latency); err != nil {
+			return err
+		}
+		if !throttled {
+			return nil
+		}
+		err := apiError("RequestLimitExceeded", "Request limit exceeded.")
+		if attempt >= retryer.MaxAttempts() || !retryer.IsErrorRetryable(err) {
+			return err
+		}
+		delay, derr := retryer.RetryDelay(attempt, err)
+		if derr != nil {
+			return errors.Join(err, derr)
+		}
+		a.mu.Lock()
+		a.stats.Backoff += delay
+		a.mu.Unlock()
+		if err := sleep(ctx, delay); err != nil {
+			return err
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// noRateLimit leaves out the SDK's client-side retry quota, which would
+// stop retries under sustained throttling in a long simulation.
+type noRateLimit struct{}
+
+func (noRateLimit) GetToken(context.Context, uint) (func() error, error) {
+	return func() error { return nil }, nil
+}
+
+func (noRateLimit) AddTokens(uint) error { return nil }
