@@ -74,6 +74,9 @@ func (p *Provider) Create(ctx context.Context, claim *v1.NodeClaim, class *awsv1
 	if len(candidates) == 0 {
 		return nil, &cloudprovider.InsufficientCapacityError{Message: fmt.Sprintf("no instance type meets the requirements of NodeClaim %s", claim.Name)}
 	}
+	if err := amisCover(claim, class, candidates); err != nil {
+		return nil, err
+	}
 	capacityType := p.capacityType(reqs, candidates)
 	subnets, err := p.resolver.Subnets(ctx, class)
 	if err != nil {
@@ -246,6 +249,35 @@ func (p *Provider) launchTemplateConfigs(ctx context.Context, claim *v1.NodeClai
 		})
 	}
 	return configs, nil
+}
+
+// amisCover refuses a NodeClaim none of whose instance types has an AMI of
+// its architecture in the EC2NodeClass, naming what is there.
+func amisCover(claim *v1.NodeClaim, class *awsv1.EC2NodeClass, types []*scheduling.InstanceType) error {
+	archs := map[string]bool{}
+	for _, it := range types {
+		if _, ok := amiFor(it, class.Status.AMIs); ok {
+			return nil
+		}
+		for _, a := range it.Requirements[scheduling.LabelArch].Values() {
+			archs[a] = true
+		}
+	}
+	var want, have []string
+	for a := range archs {
+		want = append(want, a)
+	}
+	sort.Strings(want)
+	for _, ami := range class.Status.AMIs {
+		var req []string
+		for _, r := range ami.Requirements {
+			req = append(req, r.Key+" "+string(r.Operator)+" "+strings.Join(r.Values, ","))
+		}
+		have = append(have, ami.ID+" ("+strings.Join(req, "; ")+")")
+	}
+	return &cloudprovider.NodeClassNotReadyError{Message: fmt.Sprintf(
+		"EC2NodeClass %s has no AMI for %s, the architecture of every instance type NodeClaim %s allows; its AMIs: %s; select an AMI for %s in amiSelectorTerms or restrict the NodePool to the AMIs' architecture",
+		class.Name, strings.Join(want, ", "), claim.Name, strings.Join(have, ", "), strings.Join(want, ", "))}
 }
 
 // amiFor picks the AMI whose requirements (architecture) the type meets.

@@ -2,6 +2,7 @@ package aws
 
 import (
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
@@ -32,8 +33,11 @@ type Account struct {
 	accessEntries  map[string]string // principal ARN → type
 	reservations   []*ec2types.CapacityReservation
 	faults         Faults
-	stats          Stats
-	clock          clock.PassiveClock
+	// pendingFor and shuttingDownFor are how long instances stay in
+	// those states.
+	pendingFor, shuttingDownFor time.Duration
+	stats                       Stats
+	clock                       clock.PassiveClock
 }
 
 // NewAccount returns an empty account; Seed fills it with the scenarios'

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -293,11 +294,11 @@ func (a *Account) launch(c candidate, zone string, lifecycle ec2types.InstanceLi
 			ImageId: data.ImageId, SubnetId: c.override.SubnetId, Placement: &ec2types.Placement{AvailabilityZone: aws.String(zone)},
 			PrivateDnsName:   aws.String(fmt.Sprintf("ip-10-0-%d-%d.ec2.internal", n/250, n%250+4)),
 			PrivateIpAddress: aws.String(fmt.Sprintf("10.0.%d.%d", n/250, n%250+4)),
-			State:            &ec2types.InstanceState{Name: ec2types.InstanceStateNameRunning, Code: aws.Int32(16)},
 			LaunchTime:       aws.Time(a.clock.Now()),
 		},
 		UserData: deref(data.UserData),
 	}
+	a.setState(inst, statePending)
 	if lifecycle == ec2types.InstanceLifecycleSpot {
 		inst.InstanceLifecycle = ec2types.InstanceLifecycleTypeSpot
 	}
@@ -327,12 +328,14 @@ type Instance struct {
 	// ConsoleOutput is what the instance printed, such as the kubelet's
 	// errors when it cannot register.
 	ConsoleOutput string
+	stateSince    time.Time
 }
 
 // Instances returns copies of the account's instances, in launch order.
 func (a *Account) Instances() []Instance {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.advance()
 	out := make([]Instance, 0, len(a.instances))
 	for _, i := range a.instances {
 		c := *i
@@ -351,6 +354,7 @@ func (e *EC2) DescribeInstances(ctx context.Context, in *ec2.DescribeInstancesIn
 	a := e.account
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.advance()
 	for _, id := range in.InstanceIds {
 		if a.instance(id) == nil {
 			return nil, apiError("InvalidInstanceID.NotFound", fmt.Sprintf("The instance ID '%s' does not exist", id))
@@ -395,8 +399,8 @@ func (a *Account) instance(id string) *Instance {
 	return nil
 }
 
-// TerminateInstances terminates instances; terminated instances stay
-// visible with state terminated.
+// TerminateInstances terminates instances: they are shutting-down, then
+// terminated (and stay visible so).
 func (e *EC2) TerminateInstances(ctx context.Context, in *ec2.TerminateInstancesInput, _ ...func(*ec2.Options)) (*ec2.TerminateInstancesOutput, error) {
 	if err := e.account.call(ctx); err != nil {
 		return nil, err
@@ -404,6 +408,8 @@ func (e *EC2) TerminateInstances(ctx context.Context, in *ec2.TerminateInstances
 	a := e.account
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	a.advance()
+	defer a.advance()
 	out := &ec2.TerminateInstancesOutput{}
 	for _, id := range in.InstanceIds {
 		inst := a.instance(id)
@@ -411,10 +417,9 @@ func (e *EC2) TerminateInstances(ctx context.Context, in *ec2.TerminateInstances
 			return nil, apiError("InvalidInstanceID.NotFound", fmt.Sprintf("The instance ID '%s' does not exist", id))
 		}
 		previous := *inst.State
-		if previous.Name != ec2types.InstanceStateNameTerminated {
-			a.release(inst)
+		if previous.Name == ec2types.InstanceStateNamePending || previous.Name == ec2types.InstanceStateNameRunning {
+			a.setState(inst, stateShuttingDown)
 		}
-		inst.State = &ec2types.InstanceState{Name: ec2types.InstanceStateNameTerminated, Code: aws.Int32(48)}
 		out.TerminatingInstances = append(out.TerminatingInstances, ec2types.InstanceStateChange{
 			InstanceId: aws.String(id), PreviousState: &previous, CurrentState: inst.State,
 		})

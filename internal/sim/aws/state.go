@@ -52,6 +52,7 @@ const StateFile = "aws-account.json"
 // SaveState writes the account's state to path atomically.
 func (a *Account) SaveState(path string) error {
 	a.mu.Lock()
+	a.advance()
 	st := State{Profiles: a.profiles, AccessEntries: a.accessEntries}
 	for _, i := range a.instances {
 		st.Instances = append(st.Instances, *i)

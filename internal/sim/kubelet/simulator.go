@@ -77,8 +77,8 @@ func (s *Simulator) Run(ctx context.Context, interval time.Duration) error {
 	}
 }
 
-// Tick boots due instances, removes the nodes of terminated ones, keeps
-// nodes Ready and their pods running.
+// Tick boots due running instances, removes the nodes of terminated ones,
+// keeps nodes of running ones Ready and their pods running.
 func (s *Simulator) Tick(ctx context.Context) error {
 	nodes := &corev1.NodeList{}
 	if err := s.Kube.List(ctx, nodes); err != nil {
@@ -99,6 +99,8 @@ func (s *Simulator) Tick(ctx context.Context) error {
 					return err
 				}
 			}
+		case inst.State.Name != ec2types.InstanceStateNameRunning:
+			continue // still pending, or shutting down: no kubelet runs
 		case node == nil:
 			if _, failed := s.Failure(id); failed || s.Clock.Since(aws.ToTime(inst.LaunchTime)) < s.BootDelay {
 				continue

@@ -46,6 +46,9 @@ type Options struct {
 	// empty.
 	AssetsDir string
 	Log       logr.Logger
+	// Pending and ShuttingDown are how long instances stay in those
+	// states.
+	Pending, ShuttingDown time.Duration
 	// Faults the simulated account injects into every API call.
 	Faults simaws.Faults
 	// NoCapacity lists offerings ("spot:m5.large:us-east-1a") that fail
@@ -62,7 +65,8 @@ func DefaultOptions() Options {
 	cfg.MetricsAddr, cfg.HealthAddr = "0", "0"
 	cfg.BatchIdle, cfg.BatchMax = 500*time.Millisecond, 3*time.Second
 	cfg.Lifecycle.Poll = time.Second
-	return Options{BootDelay: 2 * time.Second, CloudControllerManager: true, CCMDelay: 2 * time.Second, Operator: cfg, Log: logr.Discard()}
+	return Options{BootDelay: 2 * time.Second, CloudControllerManager: true, CCMDelay: 2 * time.Second, Operator: cfg, Log: logr.Discard(),
+		Pending: time.Second, ShuttingDown: 2 * time.Second}
 }
 
 // Sim is a running simulation.
@@ -95,6 +99,7 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 	s := &Sim{Plane: plane, Account: simaws.NewAccount(), cancel: cancel, errs: make(chan error, 4)}
 	s.Account.Seed()
 	s.Account.SetFaults(opts.Faults)
+	s.Account.SetTransitions(opts.Pending, opts.ShuttingDown)
 	for _, parts := range noCapacity {
 		s.Account.SetUnavailable(parts[0], parts[1], parts[2], true)
 	}

@@ -1,0 +1,51 @@
+package aws
+
+import (
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+)
+
+// Instance states with EC2's codes.
+var (
+	statePending      = ec2types.InstanceState{Name: ec2types.InstanceStateNamePending, Code: aws.Int32(0)}
+	stateRunning      = ec2types.InstanceState{Name: ec2types.InstanceStateNameRunning, Code: aws.Int32(16)}
+	stateShuttingDown = ec2types.InstanceState{Name: ec2types.InstanceStateNameShuttingDown, Code: aws.Int32(32)}
+	stateTerminated   = ec2types.InstanceState{Name: ec2types.InstanceStateNameTerminated, Code: aws.Int32(48)}
+)
+
+// SetTransitions sets how long instances stay pending after launch and
+// shutting-down after termination (zero: they move on at once).
+func (a *Account) SetTransitions(pending, shuttingDown time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.pendingFor, a.shuttingDownFor = pending, shuttingDown
+}
+
+// setState moves an instance to a state now.
+func (a *Account) setState(inst *Instance, st ec2types.InstanceState) {
+	s := st
+	inst.State = &s
+	inst.stateSince = a.clock.Now()
+}
+
+// advance moves instances on as time passes: pending → running,
+// shutting-down → terminated (which gives a reservation its place back).
+// The caller holds the lock.
+func (a *Account) advance() {
+	now := a.clock.Now()
+	for _, inst := range a.instances {
+		switch inst.State.Name {
+		case ec2types.InstanceStateNamePending:
+			if now.Sub(inst.stateSince) >= a.pendingFor {
+				a.setState(inst, stateRunning)
+			}
+		case ec2types.InstanceStateNameShuttingDown:
+			if now.Sub(inst.stateSince) >= a.shuttingDownFor {
+				a.setState(inst, stateTerminated)
+				a.release(inst)
+			}
+		}
+	}
+}
