@@ -22,6 +22,7 @@ import (
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/scheduling"
 )
 
 // Annotations that drive the relaunch backoff: the NodePool's consecutive
@@ -76,15 +77,10 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.Client.List(ctx, claims, client.MatchingLabels{v1.LabelNodePool: np.Name}); err != nil {
 		return reconcile.Result{}, err
 	}
-	resources := corev1.ResourceList{}
+	resources := corev1.ResourceList{"nodes": *resource.NewQuantity(0, resource.DecimalSI)}
 	for _, nc := range claims.Items {
-		for k, q := range nc.Status.Capacity {
-			sum := resources[k]
-			sum.Add(q)
-			resources[k] = sum
-		}
+		resources = scheduling.AddNodeUsage(resources, nc.Status.Capacity)
 	}
-	resources["nodes"] = *resource.NewQuantity(int64(len(claims.Items)), resource.DecimalSI)
 	np.Status.Resources = resources
 	now := metav1.NewTime(c.Clock.Now())
 	classReady, classMsg := c.nodeClassReady(ctx, np)

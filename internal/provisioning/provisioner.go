@@ -11,7 +11,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -236,19 +235,7 @@ func (p *Provisioner) nodePools(ctx context.Context, claims []v1.NodeClaim) ([]*
 	usage := map[string]corev1.ResourceList{}
 	for _, nc := range claims {
 		pool := nc.Labels[v1.LabelNodePool]
-		list := usage[pool]
-		if list == nil {
-			list = corev1.ResourceList{}
-			usage[pool] = list
-		}
-		for k, q := range nc.Status.Capacity {
-			sum := list[k]
-			sum.Add(q)
-			list[k] = sum
-		}
-		n := list["nodes"]
-		n.Add(resource.MustParse("1"))
-		list["nodes"] = n
+		usage[pool] = scheduling.AddNodeUsage(usage[pool], nc.Status.Capacity)
 	}
 	var out []*scheduling.NodePool
 	var skipped []string

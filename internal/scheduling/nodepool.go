@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
 )
@@ -39,4 +40,21 @@ func NodePoolFromObject(np *v1.NodePool, types []*InstanceType, amis []AMI, usag
 		InstanceTypes: types,
 		AMIs:          amis,
 	}
+}
+
+// AddNodeUsage adds a node's (or NodeClaim's) capacity, and one to
+// "nodes", to a NodePool's usage, which it returns (made when nil).
+func AddNodeUsage(usage, capacity corev1.ResourceList) corev1.ResourceList {
+	if usage == nil {
+		usage = corev1.ResourceList{}
+	}
+	for k, q := range capacity {
+		sum := usage[k]
+		sum.Add(q)
+		usage[k] = sum
+	}
+	nodes := usage["nodes"]
+	nodes.Add(*resource.NewQuantity(1, resource.DecimalSI))
+	usage["nodes"] = nodes
+	return usage
 }

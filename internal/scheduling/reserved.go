@@ -24,8 +24,8 @@ type reservedSlot struct {
 	id   string
 }
 
-// reservedSlots lists a pool's reservations: reserved offerings of instance
-// types that have an AMI and are allowed by the pool's requirements.
+// reservedSlots lists a pool's reservations: the reserved offerings of
+// instance types that have an AMI (reservedClaim checks the requirements).
 func reservedSlots(np *NodePool) []reservedSlot {
 	var out []reservedSlot
 	for _, it := range np.InstanceTypes {
@@ -140,7 +140,7 @@ func excludeReserved(pl *pool, reqs Requirements) {
 // got no NodeClaim from a pool.
 func reservedOnlyReason(pl *pool, need Resources) string {
 	if len(pl.reserved) == 0 {
-		return fmt.Sprintf("only reserved capacity is allowed and EC2NodeClass %s selects no capacity reservation with room", pl.NodeClass)
+		return fmt.Sprintf("only reserved capacity is allowed and EC2NodeClass %s selects no capacity reservation (spec.capacityReservationSelectorTerms)", pl.NodeClass)
 	}
 	return fmt.Sprintf("only reserved capacity is allowed and no capacity reservation of EC2NodeClass %s has room for %s", pl.NodeClass, describeNeed(need, pl.daemon))
 }

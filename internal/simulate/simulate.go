@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
@@ -243,19 +242,7 @@ func nodePoolUsage(nodes []*corev1.Node) map[string]corev1.ResourceList {
 		if pool == "" {
 			continue
 		}
-		list := out[pool]
-		if list == nil {
-			list = corev1.ResourceList{}
-			out[pool] = list
-		}
-		for k, q := range n.Status.Capacity {
-			sum := list[k]
-			sum.Add(q)
-			list[k] = sum
-		}
-		count := list["nodes"]
-		count.Add(resource.MustParse("1"))
-		list["nodes"] = count
+		out[pool] = scheduling.AddNodeUsage(out[pool], n.Status.Capacity)
 	}
 	return out
 }

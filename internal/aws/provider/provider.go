@@ -44,11 +44,12 @@ type Provider struct {
 	resolver    *nodeclass.Resolver
 	cluster     userdata.Cluster
 	unavailable *unavailableOfferings
+	clock       clock.PassiveClock
 }
 
 // New returns a provider for a cluster.
 func New(ec2API sdk.EC2, resolver *nodeclass.Resolver, cluster userdata.Cluster, c clock.PassiveClock) *Provider {
-	return &Provider{ec2: ec2API, resolver: resolver, cluster: cluster, unavailable: newUnavailableOfferings(c, UnavailableOfferingTTL)}
+	return &Provider{ec2: ec2API, resolver: resolver, cluster: cluster, unavailable: newUnavailableOfferings(c, UnavailableOfferingTTL), clock: c}
 }
 
 // Create launches the instance of a NodeClaim: the cheapest offering its
@@ -142,7 +143,7 @@ func (p *Provider) Create(ctx context.Context, claim *v1.NodeClaim, class *awsv1
 // reservations are the EC2NodeClass's capacity reservations and the
 // instances each can take now, read fresh: launches elsewhere use them up.
 func (p *Provider) reservations(ctx context.Context, class *awsv1.EC2NodeClass) ([]instancetypes.Reservation, error) {
-	found, err := p.resolver.CapacityReservations(ctx, class, p.unavailable.clock.Now())
+	found, err := p.resolver.CapacityReservations(ctx, class, p.clock.Now())
 	if err != nil {
 		return nil, fmt.Errorf("EC2NodeClass %s: %w", class.Name, err)
 	}
@@ -269,11 +270,12 @@ func amisCover(claim *v1.NodeClaim, class *awsv1.EC2NodeClass, types []*scheduli
 	}
 	sort.Strings(want)
 	for _, ami := range class.Status.AMIs {
+		reqs := scheduling.NewRequirements(ami.Requirements...)
 		var req []string
-		for _, r := range ami.Requirements {
-			req = append(req, r.Key+" "+string(r.Operator)+" "+strings.Join(r.Values, ","))
+		for _, k := range reqs.Keys() {
+			req = append(req, reqs[k].String())
 		}
-		have = append(have, ami.ID+" ("+strings.Join(req, "; ")+")")
+		have = append(have, ami.ID+" ("+strings.Join(req, ", ")+")")
 	}
 	return &cloudprovider.NodeClassNotReadyError{Message: fmt.Sprintf(
 		"EC2NodeClass %s has no AMI for %s, the architecture of every instance type NodeClaim %s allows; its AMIs: %s; select an AMI for %s in amiSelectorTerms or restrict the NodePool to the AMIs' architecture",

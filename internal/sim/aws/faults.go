@@ -48,7 +48,6 @@ func (a *Account) Stats() Stats {
 // clients run the same policy in their middleware), returning the
 // throttling error once the attempts are used up.
 func (a *Account) call(ctx context.Context) error {
-	retryer := retry.NewStandard(func(o *retry.StandardOptions) { o.RateLimiter = noRateLimit{} })
 	for attempt := 1; ; attempt++ {
 		a.mu.Lock()
 		faults := a.faults
@@ -97,6 +96,10 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return nil
 	}
 }
+
+// retryer is the AWS SDK's standard retry policy, safe for concurrent use
+// (its backoff draws from crypto/rand).
+var retryer = retry.NewStandard(func(o *retry.StandardOptions) { o.RateLimiter = noRateLimit{} })
 
 // noRateLimit leaves out the SDK's client-side retry quota, which would
 // stop retries under sustained throttling in a long simulation.
