@@ -1,6 +1,9 @@
 // Command bench measures the scheduler on workloads A and B at several
 // sizes and prints pods/s, nodes, $/hour, peak memory and, for workload B,
-// the ratio of the plan's price to the lower bound. Each measurement runs
+// the ratio of the plan's price to three lower bounds: the fractional
+// cover of total CPU and memory, the same with pod slots, and the
+// configuration LP (scheduling.PackingLowerBound). The peak memory is
+// measured before the bounds are computed. Each measurement runs
 // in a fresh process so that its peak resident memory is its own.
 //
 // Usage: go run ./hack/bench [-sizes-a 1000,...] [-sizes-b 1000,...]
@@ -31,6 +34,7 @@ type result struct {
 	Price         float64
 	LowerBound    float64
 	PodAwareBound float64
+	PackingBound  float64
 	PeakRSSMiB    float64
 }
 
@@ -46,8 +50,8 @@ func main() {
 		}
 		return
 	}
-	format := "%-8s %7s %8s %8s %7s %13s %10s %11s %7s %15s %8s %12s\n"
-	fmt.Printf(format, "workload", "pods", "seconds", "pods/s", "nodes", "unschedulable", "$/hour", "lower bound", "ratio", "pod-aware bound", "ratio", "peak RSS MiB")
+	format := "%-8s %7s %8s %8s %7s %13s %10s %11s %7s %15s %7s %13s %7s %12s\n"
+	fmt.Printf(format, "workload", "pods", "seconds", "pods/s", "nodes", "unschedulable", "$/hour", "lower bound", "ratio", "pod-aware bound", "ratio", "packing bound", "ratio", "peak RSS MiB")
 	for _, w := range []struct{ name, sizes string }{{"A", *sizesA}, {"B", *sizesB}} {
 		for _, size := range strings.Split(w.sizes, ",") {
 			r, err := child(w.name + ":" + size)
@@ -55,15 +59,22 @@ func main() {
 				fmt.Fprintln(os.Stderr, "bench:", err)
 				os.Exit(1)
 			}
-			bound, ratio, podBound, podRatio := "-", "-", "-", "-"
-			if r.LowerBound > 0 {
-				bound, ratio = fmt.Sprintf("%.2f", r.LowerBound), fmt.Sprintf("%.3f", r.Price/r.LowerBound)
-				podBound, podRatio = fmt.Sprintf("%.2f", r.PodAwareBound), fmt.Sprintf("%.3f", r.Price/r.PodAwareBound)
-			}
+			bound, ratio := boundColumns(r.LowerBound, r.Price)
+			podBound, podRatio := boundColumns(r.PodAwareBound, r.Price)
+			packBound, packRatio := boundColumns(r.PackingBound, r.Price)
 			fmt.Printf(format, r.Workload, fmt.Sprint(r.Pods), fmt.Sprintf("%.2f", r.Seconds), fmt.Sprintf("%.0f", float64(r.Pods)/r.Seconds),
-				fmt.Sprint(r.Nodes), fmt.Sprint(r.Unschedulable), fmt.Sprintf("%.2f", r.Price), bound, ratio, podBound, podRatio, fmt.Sprintf("%.0f", r.PeakRSSMiB))
+				fmt.Sprint(r.Nodes), fmt.Sprint(r.Unschedulable), fmt.Sprintf("%.2f", r.Price), bound, ratio, podBound, podRatio, packBound, packRatio, fmt.Sprintf("%.0f", r.PeakRSSMiB))
 		}
 	}
+}
+
+// boundColumns prints a lower bound and the price's ratio to it, or
+// dashes when there is none.
+func boundColumns(bound, price float64) (string, string) {
+	if bound <= 0 {
+		return "-", "-"
+	}
+	return fmt.Sprintf("%.2f", bound), fmt.Sprintf("%.3f", price/bound)
 }
 
 func child(spec string) (*result, error) {
@@ -104,6 +115,7 @@ func measure(spec string) error {
 	if name == "B" {
 		r.LowerBound = workload.LowerBound(in)
 		r.PodAwareBound = workload.PodAwareLowerBound(in)
+		r.PackingBound, _ = scheduling.PackingLowerBound(in)
 	}
 	return json.NewEncoder(os.Stdout).Encode(r)
 }

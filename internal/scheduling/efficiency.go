@@ -87,6 +87,12 @@ func chooseShape(types []*InstanceType, sh *shapes, demand Resources, reqs Requi
 	if shape == nil {
 		return nil, types
 	}
+	return shape, noDearer(types, sh, shape, reqs)
+}
+
+// noDearer returns the types no dearer than shape, or all of them when
+// fewer would not meet minValues.
+func noDearer(types []*InstanceType, sh *shapes, shape *InstanceType, reqs Requirements) []*InstanceType {
 	limit := sh.price[shape]
 	out := make([]*InstanceType, 0, len(types))
 	for _, it := range types {
@@ -95,9 +101,9 @@ func chooseShape(types []*InstanceType, sh *shapes, demand Resources, reqs Requi
 		}
 	}
 	if !minValuesMet(out, reqs) {
-		return shape, types
+		return types
 	}
-	return shape, out
+	return out
 }
 
 // coverage is the share of demand one instance covers, at most 1.

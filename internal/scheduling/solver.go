@@ -16,9 +16,12 @@ import (
 // the same plan.
 func Solve(in Input) *Plan {
 	s := newSolver(in)
+	s.deferring = true
 	for _, p := range s.pods {
 		s.schedule(p)
 	}
+	s.deferring = false
+	s.placeDeferred()
 	return s.finish()
 }
 
@@ -41,6 +44,12 @@ type solver struct {
 	// reservations is how many more instances each capacity reservation
 	// takes.
 	reservations map[string]int
+	// deferring makes the main pass set interchangeable pods that need a
+	// new NodeClaim aside in deferred, to be packed together.
+	deferring bool
+	deferred  []*podInfo
+	// forcedShape, when set, is the shape newClaim gives a NodeClaim.
+	forcedShape *InstanceType
 }
 
 // target is an existing node or a planned NodeClaim.
@@ -119,7 +128,7 @@ func newSolver(in Input) *solver {
 			s.record(p, t)
 		}
 	}
-	sort.SliceStable(s.pods, func(i, j int) bool { return lessPod(s.pods[i], s.pods[j]) })
+	sortPods(s.pods)
 	for _, p := range s.pods {
 		s.remaining = s.remaining.Add(p.requests)
 	}
@@ -151,22 +160,12 @@ func (s *solver) unschedulable(p *podInfo, reason string) {
 // try places p on the first target that takes it, else on a new NodeClaim;
 // it returns why not otherwise.
 func (s *solver) try(p *podInfo) string {
-	from := 0
-	if p.class != "" {
-		from = s.scanFrom[p.class]
+	if s.tryTargets(p) {
+		return ""
 	}
-	for i := s.index.next(from, p.requests); i >= 0; i = s.index.next(i+1, p.requests) {
-		t := s.targets[i]
-		if c, ok := s.fits(p, t); ok {
-			s.commit(p, t, c)
-			if p.class != "" {
-				s.scanFrom[p.class] = i
-			}
-			return ""
-		}
-	}
-	if p.class != "" {
-		s.scanFrom[p.class] = len(s.targets)
+	if s.deferring && packable(p) {
+		s.deferred = append(s.deferred, p)
+		return ""
 	}
 	var reasons []string
 	for _, pl := range s.pools {
@@ -358,7 +357,12 @@ func (s *solver) newClaim(p *podInfo, pl *pool) (*target, change, string) {
 			}
 			continue
 		}
-		t.shape, types = chooseShape(types, pl.shapesFor(key+fmt.Sprint(p.requests), types, merged, p.requests), s.remaining.Max(p.requests), merged)
+		sh := pl.shapesFor(key+fmt.Sprint(p.requests), types, merged, p.requests)
+		if _, ok := sh.price[s.forcedShape]; ok {
+			t.shape, types = s.forcedShape, noDearer(types, sh, s.forcedShape, merged)
+		} else {
+			t.shape, types = chooseShape(types, sh, s.remaining.Max(p.requests), merged)
+		}
 		pl.claims++
 		pl.nodes++
 		t.reqs = merged

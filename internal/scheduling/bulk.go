@@ -1,0 +1,221 @@
+package scheduling
+
+import (
+	"sort"
+
+	v1 "github.com/nodewright/nodewright/api/v1"
+)
+
+// Interchangeable pods — no spread, pod (anti-)affinity, preferences or
+// host ports, not counted by any other pod's terms, one node affinity
+// term — wait while the others are placed: the main pass defers those
+// that no existing node or planned NodeClaim takes. Afterwards they fill
+// the room the other NodeClaims left, then the rest of each group (same
+// NodePool, same requirements) is packed as a whole (see packing.go): the
+// NodeClaims of the rounded LP solution are opened with the pattern's
+// instance type as their shape, and what the rounding leaves goes through
+// the ordinary first fit. Every pod still enters through fits and
+// newClaim, so limits, taints and requirements are checked as for any
+// other.
+
+// packable reports whether a pod may be deferred and packed.
+func packable(p *podInfo) bool {
+	return p.class != "" && len(p.topology) == 0 && len(p.countedBy) == 0 && len(p.repelledBy) == 0 &&
+		len(p.preferences) == 0 && len(p.hostPorts) == 0 && len(p.terms) == 1 && len(p.unknownResources) == 0
+}
+
+// packGroup is the pods of one NodePool and requirements.
+type packGroup struct {
+	pool *pool
+	reqs Requirements
+	key  string
+	pods []*podInfo
+}
+
+// placeDeferred places the deferred pods.
+func (s *solver) placeDeferred() {
+	var waiting []*podInfo
+	for _, p := range s.deferred {
+		if !s.tryTargets(p) {
+			waiting = append(waiting, p)
+		}
+	}
+	var groups []*packGroup
+	byKey := map[string]*packGroup{}
+	var leftover []*podInfo
+	type choice struct {
+		pool   *pool
+		merged Requirements
+		ok     bool
+	}
+	byClass := map[string]choice{}
+	for _, p := range waiting {
+		ch, seen := byClass[p.class]
+		if !seen {
+			ch.pool, ch.merged, ch.ok = s.packPool(p)
+			byClass[p.class] = ch
+		}
+		pl, merged, ok := ch.pool, ch.merged, ch.ok
+		if !ok {
+			leftover = append(leftover, p)
+			continue
+		}
+		key := fingerprint(merged)
+		g := byKey[pl.Name+"\x00"+key]
+		if g == nil {
+			g = &packGroup{pool: pl, reqs: merged, key: key}
+			byKey[pl.Name+"\x00"+key] = g
+			groups = append(groups, g)
+		}
+		g.pods = append(g.pods, p)
+	}
+	for _, g := range groups {
+		leftover = append(leftover, s.packGroup(g)...)
+	}
+	sortPods(leftover)
+	s.remaining = Resources{}
+	for _, p := range leftover {
+		s.remaining = s.remaining.Add(p.requests)
+	}
+	for _, p := range leftover {
+		s.schedule(p)
+	}
+}
+
+// packPool finds the pool the first fit would open a NodeClaim from for
+// p, with the requirements the NodeClaim would have; ok is false when
+// that pool still has reserved capacity to hand out first, or none would.
+func (s *solver) packPool(p *podInfo) (*pool, Requirements, bool) {
+	reqs := p.terms[0]
+	for _, pl := range s.pools {
+		if _, ok := tolerates(p.tolerations, pl.Taints); !ok {
+			continue
+		}
+		if pl.nodesLimit >= 0 && pl.nodes >= pl.nodesLimit {
+			continue
+		}
+		if pl.Requirements.Compatible(reqs, pl.provides) != nil {
+			continue
+		}
+		merged := pl.Requirements.Copy()
+		merged.AddAll(reqs)
+		if onlyReserved(merged[v1.LabelCapacityType]) {
+			continue
+		}
+		if s.reservationsLeft(pl) {
+			return nil, nil, false
+		}
+		excludeReserved(pl, merged)
+		if types, _ := pl.candidatesByKey(fingerprint(merged), merged, p.requests); len(types) == 0 {
+			continue
+		}
+		return pl, merged, true
+	}
+	return nil, nil, false
+}
+
+// packGroup packs one group and returns the pods it did not place.
+func (s *solver) packGroup(g *packGroup) []*podInfo {
+	pl := g.pool
+	types, _ := pl.candidatesByKey(g.key, g.reqs, Resources{})
+	var items []packItem
+	queues := map[Resources][]*podInfo{}
+	for _, p := range g.pods {
+		if _, ok := queues[p.requests]; !ok {
+			items = append(items, packItem{requests: p.requests})
+		}
+		queues[p.requests] = append(queues[p.requests], p)
+	}
+	for i := range items {
+		items[i].count = len(queues[items[i].requests])
+	}
+	bins := make([]packType, len(types))
+	for i, it := range types {
+		o, _ := it.CheapestOffering(g.reqs)
+		bins[i] = packType{room: it.Allocatable.Sub(pl.daemon), price: o.Price}
+	}
+	nodes, _, ok := pack(items, bins)
+	if !ok {
+		return g.pods
+	}
+	var leftover []*podInfo
+	for _, node := range nodes {
+		var pods []*podInfo
+		for i, n := range node.counts {
+			q := queues[items[i].requests]
+			pods = append(pods, q[:n]...)
+			queues[items[i].requests] = q[n:]
+		}
+		sortPods(pods)
+		leftover = append(leftover, s.openPacked(pl, types[node.typ], pods)...)
+	}
+	for _, it := range items {
+		leftover = append(leftover, queues[it.requests]...)
+	}
+	return leftover
+}
+
+// openPacked opens a NodeClaim of shape for pods and returns those it did
+// not take.
+func (s *solver) openPacked(pl *pool, shape *InstanceType, pods []*podInfo) []*podInfo {
+	s.forcedShape = shape
+	t, c, _ := s.newClaim(pods[0], pl)
+	s.forcedShape = nil
+	if t == nil {
+		return pods
+	}
+	s.commit(pods[0], t, c)
+	// The pattern chose the pods for the shape; the first pod's fitting
+	// shapes do not apply.
+	saved := t.shape
+	t.shape = nil
+	var rest []*podInfo
+	for _, p := range pods[1:] {
+		if c, ok := s.fits(p, t); ok {
+			s.commit(p, t, c)
+		} else {
+			rest = append(rest, p)
+		}
+	}
+	t.shape = saved
+	return rest
+}
+
+// tryTargets places p on the first existing node or planned NodeClaim that
+// takes it.
+func (s *solver) tryTargets(p *podInfo) bool {
+	from := 0
+	if p.class != "" {
+		from = s.scanFrom[p.class]
+	}
+	for i := s.index.next(from, p.requests); i >= 0; i = s.index.next(i+1, p.requests) {
+		t := s.targets[i]
+		if c, ok := s.fits(p, t); ok {
+			s.commit(p, t, c)
+			if p.class != "" {
+				s.scanFrom[p.class] = i
+			}
+			return true
+		}
+	}
+	if p.class != "" {
+		s.scanFrom[p.class] = len(s.targets)
+	}
+	return false
+}
+
+// reservationsLeft reports whether any of a pool's reservations still
+// takes an instance.
+func (s *solver) reservationsLeft(pl *pool) bool {
+	for _, slot := range pl.reserved {
+		if s.reservations[slot.id] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// sortPods orders pods as the main pass does.
+func sortPods(pods []*podInfo) {
+	sort.SliceStable(pods, func(i, j int) bool { return lessPod(pods[i], pods[j]) })
+}
