@@ -118,23 +118,14 @@ func (s *solver) packPool(p *podInfo) (*pool, Requirements, bool) {
 func (s *solver) packGroup(g *packGroup) []*podInfo {
 	pl := g.pool
 	types, _ := pl.candidatesByKey(g.key, g.reqs, Resources{})
-	var items []packItem
+	requests := make([]Resources, len(g.pods))
 	queues := map[Resources][]*podInfo{}
-	for _, p := range g.pods {
-		if _, ok := queues[p.requests]; !ok {
-			items = append(items, packItem{requests: p.requests})
-		}
+	for i, p := range g.pods {
+		requests[i] = p.requests
 		queues[p.requests] = append(queues[p.requests], p)
 	}
-	for i := range items {
-		items[i].count = len(queues[items[i].requests])
-	}
-	bins := make([]packType, len(types))
-	for i, it := range types {
-		o, _ := it.CheapestOffering(g.reqs)
-		bins[i] = packType{room: it.Allocatable.Sub(pl.daemon), price: o.Price}
-	}
-	nodes, _, ok := pack(items, bins)
+	items := packItems(requests)
+	nodes, _, ok := pack(items, pl.packTypes(types, g.reqs))
 	if !ok {
 		return g.pods
 	}

@@ -33,6 +33,33 @@ type packItem struct {
 	count    int
 }
 
+// packItems counts the distinct requests, in order of first appearance.
+func packItems(requests []Resources) []packItem {
+	index := map[Resources]int{}
+	var items []packItem
+	for _, r := range requests {
+		i, ok := index[r]
+		if !ok {
+			i = len(items)
+			index[r] = i
+			items = append(items, packItem{requests: r})
+		}
+		items[i].count++
+	}
+	return items
+}
+
+// packTypes makes bins of a pool's instance types: allocatable less the
+// DaemonSet overhead, at the cheapest offering reqs allow.
+func (pl *pool) packTypes(types []*InstanceType, reqs Requirements) []packType {
+	out := make([]packType, len(types))
+	for i, it := range types {
+		o, _ := it.CheapestOffering(reqs)
+		out[i] = packType{room: it.Allocatable.Sub(pl.daemon), price: o.Price}
+	}
+	return out
+}
+
 // packType is an instance type as a bin: the room pods have on one node
 // and its price.
 type packType struct {
@@ -453,7 +480,7 @@ func (pk *packer) knapsack(values []float64, room Resources) (float64, []int, fl
 		}
 	}
 	// Densest first: value per share of the node the pod takes.
-	density := make(map[int]float64, len(ks.order))
+	density := make([]float64, len(pk.items))
 	for _, i := range ks.order {
 		share := 0.0
 		for e := range dims {
@@ -530,7 +557,7 @@ func (ks *knapsack) relax(capacity []float64) {
 	ks.descend(capacity, 2)
 	// Search the items in the order of their value over their price at
 	// mu: the first dive then follows the relaxation's solution.
-	ratio := make(map[int]float64, len(ks.order))
+	ratio := make([]float64, len(ks.pk.items))
 	for _, i := range ks.order {
 		cost := 0.0
 		for e := range dims {
@@ -722,24 +749,11 @@ func PackingLowerBound(in Input) (float64, bool) {
 		return 0, false
 	}
 	pl := newPool(in.NodePools[0], in.DaemonSets)
-	counts := map[Resources]int{}
-	var items []packItem
-	for _, pod := range in.Pods {
-		r, _ := PodRequests(pod)
-		if counts[r] == 0 {
-			items = append(items, packItem{requests: r})
-		}
-		counts[r]++
+	requests := make([]Resources, len(in.Pods))
+	for i, pod := range in.Pods {
+		requests[i], _ = PodRequests(pod)
 	}
-	for i := range items {
-		items[i].count = counts[items[i].requests]
-	}
-	var types []packType
-	for _, it := range pl.launchable {
-		o, _ := it.CheapestOffering(pl.Requirements)
-		types = append(types, packType{room: it.Allocatable.Sub(pl.daemon), price: o.Price})
-	}
-	pk, ok := newPacker(items, types)
+	pk, ok := newPacker(packItems(requests), pl.packTypes(pl.launchable, pl.Requirements))
 	if !ok {
 		return 0, false
 	}
