@@ -179,4 +179,25 @@ const (
 	ConditionRegistered  = "Registered"
 	ConditionInitialized = "Initialized"
 	ConditionReady       = "Ready"
+	// ConditionDrifted is True, with the reason, while the NodeClaim no
+	// longer matches its NodePool or EC2NodeClass; absent otherwise.
+	ConditionDrifted = "Drifted"
+)
+
+// Condition reasons of NodeClaims.
+const (
+	ReasonLaunched                 = "Launched"
+	ReasonLaunchFailed             = "LaunchFailed"
+	ReasonRegistered               = "Registered"
+	ReasonNodeNotFound             = "NodeNotFound"
+	ReasonMultipleNodesFound       = "MultipleNodesFound"
+	ReasonUnregisteredTaintMissing = "UnregisteredTaintMissing"
+	ReasonInitialized              = "Initialized"
+	ReasonNodeNotReady             = "NodeNotReady"
+	ReasonStartupTaintsExist       = "StartupTaintsExist"
+	ReasonEphemeralTaintsExist     = "KnownEphemeralTaintsExist"
+	ReasonResourceNotRegistered    = "ResourceNotRegistered"
+	ReasonNotLaunched              = "NotLaunched"
+	ReasonNotRegistered            = "NotRegistered"
+	ReasonReady                    = "Ready"
 )

@@ -129,13 +129,17 @@ type NodeClaimTemplateSpec struct {
 }
 
 // ConsolidationPolicy says which nodes consolidation may remove.
-// +kubebuilder:validation:Enum=WhenEmpty;WhenEmptyOrUnderutilized
+// +kubebuilder:validation:Enum=WhenEmpty;WhenEmptyOrUnderutilized;Balanced
 type ConsolidationPolicy string
 
 // Consolidation policies.
 const (
 	ConsolidationPolicyWhenEmpty                = ConsolidationPolicy("WhenEmpty")
 	ConsolidationPolicyWhenEmptyOrUnderutilized = ConsolidationPolicy("WhenEmptyOrUnderutilized")
+	// ConsolidationPolicyBalanced consolidates underutilized nodes only
+	// when the share of the NodePool's cost a command saves is at least
+	// the share of the NodePool's pods it moves.
+	ConsolidationPolicyBalanced = ConsolidationPolicy("Balanced")
 )
 
 // Disruption controls voluntary disruption of a NodePool's nodes.
@@ -147,7 +151,8 @@ type Disruption struct {
 	ConsolidateAfter NillableDuration `json:"consolidateAfter,omitempty"`
 	// ConsolidationPolicy: WhenEmpty removes only nodes without workload
 	// pods; WhenEmptyOrUnderutilized also replaces or removes nodes whose
-	// pods fit elsewhere.
+	// pods fit elsewhere; Balanced does so only when the share of the
+	// NodePool's cost saved is at least the share of its pods moved.
 	// +kubebuilder:default:=WhenEmptyOrUnderutilized
 	// +optional
 	ConsolidationPolicy ConsolidationPolicy `json:"consolidationPolicy,omitempty"`
@@ -168,6 +173,9 @@ const (
 	DisruptionReasonUnderutilized = DisruptionReason("Underutilized")
 	DisruptionReasonEmpty         = DisruptionReason("Empty")
 	DisruptionReasonDrifted       = DisruptionReason("Drifted")
+	// DisruptionReasonExpired replaces a NodeClaim older than its
+	// expireAfter. Budgets do not limit it, so it is not a budget reason.
+	DisruptionReasonExpired = DisruptionReason("Expired")
 )
 
 // Budget limits the number of nodes of a pool disrupted at once, always or

@@ -98,6 +98,9 @@ control plane.`,
 	f.StringVar(&logFormat, "log-format", "json", "log format: json (one object per line) or console")
 	f.StringVar(&logLevel, "log-level", "info", "log level: info, or debug for more detail")
 	f.DurationVar(&cfg.BatchMax, "batch-max", cfg.BatchMax, "close a batch of pending pods after this long at the latest")
+	f.DurationVar(&cfg.Disruption.Poll, "disruption-poll", cfg.Disruption.Poll, "decide what to disrupt this often")
+	f.DurationVar(&cfg.Disruption.ValidationDelay, "disruption-validation-delay", cfg.Disruption.ValidationDelay,
+		"wait this long after a disruption decision, then check it again against the cluster before carrying it out")
 	return cmd
 }
 

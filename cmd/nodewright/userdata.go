@@ -36,6 +36,9 @@ and the command fails.`,
 				return err
 			}
 			fmt.Fprint(cmd.OutOrStdout(), r.UserData)
+			if instanceType == "" {
+				fmt.Fprintf(cmd.ErrOrStderr(), "rendered for %s, the cheapest instance type NodePool %s admits (it sets the pod limit); choose another with --instance-type\n", r.InstanceType, r.NodePool)
+			}
 			failed := false
 			for _, f := range r.Findings {
 				fmt.Fprintf(cmd.ErrOrStderr(), "%s: EC2NodeClass %s: %s: %s\n", f.Severity, r.NodeClass, f.Code, f.Explain())
@@ -49,6 +52,6 @@ and the command fails.`,
 	}
 	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "manifest file (repeatable)")
 	cmd.Flags().StringVar(&nodePool, "nodepool", "", "the NodePool whose nodes' user data to print")
-	cmd.Flags().StringVar(&instanceType, "instance-type", "", "render for this instance type (labels, pod limit)")
+	cmd.Flags().StringVar(&instanceType, "instance-type", "", "render for this instance type (it sets the pod limit); the cheapest the NodePool admits when unset")
 	return cmd
 }

@@ -30,6 +30,9 @@ type Instance struct {
 	// NodeClaim and NodePool are read from the instance's tags.
 	NodeClaim, NodePool string
 	LaunchTime          time.Time
+	// SubnetID and SecurityGroupIDs are the instance's network placement.
+	SubnetID         string
+	SecurityGroupIDs []string
 }
 
 // InsufficientCapacityError says no offering the NodeClaim allows has

@@ -17,7 +17,6 @@ import (
 
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
-	"github.com/nodewright/nodewright/internal/lifecycle"
 )
 
 // CloudProviderTaint is the taint a kubelet with --cloud-provider=external
@@ -104,7 +103,7 @@ func clusterStateRules(r *Report, in Input) error {
 	}
 	for _, nc := range o.NodeClaims {
 		obj := "NodeClaim/" + nc.Name
-		if c := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionRegistered); c != nil && c.Reason == lifecycle.ReasonUnregisteredTaintMissing {
+		if c := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionRegistered); c != nil && c.Reason == v1.ReasonUnregisteredTaintMissing {
 			r.add(Finding{Code: CodeUserDataOverridesTaints, Severity: Error, Object: obj, Message: c.Message,
 				Evidence: fmt.Sprintf("NodeClaim %s Registered=False %s", nc.Name, c.Reason),
 				Fix:      "fix the EC2NodeClass's userData so the node registers with karpenter.sh/unregistered:NoExecute (nodewright doctor -f on the EC2NodeClass names the line); move custom taints to the NodePool's startupTaints"})
@@ -117,13 +116,13 @@ func clusterStateRules(r *Report, in Input) error {
 		}
 		evidence := fmt.Sprintf("NodeClaim %s Initialized=False %s since %s", nc.Name, c.Reason, c.LastTransitionTime.UTC().Format(time.RFC3339))
 		switch {
-		case c.Reason == lifecycle.ReasonEphemeralTaintsExist && strings.Contains(c.Message, CloudProviderTaint):
+		case c.Reason == v1.ReasonEphemeralTaintsExist && strings.Contains(c.Message, CloudProviderTaint):
 			r.add(Finding{Code: CodeCloudProviderTaint, Severity: Error, Object: obj, Message: c.Message, Evidence: evidence,
 				Fix: "make sure the cloud controller manager (aws-cloud-controller-manager) runs and can reach the node and the EC2 API; do not remove the taint by hand or tolerate it"})
-		case c.Reason == lifecycle.ReasonStartupTaintsExist:
+		case c.Reason == v1.ReasonStartupTaintsExist:
 			r.add(Finding{Code: CodeStartupTaintNotRemoved, Severity: Warning, Object: obj, Message: c.Message, Evidence: evidence,
 				Fix: "check that the component that removes the NodePool's startupTaint (a CNI or device plugin DaemonSet) runs on the node; if nothing removes it, take it out of the NodePool's startupTaints"})
-		case c.Reason == lifecycle.ReasonResourceNotRegistered:
+		case c.Reason == v1.ReasonResourceNotRegistered:
 			r.add(Finding{Code: CodeExtendedResource, Severity: Warning, Object: obj, Message: c.Message, Evidence: evidence,
 				Fix: "install the device plugin that advertises the resource (for GPUs, the NVIDIA device plugin DaemonSet) with tolerations for the node's taints"})
 		}

@@ -7,24 +7,6 @@ import (
 	v1 "github.com/nodewright/nodewright/api/v1"
 )
 
-// Condition reasons of NodeClaims.
-const (
-	ReasonLaunched                 = "Launched"
-	ReasonLaunchFailed             = "LaunchFailed"
-	ReasonRegistered               = "Registered"
-	ReasonNodeNotFound             = "NodeNotFound"
-	ReasonMultipleNodesFound       = "MultipleNodesFound"
-	ReasonUnregisteredTaintMissing = "UnregisteredTaintMissing"
-	ReasonInitialized              = "Initialized"
-	ReasonNodeNotReady             = "NodeNotReady"
-	ReasonStartupTaintsExist       = "StartupTaintsExist"
-	ReasonEphemeralTaintsExist     = "KnownEphemeralTaintsExist"
-	ReasonResourceNotRegistered    = "ResourceNotRegistered"
-	ReasonNotLaunched              = "NotLaunched"
-	ReasonNotRegistered            = "NotRegistered"
-	ReasonReady                    = "Ready"
-)
-
 // set records a condition, keeping its transition time when the status
 // does not change.
 func set(conds *[]metav1.Condition, now metav1.Time, generation int64, condType string, status metav1.ConditionStatus, reason, message string) {
@@ -51,5 +33,5 @@ func readyCondition(conds []metav1.Condition) (metav1.ConditionStatus, string, s
 			return metav1.ConditionFalse, c.Reason, c.Message
 		}
 	}
-	return metav1.ConditionTrue, ReasonReady, ""
+	return metav1.ConditionTrue, v1.ReasonReady, ""
 }

@@ -23,11 +23,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/nodepool"
-	"github.com/nodewright/nodewright/internal/termination"
+	"github.com/nodewright/nodewright/internal/state/listing"
 )
 
 // CloudProvider launches, finds and deletes the instances of NodeClaims.
@@ -58,49 +59,46 @@ func DefaultOptions() Options {
 }
 
 // providerIDField indexes Nodes by spec.providerID.
-const providerIDField = "spec.providerID"
+const providerIDField = listing.NodeProviderID
 
 // Controller is the NodeClaim lifecycle controller.
 type Controller struct {
 	Client   client.Client
 	Cloud    CloudProvider
-	Drainer  *termination.Drainer
 	Metrics  *metrics.Metrics
 	Recorder record.EventRecorder
 	Clock    clock.PassiveClock
 	Options  Options
+	// Registrations receives each NodePool's registration outcomes (the
+	// NodePool controller shows them, the provisioner backs off).
+	Registrations *nodepool.Registrations
+	networks      networks
 }
 
 // SetupWithManager registers the controller and the Node index it uses;
 // Node changes wake the NodeClaim they belong to.
 func (c *Controller) SetupWithManager(ctx context.Context, mgr manager.Manager) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Node{}, providerIDField, func(o client.Object) []string {
-		return []string{o.(*corev1.Node).Spec.ProviderID}
-	}); err != nil {
-		return err
-	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, "spec.nodeName", func(o client.Object) []string {
-		return []string{o.(*corev1.Pod).Spec.NodeName}
-	}); err != nil {
-		return err
-	}
 	return ctrl.ControllerManagedBy(mgr).Named("nodeclaim.lifecycle").For(&v1.NodeClaim{}).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.claimOfNode)).
+		Watches(&v1.NodePool{}, handler.EnqueueRequestsFromMapFunc(c.claimsOfPool)).
+		Watches(&awsv1.EC2NodeClass{}, handler.EnqueueRequestsFromMapFunc(c.claimsOfClass)).
 		Complete(c)
 }
 
 func (c *Controller) claimOfNode(ctx context.Context, o client.Object) []reconcile.Request {
 	node := o.(*corev1.Node)
-	claims := &v1.NodeClaimList{}
-	if err := c.Client.List(ctx, claims); err != nil {
+	if node.Spec.ProviderID == "" {
 		return nil
 	}
-	for _, nc := range claims.Items {
-		if nc.Status.ProviderID != "" && nc.Status.ProviderID == node.Spec.ProviderID {
-			return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(&nc)}}
-		}
+	claims := &v1.NodeClaimList{}
+	if err := c.Client.List(ctx, claims, client.MatchingFields{listing.NodeClaimProviderID: node.Spec.ProviderID}); err != nil {
+		return nil
 	}
-	return nil
+	out := make([]reconcile.Request, 0, len(claims.Items))
+	for _, nc := range claims.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&nc)})
+	}
+	return out
 }
 
 // Reconcile moves one NodeClaim along its lifecycle.
@@ -133,6 +131,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		if node != nil {
 			if err := c.initialize(ctx, nc, node, now); err != nil {
+				return reconcile.Result{}, err
+			}
+			if err := c.drift(ctx, nc, node, now); err != nil {
 				return reconcile.Result{}, err
 			}
 		}
@@ -203,7 +204,7 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim, now metav1.Ti
 		logf.FromContext(ctx).Info("deleting NodeClaim, it cannot be launched", "reason", reason, "error", err.Error())
 		return true, client.IgnoreNotFound(c.Client.Delete(ctx, nc))
 	case err != nil:
-		set(&nc.Status.Conditions, now, nc.Generation, v1.ConditionLaunched, metav1.ConditionUnknown, ReasonLaunchFailed, err.Error())
+		set(&nc.Status.Conditions, now, nc.Generation, v1.ConditionLaunched, metav1.ConditionUnknown, v1.ReasonLaunchFailed, err.Error())
 		return false, fmt.Errorf("launching NodeClaim %s: %w", nc.Name, err)
 	}
 	nc.Status.ProviderID, nc.Status.ImageID = inst.ProviderID, inst.ImageID
@@ -214,7 +215,7 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim, now metav1.Ti
 	for k, v := range inst.Labels {
 		nc.Labels[k] = v
 	}
-	set(&nc.Status.Conditions, now, nc.Generation, v1.ConditionLaunched, metav1.ConditionTrue, ReasonLaunched,
+	set(&nc.Status.Conditions, now, nc.Generation, v1.ConditionLaunched, metav1.ConditionTrue, v1.ReasonLaunched,
 		fmt.Sprintf("%s %s in %s", inst.CapacityType, inst.InstanceType, inst.Zone))
 	logf.FromContext(ctx).Info("launched NodeClaim", "providerID", inst.ProviderID, "instanceType", inst.InstanceType,
 		"zone", inst.Zone, "capacityType", inst.CapacityType, "imageID", inst.ImageID)
@@ -233,13 +234,13 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim, now metav1.
 	switch len(nodes.Items) {
 	case 0:
 		if !isTrue(nc.Status.Conditions, v1.ConditionRegistered) {
-			set(&nc.Status.Conditions, now, nc.Generation, v1.ConditionRegistered, metav1.ConditionUnknown, ReasonNodeNotFound,
+			set(&nc.Status.Conditions, now, nc.Generation, v1.ConditionRegistered, metav1.ConditionUnknown, v1.ReasonNodeNotFound,
 				fmt.Sprintf("no node has registered with provider ID %s yet", nc.Status.ProviderID))
 		}
 		return nil, nil
 	case 1:
 	default:
-		set(&nc.Status.Conditions, now, nc.Generation, v1.ConditionRegistered, metav1.ConditionFalse, ReasonMultipleNodesFound,
+		set(&nc.Status.Conditions, now, nc.Generation, v1.ConditionRegistered, metav1.ConditionFalse, v1.ReasonMultipleNodesFound,
 			fmt.Sprintf("%d nodes have provider ID %s", len(nodes.Items), nc.Status.ProviderID))
 		return nil, nil
 	}
@@ -287,9 +288,7 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim, now metav1.
 	}
 	reason, msg := registrationOutcome(node, registeredWith, hadUnregistered)
 	set(&nc.Status.Conditions, now, nc.Generation, v1.ConditionRegistered, metav1.ConditionTrue, reason, msg)
-	if err := nodepool.RecordRegistration(ctx, c.Client, now.Time, nc.Labels[v1.LabelNodePool], true, ""); err != nil {
-		return nil, err
-	}
+	c.Registrations.Record(nc.Labels[v1.LabelNodePool], now.Time, true, "")
 	c.Metrics.NodeClaimRegistered(nc.Labels[v1.LabelNodePool], now.Sub(nc.CreationTimestamp.Time))
 	log := logf.FromContext(ctx).WithValues("Node", node.Name)
 	if !hadUnregistered {
@@ -310,9 +309,9 @@ const AnnotationRegisteredTaints = "nodewright.dev/registered-taints"
 // it had and the likely cause.
 func registrationOutcome(node *corev1.Node, registeredWith string, hadUnregistered bool) (string, string) {
 	if hadUnregistered {
-		return ReasonRegistered, ""
+		return v1.ReasonRegistered, ""
 	}
-	return ReasonUnregisteredTaintMissing, fmt.Sprintf("%s registered without the taint %s:NoExecute (it registered with %s), so it was usable before nodewright synced the NodePool's taints and startupTaints onto it. "+
+	return v1.ReasonUnregisteredTaintMissing, fmt.Sprintf("%s registered without the taint %s:NoExecute (it registered with %s), so it was usable before nodewright synced the NodePool's taints and startupTaints onto it. "+
 		"The node's user data replaced its registration taints: check the EC2NodeClass's ValidationSucceeded condition or run `nodewright doctor`; custom startup taints belong in the NodePool's spec.template.spec.startupTaints",
 		describeNode(node), v1.TaintKeyUnregistered, registeredWith)
 }
@@ -347,11 +346,11 @@ func (c *Controller) initialization(nc *v1.NodeClaim, node *corev1.Node) (metav1
 		}
 	}
 	if !ready {
-		return metav1.ConditionFalse, ReasonNodeNotReady, describeNode(node) + " is not Ready"
+		return metav1.ConditionFalse, v1.ReasonNodeNotReady, describeNode(node) + " is not Ready"
 	}
 	for _, t := range nc.Spec.StartupTaints {
 		if hasTaint(node.Spec.Taints, t.Key, t.Effect) {
-			return metav1.ConditionFalse, ReasonStartupTaintsExist, fmt.Sprintf("startup taint %s is still on %s; the component that owns it (a CNI or device plugin, for example) removes it when the node is ready", t.ToString(), describeNode(node))
+			return metav1.ConditionFalse, v1.ReasonStartupTaintsExist, fmt.Sprintf("startup taint %s is still on %s; the component that owns it (a CNI or device plugin, for example) removes it when the node is ready", t.ToString(), describeNode(node))
 		}
 	}
 	for _, t := range node.Spec.Taints {
@@ -366,17 +365,17 @@ func (c *Controller) initialization(nc *v1.NodeClaim, node *corev1.Node) (metav1
 				msg += ": check that the cloud controller manager is running and can reach the node"
 			}
 		}
-		return metav1.ConditionFalse, ReasonEphemeralTaintsExist, msg
+		return metav1.ConditionFalse, v1.ReasonEphemeralTaintsExist, msg
 	}
 	for name, q := range nc.Status.Capacity {
 		if name == corev1.ResourceCPU || name == corev1.ResourceMemory || name == corev1.ResourcePods || name == corev1.ResourceEphemeralStorage || q.IsZero() {
 			continue
 		}
 		if have, ok := node.Status.Allocatable[name]; !ok || have.IsZero() {
-			return metav1.ConditionFalse, ReasonResourceNotRegistered, fmt.Sprintf("%s does not report resource %s yet; its device plugin registers it", describeNode(node), name)
+			return metav1.ConditionFalse, v1.ReasonResourceNotRegistered, fmt.Sprintf("%s does not report resource %s yet; its device plugin registers it", describeNode(node), name)
 		}
 	}
-	return metav1.ConditionTrue, ReasonInitialized, ""
+	return metav1.ConditionTrue, v1.ReasonInitialized, ""
 }
 
 // registeredAt is when the Registered condition last turned True.
@@ -400,9 +399,7 @@ func (c *Controller) liveness(ctx context.Context, nc *v1.NodeClaim) (bool, erro
 	case !isTrue(nc.Status.Conditions, v1.ConditionRegistered) && age > c.Options.RegistrationTimeout:
 		reason, msg = "RegistrationTimeout", fmt.Sprintf("no node registered for NodeClaim %s within %s", nc.Name, c.Options.RegistrationTimeout)
 		cause := "the instance launched but no node registered: check that the node role is mapped in aws-auth (or an EC2_LINUX access entry), that the instance can reach the API server, and its user data (nodewright doctor)"
-		if err := nodepool.RecordRegistration(ctx, c.Client, c.Clock.Now(), nc.Labels[v1.LabelNodePool], false, cause); err != nil {
-			return false, err
-		}
+		c.Registrations.Record(nc.Labels[v1.LabelNodePool], c.Clock.Now(), false, cause)
 	default:
 		return false, nil
 	}
@@ -417,9 +414,10 @@ func (c *Controller) liveness(ctx context.Context, nc *v1.NodeClaim) (bool, erro
 	return true, client.IgnoreNotFound(c.Client.Delete(ctx, nc))
 }
 
-// finalize drains the node (PodDisruptionBudgets hold; at the
-// terminationGracePeriod deadline remaining pods are deleted), deletes it,
-// then deletes the instance until it is gone, then releases the NodeClaim.
+// finalize deletes the NodeClaim's node and waits until it is gone (the
+// node's own finalizer drains it, PodDisruptionBudgets holding until the
+// terminationGracePeriod deadline, and terminates the instance), then
+// deletes the instance until it is gone, then releases the NodeClaim.
 func (c *Controller) finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
 	if !controllerutil.ContainsFinalizer(nc, v1.TerminationFinalizer) {
 		return reconcile.Result{}, nil
@@ -429,33 +427,17 @@ func (c *Controller) finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 		if err := c.Client.List(ctx, nodes, client.MatchingFields{providerIDField: nc.Status.ProviderID}); err != nil {
 			return reconcile.Result{}, err
 		}
-		var deadline time.Time
-		if tgp := nc.Spec.TerminationGracePeriod; tgp != nil {
-			deadline = nc.DeletionTimestamp.Add(tgp.Duration)
-		}
 		for i := range nodes.Items {
 			node := &nodes.Items[i]
-			if c.Drainer != nil && node.DeletionTimestamp.IsZero() {
-				drained, err := c.Drainer.Drain(ctx, node, nc, deadline)
-				if err != nil {
-					return reconcile.Result{}, err
-				}
-				if !drained {
-					return reconcile.Result{RequeueAfter: c.Options.Poll}, nil
-				}
-			}
 			if node.DeletionTimestamp.IsZero() {
 				if err := c.Client.Delete(ctx, node); client.IgnoreNotFound(err) != nil {
 					return reconcile.Result{}, fmt.Errorf("deleting %s: %w", describeNode(node), err)
 				}
 				logf.FromContext(ctx).Info("deleted node", "Node", node.Name)
 			}
-			before := node.DeepCopy()
-			if controllerutil.RemoveFinalizer(node, v1.TerminationFinalizer) {
-				if err := c.Client.Patch(ctx, node, client.MergeFrom(before)); client.IgnoreNotFound(err) != nil {
-					return reconcile.Result{}, err
-				}
-			}
+		}
+		if len(nodes.Items) > 0 {
+			return reconcile.Result{RequeueAfter: c.Options.Poll}, nil // draining
 		}
 		err := c.Cloud.Delete(ctx, nc.Status.ProviderID)
 		if err == nil {

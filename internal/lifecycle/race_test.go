@@ -23,10 +23,12 @@ import (
 	"github.com/nodewright/nodewright/internal/aws/provider"
 	"github.com/nodewright/nodewright/internal/controlplane"
 	"github.com/nodewright/nodewright/internal/lifecycle"
+	"github.com/nodewright/nodewright/internal/nodepool"
 	"github.com/nodewright/nodewright/internal/operator"
 	"github.com/nodewright/nodewright/internal/operator/optest"
 	"github.com/nodewright/nodewright/internal/sim/account"
 	simaws "github.com/nodewright/nodewright/internal/sim/aws"
+	"github.com/nodewright/nodewright/internal/state/listing"
 )
 
 const uninitialized = "node.cloudprovider.kubernetes.io/uninitialized"
@@ -94,8 +96,11 @@ func TestRegistrationNeverRestoresTheCloudProviderTaint(t *testing.T) {
 	}
 	opts := lifecycle.DefaultOptions()
 	opts.Poll = 200 * time.Millisecond
+	if err := listing.Index(ctx, mgr.GetFieldIndexer()); err != nil {
+		t.Fatal(err)
+	}
 	life := &lifecycle.Controller{
-		Client: mgr.GetClient(), Recorder: recorder, Clock: clock.RealClock{}, Options: opts,
+		Client: mgr.GetClient(), Recorder: recorder, Clock: clock.RealClock{}, Options: opts, Registrations: nodepool.NewRegistrations(),
 		Cloud: &provider.CloudProvider{Kube: mgr.GetClient(), Provider: provider.New(a.EC2(), resolver, cluster, clock.RealClock{}),
 			Types: &instancetypes.Cache{Provider: &instancetypes.Provider{EC2: a.EC2(), Pricing: a.Pricing(), Region: account.Region}, Clock: clock.RealClock{}, TTL: time.Hour}},
 	}

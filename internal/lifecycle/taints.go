@@ -7,28 +7,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/state"
 )
 
-// ephemeralTaints are set and removed by other components; nodewright
-// waits for them and never copies or re-adds them. The value says who
-// removes the taint.
-var ephemeralTaints = map[string]string{
-	corev1.TaintNodeNotReady:                         "the node lifecycle controller, once the kubelet reports Ready",
-	corev1.TaintNodeUnreachable:                      "the node lifecycle controller, once the kubelet reports again",
-	"node.cloudprovider.kubernetes.io/uninitialized": "the cloud controller manager, once it has initialised the node",
-	v1.TaintKeyUnregistered:                          "nodewright, when it registers the node",
-}
-
-// ephemeralOwner says who removes a known ephemeral taint.
-func ephemeralOwner(key string) (string, bool) {
-	if owner, ok := ephemeralTaints[key]; ok {
-		return owner, true
-	}
-	if strings.HasPrefix(key, "readiness.k8s.io/") {
-		return "the component that owns the readiness gate", true
-	}
-	return "", false
-}
+// ephemeralOwner says who removes a known ephemeral taint: nodewright
+// waits for these and never copies or re-adds them.
+func ephemeralOwner(key string) (string, bool) { return state.EphemeralTaintOwner(key) }
 
 func hasTaint(taints []corev1.Taint, key string, effect corev1.TaintEffect) bool {
 	for _, t := range taints {

@@ -16,6 +16,11 @@ type Metrics struct {
 	registration, initialization                 *prometheus.HistogramVec
 	decision                                     prometheus.Histogram
 	pending                                      prometheus.Gauge
+	// Disruption.
+	disruptions        *prometheus.CounterVec // reason, outcome
+	eligible, savings  *prometheus.GaugeVec   // nodepool
+	allowed            *prometheus.GaugeVec   // nodepool, reason
+	disruptionDecision prometheus.Histogram
 }
 
 // New creates the metrics and registers them; collectors already
@@ -38,6 +43,16 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Time the provisioner takes to plan NodeClaims for a batch of pending pods.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}),
 		pending: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "nodewright", Name: "pods_pending",
 			Help: "Pods waiting for capacity at the last provisioning decision."}),
+		disruptions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "nodewright", Name: "disruption_decisions_total",
+			Help: "Disruption commands by reason (Empty, Underutilized, Drifted, Expired) and outcome (decided, started, cancelled, rolled_back, completed)."}, []string{"reason", "outcome"}),
+		eligible: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "nodewright", Name: "disruption_eligible_nodes",
+			Help: "Nodes a disruption method could act on at the last decision."}, []string{"nodepool"}),
+		savings: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "nodewright", Name: "disruption_estimated_savings_per_hour",
+			Help: "Hourly savings of the disruption commands being carried out, in US dollars."}, []string{"nodepool"}),
+		allowed: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "nodewright", Name: "disruption_allowed_disruptions",
+			Help: "Nodes the NodePool's budgets allow to be disrupted now, by reason."}, []string{"nodepool", "reason"}),
+		disruptionDecision: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "nodewright", Name: "disruption_decision_duration_seconds",
+			Help: "Time a disruption decision takes.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}),
 	}
 	var err error
 	m.created = register(reg, m.created, &err)
@@ -48,6 +63,11 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	m.initialization = register(reg, m.initialization, &err)
 	m.decision = register(reg, m.decision, &err)
 	m.pending = register(reg, m.pending, &err)
+	m.disruptions = register(reg, m.disruptions, &err)
+	m.eligible = register(reg, m.eligible, &err)
+	m.savings = register(reg, m.savings, &err)
+	m.allowed = register(reg, m.allowed, &err)
+	m.disruptionDecision = register(reg, m.disruptionDecision, &err)
 	return m, err
 }
 
@@ -102,5 +122,34 @@ func (m *Metrics) Decision(d time.Duration, pending int) {
 	if m != nil {
 		m.decision.Observe(d.Seconds())
 		m.pending.Set(float64(pending))
+	}
+}
+
+// Disruption counts a disruption command's step.
+func (m *Metrics) Disruption(reason, outcome string) {
+	if m != nil {
+		m.disruptions.WithLabelValues(reason, outcome).Inc()
+	}
+}
+
+// DisruptionDecision records a disruption decision: how long it took, the
+// eligible nodes per NodePool, what the budgets allow per NodePool and
+// reason, and the hourly savings of the commands in flight per NodePool.
+func (m *Metrics) DisruptionDecision(d time.Duration, eligible map[string]int, allowed map[[2]string]int, savings map[string]float64) {
+	if m == nil {
+		return
+	}
+	m.disruptionDecision.Observe(d.Seconds())
+	m.eligible.Reset()
+	for pool, n := range eligible {
+		m.eligible.WithLabelValues(pool).Set(float64(n))
+	}
+	m.allowed.Reset()
+	for k, n := range allowed {
+		m.allowed.WithLabelValues(k[0], k[1]).Set(float64(n))
+	}
+	m.savings.Reset()
+	for pool, s := range savings {
+		m.savings.WithLabelValues(pool).Set(s)
 	}
 }

@@ -6,7 +6,7 @@ package nodepool
 import (
 	"context"
 	"fmt"
-	"strconv"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,40 +16,45 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
-	"github.com/nodewright/nodewright/internal/scheduling"
-)
-
-// Annotations that drive the relaunch backoff: the NodePool's consecutive
-// registration timeouts, and when the last one happened (RFC 3339).
-const (
-	AnnotationRegistrationFailures    = "nodewright.dev/registration-failures"
-	AnnotationLastRegistrationFailure = "nodewright.dev/last-registration-failure"
+	"github.com/nodewright/nodewright/internal/state"
 )
 
 // Controller is the NodePool status controller.
 type Controller struct {
-	Client client.Client
-	Clock  clock.PassiveClock
+	Client        client.Client
+	Clock         clock.PassiveClock
+	Registrations *Registrations
 }
 
 // SetupWithManager registers the controller; NodeClaim and EC2NodeClass
 // changes wake the NodePools they concern.
 func (c *Controller) SetupWithManager(mgr manager.Manager) error {
+	ofPool := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		if pool := o.GetLabels()[v1.LabelNodePool]; pool != "" {
+			return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: pool}}}
+		}
+		return nil
+	})
 	return builder.ControllerManagedBy(mgr).Named("nodepool.status").For(&v1.NodePool{}).
-		Watches(&v1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			if pool := o.GetLabels()[v1.LabelNodePool]; pool != "" {
-				return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: pool}}}
-			}
-			return nil
-		})).
+		Watches(&v1.NodeClaim{}, ofPool).Watches(&corev1.Node{}, ofPool, builder.WithPredicates(predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }})).
 		Watches(&awsv1.EC2NodeClass{}, handler.EnqueueRequestsFromMapFunc(c.poolsOfClass)).
 		Complete(c)
+}
+
+func pointers[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
 }
 
 func (c *Controller) poolsOfClass(ctx context.Context, o client.Object) []reconcile.Request {
@@ -77,18 +82,20 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.Client.List(ctx, claims, client.MatchingLabels{v1.LabelNodePool: np.Name}); err != nil {
 		return reconcile.Result{}, err
 	}
+	nodes := &corev1.NodeList{}
+	if err := c.Client.List(ctx, nodes, client.MatchingLabels{v1.LabelNodePool: np.Name}); err != nil {
+		return reconcile.Result{}, err
+	}
 	resources := corev1.ResourceList{"nodes": *resource.NewQuantity(0, resource.DecimalSI)}
-	for _, nc := range claims.Items {
-		resources = scheduling.AddNodeUsage(resources, nc.Status.Capacity)
+	for k, q := range state.Usage(pointers(claims.Items), pointers(nodes.Items))[np.Name] {
+		resources[k] = q
 	}
 	np.Status.Resources = resources
 	now := metav1.NewTime(c.Clock.Now())
 	classReady, classMsg := c.nodeClassReady(ctx, np)
 	setCondition(np, now, v1.ConditionNodeClassReady, classReady, "NodeClassNotReady", classMsg)
 	setCondition(np, now, v1.ConditionValidationSucceeded, true, "", "")
-	if meta.FindStatusCondition(np.Status.Conditions, v1.ConditionNodeRegistrationHealthy) == nil {
-		setCondition(np, now, v1.ConditionNodeRegistrationHealthy, true, "", "")
-	}
+	c.registrationHealth(np, now)
 	ready := classReady
 	setCondition(np, now, v1.ConditionReady, ready, "NodeClassNotReady", classMsg)
 	if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil {
@@ -101,6 +108,27 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, fmt.Errorf("patching the status of NodePool %s: %w", np.Name, err)
 	}
 	return reconcile.Result{}, nil
+}
+
+// registrationHealth shows what the lifecycle recorded: True once a node
+// registered, False with the likely cause and the backoff after
+// timeouts. Without a record (nothing happened since the controller
+// started) the condition stays as it was, True when new.
+func (c *Controller) registrationHealth(np *v1.NodePool, now metav1.Time) {
+	reg, known := c.Registrations.get(np.Name)
+	switch {
+	case !known:
+		if meta.FindStatusCondition(np.Status.Conditions, v1.ConditionNodeRegistrationHealthy) == nil {
+			setCondition(np, now, v1.ConditionNodeRegistrationHealthy, true, "", "")
+		}
+	case reg.failures == 0:
+		setCondition(np, now, v1.ConditionNodeRegistrationHealthy, true, "", "")
+	default:
+		until := reg.last.Add(Backoff(reg.failures))
+		setCondition(np, now, v1.ConditionNodeRegistrationHealthy, false, "RegistrationTimeout",
+			fmt.Sprintf("%d NodeClaim(s) in a row timed out before their node registered; launches back off until %s. Most likely cause: %s",
+				reg.failures, until.UTC().Format(time.RFC3339), reg.cause))
+	}
 }
 
 func (c *Controller) nodeClassReady(ctx context.Context, np *v1.NodePool) (bool, string) {
@@ -134,56 +162,63 @@ func setCondition(np *v1.NodePool, now metav1.Time, condType string, ok bool, re
 	meta.SetStatusCondition(&np.Status.Conditions, c)
 }
 
-// RecordRegistration notes on a NodePool whether a node of it registered
-// (healthy) or a NodeClaim of it timed out unregistered, with the most
-// likely cause; consecutive timeouts are counted for the backoff.
-func RecordRegistration(ctx context.Context, kube client.Client, now time.Time, pool string, healthy bool, cause string) error {
-	np := &v1.NodePool{}
-	if err := kube.Get(ctx, client.ObjectKey{Name: pool}, np); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	before := np.DeepCopy()
-	failures, _ := strconv.Atoi(np.Annotations[AnnotationRegistrationFailures])
-	if healthy {
-		if failures == 0 && meta.IsStatusConditionTrue(np.Status.Conditions, v1.ConditionNodeRegistrationHealthy) {
-			return nil
-		}
-		failures = 0
-	} else {
-		failures++
-	}
-	if np.Annotations == nil {
-		np.Annotations = map[string]string{}
-	}
-	np.Annotations[AnnotationRegistrationFailures] = strconv.Itoa(failures)
-	if !healthy {
-		np.Annotations[AnnotationLastRegistrationFailure] = now.UTC().Format(time.RFC3339)
-	}
-	if err := kube.Patch(ctx, np, client.MergeFrom(before)); err != nil {
-		return err
-	}
-	statusBefore := np.DeepCopy()
-	msg := ""
-	if !healthy {
-		msg = fmt.Sprintf("%d NodeClaim(s) in a row timed out before their node registered; relaunches back off. Most likely cause: %s", failures, cause)
-	}
-	c := metav1.Condition{Type: v1.ConditionNodeRegistrationHealthy, Status: metav1.ConditionTrue, Reason: "NodesRegister", ObservedGeneration: np.Generation, LastTransitionTime: metav1.NewTime(now)}
-	if !healthy {
-		c.Status, c.Reason, c.Message = metav1.ConditionFalse, "RegistrationTimeout", msg
-	}
-	meta.SetStatusCondition(&np.Status.Conditions, c)
-	return kube.Status().Patch(ctx, np, client.MergeFrom(statusBefore))
+// Registrations remembers, per NodePool, how many NodeClaims in a row
+// timed out before their node registered, and when the last did: the
+// state of the relaunch backoff. It lives in the controller's memory (a
+// restart forgets it, and the next timeout starts it again), never in
+// the user's objects; the lifecycle records outcomes and the NodePool
+// controller, the only writer of NodePool status, shows them.
+type Registrations struct {
+	mu    sync.Mutex
+	pools map[string]registration
 }
 
-// BackedOffUntil returns until when a NodePool does not launch after
-// registration timeouts, and how many there were; zero when it launches.
-func BackedOffUntil(np *v1.NodePool) (time.Time, int) {
-	failures, _ := strconv.Atoi(np.Annotations[AnnotationRegistrationFailures])
-	last, err := time.Parse(time.RFC3339, np.Annotations[AnnotationLastRegistrationFailure])
-	if failures == 0 || err != nil {
-		return time.Time{}, 0
+type registration struct {
+	failures int
+	last     time.Time
+	cause    string
+}
+
+// NewRegistrations makes an empty record.
+func NewRegistrations() *Registrations { return &Registrations{pools: map[string]registration{}} }
+
+// Record notes a node of the NodePool registering (healthy) or a
+// NodeClaim of it timing out unregistered with the likely cause. It
+// reports whether anything changed.
+func (r *Registrations) Record(pool string, now time.Time, healthy bool, cause string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cur, known := r.pools[pool]
+	if healthy {
+		if known && cur.failures == 0 {
+			return false
+		}
+		r.pools[pool] = registration{}
+		return true
 	}
-	return last.Add(Backoff(failures)), failures
+	r.pools[pool] = registration{failures: cur.failures + 1, last: now, cause: cause}
+	return true
+}
+
+// Backoffs are the NodePools whose launches back off now.
+func (r *Registrations) Backoffs(now time.Time) map[string]state.Backoff {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]state.Backoff{}
+	for pool, reg := range r.pools {
+		if until := reg.last.Add(Backoff(reg.failures)); reg.failures > 0 && now.Before(until) {
+			out[pool] = state.Backoff{Until: until, Failures: reg.failures}
+		}
+	}
+	return out
+}
+
+// get returns what is known of a NodePool's registrations.
+func (r *Registrations) get(pool string) (registration, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	reg, ok := r.pools[pool]
+	return reg, ok
 }
 
 // Backoff is how long after its last registration timeout a NodePool with

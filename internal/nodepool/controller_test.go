@@ -4,9 +4,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/nodepool"
 )
 
@@ -16,14 +13,32 @@ func TestBackoffDoublesUpToAnHour(t *testing.T) {
 			t.Errorf("Backoff(%d) = %s, want %s", failures, got, want)
 		}
 	}
+}
+
+// The registration record backs a NodePool off after timeouts, for the
+// doubling time from the latest, and forgets it all when a node registers.
+func TestRegistrationsBackOff(t *testing.T) {
+	r := nodepool.NewRegistrations()
 	last := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
-	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{
-		nodepool.AnnotationRegistrationFailures: "3", nodepool.AnnotationLastRegistrationFailure: last.Format(time.RFC3339),
-	}}}
-	if until, n := nodepool.BackedOffUntil(np); n != 3 || !until.Equal(last.Add(4*time.Minute)) {
-		t.Errorf("backed off until %s after %d failures", until, n)
+	if !r.Record("a", last.Add(-time.Hour), false, "cause") {
+		t.Error("a first timeout changes nothing")
 	}
-	if until, n := nodepool.BackedOffUntil(&v1.NodePool{}); n != 0 || !until.IsZero() {
-		t.Errorf("a NodePool without failures is backed off until %s", until)
+	r.Record("a", last.Add(-time.Minute), false, "cause")
+	r.Record("a", last, false, "cause")
+	b, ok := r.Backoffs(last.Add(time.Minute))["a"]
+	if !ok || b.Failures != 3 || !b.Until.Equal(last.Add(4*time.Minute)) {
+		t.Errorf("after 3 timeouts: %+v, %v", b, ok)
+	}
+	if _, ok := r.Backoffs(last.Add(4 * time.Minute))["a"]; ok {
+		t.Error("still backed off when the backoff has run out")
+	}
+	if !r.Record("a", last, true, "") {
+		t.Error("a registration after timeouts changes nothing")
+	}
+	if r.Record("a", last, true, "") {
+		t.Error("a second registration in a row changes something")
+	}
+	if bs := r.Backoffs(last); len(bs) != 0 {
+		t.Errorf("backed off after a registration: %+v", bs)
 	}
 }

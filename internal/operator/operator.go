@@ -25,10 +25,12 @@ import (
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/aws/provider"
 	"github.com/nodewright/nodewright/internal/aws/sdk"
+	"github.com/nodewright/nodewright/internal/disruption"
 	"github.com/nodewright/nodewright/internal/lifecycle"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/nodepool"
 	"github.com/nodewright/nodewright/internal/provisioning"
+	"github.com/nodewright/nodewright/internal/state/listing"
 	"github.com/nodewright/nodewright/internal/termination"
 )
 
@@ -57,6 +59,8 @@ type Config struct {
 	// GCInterval is how often orphaned instances and NodeClaims are
 	// collected; GCGrace how old an instance without a NodeClaim must be.
 	GCInterval, GCGrace time.Duration
+	// Disruption tunes how nodes are removed and replaced.
+	Disruption disruption.Config
 }
 
 // DefaultConfig is the reference behaviour.
@@ -66,6 +70,7 @@ func DefaultConfig() Config {
 		BatchIdle: time.Second, BatchMax: 10 * time.Second, NodeClassRefresh: 5 * time.Minute, InstanceTypeTTL: 5 * time.Minute,
 		GCInterval: time.Minute, GCGrace: 30 * time.Second,
 		MetricsAddr: ":8080", HealthAddr: ":8081", LeaderElectionNamespace: "kube-system",
+		Disruption: disruption.DefaultConfig(),
 	}
 }
 
@@ -140,21 +145,42 @@ func New(ctx context.Context, rc *rest.Config, cfg Config, clouds Clouds, clk cl
 	if err := status.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
+	if err := listing.Index(ctx, mgr.GetFieldIndexer()); err != nil {
+		return nil, err
+	}
+	registrations := nodepool.NewRegistrations()
 	life := &lifecycle.Controller{
-		Client: mgr.GetClient(), Cloud: cloud, Recorder: recorder, Clock: clk, Options: cfg.Lifecycle, Metrics: m,
-		Drainer: &termination.Drainer{Client: mgr.GetClient(), Recorder: recorder, Clock: clk},
+		Client: mgr.GetClient(), Cloud: cloud, Recorder: recorder, Clock: clk, Options: cfg.Lifecycle, Metrics: m, Registrations: registrations,
 	}
 	if err := life.SetupWithManager(ctx, mgr); err != nil {
+		return nil, err
+	}
+	if err := (&lifecycle.PodEvents{Client: mgr.GetClient(), Clock: clk, Dedupe: 5 * time.Second}).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	terminator := &termination.Controller{
+		Client: mgr.GetClient(), Cloud: cloud, Recorder: recorder, Clock: clk, Poll: cfg.Lifecycle.Poll,
+		Drainer: &termination.Drainer{Client: mgr.GetClient(), Recorder: recorder, Clock: clk},
+	}
+	if err := terminator.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	prov := &provisioning.Provisioner{
 		Client: mgr.GetClient(), Types: cloud, AMIs: provider.AMIs, Recorder: recorder,
 		Batcher: provisioning.NewBatcher(cfg.BatchIdle, cfg.BatchMax, clk), Retry: 2 * time.Second, Clock: clk, Metrics: m, Log: log.WithName("provisioner"),
+		Registrations: registrations,
 	}
 	if err := prov.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	if err := (&nodepool.Controller{Client: mgr.GetClient(), Clock: clk}).SetupWithManager(mgr); err != nil {
+	if err := (&nodepool.Controller{Client: mgr.GetClient(), Clock: clk, Registrations: registrations}).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	disrupt := &disruption.Controller{
+		Client: mgr.GetClient(), Types: cloud, AMIs: provider.AMIs, Registrations: registrations, Recorder: recorder, Clock: clk,
+		Metrics: m, Log: log.WithName("disruption"), Config: cfg.Disruption,
+	}
+	if err := disrupt.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	gc := &lifecycle.GarbageCollector{

@@ -11,16 +11,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/state"
 )
 
 // Objects are the manifests simulate understands. Workloads are expanded
@@ -33,8 +36,23 @@ type Objects struct {
 	Nodes          []*corev1.Node
 	// NodeClaims are in flight: launched or planned, not yet a node.
 	NodeClaims []*v1.NodeClaim
+	PDBs       []*policyv1.PodDisruptionBudget
 	// AWSAuth is the kube-system/aws-auth ConfigMap, when given.
 	AWSAuth *corev1.ConfigMap
+	// Now is the time decisions are made at; the current time when zero.
+	Now time.Time
+}
+
+// State are the objects as state.Build reads them.
+func (o *Objects) State() state.Objects {
+	return state.Objects{NodePools: o.NodePools, NodeClaims: o.NodeClaims, Nodes: o.Nodes, Pods: o.Pods, DaemonSets: o.DaemonSets, PDBs: o.PDBs}
+}
+
+func (o *Objects) now() time.Time {
+	if o.Now.IsZero() {
+		return time.Now()
+	}
+	return o.Now
 }
 
 // Load reads multi-document YAML. name labels errors (a file name).
@@ -145,6 +163,15 @@ func (o *Objects) add(doc []byte) error {
 			return err
 		}
 		o.Nodes = append(o.Nodes, n)
+	case "PodDisruptionBudget":
+		pdb := &policyv1.PodDisruptionBudget{}
+		if err := decode(pdb); err != nil {
+			return err
+		}
+		if pdb.Namespace == "" {
+			pdb.Namespace = "default"
+		}
+		o.PDBs = append(o.PDBs, pdb)
 	case "ConfigMap":
 		cm := &corev1.ConfigMap{}
 		if err := decode(cm); err != nil {

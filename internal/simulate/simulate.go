@@ -11,12 +11,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
-	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/sim/account"
 	simaws "github.com/nodewright/nodewright/internal/sim/aws"
+	"github.com/nodewright/nodewright/internal/state"
 )
 
 // Result is a plan with the problems found while preparing it.
@@ -25,6 +25,8 @@ type Result struct {
 	// Warnings are problems that do not stop the simulation, such as a
 	// NodePool whose EC2NodeClass does not exist.
 	Warnings []string
+	// snapshot is the cluster the plan was made for.
+	snapshot *state.Snapshot
 }
 
 // Run plans the objects' pending pods against the simulated account.
@@ -51,21 +53,15 @@ func RunWith(o *Objects, resolver *nodeclass.Resolver) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{}
-	classes := map[string]*awsv1.EC2NodeClass{}
-	for _, nc := range o.EC2NodeClasses {
-		classes[nc.Name] = nc
-	}
-	usage := nodePoolUsage(o.Nodes)
-	in := scheduling.Input{DaemonSets: o.DaemonSets}
+	used := map[string]bool{}
 	for _, np := range o.NodePools {
-		ref := np.Spec.Template.Spec.NodeClassRef
-		if ref == nil {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("NodePool %s has no nodeClassRef; it launches nothing", np.Name))
-			continue
+		if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil {
+			used[ref.Name] = true
 		}
-		nc, ok := classes[ref.Name]
-		if !ok || ref.Kind != "EC2NodeClass" {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("NodePool %s: %s %s is not among the inputs; it launches nothing", np.Name, ref.Kind, ref.Name))
+	}
+	classes := map[string]*state.NodeClass{}
+	for _, nc := range o.EC2NodeClasses {
+		if !used[nc.Name] {
 			continue
 		}
 		resolveFn := resolve
@@ -77,42 +73,27 @@ func RunWith(o *Objects, resolver *nodeclass.Resolver) (*Result, error) {
 			return nil, err
 		}
 		if r.warning != "" {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("NodePool %s: %s", np.Name, r.warning))
+			res.Warnings = append(res.Warnings, r.warning)
 		}
 		types := instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: r.zones, Kubelet: nc.Spec.Kubelet, Reservations: r.reservations})
-		in.NodePools = append(in.NodePools, scheduling.NodePoolFromObject(np, types, r.amis, usage[np.Name]))
+		classes[nc.Name] = &state.NodeClass{InstanceTypes: types, AMIs: r.amis}
 	}
-	bound := map[string][]*corev1.Pod{}
-	for _, p := range o.Pods {
-		if p.Spec.NodeName != "" {
-			bound[p.Spec.NodeName] = append(bound[p.Spec.NodeName], p)
+	snap := state.Build(o.State(), state.Options{Now: o.now(), NodeClasses: classes,
+		Catalog: instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: account.Zones()})})
+	for _, sk := range snap.Skipped {
+		if sk.Reason == state.SkipNodeClassNotFound {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("NodePool %s: EC2NodeClass %s is not among the inputs; it launches nothing", sk.NodePool, sk.NodeClass))
 			continue
 		}
-		in.Pods = append(in.Pods, p)
+		res.Warnings = append(res.Warnings, sk.String())
 	}
-	for _, n := range o.Nodes {
-		in.Nodes = append(in.Nodes, scheduling.NodeFromObject(n, bound[n.Name]))
-	}
-	catalog := instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: account.Zones()})
-	registered := map[string]bool{}
-	for _, n := range o.Nodes {
-		registered[n.Name] = true
-		if n.Spec.ProviderID != "" {
-			registered[n.Spec.ProviderID] = true
+	for _, n := range snap.Nodes {
+		if n.Unsized {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("NodeClaim %s: no allocatable in its status and no known instance type in its requirements; ignored", n.NodeClaim.Name))
 		}
 	}
-	for _, nc := range o.NodeClaims {
-		if (nc.Status.NodeName != "" && registered[nc.Status.NodeName]) || registered[nc.Status.ProviderID] {
-			continue // its node is counted
-		}
-		n, err := inFlight(nc, catalog)
-		if err != nil {
-			res.Warnings = append(res.Warnings, err.Error())
-			continue
-		}
-		in.Nodes = append(in.Nodes, n)
-	}
-	res.Plan = scheduling.Solve(in)
+	res.Plan = scheduling.Solve(snap.Input(nil))
+	res.snapshot = snap
 	return res, nil
 }
 
@@ -192,57 +173,4 @@ func fromStatus(_ *nodeclass.Resolver, nc *awsv1.EC2NodeClass) (resolved, error)
 func sortedUnique(s []string) []string {
 	sort.Strings(s)
 	return slices.Compact(s)
-}
-
-// inFlight turns a NodeClaim without a node into capacity pods can be
-// planned onto: its requirements and labels, and its allocatable from the
-// status or, before launch, the least that any instance type it lists
-// offers (whichever launches, the pods must fit).
-func inFlight(nc *v1.NodeClaim, catalog []*scheduling.InstanceType) (*scheduling.Node, error) {
-	reqs := scheduling.LabelRequirements(nc.Labels)
-	for _, r := range nc.Spec.Requirements {
-		reqs.Add(scheduling.NewRequirement(r.Key, r.Operator, r.Values...))
-	}
-	alloc, _ := scheduling.ParseResources(nc.Status.Allocatable)
-	if alloc.IsZero() {
-		if names, ok := reqs[scheduling.LabelInstanceType]; ok {
-			found := false
-			for _, it := range catalog {
-				if !names.Has(it.Name) {
-					continue
-				}
-				if !found {
-					alloc, found = it.Allocatable, true
-				}
-				for i := range alloc {
-					alloc[i] = min(alloc[i], it.Allocatable[i])
-				}
-			}
-		}
-	}
-	if alloc.IsZero() {
-		return nil, fmt.Errorf("NodeClaim %s: no allocatable in its status and no known instance type in its requirements; ignored", nc.Name)
-	}
-	return &scheduling.Node{Name: nc.Name, Requirements: reqs, Taints: nc.Spec.Taints, Allocatable: alloc}, nil
-}
-
-// nodePoolUsage sums the capacity of existing nodes per NodePool.
-func nodePoolUsage(nodes []*corev1.Node) map[string]corev1.ResourceList {
-	out := map[string]corev1.ResourceList{}
-	names := make([]string, 0, len(nodes))
-	byName := map[string]*corev1.Node{}
-	for _, n := range nodes {
-		names = append(names, n.Name)
-		byName[n.Name] = n
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		n := byName[name]
-		pool := n.Labels[v1.LabelNodePool]
-		if pool == "" {
-			continue
-		}
-		out[pool] = scheduling.AddNodeUsage(out[pool], n.Status.Capacity)
-	}
-	return out
 }

@@ -5,20 +5,22 @@ import (
 	"sort"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
+	"github.com/nodewright/nodewright/internal/aws/provider"
 	"github.com/nodewright/nodewright/internal/aws/userdata"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/sim/account"
+	"github.com/nodewright/nodewright/internal/state"
 )
 
 // RenderedUserData is the user data a NodePool's nodes would launch with.
 type RenderedUserData struct {
 	NodePool, NodeClass, Family string
+	// InstanceType is the type rendered for: it sets the pod limit.
+	InstanceType string
 	// UserData is decoded (EC2 receives it base64-encoded).
 	UserData string
 	// Findings are the problems validation finds in the EC2NodeClass's
@@ -26,9 +28,10 @@ type RenderedUserData struct {
 	Findings []userdata.Finding
 }
 
-// RenderUserData renders the user data of a node of a NodePool in the
-// simulated account, for an instance type when one is given (it decides
-// the labels and the pod limit).
+// RenderUserData renders the user data a node of a NodePool would launch
+// with in the simulated account, through the same function the launch
+// template uses: for the instance type given, else the cheapest the
+// NodePool admits (the type sets the pod limit).
 func RenderUserData(o *Objects, nodePool, instanceType string) (*RenderedUserData, error) {
 	var np *v1.NodePool
 	for _, p := range o.NodePools {
@@ -50,54 +53,55 @@ func RenderUserData(o *Objects, nodePool, instanceType string) (*RenderedUserDat
 		return nil, fmt.Errorf("NodePool %s: its EC2NodeClass is not among the inputs", np.Name)
 	}
 	family := nodeclass.Family(nc)
-	labels := map[string]string{v1.LabelNodePool: np.Name}
-	for k, v := range np.Spec.Template.ObjectMeta.Labels {
-		labels[k] = v
+	types, err := instancetypes.Load(instancetypes.Options{Zones: account.Zones(), Kubelet: nc.Spec.Kubelet})
+	if err != nil {
+		return nil, err
 	}
-	for _, r := range np.Spec.Template.Spec.Requirements {
-		if r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
-			labels[r.Key] = r.Values[0]
-		}
+	pool := scheduling.NodePoolFromObject(np, types, nil, nil)
+	it, err := instanceTypeFor(pool, types, instanceType)
+	if err != nil {
+		return nil, err
 	}
-	maxPods := int32(110)
-	if nc.Spec.Kubelet != nil && nc.Spec.Kubelet.MaxPods != nil {
-		maxPods = *nc.Spec.Kubelet.MaxPods
-	}
-	if instanceType != "" {
-		types, err := instancetypes.Load(instancetypes.Options{Zones: account.Zones(), Kubelet: nc.Spec.Kubelet})
-		if err != nil {
-			return nil, err
-		}
-		var it *scheduling.InstanceType
-		for _, t := range types {
-			if t.Name == instanceType {
-				it = t
-			}
-		}
-		if it == nil {
-			return nil, fmt.Errorf("instance type %s is not in the catalog", instanceType)
-		}
-		for k, v := range it.Requirements.Labels() {
-			labels[k] = v
-		}
-		maxPods = int32(it.Capacity.Pods()) //nolint:gosec // pod limits are small
+	claim := state.NodeClaimFor(np, nc, &scheduling.PlannedNodeClaim{NodePool: np.Name, Requirements: pool.Requirements, InstanceType: it})
+	cluster := userdata.Cluster{Name: account.ClusterName, Endpoint: account.Endpoint, CABundle: account.CABundle, CIDR: account.ServiceCIDR, DNS: account.KubeDNSIP}
+	out, err := provider.LaunchUserData(cluster, claim, nc, it.Capacity.Pods())
+	if err != nil {
+		return nil, fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
 	}
 	user := ""
 	if nc.Spec.UserData != nil {
 		user = *nc.Spec.UserData
 	}
-	cluster := userdata.Cluster{Name: account.ClusterName, Endpoint: account.Endpoint, CABundle: account.CABundle, CIDR: account.ServiceCIDR, DNS: account.KubeDNSIP}
-	node := userdata.Node{
-		Labels:  labels,
-		Taints:  append(append([]corev1.Taint(nil), np.Spec.Template.Spec.Taints...), np.Spec.Template.Spec.StartupTaints...),
-		MaxPods: maxPods,
-		Kubelet: nc.Spec.Kubelet,
+	return &RenderedUserData{NodePool: np.Name, NodeClass: nc.Name, Family: family, InstanceType: it.Name, UserData: out, Findings: userdata.Validate(family, user)}, nil
+}
+
+// instanceTypeFor is the named instance type, or without a name the
+// cheapest the NodePool's requirements admit (the one its first node
+// would most likely be). The pod limit in the user data is the type's.
+func instanceTypeFor(pool *scheduling.NodePool, types []*scheduling.InstanceType, name string) (*scheduling.InstanceType, error) {
+	var best *scheduling.InstanceType
+	bestPrice := 0.0
+	for _, it := range types {
+		if name != "" {
+			if it.Name == name {
+				return it, nil
+			}
+			continue
+		}
+		if !it.Compatible(pool.Requirements) {
+			continue
+		}
+		if o, ok := it.CheapestOffering(pool.Requirements); ok && (best == nil || o.Price < bestPrice) {
+			best, bestPrice = it, o.Price
+		}
 	}
-	out, err := userdata.Generate(family, cluster, node, user)
-	if err != nil {
-		return nil, fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
+	switch {
+	case name != "":
+		return nil, fmt.Errorf("instance type %s is not in the catalog", name)
+	case best == nil:
+		return nil, fmt.Errorf("NodePool %s admits no instance type of the catalog; name one with --instance-type", pool.Name)
 	}
-	return &RenderedUserData{NodePool: np.Name, NodeClass: nc.Name, Family: family, UserData: out, Findings: userdata.Validate(family, user)}, nil
+	return best, nil
 }
 
 func names[T any](items []T, name func(T) string) string {

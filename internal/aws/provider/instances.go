@@ -115,6 +115,10 @@ func instanceOf(inst ec2types.Instance, types []*scheduling.InstanceType) *cloud
 		out.State = string(inst.State.Name)
 	}
 	out.LaunchTime = aws.ToTime(inst.LaunchTime)
+	out.SubnetID = aws.ToString(inst.SubnetId)
+	for _, g := range inst.SecurityGroups {
+		out.SecurityGroupIDs = append(out.SecurityGroupIDs, aws.ToString(g.GroupId))
+	}
 	for _, t := range inst.Tags {
 		switch aws.ToString(t.Key) {
 		case "karpenter.sh/nodeclaim":

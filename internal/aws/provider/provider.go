@@ -296,19 +296,7 @@ func amiFor(it *scheduling.InstanceType, amis []awsv1.AMI) (awsv1.AMI, bool) {
 // content; its name is a hash of that content, so equal content shares one.
 // A reservation id makes it launch into that capacity reservation.
 func (p *Provider) ensureLaunchTemplate(ctx context.Context, claim *v1.NodeClaim, class *awsv1.EC2NodeClass, ami awsv1.AMI, maxPods int64, reservation string) (string, error) {
-	labels := map[string]string{}
-	for k, v := range claim.Labels {
-		labels[k] = v
-	}
-	user := ""
-	if class.Spec.UserData != nil {
-		user = *class.Spec.UserData
-	}
-	node := userdata.Node{
-		Labels: labels, Taints: append(append([]corev1.Taint(nil), claim.Spec.Taints...), claim.Spec.StartupTaints...),
-		MaxPods: int32(maxPods), Kubelet: class.Spec.Kubelet, //nolint:gosec // pod limits are small
-	}
-	ud, err := userdata.Generate(nodeclass.Family(class), p.cluster, node, user)
+	ud, err := LaunchUserData(p.cluster, claim, class, maxPods)
 	if err != nil {
 		return "", err
 	}
@@ -370,6 +358,28 @@ func (p *Provider) ensureLaunchTemplate(ctx context.Context, claim *v1.NodeClaim
 		return "", fmt.Errorf("creating launch template %s: %w", name, err)
 	}
 	return name, nil
+}
+
+// LaunchUserData is the user data (not base64-encoded) an instance of a
+// NodeClaim is launched with when its instance type allows maxPods pods:
+// the NodeClaim's labels (its NodePool and the template's labels; the
+// instance type's labels come from the kubelet and nodewright), its
+// taints and startup taints, the EC2NodeClass's kubelet settings, merged
+// with the EC2NodeClass's userData.
+func LaunchUserData(cluster userdata.Cluster, claim *v1.NodeClaim, class *awsv1.EC2NodeClass, maxPods int64) (string, error) {
+	labels := map[string]string{}
+	for k, v := range claim.Labels {
+		labels[k] = v
+	}
+	user := ""
+	if class.Spec.UserData != nil {
+		user = *class.Spec.UserData
+	}
+	node := userdata.Node{
+		Labels: labels, Taints: append(append([]corev1.Taint(nil), claim.Spec.Taints...), claim.Spec.StartupTaints...),
+		MaxPods: int32(maxPods), Kubelet: class.Spec.Kubelet, //nolint:gosec // pod limits are small
+	}
+	return userdata.Generate(nodeclass.Family(class), cluster, node, user)
 }
 
 func volumeGiB(size *string) *int32 {

@@ -48,6 +48,7 @@ func Config() operator.Config {
 	cfg.ClusterName = account.ClusterName
 	cfg.KubernetesVersion = simaws.KubernetesVersion
 	cfg.Lifecycle.Poll = 200 * time.Millisecond
+	cfg.Disruption.Poll, cfg.Disruption.ValidationDelay = 500*time.Millisecond, time.Second
 	cfg.BatchIdle, cfg.BatchMax = 200*time.Millisecond, 2*time.Second
 	cfg.MetricsAddr, cfg.HealthAddr = "0", "0"
 	cfg.SkipNameValidation = true

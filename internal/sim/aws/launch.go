@@ -298,6 +298,9 @@ func (a *Account) launch(c candidate, zone string, lifecycle ec2types.InstanceLi
 		},
 		UserData: deref(data.UserData),
 	}
+	for _, id := range data.SecurityGroupIds {
+		inst.SecurityGroups = append(inst.SecurityGroups, ec2types.GroupIdentifier{GroupId: aws.String(id)})
+	}
 	a.setState(inst, statePending)
 	if lifecycle == ec2types.InstanceLifecycleSpot {
 		inst.InstanceLifecycle = ec2types.InstanceLifecycleTypeSpot

@@ -65,6 +65,7 @@ func DefaultOptions() Options {
 	cfg.MetricsAddr, cfg.HealthAddr = "0", "0"
 	cfg.BatchIdle, cfg.BatchMax = 500*time.Millisecond, 3*time.Second
 	cfg.Lifecycle.Poll = time.Second
+	cfg.Disruption.Poll, cfg.Disruption.ValidationDelay = 2*time.Second, 5*time.Second
 	return Options{BootDelay: 2 * time.Second, CloudControllerManager: true, CCMDelay: 2 * time.Second, Operator: cfg, Log: logr.Discard(),
 		Pending: time.Second, ShuttingDown: 2 * time.Second}
 }

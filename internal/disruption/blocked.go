@@ -1,0 +1,90 @@
+package disruption
+
+import (
+	"fmt"
+	"time"
+
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/scheduling"
+	"github.com/nodewright/nodewright/internal/state"
+)
+
+// BlockedReason says why a candidate is not disrupted.
+type BlockedReason string
+
+const (
+	// BlockedByNode: the node itself may not go now (state.Blocker).
+	BlockedByNode BlockedReason = "Blocker"
+	// BlockedByBudget: the NodePool's budget allows no more now.
+	BlockedByBudget BlockedReason = "Budget"
+	// BlockedConsolidateAfter: consolidateAfter has not passed, or is Never.
+	BlockedConsolidateAfter BlockedReason = "ConsolidateAfter"
+	// BlockedPodsDoNotFit: a pod of the node would have no place.
+	BlockedPodsDoNotFit BlockedReason = "PodsDoNotFit"
+	// BlockedNoCheaperPlacement: the node's pods fit only on something
+	// that costs as much or more.
+	BlockedNoCheaperPlacement BlockedReason = "NoCheaperPlacement"
+	// BlockedSpotDiversity: the only cheaper spot replacement has too few
+	// instance types to stay diverse.
+	BlockedSpotDiversity BlockedReason = "SpotDiversity"
+	// BlockedPriceUnknown: the node's instance type or offering is not
+	// among its NodePool's, so savings cannot be measured.
+	BlockedPriceUnknown BlockedReason = "PriceUnknown"
+	// BlockedPolicy: the NodePool's consolidationPolicy is WhenEmpty, or
+	// Balanced and the savings are not worth the pods moved.
+	BlockedPolicy BlockedReason = "ConsolidationPolicy"
+)
+
+// Blocked is why a candidate node stays.
+type Blocked struct {
+	Node   string
+	Reason BlockedReason
+	// Method is the disruption that was held back.
+	Method    v1.DisruptionReason
+	Blocker   state.Blocker
+	Allowance Allowance
+	// Until consolidateAfter passes; Never when it is Never.
+	Until time.Time
+	Never bool
+	Err   error
+	Pod   *scheduling.UnschedulablePod
+	// Now and Replacement are hourly prices; Types the cheaper spot types.
+	Now, Replacement float64
+	Types, MinTypes  int
+	Policy           v1.ConsolidationPolicy
+	Score            float64
+}
+
+func (b Blocked) String() string {
+	switch b.Reason {
+	case BlockedByNode:
+		return b.Blocker.String()
+	case BlockedByBudget:
+		return b.Allowance.String()
+	case BlockedConsolidateAfter:
+		switch {
+		case b.Err != nil:
+			return fmt.Sprintf("consolidateAfter cannot be read: %v", b.Err)
+		case b.Never:
+			return "consolidateAfter is Never: consolidation is off"
+		}
+		return fmt.Sprintf("consolidateAfter has not passed since the node's last pod event or initialization (until %s)", b.Until.UTC().Format(time.RFC3339))
+	case BlockedPodsDoNotFit:
+		return fmt.Sprintf("pod %s/%s would have no place: %s", b.Pod.Pod.Namespace, b.Pod.Pod.Name, b.Pod.Reason)
+	case BlockedNoCheaperPlacement:
+		if b.Replacement == 0 {
+			return fmt.Sprintf("no cheaper placement: its pods need a new node, and none is cheaper than the node's $%.4f/h", b.Now)
+		}
+		return fmt.Sprintf("no cheaper placement: cheapest replacement $%.4f/h, now $%.4f/h", b.Replacement, b.Now)
+	case BlockedSpotDiversity:
+		return fmt.Sprintf("a spot replacement would have %d cheaper spot instance types, fewer than the %d that keep it diverse", b.Types, b.MinTypes)
+	case BlockedPriceUnknown:
+		return "the node's instance type or offering is not among its NodePool's, so savings cannot be measured"
+	case BlockedPolicy:
+		if b.Policy == v1.ConsolidationPolicyWhenEmpty {
+			return "consolidationPolicy is WhenEmpty: only empty nodes are removed"
+		}
+		return fmt.Sprintf("consolidationPolicy is Balanced and the command scores %.2f (share of cost saved over share of pods moved; it needs 1)", b.Score)
+	}
+	return string(b.Reason)
+}

@@ -1,0 +1,104 @@
+package disruption
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	v1 "github.com/nodewright/nodewright/api/v1"
+)
+
+// Allowance is how many of a NodePool's nodes a disruption reason may
+// disrupt now, and the budget that sets it.
+type Allowance struct {
+	NodePool string
+	Reason   v1.DisruptionReason
+	// Nodes the NodePool has, and Disrupting of them being disrupted now.
+	Nodes, Disrupting int
+	// Allowed more may start now (never below zero).
+	Allowed int
+	// Budget is the tightest active budget's nodes value ("10%", "2");
+	// Limit what it comes to for this NodePool.
+	Budget string
+	Limit  int
+	// Err is a budget that could not be read; nothing is disrupted then.
+	Err error
+}
+
+func (a Allowance) String() string {
+	if a.Err != nil {
+		return fmt.Sprintf("NodePool %s: %v", a.NodePool, a.Err)
+	}
+	return fmt.Sprintf("NodePool %s allows %d of %s now (%d of its %d nodes are being disrupted)", a.NodePool, a.Allowed, a.Budget, a.Disrupting, a.Nodes)
+}
+
+// allowance applies a NodePool's budgets to a reason: the least any
+// active budget for the reason allows (a percentage of the NodePool's
+// nodes, rounded up), less the nodes already being disrupted.
+func allowance(np *v1.NodePool, reason v1.DisruptionReason, nodes, disrupting int, now time.Time) Allowance {
+	a := Allowance{NodePool: np.Name, Reason: reason, Nodes: nodes, Disrupting: disrupting, Limit: math.MaxInt, Budget: "unlimited"}
+	budgets := np.Spec.Disruption.Budgets
+	if len(budgets) == 0 {
+		budgets = []v1.Budget{{Nodes: "10%"}}
+	}
+	for i, b := range budgets {
+		if len(b.Reasons) > 0 && !contains(b.Reasons, reason) {
+			continue
+		}
+		if b.Schedule != nil {
+			sched, err := parseSchedule(*b.Schedule)
+			if err != nil {
+				a.Err = fmt.Errorf("spec.disruption.budgets[%d].schedule: %w", i, err)
+				return a
+			}
+			if b.Duration == nil || !sched.activeAt(now, b.Duration.Duration) {
+				continue
+			}
+		}
+		limit, err := budgetNodes(b.Nodes, nodes)
+		if err != nil {
+			a.Err = fmt.Errorf("spec.disruption.budgets[%d].nodes: %w", i, err)
+			return a
+		}
+		if limit < a.Limit {
+			a.Limit, a.Budget = limit, b.Nodes
+		}
+	}
+	if a.Limit == math.MaxInt {
+		a.Allowed = math.MaxInt
+		return a
+	}
+	a.Allowed = max(a.Limit-disrupting, 0)
+	return a
+}
+
+func contains(reasons []v1.DisruptionReason, r v1.DisruptionReason) bool {
+	for _, x := range reasons {
+		if x == r {
+			return true
+		}
+	}
+	return false
+}
+
+// budgetNodes reads a budget's nodes: a count, or a percentage of the
+// NodePool's nodes rounded up.
+func budgetNodes(value string, nodes int) (int, error) {
+	if value == "" {
+		value = "10%"
+	}
+	if pct, ok := strings.CutSuffix(value, "%"); ok {
+		p, err := strconv.Atoi(pct)
+		if err != nil || p < 0 || p > 100 {
+			return 0, fmt.Errorf("%q is not a percentage from 0%% to 100%%", value)
+		}
+		return (nodes*p + 99) / 100, nil
+	}
+	n, err := strconv.Atoi(value)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("%q is not a number of nodes", value)
+	}
+	return n, nil
+}

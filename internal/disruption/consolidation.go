@@ -1,0 +1,233 @@
+package disruption
+
+import (
+	"cmp"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/scheduling"
+	"github.com/nodewright/nodewright/internal/state"
+)
+
+// candidate is a node consolidation may act on.
+type candidate struct {
+	node  *state.Node
+	price float64
+	pods  int
+}
+
+// consolidation finds the command with the best savings per moved pod
+// among: removing the largest set of nodes (cheapest to disrupt first)
+// whose pods the rest of the cluster, plus at most one new cheaper node,
+// can hold — every repack is the scheduler's, which packs interchangeable
+// pods with its configuration LP — and removing or replacing single nodes.
+func (d *decider) consolidation(nodes []*state.Node) {
+	var cands []candidate
+	for _, n := range nodes {
+		if d.taken[n.Name] || len(n.Reschedulable()) == 0 {
+			continue
+		}
+		if bs := n.Blockers(); len(bs) > 0 {
+			d.block(n, Blocked{Reason: BlockedByNode, Blocker: bs[0], Method: v1.DisruptionReasonUnderutilized})
+			continue
+		}
+		if policy := d.s.Pools[n.NodePool].Spec.Disruption.ConsolidationPolicy; policy == v1.ConsolidationPolicyWhenEmpty {
+			d.block(n, Blocked{Reason: BlockedPolicy, Policy: policy, Method: v1.DisruptionReasonUnderutilized})
+			continue
+		}
+		if ok, why := d.consolidatable(n); !ok {
+			why.Method = v1.DisruptionReasonUnderutilized
+			d.block(n, why)
+			continue
+		}
+		price, ok := d.price(n)
+		if !ok {
+			d.block(n, Blocked{Reason: BlockedPriceUnknown, Method: v1.DisruptionReasonUnderutilized})
+			continue
+		}
+		d.out.Eligible[n.NodePool]++
+		cands = append(cands, candidate{node: n, price: price, pods: len(n.Reschedulable())})
+	}
+	// Fewest pods to move first, then the most expensive, then by name.
+	slices.SortFunc(cands, func(a, b candidate) int {
+		return cmp.Or(cmp.Compare(a.pods, b.pods), cmp.Compare(b.price, a.price), cmp.Compare(a.node.Name, b.node.Name))
+	})
+	var best *Command
+	if len(cands) >= 2 {
+		best = d.multiNode(cands)
+	}
+	evaluated := 0
+	for _, c := range cands {
+		if evaluated >= d.opts.MaxSingleNode {
+			break
+		}
+		if a := d.allowance(c.node.NodePool, v1.DisruptionReasonUnderutilized); a.Allowed < 1 {
+			d.block(c.node, Blocked{Reason: BlockedByBudget, Allowance: a, Method: v1.DisruptionReasonUnderutilized})
+			continue
+		}
+		evaluated++
+		cmd, why := d.evaluate([]candidate{c})
+		if cmd == nil {
+			if best == nil || !slices.Contains(best.Nodes, c.node) {
+				d.block(c.node, why)
+			}
+			continue
+		}
+		if best == nil || score(cmd) > score(best) {
+			best = cmd
+		}
+	}
+	if best == nil {
+		return
+	}
+	for _, n := range best.Nodes {
+		d.use(n, v1.DisruptionReasonUnderutilized)
+	}
+	d.out.Commands = append(d.out.Commands, best)
+}
+
+// score is a command's savings per moved pod.
+func score(c *Command) float64 { return c.Savings / float64(max(c.Pods, 1)) }
+
+// multiNode finds the longest prefix of the candidates (within budgets)
+// that can go together, by binary search: if k nodes cannot, more will
+// not either, as a rule.
+func (d *decider) multiNode(cands []candidate) *Command {
+	var prefix []candidate
+	room := map[string]int{}
+	for _, c := range cands {
+		if len(prefix) >= d.opts.MaxMultiNode {
+			break
+		}
+		if _, ok := room[c.node.NodePool]; !ok {
+			room[c.node.NodePool] = d.allowance(c.node.NodePool, v1.DisruptionReasonUnderutilized).Allowed
+		}
+		if room[c.node.NodePool] < 1 {
+			continue
+		}
+		room[c.node.NodePool]--
+		prefix = append(prefix, c)
+	}
+	var best *Command
+	lo, hi := 2, len(prefix)
+	for lo <= hi {
+		mid := (lo + hi) / 2
+		if cmd, _ := d.evaluate(prefix[:mid]); cmd != nil {
+			best, lo = cmd, mid+1
+		} else {
+			hi = mid - 1
+		}
+	}
+	return best
+}
+
+// evaluate checks whether the nodes can go: their pods fit on the rest of
+// the cluster and at most one new node that costs less than they do.
+func (d *decider) evaluate(cands []candidate) (*Command, Blocked) {
+	nodes := make([]*state.Node, 0, len(cands))
+	price := 0.0
+	allSpot := true
+	for _, c := range cands {
+		nodes = append(nodes, c.node)
+		price += c.price
+		allSpot = allSpot && c.node.Label(v1.LabelCapacityType) == v1.CapacityTypeSpot
+	}
+	plan, pods := d.reschedule(nodes)
+	if len(plan.Unschedulable) > 0 {
+		return nil, Blocked{Reason: BlockedPodsDoNotFit, Pod: plan.Unschedulable[0], Method: v1.DisruptionReasonUnderutilized}
+	}
+	cmd := &Command{Reason: v1.DisruptionReasonUnderutilized, Nodes: nodes, PricePerHour: price, Pods: pods}
+	switch len(plan.NodeClaims) {
+	case 0:
+	case 1:
+		repl, types := cheaper(plan.NodeClaims[0], price, d.s.Pools[plan.NodeClaims[0].NodePool])
+		if repl == nil {
+			return nil, Blocked{Reason: BlockedNoCheaperPlacement, Now: price, Replacement: plan.NodeClaims[0].Offering.Price, Method: v1.DisruptionReasonUnderutilized}
+		}
+		if allSpot && repl.Offering.CapacityType == v1.CapacityTypeSpot && types < d.opts.SpotToSpotMinTypes {
+			return nil, Blocked{Reason: BlockedSpotDiversity, Types: types, MinTypes: d.opts.SpotToSpotMinTypes, Method: v1.DisruptionReasonUnderutilized}
+		}
+		cmd.Replacements = []*scheduling.PlannedNodeClaim{repl}
+		cmd.ReplacementPrice = repl.Offering.Price
+	default:
+		return nil, Blocked{Reason: BlockedNoCheaperPlacement, Now: price, Replacement: plan.Price(), Method: v1.DisruptionReasonUnderutilized}
+	}
+	cmd.Savings = cmd.PricePerHour - cmd.ReplacementPrice
+	if cmd.Savings <= 0 {
+		return nil, Blocked{Reason: BlockedNoCheaperPlacement, Now: price, Replacement: cmd.ReplacementPrice, Method: v1.DisruptionReasonUnderutilized}
+	}
+	if s, balanced := d.balanced(cmd); balanced && s < 1 {
+		return nil, Blocked{Reason: BlockedPolicy, Policy: v1.ConsolidationPolicyBalanced, Score: s, Method: v1.DisruptionReasonUnderutilized}
+	}
+	return cmd, Blocked{}
+}
+
+// balanced scores a command for NodePools with the Balanced policy: the
+// share of the NodePools' hourly cost it saves divided by the share of
+// their pods it moves. A command that moves no pod scores infinitely.
+func (d *decider) balanced(c *Command) (float64, bool) {
+	pools := map[string]bool{}
+	balanced := false
+	for _, n := range c.Nodes {
+		pools[n.NodePool] = true
+		balanced = balanced || d.s.Pools[n.NodePool].Spec.Disruption.ConsolidationPolicy == v1.ConsolidationPolicyBalanced
+	}
+	if !balanced || c.Pods == 0 {
+		return 0, false
+	}
+	cost, pods := 0.0, 0
+	for _, n := range d.s.Candidates() {
+		if pools[n.NodePool] {
+			p, _ := d.price(n)
+			cost += p
+			pods += len(n.Reschedulable())
+		}
+	}
+	if cost == 0 || pods == 0 {
+		return 0, false
+	}
+	return (c.Savings / cost) / (float64(c.Pods) / float64(pods)), true
+}
+
+// cheaper narrows a planned replacement to the instance types whose
+// cheapest offering costs less than price; nil when none does, or fewer
+// than the NodePool's minValues for instance types. It also returns how
+// many types remain.
+func cheaper(planned *scheduling.PlannedNodeClaim, price float64, np *v1.NodePool) (*scheduling.PlannedNodeClaim, int) {
+	var types []*scheduling.InstanceType
+	var names []string
+	var first scheduling.Offering
+	for _, it := range planned.InstanceTypes {
+		o, ok := it.CheapestOffering(planned.Requirements)
+		if !ok || o.Price >= price {
+			continue
+		}
+		if len(types) == 0 {
+			first = o
+		}
+		types = append(types, it)
+		names = append(names, it.Name)
+	}
+	if len(types) == 0 || len(types) < minInstanceTypes(np) {
+		return nil, len(types)
+	}
+	out := *planned
+	out.Requirements = planned.Requirements.Copy()
+	out.Requirements[scheduling.LabelInstanceType] = scheduling.NewRequirement(scheduling.LabelInstanceType, corev1.NodeSelectorOpIn, names...)
+	out.InstanceTypes, out.InstanceType, out.Offering = types, types[0], first
+	return &out, len(types)
+}
+
+func minInstanceTypes(np *v1.NodePool) int {
+	if np == nil {
+		return 0
+	}
+	for _, r := range np.Spec.Template.Spec.Requirements {
+		if r.Key == scheduling.LabelInstanceType && r.MinValues != nil {
+			return *r.MinValues
+		}
+	}
+	return 0
+}

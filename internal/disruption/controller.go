@@ -1,0 +1,420 @@
+package disruption
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/metrics"
+	"github.com/nodewright/nodewright/internal/nodepool"
+	"github.com/nodewright/nodewright/internal/scheduling"
+	"github.com/nodewright/nodewright/internal/state"
+	"github.com/nodewright/nodewright/internal/state/listing"
+)
+
+// Config tunes the controller.
+type Config struct {
+	Options
+	// Poll is how often the controller decides.
+	Poll time.Duration
+	// ValidationDelay is how long a decision waits before it is checked
+	// again against the cluster and carried out (pods that were just
+	// scheduled or deleted settle).
+	ValidationDelay time.Duration
+}
+
+// DefaultConfig is the reference's timing.
+func DefaultConfig() Config {
+	return Config{Options: DefaultOptions(), Poll: 10 * time.Second, ValidationDelay: 15 * time.Second}
+}
+
+// Controller carries disruption out: it decides, waits, validates the
+// decision again, taints the nodes karpenter.sh/disrupted:NoSchedule,
+// launches the replacements, waits until they are initialized, and
+// deletes the nodes' NodeClaims (whose termination drains them through
+// the Eviction API). A replacement that fails rolls the command back.
+type Controller struct {
+	Client        client.Client
+	Types         listing.InstanceTypeSource
+	AMIs          func(*awsv1.EC2NodeClass) []scheduling.AMI
+	Registrations *nodepool.Registrations
+	Recorder      record.EventRecorder
+	Clock         clock.PassiveClock
+	Metrics       *metrics.Metrics
+	Log           logr.Logger
+	Config        Config
+
+	mu       sync.Mutex
+	commands []*inflight
+	// said is the last DisruptionBlocked message per node, so each is
+	// reported once.
+	said map[string]string
+}
+
+// phase is how far a command has come.
+type phase int
+
+const (
+	validating phase = iota
+	launching
+)
+
+// inflight is a command being carried out.
+type inflight struct {
+	*Command
+	phase     phase
+	decidedAt time.Time
+	// claims are the NodeClaims of the command's nodes; replacements the
+	// names of the NodeClaims launched for it.
+	claims       []string
+	replacements []string
+}
+
+// SetupWithManager runs the controller with the manager (when leader).
+func (c *Controller) SetupWithManager(mgr manager.Manager) error {
+	return mgr.Add(manager.RunnableFunc(c.run))
+}
+
+func (c *Controller) run(ctx context.Context) error {
+	ticker := time.NewTicker(c.Config.Poll)
+	defer ticker.Stop()
+	for {
+		if err := c.Reconcile(ctx); err != nil && ctx.Err() == nil {
+			c.Log.Error(err, "disruption")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		}
+	}
+}
+
+// Reconcile makes one round: advance the commands in flight, clear
+// taints nothing owns, decide, and report what stays and why.
+func (c *Controller) Reconcile(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	listed, err := listing.List(ctx, c.Client)
+	if err != nil {
+		return err
+	}
+	classes, err := listing.Resolve(ctx, listed, c.Types, c.AMIs)
+	if err != nil {
+		return err
+	}
+	now := c.Clock.Now()
+	snap := state.Build(listed.Objects, state.Options{Now: now, NodeClasses: classes, Backoff: c.Registrations.Backoffs(now)})
+	if err := c.advance(ctx, snap, listed); err != nil {
+		return err
+	}
+	if err := c.untaintOrphans(ctx, snap); err != nil {
+		return err
+	}
+	opts := c.Config.Options
+	opts.InFlight = c.inFlight(nil)
+	for _, cmd := range c.commands {
+		opts.ConsolidationInFlight = opts.ConsolidationInFlight || cmd.Reason == v1.DisruptionReasonUnderutilized
+	}
+	started := c.Clock.Now()
+	dec := Decide(snap, opts)
+	for _, cmd := range dec.Commands {
+		c.commands = append(c.commands, &inflight{Command: cmd, decidedAt: now, claims: claimNames(cmd.Nodes)})
+		c.Metrics.Disruption(string(cmd.Reason), "decided")
+		c.Log.Info("decided to disrupt", "reason", cmd.Reason, "nodes", cmd.NodeNames(), "replacements", len(cmd.Replacements),
+			"savingsPerHour", cmd.Savings, "pods", cmd.Pods)
+	}
+	c.report(snap, dec)
+	c.record(c.Clock.Since(started), dec)
+	return nil
+}
+
+// inFlight are the nodes of the commands in flight, but skip's.
+func (c *Controller) inFlight(skip *inflight) map[string]bool {
+	out := map[string]bool{}
+	for _, cmd := range c.commands {
+		if cmd == skip {
+			continue
+		}
+		for _, n := range cmd.Nodes {
+			out[n.Name] = true
+		}
+	}
+	return out
+}
+
+func claimNames(nodes []*state.Node) []string {
+	out := make([]string, 0, len(nodes))
+	for _, n := range nodes {
+		if n.NodeClaim != nil {
+			out = append(out, n.NodeClaim.Name)
+		}
+	}
+	return out
+}
+
+// advance moves each command in flight along: validate and start those
+// decided long enough ago, finish those whose replacements are ready,
+// roll back those whose replacements failed.
+func (c *Controller) advance(ctx context.Context, snap *state.Snapshot, listed *listing.Listed) error {
+	var keep []*inflight
+	for _, cmd := range c.commands {
+		done, err := c.step(ctx, snap, listed, cmd)
+		if err != nil {
+			return err
+		}
+		if !done {
+			keep = append(keep, cmd)
+		}
+	}
+	c.commands = keep
+	return nil
+}
+
+func (c *Controller) step(ctx context.Context, snap *state.Snapshot, listed *listing.Listed, cmd *inflight) (bool, error) {
+	switch cmd.phase {
+	case validating:
+		if snap.Now.Sub(cmd.decidedAt) < c.Config.ValidationDelay && cmd.Reason != v1.DisruptionReasonExpired {
+			return false, nil
+		}
+		opts := c.Config.Options
+		opts.InFlight = c.inFlight(cmd)
+		fresh, why := Revalidate(snap, cmd.Command, opts)
+		if fresh == nil {
+			c.Metrics.Disruption(string(cmd.Reason), "cancelled")
+			c.Log.Info("cancelled a disruption", "reason", cmd.Reason, "nodes", cmd.NodeNames(), "why", why)
+			for _, n := range cmd.Nodes {
+				c.event(n, corev1.EventTypeNormal, "DisruptionCancelled", fmt.Sprintf("%s disruption cancelled: %s", cmd.Reason, why))
+			}
+			return true, nil
+		}
+		cmd.Command = fresh
+		return c.start(ctx, snap, listed, cmd)
+	case launching:
+		return c.await(ctx, snap, cmd)
+	}
+	return true, nil
+}
+
+// start taints the nodes and launches the replacements; a command
+// without replacements deletes its nodes at once.
+func (c *Controller) start(ctx context.Context, snap *state.Snapshot, listed *listing.Listed, cmd *inflight) (bool, error) {
+	for _, n := range cmd.Nodes {
+		if err := c.setTaint(ctx, n.Node, true); err != nil {
+			return false, err
+		}
+	}
+	c.Metrics.Disruption(string(cmd.Reason), "started")
+	what := describe(cmd.Command)
+	for _, planned := range cmd.Replacements {
+		np := snap.Pools[planned.NodePool]
+		nc := state.NodeClaimFor(np, listed.NodeClass(np), planned)
+		if err := c.Client.Create(ctx, nc); err != nil {
+			return false, c.rollback(ctx, snap, cmd, fmt.Sprintf("creating a replacement NodeClaim for NodePool %s failed: %v", planned.NodePool, err))
+		}
+		cmd.replacements = append(cmd.replacements, nc.Name)
+		c.Recorder.Eventf(nc, corev1.EventTypeNormal, "DisruptionReplacement", "replaces %s (%s)", strings.Join(cmd.NodeNames(), ", "), cmd.Reason)
+	}
+	cmd.phase = launching
+	if len(cmd.replacements) > 0 {
+		for _, n := range cmd.Nodes {
+			c.event(n, corev1.EventTypeNormal, "DisruptionLaunching", fmt.Sprintf("%s: tainted %s:NoSchedule; launching replacement(s) %s; %s",
+				cmd.Reason, v1.TaintKeyDisrupted, strings.Join(cmd.replacements, ", "), what))
+		}
+		c.Log.Info("launching replacements", "reason", cmd.Reason, "nodes", cmd.NodeNames(), "replacements", cmd.replacements)
+		return false, nil
+	}
+	return c.terminate(ctx, cmd)
+}
+
+// await finishes a command once every replacement is initialized, and
+// rolls it back when a replacement is gone (it failed to launch or to
+// register in time).
+func (c *Controller) await(ctx context.Context, snap *state.Snapshot, cmd *inflight) (bool, error) {
+	ready := 0
+	for _, name := range cmd.replacements {
+		var found *state.Node
+		for _, n := range snap.Nodes {
+			if n.NodeClaim != nil && n.NodeClaim.Name == name {
+				found = n
+			}
+		}
+		switch {
+		case found == nil || found.Deleting():
+			return true, c.rollback(ctx, snap, cmd, fmt.Sprintf("replacement NodeClaim %s failed to launch or register (see its events)", name))
+		case found.Initialized():
+			ready++
+		}
+	}
+	if ready < len(cmd.replacements) {
+		return false, nil
+	}
+	return c.terminate(ctx, cmd)
+}
+
+// terminate deletes the command's NodeClaims; their termination drains
+// the nodes.
+func (c *Controller) terminate(ctx context.Context, cmd *inflight) (bool, error) {
+	what := describe(cmd.Command)
+	for _, n := range cmd.Nodes {
+		c.event(n, corev1.EventTypeNormal, "DisruptionTerminating", fmt.Sprintf("%s: terminating; %s", cmd.Reason, what))
+		var obj client.Object = n.Node
+		if n.NodeClaim != nil {
+			obj = n.NodeClaim
+		}
+		if err := c.Client.Delete(ctx, obj); client.IgnoreNotFound(err) != nil {
+			return false, fmt.Errorf("deleting %s for a %s disruption: %w", n.Name, cmd.Reason, err)
+		}
+	}
+	c.Metrics.Disruption(string(cmd.Reason), "completed")
+	c.Log.Info("disrupted", "reason", cmd.Reason, "nodes", cmd.NodeNames(), "replacements", cmd.replacements, "savingsPerHour", cmd.Savings)
+	return true, nil
+}
+
+// rollback untaints the command's nodes and deletes the replacements it
+// launched, saying why.
+func (c *Controller) rollback(ctx context.Context, snap *state.Snapshot, cmd *inflight, why string) error {
+	c.Metrics.Disruption(string(cmd.Reason), "rolled_back")
+	c.Log.Info("rolled back a disruption", "reason", cmd.Reason, "nodes", cmd.NodeNames(), "why", why)
+	for _, n := range cmd.Nodes {
+		c.event(n, corev1.EventTypeWarning, "DisruptionRolledBack", fmt.Sprintf("%s disruption rolled back, the node stays: %s", cmd.Reason, why))
+		for _, cur := range snap.Nodes {
+			if cur.Name == n.Name && cur.Node != nil {
+				if err := c.setTaint(ctx, cur.Node, false); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for _, name := range cmd.replacements {
+		nc := &v1.NodeClaim{}
+		nc.Name = name
+		if err := c.Client.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting replacement NodeClaim %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// untaintOrphans removes karpenter.sh/disrupted from nodes that no
+// command owns and that are not being deleted: what a restart or a
+// rollback left behind.
+func (c *Controller) untaintOrphans(ctx context.Context, snap *state.Snapshot) error {
+	owned := c.inFlight(nil)
+	for _, n := range snap.Nodes {
+		if n.Node == nil || n.Deleting() || owned[n.Name] || !n.Managed() || !n.Disrupted() {
+			continue
+		}
+		if err := c.setTaint(ctx, n.Node, false); err != nil {
+			return err
+		}
+		c.Log.Info("removed a disruption taint no command owns", "Node", n.Name)
+	}
+	return nil
+}
+
+// setTaint adds or removes karpenter.sh/disrupted:NoSchedule, with
+// optimistic locking so a stale node never overwrites newer taints.
+func (c *Controller) setTaint(ctx context.Context, node *corev1.Node, on bool) error {
+	if node == nil {
+		return nil
+	}
+	has := slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1.TaintKeyDisrupted })
+	if has == on {
+		return nil
+	}
+	fresh := &corev1.Node{}
+	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(node), fresh); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	before := fresh.DeepCopy()
+	fresh.Spec.Taints = slices.DeleteFunc(fresh.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1.TaintKeyDisrupted })
+	if on {
+		fresh.Spec.Taints = append(fresh.Spec.Taints, corev1.Taint{Key: v1.TaintKeyDisrupted, Effect: corev1.TaintEffectNoSchedule})
+	}
+	if err := c.Client.Patch(ctx, fresh, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("tainting node %s: %w", node.Name, err)
+	}
+	return nil
+}
+
+// event records on the node's NodeClaim and on the node.
+func (c *Controller) event(n *state.Node, kind, reason, msg string) {
+	if n.NodeClaim != nil {
+		c.Recorder.Event(n.NodeClaim, kind, reason, msg)
+	}
+	if n.Node != nil {
+		c.Recorder.Event(n.Node, kind, reason, msg)
+	}
+}
+
+// describe says what a command saves.
+func describe(cmd *Command) string {
+	if len(cmd.Replacements) == 0 {
+		return fmt.Sprintf("no replacement needed; saves $%.4f/h", cmd.Savings)
+	}
+	types := make([]string, 0, len(cmd.Replacements))
+	for _, r := range cmd.Replacements {
+		types = append(types, fmt.Sprintf("%s %s $%.4f/h", r.InstanceType.Name, r.Offering.CapacityType, r.Offering.Price))
+	}
+	return fmt.Sprintf("replacement(s) %s for $%.4f/h; saves $%.4f/h", strings.Join(types, ", "), cmd.PricePerHour, cmd.Savings)
+}
+
+// report says once, on the NodeClaim, why each candidate stays
+// (DisruptionBlocked), and again only when the reason changes.
+func (c *Controller) report(snap *state.Snapshot, dec *Decision) {
+	if c.said == nil {
+		c.said = map[string]string{}
+	}
+	byName := map[string]*state.Node{}
+	for _, n := range snap.Nodes {
+		byName[n.Name] = n
+	}
+	for name := range c.said {
+		if byName[name] == nil {
+			delete(c.said, name)
+		}
+	}
+	for _, b := range dec.Blocked {
+		msg := b.String()
+		// consolidateAfter's deadline moves with every pod event; report
+		// the reason, not each new time.
+		key := string(b.Reason) + string(b.Blocker.Reason)
+		if b.Reason != BlockedConsolidateAfter {
+			key = msg
+		}
+		if c.said[b.Node] == key {
+			continue
+		}
+		c.said[b.Node] = key
+		if n := byName[b.Node]; n != nil && n.NodeClaim != nil {
+			c.Recorder.Event(n.NodeClaim, corev1.EventTypeNormal, "DisruptionBlocked", msg)
+		}
+	}
+}
+
+func (c *Controller) record(took time.Duration, dec *Decision) {
+	allowed := map[[2]string]int{}
+	for _, a := range dec.Allowances {
+		allowed[[2]string{a.NodePool, string(a.Reason)}] = min(a.Allowed, 1<<30)
+	}
+	savings := map[string]float64{}
+	for _, cmd := range c.commands {
+		for _, n := range cmd.Nodes {
+			savings[n.NodePool] += cmd.Savings / float64(len(cmd.Nodes))
+		}
+	}
+	c.Metrics.DisruptionDecision(took, dec.Eligible, allowed, savings)
+}

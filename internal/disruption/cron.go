@@ -1,0 +1,110 @@
+package disruption
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// schedule is a parsed five-field cron schedule (minute hour day-of-month
+// month day-of-week), in UTC.
+type schedule struct {
+	minute, hour, dom, month, dow uint64 // bit sets
+	// domStar and dowStar record a "*" field: when both day fields are
+	// restricted, a day matches either (cron's rule).
+	domStar, dowStar bool
+}
+
+var macros = map[string]string{
+	"@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *",
+	"@weekly": "0 0 * * 0", "@daily": "0 0 * * *", "@midnight": "0 0 * * *", "@hourly": "0 * * * *",
+}
+
+// parseSchedule reads a cron schedule: five fields of numbers, ranges
+// (a-b), steps (*/n, a-b/n), lists (a,b) and *, or a macro such as @daily.
+func parseSchedule(spec string) (*schedule, error) {
+	if m, ok := macros[strings.TrimSpace(spec)]; ok {
+		spec = m
+	}
+	fields := strings.Fields(spec)
+	if len(fields) != 5 {
+		return nil, fmt.Errorf("schedule %q has %d fields, want 5 (minute hour day-of-month month day-of-week)", spec, len(fields))
+	}
+	bounds := [5][2]int{{0, 59}, {0, 23}, {1, 31}, {1, 12}, {0, 7}}
+	names := [5]string{"minute", "hour", "day of month", "month", "day of week"}
+	var sets [5]uint64
+	for i, f := range fields {
+		set, err := parseField(f, bounds[i][0], bounds[i][1])
+		if err != nil {
+			return nil, fmt.Errorf("schedule %q: %s %q: %w", spec, names[i], f, err)
+		}
+		sets[i] = set
+	}
+	if sets[4]&(1<<7) != 0 { // 7 is Sunday too
+		sets[4] |= 1
+	}
+	return &schedule{minute: sets[0], hour: sets[1], dom: sets[2], month: sets[3], dow: sets[4],
+		domStar: fields[2] == "*", dowStar: fields[4] == "*"}, nil
+}
+
+func parseField(f string, lo, hi int) (uint64, error) {
+	var set uint64
+	for _, part := range strings.Split(f, ",") {
+		rng, stepText, hasStep := strings.Cut(part, "/")
+		step := 1
+		if hasStep {
+			n, err := strconv.Atoi(stepText)
+			if err != nil || n < 1 {
+				return 0, fmt.Errorf("step %q is not a positive number", stepText)
+			}
+			step = n
+		}
+		first, last := lo, hi
+		if rng != "*" {
+			a, b, isRange := strings.Cut(rng, "-")
+			x, err := strconv.Atoi(a)
+			if err != nil {
+				return 0, fmt.Errorf("%q is not a number", a)
+			}
+			first, last = x, x
+			if isRange {
+				if last, err = strconv.Atoi(b); err != nil {
+					return 0, fmt.Errorf("%q is not a number", b)
+				}
+			} else if hasStep {
+				last = hi
+			}
+		}
+		if first < lo || last > hi || first > last {
+			return 0, fmt.Errorf("%d-%d is outside %d-%d", first, last, lo, hi)
+		}
+		for v := first; v <= last; v += step {
+			set |= 1 << v
+		}
+	}
+	return set, nil
+}
+
+func (s *schedule) matches(t time.Time) bool {
+	if s.minute&(1<<t.Minute()) == 0 || s.hour&(1<<t.Hour()) == 0 || s.month&(1<<int(t.Month())) == 0 {
+		return false
+	}
+	dom, dow := s.dom&(1<<t.Day()) != 0, s.dow&(1<<int(t.Weekday())) != 0
+	if !s.domStar && !s.dowStar {
+		return dom || dow
+	}
+	return dom && dow
+}
+
+// activeAt reports whether a window of the given length that opens at
+// each time the schedule names is open at now.
+func (s *schedule) activeAt(now time.Time, window time.Duration) bool {
+	now = now.UTC()
+	for t := now.Truncate(time.Minute); now.Sub(t) < window; t = t.Add(-time.Minute) {
+		if s.matches(t) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,380 @@
+// Package disruption removes and replaces nodes on its own: expired and
+// drifted NodeClaims are replaced, empty nodes deleted, and underutilized
+// ones consolidated onto the rest of the cluster or onto one cheaper node,
+// within the NodePools' budgets, never against a PodDisruptionBudget or a
+// do-not-disrupt annotation. Deciding is pure (Decide, over a
+// state.Snapshot); the Controller carries the decisions out.
+package disruption
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/scheduling"
+	"github.com/nodewright/nodewright/internal/state"
+)
+
+// Options tune a decision.
+type Options struct {
+	// InFlight are the nodes that commands already being carried out
+	// disrupt; they count against budgets and are not chosen again.
+	InFlight map[string]bool
+	// ConsolidationInFlight holds consolidation back while a consolidation
+	// command is being carried out: its simulation assumes the rest of the
+	// cluster stays as it is.
+	ConsolidationInFlight bool
+	// MaxMultiNode caps the nodes one consolidation command removes.
+	MaxMultiNode int
+	// MaxSingleNode caps how many nodes single-node consolidation looks at
+	// in one decision.
+	MaxSingleNode int
+	// SpotToSpotMinTypes is how many cheaper spot instance types a spot
+	// node's spot replacement needs, to stay diverse.
+	SpotToSpotMinTypes int
+}
+
+// DefaultOptions are the reference's limits.
+func DefaultOptions() Options {
+	return Options{MaxMultiNode: 100, MaxSingleNode: 100, SpotToSpotMinTypes: 15}
+}
+
+// Command disrupts nodes for one reason: they are deleted once their
+// replacements (if any) are initialized.
+type Command struct {
+	Reason       v1.DisruptionReason
+	Nodes        []*state.Node
+	Replacements []*scheduling.PlannedNodeClaim
+	// PricePerHour is what the nodes cost; ReplacementPrice what the
+	// replacements cost; Savings the difference.
+	PricePerHour, ReplacementPrice, Savings float64
+	// Pods is how many pods move.
+	Pods int
+	// Unplaced are pods that have no place once the nodes go: only an
+	// expiration goes ahead with them.
+	Unplaced []*scheduling.UnschedulablePod
+}
+
+// NodeNames are the names of the command's nodes.
+func (c *Command) NodeNames() []string {
+	out := make([]string, 0, len(c.Nodes))
+	for _, n := range c.Nodes {
+		out = append(out, n.Name)
+	}
+	return out
+}
+
+// Decision is what disruption does now, and why every other candidate
+// stays.
+type Decision struct {
+	Commands []*Command
+	Blocked  []Blocked
+	// Allowances are the budgets per NodePool and reason.
+	Allowances []Allowance
+	// Eligible counts, per NodePool, the nodes a method could act on now.
+	Eligible map[string]int
+}
+
+// decider holds one decision's working state.
+type decider struct {
+	s        *state.Snapshot
+	opts     Options
+	now      time.Time
+	prices   map[string]map[string]*scheduling.InstanceType // NodePool → instance type
+	taken    map[string]bool
+	nodes    map[string]int // NodePool → its nodes
+	disrupt  map[string]int // NodePool → nodes being disrupted
+	used     map[string]map[v1.DisruptionReason]int
+	out      *Decision
+	blocked  map[string]bool
+	allowSet map[string]map[v1.DisruptionReason]Allowance
+}
+
+// Decide chooses what to disrupt now: expired NodeClaims (one per
+// decision, budgets do not apply), drifted ones (one per decision, empty
+// and oldest first), every empty node the budgets allow (one command),
+// then the consolidation command with the best savings per moved pod.
+func Decide(s *state.Snapshot, opts Options) *Decision {
+	d, candidates := newDecider(s, opts)
+	d.expiration(candidates)
+	d.drift(candidates)
+	d.emptiness(candidates)
+	if !opts.ConsolidationInFlight {
+		d.consolidation(candidates)
+	}
+	for _, pools := range d.allowSet {
+		for _, a := range pools {
+			d.out.Allowances = append(d.out.Allowances, a)
+		}
+	}
+	slices.SortFunc(d.out.Allowances, func(a, b Allowance) int {
+		return cmp.Or(cmp.Compare(a.NodePool, b.NodePool), cmp.Compare(a.Reason, b.Reason))
+	})
+	slices.SortFunc(d.out.Blocked, func(a, b Blocked) int { return cmp.Compare(a.Node, b.Node) })
+	return d.out
+}
+
+// newDecider prepares a decision: prices by NodePool and instance type,
+// nodes per NodePool and those being disrupted, and the candidates that
+// are not.
+func newDecider(s *state.Snapshot, opts Options) (*decider, []*state.Node) {
+	d := &decider{s: s, opts: opts, now: s.Now, prices: map[string]map[string]*scheduling.InstanceType{}, taken: map[string]bool{},
+		nodes: map[string]int{}, disrupt: map[string]int{}, used: map[string]map[v1.DisruptionReason]int{},
+		out: &Decision{Eligible: map[string]int{}}, blocked: map[string]bool{}, allowSet: map[string]map[v1.DisruptionReason]Allowance{}}
+	for _, np := range s.NodePools {
+		d.prices[np.Name] = map[string]*scheduling.InstanceType{}
+		for _, it := range np.InstanceTypes {
+			d.prices[np.Name][it.Name] = it
+		}
+	}
+	var candidates []*state.Node
+	for _, n := range s.Candidates() {
+		d.nodes[n.NodePool]++
+		if n.Deleting() || n.Disrupted() || opts.InFlight[n.Name] {
+			d.disrupt[n.NodePool]++
+			continue
+		}
+		candidates = append(candidates, n)
+	}
+	return d, candidates
+}
+
+// allowance is the NodePool's budget for a reason, less what this
+// decision already used.
+func (d *decider) allowance(pool string, reason v1.DisruptionReason) Allowance {
+	if _, ok := d.allowSet[pool]; !ok {
+		d.allowSet[pool] = map[v1.DisruptionReason]Allowance{}
+	}
+	a, ok := d.allowSet[pool][reason]
+	if !ok {
+		a = allowance(d.s.Pools[pool], reason, d.nodes[pool], d.disrupt[pool], d.now)
+		d.allowSet[pool][reason] = a
+	}
+	a.Allowed -= d.used[pool][reason]
+	return a
+}
+
+func (d *decider) use(n *state.Node, reason v1.DisruptionReason) {
+	if d.used[n.NodePool] == nil {
+		d.used[n.NodePool] = map[v1.DisruptionReason]int{}
+	}
+	d.used[n.NodePool][reason]++
+	// Every reason's budget counts every node disrupted.
+	for r := range d.allowSet[n.NodePool] {
+		if r != reason {
+			d.used[n.NodePool][r]++
+		}
+	}
+	d.disrupt[n.NodePool]++
+	d.taken[n.Name] = true
+}
+
+// block records why a node stays (the first reason found for it).
+func (d *decider) block(n *state.Node, b Blocked) {
+	if d.blocked[n.Name] {
+		return
+	}
+	d.blocked[n.Name] = true
+	b.Node = n.Name
+	d.out.Blocked = append(d.out.Blocked, b)
+}
+
+// price is what a node costs per hour, from its instance type, zone and
+// capacity type among its NodePool's offerings.
+func (d *decider) price(n *state.Node) (float64, bool) {
+	it := d.prices[n.NodePool][n.Label(corev1.LabelInstanceTypeStable)]
+	if it == nil {
+		return 0, false
+	}
+	zone, ct := n.Label(corev1.LabelTopologyZone), n.Label(v1.LabelCapacityType)
+	for _, o := range it.Offerings {
+		if o.Zone == zone && o.CapacityType == ct {
+			return o.Price, true
+		}
+	}
+	return 0, false
+}
+
+// reschedule plans where the nodes' pods go if the nodes go.
+func (d *decider) reschedule(nodes []*state.Node) (*scheduling.Plan, int) {
+	without := map[string]bool{}
+	pods := 0
+	for _, n := range nodes {
+		without[n.Name] = true
+		pods += len(n.Reschedulable())
+	}
+	for name := range d.taken {
+		without[name] = true
+	}
+	for name := range d.opts.InFlight {
+		without[name] = true
+	}
+	if pods == 0 {
+		return &scheduling.Plan{}, 0
+	}
+	return scheduling.Solve(d.s.Reschedule(without)), pods
+}
+
+// expiration replaces one NodeClaim older than its expireAfter. It waits
+// for no budget and no do-not-disrupt pod or PodDisruptionBudget (the
+// drain honours those until the terminationGracePeriod); replacements are
+// launched first for pods that would otherwise stay pending.
+func (d *decider) expiration(candidates []*state.Node) {
+	var expired []*state.Node
+	for _, n := range candidates {
+		if n.NodeClaim == nil {
+			continue
+		}
+		after, never, err := n.NodeClaim.Spec.ExpireAfter.Parse()
+		if err != nil || never || d.now.Sub(n.NodeClaim.CreationTimestamp.Time) < after {
+			continue
+		}
+		d.out.Eligible[n.NodePool]++
+		expired = append(expired, n)
+	}
+	slices.SortFunc(expired, oldestFirst)
+	if len(expired) == 0 {
+		return
+	}
+	n := expired[0]
+	plan, pods := d.reschedule([]*state.Node{n})
+	d.command(v1.DisruptionReasonExpired, []*state.Node{n}, plan, pods)
+}
+
+func oldestFirst(a, b *state.Node) int {
+	return cmp.Or(a.NodeClaim.CreationTimestamp.Compare(b.NodeClaim.CreationTimestamp.Time), cmp.Compare(a.Name, b.Name))
+}
+
+// command records a command and takes its nodes.
+func (d *decider) command(reason v1.DisruptionReason, nodes []*state.Node, plan *scheduling.Plan, pods int) *Command {
+	c := &Command{Reason: reason, Nodes: nodes, Replacements: plan.NodeClaims, Pods: pods, Unplaced: plan.Unschedulable}
+	for _, n := range nodes {
+		p, _ := d.price(n)
+		c.PricePerHour += p
+		d.use(n, reason)
+	}
+	c.ReplacementPrice = plan.Price()
+	c.Savings = c.PricePerHour - c.ReplacementPrice
+	d.out.Commands = append(d.out.Commands, c)
+	return c
+}
+
+// hardBlockers are the blockers that hold a method back: all of them for
+// graceful methods; for drift of a NodeClaim with a
+// terminationGracePeriod, only those that are not about pods (the drain
+// waits for those pods up to the deadline).
+func hardBlockers(n *state.Node, forceful bool) []state.Blocker {
+	var out []state.Blocker
+	for _, b := range n.Blockers() {
+		if forceful && b.Graceful() {
+			continue
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// drift replaces one drifted NodeClaim: empty ones first, then the oldest.
+func (d *decider) drift(candidates []*state.Node) {
+	var drifted []*state.Node
+	for _, n := range candidates {
+		if d.taken[n.Name] || n.NodeClaim == nil || !conditionTrue(n.NodeClaim, v1.ConditionDrifted) {
+			continue
+		}
+		if bs := hardBlockers(n, n.NodeClaim.Spec.TerminationGracePeriod != nil); len(bs) > 0 {
+			d.block(n, Blocked{Reason: BlockedByNode, Blocker: bs[0], Method: v1.DisruptionReasonDrifted})
+			continue
+		}
+		d.out.Eligible[n.NodePool]++
+		drifted = append(drifted, n)
+	}
+	slices.SortFunc(drifted, func(a, b *state.Node) int {
+		return cmp.Or(cmp.Compare(len(a.Reschedulable()), len(b.Reschedulable())), oldestFirst(a, b))
+	})
+	for _, n := range drifted {
+		if a := d.allowance(n.NodePool, v1.DisruptionReasonDrifted); a.Allowed < 1 {
+			d.block(n, Blocked{Reason: BlockedByBudget, Allowance: a, Method: v1.DisruptionReasonDrifted})
+			continue
+		}
+		plan, pods := d.reschedule([]*state.Node{n})
+		if len(plan.Unschedulable) > 0 {
+			d.block(n, Blocked{Reason: BlockedPodsDoNotFit, Pod: plan.Unschedulable[0], Method: v1.DisruptionReasonDrifted})
+			continue
+		}
+		d.command(v1.DisruptionReasonDrifted, []*state.Node{n}, plan, pods)
+		return
+	}
+}
+
+// consolidatable reports whether consolidateAfter has passed since the
+// node's last pod event or its initialization; else why not.
+func (d *decider) consolidatable(n *state.Node) (bool, Blocked) {
+	np := d.s.Pools[n.NodePool]
+	after, never, err := np.Spec.Disruption.ConsolidateAfter.Parse()
+	if np.Spec.Disruption.ConsolidateAfter == "" {
+		after, never, err = 0, false, nil
+	}
+	switch {
+	case err != nil:
+		return false, Blocked{Reason: BlockedConsolidateAfter, Err: err}
+	case never:
+		return false, Blocked{Reason: BlockedConsolidateAfter, Never: true}
+	}
+	since := n.InitializedAt()
+	if last := n.LastPodEvent(); last.After(since) {
+		since = last
+	}
+	if until := since.Add(after); d.now.Before(until) {
+		return false, Blocked{Reason: BlockedConsolidateAfter, Until: until}
+	}
+	return true, Blocked{}
+}
+
+// emptiness deletes, in one command, every consolidatable node without
+// pods to move that the budgets allow.
+func (d *decider) emptiness(candidates []*state.Node) {
+	var empty []*state.Node
+	for _, n := range candidates {
+		if d.taken[n.Name] || len(n.Reschedulable()) > 0 {
+			continue
+		}
+		if bs := n.Blockers(); len(bs) > 0 {
+			d.block(n, Blocked{Reason: BlockedByNode, Blocker: bs[0], Method: v1.DisruptionReasonEmpty})
+			continue
+		}
+		if ok, why := d.consolidatable(n); !ok {
+			why.Method = v1.DisruptionReasonEmpty
+			d.block(n, why)
+			continue
+		}
+		d.out.Eligible[n.NodePool]++
+		if a := d.allowance(n.NodePool, v1.DisruptionReasonEmpty); a.Allowed < 1 {
+			d.block(n, Blocked{Reason: BlockedByBudget, Allowance: a, Method: v1.DisruptionReasonEmpty})
+			continue
+		}
+		d.use(n, v1.DisruptionReasonEmpty)
+		empty = append(empty, n)
+	}
+	if len(empty) == 0 {
+		return
+	}
+	c := &Command{Reason: v1.DisruptionReasonEmpty, Nodes: empty}
+	for _, n := range empty {
+		p, _ := d.price(n)
+		c.PricePerHour += p
+	}
+	c.Savings = c.PricePerHour
+	d.out.Commands = append(d.out.Commands, c)
+}
+
+func conditionTrue(nc *v1.NodeClaim, t string) bool {
+	for _, c := range nc.Status.Conditions {
+		if c.Type == t {
+			return c.Status == "True"
+		}
+	}
+	return false
+}

@@ -1,0 +1,119 @@
+package lifecycle
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/cloudprovider"
+	"github.com/nodewright/nodewright/internal/state"
+)
+
+// networks caches where each instance runs: its subnet and security
+// groups do not change for its life, so the cloud is asked once.
+type networks struct {
+	mu   sync.Mutex
+	byID map[string]*state.Network
+}
+
+func (n *networks) get(ctx context.Context, cloud CloudProvider, providerID string) (*state.Network, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if net, ok := n.byID[providerID]; ok {
+		return net, nil
+	}
+	inst, err := cloud.Get(ctx, providerID)
+	if err != nil {
+		if cloudprovider.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	if n.byID == nil {
+		n.byID = map[string]*state.Network{}
+	}
+	net := &state.Network{SubnetID: inst.SubnetID, SecurityGroupIDs: inst.SecurityGroupIDs}
+	n.byID[providerID] = net
+	return net, nil
+}
+
+// drift sets the Drifted condition of an initialized NodeClaim (True with
+// the reason while it no longer matches its NodePool or EC2NodeClass,
+// absent otherwise); disruption replaces drifted NodeClaims.
+func (c *Controller) drift(ctx context.Context, nc *v1.NodeClaim, node *corev1.Node, now metav1.Time) error {
+	if !isTrue(nc.Status.Conditions, v1.ConditionInitialized) {
+		return nil
+	}
+	var np *v1.NodePool
+	if name := nc.Labels[v1.LabelNodePool]; name != "" {
+		np = &v1.NodePool{}
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, np); err != nil {
+			if client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("reading NodePool %s of NodeClaim %s: %w", name, nc.Name, err)
+			}
+			np = nil
+		}
+	}
+	var class *awsv1.EC2NodeClass
+	if ref := nc.Spec.NodeClassRef; ref != nil {
+		class = &awsv1.EC2NodeClass{}
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: ref.Name}, class); err != nil {
+			if client.IgnoreNotFound(err) != nil {
+				return fmt.Errorf("reading EC2NodeClass %s of NodeClaim %s: %w", ref.Name, nc.Name, err)
+			}
+			class = nil
+		}
+	}
+	var net *state.Network
+	if class != nil && (len(class.Status.Subnets) > 0 || len(class.Status.SecurityGroups) > 0) {
+		var err error
+		if net, err = c.networks.get(ctx, c.Cloud, nc.Status.ProviderID); err != nil {
+			return fmt.Errorf("reading the network of NodeClaim %s's instance: %w", nc.Name, err)
+		}
+	}
+	reason, msg := state.Drift(nc, state.NodeLabels(nc, node), np, class, net)
+	if reason == "" {
+		meta.RemoveStatusCondition(&nc.Status.Conditions, v1.ConditionDrifted)
+		return nil
+	}
+	set(&nc.Status.Conditions, now, nc.Generation, v1.ConditionDrifted, metav1.ConditionTrue, reason, msg)
+	return nil
+}
+
+// claimsOfPool wakes the NodeClaims of a changed NodePool (drift).
+func (c *Controller) claimsOfPool(ctx context.Context, o client.Object) []reconcile.Request {
+	claims := &v1.NodeClaimList{}
+	if err := c.Client.List(ctx, claims, client.MatchingLabels{v1.LabelNodePool: o.GetName()}); err != nil {
+		return nil
+	}
+	return requests(claims.Items, func(*v1.NodeClaim) bool { return true })
+}
+
+// claimsOfClass wakes the NodeClaims of a changed EC2NodeClass (drift).
+func (c *Controller) claimsOfClass(ctx context.Context, o client.Object) []reconcile.Request {
+	claims := &v1.NodeClaimList{}
+	if err := c.Client.List(ctx, claims); err != nil {
+		return nil
+	}
+	return requests(claims.Items, func(nc *v1.NodeClaim) bool {
+		return nc.Spec.NodeClassRef != nil && nc.Spec.NodeClassRef.Name == o.GetName()
+	})
+}
+
+func requests(claims []v1.NodeClaim, keep func(*v1.NodeClaim) bool) []reconcile.Request {
+	var out []reconcile.Request
+	for i := range claims {
+		if keep(&claims[i]) {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&claims[i])})
+		}
+	}
+	return out
+}

@@ -1,0 +1,140 @@
+// Package listing reads from the API server (or the manager's cache) the
+// objects state.Build turns into a snapshot.
+package listing
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/scheduling"
+	"github.com/nodewright/nodewright/internal/state"
+)
+
+// Listed are the objects of a cluster: what state.Build reads, and the
+// EC2NodeClasses the caller resolves.
+type Listed struct {
+	state.Objects
+	NodeClasses []*awsv1.EC2NodeClass
+}
+
+// List reads every NodePool, EC2NodeClass, NodeClaim, Node, Pod,
+// DaemonSet and PodDisruptionBudget.
+func List(ctx context.Context, kube client.Reader) (*Listed, error) {
+	var (
+		pools   v1.NodePoolList
+		classes awsv1.EC2NodeClassList
+		claims  v1.NodeClaimList
+		nodes   corev1.NodeList
+		pods    corev1.PodList
+		sets    appsv1.DaemonSetList
+		pdbs    policyv1.PodDisruptionBudgetList
+	)
+	for _, l := range []struct {
+		what string
+		list client.ObjectList
+	}{{"NodePools", &pools}, {"EC2NodeClasses", &classes}, {"NodeClaims", &claims}, {"Nodes", &nodes}, {"Pods", &pods}, {"DaemonSets", &sets}, {"PodDisruptionBudgets", &pdbs}} {
+		if err := kube.List(ctx, l.list); err != nil {
+			return nil, fmt.Errorf("listing %s: %w", l.what, err)
+		}
+	}
+	out := &Listed{}
+	out.NodePools = pointers(pools.Items)
+	out.NodeClasses = pointers(classes.Items)
+	out.NodeClaims = pointers(claims.Items)
+	out.Nodes = pointers(nodes.Items)
+	out.Pods = pointers(pods.Items)
+	out.DaemonSets = pointers(sets.Items)
+	out.PDBs = pointers(pdbs.Items)
+	return out, nil
+}
+
+func pointers[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
+}
+
+// Field indexes of the manager's cache, registered by Index.
+const (
+	// NodeProviderID indexes Nodes by spec.providerID.
+	NodeProviderID = "spec.providerID"
+	// PodNodeName indexes Pods by spec.nodeName.
+	PodNodeName = "spec.nodeName"
+	// NodeClaimProviderID indexes NodeClaims by status.providerID.
+	NodeClaimProviderID = "status.providerID"
+)
+
+// Index registers the field indexes the controllers look objects up by.
+func Index(ctx context.Context, indexer client.FieldIndexer) error {
+	for _, ix := range []struct {
+		obj   client.Object
+		field string
+		value func(client.Object) string
+	}{
+		{&corev1.Node{}, NodeProviderID, func(o client.Object) string { return o.(*corev1.Node).Spec.ProviderID }},
+		{&corev1.Pod{}, PodNodeName, func(o client.Object) string { return o.(*corev1.Pod).Spec.NodeName }},
+		{&v1.NodeClaim{}, NodeClaimProviderID, func(o client.Object) string { return o.(*v1.NodeClaim).Status.ProviderID }},
+	} {
+		value := ix.value
+		if err := indexer.IndexField(ctx, ix.obj, ix.field, func(o client.Object) []string { return []string{value(o)} }); err != nil {
+			return fmt.Errorf("indexing %T by %s: %w", ix.obj, ix.field, err)
+		}
+	}
+	return nil
+}
+
+// InstanceTypeSource gives the instance types an EC2NodeClass can launch.
+type InstanceTypeSource interface {
+	InstanceTypes(ctx context.Context, class *awsv1.EC2NodeClass) ([]*scheduling.InstanceType, error)
+}
+
+// Resolve gives, for each EC2NodeClass a NodePool uses, the instance
+// types and AMIs it can launch, or why it is not ready (from its status).
+func Resolve(ctx context.Context, l *Listed, types InstanceTypeSource, amis func(*awsv1.EC2NodeClass) []scheduling.AMI) (map[string]*state.NodeClass, error) {
+	used := map[string]bool{}
+	for _, np := range l.NodePools {
+		if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil {
+			used[ref.Name] = true
+		}
+	}
+	out := map[string]*state.NodeClass{}
+	for _, class := range l.NodeClasses {
+		if !used[class.Name] {
+			continue
+		}
+		if why := state.NodeClassNotReady(class); why != "" {
+			out[class.Name] = &state.NodeClass{NotReady: why}
+			continue
+		}
+		its, err := types.InstanceTypes(ctx, class)
+		if err != nil {
+			return nil, fmt.Errorf("instance types of EC2NodeClass %s: %w", class.Name, err)
+		}
+		out[class.Name] = &state.NodeClass{InstanceTypes: its, AMIs: amis(class)}
+	}
+	return out, nil
+}
+
+// NodeClass returns the listed EC2NodeClass a NodePool uses, nil when it
+// is not listed.
+func (l *Listed) NodeClass(np *v1.NodePool) *awsv1.EC2NodeClass {
+	ref := np.Spec.Template.Spec.NodeClassRef
+	if ref == nil {
+		return nil
+	}
+	for _, c := range l.NodeClasses {
+		if c.Name == ref.Name {
+			return c
+		}
+	}
+	return nil
+}

@@ -1,0 +1,106 @@
+package state
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	v1 "github.com/nodewright/nodewright/api/v1"
+)
+
+// SkipReason says why a NodePool launches nothing now.
+type SkipReason string
+
+const (
+	SkipDeleting            SkipReason = "Deleting"
+	SkipNoNodeClassRef      SkipReason = "NoNodeClassRef"
+	SkipNodeClassNotFound   SkipReason = "NodeClassNotFound"
+	SkipNodeClassNotReady   SkipReason = "NodeClassNotReady"
+	SkipRegistrationBackoff SkipReason = "RegistrationBackoff"
+)
+
+// SkippedNodePool is a NodePool that launches nothing now, and why.
+type SkippedNodePool struct {
+	NodePool  string
+	NodeClass string
+	Reason    SkipReason
+	// Detail is the class's own account of why it is not ready.
+	Detail string
+	// Until and Failures describe a registration backoff.
+	Until    time.Time
+	Failures int
+}
+
+func (s SkippedNodePool) String() string {
+	switch s.Reason {
+	case SkipDeleting:
+		return fmt.Sprintf("NodePool %s is being deleted", s.NodePool)
+	case SkipNoNodeClassRef:
+		return fmt.Sprintf("NodePool %s has no nodeClassRef; it launches nothing", s.NodePool)
+	case SkipNodeClassNotFound:
+		return fmt.Sprintf("NodePool %s: EC2NodeClass %s does not exist", s.NodePool, s.NodeClass)
+	case SkipNodeClassNotReady:
+		return fmt.Sprintf("NodePool %s: EC2NodeClass %s %s", s.NodePool, s.NodeClass, s.Detail)
+	case SkipRegistrationBackoff:
+		return fmt.Sprintf("NodePool %s: launches back off until %s after %d registration timeout(s) in a row (see its NodeRegistrationHealthy condition)",
+			s.NodePool, s.Until.UTC().Format(time.RFC3339), s.Failures)
+	}
+	return fmt.Sprintf("NodePool %s: %s", s.NodePool, s.Reason)
+}
+
+// SkippedSummary joins why NodePools launch nothing, for a pod's event.
+func (s *Snapshot) SkippedSummary() string {
+	parts := make([]string, 0, len(s.Skipped))
+	for _, sk := range s.Skipped {
+		parts = append(parts, sk.String())
+	}
+	return strings.Join(parts, "; ")
+}
+
+// launchable returns the NodePool's resolved class, or why it launches
+// nothing now.
+func launchable(np *v1.NodePool, opts Options) (*SkippedNodePool, *NodeClass) {
+	skip := func(r SkipReason, class, detail string) (*SkippedNodePool, *NodeClass) {
+		return &SkippedNodePool{NodePool: np.Name, NodeClass: class, Reason: r, Detail: detail}, nil
+	}
+	if !np.DeletionTimestamp.IsZero() {
+		return skip(SkipDeleting, "", "")
+	}
+	ref := np.Spec.Template.Spec.NodeClassRef
+	if ref == nil {
+		return skip(SkipNoNodeClassRef, "", "")
+	}
+	if b, ok := opts.Backoff[np.Name]; ok && opts.Now.Before(b.Until) {
+		return &SkippedNodePool{NodePool: np.Name, NodeClass: ref.Name, Reason: SkipRegistrationBackoff, Until: b.Until, Failures: b.Failures}, nil
+	}
+	class, ok := opts.NodeClasses[ref.Name]
+	if !ok || ref.Kind != "EC2NodeClass" {
+		return skip(SkipNodeClassNotFound, ref.Name, "")
+	}
+	if class.NotReady != "" {
+		return skip(SkipNodeClassNotReady, ref.Name, class.NotReady)
+	}
+	return nil, class
+}
+
+// NodeClassNotReady reads an EC2NodeClass's status: empty when it is
+// Ready, else why not (its first failing condition).
+func NodeClassNotReady(class *awsv1.EC2NodeClass) string {
+	c := meta.FindStatusCondition(class.Status.Conditions, awsv1.ConditionReady)
+	if c != nil && c.Status == metav1.ConditionTrue {
+		return ""
+	}
+	if c == nil {
+		return "has not been resolved yet"
+	}
+	for _, cc := range class.Status.Conditions {
+		if cc.Type != awsv1.ConditionReady && cc.Status == metav1.ConditionFalse {
+			return fmt.Sprintf("is not ready (%s: %s)", cc.Reason, cc.Message)
+		}
+	}
+	return "is not ready: " + c.Message
+}

@@ -1,0 +1,215 @@
+// Package state is the one step from the cluster's listed objects to what
+// every decision reads: the scheduler's input (pending pods, the nodes and
+// NodeClaims in flight that pods can use, DaemonSets, the NodePools that
+// can launch with their usage) and the nodes disruption may act on, each
+// with what keeps it. It is pure: no client, no clock, no cloud. The
+// provisioner, disruption, simulate, userdata and doctor all call it, so
+// they agree on which pods are pending, which nodes count and how much a
+// NodePool uses.
+package state
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/scheduling"
+)
+
+// Objects are the listed cluster objects a decision depends on. Manifests
+// (simulate) and a live cluster's lists alike.
+type Objects struct {
+	NodePools  []*v1.NodePool
+	NodeClaims []*v1.NodeClaim
+	Nodes      []*corev1.Node
+	Pods       []*corev1.Pod
+	DaemonSets []*appsv1.DaemonSet
+	PDBs       []*policyv1.PodDisruptionBudget
+}
+
+// NodeClass is what the caller resolved of an EC2NodeClass: the instance
+// types and AMIs a NodePool using it can launch, or why it cannot launch.
+type NodeClass struct {
+	InstanceTypes []*scheduling.InstanceType
+	AMIs          []scheduling.AMI
+	// NotReady is why the class cannot launch now (its status, in the
+	// caller's words); empty when it can.
+	NotReady string
+}
+
+// Options are the facts from outside the objects.
+type Options struct {
+	Now time.Time
+	// NodeClasses are the resolved EC2NodeClasses by name; a NodePool
+	// whose class is not here launches nothing.
+	NodeClasses map[string]*NodeClass
+	// Backoff holds the NodePools whose launches back off after
+	// registration timeouts.
+	Backoff map[string]Backoff
+	// Catalog sizes NodeClaims that have no allocatable in their status
+	// yet (the least any instance type they list offers) when their
+	// NodePool's types are not at hand.
+	Catalog []*scheduling.InstanceType
+}
+
+// Backoff is a NodePool's relaunch backoff: no launches before Until,
+// after Failures registration timeouts in a row.
+type Backoff struct {
+	Until    time.Time
+	Failures int
+}
+
+// Snapshot is the cluster as decisions see it.
+type Snapshot struct {
+	Now time.Time
+	// Pending are the pods nodewright should find room for.
+	Pending []*corev1.Pod
+	// Nodes pair each Node with its NodeClaim: registered nodes, and
+	// NodeClaims in flight (no node yet). Sorted by name.
+	Nodes []*Node
+	// NodePools are the NodePools that can launch now, in name order.
+	NodePools []*scheduling.NodePool
+	// Skipped are the NodePools that cannot, with why.
+	Skipped []SkippedNodePool
+	// Objects are the NodePools by name (all of them).
+	Pools      map[string]*v1.NodePool
+	DaemonSets []*appsv1.DaemonSet
+	// Usage is each NodePool's capacity in use, "nodes" its node count:
+	// one per NodeClaim, and one per node of the NodePool without one.
+	Usage map[string]corev1.ResourceList
+	pdbs  map[string][]budget
+	// nominated are nodes that pending pods are nominated to.
+	nominated map[string][]*corev1.Pod
+}
+
+// Build makes the snapshot.
+func Build(o Objects, opts Options) *Snapshot {
+	s := &Snapshot{Now: opts.Now, Pools: map[string]*v1.NodePool{}, DaemonSets: o.DaemonSets,
+		pdbs: budgetsByNamespace(o.PDBs), nominated: map[string][]*corev1.Pod{}}
+	bound := map[string][]*corev1.Pod{}
+	for _, p := range o.Pods {
+		switch {
+		case Pending(p):
+			s.Pending = append(s.Pending, p)
+			if p.Status.NominatedNodeName != "" {
+				s.nominated[p.Status.NominatedNodeName] = append(s.nominated[p.Status.NominatedNodeName], p)
+			}
+		case p.Spec.NodeName != "" && !finished(p):
+			bound[p.Spec.NodeName] = append(bound[p.Spec.NodeName], p)
+		}
+	}
+	s.Nodes = pair(o.NodeClaims, o.Nodes, bound)
+	s.Usage = usage(s.Nodes)
+	pools := slices.Clone(o.NodePools)
+	slices.SortFunc(pools, func(a, b *v1.NodePool) int { return strings.Compare(a.Name, b.Name) })
+	types := map[string][]*scheduling.InstanceType{}
+	for _, np := range pools {
+		s.Pools[np.Name] = np
+		skip, class := launchable(np, opts)
+		if skip != nil {
+			s.Skipped = append(s.Skipped, *skip)
+			continue
+		}
+		types[np.Name] = class.InstanceTypes
+		s.NodePools = append(s.NodePools, scheduling.NodePoolFromObject(np, class.InstanceTypes, class.AMIs, s.Usage[np.Name]))
+	}
+	for _, n := range s.Nodes {
+		n.sched = n.schedulingNode(types[n.NodePool], opts.Catalog)
+		if n.Node == nil && n.sched == nil && !n.Deleting() {
+			n.Unsized = true
+		}
+		n.blockers = s.blockers(n)
+	}
+	return s
+}
+
+// Usage is each NodePool's capacity in use, with "nodes" its node count:
+// one per NodeClaim (being deleted or not: it still costs), and one per
+// node of the NodePool without a NodeClaim.
+func Usage(claims []*v1.NodeClaim, nodes []*corev1.Node) map[string]corev1.ResourceList {
+	return usage(pair(claims, nodes, nil))
+}
+
+func usage(nodes []*Node) map[string]corev1.ResourceList {
+	out := map[string]corev1.ResourceList{}
+	for _, n := range nodes {
+		if n.NodePool != "" {
+			out[n.NodePool] = scheduling.AddNodeUsage(out[n.NodePool], n.Capacity())
+		}
+	}
+	return out
+}
+
+// Pending reports a pod nodewright should find room for: not bound, not
+// a DaemonSet's, not finished or being deleted, not gated, and either
+// marked unschedulable by kube-scheduler or never looked at by the API
+// server at all (a manifest: no phase).
+func Pending(p *corev1.Pod) bool {
+	if p.Spec.NodeName != "" || finished(p) || len(p.Spec.SchedulingGates) > 0 || OwnedByDaemonSet(p) {
+		return false
+	}
+	if p.Status.Phase == "" && len(p.Status.Conditions) == 0 {
+		return true
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return true
+		}
+	}
+	return false
+}
+
+// finished pods neither need room nor hold any.
+func finished(p *corev1.Pod) bool {
+	return !p.DeletionTimestamp.IsZero() || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// OwnedByDaemonSet reports a DaemonSet's pod.
+func OwnedByDaemonSet(p *corev1.Pod) bool {
+	for _, o := range p.OwnerReferences {
+		if o.Kind == "DaemonSet" {
+			return true
+		}
+	}
+	return false
+}
+
+// Input is the scheduler's input: the pending pods, and every node and
+// NodeClaim in flight that pods can be placed on. Nodes in without are
+// left out and their pods that would need a new place are pending too.
+func (s *Snapshot) Input(without map[string]bool) scheduling.Input {
+	return s.input(without, slices.Clone(s.Pending))
+}
+
+// Reschedule is what disruption asks: where would the pods of the nodes
+// in without go if those nodes went? The pods pending now are left to the
+// provisioner.
+func (s *Snapshot) Reschedule(without map[string]bool) scheduling.Input {
+	return s.input(without, nil)
+}
+
+func (s *Snapshot) input(without map[string]bool, pending []*corev1.Pod) scheduling.Input {
+	in := scheduling.Input{NodePools: s.NodePools, DaemonSets: s.DaemonSets, Pods: pending}
+	for _, n := range s.Nodes {
+		if without[n.Name] {
+			in.Pods = append(in.Pods, n.Reschedulable()...)
+			continue
+		}
+		if n.sched != nil {
+			in.Nodes = append(in.Nodes, n.sched)
+		}
+	}
+	return in
+}
+
+// ConditionTrue reports a condition of type t with status True.
+func conditionTrue(conds []metav1.Condition, t string) bool {
+	return meta.IsStatusConditionTrue(conds, t)
+}

@@ -1,0 +1,381 @@
+package state_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/scheduling"
+	"github.com/nodewright/nodewright/internal/state"
+)
+
+var now = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+func pod(name string, mutate ...func(*corev1.Pod)) *corev1.Pod {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{"app": name}}}
+	p.Spec.Containers = []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}}
+	for _, m := range mutate {
+		m(p)
+	}
+	return p
+}
+
+func unschedulable(p *corev1.Pod) {
+	p.Status.Phase = corev1.PodPending
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}
+}
+
+func on(node string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) { p.Spec.NodeName, p.Status.Phase = node, corev1.PodRunning }
+}
+
+func daemon(p *corev1.Pod) {
+	p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "ds"}}
+}
+
+func annotate(k, v string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) { metav1.SetMetaDataAnnotation(&p.ObjectMeta, k, v) }
+}
+
+func TestPending(t *testing.T) {
+	deleting := metav1.NewTime(now)
+	for name, tc := range map[string]struct {
+		pod  *corev1.Pod
+		want bool
+	}{
+		"a manifest's pod (no status)":           {pod("a"), true},
+		"marked unschedulable by kube-scheduler": {pod("a", unschedulable), true},
+		"not yet looked at by kube-scheduler":    {pod("a", func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending }), false},
+		"bound":                                  {pod("a", on("n")), false},
+		"a DaemonSet's":                          {pod("a", unschedulable, daemon), false},
+		"succeeded":                              {pod("a", func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }), false},
+		"failed":                                 {pod("a", unschedulable, func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }), false},
+		"being deleted":                          {pod("a", unschedulable, func(p *corev1.Pod) { p.DeletionTimestamp = &deleting }), false},
+		"held by a scheduling gate":              {pod("a", func(p *corev1.Pod) { p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "g"}} }), false},
+		"unschedulable for another reason (gated)": {pod("a", func(p *corev1.Pod) {
+			p.Status.Phase = corev1.PodPending
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "SchedulingGated"}}
+		}), false},
+	} {
+		if got := state.Pending(tc.pod); got != tc.want {
+			t.Errorf("%s: Pending = %v, want %v", name, got, tc.want)
+		}
+	}
+}
+
+func nodePool(name, class string) *v1.NodePool {
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: class}
+	return np
+}
+
+func node(name, pool string, mutate ...func(*corev1.Node)) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(now.Add(-time.Hour)), Labels: map[string]string{}}}
+	if pool != "" {
+		n.Labels[v1.LabelNodePool] = pool
+	}
+	n.Spec.ProviderID = "aws:///us-east-1a/i-" + name
+	n.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi"), corev1.ResourcePods: resource.MustParse("20")}
+	n.Status.Allocatable = n.Status.Capacity
+	for _, m := range mutate {
+		m(n)
+	}
+	return n
+}
+
+func claim(name, pool string, mutate ...func(*v1.NodeClaim)) *v1.NodeClaim {
+	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.LabelNodePool: pool}}}
+	nc.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi"), corev1.ResourcePods: resource.MustParse("20")}
+	nc.Status.Allocatable = nc.Status.Capacity
+	for _, m := range mutate {
+		m(nc)
+	}
+	return nc
+}
+
+// launchedAs gives a NodeClaim the provider ID of node name.
+func launchedAs(name string) func(*v1.NodeClaim) {
+	return func(nc *v1.NodeClaim) { nc.Status.ProviderID = "aws:///us-east-1a/i-" + name }
+}
+
+func initialized(at time.Time) func(*v1.NodeClaim) {
+	return func(nc *v1.NodeClaim) {
+		nc.Status.Conditions = append(nc.Status.Conditions, metav1.Condition{Type: v1.ConditionInitialized, Status: metav1.ConditionTrue, LastTransitionTime: metav1.NewTime(at)})
+	}
+}
+
+func names(nodes []*scheduling.Node) []string {
+	out := []string{}
+	for _, n := range nodes {
+		out = append(out, n.Name)
+	}
+	return out
+}
+
+func podNames(pods []*corev1.Pod) []string {
+	out := []string{}
+	for _, p := range pods {
+		out = append(out, p.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func ready() map[string]*state.NodeClass {
+	return map[string]*state.NodeClass{"default": {InstanceTypes: []*scheduling.InstanceType{{Name: "m5.large"}}}}
+}
+
+// Nodes pair with their NodeClaims by provider ID (or, in manifests, the
+// NodeClaim's node name); NodeClaims without a node are in flight; nodes
+// of a NodePool without a NodeClaim still count.
+func TestNodesAndUsage(t *testing.T) {
+	cordoned := func(n *corev1.Node) { n.Spec.Unschedulable = true }
+	gone := metav1.NewTime(now)
+	o := state.Objects{
+		NodePools: []*v1.NodePool{nodePool("default", "default")},
+		NodeClaims: []*v1.NodeClaim{
+			claim("default-a", "default", launchedAs("ip-a"), initialized(now.Add(-time.Hour))),
+			claim("default-b", "default", func(nc *v1.NodeClaim) { nc.Status.NodeName = "ip-b" }),
+			claim("default-flight", "default", launchedAs("ip-none")),
+			claim("default-deleting", "default", launchedAs("ip-d"), func(nc *v1.NodeClaim) { nc.DeletionTimestamp = &gone; nc.Finalizers = []string{"f"} }),
+		},
+		Nodes: []*corev1.Node{
+			node("ip-a", "default"), node("ip-b", "default", func(n *corev1.Node) { n.Spec.ProviderID = "" }),
+			node("ip-d", "default"), node("ip-orphan", "default"), node("ip-cordoned", "default", cordoned), node("ip-other", ""),
+		},
+		Pods: []*corev1.Pod{pod("p1", on("ip-a")), pod("p2", on("ip-a"), daemon), pod("p3", on("ip-a"), func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded })},
+	}
+	s := state.Build(o, state.Options{Now: now, NodeClasses: ready()})
+	got := map[string]string{}
+	for _, n := range s.Nodes {
+		claimName := ""
+		if n.NodeClaim != nil {
+			claimName = n.NodeClaim.Name
+		}
+		got[n.Name] = claimName
+	}
+	want := map[string]string{"ip-a": "default-a", "ip-b": "default-b", "default-flight": "default-flight", "ip-d": "default-deleting",
+		"ip-orphan": "", "ip-cordoned": "", "ip-other": ""}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("pairs (-want +got):\n%s", d)
+	}
+	nodes := s.Usage["default"]["nodes"]
+	if nodes.Value() != 6 {
+		t.Errorf("NodePool default counts %d nodes, want 6 (4 NodeClaims, 2 nodes without one): %v", nodes.Value(), s.Usage)
+	}
+	// The scheduler sees every node pods can use: not the cordoned one,
+	// not the one being deleted.
+	if d := cmp.Diff([]string{"default-flight", "ip-a", "ip-b", "ip-orphan", "ip-other"}, names(s.Input(nil).Nodes)); d != "" {
+		t.Errorf("scheduler nodes (-want +got):\n%s", d)
+	}
+	for _, n := range s.Nodes {
+		if n.Name == "ip-a" && len(n.Pods) != 2 {
+			t.Errorf("ip-a holds %v; the finished pod must not count", podNames(n.Pods))
+		}
+		if n.Name == "ip-a" && !slices.Equal(podNames(n.Reschedulable()), []string{"p1"}) {
+			t.Errorf("ip-a reschedules %v; DaemonSet pods stay with their DaemonSet", podNames(n.Reschedulable()))
+		}
+	}
+	// Leaving ip-a out makes its pod pending, not its DaemonSet pod.
+	in := s.Input(map[string]bool{"ip-a": true})
+	if slices.Contains(names(in.Nodes), "ip-a") || !slices.Equal(podNames(in.Pods), []string{"p1"}) {
+		t.Errorf("without ip-a: nodes %v, pods %v", names(in.Nodes), podNames(in.Pods))
+	}
+	// Candidates: registered nodes of the NodePool.
+	var candidates []string
+	for _, n := range s.Candidates() {
+		candidates = append(candidates, n.Name)
+	}
+	if d := cmp.Diff([]string{"ip-a", "ip-b", "ip-cordoned", "ip-d", "ip-orphan"}, candidates); d != "" {
+		t.Errorf("candidates (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(state.Usage(o.NodeClaims, o.Nodes), s.Usage); d != "" {
+		t.Errorf("Usage and the snapshot disagree:\n%s", d)
+	}
+}
+
+// A node still initializing offers room to pending pods: its startup and
+// known ephemeral taints do not keep them off; its other taints do.
+func TestInitializingNodeIsCapacity(t *testing.T) {
+	startup := corev1.Taint{Key: "cni.example.com/not-ready", Effect: corev1.TaintEffectNoSchedule}
+	dedicated := corev1.Taint{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}
+	taints := func(n *corev1.Node) {
+		n.Spec.Taints = []corev1.Taint{startup, dedicated, {Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}, {Key: state.CloudProviderTaint, Effect: corev1.TaintEffectNoSchedule}}
+	}
+	for name, tc := range map[string]struct {
+		claim *v1.NodeClaim
+		want  []corev1.Taint
+	}{
+		"initializing": {claim("c", "default", launchedAs("n"), func(nc *v1.NodeClaim) { nc.Spec.StartupTaints = []corev1.Taint{startup} }), []corev1.Taint{dedicated}},
+		"initialized": {claim("c", "default", launchedAs("n"), initialized(now), func(nc *v1.NodeClaim) { nc.Spec.StartupTaints = []corev1.Taint{startup} }),
+			[]corev1.Taint{startup, dedicated, {Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}, {Key: state.CloudProviderTaint, Effect: corev1.TaintEffectNoSchedule}}},
+	} {
+		s := state.Build(state.Objects{NodeClaims: []*v1.NodeClaim{tc.claim}, Nodes: []*corev1.Node{node("n", "default", taints)}}, state.Options{Now: now})
+		if d := cmp.Diff(tc.want, s.Input(nil).Nodes[0].Taints); d != "" {
+			t.Errorf("%s: taints the scheduler sees (-want +got):\n%s", name, d)
+		}
+	}
+}
+
+// A NodeClaim in flight offers its status's allocatable, else the least
+// that the instance types it lists offer, else nothing (and says so).
+func TestInFlightNodeClaimSize(t *testing.T) {
+	small := &scheduling.InstanceType{Name: "small", Allocatable: scheduling.MustParseResources("cpu=1,memory=2Gi,pods=10")}
+	big := &scheduling.InstanceType{Name: "big", Allocatable: scheduling.MustParseResources("cpu=4,memory=1Gi,pods=50")}
+	unlaunched := func(types ...string) *v1.NodeClaim {
+		return claim("c", "default", func(nc *v1.NodeClaim) {
+			nc.Status = v1.NodeClaimStatus{}
+			if len(types) > 0 {
+				nc.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{{Key: scheduling.LabelInstanceType, Operator: corev1.NodeSelectorOpIn, Values: types}}
+			}
+		})
+	}
+	s := state.Build(state.Objects{NodeClaims: []*v1.NodeClaim{unlaunched("small", "big")}}, state.Options{Now: now, Catalog: []*scheduling.InstanceType{small, big}})
+	if got, want := s.Input(nil).Nodes[0].Allocatable, scheduling.MustParseResources("cpu=1,memory=1Gi,pods=10"); got != want {
+		t.Errorf("allocatable %s, want the least of each: %s", got, want)
+	}
+	s = state.Build(state.Objects{NodeClaims: []*v1.NodeClaim{unlaunched()}}, state.Options{Now: now})
+	if len(s.Input(nil).Nodes) != 0 || !s.Nodes[0].Unsized {
+		t.Errorf("a NodeClaim of unknown size is capacity: %+v", s.Nodes[0])
+	}
+	s = state.Build(state.Objects{NodeClaims: []*v1.NodeClaim{claim("c", "default")}}, state.Options{Now: now})
+	if got := s.Input(nil).Nodes[0].Allocatable; got.CPU() != 2000 {
+		t.Errorf("allocatable %s, want the status's", got)
+	}
+}
+
+func TestSkippedNodePools(t *testing.T) {
+	deleting := nodePool("deleting", "default")
+	gone := metav1.NewTime(now)
+	deleting.DeletionTimestamp, deleting.Finalizers = &gone, []string{"f"}
+	noRef := nodePool("noref", "")
+	noRef.Spec.Template.Spec.NodeClassRef = nil
+	classes := ready()
+	classes["broken"] = &state.NodeClass{NotReady: "is not ready (SubnetsNotFound: no subnet matches)"}
+	s := state.Build(state.Objects{NodePools: []*v1.NodePool{
+		nodePool("ok", "default"), deleting, noRef, nodePool("missing", "nope"), nodePool("broken", "broken"), nodePool("backoff", "default"),
+	}}, state.Options{Now: now, NodeClasses: classes, Backoff: map[string]state.Backoff{"backoff": {Until: now.Add(time.Minute), Failures: 2}, "ok": {Until: now.Add(-time.Second), Failures: 1}}})
+	if len(s.NodePools) != 1 || s.NodePools[0].Name != "ok" {
+		t.Errorf("launchable NodePools: %v", s.NodePools)
+	}
+	got := map[string]state.SkipReason{}
+	for _, sk := range s.Skipped {
+		got[sk.NodePool] = sk.Reason
+	}
+	want := map[string]state.SkipReason{"deleting": state.SkipDeleting, "noref": state.SkipNoNodeClassRef, "missing": state.SkipNodeClassNotFound,
+		"broken": state.SkipNodeClassNotReady, "backoff": state.SkipRegistrationBackoff}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("skipped (-want +got):\n%s", d)
+	}
+	summary := s.SkippedSummary()
+	for _, want := range []string{"EC2NodeClass nope does not exist", "NodePool broken: EC2NodeClass broken is not ready (SubnetsNotFound", "back off until 2026-11-23T12:01:00Z after 2 registration timeout(s)"} {
+		if !strings.Contains(summary, want) {
+			t.Errorf("summary lacks %q: %s", want, summary)
+		}
+	}
+}
+
+func pdb(name string, allowed int32, selector *metav1.LabelSelector) *policyv1.PodDisruptionBudget {
+	one := intstr.FromInt32(1)
+	return &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: policyv1.PodDisruptionBudgetSpec{Selector: selector, MinAvailable: &one}, Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: allowed}}
+}
+
+func TestBlockers(t *testing.T) {
+	started := func(ago time.Duration) func(*corev1.Pod) {
+		return func(p *corev1.Pod) { s := metav1.NewTime(now.Add(-ago)); p.Status.StartTime = &s }
+	}
+	app := func(v string) *metav1.LabelSelector {
+		return &metav1.LabelSelector{MatchLabels: map[string]string{"app": v}}
+	}
+	for name, tc := range map[string]struct {
+		claim  *v1.NodeClaim
+		node   func(*corev1.Node)
+		pods   []*corev1.Pod
+		pdbs   []*policyv1.PodDisruptionBudget
+		want   []state.BlockReason
+		string string
+	}{
+		"free":            {pods: []*corev1.Pod{pod("web", on("n"))}},
+		"not initialized": {claim: claim("c", "default", launchedAs("n")), want: []state.BlockReason{state.BlockNotInitialized}, string: "not finished initialization"},
+		"node annotated": {node: func(n *corev1.Node) { n.Annotations = map[string]string{v1.AnnotationDoNotDisrupt: "true"} },
+			want: []state.BlockReason{state.BlockNodeDoNotDisrupt}, string: "the node is annotated karpenter.sh/do-not-disrupt=true"},
+		"pod annotated": {pods: []*corev1.Pod{pod("db", on("n"), annotate(v1.AnnotationDoNotDisrupt, "true"))},
+			want: []state.BlockReason{state.BlockPodDoNotDisrupt}, string: "pod default/db is annotated karpenter.sh/do-not-disrupt=true"},
+		"pod annotated for a time not over": {pods: []*corev1.Pod{pod("job", on("n"), started(10*time.Minute), annotate(v1.AnnotationDoNotDisrupt, "1h"))},
+			want: []state.BlockReason{state.BlockPodDoNotDisrupt}, string: "until 2026-11-23T12:50:00Z"},
+		"pod annotated for a time that is over": {pods: []*corev1.Pod{pod("job", on("n"), started(2*time.Hour), annotate(v1.AnnotationDoNotDisrupt, "1h"))}},
+		"pod annotated false":                   {pods: []*corev1.Pod{pod("job", on("n"), annotate(v1.AnnotationDoNotDisrupt, "false"))}},
+		"static pods are not evicted": {pods: []*corev1.Pod{pod("static", on("n"), annotate(corev1.MirrorPodAnnotationKey, "x"), annotate(v1.AnnotationDoNotDisrupt, "true"))},
+			pdbs: []*policyv1.PodDisruptionBudget{pdb("all", 0, &metav1.LabelSelector{})}},
+		"PDB allows none": {pods: []*corev1.Pod{pod("web", on("n"))}, pdbs: []*policyv1.PodDisruptionBudget{pdb("web", 0, app("web")), pdb("other", 0, app("other"))},
+			want: []state.BlockReason{state.BlockPDB}, string: "PodDisruptionBudget default/web allows 0 disruptions now (pod default/web)"},
+		"PDB allows one":   {pods: []*corev1.Pod{pod("web", on("n"))}, pdbs: []*policyv1.PodDisruptionBudget{pdb("web", 1, app("web"))}},
+		"empty selector":   {pods: []*corev1.Pod{pod("web", on("n"))}, pdbs: []*policyv1.PodDisruptionBudget{pdb("all", 0, &metav1.LabelSelector{})}, want: []state.BlockReason{state.BlockPDB}},
+		"missing selector": {pods: []*corev1.Pod{pod("web", on("n"))}, pdbs: []*policyv1.PodDisruptionBudget{pdb("none", 0, nil)}},
+		"several PDBs": {pods: []*corev1.Pod{pod("web", on("n"))}, pdbs: []*policyv1.PodDisruptionBudget{pdb("a", 1, app("web")), pdb("b", 1, &metav1.LabelSelector{})},
+			want: []state.BlockReason{state.BlockPDB}, string: "covered by several PodDisruptionBudgets (default/a, default/b)"},
+		"nominated": {pods: []*corev1.Pod{pod("waiting", unschedulable, func(p *corev1.Pod) { p.Status.NominatedNodeName = "n" })},
+			want: []state.BlockReason{state.BlockNominated}, string: "1 pending pod(s) are nominated to the node"},
+	} {
+		nc := tc.claim
+		if nc == nil {
+			nc = claim("c", "default", launchedAs("n"), initialized(now.Add(-time.Hour)))
+		}
+		n := node("n", "default")
+		if tc.node != nil {
+			tc.node(n)
+		}
+		s := state.Build(state.Objects{NodePools: []*v1.NodePool{nodePool("default", "default")}, NodeClaims: []*v1.NodeClaim{nc}, Nodes: []*corev1.Node{n},
+			Pods: tc.pods, PDBs: tc.pdbs, DaemonSets: []*appsv1.DaemonSet{}}, state.Options{Now: now, NodeClasses: ready()})
+		var got []state.BlockReason
+		text := ""
+		for _, b := range s.Candidates()[0].Blockers() {
+			got = append(got, b.Reason)
+			text += b.String() + "; "
+		}
+		if d := cmp.Diff(tc.want, got); d != "" {
+			t.Errorf("%s: blockers (-want +got):\n%s", name, d)
+		}
+		if !strings.Contains(text, tc.string) {
+			t.Errorf("%s: %q does not say %q", name, text, tc.string)
+		}
+	}
+}
+
+// The hashes change with what shapes a node and not with the rest.
+func TestHashes(t *testing.T) {
+	np := nodePool("default", "default")
+	base := state.NodePoolHash(np)
+	np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{{Key: "a", Operator: corev1.NodeSelectorOpExists}}
+	np.Spec.Template.Spec.ExpireAfter = "1h"
+	np.Spec.Disruption.ConsolidateAfter = "1m"
+	if state.NodePoolHash(np) != base {
+		t.Error("requirements, expireAfter or disruption settings changed the NodePool hash")
+	}
+	np.Spec.Template.ObjectMeta.Labels = map[string]string{"team": "a"}
+	if state.NodePoolHash(np) == base {
+		t.Error("a template label did not change the NodePool hash")
+	}
+	class := &awsv1.EC2NodeClass{Spec: awsv1.EC2NodeClassSpec{Role: "r"}}
+	h := state.EC2NodeClassHash(class)
+	class.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}}
+	if state.EC2NodeClassHash(class) != h {
+		t.Error("AMI selector terms changed the EC2NodeClass hash (what they select is compared instead)")
+	}
+	class.Spec.UserData = new(string)
+	if state.EC2NodeClassHash(class) == h {
+		t.Error("userData did not change the EC2NodeClass hash")
+	}
+}

@@ -1,0 +1,131 @@
+package termination
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/cloudprovider"
+	"github.com/nodewright/nodewright/internal/state/listing"
+)
+
+// InstanceDeleter terminates instances.
+type InstanceDeleter interface {
+	// Delete terminates the instance; it returns a NotFound error once the
+	// instance is gone.
+	Delete(ctx context.Context, providerID string) error
+}
+
+// Controller owns the termination finalizer of nodewright's nodes: a
+// deleted node — by its NodeClaim's finalizer, or by `kubectl delete
+// node` — is drained, its NodeClaim deleted, its instance terminated,
+// and only then released, so its kubelet cannot register it again.
+type Controller struct {
+	Client   client.Client
+	Cloud    InstanceDeleter
+	Drainer  *Drainer
+	Recorder record.EventRecorder
+	Clock    clock.PassiveClock
+	// Poll is how soon a node still draining or terminating is looked at
+	// again.
+	Poll time.Duration
+}
+
+// SetupWithManager watches nodes that carry the finalizer.
+func (c *Controller) SetupWithManager(mgr manager.Manager) error {
+	return builder.ControllerManagedBy(mgr).Named("node.termination").
+		For(&corev1.Node{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+			return controllerutil.ContainsFinalizer(o, v1.TerminationFinalizer) && !o.GetDeletionTimestamp().IsZero()
+		}))).
+		Complete(c)
+}
+
+// Reconcile drains and terminates one deleted node.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	node := &corev1.Node{}
+	if err := c.Client.Get(ctx, req.NamespacedName, node); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if node.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(node, v1.TerminationFinalizer) {
+		return reconcile.Result{}, nil
+	}
+	nc, err := c.claimOf(ctx, node)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	var owner client.Object = node
+	if nc != nil {
+		owner = nc
+	}
+	drained, err := c.Drainer.Drain(ctx, node, owner, deadline(node, nc))
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if !drained {
+		return reconcile.Result{RequeueAfter: c.Poll}, nil
+	}
+	if nc != nil && nc.DeletionTimestamp.IsZero() {
+		if err := c.Client.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
+			return reconcile.Result{}, fmt.Errorf("deleting NodeClaim %s of deleted node %s: %w", nc.Name, node.Name, err)
+		}
+		c.Recorder.Eventf(nc, corev1.EventTypeNormal, "NodeDeleted", "node %s was deleted and drained; deleting its NodeClaim", node.Name)
+		logf.FromContext(ctx).Info("deleted the NodeClaim of a deleted node", "NodeClaim", nc.Name)
+	}
+	if node.Spec.ProviderID != "" {
+		err := c.Cloud.Delete(ctx, node.Spec.ProviderID)
+		if err == nil {
+			return reconcile.Result{RequeueAfter: c.Poll}, nil // still terminating
+		}
+		if !cloudprovider.IsNotFound(err) {
+			return reconcile.Result{}, fmt.Errorf("terminating the instance of node %s: %w", node.Name, err)
+		}
+	}
+	before := node.DeepCopy()
+	controllerutil.RemoveFinalizer(node, v1.TerminationFinalizer)
+	if err := c.Client.Patch(ctx, node, client.MergeFrom(before)); client.IgnoreNotFound(err) != nil {
+		return reconcile.Result{}, fmt.Errorf("releasing node %s: %w", node.Name, err)
+	}
+	logf.FromContext(ctx).Info("terminated node", "Node", node.Name, "providerID", node.Spec.ProviderID)
+	return reconcile.Result{}, nil
+}
+
+// claimOf finds the node's NodeClaim, nil when it has none.
+func (c *Controller) claimOf(ctx context.Context, node *corev1.Node) (*v1.NodeClaim, error) {
+	if node.Spec.ProviderID == "" {
+		return nil, nil
+	}
+	claims := &v1.NodeClaimList{}
+	if err := c.Client.List(ctx, claims, client.MatchingFields{listing.NodeClaimProviderID: node.Spec.ProviderID}); err != nil {
+		return nil, fmt.Errorf("finding the NodeClaim of node %s: %w", node.Name, err)
+	}
+	if len(claims.Items) == 0 {
+		return nil, nil
+	}
+	return &claims.Items[0], nil
+}
+
+// deadline is when the drain stops waiting for pods: the NodeClaim's
+// terminationGracePeriod after its deletion (or the node's, whichever
+// came first); zero without a terminationGracePeriod.
+func deadline(node *corev1.Node, nc *v1.NodeClaim) time.Time {
+	if nc == nil || nc.Spec.TerminationGracePeriod == nil {
+		return time.Time{}
+	}
+	start := node.DeletionTimestamp.Time
+	if !nc.DeletionTimestamp.IsZero() && nc.DeletionTimestamp.Before(node.DeletionTimestamp) {
+		start = nc.DeletionTimestamp.Time
+	}
+	return start.Add(nc.Spec.TerminationGracePeriod.Duration)
+}
