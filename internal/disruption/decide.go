@@ -153,7 +153,8 @@ func (d *decider) allowance(pool string, reason v1.DisruptionReason) Allowance {
 		a = allowance(d.s.Pools[pool], reason, d.nodes[pool], d.disrupt[pool], d.now)
 		d.allowSet[pool][reason] = a
 	}
-	a.Allowed -= d.used[pool][reason]
+	a.Allowed = max(a.Allowed-d.used[pool][reason], 0)
+	a.Disrupting = d.disrupt[pool]
 	return a
 }
 

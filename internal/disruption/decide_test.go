@@ -1,0 +1,355 @@
+package disruption_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/aws/instancetypes"
+	"github.com/nodewright/nodewright/internal/disruption"
+	"github.com/nodewright/nodewright/internal/scheduling"
+	"github.com/nodewright/nodewright/internal/state"
+)
+
+var now = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+// cluster builds snapshots of nodes of real instance types.
+type cluster struct {
+	t     testing.TB
+	types map[string]*scheduling.InstanceType
+	all   []*scheduling.InstanceType
+	pool  *v1.NodePool
+	objs  state.Objects
+}
+
+func newCluster(t testing.TB) *cluster {
+	types, err := instancetypes.Load(instancetypes.Options{Zones: []string{"us-east-1a", "us-east-1b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster{t: t, types: map[string]*scheduling.InstanceType{}, all: types}
+	for _, it := range types {
+		c.types[it.Name] = it
+	}
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"}
+	np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}}
+	np.Spec.Template.Spec.ExpireAfter = "720h"
+	np.Spec.Disruption = v1.Disruption{ConsolidateAfter: "0s", ConsolidationPolicy: v1.ConsolidationPolicyWhenEmptyOrUnderutilized, Budgets: []v1.Budget{{Nodes: "100%"}}}
+	c.pool = np
+	c.objs.NodePools = []*v1.NodePool{np}
+	return c
+}
+
+// node adds an initialized node of the instance type (spot in
+// us-east-1a unless capacityType says otherwise) and returns its name.
+func (c *cluster) node(name, instanceType string, mutate ...func(*corev1.Node, *v1.NodeClaim)) string {
+	it := c.types[instanceType]
+	if it == nil {
+		c.t.Fatalf("no instance type %s", instanceType)
+	}
+	labels := it.Requirements.Labels()
+	labels[corev1.LabelHostname] = name
+	labels[v1.LabelNodePool] = "default"
+	labels[corev1.LabelTopologyZone] = "us-east-1a"
+	labels[v1.LabelCapacityType] = v1.CapacityTypeSpot
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, CreationTimestamp: metav1.NewTime(now.Add(-2 * time.Hour))}}
+	n.Spec.ProviderID = "aws:///us-east-1a/i-" + name
+	n.Status.Allocatable, n.Status.Capacity = it.Allocatable.List(), it.Capacity.List()
+	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "nc-" + name, Labels: map[string]string{v1.LabelNodePool: "default"}, CreationTimestamp: metav1.NewTime(now.Add(-2 * time.Hour))}}
+	nc.Spec.ExpireAfter = "720h"
+	nc.Status.ProviderID, nc.Status.NodeName = n.Spec.ProviderID, name
+	nc.Status.Capacity, nc.Status.Allocatable = n.Status.Capacity, n.Status.Allocatable
+	nc.Status.Conditions = []metav1.Condition{{Type: v1.ConditionInitialized, Status: metav1.ConditionTrue, LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))}}
+	for _, m := range mutate {
+		m(n, nc)
+	}
+	c.objs.Nodes = append(c.objs.Nodes, n)
+	c.objs.NodeClaims = append(c.objs.NodeClaims, nc)
+	return name
+}
+
+func onDemand(n *corev1.Node, _ *v1.NodeClaim) { n.Labels[v1.LabelCapacityType] = v1.CapacityTypeOnDemand }
+
+// pods adds count running pods of the given CPU and memory to a node.
+func (c *cluster) pods(node string, count int, cpu, memory string, mutate ...func(*corev1.Pod)) {
+	for i := range count {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%s-%d", node, cpu, i), Namespace: "default", Labels: map[string]string{"app": node}}}
+		p.Spec.NodeName = node
+		p.Spec.Containers = []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}}}}
+		p.Status.Phase = corev1.PodRunning
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))}}
+		for _, m := range mutate {
+			m(p)
+		}
+		c.objs.Pods = append(c.objs.Pods, p)
+	}
+}
+
+// cheapestSpot is the amd64 instance type with the cheapest spot offering
+// in us-east-1a whose allocatable holds need.
+func (c *cluster) cheapestSpot(need scheduling.Resources) string {
+	best, price := "", 0.0
+	for _, it := range c.all {
+		if arch, _ := it.Requirements[corev1.LabelArchStable].Single(); arch != "amd64" || !need.Fits(it.Allocatable) {
+			continue
+		}
+		for _, o := range it.Offerings {
+			if o.Zone == "us-east-1a" && o.CapacityType == v1.CapacityTypeSpot && o.Available && (best == "" || o.Price < price) {
+				best, price = it.Name, o.Price
+			}
+		}
+	}
+	return best
+}
+
+func (c *cluster) decide(opts ...func(*disruption.Options)) *disruption.Decision {
+	o := disruption.DefaultOptions()
+	for _, m := range opts {
+		m(&o)
+	}
+	s := state.Build(c.objs, state.Options{Now: now, NodeClasses: map[string]*state.NodeClass{"default": {InstanceTypes: c.all,
+		AMIs: []scheduling.AMI{{ID: "ami-1", Requirements: scheduling.NewRequirements(corev1.NodeSelectorRequirement{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64", "arm64"}})}}}}})
+	return disruption.Decide(s, o)
+}
+
+func commands(d *disruption.Decision) string {
+	var out []string
+	for _, c := range d.Commands {
+		repl := ""
+		for _, r := range c.Replacements {
+			repl += " +" + r.InstanceType.Name
+		}
+		out = append(out, fmt.Sprintf("%s%v%s", c.Reason, c.NodeNames(), repl))
+	}
+	return strings.Join(out, "; ")
+}
+
+func blocked(d *disruption.Decision, node string) string {
+	for _, b := range d.Blocked {
+		if b.Node == node {
+			return b.String()
+		}
+	}
+	return ""
+}
+
+func daemon(p *corev1.Pod) { p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "ds"}} }
+
+func TestEmptiness(t *testing.T) {
+	c := newCluster(t)
+	c.node("empty", "m5.large")
+	c.pods("empty", 1, "100m", "64Mi", daemon)
+	c.node("busy", "m5.large")
+	c.pods("busy", 3, "500m", "1Gi")
+	d := c.decide()
+	if got := commands(d); !strings.HasPrefix(got, "Empty[empty]") {
+		t.Errorf("commands %q, want the node with only a DaemonSet pod deleted first", got)
+	}
+
+	// consolidateAfter counts from the last pod event.
+	c = newCluster(t)
+	c.pool.Spec.Disruption.ConsolidateAfter = "2h"
+	c.node("empty", "m5.large")
+	if d := c.decide(); len(d.Commands) != 0 || !strings.Contains(blocked(d, "empty"), "consolidateAfter has not passed") || !strings.Contains(blocked(d, "empty"), "until 2026-11-23T13:00:00Z") {
+		t.Errorf("commands %q, blocked %q", commands(d), blocked(d, "empty"))
+	}
+	c.pool.Spec.Disruption.ConsolidateAfter = v1.Never
+	if d := c.decide(); len(d.Commands) != 0 || !strings.Contains(blocked(d, "empty"), "Never") {
+		t.Errorf("consolidateAfter Never: commands %q, blocked %q", commands(d), blocked(d, "empty"))
+	}
+}
+
+// Budgets: at most the tightest active budget, counting nodes already
+// being disrupted.
+func TestBudgets(t *testing.T) {
+	c := newCluster(t)
+	for i := range 10 {
+		c.node(fmt.Sprintf("n%d", i), "m5.large")
+	}
+	c.pool.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "30%"}, {Nodes: "5"}, {Nodes: "0", Reasons: []v1.DisruptionReason{v1.DisruptionReasonDrifted}}}
+	d := c.decide()
+	if len(d.Commands) != 1 || len(d.Commands[0].Nodes) != 3 {
+		t.Fatalf("30%% of 10 nodes: %q", commands(d))
+	}
+	if b := blocked(d, "n9"); b != "NodePool default allows 0 of 30% now (3 of its 10 nodes are being disrupted)" {
+		t.Errorf("blocked by budget: %q", b)
+	}
+	d = c.decide(func(o *disruption.Options) { o.InFlight = map[string]bool{"n0": true, "n1": true} })
+	if len(d.Commands) != 1 || len(d.Commands[0].Nodes) != 1 {
+		t.Errorf("two nodes in flight leave one of three: %q", commands(d))
+	}
+	// A budget window that is closed does not apply; an open one does.
+	for schedule, want := range map[string]int{"0 11 * * *": 0, "0 9 * * *": 3, "@daily": 3, "30 11 * * 1": 0} {
+		c.pool.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "30%"}, {Nodes: "0", Schedule: &schedule, Duration: &metav1.Duration{Duration: 2 * time.Hour}}}
+		d = c.decide()
+		got := 0
+		if len(d.Commands) > 0 {
+			got = len(d.Commands[0].Nodes)
+		}
+		if got != want {
+			t.Errorf("a 2h window opening at %q (now Monday 12:00): %d nodes disrupted, want %d", schedule, got, want)
+		}
+	}
+	bad := "61 * * * *"
+	c.pool.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "30%", Schedule: &bad, Duration: &metav1.Duration{Duration: time.Hour}}}
+	if d = c.decide(); len(d.Commands) != 0 || !strings.Contains(blocked(d, "n0"), "spec.disruption.budgets[0].schedule") {
+		t.Errorf("an unreadable schedule must stop disruption and say so: %q, %q", commands(d), blocked(d, "n0"))
+	}
+}
+
+// Underutilized nodes: pods that fit elsewhere go there; a node with
+// room to spare is replaced by a cheaper one; a full node stays, saying
+// why.
+func TestConsolidation(t *testing.T) {
+	c := newCluster(t)
+	c.node("a", "m5.xlarge", onDemand)
+	c.pods("a", 2, "500m", "512Mi")
+	c.node("b", "m5.xlarge", onDemand)
+	c.pods("b", 2, "500m", "512Mi")
+	d := c.decide()
+	if got := commands(d); got != "Underutilized[a b] +t3a.medium" && got != "Underutilized[a]" && got != "Underutilized[b]" {
+		t.Errorf("two quarter-full on-demand m5.xlarge: %q", got)
+	}
+	if len(d.Commands) == 1 && d.Commands[0].Savings <= 0 {
+		t.Errorf("a command that saves nothing: %+v", d.Commands[0])
+	}
+
+	// One big on-demand node with little on it: replaced by a cheaper one.
+	c = newCluster(t)
+	c.node("big", "m5.4xlarge", onDemand)
+	c.pods("big", 2, "250m", "256Mi")
+	d = c.decide()
+	if len(d.Commands) != 1 || len(d.Commands[0].Replacements) != 1 || d.Commands[0].ReplacementPrice >= d.Commands[0].PricePerHour {
+		t.Fatalf("an almost empty m5.4xlarge: %q", commands(d))
+	}
+	for _, it := range d.Commands[0].Replacements[0].InstanceTypes {
+		if o, _ := it.CheapestOffering(d.Commands[0].Replacements[0].Requirements); o.Price >= d.Commands[0].PricePerHour {
+			t.Errorf("replacement type %s costs $%.4f/h, not less than the node's $%.4f/h", it.Name, o.Price, d.Commands[0].PricePerHour)
+		}
+	}
+
+	// A node of the cheapest spot type that fits its pod stays.
+	c = newCluster(t)
+	c.pool.Spec.Template.Spec.Requirements = append(c.pool.Spec.Template.Spec.Requirements,
+		v1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"us-east-1a"}})
+	c.node("full", c.cheapestSpot(scheduling.MustParseResources("cpu=1500m,memory=1Gi,pods=3")))
+	c.pods("full", 1, "1500m", "1Gi")
+	d = c.decide()
+	if len(d.Commands) != 0 || !strings.Contains(blocked(d, "full"), "no cheaper placement") {
+		t.Errorf("a full t3a.small: %q, blocked %q", commands(d), blocked(d, "full"))
+	}
+
+	// WhenEmpty leaves underutilized nodes alone.
+	c = newCluster(t)
+	c.pool.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyWhenEmpty
+	c.node("big", "m5.4xlarge", onDemand)
+	c.pods("big", 2, "250m", "256Mi")
+	if d = c.decide(); len(d.Commands) != 0 || !strings.Contains(blocked(d, "big"), "WhenEmpty") {
+		t.Errorf("WhenEmpty: %q, blocked %q", commands(d), blocked(d, "big"))
+	}
+}
+
+// A spot node is replaced by spot only when enough cheaper spot types
+// keep the replacement diverse.
+func TestSpotToSpotNeedsDiversity(t *testing.T) {
+	c := newCluster(t)
+	c.node("spot", "t3a.large")
+	c.pods("spot", 1, "100m", "128Mi")
+	d := c.decide(func(o *disruption.Options) { o.SpotToSpotMinTypes = 1000 })
+	if len(d.Commands) != 0 || !strings.Contains(blocked(d, "spot"), "fewer than the 1000 that keep it diverse") {
+		t.Errorf("%q, blocked %q", commands(d), blocked(d, "spot"))
+	}
+}
+
+// Balanced acts only when the share of cost saved is at least the share
+// of pods moved.
+func TestBalanced(t *testing.T) {
+	c := newCluster(t)
+	c.pool.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyBalanced
+	// Two nodes; moving the busy one's many pods saves little.
+	c.node("busy", "c5.2xlarge", onDemand)
+	c.pods("busy", 30, "200m", "256Mi")
+	c.node("other", "m5.4xlarge", onDemand)
+	c.pods("other", 1, "6", "24Gi")
+	d := c.decide()
+	for _, cmd := range d.Commands {
+		for _, n := range cmd.Nodes {
+			if n.Name == "busy" {
+				t.Errorf("Balanced moved 30 pods: %q", commands(d))
+			}
+		}
+	}
+}
+
+func pdb(allowed int32, app string) *policyv1.PodDisruptionBudget {
+	return &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "pdb-" + app, Namespace: "default"},
+		Spec:   policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}},
+		Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: allowed}}
+}
+
+func drifted(_ *corev1.Node, nc *v1.NodeClaim) {
+	nc.Status.Conditions = append(nc.Status.Conditions, metav1.Condition{Type: v1.ConditionDrifted, Status: metav1.ConditionTrue, Reason: state.DriftAMI})
+}
+
+// Drift replaces a drifted node, keeping PodDisruptionBudgets and
+// do-not-disrupt unless the NodeClaim has a terminationGracePeriod.
+func TestDrift(t *testing.T) {
+	c := newCluster(t)
+	c.node("old", "m5.large", drifted)
+	c.pods("old", 2, "500m", "512Mi")
+	d := c.decide()
+	if len(d.Commands) != 1 || d.Commands[0].Reason != v1.DisruptionReasonDrifted || len(d.Commands[0].Replacements) != 1 {
+		t.Fatalf("drifted node: %q", commands(d))
+	}
+	c.objs.PDBs = []*policyv1.PodDisruptionBudget{pdb(0, "old")}
+	if d = c.decide(); len(d.Commands) != 0 || !strings.Contains(blocked(d, "old"), "PodDisruptionBudget default/pdb-old allows 0 disruptions now") {
+		t.Errorf("drift against a PDB: %q, blocked %q", commands(d), blocked(d, "old"))
+	}
+	c.objs.NodeClaims[0].Spec.TerminationGracePeriod = &metav1.Duration{Duration: time.Hour}
+	if d = c.decide(); len(d.Commands) != 1 {
+		t.Errorf("drift with a terminationGracePeriod waits for the PDB in the drain, not here: %q, blocked %q", commands(d), blocked(d, "old"))
+	}
+	c.pool.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "0", Reasons: []v1.DisruptionReason{v1.DisruptionReasonDrifted}}}
+	if d = c.decide(); len(d.Commands) != 0 || !strings.Contains(blocked(d, "old"), "allows 0 of 0") {
+		t.Errorf("a drift budget of 0: %q, blocked %q", commands(d), blocked(d, "old"))
+	}
+}
+
+// Expiration waits for neither budgets nor do-not-disrupt pods, and
+// launches a replacement for pods that would have no place.
+func TestExpiration(t *testing.T) {
+	c := newCluster(t)
+	c.node("old", "m5.large", func(_ *corev1.Node, nc *v1.NodeClaim) { nc.Spec.ExpireAfter = "1h" })
+	c.pods("old", 2, "500m", "512Mi", func(p *corev1.Pod) { p.Annotations = map[string]string{v1.AnnotationDoNotDisrupt: "true"} })
+	c.node("young", "m5.large", func(_ *corev1.Node, nc *v1.NodeClaim) { nc.Spec.ExpireAfter = "3h" })
+	c.pods("young", 3, "500m", "512Mi")
+	c.pool.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "0"}}
+	d := c.decide()
+	if got := commands(d); len(d.Commands) != 1 || d.Commands[0].Reason != v1.DisruptionReasonExpired || d.Commands[0].NodeNames()[0] != "old" || len(d.Commands[0].Replacements) != 1 {
+		t.Errorf("expired node: %q", got)
+	}
+	if !strings.Contains(blocked(d, "young"), "allows 0 of 0") && !strings.Contains(blocked(d, "young"), "do-not-disrupt") {
+		t.Errorf("the young node stays for its budget: %q", blocked(d, "young"))
+	}
+}
+
+// Nodes whose pods may not move stay, with the pod named.
+func TestDoNotDisrupt(t *testing.T) {
+	c := newCluster(t)
+	c.node("big", "m5.4xlarge", onDemand)
+	c.pods("big", 1, "250m", "256Mi", func(p *corev1.Pod) { p.Annotations = map[string]string{v1.AnnotationDoNotDisrupt: "true"} })
+	d := c.decide()
+	if len(d.Commands) != 0 || !strings.Contains(blocked(d, "big"), "pod default/big-250m-0 is annotated karpenter.sh/do-not-disrupt=true") {
+		t.Errorf("%q, blocked %q", commands(d), blocked(d, "big"))
+	}
+}
