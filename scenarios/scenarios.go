@@ -18,7 +18,9 @@ func Names() []string {
 	entries, _ := files.ReadDir(".")
 	out := make([]string, 0, len(entries))
 	for _, e := range entries {
-		out = append(out, strings.TrimSuffix(e.Name(), ".yaml"))
+		if !strings.Contains(e.Name(), ".then-") {
+			out = append(out, strings.TrimSuffix(e.Name(), ".yaml"))
+		}
 	}
 	sort.Strings(out)
 	return out
@@ -41,4 +43,20 @@ func Load(name string) (string, []byte, error) {
 		return name, data, nil
 	}
 	return "", nil, fmt.Errorf("no scenario %q: use one of %s, or a file path", name, strings.Join(Names(), ", "))
+}
+
+// Then returns the steps an embedded scenario applies after it settles
+// (files NAME.then-1.yaml, NAME.then-2.yaml, ...), in order, with their
+// names.
+func Then(name string) ([]string, [][]byte) {
+	var names []string
+	var out [][]byte
+	for i := 1; ; i++ {
+		file := fmt.Sprintf("%s.then-%d.yaml", name, i)
+		data, err := files.ReadFile(file)
+		if err != nil {
+			return names, out
+		}
+		names, out = append(names, strings.TrimSuffix(file, ".yaml")), append(out, data)
+	}
 }

@@ -11,14 +11,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Every object of every scenario is accepted as written by `kubectl apply`,
-// which validates strictly: a field our CRDs lacked would be an error.
+// Every object of every scenario, and of the steps that follow it, is
+// accepted as written by `kubectl apply`, which validates strictly: a
+// field our CRDs lacked would be an error.
 func TestScenariosApplyWithKubectl(t *testing.T) {
 	files, err := filepath.Glob("../../scenarios/*.yaml")
 	if err != nil || len(files) < 6 {
 		t.Fatalf("expected the six scenario files, found %v (%v)", files, err)
 	}
 	for _, file := range files {
+		if strings.Contains(file, ".then-") {
+			continue
+		}
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			out := kubectl(t, "apply", "-f", file)
 			created := strings.Count(out, " created")
@@ -29,6 +33,10 @@ func TestScenariosApplyWithKubectl(t *testing.T) {
 				if !strings.Contains(out, kind) {
 					t.Errorf("kubectl apply output names no %s object:\n%s", kind, out)
 				}
+			}
+			steps, _ := filepath.Glob(strings.TrimSuffix(file, ".yaml") + ".then-*.yaml")
+			for _, step := range steps {
+				kubectl(t, "apply", "-f", step)
 			}
 			kubectl(t, "delete", "--wait", "-f", file)
 		})

@@ -29,7 +29,7 @@ func newSimCommand() *cobra.Command {
 		timeout, stall, bootDelay    time.Duration
 		registrationTimeout, workDir string
 		faults                       simaws.Faults
-		noCapacity                   []string
+		noCapacity, then             []string
 	)
 	cmd := &cobra.Command{
 		Use:   "sim",
@@ -51,6 +51,18 @@ is enough), or a manifest file.`,
 			name, manifest, err := scenarios.Load(scenario)
 			if err != nil {
 				return err
+			}
+			steps := []runner.Step{{Name: name, Manifest: manifest}}
+			thenNames, thenData := scenarios.Then(name)
+			for i := range thenNames {
+				steps = append(steps, runner.Step{Name: thenNames[i], Manifest: thenData[i]})
+			}
+			for _, file := range then {
+				data, err := os.ReadFile(file)
+				if err != nil {
+					return fmt.Errorf("--then: %w", err)
+				}
+				steps = append(steps, runner.Step{Name: file, Manifest: data})
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -80,22 +92,22 @@ is enough), or a manifest file.`,
 					_ = sim.Stop()
 				}
 			}()
-			if err := sim.Apply(ctx, name, manifest); err != nil {
-				return err
-			}
-			fmt.Fprintf(progress, "applied %s\n", name)
-			snap, err := sim.Watch(ctx, timeout, stall, runner.Progress(progress))
+			results, err := sim.RunSteps(ctx, steps, timeout, stall, runner.Progress(progress))
 			if err != nil {
 				return err
 			}
 			if output == "json" {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
-				if err := enc.Encode(snap); err != nil {
+				var out any = results[len(results)-1].Snapshot
+				if len(results) > 1 {
+					out = results
+				}
+				if err := enc.Encode(out); err != nil {
 					return err
 				}
 			} else {
-				runner.WriteSummary(cmd.OutOrStdout(), name, snap)
+				runner.WriteSteps(cmd.OutOrStdout(), results)
 			}
 			if keep {
 				fmt.Fprintf(progress, "\nthe cluster keeps running; in another shell:\n\n  export KUBECONFIG=%s\n  kubectl get nodepools,nodeclaims,nodes\n  nodewright doctor --cloud sim\n\nPress Ctrl-C to stop.\n", sim.Plane.KubeconfigPath)
@@ -118,6 +130,7 @@ is enough), or a manifest file.`,
 	f.StringVar(&workDir, "work-dir", "", "directory for the kubeconfig and component logs (default: a temporary one)")
 	f.IntVar(&faults.ThrottleEvery, "throttle-every", 0, "the simulated AWS APIs refuse one call in this many with RequestLimitExceeded (retried with the SDK's backoff)")
 	f.DurationVar(&faults.Latency, "api-latency", 0, "delay every simulated AWS API call by this long")
+	f.StringArrayVar(&then, "then", nil, "after the scenario settles (every pod Running, no disruption in flight), apply this manifest and watch again; repeatable")
 	f.StringArrayVar(&noCapacity, "insufficient-capacity", nil, "an offering CAPACITY-TYPE:INSTANCE-TYPE:ZONE (such as spot:m5.large:us-east-1a) that has no capacity; repeatable")
 	return cmd
 }

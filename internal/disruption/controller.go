@@ -117,14 +117,20 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	}
 	now := c.Clock.Now()
 	snap := state.Build(listed.Objects, state.Options{Now: now, NodeClasses: classes, Backoff: c.Registrations.Backoffs(now)})
-	if err := c.advance(ctx, snap, listed); err != nil {
+	finished, err := c.advance(ctx, snap, listed)
+	if err != nil {
 		return err
 	}
 	if err := c.untaintOrphans(ctx, snap); err != nil {
 		return err
 	}
 	opts := c.Config.Options
+	// The snapshot predates this round's steps: the nodes of commands
+	// that finished in it are being deleted now.
 	opts.InFlight = c.inFlight(nil)
+	for name := range finished {
+		opts.InFlight[name] = true
+	}
 	for _, cmd := range c.commands {
 		opts.ConsolidationInFlight = opts.ConsolidationInFlight || cmd.Reason == v1.DisruptionReasonUnderutilized
 	}
@@ -168,19 +174,26 @@ func claimNames(nodes []*state.Node) []string {
 // advance moves each command in flight along: validate and start those
 // decided long enough ago, finish those whose replacements are ready,
 // roll back those whose replacements failed.
-func (c *Controller) advance(ctx context.Context, snap *state.Snapshot, listed *listing.Listed) error {
+// It returns the nodes of the commands that finished.
+func (c *Controller) advance(ctx context.Context, snap *state.Snapshot, listed *listing.Listed) (map[string]bool, error) {
 	var keep []*inflight
-	for _, cmd := range c.commands {
+	finished := map[string]bool{}
+	for i, cmd := range c.commands {
 		done, err := c.step(ctx, snap, listed, cmd)
 		if err != nil {
-			return err
+			c.commands = append(keep, c.commands[i:]...)
+			return nil, err
 		}
 		if !done {
 			keep = append(keep, cmd)
+			continue
+		}
+		for _, n := range cmd.Nodes {
+			finished[n.Name] = true
 		}
 	}
 	c.commands = keep
-	return nil
+	return finished, nil
 }
 
 func (c *Controller) step(ctx context.Context, snap *state.Snapshot, listed *listing.Listed, cmd *inflight) (bool, error) {
@@ -362,14 +375,18 @@ func (c *Controller) event(n *state.Node, kind, reason, msg string) {
 
 // describe says what a command saves.
 func describe(cmd *Command) string {
+	nodes := fmt.Sprintf("the %d node(s) of this command cost $%.4f/h", len(cmd.Nodes), cmd.PricePerHour)
 	if len(cmd.Replacements) == 0 {
-		return fmt.Sprintf("no replacement needed; saves $%.4f/h", cmd.Savings)
+		return fmt.Sprintf("%s; no replacement needed; saves $%.4f/h", nodes, cmd.Savings)
 	}
 	types := make([]string, 0, len(cmd.Replacements))
 	for _, r := range cmd.Replacements {
 		types = append(types, fmt.Sprintf("%s %s $%.4f/h", r.InstanceType.Name, r.Offering.CapacityType, r.Offering.Price))
 	}
-	return fmt.Sprintf("replacement(s) %s for $%.4f/h; saves $%.4f/h", strings.Join(types, ", "), cmd.PricePerHour, cmd.Savings)
+	if cmd.Reason == v1.DisruptionReasonDrifted || cmd.Reason == v1.DisruptionReasonExpired {
+		return fmt.Sprintf("%s; replacement(s) %s", nodes, strings.Join(types, ", "))
+	}
+	return fmt.Sprintf("%s; replacement(s) %s; saves $%.4f/h", nodes, strings.Join(types, ", "), cmd.Savings)
 }
 
 // report says once, on the NodeClaim, why each candidate stays

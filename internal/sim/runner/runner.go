@@ -54,6 +54,10 @@ type Options struct {
 	// NoCapacity lists offerings ("spot:m5.large:us-east-1a") that fail
 	// with InsufficientInstanceCapacity.
 	NoCapacity []string
+	// Settle is how long the cluster must stay done and undisrupted for a
+	// watch to end: long enough for a disruption decision to show
+	// (default: the validation delay and two disruption rounds).
+	Settle time.Duration
 }
 
 // DefaultOptions boot nodes in two seconds with the cloud controller
@@ -79,6 +83,7 @@ type Sim struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 	errs     chan error
+	settle   time.Duration
 }
 
 // Start starts the control plane, the simulated account, kubelets and
@@ -97,7 +102,10 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	s := &Sim{Plane: plane, Account: simaws.NewAccount(), cancel: cancel, errs: make(chan error, 4)}
+	s := &Sim{Plane: plane, Account: simaws.NewAccount(), cancel: cancel, errs: make(chan error, 4), settle: opts.Settle}
+	if s.settle == 0 {
+		s.settle = opts.Operator.Disruption.ValidationDelay + 2*opts.Operator.Disruption.Poll
+	}
 	s.Account.Seed()
 	s.Account.SetFaults(opts.Faults)
 	s.Account.SetTransitions(opts.Pending, opts.ShuttingDown)
@@ -203,4 +211,42 @@ func (s *Sim) Apply(ctx context.Context, name string, data []byte) error {
 			return fmt.Errorf("%s: applying %s %s: %w", name, obj.GetKind(), obj.GetName(), err)
 		}
 	}
+}
+
+// Step is one manifest a simulation applies, after the previous step has
+// settled.
+type Step struct {
+	Name     string
+	Manifest []byte
+}
+
+// StepResult is how a step ended, and the disruptions during it.
+type StepResult struct {
+	Name        string    `json:"name"`
+	Snapshot    *Snapshot `json:"snapshot"`
+	Disruptions []string  `json:"disruptions"`
+}
+
+// RunSteps applies each step in turn, watching each until it settles
+// (every pod Running on Ready NodeClaims, no disruption in flight) or
+// times out; timeout and stall apply to each step.
+func (s *Sim) RunSteps(ctx context.Context, steps []Step, timeout, stall time.Duration, progress func(*Snapshot)) ([]StepResult, error) {
+	var out []StepResult
+	seen := 0
+	for _, st := range steps {
+		if err := s.Apply(ctx, st.Name, st.Manifest); err != nil {
+			return out, err
+		}
+		snap, err := s.Watch(ctx, timeout, stall, progress)
+		if err != nil {
+			return out, err
+		}
+		res := StepResult{Name: st.Name, Snapshot: snap, Disruptions: []string{}}
+		if len(snap.Disruptions) > seen {
+			res.Disruptions = snap.Disruptions[seen:]
+			seen = len(snap.Disruptions)
+		}
+		out = append(out, res)
+	}
+	return out, nil
 }

@@ -31,6 +31,15 @@ type Snapshot struct {
 	// are not True, kubelets that did not register, pods nodewright cannot
 	// place.
 	Problems []string `json:"problems"`
+	// Disrupting counts nodes being disrupted now (tainted
+	// karpenter.sh/disrupted or being deleted).
+	Disrupting int `json:"disrupting"`
+	// Disruptions are the disruption steps nodewright took, oldest first:
+	// "NodeClaim default-x: DisruptionTerminating: Underutilized: ...".
+	Disruptions []string `json:"disruptions"`
+	// NextExpiry is when the first NodeClaim reaches its expireAfter
+	// (zero when none expires).
+	NextExpiry time.Time `json:"nextExpiry,omitzero"`
 }
 
 // NodeClaim is one NodeClaim in a snapshot.
@@ -58,7 +67,7 @@ func (s *Snapshot) Done() bool {
 }
 
 func (s *Snapshot) key() string {
-	parts := []string{fmt.Sprint(s.RunningPods, s.PendingPods, s.Nodes)}
+	parts := []string{fmt.Sprint(s.RunningPods, s.PendingPods, s.Nodes, s.Disrupting, len(s.Disruptions))}
 	for _, c := range s.NodeClaims {
 		parts = append(parts, c.Name+c.Phase)
 	}
@@ -140,6 +149,11 @@ func (s *Sim) Snapshot(ctx context.Context, started time.Time) (*Snapshot, error
 			CapacityType: nc.Labels[v1.LabelCapacityType], Zone: nc.Labels[corev1.LabelTopologyZone], Phase: phase(&nc),
 		}
 		snap.NodeClaims = append(snap.NodeClaims, view)
+		if after, never, err := nc.Spec.ExpireAfter.Parse(); err == nil && !never {
+			if at := nc.CreationTimestamp.Add(after); snap.NextExpiry.IsZero() || at.Before(snap.NextExpiry) {
+				snap.NextExpiry = at
+			}
+		}
 		if price, ok := onDemand[view.InstanceType]; ok {
 			if view.CapacityType == v1.CapacityTypeSpot {
 				price = instancetypes.SpotPrice(view.InstanceType, view.Zone, price)
@@ -164,7 +178,47 @@ func (s *Sim) Snapshot(ctx context.Context, started time.Time) (*Snapshot, error
 		return nil, err
 	}
 	snap.Nodes = len(nodes.Items)
+	for _, n := range nodes.Items {
+		disrupted := false
+		for _, t := range n.Spec.Taints {
+			disrupted = disrupted || t.Key == v1.TaintKeyDisrupted
+		}
+		if disrupted || !n.DeletionTimestamp.IsZero() {
+			snap.Disrupting++
+		}
+	}
+	if snap.Disruptions, err = s.disruptions(ctx); err != nil {
+		return nil, err
+	}
 	return snap, nil
+}
+
+// disruptionReasons are the events that tell what disruption did.
+var disruptionReasons = map[string]bool{"DisruptionLaunching": true, "DisruptionTerminating": true, "DisruptionRolledBack": true, "DisruptionCancelled": true}
+
+// disruptions lists the disruption events on NodeClaims, oldest first.
+func (s *Sim) disruptions(ctx context.Context) ([]string, error) {
+	events := &corev1.EventList{}
+	if err := s.Kube.List(ctx, events); err != nil {
+		return nil, err
+	}
+	var picked []corev1.Event
+	for _, ev := range events.Items {
+		if ev.Source.Component == "nodewright" && ev.InvolvedObject.Kind == "NodeClaim" && disruptionReasons[ev.Reason] {
+			picked = append(picked, ev)
+		}
+	}
+	sort.SliceStable(picked, func(i, j int) bool {
+		if !picked[i].FirstTimestamp.Equal(&picked[j].FirstTimestamp) {
+			return picked[i].FirstTimestamp.Before(&picked[j].FirstTimestamp)
+		}
+		return picked[i].InvolvedObject.Name < picked[j].InvolvedObject.Name
+	})
+	out := []string{}
+	for _, ev := range picked {
+		out = append(out, fmt.Sprintf("NodeClaim %s: %s: %s", ev.InvolvedObject.Name, ev.Reason, ev.Message))
+	}
+	return out, nil
 }
 
 func phase(nc *v1.NodeClaim) string {
@@ -204,11 +258,13 @@ func (s *Sim) podReasons(ctx context.Context) (map[string]string, error) {
 }
 
 // Watch takes a snapshot every second and hands it to progress, until
-// every pod runs on Ready NodeClaims, nothing has changed for stall, or
-// timeout passes.
+// the cluster has settled (every pod runs on Ready NodeClaims, no node
+// has been disrupted for the Settle time of the simulation's options, and
+// no NodeClaim expires before the timeout), nothing has changed for stall,
+// or timeout passes.
 func (s *Sim) Watch(ctx context.Context, timeout, stall time.Duration, progress func(*Snapshot)) (*Snapshot, error) {
 	started := time.Now()
-	lastChange, lastKey := started, ""
+	lastChange, lastKey, calmSince := started, "", time.Time{}
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()
 	for {
@@ -222,7 +278,15 @@ func (s *Sim) Watch(ctx context.Context, timeout, stall time.Duration, progress 
 		if k := snap.key(); k != lastKey {
 			lastKey, lastChange = k, time.Now()
 		}
-		if snap.Done() || time.Since(started) > timeout || (time.Since(lastChange) > stall && snap.Pods > 0) {
+		switch {
+		case !snap.Done() || snap.Disrupting > 0:
+			calmSince = time.Time{}
+		case calmSince.IsZero():
+			calmSince = time.Now()
+		}
+		expiring := !snap.NextExpiry.IsZero() && snap.NextExpiry.Before(started.Add(timeout))
+		settled := !calmSince.IsZero() && time.Since(calmSince) >= s.settle && !expiring
+		if settled || time.Since(started) > timeout || (time.Since(lastChange) > stall && snap.Pods > 0 && !snap.Done() && !expiring) {
 			return snap, nil
 		}
 		select {
@@ -253,12 +317,39 @@ func WriteSummary(w io.Writer, scenario string, snap *Snapshot) {
 	for _, k := range keys {
 		fmt.Fprintf(w, "  %d × %s\n", byType[k], k)
 	}
+	if len(snap.Disruptions) > 0 {
+		fmt.Fprintln(w, "Disruptions:")
+		for _, d := range snap.Disruptions {
+			fmt.Fprintf(w, "  - %s\n", d)
+		}
+	}
 	if len(snap.Problems) > 0 {
 		fmt.Fprintln(w, "Why:")
 		for _, p := range snap.Problems {
 			fmt.Fprintf(w, "  - %s\n", p)
 		}
 	}
+}
+
+// WriteSteps prints the summary of the last step and, when there were
+// several, one line per step with the disruptions during it.
+func WriteSteps(w io.Writer, results []StepResult) {
+	last := results[len(results)-1]
+	if len(results) == 1 {
+		WriteSummary(w, last.Name, last.Snapshot)
+		return
+	}
+	fmt.Fprintln(w, "\nSteps:")
+	for i, r := range results {
+		s := r.Snapshot
+		fmt.Fprintf(w, "  %d. %s: %d/%d pods Running, %d nodes, $%.4f/hour, after %s\n", i+1, r.Name, s.RunningPods, s.Pods, s.Nodes, s.PricePerHour, s.Elapsed)
+		for _, d := range r.Disruptions {
+			fmt.Fprintf(w, "       %s\n", d)
+		}
+	}
+	WriteSummary(w, last.Name, &Snapshot{Elapsed: last.Snapshot.Elapsed, Pods: last.Snapshot.Pods, RunningPods: last.Snapshot.RunningPods,
+		PendingPods: last.Snapshot.PendingPods, NodeClaims: last.Snapshot.NodeClaims, Nodes: last.Snapshot.Nodes, PricePerHour: last.Snapshot.PricePerHour,
+		Problems: last.Snapshot.Problems})
 }
 
 // Progress prints one line per snapshot.
@@ -268,7 +359,7 @@ func Progress(w io.Writer) func(*Snapshot) {
 		for _, c := range s.NodeClaims {
 			phases[c.Phase]++
 		}
-		fmt.Fprintf(w, "%6s  pods %d/%d running  NodeClaims launching %d registering %d initializing %d ready %d  $%.4f/h\n",
-			s.Elapsed, s.RunningPods, s.Pods, phases["Launching"], phases["Registering"], phases["Initializing"], phases["Ready"], s.PricePerHour)
+		fmt.Fprintf(w, "%6s  pods %d/%d running  NodeClaims launching %d registering %d initializing %d ready %d  disrupting %d  $%.4f/h\n",
+			s.Elapsed, s.RunningPods, s.Pods, phases["Launching"], phases["Registering"], phases["Initializing"], phases["Ready"], s.Disrupting, s.PricePerHour)
 	}
 }

@@ -1,0 +1,188 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/sim/runner"
+	"github.com/nodewright/nodewright/scenarios"
+)
+
+// runSteps starts a simulation and runs a scenario with the steps that
+// follow it, each until it settles.
+func runSteps(t *testing.T, scenario string, timeout time.Duration, edit func(*runner.Options)) (*runner.Sim, []runner.StepResult) {
+	t.Helper()
+	return runStepsWith(t, scenario, timeout, nil, edit)
+}
+
+// runStepsWith is runSteps that hands the running simulation to running
+// before the first step.
+func runStepsWith(t *testing.T, scenario string, timeout time.Duration, running func(*runner.Sim), edit func(*runner.Options)) (*runner.Sim, []runner.StepResult) {
+	t.Helper()
+	name, manifest, err := scenarios.Load(scenario)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []runner.Step{{Name: name, Manifest: manifest}}
+	names, data := scenarios.Then(name)
+	for i := range names {
+		steps = append(steps, runner.Step{Name: names[i], Manifest: data[i]})
+	}
+	opts := runner.DefaultOptions()
+	opts.BootDelay, opts.CCMDelay = time.Second, time.Second
+	opts.Operator.SkipNameValidation = true
+	if edit != nil {
+		edit(&opts)
+	}
+	sim, err := runner.Start(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := sim.Stop(); err != nil {
+			t.Errorf("stopping the simulation: %v", err)
+		}
+	})
+	if running != nil {
+		running(sim)
+	}
+	results, err := sim.RunSteps(context.Background(), steps, timeout, time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var summary bytes.Buffer
+	runner.WriteSteps(&summary, results)
+	t.Log(summary.String())
+	return sim, results
+}
+
+func claimNames(snap *runner.Snapshot) map[string]bool {
+	out := map[string]bool{}
+	for _, c := range snap.NodeClaims {
+		out[c.Name] = true
+	}
+	return out
+}
+
+func mention(lines []string, fragment string) int {
+	n := 0
+	for _, l := range lines {
+		if strings.Contains(l, fragment) {
+			n++
+		}
+	}
+	return n
+}
+
+// A workload scales down: emptied nodes are deleted, the rest
+// consolidated, and the cluster ends cheaper with every pod Running.
+func TestConsolidation(t *testing.T) {
+	_, results := runSteps(t, "consolidation", 3*time.Minute, nil)
+	before, after := results[0].Snapshot, results[1].Snapshot
+	if !before.Done() || !after.Done() {
+		t.Fatalf("not every pod ran: before %d/%d, after %d/%d", before.RunningPods, before.Pods, after.RunningPods, after.Pods)
+	}
+	if after.Nodes >= before.Nodes || after.PricePerHour >= before.PricePerHour {
+		t.Errorf("scaling down left %d nodes at $%.4f/h (before: %d at $%.4f/h)", after.Nodes, after.PricePerHour, before.Nodes, before.PricePerHour)
+	}
+	if mention(results[1].Disruptions, "DisruptionTerminating: Empty") == 0 {
+		t.Errorf("no node was deleted as Empty: %v", results[1].Disruptions)
+	}
+	// The 4 pods need no more than 4 nodes (one 1-CPU pod per 2-vCPU node
+	// at worst).
+	if after.Nodes > 4 {
+		t.Errorf("%d nodes remain for 4 pods", after.Nodes)
+	}
+}
+
+// Changing the EC2NodeClass drifts every node; they are replaced one at a
+// time (the budget) without ever breaking the PodDisruptionBudget.
+func TestDrift(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var (
+		mu         sync.Mutex
+		violations []string
+		most       int
+		started    = make(chan *runner.Sim, 1)
+	)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sim := <-started
+		healthy := false // the workload has run in full once
+		for ctx.Err() == nil {
+			time.Sleep(300 * time.Millisecond)
+			pdb := &policyv1.PodDisruptionBudget{}
+			if err := sim.Kube.Get(ctx, client.ObjectKey{Namespace: "default", Name: "web"}, pdb); err != nil {
+				continue
+			}
+			nodes := &corev1.NodeList{}
+			if err := sim.Kube.List(ctx, nodes); err != nil {
+				continue
+			}
+			disrupting := 0
+			for _, n := range nodes.Items {
+				for _, taint := range n.Spec.Taints {
+					if taint.Key == v1.TaintKeyDisrupted || !n.DeletionTimestamp.IsZero() {
+						disrupting++
+						break
+					}
+				}
+			}
+			mu.Lock()
+			most = max(most, disrupting)
+			healthy = healthy || (pdb.Status.ObservedGeneration == pdb.Generation && pdb.Status.CurrentHealthy == 4)
+			if healthy && pdb.Status.CurrentHealthy < pdb.Status.DesiredHealthy {
+				violations = append(violations, time.Now().Format(time.TimeOnly)+": "+pdb.Status.String())
+			}
+			mu.Unlock()
+		}
+	}()
+	_, results := runStepsWith(t, "drift", 4*time.Minute, func(s *runner.Sim) { started <- s }, nil)
+	cancel()
+	<-done
+	first, last := results[0].Snapshot, results[1].Snapshot
+	if !last.Done() {
+		t.Fatalf("not every pod runs after the drift: %d/%d", last.RunningPods, last.Pods)
+	}
+	old := claimNames(first)
+	for name := range claimNames(last) {
+		if old[name] {
+			t.Errorf("NodeClaim %s was not replaced after its EC2NodeClass changed", name)
+		}
+	}
+	if n := mention(results[1].Disruptions, "DisruptionTerminating: Drifted"); n != len(old) {
+		t.Errorf("%d drifted NodeClaims terminated, want %d: %v", n, len(old), results[1].Disruptions)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if most > 1 {
+		t.Errorf("%d nodes were disrupted at once; the budget allows 1", most)
+	}
+	if len(violations) > 0 {
+		t.Errorf("the PodDisruptionBudget was broken: %v", violations)
+	}
+}
+
+// NodeClaims older than expireAfter are replaced, their pods Running on
+// the replacements.
+func TestExpiration(t *testing.T) {
+	_, results := runSteps(t, "expiration", 150*time.Second, nil)
+	snap := results[0].Snapshot
+	if !snap.Done() {
+		t.Fatalf("not every pod runs: %d/%d", snap.RunningPods, snap.Pods)
+	}
+	launched, terminated := mention(snap.Disruptions, "DisruptionLaunching: Expired"), mention(snap.Disruptions, "DisruptionTerminating: Expired")
+	if launched == 0 || terminated != launched {
+		t.Errorf("expired NodeClaims: %d replacements launched, %d terminated: %v", launched, terminated, snap.Disruptions)
+	}
+}
