@@ -77,7 +77,9 @@ func (c *cluster) node(name, instanceType string, mutate ...func(*corev1.Node, *
 	return name
 }
 
-func onDemand(n *corev1.Node, _ *v1.NodeClaim) { n.Labels[v1.LabelCapacityType] = v1.CapacityTypeOnDemand }
+func onDemand(n *corev1.Node, _ *v1.NodeClaim) {
+	n.Labels[v1.LabelCapacityType] = v1.CapacityTypeOnDemand
+}
 
 // pods adds count running pods of the given CPU and memory to a node.
 func (c *cluster) pods(node string, count int, cpu, memory string, mutate ...func(*corev1.Pod)) {
@@ -143,7 +145,9 @@ func blocked(d *disruption.Decision, node string) string {
 	return ""
 }
 
-func daemon(p *corev1.Pod) { p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "ds"}} }
+func daemon(p *corev1.Pod) {
+	p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "ds"}}
+}
 
 func TestEmptiness(t *testing.T) {
 	c := newCluster(t)
