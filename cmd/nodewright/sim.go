@@ -27,6 +27,8 @@ func newSimCommand() *cobra.Command {
 		scenario, output             string
 		keep, noCCM, skipValidation  bool
 		timeout, stall, bootDelay    time.Duration
+		bootJitter                   time.Duration
+		noNomination                 bool
 		registrationTimeout, workDir string
 		faults                       simaws.Faults
 		noCapacity, then             []string
@@ -74,7 +76,8 @@ is enough), or a manifest file.`,
 			}
 			opts := runner.DefaultOptions()
 			opts.AssetsDir, opts.WorkDir = assets, workDir
-			opts.BootDelay, opts.CloudControllerManager = bootDelay, !noCCM
+			opts.BootDelay, opts.BootJitter, opts.CloudControllerManager = bootDelay, bootJitter, !noCCM
+			opts.NoNominationGate, opts.Operator.NominatePods = noNomination, !noNomination
 			opts.Operator.SkipUserDataValidation = skipValidation
 			opts.Faults, opts.NoCapacity = faults, noCapacity
 			if registrationTimeout != "" {
@@ -124,6 +127,8 @@ is enough), or a manifest file.`,
 	f.DurationVar(&timeout, "timeout", 3*time.Minute, "stop waiting after this long")
 	f.DurationVar(&stall, "stall", 30*time.Second, "stop when nothing has changed for this long")
 	f.DurationVar(&bootDelay, "boot-delay", 2*time.Second, "how long a simulated instance takes to start its kubelet")
+	f.DurationVar(&bootJitter, "boot-jitter", 0, "add up to this much to each instance's boot delay, so nodes become Ready at different times")
+	f.BoolVar(&noNomination, "no-nomination", false, "do not tell kube-scheduler where the plan put each pod (no nominatedNodeName, no NominatedNodeNameForExpectation gate)")
 	f.BoolVar(&noCCM, "no-cloud-controller-manager", false, "do not run the simulated cloud controller manager (S2)")
 	f.BoolVar(&skipValidation, "unsafe-skip-userdata-validation", false, "launch nodes even when their user data would keep them from registering (reproduces S1 and S3 at runtime)")
 	f.StringVar(&registrationTimeout, "registration-timeout", "", "delete NodeClaims whose node has not registered after this long (default 15m)")

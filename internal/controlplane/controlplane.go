@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -45,6 +46,9 @@ type Options struct {
 	// WorkDir receives the kubeconfig, certificates and component logs. A
 	// temporary directory, removed by Stop, when empty.
 	WorkDir string
+	// FeatureGates are passed to kube-apiserver and kube-scheduler, such
+	// as "NominatedNodeNameForExpectation=true".
+	FeatureGates []string
 }
 
 // ControlPlane is a running control plane.
@@ -114,6 +118,10 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 		ControlPlaneStopTimeout:  30 * time.Second,
 	}
 	cp.env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", opts.ServiceCIDR)
+	gates := strings.Join(opts.FeatureGates, ",")
+	if gates != "" {
+		cp.env.ControlPlane.GetAPIServer().Configure().Set("feature-gates", gates)
+	}
 	if cp.Config, err = cp.env.Start(); err != nil {
 		return nil, fmt.Errorf("starting etcd and kube-apiserver from %s: %w", assets, err)
 	}
@@ -124,9 +132,11 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	}
 
 	if opts.Scheduler {
-		if err := cp.startComponent(ctx, assets, "kube-scheduler", opts.StartTimeout,
-			"--leader-elect=false",
-		); err != nil {
+		args := []string{"--leader-elect=false"}
+		if gates != "" {
+			args = append(args, "--feature-gates="+gates)
+		}
+		if err := cp.startComponent(ctx, assets, "kube-scheduler", opts.StartTimeout, args...); err != nil {
 			return nil, err
 		}
 	}

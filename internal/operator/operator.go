@@ -61,6 +61,9 @@ type Config struct {
 	GCInterval, GCGrace time.Duration
 	// Disruption tunes how nodes are removed and replaced.
 	Disruption disruption.Config
+	// NominatePods sets pending pods' status.nominatedNodeName to the node
+	// planned for them once it exists, so kube-scheduler follows the plan.
+	NominatePods bool
 }
 
 // DefaultConfig is the reference behaviour.
@@ -70,7 +73,7 @@ func DefaultConfig() Config {
 		BatchIdle: time.Second, BatchMax: 10 * time.Second, NodeClassRefresh: 5 * time.Minute, InstanceTypeTTL: 5 * time.Minute,
 		GCInterval: time.Minute, GCGrace: 30 * time.Second,
 		MetricsAddr: ":8080", HealthAddr: ":8081", LeaderElectionNamespace: "kube-system",
-		Disruption: disruption.DefaultConfig(),
+		Disruption: disruption.DefaultConfig(), NominatePods: true,
 	}
 }
 
@@ -165,10 +168,17 @@ func New(ctx context.Context, rc *rest.Config, cfg Config, clouds Clouds, clk cl
 	if err := terminator.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
+	var nominator *provisioning.Nominator
+	if cfg.NominatePods {
+		nominator = &provisioning.Nominator{Client: mgr.GetClient(), Clock: clk, TTL: cfg.Lifecycle.RegistrationTimeout + time.Minute}
+		if err := nominator.SetupWithManager(mgr); err != nil {
+			return nil, err
+		}
+	}
 	prov := &provisioning.Provisioner{
 		Client: mgr.GetClient(), Types: cloud, AMIs: provider.AMIs, Recorder: recorder,
 		Batcher: provisioning.NewBatcher(cfg.BatchIdle, cfg.BatchMax, clk), Retry: 2 * time.Second, Clock: clk, Metrics: m, Log: log.WithName("provisioner"),
-		Registrations: registrations,
+		Registrations: registrations, Nominator: nominator,
 	}
 	if err := prov.SetupWithManager(mgr); err != nil {
 		return nil, err

@@ -44,6 +44,33 @@ type Provisioner struct {
 	// Registrations say which NodePools back off after registration
 	// timeouts.
 	Registrations *nodepool.Registrations
+	// Nominator tells kube-scheduler where the plan put each pod; nil
+	// leaves the choice to kube-scheduler.
+	Nominator *Nominator
+}
+
+// NominationGrace is how long after its node initialized a pod planned
+// or nominated onto it still counts as that node's: kube-scheduler binds
+// it within seconds, or the pod is planned again.
+const NominationGrace = 30 * time.Second
+
+// nominateExisting nominates the pods planned onto existing nodes, and
+// remembers those planned onto NodeClaims still in flight.
+func (p *Provisioner) nominateExisting(ctx context.Context, snap *state.Snapshot, plan *scheduling.Plan) error {
+	registered := map[string]bool{}
+	for _, n := range snap.Nodes {
+		registered[n.Name] = n.Registered()
+	}
+	for _, e := range plan.Existing {
+		if !registered[e.Node] {
+			p.Nominator.Plan(ctx, e.Node, e.Pods)
+			continue
+		}
+		if err := p.Nominator.Nominate(ctx, e.Node, e.Pods); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // SetupWithManager watches pods (pending ones open a batch) and deleted
@@ -112,7 +139,8 @@ func (p *Provisioner) Provision(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	now := p.Clock.Now()
-	snap := state.Build(listed.Objects, state.Options{Now: now, NodeClasses: classes, Backoff: p.Registrations.Backoffs(now)})
+	snap := state.Build(listed.Objects, state.Options{Now: now, NodeClasses: classes, Backoff: p.Registrations.Backoffs(now),
+		Planned: p.Nominator.Planned(), NominationGrace: NominationGrace})
 	started := p.Clock.Now()
 	plan := scheduling.Solve(snap.Input(nil))
 	took := p.Clock.Since(started)
@@ -125,11 +153,15 @@ func (p *Provisioner) Provision(ctx context.Context) (bool, error) {
 			return false, fmt.Errorf("creating a NodeClaim for NodePool %s: %w", planned.NodePool, err)
 		}
 		p.Metrics.NodeClaimCreated(planned.NodePool)
+		p.Nominator.Plan(ctx, nc.Name, planned.Pods)
 		p.Log.Info("created NodeClaim", "NodeClaim", nc.Name, "nodePool", planned.NodePool, "pods", len(planned.Pods),
 			"cheapestInstanceType", planned.InstanceType.Name, "instanceTypes", len(planned.InstanceTypes), "requests", planned.Requests.String())
 		for _, pod := range planned.Pods {
 			p.Recorder.Eventf(pod, corev1.EventTypeNormal, "Nominated", "pod should schedule on NodeClaim %s (%s)", nc.Name, planned.InstanceType.Name)
 		}
+	}
+	if err := p.nominateExisting(ctx, snap, plan); err != nil {
+		return false, err
 	}
 	skipped := snap.SkippedSummary()
 	for _, u := range plan.Unschedulable {

@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -113,8 +114,12 @@ func (s *Snapshot) blockers(n *Node) []Blocker {
 	if n.Node.Annotations[v1.AnnotationDoNotDisrupt] == "true" || (n.NodeClaim != nil && n.NodeClaim.Annotations[v1.AnnotationDoNotDisrupt] == "true") {
 		out = append(out, Blocker{Reason: BlockNodeDoNotDisrupt})
 	}
-	if pods := s.nominated[n.Name]; len(pods) > 0 {
-		out = append(out, Blocker{Reason: BlockNominated, Pods: len(pods)})
+	waiting := map[*corev1.Pod]bool{}
+	for _, p := range append(slices.Clone(s.nominated[n.Name]), n.Expected...) {
+		waiting[p] = true
+	}
+	if len(waiting) > 0 {
+		out = append(out, Blocker{Reason: BlockNominated, Pods: len(waiting)})
 	}
 	for _, p := range n.Pods {
 		if mirror(p) {

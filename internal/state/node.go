@@ -24,6 +24,9 @@ type Node struct {
 	NodePool  string
 	// Pods are the pods bound to the node that have not finished.
 	Pods []*corev1.Pod
+	// Expected are pending pods planned or nominated onto the node while
+	// it launches or initializes: they take its room.
+	Expected []*corev1.Pod
 	// Unsized is a NodeClaim in flight whose allocatable is not known
 	// (no status yet, no instance type it lists is known).
 	Unsized  bool
@@ -181,7 +184,7 @@ func (n *Node) schedulingNode(poolTypes, catalog []*scheduling.InstanceType) *sc
 		if n.Node.Spec.Unschedulable {
 			return nil
 		}
-		sn := scheduling.NodeFromObject(n.Node, n.Pods)
+		sn := scheduling.NodeFromObject(n.Node, append(slices.Clone(n.Pods), n.Expected...))
 		if n.NodeClaim != nil && !n.Initialized() {
 			sn.Taints = InitializingTaints(n.Node.Spec.Taints, n.NodeClaim.Spec.StartupTaints)
 		}
@@ -202,7 +205,7 @@ func (n *Node) schedulingNode(poolTypes, catalog []*scheduling.InstanceType) *sc
 	if alloc.IsZero() {
 		return nil
 	}
-	return &scheduling.Node{Name: nc.Name, Requirements: reqs, Taints: slices.Clone(nc.Spec.Taints), Allocatable: alloc}
+	return &scheduling.Node{Name: nc.Name, Requirements: reqs, Taints: slices.Clone(nc.Spec.Taints), Allocatable: alloc, Pods: slices.Clone(n.Expected)}
 }
 
 // leastAllocatable is, per resource, the least that the instance types

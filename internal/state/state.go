@@ -18,6 +18,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/scheduling"
@@ -57,6 +58,13 @@ type Options struct {
 	// yet (the least any instance type they list offers) when their
 	// NodePool's types are not at hand.
 	Catalog []*scheduling.InstanceType
+	// Planned are pending pods an earlier decision planned onto a
+	// NodeClaim (by name) not yet registered. With the pods nominated to
+	// a node (status.nominatedNodeName), they count as that node's while
+	// it launches and initializes, and NominationGrace after: decisions
+	// do not move them, and no room is planned twice.
+	Planned         map[types.NamespacedName]string
+	NominationGrace time.Duration
 }
 
 // Backoff is a NodePool's relaunch backoff: no launches before Until,
@@ -94,10 +102,11 @@ func Build(o Objects, opts Options) *Snapshot {
 	s := &Snapshot{Now: opts.Now, Pools: map[string]*v1.NodePool{}, DaemonSets: o.DaemonSets,
 		pdbs: budgetsByNamespace(o.PDBs), nominated: map[string][]*corev1.Pod{}}
 	bound := map[string][]*corev1.Pod{}
+	var pending []*corev1.Pod
 	for _, p := range o.Pods {
 		switch {
 		case Pending(p):
-			s.Pending = append(s.Pending, p)
+			pending = append(pending, p)
 			if p.Status.NominatedNodeName != "" {
 				s.nominated[p.Status.NominatedNodeName] = append(s.nominated[p.Status.NominatedNodeName], p)
 			}
@@ -107,6 +116,7 @@ func Build(o Objects, opts Options) *Snapshot {
 	}
 	s.Nodes = pair(o.NodeClaims, o.Nodes, bound)
 	s.Usage = usage(s.Nodes)
+	s.Pending = s.expect(pending, opts)
 	pools := slices.Clone(o.NodePools)
 	slices.SortFunc(pools, func(a, b *v1.NodePool) int { return strings.Compare(a.Name, b.Name) })
 	types := map[string][]*scheduling.InstanceType{}
@@ -128,6 +138,36 @@ func Build(o Objects, opts Options) *Snapshot {
 		n.blockers = s.blockers(n)
 	}
 	return s
+}
+
+// expect keeps pending pods planned or nominated onto a node that is
+// still launching or initializing (or initialized less than the grace
+// ago) on that node, as pods it expects; the others stay pending.
+func (s *Snapshot) expect(pending []*corev1.Pod, opts Options) []*corev1.Pod {
+	if len(opts.Planned) == 0 && !slices.ContainsFunc(pending, func(p *corev1.Pod) bool { return p.Status.NominatedNodeName != "" }) {
+		return pending
+	}
+	byName := map[string]*Node{}
+	for _, n := range s.Nodes {
+		byName[n.Name] = n
+		if n.NodeClaim != nil {
+			byName[n.NodeClaim.Name] = n
+		}
+	}
+	var out []*corev1.Pod
+	for _, p := range pending {
+		target := opts.Planned[types.NamespacedName{Namespace: p.Namespace, Name: p.Name}]
+		if target == "" {
+			target = p.Status.NominatedNodeName
+		}
+		n := byName[target]
+		if n == nil || n.Deleting() || (n.Initialized() && opts.Now.Sub(n.InitializedAt()) >= opts.NominationGrace) {
+			out = append(out, p)
+			continue
+		}
+		n.Expected = append(n.Expected, p)
+	}
+	return out
 }
 
 // Usage is each NodePool's capacity in use, with "nodes" its node count:
@@ -185,21 +225,26 @@ func OwnedByDaemonSet(p *corev1.Pod) bool {
 // NodeClaim in flight that pods can be placed on. Nodes in without are
 // left out and their pods that would need a new place are pending too.
 func (s *Snapshot) Input(without map[string]bool) scheduling.Input {
-	return s.input(without, slices.Clone(s.Pending))
+	return s.input(without, slices.Clone(s.Pending), false)
 }
 
 // Reschedule is what disruption asks: where would the pods of the nodes
-// in without go if those nodes went? The pods pending now are left to the
-// provisioner.
+// in without go if those nodes went? Only initialized nodes take them (a
+// pod evicted now cannot run on a node still launching or initializing:
+// it would wait, and the provisioner would launch for it again); the pods
+// pending now are left to the provisioner.
 func (s *Snapshot) Reschedule(without map[string]bool) scheduling.Input {
-	return s.input(without, nil)
+	return s.input(without, nil, true)
 }
 
-func (s *Snapshot) input(without map[string]bool, pending []*corev1.Pod) scheduling.Input {
+func (s *Snapshot) input(without map[string]bool, pending []*corev1.Pod, initializedOnly bool) scheduling.Input {
 	in := scheduling.Input{NodePools: s.NodePools, DaemonSets: s.DaemonSets, Pods: pending}
 	for _, n := range s.Nodes {
 		if without[n.Name] {
 			in.Pods = append(in.Pods, n.Reschedulable()...)
+			continue
+		}
+		if initializedOnly && !n.Initialized() {
 			continue
 		}
 		if n.sched != nil {

@@ -12,6 +12,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
@@ -377,5 +378,43 @@ func TestHashes(t *testing.T) {
 	class.Spec.UserData = new(string)
 	if state.EC2NodeClassHash(class) == h {
 		t.Error("userData did not change the EC2NodeClass hash")
+	}
+}
+
+// Pods planned onto a NodeClaim still launching, or nominated to a node
+// still initializing, take its room and are not planned again; once the
+// node has been initialized for the grace period they are pending again.
+func TestPlannedPodsStayPlanned(t *testing.T) {
+	waiting := pod("planned", unschedulable)
+	nominated := pod("nominated", unschedulable, func(p *corev1.Pod) { p.Status.NominatedNodeName = "n" })
+	free := pod("free", unschedulable)
+	objs := state.Objects{
+		NodePools:  []*v1.NodePool{nodePool("default", "default")},
+		NodeClaims: []*v1.NodeClaim{claim("flight", "default"), claim("c", "default", launchedAs("n"))},
+		Nodes:      []*corev1.Node{node("n", "default")},
+		Pods:       []*corev1.Pod{waiting, nominated, free},
+	}
+	opts := state.Options{Now: now, Planned: map[types.NamespacedName]string{{Namespace: "default", Name: "planned"}: "flight"}, NominationGrace: time.Minute}
+	s := state.Build(objs, opts)
+	if got := podNames(s.Pending); !slices.Equal(got, []string{"free"}) {
+		t.Errorf("pending %v, want only the pod planned nowhere", got)
+	}
+	for _, n := range s.Input(nil).Nodes {
+		want := map[string]string{"flight": "planned", "n": "nominated"}[n.Name]
+		if len(n.Pods) != 1 || n.Pods[0].Name != want {
+			t.Errorf("node %s holds %v, want %s", n.Name, podNames(n.Pods), want)
+		}
+	}
+	if s.Candidates()[0].Blockers()[0].Reason != state.BlockNotInitialized {
+		t.Errorf("blockers %v", s.Candidates()[0].Blockers())
+	}
+	// Initialized two minutes ago: the nominated pod is pending again.
+	initialized(now.Add(-2 * time.Minute))(objs.NodeClaims[1])
+	s = state.Build(objs, opts)
+	if got := podNames(s.Pending); !slices.Equal(got, []string{"free", "nominated"}) {
+		t.Errorf("pending %v after the grace", got)
+	}
+	if b := s.Candidates()[0].Blockers(); len(b) != 1 || b[0].Reason != state.BlockNominated {
+		t.Errorf("a node pods are nominated to is not disrupted: %v", b)
 	}
 }

@@ -3,6 +3,7 @@ package kubelet
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"strings"
 	"sync"
 	"time"
@@ -36,11 +37,25 @@ type Simulator struct {
 	Account   *simaws.Account
 	Clock     clock.PassiveClock
 	BootDelay time.Duration
-	Log       logr.Logger
+	// BootJitter adds up to this much to each instance's boot delay (the
+	// same for an instance every time), so nodes become Ready at
+	// different times.
+	BootJitter time.Duration
+	Log        logr.Logger
 
 	mu      sync.Mutex
 	failed  map[string]string // instance id → why the kubelet never registered
 	catalog map[string]instancetypes.Spec
+}
+
+// bootDelay is how long the instance takes to start its kubelet.
+func (s *Simulator) bootDelay(instanceID string) time.Duration {
+	if s.BootJitter <= 0 {
+		return s.BootDelay
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(instanceID))
+	return s.BootDelay + time.Duration(h.Sum64()%uint64(s.BootJitter))
 }
 
 // Failure says why an instance's kubelet did not register, if it did not.
@@ -102,7 +117,7 @@ func (s *Simulator) Tick(ctx context.Context) error {
 		case inst.State.Name != ec2types.InstanceStateNameRunning:
 			continue // still pending, or shutting down: no kubelet runs
 		case node == nil:
-			if _, failed := s.Failure(id); failed || s.Clock.Since(aws.ToTime(inst.LaunchTime)) < s.BootDelay {
+			if _, failed := s.Failure(id); failed || s.Clock.Since(aws.ToTime(inst.LaunchTime)) < s.bootDelay(id) {
 				continue
 			}
 			if err := s.boot(ctx, inst, providerID); err != nil {

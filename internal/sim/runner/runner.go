@@ -32,8 +32,9 @@ import (
 
 // Options configure a simulation.
 type Options struct {
-	// BootDelay is how long an instance takes to boot its kubelet.
-	BootDelay time.Duration
+	// BootDelay is how long an instance takes to boot its kubelet, plus up
+	// to BootJitter (the same for an instance every time).
+	BootDelay, BootJitter time.Duration
 	// CloudControllerManager runs the simulated cloud controller manager,
 	// which removes the uninitialized taint CCMDelay after registration.
 	CloudControllerManager bool
@@ -54,6 +55,9 @@ type Options struct {
 	// NoCapacity lists offerings ("spot:m5.large:us-east-1a") that fail
 	// with InsufficientInstanceCapacity.
 	NoCapacity []string
+	// NoNominationGate starts kube-apiserver and kube-scheduler without
+	// the NominatedNodeNameForExpectation feature gate.
+	NoNominationGate bool
 	// Settle is how long the cluster must stay done and undisrupted for a
 	// watch to end: long enough for a disruption decision to show
 	// (default: the validation delay and two disruption rounds).
@@ -97,7 +101,11 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 		}
 		noCapacity = append(noCapacity, parts)
 	}
-	plane, err := controlplane.Start(ctx, controlplane.Options{Scheduler: true, ControllerManager: true, WorkDir: opts.WorkDir, AssetsDir: opts.AssetsDir})
+	var gates []string
+	if !opts.NoNominationGate {
+		gates = append(gates, "NominatedNodeNameForExpectation=true")
+	}
+	plane, err := controlplane.Start(ctx, controlplane.Options{Scheduler: true, ControllerManager: true, WorkDir: opts.WorkDir, AssetsDir: opts.AssetsDir, FeatureGates: gates})
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +132,7 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 	if err != nil {
 		return nil, errors.Join(err, s.Stop())
 	}
-	s.Kubelets = &kubelet.Simulator{Kube: s.Kube, Account: s.Account, Clock: clock.RealClock{}, BootDelay: opts.BootDelay, Log: opts.Log.WithName("kubelets")}
+	s.Kubelets = &kubelet.Simulator{Kube: s.Kube, Account: s.Account, Clock: clock.RealClock{}, BootDelay: opts.BootDelay, BootJitter: opts.BootJitter, Log: opts.Log.WithName("kubelets")}
 	ccm := &kubelet.CloudControllerManager{Kube: s.Kube, Clock: clock.RealClock{}, Delay: opts.CCMDelay, Enabled: opts.CloudControllerManager}
 	s.goRun(func() error { return mgr.Start(ctx) })
 	s.goRun(func() error { return s.Kubelets.Run(ctx, 500*time.Millisecond) })

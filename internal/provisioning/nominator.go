@@ -1,0 +1,177 @@
+package provisioning
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/nodewright/nodewright/api/v1"
+)
+
+// Nominator makes the plan stick: it remembers which pending pods each
+// planned NodeClaim is for and, once the NodeClaim's node exists, sets
+// the pods' status.nominatedNodeName to it. kube-scheduler tries a pod's
+// nominated node first and counts the pods nominated to a node as taking
+// its room, so pods land where the plan put them even when nodes become
+// Ready at different times (KEP-1923; KEP-5278 lets other components set
+// the field, behind the NominatedNodeNameForExpectation feature gate).
+type Nominator struct {
+	Client client.Client
+	Clock  clock.PassiveClock
+	// TTL is how long a plan is remembered.
+	TTL time.Duration
+
+	mu    sync.Mutex
+	plans map[string]plan // NodeClaim name → its pods
+	// target is each planned pod's NodeClaim: a pod is planned once.
+	target map[types.NamespacedName]string
+}
+
+type plan struct {
+	pods []types.NamespacedName
+	at   time.Time
+}
+
+// Plan remembers that pods are planned onto a NodeClaim (or, when node
+// is set, onto an existing node: nominated at once).
+func (n *Nominator) Plan(ctx context.Context, claim string, pods []*corev1.Pod) {
+	if n == nil {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.plans == nil {
+		n.plans, n.target = map[string]plan{}, map[types.NamespacedName]string{}
+	}
+	p := n.plans[claim]
+	p.at = n.Clock.Now()
+	for _, pod := range pods {
+		key := client.ObjectKeyFromObject(pod)
+		if old, ok := n.target[key]; ok && old != claim {
+			op := n.plans[old]
+			op.pods = slices.DeleteFunc(op.pods, func(k types.NamespacedName) bool { return k == key })
+			n.plans[old] = op
+		}
+		n.target[key] = claim
+		if !slices.Contains(p.pods, key) {
+			p.pods = append(p.pods, key)
+		}
+	}
+	n.plans[claim] = p
+}
+
+// Nominate nominates pods to an existing node now.
+func (n *Nominator) Nominate(ctx context.Context, node string, pods []*corev1.Pod) error {
+	if n == nil {
+		return nil
+	}
+	for _, pod := range pods {
+		if err := n.nominate(ctx, client.ObjectKeyFromObject(pod), node); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SetupWithManager watches NodeClaims: when a planned one has a node,
+// its pods are nominated to it.
+func (n *Nominator) SetupWithManager(mgr manager.Manager) error {
+	return builder.ControllerManagedBy(mgr).Named("provisioner.nominator").For(&v1.NodeClaim{}).Complete(n)
+}
+
+// Reconcile nominates the pods planned onto a NodeClaim to its node.
+func (n *Nominator) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	n.mu.Lock()
+	p, ok := n.plans[req.Name]
+	n.forgetOld()
+	n.mu.Unlock()
+	if !ok {
+		return reconcile.Result{}, nil
+	}
+	nc := &v1.NodeClaim{}
+	if err := n.Client.Get(ctx, req.NamespacedName, nc); err != nil || !nc.DeletionTimestamp.IsZero() {
+		n.forget(req.Name)
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if nc.Status.NodeName == "" {
+		return reconcile.Result{}, nil
+	}
+	for _, key := range p.pods {
+		if err := n.nominate(ctx, key, nc.Status.NodeName); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	n.forget(req.Name)
+	return reconcile.Result{}, nil
+}
+
+// nominate sets a pending pod's status.nominatedNodeName.
+func (n *Nominator) nominate(ctx context.Context, key types.NamespacedName, node string) error {
+	pod := &corev1.Pod{}
+	if err := n.Client.Get(ctx, key, pod); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if pod.Spec.NodeName != "" || pod.Status.NominatedNodeName == node || !pod.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	before := pod.DeepCopy()
+	pod.Status.NominatedNodeName = node
+	if err := n.Client.Status().Patch(ctx, pod, client.MergeFrom(before)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("nominating node %s for pod %s: %w", node, key, err)
+	}
+	logf.FromContext(ctx).V(1).Info("nominated node for pod", "pod", key, "Node", node)
+	return nil
+}
+
+// Planned are the pods planned onto NodeClaims that have no node yet,
+// with their NodeClaim.
+func (n *Nominator) Planned() map[types.NamespacedName]string {
+	if n == nil {
+		return nil
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make(map[types.NamespacedName]string, len(n.target))
+	for k, v := range n.target {
+		out[k] = v
+	}
+	return out
+}
+
+func (n *Nominator) forget(claim string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.drop(claim)
+}
+
+// drop forgets a plan; the caller holds the lock.
+func (n *Nominator) drop(claim string) {
+	for _, key := range n.plans[claim].pods {
+		if n.target[key] == claim {
+			delete(n.target, key)
+		}
+	}
+	delete(n.plans, claim)
+}
+
+// forgetOld drops plans older than the TTL (their NodeClaim never got a
+// node); the caller holds the lock.
+func (n *Nominator) forgetOld() {
+	now := n.Clock.Now()
+	for name, p := range n.plans {
+		if now.Sub(p.at) > n.TTL {
+			n.drop(name)
+		}
+	}
+}
