@@ -109,3 +109,56 @@ func TestUserData(t *testing.T) {
 		t.Errorf("an unknown NodePool must be named with the ones that exist: %v", err)
 	}
 }
+
+// simulate --disruption explains every node of a cluster's dump: what goes
+// now and the one reason each other node stays; --now moves the clock.
+func TestSimulateDisruption(t *testing.T) {
+	out, err := run("simulate", "-f", "testdata/disruption.yaml", "--disruption", "--now", "2026-11-23T12:00:00Z", "-o", "json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var report struct {
+		Disruptions []struct {
+			Reason         string   `json:"reason"`
+			Nodes          []string `json:"nodes"`
+			Replacements   []any    `json:"replacements"`
+			SavingsPerHour float64  `json:"savingsPerHour"`
+		} `json:"disruptions"`
+		Blocked []struct {
+			Node, Reason string
+		} `json:"blocked"`
+		PricePerHour, PricePerHourAfter float64
+	}
+	if err := json.Unmarshal([]byte(out), &report); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(report.Disruptions) != 1 || report.Disruptions[0].Reason != "Empty" || len(report.Disruptions[0].Nodes) != 1 ||
+		report.Disruptions[0].Nodes[0] != "ip-10-0-0-1" || report.Disruptions[0].SavingsPerHour <= 0 {
+		t.Errorf("disruptions: %+v", report.Disruptions)
+	}
+	want := map[string]string{
+		"ip-10-0-0-2": "PodDisruptionBudget default/db allows 0 disruptions now",
+		"ip-10-0-0-3": "pod default/batch-0 is annotated karpenter.sh/do-not-disrupt=true",
+		"ip-10-0-0-4": "NodePool default allows 0 of 10% now",
+	}
+	for _, b := range report.Blocked {
+		if !strings.Contains(b.Reason, want[b.Node]) || want[b.Node] == "" {
+			t.Errorf("node %s kept because %q, want %q", b.Node, b.Reason, want[b.Node])
+		}
+		delete(want, b.Node)
+	}
+	if len(want) > 0 {
+		t.Errorf("nodes without a reason: %v", want)
+	}
+	if report.PricePerHourAfter >= report.PricePerHour {
+		t.Errorf("price %f after %f", report.PricePerHourAfter, report.PricePerHour)
+	}
+	// Two minutes after the nodes were made, consolidateAfter (5m) holds.
+	out, err = run("simulate", "-f", "testdata/disruption.yaml", "--disruption", "--now", "2026-11-23T10:02:00Z")
+	if err != nil || !strings.Contains(out, "Disruptions now: 0") || !strings.Contains(out, "until 2026-11-23T10:05:00Z") {
+		t.Errorf("before consolidateAfter: %v\n%s", err, out)
+	}
+	if _, err := run("simulate", "-f", "testdata/disruption.yaml", "--now", "2026-11-23T10:02:00Z"); err == nil || !strings.Contains(err.Error(), "--disruption") {
+		t.Errorf("--now without --disruption: %v", err)
+	}
+}

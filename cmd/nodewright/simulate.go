@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -11,16 +12,23 @@ import (
 
 func newSimulateCommand() *cobra.Command {
 	var files []string
-	var output string
+	var output, now string
+	var disrupt bool
 	cmd := &cobra.Command{
-		Use:   "simulate -f FILE...",
+		Use:   "simulate -f FILE... [--disruption [--now RFC3339]]",
 		Short: "Show the NodeClaims nodewright would launch for the pods in manifests",
 		Long: `simulate reads NodePools, EC2NodeClasses, workloads (Pods, Deployments,
 StatefulSets, ReplicaSets, Jobs), DaemonSets and Nodes from multi-document
 YAML and prints the plan: the NodeClaims to launch with their cheapest
 instance type, capacity type, zone and price, the pods on each, the total
 $/hour, and every pod that cannot be scheduled with the reason. Instance
-types and AMIs are those of the simulated us-east-1 account.`,
+types and AMIs are those of the simulated us-east-1 account.
+
+With --disruption it reads the same manifests, or a cluster's dump
+(kubectl get nodepools,ec2nodeclasses,nodeclaims,nodes,pods,pdb -A -o yaml),
+and prints what nodewright's disruption would do now: which nodes it
+removes or replaces and why, what it launches first, what it saves, and
+for every other node of a NodePool the one reason it stays.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(files) == 0 {
@@ -32,6 +40,24 @@ types and AMIs are those of the simulated us-east-1 account.`,
 			objs, err := loadFiles(files)
 			if err != nil {
 				return err
+			}
+			if now != "" {
+				if !disrupt {
+					return fmt.Errorf("--now applies to --disruption only")
+				}
+				if objs.Now, err = time.Parse(time.RFC3339, now); err != nil {
+					return fmt.Errorf("--now %q: write a time such as 2026-11-23T12:00:00Z: %w", now, err)
+				}
+			}
+			if disrupt {
+				report, err := simulate.Disrupt(objs, nil)
+				if err != nil {
+					return err
+				}
+				if output == "json" {
+					return report.WriteJSON(cmd.OutOrStdout())
+				}
+				return report.WriteTable(cmd.OutOrStdout())
 			}
 			res, err := simulate.Run(objs)
 			if err != nil {
@@ -46,6 +72,8 @@ types and AMIs are those of the simulated us-east-1 account.`,
 	}
 	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "manifest file (repeatable)")
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	cmd.Flags().BoolVar(&disrupt, "disruption", false, "print what disruption would do now instead of what would be launched")
+	cmd.Flags().StringVar(&now, "now", "", "with --disruption, decide as at this time (RFC 3339; default: now)")
 	return cmd
 }
 

@@ -33,6 +33,14 @@ const (
 	// BlockedPolicy: the NodePool's consolidationPolicy is WhenEmpty, or
 	// Balanced and the savings are not worth the pods moved.
 	BlockedPolicy BlockedReason = "ConsolidationPolicy"
+	// BlockedInProgress: the node is already being disrupted or deleted.
+	BlockedInProgress BlockedReason = "InProgress"
+	// BlockedNextRound: the node could go, but another command of the same
+	// method goes first this round (one command per method at a time).
+	BlockedNextRound BlockedReason = "NextRound"
+	// BlockedNotEvaluated: single-node consolidation looked at its
+	// maximum of nodes this round before this one.
+	BlockedNotEvaluated BlockedReason = "NotEvaluated"
 )
 
 // Blocked is why a candidate node stays.
@@ -53,6 +61,8 @@ type Blocked struct {
 	Types, MinTypes  int
 	Policy           v1.ConsolidationPolicy
 	Score            float64
+	// Limit is how many nodes single-node consolidation looks at a round.
+	Limit int
 }
 
 func (b Blocked) String() string {
@@ -80,6 +90,12 @@ func (b Blocked) String() string {
 		return fmt.Sprintf("a spot replacement would have %d cheaper spot instance types, fewer than the %d that keep it diverse", b.Types, b.MinTypes)
 	case BlockedPriceUnknown:
 		return "the node's instance type or offering is not among its NodePool's, so savings cannot be measured"
+	case BlockedInProgress:
+		return "the node is already being disrupted or deleted"
+	case BlockedNextRound:
+		return fmt.Sprintf("it could go (%s), but another %s command goes first; it is considered again next round", b.Method, b.Method)
+	case BlockedNotEvaluated:
+		return fmt.Sprintf("not evaluated this round: single-node consolidation looks at %d nodes a round, those with the fewest pods first", b.Limit)
 	case BlockedPolicy:
 		if b.Policy == v1.ConsolidationPolicyWhenEmpty {
 			return "consolidationPolicy is WhenEmpty: only empty nodes are removed"

@@ -75,12 +75,18 @@ func (d *decider) consolidation(nodes []*state.Node) {
 			}
 			continue
 		}
+		d.next[c.node.Name] = v1.DisruptionReasonUnderutilized
 		if best == nil || score(cmd) > score(best) {
 			best = cmd
 		}
 	}
 	if best == nil {
 		return
+	}
+	if len(best.Nodes) > 1 {
+		for _, n := range best.Nodes {
+			delete(d.next, n.Name)
+		}
 	}
 	for _, n := range best.Nodes {
 		d.use(n, v1.DisruptionReasonUnderutilized)

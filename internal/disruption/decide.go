@@ -76,6 +76,9 @@ type Decision struct {
 	Allowances []Allowance
 	// Eligible counts, per NodePool, the nodes a method could act on now.
 	Eligible map[string]int
+	// PricePerHour is what the NodePools' nodes cost now;
+	// PricePerHourAfter what they will cost once the commands are done.
+	PricePerHour, PricePerHourAfter float64
 }
 
 // decider holds one decision's working state.
@@ -91,6 +94,8 @@ type decider struct {
 	out      *Decision
 	blocked  map[string]bool
 	allowSet map[string]map[v1.DisruptionReason]Allowance
+	// next are nodes a method could take but leaves to a later round.
+	next map[string]v1.DisruptionReason
 }
 
 // Decide chooses what to disrupt now: expired NodeClaims (one per
@@ -105,6 +110,7 @@ func Decide(s *state.Snapshot, opts Options) *Decision {
 	if !opts.ConsolidationInFlight {
 		d.consolidation(candidates)
 	}
+	d.explainRest(s)
 	for _, pools := range d.allowSet {
 		for _, a := range pools {
 			d.out.Allowances = append(d.out.Allowances, a)
@@ -117,13 +123,42 @@ func Decide(s *state.Snapshot, opts Options) *Decision {
 	return d.out
 }
 
+// explainRest gives every candidate no command takes and no blocker
+// holds a reason, and totals the prices.
+func (d *decider) explainRest(s *state.Snapshot) {
+	inCommand := map[string]bool{}
+	for _, c := range d.out.Commands {
+		for _, n := range c.Nodes {
+			inCommand[n.Name] = true
+		}
+		d.out.PricePerHourAfter += c.ReplacementPrice - c.PricePerHour
+	}
+	for _, n := range s.Candidates() {
+		p, _ := d.price(n)
+		d.out.PricePerHour += p
+		if inCommand[n.Name] || d.blocked[n.Name] {
+			continue
+		}
+		switch {
+		case n.Deleting() || n.Disrupted() || d.opts.InFlight[n.Name]:
+			d.block(n, Blocked{Reason: BlockedInProgress})
+		case d.next[n.Name] != "":
+			d.block(n, Blocked{Reason: BlockedNextRound, Method: d.next[n.Name]})
+		default:
+			d.block(n, Blocked{Reason: BlockedNotEvaluated, Limit: d.opts.MaxSingleNode, Method: v1.DisruptionReasonUnderutilized})
+		}
+	}
+	d.out.PricePerHourAfter += d.out.PricePerHour
+}
+
 // newDecider prepares a decision: prices by NodePool and instance type,
 // nodes per NodePool and those being disrupted, and the candidates that
 // are not.
 func newDecider(s *state.Snapshot, opts Options) (*decider, []*state.Node) {
 	d := &decider{s: s, opts: opts, now: s.Now, prices: map[string]map[string]*scheduling.InstanceType{}, taken: map[string]bool{},
 		nodes: map[string]int{}, disrupt: map[string]int{}, used: map[string]map[v1.DisruptionReason]int{},
-		out: &Decision{Eligible: map[string]int{}}, blocked: map[string]bool{}, allowSet: map[string]map[v1.DisruptionReason]Allowance{}}
+		out: &Decision{Eligible: map[string]int{}}, blocked: map[string]bool{}, allowSet: map[string]map[v1.DisruptionReason]Allowance{},
+		next: map[string]v1.DisruptionReason{}}
 	for _, np := range s.NodePools {
 		d.prices[np.Name] = map[string]*scheduling.InstanceType{}
 		for _, it := range np.InstanceTypes {
@@ -241,6 +276,9 @@ func (d *decider) expiration(candidates []*state.Node) {
 		return
 	}
 	n := expired[0]
+	for _, later := range expired[1:] {
+		d.next[later.Name] = v1.DisruptionReasonExpired
+	}
 	plan, pods := d.reschedule([]*state.Node{n})
 	d.command(v1.DisruptionReasonExpired, []*state.Node{n}, plan, pods)
 }
@@ -306,6 +344,11 @@ func (d *decider) drift(candidates []*state.Node) {
 			continue
 		}
 		d.command(v1.DisruptionReasonDrifted, []*state.Node{n}, plan, pods)
+		for _, later := range drifted {
+			if !d.taken[later.Name] {
+				d.next[later.Name] = v1.DisruptionReasonDrifted
+			}
+		}
 		return
 	}
 }

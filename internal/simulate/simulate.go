@@ -25,8 +25,6 @@ type Result struct {
 	// Warnings are problems that do not stop the simulation, such as a
 	// NodePool whose EC2NodeClass does not exist.
 	Warnings []string
-	// snapshot is the cluster the plan was made for.
-	snapshot *state.Snapshot
 }
 
 // Run plans the objects' pending pods against the simulated account.
@@ -48,11 +46,22 @@ func SimulatedAccount() *nodeclass.Resolver {
 // empty too (manifests) treats AMIs as unknown: every architecture and
 // every zone of the region is allowed, so nothing is blamed on an AMI.
 func RunWith(o *Objects, resolver *nodeclass.Resolver) (*Result, error) {
-	specs, err := instancetypes.Catalog()
+	snap, warnings, err := Snapshot(o, resolver)
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{}
+	return &Result{Plan: scheduling.Solve(snap.Input(nil)), Warnings: warnings}, nil
+}
+
+// Snapshot is the cluster the objects describe, as every decision sees
+// it, with the problems found preparing it. The resolver works as for
+// RunWith.
+func Snapshot(o *Objects, resolver *nodeclass.Resolver) (*state.Snapshot, []string, error) {
+	specs, err := instancetypes.Catalog()
+	if err != nil {
+		return nil, nil, err
+	}
+	var warnings []string
 	used := map[string]bool{}
 	for _, np := range o.NodePools {
 		if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil {
@@ -70,10 +79,10 @@ func RunWith(o *Objects, resolver *nodeclass.Resolver) (*Result, error) {
 		}
 		r, err := resolveFn(resolver, nc)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if r.warning != "" {
-			res.Warnings = append(res.Warnings, r.warning)
+			warnings = append(warnings, r.warning)
 		}
 		types := instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: r.zones, Kubelet: nc.Spec.Kubelet, Reservations: r.reservations})
 		classes[nc.Name] = &state.NodeClass{InstanceTypes: types, AMIs: r.amis}
@@ -82,19 +91,17 @@ func RunWith(o *Objects, resolver *nodeclass.Resolver) (*Result, error) {
 		Catalog: instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: account.Zones()})})
 	for _, sk := range snap.Skipped {
 		if sk.Reason == state.SkipNodeClassNotFound {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("NodePool %s: EC2NodeClass %s is not among the inputs; it launches nothing", sk.NodePool, sk.NodeClass))
+			warnings = append(warnings, fmt.Sprintf("NodePool %s: EC2NodeClass %s is not among the inputs; it launches nothing", sk.NodePool, sk.NodeClass))
 			continue
 		}
-		res.Warnings = append(res.Warnings, sk.String())
+		warnings = append(warnings, sk.String())
 	}
 	for _, n := range snap.Nodes {
 		if n.Unsized {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("NodeClaim %s: no allocatable in its status and no known instance type in its requirements; ignored", n.NodeClaim.Name))
+			warnings = append(warnings, fmt.Sprintf("NodeClaim %s: no allocatable in its status and no known instance type in its requirements; ignored", n.NodeClaim.Name))
 		}
 	}
-	res.Plan = scheduling.Solve(snap.Input(nil))
-	res.snapshot = snap
-	return res, nil
+	return snap, warnings, nil
 }
 
 // resolved is what planning needs of an EC2NodeClass.
