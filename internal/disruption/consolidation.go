@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"cmp"
+	"math"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +17,8 @@ type candidate struct {
 	node  *state.Node
 	price float64
 	pods  int
+	// used is the larger of the CPU and memory shares its pods request.
+	used float64
 }
 
 // consolidation finds the command with the best savings per moved pod
@@ -48,15 +51,20 @@ func (d *decider) consolidation(nodes []*state.Node) {
 			continue
 		}
 		d.out.Eligible[n.NodePool]++
-		cands = append(cands, candidate{node: n, price: price, pods: len(n.Reschedulable())})
+		cands = append(cands, candidate{node: n, price: price, pods: len(n.Reschedulable()), used: used(n)})
 	}
 	// Fewest pods to move first, then the most expensive, then by name.
 	slices.SortFunc(cands, func(a, b candidate) int {
 		return cmp.Or(cmp.Compare(a.pods, b.pods), cmp.Compare(b.price, a.price), cmp.Compare(a.node.Name, b.node.Name))
 	})
-	var best *Command
+	var options []*Command
 	if len(cands) >= 2 {
-		best = d.multiNode(cands)
+		if c := d.multiNode(cands); c != nil {
+			options = append(options, c)
+		}
+		if c := d.repack(cands); c != nil {
+			options = append(options, c)
+		}
 	}
 	evaluated := 0
 	for _, c := range cands {
@@ -70,16 +78,15 @@ func (d *decider) consolidation(nodes []*state.Node) {
 		evaluated++
 		cmd, why := d.evaluate([]candidate{c})
 		if cmd == nil {
-			if best == nil || !slices.Contains(best.Nodes, c.node) {
+			if !slices.ContainsFunc(options, func(o *Command) bool { return slices.Contains(o.Nodes, c.node) }) {
 				d.block(c.node, why)
 			}
 			continue
 		}
 		d.next[c.node.Name] = v1.DisruptionReasonUnderutilized
-		if best == nil || score(cmd) > score(best) {
-			best = cmd
-		}
+		options = append(options, cmd)
 	}
+	best := choose(options)
 	if best == nil {
 		return
 	}
@@ -97,14 +104,78 @@ func (d *decider) consolidation(nodes []*state.Node) {
 // score is a command's savings per moved pod.
 func score(c *Command) float64 { return c.Savings / float64(max(c.Pods, 1)) }
 
-// multiNode finds the longest prefix of the candidates (within budgets)
-// that can go together, by binary search: if k nodes cannot, more will
-// not either, as a rule.
-func (d *decider) multiNode(cands []candidate) *Command {
-	var prefix []candidate
+// choose picks, among the commands that save at least half as much as
+// the one that saves most, the one with the best savings per moved pod:
+// disruption is spent where it buys most, without trading a large saving
+// for the quiet of moving one pod.
+func choose(options []*Command) *Command {
+	most := 0.0
+	for _, c := range options {
+		most = max(most, c.Savings)
+	}
+	var best *Command
+	for _, c := range options {
+		if c.Savings >= most/2 && (best == nil || score(c) > score(best)) {
+			best = c
+		}
+	}
+	return best
+}
+
+// used is the larger of the CPU and memory shares of a node's allocatable
+// that its pods request.
+func used(n *state.Node) float64 {
+	sn := n.Scheduling()
+	if sn == nil {
+		return 1
+	}
+	var req scheduling.Resources
+	for _, p := range n.Pods {
+		r, _ := scheduling.PodRequests(p)
+		req = req.Add(r)
+	}
+	return max(share(req.CPU(), sn.Allocatable.CPU()), share(req.Memory(), sn.Allocatable.Memory()))
+}
+
+func share(a, b int64) float64 {
+	if b <= 0 {
+		return 1
+	}
+	return float64(a) / float64(b)
+}
+
+// RepackMinSavings is the least share of its nodes' price a repack must
+// save: a repack moves many pods, and small savings are not worth them.
+const RepackMinSavings = 0.10
+
+// repack takes the candidates that pay most for what their pods use
+// (price over the share of the node requested), as many as the budgets
+// allow (at most MaxMultiNode), and asks the scheduler to place their
+// pods on the rest of the cluster and on new nodes — interchangeable pods
+// packed as a whole by its configuration LP, into as many nodes of
+// whatever types cost least — trying halves of the set until one saves
+// at least RepackMinSavings of its price.
+func (d *decider) repack(cands []candidate) *Command {
+	wasteful := slices.Clone(cands)
+	slices.SortStableFunc(wasteful, func(a, b candidate) int {
+		return cmp.Compare(b.price/max(b.used, 0.01), a.price/max(a.used, 0.01))
+	})
+	set := d.withinBudget(wasteful)
+	for k := len(set); k >= 2; k /= 2 {
+		if cmd, _ := d.evaluateUpTo(set[:k], math.MaxInt); cmd != nil && cmd.Savings >= RepackMinSavings*cmd.PricePerHour {
+			return cmd
+		}
+	}
+	return nil
+}
+
+// withinBudget is the longest prefix of the candidates, skipping those
+// whose NodePool's budget is used up, of at most MaxMultiNode nodes.
+func (d *decider) withinBudget(cands []candidate) []candidate {
+	var out []candidate
 	room := map[string]int{}
 	for _, c := range cands {
-		if len(prefix) >= d.opts.MaxMultiNode {
+		if len(out) >= d.opts.MaxMultiNode {
 			break
 		}
 		if _, ok := room[c.node.NodePool]; !ok {
@@ -114,8 +185,16 @@ func (d *decider) multiNode(cands []candidate) *Command {
 			continue
 		}
 		room[c.node.NodePool]--
-		prefix = append(prefix, c)
+		out = append(out, c)
 	}
+	return out
+}
+
+// multiNode finds the longest prefix of the candidates (within budgets)
+// that can go together, by binary search: if k nodes cannot, more will
+// not either, as a rule.
+func (d *decider) multiNode(cands []candidate) *Command {
+	prefix := d.withinBudget(cands)
 	var best *Command
 	lo, hi := 2, len(prefix)
 	for lo <= hi {
@@ -132,6 +211,12 @@ func (d *decider) multiNode(cands []candidate) *Command {
 // evaluate checks whether the nodes can go: their pods fit on the rest of
 // the cluster and at most one new node that costs less than they do.
 func (d *decider) evaluate(cands []candidate) (*Command, Blocked) {
+	return d.evaluateUpTo(cands, 1)
+}
+
+// evaluateUpTo is evaluate allowing up to most new nodes that together
+// cost less than the nodes (most > 1: a repack).
+func (d *decider) evaluateUpTo(cands []candidate, most int) (*Command, Blocked) {
 	nodes := make([]*state.Node, 0, len(cands))
 	price := 0.0
 	allSpot := true
@@ -144,7 +229,7 @@ func (d *decider) evaluate(cands []candidate) (*Command, Blocked) {
 	if len(plan.Unschedulable) > 0 {
 		return nil, Blocked{Reason: BlockedPodsDoNotFit, Pod: plan.Unschedulable[0], Method: v1.DisruptionReasonUnderutilized}
 	}
-	cmd := &Command{Reason: v1.DisruptionReasonUnderutilized, Nodes: nodes, PricePerHour: price, Pods: pods}
+	cmd := &Command{Reason: v1.DisruptionReasonUnderutilized, Nodes: nodes, PricePerHour: price, Pods: pods, Moves: plan.Existing}
 	switch len(plan.NodeClaims) {
 	case 0:
 	case 1:
@@ -158,7 +243,11 @@ func (d *decider) evaluate(cands []candidate) (*Command, Blocked) {
 		cmd.Replacements = []*scheduling.PlannedNodeClaim{repl}
 		cmd.ReplacementPrice = repl.Offering.Price
 	default:
-		return nil, Blocked{Reason: BlockedNoCheaperPlacement, Now: price, Replacement: plan.Price(), Method: v1.DisruptionReasonUnderutilized}
+		if len(plan.NodeClaims) > most {
+			return nil, Blocked{Reason: BlockedNoCheaperPlacement, Now: price, Replacement: plan.Price(), Method: v1.DisruptionReasonUnderutilized}
+		}
+		cmd.Replacements = plan.NodeClaims
+		cmd.ReplacementPrice = plan.Price()
 	}
 	cmd.Savings = cmd.PricePerHour - cmd.ReplacementPrice
 	if cmd.Savings <= 0 {

@@ -39,7 +39,7 @@ type Options struct {
 
 // DefaultOptions are the reference's limits.
 func DefaultOptions() Options {
-	return Options{MaxMultiNode: 100, MaxSingleNode: 100, SpotToSpotMinTypes: 15}
+	return Options{MaxMultiNode: 100, MaxSingleNode: 25, SpotToSpotMinTypes: 15}
 }
 
 // Command disrupts nodes for one reason: they are deleted once their
@@ -56,6 +56,8 @@ type Command struct {
 	// Unplaced are pods that have no place once the nodes go: only an
 	// expiration goes ahead with them.
 	Unplaced []*scheduling.UnschedulablePod
+	// Moves are the pods the plan puts on nodes that stay.
+	Moves []*scheduling.ExistingPlacement
 }
 
 // NodeNames are the names of the command's nodes.
@@ -289,7 +291,7 @@ func oldestFirst(a, b *state.Node) int {
 
 // command records a command and takes its nodes.
 func (d *decider) command(reason v1.DisruptionReason, nodes []*state.Node, plan *scheduling.Plan, pods int) *Command {
-	c := &Command{Reason: reason, Nodes: nodes, Replacements: plan.NodeClaims, Pods: pods, Unplaced: plan.Unschedulable}
+	c := &Command{Reason: reason, Nodes: nodes, Replacements: plan.NodeClaims, Pods: pods, Unplaced: plan.Unschedulable, Moves: plan.Existing}
 	for _, n := range nodes {
 		p, _ := d.price(n)
 		c.PricePerHour += p
