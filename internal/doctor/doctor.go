@@ -32,6 +32,8 @@ const (
 	CodeStartupTaintNotRemoved    = "startup-taint-not-removed"
 	CodeExtendedResource          = "extended-resource-not-registered"
 	CodeRegistrationTimeouts      = "registration-timeouts-repeating"
+	CodePDBNeverAllows            = "pdb-never-allows-disruption"
+	CodeNodeNeverDisrupted        = "node-not-initialized-never-disrupted"
 )
 
 // Finding is one diagnosis.

@@ -79,6 +79,7 @@ func Diagnose(ctx context.Context, in Input) (*Report, error) {
 	if err := registrationTimeoutRule(ctx, r, in); err != nil {
 		return nil, err
 	}
+	disruptionRules(r, in)
 	r.sort()
 	return r, nil
 }

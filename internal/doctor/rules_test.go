@@ -6,8 +6,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
@@ -330,4 +333,57 @@ func TestUnregisteredTaintMissingAtRuntime(t *testing.T) {
 	expectOne(t, r, CodeUserDataOverridesTaints, Error, "NodeClaim/default-abcde", "registered without karpenter.sh/unregistered")
 	claim.Status.Conditions[0] = metav1.Condition{Type: v1.ConditionRegistered, Status: metav1.ConditionTrue, Reason: "Registered"}
 	expectNone(t, diagnose(t, Input{Objects: &simulate.Objects{Nodes: []*corev1.Node{n}, NodeClaims: []*v1.NodeClaim{claim}}}), CodeUserDataOverridesTaints)
+}
+
+func TestPDBNeverAllowsRule(t *testing.T) {
+	pods := []*corev1.Pod{}
+	for _, n := range []string{"db-0", "db-1"} {
+		pods = append(pods, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: n, Namespace: "default", Labels: map[string]string{"app": "db"}}})
+	}
+	budget := func(mutate func(*policyv1.PodDisruptionBudget)) *policyv1.PodDisruptionBudget {
+		pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default"},
+			Spec: policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}}
+		mutate(pdb)
+		return pdb
+	}
+	for name, tc := range map[string]struct {
+		pdb  *policyv1.PodDisruptionBudget
+		want string
+	}{
+		"maxUnavailable 0":        {budget(func(p *policyv1.PodDisruptionBudget) { p.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(0)) }), "spec.maxUnavailable: 0"},
+		"minAvailable 100%":       {budget(func(p *policyv1.PodDisruptionBudget) { p.Spec.MinAvailable = ptr.To(intstr.FromString("100%")) }), "spec.minAvailable: 100%"},
+		"minAvailable = replicas": {budget(func(p *policyv1.PodDisruptionBudget) { p.Spec.MinAvailable = ptr.To(intstr.FromInt32(2)) }), "spec.minAvailable: 2, and it covers 2 pod(s)"},
+		"minAvailable below":      {budget(func(p *policyv1.PodDisruptionBudget) { p.Spec.MinAvailable = ptr.To(intstr.FromInt32(1)) }), ""},
+		"maxUnavailable 1":        {budget(func(p *policyv1.PodDisruptionBudget) { p.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(1)) }), ""},
+		"status allows none, all healthy": {budget(func(p *policyv1.PodDisruptionBudget) {
+			p.Spec.MinAvailable = ptr.To(intstr.FromString("60%"))
+			p.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: 1, ExpectedPods: 2, CurrentHealthy: 2, DesiredHealthy: 2}
+		}), "disruptionsAllowed 0 with 2 of 2 pods healthy"},
+		"status allows none, a pod down": {budget(func(p *policyv1.PodDisruptionBudget) {
+			p.Spec.MaxUnavailable = ptr.To(intstr.FromInt32(1))
+			p.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: 1, ExpectedPods: 2, CurrentHealthy: 1, DesiredHealthy: 1}
+		}), ""},
+	} {
+		r := diagnose(t, Input{Objects: &simulate.Objects{Pods: pods, PDBs: []*policyv1.PodDisruptionBudget{tc.pdb}}})
+		if tc.want == "" {
+			expectNone(t, r, CodePDBNeverAllows)
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			expectOne(t, r, CodePDBNeverAllows, Warning, "PodDisruptionBudget/default/db", tc.want, "maxUnavailable: 1", "never consolidates")
+		})
+	}
+}
+
+func TestNodeNeverInitializedRule(t *testing.T) {
+	n := node("ip-10-0-0-9", "m5.large", "default", time.Hour)
+	registered := metav1.Condition{Type: v1.ConditionRegistered, Status: metav1.ConditionTrue, LastTransitionTime: metav1.NewTime(now.Add(-20 * time.Minute))}
+	waiting := metav1.Condition{Type: v1.ConditionInitialized, Status: metav1.ConditionFalse, Reason: v1.ReasonStartupTaintsExist, Message: "startup taint x is still on the node"}
+	r := diagnose(t, Input{Objects: &simulate.Objects{Nodes: []*corev1.Node{n}, NodeClaims: []*v1.NodeClaim{claimFor(n, registered, waiting)}}})
+	expectOne(t, r, CodeNodeNeverDisrupted, Warning, "NodeClaim/default-abcde", "20m0s", "neither consolidates", "StartupTaintsExist", "kubectl delete nodeclaim default-abcde")
+	done := metav1.Condition{Type: v1.ConditionInitialized, Status: metav1.ConditionTrue}
+	expectNone(t, diagnose(t, Input{Objects: &simulate.Objects{Nodes: []*corev1.Node{n}, NodeClaims: []*v1.NodeClaim{claimFor(n, registered, done)}}}), CodeNodeNeverDisrupted)
+	fresh := registered
+	fresh.LastTransitionTime = metav1.NewTime(now.Add(-10 * time.Second))
+	expectNone(t, diagnose(t, Input{Objects: &simulate.Objects{Nodes: []*corev1.Node{n}, NodeClaims: []*v1.NodeClaim{claimFor(n, fresh, waiting)}}}), CodeNodeNeverDisrupted)
 }

@@ -1,0 +1,88 @@
+package doctor
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	v1 "github.com/nodewright/nodewright/api/v1"
+)
+
+// disruptionRules report what keeps nodes from ever being disrupted: a
+// PodDisruptionBudget that allows no disruption even when every pod it
+// covers is healthy, and nodes that never initialize.
+func disruptionRules(r *Report, in Input) {
+	for _, pdb := range in.Objects.PDBs {
+		if f, ok := pdbNeverAllows(pdb, in.Objects.Pods); ok {
+			r.add(f)
+		}
+	}
+	for _, nc := range in.Objects.NodeClaims {
+		reg := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionRegistered)
+		init := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionInitialized)
+		if reg == nil || reg.Status != metav1.ConditionTrue || (init != nil && init.Status == metav1.ConditionTrue) || !nc.DeletionTimestamp.IsZero() {
+			continue
+		}
+		since := in.Now.Sub(reg.LastTransitionTime.Time)
+		if since < in.Grace {
+			continue
+		}
+		evidence := fmt.Sprintf("NodeClaim %s Registered=True since %s, no Initialized=True", nc.Name, reg.LastTransitionTime.UTC().Format(time.RFC3339))
+		if init != nil {
+			evidence = fmt.Sprintf("NodeClaim %s Initialized=%s %s: %s", nc.Name, init.Status, init.Reason, init.Message)
+		}
+		r.add(Finding{Code: CodeNodeNeverDisrupted, Severity: Warning, Object: "NodeClaim/" + nc.Name,
+			Message: fmt.Sprintf("node %s registered %s ago and has not finished initialization: until it does, nodewright neither consolidates, drifts nor empties it, so it keeps costing whatever runs on it",
+				nc.Status.NodeName, since.Round(time.Second)),
+			Evidence: evidence,
+			Fix:      fmt.Sprintf("fix what its Initialized condition names (the findings above say why); a node that never will can go: kubectl delete nodeclaim %s, and nodewright launches what its pods need", nc.Name)})
+	}
+}
+
+// pdbNeverAllows reports a budget that allows no eviction even with all
+// its pods healthy: maxUnavailable 0 or 0%, minAvailable 100% or at least
+// as many as the pods it covers, or (in a cluster) a status that allows
+// nothing while every expected pod is healthy.
+func pdbNeverAllows(pdb *policyv1.PodDisruptionBudget, pods []*corev1.Pod) (Finding, bool) {
+	name := pdb.Namespace + "/" + pdb.Name
+	covered := 0
+	if pdb.Spec.Selector != nil {
+		if sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector); err == nil {
+			for _, p := range pods {
+				if p.Namespace == pdb.Namespace && sel.Matches(labels.Set(p.Labels)) {
+					covered++
+				}
+			}
+		}
+	}
+	evidence := ""
+	switch mu, ma := pdb.Spec.MaxUnavailable, pdb.Spec.MinAvailable; {
+	case mu != nil && isZero(*mu):
+		evidence = fmt.Sprintf("PodDisruptionBudget %s spec.maxUnavailable: %s", name, mu.String())
+	case ma != nil && ma.Type == intstr.String && ma.StrVal == "100%":
+		evidence = fmt.Sprintf("PodDisruptionBudget %s spec.minAvailable: 100%%", name)
+	case ma != nil && ma.Type == intstr.Int && covered > 0 && int(ma.IntVal) >= covered:
+		evidence = fmt.Sprintf("PodDisruptionBudget %s spec.minAvailable: %d, and it covers %d pod(s)", name, ma.IntVal, covered)
+	case pdb.Status.ObservedGeneration > 0 && pdb.Status.ExpectedPods > 0 && pdb.Status.DisruptionsAllowed == 0 && pdb.Status.CurrentHealthy >= pdb.Status.ExpectedPods:
+		evidence = fmt.Sprintf("PodDisruptionBudget %s status: disruptionsAllowed 0 with %d of %d pods healthy", name, pdb.Status.CurrentHealthy, pdb.Status.ExpectedPods)
+	default:
+		return Finding{}, false
+	}
+	return Finding{Code: CodePDBNeverAllows, Severity: Warning, Object: "PodDisruptionBudget/" + name,
+		Message:  fmt.Sprintf("PodDisruptionBudget %s allows no disruption even when all its pods are healthy: nodewright never consolidates or drifts the nodes that run them, their drain waits until the NodeClaim's terminationGracePeriod (forever without one), and kubectl drain hangs on them", name),
+		Evidence: evidence,
+		Fix:      "let one pod go at a time: set spec.maxUnavailable: 1, or a minAvailable below the number of replicas (and run more replicas than minAvailable)"}, true
+}
+
+func isZero(v intstr.IntOrString) bool {
+	if v.Type == intstr.Int {
+		return v.IntVal == 0
+	}
+	return v.StrVal == "0%" || v.StrVal == "0"
+}
