@@ -38,6 +38,9 @@ const (
 	// BlockedNextRound: the node could go, but another command of the same
 	// method goes first this round (one command per method at a time).
 	BlockedNextRound BlockedReason = "NextRound"
+	// BlockedConsolidationInFlight: a consolidation is being carried out;
+	// the next one is decided on the cluster it leaves.
+	BlockedConsolidationInFlight BlockedReason = "ConsolidationInFlight"
 	// BlockedNotEvaluated: single-node consolidation looked at its
 	// maximum of nodes this round before this one.
 	BlockedNotEvaluated BlockedReason = "NotEvaluated"
@@ -94,6 +97,8 @@ func (b Blocked) String() string {
 		return "the node is already being disrupted or deleted"
 	case BlockedNextRound:
 		return fmt.Sprintf("it could go (%s), but another %s command goes first; it is considered again next round", b.Method, b.Method)
+	case BlockedConsolidationInFlight:
+		return "a consolidation is being carried out; consolidation looks at this node again once it is done"
 	case BlockedNotEvaluated:
 		return fmt.Sprintf("not evaluated this round: single-node consolidation looks at %d nodes a round, those with the fewest pods first", b.Limit)
 	case BlockedPolicy:

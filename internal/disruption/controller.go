@@ -33,11 +33,14 @@ type Config struct {
 	// again against the cluster and carried out (pods that were just
 	// scheduled or deleted settle).
 	ValidationDelay time.Duration
+	// ReplacementTimeout is how long replacements may take to initialize
+	// before the command is rolled back.
+	ReplacementTimeout time.Duration
 }
 
 // DefaultConfig is the reference's timing.
 func DefaultConfig() Config {
-	return Config{Options: DefaultOptions(), Poll: 10 * time.Second, ValidationDelay: 15 * time.Second}
+	return Config{Options: DefaultOptions(), Poll: 10 * time.Second, ValidationDelay: 15 * time.Second, ReplacementTimeout: 20 * time.Minute}
 }
 
 // Controller carries disruption out: it decides, waits, validates the
@@ -76,6 +79,7 @@ type inflight struct {
 	*Command
 	phase     phase
 	decidedAt time.Time
+	startedAt time.Time
 	// claims are the NodeClaims of the command's nodes; replacements the
 	// names of the NodeClaims launched for it.
 	claims       []string
@@ -240,7 +244,7 @@ func (c *Controller) start(ctx context.Context, snap *state.Snapshot, listed *li
 		cmd.replacements = append(cmd.replacements, nc.Name)
 		c.Recorder.Eventf(nc, corev1.EventTypeNormal, "DisruptionReplacement", "replaces %s (%s)", strings.Join(cmd.NodeNames(), ", "), cmd.Reason)
 	}
-	cmd.phase = launching
+	cmd.phase, cmd.startedAt = launching, snap.Now
 	if len(cmd.replacements) > 0 {
 		for _, n := range cmd.Nodes {
 			c.event(n, corev1.EventTypeNormal, "DisruptionLaunching", fmt.Sprintf("%s: tainted %s:NoSchedule; launching replacement(s) %s; %s",
@@ -272,6 +276,9 @@ func (c *Controller) await(ctx context.Context, snap *state.Snapshot, cmd *infli
 		}
 	}
 	if ready < len(cmd.replacements) {
+		if c.Config.ReplacementTimeout > 0 && snap.Now.Sub(cmd.startedAt) > c.Config.ReplacementTimeout {
+			return true, c.rollback(ctx, snap, cmd, fmt.Sprintf("the replacements were not initialized within %s", c.Config.ReplacementTimeout))
+		}
 		return false, nil
 	}
 	return c.terminate(ctx, cmd)
@@ -405,6 +412,9 @@ func (c *Controller) report(snap *state.Snapshot, dec *Decision) {
 		}
 	}
 	for _, b := range dec.Blocked {
+		if b.Reason == BlockedInProgress {
+			continue // its own events tell how it goes
+		}
 		msg := b.String()
 		// consolidateAfter's deadline moves with every pod event; report
 		// the reason, not each new time.

@@ -109,7 +109,9 @@ func Decide(s *state.Snapshot, opts Options) *Decision {
 	d.expiration(candidates)
 	d.drift(candidates)
 	d.emptiness(candidates)
-	if !opts.ConsolidationInFlight {
+	if opts.ConsolidationInFlight {
+		d.consolidationWaits(candidates)
+	} else {
 		d.consolidation(candidates)
 	}
 	d.explainRest(s)
@@ -123,6 +125,21 @@ func Decide(s *state.Snapshot, opts Options) *Decision {
 	})
 	slices.SortFunc(d.out.Blocked, func(a, b Blocked) int { return cmp.Compare(a.Node, b.Node) })
 	return d.out
+}
+
+// consolidationWaits explains the nodes consolidation would look at while
+// another consolidation is carried out.
+func (d *decider) consolidationWaits(candidates []*state.Node) {
+	for _, n := range candidates {
+		if d.taken[n.Name] {
+			continue
+		}
+		if bs := n.Blockers(); len(bs) > 0 {
+			d.block(n, Blocked{Reason: BlockedByNode, Blocker: bs[0], Method: v1.DisruptionReasonUnderutilized})
+			continue
+		}
+		d.block(n, Blocked{Reason: BlockedConsolidationInFlight, Method: v1.DisruptionReasonUnderutilized})
+	}
 }
 
 // explainRest gives every candidate no command takes and no blocker

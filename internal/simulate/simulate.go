@@ -62,12 +62,7 @@ func Snapshot(o *Objects, resolver *nodeclass.Resolver) (*state.Snapshot, []stri
 		return nil, nil, err
 	}
 	var warnings []string
-	used := map[string]bool{}
-	for _, np := range o.NodePools {
-		if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil {
-			used[ref.Name] = true
-		}
-	}
+	used := state.NodeClassesUsed(o.NodePools)
 	classes := map[string]*state.NodeClass{}
 	for _, nc := range o.EC2NodeClasses {
 		if !used[nc.Name] {

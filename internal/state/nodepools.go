@@ -104,3 +104,15 @@ func NodeClassNotReady(class *awsv1.EC2NodeClass) string {
 	}
 	return "is not ready: " + c.Message
 }
+
+// NodeClassesUsed are the names of the EC2NodeClasses the NodePools
+// refer to: the ones worth resolving.
+func NodeClassesUsed(pools []*v1.NodePool) map[string]bool {
+	used := map[string]bool{}
+	for _, np := range pools {
+		if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil {
+			used[ref.Name] = true
+		}
+	}
+	return used
+}

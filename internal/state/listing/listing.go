@@ -100,12 +100,7 @@ type InstanceTypeSource interface {
 // Resolve gives, for each EC2NodeClass a NodePool uses, the instance
 // types and AMIs it can launch, or why it is not ready (from its status).
 func Resolve(ctx context.Context, l *Listed, types InstanceTypeSource, amis func(*awsv1.EC2NodeClass) []scheduling.AMI) (map[string]*state.NodeClass, error) {
-	used := map[string]bool{}
-	for _, np := range l.NodePools {
-		if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil {
-			used[ref.Name] = true
-		}
-	}
+	used := state.NodeClassesUsed(l.NodePools)
 	out := map[string]*state.NodeClass{}
 	for _, class := range l.NodeClasses {
 		if !used[class.Name] {

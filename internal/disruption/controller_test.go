@@ -1,0 +1,224 @@
+package disruption_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/aws/instancetypes"
+	"github.com/nodewright/nodewright/internal/controlplane"
+	"github.com/nodewright/nodewright/internal/disruption"
+	"github.com/nodewright/nodewright/internal/nodepool"
+	"github.com/nodewright/nodewright/internal/operator"
+	"github.com/nodewright/nodewright/internal/scheduling"
+)
+
+// catalog is the instance types of two zones, for every EC2NodeClass.
+type catalog []*scheduling.InstanceType
+
+func (c catalog) InstanceTypes(context.Context, *awsv1.EC2NodeClass) ([]*scheduling.InstanceType, error) {
+	return c, nil
+}
+
+type env struct {
+	kube     client.Client
+	clock    *clocktesting.FakeClock
+	recorder *record.FakeRecorder
+	ctrl     *disruption.Controller
+}
+
+func startController(t *testing.T) *env {
+	plane := controlplane.StartForTest(t, controlplane.Options{})
+	scheme, err := operator.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube, err := client.New(plane.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	types, err := instancetypes.Load(instancetypes.Options{Zones: []string{"us-east-1a", "us-east-1b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{kube: kube, clock: clocktesting.NewFakeClock(time.Now()), recorder: record.NewFakeRecorder(100)}
+	e.ctrl = &disruption.Controller{
+		Client: kube, Types: catalog(types), Registrations: nodepool.NewRegistrations(), Recorder: e.recorder, Clock: e.clock, Log: logr.Discard(),
+		AMIs: func(*awsv1.EC2NodeClass) []scheduling.AMI {
+			return []scheduling.AMI{{ID: "ami-1", Requirements: scheduling.NewRequirements(corev1.NodeSelectorRequirement{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}})}}
+		},
+		Config: disruption.Config{Options: disruption.DefaultOptions(), Poll: time.Second, ValidationDelay: 15 * time.Second, ReplacementTimeout: 10 * time.Minute},
+	}
+	ctx := context.Background()
+	class := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: awsv1.EC2NodeClassSpec{
+		AMISelectorTerms: []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}}, Role: "node",
+		SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"a": "b"}}},
+		SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"a": "b"}}},
+	}}
+	e.create(t, class)
+	meta.SetStatusCondition(&class.Status.Conditions, metav1.Condition{Type: awsv1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Ready"})
+	if err := kube.Status().Update(ctx, class); err != nil {
+		t.Fatal(err)
+	}
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"}
+	np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}}
+	np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "100%"}}
+	e.create(t, np)
+	return e
+}
+
+func (e *env) create(t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := e.kube.Create(context.Background(), obj); err != nil {
+		t.Fatalf("creating %s: %v", obj.GetName(), err)
+	}
+}
+
+// node creates an initialized on-demand node of the instance type with
+// its NodeClaim, and a pod on it.
+func (e *env) node(t *testing.T, name, instanceType string, podAnnotations map[string]string) {
+	ctx := context.Background()
+	it, _ := e.ctrl.Types.InstanceTypes(ctx, nil)
+	var spec *scheduling.InstanceType
+	for _, x := range it {
+		if x.Name == instanceType {
+			spec = x
+		}
+	}
+	labels := spec.Requirements.Labels()
+	labels[corev1.LabelHostname], labels[corev1.LabelTopologyZone], labels[v1.LabelCapacityType], labels[v1.LabelNodePool] = name, "us-east-1a", v1.CapacityTypeOnDemand, "default"
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-" + name}}
+	e.create(t, n)
+	n.Status.Capacity, n.Status.Allocatable = spec.Capacity.List(), spec.Allocatable.List()
+	if err := e.kube.Status().Update(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "nc-" + name, Labels: map[string]string{v1.LabelNodePool: "default"}}}
+	nc.Spec.NodeClassRef = &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"}
+	nc.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{instanceType}}}
+	e.create(t, nc)
+	nc.Status.ProviderID, nc.Status.NodeName = n.Spec.ProviderID, name
+	nc.Status.Capacity, nc.Status.Allocatable = n.Status.Capacity, n.Status.Allocatable
+	nc.Status.Conditions = []metav1.Condition{{Type: v1.ConditionInitialized, Status: metav1.ConditionTrue, Reason: "Initialized", LastTransitionTime: metav1.NewTime(e.clock.Now().Add(-time.Hour))}}
+	if err := e.kube.Status().Update(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pod-" + name, Namespace: "default", Annotations: podAnnotations},
+		Spec: corev1.PodSpec{NodeName: name, Containers: []corev1.Container{{Name: "c", Image: "x", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("256Mi")}}}}}}
+	e.create(t, pod)
+}
+
+func (e *env) reconcile(t *testing.T) {
+	t.Helper()
+	if err := e.ctrl.Reconcile(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (e *env) events() []string {
+	var out []string
+	for {
+		select {
+		case ev := <-e.recorder.Events:
+			out = append(out, ev)
+		default:
+			return out
+		}
+	}
+}
+
+func tainted(t *testing.T, kube client.Client, name string) bool {
+	n := &corev1.Node{}
+	if err := kube.Get(context.Background(), client.ObjectKey{Name: name}, n); err != nil {
+		t.Fatal(err)
+	}
+	return slices.ContainsFunc(n.Spec.Taints, func(x corev1.Taint) bool { return x.Key == v1.TaintKeyDisrupted })
+}
+
+func has(events []string, fragments ...string) bool {
+	return slices.ContainsFunc(events, func(ev string) bool {
+		for _, f := range fragments {
+			if !strings.Contains(ev, f) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// A replacement that fails rolls the command back: the node is untainted
+// and says why. A node held by do-not-disrupt says so once.
+func TestReplacementFailureRollsBack(t *testing.T) {
+	e := startController(t)
+	ctx := context.Background()
+	e.node(t, "big", "m5.4xlarge", nil)
+	e.node(t, "held", "m5.4xlarge", map[string]string{v1.AnnotationDoNotDisrupt: "true"})
+
+	e.reconcile(t) // decides
+	if tainted(t, e.kube, "big") {
+		t.Fatal("tainted before the validation delay")
+	}
+	events := e.events()
+	if !has(events, "DisruptionBlocked", "pod default/pod-held is annotated karpenter.sh/do-not-disrupt=true") {
+		t.Errorf("no DisruptionBlocked for the held node: %v", events)
+	}
+	e.reconcile(t)
+	if again := e.events(); has(again, "DisruptionBlocked") {
+		t.Errorf("DisruptionBlocked repeated for the same reason: %v", again)
+	}
+
+	e.clock.Step(16 * time.Second)
+	e.reconcile(t) // validates, taints, launches the replacement
+	if !tainted(t, e.kube, "big") {
+		t.Fatal("the node was not tainted when the command started")
+	}
+	claims := &v1.NodeClaimList{}
+	if err := e.kube.List(ctx, claims); err != nil {
+		t.Fatal(err)
+	}
+	var replacement *v1.NodeClaim
+	for i := range claims.Items {
+		if !strings.HasPrefix(claims.Items[i].Name, "nc-") {
+			replacement = &claims.Items[i]
+		}
+	}
+	if replacement == nil {
+		t.Fatalf("no replacement NodeClaim: %v", claims.Items)
+	}
+	if events := e.events(); !has(events, "DisruptionLaunching", "Underutilized", replacement.Name, "saves $") {
+		t.Errorf("events: %v", events)
+	}
+	if tainted(t, e.kube, "held") {
+		t.Error("the held node was tainted")
+	}
+
+	// The replacement fails to launch: its NodeClaim goes.
+	if err := e.kube.Delete(ctx, replacement); err != nil {
+		t.Fatal(err)
+	}
+	e.reconcile(t)
+	if tainted(t, e.kube, "big") {
+		t.Error("the node stays tainted after the rollback")
+	}
+	if events := e.events(); !has(events, "DisruptionRolledBack", "replacement NodeClaim "+replacement.Name+" failed to launch or register") {
+		t.Errorf("events: %v", events)
+	}
+	if err := e.kube.Get(ctx, client.ObjectKey{Name: "nc-big"}, &v1.NodeClaim{}); err != nil {
+		t.Errorf("the node's NodeClaim after the rollback: %v", err)
+	}
+}
