@@ -101,6 +101,8 @@ control plane.`,
 	f.DurationVar(&cfg.Disruption.Poll, "disruption-poll", cfg.Disruption.Poll, "decide what to disrupt this often")
 	f.DurationVar(&cfg.Disruption.ValidationDelay, "disruption-validation-delay", cfg.Disruption.ValidationDelay,
 		"wait this long after a disruption decision, then check it again against the cluster before carrying it out")
+	f.DurationVar(&cfg.Disruption.ReplacementTimeout, "replacement-timeout", cfg.Disruption.ReplacementTimeout,
+		"roll a disruption back when its replacement nodes are not initialized after this long")
 	return cmd
 }
 
