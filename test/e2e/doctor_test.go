@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-logr/logr"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/nodewright/nodewright/internal/sim/runner"
 )
 
@@ -17,6 +20,7 @@ import (
 var nodewright string
 
 func TestMain(m *testing.M) {
+	logf.SetLogger(logr.Discard()) // the operator's logs are not the tests' output
 	os.Exit(func() int {
 		dir, err := os.MkdirTemp("", "nodewright-e2e-")
 		if err != nil {
