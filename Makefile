@@ -20,7 +20,7 @@ controlplane: ## Install etcd and build kube-apiserver, kube-scheduler, kube-con
 	./hack/controlplane.sh
 
 test: ## Set up the control plane if needed, then run every test with the race detector
-	assets="$$(./hack/controlplane.sh)" && KUBEBUILDER_ASSETS="$$assets" go test -race -count=1 ./...
+	assets="$$(./hack/controlplane.sh)" && KUBEBUILDER_ASSETS="$$assets" go test -race -count=1 -timeout 40m ./...
 
 generate: ## Regenerate deepcopy functions and CRDs from the API types
 	go tool controller-gen object paths=./api/... crd:crdVersions=v1 output:crd:artifacts:config=api/crds
