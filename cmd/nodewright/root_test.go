@@ -96,6 +96,19 @@ func TestUserData(t *testing.T) {
 			t.Errorf("user data lacks %q:\n%s", want, out)
 		}
 	}
+	// Only the labels the launch template carries: the NodePool's and its
+	// template's, not its requirements' or the instance type's (the
+	// kubelet and nodewright set those).
+	for _, unwanted := range []string{"kubernetes.io/arch=amd64", "node.kubernetes.io/instance-type=m5.large"} {
+		if strings.Contains(out, unwanted) {
+			t.Errorf("user data has %q, which the launch template does not:\n%s", unwanted, out)
+		}
+	}
+	// Without --instance-type: the cheapest type the NodePool admits, named.
+	out, err = run("userdata", "-f", "../../scenarios/healthy-mixed-arch.yaml", "--nodepool", "cicd-armapps")
+	if err != nil || !strings.Contains(out, "rendered for t4g.") || !strings.Contains(out, "maxPods: ") {
+		t.Errorf("without an instance type: %v\n%s", err, out)
+	}
 	out, err = run("userdata", "-f", "../../scenarios/s1-userdata-register-taints.yaml", "--nodepool", "default")
 	if err == nil || !strings.Contains(out, "userdata-overrides-registration-taints") || !strings.Contains(err.Error(), "nothing would be launched") {
 		t.Errorf("S1 must fail with the finding: %v\n%s", err, out)
