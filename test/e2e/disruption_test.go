@@ -40,6 +40,9 @@ func runStepsWith(t *testing.T, scenario string, timeout time.Duration, running 
 	opts := runner.DefaultOptions()
 	opts.BootDelay, opts.CCMDelay = time.Second, time.Second
 	opts.Operator.SkipNameValidation = true
+	// A disruption decided on a loaded machine shows later than on an
+	// idle one: wait longer before calling the cluster settled.
+	opts.Settle = 20 * time.Second
 	if edit != nil {
 		edit(&opts)
 	}

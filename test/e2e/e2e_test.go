@@ -32,6 +32,9 @@ func run(t *testing.T, scenario string, edit func(*runner.Options)) (*runner.Sim
 	opts := runner.DefaultOptions()
 	opts.BootDelay, opts.CCMDelay = time.Second, time.Second
 	opts.Operator.SkipNameValidation = true // one simulation after another in this process
+	// A disruption decided on a loaded machine shows later than on an
+	// idle one: wait longer before calling the cluster settled.
+	opts.Settle = 20 * time.Second
 	if edit != nil {
 		edit(&opts)
 	}
