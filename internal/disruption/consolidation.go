@@ -144,6 +144,11 @@ func share(a, b int64) float64 {
 	return float64(a) / float64(b)
 }
 
+// MinSavings is the least a consolidation must save per hour, in US
+// dollars: moving pods off a node that costs (next to) nothing, such as a
+// capacity reservation's, saves nothing worth the disruption.
+const MinSavings = 0.001
+
 // RepackMinSavings is the least share of its nodes' price a repack must
 // save: a repack moves many pods, and small savings are not worth them.
 const RepackMinSavings = 0.10
@@ -250,7 +255,7 @@ func (d *decider) evaluateUpTo(cands []candidate, most int) (*Command, Blocked) 
 		cmd.ReplacementPrice = plan.Price()
 	}
 	cmd.Savings = cmd.PricePerHour - cmd.ReplacementPrice
-	if cmd.Savings <= 0 {
+	if cmd.Savings < MinSavings {
 		return nil, Blocked{Reason: BlockedNoCheaperPlacement, Now: price, Replacement: cmd.ReplacementPrice, Method: v1.DisruptionReasonUnderutilized}
 	}
 	if s, balanced := d.balanced(cmd); balanced && s < 1 {

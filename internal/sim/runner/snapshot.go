@@ -40,6 +40,9 @@ type Snapshot struct {
 	// NextExpiry is when the first NodeClaim reaches its expireAfter
 	// (zero when none expires).
 	NextExpiry time.Time `json:"nextExpiry,omitzero"`
+	// ConsolidateAfter is the longest consolidateAfter of the NodePools
+	// (Never aside): how long a node may wait before consolidation looks.
+	ConsolidateAfter time.Duration `json:"-"`
 }
 
 // NodeClaim is one NodeClaim in a snapshot.
@@ -128,6 +131,15 @@ func (s *Sim) Snapshot(ctx context.Context, started time.Time) (*Snapshot, error
 			if cond.Status != metav1.ConditionTrue && cond.Type != awsv1.ConditionReady {
 				add(fmt.Sprintf("EC2NodeClass %s: %s=%s %s: %s", c.Name, cond.Type, cond.Status, cond.Reason, cond.Message))
 			}
+		}
+	}
+	pools := &v1.NodePoolList{}
+	if err := s.Kube.List(ctx, pools); err != nil {
+		return nil, err
+	}
+	for _, np := range pools.Items {
+		if d, never, err := np.Spec.Disruption.ConsolidateAfter.Parse(); err == nil && !never {
+			snap.ConsolidateAfter = max(snap.ConsolidateAfter, d)
 		}
 	}
 	claims := &v1.NodeClaimList{}
@@ -259,8 +271,9 @@ func (s *Sim) podReasons(ctx context.Context) (map[string]string, error) {
 
 // Watch takes a snapshot every second and hands it to progress, until
 // the cluster has settled (every pod runs on Ready NodeClaims, no node
-// has been disrupted for the Settle time of the simulation's options, and
-// no NodeClaim expires before the timeout), nothing has changed for stall,
+// has been disrupted for the Settle time of the simulation's options plus
+// the NodePools' longest consolidateAfter, up to a minute, and no
+// NodeClaim expires before the timeout), nothing has changed for stall,
 // or timeout passes.
 func (s *Sim) Watch(ctx context.Context, timeout, stall time.Duration, progress func(*Snapshot)) (*Snapshot, error) {
 	started := time.Now()
@@ -285,7 +298,7 @@ func (s *Sim) Watch(ctx context.Context, timeout, stall time.Duration, progress 
 			calmSince = time.Now()
 		}
 		expiring := !snap.NextExpiry.IsZero() && snap.NextExpiry.Before(started.Add(timeout))
-		settled := !calmSince.IsZero() && time.Since(calmSince) >= s.settle && !expiring
+		settled := !calmSince.IsZero() && time.Since(calmSince) >= s.settle+min(snap.ConsolidateAfter, time.Minute) && !expiring
 		if settled || time.Since(started) > timeout || (time.Since(lastChange) > stall && snap.Pods > 0 && !snap.Done() && !expiring) {
 			return snap, nil
 		}
