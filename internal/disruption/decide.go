@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/scheduling"
@@ -337,9 +338,9 @@ func hardBlockers(n *state.Node, forceful bool) []state.Blocker {
 
 // drift replaces one drifted NodeClaim: empty ones first, then the oldest.
 func (d *decider) drift(candidates []*state.Node) {
-	var drifted []*state.Node
+	var found []*state.Node
 	for _, n := range candidates {
-		if d.taken[n.Name] || n.NodeClaim == nil || !conditionTrue(n.NodeClaim, v1.ConditionDrifted) {
+		if d.taken[n.Name] || !drifted(n) {
 			continue
 		}
 		if bs := hardBlockers(n, n.NodeClaim.Spec.TerminationGracePeriod != nil); len(bs) > 0 {
@@ -347,12 +348,12 @@ func (d *decider) drift(candidates []*state.Node) {
 			continue
 		}
 		d.out.Eligible[n.NodePool]++
-		drifted = append(drifted, n)
+		found = append(found, n)
 	}
-	slices.SortFunc(drifted, func(a, b *state.Node) int {
+	slices.SortFunc(found, func(a, b *state.Node) int {
 		return cmp.Or(cmp.Compare(len(a.Reschedulable()), len(b.Reschedulable())), oldestFirst(a, b))
 	})
-	for _, n := range drifted {
+	for _, n := range found {
 		if a := d.allowance(n.NodePool, v1.DisruptionReasonDrifted); a.Allowed < 1 {
 			d.block(n, Blocked{Reason: BlockedByBudget, Allowance: a, Method: v1.DisruptionReasonDrifted})
 			continue
@@ -363,7 +364,7 @@ func (d *decider) drift(candidates []*state.Node) {
 			continue
 		}
 		d.command(v1.DisruptionReasonDrifted, []*state.Node{n}, plan, pods)
-		for _, later := range drifted {
+		for _, later := range found {
 			if !d.taken[later.Name] {
 				d.next[later.Name] = v1.DisruptionReasonDrifted
 			}
@@ -433,11 +434,7 @@ func (d *decider) emptiness(candidates []*state.Node) {
 	d.out.Commands = append(d.out.Commands, c)
 }
 
-func conditionTrue(nc *v1.NodeClaim, t string) bool {
-	for _, c := range nc.Status.Conditions {
-		if c.Type == t {
-			return c.Status == "True"
-		}
-	}
-	return false
+// drifted reports a NodeClaim whose Drifted condition is True.
+func drifted(n *state.Node) bool {
+	return n.NodeClaim != nil && meta.IsStatusConditionTrue(n.NodeClaim.Status.Conditions, v1.ConditionDrifted)
 }

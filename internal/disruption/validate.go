@@ -35,7 +35,7 @@ func Revalidate(s *state.Snapshot, old *Command, opts Options) (*Command, string
 				return nil, fmt.Sprintf("node %s: %s", n.Name, why)
 			}
 		case v1.DisruptionReasonDrifted:
-			if n.NodeClaim == nil || !conditionTrue(n.NodeClaim, v1.ConditionDrifted) {
+			if !drifted(n) {
 				return nil, fmt.Sprintf("node %s is no longer drifted", n.Name)
 			}
 		}
