@@ -34,12 +34,12 @@ type consolidationResult struct {
 	RemovedNodes, Launch int
 }
 
-var fragmentTypes = []string{"m5.xlarge", "m5.2xlarge", "m5.4xlarge", "c5.2xlarge", "c5.4xlarge", "r5.xlarge", "r5.2xlarge", "r5.4xlarge"}
+var fragmentTypes = []string{"m5.2xlarge", "m5.4xlarge", "m5.4xlarge", "c5.4xlarge", "r5.2xlarge", "r5.4xlarge", "r5.4xlarge"}
 
-// fragmented builds a cluster of n nodes of mid-sized types in three
-// zones, spot and on-demand, each filled with workload-B pods to a random
-// 15-85 % of its CPU or memory: what a cluster looks like after a day of
-// scale-downs.
+// fragmented builds a cluster of n nodes of 2xlarge and 4xlarge types in
+// three zones, spot and on-demand, each filled with workload-B pods to a
+// random 20-90 % of its CPU or memory (about ten pods a node): what a
+// cluster looks like after a day of scale-downs.
 func fragmented(n int, seed uint64) (state.Objects, map[string]*state.NodeClass, error) {
 	types, err := instancetypes.Load(instancetypes.Options{Zones: account.Zones()})
 	if err != nil {
