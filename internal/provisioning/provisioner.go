@@ -52,7 +52,7 @@ type Provisioner struct {
 // NominationGrace is how long after its node initialized a pod planned
 // or nominated onto it still counts as that node's: kube-scheduler binds
 // it within seconds, or the pod is planned again.
-const NominationGrace = 30 * time.Second
+const NominationGrace = 10 * time.Second
 
 // nominateExisting nominates the pods planned onto existing nodes, and
 // remembers those planned onto NodeClaims still in flight.
@@ -120,7 +120,8 @@ func (p *Provisioner) run(ctx context.Context) error {
 }
 
 // Provision makes one decision. It returns retry=true when it had to wait
-// (a NodeClaim without a provider ID yet) or left pods pending.
+// (a NodeClaim without a provider ID yet), left pods pending, or counted
+// pods as a node's that is still coming up.
 func (p *Provisioner) Provision(ctx context.Context) (bool, error) {
 	listed, err := listing.List(ctx, p.Client)
 	if err != nil {
@@ -175,5 +176,8 @@ func (p *Provisioner) Provision(ctx context.Context) (bool, error) {
 		p.Recorder.Event(u.Pod, corev1.EventTypeWarning, "FailedScheduling", "nodewright cannot launch a node for this pod: "+reason)
 		p.Log.V(1).Info("pod cannot be scheduled", "pod", client.ObjectKeyFromObject(u.Pod), "reason", reason)
 	}
-	return len(plan.Unschedulable) > 0, nil
+	// Pods expected on nodes still coming up are looked at again: if
+	// kube-scheduler has not bound them once the node is up, they are
+	// planned anew.
+	return len(plan.Unschedulable) > 0 || snap.Expecting() > 0, nil
 }

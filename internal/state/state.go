@@ -95,6 +95,7 @@ type Snapshot struct {
 	pdbs  map[string][]budget
 	// nominated are nodes that pending pods are nominated to.
 	nominated map[string][]*corev1.Pod
+	expected  int
 }
 
 // Build makes the snapshot.
@@ -166,9 +167,14 @@ func (s *Snapshot) expect(pending []*corev1.Pod, opts Options) []*corev1.Pod {
 			continue
 		}
 		n.Expected = append(n.Expected, p)
+		s.expected++
 	}
 	return out
 }
+
+// Expecting counts the pending pods that count as a launching or
+// initializing node's: a decision must look again once that node is up.
+func (s *Snapshot) Expecting() int { return s.expected }
 
 // Usage is each NodePool's capacity in use, with "nodes" its node count:
 // one per NodeClaim (being deleted or not: it still costs), and one per

@@ -51,7 +51,7 @@ func run(t *testing.T, scenario string, edit func(*runner.Options)) (*runner.Sim
 	if err := sim.Apply(ctx, name, manifest); err != nil {
 		t.Fatal(err)
 	}
-	snap, err := sim.Watch(ctx, 2*time.Minute, 12*time.Second, nil)
+	snap, err := sim.Watch(ctx, 2*time.Minute, 30*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
