@@ -25,6 +25,7 @@ import (
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/state"
+	"github.com/nodewright/nodewright/internal/state/listing"
 )
 
 // Controller is the NodePool status controller.
@@ -47,14 +48,6 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 		Watches(&v1.NodeClaim{}, ofPool).Watches(&corev1.Node{}, ofPool, builder.WithPredicates(predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }})).
 		Watches(&awsv1.EC2NodeClass{}, handler.EnqueueRequestsFromMapFunc(c.poolsOfClass)).
 		Complete(c)
-}
-
-func pointers[T any](items []T) []*T {
-	out := make([]*T, len(items))
-	for i := range items {
-		out[i] = &items[i]
-	}
-	return out
 }
 
 func (c *Controller) poolsOfClass(ctx context.Context, o client.Object) []reconcile.Request {
@@ -87,7 +80,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	resources := corev1.ResourceList{"nodes": *resource.NewQuantity(0, resource.DecimalSI)}
-	for k, q := range state.Usage(pointers(claims.Items), pointers(nodes.Items))[np.Name] {
+	for k, q := range state.Usage(listing.Pointers(claims.Items), listing.Pointers(nodes.Items))[np.Name] {
 		resources[k] = q
 	}
 	np.Status.Resources = resources

@@ -45,17 +45,18 @@ func List(ctx context.Context, kube client.Reader) (*Listed, error) {
 		}
 	}
 	out := &Listed{}
-	out.NodePools = pointers(pools.Items)
-	out.NodeClasses = pointers(classes.Items)
-	out.NodeClaims = pointers(claims.Items)
-	out.Nodes = pointers(nodes.Items)
-	out.Pods = pointers(pods.Items)
-	out.DaemonSets = pointers(sets.Items)
-	out.PDBs = pointers(pdbs.Items)
+	out.NodePools = Pointers(pools.Items)
+	out.NodeClasses = Pointers(classes.Items)
+	out.NodeClaims = Pointers(claims.Items)
+	out.Nodes = Pointers(nodes.Items)
+	out.Pods = Pointers(pods.Items)
+	out.DaemonSets = Pointers(sets.Items)
+	out.PDBs = Pointers(pdbs.Items)
 	return out, nil
 }
 
-func pointers[T any](items []T) []*T {
+// Pointers points at each item of a listed slice.
+func Pointers[T any](items []T) []*T {
 	out := make([]*T, len(items))
 	for i := range items {
 		out[i] = &items[i]
