@@ -3,11 +3,19 @@
 package scenarios
 
 import (
+	"bufio"
+	"bytes"
 	"embed"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
+
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
 )
 
 //go:embed *.yaml
@@ -59,4 +67,61 @@ func Then(name string) ([]string, [][]byte) {
 		}
 		names, out = append(names, strings.TrimSuffix(file, ".yaml")), append(out, data)
 	}
+}
+
+// WithPods spreads pods over a manifest's Deployments and StatefulSets as
+// evenly as their order allows (the first ones get one more), leaving
+// every other document as written.
+func WithPods(manifest []byte, pods int) ([]byte, error) {
+	if pods < 0 {
+		return nil, fmt.Errorf("--pods %d: use a count of zero or more", pods)
+	}
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(manifest)))
+	var objs []map[string]any
+	var workloads []int
+	for {
+		d, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		obj := map[string]any{}
+		if err := yaml.Unmarshal(d, &obj); err != nil {
+			return nil, err
+		}
+		if k, _ := obj["kind"].(string); k == "Deployment" || k == "StatefulSet" {
+			workloads = append(workloads, len(objs))
+		}
+		objs = append(objs, obj)
+	}
+	if len(workloads) == 0 {
+		return nil, errors.New("--pods: the scenario has no Deployment or StatefulSet to scale")
+	}
+	var out bytes.Buffer
+	for i, obj := range objs {
+		if len(obj) == 0 {
+			continue
+		}
+		if n := slices.Index(workloads, i); n >= 0 {
+			replicas := pods / len(workloads)
+			if n < pods%len(workloads) {
+				replicas++
+			}
+			spec, _ := obj["spec"].(map[string]any)
+			if spec == nil {
+				spec = map[string]any{}
+				obj["spec"] = spec
+			}
+			spec["replicas"] = replicas
+		}
+		data, err := yaml.Marshal(obj)
+		if err != nil {
+			return nil, err
+		}
+		out.WriteString("---\n")
+		out.Write(data)
+	}
+	return out.Bytes(), nil
 }

@@ -98,6 +98,9 @@ control plane.`,
 	f.StringVar(&logFormat, "log-format", "json", "log format: json (one object per line) or console")
 	f.StringVar(&logLevel, "log-level", "info", "log level: info, or debug for more detail")
 	f.DurationVar(&cfg.BatchMax, "batch-max", cfg.BatchMax, "close a batch of pending pods after this long at the latest")
+	f.Float32Var(&cfg.KubeQPS, "kube-client-qps", cfg.KubeQPS, "requests per second to the Kubernetes API server, sustained")
+	f.IntVar(&cfg.KubeBurst, "kube-client-burst", cfg.KubeBurst, "requests to the Kubernetes API server in a burst above --kube-client-qps")
+	f.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "objects each controller reconciles at once (NodeClaims launched, registered and terminated in parallel)")
 	f.DurationVar(&cfg.Disruption.Poll, "disruption-poll", cfg.Disruption.Poll, "decide what to disrupt this often")
 	f.DurationVar(&cfg.Disruption.ValidationDelay, "disruption-validation-delay", cfg.Disruption.ValidationDelay,
 		"wait this long after a disruption decision, then check it again against the cluster before carrying it out")

@@ -29,6 +29,7 @@ func newSimCommand() *cobra.Command {
 		timeout, stall, bootDelay    time.Duration
 		bootJitter                   time.Duration
 		noNomination                 bool
+		pods                         int
 		registrationTimeout, workDir string
 		faults                       simaws.Faults
 		noCapacity, then             []string
@@ -53,6 +54,11 @@ is enough), or a manifest file.`,
 			name, manifest, err := scenarios.Load(scenario)
 			if err != nil {
 				return err
+			}
+			if cmd.Flags().Changed("pods") {
+				if manifest, err = scenarios.WithPods(manifest, pods); err != nil {
+					return err
+				}
 			}
 			steps := []runner.Step{{Name: name, Manifest: manifest}}
 			thenNames, thenData := scenarios.Then(name)
@@ -96,7 +102,8 @@ is enough), or a manifest file.`,
 				}
 			}()
 			results, err := sim.RunSteps(ctx, steps, timeout, stall, runner.Progress(progress))
-			if err != nil {
+			var notConverged *runner.NotConvergedError
+			if err != nil && !errors.As(err, &notConverged) {
 				return err
 			}
 			if output == "json" {
@@ -115,13 +122,14 @@ is enough), or a manifest file.`,
 			if keep {
 				fmt.Fprintf(progress, "\nthe cluster keeps running; in another shell:\n\n  export KUBECONFIG=%s\n  kubectl get nodepools,nodeclaims,nodes\n  nodewright doctor --cloud sim\n\nPress Ctrl-C to stop.\n", sim.Plane.KubeconfigPath)
 				<-ctx.Done()
-				return sim.Stop()
+				return errors.Join(err, sim.Stop())
 			}
-			return nil
+			return err
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&scenario, "scenario", "healthy", "scenario to apply: a name, a prefix (s1 ... s5, healthy) or a manifest file")
+	f.StringVar(&scenario, "scenario", "healthy", "scenario to apply: a name, a prefix (s1 ... s5, healthy, scale) or a manifest file")
+	f.IntVar(&pods, "pods", 0, "spread this many pods over the scenario's Deployments and StatefulSets (such as --scenario scale --pods 10000)")
 	f.StringVarP(&output, "output", "o", "table", "summary format: table or json")
 	f.BoolVar(&keep, "keep", false, "leave the cluster running and print a kubeconfig")
 	f.DurationVar(&timeout, "timeout", 3*time.Minute, "stop waiting after this long")

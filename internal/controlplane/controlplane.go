@@ -49,7 +49,23 @@ type Options struct {
 	// FeatureGates are passed to kube-apiserver and kube-scheduler, such
 	// as "NominatedNodeNameForExpectation=true".
 	FeatureGates []string
+	// NodeMonitorGracePeriod is how long kube-controller-manager waits for
+	// a node's heartbeat before it marks the node NotReady (its default,
+	// 50s, when zero). Simulated kubelets that report less often than real
+	// ones need a longer one.
+	NodeMonitorGracePeriod time.Duration
 }
+
+// ComponentQPS and ComponentBurst are the API client rates of
+// kube-scheduler and kube-controller-manager. Their defaults (50 and 20
+// requests per second) would let the control plane itself, not
+// nodewright, set the pace of every large workload: the ReplicaSet
+// controller creates pods and the scheduler binds them through these
+// clients.
+const (
+	ComponentQPS   = 2000
+	ComponentBurst = 4000
+)
 
 // ControlPlane is a running control plane.
 type ControlPlane struct {
@@ -117,10 +133,14 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 		ControlPlaneStartTimeout: opts.StartTimeout,
 		ControlPlaneStopTimeout:  30 * time.Second,
 	}
-	cp.env.ControlPlane.GetAPIServer().Configure().Set("service-cluster-ip-range", opts.ServiceCIDR)
+	apiServer := cp.env.ControlPlane.GetAPIServer().Configure()
+	apiServer.Set("service-cluster-ip-range", opts.ServiceCIDR)
+	// Room for thousands of pods created, bound and started at once.
+	apiServer.Set("max-requests-inflight", "1600")
+	apiServer.Set("max-mutating-requests-inflight", "800")
 	gates := strings.Join(opts.FeatureGates, ",")
 	if gates != "" {
-		cp.env.ControlPlane.GetAPIServer().Configure().Set("feature-gates", gates)
+		apiServer.Set("feature-gates", gates)
 	}
 	if cp.Config, err = cp.env.Start(); err != nil {
 		return nil, fmt.Errorf("starting etcd and kube-apiserver from %s: %w", assets, err)
@@ -132,7 +152,7 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	}
 
 	if opts.Scheduler {
-		args := []string{"--leader-elect=false"}
+		args := []string{"--leader-elect=false", fmt.Sprintf("--kube-api-qps=%d", ComponentQPS), fmt.Sprintf("--kube-api-burst=%d", ComponentBurst)}
 		if gates != "" {
 			args = append(args, "--feature-gates="+gates)
 		}
@@ -141,12 +161,17 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 		}
 	}
 	if opts.ControllerManager {
-		if err := cp.startComponent(ctx, assets, "kube-controller-manager", opts.StartTimeout,
+		args := []string{
 			"--leader-elect=false",
 			"--controllers=*,-serviceaccount-token",
 			"--use-service-account-credentials=false",
-			"--service-cluster-ip-range="+opts.ServiceCIDR,
-		); err != nil {
+			"--service-cluster-ip-range=" + opts.ServiceCIDR,
+			fmt.Sprintf("--kube-api-qps=%d", ComponentQPS), fmt.Sprintf("--kube-api-burst=%d", ComponentBurst),
+		}
+		if opts.NodeMonitorGracePeriod > 0 {
+			args = append(args, "--node-monitor-grace-period="+opts.NodeMonitorGracePeriod.String())
+		}
+		if err := cp.startComponent(ctx, assets, "kube-controller-manager", opts.StartTimeout, args...); err != nil {
 			return nil, err
 		}
 	}

@@ -89,11 +89,17 @@ func (g *GarbageCollector) Collect(ctx context.Context) error {
 			return fmt.Errorf("terminating orphaned instance %s: %w", inst.InstanceID, err)
 		}
 	}
+	listed := make(map[string]bool, len(instances))
+	for _, inst := range instances {
+		listed[inst.ProviderID] = true
+	}
 	for i := range claims.Items {
 		nc := &claims.Items[i]
-		if nc.Status.ProviderID == "" || !nc.DeletionTimestamp.IsZero() || !meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionLaunched) {
+		if nc.Status.ProviderID == "" || !nc.DeletionTimestamp.IsZero() || !meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionLaunched) || listed[nc.Status.ProviderID] {
 			continue
 		}
+		// Not in the list: make sure with a call of its own (a listing
+		// may lag behind a launch).
 		if _, err := g.Cloud.Get(ctx, nc.Status.ProviderID); !cloudprovider.IsNotFound(err) {
 			continue
 		}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -64,6 +65,13 @@ type Config struct {
 	// NominatePods sets pending pods' status.nominatedNodeName to the node
 	// planned for them once it exists, so kube-scheduler follows the plan.
 	NominatePods bool
+	// KubeQPS and KubeBurst bound the requests per second to the API
+	// server (client-go's token bucket).
+	KubeQPS   float32
+	KubeBurst int
+	// Concurrency is how many objects each controller reconciles at once
+	// (distinct NodeClaims launch, register and terminate in parallel).
+	Concurrency int
 }
 
 // DefaultConfig is the reference behaviour.
@@ -74,6 +82,7 @@ func DefaultConfig() Config {
 		GCInterval: time.Minute, GCGrace: 30 * time.Second,
 		MetricsAddr: ":8080", HealthAddr: ":8081", LeaderElectionNamespace: "kube-system",
 		Disruption: disruption.DefaultConfig(), NominatePods: true,
+		KubeQPS: 200, KubeBurst: 300, Concurrency: 50,
 	}
 }
 
@@ -103,15 +112,20 @@ func New(ctx context.Context, rc *rest.Config, cfg Config, clouds Clouds, clk cl
 	if err != nil {
 		return nil, err
 	}
+	rc = rest.CopyConfig(rc)
+	rc.QPS, rc.Burst = cfg.KubeQPS, cfg.KubeBurst
 	mgr, err := ctrl.NewManager(rc, ctrl.Options{
-		Scheme:                  scheme,
+		Scheme: scheme,
+		// The cache keeps what the controllers read, without the managed
+		// fields no controller looks at (a third of a pod's size).
+		Cache:                   cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
 		Logger:                  log,
 		Metrics:                 metricsserver.Options{BindAddress: cfg.MetricsAddr},
 		HealthProbeBindAddress:  cfg.HealthAddr,
 		LeaderElection:          cfg.LeaderElection,
 		LeaderElectionID:        "nodewright-leader",
 		LeaderElectionNamespace: cfg.LeaderElectionNamespace,
-		Controller:              config.Controller{SkipNameValidation: &cfg.SkipNameValidation},
+		Controller:              config.Controller{SkipNameValidation: &cfg.SkipNameValidation, MaxConcurrentReconciles: cfg.Concurrency},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the controller manager: %w", err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
@@ -62,6 +63,13 @@ func (p *Provisioner) nominateExisting(ctx context.Context, snap *state.Snapshot
 		registered[n.Name] = n.Registered()
 	}
 	for _, e := range plan.Existing {
+		what := "node " + e.Node
+		if !registered[e.Node] {
+			what = "NodeClaim " + e.Node + " (launching)"
+		}
+		for _, pod := range e.Pods {
+			p.Recorder.Eventf(pod, corev1.EventTypeNormal, "Nominated", "pod should schedule on %s", what)
+		}
 		if !registered[e.Node] {
 			p.Nominator.Plan(ctx, e.Node, e.Pods)
 			continue
@@ -99,6 +107,31 @@ func (p *Provisioner) podChanged(ctx context.Context, req reconcile.Request) (re
 	return reconcile.Result{}, nil
 }
 
+// awaitCache waits until the cache the next decision reads holds the
+// NodeClaims just created (for up to CacheWait), so that decision counts
+// them and their pods.
+func (p *Provisioner) awaitCache(ctx context.Context, names []string) {
+	if len(names) == 0 {
+		return
+	}
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, CacheWait, true, func(ctx context.Context) (bool, error) {
+		for len(names) > 0 {
+			if err := p.Client.Get(ctx, client.ObjectKey{Name: names[0]}, &v1.NodeClaim{}); err != nil {
+				return false, client.IgnoreNotFound(err)
+			}
+			names = names[1:]
+		}
+		return true, nil
+	})
+	if err != nil {
+		p.Log.Info("the cache does not show the NodeClaims just created yet", "missing", len(names), "error", err.Error())
+	}
+}
+
+// CacheWait bounds how long a decision waits for the NodeClaims it
+// created to show in the cache.
+const CacheWait = 10 * time.Second
+
 func (p *Provisioner) run(ctx context.Context) error {
 	for p.Batcher.Wait(ctx) {
 		retry, err := p.Provision(ctx)
@@ -119,18 +152,18 @@ func (p *Provisioner) run(ctx context.Context) error {
 	return nil
 }
 
-// Provision makes one decision. It returns retry=true when it had to wait
-// (a NodeClaim without a provider ID yet), left pods pending, or counted
-// pods as a node's that is still coming up.
+// Provision makes one decision. It returns retry=true when it left pods
+// pending or counted pods as a node's that is still coming up.
+//
+// NodeClaims still launching are capacity like any node (the least any
+// of their instance types offers), with the pods planned onto them, so a
+// decision never waits for a launch and never plans a pod twice; the
+// NodeClaims it creates are in the cache before the next decision reads
+// it.
 func (p *Provisioner) Provision(ctx context.Context) (bool, error) {
 	listed, err := listing.List(ctx, p.Client)
 	if err != nil {
 		return false, err
-	}
-	for _, nc := range listed.NodeClaims {
-		if nc.Status.ProviderID == "" && nc.DeletionTimestamp.IsZero() {
-			return true, nil // deciding now could launch twice
-		}
 	}
 	if !slices.ContainsFunc(listed.Pods, state.Pending) {
 		return false, nil
@@ -147,12 +180,15 @@ func (p *Provisioner) Provision(ctx context.Context) (bool, error) {
 	took := p.Clock.Since(started)
 	p.Metrics.Decision(took, len(plan.Unschedulable))
 	p.Log.Info("computed a plan", "pendingPods", len(snap.Pending), "newNodeClaims", len(plan.NodeClaims), "unschedulablePods", len(plan.Unschedulable), "duration", took)
+	created := make([]string, 0, len(plan.NodeClaims))
+	defer func() { p.awaitCache(ctx, created) }()
 	for _, planned := range plan.NodeClaims {
 		np := snap.Pools[planned.NodePool]
 		nc := state.NodeClaimFor(np, listed.NodeClass(np), planned)
 		if err := p.Client.Create(ctx, nc); err != nil {
 			return false, fmt.Errorf("creating a NodeClaim for NodePool %s: %w", planned.NodePool, err)
 		}
+		created = append(created, nc.Name)
 		p.Metrics.NodeClaimCreated(planned.NodePool)
 		p.Nominator.Plan(ctx, nc.Name, planned.Pods)
 		p.Log.Info("created NodeClaim", "NodeClaim", nc.Name, "nodePool", planned.NodePool, "pods", len(planned.Pods),

@@ -2,6 +2,7 @@ package provisioning_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/operator/optest"
+	simaws "github.com/nodewright/nodewright/internal/sim/aws"
 )
 
 func nodePool(name string, labels map[string]string, reqs ...v1.NodeSelectorRequirementWithMinValues) *v1.NodePool {
@@ -121,4 +123,81 @@ func TestPendingPodsGetNodeClaims(t *testing.T) {
 	if now := len(claims(t, e)); now != count {
 		t.Errorf("%d NodeClaims became %d while the first ones were booting: pods were planned twice", count, now)
 	}
+}
+
+// A launch that never returns does not hold up the others: pods created
+// while it (and the launches of earlier decisions) are in flight get
+// NodeClaims of their own, and no pod is planned onto two NodeClaims,
+// however many decisions its launch spans.
+func TestDecisionsGoOnWhileNodeClaimsLaunch(t *testing.T) {
+	e := optest.Start(t, optest.Options{Scheduler: true})
+	e.DefaultNodeClass(t)
+	e.Create(t, nodePool("general", nil, in("kubernetes.io/arch", "amd64"), in("karpenter.k8s.aws/instance-category", "c", "m", "r")))
+	e.Create(t, nodePool("slow", map[string]string{"pool": "slow"}, in("kubernetes.io/arch", "amd64")))
+	// Every AWS call takes a while, so launches span several decisions,
+	// and the slow NodePool's launches never return.
+	e.Account.SetFaults(simaws.Faults{Latency: 300 * time.Millisecond, HangNodePool: "slow"})
+	e.Create(t, pod("stuck-0", map[string]string{"pool": "slow"}))
+	e.WaitFor(t, "a NodeClaim for the slow NodePool", func(context.Context) (bool, error) {
+		return len(claims(t, e)) == 1, nil
+	})
+	var names []string
+	for round := range 3 {
+		for i := range 4 {
+			p := pod(fmt.Sprintf("web-%d-%d", round, i), nil)
+			p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("1500m")
+			e.Create(t, p)
+			names = append(names, p.Name)
+		}
+		time.Sleep(700 * time.Millisecond)
+	}
+	defer func() {
+		if t.Failed() {
+			for _, nc := range claims(t, e) {
+				t.Logf("NodeClaim %s provider %q requests %v", nc.Name, nc.Status.ProviderID, nc.Spec.Resources.Requests)
+			}
+		}
+	}()
+	e.WaitFor(t, "every pod planned onto a NodeClaim of the general NodePool, launched", func(ctx context.Context) (bool, error) {
+		for _, nc := range claims(t, e) {
+			if nc.Labels[v1.LabelNodePool] == "general" && nc.Status.ProviderID == "" {
+				return false, nil
+			}
+		}
+		nominated, err := nominations(ctx, e)
+		return len(nominated) == len(names)+1, err
+	})
+	time.Sleep(2 * time.Second) // more decisions while the slow launch hangs
+	nominated, err := nominations(context.Background(), e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		if got := nominated[name]; len(got) != 1 || !strings.HasPrefix(got[0], "general-") {
+			t.Errorf("pod %s was planned onto %v, want one NodeClaim of the general NodePool", name, got)
+		}
+	}
+	for _, nc := range claims(t, e) {
+		if nc.Labels[v1.LabelNodePool] == "slow" && nc.Status.ProviderID != "" {
+			t.Errorf("NodeClaim %s of the slow NodePool launched: its launch should still hang", nc.Name)
+		}
+	}
+}
+
+// nominations lists, per pod, the NodeClaims (or nodes) nodewright
+// planned it onto (its Nominated events).
+func nominations(ctx context.Context, e *optest.Env) (map[string][]string, error) {
+	events := &corev1.EventList{}
+	if err := e.Kube.List(ctx, events, client.InNamespace("default")); err != nil {
+		return nil, err
+	}
+	out := map[string][]string{}
+	for _, ev := range events.Items {
+		if ev.Reason == "Nominated" && ev.Source.Component == "nodewright" {
+			target := strings.TrimPrefix(strings.TrimPrefix(ev.Message, "pod should schedule on "), "NodeClaim ")
+			target, _, _ = strings.Cut(target, " ")
+			out[ev.InvolvedObject.Name] = append(out[ev.InvolvedObject.Name], target)
+		}
+	}
+	return out, nil
 }

@@ -16,6 +16,10 @@ type Faults struct {
 	ThrottleEvery int
 	// Latency delays every call.
 	Latency time.Duration
+	// HangNodePool makes CreateFleet calls for this NodePool's instances
+	// (tagged karpenter.sh/nodepool) never answer, until the caller gives
+	// up: a launch stuck on the AWS side.
+	HangNodePool string
 }
 
 // Stats count the account's API calls.

@@ -132,6 +132,10 @@ func (e *EC2) CreateFleet(ctx context.Context, in *ec2.CreateFleetInput, _ ...fu
 	if err := e.account.call(ctx); err != nil {
 		return nil, err
 	}
+	if e.account.hangs(in) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
 	specs, err := e.account.specs()
 	if err != nil {
 		return nil, err
@@ -468,4 +472,23 @@ func (a *Account) SetConsoleOutput(id, output string) {
 	if inst := a.instance(id); inst != nil {
 		inst.ConsoleOutput = output
 	}
+}
+
+// hangs reports whether a CreateFleet call is for the NodePool whose
+// launches the faults hang.
+func (a *Account) hangs(in *ec2.CreateFleetInput) bool {
+	a.mu.Lock()
+	pool := a.faults.HangNodePool
+	a.mu.Unlock()
+	if pool == "" {
+		return false
+	}
+	for _, spec := range in.TagSpecifications {
+		for _, tag := range spec.Tags {
+			if aws.ToString(tag.Key) == "karpenter.sh/nodepool" && aws.ToString(tag.Value) == pool {
+				return true
+			}
+		}
+	}
+	return false
 }

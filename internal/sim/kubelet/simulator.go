@@ -1,7 +1,9 @@
 package kubelet
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"strings"
@@ -11,9 +13,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/go-logr/logr"
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -33,7 +37,10 @@ const UninitializedTaint = "node.cloudprovider.kubernetes.io/uninitialized"
 // the cluster's aws-auth mapping, and registers the Node; it keeps its
 // nodes Ready and runs the pods bound to them.
 type Simulator struct {
-	Kube      client.Client
+	Kube client.Client
+	// Reader lists pods, nodes and the aws-auth ConfigMap; Kube when nil.
+	// A cache keeps a large simulation from listing every pod each tick.
+	Reader    client.Reader
 	Account   *simaws.Account
 	Clock     clock.PassiveClock
 	BootDelay time.Duration
@@ -41,11 +48,29 @@ type Simulator struct {
 	// same for an instance every time), so nodes become Ready at
 	// different times.
 	BootJitter time.Duration
-	Log        logr.Logger
+	// Heartbeat is how often a node's Ready condition is reported again
+	// (10 s when zero, as a kubelet's nodeStatusUpdateFrequency; a large
+	// simulation reports less often, with kube-controller-manager's
+	// node-monitor-grace-period raised to match).
+	Heartbeat time.Duration
+	// Workers bounds the API writes a tick makes at once (16 when zero).
+	Workers int
+	Log     logr.Logger
 
 	mu      sync.Mutex
 	failed  map[string]string // instance id → why the kubelet never registered
 	catalog map[string]instancetypes.Spec
+	// started remembers the pods marked Running, by the resource version
+	// the patch was based on, so a tick that reads a cache not yet showing
+	// the patch does not send it again.
+	started map[types.UID]string
+}
+
+func (s *Simulator) reader() client.Reader {
+	if s.Reader != nil {
+		return s.Reader
+	}
+	return s.Kube
 }
 
 // bootDelay is how long the instance takes to start its kubelet.
@@ -73,7 +98,7 @@ func (s *Simulator) Run(ctx context.Context, interval time.Duration) error {
 		return err
 	}
 	s.mu.Lock()
-	s.failed, s.catalog = map[string]string{}, map[string]instancetypes.Spec{}
+	s.failed, s.catalog, s.started = map[string]string{}, map[string]instancetypes.Spec{}, map[types.UID]string{}
 	for _, sp := range specs {
 		s.catalog[sp.Name] = sp
 	}
@@ -93,16 +118,19 @@ func (s *Simulator) Run(ctx context.Context, interval time.Duration) error {
 }
 
 // Tick boots due running instances, removes the nodes of terminated ones,
-// keeps nodes of running ones Ready and their pods running.
+// keeps nodes of running ones Ready and their pods running. Its API
+// writes run on up to Workers goroutines.
 func (s *Simulator) Tick(ctx context.Context) error {
 	nodes := &corev1.NodeList{}
-	if err := s.Kube.List(ctx, nodes); err != nil {
+	if err := s.reader().List(ctx, nodes); err != nil {
 		return err
 	}
 	byProvider := map[string]*corev1.Node{}
 	for i := range nodes.Items {
 		byProvider[nodes.Items[i].Spec.ProviderID] = &nodes.Items[i]
 	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(cmp.Or(s.Workers, 16))
 	for _, inst := range s.Account.Instances() {
 		id := aws.ToString(inst.InstanceId)
 		providerID := "aws:///" + aws.ToString(inst.Placement.AvailabilityZone) + "/" + id
@@ -110,9 +138,7 @@ func (s *Simulator) Tick(ctx context.Context) error {
 		switch {
 		case inst.State.Name == ec2types.InstanceStateNameTerminated:
 			if node != nil && node.DeletionTimestamp.IsZero() {
-				if err := client.IgnoreNotFound(s.Kube.Delete(ctx, node)); err != nil {
-					return err
-				}
+				g.Go(func() error { return client.IgnoreNotFound(s.Kube.Delete(gctx, node)) })
 			}
 		case inst.State.Name != ec2types.InstanceStateNameRunning:
 			continue // still pending, or shutting down: no kubelet runs
@@ -120,16 +146,15 @@ func (s *Simulator) Tick(ctx context.Context) error {
 			if _, failed := s.Failure(id); failed || s.Clock.Since(aws.ToTime(inst.LaunchTime)) < s.bootDelay(id) {
 				continue
 			}
-			if err := s.boot(ctx, inst, providerID); err != nil {
-				return err
-			}
-		default:
-			if err := s.heartbeat(ctx, node); err != nil {
-				return err
-			}
+			g.Go(func() error { return s.boot(gctx, inst, providerID) })
+		case s.heartbeatDue(node):
+			g.Go(func() error { return s.heartbeat(gctx, node) })
 		}
 	}
-	return s.runPods(ctx)
+	if err := s.runPods(gctx, g); err != nil {
+		return errors.Join(err, g.Wait())
+	}
+	return g.Wait()
 }
 
 // boot registers the node of an instance, or records why it cannot.
@@ -172,7 +197,7 @@ func (s *Simulator) roleMapped(ctx context.Context, role string) (bool, error) {
 		return true, nil
 	}
 	cm := &corev1.ConfigMap{}
-	if err := s.Kube.Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "aws-auth"}, cm); err != nil {
+	if err := s.reader().Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "aws-auth"}, cm); err != nil {
 		if apierrors.IsNotFound(err) {
 			return false, nil
 		}
@@ -232,14 +257,21 @@ func (s *Simulator) nodeFor(inst simaws.Instance, providerID string, reg *Regist
 	}
 }
 
+// heartbeatDue reports whether a node's Ready condition is to be
+// reported again.
+func (s *Simulator) heartbeatDue(node *corev1.Node) bool {
+	every := cmp.Or(s.Heartbeat, 10*time.Second)
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue && s.Clock.Since(c.LastHeartbeatTime.Time) < every {
+			return false
+		}
+	}
+	return true
+}
+
 // heartbeat keeps a node Ready, as the kubelet's status updates would.
 func (s *Simulator) heartbeat(ctx context.Context, node *corev1.Node) error {
 	now := metav1.NewTime(s.Clock.Now())
-	for _, c := range node.Status.Conditions {
-		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue && now.Sub(c.LastHeartbeatTime.Time) < 10*time.Second {
-			return nil
-		}
-	}
 	before := node.DeepCopy()
 	ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now}
 	for _, c := range node.Status.Conditions {
@@ -254,47 +286,61 @@ func (s *Simulator) heartbeat(ctx context.Context, node *corev1.Node) error {
 	return client.IgnoreNotFound(s.Kube.Status().Patch(ctx, node, client.MergeFrom(before)))
 }
 
-// runPods marks the pods bound to simulated nodes Running and Ready.
-func (s *Simulator) runPods(ctx context.Context) error {
+// runPods marks the pods bound to simulated nodes Running and Ready, and
+// removes the pods being deleted from them, on g.
+func (s *Simulator) runPods(ctx context.Context, g *errgroup.Group) error {
 	pods := &corev1.PodList{}
-	if err := s.Kube.List(ctx, pods); err != nil {
+	if err := s.reader().List(ctx, pods); err != nil {
 		return err
 	}
+	var remove, start []*corev1.Pod
+	s.mu.Lock()
+	live := make(map[types.UID]string, len(s.started))
 	for i := range pods.Items {
 		pod := &pods.Items[i]
-		if pod.Spec.NodeName == "" || !strings.HasPrefix(pod.Spec.NodeName, "ip-") {
-			continue
-		}
-		if !pod.DeletionTimestamp.IsZero() {
-			// The kubelet has stopped the containers: the pod goes.
-			if err := client.IgnoreNotFound(s.Kube.Delete(ctx, pod, client.GracePeriodSeconds(0))); err != nil {
-				return err
-			}
-			continue
-		}
-		if pod.Status.Phase == corev1.PodRunning {
-			continue
-		}
-		before := pod.DeepCopy()
-		now := metav1.NewTime(s.Clock.Now())
-		pod.Status.Phase = corev1.PodRunning
-		pod.Status.StartTime = &now
-		pod.Status.Conditions = append(pod.Status.Conditions,
-			corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
-			corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
-			corev1.PodCondition{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: now})
-		if err := client.IgnoreNotFound(s.Kube.Status().Patch(ctx, pod, client.MergeFrom(before))); err != nil {
-			return err
+		switch {
+		case pod.Spec.NodeName == "" || !strings.HasPrefix(pod.Spec.NodeName, "ip-"):
+		case !pod.DeletionTimestamp.IsZero():
+			remove = append(remove, pod) // the kubelet has stopped the containers: the pod goes
+		case pod.Status.Phase == corev1.PodRunning:
+		case s.started[pod.UID] == pod.ResourceVersion:
+			live[pod.UID] = pod.ResourceVersion // the cache has not caught up with the patch yet
+		default:
+			live[pod.UID] = pod.ResourceVersion
+			start = append(start, pod)
 		}
 	}
+	s.started = live
+	s.mu.Unlock()
+	for _, pod := range remove {
+		g.Go(func() error { return client.IgnoreNotFound(s.Kube.Delete(ctx, pod, client.GracePeriodSeconds(0))) })
+	}
+	for _, pod := range start {
+		g.Go(func() error { return s.start(ctx, pod) })
+	}
 	return nil
+}
+
+// start marks a pod Running and Ready.
+func (s *Simulator) start(ctx context.Context, pod *corev1.Pod) error {
+	before := pod.DeepCopy()
+	now := metav1.NewTime(s.Clock.Now())
+	pod.Status.Phase = corev1.PodRunning
+	pod.Status.StartTime = &now
+	pod.Status.Conditions = append(pod.Status.Conditions,
+		corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		corev1.PodCondition{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: now})
+	return client.IgnoreNotFound(s.Kube.Status().Patch(ctx, pod, client.MergeFrom(before)))
 }
 
 // CloudControllerManager removes the uninitialized taint from nodes after
 // Delay, as the cloud controller manager does once it has initialised a
 // node; Enabled false simulates one that is not running (S2).
 type CloudControllerManager struct {
-	Kube    client.Client
+	Kube client.Client
+	// Reader lists the nodes; Kube when nil.
+	Reader  client.Reader
 	Clock   clock.PassiveClock
 	Delay   time.Duration
 	Enabled bool
@@ -306,7 +352,11 @@ func (c *CloudControllerManager) Tick(ctx context.Context) error {
 		return nil
 	}
 	nodes := &corev1.NodeList{}
-	if err := c.Kube.List(ctx, nodes); err != nil {
+	var reader client.Reader = c.Kube
+	if c.Reader != nil {
+		reader = c.Reader
+	}
+	if err := reader.List(ctx, nodes); err != nil {
 		return err
 	}
 	for i := range nodes.Items {

@@ -20,13 +20,18 @@ import (
 
 // Snapshot is the state of a simulation, as `nodewright sim` reports it.
 type Snapshot struct {
-	Elapsed      time.Duration `json:"elapsed"`
-	Pods         int           `json:"pods"`
-	RunningPods  int           `json:"runningPods"`
-	PendingPods  int           `json:"pendingPods"`
-	NodeClaims   []NodeClaim   `json:"nodeClaims"`
-	Nodes        int           `json:"nodes"`
-	PricePerHour float64       `json:"pricePerHour"`
+	Elapsed     time.Duration `json:"elapsed"`
+	Pods        int           `json:"pods"`
+	RunningPods int           `json:"runningPods"`
+	PendingPods int           `json:"pendingPods"`
+	// Waiting counts the pending pods by what they wait for: "unplaceable"
+	// (nodewright said why it cannot place them: see Problems),
+	// "nominated" (a node is planned or coming up for them), "bound" (on
+	// a node, not started yet) and "unscheduled" (none of these yet).
+	Waiting      map[string]int `json:"waiting,omitempty"`
+	NodeClaims   []NodeClaim    `json:"nodeClaims"`
+	Nodes        int            `json:"nodes"`
+	PricePerHour float64        `json:"pricePerHour"`
 	// Problems explain everything that is not working: conditions that
 	// are not True, kubelets that did not register, pods nodewright cannot
 	// place.
@@ -54,6 +59,50 @@ type NodeClaim struct {
 	Zone         string `json:"zone"`
 	// Phase is Launching, Registering, Initializing or Ready.
 	Phase string `json:"phase"`
+}
+
+func (s *Snapshot) wait(why string) {
+	if s.Waiting == nil {
+		s.Waiting = map[string]int{}
+	}
+	s.Waiting[why]++
+}
+
+// NotConvergedError says a simulation step ended before its workload
+// ran: what is still pending and why.
+type NotConvergedError struct {
+	Step     string
+	Snapshot *Snapshot
+}
+
+func (e *NotConvergedError) Error() string {
+	s := e.Snapshot
+	phases := map[string]int{}
+	for _, c := range s.NodeClaims {
+		phases[c.Phase]++
+	}
+	var waiting, claims []string
+	for _, why := range []string{"unplaceable", "nominated", "bound", "unscheduled"} {
+		if n := s.Waiting[why]; n > 0 {
+			waiting = append(waiting, fmt.Sprintf("%d %s", n, why))
+		}
+	}
+	for _, ph := range []string{"Launching", "Registering", "Initializing"} {
+		if n := phases[ph]; n > 0 {
+			claims = append(claims, fmt.Sprintf("%d %s", n, ph))
+		}
+	}
+	msg := fmt.Sprintf("%s did not converge after %s: %d of %d pods Running", e.Step, s.Elapsed, s.RunningPods, s.Pods)
+	if len(waiting) > 0 {
+		msg += "; pending: " + strings.Join(waiting, ", ")
+	}
+	if len(claims) > 0 {
+		msg += "; NodeClaims not Ready: " + strings.Join(claims, ", ")
+	}
+	if len(s.Problems) > 0 {
+		msg += fmt.Sprintf("; %d problems listed under Why", len(s.Problems))
+	}
+	return msg
 }
 
 // Done reports whether every pod runs on Ready NodeClaims.
@@ -88,7 +137,7 @@ func (s *Sim) Snapshot(ctx context.Context, started time.Time) (*Snapshot, error
 		}
 	}
 	pods := &corev1.PodList{}
-	if err := s.Kube.List(ctx, pods); err != nil {
+	if err := s.cache.List(ctx, pods); err != nil {
 		return nil, err
 	}
 	reasons, err := s.podReasons(ctx)
@@ -107,7 +156,18 @@ func (s *Sim) Snapshot(ctx context.Context, started time.Time) (*Snapshot, error
 			continue
 		}
 		snap.PendingPods++
-		if r, ok := reasons[p.Namespace+"/"+p.Name]; ok {
+		r, unplaceable := reasons[p.Namespace+"/"+p.Name]
+		switch {
+		case p.Spec.NodeName != "":
+			snap.wait("bound")
+		case unplaceable:
+			snap.wait("unplaceable")
+		case p.Status.NominatedNodeName != "":
+			snap.wait("nominated")
+		default:
+			snap.wait("unscheduled")
+		}
+		if unplaceable {
 			if _, seen := podsByReason[r]; !seen {
 				reasonOrder = append(reasonOrder, r)
 			}
@@ -123,7 +183,7 @@ func (s *Sim) Snapshot(ctx context.Context, started time.Time) (*Snapshot, error
 		add(label + ": " + r)
 	}
 	classes := &awsv1.EC2NodeClassList{}
-	if err := s.Kube.List(ctx, classes); err != nil {
+	if err := s.cache.List(ctx, classes); err != nil {
 		return nil, err
 	}
 	for _, c := range classes.Items {
@@ -134,7 +194,7 @@ func (s *Sim) Snapshot(ctx context.Context, started time.Time) (*Snapshot, error
 		}
 	}
 	pools := &v1.NodePoolList{}
-	if err := s.Kube.List(ctx, pools); err != nil {
+	if err := s.cache.List(ctx, pools); err != nil {
 		return nil, err
 	}
 	for _, np := range pools.Items {
@@ -143,7 +203,7 @@ func (s *Sim) Snapshot(ctx context.Context, started time.Time) (*Snapshot, error
 		}
 	}
 	claims := &v1.NodeClaimList{}
-	if err := s.Kube.List(ctx, claims); err != nil {
+	if err := s.cache.List(ctx, claims); err != nil {
 		return nil, err
 	}
 	specs, err := instancetypes.Catalog()
@@ -186,7 +246,7 @@ func (s *Sim) Snapshot(ctx context.Context, started time.Time) (*Snapshot, error
 	}
 	snap.PricePerHour = math.Round(snap.PricePerHour*1e4) / 1e4
 	nodes := &corev1.NodeList{}
-	if err := s.Kube.List(ctx, nodes); err != nil {
+	if err := s.cache.List(ctx, nodes); err != nil {
 		return nil, err
 	}
 	snap.Nodes = len(nodes.Items)
@@ -211,7 +271,7 @@ var disruptionReasons = map[string]bool{"DisruptionLaunching": true, "Disruption
 // disruptions lists the disruption events on NodeClaims, oldest first.
 func (s *Sim) disruptions(ctx context.Context) ([]string, error) {
 	events := &corev1.EventList{}
-	if err := s.Kube.List(ctx, events); err != nil {
+	if err := s.cache.List(ctx, events); err != nil {
 		return nil, err
 	}
 	var picked []corev1.Event
@@ -249,7 +309,7 @@ func phase(nc *v1.NodeClaim) string {
 // could not place.
 func (s *Sim) podReasons(ctx context.Context) (map[string]string, error) {
 	events := &corev1.EventList{}
-	if err := s.Kube.List(ctx, events); err != nil {
+	if err := s.cache.List(ctx, events); err != nil {
 		return nil, err
 	}
 	latest := map[string]corev1.Event{}
