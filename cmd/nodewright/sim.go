@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"net/http"
+	_ "net/http/pprof" //nolint:gosec // served only with --pprof-addr
 	"os/exec"
 	"os/signal"
 	"path/filepath"
@@ -30,6 +32,7 @@ func newSimCommand() *cobra.Command {
 		bootJitter                   time.Duration
 		noNomination                 bool
 		pods                         int
+		pprofAddr                    string
 		registrationTimeout, workDir string
 		faults                       simaws.Faults
 		noCapacity, then             []string
@@ -74,6 +77,9 @@ is enough), or a manifest file.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if pprofAddr != "" {
+				go func() { _ = http.ListenAndServe(pprofAddr, nil) }() //nolint:gosec // a local debugging endpoint
+			}
 			logf.SetLogger(logr.Discard())
 			progress := cmd.ErrOrStderr()
 			assets, err := ensureControlPlane(ctx, progress)
@@ -129,6 +135,7 @@ is enough), or a manifest file.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&scenario, "scenario", "healthy", "scenario to apply: a name, a prefix (s1 ... s5, healthy, scale) or a manifest file")
+	f.StringVar(&pprofAddr, "pprof-addr", "", "serve Go's profiles (net/http/pprof) on this address, such as 127.0.0.1:6060")
 	f.IntVar(&pods, "pods", 0, "spread this many pods over the scenario's Deployments and StatefulSets (such as --scenario scale --pods 10000)")
 	f.StringVarP(&output, "output", "o", "table", "summary format: table or json")
 	f.BoolVar(&keep, "keep", false, "leave the cluster running and print a kubeconfig")

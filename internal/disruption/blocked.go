@@ -41,6 +41,10 @@ const (
 	// BlockedConsolidationInFlight: a consolidation is being carried out;
 	// the next one is decided on the cluster it leaves.
 	BlockedConsolidationInFlight BlockedReason = "ConsolidationInFlight"
+	// BlockedScaleUp: pods are pending that nodewright is placing (or
+	// counts as launching nodes'); consolidation waits until they run, so
+	// it does not remove what they are about to use.
+	BlockedScaleUp BlockedReason = "ScaleUp"
 	// BlockedNotEvaluated: single-node consolidation looked at its
 	// maximum of nodes this round before this one.
 	BlockedNotEvaluated BlockedReason = "NotEvaluated"
@@ -64,6 +68,8 @@ type Blocked struct {
 	Types, MinTypes  int
 	Policy           v1.ConsolidationPolicy
 	Score            float64
+	// Pods counts the pending pods of a scale-up.
+	Pods int
 	// Limit is how many nodes single-node consolidation looks at a round.
 	Limit int
 }
@@ -99,6 +105,8 @@ func (b Blocked) String() string {
 		return fmt.Sprintf("it could go (%s), but another %s command goes first; it is considered again next round", b.Method, b.Method)
 	case BlockedConsolidationInFlight:
 		return "a consolidation is being carried out; consolidation looks at this node again once it is done"
+	case BlockedScaleUp:
+		return fmt.Sprintf("%d pending pods are being placed; consolidation waits until they run", b.Pods)
 	case BlockedNotEvaluated:
 		return fmt.Sprintf("not evaluated this round: single-node consolidation looks at %d nodes a round, those with the fewest pods first", b.Limit)
 	case BlockedPolicy:

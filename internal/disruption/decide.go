@@ -109,10 +109,14 @@ func Decide(s *state.Snapshot, opts Options) *Decision {
 	d, candidates := newDecider(s, opts)
 	d.expiration(candidates)
 	d.drift(candidates)
-	d.emptiness(candidates)
-	if opts.ConsolidationInFlight {
-		d.consolidationWaits(candidates)
-	} else {
+	switch pods := scalingUp(s); {
+	case pods > 0:
+		d.consolidationWaits(candidates, Blocked{Reason: BlockedScaleUp, Pods: pods})
+	case opts.ConsolidationInFlight:
+		d.emptiness(candidates)
+		d.consolidationWaits(candidates, Blocked{Reason: BlockedConsolidationInFlight})
+	default:
+		d.emptiness(candidates)
 		d.consolidation(candidates)
 	}
 	d.explainRest(s)
@@ -128,18 +132,40 @@ func Decide(s *state.Snapshot, opts Options) *Decision {
 	return d.out
 }
 
+// scalingUp counts the pods of a scale-up in progress: pending pods the
+// scheduler places on nodes or new NodeClaims, and pods counted as
+// launching nodes' until those nodes run them.
+func scalingUp(s *state.Snapshot) int {
+	pods := s.Expecting()
+	if len(s.Pending) == 0 {
+		return pods
+	}
+	plan := scheduling.Solve(s.Input(nil))
+	for _, nc := range plan.NodeClaims {
+		pods += len(nc.Pods)
+	}
+	for _, e := range plan.Existing {
+		pods += len(e.Pods)
+	}
+	return pods
+}
+
 // consolidationWaits explains the nodes consolidation would look at while
-// another consolidation is carried out.
-func (d *decider) consolidationWaits(candidates []*state.Node) {
+// it waits (why: a consolidation carried out, a scale-up).
+func (d *decider) consolidationWaits(candidates []*state.Node, why Blocked) {
 	for _, n := range candidates {
 		if d.taken[n.Name] {
 			continue
 		}
+		why.Method = v1.DisruptionReasonUnderutilized
+		if len(n.Reschedulable()) == 0 {
+			why.Method = v1.DisruptionReasonEmpty
+		}
 		if bs := n.Blockers(); len(bs) > 0 {
-			d.block(n, Blocked{Reason: BlockedByNode, Blocker: bs[0], Method: v1.DisruptionReasonUnderutilized})
+			d.block(n, Blocked{Reason: BlockedByNode, Blocker: bs[0], Method: why.Method})
 			continue
 		}
-		d.block(n, Blocked{Reason: BlockedConsolidationInFlight, Method: v1.DisruptionReasonUnderutilized})
+		d.block(n, why)
 	}
 }
 

@@ -357,3 +357,38 @@ func TestDoNotDisrupt(t *testing.T) {
 		t.Errorf("%q, blocked %q", commands(d), blocked(d, "big"))
 	}
 }
+
+// While pods nodewright can place are pending, consolidation waits: it
+// would remove capacity the scale-up is about to use. A pending pod no
+// NodePool can take does not hold it back.
+func TestConsolidationWaitsForScaleUp(t *testing.T) {
+	pending := func(name string, selector map[string]string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}}
+		p.Spec.NodeSelector = selector
+		p.Spec.Containers = []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}
+		return p
+	}
+	c := newCluster(t)
+	c.node("empty", "m5.xlarge", onDemand)
+	c.node("a", "m5.xlarge", onDemand)
+	c.pods("a", 2, "500m", "512Mi")
+	c.objs.Pods = append(c.objs.Pods, pending("waiting", nil))
+	d := c.decide()
+	if len(d.Commands) != 0 {
+		t.Errorf("a pending pod nodewright can place: consolidation should wait, got %q", commands(d))
+	}
+	for node, method := range map[string]v1.DisruptionReason{"empty": v1.DisruptionReasonEmpty, "a": v1.DisruptionReasonUnderutilized} {
+		for _, b := range d.Blocked {
+			if b.Node == node && (b.Method != method || !strings.Contains(b.String(), "1 pending pods are being placed")) {
+				t.Errorf("node %s: %s %q, want the %s consolidation waiting for the scale-up", node, b.Method, b.String(), method)
+			}
+		}
+	}
+
+	c.objs.Pods[len(c.objs.Pods)-1] = pending("typo", map[string]string{"pod-type": "armapps"})
+	if d := c.decide(); len(d.Commands) == 0 {
+		t.Errorf("a pending pod no NodePool can take should not hold consolidation back: blocked %q, %q", blocked(d, "empty"), blocked(d, "a"))
+	}
+}

@@ -122,7 +122,7 @@ func (s *Simulator) Run(ctx context.Context, interval time.Duration) error {
 // writes run on up to Workers goroutines.
 func (s *Simulator) Tick(ctx context.Context) error {
 	nodes := &corev1.NodeList{}
-	if err := s.reader().List(ctx, nodes); err != nil {
+	if err := s.reader().List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	byProvider := map[string]*corev1.Node{}
@@ -138,7 +138,7 @@ func (s *Simulator) Tick(ctx context.Context) error {
 		switch {
 		case inst.State.Name == ec2types.InstanceStateNameTerminated:
 			if node != nil && node.DeletionTimestamp.IsZero() {
-				g.Go(func() error { return client.IgnoreNotFound(s.Kube.Delete(gctx, node)) })
+				g.Go(func() error { return client.IgnoreNotFound(s.Kube.Delete(gctx, node.DeepCopy())) })
 			}
 		case inst.State.Name != ec2types.InstanceStateNameRunning:
 			continue // still pending, or shutting down: no kubelet runs
@@ -148,7 +148,7 @@ func (s *Simulator) Tick(ctx context.Context) error {
 			}
 			g.Go(func() error { return s.boot(gctx, inst, providerID) })
 		case s.heartbeatDue(node):
-			g.Go(func() error { return s.heartbeat(gctx, node) })
+			g.Go(func() error { return s.heartbeat(gctx, node.DeepCopy()) })
 		}
 	}
 	if err := s.runPods(gctx, g); err != nil {
@@ -289,8 +289,9 @@ func (s *Simulator) heartbeat(ctx context.Context, node *corev1.Node) error {
 // runPods marks the pods bound to simulated nodes Running and Ready, and
 // removes the pods being deleted from them, on g.
 func (s *Simulator) runPods(ctx context.Context, g *errgroup.Group) error {
+	// The listed objects are the cache's: copied before any change.
 	pods := &corev1.PodList{}
-	if err := s.reader().List(ctx, pods); err != nil {
+	if err := s.reader().List(ctx, pods, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	var remove, start []*corev1.Pod
@@ -313,10 +314,10 @@ func (s *Simulator) runPods(ctx context.Context, g *errgroup.Group) error {
 	s.started = live
 	s.mu.Unlock()
 	for _, pod := range remove {
-		g.Go(func() error { return client.IgnoreNotFound(s.Kube.Delete(ctx, pod, client.GracePeriodSeconds(0))) })
+		g.Go(func() error { return client.IgnoreNotFound(s.Kube.Delete(ctx, pod.DeepCopy(), client.GracePeriodSeconds(0))) })
 	}
 	for _, pod := range start {
-		g.Go(func() error { return s.start(ctx, pod) })
+		g.Go(func() error { return s.start(ctx, pod.DeepCopy()) })
 	}
 	return nil
 }

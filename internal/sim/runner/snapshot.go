@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
@@ -137,7 +138,7 @@ func (s *Sim) Snapshot(ctx context.Context, started time.Time) (*Snapshot, error
 		}
 	}
 	pods := &corev1.PodList{}
-	if err := s.cache.List(ctx, pods); err != nil {
+	if err := s.cache.List(ctx, pods, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	reasons, err := s.podReasons(ctx)
@@ -203,7 +204,7 @@ func (s *Sim) Snapshot(ctx context.Context, started time.Time) (*Snapshot, error
 		}
 	}
 	claims := &v1.NodeClaimList{}
-	if err := s.cache.List(ctx, claims); err != nil {
+	if err := s.cache.List(ctx, claims, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	specs, err := instancetypes.Catalog()
@@ -246,7 +247,7 @@ func (s *Sim) Snapshot(ctx context.Context, started time.Time) (*Snapshot, error
 	}
 	snap.PricePerHour = math.Round(snap.PricePerHour*1e4) / 1e4
 	nodes := &corev1.NodeList{}
-	if err := s.cache.List(ctx, nodes); err != nil {
+	if err := s.cache.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	snap.Nodes = len(nodes.Items)
@@ -271,7 +272,7 @@ var disruptionReasons = map[string]bool{"DisruptionLaunching": true, "Disruption
 // disruptions lists the disruption events on NodeClaims, oldest first.
 func (s *Sim) disruptions(ctx context.Context) ([]string, error) {
 	events := &corev1.EventList{}
-	if err := s.cache.List(ctx, events); err != nil {
+	if err := s.cache.List(ctx, events, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	var picked []corev1.Event
@@ -309,7 +310,7 @@ func phase(nc *v1.NodeClaim) string {
 // could not place.
 func (s *Sim) podReasons(ctx context.Context) (map[string]string, error) {
 	events := &corev1.EventList{}
-	if err := s.cache.List(ctx, events); err != nil {
+	if err := s.cache.List(ctx, events, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	latest := map[string]corev1.Event{}

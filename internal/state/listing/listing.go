@@ -26,6 +26,10 @@ type Listed struct {
 
 // List reads every NodePool, EC2NodeClass, NodeClaim, Node, Pod,
 // DaemonSet and PodDisruptionBudget.
+//
+// From a cache, the pods are the cache's own objects, not copies (copying
+// tens of thousands of pods for every decision would cost more than the
+// decision): callers read them and never change them.
 func List(ctx context.Context, kube client.Reader) (*Listed, error) {
 	var (
 		pools   v1.NodePoolList
@@ -39,8 +43,10 @@ func List(ctx context.Context, kube client.Reader) (*Listed, error) {
 	for _, l := range []struct {
 		what string
 		list client.ObjectList
-	}{{"NodePools", &pools}, {"EC2NodeClasses", &classes}, {"NodeClaims", &claims}, {"Nodes", &nodes}, {"Pods", &pods}, {"DaemonSets", &sets}, {"PodDisruptionBudgets", &pdbs}} {
-		if err := kube.List(ctx, l.list); err != nil {
+		opts []client.ListOption
+	}{{"NodePools", &pools, nil}, {"EC2NodeClasses", &classes, nil}, {"NodeClaims", &claims, nil}, {"Nodes", &nodes, nil},
+		{"Pods", &pods, []client.ListOption{client.UnsafeDisableDeepCopy}}, {"DaemonSets", &sets, nil}, {"PodDisruptionBudgets", &pdbs, nil}} {
+		if err := kube.List(ctx, l.list, l.opts...); err != nil {
 			return nil, fmt.Errorf("listing %s: %w", l.what, err)
 		}
 	}
