@@ -32,7 +32,7 @@ func newSimCommand() *cobra.Command {
 		bootJitter                   time.Duration
 		noNomination                 bool
 		pods                         int
-		pprofAddr                    string
+		pprofAddr, logFile           string
 		registrationTimeout, workDir string
 		faults                       simaws.Faults
 		noCapacity, then             []string
@@ -87,6 +87,16 @@ is enough), or a manifest file.`,
 				return err
 			}
 			opts := runner.DefaultOptions()
+			if logFile != "" {
+				f, err := os.Create(logFile)
+				if err != nil {
+					return fmt.Errorf("--log-file: %w", err)
+				}
+				defer func() { _ = f.Close() }()
+				if opts.Log, err = controllerLogger(f, "json", "info"); err != nil {
+					return err
+				}
+			}
 			opts.AssetsDir, opts.WorkDir = assets, workDir
 			opts.BootDelay, opts.BootJitter, opts.CloudControllerManager = bootDelay, bootJitter, !noCCM
 			opts.NoNominationGate, opts.Operator.NominatePods = noNomination, !noNomination
@@ -135,6 +145,7 @@ is enough), or a manifest file.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&scenario, "scenario", "healthy", "scenario to apply: a name, a prefix (s1 ... s5, healthy, scale) or a manifest file")
+	f.StringVar(&logFile, "log-file", "", "write nodewright's and the simulated kubelets' logs to this file (JSON lines)")
 	f.StringVar(&pprofAddr, "pprof-addr", "", "serve Go's profiles (net/http/pprof) on this address, such as 127.0.0.1:6060")
 	f.IntVar(&pods, "pods", 0, "spread this many pods over the scenario's Deployments and StatefulSets (such as --scenario scale --pods 10000)")
 	f.StringVarP(&output, "output", "o", "table", "summary format: table or json")

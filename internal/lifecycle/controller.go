@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
@@ -167,6 +168,9 @@ func (c *Controller) patch(ctx context.Context, before, nc *v1.NodeClaim) error 
 		nc.Status = status
 		before = before.DeepCopy()
 		before.ResourceVersion = nc.ResourceVersion
+	}
+	if equality.Semantic.DeepEqual(before.Status, nc.Status) {
+		return nil // nothing to write: no request at all
 	}
 	if err := c.Client.Status().Patch(ctx, nc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("patching the status of NodeClaim %s: %w", nc.Name, err)

@@ -114,6 +114,11 @@ func New(ctx context.Context, rc *rest.Config, cfg Config, clouds Clouds, clk cl
 	}
 	rc = rest.CopyConfig(rc)
 	rc.QPS, rc.Burst = cfg.KubeQPS, cfg.KubeBurst
+	requests, err := metrics.NewKubeRequests(ctrlmetrics.Registry)
+	if err != nil {
+		return nil, fmt.Errorf("registering metrics: %w", err)
+	}
+	requests.Wrap(rc)
 	mgr, err := ctrl.NewManager(rc, ctrl.Options{
 		Scheme: scheme,
 		// The cache keeps what the controllers read, without the managed

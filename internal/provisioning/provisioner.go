@@ -55,26 +55,28 @@ type Provisioner struct {
 // it within seconds, or the pod is planned again.
 const NominationGrace = 10 * time.Second
 
-// nominateExisting nominates the pods planned onto existing nodes, and
-// remembers those planned onto NodeClaims still in flight.
+// nominateExisting nominates the pods planned onto existing nodes that
+// kube-scheduler has found no node for (the others it places itself when
+// it gets to them), and remembers those planned onto NodeClaims still in
+// flight.
 func (p *Provisioner) nominateExisting(ctx context.Context, snap *state.Snapshot, plan *scheduling.Plan) error {
 	registered := map[string]bool{}
 	for _, n := range snap.Nodes {
 		registered[n.Name] = n.Registered()
 	}
 	for _, e := range plan.Existing {
-		what := "node " + e.Node
 		if !registered[e.Node] {
-			what = "NodeClaim " + e.Node + " (launching)"
-		}
-		for _, pod := range e.Pods {
-			p.Recorder.Eventf(pod, corev1.EventTypeNormal, "Nominated", "pod should schedule on %s", what)
-		}
-		if !registered[e.Node] {
+			for _, pod := range e.Pods {
+				p.Recorder.Eventf(pod, corev1.EventTypeNormal, "Nominated", "pod should schedule on NodeClaim %s (launching)", e.Node)
+			}
 			p.Nominator.Plan(ctx, e.Node, e.Pods)
 			continue
 		}
-		if err := p.Nominator.Nominate(ctx, e.Node, e.Pods); err != nil {
+		marked := slices.DeleteFunc(slices.Clone(e.Pods), func(pod *corev1.Pod) bool { return !state.MarkedUnschedulable(pod) })
+		for _, pod := range marked {
+			p.Recorder.Eventf(pod, corev1.EventTypeNormal, "Nominated", "pod should schedule on node %s", e.Node)
+		}
+		if err := p.Nominator.Nominate(ctx, e.Node, marked); err != nil {
 			return err
 		}
 	}

@@ -195,8 +195,12 @@ func usage(nodes []*Node) map[string]corev1.ResourceList {
 
 // Pending reports a pod nodewright should find room for: not bound, not
 // a DaemonSet's, not finished or being deleted, not gated, and either
-// marked unschedulable by kube-scheduler or never looked at by the API
-// server at all (a manifest: no phase).
+// marked unschedulable by kube-scheduler, or not looked at by it yet
+// (kube-scheduler's default scheduler name; a manifest has no phase at
+// all). kube-scheduler looks at new pods one at a time — 10,000 new pods
+// would wait minutes for it to say none fits — while a decision places
+// them all at once, on room already there first: a pod that fits on a
+// node still goes there, through kube-scheduler.
 func Pending(p *corev1.Pod) bool {
 	if p.Spec.NodeName != "" || finished(p) || len(p.Spec.SchedulingGates) > 0 || OwnedByDaemonSet(p) {
 		return false
@@ -204,6 +208,16 @@ func Pending(p *corev1.Pod) bool {
 	if p.Status.Phase == "" && len(p.Status.Conditions) == 0 {
 		return true
 	}
+	if MarkedUnschedulable(p) {
+		return true
+	}
+	looked := slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool { return c.Type == corev1.PodScheduled })
+	return !looked && p.Status.Phase == corev1.PodPending && (p.Spec.SchedulerName == "" || p.Spec.SchedulerName == corev1.DefaultSchedulerName)
+}
+
+// MarkedUnschedulable reports a pod kube-scheduler has tried and found no
+// node for.
+func MarkedUnschedulable(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
 			return true

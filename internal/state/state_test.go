@@ -57,13 +57,20 @@ func TestPending(t *testing.T) {
 	}{
 		"a manifest's pod (no status)":           {pod("a"), true},
 		"marked unschedulable by kube-scheduler": {pod("a", unschedulable), true},
-		"not yet looked at by kube-scheduler":    {pod("a", func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending }), false},
-		"bound":                                  {pod("a", on("n")), false},
-		"a DaemonSet's":                          {pod("a", unschedulable, daemon), false},
-		"succeeded":                              {pod("a", func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }), false},
-		"failed":                                 {pod("a", unschedulable, func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }), false},
-		"being deleted":                          {pod("a", unschedulable, func(p *corev1.Pod) { p.DeletionTimestamp = &deleting }), false},
-		"held by a scheduling gate":              {pod("a", func(p *corev1.Pod) { p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "g"}} }), false},
+		"not yet looked at by kube-scheduler":    {pod("a", func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending }), true},
+		"for another scheduler, not looked at": {pod("a", func(p *corev1.Pod) {
+			p.Status.Phase, p.Spec.SchedulerName = corev1.PodPending, "volcano"
+		}), false},
+		"scheduled, not bound yet": {pod("a", func(p *corev1.Pod) {
+			p.Status.Phase = corev1.PodPending
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}
+		}), false},
+		"bound":                     {pod("a", on("n")), false},
+		"a DaemonSet's":             {pod("a", unschedulable, daemon), false},
+		"succeeded":                 {pod("a", func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }), false},
+		"failed":                    {pod("a", unschedulable, func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }), false},
+		"being deleted":             {pod("a", unschedulable, func(p *corev1.Pod) { p.DeletionTimestamp = &deleting }), false},
+		"held by a scheduling gate": {pod("a", func(p *corev1.Pod) { p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "g"}} }), false},
 		"unschedulable for another reason (gated)": {pod("a", func(p *corev1.Pod) {
 			p.Status.Phase = corev1.PodPending
 			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "SchedulingGated"}}

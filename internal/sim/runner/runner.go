@@ -11,7 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -26,9 +28,11 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodewright/nodewright/internal/controlplane"
+	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/operator"
 	"github.com/nodewright/nodewright/internal/sim/account"
 	simaws "github.com/nodewright/nodewright/internal/sim/aws"
@@ -92,11 +96,14 @@ type Sim struct {
 	// cache serves the lists of the kubelets, the cloud controller
 	// manager and the snapshots: a large simulation would otherwise list
 	// every pod several times a second.
-	cache  cache.Cache
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
-	errs   chan error
-	settle time.Duration
+	cache    cache.Cache
+	requests *metrics.KubeRequests
+	figures  Figures
+	claims   map[string]bool
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	errs     chan error
+	settle   time.Duration
 }
 
 // Start starts the control plane, the simulated account, kubelets and
@@ -143,6 +150,9 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 	s.goRun(func() error { return s.cache.Start(ctx) })
 	if !s.cache.WaitForCacheSync(ctx) {
 		return nil, errors.Join(errors.New("the simulation's cache did not sync"), s.Stop())
+	}
+	if s.requests, err = metrics.NewKubeRequests(ctrlmetrics.Registry); err != nil {
+		return nil, errors.Join(err, s.Stop())
 	}
 	clouds := operator.Clouds{EC2: s.Account.EC2(), SSM: s.Account.SSM(), IAM: s.Account.IAM(), EKS: s.Account.EKS(), Pricing: s.Account.Pricing()}
 	mgr, err := operator.New(ctx, plane.Config, opts.Operator, clouds, clock.RealClock{}, opts.Log.WithName("operator"))
@@ -273,6 +283,38 @@ type StepResult struct {
 	Name        string    `json:"name"`
 	Snapshot    *Snapshot `json:"snapshot"`
 	Disruptions []string  `json:"disruptions"`
+	Figures     Figures   `json:"figures"`
+}
+
+// Figures measure a step: how fast it ran and what it cost the API server.
+type Figures struct {
+	// FirstNodeReady and AllRunning are the times from applying the step
+	// to the first Ready NodeClaim and to every pod Running (zero: never).
+	FirstNodeReady time.Duration `json:"firstNodeReady"`
+	AllRunning     time.Duration `json:"allRunning"`
+	// NodeClaims counts every NodeClaim seen during the step, deleted
+	// ones too.
+	NodeClaims int `json:"nodeClaims"`
+	// Requests are nodewright's requests to the API server during the
+	// step, by "verb resource".
+	Requests map[string]float64 `json:"requests"`
+	// PeakRSS is the peak resident memory of the process that ran the
+	// controllers, in bytes, and Process names it.
+	PeakRSS int64  `json:"peakRSSBytes"`
+	Process string `json:"process"`
+}
+
+// RequestsPerNodeClaim is nodewright's requests to the API server over
+// the NodeClaims the step saw.
+func (f Figures) RequestsPerNodeClaim() float64 {
+	if f.NodeClaims == 0 {
+		return 0
+	}
+	total := 0.0
+	for _, n := range f.Requests {
+		total += n
+	}
+	return total / float64(f.NodeClaims)
 }
 
 // RunSteps applies each step in turn, watching each until it settles
@@ -284,14 +326,23 @@ func (s *Sim) RunSteps(ctx context.Context, steps []Step, timeout, stall time.Du
 	var out []StepResult
 	seen := 0
 	for _, st := range steps {
+		before := s.requests.Counts()
 		if err := s.Apply(ctx, st.Name, st.Manifest); err != nil {
 			return out, err
 		}
+		s.figures, s.claims = Figures{}, nil
 		snap, err := s.Watch(ctx, timeout, stall, progress)
 		if err != nil {
 			return out, err
 		}
-		res := StepResult{Name: st.Name, Snapshot: snap, Disruptions: []string{}}
+		res := StepResult{Name: st.Name, Snapshot: snap, Disruptions: []string{}, Figures: s.figures}
+		res.Figures.Requests = map[string]float64{}
+		for k, n := range s.requests.Counts() {
+			if d := n - before[k]; d > 0 {
+				res.Figures.Requests[k] = d
+			}
+		}
+		res.Figures.PeakRSS, res.Figures.Process = peakRSS(), "nodewright sim (controllers, simulated AWS and kubelets)"
 		if len(snap.Disruptions) > seen {
 			res.Disruptions = snap.Disruptions[seen:]
 			seen = len(snap.Disruptions)
@@ -302,4 +353,26 @@ func (s *Sim) RunSteps(ctx context.Context, steps []Step, timeout, stall time.Du
 		}
 	}
 	return out, nil
+}
+
+// peakRSS is this process's peak resident memory (VmHWM), in bytes.
+func peakRSS() int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	return PeakRSSFromStatus(string(data))
+}
+
+// PeakRSSFromStatus reads VmHWM from a /proc/PID/status, in bytes.
+func PeakRSSFromStatus(status string) int64 {
+	for _, line := range strings.Split(status, "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err == nil {
+				return kb * 1024
+			}
+		}
+	}
+	return 0
 }

@@ -349,6 +349,7 @@ func (s *Sim) Watch(ctx context.Context, timeout, stall time.Duration, progress 
 		if progress != nil {
 			progress(snap)
 		}
+		s.measure(snap)
 		if k := snap.key(); k != lastKey {
 			lastKey, lastChange = k, time.Now()
 		}
@@ -368,6 +369,25 @@ func (s *Sim) Watch(ctx context.Context, timeout, stall time.Duration, progress 
 			return snap, ctx.Err()
 		case <-ticker.C:
 		}
+	}
+}
+
+// measure records the step's figures from a snapshot.
+func (s *Sim) measure(snap *Snapshot) {
+	if s.claims == nil {
+		s.claims = map[string]bool{}
+	}
+	ready := false
+	for _, c := range snap.NodeClaims {
+		s.claims[c.Name] = true
+		ready = ready || c.Phase == "Ready"
+	}
+	s.figures.NodeClaims = len(s.claims)
+	if ready && s.figures.FirstNodeReady == 0 {
+		s.figures.FirstNodeReady = snap.Elapsed
+	}
+	if snap.Pods > 0 && snap.RunningPods == snap.Pods && s.figures.AllRunning == 0 {
+		s.figures.AllRunning = snap.Elapsed
 	}
 }
 
@@ -411,6 +431,7 @@ func WriteSteps(w io.Writer, results []StepResult) {
 	last := results[len(results)-1]
 	if len(results) == 1 {
 		WriteSummary(w, last.Name, last.Snapshot)
+		WriteFigures(w, last.Figures)
 		return
 	}
 	fmt.Fprintln(w, "\nSteps:")
@@ -421,9 +442,33 @@ func WriteSteps(w io.Writer, results []StepResult) {
 			fmt.Fprintf(w, "       %s\n", d)
 		}
 	}
+	defer WriteFigures(w, last.Figures)
 	WriteSummary(w, last.Name, &Snapshot{Elapsed: last.Snapshot.Elapsed, Pods: last.Snapshot.Pods, RunningPods: last.Snapshot.RunningPods,
 		PendingPods: last.Snapshot.PendingPods, NodeClaims: last.Snapshot.NodeClaims, Nodes: last.Snapshot.Nodes, PricePerHour: last.Snapshot.PricePerHour,
 		Problems: last.Snapshot.Problems})
+}
+
+// WriteFigures prints a step's figures.
+func WriteFigures(w io.Writer, f Figures) {
+	since := func(d time.Duration) string {
+		if d == 0 {
+			return "never"
+		}
+		return d.String()
+	}
+	fmt.Fprintf(w, "Figures: first node Ready after %s, every pod Running after %s; %d NodeClaims; peak RSS %d MiB (%s)\n",
+		since(f.FirstNodeReady), since(f.AllRunning), f.NodeClaims, f.PeakRSS>>20, f.Process)
+	keys := make([]string, 0, len(f.Requests))
+	total := 0.0
+	for k, n := range f.Requests {
+		keys = append(keys, k)
+		total += n
+	}
+	sort.Slice(keys, func(i, j int) bool { return f.Requests[keys[i]] > f.Requests[keys[j]] })
+	fmt.Fprintf(w, "API requests by nodewright: %.0f, %.1f per NodeClaim\n", total, f.RequestsPerNodeClaim())
+	for _, k := range keys {
+		fmt.Fprintf(w, "  %8.0f  %s\n", f.Requests[k], k)
+	}
 }
 
 // Progress prints one line per snapshot.
