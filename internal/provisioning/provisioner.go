@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
@@ -130,6 +132,9 @@ func (p *Provisioner) awaitCache(ctx context.Context, names []string) {
 	}
 }
 
+// CreateWorkers is how many NodeClaims a decision creates at once.
+const CreateWorkers = 32
+
 // CacheWait bounds how long a decision waits for the NodeClaims it
 // created to show in the cache.
 const CacheWait = 10 * time.Second
@@ -182,22 +187,37 @@ func (p *Provisioner) Provision(ctx context.Context) (bool, error) {
 	took := p.Clock.Since(started)
 	p.Metrics.Decision(took, len(plan.Unschedulable))
 	p.Log.Info("computed a plan", "pendingPods", len(snap.Pending), "newNodeClaims", len(plan.NodeClaims), "unschedulablePods", len(plan.Unschedulable), "duration", took)
-	created := make([]string, 0, len(plan.NodeClaims))
+	// NodeClaims are created in parallel: each create waits on the API
+	// server (and etcd's disk), not on this process.
+	var (
+		mu      sync.Mutex
+		created = make([]string, 0, len(plan.NodeClaims))
+		g       errgroup.Group
+	)
+	g.SetLimit(CreateWorkers)
 	defer func() { p.awaitCache(ctx, created) }()
 	for _, planned := range plan.NodeClaims {
 		np := snap.Pools[planned.NodePool]
 		nc := state.NodeClaimFor(np, listed.NodeClass(np), planned)
-		if err := p.Client.Create(ctx, nc); err != nil {
-			return false, fmt.Errorf("creating a NodeClaim for NodePool %s: %w", planned.NodePool, err)
-		}
-		created = append(created, nc.Name)
-		p.Metrics.NodeClaimCreated(planned.NodePool)
-		p.Nominator.Plan(ctx, nc.Name, planned.Pods)
-		p.Log.Info("created NodeClaim", "NodeClaim", nc.Name, "nodePool", planned.NodePool, "pods", len(planned.Pods),
-			"cheapestInstanceType", planned.InstanceType.Name, "instanceTypes", len(planned.InstanceTypes), "requests", planned.Requests.String())
-		for _, pod := range planned.Pods {
-			p.Recorder.Eventf(pod, corev1.EventTypeNormal, "Nominated", "pod should schedule on NodeClaim %s (%s)", nc.Name, planned.InstanceType.Name)
-		}
+		g.Go(func() error {
+			if err := p.Client.Create(ctx, nc); err != nil {
+				return fmt.Errorf("creating a NodeClaim for NodePool %s: %w", planned.NodePool, err)
+			}
+			mu.Lock()
+			created = append(created, nc.Name)
+			mu.Unlock()
+			p.Metrics.NodeClaimCreated(planned.NodePool)
+			p.Nominator.Plan(ctx, nc.Name, planned.Pods)
+			p.Log.Info("created NodeClaim", "NodeClaim", nc.Name, "nodePool", planned.NodePool, "pods", len(planned.Pods),
+				"cheapestInstanceType", planned.InstanceType.Name, "instanceTypes", len(planned.InstanceTypes), "requests", planned.Requests.String())
+			for _, pod := range planned.Pods {
+				p.Recorder.Eventf(pod, corev1.EventTypeNormal, "Nominated", "pod should schedule on NodeClaim %s (%s)", nc.Name, planned.InstanceType.Name)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return false, err
 	}
 	if err := p.nominateExisting(ctx, snap, plan); err != nil {
 		return false, err

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -314,7 +315,9 @@ func (s *Simulator) runPods(ctx context.Context, g *errgroup.Group) error {
 	s.started = live
 	s.mu.Unlock()
 	for _, pod := range remove {
-		g.Go(func() error { return client.IgnoreNotFound(s.Kube.Delete(ctx, pod.DeepCopy(), client.GracePeriodSeconds(0))) })
+		g.Go(func() error {
+			return client.IgnoreNotFound(s.Kube.Delete(ctx, pod.DeepCopy(), client.GracePeriodSeconds(0)))
+		})
 	}
 	for _, pod := range start {
 		g.Go(func() error { return s.start(ctx, pod.DeepCopy()) })
@@ -357,33 +360,33 @@ func (c *CloudControllerManager) Tick(ctx context.Context) error {
 	if c.Reader != nil {
 		reader = c.Reader
 	}
-	if err := reader.List(ctx, nodes); err != nil {
+	if err := reader.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
 	for i := range nodes.Items {
 		node := &nodes.Items[i]
 		if c.Clock.Since(node.CreationTimestamp.Time) < c.Delay {
 			continue
 		}
-		var kept []corev1.Taint
-		for _, t := range node.Spec.Taints {
-			if t.Key != UninitializedTaint {
-				kept = append(kept, t)
-			}
-		}
-		if len(kept) == len(node.Spec.Taints) {
+		at := slices.IndexFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == UninitializedTaint })
+		if at < 0 {
 			continue
 		}
-		before := node.DeepCopy()
-		node.Spec.Taints = kept
-		// A merge patch replaces the whole taint list: with the
-		// resourceVersion it read, the patch fails instead of writing back
-		// taints others changed since (nodewright removing
-		// karpenter.sh/unregistered); the next tick reads again.
-		err := c.Kube.Patch(ctx, node, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
-		if err := client.IgnoreNotFound(err); err != nil && !apierrors.IsConflict(err) {
-			return err
-		}
+		// Remove exactly that taint, if it is still where it was read:
+		// the test fails the patch when others changed the taints since
+		// (nodewright removing karpenter.sh/unregistered), and the next
+		// tick reads again.
+		patch := fmt.Sprintf(`[{"op":"test","path":"/spec/taints/%d/key","value":%q},{"op":"remove","path":"/spec/taints/%d"}]`, at, UninitializedTaint, at)
+		target := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name}}
+		g.Go(func() error {
+			err := c.Kube.Patch(gctx, target, client.RawPatch(types.JSONPatchType, []byte(patch)))
+			if err := client.IgnoreNotFound(err); err != nil && !apierrors.IsInvalid(err) && !apierrors.IsConflict(err) && !apierrors.IsBadRequest(err) {
+				return err
+			}
+			return nil
+		})
 	}
-	return nil
+	return g.Wait()
 }
