@@ -4,7 +4,7 @@ SHELL := /usr/bin/env bash -o pipefail
 GOLANGCI_LINT_VERSION := v2.15.0
 LINT := bin/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
-.PHONY: all build test generate verify lint controlplane clean bench sim
+.PHONY: all build test generate verify lint controlplane clean bench bench-e2e sim
 
 all: build
 
@@ -44,3 +44,12 @@ clean:
 
 bench: ## Measure the scheduler on workloads A and B (pods/s, nodes, $/h, peak memory, cost ratio)
 	go build -o bin/bench ./hack/bench && ./bin/bench
+
+BENCH_E2E_PODS ?= 1000 10000 50000
+
+bench-e2e: build controlplane ## Run the scale scenario end to end at each size of BENCH_E2E_PODS and print its figures
+	@for n in $(BENCH_E2E_PODS); do \
+		echo "== $$n pods"; \
+		./bin/nodewright sim --scenario scale --pods $$n --timeout $$(( 120 + n / 50 ))s --stall 2m 2>/dev/null \
+			| sed -n '/^scale:/,$$p' || true; \
+	done

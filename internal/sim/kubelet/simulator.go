@@ -54,7 +54,7 @@ type Simulator struct {
 	// simulation reports less often, with kube-controller-manager's
 	// node-monitor-grace-period raised to match).
 	Heartbeat time.Duration
-	// Workers bounds the API writes a tick makes at once (16 when zero).
+	// Workers bounds the API writes a tick makes at once (64 when zero).
 	Workers int
 	Log     logr.Logger
 
@@ -131,7 +131,7 @@ func (s *Simulator) Tick(ctx context.Context) error {
 		byProvider[nodes.Items[i].Spec.ProviderID] = &nodes.Items[i]
 	}
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(cmp.Or(s.Workers, 16))
+	g.SetLimit(cmp.Or(s.Workers, 64))
 	for _, inst := range s.Account.Instances() {
 		id := aws.ToString(inst.InstanceId)
 		providerID := "aws:///" + aws.ToString(inst.Placement.AvailabilityZone) + "/" + id
