@@ -2,7 +2,10 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"slices"
+	"sync"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -19,6 +22,7 @@ type CloudProvider struct {
 	Kube     client.Reader
 	Provider *Provider
 	Types    *instancetypes.Cache
+	memo     typesMemo
 }
 
 // Create launches the instance of a NodeClaim.
@@ -54,15 +58,63 @@ func (c *CloudProvider) InstanceTypes(ctx context.Context, class *awsv1.EC2NodeC
 	if err != nil {
 		return nil, err
 	}
-	types := instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: zoneList, Kubelet: class.Spec.Kubelet, Reservations: reservations})
-	for _, it := range types {
-		for i, o := range it.Offerings {
-			if c.Provider.unavailable.isUnavailable(o.CapacityType, it.Name, o.Zone) {
-				it.Offerings[i].Available = false
+	opts := instancetypes.Options{Zones: zoneList, Kubelet: class.Spec.Kubelet, Reservations: reservations}
+	return withUnavailable(c.memo.get(specs, opts), c.Provider.unavailable.current()), nil
+}
+
+// withUnavailable marks the offerings recently without capacity
+// unavailable, on copies of the instance types that have any.
+func withUnavailable(types []*scheduling.InstanceType, unavailable map[string]bool) []*scheduling.InstanceType {
+	out := slices.Clone(types)
+	if len(unavailable) == 0 {
+		return out
+	}
+	for i, it := range out {
+		for j, o := range it.Offerings {
+			if !unavailable[offeringKey(o.CapacityType, it.Name, o.Zone)] {
+				continue
 			}
+			if out[i] == types[i] {
+				cp := *it
+				cp.Offerings = slices.Clone(it.Offerings)
+				out[i] = &cp
+			}
+			out[i].Offerings[j].Available = false
 		}
 	}
-	return types, nil
+	return out
+}
+
+// typesMemo keeps the instance types built from a catalog for an
+// EC2NodeClass's settings: every launch asks for them, and building them
+// (hundreds of types, each with its allocatable and offerings) costs more
+// than the launch. The types it returns are shared: read, never changed.
+type typesMemo struct {
+	mu    sync.Mutex
+	specs *instancetypes.Spec
+	built map[string][]*scheduling.InstanceType
+}
+
+func (m *typesMemo) get(specs []instancetypes.Spec, opts instancetypes.Options) []*scheduling.InstanceType {
+	if len(specs) == 0 {
+		return nil
+	}
+	settings, err := json.Marshal(opts)
+	if err != nil {
+		return instancetypes.InstanceTypes(specs, opts)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.specs != &specs[0] || len(m.built) > 64 { // a new catalog, or settings pile up
+		m.specs, m.built = &specs[0], map[string][]*scheduling.InstanceType{}
+	}
+	key := string(settings)
+	if types, ok := m.built[key]; ok {
+		return types
+	}
+	types := instancetypes.InstanceTypes(specs, opts)
+	m.built[key] = types
+	return types
 }
 
 // AMIs are the EC2NodeClass's resolved AMIs as the scheduler needs them.

@@ -30,6 +30,25 @@ func (u *unavailableOfferings) mark(capacityType, instanceType, zone string) {
 	u.until[offeringKey(capacityType, instanceType, zone)] = u.clock.Now().Add(u.ttl)
 }
 
+// current returns the offerings unavailable now (nil when none).
+func (u *unavailableOfferings) current() map[string]bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	var out map[string]bool
+	now := u.clock.Now()
+	for key, t := range u.until {
+		if !now.Before(t) {
+			delete(u.until, key)
+			continue
+		}
+		if out == nil {
+			out = map[string]bool{}
+		}
+		out[key] = true
+	}
+	return out
+}
+
 func (u *unavailableOfferings) isUnavailable(capacityType, instanceType, zone string) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
