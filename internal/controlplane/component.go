@@ -19,6 +19,7 @@ import (
 // component is a control-plane process other than etcd and kube-apiserver.
 type component struct {
 	name    string
+	port    int
 	cmd     *exec.Cmd
 	logPath string
 	exited  chan struct{}
@@ -39,9 +40,12 @@ func (cp *ControlPlane) startComponent(ctx context.Context, assets, name string,
 		"--bind-address=127.0.0.1",
 		"--secure-port="+strconv.Itoa(port),
 		"--cert-dir="+certDir,
+		// Its metrics are readable without credentials (loopback only).
+		"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
 	)
 	c := &component{
 		name:    name,
+		port:    port,
 		logPath: filepath.Join(cp.workDir, name+".log"),
 		exited:  make(chan struct{}),
 	}

@@ -208,5 +208,17 @@ func (cp *ControlPlane) Kubectl(ctx context.Context, args ...string) (*exec.Cmd,
 	return cmd, nil
 }
 
+// MetricsURL is the /metrics address of a component started with the
+// control plane ("kube-scheduler", "kube-controller-manager"); empty when
+// it is not running.
+func (cp *ControlPlane) MetricsURL(name string) string {
+	for _, c := range cp.components {
+		if c.name == name {
+			return fmt.Sprintf("https://127.0.0.1:%d/metrics", c.port)
+		}
+	}
+	return ""
+}
+
 // WorkDir is where the kubeconfig and the component logs are.
 func (cp *ControlPlane) WorkDir() string { return cp.workDir }
