@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"net/http"
 	_ "net/http/pprof" //nolint:gosec // served only with --pprof-addr
+	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
