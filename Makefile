@@ -25,12 +25,13 @@ test: ## Set up the control plane if needed, then run every test with the race d
 generate: ## Regenerate deepcopy functions and CRDs from the API types
 	go tool controller-gen object paths=./api/... crd:crdVersions=v1 output:crd:artifacts:config=api/crds
 	go run ./hack/crdpatch api/crds
+	go run ./hack/awsnames > internal/sim/awsapi/ec2names.go
 
 verify: generate ## Fail when generated code or CRDs are stale, or go.mod is untidy
 	go mod tidy
-	@if [ -n "$$(git status --porcelain -- api go.mod go.sum)" ]; then \
+	@if [ -n "$$(git status --porcelain -- api go.mod go.sum internal/sim/awsapi)" ]; then \
 		echo "generated files or go.mod are stale; run 'make generate' and 'go mod tidy' and commit:"; \
-		git status --porcelain -- api go.mod go.sum; git --no-pager diff --stat -- api go.mod go.sum; exit 1; fi
+		git status --porcelain -- api go.mod go.sum internal/sim/awsapi; git --no-pager diff --stat -- api go.mod go.sum internal/sim/awsapi; exit 1; fi
 
 $(LINT):
 	GOBIN=$(CURDIR)/bin go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)

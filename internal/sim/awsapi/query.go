@@ -1,0 +1,272 @@
+package awsapi
+
+import (
+	"encoding/xml"
+	"fmt"
+	"io"
+	"net/url"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+)
+
+// queryNode is a query string as a tree: "Filter.1.Value.2=x" is the
+// child Filter, its child 1, its child Value, its child 2, valued x.
+type queryNode struct {
+	value    string
+	set      bool
+	children map[string]*queryNode
+}
+
+func parseQuery(values url.Values) *queryNode {
+	root := &queryNode{}
+	for key, vs := range values {
+		n := root
+		for _, part := range strings.Split(key, ".") {
+			if n.children == nil {
+				n.children = map[string]*queryNode{}
+			}
+			child := n.children[part]
+			if child == nil {
+				child = &queryNode{}
+				n.children[part] = child
+			}
+			n = child
+		}
+		if len(vs) > 0 {
+			n.value, n.set = vs[0], true
+		}
+	}
+	return root
+}
+
+// child finds a child by name, ignoring case as the SDKs' names may
+// differ in case from the model's.
+func (n *queryNode) child(name string) *queryNode {
+	if n == nil {
+		return nil
+	}
+	if c, ok := n.children[name]; ok {
+		return c
+	}
+	for k, c := range n.children {
+		if strings.EqualFold(k, name) {
+			return c
+		}
+	}
+	return nil
+}
+
+// list returns the children 1, 2, ... in order.
+func (n *queryNode) list() []*queryNode {
+	if n == nil {
+		return nil
+	}
+	var idx []int
+	for k := range n.children {
+		if i, err := strconv.Atoi(k); err == nil && i > 0 {
+			idx = append(idx, i)
+		}
+	}
+	sort.Ints(idx)
+	out := make([]*queryNode, 0, len(idx))
+	for _, i := range idx {
+		out = append(out, n.children[strconv.Itoa(i)])
+	}
+	return out
+}
+
+// decodeQuery fills the struct v points at from an EC2 query request, with
+// names from the SDK's serializers (the Go field name when there is none).
+func decodeQuery(n *queryNode, v reflect.Value, names map[string]map[string]string) error {
+	t := v.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		key := f.Name
+		if wire, ok := names[t.Name()][f.Name]; ok {
+			key = wire
+		}
+		c := n.child(key)
+		if c == nil {
+			continue
+		}
+		if err := decodeValue(c, v.Field(i), names); err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+	}
+	return nil
+}
+
+func decodeValue(n *queryNode, v reflect.Value, names map[string]map[string]string) error {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.Type().Elem() == timeType {
+			t, err := time.Parse(time.RFC3339, n.value)
+			if err != nil {
+				return err
+			}
+			v.Set(reflect.ValueOf(&t))
+			return nil
+		}
+		p := reflect.New(v.Type().Elem())
+		if err := decodeValue(n, p.Elem(), names); err != nil {
+			return err
+		}
+		v.Set(p)
+		return nil
+	case reflect.Struct:
+		return decodeQuery(n, v, names)
+	case reflect.Slice:
+		items := n.list()
+		s := reflect.MakeSlice(v.Type(), len(items), len(items))
+		for i, item := range items {
+			if err := decodeValue(item, s.Index(i), names); err != nil {
+				return err
+			}
+		}
+		v.Set(s)
+		return nil
+	case reflect.String:
+		v.SetString(n.value)
+	case reflect.Bool:
+		b, err := strconv.ParseBool(n.value)
+		if err != nil {
+			return err
+		}
+		v.SetBool(b)
+	case reflect.Int, reflect.Int32, reflect.Int64:
+		i, err := strconv.ParseInt(n.value, 10, 64)
+		if err != nil {
+			return err
+		}
+		v.SetInt(i)
+	case reflect.Float32, reflect.Float64:
+		x, err := strconv.ParseFloat(n.value, 64)
+		if err != nil {
+			return err
+		}
+		v.SetFloat(x)
+	default:
+		return fmt.Errorf("cannot decode a %s from a query string", v.Type())
+	}
+	return nil
+}
+
+var timeType = reflect.TypeFor[time.Time]()
+
+// xmlWriter writes an EC2 response: element names from the SDK's
+// deserializers (lowerCamel of the Go field name when there is none),
+// lists as an element of <item> members.
+type xmlWriter struct {
+	enc     *xml.Encoder
+	names   map[string]map[string]string
+	members map[string]map[string]string
+}
+
+func (w *xmlWriter) elem(name string, v reflect.Value, member string) error {
+	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
+		if v.IsNil() {
+			return nil
+		}
+		v = v.Elem()
+	}
+	start := xml.StartElement{Name: xml.Name{Local: name}}
+	switch {
+	case v.Type() == timeType:
+		return w.enc.EncodeElement(v.Interface().(time.Time).UTC().Format("2006-01-02T15:04:05.000Z"), start)
+	case v.Kind() == reflect.Struct:
+		if err := w.enc.EncodeToken(start); err != nil {
+			return err
+		}
+		if err := w.fields(v); err != nil {
+			return err
+		}
+		return w.enc.EncodeToken(start.End())
+	case v.Kind() == reflect.Slice:
+		if v.Len() == 0 {
+			return nil
+		}
+		if err := w.enc.EncodeToken(start); err != nil {
+			return err
+		}
+		for i := range v.Len() {
+			if err := w.elem(member, v.Index(i), "item"); err != nil {
+				return err
+			}
+		}
+		return w.enc.EncodeToken(start.End())
+	case v.Kind() == reflect.Map:
+		return nil // EC2 responses nodewright reads have no maps
+	}
+	return w.enc.EncodeElement(fmt.Sprint(v.Interface()), start)
+}
+
+// fields writes a struct's exported fields, ResultMetadata aside.
+func (w *xmlWriter) fields(v reflect.Value) error {
+	t := v.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() || f.Name == "ResultMetadata" {
+			continue
+		}
+		name, ok := w.names[t.Name()][f.Name]
+		if !ok {
+			name = lowerFirst(f.Name)
+		}
+		member := "item"
+		if m, ok := w.members[t.Name()][f.Name]; ok {
+			member = m
+		}
+		if err := w.elem(name, v.Field(i), member); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func lowerFirst(s string) string {
+	r := []rune(s)
+	r[0] = unicode.ToLower(r[0])
+	return string(r)
+}
+
+// writeEC2Response writes out (a *XxxOutput) as the XML body of action's
+// response.
+func writeEC2Response(w io.Writer, action, requestID string, out any) error {
+	enc := xml.NewEncoder(w)
+	start := xml.StartElement{Name: xml.Name{Local: action + "Response"}, Attr: []xml.Attr{{Name: xml.Name{Local: "xmlns"}, Value: "http://ec2.amazonaws.com/doc/2016-11-15/"}}}
+	if err := enc.EncodeToken(start); err != nil {
+		return err
+	}
+	if err := enc.EncodeElement(requestID, xml.StartElement{Name: xml.Name{Local: "requestId"}}); err != nil {
+		return err
+	}
+	xw := &xmlWriter{enc: enc, names: ec2XMLNames, members: ec2XMLMembers}
+	if err := xw.fields(reflect.ValueOf(out).Elem()); err != nil {
+		return err
+	}
+	if err := enc.EncodeToken(start.End()); err != nil {
+		return err
+	}
+	return enc.Flush()
+}
+
+// writeEC2Error writes an EC2 error response.
+func writeEC2Error(w io.Writer, code, message, requestID string) error {
+	type errorXML struct {
+		Code    string `xml:"Code"`
+		Message string `xml:"Message"`
+	}
+	type response struct {
+		XMLName   xml.Name   `xml:"Response"`
+		Errors    []errorXML `xml:"Errors>Error"`
+		RequestID string     `xml:"RequestID"`
+	}
+	return xml.NewEncoder(w).Encode(response{Errors: []errorXML{{Code: code, Message: message}}, RequestID: requestID})
+}
