@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"reflect"
 	"testing"
 	"time"
@@ -209,5 +211,71 @@ func TestEC2ErrorsOverHTTP(t *testing.T) {
 	var api smithy.APIError
 	if !errors.As(err, &api) || api.ErrorCode() != "InvalidSubnetID.NotFound" {
 		t.Fatalf("describing a missing subnet: %v, want InvalidSubnetID.NotFound", err)
+	}
+}
+
+// The AWS CLI lists the account's instances, with their tags, through the
+// endpoint.
+func TestAWSCLIDescribesInstances(t *testing.T) {
+	cli, err := exec.LookPath("aws")
+	if err != nil {
+		t.Skip("the AWS CLI is not installed (Debian: apt-get install awscli)")
+	}
+	client, _ := endpoint(t)
+	ctx := context.Background()
+	// Launch through the SDK client, as nodewright does.
+	subnets, err := client.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	template, err := client.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{
+		LaunchTemplateName: aws.String("cli"),
+		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: aws.String("ami-0a1b2c3d4e5f60001"),
+			IamInstanceProfile: &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String("profile")}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fleet, err := client.CreateFleet(ctx, &ec2.CreateFleetInput{
+		Type:                        ec2types.FleetTypeInstant,
+		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{TotalTargetCapacity: aws.Int32(1), DefaultTargetCapacityType: ec2types.DefaultTargetCapacityTypeSpot},
+		LaunchTemplateConfigs: []ec2types.FleetLaunchTemplateConfigRequest{{
+			LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{LaunchTemplateId: template.LaunchTemplate.LaunchTemplateId, Version: aws.String("$Latest")},
+			Overrides:                   []ec2types.FleetLaunchTemplateOverridesRequest{{InstanceType: "c5.large", SubnetId: subnets.Subnets[0].SubnetId}},
+		}},
+		TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeInstance, Tags: []ec2types.Tag{{Key: aws.String("karpenter.sh/nodepool"), Value: aws.String("general")}}}},
+	})
+	if err != nil || len(fleet.Instances) != 1 {
+		t.Fatalf("launching: %v %+v", err, fleet)
+	}
+	cmd := exec.Command(cli, "ec2", "describe-instances", "--endpoint-url", *client.Options().BaseEndpoint, "--region", "us-east-1", "--output", "json")
+	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID=AKIDSIMULATED", "AWS_SECRET_ACCESS_KEY=secret", "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null", "AWS_PAGER=")
+	out, err := cmd.Output()
+	if err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			t.Fatalf("aws ec2 describe-instances: %v\n%s", err, exit.Stderr)
+		}
+		t.Fatal(err)
+	}
+	var listed struct {
+		Reservations []struct {
+			Instances []struct {
+				InstanceID   string `json:"InstanceId"`
+				InstanceType string
+				State        struct{ Name string }
+				Tags         []struct{ Key, Value string }
+			}
+		}
+	}
+	if err := json.Unmarshal(out, &listed); err != nil {
+		t.Fatalf("reading the CLI's JSON: %v\n%s", err, out)
+	}
+	if len(listed.Reservations) != 1 || len(listed.Reservations[0].Instances) != 1 {
+		t.Fatalf("the CLI lists %s", out)
+	}
+	inst := listed.Reservations[0].Instances[0]
+	if inst.InstanceID != fleet.Instances[0].InstanceIds[0] || inst.InstanceType != "c5.large" || len(inst.Tags) == 0 || inst.Tags[0].Key != "karpenter.sh/nodepool" || inst.Tags[0].Value != "general" {
+		t.Errorf("the CLI lists %+v, want %s (c5.large) tagged karpenter.sh/nodepool=general", inst, fleet.Instances[0].InstanceIds[0])
 	}
 }
