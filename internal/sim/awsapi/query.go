@@ -79,9 +79,18 @@ func (n *queryNode) list() []*queryNode {
 	return out
 }
 
-// decodeQuery fills the struct v points at from an EC2 query request, with
-// names from the SDK's serializers (the Go field name when there is none).
-func decodeQuery(n *queryNode, v reflect.Value, names map[string]map[string]string) error {
+// queryDialect is how a query protocol names fields and lists: EC2's
+// flattens lists (Filter.1.Name) and takes names from the SDK's
+// serializers; the AWS query protocol of IAM wraps them
+// (Tags.member.1.Key) and names fields as Go does.
+type queryDialect struct {
+	names   map[string]map[string]string
+	wrapped bool
+}
+
+// decodeQuery fills the struct v points at from a query request (the Go
+// field name when the dialect has no other).
+func decodeQuery(n *queryNode, v reflect.Value, d queryDialect) error {
 	t := v.Type()
 	for i := range t.NumField() {
 		f := t.Field(i)
@@ -89,21 +98,21 @@ func decodeQuery(n *queryNode, v reflect.Value, names map[string]map[string]stri
 			continue
 		}
 		key := f.Name
-		if wire, ok := names[t.Name()][f.Name]; ok {
+		if wire, ok := d.names[t.Name()][f.Name]; ok {
 			key = wire
 		}
 		c := n.child(key)
 		if c == nil {
 			continue
 		}
-		if err := decodeValue(c, v.Field(i), names); err != nil {
+		if err := decodeValue(c, v.Field(i), d); err != nil {
 			return fmt.Errorf("%s: %w", key, err)
 		}
 	}
 	return nil
 }
 
-func decodeValue(n *queryNode, v reflect.Value, names map[string]map[string]string) error {
+func decodeValue(n *queryNode, v reflect.Value, names queryDialect) error {
 	switch v.Kind() {
 	case reflect.Pointer:
 		if v.Type().Elem() == timeType {
@@ -123,6 +132,9 @@ func decodeValue(n *queryNode, v reflect.Value, names map[string]map[string]stri
 	case reflect.Struct:
 		return decodeQuery(n, v, names)
 	case reflect.Slice:
+		if names.wrapped {
+			n = n.child("member")
+		}
 		items := n.list()
 		s := reflect.MakeSlice(v.Type(), len(items), len(items))
 		for i, item := range items {
@@ -160,13 +172,16 @@ func decodeValue(n *queryNode, v reflect.Value, names map[string]map[string]stri
 
 var timeType = reflect.TypeFor[time.Time]()
 
-// xmlWriter writes an EC2 response: element names from the SDK's
-// deserializers (lowerCamel of the Go field name when there is none),
-// lists as an element of <item> members.
+// xmlWriter writes a query protocol's response: element names from the
+// SDK's deserializers when it has them (else the Go field name, in
+// lowerCamel for EC2), lists as an element of members (item for EC2,
+// member for the AWS query protocol).
 type xmlWriter struct {
-	enc     *xml.Encoder
-	names   map[string]map[string]string
-	members map[string]map[string]string
+	enc        *xml.Encoder
+	names      map[string]map[string]string
+	members    map[string]map[string]string
+	member     string
+	lowerCamel bool
 }
 
 func (w *xmlWriter) elem(name string, v reflect.Value, member string) error {
@@ -196,7 +211,7 @@ func (w *xmlWriter) elem(name string, v reflect.Value, member string) error {
 			return err
 		}
 		for i := range v.Len() {
-			if err := w.elem(member, v.Index(i), "item"); err != nil {
+			if err := w.elem(member, v.Index(i), w.member); err != nil {
 				return err
 			}
 		}
@@ -217,9 +232,12 @@ func (w *xmlWriter) fields(v reflect.Value) error {
 		}
 		name, ok := w.names[t.Name()][f.Name]
 		if !ok {
-			name = lowerFirst(f.Name)
+			name = f.Name
+			if w.lowerCamel {
+				name = lowerFirst(f.Name)
+			}
 		}
-		member := "item"
+		member := w.member
 		if m, ok := w.members[t.Name()][f.Name]; ok {
 			member = m
 		}
@@ -247,7 +265,7 @@ func writeEC2Response(w io.Writer, action, requestID string, out any) error {
 	if err := enc.EncodeElement(requestID, xml.StartElement{Name: xml.Name{Local: "requestId"}}); err != nil {
 		return err
 	}
-	xw := &xmlWriter{enc: enc, names: ec2XMLNames, members: ec2XMLMembers}
+	xw := &xmlWriter{enc: enc, names: ec2XMLNames, members: ec2XMLMembers, member: "item", lowerCamel: true}
 	if err := xw.fields(reflect.ValueOf(out).Elem()); err != nil {
 		return err
 	}
@@ -269,4 +287,51 @@ func writeEC2Error(w io.Writer, code, message, requestID string) error {
 		RequestID string     `xml:"RequestID"`
 	}
 	return xml.NewEncoder(w).Encode(response{Errors: []errorXML{{Code: code, Message: message}}, RequestID: requestID})
+}
+
+// writeQueryResponse writes out (a *XxxOutput) as the XML body of an AWS
+// query protocol response (IAM's).
+func writeQueryResponse(w io.Writer, action, namespace, requestID string, out any) error {
+	enc := xml.NewEncoder(w)
+	start := xml.StartElement{Name: xml.Name{Local: action + "Response"}, Attr: []xml.Attr{{Name: xml.Name{Local: "xmlns"}, Value: namespace}}}
+	result := xml.StartElement{Name: xml.Name{Local: action + "Result"}}
+	if err := enc.EncodeToken(start); err != nil {
+		return err
+	}
+	if err := enc.EncodeToken(result); err != nil {
+		return err
+	}
+	xw := &xmlWriter{enc: enc, member: "member"}
+	if err := xw.fields(reflect.ValueOf(out).Elem()); err != nil {
+		return err
+	}
+	if err := enc.EncodeToken(result.End()); err != nil {
+		return err
+	}
+	meta := struct {
+		XMLName   xml.Name `xml:"ResponseMetadata"`
+		RequestID string   `xml:"RequestId"`
+	}{RequestID: requestID}
+	if err := enc.Encode(meta); err != nil {
+		return err
+	}
+	if err := enc.EncodeToken(start.End()); err != nil {
+		return err
+	}
+	return enc.Flush()
+}
+
+// writeQueryError writes an AWS query protocol error response.
+func writeQueryError(w io.Writer, code, message, requestID string) error {
+	type errorXML struct {
+		Type    string `xml:"Type"`
+		Code    string `xml:"Code"`
+		Message string `xml:"Message"`
+	}
+	type response struct {
+		XMLName   xml.Name `xml:"ErrorResponse"`
+		Error     errorXML `xml:"Error"`
+		RequestID string   `xml:"RequestId"`
+	}
+	return xml.NewEncoder(w).Encode(response{Error: errorXML{Type: "Sender", Code: code, Message: message}, RequestID: requestID})
 }

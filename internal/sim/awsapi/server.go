@@ -10,13 +10,16 @@ package awsapi
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"reflect"
 	"strings"
 	"sync/atomic"
 
+	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/aws/smithy-go"
 
 	"github.com/nodewright/nodewright/internal/aws/sdk"
@@ -25,24 +28,41 @@ import (
 // Server answers AWS API requests with an account's simulated services.
 type Server struct {
 	// EC2 serves the operations of the sdk.EC2 and sdk.Console
-	// interfaces.
+	// interfaces; IAM, SSM, EKS (sdk.EKS and sdk.AccessEntries) and
+	// Pricing those of theirs.
 	EC2 interface {
 		sdk.EC2
 		sdk.Console
 	}
+	IAM sdk.IAM
+	SSM sdk.SSM
+	EKS interface {
+		sdk.EKS
+		sdk.AccessEntries
+	}
+	Pricing  sdk.Pricing
 	requests atomic.Uint64
 }
 
-// ec2Actions are the EC2 operations served: those nodewright calls.
-var ec2Actions = func() map[string]bool {
+// operations lists the methods of interfaces: the operations served.
+func operations(ifaces ...reflect.Type) map[string]bool {
 	out := map[string]bool{}
-	for _, t := range []reflect.Type{reflect.TypeFor[sdk.EC2](), reflect.TypeFor[sdk.Console]()} {
+	for _, t := range ifaces {
 		for i := range t.NumMethod() {
 			out[t.Method(i).Name] = true
 		}
 	}
 	return out
-}()
+}
+
+var (
+	iamActions     = operations(reflect.TypeFor[sdk.IAM]())
+	ssmActions     = operations(reflect.TypeFor[sdk.SSM]())
+	pricingActions = operations(reflect.TypeFor[sdk.Pricing]())
+)
+
+// ec2Actions are the EC2 operations served: those nodewright calls.
+var ec2Actions = operations(reflect.TypeFor[sdk.EC2](), reflect.TypeFor[sdk.Console]())
 
 // ServeHTTP dispatches on the service the request is signed for.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -50,6 +70,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch service := signedService(r); service {
 	case "ec2":
 		s.serveEC2(w, r, id)
+	case "iam":
+		s.serveIAM(w, r, id)
+	case "ssm":
+		s.serveJSON(w, r, id, s.SSM, "AmazonSSM.", ssmActions)
+	case "pricing":
+		s.serveJSON(w, r, id, s.Pricing, "AWSPriceListService.", pricingActions)
+	case "eks":
+		s.serveEKS(w, r, id)
 	default:
 		w.WriteHeader(http.StatusBadRequest)
 		_ = writeEC2Error(w, "UnsupportedOperation", fmt.Sprintf("the simulated account does not serve %q requests", service), id)
@@ -89,7 +117,7 @@ func (s *Server) serveEC2(w http.ResponseWriter, r *http.Request, id string) {
 	}
 	method := reflect.ValueOf(s.EC2).MethodByName(action)
 	in := reflect.New(method.Type().In(1).Elem())
-	if err := decodeQuery(parseQuery(r.Form), in.Elem(), ec2QueryNames); err != nil {
+	if err := decodeQuery(parseQuery(r.Form), in.Elem(), queryDialect{names: ec2QueryNames}); err != nil {
 		fail(http.StatusBadRequest, "InvalidParameterValue", err.Error())
 		return
 	}
@@ -124,4 +152,132 @@ func errorOf(err error) (int, string, string) {
 		status = http.StatusServiceUnavailable
 	}
 	return status, api.ErrorCode(), api.ErrorMessage()
+}
+
+// call runs an operation of api with the decoded input.
+func call(ctx context.Context, api any, action string, in reflect.Value) (any, error) {
+	res := reflect.ValueOf(api).MethodByName(action).Call([]reflect.Value{reflect.ValueOf(ctx), in})
+	err, _ := res[1].Interface().(error)
+	return res[0].Interface(), err
+}
+
+// input is a new input of an operation of api.
+func input(api any, action string) reflect.Value {
+	return reflect.New(reflect.ValueOf(api).MethodByName(action).Type().In(1).Elem())
+}
+
+func (s *Server) serveIAM(w http.ResponseWriter, r *http.Request, id string) {
+	fail := func(status int, code, message string) {
+		w.Header().Set("Content-Type", "text/xml")
+		w.WriteHeader(status)
+		_ = writeQueryError(w, code, message, id)
+	}
+	if err := r.ParseForm(); err != nil {
+		fail(http.StatusBadRequest, "MalformedQueryString", err.Error())
+		return
+	}
+	action := r.Form.Get("Action")
+	if !iamActions[action] {
+		fail(http.StatusBadRequest, "InvalidAction", fmt.Sprintf("Could not find operation %s for version 2010-05-08", action))
+		return
+	}
+	in := input(s.IAM, action)
+	if err := decodeQuery(parseQuery(r.Form), in.Elem(), queryDialect{wrapped: true}); err != nil {
+		fail(http.StatusBadRequest, "ValidationError", err.Error())
+		return
+	}
+	out, err := call(r.Context(), s.IAM, action, in)
+	if err != nil {
+		status, code, message := errorOf(err)
+		if code == "NoSuchEntity" {
+			status = http.StatusNotFound
+		}
+		fail(status, code, message)
+		return
+	}
+	var body bytes.Buffer
+	if err := writeQueryResponse(&body, action, "https://iam.amazonaws.com/doc/2010-05-08/", id, out); err != nil {
+		fail(http.StatusInternalServerError, "ServiceFailure", err.Error())
+		return
+	}
+	w.Header().Set("Content-Type", "text/xml")
+	_, _ = w.Write(body.Bytes())
+}
+
+// serveJSON serves an AWS JSON 1.1 service: the X-Amz-Target header names
+// the operation, the body is its input.
+func (s *Server) serveJSON(w http.ResponseWriter, r *http.Request, id string, api any, prefix string, actions map[string]bool) {
+	action, ok := strings.CutPrefix(r.Header.Get("X-Amz-Target"), prefix)
+	if !ok || !actions[action] {
+		writeJSONError(w, http.StatusBadRequest, "UnknownOperationException", "unknown operation "+r.Header.Get("X-Amz-Target"), id)
+		return
+	}
+	in := input(api, action)
+	if err := json.NewDecoder(r.Body).Decode(in.Interface()); err != nil {
+		writeJSONError(w, http.StatusBadRequest, "SerializationException", err.Error(), id)
+		return
+	}
+	out, err := call(r.Context(), api, action, in)
+	if err != nil {
+		status, code, message := errorOf(err)
+		writeJSONError(w, status, code, message, id)
+		return
+	}
+	writeJSON(w, "application/x-amz-json-1.1", id, jsonValue(reflect.ValueOf(out), false))
+}
+
+// serveEKS serves the REST routes of the EKS operations nodewright calls.
+func (s *Server) serveEKS(w http.ResponseWriter, r *http.Request, id string) {
+	parts := strings.Split(strings.Trim(r.URL.EscapedPath(), "/"), "/")
+	for i := range parts {
+		parts[i], _ = url.PathUnescape(parts[i])
+	}
+	var (
+		out any
+		err error
+	)
+	ctx := r.Context()
+	switch {
+	case r.Method == http.MethodGet && len(parts) == 2 && parts[0] == "clusters":
+		out, err = s.EKS.DescribeCluster(ctx, &eks.DescribeClusterInput{Name: &parts[1]})
+	case r.Method == http.MethodGet && len(parts) == 3 && parts[0] == "clusters" && parts[2] == "access-entries":
+		in := &eks.ListAccessEntriesInput{ClusterName: &parts[1]}
+		if t := r.URL.Query().Get("nextToken"); t != "" {
+			in.NextToken = &t
+		}
+		if p := r.URL.Query().Get("associatedPolicyArn"); p != "" {
+			in.AssociatedPolicyArn = &p
+		}
+		out, err = s.EKS.ListAccessEntries(ctx, in)
+	case r.Method == http.MethodGet && len(parts) == 4 && parts[0] == "clusters" && parts[2] == "access-entries":
+		out, err = s.EKS.DescribeAccessEntry(ctx, &eks.DescribeAccessEntryInput{ClusterName: &parts[1], PrincipalArn: &parts[3]})
+	default:
+		writeJSONError(w, http.StatusNotFound, "UnknownOperationException", r.Method+" "+r.URL.Path+" is not served", id)
+		return
+	}
+	if err != nil {
+		status, code, message := errorOf(err)
+		if code == "ResourceNotFoundException" {
+			status = http.StatusNotFound
+		}
+		writeJSONError(w, status, code, message, id)
+		return
+	}
+	writeJSON(w, "application/json", id, jsonValue(reflect.ValueOf(out), true))
+}
+
+func writeJSON(w http.ResponseWriter, contentType, id string, body any) {
+	w.Header().Set("Content-Type", contentType)
+	w.Header().Set("X-Amzn-Requestid", id)
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+// writeJSONError answers in the AWS JSON protocols' error shape: the code
+// in the X-Amzn-ErrorType header and __type, the message in message.
+func writeJSONError(w http.ResponseWriter, status int, code, message, id string) {
+	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+	w.Header().Set("X-Amzn-ErrorType", code)
+	w.Header().Set("X-Amzn-Requestid", id)
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"__type": code, "message": message})
 }
