@@ -101,6 +101,9 @@ control plane.`,
 	f.Float32Var(&cfg.KubeQPS, "kube-client-qps", cfg.KubeQPS, "requests per second to the Kubernetes API server, sustained")
 	f.IntVar(&cfg.KubeBurst, "kube-client-burst", cfg.KubeBurst, "requests to the Kubernetes API server in a burst above --kube-client-qps")
 	f.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "objects each controller reconciles at once (NodeClaims launched, registered and terminated in parallel)")
+	f.DurationVar(&cfg.Lifecycle.Poll, "nodeclaim-poll", cfg.Lifecycle.Poll, "look at a NodeClaim that is not Ready again this often")
+	f.BoolVar(&cfg.NominatePods, "nominate-pods", cfg.NominatePods, "set pending pods' status.nominatedNodeName to the node planned for them, so kube-scheduler follows the plan")
+	f.BoolVar(&cfg.SkipUserDataValidation, "unsafe-skip-userdata-validation", false, "launch nodes even when their user data would keep them from registering")
 	f.DurationVar(&cfg.Disruption.Poll, "disruption-poll", cfg.Disruption.Poll, "decide what to disrupt this often")
 	f.DurationVar(&cfg.Disruption.ValidationDelay, "disruption-validation-delay", cfg.Disruption.ValidationDelay,
 		"wait this long after a disruption decision, then check it again against the cluster before carrying it out")

@@ -33,6 +33,7 @@ func newSimCommand() *cobra.Command {
 		noNomination                 bool
 		pods                         int
 		pprofAddr, logFile           string
+		controllerProcess            bool
 		registrationTimeout, workDir string
 		faults                       simaws.Faults
 		noCapacity, then             []string
@@ -107,11 +108,17 @@ is enough), or a manifest file.`,
 					return fmt.Errorf("--registration-timeout: %w", err)
 				}
 			}
+			if controllerProcess {
+				if opts.ControllerProcess, err = os.Executable(); err != nil {
+					return fmt.Errorf("--controller-process: finding this binary: %w", err)
+				}
+			}
 			fmt.Fprintln(progress, "starting the control plane, the simulated AWS account and nodewright...")
 			sim, err := runner.Start(ctx, opts)
 			if err != nil {
 				return err
 			}
+			fmt.Fprintf(progress, "simulated AWS account: %s (any credentials; aws ec2 describe-instances --endpoint-url %s --region us-east-1)\n", sim.AWSEndpoint, sim.AWSEndpoint)
 			defer func() {
 				if !keep {
 					_ = sim.Stop()
@@ -145,6 +152,7 @@ is enough), or a manifest file.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&scenario, "scenario", "healthy", "scenario to apply: a name, a prefix (s1 ... s5, healthy, scale) or a manifest file")
+	f.BoolVar(&controllerProcess, "controller-process", false, "run the controllers in their own process (nodewright controller --cloud aws) against the simulated account's HTTP endpoint, as in a cluster; its log is controller.log in --work-dir")
 	f.StringVar(&logFile, "log-file", "", "write nodewright's and the simulated kubelets' logs to this file (JSON lines)")
 	f.StringVar(&pprofAddr, "pprof-addr", "", "serve Go's profiles (net/http/pprof) on this address, such as 127.0.0.1:6060")
 	f.IntVar(&pods, "pods", 0, "spread this many pods over the scenario's Deployments and StatefulSets (such as --scenario scale --pods 10000)")

@@ -38,6 +38,7 @@ type Account struct {
 	pendingFor, shuttingDownFor time.Duration
 	stats                       Stats
 	clock                       clock.PassiveClock
+	overHTTP                    bool
 }
 
 // NewAccount returns an empty account; Seed fills it with the scenarios'

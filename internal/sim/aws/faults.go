@@ -32,6 +32,15 @@ type Stats struct {
 	Backoff time.Duration
 }
 
+// ServeOverHTTP makes the account answer a throttled call with the error
+// instead of retrying it itself: over HTTP, the caller's SDK client
+// retries (the in-process APIs play that client's part otherwise).
+func (a *Account) ServeOverHTTP() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.overHTTP = true
+}
+
 // SetFaults sets the faults injected from now on.
 func (a *Account) SetFaults(f Faults) {
 	a.mu.Lock()
@@ -54,7 +63,7 @@ func (a *Account) Stats() Stats {
 func (a *Account) call(ctx context.Context) error {
 	for attempt := 1; ; attempt++ {
 		a.mu.Lock()
-		faults := a.faults
+		faults, overHTTP := a.faults, a.overHTTP
 		a.stats.Calls++
 		if attempt > 1 {
 			a.stats.Retries++
@@ -71,7 +80,7 @@ func (a *Account) call(ctx context.Context) error {
 			return nil
 		}
 		err := apiError("RequestLimitExceeded", "Request limit exceeded.")
-		if attempt >= retryer.MaxAttempts() || !retryer.IsErrorRetryable(err) {
+		if overHTTP || attempt >= retryer.MaxAttempts() || !retryer.IsErrorRetryable(err) {
 			return err
 		}
 		delay, derr := retryer.RetryDelay(attempt, err)

@@ -11,7 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -67,6 +69,11 @@ type Options struct {
 	// NoNominationGate starts kube-apiserver and kube-scheduler without
 	// the NominatedNodeNameForExpectation feature gate.
 	NoNominationGate bool
+	// ControllerProcess runs the controllers as `nodewright controller
+	// --cloud aws` from this binary, in their own process, against the
+	// account's HTTP endpoint (empty: in this process, on the account's
+	// in-process APIs).
+	ControllerProcess string
 	// Settle is how long the cluster must stay done and undisrupted for a
 	// watch to end: long enough for a disruption decision to show
 	// (default: the validation delay and two disruption rounds).
@@ -99,11 +106,17 @@ type Sim struct {
 	cache    cache.Cache
 	requests *metrics.KubeRequests
 	figures  Figures
-	claims   map[string]bool
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-	errs     chan error
-	settle   time.Duration
+	// AWSEndpoint serves the account in the AWS protocols.
+	AWSEndpoint       string
+	aws               *http.Server
+	controller        *exec.Cmd
+	controllerDone    chan struct{}
+	controllerMetrics string
+	claims            map[string]bool
+	cancel            context.CancelFunc
+	wg                sync.WaitGroup
+	errs              chan error
+	settle            time.Duration
 }
 
 // Start starts the control plane, the simulated account, kubelets and
@@ -154,15 +167,25 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 	if s.requests, err = metrics.NewKubeRequests(ctrlmetrics.Registry); err != nil {
 		return nil, errors.Join(err, s.Stop())
 	}
-	clouds := operator.Clouds{EC2: s.Account.EC2(), SSM: s.Account.SSM(), IAM: s.Account.IAM(), EKS: s.Account.EKS(), Pricing: s.Account.Pricing()}
-	mgr, err := operator.New(ctx, plane.Config, opts.Operator, clouds, clock.RealClock{}, opts.Log.WithName("operator"))
-	if err != nil {
+	if err := s.serveAWS(); err != nil {
 		return nil, errors.Join(err, s.Stop())
+	}
+	if opts.ControllerProcess != "" {
+		s.Account.ServeOverHTTP()
+		if err := s.StartController(opts.ControllerProcess, opts.Operator); err != nil {
+			return nil, errors.Join(err, s.Stop())
+		}
+	} else {
+		clouds := operator.Clouds{EC2: s.Account.EC2(), SSM: s.Account.SSM(), IAM: s.Account.IAM(), EKS: s.Account.EKS(), Pricing: s.Account.Pricing()}
+		mgr, err := operator.New(ctx, plane.Config, opts.Operator, clouds, clock.RealClock{}, opts.Log.WithName("operator"))
+		if err != nil {
+			return nil, errors.Join(err, s.Stop())
+		}
+		s.goRun(func() error { return mgr.Start(ctx) })
 	}
 	s.Kubelets = &kubelet.Simulator{Kube: s.Kube, Reader: s.cache, Account: s.Account, Clock: clock.RealClock{}, BootDelay: opts.BootDelay, BootJitter: opts.BootJitter,
 		Heartbeat: Heartbeat, Log: opts.Log.WithName("kubelets")}
 	ccm := &kubelet.CloudControllerManager{Kube: s.Kube, Reader: s.cache, Clock: clock.RealClock{}, Delay: opts.CCMDelay, Enabled: opts.CloudControllerManager}
-	s.goRun(func() error { return mgr.Start(ctx) })
 	s.goRun(func() error { return s.Kubelets.Run(ctx, 500*time.Millisecond) })
 	statePath := filepath.Join(filepath.Dir(plane.KubeconfigPath), simaws.StateFile)
 	s.goRun(func() error {
@@ -221,6 +244,10 @@ func (s *Sim) goRun(f func() error) {
 
 // Stop stops everything and the control plane.
 func (s *Sim) Stop() error {
+	s.StopController(false)
+	if s.aws != nil {
+		_ = s.aws.Close()
+	}
 	s.cancel()
 	s.wg.Wait()
 	var errs []error
@@ -326,7 +353,7 @@ func (s *Sim) RunSteps(ctx context.Context, steps []Step, timeout, stall time.Du
 	var out []StepResult
 	seen := 0
 	for _, st := range steps {
-		before := s.requests.Counts()
+		before := s.requestCounts(ctx)
 		if err := s.Apply(ctx, st.Name, st.Manifest); err != nil {
 			return out, err
 		}
@@ -337,12 +364,15 @@ func (s *Sim) RunSteps(ctx context.Context, steps []Step, timeout, stall time.Du
 		}
 		res := StepResult{Name: st.Name, Snapshot: snap, Disruptions: []string{}, Figures: s.figures}
 		res.Figures.Requests = map[string]float64{}
-		for k, n := range s.requests.Counts() {
+		for k, n := range s.requestCounts(ctx) {
 			if d := n - before[k]; d > 0 {
 				res.Figures.Requests[k] = d
 			}
 		}
-		res.Figures.PeakRSS, res.Figures.Process = peakRSS(), "nodewright sim (controllers, simulated AWS and kubelets)"
+		res.Figures.PeakRSS, res.Figures.Process = peakRSS(), s.processName()
+		if s.controller != nil {
+			res.Figures.PeakRSS = s.controllerRSS()
+		}
 		if len(snap.Disruptions) > seen {
 			res.Disruptions = snap.Disruptions[seen:]
 			seen = len(snap.Disruptions)
@@ -353,6 +383,19 @@ func (s *Sim) RunSteps(ctx context.Context, steps []Step, timeout, stall time.Du
 		}
 	}
 	return out, nil
+}
+
+// requestCounts are nodewright's requests to the API server so far, by
+// "verb resource" (nil when they cannot be read).
+func (s *Sim) requestCounts(ctx context.Context) map[string]float64 {
+	if s.controller != nil {
+		counts, err := s.processRequests(ctx)
+		if err != nil {
+			return nil
+		}
+		return counts
+	}
+	return s.requests.Counts()
 }
 
 // peakRSS is this process's peak resident memory (VmHWM), in bytes.
