@@ -1,0 +1,62 @@
+package e2e
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nodewright/nodewright/internal/sim/runner"
+	"github.com/nodewright/nodewright/scenarios"
+)
+
+// The controllers in their own process, `nodewright controller --cloud
+// aws` with the AWS SDK's real clients against the simulated account's
+// HTTP endpoint, run the healthy scenario to the end; the figures read
+// that process's memory and API requests.
+func TestHealthyWithTheControllerInItsOwnProcess(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "nodewright")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/nodewright").CombinedOutput(); err != nil {
+		t.Fatalf("building nodewright: %v\n%s", err, out)
+	}
+	name, manifest, err := scenarios.Load("healthy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := runner.DefaultOptions()
+	opts.BootDelay, opts.CCMDelay = time.Second, time.Second
+	opts.Settle = 20 * time.Second
+	opts.ControllerProcess = bin
+	ctx := context.Background()
+	sim, err := runner.Start(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := sim.Stop(); err != nil {
+			t.Errorf("stopping the simulation: %v", err)
+		}
+	})
+	results, err := sim.RunSteps(ctx, []runner.Step{{Name: name, Manifest: manifest}}, 3*time.Minute, time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := results[0].Figures
+	if !strings.HasPrefix(f.Process, "nodewright controller process") || f.PeakRSS < 10<<20 {
+		t.Errorf("figures from %q with peak RSS %d bytes, want the controller process's", f.Process, f.PeakRSS)
+	}
+	if f.Requests["create nodeclaims"] < 1 || f.RequestsPerNodeClaim() <= 0 {
+		t.Errorf("the controller process's requests were not read: %v", f.Requests)
+	}
+	instances := 0
+	for _, inst := range sim.Account.Instances() {
+		if inst.State.Name == "running" {
+			instances++
+		}
+	}
+	if snap := results[0].Snapshot; instances != snap.Nodes {
+		t.Errorf("%d running instances for %d nodes", instances, snap.Nodes)
+	}
+}
