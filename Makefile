@@ -4,7 +4,7 @@ SHELL := /usr/bin/env bash -o pipefail
 GOLANGCI_LINT_VERSION := v2.15.0
 LINT := bin/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
-.PHONY: all build test generate verify lint controlplane clean bench bench-e2e sim
+.PHONY: all build test generate verify lint controlplane clean bench bench-e2e crash sim
 
 all: build
 
@@ -54,3 +54,9 @@ bench-e2e: build controlplane ## Run the scale scenario end to end at each size 
 		./bin/nodewright sim --scenario scale --pods $$n --timeout $$(( 120 + n / 50 ))s --stall 2m 2>/dev/null \
 			| sed -n '/^scale:/,$$p' || true; \
 	done
+
+CRASH_KILLS ?= 200
+
+crash: controlplane ## Kill the controller process CRASH_KILLS times (SIGKILL) during scale-up, launches, drains and consolidation, then check nothing leaked or launched twice
+	assets="$$(./hack/controlplane.sh)" && KUBEBUILDER_ASSETS="$$assets" NODEWRIGHT_CRASH_KILLS=$(CRASH_KILLS) \
+		go test -count=1 -timeout 90m -run TestCrashCampaign -v ./test/e2e/ | grep -v '^=== RUN'

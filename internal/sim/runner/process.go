@@ -83,6 +83,7 @@ func (s *Sim) StartController(path string, cfg operator.Config) error {
 	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+s.Plane.KubeconfigPath), s.AWSEnv()...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	s.controllerPath, s.controllerConfig = path, cfg
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()
 		return fmt.Errorf("starting the controller process: %w", err)
@@ -115,6 +116,18 @@ func (s *Sim) StopController(kill bool) {
 		<-s.controllerDone
 	}
 	s.controller = nil
+}
+
+// KillController kills the controller process with SIGKILL, as a crash
+// or an OOM kill would, and starts a new one; it returns the peak RSS of
+// the one killed.
+func (s *Sim) KillController() (int64, error) {
+	if s.controller == nil {
+		return 0, errors.New("the controllers do not run in their own process")
+	}
+	rss := s.controllerRSS()
+	s.StopController(true)
+	return rss, s.StartController(s.controllerPath, s.controllerConfig)
 }
 
 // controllerRSS is the controller process's peak resident memory.

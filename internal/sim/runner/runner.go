@@ -112,6 +112,8 @@ type Sim struct {
 	controller        *exec.Cmd
 	controllerDone    chan struct{}
 	controllerMetrics string
+	controllerPath    string
+	controllerConfig  operator.Config
 	claims            map[string]bool
 	cancel            context.CancelFunc
 	wg                sync.WaitGroup

@@ -1,0 +1,260 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	appsv1 "k8s.io/api/apps/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/sim/runner"
+	simaws "github.com/nodewright/nodewright/internal/sim/aws"
+)
+
+// crashScenario: a general NodePool that consolidates at once, a web
+// Deployment under a PodDisruptionBudget, and a filler Deployment the
+// campaign scales up and down.
+const crashScenario = `
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  amiSelectorTerms: [{alias: al2023@latest}]
+  role: KarpenterNodeRole-nodewright-sim
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: nodewright-sim}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: nodewright-sim}}]
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: general}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+        - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m, r]}
+        - {key: karpenter.k8s.aws/instance-size, operator: In, values: [large, xlarge, 2xlarge]}
+  disruption:
+    consolidationPolicy: WhenEmptyOrUnderutilized
+    consolidateAfter: 0s
+    budgets: [{nodes: "30%"}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: aws-auth, namespace: kube-system}
+data:
+  mapRoles: |
+    - rolearn: arn:aws:iam::111122223333:role/KarpenterNodeRole-nodewright-sim
+      username: system:node:{{EC2PrivateDNSName}}
+      groups: [system:bootstrappers, system:nodes]
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: web, namespace: default}
+spec:
+  minAvailable: 90%
+  selector: {matchLabels: {app: web}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: default}
+spec:
+  replicas: 20
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+        - name: web
+          image: public.ecr.aws/nginx/nginx:latest
+          resources: {requests: {cpu: 500m, memory: 512Mi}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: filler, namespace: default}
+spec:
+  replicas: 60
+  selector: {matchLabels: {app: filler}}
+  template:
+    metadata: {labels: {app: filler}}
+    spec:
+      containers:
+        - name: filler
+          image: public.ecr.aws/docker/library/busybox:latest
+          resources: {requests: {cpu: 700m, memory: 768Mi}}
+`
+
+// crashKills is how many times the campaign kills the controller:
+// NODEWRIGHT_CRASH_KILLS (make crash runs 200), a short run by default.
+func crashKills(t *testing.T) int {
+	if s := os.Getenv("NODEWRIGHT_CRASH_KILLS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("NODEWRIGHT_CRASH_KILLS=%q: want a count", s)
+		}
+		return n
+	}
+	return 6
+}
+
+// The controller process is killed with SIGKILL at random moments while
+// the cluster scales up, launches, registers, drains and consolidates,
+// under API throttling and with an offering out of capacity; a new one
+// starts each time. Once it converges: every pod runs, no instance is
+// left without a NodeClaim, no NodeClaim has two instances, the
+// PodDisruptionBudget held throughout and no NodeClaim is stuck.
+func TestCrashCampaign(t *testing.T) {
+	kills := crashKills(t)
+	seed := uint64(time.Now().UnixNano())
+	if s := os.Getenv("NODEWRIGHT_CRASH_SEED"); s != "" {
+		seed, _ = strconv.ParseUint(s, 10, 64)
+	}
+	rnd := rand.New(rand.NewPCG(seed, seed))
+	t.Logf("%d kills, seed %d (NODEWRIGHT_CRASH_SEED replays it)", kills, seed)
+	bin := filepath.Join(t.TempDir(), "nodewright")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/nodewright").CombinedOutput(); err != nil {
+		t.Fatalf("building nodewright: %v\n%s", err, out)
+	}
+	opts := runner.DefaultOptions()
+	opts.BootDelay, opts.CCMDelay = time.Second, time.Second
+	opts.Settle = 20 * time.Second
+	opts.ControllerProcess = bin
+	opts.Operator.GCInterval, opts.Operator.GCGrace = 5*time.Second, 15*time.Second
+	opts.Faults = simaws.Faults{ThrottleEvery: 7}
+	opts.NoCapacity = []string{"spot:c5.large:us-east-1a", "spot:m5.large:us-east-1b"}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sim, err := runner.Start(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := sim.Stop(); err != nil {
+			t.Errorf("stopping the simulation: %v", err)
+		}
+	})
+	if err := sim.Apply(ctx, "crash", []byte(crashScenario)); err != nil {
+		t.Fatal(err)
+	}
+
+	// The PodDisruptionBudget, sampled all along once web first ran in
+	// full (web's replicas never change).
+	var (
+		mu         sync.Mutex
+		violations []string
+	)
+	sampling, stopSampling := context.WithCancel(ctx)
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		healthy := false
+		for sampling.Err() == nil {
+			time.Sleep(300 * time.Millisecond)
+			pdb := &policyv1.PodDisruptionBudget{}
+			if err := sim.Kube.Get(sampling, client.ObjectKey{Namespace: "default", Name: "web"}, pdb); err != nil {
+				continue
+			}
+			healthy = healthy || (pdb.Status.ObservedGeneration == pdb.Generation && pdb.Status.CurrentHealthy == 20)
+			if healthy && pdb.Status.CurrentHealthy < pdb.Status.DesiredHealthy {
+				mu.Lock()
+				violations = append(violations, fmt.Sprintf("%s: %d healthy, %d desired", time.Now().Format(time.TimeOnly), pdb.Status.CurrentHealthy, pdb.Status.DesiredHealthy))
+				mu.Unlock()
+			}
+		}
+	}()
+
+	// Kill the controller at random moments while the filler scales:
+	// up (launches, registration), down (consolidation drains web's
+	// nodes), up again.
+	phases := []int32{60, 0, 40}
+	peak := int64(0)
+	for k := range kills {
+		if k > 0 && k%max(1, kills/len(phases)) == 0 && k/max(1, kills/len(phases)) < len(phases) {
+			scale(t, sim, "filler", phases[k/max(1, kills/len(phases))])
+		}
+		time.Sleep(time.Duration(500+rnd.IntN(4000)) * time.Millisecond)
+		rss, err := sim.KillController()
+		if err != nil {
+			t.Fatalf("kill %d: %v", k+1, err)
+		}
+		peak = max(peak, rss)
+	}
+	if kills < len(phases) {
+		scale(t, sim, "filler", phases[len(phases)-1])
+	}
+	snap, err := sim.Watch(ctx, 5*time.Minute, 2*time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !snap.Done() {
+		t.Fatalf("after %d kills the cluster did not converge: %v", kills, (&runner.NotConvergedError{Step: "crash", Snapshot: snap}).Error())
+	}
+	// Garbage collection has had its grace and a pass since.
+	time.Sleep(opts.Operator.GCGrace + 2*opts.Operator.GCInterval)
+	stopSampling()
+	<-sampled
+
+	claims := &v1.NodeClaimList{}
+	if err := sim.Kube.List(ctx, claims); err != nil {
+		t.Fatal(err)
+	}
+	owned := map[string]bool{}
+	for _, nc := range claims.Items {
+		owned[nc.Status.ProviderID] = true
+	}
+	launched := map[string][]string{} // NodeClaim → its instances, ever
+	orphans := 0
+	for _, inst := range sim.Account.Instances() {
+		id := aws.ToString(inst.InstanceId)
+		for _, tag := range inst.Tags {
+			if aws.ToString(tag.Key) == "karpenter.sh/nodeclaim" {
+				launched[aws.ToString(tag.Value)] = append(launched[aws.ToString(tag.Value)], id)
+			}
+		}
+		live := inst.State.Name == ec2types.InstanceStateNamePending || inst.State.Name == ec2types.InstanceStateNameRunning
+		if live && !owned["aws:///"+aws.ToString(inst.Placement.AvailabilityZone)+"/"+id] {
+			orphans++
+			t.Errorf("instance %s (%s) runs without a NodeClaim", id, inst.State.Name)
+		}
+	}
+	duplicates := 0
+	for claim, ids := range launched {
+		if len(ids) > 1 {
+			duplicates++
+			t.Errorf("NodeClaim %s launched %d instances: %v", claim, len(ids), ids)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, v := range violations {
+		t.Errorf("the PodDisruptionBudget was broken: %s", v)
+	}
+	t.Logf("%d kills (seed %d): %d pods Running on %d nodes, %d NodeClaims launched over the run, %d orphaned instances, %d NodeClaims with two instances, %d PDB violations, controller peak RSS %d MiB",
+		kills, seed, snap.RunningPods, snap.Nodes, len(launched), orphans, duplicates, len(violations), peak>>20)
+}
+
+func scale(t *testing.T, sim *runner.Sim, name string, replicas int32) {
+	t.Helper()
+	d := &appsv1.Deployment{}
+	if err := sim.Kube.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, d); err != nil {
+		t.Fatal(err)
+	}
+	d.Spec.Replicas = ptr.To(replicas)
+	if err := sim.Kube.Update(context.Background(), d); err != nil {
+		t.Fatal(err)
+	}
+}
