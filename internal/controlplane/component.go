@@ -30,7 +30,7 @@ type component struct {
 // serving its health endpoint on a free local port, and waits until it is
 // healthy.
 func (cp *ControlPlane) startComponent(ctx context.Context, assets, name string, timeout time.Duration, args ...string) error {
-	port, err := freePort(ctx)
+	port, err := FreePort(ctx)
 	if err != nil {
 		return fmt.Errorf("starting %s: %w", name, err)
 	}
@@ -135,8 +135,8 @@ func (c *component) logTail() string {
 	return string(bytes.Join(lines, []byte("\n")))
 }
 
-// freePort asks the kernel for an unused loopback port.
-func freePort(ctx context.Context) (int, error) {
+// FreePort asks the kernel for an unused loopback port.
+func FreePort(ctx context.Context) (int, error) {
 	var lc net.ListenConfig
 	l, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {

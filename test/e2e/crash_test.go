@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -20,8 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
-	"github.com/nodewright/nodewright/internal/sim/runner"
 	simaws "github.com/nodewright/nodewright/internal/sim/aws"
+	"github.com/nodewright/nodewright/internal/sim/runner"
 )
 
 // crashScenario: a general NodePool that consolidates at once, a web
@@ -125,28 +123,17 @@ func TestCrashCampaign(t *testing.T) {
 	}
 	rnd := rand.New(rand.NewPCG(seed, seed))
 	t.Logf("%d kills, seed %d (NODEWRIGHT_CRASH_SEED replays it)", kills, seed)
-	bin := filepath.Join(t.TempDir(), "nodewright")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/nodewright").CombinedOutput(); err != nil {
-		t.Fatalf("building nodewright: %v\n%s", err, out)
-	}
-	opts := runner.DefaultOptions()
-	opts.BootDelay, opts.CCMDelay = time.Second, time.Second
-	opts.Settle = 20 * time.Second
-	opts.ControllerProcess = bin
-	opts.Operator.GCInterval, opts.Operator.GCGrace = 5*time.Second, 15*time.Second
-	opts.Faults = simaws.Faults{ThrottleEvery: 7}
-	opts.NoCapacity = []string{"spot:c5.large:us-east-1a", "spot:m5.large:us-east-1b"}
+	bin := buildNodewright(t)
+	var gc runner.Options
+	sim := start(t, func(o *runner.Options) {
+		o.ControllerProcess = bin
+		o.Operator.GCInterval, o.Operator.GCGrace = 5*time.Second, 15*time.Second
+		o.Faults = simaws.Faults{ThrottleEvery: 7}
+		o.NoCapacity = []string{"spot:c5.large:us-east-1a", "spot:m5.large:us-east-1b"}
+		gc = *o
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	sim, err := runner.Start(ctx, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := sim.Stop(); err != nil {
-			t.Errorf("stopping the simulation: %v", err)
-		}
-	})
 	if err := sim.Apply(ctx, "crash", []byte(crashScenario)); err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +191,7 @@ func TestCrashCampaign(t *testing.T) {
 		t.Fatalf("after %d kills the cluster did not converge: %v", kills, (&runner.NotConvergedError{Step: "crash", Snapshot: snap}).Error())
 	}
 	// Garbage collection has had its grace and a pass since.
-	time.Sleep(opts.Operator.GCGrace + 2*opts.Operator.GCInterval)
+	time.Sleep(gc.Operator.GCGrace + 2*gc.Operator.GCInterval)
 	stopSampling()
 	<-sampled
 

@@ -37,24 +37,7 @@ func runStepsWith(t *testing.T, scenario string, timeout time.Duration, running 
 	for i := range names {
 		steps = append(steps, runner.Step{Name: names[i], Manifest: data[i]})
 	}
-	opts := runner.DefaultOptions()
-	opts.BootDelay, opts.CCMDelay = time.Second, time.Second
-	opts.Operator.SkipNameValidation = true
-	// A disruption decided on a loaded machine shows later than on an
-	// idle one: wait longer before calling the cluster settled.
-	opts.Settle = 20 * time.Second
-	if edit != nil {
-		edit(&opts)
-	}
-	sim, err := runner.Start(context.Background(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := sim.Stop(); err != nil {
-			t.Errorf("stopping the simulation: %v", err)
-		}
-	})
+	sim := start(t, edit)
 	if running != nil {
 		running(sim)
 	}

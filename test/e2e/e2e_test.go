@@ -6,6 +6,8 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -22,13 +24,10 @@ import (
 	"github.com/nodewright/nodewright/scenarios"
 )
 
-// run starts a simulation, applies a scenario and watches it settle.
-func run(t *testing.T, scenario string, edit func(*runner.Options)) (*runner.Sim, *runner.Snapshot) {
+// start starts a simulation with the end-to-end tests' options, edited,
+// and stops it when the test ends.
+func start(t *testing.T, edit func(*runner.Options)) *runner.Sim {
 	t.Helper()
-	name, manifest, err := scenarios.Load(scenario)
-	if err != nil {
-		t.Fatal(err)
-	}
 	opts := runner.DefaultOptions()
 	opts.BootDelay, opts.CCMDelay = time.Second, time.Second
 	opts.Operator.SkipNameValidation = true // one simulation after another in this process
@@ -38,8 +37,7 @@ func run(t *testing.T, scenario string, edit func(*runner.Options)) (*runner.Sim
 	if edit != nil {
 		edit(&opts)
 	}
-	ctx := context.Background()
-	sim, err := runner.Start(ctx, opts)
+	sim, err := runner.Start(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,6 +46,29 @@ func run(t *testing.T, scenario string, edit func(*runner.Options)) (*runner.Sim
 			t.Errorf("stopping the simulation: %v", err)
 		}
 	})
+	return sim
+}
+
+// buildNodewright builds the nodewright binary for the controller's own
+// process.
+func buildNodewright(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "nodewright")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/nodewright").CombinedOutput(); err != nil {
+		t.Fatalf("building nodewright: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// run starts a simulation, applies a scenario and watches it settle.
+func run(t *testing.T, scenario string, edit func(*runner.Options)) (*runner.Sim, *runner.Snapshot) {
+	t.Helper()
+	name, manifest, err := scenarios.Load(scenario)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim := start(t, edit)
+	ctx := context.Background()
 	if err := sim.Apply(ctx, name, manifest); err != nil {
 		t.Fatal(err)
 	}

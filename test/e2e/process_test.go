@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"context"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,28 +15,13 @@ import (
 // HTTP endpoint, run the healthy scenario to the end; the figures read
 // that process's memory and API requests.
 func TestHealthyWithTheControllerInItsOwnProcess(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "nodewright")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/nodewright").CombinedOutput(); err != nil {
-		t.Fatalf("building nodewright: %v\n%s", err, out)
-	}
+	bin := buildNodewright(t)
 	name, manifest, err := scenarios.Load("healthy")
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := runner.DefaultOptions()
-	opts.BootDelay, opts.CCMDelay = time.Second, time.Second
-	opts.Settle = 20 * time.Second
-	opts.ControllerProcess = bin
+	sim := start(t, func(o *runner.Options) { o.ControllerProcess = bin })
 	ctx := context.Background()
-	sim, err := runner.Start(ctx, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := sim.Stop(); err != nil {
-			t.Errorf("stopping the simulation: %v", err)
-		}
-	})
 	results, err := sim.RunSteps(ctx, []runner.Step{{Name: name, Manifest: manifest}}, 3*time.Minute, time.Minute, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/nodewright/nodewright/internal/controlplane"
 	"github.com/nodewright/nodewright/internal/operator"
 	"github.com/nodewright/nodewright/internal/sim/account"
 	"github.com/nodewright/nodewright/internal/sim/awsapi"
@@ -69,7 +70,7 @@ func controllerArgs(cfg operator.Config, metricsAddr string) []string {
 // binary at path, in its own process, against the control plane and the
 // account's endpoint; its logs go to controller.log beside the kubeconfig.
 func (s *Sim) StartController(path string, cfg operator.Config) error {
-	port, err := freePort()
+	port, err := controlplane.FreePort(context.Background())
 	if err != nil {
 		return err
 	}
@@ -169,19 +170,6 @@ func (s *Sim) processRequests(ctx context.Context) (map[string]float64, error) {
 		out[labels["verb"]+" "+labels["resource"]] += m.GetCounter().GetValue()
 	}
 	return out, nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = l.Close() }()
-	addr, ok := l.Addr().(*net.TCPAddr)
-	if !ok {
-		return 0, errors.New("no TCP address")
-	}
-	return addr.Port, nil
 }
 
 // processName says where the controllers ran, for the figures.
