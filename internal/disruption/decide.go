@@ -132,13 +132,13 @@ func Decide(s *state.Snapshot, opts Options) *Decision {
 	return d.out
 }
 
-// scalingUp counts the pods of a scale-up in progress: pending pods the
-// scheduler places on nodes or new NodeClaims, and pods counted as
-// launching nodes' until those nodes run them.
+// scalingUp counts the pods of a scale-up in progress: pods counted as
+// launching nodes' until those nodes run them or, when there are none,
+// pending pods the scheduler places on nodes or new NodeClaims.
 func scalingUp(s *state.Snapshot) int {
 	pods := s.Expecting()
-	if len(s.Pending) == 0 {
-		return pods
+	if pods > 0 || len(s.Pending) == 0 {
+		return pods // a scale-up is under way: no need to plan the rest to know
 	}
 	plan := scheduling.Solve(s.Input(nil))
 	for _, nc := range plan.NodeClaims {
