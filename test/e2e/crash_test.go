@@ -164,14 +164,15 @@ func TestCrashCampaign(t *testing.T) {
 		}
 	}()
 
-	// Kill the controller at random moments while the filler scales:
-	// up (launches, registration), down (consolidation drains web's
-	// nodes), up again.
-	phases := []int32{60, 0, 40}
+	// Kill the controller at random moments while the filler scales up
+	// (launches, registration) and down (consolidation drains web's
+	// nodes), round after round.
+	sizes := []int32{0, 40, 10, 70, 20, 60}
+	every := max(2, kills/20)
 	peak := int64(0)
 	for k := range kills {
-		if k > 0 && k%max(1, kills/len(phases)) == 0 && k/max(1, kills/len(phases)) < len(phases) {
-			scale(t, sim, "filler", phases[k/max(1, kills/len(phases))])
+		if k > 0 && k%every == 0 {
+			scale(t, sim, "filler", sizes[(k/every-1)%len(sizes)])
 		}
 		time.Sleep(time.Duration(500+rnd.IntN(4000)) * time.Millisecond)
 		rss, err := sim.KillController()
@@ -179,9 +180,6 @@ func TestCrashCampaign(t *testing.T) {
 			t.Fatalf("kill %d: %v", k+1, err)
 		}
 		peak = max(peak, rss)
-	}
-	if kills < len(phases) {
-		scale(t, sim, "filler", phases[len(phases)-1])
 	}
 	snap, err := sim.Watch(ctx, 5*time.Minute, 2*time.Minute, nil)
 	if err != nil {
