@@ -56,6 +56,10 @@ type Node struct {
 	Taints       []corev1.Taint
 	Allocatable  Resources
 	Pods         []*corev1.Pod
+	// Launching marks a NodeClaim whose instance is not launched yet: if
+	// it is pinned to reserved capacity, it will take a place in a
+	// reservation that the reservation's count does not show yet.
+	Launching bool
 }
 
 // NodeFromObject converts a Node object and the pods bound to it.

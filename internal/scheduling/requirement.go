@@ -177,7 +177,7 @@ func (r *Requirement) Values() []string {
 
 // Single returns the only allowed value, if there is exactly one.
 func (r *Requirement) Single() (string, bool) {
-	if r.complement || len(r.values) != 1 {
+	if r == nil || r.complement || len(r.values) != 1 {
 		return "", false
 	}
 	for v := range r.values {

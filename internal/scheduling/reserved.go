@@ -42,16 +42,30 @@ func reservedSlots(np *NodePool) []reservedSlot {
 	return out
 }
 
-// initReservations records how many instances each reservation takes.
-func (s *solver) initReservations() {
+// initReservations records how many instances each reservation takes:
+// its count, less the NodeClaims pinned to it that are still launching
+// (the count shows an instance once it runs).
+func (s *solver) initReservations(nodes []*Node) {
 	s.reservations = map[string]int{}
+	where := map[[2]string]string{} // instance type, zone → reservation
 	for _, pl := range s.pools {
 		for _, it := range pl.InstanceTypes {
 			for _, o := range it.Offerings {
 				if o.CapacityType == v1.CapacityTypeReserved && o.ReservationID != "" && o.Available {
 					s.reservations[o.ReservationID] = o.ReservationCapacity
+					where[[2]string{it.Name, o.Zone}] = o.ReservationID
 				}
 			}
+		}
+	}
+	for _, n := range nodes {
+		if !n.Launching || !onlyReserved(n.Requirements[v1.LabelCapacityType]) {
+			continue
+		}
+		typ, _ := n.Requirements[LabelInstanceType].Single()
+		zone, _ := n.Requirements[LabelZone].Single()
+		if id, ok := where[[2]string{typ, zone}]; ok && s.reservations[id] > 0 {
+			s.reservations[id]--
 		}
 	}
 }

@@ -152,3 +152,32 @@ func TestReservedCapacityKeepsTopologySpread(t *testing.T) {
 		t.Error("no NodeClaim used the reservations")
 	}
 }
+
+// A NodeClaim pinned to a reservation that is still launching takes its
+// place: the reservation's count shows the instance only once it runs.
+func TestLaunchingNodeClaimsTakeTheirReservation(t *testing.T) {
+	np := reservedPool(t, "general", []instancetypes.Reservation{{ID: "cr-0aaa", InstanceType: "m5.xlarge", Zone: "us-east-1a", Available: 2}})
+	launching := func(name string, launching bool) *scheduling.Node {
+		reqs := scheduling.LabelRequirements(map[string]string{v1.LabelNodePool: "general"})
+		reqs.Add(scheduling.NewRequirement(v1.LabelCapacityType, corev1.NodeSelectorOpIn, v1.CapacityTypeReserved))
+		reqs.Add(scheduling.NewRequirement(scheduling.LabelZone, corev1.NodeSelectorOpIn, "us-east-1a"))
+		reqs.Add(scheduling.NewRequirement(scheduling.LabelInstanceType, corev1.NodeSelectorOpIn, "m5.xlarge"))
+		// Full already: the pods below need new NodeClaims.
+		return &scheduling.Node{Name: name, Requirements: reqs, Allocatable: scheduling.MustParseResources("cpu=100m,memory=100Mi,pods=1"), Launching: launching}
+	}
+	for _, tc := range []struct {
+		nodes    []*scheduling.Node
+		reserved int
+	}{
+		{nil, 2},
+		{[]*scheduling.Node{launching("general-a", true)}, 1},
+		{[]*scheduling.Node{launching("general-a", true), launching("general-b", true)}, 0},
+		// Launched: the reservation's count already shows it.
+		{[]*scheduling.Node{launching("general-a", false)}, 2},
+	} {
+		plan := solve(t, scheduling.Input{NodePools: []*scheduling.NodePool{np}, Nodes: tc.nodes, Pods: pods(12, "web", "1", "2Gi")})
+		if got := len(byCapacityType(plan)[v1.CapacityTypeReserved]); got != tc.reserved {
+			t.Errorf("with %d NodeClaims in flight: %d new NodeClaims in the reservation, want %d", len(tc.nodes), got, tc.reserved)
+		}
+	}
+}

@@ -85,7 +85,7 @@ func newSolver(in Input) *solver {
 		}
 		return s.pools[i].Name < s.pools[j].Name
 	})
-	s.initReservations()
+	s.initReservations(in.Nodes)
 	nodes := append([]*Node(nil), in.Nodes...)
 	sort.SliceStable(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
 	var existingPods []*podInfo

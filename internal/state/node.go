@@ -205,7 +205,8 @@ func (n *Node) schedulingNode(poolTypes, catalog []*scheduling.InstanceType) *sc
 	if alloc.IsZero() {
 		return nil
 	}
-	return &scheduling.Node{Name: nc.Name, Requirements: reqs, Taints: slices.Clone(nc.Spec.Taints), Allocatable: alloc, Pods: slices.Clone(n.Expected)}
+	return &scheduling.Node{Name: nc.Name, Requirements: reqs, Taints: slices.Clone(nc.Spec.Taints), Allocatable: alloc, Pods: slices.Clone(n.Expected),
+		Launching: nc.Status.ProviderID == ""}
 }
 
 // leastAllocatable is, per resource, the least that the instance types
