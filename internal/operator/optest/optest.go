@@ -107,10 +107,11 @@ func (e *Env) Create(t *testing.T, obj client.Object) {
 	}
 }
 
-// WaitFor polls cond for up to 30 seconds.
+// WaitFor polls cond for up to a minute (a loaded machine can take tens
+// of seconds for what takes one when idle).
 func (e *Env) WaitFor(t *testing.T, what string, cond func(context.Context) (bool, error)) {
 	t.Helper()
-	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, cond); err != nil {
+	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, cond); err != nil {
 		t.Fatalf("waiting for %s: %v", what, err)
 	}
 }
