@@ -132,6 +132,20 @@ func (p *Provisioner) awaitCache(ctx context.Context, names []string) {
 	}
 }
 
+// launchingIntoReservation reports a NodeClaim pinned to reserved
+// capacity whose instance is not recorded yet.
+func launchingIntoReservation(nc *v1.NodeClaim) bool {
+	if nc.Status.ProviderID != "" || !nc.DeletionTimestamp.IsZero() {
+		return false
+	}
+	for _, r := range nc.Spec.Requirements {
+		if r.Key == v1.LabelCapacityType {
+			return r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 && r.Values[0] == v1.CapacityTypeReserved
+		}
+	}
+	return false
+}
+
 // CreateWorkers is how many NodeClaims a decision creates at once.
 const CreateWorkers = 32
 
@@ -171,6 +185,13 @@ func (p *Provisioner) Provision(ctx context.Context) (bool, error) {
 	listed, err := listing.List(ctx, p.Client)
 	if err != nil {
 		return false, err
+	}
+	if slices.ContainsFunc(listed.NodeClaims, launchingIntoReservation) {
+		// A capacity reservation's count drops when EC2 launches the
+		// instance, a moment before the NodeClaim records it: deciding
+		// in between would count the place twice or not at all. Such
+		// launches take seconds; the decision waits for them.
+		return true, nil
 	}
 	if !slices.ContainsFunc(listed.Pods, state.Pending) {
 		return false, nil

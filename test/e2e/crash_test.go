@@ -238,8 +238,9 @@ func scale(t *testing.T, sim *runner.Sim, name string, replicas int32) {
 	if err := sim.Kube.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, d); err != nil {
 		t.Fatal(err)
 	}
+	before := d.DeepCopy()
 	d.Spec.Replicas = ptr.To(replicas)
-	if err := sim.Kube.Update(context.Background(), d); err != nil {
+	if err := sim.Kube.Patch(context.Background(), d, client.MergeFrom(before)); err != nil {
 		t.Fatal(err)
 	}
 }
