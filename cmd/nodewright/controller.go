@@ -45,6 +45,9 @@ configuration (environment, shared config, instance or pod role);
 control plane.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfg.Concurrency < 1 || cfg.KubeQPS <= 0 || cfg.KubeBurst < 1 {
+				return fmt.Errorf("--concurrency %d, --kube-client-qps %g, --kube-client-burst %d: each must be at least 1", cfg.Concurrency, cfg.KubeQPS, cfg.KubeBurst)
+			}
 			if cfg.ClusterName == "" {
 				return errors.New("--cluster-name is required: the EKS cluster's name, which tags and finds nodewright's instances")
 			}

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -175,7 +174,7 @@ func (s *Sim) processRequests(ctx context.Context) (map[string]float64, error) {
 // processName says where the controllers ran, for the figures.
 func (s *Sim) processName() string {
 	if s.controller != nil {
-		return "nodewright controller process " + strings.TrimSpace(strconv.Itoa(s.controller.Process.Pid))
+		return "nodewright controller process " + strconv.Itoa(s.controller.Process.Pid)
 	}
 	return "nodewright sim (controllers, simulated AWS and kubelets)"
 }
