@@ -55,6 +55,9 @@ is enough), or a manifest file.`,
 			if output != "table" && output != "json" {
 				return fmt.Errorf("-o %q: use table or json", output)
 			}
+			if faults.RateLimits < 0 {
+				return fmt.Errorf("--ec2-rate-limits %g: use a factor of 0 (no limit) or more (1: AWS's default limits)", faults.RateLimits)
+			}
 			name, manifest, err := scenarios.Load(scenario)
 			if err != nil {
 				return err
@@ -169,6 +172,7 @@ is enough), or a manifest file.`,
 	f.StringVar(&workDir, "work-dir", "", "directory for the kubeconfig and component logs (default: a temporary one)")
 	f.IntVar(&faults.ThrottleEvery, "throttle-every", 0, "the simulated AWS APIs refuse one call in this many with RequestLimitExceeded (retried with the SDK's backoff)")
 	f.DurationVar(&faults.Latency, "api-latency", 0, "delay every simulated AWS API call by this long")
+	f.Float64Var(&faults.RateLimits, "ec2-rate-limits", runner.DefaultOptions().Faults.RateLimits, "throttle each simulated EC2 API with the token buckets AWS documents for an account, scaled by this factor (0.1: a tenth of each bucket and refill rate; 0: no limit)")
 	f.StringArrayVar(&then, "then", nil, "after the scenario settles (every pod Running, no disruption in flight), apply this manifest and watch again; repeatable")
 	f.StringArrayVar(&noCapacity, "insufficient-capacity", nil, "an offering CAPACITY-TYPE:INSTANCE-TYPE:ZONE (such as spot:m5.large:us-east-1a) that has no capacity; repeatable")
 	return cmd

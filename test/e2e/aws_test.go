@@ -61,7 +61,7 @@ func TestReservedCapacity(t *testing.T) {
 // one call in four and answer slowly: nodewright's calls are retried.
 func TestHealthyUnderThrottling(t *testing.T) {
 	sim, snap := run(t, "healthy", func(o *runner.Options) {
-		o.Faults = simaws.Faults{ThrottleEvery: 4, Latency: 20 * time.Millisecond}
+		o.Faults.ThrottleEvery, o.Faults.Latency = 4, 20*time.Millisecond
 	})
 	if !snap.Done() {
 		t.Fatalf("not every pod runs on a Ready NodeClaim under throttling: %+v", snap)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -18,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
-	simaws "github.com/nodewright/nodewright/internal/sim/aws"
 	"github.com/nodewright/nodewright/internal/sim/runner"
 )
 
@@ -128,7 +128,7 @@ func TestCrashCampaign(t *testing.T) {
 	sim := start(t, func(o *runner.Options) {
 		o.ControllerProcess = bin
 		o.Operator.GCInterval, o.Operator.GCGrace = 5*time.Second, 15*time.Second
-		o.Faults = simaws.Faults{ThrottleEvery: 7}
+		o.Faults.ThrottleEvery = 7
 		o.NoCapacity = []string{"spot:c5.large:us-east-1a", "spot:m5.large:us-east-1b"}
 		gc = *o
 	})
@@ -164,23 +164,27 @@ func TestCrashCampaign(t *testing.T) {
 		}
 	}()
 
-	// Kill the controller at random moments while the filler scales up
-	// (launches, registration) and down (consolidation drains web's
-	// nodes), round after round.
+	// Kill the controller while the filler scales up (launches,
+	// registration) and down (consolidation drains web's nodes), round
+	// after round: at random moments, or aimed at a phase (a NodeClaim
+	// launching, a node draining) once it shows, or after letting the
+	// controller run long enough to decide and begin a disruption.
 	sizes := []int32{0, 40, 10, 70, 20, 60}
 	every := max(2, kills/20)
 	peak := int64(0)
+	aimed := map[string]int{}
 	for k := range kills {
 		if k > 0 && k%every == 0 {
 			scale(t, sim, "filler", sizes[(k/every-1)%len(sizes)])
 		}
-		time.Sleep(time.Duration(500+rnd.IntN(4000)) * time.Millisecond)
+		aimed[killMoment(ctx, t, sim, rnd)]++
 		rss, err := sim.KillController()
 		if err != nil {
 			t.Fatalf("kill %d: %v", k+1, err)
 		}
 		peak = max(peak, rss)
 	}
+	t.Logf("kills by moment: %v", aimed)
 	snap, err := sim.Watch(ctx, 5*time.Minute, 2*time.Minute, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -230,6 +234,47 @@ func TestCrashCampaign(t *testing.T) {
 	}
 	t.Logf("%d kills (seed %d): %d pods Running on %d nodes, %d NodeClaims launched over the run, %d orphaned instances, %d NodeClaims with two instances, %d PDB violations, controller peak RSS %d MiB",
 		kills, seed, snap.RunningPods, snap.Nodes, len(launched), orphans, duplicates, len(violations), peak>>20)
+}
+
+// killMoment waits for the moment of the next kill and says which it was:
+// half at random 0.5–4.5 s after the last start; the rest aimed at a
+// NodeClaim launching (no instance recorded yet), at a NodeClaim being
+// deleted (its node draining), or after 10–20 s of running, so that
+// disruptions are decided and carried out between kills. An aimed kill
+// whose phase does not come within 20 s falls back to a random moment.
+func killMoment(ctx context.Context, t *testing.T, sim *runner.Sim, rnd *rand.Rand) string {
+	t.Helper()
+	random := func() { time.Sleep(time.Duration(500+rnd.IntN(4000)) * time.Millisecond) }
+	until := func(phase func(*v1.NodeClaim) bool) bool {
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) {
+			claims := &v1.NodeClaimList{}
+			if err := sim.Kube.List(ctx, claims); err == nil && slices.ContainsFunc(claims.Items, func(nc v1.NodeClaim) bool { return phase(&nc) }) {
+				time.Sleep(time.Duration(rnd.IntN(300)) * time.Millisecond)
+				return true
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		return false
+	}
+	switch n := rnd.IntN(8); {
+	case n < 4:
+		random()
+		return "random"
+	case n == 4, n == 5:
+		if until(func(nc *v1.NodeClaim) bool { return nc.Status.ProviderID == "" && nc.DeletionTimestamp.IsZero() }) {
+			return "launching"
+		}
+	case n == 6:
+		if until(func(nc *v1.NodeClaim) bool { return !nc.DeletionTimestamp.IsZero() }) {
+			return "draining"
+		}
+	default:
+		time.Sleep(time.Duration(10+rnd.IntN(10)) * time.Second)
+		return "running 10–20 s"
+	}
+	random()
+	return "random (phase did not come)"
 }
 
 func scale(t *testing.T, sim *runner.Sim, name string, replicas int32) {

@@ -39,6 +39,7 @@ type Account struct {
 	stats                       Stats
 	clock                       clock.PassiveClock
 	overHTTP                    bool
+	buckets                     map[string]*tokenBucket
 }
 
 // NewAccount returns an empty account; Seed fills it with the scenarios'

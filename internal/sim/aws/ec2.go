@@ -14,7 +14,7 @@ type EC2 struct{ account *Account }
 // DescribeSubnets lists subnets by id and filters (subnet-id, availability-zone,
 // tag:KEY, tag-key).
 func (e *EC2) DescribeSubnets(ctx context.Context, in *ec2.DescribeSubnetsInput, _ ...func(*ec2.Options)) (*ec2.DescribeSubnetsOutput, error) {
-	if err := e.account.call(ctx); err != nil {
+	if err := e.account.call(ctx, ec2Call("DescribeSubnets")); err != nil {
 		return nil, err
 	}
 	a := e.account
@@ -61,7 +61,7 @@ func hasSubnet(subnets []ec2types.Subnet, id string) bool {
 // DescribeSecurityGroups lists security groups by id, name and filters
 // (group-id, group-name, tag:KEY, tag-key).
 func (e *EC2) DescribeSecurityGroups(ctx context.Context, in *ec2.DescribeSecurityGroupsInput, _ ...func(*ec2.Options)) (*ec2.DescribeSecurityGroupsOutput, error) {
-	if err := e.account.call(ctx); err != nil {
+	if err := e.account.call(ctx, apiCall{action: "DescribeSecurityGroups", ec2: true, unfiltered: len(in.GroupIds) == 0 && len(in.GroupNames) == 0 && len(in.Filters) == 0 && in.MaxResults == nil && in.NextToken == nil}); err != nil {
 		return nil, err
 	}
 	a := e.account
@@ -106,7 +106,7 @@ func (e *EC2) DescribeSecurityGroups(ctx context.Context, in *ec2.DescribeSecuri
 // DescribeImages lists AMIs by id, owner and filters (image-id, name,
 // architecture, tag:KEY, tag-key). Owners are account ids or self, amazon.
 func (e *EC2) DescribeImages(ctx context.Context, in *ec2.DescribeImagesInput, _ ...func(*ec2.Options)) (*ec2.DescribeImagesOutput, error) {
-	if err := e.account.call(ctx); err != nil {
+	if err := e.account.call(ctx, ec2Call("DescribeImages")); err != nil {
 		return nil, err
 	}
 	a := e.account

@@ -20,7 +20,7 @@ func (a *Account) EKS() *EKS { return &EKS{account: a} }
 
 // DescribeCluster describes the scenarios' cluster.
 func (e *EKS) DescribeCluster(ctx context.Context, in *eks.DescribeClusterInput, _ ...func(*eks.Options)) (*eks.DescribeClusterOutput, error) {
-	if err := e.account.call(ctx); err != nil {
+	if err := e.account.call(ctx, serviceCall("DescribeCluster")); err != nil {
 		return nil, err
 	}
 	if aws.ToString(in.Name) != account.ClusterName {
@@ -53,7 +53,7 @@ func (a *Account) AccessEntryType(principalARN string) (string, bool) {
 
 // ListAccessEntries lists the principals with an access entry, sorted.
 func (e *EKS) ListAccessEntries(ctx context.Context, in *eks.ListAccessEntriesInput, _ ...func(*eks.Options)) (*eks.ListAccessEntriesOutput, error) {
-	if err := e.account.call(ctx); err != nil {
+	if err := e.account.call(ctx, serviceCall("ListAccessEntries")); err != nil {
 		return nil, err
 	}
 	if aws.ToString(in.ClusterName) != account.ClusterName {
@@ -71,7 +71,7 @@ func (e *EKS) ListAccessEntries(ctx context.Context, in *eks.ListAccessEntriesIn
 
 // DescribeAccessEntry describes one principal's access entry.
 func (e *EKS) DescribeAccessEntry(ctx context.Context, in *eks.DescribeAccessEntryInput, _ ...func(*eks.Options)) (*eks.DescribeAccessEntryOutput, error) {
-	if err := e.account.call(ctx); err != nil {
+	if err := e.account.call(ctx, serviceCall("DescribeAccessEntry")); err != nil {
 		return nil, err
 	}
 	if aws.ToString(in.ClusterName) != account.ClusterName {

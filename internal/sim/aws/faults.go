@@ -3,6 +3,7 @@ package aws
 import (
 	"context"
 	"errors"
+	"maps"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
@@ -14,6 +15,10 @@ type Faults struct {
 	// RequestLimitExceeded, counted over all APIs, so a given sequence of
 	// calls is throttled the same way every time.
 	ThrottleEvery int
+	// RateLimits scales EC2's documented token buckets (limits.go), which
+	// throttle each EC2 API on its own: 1 is an account's defaults, 0.1 a
+	// tenth of them, 0 no limit.
+	RateLimits float64
 	// Latency delays every call.
 	Latency time.Duration
 	// HangNodePool makes CreateFleet calls for this NodePool's instances
@@ -28,6 +33,9 @@ type Stats struct {
 	// refused with RequestLimitExceeded; Retries were attempts after a
 	// throttled one.
 	Calls, Throttled, Retries int
+	// CallsBy and ThrottledBy count the attempts and the throttled ones
+	// by action (throttled by the EC2 token buckets or ThrottleEvery).
+	CallsBy, ThrottledBy map[string]int
 	// Backoff is the time spent waiting before retries.
 	Backoff time.Duration
 }
@@ -52,25 +60,33 @@ func (a *Account) SetFaults(f Faults) {
 func (a *Account) Stats() Stats {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.stats
+	st := a.stats
+	st.CallsBy, st.ThrottledBy = maps.Clone(a.stats.CallsBy), maps.Clone(a.stats.ThrottledBy)
+	return st
 }
 
 // call is the client side of every simulated API call: it waits the
-// injected latency, and when the account throttles the call it backs off
+// injected latency, and when the account throttles the call (its faults
+// or, for EC2, its token buckets) it backs off
 // and tries again with the AWS SDK's standard retry policy (the real
 // clients run the same policy in their middleware), returning the
 // throttling error once the attempts are used up.
-func (a *Account) call(ctx context.Context) error {
+func (a *Account) call(ctx context.Context, r apiCall) error {
 	for attempt := 1; ; attempt++ {
 		a.mu.Lock()
 		faults, overHTTP := a.faults, a.overHTTP
 		a.stats.Calls++
+		if a.stats.CallsBy == nil {
+			a.stats.CallsBy, a.stats.ThrottledBy = map[string]int{}, map[string]int{}
+		}
+		a.stats.CallsBy[r.action]++
 		if attempt > 1 {
 			a.stats.Retries++
 		}
-		throttled := faults.ThrottleEvery > 0 && a.stats.Calls%faults.ThrottleEvery == 0
+		throttled := faults.ThrottleEvery > 0 && a.stats.Calls%faults.ThrottleEvery == 0 || a.throttles(r, faults.RateLimits)
 		if throttled {
 			a.stats.Throttled++
+			a.stats.ThrottledBy[r.action]++
 		}
 		a.mu.Unlock()
 		if err := sleep(ctx, faults.Latency); err != nil {

@@ -33,7 +33,7 @@ func (a *Account) profile(name string) (*iamtypes.InstanceProfile, error) {
 
 // GetInstanceProfile returns an instance profile with its roles.
 func (s *IAM) GetInstanceProfile(ctx context.Context, in *iam.GetInstanceProfileInput, _ ...func(*iam.Options)) (*iam.GetInstanceProfileOutput, error) {
-	if err := s.account.call(ctx); err != nil {
+	if err := s.account.call(ctx, serviceCall("GetInstanceProfile")); err != nil {
 		return nil, err
 	}
 	a := s.account
@@ -50,7 +50,7 @@ func (s *IAM) GetInstanceProfile(ctx context.Context, in *iam.GetInstanceProfile
 
 // CreateInstanceProfile creates an empty instance profile.
 func (s *IAM) CreateInstanceProfile(ctx context.Context, in *iam.CreateInstanceProfileInput, _ ...func(*iam.Options)) (*iam.CreateInstanceProfileOutput, error) {
-	if err := s.account.call(ctx); err != nil {
+	if err := s.account.call(ctx, serviceCall("CreateInstanceProfile")); err != nil {
 		return nil, err
 	}
 	a := s.account
@@ -73,7 +73,7 @@ func (s *IAM) CreateInstanceProfile(ctx context.Context, in *iam.CreateInstanceP
 
 // AddRoleToInstanceProfile puts a role in a profile; a profile holds one.
 func (s *IAM) AddRoleToInstanceProfile(ctx context.Context, in *iam.AddRoleToInstanceProfileInput, _ ...func(*iam.Options)) (*iam.AddRoleToInstanceProfileOutput, error) {
-	if err := s.account.call(ctx); err != nil {
+	if err := s.account.call(ctx, serviceCall("AddRoleToInstanceProfile")); err != nil {
 		return nil, err
 	}
 	a := s.account
@@ -96,7 +96,7 @@ func (s *IAM) AddRoleToInstanceProfile(ctx context.Context, in *iam.AddRoleToIns
 
 // RemoveRoleFromInstanceProfile empties a profile.
 func (s *IAM) RemoveRoleFromInstanceProfile(ctx context.Context, in *iam.RemoveRoleFromInstanceProfileInput, _ ...func(*iam.Options)) (*iam.RemoveRoleFromInstanceProfileOutput, error) {
-	if err := s.account.call(ctx); err != nil {
+	if err := s.account.call(ctx, serviceCall("RemoveRoleFromInstanceProfile")); err != nil {
 		return nil, err
 	}
 	a := s.account
@@ -121,7 +121,7 @@ func (s *IAM) RemoveRoleFromInstanceProfile(ctx context.Context, in *iam.RemoveR
 
 // DeleteInstanceProfile deletes an empty profile.
 func (s *IAM) DeleteInstanceProfile(ctx context.Context, in *iam.DeleteInstanceProfileInput, _ ...func(*iam.Options)) (*iam.DeleteInstanceProfileOutput, error) {
-	if err := s.account.call(ctx); err != nil {
+	if err := s.account.call(ctx, serviceCall("DeleteInstanceProfile")); err != nil {
 		return nil, err
 	}
 	a := s.account
@@ -141,7 +141,7 @@ func (s *IAM) DeleteInstanceProfile(ctx context.Context, in *iam.DeleteInstanceP
 
 // TagInstanceProfile adds or replaces tags.
 func (s *IAM) TagInstanceProfile(ctx context.Context, in *iam.TagInstanceProfileInput, _ ...func(*iam.Options)) (*iam.TagInstanceProfileOutput, error) {
-	if err := s.account.call(ctx); err != nil {
+	if err := s.account.call(ctx, serviceCall("TagInstanceProfile")); err != nil {
 		return nil, err
 	}
 	a := s.account

@@ -34,7 +34,7 @@ func (a *Account) specs() ([]instancetypes.Spec, error) {
 // DescribeInstanceTypes describes the catalog's instance types (all of
 // them, or those named), in one page.
 func (e *EC2) DescribeInstanceTypes(ctx context.Context, in *ec2.DescribeInstanceTypesInput, _ ...func(*ec2.Options)) (*ec2.DescribeInstanceTypesOutput, error) {
-	if err := e.account.call(ctx); err != nil {
+	if err := e.account.call(ctx, ec2Call("DescribeInstanceTypes")); err != nil {
 		return nil, err
 	}
 	specs, err := e.account.specs()
@@ -101,7 +101,7 @@ func gpuMaker(name string) string {
 // DescribeInstanceTypeOfferings lists the priced instance types in every
 // zone (location type availability-zone).
 func (e *EC2) DescribeInstanceTypeOfferings(ctx context.Context, in *ec2.DescribeInstanceTypeOfferingsInput, _ ...func(*ec2.Options)) (*ec2.DescribeInstanceTypeOfferingsOutput, error) {
-	if err := e.account.call(ctx); err != nil {
+	if err := e.account.call(ctx, ec2Call("DescribeInstanceTypeOfferings")); err != nil {
 		return nil, err
 	}
 	if in.LocationType != "" && in.LocationType != ec2types.LocationTypeAvailabilityZone {
@@ -131,7 +131,7 @@ var spotTimestamp = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 // DescribeSpotPriceHistory returns the current spot price of every priced
 // instance type (or those named) in every zone.
 func (e *EC2) DescribeSpotPriceHistory(ctx context.Context, in *ec2.DescribeSpotPriceHistoryInput, _ ...func(*ec2.Options)) (*ec2.DescribeSpotPriceHistoryOutput, error) {
-	if err := e.account.call(ctx); err != nil {
+	if err := e.account.call(ctx, ec2Call("DescribeSpotPriceHistory")); err != nil {
 		return nil, err
 	}
 	specs, err := e.account.specs()
@@ -164,7 +164,7 @@ func (a *Account) Pricing() *Pricing { return &Pricing{account: a} }
 // GetProducts returns price list documents shaped like AWS's for the
 // AmazonEC2 service, filtered by instanceType when asked.
 func (p *Pricing) GetProducts(ctx context.Context, in *pricing.GetProductsInput, _ ...func(*pricing.Options)) (*pricing.GetProductsOutput, error) {
-	if err := p.account.call(ctx); err != nil {
+	if err := p.account.call(ctx, serviceCall("GetProducts")); err != nil {
 		return nil, err
 	}
 	if aws.ToString(in.ServiceCode) != "AmazonEC2" {

@@ -30,7 +30,7 @@ func (a *Account) SetUnavailable(capacityType, instanceType, zone string, unavai
 
 // CreateLaunchTemplate stores a launch template under a unique name.
 func (e *EC2) CreateLaunchTemplate(ctx context.Context, in *ec2.CreateLaunchTemplateInput, _ ...func(*ec2.Options)) (*ec2.CreateLaunchTemplateOutput, error) {
-	if err := e.account.call(ctx); err != nil {
+	if err := e.account.call(ctx, ec2Call("CreateLaunchTemplate")); err != nil {
 		return nil, err
 	}
 	a := e.account
@@ -58,7 +58,7 @@ func (e *EC2) CreateLaunchTemplate(ctx context.Context, in *ec2.CreateLaunchTemp
 
 // DescribeLaunchTemplates lists launch templates by name, id or tag filter.
 func (e *EC2) DescribeLaunchTemplates(ctx context.Context, in *ec2.DescribeLaunchTemplatesInput, _ ...func(*ec2.Options)) (*ec2.DescribeLaunchTemplatesOutput, error) {
-	if err := e.account.call(ctx); err != nil {
+	if err := e.account.call(ctx, ec2Call("DescribeLaunchTemplates")); err != nil {
 		return nil, err
 	}
 	a := e.account
@@ -101,7 +101,7 @@ func (e *EC2) DescribeLaunchTemplates(ctx context.Context, in *ec2.DescribeLaunc
 
 // DeleteLaunchTemplate deletes a launch template by name or id.
 func (e *EC2) DeleteLaunchTemplate(ctx context.Context, in *ec2.DeleteLaunchTemplateInput, _ ...func(*ec2.Options)) (*ec2.DeleteLaunchTemplateOutput, error) {
-	if err := e.account.call(ctx); err != nil {
+	if err := e.account.call(ctx, ec2Call("DeleteLaunchTemplate")); err != nil {
 		return nil, err
 	}
 	a := e.account
@@ -129,7 +129,7 @@ type candidate struct {
 // InsufficientInstanceCapacity. A repeated ClientToken returns the first
 // call's result without launching again.
 func (e *EC2) CreateFleet(ctx context.Context, in *ec2.CreateFleetInput, _ ...func(*ec2.Options)) (*ec2.CreateFleetOutput, error) {
-	if err := e.account.call(ctx); err != nil {
+	if err := e.account.call(ctx, ec2Call("CreateFleet")); err != nil {
 		return nil, err
 	}
 	if e.account.hangs(in) {
@@ -355,7 +355,7 @@ func (a *Account) Instances() []Instance {
 // DescribeInstances lists instances by id and filters (instance-id,
 // instance-state-name, tag:KEY, tag-key).
 func (e *EC2) DescribeInstances(ctx context.Context, in *ec2.DescribeInstancesInput, _ ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error) {
-	if err := e.account.call(ctx); err != nil {
+	if err := e.account.call(ctx, apiCall{action: "DescribeInstances", ec2: true, unfiltered: len(in.InstanceIds) == 0 && len(in.Filters) == 0 && in.MaxResults == nil && in.NextToken == nil}); err != nil {
 		return nil, err
 	}
 	a := e.account
@@ -409,7 +409,7 @@ func (a *Account) instance(id string) *Instance {
 // TerminateInstances terminates instances: they are shutting-down, then
 // terminated (and stay visible so).
 func (e *EC2) TerminateInstances(ctx context.Context, in *ec2.TerminateInstancesInput, _ ...func(*ec2.Options)) (*ec2.TerminateInstancesOutput, error) {
-	if err := e.account.call(ctx); err != nil {
+	if err := e.account.call(ctx, apiCall{action: "TerminateInstances", ec2: true, resources: len(in.InstanceIds)}); err != nil {
 		return nil, err
 	}
 	a := e.account
@@ -436,7 +436,7 @@ func (e *EC2) TerminateInstances(ctx context.Context, in *ec2.TerminateInstances
 
 // CreateTags adds or replaces tags on instances.
 func (e *EC2) CreateTags(ctx context.Context, in *ec2.CreateTagsInput, _ ...func(*ec2.Options)) (*ec2.CreateTagsOutput, error) {
-	if err := e.account.call(ctx); err != nil {
+	if err := e.account.call(ctx, ec2Call("CreateTags")); err != nil {
 		return nil, err
 	}
 	a := e.account

@@ -49,7 +49,7 @@ func (a *Account) CapacityReservations() []ec2types.CapacityReservation {
 // (instance-type, availability-zone, owner-id, state,
 // instance-match-criteria, reservation-type, tag:KEY, tag-key).
 func (e *EC2) DescribeCapacityReservations(ctx context.Context, in *ec2.DescribeCapacityReservationsInput, _ ...func(*ec2.Options)) (*ec2.DescribeCapacityReservationsOutput, error) {
-	if err := e.account.call(ctx); err != nil {
+	if err := e.account.call(ctx, ec2Call("DescribeCapacityReservations")); err != nil {
 		return nil, err
 	}
 	a := e.account

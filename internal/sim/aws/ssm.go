@@ -12,7 +12,7 @@ type SSM struct{ account *Account }
 
 // GetParameter returns a parameter, or ParameterNotFound.
 func (s *SSM) GetParameter(ctx context.Context, in *ssm.GetParameterInput, _ ...func(*ssm.Options)) (*ssm.GetParameterOutput, error) {
-	if err := s.account.call(ctx); err != nil {
+	if err := s.account.call(ctx, serviceCall("GetParameter")); err != nil {
 		return nil, err
 	}
 	s.account.mu.Lock()

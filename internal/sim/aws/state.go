@@ -17,7 +17,7 @@ import (
 // GetConsoleOutput returns what an instance printed, base64-encoded as EC2
 // returns it.
 func (e *EC2) GetConsoleOutput(ctx context.Context, in *ec2.GetConsoleOutputInput, _ ...func(*ec2.Options)) (*ec2.GetConsoleOutputOutput, error) {
-	if err := e.account.call(ctx); err != nil {
+	if err := e.account.call(ctx, ec2Call("GetConsoleOutput")); err != nil {
 		return nil, err
 	}
 	a := e.account

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
@@ -277,5 +280,35 @@ func TestAWSCLIDescribesInstances(t *testing.T) {
 	inst := listed.Reservations[0].Instances[0]
 	if inst.InstanceID != fleet.Instances[0].InstanceIds[0] || inst.InstanceType != "c5.large" || len(inst.Tags) == 0 || inst.Tags[0].Key != "karpenter.sh/nodepool" || inst.Tags[0].Value != "general" {
 		t.Errorf("the CLI lists %+v, want %s (c5.large) tagged karpenter.sh/nodepool=general", inst, fleet.Instances[0].InstanceIds[0])
+	}
+}
+
+// A call EC2's token bucket refuses reaches the SDK as AWS answers it:
+// HTTP 503 with the code RequestLimitExceeded, which its retryer treats
+// as throttling.
+func TestThrottlingOverHTTP(t *testing.T) {
+	account := simaws.NewAccount()
+	account.Seed()
+	account.ServeOverHTTP()
+	account.SetFaults(simaws.Faults{RateLimits: 0.02}) // DescribeSubnets: a bucket of 2
+	srv := httptest.NewServer(&Server{EC2: account.EC2()})
+	t.Cleanup(srv.Close)
+	client := ec2.New(ec2.Options{
+		Region: "us-east-1", BaseEndpoint: aws.String(srv.URL), RetryMaxAttempts: 1,
+		Credentials: credentials.NewStaticCredentialsProvider("AKIDSIMULATED", "secret", ""),
+	})
+	var err error
+	for range 3 {
+		if _, err = client.DescribeSubnets(context.Background(), &ec2.DescribeSubnetsInput{}); err != nil {
+			break
+		}
+	}
+	var api smithy.APIError
+	var resp *awshttp.ResponseError
+	if !errors.As(err, &api) || api.ErrorCode() != "RequestLimitExceeded" || !errors.As(err, &resp) || resp.HTTPStatusCode() != http.StatusServiceUnavailable {
+		t.Fatalf("the third DescribeSubnets in a row with a bucket of 2: %v, want RequestLimitExceeded with HTTP 503", err)
+	}
+	if !retry.IsErrorThrottles(retry.DefaultThrottles).IsErrorThrottle(err).Bool() {
+		t.Errorf("the SDK's retryer does not see %v as throttling", err)
 	}
 }

@@ -91,7 +91,9 @@ func DefaultOptions() Options {
 	cfg.Lifecycle.Poll = time.Second
 	cfg.Disruption.Poll, cfg.Disruption.ValidationDelay = 2*time.Second, 5*time.Second
 	return Options{BootDelay: 2 * time.Second, CloudControllerManager: true, CCMDelay: 2 * time.Second, Operator: cfg, Log: logr.Discard(),
-		Pending: time.Second, ShuttingDown: 2 * time.Second}
+		Pending: time.Second, ShuttingDown: 2 * time.Second,
+		// EC2 throttles as it does an account with the default limits.
+		Faults: simaws.Faults{RateLimits: 1}}
 }
 
 // Sim is a running simulation.
@@ -331,6 +333,11 @@ type Figures struct {
 	// controllers, in bytes, and Process names it.
 	PeakRSS int64  `json:"peakRSSBytes"`
 	Process string `json:"process"`
+	// AWSCalls and AWSThrottled are the calls to the simulated AWS
+	// account during the step (attempts, retries included) and those it
+	// throttled, by action.
+	AWSCalls     map[string]int `json:"awsCalls"`
+	AWSThrottled map[string]int `json:"awsThrottled"`
 }
 
 // RequestsPerNodeClaim is nodewright's requests to the API server over
@@ -355,7 +362,7 @@ func (s *Sim) RunSteps(ctx context.Context, steps []Step, timeout, stall time.Du
 	var out []StepResult
 	seen := 0
 	for _, st := range steps {
-		before := s.requestCounts(ctx)
+		before, awsBefore := s.requestCounts(ctx), s.Account.Stats()
 		if err := s.Apply(ctx, st.Name, st.Manifest); err != nil {
 			return out, err
 		}
@@ -371,6 +378,8 @@ func (s *Sim) RunSteps(ctx context.Context, steps []Step, timeout, stall time.Du
 				res.Figures.Requests[k] = d
 			}
 		}
+		awsAfter := s.Account.Stats()
+		res.Figures.AWSCalls, res.Figures.AWSThrottled = since(awsAfter.CallsBy, awsBefore.CallsBy), since(awsAfter.ThrottledBy, awsBefore.ThrottledBy)
 		res.Figures.PeakRSS, res.Figures.Process = peakRSS(), s.processName()
 		if s.controller != nil {
 			res.Figures.PeakRSS = s.controllerRSS()
@@ -385,6 +394,17 @@ func (s *Sim) RunSteps(ctx context.Context, steps []Step, timeout, stall time.Du
 		}
 	}
 	return out, nil
+}
+
+// since is the counts of now that grew after before.
+func since(now, before map[string]int) map[string]int {
+	out := map[string]int{}
+	for k, n := range now {
+		if d := n - before[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
 }
 
 // requestCounts are nodewright's requests to the API server so far, by

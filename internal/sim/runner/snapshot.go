@@ -469,6 +469,31 @@ func WriteFigures(w io.Writer, f Figures) {
 	for _, k := range keys {
 		fmt.Fprintf(w, "  %8.0f  %s\n", f.Requests[k], k)
 	}
+	fmt.Fprintf(w, "AWS calls: %s; throttled: %s\n", byCount(f.AWSCalls), byCount(f.AWSThrottled))
+}
+
+// byCount writes counts by name, largest first: "12 (CreateFleet 10, GetParameter 2)".
+func byCount(counts map[string]int) string {
+	total := 0
+	keys := make([]string, 0, len(counts))
+	for k, n := range counts {
+		keys = append(keys, k)
+		total += n
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if counts[keys[i]] != counts[keys[j]] {
+			return counts[keys[i]] > counts[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, counts[k])
+	}
+	if total == 0 {
+		return "0"
+	}
+	return fmt.Sprintf("%d (%s)", total, strings.Join(parts, ", "))
 }
 
 // Progress prints one line per snapshot.
