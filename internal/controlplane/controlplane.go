@@ -80,6 +80,7 @@ type ControlPlane struct {
 	components []*component
 	workDir    string
 	ownWorkDir bool
+	reaper     *reaper
 }
 
 // Start starts etcd, kube-apiserver with nodewright's CRDs installed and the
@@ -142,7 +143,17 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	if gates != "" {
 		apiServer.Set("feature-gates", gates)
 	}
-	if cp.Config, err = cp.env.Start(); err != nil {
+	if cp.reaper, err = startReaper(); err != nil {
+		return nil, err
+	}
+	before := children()
+	cp.Config, err = cp.env.Start()
+	for pid, name := range children() {
+		if _, ok := before[pid]; !ok && (name == "etcd" || name == "kube-apiserver") {
+			cp.reaper.watch(pid)
+		}
+	}
+	if err != nil {
 		return nil, fmt.Errorf("starting etcd and kube-apiserver from %s: %w", assets, err)
 	}
 
@@ -189,6 +200,10 @@ func (cp *ControlPlane) Stop() error {
 	if cp.env != nil {
 		errs = append(errs, cp.env.Stop())
 		cp.env = nil
+	}
+	if cp.reaper != nil {
+		cp.reaper.stop()
+		cp.reaper = nil
 	}
 	if cp.ownWorkDir {
 		errs = append(errs, os.RemoveAll(cp.workDir))

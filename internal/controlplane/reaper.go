@@ -1,0 +1,94 @@
+package controlplane
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// reaper ends etcd and kube-apiserver when this process dies without
+// stopping them (SIGKILL, a test binary's timeout): they run in process
+// groups of their own with nothing tying them to this process, and would
+// go on using memory and CPU. A shell started here reads the process
+// groups to end from a pipe whose other end only this process holds; when
+// the pipe closes without "stop", this process is gone and the shell ends
+// them (SIGTERM, then SIGKILL after 5 s). Components started by the
+// control plane itself die with it (Pdeathsig) and need none of this.
+type reaper struct {
+	w *os.File
+}
+
+const reaperScript = `groups=
+while read -r line; do
+  [ "$line" = stop ] && exit 0
+  groups="$groups $line"
+done
+for g in $groups; do kill -TERM "-$g" 2>/dev/null; done
+sleep 5
+for g in $groups; do kill -KILL "-$g" 2>/dev/null; done
+exit 0`
+
+func startReaper() (*reaper, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("starting the reaper: %w", err)
+	}
+	defer func() { _ = r.Close() }()
+	cmd := exec.Command("/bin/sh", "-c", reaperScript) //nolint:gosec,noctx // our own script; it outlives this process on purpose
+	cmd.Stdin = r
+	// Its own process group: a Ctrl-C meant for this process must not
+	// end it before it has done its work.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("starting the reaper: %w", err)
+	}
+	go func() { _ = cmd.Wait() }()
+	return &reaper{w: w}, nil
+}
+
+// watch makes the reaper end process group pgid should this process die.
+func (r *reaper) watch(pgid int) {
+	_, _ = fmt.Fprintf(r.w, "%d\n", pgid)
+}
+
+// stop lets the reaper go without ending anything: the processes it
+// watched were stopped.
+func (r *reaper) stop() {
+	_, _ = fmt.Fprintln(r.w, "stop")
+	_ = r.w.Close()
+}
+
+// children are the processes whose parent is this process, by pid, with
+// their command names.
+func children() map[int]string {
+	out := map[int]string{}
+	self := os.Getpid()
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, path := range stats {
+		data, err := os.ReadFile(path) //nolint:gosec // /proc
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...; comm may hold spaces and parentheses.
+		s := string(data)
+		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || end < open {
+			continue
+		}
+		fields := strings.Fields(s[end+1:])
+		if len(fields) < 2 {
+			continue
+		}
+		pid, err1 := strconv.Atoi(strings.TrimSpace(s[:open]))
+		ppid, err2 := strconv.Atoi(fields[1])
+		if err1 == nil && err2 == nil && ppid == self {
+			out[pid] = s[open+1 : end]
+		}
+	}
+	return out
+}
