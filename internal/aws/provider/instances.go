@@ -151,8 +151,9 @@ func (p *Provider) DeleteLaunchTemplates(ctx context.Context, nodeClass string) 
 		return fmt.Errorf("listing the launch templates of EC2NodeClass %s: %w", nodeClass, err)
 	}
 	for _, lt := range out.LaunchTemplates {
+		p.templates.Delete(aws.ToString(lt.LaunchTemplateName))
 		if _, err := p.ec2.DeleteLaunchTemplate(ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateName: lt.LaunchTemplateName}); err != nil &&
-			!hasCode(err, "InvalidLaunchTemplateName.NotFoundException") {
+			!hasCode(err, templateNotFound...) {
 			return fmt.Errorf("deleting launch template %s: %w", aws.ToString(lt.LaunchTemplateName), err)
 		}
 	}

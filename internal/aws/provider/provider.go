@@ -11,8 +11,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -45,6 +47,10 @@ type Provider struct {
 	cluster     userdata.Cluster
 	unavailable *unavailableOfferings
 	clock       clock.PassiveClock
+	// templates are the launch templates known to exist, by name (their
+	// content is in their name): a launch uses one without describing
+	// it. A launch that finds one gone forgets it and makes it again.
+	templates sync.Map
 }
 
 // New returns a provider for a cluster.
@@ -111,6 +117,16 @@ func (p *Provider) Create(ctx context.Context, claim *v1.NodeClaim, class *awsv1
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
 	}
 	out, err := p.ec2.CreateFleet(ctx, in)
+	if err != nil && hasCode(err, templateNotFound...) {
+		// Deleted behind nodewright's back: make it again, once.
+		for _, c := range configs {
+			p.templates.Delete(aws.ToString(c.LaunchTemplateSpecification.LaunchTemplateName))
+		}
+		if in.LaunchTemplateConfigs, err = p.launchTemplateConfigs(ctx, claim, class, reqs, candidates, capacityType, subnets); err != nil {
+			return nil, fmt.Errorf("launching NodeClaim %s: %w", claim.Name, err)
+		}
+		out, err = p.ec2.CreateFleet(ctx, in)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("launching NodeClaim %s: creating fleet: %w", claim.Name, err)
 	}
@@ -341,9 +357,13 @@ func (p *Provider) ensureLaunchTemplate(ctx context.Context, claim *v1.NodeClaim
 	}
 	sum := sha256.Sum256(content)
 	name := "nodewright/" + p.cluster.Name + "/" + hex.EncodeToString(sum[:])[:20]
-	if _, err := p.ec2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{LaunchTemplateNames: []string{name}}); err == nil {
+	if _, known := p.templates.Load(name); known {
 		return name, nil
-	} else if !hasCode(err, "InvalidLaunchTemplateName.NotFoundException") {
+	}
+	if _, err := p.ec2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{LaunchTemplateNames: []string{name}}); err == nil {
+		p.templates.Store(name, struct{}{})
+		return name, nil
+	} else if !hasCode(err, templateNotFound...) {
 		return "", fmt.Errorf("finding launch template %s: %w", name, err)
 	}
 	tags := []ec2types.Tag{
@@ -357,6 +377,7 @@ func (p *Provider) ensureLaunchTemplate(ctx context.Context, claim *v1.NodeClaim
 	if err != nil && !hasCode(err, "InvalidLaunchTemplateName.AlreadyExistsException") {
 		return "", fmt.Errorf("creating launch template %s: %w", name, err)
 	}
+	p.templates.Store(name, struct{}{})
 	return name, nil
 }
 
@@ -406,10 +427,13 @@ func int32Of(v *int64) *int32 {
 	return aws.Int32(int32(*v)) //nolint:gosec // validated ranges
 }
 
-func hasCode(err error, code string) bool {
+func hasCode(err error, codes ...string) bool {
 	var apiErr smithy.APIError
-	return errors.As(err, &apiErr) && apiErr.ErrorCode() == code
+	return errors.As(err, &apiErr) && slices.Contains(codes, apiErr.ErrorCode())
 }
+
+// templateNotFound are EC2's codes for a launch template that does not exist.
+var templateNotFound = []string{"InvalidLaunchTemplateName.NotFoundException", "InvalidLaunchTemplateId.NotFound"}
 
 // tags are the instance tags: the cluster's ownership, the NodePool,
 // NodeClaim and EC2NodeClass, and the EC2NodeClass's own tags.

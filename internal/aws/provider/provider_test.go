@@ -256,3 +256,32 @@ func TestGetListDelete(t *testing.T) {
 		t.Error("a foreign provider ID must be refused")
 	}
 }
+
+// Launches share a launch template without describing it each time; one
+// deleted behind nodewright's back is made again by the launch that
+// finds it gone, and that launch succeeds.
+func TestLaunchTemplatesAreRemembered(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	for _, name := range []string{"general-aaaaa", "general-bbbbb", "general-ccccc"} {
+		if _, err := f.provider.Create(ctx, claim(name, in(scheduling.LabelInstanceType, "m5.large")), f.class, f.types); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := f.account.Stats().CallsBy["DescribeLaunchTemplates"]; n != 1 {
+		t.Errorf("three launches with one launch template described it %d times, want once", n)
+	}
+	lts, err := f.account.EC2().DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{})
+	if err != nil || len(lts.LaunchTemplates) != 1 {
+		t.Fatalf("launch templates: %v %v", lts, err)
+	}
+	if _, err := f.account.EC2().DeleteLaunchTemplate(ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateName: lts.LaunchTemplates[0].LaunchTemplateName}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.provider.Create(ctx, claim("general-ddddd", in(scheduling.LabelInstanceType, "m5.large")), f.class, f.types); err != nil {
+		t.Fatalf("a launch after its launch template was deleted: %v", err)
+	}
+	if n := len(f.account.Instances()); n != 4 {
+		t.Errorf("%d instances, want 4", n)
+	}
+}
