@@ -8,6 +8,7 @@ import (
 
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -74,6 +75,11 @@ type Controller struct {
 	// NodePool controller shows them, the provisioner backs off).
 	Registrations *nodepool.Registrations
 	networks      networks
+	// launched holds the instance of each NodeClaim launched by this
+	// process until the cache shows its provider ID: a reconcile that
+	// reads the NodeClaim before then records that instance instead of
+	// asking the cloud again.
+	launched sync.Map // NodeClaim UID → *cloudprovider.Instance
 }
 
 // SetupWithManager registers the controller and the Node index it uses;
@@ -195,9 +201,16 @@ func equalLabels(a, b map[string]string) bool {
 // are retried.
 func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim, now metav1.Time) (bool, error) {
 	if nc.Status.ProviderID != "" {
+		c.launched.Delete(nc.UID)
 		return false, nil
 	}
-	inst, err := c.Cloud.Create(ctx, nc)
+	var inst *cloudprovider.Instance
+	var err error
+	if known, ok := c.launched.Load(nc.UID); ok {
+		inst = known.(*cloudprovider.Instance)
+	} else if inst, err = c.Cloud.Create(ctx, nc); err == nil {
+		c.launched.Store(nc.UID, inst)
+	}
 	switch {
 	case cloudprovider.IsInsufficientCapacity(err) || cloudprovider.IsNodeClassNotReady(err):
 		reason := "InsufficientCapacity"
@@ -426,6 +439,11 @@ func (c *Controller) finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 	if !controllerutil.ContainsFinalizer(nc, v1.TerminationFinalizer) {
 		return reconcile.Result{}, nil
 	}
+	if known, ok := c.launched.Load(nc.UID); ok && nc.Status.ProviderID == "" {
+		// Launched, but deleted before its instance was recorded.
+		nc = nc.DeepCopy()
+		nc.Status.ProviderID = known.(*cloudprovider.Instance).ProviderID
+	}
 	if nc.Status.ProviderID != "" {
 		nodes := &corev1.NodeList{}
 		if err := c.Client.List(ctx, nodes, client.MatchingFields{providerIDField: nc.Status.ProviderID}); err != nil {
@@ -456,6 +474,7 @@ func (c *Controller) finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 	if err := c.Client.Patch(ctx, nc, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {
 		return reconcile.Result{}, err
 	}
+	c.launched.Delete(nc.UID)
 	c.Metrics.NodeClaimTerminated(nc.Labels[v1.LabelNodePool])
 	logf.FromContext(ctx).Info("terminated NodeClaim", "providerID", nc.Status.ProviderID)
 	return reconcile.Result{}, nil

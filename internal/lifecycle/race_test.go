@@ -1,7 +1,11 @@
 package lifecycle_test
 
 import (
+	"errors"
+
 	"context"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sync"
 	"testing"
 	"time"
@@ -33,11 +37,11 @@ import (
 
 const uninitialized = "node.cloudprovider.kubernetes.io/uninitialized"
 
-// S2's race: the cloud controller manager removes its uninitialized taint
-// from the node after nodewright has read the node and before nodewright
-// writes its registration. nodewright must not write the taint back.
-// An interceptor plays the cloud controller manager at exactly that moment.
-func TestRegistrationNeverRestoresTheCloudProviderTaint(t *testing.T) {
+// startIntercepted runs the NodeClaim lifecycle (and the EC2NodeClass
+// controller) against a real control plane, its client's calls going
+// through the interceptor funcs makes from a direct client.
+func startIntercepted(t *testing.T, funcs func(direct client.Client) interceptor.Funcs) *env {
+	t.Helper()
 	plane := controlplane.StartForTest(t, controlplane.Options{ControllerManager: true})
 	scheme, err := operator.Scheme()
 	if err != nil {
@@ -47,30 +51,6 @@ func TestRegistrationNeverRestoresTheCloudProviderTaint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var once sync.Once
-	ccmFirst := func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-		if node, ok := obj.(*corev1.Node); ok && node.Labels[v1.LabelRegistered] == "true" {
-			once.Do(func() {
-				fresh := &corev1.Node{}
-				if err := direct.Get(ctx, client.ObjectKeyFromObject(node), fresh); err != nil {
-					t.Error(err)
-					return
-				}
-				before := fresh.DeepCopy()
-				var kept []corev1.Taint
-				for _, taint := range fresh.Spec.Taints {
-					if taint.Key != uninitialized {
-						kept = append(kept, taint)
-					}
-				}
-				fresh.Spec.Taints = kept
-				if err := direct.Patch(ctx, fresh, client.MergeFrom(before)); err != nil {
-					t.Error(err)
-				}
-			})
-		}
-		return c.Patch(ctx, obj, patch, opts...)
-	}
 	mgr, err := ctrl.NewManager(plane.Config, ctrl.Options{
 		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		Controller: config.Controller{SkipNameValidation: ptrTo(true)},
@@ -79,7 +59,7 @@ func TestRegistrationNeverRestoresTheCloudProviderTaint(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			return interceptor.NewClient(c, interceptor.Funcs{Patch: ccmFirst}), nil
+			return interceptor.NewClient(c, funcs(direct)), nil
 		},
 	})
 	if err != nil {
@@ -116,7 +96,43 @@ func TestRegistrationNeverRestoresTheCloudProviderTaint(t *testing.T) {
 		}
 	})
 
-	e := &env{Env: &optest.Env{Kube: direct, Account: a, Plane: plane}, kube: direct, account: a}
+	return &env{Env: &optest.Env{Kube: direct, Account: a, Plane: plane}, kube: direct, account: a}
+}
+
+// S2's race: the cloud controller manager removes its uninitialized taint
+// from the node after nodewright has read the node and before nodewright
+// writes its registration. nodewright must not write the taint back.
+// An interceptor plays the cloud controller manager at exactly that moment.
+func TestRegistrationNeverRestoresTheCloudProviderTaint(t *testing.T) {
+	var once sync.Once
+	e := startIntercepted(t, func(direct client.Client) interceptor.Funcs {
+		ccmFirst := func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if node, ok := obj.(*corev1.Node); ok && node.Labels[v1.LabelRegistered] == "true" {
+				once.Do(func() {
+					fresh := &corev1.Node{}
+					if err := direct.Get(ctx, client.ObjectKeyFromObject(node), fresh); err != nil {
+						t.Error(err)
+						return
+					}
+					before := fresh.DeepCopy()
+					var kept []corev1.Taint
+					for _, taint := range fresh.Spec.Taints {
+						if taint.Key != uninitialized {
+							kept = append(kept, taint)
+						}
+					}
+					fresh.Spec.Taints = kept
+					if err := direct.Patch(ctx, fresh, client.MergeFrom(before)); err != nil {
+						t.Error(err)
+					}
+				})
+			}
+			return c.Patch(ctx, obj, patch, opts...)
+		}
+		return interceptor.Funcs{Patch: ccmFirst}
+	})
+	direct := e.kube
+	ctx := context.Background()
 	e.DefaultNodeClass(t)
 	e.create(t, newClaim("raced"))
 	e.waitCondition(t, "raced", v1.ConditionLaunched, metav1.ConditionTrue)
@@ -141,6 +157,34 @@ func TestRegistrationNeverRestoresTheCloudProviderTaint(t *testing.T) {
 		if taint.Key == uninitialized {
 			t.Fatalf("nodewright wrote back %s after the cloud controller manager removed it", uninitialized)
 		}
+	}
+}
+
+// A launch whose status write is lost (a conflict, a crash of the write)
+// is recorded by the next reconcile from what this process launched,
+// without asking EC2 again: one CreateFleet call for the NodeClaim.
+func TestALostLaunchRecordIsNotLaunchedAgain(t *testing.T) {
+	var once sync.Once
+	e := startIntercepted(t, func(client.Client) interceptor.Funcs {
+		return interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			lost := false
+			if nc, ok := obj.(*v1.NodeClaim); ok && nc.Status.ProviderID != "" {
+				once.Do(func() { lost = true })
+			}
+			if lost {
+				return apierrors.NewConflict(schema.GroupResource{Group: v1.Group, Resource: "nodeclaims"}, obj.GetName(), errors.New("the object has been modified"))
+			}
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		}}
+	})
+	e.DefaultNodeClass(t)
+	e.create(t, newClaim("lost"))
+	e.waitCondition(t, "lost", v1.ConditionLaunched, metav1.ConditionTrue)
+	if n := e.account.Stats().CallsBy["CreateFleet"]; n != 1 {
+		t.Errorf("CreateFleet called %d times for one NodeClaim whose first launch record was lost, want 1", n)
+	}
+	if n := len(e.account.Instances()); n != 1 {
+		t.Errorf("%d instances, want 1", n)
 	}
 }
 

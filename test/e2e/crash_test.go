@@ -236,37 +236,49 @@ func TestCrashCampaign(t *testing.T) {
 		kills, seed, snap.RunningPods, snap.Nodes, len(launched), orphans, duplicates, len(violations), peak>>20)
 }
 
-// killMoment waits for the moment of the next kill and says which it was:
-// half at random 0.5–4.5 s after the last start; the rest aimed at a
-// NodeClaim launching (no instance recorded yet), at a NodeClaim being
-// deleted (its node draining), or after 10–20 s of running, so that
-// disruptions are decided and carried out between kills. An aimed kill
-// whose phase does not come within 20 s falls back to a random moment.
+// killMoment brings about the moment of the next kill, waits for it and
+// says which it was: half at random 0.5–4.5 s after the last start; the
+// rest aimed: the filler grows and the kill comes just after a NodeClaim
+// appears without an instance (mid-launch); the filler shrinks and the
+// kill comes once a NodeClaim is being deleted (its node draining); or
+// the controller runs 10–20 s first, so that disruptions are decided and
+// carried out between kills. An aimed kill whose phase does not come in
+// time falls back to a random moment.
 func killMoment(ctx context.Context, t *testing.T, sim *runner.Sim, rnd *rand.Rand) string {
 	t.Helper()
 	random := func() { time.Sleep(time.Duration(500+rnd.IntN(4000)) * time.Millisecond) }
-	until := func(phase func(*v1.NodeClaim) bool) bool {
-		deadline := time.Now().Add(20 * time.Second)
+	until := func(within time.Duration, phase func(*v1.NodeClaim) bool) bool {
+		deadline := time.Now().Add(within)
 		for time.Now().Before(deadline) {
 			claims := &v1.NodeClaimList{}
 			if err := sim.Kube.List(ctx, claims); err == nil && slices.ContainsFunc(claims.Items, func(nc v1.NodeClaim) bool { return phase(&nc) }) {
-				time.Sleep(time.Duration(rnd.IntN(300)) * time.Millisecond)
 				return true
 			}
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(20 * time.Millisecond)
 		}
 		return false
+	}
+	filler := func() int32 {
+		d := &appsv1.Deployment{}
+		if err := sim.Kube.Get(ctx, client.ObjectKey{Namespace: "default", Name: "filler"}, d); err != nil {
+			t.Fatal(err)
+		}
+		return ptr.Deref(d.Spec.Replicas, 0)
 	}
 	switch n := rnd.IntN(8); {
 	case n < 4:
 		random()
 		return "random"
 	case n == 4, n == 5:
-		if until(func(nc *v1.NodeClaim) bool { return nc.Status.ProviderID == "" && nc.DeletionTimestamp.IsZero() }) {
+		scale(t, sim, "filler", min(filler()+15, 80))
+		if until(20*time.Second, func(nc *v1.NodeClaim) bool { return nc.Status.ProviderID == "" && nc.DeletionTimestamp.IsZero() }) {
+			time.Sleep(time.Duration(rnd.IntN(200)) * time.Millisecond)
 			return "launching"
 		}
 	case n == 6:
-		if until(func(nc *v1.NodeClaim) bool { return !nc.DeletionTimestamp.IsZero() }) {
+		scale(t, sim, "filler", max(filler()-25, 0))
+		if until(time.Minute, func(nc *v1.NodeClaim) bool { return !nc.DeletionTimestamp.IsZero() }) {
+			time.Sleep(time.Duration(rnd.IntN(2000)) * time.Millisecond)
 			return "draining"
 		}
 	default:

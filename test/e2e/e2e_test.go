@@ -6,6 +6,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
@@ -34,6 +36,17 @@ func start(t *testing.T, edit func(*runner.Options)) *runner.Sim {
 	// A disruption decided on a loaded machine shows later than on an
 	// idle one: wait longer before calling the cluster settled.
 	opts.Settle = 20 * time.Second
+	// NODEWRIGHT_E2E_LOGS=DIR keeps each test's nodewright log as
+	// DIR/TEST.log (JSON lines), for a failure that only a loaded
+	// machine shows.
+	if dir := os.Getenv("NODEWRIGHT_E2E_LOGS"); dir != "" {
+		f, err := os.Create(filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_")+".log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = f.Close() })
+		opts.Log = zap.New(zap.WriteTo(f), zap.JSONEncoder())
+	}
 	if edit != nil {
 		edit(&opts)
 	}

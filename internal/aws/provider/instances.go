@@ -50,6 +50,24 @@ func (p *Provider) Get(ctx context.Context, id string, types ...*scheduling.Inst
 	return instanceOf(inst, types), nil
 }
 
+// launchedFor is the live instance launched for a NodeClaim, if any.
+func (p *Provider) launchedFor(ctx context.Context, claim *v1.NodeClaim, types []*scheduling.InstanceType) (*cloudprovider.Instance, error) {
+	out, err := p.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{
+		{Name: aws.String("tag:kubernetes.io/cluster/" + p.cluster.Name), Values: []string{"owned"}},
+		{Name: aws.String("tag:karpenter.sh/nodeclaim"), Values: []string{claim.Name}},
+		{Name: aws.String("instance-state-name"), Values: []string{"pending", "running"}},
+	}})
+	if err != nil {
+		return nil, fmt.Errorf("finding the instance of NodeClaim %s: %w", claim.Name, err)
+	}
+	for _, r := range out.Reservations {
+		for _, inst := range r.Instances {
+			return instanceOf(inst, types), nil
+		}
+	}
+	return nil, nil
+}
+
 // List returns the cluster's instances that are not terminated, for
 // garbage collection.
 func (p *Provider) List(ctx context.Context) ([]*cloudprovider.Instance, error) {

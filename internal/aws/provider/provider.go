@@ -64,6 +64,20 @@ func New(ec2API sdk.EC2, resolver *nodeclass.Resolver, cluster userdata.Cluster,
 // only when no spot offering is allowed and available. Launching again for the same
 // NodeClaim returns the same instance.
 func (p *Provider) Create(ctx context.Context, claim *v1.NodeClaim, class *awsv1.EC2NodeClass, types []*scheduling.InstanceType) (*cloudprovider.Instance, error) {
+	inst, err := p.create(ctx, claim, class, types)
+	if cloudprovider.IsInsufficientCapacity(err) {
+		// Asked again for a NodeClaim it launched a moment ago (read
+		// before its instance was recorded, or after a restart), the
+		// offering it took may be gone since (the last place in a
+		// capacity reservation): that NodeClaim has its instance.
+		if found, ferr := p.launchedFor(ctx, claim, types); ferr == nil && found != nil {
+			return found, nil
+		}
+	}
+	return inst, err
+}
+
+func (p *Provider) create(ctx context.Context, claim *v1.NodeClaim, class *awsv1.EC2NodeClass, types []*scheduling.InstanceType) (*cloudprovider.Instance, error) {
 	if err := ready(class); err != nil {
 		return nil, err
 	}

@@ -78,6 +78,12 @@ func TestCreateLaunchesIntoACapacityReservation(t *testing.T) {
 	if _, err := f.provider.Create(ctx, reservedClaim("reserved-b"), f.class, fresh); !cloudprovider.IsInsufficientCapacity(err) {
 		t.Errorf("a full reservation: want InsufficientCapacity, got %v", err)
 	}
+	// The NodeClaim that filled it, asked again (a reconcile that read it
+	// before its instance was recorded), keeps its instance.
+	again, err := f.provider.Create(ctx, reservedClaim("reserved-a"), f.class, fresh)
+	if err != nil || again.InstanceID != inst.InstanceID {
+		t.Errorf("launching reserved-a again with the reservation full: %v, %v; want its instance %s", again, err, inst.InstanceID)
+	}
 	// Stale instance types still think it has room: EC2 refuses with
 	// ReservationCapacityExceeded, which is insufficient capacity too.
 	if _, err := f.provider.Create(ctx, reservedClaim("reserved-c"), f.class, types); !cloudprovider.IsInsufficientCapacity(err) {
