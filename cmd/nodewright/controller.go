@@ -93,6 +93,7 @@ control plane.`,
 	f.StringVar(&cfg.KubernetesVersion, "kubernetes-version", "", "Kubernetes minor version for EKS-optimized AMI aliases (default: the EKS cluster's)")
 	f.StringVar(&cfg.MetricsAddr, "metrics-addr", cfg.MetricsAddr, "address of the Prometheus /metrics endpoint (0 disables it)")
 	f.StringVar(&cfg.HealthAddr, "health-addr", cfg.HealthAddr, "address of /healthz and /readyz (0 disables them)")
+	f.BoolVar(&cfg.Profiling, "enable-profiling", false, "serve Go's profiles (net/http/pprof) under /debug/pprof/ on --metrics-addr")
 	f.BoolVar(&cfg.LeaderElection, "leader-elect", true, "elect a leader among replicas")
 	f.StringVar(&cfg.LeaderElectionNamespace, "leader-election-namespace", cfg.LeaderElectionNamespace, "namespace of the leader lease")
 	f.DurationVar(&cfg.Lifecycle.LaunchTimeout, "launch-timeout", cfg.Lifecycle.LaunchTimeout, "delete NodeClaims not launched after this long")

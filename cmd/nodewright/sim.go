@@ -105,6 +105,7 @@ is enough), or a manifest file.`,
 			opts.BootDelay, opts.BootJitter, opts.CloudControllerManager = bootDelay, bootJitter, !noCCM
 			opts.NoNominationGate, opts.Operator.NominatePods = noNomination, !noNomination
 			opts.Operator.SkipUserDataValidation = skipValidation
+			opts.Operator.Profiling = pprofAddr != ""
 			opts.Faults, opts.NoCapacity = faults, noCapacity
 			if registrationTimeout != "" {
 				if opts.Operator.Lifecycle.RegistrationTimeout, err = time.ParseDuration(registrationTimeout); err != nil {
@@ -122,6 +123,9 @@ is enough), or a manifest file.`,
 				return err
 			}
 			fmt.Fprintf(progress, "simulated AWS account: %s (any credentials; aws ec2 describe-instances --endpoint-url %s --region us-east-1)\n", sim.AWSEndpoint, sim.AWSEndpoint)
+			if addr := sim.ControllerMetrics(); addr != "" && pprofAddr != "" {
+				fmt.Fprintf(progress, "controller process profiles: http://%s/debug/pprof/\n", addr)
+			}
 			defer func() {
 				if !keep {
 					_ = sim.Stop()
@@ -157,7 +161,7 @@ is enough), or a manifest file.`,
 	f.StringVar(&scenario, "scenario", "healthy", "scenario to apply: a name, a prefix (s1 ... s5, healthy, scale) or a manifest file")
 	f.BoolVar(&controllerProcess, "controller-process", false, "run the controllers in their own process (nodewright controller --cloud aws) against the simulated account's HTTP endpoint, as in a cluster; its log is controller.log in --work-dir")
 	f.StringVar(&logFile, "log-file", "", "write nodewright's and the simulated kubelets' logs to this file (JSON lines)")
-	f.StringVar(&pprofAddr, "pprof-addr", "", "serve Go's profiles (net/http/pprof) on this address, such as 127.0.0.1:6060")
+	f.StringVar(&pprofAddr, "pprof-addr", "", "serve Go's profiles (net/http/pprof) on this address, such as 127.0.0.1:6060; with --controller-process that process serves its own on its metrics address, printed at the start")
 	f.IntVar(&pods, "pods", 0, "spread this many pods over the scenario's Deployments and StatefulSets (such as --scenario scale --pods 10000)")
 	f.StringVarP(&output, "output", "o", "table", "summary format: table or json")
 	f.BoolVar(&keep, "keep", false, "leave the cluster running and print a kubeconfig")

@@ -5,6 +5,8 @@ package operator
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -49,7 +51,10 @@ type Config struct {
 	// MetricsAddr and HealthAddr serve /metrics and /healthz, /readyz
 	// ("0" disables them).
 	MetricsAddr, HealthAddr string
-	LeaderElection          bool
+	// Profiling serves Go's profiles (net/http/pprof) under /debug/pprof/
+	// on the metrics address.
+	Profiling      bool
+	LeaderElection bool
 	// LeaderElectionNamespace holds the leader lease.
 	LeaderElectionNamespace string
 	// SkipNameValidation lets several managers run in one process (tests).
@@ -125,7 +130,7 @@ func New(ctx context.Context, rc *rest.Config, cfg Config, clouds Clouds, clk cl
 		// fields no controller looks at (a third of a pod's size).
 		Cache:                   cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
 		Logger:                  log,
-		Metrics:                 metricsserver.Options{BindAddress: cfg.MetricsAddr},
+		Metrics:                 metricsserver.Options{BindAddress: cfg.MetricsAddr, ExtraHandlers: profiling(cfg.Profiling)},
 		HealthProbeBindAddress:  cfg.HealthAddr,
 		LeaderElection:          cfg.LeaderElection,
 		LeaderElectionID:        "nodewright-leader",
@@ -220,4 +225,18 @@ func New(ctx context.Context, rc *rest.Config, cfg Config, clouds Clouds, clk cl
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// profiling is the handlers of Go's profiles, when enabled.
+func profiling(enabled bool) map[string]http.Handler {
+	if !enabled {
+		return nil
+	}
+	return map[string]http.Handler{
+		"/debug/pprof/":        http.HandlerFunc(pprof.Index),
+		"/debug/pprof/cmdline": http.HandlerFunc(pprof.Cmdline),
+		"/debug/pprof/profile": http.HandlerFunc(pprof.Profile),
+		"/debug/pprof/symbol":  http.HandlerFunc(pprof.Symbol),
+		"/debug/pprof/trace":   http.HandlerFunc(pprof.Trace),
+	}
 }

@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +22,7 @@ func TestHealthyWithTheControllerInItsOwnProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sim := start(t, func(o *runner.Options) { o.ControllerProcess = bin })
+	sim := start(t, func(o *runner.Options) { o.ControllerProcess, o.Operator.Profiling = bin, true })
 	ctx := context.Background()
 	results, err := sim.RunSteps(ctx, []runner.Step{{Name: name, Manifest: manifest}}, 3*time.Minute, time.Minute, nil)
 	if err != nil {
@@ -41,5 +43,15 @@ func TestHealthyWithTheControllerInItsOwnProcess(t *testing.T) {
 	}
 	if snap := results[0].Snapshot; instances != snap.Nodes {
 		t.Errorf("%d running instances for %d nodes", instances, snap.Nodes)
+	}
+	// --enable-profiling: its heap profile, on its metrics address.
+	resp, err := http.Get("http://" + sim.ControllerMetrics() + "/debug/pprof/heap?debug=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "heap profile") {
+		t.Errorf("the controller process's heap profile: %s %v\n%.200s", resp.Status, err, body)
 	}
 }

@@ -62,8 +62,14 @@ func controllerArgs(cfg operator.Config, metricsAddr string) []string {
 		"--concurrency", strconv.Itoa(cfg.Concurrency),
 		"--nominate-pods=" + strconv.FormatBool(cfg.NominatePods),
 		"--unsafe-skip-userdata-validation=" + strconv.FormatBool(cfg.SkipUserDataValidation),
+		"--enable-profiling=" + strconv.FormatBool(cfg.Profiling),
 	}
 }
+
+// ControllerMetrics is the address of the controller process's /metrics
+// (and /debug/pprof/ with Operator.Profiling); empty when the controllers
+// run in this process.
+func (s *Sim) ControllerMetrics() string { return s.controllerMetrics }
 
 // StartController starts `nodewright controller --cloud aws` from the
 // binary at path, in its own process, against the control plane and the
