@@ -199,8 +199,9 @@ func New(ctx context.Context, rc *rest.Config, cfg Config, clouds Clouds, clk cl
 			return nil, err
 		}
 	}
+	cached := listing.Cached{Client: mgr.GetClient(), Cache: mgr.GetCache()}
 	prov := &provisioning.Provisioner{
-		Client: mgr.GetClient(), Types: cloud, AMIs: provider.AMIs, Recorder: recorder,
+		Client: cached, Types: cloud, AMIs: provider.AMIs, Recorder: recorder,
 		Batcher: provisioning.NewBatcher(cfg.BatchIdle, cfg.BatchMax, clk), Retry: 2 * time.Second, Clock: clk, Metrics: m, Log: log.WithName("provisioner"),
 		Registrations: registrations, Nominator: nominator,
 	}
@@ -211,7 +212,7 @@ func New(ctx context.Context, rc *rest.Config, cfg Config, clouds Clouds, clk cl
 		return nil, err
 	}
 	disrupt := &disruption.Controller{
-		Client: mgr.GetClient(), Types: cloud, AMIs: provider.AMIs, Registrations: registrations, Recorder: recorder, Clock: clk,
+		Client: cached, Types: cloud, AMIs: provider.AMIs, Registrations: registrations, Recorder: recorder, Clock: clk,
 		Metrics: m, Log: log.WithName("disruption"), Config: cfg.Disruption,
 	}
 	if err := disrupt.SetupWithManager(mgr); err != nil {
