@@ -148,9 +148,9 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	}
 	before := children()
 	cp.Config, err = cp.env.Start()
-	for pid, name := range children() {
-		if _, ok := before[pid]; !ok && (name == "etcd" || name == "kube-apiserver") {
-			cp.reaper.watch(pid)
+	for pid, c := range childProcesses() {
+		if _, ok := before[pid]; !ok && c.leader {
+			cp.reaper.watch(pid) // etcd and kube-apiserver, started by envtest
 		}
 	}
 	if err != nil {

@@ -67,6 +67,22 @@ func (r *reaper) stop() {
 // their command names.
 func children() map[int]string {
 	out := map[int]string{}
+	for pid, c := range childProcesses() {
+		out[pid] = c.name
+	}
+	return out
+}
+
+type child struct {
+	name string
+	// leader: the process leads its own process group (envtest starts
+	// etcd and kube-apiserver so), which the reaper can end whole
+	// without touching this process's group.
+	leader bool
+}
+
+func childProcesses() map[int]child {
+	out := map[int]child{}
 	self := os.Getpid()
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, path := range stats {
@@ -80,14 +96,16 @@ func children() map[int]string {
 		if open < 0 || end < open {
 			continue
 		}
+		// state ppid pgrp ...
 		fields := strings.Fields(s[end+1:])
-		if len(fields) < 2 {
+		if len(fields) < 3 {
 			continue
 		}
 		pid, err1 := strconv.Atoi(strings.TrimSpace(s[:open]))
 		ppid, err2 := strconv.Atoi(fields[1])
-		if err1 == nil && err2 == nil && ppid == self {
-			out[pid] = s[open+1 : end]
+		pgrp, err3 := strconv.Atoi(fields[2])
+		if err1 == nil && err2 == nil && err3 == nil && ppid == self {
+			out[pid] = child{name: s[open+1 : end], leader: pgrp == pid}
 		}
 	}
 	return out

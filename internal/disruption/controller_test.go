@@ -22,7 +22,7 @@ import (
 	"github.com/nodewright/nodewright/internal/controlplane"
 	"github.com/nodewright/nodewright/internal/disruption"
 	"github.com/nodewright/nodewright/internal/nodepool"
-	"github.com/nodewright/nodewright/internal/operator"
+	"github.com/nodewright/nodewright/internal/operator/optest"
 	"github.com/nodewright/nodewright/internal/scheduling"
 )
 
@@ -42,14 +42,7 @@ type env struct {
 
 func startController(t *testing.T) *env {
 	plane := controlplane.StartForTest(t, controlplane.Options{})
-	scheme, err := operator.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kube, err := client.New(plane.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	kube, _ := optest.Direct(t, plane)
 	types, err := instancetypes.Load(instancetypes.Options{Zones: []string{"us-east-1a", "us-east-1b"}})
 	if err != nil {
 		t.Fatal(err)

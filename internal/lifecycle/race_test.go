@@ -28,7 +28,6 @@ import (
 	"github.com/nodewright/nodewright/internal/controlplane"
 	"github.com/nodewright/nodewright/internal/lifecycle"
 	"github.com/nodewright/nodewright/internal/nodepool"
-	"github.com/nodewright/nodewright/internal/operator"
 	"github.com/nodewright/nodewright/internal/operator/optest"
 	"github.com/nodewright/nodewright/internal/sim/account"
 	simaws "github.com/nodewright/nodewright/internal/sim/aws"
@@ -43,14 +42,7 @@ const uninitialized = "node.cloudprovider.kubernetes.io/uninitialized"
 func startIntercepted(t *testing.T, funcs func(direct client.Client) interceptor.Funcs) *env {
 	t.Helper()
 	plane := controlplane.StartForTest(t, controlplane.Options{ControllerManager: true})
-	scheme, err := operator.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	direct, err := client.New(plane.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	direct, scheme := optest.Direct(t, plane)
 	mgr, err := ctrl.NewManager(plane.Config, ctrl.Options{
 		Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		Controller: config.Controller{SkipNameValidation: ptrTo(true)},

@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -88,6 +89,14 @@ func Start(t *testing.T, opts Options) *Env {
 			t.Errorf("manager: %v", err)
 		}
 	})
+	k, _ := Direct(t, plane)
+	return &Env{Kube: k, Account: a, Plane: plane}
+}
+
+// Direct is a client of the control plane that reads the API server (no
+// cache), with nodewright's scheme.
+func Direct(t testing.TB, plane *controlplane.ControlPlane) (client.Client, *runtime.Scheme) {
+	t.Helper()
 	scheme, err := operator.Scheme()
 	if err != nil {
 		t.Fatal(err)
@@ -96,7 +105,7 @@ func Start(t *testing.T, opts Options) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Env{Kube: k, Account: a, Plane: plane}
+	return k, scheme
 }
 
 // Create creates an object or fails the test.

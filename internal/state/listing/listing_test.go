@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/nodewright/nodewright/internal/controlplane"
-	"github.com/nodewright/nodewright/internal/operator"
+	"github.com/nodewright/nodewright/internal/operator/optest"
 	"github.com/nodewright/nodewright/internal/state/listing"
 )
 
@@ -21,14 +21,7 @@ import (
 // very objects, not copies), the same pods a plain List gives.
 func TestCachedListsTheInformersPods(t *testing.T) {
 	plane := controlplane.StartForTest(t, controlplane.Options{})
-	scheme, err := operator.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	direct, err := client.New(plane.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	direct, scheme := optest.Direct(t, plane)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	for _, name := range []string{"a", "b", "c"} {
