@@ -149,9 +149,9 @@ var invalidNodePools = []invalid{
 	{"Exists with values", validNodePool, `spec: {template: {spec: {requirements: [{key: team, operator: Exists, values: [a]}]}}}`,
 		"spec.template.spec.requirements[0]", "operators Exists and DoesNotExist take no values"},
 	{"Gt with two values", validNodePool, `spec: {template: {spec: {requirements: [{key: karpenter.k8s.aws/instance-generation, operator: Gt, values: ["4", "5"]}]}}}`,
-		"spec.template.spec.requirements[0]", "operators Gt and Lt take exactly one integer value"},
+		"spec.template.spec.requirements[0]", "operators Gt and Lt take exactly one whole number"},
 	{"Lt with a word", validNodePool, `spec: {template: {spec: {requirements: [{key: karpenter.k8s.aws/instance-cpu, operator: Lt, values: [many]}]}}}`,
-		"spec.template.spec.requirements[0]", "operators Gt and Lt take exactly one integer value"},
+		"spec.template.spec.requirements[0]", "operators Gt and Lt take exactly one whole number"},
 	{"minValues above the values", validNodePool, `spec: {template: {spec: {requirements: [{key: karpenter.k8s.aws/instance-family, operator: In, values: [m5, c5], minValues: 3}]}}}`,
 		"spec.template.spec.requirements[0]", "minValues cannot be larger than the number of values"},
 	{"requirement on hostname", validNodePool, `spec: {template: {spec: {requirements: [{key: kubernetes.io/hostname, operator: In, values: [node-a]}]}}}`,
@@ -200,6 +200,22 @@ var invalidNodePools = []invalid{
 		"spec.template.spec.nodeClassRef.name", "Required value"},
 	{"nodeClassRef with empty kind", validNodePool, `spec: {template: {spec: {nodeClassRef: {kind: ""}}}}`,
 		"spec.template.spec.nodeClassRef.kind", "kind must name the node class's kind"},
+	{"Gt with a negative value", validNodePool, `spec: {template: {spec: {requirements: [{key: karpenter.k8s.aws/instance-generation, operator: Gt, values: ["-1"]}]}}}`,
+		"spec.template.spec.requirements[0]", "operators Gt and Lt take exactly one whole number of 0 or more"},
+	{"nodeClassRef group with a version", validNodePool, `spec: {template: {spec: {nodeClassRef: {group: karpenter.test.sh/v1}}}}`,
+		"spec.template.spec.nodeClassRef.group", "group is an API group without a version"},
+	{"taint with an empty key", validNodePool, `spec: {template: {spec: {taints: [{key: "", effect: NoSchedule}]}}}`,
+		"spec.template.spec.taints[0].key", "taint key must be an optional DNS prefix"},
+	{"taint key ???", validNodePool, `spec: {template: {spec: {taints: [{key: "???", effect: NoSchedule}]}}}`,
+		"spec.template.spec.taints[0].key", "taint key must be an optional DNS prefix"},
+	{"taint key with two slashes", validNodePool, `spec: {template: {spec: {taints: [{key: test/test/test, effect: NoSchedule}]}}}`,
+		"spec.template.spec.taints[0].key", "taint key must be an optional DNS prefix"},
+	{"taint key with a capital in its prefix", validNodePool, `spec: {template: {spec: {taints: [{key: Test.com/test, effect: NoSchedule}]}}}`,
+		"spec.template.spec.taints[0].key", "taint key must be an optional DNS prefix"},
+	{"startup taint key ending in /", validNodePool, `spec: {template: {spec: {startupTaints: [{key: "test/", effect: NoSchedule}]}}}`,
+		"spec.template.spec.startupTaints[0].key", "taint key must be an optional DNS prefix"},
+	{"taint value ???", validNodePool, `spec: {template: {spec: {taints: [{key: example.com/dedicated, value: "???", effect: NoSchedule}]}}}`,
+		"spec.template.spec.taints[0].value", "taint value must be at most 63"},
 	{"no nodeClassRef", validNodePool, `spec: {template: {spec: {nodeClassRef: null}}}`,
 		"spec.template.spec.nodeClassRef", "Required value"},
 }
@@ -209,6 +225,14 @@ var invalidNodeClaims = []invalid{
 		"spec.nodeClassRef", "Required value"},
 	{"taint effect", validNodeClaim, `spec: {taints: [{key: a, effect: Sometimes}]}`,
 		"spec.taints[0].effect", "taint effect must be NoSchedule, PreferNoSchedule or NoExecute"},
+	{"taint key ???", validNodeClaim, `spec: {taints: [{key: "???", effect: NoSchedule}]}`,
+		"spec.taints[0].key", "taint key must be an optional DNS prefix"},
+	{"startup taint with an empty key", validNodeClaim, `spec: {startupTaints: [{key: "", effect: NoSchedule}]}`,
+		"spec.startupTaints[0].key", "taint key must be an optional DNS prefix"},
+	{"nodeClassRef group with a version", validNodeClaim, `spec: {nodeClassRef: {group: karpenter.k8s.aws/v1}}`,
+		"spec.nodeClassRef.group", "group is an API group without a version"},
+	{"Lt with a negative value", validNodeClaim, `spec: {requirements: [{key: karpenter.k8s.aws/instance-cpu, operator: Lt, values: ["-4"]}]}`,
+		"spec.requirements[0]", "operators Gt and Lt take exactly one whole number of 0 or more"},
 }
 
 func TestInvalidObjectsAreRejected(t *testing.T) {
@@ -314,4 +338,35 @@ func assertRejection(t *testing.T, err error, field, fragment string) {
 		}
 	}
 	t.Errorf("no cause at %s mentioning %q; the API server said:\n%v", field, fragment, err)
+}
+
+// A NodePool's nodeClassRef may point at another EC2NodeClass, but not at
+// another group or kind of node class.
+func TestNodePoolNodeClassRefGroupAndKindAreImmutable(t *testing.T) {
+	ctx := context.Background()
+	obj := patched(t, validNodePool, "{}")
+	obj.SetName("noderef")
+	if err := kube.Create(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kube.Delete(ctx, obj) })
+	for _, c := range []struct{ patch, field, message string }{
+		{`spec: {template: {spec: {nodeClassRef: {group: other.example.com}}}}`, "spec.template.spec.nodeClassRef", "nodeClassRef.group cannot change"},
+		{`spec: {template: {spec: {nodeClassRef: {kind: OtherNodeClass}}}}`, "spec.template.spec.nodeClassRef", "nodeClassRef.kind cannot change"},
+	} {
+		changed := patched(t, validNodePool, c.patch)
+		changed.SetName("noderef")
+		changed.SetResourceVersion(obj.GetResourceVersion())
+		err := kube.Update(ctx, changed)
+		if err == nil {
+			t.Fatalf("the API server accepted %s", c.patch)
+		}
+		assertRejection(t, err, c.field, c.message)
+	}
+	renamed := patched(t, validNodePool, `spec: {template: {spec: {nodeClassRef: {name: other}, taints: [{key: example.com/dedicated, value: gpu, effect: NoSchedule}, {key: plain, effect: NoExecute}]}}}`)
+	renamed.SetName("noderef")
+	renamed.SetResourceVersion(obj.GetResourceVersion())
+	if err := kube.Update(ctx, renamed); err != nil {
+		t.Errorf("pointing the NodePool at another EC2NodeClass, with taints Kubernetes accepts: %v", err)
+	}
 }

@@ -46,6 +46,8 @@ type NodeClaimSpec struct {
 	// Taints the node carries for its whole life.
 	// +kubebuilder:validation:MaxItems=100
 	// +kubebuilder:validation:items:XValidation:rule="self.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute']",message="taint effect must be NoSchedule, PreferNoSchedule or NoExecute",fieldPath=".effect"
+	// +kubebuilder:validation:items:XValidation:rule="size(self.key) <= 316 && self.key.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$')",message="taint key must be an optional DNS prefix and '/', then a name of letters, digits, '-', '_' and '.', such as example.com/dedicated",fieldPath=".key"
+	// +kubebuilder:validation:items:XValidation:rule="!has(self.value) || size(self.value) <= 63 && self.value.matches('^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$')",message="taint value must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit",fieldPath=".value"
 	// +optional
 	Taints []corev1.Taint `json:"taints,omitempty"`
 	// StartupTaints are expected on the node while it starts and are removed
@@ -53,6 +55,8 @@ type NodeClaimSpec struct {
 	// ready. Pods need not tolerate them to be scheduled onto new capacity.
 	// +kubebuilder:validation:MaxItems=100
 	// +kubebuilder:validation:items:XValidation:rule="self.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute']",message="taint effect must be NoSchedule, PreferNoSchedule or NoExecute",fieldPath=".effect"
+	// +kubebuilder:validation:items:XValidation:rule="size(self.key) <= 316 && self.key.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$')",message="taint key must be an optional DNS prefix and '/', then a name of letters, digits, '-', '_' and '.', such as example.com/dedicated",fieldPath=".key"
+	// +kubebuilder:validation:items:XValidation:rule="!has(self.value) || size(self.value) <= 63 && self.value.matches('^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$')",message="taint value must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit",fieldPath=".value"
 	// +optional
 	StartupTaints []corev1.Taint `json:"startupTaints,omitempty"`
 	// Requirements constrain the node's labels: instance type, zone,
@@ -93,7 +97,7 @@ type ResourceRequirements struct {
 //
 // +kubebuilder:validation:XValidation:rule="self.operator != 'In' || (has(self.values) && size(self.values) > 0)",message="operator In needs at least one value"
 // +kubebuilder:validation:XValidation:rule="!(self.operator in ['Exists', 'DoesNotExist']) || !has(self.values) || size(self.values) == 0",message="operators Exists and DoesNotExist take no values"
-// +kubebuilder:validation:XValidation:rule="!(self.operator in ['Gt', 'Lt']) || (has(self.values) && size(self.values) == 1 && self.values[0].matches('^-?[0-9]+$'))",message="operators Gt and Lt take exactly one integer value, such as [\"4\"]"
+// +kubebuilder:validation:XValidation:rule="!(self.operator in ['Gt', 'Lt']) || (has(self.values) && size(self.values) == 1 && self.values[0].matches('^[0-9]+$'))",message="operators Gt and Lt take exactly one whole number of 0 or more, such as [\"4\"]"
 // +kubebuilder:validation:XValidation:rule="!has(self.minValues) || self.operator != 'In' || (has(self.values) && self.minValues <= size(self.values))",message="minValues cannot be larger than the number of values the requirement lists"
 type NodeSelectorRequirementWithMinValues struct {
 	// Key is the label key the requirement applies to.
@@ -129,6 +133,7 @@ func (r NodeSelectorRequirementWithMinValues) NodeSelectorRequirement() corev1.N
 type NodeClassReference struct {
 	// Group of the node class, karpenter.k8s.aws for EC2NodeClass.
 	// +kubebuilder:validation:XValidation:rule="self != ''",message="group must name the node class's API group, such as karpenter.k8s.aws"
+	// +kubebuilder:validation:XValidation:rule="!self.contains('/')",message="group is an API group without a version, such as karpenter.k8s.aws (not karpenter.k8s.aws/v1)"
 	// +kubebuilder:validation:MaxLength=253
 	// +required
 	Group string `json:"group"`

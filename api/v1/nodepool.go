@@ -93,6 +93,8 @@ type NodeClaimTemplateSpec struct {
 	// Taints the nodes carry; pods must tolerate them.
 	// +kubebuilder:validation:MaxItems=100
 	// +kubebuilder:validation:items:XValidation:rule="self.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute']",message="taint effect must be NoSchedule, PreferNoSchedule or NoExecute",fieldPath=".effect"
+	// +kubebuilder:validation:items:XValidation:rule="size(self.key) <= 316 && self.key.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$')",message="taint key must be an optional DNS prefix and '/', then a name of letters, digits, '-', '_' and '.', such as example.com/dedicated",fieldPath=".key"
+	// +kubebuilder:validation:items:XValidation:rule="!has(self.value) || size(self.value) <= 63 && self.value.matches('^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$')",message="taint value must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit",fieldPath=".value"
 	// +optional
 	Taints []corev1.Taint `json:"taints,omitempty"`
 	// StartupTaints are present while a node starts and removed by another
@@ -100,6 +102,8 @@ type NodeClaimTemplateSpec struct {
 	// Pods need not tolerate them.
 	// +kubebuilder:validation:MaxItems=100
 	// +kubebuilder:validation:items:XValidation:rule="self.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute']",message="taint effect must be NoSchedule, PreferNoSchedule or NoExecute",fieldPath=".effect"
+	// +kubebuilder:validation:items:XValidation:rule="size(self.key) <= 316 && self.key.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$')",message="taint key must be an optional DNS prefix and '/', then a name of letters, digits, '-', '_' and '.', such as example.com/dedicated",fieldPath=".key"
+	// +kubebuilder:validation:items:XValidation:rule="!has(self.value) || size(self.value) <= 63 && self.value.matches('^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$')",message="taint value must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit",fieldPath=".value"
 	// +optional
 	StartupTaints []corev1.Taint `json:"startupTaints,omitempty"`
 	// Requirements constrain the nodes' labels: instance types, zones,
@@ -113,6 +117,8 @@ type NodeClaimTemplateSpec struct {
 	// +required
 	Requirements []NodeSelectorRequirementWithMinValues `json:"requirements"`
 	// NodeClassRef names the EC2NodeClass the nodes are launched with.
+	// +kubebuilder:validation:XValidation:rule="self.group == oldSelf.group",message="nodeClassRef.group cannot change; create another NodePool for another kind of node class"
+	// +kubebuilder:validation:XValidation:rule="self.kind == oldSelf.kind",message="nodeClassRef.kind cannot change; create another NodePool for another kind of node class"
 	// +required
 	NodeClassRef *NodeClassReference `json:"nodeClassRef"`
 	// TerminationGracePeriod bounds how long draining a node may take;

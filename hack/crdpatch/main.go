@@ -1,5 +1,6 @@
 // Command crdpatch adds to the CRDs controller-gen generates the schema
-// constraints it has no marker for: the maximum length of map values. The
+// constraints it has no marker for: the maximum length of map values and
+// of the fields of Kubernetes' own types (taints). The
 // API server estimates the cost of a CEL rule from these bounds, and rejects
 // rules over unbounded strings.
 //
@@ -23,11 +24,25 @@ type patch struct {
 	fields map[string]any
 }
 
-var patches = []patch{{
+var patches = append([]patch{{
 	file:   "karpenter.sh_nodepools.yaml",
 	path:   "spec.template.metadata.labels.additionalProperties",
 	fields: map[string]any{"maxLength": 63},
-}}
+}}, taintBounds()...)
+
+// taintBounds bound the taints' keys (a qualified name: a 253-character
+// prefix, '/', a 63-character name) and values (63 characters).
+func taintBounds() []patch {
+	var out []patch
+	for file, prefix := range map[string]string{"karpenter.sh_nodepools.yaml": "spec.template.spec.", "karpenter.sh_nodeclaims.yaml": "spec."} {
+		for _, list := range []string{"taints", "startupTaints"} {
+			out = append(out,
+				patch{file: file, path: prefix + list + ".items.key", fields: map[string]any{"maxLength": 316}},
+				patch{file: file, path: prefix + list + ".items.value", fields: map[string]any{"maxLength": 63}})
+		}
+	}
+	return out
+}
 
 func main() {
 	if len(os.Args) != 2 {
