@@ -123,6 +123,18 @@ var invalidNodeClasses = []invalid{
 		"spec.blockDeviceMappings[0].ebs", "an EBS volume needs volumeSize or snapshotID"},
 	{"volume size in MiB", validNodeClass, `spec: {blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {volumeSize: 512Mi}}]}`,
 		"spec.blockDeviceMappings[0].ebs.volumeSize", "volumeSize must be a whole number of Gi, G, Ti or T"},
+	{"volume size above 64T", validNodeClass, `spec: {blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {volumeSize: 100T}}]}`,
+		"spec.blockDeviceMappings[0].ebs.volumeSize", "volumeSize is at most 64T"},
+	{"volume size above 59000Gi", validNodeClass, `spec: {blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {volumeSize: 59001Gi}}]}`,
+		"spec.blockDeviceMappings[0].ebs.volumeSize", "volumeSize is at most 64T"},
+	{"volume size 59Ti", validNodeClass, `spec: {blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {volumeSize: 59Ti}}]}`,
+		"spec.blockDeviceMappings[0].ebs.volumeSize", "volumeSize is at most 64T"},
+	{"security group name with tags", validNodeClass, `spec: {securityGroupSelectorTerms: [{name: my-security-group, tags: {test: testvalue}}]}`,
+		"spec.securityGroupSelectorTerms[0]", "name selects security groups by group name and cannot be combined with tags"},
+	{"capacity reservation tag with an empty key", validNodeClass, `spec: {capacityReservationSelectorTerms: [{tags: {"": x}}]}`,
+		"spec.capacityReservationSelectorTerms[0].tags", "tag keys and values cannot be empty"},
+	{"capacity reservation tag with an empty value", validNodeClass, `spec: {capacityReservationSelectorTerms: [{tags: {test: ""}}]}`,
+		"spec.capacityReservationSelectorTerms[0].tags", "tag keys and values cannot be empty"},
 	{"image GC thresholds inverted", validNodeClass, `spec: {kubelet: {imageGCHighThresholdPercent: 50, imageGCLowThresholdPercent: 80}}`,
 		"spec.kubelet.imageGCHighThresholdPercent", "must be greater than imageGCLowThresholdPercent"},
 	{"soft eviction without grace period", validNodeClass, `spec: {kubelet: {evictionSoft: {memory.available: 5%}}}`,
@@ -178,6 +190,12 @@ var invalidNodePools = []invalid{
 		"spec.template.spec.taints[0].effect", "taint effect must be NoSchedule, PreferNoSchedule or NoExecute"},
 	{"startup taint effect", validNodePool, `spec: {template: {spec: {startupTaints: [{key: node.cilium.io/agent-not-ready, effect: Evict}]}}}`,
 		"spec.template.spec.startupTaints[0].effect", "taint effect must be NoSchedule, PreferNoSchedule or NoExecute"},
+	{"budget reasons repeated", validNodePool, `spec: {disruption: {budgets: [{nodes: "1", reasons: [Empty, Empty]}]}}`,
+		"spec.disruption.budgets[0].reasons[1]", "Duplicate value"},
+	{"budget duration minutes before hours", validNodePool, `spec: {disruption: {budgets: [{nodes: "1", schedule: "@daily", duration: 1m1h}]}}`,
+		"spec.disruption.budgets[0].duration", "must be whole hours and minutes"},
+	{"budget duration hours twice", validNodePool, `spec: {disruption: {budgets: [{nodes: "1", schedule: "@daily", duration: 1h1h}]}}`,
+		"spec.disruption.budgets[0].duration", "must be whole hours and minutes"},
 	{"budget nodes a word", validNodePool, `spec: {disruption: {budgets: [{nodes: ten}]}}`,
 		"spec.disruption.budgets[0].nodes", "must be a whole number of nodes such as 5, or a percentage"},
 	{"budget nodes above 100%", validNodePool, `spec: {disruption: {budgets: [{nodes: 150%}]}}`,
@@ -368,5 +386,31 @@ func TestNodePoolNodeClassRefGroupAndKindAreImmutable(t *testing.T) {
 	renamed.SetResourceVersion(obj.GetResourceVersion())
 	if err := kube.Update(ctx, renamed); err != nil {
 		t.Errorf("pointing the NodePool at another EC2NodeClass, with taints Kubernetes accepts: %v", err)
+	}
+}
+
+// Values at the limits, and the forms the reference's own tests accept,
+// are accepted.
+func TestValuesAtTheLimitsAreAccepted(t *testing.T) {
+	ctx := context.Background()
+	for i, c := range []struct{ base, patch string }{
+		{validNodeClass, `spec: {blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {volumeSize: 64T}}]}`},
+		{validNodeClass, `spec: {blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {volumeSize: 58Ti}}]}`},
+		{validNodeClass, `spec: {blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {volumeSize: 64000G}}]}`},
+		{validNodeClass, `spec: {blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {volumeSize: 59000Gi}}]}`},
+		{validNodeClass, `spec: {blockDeviceMappings: [{deviceName: /dev/xvda, ebs: {volumeSize: 500G}}]}`},
+		{validNodeClass, `spec: {securityGroupSelectorTerms: [{name: my-security-group}, {tags: {test: testvalue}}]}`},
+		{validNodePool, `spec: {disruption: {budgets: [{nodes: "1", reasons: [Empty, Drifted], schedule: "@daily", duration: 1h30m}]}}`},
+		{validNodePool, `spec: {disruption: {budgets: [{nodes: "1", schedule: "0 9 * * 1-5", duration: 30m0s}]}}`},
+		{validNodePool, `spec: {template: {spec: {requirements: [{key: karpenter.k8s.aws/instance-generation, operator: Gt, values: ["0"]}]}}}`},
+		{validNodeClaim, `spec: {taints: [{key: example.com/dedicated, value: gpu, effect: NoSchedule}], startupTaints: [{key: node.cilium.io/agent-not-ready, effect: NoExecute}]}`},
+	} {
+		obj := patched(t, c.base, c.patch)
+		obj.SetName(fmt.Sprintf("limit-%d", i))
+		if err := kube.Create(ctx, obj); err != nil {
+			t.Errorf("%s %s: %v", obj.GetKind(), c.patch, err)
+			continue
+		}
+		_ = kube.Delete(ctx, obj)
 	}
 }

@@ -191,6 +191,7 @@ const (
 type Budget struct {
 	// Reasons limits the budget to these disruption reasons; all when empty.
 	// +kubebuilder:validation:MaxItems=3
+	// +listType=set
 	// +optional
 	Reasons []DisruptionReason `json:"reasons,omitempty"`
 	// Nodes is how many nodes may be disrupted at once: a count such as "5"
@@ -209,7 +210,7 @@ type Budget struct {
 	// Duration is how long the window stays open after each scheduled start.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+(h|m))+(0s)?$')",message="must be whole hours and minutes such as 8h or 1h30m"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+h|[0-9]+m|[0-9]+h[0-9]+m)(0s)?$')",message="must be whole hours and minutes such as 8h or 1h30m"
 	// +optional
 	Duration *metav1.Duration `json:"duration,omitempty"`
 }

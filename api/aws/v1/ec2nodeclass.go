@@ -143,6 +143,7 @@ type SubnetSelectorTerm struct {
 //
 // +kubebuilder:validation:XValidation:rule="has(self.tags) || has(self.id) || has(self.name)",message="each securityGroupSelectorTerm needs tags, id or name"
 // +kubebuilder:validation:XValidation:rule="!has(self.id) || !(has(self.tags) || has(self.name))",message="id selects one security group and cannot be combined with tags or name in the same term; put them in separate terms"
+// +kubebuilder:validation:XValidation:rule="!(has(self.name) && has(self.tags))",message="name selects security groups by group name and cannot be combined with tags in the same term; put them in separate terms"
 type SecurityGroupSelectorTerm struct {
 	// Tags the security group must carry; the value "*" matches any value.
 	// +kubebuilder:validation:MaxProperties=20
@@ -166,6 +167,7 @@ type SecurityGroupSelectorTerm struct {
 type CapacityReservationSelectorTerm struct {
 	// Tags the reservation must carry.
 	// +kubebuilder:validation:MaxProperties=20
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k != '' && self[k] != '')",message="tag keys and values cannot be empty"
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
 	// ID is a capacity reservation id such as cr-0123abcd.
@@ -329,6 +331,7 @@ type BlockDevice struct {
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=16
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[1-9][0-9]*(Gi|G|Ti|T)$')",message="volumeSize must be a whole number of Gi, G, Ti or T, such as 20Gi, 100G or 1Ti"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[1-9][0-9]*(Gi|G|Ti|T)$') || self.matches('^([1-9][0-9]{0,3}|[1-4][0-9]{4}|5[0-8][0-9]{3}|59000)Gi$') || self.matches('^([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-3][0-9]{3}|64000)G$') || self.matches('^([1-9]|[1-4][0-9]|5[0-8])Ti$') || self.matches('^([1-9]|[1-5][0-9]|6[0-4])T$')",message="volumeSize is at most 64T (64000G, 58Ti or 59000Gi), the largest EBS volume"
 	// +optional
 	VolumeSize *string `json:"volumeSize,omitempty"`
 	// VolumeType is the EBS volume type.
