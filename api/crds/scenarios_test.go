@@ -122,8 +122,12 @@ func TestKubectlGetShowsWhatMatters(t *testing.T) {
 	claim.Object["status"] = map[string]any{
 		"nodeName":   "ip-10-0-2-7.ec2.internal",
 		"providerID": "aws:///us-east-1b/i-0fedcba9876543210",
+		"imageID":    "ami-0123456789abcdef0",
 		"conditions": []any{map[string]any{
 			"type": "Ready", "status": "False", "reason": "NotInitialized", "message": "waiting for startup taints",
+			"lastTransitionTime": "2026-11-20T10:00:00Z",
+		}, map[string]any{
+			"type": "Drifted", "status": "True", "reason": "AMIDrift", "message": "the AMI changed",
 			"lastTransitionTime": "2026-11-20T10:00:00Z",
 		}},
 	}
@@ -146,7 +150,7 @@ func TestKubectlGetShowsWhatMatters(t *testing.T) {
 		want []string
 	}{
 		{[]string{"get", "nodeclaims"}, []string{"NAME", "TYPE", "CAPACITY", "ZONE", "NODE", "READY", "AGE", "printed", "m5.large", "spot", "us-east-1b", "ip-10-0-2-7.ec2.internal", "False"}},
-		{[]string{"get", "nodeclaims", "-o", "wide"}, []string{"ID", "NODEPOOL", "NODECLASS", "REASON", "aws:///us-east-1b/i-0fedcba9876543210", "general", "default", "NotInitialized"}},
+		{[]string{"get", "nodeclaims", "-o", "wide"}, []string{"IMAGEID", "ID", "NODEPOOL", "NODECLASS", "DRIFTED", "REASON", "ami-0123456789abcdef0", "aws:///us-east-1b/i-0fedcba9876543210", "general", "default", "True", "NotInitialized"}},
 		{[]string{"get", "nodepools", "-o", "wide"}, []string{"NODECLASS", "NODES", "READY", "AGE", "WEIGHT", "printed", "default", "7"}},
 		{[]string{"get", "ec2nodeclasses", "-o", "wide"}, []string{"READY", "AGE", "ROLE", "printed", "KarpenterNodeRole-nodewright-sim"}},
 		{[]string{"get", "ec2nc"}, []string{"printed"}},
