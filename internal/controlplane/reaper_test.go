@@ -1,11 +1,11 @@
 package controlplane
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,46 +17,53 @@ import (
 // killed by hand, a test binary at its timeout) does not leave etcd and
 // kube-apiserver running.
 func TestKilledProcessLeavesNoControlPlane(t *testing.T) {
-	if os.Getenv("NODEWRIGHT_REAPER_CHILD") != "" {
+	if report := os.Getenv("NODEWRIGHT_REAPER_CHILD"); report != "" {
 		if _, err := Start(context.Background(), Options{}); err != nil {
 			t.Fatal(err)
 		}
+		// Its processes, in a file: the child's output also carries
+		// what the control plane prints.
 		var pids []string
 		for pid, name := range children() {
 			pids = append(pids, strconv.Itoa(pid)+"="+name)
 		}
-		fmt.Printf("control plane: %s\n", strings.Join(pids, " "))
+		if err := os.WriteFile(report+".tmp", []byte(strings.Join(pids, " ")), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(report+".tmp", report); err != nil {
+			t.Fatal(err)
+		}
 		time.Sleep(time.Hour)
 		return
 	}
 	if _, err := FindAssets(); err != nil {
 		t.Skip(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestKilledProcessLeavesNoControlPlane$", "-test.v") //nolint:gosec // this test binary
-	cmd.Env = append(os.Environ(), "NODEWRIGHT_REAPER_CHILD=1")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
+	report := filepath.Join(t.TempDir(), "children")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestKilledProcessLeavesNoControlPlane$") //nolint:gosec // this test binary
+	cmd.Env = append(os.Environ(), "NODEWRIGHT_REAPER_CHILD="+report)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	var listed []byte
+	for listed == nil {
+		select {
+		case <-exited:
+			t.Fatal("the child exited before starting its control plane")
+		case <-time.After(100 * time.Millisecond):
+		}
+		listed, _ = os.ReadFile(report)
+	}
 	var pids []int
 	names := map[string]bool{}
-	listed := ""
-	lines := bufio.NewScanner(out)
-	for lines.Scan() {
-		if rest, ok := strings.CutPrefix(lines.Text(), "control plane: "); ok {
-			listed = rest
-			for _, f := range strings.Fields(rest) {
-				p, name, _ := strings.Cut(f, "=")
-				if name == "etcd" || name == "kube-apiserver" {
-					pid, _ := strconv.Atoi(p)
-					pids = append(pids, pid)
-					names[name] = true
-				}
-			}
-			break
+	for _, f := range strings.Fields(string(listed)) {
+		p, name, _ := strings.Cut(f, "=")
+		if name == "etcd" || name == "kube-apiserver" {
+			pid, _ := strconv.Atoi(p)
+			pids = append(pids, pid)
+			names[name] = true
 		}
 	}
 	if !names["etcd"] || !names["kube-apiserver"] {
@@ -66,7 +73,7 @@ func TestKilledProcessLeavesNoControlPlane(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	_ = cmd.Wait()
+	<-exited
 	deadline := time.Now().Add(time.Minute)
 	for _, pid := range pids {
 		for alive(pid) {
