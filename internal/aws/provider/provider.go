@@ -70,7 +70,13 @@ func (p *Provider) Create(ctx context.Context, claim *v1.NodeClaim, class *awsv1
 		// before its instance was recorded, or after a restart), the
 		// offering it took may be gone since (the last place in a
 		// capacity reservation): that NodeClaim has its instance.
-		if found, ferr := p.launchedFor(ctx, claim, types); ferr == nil && found != nil {
+		found, ferr := p.launchedFor(ctx, claim, types)
+		if ferr != nil {
+			// Unsure whether it has an instance: try again rather than
+			// give the NodeClaim up as out of capacity.
+			return nil, ferr
+		}
+		if found != nil {
 			return found, nil
 		}
 	}
