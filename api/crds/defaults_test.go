@@ -42,11 +42,13 @@ func TestNodePoolDefaults(t *testing.T) {
 		want        v1.Disruption
 	}{
 		{"no disruption", `{}`, wantDisruption},
-		{"empty disruption", `spec: {disruption: {}}`, wantDisruption},
-		{"policy only", `spec: {disruption: {consolidationPolicy: WhenEmpty}}`, v1.Disruption{
+		{"consolidateAfter only", `spec: {disruption: {consolidateAfter: 30s}}`, v1.Disruption{
+			ConsolidateAfter: "30s", ConsolidationPolicy: v1.ConsolidationPolicyWhenEmptyOrUnderutilized, Budgets: []v1.Budget{{Nodes: "10%"}},
+		}},
+		{"policy", `spec: {disruption: {consolidateAfter: 0s, consolidationPolicy: WhenEmpty}}`, v1.Disruption{
 			ConsolidateAfter: "0s", ConsolidationPolicy: v1.ConsolidationPolicyWhenEmpty, Budgets: []v1.Budget{{Nodes: "10%"}},
 		}},
-		{"budget without nodes", `spec: {disruption: {budgets: [{schedule: "@daily", duration: 1h}]}}`, v1.Disruption{
+		{"budget without nodes", `spec: {disruption: {consolidateAfter: 0s, budgets: [{schedule: "@daily", duration: 1h}]}}`, v1.Disruption{
 			ConsolidateAfter: "0s", ConsolidationPolicy: v1.ConsolidationPolicyWhenEmptyOrUnderutilized,
 			Budgets: []v1.Budget{{Nodes: "10%", Schedule: ptr.To("@daily"), Duration: durationOf(t, "1h")}},
 		}},

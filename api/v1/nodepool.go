@@ -12,8 +12,9 @@ import (
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:path=nodepools,scope=Cluster,categories=karpenter
 // +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.nodes
 // +kubebuilder:printcolumn:name="NodeClass",type="string",JSONPath=".spec.template.spec.nodeClassRef.name"
-// +kubebuilder:printcolumn:name="Nodes",type="string",JSONPath=".status.resources.nodes"
+// +kubebuilder:printcolumn:name="Nodes",type="string",JSONPath=".status.nodes"
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status"
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
 // +kubebuilder:printcolumn:name="Weight",type="integer",JSONPath=".spec.weight",priority=1
@@ -39,7 +40,19 @@ type NodePoolList struct {
 }
 
 // NodePoolSpec is the desired shape and behaviour of a NodePool.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.replicas) == has(oldSelf.replicas)",message="replicas cannot be set or unset on an existing NodePool: a static NodePool (replicas set) cannot become dynamic, nor the reverse; create another NodePool instead"
+// +kubebuilder:validation:XValidation:rule="!has(self.replicas) || !has(self.limits) || self.limits.all(k, k == 'nodes')",message="a static NodePool (replicas set) supports only limits.nodes; remove the other limits"
+// +kubebuilder:validation:XValidation:rule="!has(self.replicas) || !has(self.weight)",message="a static NodePool (replicas set) has no weight: it does not launch for pods; remove weight"
 type NodePoolSpec struct {
+	// Replicas makes the NodePool static: it keeps exactly this many
+	// nodes whatever the pods need (kubectl scale nodepool works on it),
+	// never consolidates them, and replaces them when they drift or
+	// expire. Unset, the NodePool launches nodes for pending pods.
+	// It cannot be set or unset once the NodePool exists.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Replicas *int64 `json:"replicas,omitempty"`
 	// Template is what every NodeClaim of this pool starts from.
 	// +required
 	Template NodeClaimTemplate `json:"template"`
@@ -148,10 +161,10 @@ const (
 // Disruption controls voluntary disruption of a NodePool's nodes.
 type Disruption struct {
 	// ConsolidateAfter is how long a node must have had no pod scheduled to
-	// or removed from it before consolidation considers it, or Never.
-	// +kubebuilder:default:="0s"
-	// +optional
-	ConsolidateAfter NillableDuration `json:"consolidateAfter,omitempty"`
+	// or removed from it before consolidation considers it, or Never. It
+	// is required when disruption is given (0s consolidates at once).
+	// +required
+	ConsolidateAfter NillableDuration `json:"consolidateAfter"`
 	// ConsolidationPolicy: WhenEmpty removes only nodes without workload
 	// pods; WhenEmptyOrUnderutilized also replaces or removes nodes whose
 	// pods fit elsewhere; Balanced does so only when the share of the
@@ -214,6 +227,10 @@ type Budget struct {
 
 // NodePoolStatus is the observed state of a NodePool.
 type NodePoolStatus struct {
+	// Nodes is how many NodeClaims the pool has (those being deleted
+	// included), the count kubectl scale reads.
+	// +optional
+	Nodes int64 `json:"nodes"`
 	// Resources is the total capacity of the pool's nodes, with "nodes"
 	// their count.
 	// +optional

@@ -45,6 +45,9 @@ const (
 	// counts as launching nodes'); consolidation waits until they run, so
 	// it does not remove what they are about to use.
 	BlockedScaleUp BlockedReason = "ScaleUp"
+	// BlockedStatic: the node is a static NodePool's, which consolidation
+	// leaves alone.
+	BlockedStatic BlockedReason = "StaticNodePool"
 	// BlockedNotEvaluated: single-node consolidation looked at its
 	// maximum of nodes this round before this one.
 	BlockedNotEvaluated BlockedReason = "NotEvaluated"
@@ -107,6 +110,8 @@ func (b Blocked) String() string {
 		return "a consolidation is being carried out; consolidation looks at this node again once it is done"
 	case BlockedScaleUp:
 		return fmt.Sprintf("%d pending pods are being placed; consolidation waits until they run", b.Pods)
+	case BlockedStatic:
+		return "its NodePool is static (spec.replicas): consolidation leaves its nodes alone; they are replaced when drifted or expired, and removed when replicas is lowered"
 	case BlockedNotEvaluated:
 		return fmt.Sprintf("not evaluated this round: single-node consolidation looks at %d nodes a round, those with the fewest pods first", b.Limit)
 	case BlockedPolicy:

@@ -245,6 +245,13 @@ func (c *Controller) start(ctx context.Context, snap *state.Snapshot, listed *li
 		c.Recorder.Eventf(nc, corev1.EventTypeNormal, "DisruptionReplacement", "replaces %s (%s)", strings.Join(cmd.NodeNames(), ", "), cmd.Reason)
 	}
 	cmd.phase, cmd.startedAt = launching, snap.Now
+	if cmd.Static && staticRoom(snap, cmd) {
+		for _, n := range cmd.Nodes {
+			c.event(n, corev1.EventTypeNormal, "DisruptionLaunching", fmt.Sprintf("%s: tainted %s:NoSchedule; static NodePool %s launches its replacement; %s",
+				cmd.Reason, v1.TaintKeyDisrupted, n.NodePool, what))
+		}
+		return false, nil
+	}
 	if len(cmd.replacements) > 0 {
 		for _, n := range cmd.Nodes {
 			c.event(n, corev1.EventTypeNormal, "DisruptionLaunching", fmt.Sprintf("%s: tainted %s:NoSchedule; launching replacement(s) %s; %s",
@@ -260,6 +267,9 @@ func (c *Controller) start(ctx context.Context, snap *state.Snapshot, listed *li
 // rolls it back when a replacement is gone (it failed to launch or to
 // register in time).
 func (c *Controller) await(ctx context.Context, snap *state.Snapshot, cmd *inflight) (bool, error) {
+	if cmd.Static {
+		return c.awaitStatic(ctx, snap, cmd)
+	}
 	ready := 0
 	for _, name := range cmd.replacements {
 		var found *state.Node
@@ -282,6 +292,47 @@ func (c *Controller) await(ctx context.Context, snap *state.Snapshot, cmd *infli
 		return false, nil
 	}
 	return c.terminate(ctx, cmd)
+}
+
+// awaitStatic finishes a command on a static NodePool's node once the
+// pool has its replicas initialized without the node (its controller
+// launched the replacement). (When the pool's node limit left no room for
+// a replacement, start deleted the node at once.)
+func (c *Controller) awaitStatic(ctx context.Context, snap *state.Snapshot, cmd *inflight) (bool, error) {
+	np := snap.Pools[cmd.Nodes[0].NodePool]
+	if np == nil || np.Spec.Replicas == nil {
+		return c.terminate(ctx, cmd)
+	}
+	ready := 0
+	for _, n := range snap.Nodes {
+		if n.NodePool == np.Name && n.NodeClaim != nil && !n.Deleting() && !n.Disrupted() && n.Initialized() {
+			ready++
+		}
+	}
+	if int64(ready) >= *np.Spec.Replicas {
+		return c.terminate(ctx, cmd)
+	}
+	if c.Config.ReplacementTimeout > 0 && snap.Now.Sub(cmd.startedAt) > c.Config.ReplacementTimeout {
+		return true, c.rollback(ctx, snap, cmd, fmt.Sprintf("static NodePool %s did not have %d initialized nodes besides this one within %s",
+			np.Name, *np.Spec.Replicas, c.Config.ReplacementTimeout))
+	}
+	return false, nil
+}
+
+// staticRoom reports whether a static NodePool's node limit leaves room
+// for the replacement of a command's node while the node is still there.
+func staticRoom(snap *state.Snapshot, cmd *inflight) bool {
+	pool := cmd.Nodes[0].NodePool
+	np := snap.Pools[pool]
+	if np == nil {
+		return false
+	}
+	limit, ok := np.Spec.Limits["nodes"]
+	if !ok {
+		return true
+	}
+	used := snap.Usage[pool]["nodes"]
+	return used.Value() < limit.Value()
 }
 
 // terminate deletes the command's NodeClaims; their termination drains
@@ -383,6 +434,9 @@ func (c *Controller) event(n *state.Node, kind, reason, msg string) {
 // describe says what a command saves.
 func describe(cmd *Command) string {
 	nodes := fmt.Sprintf("the %d node(s) of this command cost $%.4f/h", len(cmd.Nodes), cmd.PricePerHour)
+	if cmd.Static {
+		return nodes + "; the static NodePool launches the same number again from its template"
+	}
 	if len(cmd.Replacements) == 0 {
 		return fmt.Sprintf("%s; no replacement needed; saves $%.4f/h", nodes, cmd.Savings)
 	}

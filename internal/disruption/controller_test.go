@@ -69,7 +69,7 @@ func startController(t *testing.T) *env {
 	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
 	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"}
 	np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}}
-	np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "100%"}}
+	np.Spec.Disruption = v1.Disruption{ConsolidateAfter: "0s", Budgets: []v1.Budget{{Nodes: "100%"}}}
 	e.create(t, np)
 	return e
 }

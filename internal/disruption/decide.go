@@ -8,6 +8,7 @@ package disruption
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"time"
 
@@ -59,6 +60,11 @@ type Command struct {
 	Unplaced []*scheduling.UnschedulablePod
 	// Moves are the pods the plan puts on nodes that stay.
 	Moves []*scheduling.ExistingPlacement
+	// Static marks a command on a static NodePool's node: once the node
+	// is tainted it no longer counts as one of the pool's replicas, so the
+	// static controller launches its replacement from the template; the
+	// command deletes the node once the pool has its replicas again.
+	Static bool
 }
 
 // NodeNames are the names of the command's nodes.
@@ -109,6 +115,7 @@ func Decide(s *state.Snapshot, opts Options) *Decision {
 	d, candidates := newDecider(s, opts)
 	d.expiration(candidates)
 	d.drift(candidates)
+	candidates = d.leaveStatic(candidates)
 	switch pods := scalingUp(s); {
 	case pods > 0:
 		d.consolidationWaits(candidates, Blocked{Reason: BlockedScaleUp, Pods: pods})
@@ -205,7 +212,7 @@ func newDecider(s *state.Snapshot, opts Options) (*decider, []*state.Node) {
 		nodes: map[string]int{}, disrupt: map[string]int{}, used: map[string]map[v1.DisruptionReason]int{},
 		out: &Decision{Eligible: map[string]int{}}, blocked: map[string]bool{}, allowSet: map[string]map[v1.DisruptionReason]Allowance{},
 		next: map[string]v1.DisruptionReason{}}
-	for _, np := range s.NodePools {
+	for _, np := range append(slices.Clone(s.NodePools), slices.Collect(maps.Values(s.Static))...) {
 		d.prices[np.Name] = map[string]*scheduling.InstanceType{}
 		for _, it := range np.InstanceTypes {
 			d.prices[np.Name][it.Name] = it
@@ -325,8 +332,40 @@ func (d *decider) expiration(candidates []*state.Node) {
 	for _, later := range expired[1:] {
 		d.next[later.Name] = v1.DisruptionReasonExpired
 	}
+	if d.static(n) {
+		d.staticCommand(v1.DisruptionReasonExpired, n)
+		return
+	}
 	plan, pods := d.reschedule([]*state.Node{n})
 	d.command(v1.DisruptionReasonExpired, []*state.Node{n}, plan, pods)
+}
+
+// static reports a node of a static NodePool.
+func (d *decider) static(n *state.Node) bool {
+	np := d.s.Pools[n.NodePool]
+	return np != nil && np.Spec.Replicas != nil
+}
+
+// staticCommand replaces a static NodePool's node: no plan, as the pool's
+// controller launches the replacement from the template.
+func (d *decider) staticCommand(reason v1.DisruptionReason, n *state.Node) {
+	c := d.command(reason, []*state.Node{n}, &scheduling.Plan{}, len(n.Reschedulable()))
+	c.Static = true
+	c.ReplacementPrice, c.Savings = c.PricePerHour, 0
+}
+
+// leaveStatic takes the static NodePools' nodes out of consolidation:
+// their number is the user's, not a matter of cost.
+func (d *decider) leaveStatic(candidates []*state.Node) []*state.Node {
+	return slices.DeleteFunc(candidates, func(n *state.Node) bool {
+		if !d.static(n) {
+			return false
+		}
+		if !d.taken[n.Name] {
+			d.block(n, Blocked{Reason: BlockedStatic, Method: v1.DisruptionReasonUnderutilized})
+		}
+		return true
+	})
 }
 
 func oldestFirst(a, b *state.Node) int {
@@ -384,18 +423,29 @@ func (d *decider) drift(candidates []*state.Node) {
 			d.block(n, Blocked{Reason: BlockedByBudget, Allowance: a, Method: v1.DisruptionReasonDrifted})
 			continue
 		}
+		if d.static(n) {
+			d.staticCommand(v1.DisruptionReasonDrifted, n)
+			d.leaveNext(found, v1.DisruptionReasonDrifted)
+			return
+		}
 		plan, pods := d.reschedule([]*state.Node{n})
 		if len(plan.Unschedulable) > 0 {
 			d.block(n, Blocked{Reason: BlockedPodsDoNotFit, Pod: plan.Unschedulable[0], Method: v1.DisruptionReasonDrifted})
 			continue
 		}
 		d.command(v1.DisruptionReasonDrifted, []*state.Node{n}, plan, pods)
-		for _, later := range found {
-			if !d.taken[later.Name] {
-				d.next[later.Name] = v1.DisruptionReasonDrifted
-			}
-		}
+		d.leaveNext(found, v1.DisruptionReasonDrifted)
 		return
+	}
+}
+
+// leaveNext leaves the nodes a method found and did not take to a later
+// round.
+func (d *decider) leaveNext(found []*state.Node, reason v1.DisruptionReason) {
+	for _, later := range found {
+		if !d.taken[later.Name] {
+			d.next[later.Name] = reason
+		}
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
@@ -390,5 +391,33 @@ func TestConsolidationWaitsForScaleUp(t *testing.T) {
 	c.objs.Pods[len(c.objs.Pods)-1] = pending("typo", map[string]string{"pod-type": "armapps"})
 	if d := c.decide(); len(d.Commands) == 0 {
 		t.Errorf("a pending pod no NodePool can take should not hold consolidation back: blocked %q, %q", blocked(d, "empty"), blocked(d, "a"))
+	}
+}
+
+// A static NodePool's nodes are never consolidated; a drifted or expired
+// one is replaced through the pool (no plan of its own), within budgets.
+func TestStaticNodePoolsAreReplacedNotConsolidated(t *testing.T) {
+	c := newCluster(t)
+	c.pool.Spec.Replicas = ptr.To(int64(3))
+	c.node("empty", "m5.large")
+	c.node("idle", "m5.2xlarge")
+	c.pods("idle", 1, "100m", "64Mi")
+	c.node("old", "m5.large", drifted)
+	c.pods("old", 2, "500m", "1Gi")
+	d := c.decide()
+	if got := commands(d); got != "Drifted[old]" {
+		t.Fatalf("commands %q, want only the drifted node replaced", got)
+	}
+	if cmd := d.Commands[0]; !cmd.Static || len(cmd.Replacements) != 0 {
+		t.Errorf("the drift command is static %v with %d planned replacements; want the pool to launch the replacement", cmd.Static, len(cmd.Replacements))
+	}
+	for _, n := range []string{"empty", "idle"} {
+		if b := blocked(d, n); !strings.Contains(b, "NodePool is static") {
+			t.Errorf("node %s: %q, want it left alone as a static NodePool's", n, b)
+		}
+	}
+	c.pool.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "0", Reasons: []v1.DisruptionReason{v1.DisruptionReasonDrifted}}}
+	if d := c.decide(); len(d.Commands) != 0 {
+		t.Errorf("a budget of 0 for drift: commands %q", commands(d))
 	}
 }

@@ -65,6 +65,11 @@ func Revalidate(s *state.Snapshot, old *Command, opts Options) (*Command, string
 		}
 		return c, ""
 	}
+	if old.Static {
+		d.out = &Decision{}
+		d.staticCommand(old.Reason, nodes[0])
+		return d.out.Commands[0], ""
+	}
 	plan, pods := d.reschedule(nodes)
 	if old.Reason == v1.DisruptionReasonDrifted && len(plan.Unschedulable) > 0 {
 		return nil, Blocked{Reason: BlockedPodsDoNotFit, Pod: plan.Unschedulable[0]}.String()

@@ -84,6 +84,8 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		resources[k] = q
 	}
 	np.Status.Resources = resources
+	count := resources["nodes"]
+	np.Status.Nodes = count.Value()
 	now := metav1.NewTime(c.Clock.Now())
 	classReady, classMsg := c.nodeClassReady(ctx, np)
 	setCondition(np, now, v1.ConditionNodeClassReady, classReady, "NodeClassNotReady", classMsg)

@@ -34,6 +34,7 @@ import (
 	"github.com/nodewright/nodewright/internal/nodepool"
 	"github.com/nodewright/nodewright/internal/provisioning"
 	"github.com/nodewright/nodewright/internal/state/listing"
+	"github.com/nodewright/nodewright/internal/static"
 	"github.com/nodewright/nodewright/internal/termination"
 )
 
@@ -209,6 +210,13 @@ func New(ctx context.Context, rc *rest.Config, cfg Config, clouds Clouds, clk cl
 		return nil, err
 	}
 	if err := (&nodepool.Controller{Client: mgr.GetClient(), Clock: clk, Registrations: registrations}).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	keeper := &static.Controller{
+		Client: cached, Types: cloud, AMIs: provider.AMIs, Registrations: registrations, Recorder: recorder, Clock: clk,
+		Metrics: m, Log: log.WithName("static"), Retry: 30 * time.Second,
+	}
+	if err := keeper.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	disrupt := &disruption.Controller{

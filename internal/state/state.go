@@ -82,8 +82,13 @@ type Snapshot struct {
 	// Nodes pair each Node with its NodeClaim: registered nodes, and
 	// NodeClaims in flight (no node yet). Sorted by name.
 	Nodes []*Node
-	// NodePools are the NodePools that can launch now, in name order.
+	// NodePools are the NodePools that can launch for pods now, in name
+	// order.
 	NodePools []*scheduling.NodePool
+	// Static are the static NodePools (spec.replicas set) that can launch
+	// now, by name. They launch for no pod, so they are not in NodePools:
+	// they keep their number of nodes, which pods use like any node.
+	Static map[string]*scheduling.NodePool
 	// Skipped are the NodePools that cannot, with why.
 	Skipped []SkippedNodePool
 	// Objects are the NodePools by name (all of them).
@@ -100,7 +105,7 @@ type Snapshot struct {
 
 // Build makes the snapshot.
 func Build(o Objects, opts Options) *Snapshot {
-	s := &Snapshot{Now: opts.Now, Pools: map[string]*v1.NodePool{}, DaemonSets: o.DaemonSets,
+	s := &Snapshot{Now: opts.Now, Pools: map[string]*v1.NodePool{}, Static: map[string]*scheduling.NodePool{}, DaemonSets: o.DaemonSets,
 		pdbs: budgetsByNamespace(o.PDBs), nominated: map[string][]*corev1.Pod{}}
 	bound := map[string][]*corev1.Pod{}
 	var pending []*corev1.Pod
@@ -129,7 +134,12 @@ func Build(o Objects, opts Options) *Snapshot {
 			continue
 		}
 		types[np.Name] = class.InstanceTypes
-		s.NodePools = append(s.NodePools, scheduling.NodePoolFromObject(np, class.InstanceTypes, class.AMIs, s.Usage[np.Name]))
+		sp := scheduling.NodePoolFromObject(np, class.InstanceTypes, class.AMIs, s.Usage[np.Name])
+		if np.Spec.Replicas != nil {
+			s.Static[np.Name] = sp
+			continue
+		}
+		s.NodePools = append(s.NodePools, sp)
 	}
 	for _, n := range s.Nodes {
 		n.sched = n.schedulingNode(types[n.NodePool], opts.Catalog)

@@ -1,0 +1,169 @@
+package static
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/metrics"
+	"github.com/nodewright/nodewright/internal/nodepool"
+	"github.com/nodewright/nodewright/internal/scheduling"
+	"github.com/nodewright/nodewright/internal/state"
+	"github.com/nodewright/nodewright/internal/state/listing"
+)
+
+// Controller keeps static NodePools at their replicas.
+type Controller struct {
+	Client        client.Client
+	Types         listing.InstanceTypeSource
+	AMIs          func(*awsv1.EC2NodeClass) []scheduling.AMI
+	Registrations *nodepool.Registrations
+	Recorder      record.EventRecorder
+	Clock         clock.PassiveClock
+	Metrics       *metrics.Metrics
+	Log           logr.Logger
+	// Retry is how long a NodePool that could not launch all it misses
+	// waits before it tries again.
+	Retry time.Duration
+}
+
+// CacheWait bounds how long a reconcile waits for the cache to show the
+// NodeClaims it created or deleted, so the next one counts them.
+const CacheWait = 10 * time.Second
+
+// SetupWithManager registers the controller: a NodePool's changes, its
+// NodeClaims' and its nodes' taints wake it.
+func (c *Controller) SetupWithManager(mgr manager.Manager) error {
+	ofPool := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		if pool := o.GetLabels()[v1.LabelNodePool]; pool != "" {
+			return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: pool}}}
+		}
+		return nil
+	})
+	taintsChanged := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		before, after := e.ObjectOld.(*corev1.Node), e.ObjectNew.(*corev1.Node)
+		return !slices.Equal(before.Spec.Taints, after.Spec.Taints) || !before.DeletionTimestamp.Equal(after.DeletionTimestamp)
+	}}
+	return builder.ControllerManagedBy(mgr).Named("nodepool.static").
+		For(&v1.NodePool{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&v1.NodeClaim{}, ofPool).
+		Watches(&corev1.Node{}, ofPool, builder.WithPredicates(taintsChanged)).
+		Complete(c)
+}
+
+// Reconcile brings one static NodePool to its replicas.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	np := &v1.NodePool{}
+	if err := c.Client.Get(ctx, req.NamespacedName, np); err != nil || np.Spec.Replicas == nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	listed, err := listing.List(ctx, c.Client)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	classes, err := listing.Resolve(ctx, listed, c.Types, c.AMIs)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	now := c.Clock.Now()
+	snap := state.Build(listed.Objects, state.Options{Now: now, NodeClasses: classes, Backoff: c.Registrations.Backoffs(now)})
+	d := Decide(snap, np.Name)
+	if d == nil {
+		return reconcile.Result{}, nil
+	}
+	if err := c.remove(ctx, np, d); err != nil {
+		return reconcile.Result{}, err
+	}
+	if err := c.launch(ctx, np, d, snap, listed); err != nil {
+		return reconcile.Result{}, err
+	}
+	if d.Short != "" {
+		c.Recorder.Eventf(np, corev1.EventTypeWarning, "StaticReplicasShort", "NodePool %s has %d of its %d replicas and cannot launch more now: %s",
+			np.Name, d.Counted+len(d.Launch), d.Replicas, d.Short)
+		c.Log.Info("static NodePool is short of replicas", "nodePool", np.Name, "replicas", d.Replicas, "nodeClaims", d.Counted+len(d.Launch), "why", d.Short)
+		return reconcile.Result{RequeueAfter: c.Retry}, nil
+	}
+	return reconcile.Result{}, nil
+}
+
+func (c *Controller) launch(ctx context.Context, np *v1.NodePool, d *Decision, snap *state.Snapshot, listed *listing.Listed) error {
+	if len(d.Launch) == 0 {
+		return nil
+	}
+	var created []string
+	defer func() { c.await(ctx, created, true) }()
+	for _, planned := range d.Launch {
+		nc := state.NodeClaimFor(np, listed.NodeClass(np), planned)
+		if err := c.Client.Create(ctx, nc); err != nil {
+			return fmt.Errorf("creating a NodeClaim for static NodePool %s: %w", np.Name, err)
+		}
+		created = append(created, nc.Name)
+		c.Metrics.NodeClaimCreated(np.Name)
+		c.Log.Info("created NodeClaim", "NodeClaim", nc.Name, "nodePool", np.Name, "cheapestInstanceType", planned.InstanceType.Name,
+			"instanceTypes", len(planned.InstanceTypes), "replicas", d.Replicas)
+	}
+	c.Recorder.Eventf(np, corev1.EventTypeNormal, "StaticScaledUp", "NodePool %s had %d of its %d replicas; launching %s",
+		np.Name, d.Counted, d.Replicas, strings.Join(created, ", "))
+	return nil
+}
+
+func (c *Controller) remove(ctx context.Context, np *v1.NodePool, d *Decision) error {
+	if len(d.Remove) == 0 {
+		return nil
+	}
+	var deleted []string
+	defer func() { c.await(ctx, deleted, false) }()
+	for _, n := range d.Remove {
+		if err := c.Client.Delete(ctx, n.NodeClaim); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting NodeClaim %s of static NodePool %s: %w", n.NodeClaim.Name, np.Name, err)
+		}
+		deleted = append(deleted, n.NodeClaim.Name)
+		c.Recorder.Eventf(n.NodeClaim, corev1.EventTypeNormal, "StaticScaledDown", "NodePool %s keeps %d replicas and had %d; this NodeClaim goes (its node is drained)",
+			np.Name, d.Replicas, d.Counted)
+		c.Log.Info("deleted NodeClaim", "NodeClaim", n.NodeClaim.Name, "nodePool", np.Name, "replicas", d.Replicas, "pods", len(n.Reschedulable()))
+	}
+	c.Recorder.Eventf(np, corev1.EventTypeNormal, "StaticScaledDown", "NodePool %s had %d of its %d replicas; deleting %s",
+		np.Name, d.Counted, d.Replicas, strings.Join(deleted, ", "))
+	return nil
+}
+
+// await waits until the cache shows the NodeClaims just created (or
+// their deletion), so that the next reconcile counts them.
+func (c *Controller) await(ctx context.Context, names []string, created bool) {
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, CacheWait, true, func(ctx context.Context) (bool, error) {
+		for len(names) > 0 {
+			nc := &v1.NodeClaim{}
+			err := c.Client.Get(ctx, client.ObjectKey{Name: names[0]}, nc)
+			switch {
+			case created && err != nil:
+				return false, client.IgnoreNotFound(err)
+			case !created && err == nil && nc.DeletionTimestamp.IsZero():
+				return false, nil
+			case !created && client.IgnoreNotFound(err) != nil:
+				return false, err
+			}
+			names = names[1:]
+		}
+		return true, nil
+	})
+	if err != nil {
+		c.Log.Info("the cache does not show the NodeClaims just changed yet", "missing", len(names), "error", err.Error())
+	}
+}
