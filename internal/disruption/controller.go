@@ -247,8 +247,8 @@ func (c *Controller) start(ctx context.Context, snap *state.Snapshot, listed *li
 	cmd.phase, cmd.startedAt = launching, snap.Now
 	if cmd.Static && staticRoom(snap, cmd) {
 		for _, n := range cmd.Nodes {
-			c.event(n, corev1.EventTypeNormal, "DisruptionLaunching", fmt.Sprintf("%s: tainted %s:NoSchedule; static NodePool %s launches its replacement; %s",
-				cmd.Reason, v1.TaintKeyDisrupted, n.NodePool, what))
+			c.event(n, corev1.EventTypeNormal, "DisruptionLaunching", fmt.Sprintf("%s: tainted %s:NoSchedule; %s",
+				cmd.Reason, v1.TaintKeyDisrupted, what))
 		}
 		return false, nil
 	}
@@ -435,7 +435,7 @@ func (c *Controller) event(n *state.Node, kind, reason, msg string) {
 func describe(cmd *Command) string {
 	nodes := fmt.Sprintf("the %d node(s) of this command cost $%.4f/h", len(cmd.Nodes), cmd.PricePerHour)
 	if cmd.Static {
-		return nodes + "; the static NodePool launches the same number again from its template"
+		return nodes + "; their static NodePool launches their replacements from its template"
 	}
 	if len(cmd.Replacements) == 0 {
 		return fmt.Sprintf("%s; no replacement needed; saves $%.4f/h", nodes, cmd.Savings)

@@ -172,3 +172,56 @@ func TestExpiration(t *testing.T) {
 		t.Errorf("expired NodeClaims: %d replacements launched, %d terminated: %v", launched, terminated, snap.Disruptions)
 	}
 }
+
+// A static NodePool keeps its replicas: scaled up and down, the pods
+// Running throughout, and its drifted nodes replaced one at a time by the
+// pool itself, never launching more than it replaces.
+func TestStaticNodePool(t *testing.T) {
+	sim, results := runSteps(t, "static", 4*time.Minute, nil)
+	if len(results) != 4 {
+		t.Fatalf("%d steps ran, want 4", len(results))
+	}
+	for i, want := range []int{3, 5, 2, 2} {
+		snap := results[i].Snapshot
+		if !snap.Done() {
+			t.Errorf("step %s: not every pod runs or NodeClaim is Ready: %d/%d pods", results[i].Name, snap.RunningPods, snap.Pods)
+		}
+		if len(snap.NodeClaims) != want {
+			t.Errorf("step %s: %d NodeClaims, want the %d replicas", results[i].Name, len(snap.NodeClaims), want)
+		}
+	}
+	if n := mention(results[2].Disruptions, "StaticScaledDown"); n != 3 {
+		t.Errorf("scaling 5 → 2 deleted %d NodeClaims, want 3: %v", n, results[2].Disruptions)
+	}
+	for _, i := range []int{0, 1, 3} {
+		if n := mention(results[i].Disruptions, "StaticScaledDown"); n != 0 {
+			t.Errorf("step %s launched more than it needed and removed %d: %v", results[i].Name, n, results[i].Disruptions)
+		}
+	}
+	old := claimNames(results[2].Snapshot)
+	for name := range claimNames(results[3].Snapshot) {
+		if old[name] {
+			t.Errorf("NodeClaim %s was not replaced after the template changed", name)
+		}
+	}
+	if n := mention(results[3].Disruptions, "DisruptionTerminating: Drifted"); n != 2 {
+		t.Errorf("%d drifted NodeClaims terminated, want 2: %v", n, results[3].Disruptions)
+	}
+	// kubectl get nodepool shows the count.
+	ctx := context.Background()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		np := &v1.NodePool{}
+		if err := sim.Kube.Get(ctx, client.ObjectKey{Name: "static"}, np); err != nil {
+			t.Fatal(err)
+		}
+		if np.Status.Nodes == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("NodePool static status.nodes = %d, want 2", np.Status.Nodes)
+			break
+		}
+		time.Sleep(time.Second)
+	}
+}
