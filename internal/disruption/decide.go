@@ -8,7 +8,6 @@ package disruption
 
 import (
 	"cmp"
-	"maps"
 	"slices"
 	"time"
 
@@ -212,7 +211,7 @@ func newDecider(s *state.Snapshot, opts Options) (*decider, []*state.Node) {
 		nodes: map[string]int{}, disrupt: map[string]int{}, used: map[string]map[v1.DisruptionReason]int{},
 		out: &Decision{Eligible: map[string]int{}}, blocked: map[string]bool{}, allowSet: map[string]map[v1.DisruptionReason]Allowance{},
 		next: map[string]v1.DisruptionReason{}}
-	for _, np := range append(slices.Clone(s.NodePools), slices.Collect(maps.Values(s.Static))...) {
+	for _, np := range s.NodePools {
 		d.prices[np.Name] = map[string]*scheduling.InstanceType{}
 		for _, it := range np.InstanceTypes {
 			d.prices[np.Name][it.Name] = it

@@ -22,6 +22,9 @@ type Input struct {
 type NodePool struct {
 	Name   string
 	Weight int32
+	// Static marks a static NodePool (spec.replicas): pods use its nodes,
+	// but it opens no NodeClaim for them (Static opens its replicas).
+	Static bool
 	// Requirements are the template's requirements and labels.
 	Requirements  Requirements
 	Taints        []corev1.Taint

@@ -31,6 +31,7 @@ func NodePoolFromObject(np *v1.NodePool, types []*InstanceType, amis []AMI, usag
 	return &NodePool{
 		Name:          np.Name,
 		Weight:        weight,
+		Static:        np.Spec.Replicas != nil,
 		Requirements:  reqs,
 		Taints:        np.Spec.Template.Spec.Taints,
 		StartupTaints: np.Spec.Template.Spec.StartupTaints,

@@ -300,6 +300,9 @@ func (p *podInfo) shapesIn(pl *pool) []*shapes {
 
 // newClaim opens a NodeClaim from a pool for p, or says why it cannot.
 func (s *solver) newClaim(p *podInfo, pl *pool) (*target, change, string) {
+	if pl.Static {
+		return nil, change{}, "a static NodePool (spec.replicas) keeps its replicas and launches no node for pods"
+	}
 	if taint, ok := tolerates(p.tolerations, pl.Taints); !ok {
 		return nil, change{}, "taint " + taintString(taint) + " not tolerated"
 	}

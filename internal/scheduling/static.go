@@ -15,7 +15,9 @@ import (
 // and, when fewer than n, why it could open no more (the pool's node
 // limit, or no instance type).
 func Static(np *NodePool, nodes []*Node, daemonSets []*appsv1.DaemonSet, n int) ([]*PlannedNodeClaim, string) {
-	s := newSolver(Input{NodePools: []*NodePool{np}, Nodes: nodes, DaemonSets: daemonSets})
+	opened := *np
+	opened.Static = false
+	s := newSolver(Input{NodePools: []*NodePool{&opened}, Nodes: nodes, DaemonSets: daemonSets})
 	pl := s.pools[0]
 	// The NodeClaims are opened as if for a pod that asks for nothing and
 	// tolerates every taint, so reservations, minValues, limits and the
@@ -29,6 +31,7 @@ func Static(np *NodePool, nodes []*Node, daemonSets []*appsv1.DaemonSet, n int) 
 			break
 		}
 		s.commit(anyPod, t, c)
+		t.requests = t.requests.Sub(anyPod.requests) // the pod count it added
 		// Sized for nothing, the NodeClaim keeps every type that fits,
 		// not only those of the shape a pod would choose.
 		if types, _ := pl.candidatesByKey(fingerprint(t.reqs), t.reqs, Resources{}); len(types) > 0 {
@@ -40,4 +43,21 @@ func Static(np *NodePool, nodes []*Node, daemonSets []*appsv1.DaemonSet, n int) 
 		c.Pods = nil
 	}
 	return plan.NodeClaims, why
+}
+
+// InFlight is a planned NodeClaim as a decision sees one in flight: its
+// requirements, the taints its nodes get, and the least allocatable any
+// of its instance types offers (whichever launches, the pods must fit).
+func (c *PlannedNodeClaim) InFlight(taints []corev1.Taint) *Node {
+	var alloc Resources
+	for i, it := range c.InstanceTypes {
+		if i == 0 {
+			alloc = it.Allocatable
+			continue
+		}
+		for r := range alloc {
+			alloc[r] = min(alloc[r], it.Allocatable[r])
+		}
+	}
+	return &Node{Name: c.Name, Requirements: c.Requirements, Taints: taints, Allocatable: alloc, Launching: true}
 }

@@ -50,7 +50,8 @@ func RunWith(o *Objects, resolver *nodeclass.Resolver) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Result{Plan: scheduling.Solve(snap.Input(nil)), Warnings: warnings}, nil
+	plan, more := solveWithStatic(snap)
+	return &Result{Plan: plan, Warnings: append(warnings, more...)}, nil
 }
 
 // Snapshot is the cluster the objects describe, as every decision sees

@@ -263,3 +263,46 @@ func TestReservedCapacityScenario(t *testing.T) {
 		t.Errorf("NodeClaims by capacity type %v, want 2 reserved and spot for the rest", byType)
 	}
 }
+
+// simulate shows what the controllers do with a static NodePool: its
+// replicas launched whatever the pods need, the pods placed on them, and
+// nothing launched for pods beyond them.
+func TestStaticNodePoolIsPlannedAsTheControllerLaunchesIt(t *testing.T) {
+	r := run(t, "../../scenarios/static.yaml")
+	if len(r.NodeClaims) != 3 || len(r.Unschedulable) != 0 {
+		t.Fatalf("%d NodeClaims, unschedulable %+v; want the 3 replicas and every pod placed", len(r.NodeClaims), r.Unschedulable)
+	}
+	pods := 0
+	for _, c := range r.NodeClaims {
+		pods += len(c.Pods)
+		if c.NodePool != "static" || c.InstanceType != "m5.large" || c.CapacityType != "on-demand" {
+			t.Errorf("NodeClaim %s: %s %s of %s; want the cheapest on-demand type of the static pool", c.Name, c.InstanceType, c.CapacityType, c.NodePool)
+		}
+	}
+	if pods != 3 || r.TotalPricePerHour < 0.28 {
+		t.Errorf("%d pods placed at $%.4f/h; want the 3 pods on the 3 replicas", pods, r.TotalPricePerHour)
+	}
+
+	// Ten pods of 1.5 CPU fit one per m5.large: 3 run, and no NodeClaim is
+	// launched for the rest, as no dynamic NodePool exists.
+	data, err := os.ReadFile("../../scenarios/static.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := strings.NewReplacer("replicas: 3\n  selector", "replicas: 10\n  selector", "cpu: 500m", "cpu: 1500m").Replace(string(data))
+	objs := &simulate.Objects{}
+	if err := objs.Load("static-big.yaml", strings.NewReader(big)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := simulate.Run(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = simulate.NewReport(res)
+	if len(r.NodeClaims) != 3 || len(r.Unschedulable) != 7 {
+		t.Fatalf("%d NodeClaims and %d unschedulable pods; want the 3 replicas and 7 pods left pending", len(r.NodeClaims), len(r.Unschedulable))
+	}
+	if want := "NodePool static: a static NodePool (spec.replicas) keeps its replicas and launches no node for pods"; r.Unschedulable[0].Reason != want {
+		t.Errorf("pending pod %s: %q, want %q", r.Unschedulable[0].Pod, r.Unschedulable[0].Reason, want)
+	}
+}

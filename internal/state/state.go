@@ -82,12 +82,11 @@ type Snapshot struct {
 	// Nodes pair each Node with its NodeClaim: registered nodes, and
 	// NodeClaims in flight (no node yet). Sorted by name.
 	Nodes []*Node
-	// NodePools are the NodePools that can launch for pods now, in name
-	// order.
+	// NodePools are the NodePools that can launch now, in name order.
+	// The static ones among them (spec.replicas) launch no node for pods.
 	NodePools []*scheduling.NodePool
-	// Static are the static NodePools (spec.replicas set) that can launch
-	// now, by name. They launch for no pod, so they are not in NodePools:
-	// they keep their number of nodes, which pods use like any node.
+	// Static are the static NodePools that can launch now, by name: they
+	// keep their number of nodes, which pods use like any node.
 	Static map[string]*scheduling.NodePool
 	// Skipped are the NodePools that cannot, with why.
 	Skipped []SkippedNodePool
@@ -135,9 +134,8 @@ func Build(o Objects, opts Options) *Snapshot {
 		}
 		types[np.Name] = class.InstanceTypes
 		sp := scheduling.NodePoolFromObject(np, class.InstanceTypes, class.AMIs, s.Usage[np.Name])
-		if np.Spec.Replicas != nil {
+		if sp.Static {
 			s.Static[np.Name] = sp
-			continue
 		}
 		s.NodePools = append(s.NodePools, sp)
 	}
