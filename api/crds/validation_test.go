@@ -161,9 +161,9 @@ var invalidNodePools = []invalid{
 	{"Exists with values", validNodePool, `spec: {template: {spec: {requirements: [{key: team, operator: Exists, values: [a]}]}}}`,
 		"spec.template.spec.requirements[0]", "operators Exists and DoesNotExist take no values"},
 	{"Gt with two values", validNodePool, `spec: {template: {spec: {requirements: [{key: karpenter.k8s.aws/instance-generation, operator: Gt, values: ["4", "5"]}]}}}`,
-		"spec.template.spec.requirements[0]", "operators Gt and Lt take exactly one whole number"},
+		"spec.template.spec.requirements[0]", "operators Gt, Lt, Gte and Lte take exactly one whole number"},
 	{"Lt with a word", validNodePool, `spec: {template: {spec: {requirements: [{key: karpenter.k8s.aws/instance-cpu, operator: Lt, values: [many]}]}}}`,
-		"spec.template.spec.requirements[0]", "operators Gt and Lt take exactly one whole number"},
+		"spec.template.spec.requirements[0]", "operators Gt, Lt, Gte and Lte take exactly one whole number"},
 	{"minValues above the values", validNodePool, `spec: {template: {spec: {requirements: [{key: karpenter.k8s.aws/instance-family, operator: In, values: [m5, c5], minValues: 3}]}}}`,
 		"spec.template.spec.requirements[0]", "minValues cannot be larger than the number of values"},
 	{"requirement on hostname", validNodePool, `spec: {template: {spec: {requirements: [{key: kubernetes.io/hostname, operator: In, values: [node-a]}]}}}`,
@@ -219,7 +219,7 @@ var invalidNodePools = []invalid{
 	{"nodeClassRef with empty kind", validNodePool, `spec: {template: {spec: {nodeClassRef: {kind: ""}}}}`,
 		"spec.template.spec.nodeClassRef.kind", "kind must name the node class's kind"},
 	{"Gt with a negative value", validNodePool, `spec: {template: {spec: {requirements: [{key: karpenter.k8s.aws/instance-generation, operator: Gt, values: ["-1"]}]}}}`,
-		"spec.template.spec.requirements[0]", "operators Gt and Lt take exactly one whole number of 0 or more"},
+		"spec.template.spec.requirements[0]", "operators Gt, Lt, Gte and Lte take exactly one whole number of 0 or more"},
 	{"nodeClassRef group with a version", validNodePool, `spec: {template: {spec: {nodeClassRef: {group: karpenter.test.sh/v1}}}}`,
 		"spec.template.spec.nodeClassRef.group", "group is an API group without a version"},
 	{"taint with an empty key", validNodePool, `spec: {template: {spec: {taints: [{key: "", effect: NoSchedule}]}}}`,
@@ -236,6 +236,10 @@ var invalidNodePools = []invalid{
 		"spec.template.spec.taints[0].value", "taint value must be at most 63"},
 	{"no nodeClassRef", validNodePool, `spec: {template: {spec: {nodeClassRef: null}}}`,
 		"spec.template.spec.nodeClassRef", "Required value"},
+	{"Gte with a negative value", validNodePool, `spec: {template: {spec: {requirements: [{key: karpenter.k8s.aws/instance-cpu, operator: Gte, values: ["-1"]}]}}}`,
+		"spec.template.spec.requirements[0]", "operators Gt, Lt, Gte and Lte take exactly one whole number of 0 or more"},
+	{"Lte with two values", validNodePool, `spec: {template: {spec: {requirements: [{key: karpenter.k8s.aws/instance-cpu, operator: Lte, values: ["4", "8"]}]}}}`,
+		"spec.template.spec.requirements[0]", "operators Gt, Lt, Gte and Lte take exactly one whole number"},
 	{"disruption without consolidateAfter", validNodePool, `spec: {disruption: {consolidationPolicy: WhenEmpty}}`,
 		"spec.disruption.consolidateAfter", "Required value"},
 	{"empty disruption", validNodePool, `spec: {disruption: {}}`,
@@ -266,7 +270,7 @@ var invalidNodeClaims = []invalid{
 	{"nodeClassRef group with a version", validNodeClaim, `spec: {nodeClassRef: {group: karpenter.k8s.aws/v1}}`,
 		"spec.nodeClassRef.group", "group is an API group without a version"},
 	{"Lt with a negative value", validNodeClaim, `spec: {requirements: [{key: karpenter.k8s.aws/instance-cpu, operator: Lt, values: ["-4"]}]}`,
-		"spec.requirements[0]", "operators Gt and Lt take exactly one whole number of 0 or more"},
+		"spec.requirements[0]", "operators Gt, Lt, Gte and Lte take exactly one whole number of 0 or more"},
 }
 
 func TestInvalidObjectsAreRejected(t *testing.T) {
@@ -422,6 +426,8 @@ func TestValuesAtTheLimitsAreAccepted(t *testing.T) {
 		{validNodePool, `spec: {replicas: 0}`},
 		{validNodePool, `spec: {replicas: 1000, limits: {nodes: "1200"}}`},
 		{validNodePool, `spec: {template: {spec: {requirements: [{key: karpenter.k8s.aws/instance-generation, operator: Gt, values: ["0"]}]}}}`},
+		{validNodePool, `spec: {template: {spec: {requirements: [{key: karpenter.k8s.aws/instance-cpu, operator: Gte, values: ["4"]}, {key: karpenter.k8s.aws/instance-memory, operator: Lte, values: ["65536"]}]}}}`},
+		{validNodeClaim, `spec: {requirements: [{key: karpenter.k8s.aws/instance-cpu, operator: Gte, values: ["0"]}]}`},
 		{validNodeClaim, `spec: {taints: [{key: example.com/dedicated, value: gpu, effect: NoSchedule}], startupTaints: [{key: node.cilium.io/agent-not-ready, effect: NoExecute}]}`},
 		// Label domains: Kubernetes' own (kOps's among them) and the AWS
 		// well-known labels, as the reference accepts them.

@@ -101,7 +101,7 @@ type ResourceRequirements struct {
 //
 // +kubebuilder:validation:XValidation:rule="self.operator != 'In' || (has(self.values) && size(self.values) > 0)",message="operator In needs at least one value"
 // +kubebuilder:validation:XValidation:rule="!(self.operator in ['Exists', 'DoesNotExist']) || !has(self.values) || size(self.values) == 0",message="operators Exists and DoesNotExist take no values"
-// +kubebuilder:validation:XValidation:rule="!(self.operator in ['Gt', 'Lt']) || (has(self.values) && size(self.values) == 1 && self.values[0].matches('^[0-9]+$'))",message="operators Gt and Lt take exactly one whole number of 0 or more, such as [\"4\"]"
+// +kubebuilder:validation:XValidation:rule="!(self.operator in ['Gt', 'Lt', 'Gte', 'Lte']) || (has(self.values) && size(self.values) == 1 && self.values[0].matches('^[0-9]+$'))",message="operators Gt, Lt, Gte and Lte take exactly one whole number of 0 or more, such as [\"4\"]"
 // +kubebuilder:validation:XValidation:rule="!has(self.minValues) || self.operator != 'In' || (has(self.values) && self.minValues <= size(self.values))",message="minValues cannot be larger than the number of values the requirement lists"
 type NodeSelectorRequirementWithMinValues struct {
 	// Key is the label key the requirement applies to.
@@ -109,11 +109,14 @@ type NodeSelectorRequirementWithMinValues struct {
 	// +kubebuilder:validation:XValidation:rule="self.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$')",message="key must be a label key: an optional DNS prefix and '/', then a name of letters, digits, '-', '_' and '.'"
 	// +required
 	Key string `json:"key"`
-	// Operator relates the key to the values.
-	// +kubebuilder:validation:Enum=In;NotIn;Exists;DoesNotExist;Gt;Lt
+	// Operator relates the key to the values: In, NotIn, Exists,
+	// DoesNotExist, or the integer comparisons Gt, Lt, Gte (at least) and
+	// Lte (at most).
+	// +kubebuilder:validation:Enum=In;NotIn;Exists;DoesNotExist;Gt;Lt;Gte;Lte
 	// +required
 	Operator corev1.NodeSelectorOperator `json:"operator"`
-	// Values for In and NotIn (any number), Gt and Lt (one integer).
+	// Values for In and NotIn (any number), Gt, Lt, Gte and Lte (one
+	// integer).
 	// +kubebuilder:validation:MaxItems=2000
 	// +kubebuilder:validation:items:MaxLength=63
 	// +listType=atomic

@@ -1,5 +1,7 @@
 package v1
 
+import corev1 "k8s.io/api/core/v1"
+
 // Labels nodewright sets or reads on nodes and NodeClaims.
 const (
 	LabelNodePool        = Group + "/nodepool"
@@ -29,4 +31,12 @@ const (
 const (
 	AnnotationDoNotDisrupt = Group + "/do-not-disrupt"
 	TerminationFinalizer   = Group + "/termination"
+)
+
+// Requirement operators beyond Kubernetes' own: the integer value is at
+// least (Gte) or at most (Lte) the one given. NodePools and NodeClaims
+// accept them; pods cannot use them.
+const (
+	NodeSelectorOpGte corev1.NodeSelectorOperator = "Gte"
+	NodeSelectorOpLte corev1.NodeSelectorOperator = "Lte"
 )

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/nodewright/nodewright/api/v1"
 )
 
 // Requirement is the set of values one label may take. It is either a
@@ -27,7 +29,9 @@ type Requirement struct {
 	MinValues int
 }
 
-// NewRequirement builds a requirement from a node selector operator.
+// NewRequirement builds a requirement from a node selector operator (and
+// Gte and Lte, which NodePools accept). Validate first: an operator it
+// does not know, or a comparison without one integer, matches nothing.
 func NewRequirement(key string, op corev1.NodeSelectorOperator, values ...string) *Requirement {
 	r := &Requirement{Key: key, values: make(map[string]struct{}, len(values))}
 	switch op {
@@ -40,23 +44,63 @@ func NewRequirement(key string, op corev1.NodeSelectorOperator, values ...string
 		r.complement = true
 	case corev1.NodeSelectorOpDoesNotExist:
 		r.absentOK = true
-	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
+	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt, v1.NodeSelectorOpGte, v1.NodeSelectorOpLte:
 		r.complement = true
-		bound := int64(math.MinInt64)
-		if len(values) == 1 {
-			if v, err := strconv.ParseInt(values[0], 10, 64); err == nil {
-				bound = v
-			}
+		v, err := comparedValue(op, values)
+		if err != nil {
+			// Matches nothing: greater than the largest integer.
+			v, op = math.MaxInt64, corev1.NodeSelectorOpGt
 		}
-		if op == corev1.NodeSelectorOpGt {
-			r.greaterThan = &bound
-		} else {
-			r.lessThan = &bound
+		switch op {
+		case corev1.NodeSelectorOpGt:
+			r.greaterThan = &v
+		case v1.NodeSelectorOpGte:
+			v-- // at least v: greater than v-1
+			r.greaterThan = &v
+		case corev1.NodeSelectorOpLt:
+			r.lessThan = &v
+		case v1.NodeSelectorOpLte:
+			v++ // at most v: less than v+1
+			r.lessThan = &v
 		}
 	default:
-		// An unknown operator matches nothing.
+		r.complement, r.absentOK = false, false // matches nothing
 	}
 	return r
+}
+
+// ValidateOperator says what is wrong with a requirement's operator and
+// values, or returns nil: Kubernetes' operators and Gte and Lte, In with
+// values, Exists and DoesNotExist without, comparisons with one integer.
+func ValidateOperator(op corev1.NodeSelectorOperator, values []string) error {
+	switch op {
+	case corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn:
+		if op == corev1.NodeSelectorOpIn && len(values) == 0 {
+			return fmt.Errorf("operator In needs at least one value")
+		}
+	case corev1.NodeSelectorOpExists, corev1.NodeSelectorOpDoesNotExist:
+		if len(values) > 0 {
+			return fmt.Errorf("operator %s takes no values, got %v", op, values)
+		}
+	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt, v1.NodeSelectorOpGte, v1.NodeSelectorOpLte:
+		_, err := comparedValue(op, values)
+		return err
+	default:
+		return fmt.Errorf("unknown operator %q: use In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte or Lte", op)
+	}
+	return nil
+}
+
+// comparedValue is the one integer of a comparison.
+func comparedValue(op corev1.NodeSelectorOperator, values []string) (int64, error) {
+	if len(values) != 1 {
+		return 0, fmt.Errorf("operator %s takes exactly one integer value, got %d values", op, len(values))
+	}
+	v, err := strconv.ParseInt(values[0], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("operator %s takes an integer value, got %q", op, values[0])
+	}
+	return v, nil
 }
 
 func (r *Requirement) addValues(values []string) {

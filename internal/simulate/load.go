@@ -23,6 +23,7 @@ import (
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
 )
 
@@ -107,11 +108,20 @@ func (o *Objects) add(doc []byte) error {
 		if err := decode(np); err != nil {
 			return err
 		}
+		if err := checkRequirements("NodePool", np.Name, "spec.template.spec.requirements", np.Spec.Template.Spec.Requirements); err != nil {
+			return err
+		}
+		if d := np.Spec.Disruption; d.ConsolidateAfter == "" && (d.ConsolidationPolicy != "" || len(d.Budgets) > 0) {
+			return fmt.Errorf("NodePool %s: spec.disruption.consolidateAfter is required when disruption is given: add consolidateAfter: 0s to consolidate at once, or Never", np.Name)
+		}
 		applyNodePoolDefaults(np)
 		o.NodePools = append(o.NodePools, np)
 	case "NodeClaim":
 		nc := &v1.NodeClaim{}
 		if err := decode(nc); err != nil {
+			return err
+		}
+		if err := checkRequirements("NodeClaim", nc.Name, "spec.requirements", nc.Spec.Requirements); err != nil {
 			return err
 		}
 		o.NodeClaims = append(o.NodeClaims, nc)
@@ -126,10 +136,16 @@ func (o *Objects) add(doc []byte) error {
 		if err := decode(pod); err != nil {
 			return err
 		}
+		if err := checkPodSpec("Pod", pod.Name, "spec", &pod.Spec); err != nil {
+			return err
+		}
 		o.Pods = append(o.Pods, defaultNamespace(pod))
 	case "Deployment":
 		d := &appsv1.Deployment{}
 		if err := decode(d); err != nil {
+			return err
+		}
+		if err := checkPodSpec("Deployment", d.Name, "spec.template.spec", &d.Spec.Template.Spec); err != nil {
 			return err
 		}
 		o.expand(d.ObjectMeta, d.Spec.Replicas, d.Spec.Template)
@@ -138,16 +154,25 @@ func (o *Objects) add(doc []byte) error {
 		if err := decode(s); err != nil {
 			return err
 		}
+		if err := checkPodSpec("StatefulSet", s.Name, "spec.template.spec", &s.Spec.Template.Spec); err != nil {
+			return err
+		}
 		o.expand(s.ObjectMeta, s.Spec.Replicas, s.Spec.Template)
 	case "ReplicaSet":
 		rs := &appsv1.ReplicaSet{}
 		if err := decode(rs); err != nil {
 			return err
 		}
+		if err := checkPodSpec("ReplicaSet", rs.Name, "spec.template.spec", &rs.Spec.Template.Spec); err != nil {
+			return err
+		}
 		o.expand(rs.ObjectMeta, rs.Spec.Replicas, rs.Spec.Template)
 	case "Job":
 		j := &batchv1.Job{}
 		if err := decode(j); err != nil {
+			return err
+		}
+		if err := checkPodSpec("Job", j.Name, "spec.template.spec", &j.Spec.Template.Spec); err != nil {
 			return err
 		}
 		o.expand(j.ObjectMeta, j.Spec.Parallelism, j.Spec.Template)
@@ -199,6 +224,45 @@ func (o *Objects) expand(meta metav1.ObjectMeta, replicas *int32, tmpl corev1.Po
 		pod.Namespace = meta.Namespace
 		o.Pods = append(o.Pods, defaultNamespace(pod))
 	}
+}
+
+// checkRequirements refuses what the API server would: an unknown
+// operator, In without values, a comparison without one integer.
+func checkRequirements(kind, name, field string, reqs []v1.NodeSelectorRequirementWithMinValues) error {
+	for i, r := range reqs {
+		if err := scheduling.ValidateOperator(r.Operator, r.Values); err != nil {
+			return fmt.Errorf("%s %s: %s[%d] (key %s): %w", kind, name, field, i, r.Key, err)
+		}
+	}
+	return nil
+}
+
+// checkPodSpec refuses the node affinity Kubernetes would: an unknown
+// operator (pods have no Gte or Lte), or values that do not fit it.
+func checkPodSpec(kind, name, field string, spec *corev1.PodSpec) error {
+	a := spec.Affinity
+	if a == nil || a.NodeAffinity == nil {
+		return nil
+	}
+	var terms []corev1.NodeSelectorTerm
+	if req := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution; req != nil {
+		terms = req.NodeSelectorTerms
+	}
+	for _, pref := range a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+		terms = append(terms, pref.Preference)
+	}
+	for _, term := range terms {
+		for _, r := range term.MatchExpressions {
+			err := scheduling.ValidateOperator(r.Operator, r.Values)
+			if r.Operator == v1.NodeSelectorOpGte || r.Operator == v1.NodeSelectorOpLte {
+				err = fmt.Errorf("operator %s is a NodePool's, not a pod's: use Gt or Lt (Gt N-1 for at least N)", r.Operator)
+			}
+			if err != nil {
+				return fmt.Errorf("%s %s: %s.affinity.nodeAffinity (key %s): %w", kind, name, field, r.Key, err)
+			}
+		}
+	}
+	return nil
 }
 
 func defaultNamespace(p *corev1.Pod) *corev1.Pod {

@@ -1,6 +1,7 @@
 package simulate_test
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -87,6 +88,25 @@ func TestBadManifestNamesFileAndDocument(t *testing.T) {
 	err := objs.Load("bad.yaml", strings.NewReader("apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: x}\nspec: {weight: 10, colour: blue}\n"))
 	if err == nil || !strings.Contains(err.Error(), "bad.yaml: document 1") || !strings.Contains(err.Error(), "colour") {
 		t.Errorf("error %v should name the file, the document and the unknown field", err)
+	}
+}
+
+// Requirements the API server would refuse are refused, naming the
+// object, the field and the fix, never read as matching nothing.
+func TestBadRequirementsAreRefused(t *testing.T) {
+	pool := "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: np}\nspec: {template: {spec: {nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: d}, requirements: [%s]}}}\n"
+	pod := "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}], affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [%s]}]}}}}\n"
+	for _, c := range []struct{ doc, want string }{
+		{fmt.Sprintf(pool, "{key: a, operator: Equals, values: [x]}"), `NodePool np: spec.template.spec.requirements[0] (key a): unknown operator "Equals": use In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte or Lte`},
+		{fmt.Sprintf(pool, "{key: karpenter.k8s.aws/instance-cpu, operator: Gte, values: [four]}"), `operator Gte takes an integer value, got "four"`},
+		{fmt.Sprintf(pool, "{key: karpenter.k8s.aws/instance-cpu, operator: Lt}"), "operator Lt takes exactly one integer value, got 0 values"},
+		{fmt.Sprintf(pod, "{key: karpenter.k8s.aws/instance-cpu, operator: Gte, values: ['4']}"), "Pod p: spec.affinity.nodeAffinity (key karpenter.k8s.aws/instance-cpu): operator Gte is a NodePool's, not a pod's: use Gt or Lt"},
+		{"apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: np}\nspec: {disruption: {consolidationPolicy: WhenEmpty}, template: {spec: {requirements: []}}}\n", "NodePool np: spec.disruption.consolidateAfter is required when disruption is given"},
+	} {
+		err := (&simulate.Objects{}).Load("bad.yaml", strings.NewReader(c.doc))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("loading %s: %v, want %q", c.doc, err, c.want)
+		}
 	}
 }
 
