@@ -1,6 +1,7 @@
 // Command crdpatch adds to the CRDs controller-gen generates the schema
 // constraints it has no marker for: the maximum length of map values and
-// of the fields of Kubernetes' own types (taints). The
+// of the fields of Kubernetes' own types (taints), and of the kubelet's
+// settings. The
 // API server estimates the cost of a CEL rule from these bounds, and rejects
 // rules over unbounded strings.
 //
@@ -28,7 +29,17 @@ var patches = append([]patch{{
 	file:   "karpenter.sh_nodepools.yaml",
 	path:   "spec.template.metadata.labels.additionalProperties",
 	fields: map[string]any{"maxLength": 63},
-}}, taintBounds()...)
+}}, append(taintBounds(), kubeletBounds()...)...)
+
+// kubeletBounds bound the kubelet's thresholds and reservations (a
+// percentage, a quantity or a duration: 32 characters is plenty).
+func kubeletBounds() []patch {
+	var out []patch
+	for _, m := range []string{"evictionHard", "evictionSoft", "evictionSoftGracePeriod", "kubeReserved", "systemReserved"} {
+		out = append(out, patch{file: "karpenter.k8s.aws_ec2nodeclasses.yaml", path: "spec.kubelet." + m + ".additionalProperties", fields: map[string]any{"maxLength": 32}})
+	}
+	return out
+}
 
 // taintBounds bound the taints' keys (a qualified name: a 253-character
 // prefix, '/', a 63-character name) and values (63 characters).

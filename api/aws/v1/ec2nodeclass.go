@@ -244,25 +244,35 @@ type KubeletConfiguration struct {
 	PodsPerCore *int32 `json:"podsPerCore,omitempty"`
 	// SystemReserved is reserved for OS daemons (cpu, memory,
 	// ephemeral-storage, pid).
+	// +kubebuilder:validation:MaxProperties=4
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['cpu', 'memory', 'ephemeral-storage', 'pid'])",message="systemReserved keys must be cpu, memory, ephemeral-storage or pid"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !self[k].startsWith('-') && isQuantity(self[k]))",message="systemReserved values must be quantities of 0 or more, such as 100m, 1Gi or 1000"
 	// +optional
 	SystemReserved map[string]string `json:"systemReserved,omitempty"`
 	// KubeReserved is reserved for Kubernetes daemons (cpu, memory,
 	// ephemeral-storage, pid).
+	// +kubebuilder:validation:MaxProperties=4
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['cpu', 'memory', 'ephemeral-storage', 'pid'])",message="kubeReserved keys must be cpu, memory, ephemeral-storage or pid"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !self[k].startsWith('-') && isQuantity(self[k]))",message="kubeReserved values must be quantities of 0 or more, such as 100m, 1Gi or 1000"
 	// +optional
 	KubeReserved map[string]string `json:"kubeReserved,omitempty"`
 	// EvictionHard are hard eviction thresholds by signal.
+	// +kubebuilder:validation:MaxProperties=6
+	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k].matches('^(100([.]0+)?|[0-9]{1,2}([.][0-9]+)?)%$') || (!self[k].startsWith('-') && isQuantity(self[k])))",message="evictionHard thresholds must be a percentage from 0% to 100%, such as 10%, or a quantity of 0 or more, such as 500Mi"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['memory.available', 'nodefs.available', 'nodefs.inodesFree', 'imagefs.available', 'imagefs.inodesFree', 'pid.available'])",message="evictionHard signals must be memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree or pid.available"
 	// +optional
 	EvictionHard map[string]string `json:"evictionHard,omitempty"`
 	// EvictionSoft are soft eviction thresholds by signal; each needs a
 	// grace period in evictionSoftGracePeriod.
+	// +kubebuilder:validation:MaxProperties=6
+	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k].matches('^(100([.]0+)?|[0-9]{1,2}([.][0-9]+)?)%$') || (!self[k].startsWith('-') && isQuantity(self[k])))",message="evictionSoft thresholds must be a percentage from 0% to 100%, such as 10%, or a quantity of 0 or more, such as 500Mi"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['memory.available', 'nodefs.available', 'nodefs.inodesFree', 'imagefs.available', 'imagefs.inodesFree', 'pid.available'])",message="evictionSoft signals must be memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree or pid.available"
 	// +optional
 	EvictionSoft map[string]string `json:"evictionSoft,omitempty"`
 	// EvictionSoftGracePeriod is how long each soft threshold must be
 	// exceeded before pods are evicted.
+	// +kubebuilder:validation:MaxProperties=6
+	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k].matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$'))",message="evictionSoftGracePeriod values must be durations such as 30s, 1m30s or 2h"
 	// +optional
 	EvictionSoftGracePeriod map[string]metav1.Duration `json:"evictionSoftGracePeriod,omitempty"`
 	// EvictionMaxPodGracePeriod caps pod termination grace periods (seconds)
