@@ -154,3 +154,24 @@ var sameDuration = cmp.Transformer("duration", func(s string) string {
 	}
 	return s
 })
+
+// Every object of the reference's examples (our rendering of each shape
+// they show) applies to our CRDs unchanged, with strict field validation.
+func TestReferenceExamplesApply(t *testing.T) {
+	ctx := context.Background()
+	docs := apiDocuments(t, "testdata/reference-examples.yaml")
+	if len(docs) < 20 {
+		t.Fatalf("found only %d objects", len(docs))
+	}
+	for name, js := range docs {
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(js); err != nil {
+			t.Fatal(err)
+		}
+		if err := kube.Create(ctx, obj, client.FieldValidation("Strict")); err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		_ = kube.Delete(ctx, obj)
+	}
+}
