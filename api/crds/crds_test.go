@@ -25,7 +25,7 @@ func TestCRDNamesMatchKarpenter(t *testing.T) {
 	got := map[string]identity{}
 	for _, crd := range all {
 		if len(crd.Spec.Versions) != 1 {
-			t.Fatalf("%s serves %d versions, want v1 only", crd.Name, len(crd.Spec.Versions))
+			t.Fatalf("%s serves %d versions, want one", crd.Name, len(crd.Spec.Versions))
 		}
 		v := crd.Spec.Versions[0]
 		got[crd.Name] = identity{crd.Spec.Group, v.Name, crd.Spec.Names, crd.Spec.Scope, v.Subresources != nil && v.Subresources.Status != nil}
@@ -41,6 +41,10 @@ func TestCRDNamesMatchKarpenter(t *testing.T) {
 		"ec2nodeclasses.karpenter.k8s.aws": {"karpenter.k8s.aws", "v1", apiextensionsv1.CustomResourceDefinitionNames{
 			Plural: "ec2nodeclasses", Singular: "ec2nodeclass", Kind: "EC2NodeClass", ListKind: "EC2NodeClassList",
 			ShortNames: []string{"ec2nc", "ec2ncs"}, Categories: karpenter,
+		}, apiextensionsv1.ClusterScoped, true},
+		"nodeoverlays.karpenter.sh": {"karpenter.sh", "v1alpha1", apiextensionsv1.CustomResourceDefinitionNames{
+			Plural: "nodeoverlays", Singular: "nodeoverlay", Kind: "NodeOverlay", ListKind: "NodeOverlayList",
+			ShortNames: []string{"overlays"}, Categories: karpenter,
 		}, apiextensionsv1.ClusterScoped, true},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -20,6 +20,7 @@ import (
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/api/v1alpha1"
 )
 
 // typedFor returns an empty Go object for the API kinds nodewright defines.
@@ -31,6 +32,8 @@ func typedFor(kind string) client.Object {
 		return &v1.NodeClaim{}
 	case "EC2NodeClass":
 		return &awsv1.EC2NodeClass{}
+	case "NodeOverlay":
+		return &v1alpha1.NodeOverlay{}
 	}
 	return nil
 }

@@ -64,6 +64,19 @@ spec:
       values: ["m5.large"]
 `
 
+const validNodeOverlay = `
+apiVersion: karpenter.sh/v1alpha1
+kind: NodeOverlay
+metadata:
+  name: placeholder
+spec:
+  requirements:
+    - key: node.kubernetes.io/instance-type
+      operator: In
+      values: ["m5.large"]
+  priceAdjustment: "-10%"
+`
+
 // invalid is an object the API server must reject: a valid base object with
 // a JSON merge patch (in YAML) applied, and where and why it is rejected.
 type invalid struct {
@@ -287,13 +300,44 @@ var invalidNodeClaims = []invalid{
 		"spec.requirements[0]", "operators Gt, Lt, Gte and Lte take exactly one whole number of 0 or more"},
 }
 
+var invalidNodeOverlays = []invalid{
+	{"price and priceAdjustment", validNodeOverlay, `spec: {price: "0.10"}`,
+		"spec", "set price or priceAdjustment, not both"},
+	{"price negative", validNodeOverlay, `spec: {priceAdjustment: null, price: "-1"}`,
+		"spec.price", "price must be a decimal number of 0 or more"},
+	{"priceAdjustment without a sign", validNodeOverlay, `spec: {priceAdjustment: "10"}`,
+		"spec.priceAdjustment", "priceAdjustment must be a signed amount"},
+	{"priceAdjustment below -100%", validNodeOverlay, `spec: {priceAdjustment: "-150%"}`,
+		"spec.priceAdjustment", "priceAdjustment must be a signed amount"},
+	{"capacity of cpu", validNodeOverlay, `spec: {capacity: {cpu: "2"}}`,
+		"spec.capacity", "capacity adds extended resources"},
+	{"weight zero", validNodeOverlay, `spec: {weight: 0}`,
+		"spec.weight", "should be greater than or equal to 1"},
+	{"weight above 10000", validNodeOverlay, `spec: {weight: 10001}`,
+		"spec.weight", "should be less than or equal to 10000"},
+	{"no requirements", validNodeOverlay, `spec: {requirements: null}`,
+		"spec.requirements", "Required value"},
+	{"In without values", validNodeOverlay, `spec: {requirements: [{key: karpenter.k8s.aws/instance-family, operator: In}]}`,
+		"spec.requirements[0]", "operators In and NotIn need at least one value"},
+	{"NotIn without values", validNodeOverlay, `spec: {requirements: [{key: karpenter.k8s.aws/instance-family, operator: NotIn}]}`,
+		"spec.requirements[0]", "operators In and NotIn need at least one value"},
+	{"Gte with a negative value", validNodeOverlay, `spec: {requirements: [{key: karpenter.k8s.aws/instance-cpu, operator: Gte, values: ["-1"]}]}`,
+		"spec.requirements[0]", "operators Gt, Lt, Gte and Lte take exactly one whole number"},
+	{"requirement on hostname", validNodeOverlay, `spec: {requirements: [{key: kubernetes.io/hostname, operator: In, values: [a]}]}`,
+		"spec.requirements[0].key", "kubernetes.io/hostname names one node"},
+	{"requirement on a karpenter.sh label", validNodeOverlay, `spec: {requirements: [{key: karpenter.sh/unknown, operator: Exists}]}`,
+		"spec.requirements[0].key", "of the karpenter.sh labels only"},
+	{"requirement on a capacity reservation", validNodeOverlay, `spec: {requirements: [{key: karpenter.k8s.aws/capacity-reservation-id, operator: In, values: [cr-1]}]}`,
+		"spec.requirements[0].key", "of the karpenter.k8s.aws labels only those describing the instance type"},
+}
+
 func TestInvalidObjectsAreRejected(t *testing.T) {
 	total := len(invalidNodeClasses) + len(invalidNodePools) + len(invalidNodeClaims)
 	if total < 30 {
 		t.Fatalf("only %d invalid objects; the API promises at least 30 checks", total)
 	}
 	for kind, cases := range map[string][]invalid{
-		"EC2NodeClass": invalidNodeClasses, "NodePool": invalidNodePools, "NodeClaim": invalidNodeClaims,
+		"EC2NodeClass": invalidNodeClasses, "NodePool": invalidNodePools, "NodeClaim": invalidNodeClaims, "NodeOverlay": invalidNodeOverlays,
 	} {
 		for i, tc := range cases {
 			t.Run(kind+"/"+tc.name, func(t *testing.T) {
@@ -313,7 +357,7 @@ func TestInvalidObjectsAreRejected(t *testing.T) {
 // The base objects themselves are valid, so each rejection above is caused
 // by its patch alone.
 func TestValidBasesAreAccepted(t *testing.T) {
-	for _, base := range []string{validNodeClass, validNodePool, validNodeClaim} {
+	for _, base := range []string{validNodeClass, validNodePool, validNodeClaim, validNodeOverlay} {
 		obj := patched(t, base, "{}")
 		obj.SetName("valid-base")
 		if err := kube.Create(context.Background(), obj); err != nil {
@@ -448,6 +492,10 @@ func TestValuesAtTheLimitsAreAccepted(t *testing.T) {
 		// well-known labels, as the reference accepts them.
 		{validNodePool, `spec: {template: {metadata: {labels: {kops.k8s.io/instancegroup: nodes, kubernetes.io/key: a, k8s.io/key: b, subdomain.kubernetes.io/key: c, node-role.kubernetes.io/worker: "", karpenter.k8s.aws/instance-family: m5, topology.k8s.aws/zone-id: use1-az1}}}}`},
 		{validNodePool, `spec: {template: {spec: {requirements: [{key: kubernetes.io/role, operator: In, values: [worker]}, {key: subdomain.k8s.io/test, operator: Exists}, {key: karpenter.k8s.aws/instance-generation, operator: Gt, values: ["4"]}]}}}`},
+		{validNodeOverlay, `spec: {priceAdjustment: "+0.05", capacity: {hugepages-2Mi: 100Mi, smarter-devices/fuse: "1"}, weight: 10000}`},
+		{validNodeOverlay, `spec: {priceAdjustment: "-100%"}`},
+		{validNodeOverlay, `spec: {priceAdjustment: null, price: "5.00", requirements: []}`},
+		{validNodeOverlay, `spec: {requirements: [{key: karpenter.sh/nodepool, operator: In, values: [general]}, {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}, {key: karpenter.k8s.aws/instance-cpu, operator: Gte, values: ["4"]}, {key: team, operator: Exists}]}`},
 		{validNodeClaim, `spec: {requirements: [{key: karpenter.sh/nodepool, operator: In, values: [general]}, {key: karpenter.k8s.aws/capacity-reservation-id, operator: In, values: [cr-0123]}]}`},
 	} {
 		obj := patched(t, c.base, c.patch)
