@@ -32,6 +32,7 @@ import (
 	"github.com/nodewright/nodewright/internal/disruption"
 	"github.com/nodewright/nodewright/internal/lifecycle"
 	"github.com/nodewright/nodewright/internal/metrics"
+	"github.com/nodewright/nodewright/internal/nodeoverlay"
 	"github.com/nodewright/nodewright/internal/nodepool"
 	"github.com/nodewright/nodewright/internal/provisioning"
 	"github.com/nodewright/nodewright/internal/state/listing"
@@ -211,6 +212,9 @@ func New(ctx context.Context, rc *rest.Config, cfg Config, clouds Clouds, clk cl
 		return nil, err
 	}
 	if err := (&nodepool.Controller{Client: mgr.GetClient(), Clock: clk, Registrations: registrations}).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	if err := (&nodeoverlay.Controller{Client: cached, Types: cloud, AMIs: provider.AMIs, Clock: clk, Log: log.WithName("nodeoverlay")}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	keeper := &static.Controller{

@@ -17,6 +17,9 @@ type Offering struct {
 	// the capacity reservation and how many more instances it takes.
 	ReservationID       string
 	ReservationCapacity int
+	// Overlaid marks a price a NodeOverlay set: launches then ask EC2 for
+	// the offerings in this price order rather than EC2's own.
+	Overlaid bool
 }
 
 // InstanceType is a kind of node with its labels, resources and offerings.

@@ -118,6 +118,15 @@ func (r *Requirement) Has(value string) bool {
 	return r.withinBounds(value)
 }
 
+// Matches reports whether a label with the value (present) or no such
+// label (!present) meets the requirement.
+func (r *Requirement) Matches(value string, present bool) bool {
+	if !present {
+		return r.absentOK
+	}
+	return r.Has(value)
+}
+
 func (r *Requirement) withinBounds(value string) bool {
 	if r.greaterThan == nil && r.lessThan == nil {
 		return true

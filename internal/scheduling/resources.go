@@ -23,6 +23,10 @@ var resourceNames = [...]corev1.ResourceName{
 	"vpc.amazonaws.com/efa",
 	"habana.ai/gaudi",
 	"vpc.amazonaws.com/pod-eni",
+	// Huge pages exist on a node only as configured (NodeOverlay capacity
+	// says so to the scheduler).
+	"hugepages-2Mi",
+	"hugepages-1Gi",
 }
 
 const numResources = len(resourceNames)

@@ -23,6 +23,7 @@ import (
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/api/v1alpha1"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
 )
@@ -38,6 +39,8 @@ type Objects struct {
 	// NodeClaims are in flight: launched or planned, not yet a node.
 	NodeClaims []*v1.NodeClaim
 	PDBs       []*policyv1.PodDisruptionBudget
+	// Overlays change the price and capacity of instance types.
+	Overlays []*v1alpha1.NodeOverlay
 	// AWSAuth is the kube-system/aws-auth ConfigMap, when given.
 	AWSAuth *corev1.ConfigMap
 	// Now is the time decisions are made at; the current time when zero.
@@ -46,7 +49,7 @@ type Objects struct {
 
 // State are the objects as state.Build reads them.
 func (o *Objects) State() state.Objects {
-	return state.Objects{NodePools: o.NodePools, NodeClaims: o.NodeClaims, Nodes: o.Nodes, Pods: o.Pods, DaemonSets: o.DaemonSets, PDBs: o.PDBs}
+	return state.Objects{NodePools: o.NodePools, NodeClaims: o.NodeClaims, Nodes: o.Nodes, Pods: o.Pods, DaemonSets: o.DaemonSets, PDBs: o.PDBs, Overlays: o.Overlays}
 }
 
 func (o *Objects) now() time.Time {
@@ -125,6 +128,15 @@ func (o *Objects) add(doc []byte) error {
 			return err
 		}
 		o.NodeClaims = append(o.NodeClaims, nc)
+	case "NodeOverlay":
+		ov := &v1alpha1.NodeOverlay{}
+		if err := decode(ov); err != nil {
+			return err
+		}
+		if err := checkOverlay(ov); err != nil {
+			return err
+		}
+		o.Overlays = append(o.Overlays, ov)
 	case "EC2NodeClass":
 		nc := &awsv1.EC2NodeClass{}
 		if err := decode(nc); err != nil {
@@ -233,6 +245,23 @@ func checkRequirements(kind, name, field string, reqs []v1.NodeSelectorRequireme
 		if err := scheduling.ValidateOperator(r.Operator, r.Values); err != nil {
 			return fmt.Errorf("%s %s: %s[%d] (key %s): %w", kind, name, field, i, r.Key, err)
 		}
+	}
+	return nil
+}
+
+// checkOverlay refuses what the API server would of an overlay's
+// requirements, price and adjustment.
+func checkOverlay(ov *v1alpha1.NodeOverlay) error {
+	for i, r := range ov.Spec.Requirements {
+		if err := scheduling.ValidateOperator(r.Operator, r.Values); err != nil {
+			return fmt.Errorf("NodeOverlay %s: spec.requirements[%d] (key %s): %w", ov.Name, i, r.Key, err)
+		}
+	}
+	if ov.Spec.Price != nil && ov.Spec.PriceAdjustment != nil {
+		return fmt.Errorf("NodeOverlay %s: set spec.price or spec.priceAdjustment, not both", ov.Name)
+	}
+	if err := state.ValidateOverlayPrice(ov.Spec); err != nil {
+		return fmt.Errorf("NodeOverlay %s: %w", ov.Name, err)
 	}
 	return nil
 }

@@ -326,3 +326,98 @@ func TestStaticNodePoolIsPlannedAsTheControllerLaunchesIt(t *testing.T) {
 		t.Errorf("pending pod %s: %q, want %q", r.Unschedulable[0].Pod, r.Unschedulable[0].Reason, want)
 	}
 }
+
+// NodeOverlays change what simulate plans: an overlaid price makes an
+// instance type the cheapest, and overlaid hugepages make room for pods
+// that request them.
+func TestNodeOverlaysChangeThePlan(t *testing.T) {
+	base := `apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  amiSelectorTerms: [{alias: al2023@latest}]
+  role: KarpenterNodeRole-nodewright-sim
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: nodewright-sim}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: nodewright-sim}}]
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: general}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+        - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c, m, r]}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 4
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers: [{name: web, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: db}
+spec:
+  containers: [{name: db, resources: {requests: {cpu: 500m, memory: 1Gi, hugepages-2Mi: 64Mi}, limits: {hugepages-2Mi: 64Mi, memory: 1Gi}}}]
+`
+	plan := func(extra string) *simulate.Report {
+		t.Helper()
+		objs := &simulate.Objects{}
+		if err := objs.Load("overlay.yaml", strings.NewReader(base+extra)); err != nil {
+			t.Fatal(err)
+		}
+		res, err := simulate.Run(objs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return simulate.NewReport(res)
+	}
+	before := plan("")
+	if len(before.Unschedulable) != 1 || before.Unschedulable[0].Pod != "default/db" {
+		t.Fatalf("without overlays: unschedulable %+v, want only the hugepages pod", before.Unschedulable)
+	}
+	for _, c := range before.NodeClaims {
+		if c.InstanceType == "r5.2xlarge" {
+			t.Fatalf("r5.2xlarge is chosen without an overlay; pick another type for this test")
+		}
+	}
+	after := plan(`---
+apiVersion: karpenter.sh/v1alpha1
+kind: NodeOverlay
+metadata: {name: cheap-r5}
+spec:
+  requirements: [{key: node.kubernetes.io/instance-type, operator: In, values: [r5.2xlarge]}]
+  price: "0.001"
+---
+apiVersion: karpenter.sh/v1alpha1
+kind: NodeOverlay
+metadata: {name: hugepages}
+spec:
+  requirements: [{key: karpenter.k8s.aws/instance-family, operator: In, values: [m5]}]
+  capacity: {hugepages-2Mi: 1Gi}
+`)
+	if len(after.Unschedulable) != 0 {
+		t.Fatalf("with overlays: unschedulable %+v", after.Unschedulable)
+	}
+	found := map[string]bool{}
+	for _, c := range after.NodeClaims {
+		found[c.InstanceType] = true
+		for _, p := range c.Pods {
+			if p == "default/db" && !strings.HasPrefix(c.InstanceType, "m5.") {
+				t.Errorf("the hugepages pod is planned on %s, which has no hugepages", c.InstanceType)
+			}
+		}
+	}
+	if !found["r5.2xlarge"] {
+		t.Errorf("with r5.2xlarge at $0.001/h the plan uses %v", found)
+	}
+}

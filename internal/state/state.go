@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/api/v1alpha1"
 	"github.com/nodewright/nodewright/internal/scheduling"
 )
 
@@ -33,6 +34,9 @@ type Objects struct {
 	Pods       []*corev1.Pod
 	DaemonSets []*appsv1.DaemonSet
 	PDBs       []*policyv1.PodDisruptionBudget
+	// Overlays change the price and capacity of the instance types they
+	// select.
+	Overlays []*v1alpha1.NodeOverlay
 }
 
 // NodeClass is what the caller resolved of an EC2NodeClass: the instance
@@ -93,6 +97,9 @@ type Snapshot struct {
 	// Objects are the NodePools by name (all of them).
 	Pools      map[string]*v1.NodePool
 	DaemonSets []*appsv1.DaemonSet
+	// OverlayEffects say, per NodeOverlay name, which instance types it
+	// changed and where it lost to another.
+	OverlayEffects map[string]*OverlayEffect
 	// Usage is each NodePool's capacity in use, "nodes" its node count:
 	// one per NodeClaim, and one per node of the NodePool without one.
 	Usage map[string]corev1.ResourceList
@@ -125,6 +132,8 @@ func Build(o Objects, opts Options) *Snapshot {
 	pools := slices.Clone(o.NodePools)
 	slices.SortFunc(pools, func(a, b *v1.NodePool) int { return strings.Compare(a.Name, b.Name) })
 	types := map[string][]*scheduling.InstanceType{}
+	overlays := SortOverlays(o.Overlays)
+	s.OverlayEffects = map[string]*OverlayEffect{}
 	for _, np := range pools {
 		s.Pools[np.Name] = np
 		skip, class := launchable(np, opts)
@@ -132,8 +141,8 @@ func Build(o Objects, opts Options) *Snapshot {
 			s.Skipped = append(s.Skipped, *skip)
 			continue
 		}
-		types[np.Name] = class.InstanceTypes
-		sp := scheduling.NodePoolFromObject(np, class.InstanceTypes, class.AMIs, s.Usage[np.Name])
+		types[np.Name] = ApplyOverlays(np, class.InstanceTypes, overlays, s.OverlayEffects)
+		sp := scheduling.NodePoolFromObject(np, types[np.Name], class.AMIs, s.Usage[np.Name])
 		if sp.Static {
 			s.Static[np.Name] = sp
 		}

@@ -131,9 +131,14 @@ func (p *Provider) create(ctx context.Context, claim *v1.NodeClaim, class *awsv1
 		},
 		TagSpecifications: tagSpecifications(p.tags(claim, class), ec2types.ResourceTypeInstance, ec2types.ResourceTypeVolume, ec2types.ResourceTypeFleet),
 	}
-	if capacityType == v1.CapacityTypeSpot {
+	switch prioritized := overlaidPrices(configs); {
+	case capacityType == v1.CapacityTypeSpot && prioritized:
+		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyCapacityOptimizedPrioritized}
+	case capacityType == v1.CapacityTypeSpot:
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}
-	} else {
+	case prioritized:
+		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyPrioritized}
+	default:
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
 	}
 	out, err := p.ec2.CreateFleet(ctx, in)
@@ -254,6 +259,7 @@ func (p *Provider) launchTemplateConfigs(ctx context.Context, claim *v1.NodeClai
 	amis := map[string]awsv1.AMI{}
 	overrides := map[group][]ec2types.FleetLaunchTemplateOverridesRequest{}
 	var order []group
+	overlaid := false
 	for _, it := range types {
 		ami, ok := amiFor(it, class.Status.AMIs)
 		if !ok {
@@ -269,9 +275,19 @@ func (p *Provider) launchTemplateConfigs(ctx context.Context, claim *v1.NodeClai
 			if _, seen := overrides[g]; !seen {
 				order = append(order, g)
 			}
+			overlaid = overlaid || o.Overlaid
 			overrides[g] = append(overrides[g], ec2types.FleetLaunchTemplateOverridesRequest{
 				InstanceType: ec2types.InstanceType(it.Name), SubnetId: aws.String(subnet.ID), AvailabilityZone: aws.String(o.Zone),
+				Priority: aws.Float64(o.Price),
 			})
+		}
+	}
+	if !overlaid {
+		// EC2's own prices decide: no priorities.
+		for _, list := range overrides {
+			for i := range list {
+				list[i].Priority = nil
+			}
 		}
 	}
 	configs := make([]ec2types.FleetLaunchTemplateConfigRequest, 0, len(order))
@@ -286,6 +302,20 @@ func (p *Provider) launchTemplateConfigs(ctx context.Context, claim *v1.NodeClai
 		})
 	}
 	return configs, nil
+}
+
+// overlaidPrices reports a launch whose offerings include a NodeOverlay's
+// price: every override then has its price (overlaid or not) as its
+// priority, and EC2 launches by priority, lowest first, instead of by its
+// own prices.
+func overlaidPrices(configs []ec2types.FleetLaunchTemplateConfigRequest) bool {
+	any := false
+	for _, c := range configs {
+		for _, o := range c.Overrides {
+			any = any || o.Priority != nil
+		}
+	}
+	return any
 }
 
 // amisCover refuses a NodeClaim none of whose instance types has an AMI of

@@ -3,6 +3,7 @@ package aws
 import (
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -183,7 +184,19 @@ func (e *EC2) CreateFleet(ctx context.Context, in *ec2.CreateFleetInput, _ ...fu
 			candidates = append(candidates, candidate{template: lt, override: o, spec: spec, price: price})
 		}
 	}
-	sort.SliceStable(candidates, func(i, j int) bool { return candidates[i].price < candidates[j].price })
+	// EC2 launches the cheapest offering first, or under a prioritized
+	// strategy the lowest priority number first (overrides without one
+	// last).
+	order := func(c candidate) float64 { return c.price }
+	if prioritized(in) {
+		order = func(c candidate) float64 {
+			if c.override.Priority == nil {
+				return math.Inf(1)
+			}
+			return *c.override.Priority
+		}
+	}
+	sort.SliceStable(candidates, func(i, j int) bool { return order(candidates[i]) < order(candidates[j]) })
 	for _, c := range candidates {
 		if len(out.Instances) >= want {
 			break
@@ -222,6 +235,14 @@ func (e *EC2) CreateFleet(ctx context.Context, in *ec2.CreateFleetInput, _ ...fu
 		a.fleets[token] = out
 	}
 	return out, nil
+}
+
+// prioritized reports a fleet that launches by its overrides' priorities.
+func prioritized(in *ec2.CreateFleetInput) bool {
+	if in.OnDemandOptions != nil && in.OnDemandOptions.AllocationStrategy == ec2types.FleetOnDemandAllocationStrategyPrioritized {
+		return true
+	}
+	return in.SpotOptions != nil && in.SpotOptions.AllocationStrategy == ec2types.SpotAllocationStrategyCapacityOptimizedPrioritized
 }
 
 func fleetError(o ec2types.FleetLaunchTemplateOverridesRequest, code, msg string, lifecycle ec2types.InstanceLifecycle) ec2types.CreateFleetError {

@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	policyv1 "k8s.io/api/policy/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -15,6 +16,7 @@ import (
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/api/v1alpha1"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
 )
@@ -34,7 +36,8 @@ type Cached struct {
 }
 
 // List reads every NodePool, EC2NodeClass, NodeClaim, Node, Pod,
-// DaemonSet and PodDisruptionBudget.
+// DaemonSet, PodDisruptionBudget and NodeOverlay (none when the cluster
+// does not have the NodeOverlay CRD).
 //
 // From a cache, the pods are the cache's own objects, not copies (copying
 // tens of thousands of pods for every decision would cost more than the
@@ -83,6 +86,15 @@ func List(ctx context.Context, kube client.Reader) (*Listed, error) {
 	out.Nodes = Pointers(nodes.Items)
 	out.DaemonSets = Pointers(sets.Items)
 	out.PDBs = Pointers(pdbs.Items)
+	overlays := &v1alpha1.NodeOverlayList{}
+	switch err := kube.List(ctx, overlays); {
+	case meta.IsNoMatchError(err):
+		// A cluster without the NodeOverlay CRD has no overlays.
+	case err != nil:
+		return nil, fmt.Errorf("listing NodeOverlays: %w", err)
+	default:
+		out.Overlays = Pointers(overlays.Items)
+	}
 	return out, nil
 }
 
