@@ -88,7 +88,7 @@ func (s *solver) placeDeferred() {
 func (s *solver) packPool(p *podInfo) (*pool, Requirements, bool) {
 	reqs := p.terms[0]
 	for _, pl := range s.pools {
-		if _, ok := tolerates(p.tolerations, pl.Taints); !ok {
+		if _, ok := p.tolerates(pl.Taints); !ok {
 			continue
 		}
 		if pl.nodesLimit >= 0 && pl.nodes >= pl.nodesLimit {
@@ -176,21 +176,22 @@ func (s *solver) openPacked(pl *pool, shape *InstanceType, pods []*podInfo) []*p
 // takes it.
 func (s *solver) tryTargets(p *podInfo) bool {
 	from := 0
-	if p.class != "" {
-		from = s.scanFrom[p.class]
+	key := p.scanKey()
+	if key != "" {
+		from = s.scanFrom[key]
 	}
 	for i := s.index.next(from, p.requests); i >= 0; i = s.index.next(i+1, p.requests) {
 		t := s.targets[i]
 		if c, ok := s.fits(p, t); ok {
 			s.commit(p, t, c)
-			if p.class != "" {
-				s.scanFrom[p.class] = i
+			if key != "" {
+				s.scanFrom[key] = i
 			}
 			return true
 		}
 	}
-	if p.class != "" {
-		s.scanFrom[p.class] = len(s.targets)
+	if key != "" {
+		s.scanFrom[key] = len(s.targets)
 	}
 	return false
 }

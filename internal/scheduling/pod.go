@@ -3,6 +3,8 @@ package scheduling
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,6 +30,9 @@ type podInfo struct {
 	// with them; the first relaxed are dropped.
 	preferences []preference
 	relaxed     int
+	// softTolerated: the pod, every preference relaxed, also accepts
+	// PreferNoSchedule taints it does not tolerate (the last relaxation).
+	softTolerated bool
 	// countedBy are the groups that count this pod; repelledBy the
 	// anti-affinity of other pods that keeps it out of their domains.
 	countedBy, repelledBy []*topologyGroup
@@ -165,14 +170,14 @@ func PodRequests(pod *corev1.Pod) (Resources, []string) {
 func newPodInfo(pod *corev1.Pod) *podInfo {
 	p := &podInfo{pod: pod, tolerations: pod.Spec.Tolerations}
 	p.requests, p.unknownResources = PodRequests(pod)
-	selector := LabelRequirements(pod.Spec.NodeSelector)
+	selector := LabelRequirements(normalizedLabels(pod.Spec.NodeSelector))
 	var affinityTerms []corev1.NodeSelectorTerm
 	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil {
 		if req := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution; req != nil {
 			affinityTerms = req.NodeSelectorTerms
 		}
 		for _, pt := range a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
-			p.preferred = append(p.preferred, weightedTerm{weight: pt.Weight, reqs: NewRequirements(pt.Preference.MatchExpressions...)})
+			p.preferred = append(p.preferred, weightedTerm{weight: pt.Weight, reqs: NewRequirements(normalized(pt.Preference.MatchExpressions)...)})
 		}
 		sort.SliceStable(p.preferred, func(i, j int) bool { return p.preferred[i].weight > p.preferred[j].weight })
 	}
@@ -181,7 +186,7 @@ func newPodInfo(pod *corev1.Pod) *podInfo {
 	}
 	for _, t := range affinityTerms {
 		reqs := selector.Copy()
-		reqs.AddAll(NewRequirements(t.MatchExpressions...))
+		reqs.AddAll(NewRequirements(normalized(t.MatchExpressions)...))
 		p.terms = append(p.terms, reqs)
 	}
 	for _, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
@@ -196,6 +201,49 @@ func newPodInfo(pod *corev1.Pod) *podInfo {
 		}
 	}
 	return p
+}
+
+// deprecatedLabels are the beta and failure-domain labels Kubernetes
+// replaced, with the labels that replace them: a pod selecting the old
+// one means the new one, which every node has.
+var deprecatedLabels = map[string]string{
+	"beta.kubernetes.io/instance-type":         LabelInstanceType,
+	"failure-domain.beta.kubernetes.io/zone":   LabelZone,
+	"failure-domain.beta.kubernetes.io/region": LabelRegion,
+	"beta.kubernetes.io/arch":                  LabelArch,
+	"beta.kubernetes.io/os":                    LabelOS,
+}
+
+// normalizedLabels rewrites deprecated keys of a node selector.
+func normalizedLabels(labels map[string]string) map[string]string {
+	var out map[string]string
+	for k, v := range labels {
+		if current, ok := deprecatedLabels[k]; ok {
+			if out == nil {
+				out = maps.Clone(labels)
+			}
+			delete(out, k)
+			out[current] = v
+		}
+	}
+	if out == nil {
+		return labels
+	}
+	return out
+}
+
+// normalized rewrites deprecated keys of node selector requirements.
+func normalized(reqs []corev1.NodeSelectorRequirement) []corev1.NodeSelectorRequirement {
+	out := reqs
+	for i, r := range reqs {
+		if current, ok := deprecatedLabels[r.Key]; ok {
+			if &out[0] == &reqs[0] {
+				out = slices.Clone(reqs)
+			}
+			out[i].Key = current
+		}
+	}
+	return out
 }
 
 // requirementsWithPreferences returns the pod's node requirements for one
@@ -219,9 +267,27 @@ func (p *podInfo) requirementsWithPreferences(term Requirements) Requirements {
 
 // tolerates reports whether the pod tolerates every taint; the first taint
 // it does not tolerate is returned.
-func tolerates(tolerations []corev1.Toleration, taints []corev1.Taint) (corev1.Taint, bool) {
+// tolerates reports whether the pod may go where the taints are: taints
+// that do not allow it are NoSchedule and NoExecute ones it does not
+// tolerate and, until it is relaxed that far, PreferNoSchedule ones.
+func (p *podInfo) tolerates(taints []corev1.Taint) (corev1.Taint, bool) {
+	return tolerates(p.tolerations, taints, !p.softTolerated)
+}
+
+// scanKey is the pod's class for the target scan, which the relaxation of
+// PreferNoSchedule changes.
+func (p *podInfo) scanKey() string {
+	if p.class == "" || !p.softTolerated {
+		return p.class
+	}
+	return p.class + "\x00soft"
+}
+
+// tolerates reports whether tolerations allow the taints; PreferNoSchedule
+// ones only count when strict.
+func tolerates(tolerations []corev1.Toleration, taints []corev1.Taint, strict bool) (corev1.Taint, bool) {
 	for _, taint := range taints {
-		if taint.Effect == corev1.TaintEffectPreferNoSchedule {
+		if taint.Effect == corev1.TaintEffectPreferNoSchedule && !strict {
 			continue
 		}
 		ok := false

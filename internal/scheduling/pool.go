@@ -22,12 +22,15 @@ type pool struct {
 	// providedKeys are the labels instance types supply.
 	providedKeys map[string]bool
 	daemon       Resources
-	limits       Resources
-	limited      [numResources]bool
-	nodesLimit   int64
-	used         Resources
-	nodes        int64
-	claims       int
+	// daemonPorts are the host ports the DaemonSets' pods take on every
+	// node of the pool.
+	daemonPorts []hostPort
+	limits      Resources
+	limited     [numResources]bool
+	nodesLimit  int64
+	used        Resources
+	nodes       int64
+	claims      int
 	// committed is the capacity accounted for each claim.
 	committed map[*target]Resources
 	cache     map[string]cachedCandidates
@@ -71,12 +74,15 @@ func newPool(np *NodePool, daemonSets []*appsv1.DaemonSet) *pool {
 	for _, ds := range daemonSets {
 		pod := &corev1.Pod{ObjectMeta: ds.Spec.Template.ObjectMeta, Spec: ds.Spec.Template.Spec}
 		p := newPodInfo(pod)
-		if _, ok := tolerates(p.tolerations, append(append([]corev1.Taint(nil), np.Taints...), np.StartupTaints...)); !ok {
+		// Startup taints go once the node is ready, and the DaemonSet's
+		// pods run then: they count whether or not they tolerate them.
+		if _, ok := tolerates(p.tolerations, np.Taints, false); !ok {
 			continue
 		}
 		for _, term := range p.terms {
 			if np.Requirements.Compatible(term, pl.provides) == nil {
 				pl.daemon = pl.daemon.Add(p.requests)
+				pl.daemonPorts = append(pl.daemonPorts, p.hostPorts...)
 				break
 			}
 		}

@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -91,7 +92,7 @@ func (s *solver) reservedClaim(p *podInfo, pl *pool, podReqs, merged Requirement
 		if !typeCompatible(slot.it, reqs) {
 			continue
 		}
-		t := &target{name: fmt.Sprintf("%s-%d", pl.Name, pl.claims+1), pool: pl, reqs: reqs, requests: pl.daemon, daemon: pl.daemon}
+		t := &target{name: fmt.Sprintf("%s-%d", pl.Name, pl.claims+1), pool: pl, reqs: reqs, requests: pl.daemon, daemon: pl.daemon, ports: slices.Clone(pl.daemonPorts)}
 		t.setTypes([]*InstanceType{slot.it})
 		pins, _, ok := s.domains(p, t, podReqs, false)
 		if !ok {

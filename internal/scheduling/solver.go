@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -50,6 +51,9 @@ type solver struct {
 	deferred  []*podInfo
 	// forcedShape, when set, is the shape newClaim gives a NodeClaim.
 	forcedShape *InstanceType
+	// softTaints: some node or NodePool has a PreferNoSchedule taint,
+	// which pods avoid until nothing else takes them.
+	softTaints bool
 }
 
 // target is an existing node or a planned NodeClaim.
@@ -86,6 +90,12 @@ func newSolver(in Input) *solver {
 		return s.pools[i].Name < s.pools[j].Name
 	})
 	s.initReservations(in.Nodes)
+	for _, pl := range s.pools {
+		s.softTaints = s.softTaints || hasSoftTaint(pl.Taints)
+	}
+	for _, n := range in.Nodes {
+		s.softTaints = s.softTaints || hasSoftTaint(n.Taints)
+	}
 	nodes := append([]*Node(nil), in.Nodes...)
 	sort.SliceStable(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
 	var existingPods []*podInfo
@@ -150,7 +160,24 @@ func (s *solver) schedule(p *podInfo) {
 			return
 		}
 	}
+	if s.softTaints {
+		// Last, nodes and NodePools whose PreferNoSchedule taints the
+		// pod does not tolerate.
+		p.softTolerated = true
+		if reason = s.try(p); reason == "" {
+			return
+		}
+	}
 	s.unschedulable(p, reason)
+}
+
+func hasSoftTaint(taints []corev1.Taint) bool {
+	for _, t := range taints {
+		if t.Effect == corev1.TaintEffectPreferNoSchedule {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *solver) unschedulable(p *podInfo, reason string) {
@@ -209,14 +236,14 @@ func (s *solver) fits(p *podInfo, t *target) (change, bool) {
 		if !need.Fits(t.allocatable) {
 			return change{}, false
 		}
-		if _, ok := tolerates(p.tolerations, t.taints); !ok {
+		if _, ok := p.tolerates(t.taints); !ok {
 			return change{}, false
 		}
 	} else {
 		if !need.Fits(t.maxAlloc()) {
 			return change{}, false
 		}
-		if _, ok := tolerates(p.tolerations, t.pool.Taints); !ok {
+		if _, ok := p.tolerates(t.pool.Taints); !ok {
 			return change{}, false
 		}
 	}
@@ -303,11 +330,14 @@ func (s *solver) newClaim(p *podInfo, pl *pool) (*target, change, string) {
 	if pl.Static {
 		return nil, change{}, "a static NodePool (spec.replicas) keeps its replicas and launches no node for pods"
 	}
-	if taint, ok := tolerates(p.tolerations, pl.Taints); !ok {
+	if taint, ok := p.tolerates(pl.Taints); !ok {
 		return nil, change{}, "taint " + taintString(taint) + " not tolerated"
 	}
 	if pl.nodesLimit >= 0 && pl.nodes >= pl.nodesLimit {
 		return nil, change{}, fmt.Sprintf("limit of %d nodes reached", pl.nodesLimit)
+	}
+	if portsConflict(p.hostPorts, pl.daemonPorts) {
+		return nil, change{}, "a DaemonSet's pods take the host port it asks for on every node of the pool"
 	}
 	var reason string
 	for _, term := range p.terms {
@@ -340,7 +370,7 @@ func (s *solver) newClaim(p *podInfo, pl *pool) (*target, change, string) {
 		}
 		t := &target{
 			name: fmt.Sprintf("%s-%d", pl.Name, pl.claims+1), pool: pl, reqs: merged,
-			requests: pl.daemon, daemon: pl.daemon,
+			requests: pl.daemon, daemon: pl.daemon, ports: slices.Clone(pl.daemonPorts),
 		}
 		t.setTypes(types)
 		pins, why, ok := s.domains(p, t, reqs, true)

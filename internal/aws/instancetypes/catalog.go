@@ -148,9 +148,18 @@ func convert(s Spec, opts Options) *scheduling.InstanceType {
 		zones[o.Zone], capacityTypes[o.CapacityType] = true, true
 	}
 	it.Requirements.Add(scheduling.NewRequirement(scheduling.LabelZone, corev1.NodeSelectorOpIn, keys(zones)...))
+	if len(opts.Zones) > 0 {
+		if region := regionOfZone.FindString(opts.Zones[0]); region != "" {
+			it.Requirements.Add(scheduling.NewRequirement(scheduling.LabelRegion, corev1.NodeSelectorOpIn, region))
+		}
+	}
 	it.Requirements.Add(scheduling.NewRequirement(v1.LabelCapacityType, corev1.NodeSelectorOpIn, keys(capacityTypes)...))
 	return it
 }
+
+// regionOfZone finds the region of a zone: us-east-1 of us-east-1a, of
+// the Local Zone us-east-1-bos-1a, us-gov-west-1 of us-gov-west-1a.
+var regionOfZone = regexp.MustCompile(`^[a-z]+(-[a-z]+)+-[0-9]+`)
 
 // SpotPrice is the simulated spot price: between 30% and 70% of the
 // on-demand price, fixed per instance type and zone by an FNV-1a hash of

@@ -55,6 +55,17 @@ func Plan(in scheduling.Input, plan *scheduling.Plan) []string {
 		lbls[v1.LabelCapacityType] = c.Offering.CapacityType
 		lbls[scheduling.LabelHostname] = c.Name
 		lbls[v1.LabelNodePool] = c.NodePool
+		// The deprecated labels the kubelet and the cloud node controller
+		// set beside the current ones.
+		for old, current := range map[string]string{
+			"beta.kubernetes.io/arch": scheduling.LabelArch, "beta.kubernetes.io/os": scheduling.LabelOS,
+			corev1.LabelInstanceType: scheduling.LabelInstanceType, corev1.LabelFailureDomainBetaZone: scheduling.LabelZone,
+			corev1.LabelFailureDomainBetaRegion: scheduling.LabelRegion,
+		} {
+			if v, ok := lbls[current]; ok {
+				lbls[old] = v
+			}
+		}
 		if r, ok := c.Requirements[scheduling.LabelZone]; ok && !r.Has(c.Offering.Zone) {
 			errs = append(errs, fmt.Sprintf("NodeClaim %s: offering zone %s outside its requirements %s", c.Name, c.Offering.Zone, r))
 		}

@@ -239,6 +239,12 @@ func (s *Simulator) nodeFor(inst simaws.Instance, providerID string, reg *Regist
 	}
 	spec := s.catalog[string(inst.InstanceType)]
 	labels[corev1.LabelArchStable] = spec.Arch
+	// The deprecated labels the kubelet (os, arch) and the cloud node
+	// controller (zone, region, instance type) still set beside the
+	// current ones.
+	labels["beta.kubernetes.io/os"], labels["beta.kubernetes.io/arch"] = "linux", spec.Arch
+	labels[corev1.LabelFailureDomainBetaZone], labels[corev1.LabelFailureDomainBetaRegion] = zone, account.Region
+	labels[corev1.LabelInstanceType] = string(inst.InstanceType)
 	taints := append([]corev1.Taint(nil), reg.Taints...)
 	if reg.ExternalCloudProvider {
 		taints = append(taints, corev1.Taint{Key: UninitializedTaint, Value: "true", Effect: corev1.TaintEffectNoSchedule})
