@@ -16,6 +16,10 @@ type Input struct {
 	// DaemonSets add their pods' requests to every new node they would
 	// run on.
 	DaemonSets []*appsv1.DaemonSet
+	// Namespaces are the cluster's namespaces with their labels (each has
+	// kubernetes.io/metadata.name): pod affinity terms' namespace
+	// selectors select among them.
+	Namespaces map[string]map[string]string
 }
 
 // NodePool is a NodePool as the solver sees it.

@@ -79,7 +79,7 @@ type target struct {
 }
 
 func newSolver(in Input) *solver {
-	s := &solver{topo: newTopology(), plan: &Plan{}, universes: map[string][]string{}, scanFrom: map[string]int{}}
+	s := &solver{topo: newTopology(in.Namespaces), plan: &Plan{}, universes: map[string][]string{}, scanFrom: map[string]int{}}
 	for _, np := range in.NodePools {
 		s.pools = append(s.pools, newPool(np, in.DaemonSets))
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/scheduling"
@@ -110,5 +111,31 @@ func TestDeprecatedLabelsMeanTheirReplacements(t *testing.T) {
 				t.Errorf("the failure-domain affinity pod got zone %q", zone)
 			}
 		}
+	}
+}
+
+// A pod affinity term's namespace selector selects namespaces by their
+// labels: only the pods of those namespaces attract the pod.
+func TestPodAffinityNamespaceSelector(t *testing.T) {
+	np := pool(t, "general", requirement(scheduling.LabelArch, corev1.NodeSelectorOpIn, "amd64"))
+	db := func(ns, zone string) *scheduling.Node {
+		pod := newPod("db-"+ns, "100m", "64Mi", func(p *corev1.Pod) { p.Namespace, p.Labels = ns, map[string]string{"app": "db"} })
+		return &scheduling.Node{Name: "node-" + ns, Requirements: scheduling.LabelRequirements(map[string]string{scheduling.LabelZone: zone, scheduling.LabelArch: "amd64"}),
+			Allocatable: scheduling.MustParseResources("cpu=100m,memory=64Mi,pods=1"), Pods: []*corev1.Pod{pod}}
+	}
+	web := pods(1, "web", "1", "1Gi", func(p *corev1.Pod) {
+		p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			TopologyKey: scheduling.LabelZone, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"team": "a"}},
+		}}}}
+	})
+	in := scheduling.Input{NodePools: []*scheduling.NodePool{np}, Nodes: []*scheduling.Node{db("team-a", "us-east-1c"), db("other", "us-east-1a")}, Pods: web,
+		Namespaces: map[string]map[string]string{"team-a": {"team": "a"}, "other": {}, "default": {}}}
+	plan := solve(t, in)
+	if len(plan.NodeClaims) != 1 || len(plan.Unschedulable) > 0 {
+		t.Fatalf("%d NodeClaims, unschedulable %v", len(plan.NodeClaims), reasons(plan))
+	}
+	if zone, _ := plan.NodeClaims[0].Requirements[scheduling.LabelZone].Single(); zone != "us-east-1c" {
+		t.Errorf("the pod's NodeClaim is in zone %q; only team-a's db (us-east-1c) attracts it", zone)
 	}
 }

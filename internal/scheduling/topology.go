@@ -68,12 +68,17 @@ type topologyTerm struct {
 
 // topology holds every group the pending pods and the placed pods need.
 type topology struct {
-	groups map[string]*topologyGroup
+	// namespaces are the cluster's namespaces and their labels, for pod
+	// affinity terms' namespace selectors.
+	namespaces map[string]map[string]string
+	groups     map[string]*topologyGroup
 	// ordered keeps groups in creation order, for deterministic iteration.
 	ordered []*topologyGroup
 }
 
-func newTopology() *topology { return &topology{groups: map[string]*topologyGroup{}} }
+func newTopology(namespaces map[string]map[string]string) *topology {
+	return &topology{namespaces: namespaces, groups: map[string]*topologyGroup{}}
+}
 
 func (t *topology) group(kind topologyKind, key string, namespaces map[string]bool, selector labels.Selector, maxSkew, minDomains int32) *topologyGroup {
 	ns := "*"
@@ -151,9 +156,23 @@ func (t *topology) termsOf(p *corev1.Pod) ([]*topologyTerm, error) {
 			}
 		}
 		if term.NamespaceSelector != nil {
-			// Namespace labels are not known here: a namespace selector
-			// is taken to match every namespace.
-			namespaces = nil
+			nsSel, err := metav1.LabelSelectorAsSelector(term.NamespaceSelector)
+			if err != nil {
+				return fmt.Errorf("pod affinity namespace selector: %w", err)
+			}
+			if nsSel.Empty() {
+				namespaces = nil // every namespace
+			} else {
+				// The namespaces listed and those the selector selects.
+				if len(term.Namespaces) == 0 {
+					namespaces = map[string]bool{}
+				}
+				for name, lbls := range t.namespaces {
+					if nsSel.Matches(labels.Set(lbls)) {
+						namespaces[name] = true
+					}
+				}
+			}
 		}
 		g := t.group(kind, term.TopologyKey, namespaces, sel, 0, 0)
 		terms = append(terms, &topologyTerm{group: g, preferred: preferred, weight: weight})

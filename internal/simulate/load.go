@@ -41,6 +41,8 @@ type Objects struct {
 	PDBs       []*policyv1.PodDisruptionBudget
 	// Overlays change the price and capacity of instance types.
 	Overlays []*v1alpha1.NodeOverlay
+	// Namespaces, with their labels, for pod affinity namespace selectors.
+	Namespaces []*corev1.Namespace
 	// AWSAuth is the kube-system/aws-auth ConfigMap, when given.
 	AWSAuth *corev1.ConfigMap
 	// Now is the time decisions are made at; the current time when zero.
@@ -49,7 +51,7 @@ type Objects struct {
 
 // State are the objects as state.Build reads them.
 func (o *Objects) State() state.Objects {
-	return state.Objects{NodePools: o.NodePools, NodeClaims: o.NodeClaims, Nodes: o.Nodes, Pods: o.Pods, DaemonSets: o.DaemonSets, PDBs: o.PDBs, Overlays: o.Overlays}
+	return state.Objects{NodePools: o.NodePools, NodeClaims: o.NodeClaims, Nodes: o.Nodes, Pods: o.Pods, DaemonSets: o.DaemonSets, PDBs: o.PDBs, Overlays: o.Overlays, Namespaces: o.Namespaces}
 }
 
 func (o *Objects) now() time.Time {
@@ -128,6 +130,12 @@ func (o *Objects) add(doc []byte) error {
 			return err
 		}
 		o.NodeClaims = append(o.NodeClaims, nc)
+	case "Namespace":
+		ns := &corev1.Namespace{}
+		if err := decode(ns); err != nil {
+			return err
+		}
+		o.Namespaces = append(o.Namespaces, ns)
 	case "NodeOverlay":
 		ov := &v1alpha1.NodeOverlay{}
 		if err := decode(ov); err != nil {

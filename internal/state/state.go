@@ -9,6 +9,7 @@
 package state
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -37,6 +38,9 @@ type Objects struct {
 	// Overlays change the price and capacity of the instance types they
 	// select.
 	Overlays []*v1alpha1.NodeOverlay
+	// Namespaces, for pod affinity namespace selectors. A namespace a pod
+	// is in that is not listed counts with just its name label.
+	Namespaces []*corev1.Namespace
 }
 
 // NodeClass is what the caller resolved of an EC2NodeClass: the instance
@@ -104,6 +108,8 @@ type Snapshot struct {
 	// one per NodeClaim, and one per node of the NodePool without one.
 	Usage map[string]corev1.ResourceList
 	pdbs  map[string][]budget
+	// namespaces are the namespaces' labels.
+	namespaces map[string]map[string]string
 	// nominated are nodes that pending pods are nominated to.
 	nominated map[string][]*corev1.Pod
 	expected  int
@@ -113,6 +119,7 @@ type Snapshot struct {
 func Build(o Objects, opts Options) *Snapshot {
 	s := &Snapshot{Now: opts.Now, Pools: map[string]*v1.NodePool{}, Static: map[string]*scheduling.NodePool{}, DaemonSets: o.DaemonSets,
 		pdbs: budgetsByNamespace(o.PDBs), nominated: map[string][]*corev1.Pod{}}
+	s.namespaces = namespaceLabels(o.Namespaces, o.Pods)
 	bound := map[string][]*corev1.Pod{}
 	var pending []*corev1.Pod
 	for _, p := range o.Pods {
@@ -185,6 +192,27 @@ func (s *Snapshot) expect(pending []*corev1.Pod, opts Options) []*corev1.Pod {
 		}
 		n.Expected = append(n.Expected, p)
 		s.expected++
+	}
+	return out
+}
+
+// namespaceLabels are the labels of the namespaces, and of those pods are
+// in that are not listed (their name label only, which every namespace
+// has).
+func namespaceLabels(namespaces []*corev1.Namespace, pods []*corev1.Pod) map[string]map[string]string {
+	out := make(map[string]map[string]string, len(namespaces))
+	for _, ns := range namespaces {
+		lbls := maps.Clone(ns.Labels)
+		if lbls == nil {
+			lbls = map[string]string{}
+		}
+		lbls[corev1.LabelMetadataName] = ns.Name
+		out[ns.Name] = lbls
+	}
+	for _, p := range pods {
+		if _, ok := out[p.Namespace]; !ok {
+			out[p.Namespace] = map[string]string{corev1.LabelMetadataName: p.Namespace}
+		}
 	}
 	return out
 }
@@ -275,7 +303,7 @@ func (s *Snapshot) Reschedule(without map[string]bool) scheduling.Input {
 }
 
 func (s *Snapshot) input(without map[string]bool, pending []*corev1.Pod, initializedOnly bool) scheduling.Input {
-	in := scheduling.Input{NodePools: s.NodePools, DaemonSets: s.DaemonSets, Pods: pending}
+	in := scheduling.Input{NodePools: s.NodePools, DaemonSets: s.DaemonSets, Pods: pending, Namespaces: s.namespaces}
 	for _, n := range s.Nodes {
 		if without[n.Name] {
 			in.Pods = append(in.Pods, n.Reschedulable()...)

@@ -5,6 +5,7 @@ package verify
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -96,7 +97,7 @@ func Plan(in scheduling.Input, plan *scheduling.Plan) []string {
 			errs = append(errs, fmt.Sprintf("pod %s/%s: placed=%v but on a node=%v", p.Namespace, p.Name, placed[p], isPlaced))
 		}
 	}
-	errs = append(errs, checkPodAffinity(where)...)
+	errs = append(errs, checkPodAffinity(where, in.Namespaces)...)
 	errs = append(errs, checkSpread(in, plan, where, nodes)...)
 	errs = append(errs, checkReservations(in, plan)...)
 	return errs
@@ -199,24 +200,26 @@ func selectorOf(s *metav1.LabelSelector) labels.Selector {
 	return sel
 }
 
-func inNamespaces(term corev1.PodAffinityTerm, owner, p *corev1.Pod) bool {
-	if term.NamespaceSelector != nil {
-		return true
-	}
-	if len(term.Namespaces) == 0 {
+// inNamespaces reports whether p is in a namespace the term looks at: the
+// owner's when it names none, else those it lists and those its selector
+// selects (by the namespaces' labels).
+func inNamespaces(term corev1.PodAffinityTerm, owner, p *corev1.Pod, namespaces map[string]map[string]string) bool {
+	if term.NamespaceSelector == nil && len(term.Namespaces) == 0 {
 		return p.Namespace == owner.Namespace
 	}
-	for _, n := range term.Namespaces {
-		if n == p.Namespace {
-			return true
-		}
+	if slices.Contains(term.Namespaces, p.Namespace) {
+		return true
 	}
-	return false
+	if term.NamespaceSelector == nil {
+		return false
+	}
+	sel, err := metav1.LabelSelectorAsSelector(term.NamespaceSelector)
+	return err == nil && sel.Matches(labels.Set(namespaces[p.Namespace]))
 }
 
 // checkPodAffinity checks required pod affinity and anti-affinity in the
 // final placement.
-func checkPodAffinity(where map[*corev1.Pod]*node) []string {
+func checkPodAffinity(where map[*corev1.Pod]*node, namespaces map[string]map[string]string) []string {
 	var errs []string
 	pods := make([]*corev1.Pod, 0, len(where))
 	for p := range where {
@@ -240,7 +243,7 @@ func checkPodAffinity(where map[*corev1.Pod]*node) []string {
 				}
 				sel := selectorOf(term.LabelSelector)
 				for _, q := range pods {
-					if q == p || !inNamespaces(term, p, q) || !sel.Matches(labels.Set(q.Labels)) {
+					if q == p || !inNamespaces(term, p, q, namespaces) || !sel.Matches(labels.Set(q.Labels)) {
 						continue
 					}
 					if dq, ok := domainOf(q, term.TopologyKey); ok && dq == d {
@@ -255,7 +258,7 @@ func checkPodAffinity(where map[*corev1.Pod]*node) []string {
 				sel := selectorOf(term.LabelSelector)
 				found := false
 				for _, q := range pods {
-					if ok && inNamespaces(term, p, q) && sel.Matches(labels.Set(q.Labels)) {
+					if ok && inNamespaces(term, p, q, namespaces) && sel.Matches(labels.Set(q.Labels)) {
 						if dq, ok := domainOf(q, term.TopologyKey); ok && dq == d {
 							found = true
 							break

@@ -36,7 +36,7 @@ type Cached struct {
 }
 
 // List reads every NodePool, EC2NodeClass, NodeClaim, Node, Pod,
-// DaemonSet, PodDisruptionBudget and NodeOverlay (none when the cluster
+// DaemonSet, PodDisruptionBudget, Namespace and NodeOverlay (none when the cluster
 // does not have the NodeOverlay CRD).
 //
 // From a cache, the pods are the cache's own objects, not copies (copying
@@ -86,6 +86,11 @@ func List(ctx context.Context, kube client.Reader) (*Listed, error) {
 	out.Nodes = Pointers(nodes.Items)
 	out.DaemonSets = Pointers(sets.Items)
 	out.PDBs = Pointers(pdbs.Items)
+	namespaces := &corev1.NamespaceList{}
+	if err := kube.List(ctx, namespaces); err != nil {
+		return nil, fmt.Errorf("listing Namespaces: %w", err)
+	}
+	out.Namespaces = Pointers(namespaces.Items)
 	overlays := &v1alpha1.NodeOverlayList{}
 	switch err := kube.List(ctx, overlays); {
 	case meta.IsNoMatchError(err):
