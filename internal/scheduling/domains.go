@@ -125,12 +125,14 @@ func (s *solver) domainRefusal(p *podInfo, kc *keyConstraints, d string, reqs Re
 }
 
 // universeFor returns the domains counted for a spread constraint's
-// minimum; none for hostname, where a new node is always an empty domain.
-func (s *solver) universeFor(g *topologyGroup, reqs Requirements) []string {
+// minimum: those of the nodes and NodePools the constraint's node
+// inclusion policies admit; none for hostname, where a new node is always
+// an empty domain.
+func (s *solver) universeFor(g *topologyGroup, _ Requirements) []string {
 	if g.kind != kindSpread || g.key == LabelHostname {
 		return nil
 	}
-	return s.spreadUniverse(g.key, reqs)
+	return s.spreadUniverse(g)
 }
 
 // counts reports whether g counts the pod itself.
@@ -227,37 +229,50 @@ func (pl *pool) domainValues(key string) []string {
 	return vs
 }
 
-// spreadUniverse lists the domains a pod with requirements reqs could be
-// placed in, for the minimum of a spread constraint.
-func (s *solver) spreadUniverse(key string, reqs Requirements) []string {
-	r := reqs[key]
-	cacheKey := key
-	if r != nil {
-		cacheKey += "|" + r.String()
-	}
-	if vs, ok := s.universes[cacheKey]; ok {
+// spreadUniverse lists the domains a spread group counts: the values its
+// key takes on the existing nodes it admits, and that the NodePools it
+// admits can give a node (within its node affinity).
+func (s *solver) spreadUniverse(g *topologyGroup) []string {
+	if vs, ok := s.universes[g.id]; ok {
 		return vs
 	}
 	seen := map[string]bool{}
 	for _, pl := range s.pools {
-		for _, v := range pl.domainValues(key) {
-			seen[v] = true
+		if !g.eligible.admits(pl.Requirements, pl.Taints, pl.provides) {
+			continue
+		}
+		for _, v := range pl.domainValues(g.key) {
+			if g.eligible.admitsValue(g.key, v) {
+				seen[v] = true
+			}
 		}
 	}
 	for _, t := range s.targets {
-		if t.existing {
-			if d, ok := t.domain(key); ok {
+		if t.existing && s.counts(g, t) {
+			if d, ok := t.domain(g.key); ok {
 				seen[d] = true
 			}
 		}
 	}
 	vs := make([]string, 0, len(seen))
 	for v := range seen {
-		if r == nil || r.Has(v) {
-			vs = append(vs, v)
-		}
+		vs = append(vs, v)
 	}
 	sort.Strings(vs)
-	s.universes[cacheKey] = vs
+	s.universes[g.id] = vs
 	return vs
+}
+
+// admitsValue reports whether the node affinity allows a node with the
+// value of key (any term does).
+func (n *nodeInclusion) admitsValue(key, value string) bool {
+	if n == nil || n.terms == nil {
+		return true
+	}
+	for _, term := range n.terms {
+		if r, ok := term[key]; !ok || r.Has(value) {
+			return true
+		}
+	}
+	return false
 }

@@ -113,7 +113,7 @@ func newSolver(in Input) *solver {
 	}
 	for _, pod := range in.Pods {
 		p := newPodInfo(pod)
-		terms, err := s.topo.termsOf(pod)
+		terms, err := s.topo.termsOf(pod, p.terms)
 		if err != nil {
 			s.plan.Unschedulable = append(s.plan.Unschedulable, &UnschedulablePod{Pod: pod, Reason: err.Error()})
 			continue
@@ -125,7 +125,7 @@ func newSolver(in Input) *solver {
 	}
 	// Placed pods' anti-affinity counts too.
 	for _, p := range existingPods {
-		terms, err := s.topo.termsOf(p.pod)
+		terms, err := s.topo.termsOf(p.pod, p.terms)
 		if err == nil {
 			p.topology = terms
 		}
@@ -420,10 +420,11 @@ func (s *solver) commit(p *podInfo, t *target, c change) {
 	s.plan.Order = append(s.plan.Order, p.pod)
 }
 
-// record counts a placed pod in every group that selects it.
+// record counts a placed pod in every group that selects it (spread
+// groups: when they count its node).
 func (s *solver) record(p *podInfo, t *target) {
 	for _, g := range p.countedBy {
-		if d, ok := t.domain(g.key); ok {
+		if d, ok := t.domain(g.key); ok && s.counts(g, t) {
 			g.record(d)
 		}
 	}
@@ -434,6 +435,17 @@ func (s *solver) record(p *podInfo, t *target) {
 			}
 		}
 	}
+}
+
+// counts reports whether a spread group counts a target's pods and domain.
+func (s *solver) counts(g *topologyGroup, t *target) bool {
+	if g.eligible == nil {
+		return true
+	}
+	if t.existing {
+		return g.eligible.admits(t.reqs, t.taints, nil)
+	}
+	return g.eligible.admits(t.reqs, t.pool.Taints, t.pool.provides)
 }
 
 // domain returns the target's value of a topology key, when it has one.

@@ -42,6 +42,44 @@ type topologyGroup struct {
 	// inverse is, for an anti-affinity group, the group counting the
 	// owners of the term.
 	inverse *topologyGroup
+	// eligible, for a spread group, picks the nodes whose pods and
+	// domains count (the owner's nodeAffinityPolicy and nodeTaintsPolicy);
+	// nil counts every node.
+	eligible *nodeInclusion
+}
+
+// nodeInclusion is the spread constraint's node inclusion policies, as
+// kube-scheduler applies them: with nodeAffinityPolicy Honor (the
+// default) only nodes the owner's node selector and required node
+// affinity admit count; with nodeTaintsPolicy Honor only nodes whose
+// taints it tolerates.
+type nodeInclusion struct {
+	terms       []Requirements // nil: affinity ignored
+	tolerations []corev1.Toleration
+	taints      bool // honour taints
+}
+
+// admits reports whether a node (or NodeClaim) with the requirements and
+// taints counts. A NodeClaim whose requirements only could meet the
+// affinity counts.
+func (n *nodeInclusion) admits(reqs Requirements, taints []corev1.Taint, undefinedOK func(string) bool) bool {
+	if n == nil {
+		return true
+	}
+	if n.taints {
+		if _, ok := tolerates(n.tolerations, taints, false); !ok {
+			return false
+		}
+	}
+	if n.terms == nil {
+		return true
+	}
+	for _, term := range n.terms {
+		if reqs.Compatible(term, undefinedOK) == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // selects reports whether the group counts pods like p (for inverse
@@ -81,6 +119,10 @@ func newTopology(namespaces map[string]map[string]string) *topology {
 }
 
 func (t *topology) group(kind topologyKind, key string, namespaces map[string]bool, selector labels.Selector, maxSkew, minDomains int32) *topologyGroup {
+	return t.spreadGroup(kind, key, namespaces, selector, maxSkew, minDomains, nil)
+}
+
+func (t *topology) spreadGroup(kind topologyKind, key string, namespaces map[string]bool, selector labels.Selector, maxSkew, minDomains int32, eligible *nodeInclusion) *topologyGroup {
 	ns := "*"
 	if namespaces != nil {
 		names := make([]string, 0, len(namespaces))
@@ -91,12 +133,22 @@ func (t *topology) group(kind topologyKind, key string, namespaces map[string]bo
 		ns = strings.Join(names, ",")
 	}
 	id := fmt.Sprintf("%d|%s|%s|%s|%d|%d", kind, key, ns, selector.String(), maxSkew, minDomains)
+	if eligible != nil {
+		var terms []string
+		for _, r := range eligible.terms {
+			terms = append(terms, fingerprint(r))
+		}
+		id += fmt.Sprintf("|%v|%v|%v", eligible.terms == nil, terms, eligible.taints)
+		if eligible.taints {
+			id += fmt.Sprint(eligible.tolerations)
+		}
+	}
 	if g, ok := t.groups[id]; ok {
 		return g
 	}
 	g := &topologyGroup{
 		id: id, kind: kind, key: key, namespaces: namespaces, selector: selector,
-		maxSkew: maxSkew, minDomains: minDomains, counts: map[string]int{}, selectorLabel: selector.String(),
+		maxSkew: maxSkew, minDomains: minDomains, counts: map[string]int{}, selectorLabel: selector.String(), eligible: eligible,
 	}
 	t.groups[id] = g
 	t.ordered = append(t.ordered, g)
@@ -104,9 +156,11 @@ func (t *topology) group(kind topologyKind, key string, namespaces map[string]bo
 }
 
 // termsOf registers the groups of a pod's spread constraints and pod
-// (anti-)affinity terms and returns the pod's terms. Terms that cannot be
-// parsed are reported as errors.
-func (t *topology) termsOf(p *corev1.Pod) ([]*topologyTerm, error) {
+// (anti-)affinity terms and returns the pod's terms. nodeTerms are the
+// pod's node selector and required node affinity (for the spread
+// constraints' node inclusion). Terms that cannot be parsed are reported
+// as errors.
+func (t *topology) termsOf(p *corev1.Pod, nodeTerms []Requirements) ([]*topologyTerm, error) {
 	var terms []*topologyTerm
 	own := map[string]bool{p.Namespace: true}
 	for _, c := range p.Spec.TopologySpreadConstraints {
@@ -133,7 +187,12 @@ func (t *topology) termsOf(p *corev1.Pod) ([]*topologyTerm, error) {
 		if c.MinDomains != nil {
 			minDomains = *c.MinDomains
 		}
-		g := t.group(kindSpread, c.TopologyKey, own, sel, c.MaxSkew, minDomains)
+		inclusion := &nodeInclusion{terms: nodeTerms, tolerations: p.Spec.Tolerations}
+		if c.NodeAffinityPolicy != nil && *c.NodeAffinityPolicy == corev1.NodeInclusionPolicyIgnore {
+			inclusion.terms = nil
+		}
+		inclusion.taints = c.NodeTaintsPolicy != nil && *c.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor
+		g := t.spreadGroup(kindSpread, c.TopologyKey, own, sel, c.MaxSkew, minDomains, inclusion)
 		terms = append(terms, &topologyTerm{group: g, preferred: c.WhenUnsatisfiable == corev1.ScheduleAnyway})
 	}
 	a := p.Spec.Affinity

@@ -281,32 +281,6 @@ func checkPodAffinity(where map[*corev1.Pod]*node, namespaces map[string]map[str
 // requirements, and those of existing nodes.
 func checkSpread(in scheduling.Input, plan *scheduling.Plan, where map[*corev1.Pod]*node, nodes map[string]*node) []string {
 	var errs []string
-	universe := map[string]map[string]bool{}
-	domainsOf := func(key string) map[string]bool {
-		if u, ok := universe[key]; ok {
-			return u
-		}
-		u := map[string]bool{}
-		for _, np := range in.NodePools {
-			allowed := np.Requirements[key]
-			for _, it := range np.InstanceTypes {
-				if r, ok := it.Requirements[key]; ok {
-					for _, v := range r.Values() {
-						if allowed == nil || allowed.Has(v) {
-							u[v] = true
-						}
-					}
-				}
-			}
-		}
-		for _, n := range nodes {
-			if v, ok := n.obj.Labels[key]; ok && key != scheduling.LabelHostname {
-				u[v] = true
-			}
-		}
-		universe[key] = u
-		return u
-	}
 	var placed []*corev1.Pod
 	for _, n := range in.Nodes {
 		placed = append(placed, n.Pods...)
@@ -316,11 +290,13 @@ func checkSpread(in scheduling.Input, plan *scheduling.Plan, where map[*corev1.P
 			if c.WhenUnsatisfiable != corev1.DoNotSchedule {
 				continue
 			}
+			counted := inclusion(p, c)
 			sel := selectorOf(c.LabelSelector)
 			counts := map[string]int{}
 			for _, q := range placed {
-				if q.Namespace == p.Namespace && sel.Matches(labels.Set(q.Labels)) {
-					if d, ok := where[q].obj.Labels[c.TopologyKey]; ok {
+				n := where[q]
+				if q.Namespace == p.Namespace && sel.Matches(labels.Set(q.Labels)) && counted(n.obj) {
+					if d, ok := n.obj.Labels[c.TopologyKey]; ok {
 						counts[d]++
 					}
 				}
@@ -332,13 +308,14 @@ func checkSpread(in scheduling.Input, plan *scheduling.Plan, where map[*corev1.P
 			}
 			minCount := 0
 			if c.TopologyKey != scheduling.LabelHostname {
+				domains := spreadDomains(in, nodes, c.TopologyKey, counted)
 				minCount = -1
-				for u := range domainsOf(c.TopologyKey) {
+				for u := range domains {
 					if minCount < 0 || counts[u] < minCount {
 						minCount = counts[u]
 					}
 				}
-				if c.MinDomains != nil && len(domainsOf(c.TopologyKey)) < int(*c.MinDomains) {
+				if c.MinDomains != nil && len(domains) < int(*c.MinDomains) {
 					minCount = 0
 				}
 			}
@@ -349,4 +326,63 @@ func checkSpread(in scheduling.Input, plan *scheduling.Plan, where map[*corev1.P
 		placed = append(placed, p)
 	}
 	return errs
+}
+
+// inclusion is kube-scheduler's node inclusion for a spread constraint:
+// nodes the pod's required node affinity admits (nodeAffinityPolicy Honor,
+// the default) and, with nodeTaintsPolicy Honor, whose taints it
+// tolerates.
+func inclusion(p *corev1.Pod, c corev1.TopologySpreadConstraint) func(*corev1.Node) bool {
+	affinity := c.NodeAffinityPolicy == nil || *c.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor
+	taints := c.NodeTaintsPolicy != nil && *c.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor
+	required := nodeaffinity.GetRequiredNodeAffinity(p)
+	return func(n *corev1.Node) bool {
+		if affinity {
+			if ok, err := required.Match(n); err != nil || !ok {
+				return false
+			}
+		}
+		if taints {
+			if _, bad := corev1helpers.FindMatchingUntoleratedTaint(n.Spec.Taints, p.Spec.Tolerations, func(t *corev1.Taint) bool {
+				return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
+			}); bad {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// spreadDomains are the values of key on the nodes a constraint counts,
+// and on the nodes the NodePools could launch that it would count.
+func spreadDomains(in scheduling.Input, nodes map[string]*node, key string, counted func(*corev1.Node) bool) map[string]bool {
+	u := map[string]bool{}
+	for _, np := range in.NodePools {
+		allowed := np.Requirements[key]
+		for _, it := range np.InstanceTypes {
+			r, ok := it.Requirements[key]
+			if !ok {
+				continue
+			}
+			for _, v := range r.Values() {
+				if u[v] || (allowed != nil && !allowed.Has(v)) {
+					continue
+				}
+				lbls := it.Requirements.Labels()
+				for k, val := range np.Requirements.Labels() {
+					lbls[k] = val
+				}
+				lbls[key] = v
+				if counted(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Labels: lbls}, Spec: corev1.NodeSpec{Taints: np.Taints}}) {
+					u[v] = true
+				}
+			}
+		}
+	}
+	for _, n := range nodes {
+		if v, ok := n.obj.Labels[key]; ok && counted(n.obj) {
+			u[v] = true
+		}
+	}
+	return u
 }

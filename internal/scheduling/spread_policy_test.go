@@ -1,0 +1,87 @@
+package scheduling_test
+
+import (
+	"fmt"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/nodewright/nodewright/internal/scheduling"
+)
+
+// existing is a node in a zone with room for a few pods and count pods
+// labelled app=web on it.
+func existing(name, zone, arch string, count int, taints ...corev1.Taint) *scheduling.Node {
+	n := &scheduling.Node{Name: name, Taints: taints,
+		Requirements: scheduling.LabelRequirements(map[string]string{scheduling.LabelZone: zone, scheduling.LabelArch: arch, scheduling.LabelHostname: name}),
+		Allocatable:  scheduling.MustParseResources("cpu=8,memory=32Gi,pods=50")}
+	for i := range count {
+		n.Pods = append(n.Pods, newPod(fmt.Sprintf("%s-web-%d", name, i), "100m", "64Mi", func(p *corev1.Pod) { p.Labels = map[string]string{"app": "web"} }))
+	}
+	return n
+}
+
+func spreadPod(name string, edit ...func(*corev1.Pod, *corev1.TopologySpreadConstraint)) *corev1.Pod {
+	return newPod(name, "100m", "64Mi", func(p *corev1.Pod) {
+		p.Labels = map[string]string{"app": "web"}
+		c := corev1.TopologySpreadConstraint{MaxSkew: 1, TopologyKey: scheduling.LabelZone, WhenUnsatisfiable: corev1.DoNotSchedule,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}
+		for _, e := range edit {
+			e(p, &c)
+		}
+		p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{c}
+	})
+}
+
+// nodeTaintsPolicy: Honor leaves out the domains of nodes whose taints the
+// pod does not tolerate; Ignore (the default) counts them.
+func TestSpreadNodeTaintsPolicy(t *testing.T) {
+	nodes := []*scheduling.Node{existing("n-a", "us-east-1a", "amd64", 1), existing("n-b", "us-east-1b", "amd64", 1),
+		existing("n-c", "us-east-1c", "amd64", 0, corev1.Taint{Key: "dedicated", Value: "db", Effect: corev1.TaintEffectNoSchedule})}
+	plan := solve(t, scheduling.Input{Nodes: nodes, Pods: []*corev1.Pod{spreadPod("ignore")}})
+	if len(plan.Unschedulable) != 1 {
+		t.Errorf("Ignore: placed %v; the tainted zone counts with 0 pods, so one more in a or b breaks maxSkew 1", placement(plan))
+	}
+	honor := spreadPod("honor", func(_ *corev1.Pod, c *corev1.TopologySpreadConstraint) { c.NodeTaintsPolicy = ptr.To(corev1.NodeInclusionPolicyHonor) })
+	plan = solve(t, scheduling.Input{Nodes: nodes, Pods: []*corev1.Pod{honor}})
+	if len(plan.Unschedulable) != 0 {
+		t.Errorf("Honor: %v; the tainted zone does not count", reasons(plan))
+	}
+}
+
+// nodeAffinityPolicy: Honor (the default) counts only the nodes the pod's
+// node selector admits; Ignore counts every node.
+func TestSpreadNodeAffinityPolicy(t *testing.T) {
+	nodes := []*scheduling.Node{existing("x-a", "us-east-1a", "amd64", 0), existing("arm-b", "us-east-1b", "arm64", 1)}
+	arm := func(p *corev1.Pod, _ *corev1.TopologySpreadConstraint) {
+		p.Spec.NodeSelector = map[string]string{scheduling.LabelArch: "arm64"}
+	}
+	plan := solve(t, scheduling.Input{Nodes: nodes, Pods: []*corev1.Pod{spreadPod("honor", arm)}})
+	if len(plan.Unschedulable) != 0 {
+		t.Errorf("Honor: %v; the amd64 node's zone does not count for an arm64 pod", reasons(plan))
+	}
+	ignore := spreadPod("ignore", arm, func(_ *corev1.Pod, c *corev1.TopologySpreadConstraint) {
+		c.NodeAffinityPolicy = ptr.To(corev1.NodeInclusionPolicyIgnore)
+	})
+	plan = solve(t, scheduling.Input{Nodes: nodes, Pods: []*corev1.Pod{ignore}})
+	if len(plan.Unschedulable) != 1 {
+		t.Errorf("Ignore: placed %v; zone a counts with 0 pods, so a second in b breaks maxSkew 1", placement(plan))
+	}
+}
+
+// A preferred node affinity does not shrink the domains a spread counts:
+// the preference gives way to the spread.
+func TestPreferredAffinityDoesNotShrinkSpreadDomains(t *testing.T) {
+	nodes := []*scheduling.Node{existing("n-a", "us-east-1a", "amd64", 1), existing("n-b", "us-east-1b", "amd64", 0), existing("n-c", "us-east-1c", "amd64", 0)}
+	pod := spreadPod("web", func(p *corev1.Pod, _ *corev1.TopologySpreadConstraint) {
+		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{
+			Weight: 100, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: scheduling.LabelZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"us-east-1a"}}}},
+		}}}}
+	})
+	plan := solve(t, scheduling.Input{Nodes: nodes, Pods: []*corev1.Pod{pod}})
+	if got := placement(plan)["web"]; got != "n-b" && got != "n-c" {
+		t.Errorf("placed on %q (unschedulable %v); a second pod in us-east-1a breaks maxSkew 1 over three zones", got, reasons(plan))
+	}
+}
