@@ -44,7 +44,9 @@ func TestSpreadNodeTaintsPolicy(t *testing.T) {
 	if len(plan.Unschedulable) != 1 {
 		t.Errorf("Ignore: placed %v; the tainted zone counts with 0 pods, so one more in a or b breaks maxSkew 1", placement(plan))
 	}
-	honor := spreadPod("honor", func(_ *corev1.Pod, c *corev1.TopologySpreadConstraint) { c.NodeTaintsPolicy = ptr.To(corev1.NodeInclusionPolicyHonor) })
+	honor := spreadPod("honor", func(_ *corev1.Pod, c *corev1.TopologySpreadConstraint) {
+		c.NodeTaintsPolicy = ptr.To(corev1.NodeInclusionPolicyHonor)
+	})
 	plan = solve(t, scheduling.Input{Nodes: nodes, Pods: []*corev1.Pod{honor}})
 	if len(plan.Unschedulable) != 0 {
 		t.Errorf("Honor: %v; the tainted zone does not count", reasons(plan))
