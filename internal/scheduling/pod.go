@@ -80,8 +80,9 @@ type preference struct {
 }
 
 // buildPreferences orders the preferences for relaxation: preferred pod
-// (anti-)affinity first, then preferred node affinity, then ScheduleAnyway
-// spread constraints, lighter terms before heavier ones.
+// (anti-)affinity first (lighter terms before heavier ones), then
+// preferred node affinity (the heaviest, which alone is in force, first),
+// then ScheduleAnyway spread constraints.
 func (p *podInfo) buildPreferences() {
 	p.preferences = nil
 	var podPrefs, spreads []*topologyTerm
@@ -98,7 +99,7 @@ func (p *podInfo) buildPreferences() {
 	for _, t := range podPrefs {
 		p.preferences = append(p.preferences, preference{topo: t})
 	}
-	for i := len(p.preferred) - 1; i >= 0; i-- {
+	for i := range p.preferred { // heaviest first
 		p.preferences = append(p.preferences, preference{node: &p.preferred[i]})
 	}
 	for _, t := range spreads {
@@ -247,26 +248,21 @@ func normalized(reqs []corev1.NodeSelectorRequirement) []corev1.NodeSelectorRequ
 }
 
 // requirementsWithPreferences returns the pod's node requirements for one
-// alternative term, with the preferred terms still in force ANDed in.
+// alternative term, with the heaviest preferred node affinity term still
+// in force ANDed in: preferred terms are alternatives, tried heaviest
+// first, so a satisfiable heavier one is kept when a still heavier one
+// cannot be met.
 func (p *podInfo) requirementsWithPreferences(term Requirements) Requirements {
-	var reqs Requirements
 	for _, pref := range p.preferences[p.relaxed:] {
-		if pref.node == nil {
-			continue
+		if pref.node != nil {
+			reqs := term.Copy()
+			reqs.AddAll(pref.node.reqs)
+			return reqs
 		}
-		if reqs == nil {
-			reqs = term.Copy()
-		}
-		reqs.AddAll(pref.node.reqs)
 	}
-	if reqs == nil {
-		return term
-	}
-	return reqs
+	return term
 }
 
-// tolerates reports whether the pod tolerates every taint; the first taint
-// it does not tolerate is returned.
 // tolerates reports whether the pod may go where the taints are: taints
 // that do not allow it are NoSchedule and NoExecute ones it does not
 // tolerate and, until it is relaxed that far, PreferNoSchedule ones.

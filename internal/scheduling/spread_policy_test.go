@@ -87,3 +87,26 @@ func TestPreferredAffinityDoesNotShrinkSpreadDomains(t *testing.T) {
 		t.Errorf("placed on %q (unschedulable %v); a second pod in us-east-1a breaks maxSkew 1 over three zones", got, reasons(plan))
 	}
 }
+
+// Preferred node affinity terms are tried heaviest first, each alone: when
+// the heaviest cannot be met, the next heaviest that can is kept.
+func TestHeaviestSatisfiablePreferenceWins(t *testing.T) {
+	np := pool(t, "general", requirement(scheduling.LabelArch, corev1.NodeSelectorOpIn, "amd64"),
+		requirement(scheduling.LabelZone, corev1.NodeSelectorOpIn, "us-east-1a", "us-east-1b", "us-east-1c"))
+	prefer := func(weight int32, zone string) corev1.PreferredSchedulingTerm {
+		return corev1.PreferredSchedulingTerm{Weight: weight, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: scheduling.LabelZone, Operator: corev1.NodeSelectorOpIn, Values: []string{zone}}}}}
+	}
+	pod := newPod("web", "1", "1Gi", func(p *corev1.Pod) {
+		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{
+			prefer(1, "us-east-1a"), prefer(100, "us-west-2a"), prefer(50, "us-east-1c"),
+		}}}
+	})
+	plan := solve(t, scheduling.Input{NodePools: []*scheduling.NodePool{np}, Pods: []*corev1.Pod{pod}})
+	if len(plan.NodeClaims) != 1 {
+		t.Fatalf("unschedulable: %v", reasons(plan))
+	}
+	if zone, _ := plan.NodeClaims[0].Requirements[scheduling.LabelZone].Single(); zone != "us-east-1c" {
+		t.Errorf("zone %q; the weight-100 zone does not exist, so the weight-50 one wins", zone)
+	}
+}
