@@ -23,7 +23,43 @@ func Solve(in Input) *Plan {
 	}
 	s.deferring = false
 	s.placeDeferred()
+	s.retryTopology()
 	return s.finish()
+}
+
+// retryTopology places again, while that places any, the pods refused for
+// their topology terms: a pod whose required affinity targets pods placed
+// after it fits now. The result does not depend on the pods' order.
+func (s *solver) retryTopology() {
+	for {
+		var retry []*podInfo
+		kept := s.plan.Unschedulable[:0]
+		for _, u := range s.plan.Unschedulable {
+			if p := s.failed[u.Pod]; p != nil && len(p.topology) > 0 {
+				retry = append(retry, p)
+				continue
+			}
+			kept = append(kept, u)
+		}
+		if len(retry) == 0 {
+			return
+		}
+		s.plan.Unschedulable = kept
+		for _, p := range retry {
+			s.remaining = s.remaining.Add(p.requests)
+		}
+		placed := 0
+		for _, p := range retry {
+			before := len(s.plan.Unschedulable)
+			s.schedule(p)
+			if len(s.plan.Unschedulable) == before {
+				placed++
+			}
+		}
+		if placed == 0 {
+			return
+		}
+	}
 }
 
 type solver struct {
@@ -51,6 +87,8 @@ type solver struct {
 	deferred  []*podInfo
 	// forcedShape, when set, is the shape newClaim gives a NodeClaim.
 	forcedShape *InstanceType
+	// failed are the pods refused, for retryTopology.
+	failed map[*corev1.Pod]*podInfo
 	// softTaints: some node or NodePool has a PreferNoSchedule taint,
 	// which pods avoid until nothing else takes them.
 	softTaints bool
@@ -79,7 +117,7 @@ type target struct {
 }
 
 func newSolver(in Input) *solver {
-	s := &solver{topo: newTopology(in.Namespaces), plan: &Plan{}, universes: map[string][]string{}, scanFrom: map[string]int{}}
+	s := &solver{topo: newTopology(in.Namespaces), plan: &Plan{}, universes: map[string][]string{}, scanFrom: map[string]int{}, failed: map[*corev1.Pod]*podInfo{}}
 	for _, np := range in.NodePools {
 		s.pools = append(s.pools, newPool(np, in.DaemonSets))
 	}
@@ -154,6 +192,7 @@ func (s *solver) schedule(p *podInfo) {
 		return
 	}
 	var reason string
+	p.softTolerated = false
 	for relax := 0; relax <= len(p.preferences); relax++ {
 		p.relaxed = relax
 		if reason = s.try(p); reason == "" {
@@ -182,6 +221,7 @@ func hasSoftTaint(taints []corev1.Taint) bool {
 
 func (s *solver) unschedulable(p *podInfo, reason string) {
 	s.plan.Unschedulable = append(s.plan.Unschedulable, &UnschedulablePod{Pod: p.pod, Reason: reason})
+	s.failed[p.pod] = p
 }
 
 // try places p on the first target that takes it, else on a new NodeClaim;

@@ -110,3 +110,22 @@ func TestHeaviestSatisfiablePreferenceWins(t *testing.T) {
 		t.Errorf("zone %q; the weight-100 zone does not exist, so the weight-50 one wins", zone)
 	}
 }
+
+// A pod whose required affinity targets a pod placed after it is placed
+// too, with it: the result does not depend on the order.
+func TestAffinityToAPodPlacedLater(t *testing.T) {
+	np := pool(t, "general", requirement(scheduling.LabelArch, corev1.NodeSelectorOpIn, "amd64"))
+	// The bigger pod is placed first; its affinity target comes after.
+	follower := newPod("follower", "4", "8Gi", func(p *corev1.Pod) {
+		p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			TopologyKey: scheduling.LabelZone, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "leader"}},
+		}}}}
+	})
+	leader := newPod("leader", "100m", "64Mi", func(p *corev1.Pod) { p.Labels = map[string]string{"app": "leader"} })
+	for _, order := range [][]*corev1.Pod{{follower, leader}, {leader, follower}} {
+		plan := solve(t, scheduling.Input{NodePools: []*scheduling.NodePool{np}, Pods: order})
+		if len(plan.Unschedulable) > 0 {
+			t.Errorf("order %s, %s: unschedulable %v", order[0].Name, order[1].Name, reasons(plan))
+		}
+	}
+}
