@@ -7,6 +7,11 @@ import (
 // MaxInstanceTypes is the most instance types a NodeClaim lists.
 const MaxInstanceTypes = 600
 
+// FallbackTypes is how many instance types a NodeClaim lists at least when
+// that many fit: those it was sized with, then the cheapest others that
+// fit, for the launch to fall back on.
+const FallbackTypes = 60
+
 // Plan is the outcome of a scheduling decision.
 type Plan struct {
 	// NodeClaims to create, in creation order.

@@ -2,6 +2,7 @@ package scheduling
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -132,6 +133,38 @@ func (pl *pool) withinLimits(more Resources) bool {
 func (pl *pool) account(t *target, types []*InstanceType) {
 	pl.used = pl.used.Sub(pl.committed[t]).Add(types[0].Capacity)
 	pl.committed[t] = types[0].Capacity
+}
+
+// allThatFit are the instance types a planned NodeClaim lists: those it
+// was sized with and, up to FallbackTypes in all, the cheapest other
+// launchable types that meet its requirements, hold its pods and
+// DaemonSets and keep the pool within its limits, so a launch has types
+// to fall back on when the cheapest has no capacity (EC2 takes the
+// cheapest available).
+func (pl *pool) allThatFit(t *target) []*InstanceType {
+	out := slices.Clone(t.types)
+	if len(out) >= FallbackTypes {
+		return out
+	}
+	key := fingerprint(t.reqs)
+	cached, ok := pl.cache[key]
+	if !ok {
+		cached = pl.compatible(t.reqs)
+		pl.cache[key] = cached
+	}
+	have := make(map[*InstanceType]bool, len(out))
+	for _, it := range out {
+		have[it] = true
+	}
+	for _, it := range cached.types { // cheapest first
+		if len(out) >= FallbackTypes {
+			break
+		}
+		if !have[it] && t.requests.Fits(it.Allocatable) && pl.withinLimits(it.Capacity.Sub(pl.committed[t])) {
+			out = append(out, it)
+		}
+	}
+	return out
 }
 
 // candidatesByKey returns the launchable instance types that meet reqs and fit

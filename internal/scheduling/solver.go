@@ -551,7 +551,7 @@ func (s *solver) finish() *Plan {
 			byNode[t.name].Pods = pods
 			continue
 		}
-		types := append([]*InstanceType(nil), t.types...)
+		types := t.pool.allThatFit(t)
 		prices := make(map[*InstanceType]Offering, len(types))
 		for _, it := range types {
 			prices[it], _ = it.CheapestOffering(t.reqs)

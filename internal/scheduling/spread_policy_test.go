@@ -129,3 +129,45 @@ func TestAffinityToAPodPlacedLater(t *testing.T) {
 		}
 	}
 }
+
+// Pods that must share a node (required affinity on the hostname) get one
+// NodeClaim large enough for all of them.
+func TestSelfAffinityPodsShareOneNode(t *testing.T) {
+	np := pool(t, "general", requirement(scheduling.LabelInstanceType, corev1.NodeSelectorOpIn, "m5.large", "m5.xlarge", "m5.2xlarge", "m5.4xlarge"))
+	together := pods(6, "db", "1", "1Gi", func(p *corev1.Pod) {
+		p.Labels = map[string]string{"app": "db"}
+		p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			TopologyKey: scheduling.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+		}}}}
+	})
+	plan := solve(t, scheduling.Input{NodePools: []*scheduling.NodePool{np}, Pods: together})
+	if len(plan.Unschedulable) > 0 || len(plan.NodeClaims) != 1 {
+		t.Fatalf("%d NodeClaims, unschedulable %v; want the 6 pods on one node", len(plan.NodeClaims), reasons(plan))
+	}
+	if it := plan.NodeClaims[0].InstanceType.Name; it != "m5.2xlarge" {
+		t.Errorf("the NodeClaim's cheapest type is %s; 6 CPUs need an m5.2xlarge", it)
+	}
+}
+
+// A NodeClaim lists, besides the types it was sized with, the cheapest
+// others its pods fit in, cheapest first, for the launch to fall back on.
+func TestNodeClaimsListTypesToFallBackOn(t *testing.T) {
+	np := pool(t, "general", requirement(scheduling.LabelInstanceType, corev1.NodeSelectorOpIn, "c5.large", "m5.large", "c5.xlarge", "m5.xlarge", "t3.nano"))
+	plan := solve(t, scheduling.Input{NodePools: []*scheduling.NodePool{np}, Pods: pods(1, "web", "1", "1Gi")})
+	if len(plan.NodeClaims) != 1 {
+		t.Fatalf("unschedulable: %v", reasons(plan))
+	}
+	var names []string
+	prev := 0.0
+	for _, it := range plan.NodeClaims[0].InstanceTypes {
+		names = append(names, it.Name)
+		o, _ := it.CheapestOffering(plan.NodeClaims[0].Requirements)
+		if o.Price < prev {
+			t.Errorf("%s at $%v listed after a dearer type", it.Name, o.Price)
+		}
+		prev = o.Price
+	}
+	if got := fmt.Sprint(names); got != "[c5.large m5.large c5.xlarge m5.xlarge]" {
+		t.Errorf("the NodeClaim lists %s; want every type the pod fits (not t3.nano), cheapest first", got)
+	}
+}
