@@ -20,6 +20,21 @@ type Input struct {
 	// kubernetes.io/metadata.name): pod affinity terms' namespace
 	// selectors select among them.
 	Namespaces map[string]map[string]string
+	// Volumes are what the volumes of pods (pending or moving) require of
+	// their node.
+	Volumes map[*corev1.Pod]*VolumeTopology
+}
+
+// VolumeTopology is what a pod's persistent volumes require of its node:
+// the topology of the volumes it is bound to, and where the volumes it
+// has not got yet can be provisioned.
+type VolumeTopology struct {
+	// Terms has one list of alternatives per volume: the node must meet
+	// one alternative of each.
+	Terms [][]Requirements
+	// Refused says why the pod cannot be placed at all (a claim that does
+	// not exist, a volume no node can reach); empty otherwise.
+	Refused string
 }
 
 // NodePool is a NodePool as the solver sees it.

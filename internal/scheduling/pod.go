@@ -58,15 +58,19 @@ func monotoneClass(p *podInfo) string {
 		}
 	}
 	spec := p.pod.Spec
+	terms := make([]string, len(p.terms)) // the volumes' requirements too
+	for i, t := range p.terms {
+		terms[i] = fingerprint(t)
+	}
 	key, err := json.Marshal(struct {
 		Namespace   string
 		Labels      map[string]string
 		Requests    Resources
-		Selector    map[string]string
+		Terms       []string
 		Affinity    *corev1.Affinity
 		Tolerations []corev1.Toleration
 		Ports       string
-	}{p.pod.Namespace, p.pod.Labels, p.requests, spec.NodeSelector, spec.Affinity, spec.Tolerations, fmt.Sprint(p.hostPorts)})
+	}{p.pod.Namespace, p.pod.Labels, p.requests, terms, spec.Affinity, spec.Tolerations, fmt.Sprint(p.hostPorts)})
 	if err != nil {
 		return ""
 	}
@@ -104,6 +108,23 @@ func (p *podInfo) buildPreferences() {
 	}
 	for _, t := range spreads {
 		p.preferences = append(p.preferences, preference{topo: t})
+	}
+}
+
+// addVolumeTerms ANDs what the pod's volumes require into its node
+// terms: every combination of a pod term and one alternative per volume
+// that can hold.
+func (p *podInfo) addVolumeTerms(volumes [][]Requirements) {
+	for _, alternatives := range volumes {
+		var next []Requirements
+		for _, term := range p.terms {
+			for _, alt := range alternatives {
+				merged := term.Copy()
+				merged.AddAll(alt)
+				next = append(next, merged)
+			}
+		}
+		p.terms = next
 	}
 }
 

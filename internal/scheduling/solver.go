@@ -151,6 +151,13 @@ func newSolver(in Input) *solver {
 	}
 	for _, pod := range in.Pods {
 		p := newPodInfo(pod)
+		if v := in.Volumes[pod]; v != nil {
+			if v.Refused != "" {
+				s.plan.Unschedulable = append(s.plan.Unschedulable, &UnschedulablePod{Pod: pod, Reason: v.Refused})
+				continue
+			}
+			p.addVolumeTerms(v.Terms)
+		}
 		terms, err := s.topo.termsOf(pod, p.terms)
 		if err != nil {
 			s.plan.Unschedulable = append(s.plan.Unschedulable, &UnschedulablePod{Pod: pod, Reason: err.Error()})

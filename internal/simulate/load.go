@@ -17,6 +17,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
@@ -43,6 +44,10 @@ type Objects struct {
 	Overlays []*v1alpha1.NodeOverlay
 	// Namespaces, with their labels, for pod affinity namespace selectors.
 	Namespaces []*corev1.Namespace
+	// PVCs, PVs and StorageClasses give pods' volumes their topology.
+	PVCs           []*corev1.PersistentVolumeClaim
+	PVs            []*corev1.PersistentVolume
+	StorageClasses []*storagev1.StorageClass
 	// AWSAuth is the kube-system/aws-auth ConfigMap, when given.
 	AWSAuth *corev1.ConfigMap
 	// Now is the time decisions are made at; the current time when zero.
@@ -51,7 +56,8 @@ type Objects struct {
 
 // State are the objects as state.Build reads them.
 func (o *Objects) State() state.Objects {
-	return state.Objects{NodePools: o.NodePools, NodeClaims: o.NodeClaims, Nodes: o.Nodes, Pods: o.Pods, DaemonSets: o.DaemonSets, PDBs: o.PDBs, Overlays: o.Overlays, Namespaces: o.Namespaces}
+	return state.Objects{NodePools: o.NodePools, NodeClaims: o.NodeClaims, Nodes: o.Nodes, Pods: o.Pods, DaemonSets: o.DaemonSets, PDBs: o.PDBs, Overlays: o.Overlays, Namespaces: o.Namespaces,
+		PVCs: o.PVCs, PVs: o.PVs, StorageClasses: o.StorageClasses}
 }
 
 func (o *Objects) now() time.Time {
@@ -130,6 +136,27 @@ func (o *Objects) add(doc []byte) error {
 			return err
 		}
 		o.NodeClaims = append(o.NodeClaims, nc)
+	case "PersistentVolumeClaim":
+		c := &corev1.PersistentVolumeClaim{}
+		if err := decode(c); err != nil {
+			return err
+		}
+		if c.Namespace == "" {
+			c.Namespace = "default"
+		}
+		o.PVCs = append(o.PVCs, c)
+	case "PersistentVolume":
+		pv := &corev1.PersistentVolume{}
+		if err := decode(pv); err != nil {
+			return err
+		}
+		o.PVs = append(o.PVs, pv)
+	case "StorageClass":
+		sc := &storagev1.StorageClass{}
+		if err := decode(sc); err != nil {
+			return err
+		}
+		o.StorageClasses = append(o.StorageClasses, sc)
 	case "Namespace":
 		ns := &corev1.Namespace{}
 		if err := decode(ns); err != nil {

@@ -421,3 +421,86 @@ spec:
 		t.Errorf("with r5.2xlarge at $0.001/h the plan uses %v", found)
 	}
 }
+
+// Pods' volumes decide their zone: a claim bound to an EBS volume pins the
+// volume's zone, a claim not bound yet the zones its StorageClass allows;
+// a claim that does not exist is named.
+func TestVolumeTopologyPinsZones(t *testing.T) {
+	manifest := `apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  amiSelectorTerms: [{alias: al2023@latest}]
+  role: KarpenterNodeRole-nodewright-sim
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: nodewright-sim}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: nodewright-sim}}]
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: general}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements: [{key: kubernetes.io/arch, operator: In, values: [amd64]}]
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: gp3-b}
+provisioner: ebs.csi.aws.com
+volumeBindingMode: WaitForFirstConsumer
+allowedTopologies: [{matchLabelExpressions: [{key: topology.ebs.csi.aws.com/zone, values: [us-east-1b]}]}]
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv-a}
+spec:
+  capacity: {storage: 10Gi}
+  accessModes: [ReadWriteOnce]
+  csi: {driver: ebs.csi.aws.com, volumeHandle: vol-0123}
+  nodeAffinity:
+    required:
+      nodeSelectorTerms: [{matchExpressions: [{key: topology.ebs.csi.aws.com/zone, operator: In, values: [us-east-1c]}]}]
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data-a}
+spec: {volumeName: pv-a, accessModes: [ReadWriteOnce], resources: {requests: {storage: 10Gi}}}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data-b}
+spec: {storageClassName: gp3-b, accessModes: [ReadWriteOnce], resources: {requests: {storage: 10Gi}}}
+`
+	pod := func(name, claim string) string {
+		return fmt.Sprintf(`---
+apiVersion: v1
+kind: Pod
+metadata: {name: %s}
+spec:
+  containers: [{name: c, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+  volumes: [{name: data, persistentVolumeClaim: {claimName: %s}}]
+`, name, claim)
+	}
+	objs := &simulate.Objects{}
+	if err := objs.Load("volumes.yaml", strings.NewReader(manifest+pod("db-a", "data-a")+pod("db-b", "data-b")+pod("db-c", "data-c"))); err != nil {
+		t.Fatal(err)
+	}
+	res, err := simulate.Run(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := simulate.NewReport(res)
+	zones := map[string]string{}
+	for _, c := range r.NodeClaims {
+		for _, p := range c.Pods {
+			zones[p] = c.Zone
+		}
+	}
+	if zones["default/db-a"] != "us-east-1c" || zones["default/db-b"] != "us-east-1b" {
+		t.Errorf("zones %v; want db-a with its volume in us-east-1c and db-b where its class allows, us-east-1b", zones)
+	}
+	if len(r.Unschedulable) != 1 || r.Unschedulable[0].Reason != "PersistentVolumeClaim default/data-c of volume data does not exist" {
+		t.Errorf("unschedulable %+v; want db-c refused for its missing claim", r.Unschedulable)
+	}
+}

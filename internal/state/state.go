@@ -17,6 +17,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -41,6 +42,10 @@ type Objects struct {
 	// Namespaces, for pod affinity namespace selectors. A namespace a pod
 	// is in that is not listed counts with just its name label.
 	Namespaces []*corev1.Namespace
+	// PVCs, PVs and StorageClasses, for the topology pods' volumes need.
+	PVCs           []*corev1.PersistentVolumeClaim
+	PVs            []*corev1.PersistentVolume
+	StorageClasses []*storagev1.StorageClass
 }
 
 // NodeClass is what the caller resolved of an EC2NodeClass: the instance
@@ -110,6 +115,7 @@ type Snapshot struct {
 	pdbs  map[string][]budget
 	// namespaces are the namespaces' labels.
 	namespaces map[string]map[string]string
+	volumes    *volumes
 	// nominated are nodes that pending pods are nominated to.
 	nominated map[string][]*corev1.Pod
 	expected  int
@@ -120,6 +126,7 @@ func Build(o Objects, opts Options) *Snapshot {
 	s := &Snapshot{Now: opts.Now, Pools: map[string]*v1.NodePool{}, Static: map[string]*scheduling.NodePool{}, DaemonSets: o.DaemonSets,
 		pdbs: budgetsByNamespace(o.PDBs), nominated: map[string][]*corev1.Pod{}}
 	s.namespaces = namespaceLabels(o.Namespaces, o.Pods)
+	s.volumes = newVolumes(o)
 	bound := map[string][]*corev1.Pod{}
 	var pending []*corev1.Pod
 	for _, p := range o.Pods {
@@ -316,6 +323,7 @@ func (s *Snapshot) input(without map[string]bool, pending []*corev1.Pod, initial
 			in.Nodes = append(in.Nodes, n.sched)
 		}
 	}
+	in.Volumes = s.volumes.topology(in.Pods)
 	return in
 }
 

@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -36,7 +37,8 @@ type Cached struct {
 }
 
 // List reads every NodePool, EC2NodeClass, NodeClaim, Node, Pod,
-// DaemonSet, PodDisruptionBudget, Namespace and NodeOverlay (none when the cluster
+// DaemonSet, PodDisruptionBudget, Namespace, PersistentVolumeClaim,
+// PersistentVolume, StorageClass and NodeOverlay (none when the cluster
 // does not have the NodeOverlay CRD).
 //
 // From a cache, the pods are the cache's own objects, not copies (copying
@@ -86,11 +88,21 @@ func List(ctx context.Context, kube client.Reader) (*Listed, error) {
 	out.Nodes = Pointers(nodes.Items)
 	out.DaemonSets = Pointers(sets.Items)
 	out.PDBs = Pointers(pdbs.Items)
-	namespaces := &corev1.NamespaceList{}
-	if err := kube.List(ctx, namespaces); err != nil {
-		return nil, fmt.Errorf("listing Namespaces: %w", err)
+	var (
+		namespaces corev1.NamespaceList
+		pvcs       corev1.PersistentVolumeClaimList
+		pvs        corev1.PersistentVolumeList
+		storage    storagev1.StorageClassList
+	)
+	for _, l := range []struct {
+		what string
+		list client.ObjectList
+	}{{"Namespaces", &namespaces}, {"PersistentVolumeClaims", &pvcs}, {"PersistentVolumes", &pvs}, {"StorageClasses", &storage}} {
+		if err := kube.List(ctx, l.list); err != nil {
+			return nil, fmt.Errorf("listing %s: %w", l.what, err)
+		}
 	}
-	out.Namespaces = Pointers(namespaces.Items)
+	out.Namespaces, out.PVCs, out.PVs, out.StorageClasses = Pointers(namespaces.Items), Pointers(pvcs.Items), Pointers(pvs.Items), Pointers(storage.Items)
 	overlays := &v1alpha1.NodeOverlayList{}
 	switch err := kube.List(ctx, overlays); {
 	case meta.IsNoMatchError(err):
