@@ -44,6 +44,9 @@ func (e *EC2) CreateLaunchTemplate(ctx context.Context, in *ec2.CreateLaunchTemp
 	if in.LaunchTemplateData == nil {
 		return nil, apiError("MissingParameter", "The request must contain the parameter LaunchTemplateData")
 	}
+	if err := checkTemplateData(in.LaunchTemplateData); err != nil {
+		return nil, err
+	}
 	lt := launchTemplate{data: *in.LaunchTemplateData, template: ec2types.LaunchTemplate{
 		LaunchTemplateId: aws.String(fmt.Sprintf("lt-%017x", len(a.templates)+1)), LaunchTemplateName: aws.String(name),
 		LatestVersionNumber: aws.Int64(1), DefaultVersionNumber: aws.Int64(1), CreateTime: aws.Time(a.clock.Now()),
@@ -55,6 +58,24 @@ func (e *EC2) CreateLaunchTemplate(ctx context.Context, in *ec2.CreateLaunchTemp
 	}
 	a.templates[name] = &lt
 	return &ec2.CreateLaunchTemplateOutput{LaunchTemplate: &lt.template}, nil
+}
+
+// checkTemplateData refuses what EC2 refuses of a launch template's
+// volumes: an initialization rate outside 100-300 MiB/s, or without the
+// snapshot it fills the volume from.
+func checkTemplateData(d *ec2types.RequestLaunchTemplateData) error {
+	for _, m := range d.BlockDeviceMappings {
+		if m.Ebs == nil || m.Ebs.VolumeInitializationRate == nil {
+			continue
+		}
+		if rate := *m.Ebs.VolumeInitializationRate; rate < 100 || rate > 300 {
+			return apiError("InvalidParameterValue", fmt.Sprintf("Volume initialization rate %d MiB/s is out of range: use 100 to 300", rate))
+		}
+		if aws.ToString(m.Ebs.SnapshotId) == "" {
+			return apiError("InvalidParameterCombination", "A volume initialization rate can only be specified for a volume created from a snapshot")
+		}
+	}
+	return nil
 }
 
 // DescribeLaunchTemplates lists launch templates by name, id or tag filter.
@@ -322,6 +343,7 @@ func (a *Account) launch(c candidate, zone string, lifecycle ec2types.InstanceLi
 			LaunchTime:       aws.Time(a.clock.Now()),
 		},
 		UserData: deref(data.UserData),
+		Launched: data,
 	}
 	for _, id := range data.SecurityGroupIds {
 		inst.SecurityGroups = append(inst.SecurityGroups, ec2types.GroupIdentifier{GroupId: aws.String(id)})
@@ -350,6 +372,9 @@ func (a *Account) launch(c candidate, zone string, lifecycle ec2types.InstanceLi
 // its user data (base64, as launched) and the role of its profile.
 type Instance struct {
 	ec2types.Instance
+	// Launched is the launch template data the instance was launched
+	// with: its volumes, metadata options, network interfaces and so on.
+	Launched ec2types.RequestLaunchTemplateData
 	UserData string
 	Profile  string
 	Role     string
