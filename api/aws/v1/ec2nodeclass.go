@@ -313,7 +313,7 @@ type BlockDeviceMapping struct {
 // BlockDevice is an EBS volume.
 //
 // +kubebuilder:validation:XValidation:rule="has(self.snapshotID) || has(self.volumeSize)",message="an EBS volume needs volumeSize or snapshotID"
-// +kubebuilder:validation:XValidation:rule="!has(self.volumeInitializationRate) || (has(self.snapshotID) && self.snapshotID != ”)",message="volumeInitializationRate needs snapshotID: it is how fast a volume is filled from its snapshot"
+// +kubebuilder:validation:XValidation:rule="!has(self.volumeInitializationRate) || (has(self.snapshotID) && size(self.snapshotID) > 0)",message="volumeInitializationRate needs snapshotID: it is how fast a volume is filled from its snapshot"
 type BlockDevice struct {
 	// DeleteOnTermination deletes the volume with the instance.
 	// +optional
