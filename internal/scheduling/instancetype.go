@@ -17,6 +17,10 @@ type Offering struct {
 	// the capacity reservation and how many more instances it takes.
 	ReservationID       string
 	ReservationCapacity int
+	// ReservationInterruptible marks a reservation that lends another
+	// account's unused capacity; EC2 launches into it only when asked for
+	// interruptible reserved capacity.
+	ReservationInterruptible bool
 	// Overlaid marks a price a NodeOverlay set: launches then ask EC2 for
 	// the offerings in this price order rather than EC2's own.
 	Overlaid bool

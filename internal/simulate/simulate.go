@@ -80,7 +80,14 @@ func Snapshot(o *Objects, resolver *nodeclass.Resolver) (*state.Snapshot, []stri
 		if r.warning != "" {
 			warnings = append(warnings, r.warning)
 		}
-		types := instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: r.zones, Kubelet: nc.Spec.Kubelet, Reservations: r.reservations})
+		needs := instancetypes.NeedsOf(nc)
+		if r.placement != nil {
+			needs.PlacementGroup = r.placement
+		}
+		types := instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: r.zones, Kubelet: nc.Spec.Kubelet, Reservations: r.reservations, Needs: needs})
+		if resolver != nil && nc.Spec.PlacementGroupSelector != nil && r.placement == nil {
+			types = nil // not Ready: the controller launches nothing from it
+		}
 		classes[nc.Name] = &state.NodeClass{InstanceTypes: types, AMIs: r.amis}
 	}
 	snap := state.Build(o.State(), state.Options{Now: o.now(), NodeClasses: classes,
@@ -105,6 +112,7 @@ type resolved struct {
 	amis         []scheduling.AMI
 	zones        []string
 	reservations []instancetypes.Reservation
+	placement    *awsv1.PlacementGroup
 	warning      string
 }
 
@@ -125,7 +133,14 @@ func resolve(r *nodeclass.Resolver, nc *awsv1.EC2NodeClass) (resolved, error) {
 	if err != nil {
 		return resolved{}, fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
 	}
+	placement, err := r.PlacementGroup(ctx, nc)
+	if err != nil {
+		return resolved{}, fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
+	}
 	var warnings []string
+	if nc.Spec.PlacementGroupSelector != nil && placement == nil {
+		warnings = append(warnings, fmt.Sprintf("EC2NodeClass %s: placementGroupSelector selects no available placement group in account %s; it launches nothing", nc.Name, account.AccountID))
+	}
 	if len(amis) == 0 {
 		warnings = append(warnings, fmt.Sprintf("EC2NodeClass %s: amiSelectorTerms select no AMI in account %s", nc.Name, account.AccountID))
 	}
@@ -143,9 +158,9 @@ func resolve(r *nodeclass.Resolver, nc *awsv1.EC2NodeClass) (resolved, error) {
 	for _, s := range subnets {
 		zones = append(zones, s.Zone)
 	}
-	res := resolved{amis: out, zones: sortedUnique(zones), warning: strings.Join(warnings, "; ")}
+	res := resolved{amis: out, zones: sortedUnique(zones), placement: placement, warning: strings.Join(warnings, "; ")}
 	for _, cr := range reservations {
-		res.reservations = append(res.reservations, instancetypes.Reservation{ID: cr.ID, InstanceType: cr.InstanceType, Zone: cr.AvailabilityZone, Available: cr.Available})
+		res.reservations = append(res.reservations, instancetypes.Reservation{ID: cr.ID, InstanceType: cr.InstanceType, Zone: cr.AvailabilityZone, Available: cr.Available, Interruptible: cr.Interruptible})
 	}
 	return res, nil
 }

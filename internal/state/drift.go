@@ -20,6 +20,7 @@ const (
 	DriftAMI            = "AMIDrifted"
 	DriftSubnet         = "SubnetDrifted"
 	DriftSecurityGroups = "SecurityGroupsDrifted"
+	DriftPlacementGroup = "PlacementGroupDrifted"
 )
 
 // Network is where an instance runs, as the cloud reports it.
@@ -56,6 +57,9 @@ func Drift(nc *v1.NodeClaim, labels map[string]string, np *v1.NodePool, class *a
 		if h := EC2NodeClassHash(class); nc.Annotations[AnnotationEC2NodeClassHash] != h {
 			return DriftNodeClass, fmt.Sprintf("EC2NodeClass %s changed since the NodeClaim was made", class.Name)
 		}
+	}
+	if pg := class.Status.PlacementGroup; pg != nil && class.Spec.PlacementGroupSelector != nil && labels[awsv1.LabelPlacementGroupID] != "" && labels[awsv1.LabelPlacementGroupID] != pg.ID {
+		return DriftPlacementGroup, fmt.Sprintf("the node is in placement group %s, not %s (%s) that EC2NodeClass %s selects now", labels[awsv1.LabelPlacementGroupID], pg.ID, pg.Name, class.Name)
 	}
 	if img := nc.Status.ImageID; img != "" && len(class.Status.AMIs) > 0 && !slices.ContainsFunc(class.Status.AMIs, func(a awsv1.AMI) bool { return a.ID == img }) {
 		ids := make([]string, 0, len(class.Status.AMIs))

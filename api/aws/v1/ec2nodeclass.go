@@ -58,9 +58,24 @@ type EC2NodeClassSpec struct {
 	// +kubebuilder:validation:MaxItems=30
 	// +optional
 	CapacityReservationSelectorTerms []CapacityReservationSelectorTerm `json:"capacityReservationSelectorTerms,omitempty"`
-	// AssociatePublicIPAddress overrides the subnet's public IP setting.
+	// PlacementGroupSelector names the placement group (by name or id)
+	// nodes launch into: cluster, partition or spread. Only instance types
+	// the group's strategy supports are used; nodes carry the
+	// karpenter.k8s.aws/placement-group-id label (and, in a partition
+	// group, placement-group-partition).
+	// +kubebuilder:validation:XValidation:rule="has(self.name) || has(self.id)",message="placementGroupSelector needs name or id"
+	// +kubebuilder:validation:XValidation:rule="!(has(self.name) && has(self.id))",message="placementGroupSelector takes name or id, not both"
+	// +optional
+	PlacementGroupSelector *PlacementGroupSelector `json:"placementGroupSelector,omitempty"`
+	// AssociatePublicIPAddress overrides the subnet's public IP setting
+	// for the primary network interface.
 	// +optional
 	AssociatePublicIPAddress *bool `json:"associatePublicIPAddress,omitempty"`
+	// IPPrefixCount is the number of IPv4 /28 prefixes assigned to each
+	// network interface nodewright launches (not EFA-only ones).
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	IPPrefixCount *int32 `json:"ipPrefixCount,omitempty"`
 	// AMISelectorTerms select the AMIs nodes boot from: an alias for the
 	// EKS-optimized AMIs (al2023@latest), or ids, names, tags or SSM
 	// parameters. Terms are ORed.
@@ -111,6 +126,17 @@ type EC2NodeClassSpec struct {
 	// +kubebuilder:validation:Enum=RAID0
 	// +optional
 	InstanceStorePolicy *string `json:"instanceStorePolicy,omitempty"`
+	// NetworkInterfaces are the network interfaces nodes launch with, by
+	// network card and device index: the primary (card 0, device 0, type
+	// interface) and any more, such as EFA-only interfaces. Only instance
+	// types with those network cards, device indexes and EFA interfaces
+	// are used.
+	// +kubebuilder:validation:MaxItems=150
+	// +kubebuilder:validation:XValidation:rule="self.size() == 0 || self.exists(n, n.networkCardIndex == 0 && n.deviceIndex == 0 && n.interfaceType == 'interface')",message="networkInterfaces must include the primary interface: networkCardIndex 0, deviceIndex 0, interfaceType interface"
+	// +kubebuilder:validation:XValidation:rule="self.all(n, self.filter(m, m.networkCardIndex == n.networkCardIndex && m.deviceIndex == n.deviceIndex).size() == 1)",message="networkInterfaces cannot repeat a networkCardIndex and deviceIndex pair"
+	// +kubebuilder:validation:XValidation:rule="self.all(n, n.interfaceType != 'efa-only' || self.filter(m, m.networkCardIndex == n.networkCardIndex && m.interfaceType == 'efa-only').size() == 1)",message="networkInterfaces can have at most one efa-only interface per network card"
+	// +optional
+	NetworkInterfaces []*NetworkInterface `json:"networkInterfaces,omitempty"`
 	// DetailedMonitoring enables one-minute CloudWatch metrics.
 	// +optional
 	DetailedMonitoring *bool `json:"detailedMonitoring,omitempty"`
@@ -118,9 +144,86 @@ type EC2NodeClassSpec struct {
 	// +kubebuilder:default:={httpEndpoint: enabled, httpProtocolIPv6: disabled, httpPutResponseHopLimit: 1, httpTokens: required}
 	// +optional
 	MetadataOptions *MetadataOptions `json:"metadataOptions,omitempty"`
+	// ConnectionTracking sets the idle connection tracking timeouts of the
+	// network interfaces nodewright launches (not EFA-only ones). Only
+	// Nitro instance types support it, so only they are used.
+	// +kubebuilder:validation:XValidation:rule="has(self.tcpEstablishedTimeout) || has(self.udpStreamTimeout) || has(self.udpTimeout)",message="connectionTracking needs at least one of tcpEstablishedTimeout, udpStreamTimeout or udpTimeout"
+	// +optional
+	ConnectionTracking *ConnectionTracking `json:"connectionTracking,omitempty"`
 	// Context is passed to CreateFleet (reserved for EC2 use).
 	// +optional
 	Context *string `json:"context,omitempty"`
+	// CPUOptions are the CPU options nodes launch with.
+	// +optional
+	CPUOptions *CPUOptions `json:"cpuOptions,omitempty"`
+}
+
+// PlacementGroupSelector names a placement group.
+type PlacementGroupSelector struct {
+	// Name is the placement group's name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=255
+	// +optional
+	Name *string `json:"name,omitempty"`
+	// ID is the placement group's id, such as pg-0123abcd.
+	// +kubebuilder:validation:Pattern="^pg-[0-9a-z]+$"
+	// +optional
+	ID *string `json:"id,omitempty"`
+}
+
+// NetworkInterface is one network interface of a node.
+type NetworkInterface struct {
+	// NetworkCardIndex is the network card the interface is attached to.
+	// +kubebuilder:validation:Minimum=0
+	// +required
+	NetworkCardIndex int32 `json:"networkCardIndex"`
+	// DeviceIndex is the interface's device index on its card.
+	// +kubebuilder:validation:Minimum=0
+	// +required
+	DeviceIndex int32 `json:"deviceIndex"`
+	// InterfaceType is interface (an ENA interface) or efa-only (an
+	// Elastic Fabric Adapter without IP networking).
+	// +kubebuilder:validation:Enum=interface;efa-only
+	// +required
+	InterfaceType string `json:"interfaceType"`
+}
+
+// Network interface types.
+const (
+	InterfaceTypeInterface = "interface"
+	InterfaceTypeEFAOnly   = "efa-only"
+)
+
+// ConnectionTracking are idle connection tracking timeouts, in seconds.
+type ConnectionTracking struct {
+	// TCPEstablishedTimeout for idle established TCP connections, 60 to
+	// 432000 (EC2's default: 432000, 350 on Nitro v6 types).
+	// +kubebuilder:validation:Minimum=60
+	// +kubebuilder:validation:Maximum=432000
+	// +optional
+	TCPEstablishedTimeout *int32 `json:"tcpEstablishedTimeout,omitempty"`
+	// UDPStreamTimeout for idle UDP flows that saw more than one
+	// request-response, 60 to 180 (EC2's default: 180).
+	// +kubebuilder:validation:Minimum=60
+	// +kubebuilder:validation:Maximum=180
+	// +optional
+	UDPStreamTimeout *int32 `json:"udpStreamTimeout,omitempty"`
+	// UDPTimeout for idle UDP flows in one direction or of a single
+	// request-response, 30 to 60 (EC2's default: 30).
+	// +kubebuilder:validation:Minimum=30
+	// +kubebuilder:validation:Maximum=60
+	// +optional
+	UDPTimeout *int32 `json:"udpTimeout,omitempty"`
+}
+
+// CPUOptions are CPU options of nodes.
+type CPUOptions struct {
+	// NestedVirtualization enabled lets nodes run virtual machines (such
+	// as Kata Containers or Firecracker) without being bare metal; only
+	// instance types that support it are used.
+	// +kubebuilder:validation:Enum=enabled;disabled
+	// +optional
+	NestedVirtualization *string `json:"nestedVirtualization,omitempty"`
 }
 
 // SubnetSelectorTerm selects subnets by tags or by id.
@@ -160,10 +263,11 @@ type SecurityGroupSelectorTerm struct {
 	Name string `json:"name,omitempty"`
 }
 
-// CapacityReservationSelectorTerm selects capacity reservations by tags or id.
+// CapacityReservationSelectorTerm selects capacity reservations by tags,
+// id or instance match criteria.
 //
-// +kubebuilder:validation:XValidation:rule="has(self.tags) || has(self.id)",message="each capacityReservationSelectorTerm needs tags or id"
-// +kubebuilder:validation:XValidation:rule="!(has(self.id) && (has(self.tags) || has(self.ownerID)))",message="id selects one capacity reservation and cannot be combined with other fields in the same term"
+// +kubebuilder:validation:XValidation:rule="has(self.tags) || has(self.id) || has(self.instanceMatchCriteria)",message="each capacityReservationSelectorTerm needs tags, id or instanceMatchCriteria"
+// +kubebuilder:validation:XValidation:rule="!(has(self.id) && (has(self.tags) || has(self.ownerID) || has(self.instanceMatchCriteria)))",message="id selects one capacity reservation and cannot be combined with other fields in the same term"
 type CapacityReservationSelectorTerm struct {
 	// Tags the reservation must carry.
 	// +kubebuilder:validation:MaxProperties=20
@@ -178,6 +282,12 @@ type CapacityReservationSelectorTerm struct {
 	// +kubebuilder:validation:Pattern="^[0-9]{12}$"
 	// +optional
 	OwnerID string `json:"ownerID,omitempty"`
+	// InstanceMatchCriteria selects reservations that are open (any
+	// matching instance may use them) or targeted (only launches that name
+	// them).
+	// +kubebuilder:validation:Enum=open;targeted
+	// +optional
+	InstanceMatchCriteria string `json:"instanceMatchCriteria,omitempty"`
 }
 
 // AMISelectorTerm selects AMIs by alias, id, name (and owner), tags or an
@@ -404,8 +514,11 @@ type EC2NodeClassStatus struct {
 	// may launch into.
 	// +optional
 	CapacityReservations []CapacityReservation `json:"capacityReservations,omitempty"`
+	// PlacementGroup resolved from placementGroupSelector.
+	// +optional
+	PlacementGroup *PlacementGroup `json:"placementGroup,omitempty"`
 	// Conditions: Ready, AMIsReady, SubnetsReady, SecurityGroupsReady,
-	// InstanceProfileReady, ValidationSucceeded and
+	// InstanceProfileReady, PlacementGroupReady, ValidationSucceeded and
 	// CapacityReservationsReady (which Ready does not include: without a
 	// reservation nodes launch as spot or on-demand).
 	// +listType=map
@@ -463,6 +576,25 @@ type CapacityReservation struct {
 	// EndTime is when the reservation ends, if it does.
 	// +optional
 	EndTime *metav1.Time `json:"endTime,omitempty"`
+	// Interruptible reservations lend their owner's unused capacity:
+	// instances in them can be reclaimed.
+	// +optional
+	Interruptible bool `json:"interruptible,omitempty"`
+}
+
+// PlacementGroup is the resolved placement group.
+type PlacementGroup struct {
+	// +required
+	ID string `json:"id"`
+	// +required
+	Name string `json:"name"`
+	// Strategy is cluster, partition or spread.
+	// +kubebuilder:validation:Enum=cluster;partition;spread
+	// +required
+	Strategy string `json:"strategy"`
+	// PartitionCount is the number of partitions of a partition group.
+	// +optional
+	PartitionCount int32 `json:"partitionCount,omitempty"`
 }
 
 // AMI is a resolved AMI.
@@ -499,6 +631,7 @@ const (
 	ConditionSecurityGroupsReady  = "SecurityGroupsReady"
 	ConditionInstanceProfileReady = "InstanceProfileReady"
 	ConditionValidationSucceeded  = "ValidationSucceeded"
+	ConditionPlacementGroupReady  = "PlacementGroupReady"
 	// ConditionCapacityReservationsReady is not part of Ready.
 	ConditionCapacityReservationsReady = "CapacityReservationsReady"
 )

@@ -34,6 +34,13 @@ const (
 	// LabelCapacityReservationID is the capacity reservation a reserved
 	// node runs in.
 	LabelCapacityReservationID = Group + "/capacity-reservation-id"
+	// LabelCapacityReservationInterruptible is "true" on a node launched
+	// into an interruptible capacity reservation.
+	LabelCapacityReservationInterruptible = Group + "/capacity-reservation-interruptible"
+	// LabelPlacementGroupID is the placement group a node runs in, and
+	// LabelPlacementGroupPartition its partition in a partition group.
+	LabelPlacementGroupID        = Group + "/placement-group-id"
+	LabelPlacementGroupPartition = Group + "/placement-group-partition"
 	// TerminationFinalizer holds a deleted EC2NodeClass until its
 	// NodeClaims are gone and its launch templates and managed instance
 	// profile are deleted.

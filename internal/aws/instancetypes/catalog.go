@@ -39,6 +39,14 @@ type Spec struct {
 	IPv4PerENI int64   `json:"ipv4PerENI"`
 	Hypervisor string  `json:"hypervisor"`
 	BareMetal  bool    `json:"bareMetal"`
+	// Network cards, the EFA interfaces the type takes (0: no EFA), nested
+	// virtualization support and the placement group strategies it can
+	// launch in; the catalog derives them (see features.go), EC2's
+	// DescribeInstanceTypes reports them.
+	NetworkCards         int64    `json:"-"`
+	MaxEFA               int64    `json:"-"`
+	NestedVirtualization bool     `json:"-"`
+	PlacementStrategies  []string `json:"-"`
 	// Offered maps the zones the type is offered in to its spot price there
 	// (0: no spot). Nil means every zone of Options, at SpotPrice.
 	Offered map[string]float64 `json:"-"`
@@ -53,6 +61,13 @@ func Catalog() ([]Spec, error) {
 		return nil, fmt.Errorf("decoding the instance type catalog: %w", err)
 	}
 	sort.Slice(doc.InstanceTypes, func(i, j int) bool { return doc.InstanceTypes[i].Name < doc.InstanceTypes[j].Name })
+	efa, err := efaInterfaces()
+	if err != nil {
+		return nil, err
+	}
+	for i := range doc.InstanceTypes {
+		withFeatures(&doc.InstanceTypes[i], efa)
+	}
 	return doc.InstanceTypes, nil
 }
 
@@ -68,6 +83,10 @@ type Options struct {
 	// Reservations add reserved offerings: capacity reserved for one
 	// instance type in one zone.
 	Reservations []Reservation
+	// Needs are what an EC2NodeClass asks of instance types (network
+	// interfaces, nested virtualization, ...): types without it are left
+	// out.
+	Needs Needs
 }
 
 // Reservation is a capacity reservation: an instance type in a zone and how
@@ -77,6 +96,8 @@ type Reservation struct {
 	InstanceType string
 	Zone         string
 	Available    int
+	// Interruptible reservations lend another account's unused capacity.
+	Interruptible bool
 }
 
 // ReservedPriceFactor prices reserved offerings against on-demand: the
@@ -101,7 +122,9 @@ func Load(opts Options) ([]*scheduling.InstanceType, error) {
 func InstanceTypes(specs []Spec, opts Options) []*scheduling.InstanceType {
 	out := make([]*scheduling.InstanceType, 0, len(specs))
 	for _, s := range specs {
-		out = append(out, convert(s, opts))
+		if opts.Needs.Unmet(s) == "" {
+			out = append(out, convert(s, opts))
+		}
 	}
 	return out
 }
@@ -138,7 +161,7 @@ func convert(s Spec, opts Options) *scheduling.InstanceType {
 			if r.InstanceType == s.Name && slices.Contains(opts.Zones, r.Zone) {
 				it.Offerings = append(it.Offerings, scheduling.Offering{
 					Zone: r.Zone, CapacityType: v1.CapacityTypeReserved, Price: s.OnDemand * ReservedPriceFactor, Available: r.Available > 0,
-					ReservationID: r.ID, ReservationCapacity: r.Available,
+					ReservationID: r.ID, ReservationCapacity: r.Available, ReservationInterruptible: r.Interruptible,
 				})
 			}
 		}
@@ -154,6 +177,7 @@ func convert(s Spec, opts Options) *scheduling.InstanceType {
 		}
 	}
 	it.Requirements.Add(scheduling.NewRequirement(v1.LabelCapacityType, corev1.NodeSelectorOpIn, keys(capacityTypes)...))
+	opts.Needs.placementLabels(it.Requirements)
 	return it
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -94,9 +95,22 @@ func specOf(info ec2types.InstanceTypeInfo) Spec {
 			s.Arch = "arm64"
 		}
 	}
+	if info.ProcessorInfo != nil {
+		s.NestedVirtualization = slices.Contains(info.ProcessorInfo.SupportedFeatures, ec2types.SupportedAdditionalProcessorFeatureNestedVirtualization)
+	}
+	s.NetworkCards = 1
 	if info.NetworkInfo != nil {
 		s.MaxENIs = int64(aws.ToInt32(info.NetworkInfo.MaximumNetworkInterfaces))
 		s.IPv4PerENI = int64(aws.ToInt32(info.NetworkInfo.Ipv4AddressesPerInterface))
+		s.NetworkCards = max(1, int64(aws.ToInt32(info.NetworkInfo.MaximumNetworkCards)))
+		if efa := info.NetworkInfo.EfaInfo; efa != nil && aws.ToBool(info.NetworkInfo.EfaSupported) {
+			s.MaxEFA = int64(aws.ToInt32(efa.MaximumEfaInterfaces))
+		}
+	}
+	if info.PlacementGroupInfo != nil {
+		for _, st := range info.PlacementGroupInfo.SupportedStrategies {
+			s.PlacementStrategies = append(s.PlacementStrategies, string(st))
+		}
 	}
 	if info.GpuInfo != nil {
 		for _, g := range info.GpuInfo.Gpus {

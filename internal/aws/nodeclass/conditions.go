@@ -25,6 +25,8 @@ type Resolution struct {
 	Findings        []userdata.Finding
 	Reservations    []Reservation
 	ReservationsErr error
+	PlacementGroup  *awsv1.PlacementGroup
+	PlacementErr    error
 }
 
 // Condition reasons.
@@ -69,7 +71,7 @@ func Conditions(nc *awsv1.EC2NodeClass, r Resolution) []metav1.Condition {
 		validation = metav1.Condition{Type: awsv1.ConditionValidationSucceeded, Status: metav1.ConditionFalse, Reason: ReasonUserDataInvalid,
 			Message: "spec.userData would keep nodes from registering, so nothing is launched from this EC2NodeClass: " + strings.Join(errs, "; ")}
 	}
-	conds = append(conds, validation)
+	conds = append(conds, validation, placementCondition(nc, r))
 	var notReady []string
 	for _, c := range conds {
 		if c.Status != metav1.ConditionTrue {

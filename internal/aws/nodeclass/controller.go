@@ -98,6 +98,7 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	for _, r := range res.Reservations {
 		nc.Status.CapacityReservations = append(nc.Status.CapacityReservations, r.CapacityReservation)
 	}
+	nc.Status.PlacementGroup = res.PlacementGroup
 	now := metav1.NewTime(c.Clock.Now())
 	for _, cond := range Conditions(nc, res) {
 		cond.ObservedGeneration = nc.Generation
@@ -127,6 +128,7 @@ func (c *Controller) resolve(ctx context.Context, nc *awsv1.EC2NodeClass) Resolu
 	res.AMIs, res.AMIsErr = c.Resolver.AMIs(ctx, nc)
 	res.InstanceProfile, res.ProfileErr = c.Resolver.InstanceProfile(ctx, nc)
 	res.Reservations, res.ReservationsErr = c.Resolver.CapacityReservations(ctx, nc, c.Clock.Now())
+	res.PlacementGroup, res.PlacementErr = c.Resolver.PlacementGroup(ctx, nc)
 	userData := ""
 	if nc.Spec.UserData != nil {
 		userData = *nc.Spec.UserData

@@ -13,7 +13,7 @@ func isNotFound(err error) bool {
 		return false
 	}
 	switch apiErr.ErrorCode() {
-	case "ParameterNotFound", "InvalidSubnetID.NotFound", "InvalidGroup.NotFound", "InvalidAMIID.NotFound", "NoSuchEntity", "InvalidCapacityReservationId.NotFound":
+	case "ParameterNotFound", "InvalidSubnetID.NotFound", "InvalidGroup.NotFound", "InvalidAMIID.NotFound", "NoSuchEntity", "InvalidCapacityReservationId.NotFound", "InvalidPlacementGroup.Unknown", "InvalidPlacementGroupId.NotFound":
 		return true
 	}
 	return false

@@ -42,6 +42,9 @@ func (r *Resolver) CapacityReservations(ctx context.Context, nc *awsv1.EC2NodeCl
 		if term.OwnerID != "" {
 			in.Filters = append(in.Filters, ec2types.Filter{Name: aws.String("owner-id"), Values: []string{term.OwnerID}})
 		}
+		if term.InstanceMatchCriteria != "" {
+			in.Filters = append(in.Filters, ec2types.Filter{Name: aws.String("instance-match-criteria"), Values: []string{term.InstanceMatchCriteria}})
+		}
 		pages := ec2.NewDescribeCapacityReservationsPaginator(r.EC2, in)
 		for pages.HasMorePages() {
 			page, err := pages.NextPage(ctx)
@@ -71,6 +74,7 @@ func reservationOf(cr ec2types.CapacityReservation, now time.Time) Reservation {
 			ID: aws.ToString(cr.CapacityReservationId), InstanceType: aws.ToString(cr.InstanceType),
 			AvailabilityZone: aws.ToString(cr.AvailabilityZone), OwnerID: aws.ToString(cr.OwnerId),
 			InstanceMatchCriteria: string(cr.InstanceMatchCriteria), ReservationType: string(cr.ReservationType), State: "active",
+			Interruptible: aws.ToBool(cr.Interruptible),
 		},
 		Available: int(aws.ToInt32(cr.AvailableInstanceCount)),
 	}
@@ -102,6 +106,9 @@ func describeReservationTerms(terms []awsv1.CapacityReservationSelectorTerm) str
 		}
 		if t.OwnerID != "" {
 			p = append(p, "ownerID "+t.OwnerID)
+		}
+		if t.InstanceMatchCriteria != "" {
+			p = append(p, "instanceMatchCriteria "+t.InstanceMatchCriteria)
 		}
 		parts = append(parts, strings.Join(p, " "))
 	}

@@ -89,7 +89,7 @@ func (c *CloudProvider) InstanceTypes(ctx context.Context, class *awsv1.EC2NodeC
 	if err != nil {
 		return nil, err
 	}
-	opts := instancetypes.Options{Zones: zoneList, Kubelet: class.Spec.Kubelet, Reservations: reservations}
+	opts := instancetypes.Options{Zones: zoneList, Kubelet: class.Spec.Kubelet, Reservations: reservations, Needs: instancetypes.NeedsOf(class)}
 	return withUnavailable(c.memo.get(specs, opts), c.Provider.unavailable.current()), nil
 }
 

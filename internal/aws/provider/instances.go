@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -128,6 +129,13 @@ func instanceOf(inst ec2types.Instance, types []*scheduling.InstanceType) *cloud
 	}
 	if inst.CapacityReservationId != nil {
 		out.Labels[awsv1.LabelCapacityReservationID] = *inst.CapacityReservationId
+		out.Labels[awsv1.LabelCapacityReservationInterruptible] = strconv.FormatBool(inst.InstanceLifecycle == ec2types.InstanceLifecycleTypeInterruptibleCapacityReservation)
+	}
+	if p := inst.Placement; p != nil && p.GroupId != nil {
+		out.Labels[awsv1.LabelPlacementGroupID] = *p.GroupId
+		if p.PartitionNumber != nil {
+			out.Labels[awsv1.LabelPlacementGroupPartition] = strconv.Itoa(int(*p.PartitionNumber))
+		}
 	}
 	if inst.State != nil {
 		out.State = string(inst.State.Name)

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -105,11 +106,12 @@ func (p *Provider) create(ctx context.Context, claim *v1.NodeClaim, class *awsv1
 		return nil, err
 	}
 	capacityType := p.capacityType(reqs, candidates)
+	interruptible := capacityType == v1.CapacityTypeReserved && p.interruptibleOnly(reqs, candidates)
 	subnets, err := p.resolver.Subnets(ctx, class)
 	if err != nil {
 		return nil, fmt.Errorf("launching NodeClaim %s: %w", claim.Name, err)
 	}
-	configs, err := p.launchTemplateConfigs(ctx, claim, class, reqs, candidates, capacityType, subnets)
+	configs, err := p.launchTemplateConfigs(ctx, claim, class, reqs, candidates, capacityType, interruptible, subnets)
 	if err != nil {
 		return nil, fmt.Errorf("launching NodeClaim %s: %w", claim.Name, err)
 	}
@@ -118,9 +120,13 @@ func (p *Provider) create(ctx context.Context, claim *v1.NodeClaim, class *awsv1
 	}
 	// Reserved instances are on-demand instances launched into the
 	// reservation their launch template targets.
+	// Interruptible reservations take reserved-capacity launches only.
 	fleetCapacityType := ec2types.DefaultTargetCapacityTypeOnDemand
-	if capacityType == v1.CapacityTypeSpot {
+	switch {
+	case capacityType == v1.CapacityTypeSpot:
 		fleetCapacityType = ec2types.DefaultTargetCapacityTypeSpot
+	case interruptible:
+		fleetCapacityType = ec2types.DefaultTargetCapacityTypeReservedCapacity
 	}
 	in := &ec2.CreateFleetInput{
 		Type:                  ec2types.FleetTypeInstant,
@@ -132,6 +138,10 @@ func (p *Provider) create(ctx context.Context, claim *v1.NodeClaim, class *awsv1
 		TagSpecifications: tagSpecifications(p.tags(claim, class), ec2types.ResourceTypeInstance, ec2types.ResourceTypeVolume, ec2types.ResourceTypeFleet),
 	}
 	switch prioritized := overlaidPrices(configs); {
+	case interruptible:
+		in.ReservedCapacityOptions = &ec2types.ReservedCapacityOptionsRequest{
+			ReservationTypes: []ec2types.FleetReservationType{ec2types.FleetReservationTypeInterruptibleCapacityReservation},
+		}
 	case capacityType == v1.CapacityTypeSpot && prioritized:
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyCapacityOptimizedPrioritized}
 	case capacityType == v1.CapacityTypeSpot:
@@ -147,7 +157,7 @@ func (p *Provider) create(ctx context.Context, claim *v1.NodeClaim, class *awsv1
 		for _, c := range configs {
 			p.templates.Delete(aws.ToString(c.LaunchTemplateSpecification.LaunchTemplateName))
 		}
-		if in.LaunchTemplateConfigs, err = p.launchTemplateConfigs(ctx, claim, class, reqs, candidates, capacityType, subnets); err != nil {
+		if in.LaunchTemplateConfigs, err = p.launchTemplateConfigs(ctx, claim, class, reqs, candidates, capacityType, interruptible, subnets); err != nil {
 			return nil, fmt.Errorf("launching NodeClaim %s: %w", claim.Name, err)
 		}
 		out, err = p.ec2.CreateFleet(ctx, in)
@@ -190,7 +200,7 @@ func (p *Provider) reservations(ctx context.Context, class *awsv1.EC2NodeClass) 
 	}
 	out := make([]instancetypes.Reservation, 0, len(found))
 	for _, r := range found {
-		out = append(out, instancetypes.Reservation{ID: r.ID, InstanceType: r.InstanceType, Zone: r.AvailabilityZone, Available: r.Available})
+		out = append(out, instancetypes.Reservation{ID: r.ID, InstanceType: r.InstanceType, Zone: r.AvailabilityZone, Available: r.Available, Interruptible: r.Interruptible})
 	}
 	return out, nil
 }
@@ -235,6 +245,25 @@ func (p *Provider) capacityType(reqs scheduling.Requirements, types []*schedulin
 	return v1.CapacityTypeOnDemand
 }
 
+// interruptibleOnly reports a reserved launch whose only available
+// reservations are interruptible ones: reservations that are not come
+// first, since their instances are not reclaimed.
+func (p *Provider) interruptibleOnly(reqs scheduling.Requirements, types []*scheduling.InstanceType) bool {
+	any := false
+	for _, it := range types {
+		for _, o := range it.Offerings {
+			if o.CapacityType != v1.CapacityTypeReserved || !o.Available || !zoneAllowed(reqs, o.Zone) || p.unavailable.isUnavailable(o.CapacityType, it.Name, o.Zone) {
+				continue
+			}
+			if !o.ReservationInterruptible {
+				return false
+			}
+			any = true
+		}
+	}
+	return any
+}
+
 func zoneAllowed(reqs scheduling.Requirements, zone string) bool {
 	r, ok := reqs[scheduling.LabelZone]
 	return !ok || r.Has(zone)
@@ -244,7 +273,7 @@ func zoneAllowed(reqs scheduling.Requirements, zone string) bool {
 // (user data differs), with one override per compatible instance type and
 // zone, in the subnet with the most free addresses there.
 func (p *Provider) launchTemplateConfigs(ctx context.Context, claim *v1.NodeClaim, class *awsv1.EC2NodeClass, reqs scheduling.Requirements,
-	types []*scheduling.InstanceType, capacityType string, subnets []nodeclass.Subnet) ([]ec2types.FleetLaunchTemplateConfigRequest, error) {
+	types []*scheduling.InstanceType, capacityType string, interruptible bool, subnets []nodeclass.Subnet) ([]ec2types.FleetLaunchTemplateConfigRequest, error) {
 	best := map[string]nodeclass.Subnet{}
 	for _, s := range subnets {
 		if cur, ok := best[s.Zone]; !ok || s.FreeIPs > cur.FreeIPs {
@@ -268,7 +297,8 @@ func (p *Provider) launchTemplateConfigs(ctx context.Context, claim *v1.NodeClai
 		amis[ami.ID] = ami
 		for _, o := range it.Offerings {
 			subnet, hasSubnet := best[o.Zone]
-			if o.CapacityType != capacityType || !o.Available || !hasSubnet || !zoneAllowed(reqs, o.Zone) || p.unavailable.isUnavailable(capacityType, it.Name, o.Zone) {
+			if o.CapacityType != capacityType || !o.Available || !hasSubnet || !zoneAllowed(reqs, o.Zone) || p.unavailable.isUnavailable(capacityType, it.Name, o.Zone) ||
+				o.ReservationInterruptible != interruptible {
 				continue
 			}
 			g := group{ami: ami.ID, maxPods: it.Capacity.Pods(), reservation: o.ReservationID}
@@ -372,9 +402,11 @@ func (p *Provider) ensureLaunchTemplate(ctx context.Context, claim *v1.NodeClaim
 		IamInstanceProfile: &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String(class.Status.InstanceProfile)},
 		Monitoring:         &ec2types.LaunchTemplatesMonitoringRequest{Enabled: aws.Bool(aws.ToBool(class.Spec.DetailedMonitoring))},
 	}
-	for _, g := range class.Status.SecurityGroups {
-		data.SecurityGroupIds = append(data.SecurityGroupIds, g.ID)
+	data.NetworkInterfaces = networkInterfaces(class)
+	if o := class.Spec.CPUOptions; o != nil && o.NestedVirtualization != nil {
+		data.CpuOptions = &ec2types.LaunchTemplateCpuOptionsRequest{NestedVirtualization: ec2types.NestedVirtualizationSpecification(*o.NestedVirtualization)}
 	}
+	data.Placement = placement(claim, class)
 	if reservation != "" {
 		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
 			CapacityReservationTarget: &ec2types.CapacityReservationTarget{CapacityReservationId: aws.String(reservation)},
@@ -430,6 +462,61 @@ func (p *Provider) ensureLaunchTemplate(ctx context.Context, claim *v1.NodeClaim
 	}
 	p.templates.Store(name, struct{}{})
 	return name, nil
+}
+
+// networkInterfaces are the interfaces a node launches with: those of
+// spec.networkInterfaces, else the primary one; each in the EC2NodeClass's
+// security groups, and all but EFA-only ones with its IP prefixes, public
+// IP setting and connection tracking timeouts.
+func networkInterfaces(class *awsv1.EC2NodeClass) []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest {
+	groups := make([]string, 0, len(class.Status.SecurityGroups))
+	for _, g := range class.Status.SecurityGroups {
+		groups = append(groups, g.ID)
+	}
+	var tracking *ec2types.ConnectionTrackingSpecificationRequest
+	if ct := class.Spec.ConnectionTracking; ct != nil {
+		tracking = &ec2types.ConnectionTrackingSpecificationRequest{
+			TcpEstablishedTimeout: ct.TCPEstablishedTimeout, UdpStreamTimeout: ct.UDPStreamTimeout, UdpTimeout: ct.UDPTimeout,
+		}
+	}
+	nics := class.Spec.NetworkInterfaces
+	if len(nics) == 0 {
+		nics = []*awsv1.NetworkInterface{{InterfaceType: awsv1.InterfaceTypeInterface}}
+	}
+	out := make([]ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest, 0, len(nics))
+	for _, ni := range nics {
+		spec := ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{
+			NetworkCardIndex: aws.Int32(ni.NetworkCardIndex), DeviceIndex: aws.Int32(ni.DeviceIndex), Groups: groups,
+		}
+		if ni.InterfaceType == awsv1.InterfaceTypeEFAOnly {
+			spec.InterfaceType = aws.String(string(ec2types.NetworkInterfaceTypeEfaOnly))
+		} else {
+			if len(class.Spec.NetworkInterfaces) > 0 {
+				spec.InterfaceType = aws.String(string(ec2types.NetworkInterfaceTypeInterface))
+			}
+			spec.Ipv4PrefixCount, spec.AssociatePublicIpAddress, spec.ConnectionTrackingSpecification = class.Spec.IPPrefixCount, class.Spec.AssociatePublicIPAddress, tracking
+		}
+		out = append(out, spec)
+	}
+	return out
+}
+
+// placement puts a node in the EC2NodeClass's placement group, and in a
+// partition group in the partition its NodeClaim requires, if just one.
+func placement(claim *v1.NodeClaim, class *awsv1.EC2NodeClass) *ec2types.LaunchTemplatePlacementRequest {
+	pg := class.Status.PlacementGroup
+	if pg == nil || class.Spec.PlacementGroupSelector == nil {
+		return nil
+	}
+	p := &ec2types.LaunchTemplatePlacementRequest{GroupId: aws.String(pg.ID)}
+	for _, r := range claim.Spec.Requirements {
+		if r.Key == awsv1.LabelPlacementGroupPartition && r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
+			if n, err := strconv.ParseInt(r.Values[0], 10, 32); err == nil {
+				p.PartitionNumber = aws.Int32(int32(n)) //nolint:gosec // parsed as 32 bits
+			}
+		}
+	}
+	return p
 }
 
 // LaunchUserData is the user data (not base64-encoded) an instance of a

@@ -32,6 +32,10 @@ type Account struct {
 	unavailable    map[string]bool
 	accessEntries  map[string]string // principal ARN → type
 	reservations   []*ec2types.CapacityReservation
+	placement      []ec2types.PlacementGroup
+	// partition is the last partition each partition group placed an
+	// instance in.
+	partition map[string]int32
 	faults         Faults
 	// pendingFor and shuttingDownFor are how long instances stay in
 	// those states.
@@ -48,7 +52,7 @@ func NewAccount() *Account {
 	return &Account{
 		parameters: map[string]string{}, roles: map[string]bool{}, profiles: map[string]*iamtypes.InstanceProfile{},
 		templates: map[string]*launchTemplate{}, fleets: map[string]*ec2.CreateFleetOutput{}, unavailable: map[string]bool{},
-		accessEntries: map[string]string{},
+		accessEntries: map[string]string{}, partition: map[string]int32{},
 		clock:         clock.RealClock{},
 	}
 }

@@ -73,11 +73,29 @@ func typeInfo(s instancetypes.Spec) ec2types.InstanceTypeInfo {
 		BareMetal:     aws.Bool(s.BareMetal),
 		Hypervisor:    ec2types.InstanceTypeHypervisor(s.Hypervisor),
 	}
+	if s.NestedVirtualization {
+		info.ProcessorInfo.SupportedFeatures = []ec2types.SupportedAdditionalProcessorFeature{ec2types.SupportedAdditionalProcessorFeatureNestedVirtualization}
+	}
 	if s.MaxENIs > 0 {
 		info.NetworkInfo = &ec2types.NetworkInfo{
-			MaximumNetworkInterfaces:  aws.Int32(int32(s.MaxENIs)),    //nolint:gosec // small
-			Ipv4AddressesPerInterface: aws.Int32(int32(s.IPv4PerENI)), //nolint:gosec // small
+			MaximumNetworkInterfaces:  aws.Int32(int32(s.MaxENIs)),      //nolint:gosec // small
+			Ipv4AddressesPerInterface: aws.Int32(int32(s.IPv4PerENI)),   //nolint:gosec // small
+			MaximumNetworkCards:       aws.Int32(int32(s.NetworkCards)), //nolint:gosec // small
+			EfaSupported:              aws.Bool(s.MaxEFA > 0),
 		}
+		perCard := max(1, s.MaxENIs/max(1, s.NetworkCards))
+		for card := range s.NetworkCards {
+			info.NetworkInfo.NetworkCards = append(info.NetworkInfo.NetworkCards, ec2types.NetworkCardInfo{
+				NetworkCardIndex: aws.Int32(int32(card)), MaximumNetworkInterfaces: aws.Int32(int32(perCard)), //nolint:gosec // small
+			})
+		}
+		if s.MaxEFA > 0 {
+			info.NetworkInfo.EfaInfo = &ec2types.EfaInfo{MaximumEfaInterfaces: aws.Int32(int32(s.MaxEFA))} //nolint:gosec // small
+		}
+	}
+	info.PlacementGroupInfo = &ec2types.PlacementGroupInfo{}
+	for _, st := range s.PlacementStrategies {
+		info.PlacementGroupInfo.SupportedStrategies = append(info.PlacementGroupInfo.SupportedStrategies, ec2types.PlacementGroupStrategy(st))
 	}
 	if s.GPU > 0 {
 		info.GpuInfo = &ec2types.GpuInfo{Gpus: []ec2types.GpuDeviceInfo{{Count: aws.Int32(int32(s.GPU)), Manufacturer: aws.String(gpuMaker(s.Name))}}} //nolint:gosec // small

@@ -2,6 +2,7 @@ package aws
 
 import (
 	"context"
+	"slices"
 	"fmt"
 	"math"
 	"sort"
@@ -60,10 +61,19 @@ func (e *EC2) CreateLaunchTemplate(ctx context.Context, in *ec2.CreateLaunchTemp
 	return &ec2.CreateLaunchTemplateOutput{LaunchTemplate: &lt.template}, nil
 }
 
-// checkTemplateData refuses what EC2 refuses of a launch template's
-// volumes: an initialization rate outside 100-300 MiB/s, or without the
-// snapshot it fills the volume from.
+// checkTemplateData refuses what EC2 refuses of a launch template: a
+// volume initialization rate outside 100-300 MiB/s, or without the
+// snapshot it fills the volume from; network interfaces together with
+// instance-level security groups, without the primary interface, or
+// repeating a card and device index; connection tracking timeouts out of
+// range; an unknown nested virtualization setting.
 func checkTemplateData(d *ec2types.RequestLaunchTemplateData) error {
+	if err := checkInterfaces(d); err != nil {
+		return err
+	}
+	if o := d.CpuOptions; o != nil && o.NestedVirtualization != "" && !slices.Contains(o.NestedVirtualization.Values(), o.NestedVirtualization) {
+		return apiError("InvalidParameterValue", fmt.Sprintf("Invalid value '%s' for NestedVirtualization", o.NestedVirtualization))
+	}
 	for _, m := range d.BlockDeviceMappings {
 		if m.Ebs == nil || m.Ebs.VolumeInitializationRate == nil {
 			continue
@@ -180,6 +190,11 @@ func (e *EC2) CreateFleet(ctx context.Context, in *ec2.CreateFleetInput, _ ...fu
 	if capacityType == ec2types.DefaultTargetCapacityTypeSpot {
 		lifecycle = ec2types.InstanceLifecycleSpot
 	}
+	interruptible := capacityType == ec2types.DefaultTargetCapacityTypeReservedCapacity
+	if interruptible && (in.ReservedCapacityOptions == nil ||
+		!slices.Contains(in.ReservedCapacityOptions.ReservationTypes, ec2types.FleetReservationTypeInterruptibleCapacityReservation)) {
+		return nil, apiError("MissingParameter", "Target capacity type reserved-capacity needs ReservedCapacityOptions with reservation type interruptible-capacity-reservation")
+	}
 	want := int(aws.ToInt32(in.TargetCapacitySpecification.TotalTargetCapacity))
 	byName := map[string]instancetypes.Spec{}
 	for _, s := range specs {
@@ -235,15 +250,23 @@ func (e *EC2) CreateFleet(ctx context.Context, in *ec2.CreateFleetInput, _ ...fu
 		var reservation *ec2types.CapacityReservation
 		if lifecycle == ec2types.InstanceLifecycleOnDemand {
 			var code, msg string
-			if reservation, code, msg = a.reserve(c.template.data, c.spec.Name, zone); code != "" {
+			if reservation, code, msg = a.reserve(c.template.data, c.spec.Name, zone, interruptible); code != "" {
 				out.Errors = append(out.Errors, fleetError(c.override, code, msg, lifecycle))
 				continue
 			}
 		}
-		inst := a.launch(c, zone, lifecycle, in.TagSpecifications)
+		placement, code, msg := a.place(c.template.data.Placement, c, zone)
+		if code != "" {
+			out.Errors = append(out.Errors, fleetError(c.override, code, msg, lifecycle))
+			continue
+		}
+		inst := a.launch(c, placement, lifecycle, in.TagSpecifications)
 		if reservation != nil {
 			reservation.AvailableInstanceCount = aws.Int32(aws.ToInt32(reservation.AvailableInstanceCount) - 1)
 			inst.CapacityReservationId = reservation.CapacityReservationId
+			if interruptible {
+				inst.InstanceLifecycle = ec2types.InstanceLifecycleTypeInterruptibleCapacityReservation
+			}
 		}
 		out.Instances = append(out.Instances, ec2types.CreateFleetInstance{
 			InstanceIds: []string{aws.ToString(inst.InstanceId)}, InstanceType: inst.InstanceType, Lifecycle: lifecycle,
@@ -314,6 +337,9 @@ func (a *Account) launchProblem(c candidate) string {
 	if c.override.SubnetId == nil || !hasSubnet(a.subnets, *c.override.SubnetId) {
 		return fmt.Sprintf("The subnet ID '%s' does not exist", deref(c.override.SubnetId))
 	}
+	if msg := typeProblem(data, c.spec); msg != "" {
+		return msg
+	}
 	if data.IamInstanceProfile != nil {
 		if _, ok := a.profiles[deref(data.IamInstanceProfile.Name)]; !ok {
 			return fmt.Sprintf("Value (%s) for parameter iamInstanceProfile.name is invalid. Invalid IAM Instance Profile name", deref(data.IamInstanceProfile.Name))
@@ -331,13 +357,13 @@ func (a *Account) image(id string) *ec2types.Image {
 	return nil
 }
 
-func (a *Account) launch(c candidate, zone string, lifecycle ec2types.InstanceLifecycle, specs []ec2types.TagSpecification) *Instance {
+func (a *Account) launch(c candidate, placement *ec2types.Placement, lifecycle ec2types.InstanceLifecycle, specs []ec2types.TagSpecification) *Instance {
 	n := len(a.instances) + 1
 	data := c.template.data
 	inst := &Instance{
 		Instance: ec2types.Instance{
 			InstanceId: aws.String(fmt.Sprintf("i-%017x", n)), InstanceType: ec2types.InstanceType(c.spec.Name),
-			ImageId: data.ImageId, SubnetId: c.override.SubnetId, Placement: &ec2types.Placement{AvailabilityZone: aws.String(zone)},
+			ImageId: data.ImageId, SubnetId: c.override.SubnetId, Placement: placement,
 			PrivateDnsName:   aws.String(fmt.Sprintf("ip-10-0-%d-%d.ec2.internal", n/250, n%250+4)),
 			PrivateIpAddress: aws.String(fmt.Sprintf("10.0.%d.%d", n/250, n%250+4)),
 			LaunchTime:       aws.Time(a.clock.Now()),
@@ -345,7 +371,13 @@ func (a *Account) launch(c candidate, zone string, lifecycle ec2types.InstanceLi
 		UserData: deref(data.UserData),
 		Launched: data,
 	}
-	for _, id := range data.SecurityGroupIds {
+	groups := data.SecurityGroupIds
+	for _, ni := range data.NetworkInterfaces {
+		if aws.ToInt32(ni.NetworkCardIndex) == 0 && aws.ToInt32(ni.DeviceIndex) == 0 {
+			groups = ni.Groups
+		}
+	}
+	for _, id := range groups {
 		inst.SecurityGroups = append(inst.SecurityGroups, ec2types.GroupIdentifier{GroupId: aws.String(id)})
 	}
 	a.setState(inst, statePending)

@@ -107,7 +107,10 @@ func (a *Account) reservation(id string) *ec2types.CapacityReservation {
 // runs in: the one its launch template targets, else an open one with
 // room, as EC2 does. It returns the reservation (nil for none) or the
 // fleet error code and message.
-func (a *Account) reserve(data ec2types.RequestLaunchTemplateData, instanceType, zone string) (*ec2types.CapacityReservation, string, string) {
+//
+// Interruptible reservations take only launches that ask for interruptible
+// reserved capacity (interruptible true), and those launch nowhere else.
+func (a *Account) reserve(data ec2types.RequestLaunchTemplateData, instanceType, zone string, interruptible bool) (*ec2types.CapacityReservation, string, string) {
 	spec := data.CapacityReservationSpecification
 	if spec != nil && spec.CapacityReservationTarget != nil && spec.CapacityReservationTarget.CapacityReservationId != nil {
 		id := *spec.CapacityReservationTarget.CapacityReservationId
@@ -122,14 +125,21 @@ func (a *Account) reserve(data ec2types.RequestLaunchTemplateData, instanceType,
 				id, deref(r.InstanceType), deref(r.AvailabilityZone), instanceType, zone)
 		case aws.ToInt32(r.AvailableInstanceCount) <= 0:
 			return nil, "ReservationCapacityExceeded", fmt.Sprintf("The requested reservation '%s' does not have sufficient compatible and available capacity for this request.", id)
+		case aws.ToBool(r.Interruptible) && !interruptible:
+			return nil, "InvalidParameterCombination", fmt.Sprintf("The capacity reservation '%s' is interruptible: launch into it with target capacity type reserved-capacity and reservation type interruptible-capacity-reservation", id)
+		case !aws.ToBool(r.Interruptible) && interruptible:
+			return nil, "InvalidParameterCombination", fmt.Sprintf("The capacity reservation '%s' is not interruptible", id)
 		}
 		return r, "", ""
+	}
+	if interruptible {
+		return nil, "MissingParameter", "An interruptible reserved-capacity launch must target an interruptible capacity reservation"
 	}
 	if spec != nil && spec.CapacityReservationPreference == ec2types.CapacityReservationPreferenceNone {
 		return nil, "", ""
 	}
 	for _, r := range a.reservations {
-		if r.InstanceMatchCriteria == ec2types.InstanceMatchCriteriaOpen && r.State == ec2types.CapacityReservationStateActive &&
+		if r.InstanceMatchCriteria == ec2types.InstanceMatchCriteriaOpen && r.State == ec2types.CapacityReservationStateActive && !aws.ToBool(r.Interruptible) &&
 			deref(r.InstanceType) == instanceType && deref(r.AvailabilityZone) == zone && aws.ToInt32(r.AvailableInstanceCount) > 0 {
 			return r, "", ""
 		}

@@ -26,8 +26,8 @@ const SeedReservationID = "cr-0a1b2c3d4e5f60001"
 // Seed fills the account with what every scenario assumes: a subnet and
 // the cluster security group per zone, tagged for discovery; the
 // EKS-optimized AMIs of every alias family for both architectures, with
-// their public SSM parameters; the custom AMIs; and a capacity reservation
-// no scenario selects.
+// their public SSM parameters; the custom AMIs; a capacity reservation
+// no scenario selects; and a placement group of each strategy.
 func (a *Account) Seed() {
 	for i, zone := range account.Zones() {
 		a.AddSubnet(ec2types.Subnet{
@@ -47,6 +47,9 @@ func (a *Account) Seed() {
 		CapacityReservationId: aws.String(SeedReservationID), InstanceType: aws.String("m5.large"),
 		AvailabilityZone: aws.String(account.Zones()[0]), TotalInstanceCount: aws.Int32(2), Tags: []ec2types.Tag{discoveryTag},
 	})
+	a.AddPlacementGroup(ec2types.PlacementGroup{GroupName: aws.String(ClusterPlacementGroup), Strategy: ec2types.PlacementStrategyCluster})
+	a.AddPlacementGroup(ec2types.PlacementGroup{GroupName: aws.String(PartitionPlacementGroup), Strategy: ec2types.PlacementStrategyPartition, PartitionCount: aws.Int32(3)})
+	a.AddPlacementGroup(ec2types.PlacementGroup{GroupName: aws.String(SpreadPlacementGroup), Strategy: ec2types.PlacementStrategySpread})
 	for _, img := range aliasImages() {
 		a.AddImage(img.image)
 		a.SetParameter(img.parameter, *img.image.ImageId)

@@ -1,0 +1,135 @@
+package instancetypes
+
+import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	"github.com/nodewright/nodewright/internal/scheduling"
+)
+
+//go:embed ec2-instance-efa.json
+var efaJSON []byte
+
+func efaInterfaces() (map[string]int64, error) {
+	var doc struct {
+		MaximumEfaInterfaces map[string]int64 `json:"maximumEfaInterfaces"`
+	}
+	if err := json.Unmarshal(efaJSON, &doc); err != nil {
+		return nil, fmt.Errorf("decoding the EFA catalog: %w", err)
+	}
+	return doc.MaximumEfaInterfaces, nil
+}
+
+// Placement group strategies.
+const (
+	StrategyCluster   = "cluster"
+	StrategyPartition = "partition"
+	StrategySpread    = "spread"
+)
+
+// withFeatures fills in what the catalog derives rather than records:
+//   - EFA interfaces, from the published table (ec2-instance-efa.json);
+//   - network cards: one per EFA interface on the types with several (a
+//     p5.48xlarge has 32 of each), else one;
+//   - nested virtualization on virtual (not bare-metal) instances, which
+//     EC2 supports on the 8th generation Intel types c8i, m8i, r8i and
+//     their flex variants;
+//   - placement groups: partition and spread for every type, cluster for
+//     all but burstable (t*) and Mac types and m7i-flex, as the EC2 User
+//     Guide lists.
+func withFeatures(s *Spec, efa map[string]int64) {
+	family, _, _ := strings.Cut(s.Name, ".")
+	s.MaxEFA = efa[s.Name]
+	s.NetworkCards = max(1, s.MaxEFA)
+	s.NestedVirtualization = !s.BareMetal && slices.Contains([]string{"c8i", "c8i-flex", "m8i", "m8i-flex", "r8i", "r8i-flex"}, family)
+	s.PlacementStrategies = []string{StrategyCluster, StrategyPartition, StrategySpread}
+	if strings.HasPrefix(family, "t") || strings.HasPrefix(family, "mac") || family == "m7i-flex" {
+		s.PlacementStrategies = []string{StrategyPartition, StrategySpread}
+	}
+}
+
+// Needs are what an EC2NodeClass asks of the instance types it launches.
+type Needs struct {
+	// NetworkInterfaces by card and device index, with their type.
+	NetworkInterfaces []awsv1.NetworkInterface `json:",omitempty"`
+	// NestedVirtualization enabled.
+	NestedVirtualization bool `json:",omitempty"`
+	// Nitro: connection tracking is configured, which only Nitro types
+	// support.
+	Nitro bool `json:",omitempty"`
+	// PlacementGroup nodes launch in: its strategy must be supported, and
+	// instance types carry its id label (and partitions).
+	PlacementGroup *awsv1.PlacementGroup `json:",omitempty"`
+}
+
+// NeedsOf are the needs of an EC2NodeClass, its placement group resolved.
+func NeedsOf(class *awsv1.EC2NodeClass) Needs {
+	n := Needs{Nitro: class.Spec.ConnectionTracking != nil}
+	for _, ni := range class.Spec.NetworkInterfaces {
+		if ni != nil {
+			n.NetworkInterfaces = append(n.NetworkInterfaces, *ni)
+		}
+	}
+	if o := class.Spec.CPUOptions; o != nil && o.NestedVirtualization != nil && *o.NestedVirtualization == "enabled" {
+		n.NestedVirtualization = true
+	}
+	if class.Spec.PlacementGroupSelector != nil {
+		n.PlacementGroup = class.Status.PlacementGroup
+	}
+	return n
+}
+
+// Unmet says what of the needs an instance type lacks, "" when none.
+func (n Needs) Unmet(s Spec) string {
+	if n.NestedVirtualization && !s.NestedVirtualization {
+		return "nested virtualization"
+	}
+	if n.Nitro && s.Hypervisor != "nitro" {
+		return "connection tracking (Nitro only)"
+	}
+	if pg := n.PlacementGroup; pg != nil && !slices.Contains(s.PlacementStrategies, pg.Strategy) {
+		return "the " + pg.Strategy + " placement strategy"
+	}
+	perCard := max(1, s.MaxENIs/max(1, s.NetworkCards))
+	efa := int64(0)
+	for _, ni := range n.NetworkInterfaces {
+		if int64(ni.NetworkCardIndex) >= s.NetworkCards {
+			return fmt.Sprintf("network card %d (it has %d)", ni.NetworkCardIndex, s.NetworkCards)
+		}
+		if int64(ni.DeviceIndex) >= perCard {
+			return fmt.Sprintf("device index %d (it takes %d interfaces per card)", ni.DeviceIndex, perCard)
+		}
+		if ni.InterfaceType == awsv1.InterfaceTypeEFAOnly {
+			efa++
+		}
+	}
+	if efa > s.MaxEFA {
+		return fmt.Sprintf("%d EFA interfaces (it takes %d)", efa, s.MaxEFA)
+	}
+	return ""
+}
+
+// placementLabels are the requirements a placement group adds to the
+// instance types launched in it: its id, and the partitions of a
+// partition group (a NodeClaim narrowed to one launches into it).
+func (n Needs) placementLabels(reqs scheduling.Requirements) {
+	pg := n.PlacementGroup
+	if pg == nil {
+		return
+	}
+	reqs.Add(scheduling.NewRequirement(awsv1.LabelPlacementGroupID, corev1.NodeSelectorOpIn, pg.ID))
+	if pg.Strategy == StrategyPartition && pg.PartitionCount > 0 {
+		partitions := make([]string, 0, pg.PartitionCount)
+		for i := int32(1); i <= pg.PartitionCount; i++ {
+			partitions = append(partitions, strconv.Itoa(int(i)))
+		}
+		reqs.Add(scheduling.NewRequirement(awsv1.LabelPlacementGroupPartition, corev1.NodeSelectorOpIn, partitions...))
+	}
+}
