@@ -504,3 +504,63 @@ spec:
 		t.Errorf("unschedulable %+v; want db-c refused for its missing claim", r.Unschedulable)
 	}
 }
+
+// simulate plans with the instance types the controller would launch: an
+// EC2NodeClass with nested virtualization plans 8th generation Intel
+// types, one with a cluster placement group no burstable types, and one
+// whose placement group does not exist plans nothing and says why.
+func TestNodeClassLaunchSettingsShapeThePlan(t *testing.T) {
+	manifest := func(extra string) string {
+		return `apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  amiSelectorTerms: [{alias: al2023@latest}]
+  role: KarpenterNodeRole-nodewright-sim
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: nodewright-sim}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: nodewright-sim}}]
+` + extra + `
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: general}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: vm}
+spec:
+  containers: [{name: c, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+`
+	}
+	plan := func(extra string) *simulate.Report {
+		t.Helper()
+		objs := &simulate.Objects{}
+		if err := objs.Load("class.yaml", strings.NewReader(manifest(extra))); err != nil {
+			t.Fatal(err)
+		}
+		res, err := simulate.Run(objs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return simulate.NewReport(res)
+	}
+	r := plan("  cpuOptions: {nestedVirtualization: enabled}")
+	if len(r.NodeClaims) != 1 || !strings.Contains(r.NodeClaims[0].InstanceType, "8i") {
+		t.Errorf("nested virtualization: planned %+v; want one 8th generation Intel node", r.NodeClaims)
+	}
+	if r = plan(""); len(r.NodeClaims) != 1 || !strings.HasPrefix(r.NodeClaims[0].InstanceType, "t") {
+		t.Fatalf("no launch settings: planned %+v; want the cheapest, a burstable type", r.NodeClaims)
+	}
+	r = plan("  placementGroupSelector: {name: nodewright-cluster}")
+	if len(r.NodeClaims) != 1 || strings.HasPrefix(r.NodeClaims[0].InstanceType, "t") {
+		t.Errorf("cluster placement group: planned %+v; want one node of a type cluster groups take (not burstable)", r.NodeClaims)
+	}
+	r = plan("  placementGroupSelector: {name: no-such-group}")
+	if len(r.NodeClaims) != 0 || !strings.Contains(strings.Join(r.Warnings, "\n"), "placementGroupSelector selects no available placement group") {
+		t.Errorf("missing placement group: planned %+v, warnings %v; want nothing planned and the reason", r.NodeClaims, r.Warnings)
+	}
+}

@@ -425,3 +425,34 @@ func TestPlannedPodsStayPlanned(t *testing.T) {
 		t.Errorf("a node pods are nominated to is not disrupted: %v", b)
 	}
 }
+
+// Each launch setting of the EC2NodeClass drifts nodes made before it
+// changed; a node outside the placement group the EC2NodeClass resolves
+// now has drifted too, naming both groups.
+func TestLaunchSettingsDrift(t *testing.T) {
+	class := &awsv1.EC2NodeClass{Spec: awsv1.EC2NodeClassSpec{Role: "r"}}
+	nc := state.NodeClaimFor(nodePool("default", "default"), class, &scheduling.PlannedNodeClaim{})
+	for name, change := range map[string]func(*awsv1.EC2NodeClassSpec){
+		"cpuOptions":         func(s *awsv1.EC2NodeClassSpec) { s.CPUOptions = &awsv1.CPUOptions{NestedVirtualization: new(string)} },
+		"networkInterfaces":  func(s *awsv1.EC2NodeClassSpec) { s.NetworkInterfaces = []*awsv1.NetworkInterface{{InterfaceType: "interface"}} },
+		"connectionTracking": func(s *awsv1.EC2NodeClassSpec) { s.ConnectionTracking = &awsv1.ConnectionTracking{UDPTimeout: new(int32)} },
+		"ipPrefixCount":      func(s *awsv1.EC2NodeClassSpec) { s.IPPrefixCount = new(int32) },
+		"placementGroup":     func(s *awsv1.EC2NodeClassSpec) { s.PlacementGroupSelector = &awsv1.PlacementGroupSelector{ID: new(string)} },
+	} {
+		changed := class.DeepCopy()
+		change(&changed.Spec)
+		if reason, _ := state.Drift(nc, nil, nil, changed, nil); reason != state.DriftNodeClass {
+			t.Errorf("%s set: drift %q, want %s", name, reason, state.DriftNodeClass)
+		}
+	}
+	class.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelector{Name: new(string)}
+	class.Status.PlacementGroup = &awsv1.PlacementGroup{ID: "pg-0new", Name: "training", Strategy: "cluster"}
+	nc = state.NodeClaimFor(nodePool("default", "default"), class, &scheduling.PlannedNodeClaim{})
+	if reason, _ := state.Drift(nc, map[string]string{awsv1.LabelPlacementGroupID: "pg-0new"}, nil, class, nil); reason != "" {
+		t.Errorf("a node in the selected group drifted: %s", reason)
+	}
+	reason, msg := state.Drift(nc, map[string]string{awsv1.LabelPlacementGroupID: "pg-0old"}, nil, class, nil)
+	if reason != state.DriftPlacementGroup || !strings.Contains(msg, "pg-0old") || !strings.Contains(msg, "pg-0new") {
+		t.Errorf("a node in another group: %s %q; want %s naming both groups", reason, msg, state.DriftPlacementGroup)
+	}
+}

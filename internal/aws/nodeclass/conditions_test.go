@@ -2,9 +2,12 @@ package nodeclass_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
@@ -53,5 +56,26 @@ func TestConditions(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A placementGroupSelector that names no available group keeps the
+// EC2NodeClass from Ready with a condition that names the selector and
+// the fix; once resolved, the condition names the group and its strategy.
+func TestPlacementGroupCondition(t *testing.T) {
+	nc := nodeClass(awsv1.AMISelectorTerm{Alias: "al2023@latest"})
+	nc.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelector{Name: ptr.To("training")}
+	r := nodeclass.Resolution{Subnets: []nodeclass.Subnet{{}}, SecurityGroups: []awsv1.SecurityGroup{{}}, AMIs: []awsv1.AMI{{}}, InstanceProfile: "p"}
+	conds := nodeclass.Conditions(nc, r)
+	pg, ready := meta.FindStatusCondition(conds, awsv1.ConditionPlacementGroupReady), meta.FindStatusCondition(conds, awsv1.ConditionReady)
+	if pg == nil || pg.Status != metav1.ConditionFalse || pg.Reason != nodeclass.ReasonPlacementGroupNotFound ||
+		!strings.Contains(pg.Message, "name training") || !strings.Contains(pg.Message, "create-placement-group") || ready.Status != metav1.ConditionFalse {
+		t.Errorf("unresolved placement group: %+v, Ready %s; want PlacementGroupNotFound naming the selector and the fix, not Ready", pg, ready.Status)
+	}
+	r.PlacementGroup = &awsv1.PlacementGroup{ID: "pg-0123", Name: "training", Strategy: "partition", PartitionCount: 4}
+	conds = nodeclass.Conditions(nc, r)
+	pg, ready = meta.FindStatusCondition(conds, awsv1.ConditionPlacementGroupReady), meta.FindStatusCondition(conds, awsv1.ConditionReady)
+	if pg.Status != metav1.ConditionTrue || !strings.Contains(pg.Message, "pg-0123") || !strings.Contains(pg.Message, "4 partitions") || ready.Status != metav1.ConditionTrue {
+		t.Errorf("resolved placement group: %+v, Ready %s", pg, ready.Status)
 	}
 }

@@ -2,12 +2,22 @@ package provider_test
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/aws/instancetypes"
+	"github.com/nodewright/nodewright/internal/aws/provider"
 	"github.com/nodewright/nodewright/internal/scheduling"
+	"github.com/nodewright/nodewright/internal/sim/account"
+	simaws "github.com/nodewright/nodewright/internal/sim/aws"
 )
 
 // An EBS volume made from a snapshot is launched with the initialization
@@ -28,5 +38,210 @@ func TestVolumeInitializationRateIsLaunched(t *testing.T) {
 	ebs := insts[0].Launched.BlockDeviceMappings[0].Ebs
 	if ebs == nil || ptr.Deref(ebs.VolumeInitializationRate, 0) != 200 || ptr.Deref(ebs.SnapshotId, "") != "snap-0123456789abcdef0" {
 		t.Errorf("launched volume %+v; want the snapshot filled at 200 MiB/s", ebs)
+	}
+}
+
+// classTypes are the instance types the EC2NodeClass launches, through the
+// cloud provider (which keeps only the types that meet its needs).
+func (f *fixture) classTypes(t *testing.T) []*scheduling.InstanceType {
+	t.Helper()
+	resolve(t, f.resolver, f.class)
+	cloud := &provider.CloudProvider{Provider: f.provider, Types: &instancetypes.Cache{
+		Provider: &instancetypes.Provider{EC2: f.account.EC2(), Pricing: f.account.Pricing(), Region: account.Region},
+		Clock:    clock.RealClock{}, TTL: time.Hour,
+	}}
+	types, err := cloud.InstanceTypes(context.Background(), f.class)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return types
+}
+
+func typeNames(types []*scheduling.InstanceType) map[string]bool {
+	out := map[string]bool{}
+	for _, it := range types {
+		out[it.Name] = true
+	}
+	return out
+}
+
+// Nested virtualization enabled keeps only the types that support it on
+// virtual instances (c8i, m8i, r8i and their flex variants) and launches
+// with it enabled; EC2 refuses it on any other type.
+func TestNestedVirtualizationIsLaunched(t *testing.T) {
+	f := setup(t)
+	f.class.Spec.CPUOptions = &awsv1.CPUOptions{NestedVirtualization: ptr.To("enabled")}
+	types := f.classTypes(t)
+	names := typeNames(types)
+	if len(types) == 0 || names["m5.large"] || names["m8i.metal-48xl"] || !names["m8i.large"] || !names["c8i-flex.large"] {
+		t.Fatalf("%d types with nested virtualization (m5.large %v, m8i.metal-48xl %v, m8i.large %v); want only virtual 8th generation Intel types",
+			len(types), names["m5.large"], names["m8i.metal-48xl"], names["m8i.large"])
+	}
+	inst, err := f.provider.Create(context.Background(), claim("nested"), f.class, types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	family, _, _ := strings.Cut(inst.InstanceType, ".")
+	launched := f.account.Instances()[0].Launched
+	if !strings.HasSuffix(strings.TrimSuffix(family, "-flex"), "8i") || launched.CpuOptions == nil || launched.CpuOptions.NestedVirtualization != ec2types.NestedVirtualizationSpecificationEnabled {
+		t.Errorf("launched %s with CPU options %+v; want an 8th generation Intel type with nested virtualization enabled", inst.InstanceType, launched.CpuOptions)
+	}
+	// Asked of the whole catalog (stale types), EC2 refuses m5.large.
+	if _, err := f.provider.Create(context.Background(), claim("m5", in(scheduling.LabelInstanceType, "m5.large")), f.class, f.types); err == nil ||
+		!strings.Contains(err.Error(), "does not support nested virtualization") {
+		t.Errorf("nested virtualization on m5.large: got %v; want EC2's refusal", err)
+	}
+}
+
+// Network interfaces with an EFA-only interface on a second network card
+// keep only types with two cards and EFA, and are launched as given: the
+// security groups on each, IP prefixes, the public IP setting and
+// connection tracking on the ENA interface only.
+func TestNetworkInterfacesAreLaunched(t *testing.T) {
+	f := setup(t)
+	f.class.Spec.NetworkInterfaces = []*awsv1.NetworkInterface{
+		{NetworkCardIndex: 0, DeviceIndex: 0, InterfaceType: awsv1.InterfaceTypeInterface},
+		{NetworkCardIndex: 1, DeviceIndex: 0, InterfaceType: awsv1.InterfaceTypeEFAOnly},
+	}
+	f.class.Spec.IPPrefixCount = ptr.To[int32](2)
+	f.class.Spec.AssociatePublicIPAddress = ptr.To(false)
+	f.class.Spec.ConnectionTracking = &awsv1.ConnectionTracking{TCPEstablishedTimeout: ptr.To[int32](600), UDPTimeout: ptr.To[int32](45)}
+	types := f.classTypes(t)
+	names := typeNames(types)
+	if len(types) == 0 || names["m5.large"] || names["c5n.18xlarge"] || !names["p5.48xlarge"] {
+		t.Fatalf("%d types (m5.large %v, c5n.18xlarge %v with one card, p5.48xlarge %v); want only types with two network cards and EFA",
+			len(types), names["m5.large"], names["c5n.18xlarge"], names["p5.48xlarge"])
+	}
+	if _, err := f.provider.Create(context.Background(), claim("efa"), f.class, types); err != nil {
+		t.Fatal(err)
+	}
+	launched := f.account.Instances()[0].Launched
+	if len(launched.NetworkInterfaces) != 2 || len(launched.SecurityGroupIds) != 0 {
+		t.Fatalf("launched interfaces %+v and instance security groups %v; want the two interfaces carrying the groups", launched.NetworkInterfaces, launched.SecurityGroupIds)
+	}
+	primary, efa := launched.NetworkInterfaces[0], launched.NetworkInterfaces[1]
+	ct := primary.ConnectionTrackingSpecification
+	if aws.ToString(primary.InterfaceType) != "interface" || aws.ToInt32(primary.Ipv4PrefixCount) != 2 || aws.ToBool(primary.AssociatePublicIpAddress) ||
+		primary.AssociatePublicIpAddress == nil || ct == nil || aws.ToInt32(ct.TcpEstablishedTimeout) != 600 || aws.ToInt32(ct.UdpTimeout) != 45 || ct.UdpStreamTimeout != nil ||
+		len(primary.Groups) == 0 {
+		t.Errorf("primary interface %+v (tracking %+v); want type interface, 2 prefixes, no public IP, TCP 600 s / UDP 45 s, the security groups", primary, ct)
+	}
+	if aws.ToString(efa.InterfaceType) != "efa-only" || aws.ToInt32(efa.NetworkCardIndex) != 1 || efa.Ipv4PrefixCount != nil ||
+		efa.ConnectionTrackingSpecification != nil || efa.AssociatePublicIpAddress != nil || len(efa.Groups) == 0 {
+		t.Errorf("EFA interface %+v; want efa-only on card 1 with the groups and nothing else", efa)
+	}
+	if got := f.account.Instances()[0].SecurityGroups; len(got) == 0 {
+		t.Error("the instance has no security groups; the primary interface's groups are the instance's")
+	}
+}
+
+// Without network interfaces the primary one is launched with the
+// EC2NodeClass's public IP setting and prefixes; connection tracking
+// keeps to Nitro types, and EC2 refuses it on Xen.
+func TestPrimaryInterfaceAndConnectionTracking(t *testing.T) {
+	f := setup(t)
+	f.class.Spec.ConnectionTracking = &awsv1.ConnectionTracking{UDPStreamTimeout: ptr.To[int32](90)}
+	f.class.Spec.AssociatePublicIPAddress = ptr.To(true)
+	types := f.classTypes(t)
+	names := typeNames(types)
+	if names["m4.large"] || !names["m5.large"] {
+		t.Fatalf("connection tracking: m4.large (Xen) %v, m5.large (Nitro) %v; want Nitro types only", names["m4.large"], names["m5.large"])
+	}
+	if _, err := f.provider.Create(context.Background(), claim("ct", in(scheduling.LabelInstanceType, "m5.large")), f.class, types); err != nil {
+		t.Fatal(err)
+	}
+	nics := f.account.Instances()[0].Launched.NetworkInterfaces
+	if len(nics) != 1 || !aws.ToBool(nics[0].AssociatePublicIpAddress) || aws.ToInt32(nics[0].ConnectionTrackingSpecification.UdpStreamTimeout) != 90 {
+		t.Errorf("launched interfaces %+v; want the primary with a public IP and UDP stream timeout 90 s", nics)
+	}
+	if _, err := f.provider.Create(context.Background(), claim("xen", in(scheduling.LabelInstanceType, "m4.large")), f.class, f.types); err == nil ||
+		!strings.Contains(err.Error(), "only on Nitro") {
+		t.Errorf("connection tracking on m4.large: got %v; want EC2's refusal", err)
+	}
+}
+
+// A partition placement group: nodes launch in it, labelled with its id
+// and the partition EC2 put them in; a NodeClaim requiring partition 2
+// gets partition 2. Types the strategy does not take are left out.
+func TestPartitionPlacementGroup(t *testing.T) {
+	f := setup(t)
+	f.class.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelector{Name: ptr.To(simaws.PartitionPlacementGroup)}
+	types := f.classTypes(t)
+	pg := f.class.Status.PlacementGroup
+	if pg == nil || pg.Strategy != "partition" || pg.PartitionCount != 3 {
+		t.Fatalf("resolved placement group %+v; want the partition group with 3 partitions", pg)
+	}
+	ctx := context.Background()
+	first, err := f.provider.Create(ctx, claim("p-any", in(scheduling.LabelInstanceType, "m5.large")), f.class, types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Labels[awsv1.LabelPlacementGroupID] != pg.ID || first.Labels[awsv1.LabelPlacementGroupPartition] == "" {
+		t.Errorf("labels %v; want placement-group-id %s and a partition", first.Labels, pg.ID)
+	}
+	second, err := f.provider.Create(ctx, claim("p-2", in(scheduling.LabelInstanceType, "m5.large"), in(awsv1.LabelPlacementGroupPartition, "2")), f.class, types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Labels[awsv1.LabelPlacementGroupPartition] != "2" {
+		t.Errorf("a NodeClaim requiring partition 2 landed in partition %q", second.Labels[awsv1.LabelPlacementGroupPartition])
+	}
+	for _, it := range types {
+		if !it.Requirements[awsv1.LabelPlacementGroupID].Has(pg.ID) || it.Requirements[awsv1.LabelPlacementGroupPartition].Len() != 3 {
+			t.Fatalf("instance type %s requirements %v; want the group id and its 3 partitions", it.Name, it.Requirements)
+		}
+	}
+}
+
+// A cluster placement group leaves out the types it cannot hold (t3); a
+// spread group takes seven instances per zone, then EC2 refuses.
+func TestClusterAndSpreadPlacementGroups(t *testing.T) {
+	f := setup(t)
+	f.class.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelector{Name: ptr.To(simaws.ClusterPlacementGroup)}
+	if names := typeNames(f.classTypes(t)); names["t3.large"] || !names["m5.large"] {
+		t.Errorf("cluster group: t3.large %v, m5.large %v; want burstable types left out", names["t3.large"], names["m5.large"])
+	}
+	f.class.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelector{Name: ptr.To(simaws.SpreadPlacementGroup)}
+	types := f.classTypes(t)
+	ctx := context.Background()
+	for i := range 7 {
+		if _, err := f.provider.Create(ctx, claim("s"+string(rune('a'+i)), in(scheduling.LabelInstanceType, "m5.large"), in(scheduling.LabelZone, "us-east-1a")), f.class, types); err != nil {
+			t.Fatalf("spread instance %d: %v", i+1, err)
+		}
+	}
+	if _, err := f.provider.Create(ctx, claim("s-eighth", in(scheduling.LabelInstanceType, "m5.large"), in(scheduling.LabelZone, "us-east-1a")), f.class, types); err == nil ||
+		!strings.Contains(err.Error(), "spread placement group") {
+		t.Errorf("an eighth instance in one zone of a spread group: got %v; want EC2's refusal", err)
+	}
+}
+
+// Terms with instanceMatchCriteria select reservations by it; an
+// interruptible reservation shows in the status and is launched into as
+// interruptible reserved capacity, labelled so.
+func TestInterruptibleReservationAndMatchCriteria(t *testing.T) {
+	f := setup(t)
+	f.account.AddCapacityReservation(ec2types.CapacityReservation{
+		CapacityReservationId: aws.String("cr-0aaaaaaaaaaaaaaa1"), InstanceType: aws.String("c5.large"), AvailabilityZone: aws.String("us-east-1b"),
+		TotalInstanceCount: aws.Int32(1), InstanceMatchCriteria: ec2types.InstanceMatchCriteriaOpen, Interruptible: aws.Bool(true), OwnerId: aws.String("210987654321"),
+	})
+	f.class.Spec.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{{InstanceMatchCriteria: "open"}}
+	found, err := f.resolver.CapacityReservations(context.Background(), f.class, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) != 1 || found[0].ID != "cr-0aaaaaaaaaaaaaaa1" || !found[0].Interruptible {
+		t.Fatalf("open reservations %+v; want only the open, interruptible one (the seeded one is targeted)", found)
+	}
+	types := f.classTypes(t)
+	inst, err := f.provider.Create(context.Background(), claim("lent", in(v1.LabelCapacityType, v1.CapacityTypeReserved)), f.class, types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inst.CapacityType != v1.CapacityTypeReserved || inst.Labels[awsv1.LabelCapacityReservationID] != "cr-0aaaaaaaaaaaaaaa1" ||
+		inst.Labels[awsv1.LabelCapacityReservationInterruptible] != "true" {
+		t.Errorf("launched %s with labels %v; want reserved in the interruptible reservation", inst.CapacityType, inst.Labels)
+	}
+	if lc := f.account.Instances()[0].InstanceLifecycle; lc != ec2types.InstanceLifecycleTypeInterruptibleCapacityReservation {
+		t.Errorf("instance lifecycle %q; want interruptible-capacity-reservation", lc)
 	}
 }

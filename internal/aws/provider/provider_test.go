@@ -63,6 +63,8 @@ func resolve(t *testing.T, r *nodeclass.Resolver, class *awsv1.EC2NodeClass) {
 	res.SecurityGroups, res.SecurityGrpErr = r.SecurityGroups(ctx, class)
 	res.AMIs, res.AMIsErr = r.AMIs(ctx, class)
 	res.InstanceProfile, res.ProfileErr = r.InstanceProfile(ctx, class)
+	res.PlacementGroup, res.PlacementErr = r.PlacementGroup(ctx, class)
+	class.Status.Subnets, class.Status.Conditions, class.Status.PlacementGroup = nil, nil, res.PlacementGroup
 	for _, s := range res.Subnets {
 		class.Status.Subnets = append(class.Status.Subnets, s.Subnet)
 	}

@@ -36,7 +36,7 @@ type Account struct {
 	// partition is the last partition each partition group placed an
 	// instance in.
 	partition map[string]int32
-	faults         Faults
+	faults    Faults
 	// pendingFor and shuttingDownFor are how long instances stay in
 	// those states.
 	pendingFor, shuttingDownFor time.Duration
@@ -53,7 +53,7 @@ func NewAccount() *Account {
 		parameters: map[string]string{}, roles: map[string]bool{}, profiles: map[string]*iamtypes.InstanceProfile{},
 		templates: map[string]*launchTemplate{}, fleets: map[string]*ec2.CreateFleetOutput{}, unavailable: map[string]bool{},
 		accessEntries: map[string]string{}, partition: map[string]int32{},
-		clock:         clock.RealClock{},
+		clock: clock.RealClock{},
 	}
 }
 

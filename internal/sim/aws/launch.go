@@ -2,9 +2,9 @@ package aws
 
 import (
 	"context"
-	"slices"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
