@@ -433,11 +433,17 @@ func TestLaunchSettingsDrift(t *testing.T) {
 	class := &awsv1.EC2NodeClass{Spec: awsv1.EC2NodeClassSpec{Role: "r"}}
 	nc := state.NodeClaimFor(nodePool("default", "default"), class, &scheduling.PlannedNodeClaim{})
 	for name, change := range map[string]func(*awsv1.EC2NodeClassSpec){
-		"cpuOptions":         func(s *awsv1.EC2NodeClassSpec) { s.CPUOptions = &awsv1.CPUOptions{NestedVirtualization: new(string)} },
-		"networkInterfaces":  func(s *awsv1.EC2NodeClassSpec) { s.NetworkInterfaces = []*awsv1.NetworkInterface{{InterfaceType: "interface"}} },
-		"connectionTracking": func(s *awsv1.EC2NodeClassSpec) { s.ConnectionTracking = &awsv1.ConnectionTracking{UDPTimeout: new(int32)} },
-		"ipPrefixCount":      func(s *awsv1.EC2NodeClassSpec) { s.IPPrefixCount = new(int32) },
-		"placementGroup":     func(s *awsv1.EC2NodeClassSpec) { s.PlacementGroupSelector = &awsv1.PlacementGroupSelector{ID: new(string)} },
+		"cpuOptions": func(s *awsv1.EC2NodeClassSpec) { s.CPUOptions = &awsv1.CPUOptions{NestedVirtualization: new(string)} },
+		"networkInterfaces": func(s *awsv1.EC2NodeClassSpec) {
+			s.NetworkInterfaces = []*awsv1.NetworkInterface{{InterfaceType: "interface"}}
+		},
+		"connectionTracking": func(s *awsv1.EC2NodeClassSpec) {
+			s.ConnectionTracking = &awsv1.ConnectionTracking{UDPTimeout: new(int32)}
+		},
+		"ipPrefixCount": func(s *awsv1.EC2NodeClassSpec) { s.IPPrefixCount = new(int32) },
+		"placementGroup": func(s *awsv1.EC2NodeClassSpec) {
+			s.PlacementGroupSelector = &awsv1.PlacementGroupSelector{ID: new(string)}
+		},
 	} {
 		changed := class.DeepCopy()
 		change(&changed.Spec)
