@@ -35,6 +35,9 @@ type VolumeTopology struct {
 	// Refused says why the pod cannot be placed at all (a claim that does
 	// not exist, a volume no node can reach); empty otherwise.
 	Refused string
+	// Attach are the volumes the pod attaches to its node, by CSI driver:
+	// they count against the node's attach limit for the driver.
+	Attach map[string][]string
 }
 
 // NodePool is a NodePool as the solver sees it.
@@ -82,6 +85,12 @@ type Node struct {
 	// it is pinned to reserved capacity, it will take a place in a
 	// reservation that the reservation's count does not show yet.
 	Launching bool
+	// VolumeLimits are how many volumes of each CSI driver the node can
+	// attach (its CSINode's allocatable count), and Attached the volumes
+	// of each its pods use now. A pod whose volumes would pass a limit
+	// does not go to the node.
+	VolumeLimits map[string]int
+	Attached     map[string][]string
 }
 
 // NodeFromObject converts a Node object and the pods bound to it.

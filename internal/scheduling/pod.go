@@ -15,6 +15,8 @@ import (
 type podInfo struct {
 	pod      *corev1.Pod
 	requests Resources
+	// attach are the pod's volumes by CSI driver, for nodes' attach limits.
+	attach map[string][]string
 	// unknownResources are requested resources no instance type provides.
 	unknownResources []string
 	// terms are the alternative node requirements (nodeSelector ANDed with

@@ -114,6 +114,49 @@ type target struct {
 	daemon   Resources
 	pods     []*podInfo
 	ports    []hostPort
+	// volumeLimits and attached: an existing node's attach limits per CSI
+	// driver and the volumes attached to it.
+	volumeLimits map[string]int
+	attached     map[string]map[string]bool
+}
+
+// attachFits reports whether a pod's volumes still fit the node's attach
+// limits (volumes already attached, such as a shared claim, count once).
+func (t *target) attachFits(p *podInfo) bool {
+	for driver, ids := range p.attach {
+		limit, ok := t.volumeLimits[driver]
+		if !ok {
+			continue
+		}
+		n := len(t.attached[driver])
+		for _, id := range ids {
+			if !t.attached[driver][id] {
+				n++
+			}
+		}
+		if n > limit {
+			return false
+		}
+	}
+	return true
+}
+
+// attach records a placed pod's volumes on its node.
+func (t *target) attach(ids map[string][]string) {
+	if len(t.volumeLimits) == 0 {
+		return
+	}
+	if t.attached == nil {
+		t.attached = map[string]map[string]bool{}
+	}
+	for driver, list := range ids {
+		if t.attached[driver] == nil {
+			t.attached[driver] = map[string]bool{}
+		}
+		for _, id := range list {
+			t.attached[driver][id] = true
+		}
+	}
 }
 
 func newSolver(in Input) *solver {
@@ -137,8 +180,11 @@ func newSolver(in Input) *solver {
 	nodes := append([]*Node(nil), in.Nodes...)
 	sort.SliceStable(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
 	var existingPods []*podInfo
+	attachLimited := false
 	for _, n := range nodes {
-		t := &target{name: n.Name, existing: true, reqs: n.Requirements, taints: n.Taints, allocatable: n.Allocatable}
+		attachLimited = attachLimited || len(n.VolumeLimits) > 0
+		t := &target{name: n.Name, existing: true, reqs: n.Requirements, taints: n.Taints, allocatable: n.Allocatable, volumeLimits: n.VolumeLimits}
+		t.attach(n.Attached)
 		for _, pod := range n.Pods {
 			p := newPodInfo(pod)
 			t.requests = t.requests.Add(p.requests)
@@ -157,6 +203,7 @@ func newSolver(in Input) *solver {
 				continue
 			}
 			p.addVolumeTerms(v.Terms)
+			p.attach = v.Attach
 		}
 		terms, err := s.topo.termsOf(pod, p.terms)
 		if err != nil {
@@ -166,6 +213,11 @@ func newSolver(in Input) *solver {
 		p.topology = terms
 		p.buildPreferences()
 		p.class = monotoneClass(p)
+		if len(p.attach) > 0 && attachLimited {
+			// Refused for its volumes by a node, another pod with other
+			// volumes may still fit: no skipping of nodes that refused.
+			p.class = ""
+		}
 		s.pods = append(s.pods, p)
 	}
 	// Placed pods' anti-affinity counts too.
@@ -284,6 +336,9 @@ func (s *solver) fits(p *podInfo, t *target) (change, bool) {
 			return change{}, false
 		}
 		if _, ok := p.tolerates(t.taints); !ok {
+			return change{}, false
+		}
+		if !t.attachFits(p) {
 			return change{}, false
 		}
 	} else {
@@ -462,6 +517,7 @@ func (s *solver) commit(p *podInfo, t *target, c change) {
 	t.requests = t.requests.Add(p.requests)
 	t.ports = append(t.ports, p.hostPorts...)
 	t.pods = append(t.pods, p)
+	t.attach(p.attach)
 	s.index.set(t.index, t.free())
 	s.record(p, t)
 	s.plan.Order = append(s.plan.Order, p.pod)

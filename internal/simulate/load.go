@@ -48,6 +48,8 @@ type Objects struct {
 	PVCs           []*corev1.PersistentVolumeClaim
 	PVs            []*corev1.PersistentVolume
 	StorageClasses []*storagev1.StorageClass
+	// CSINodes give nodes their volume attach limits.
+	CSINodes []*storagev1.CSINode
 	// AWSAuth is the kube-system/aws-auth ConfigMap, when given.
 	AWSAuth *corev1.ConfigMap
 	// Now is the time decisions are made at; the current time when zero.
@@ -57,7 +59,7 @@ type Objects struct {
 // State are the objects as state.Build reads them.
 func (o *Objects) State() state.Objects {
 	return state.Objects{NodePools: o.NodePools, NodeClaims: o.NodeClaims, Nodes: o.Nodes, Pods: o.Pods, DaemonSets: o.DaemonSets, PDBs: o.PDBs, Overlays: o.Overlays, Namespaces: o.Namespaces,
-		PVCs: o.PVCs, PVs: o.PVs, StorageClasses: o.StorageClasses}
+		PVCs: o.PVCs, PVs: o.PVs, StorageClasses: o.StorageClasses, CSINodes: o.CSINodes}
 }
 
 func (o *Objects) now() time.Time {
@@ -157,6 +159,12 @@ func (o *Objects) add(doc []byte) error {
 			return err
 		}
 		o.StorageClasses = append(o.StorageClasses, sc)
+	case "CSINode":
+		c := &storagev1.CSINode{}
+		if err := decode(c); err != nil {
+			return err
+		}
+		o.CSINodes = append(o.CSINodes, c)
 	case "Namespace":
 		ns := &corev1.Namespace{}
 		if err := decode(ns); err != nil {

@@ -3,6 +3,7 @@ package simulate_test
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -562,5 +563,91 @@ spec:
 	r = plan("  placementGroupSelector: {name: no-such-group}")
 	if len(r.NodeClaims) != 0 || !strings.Contains(strings.Join(r.Warnings, "\n"), "placementGroupSelector selects no available placement group") {
 		t.Errorf("missing placement group: planned %+v, warnings %v; want nothing planned and the reason", r.NodeClaims, r.Warnings)
+	}
+}
+
+// A node takes no more volumes of a CSI driver than its CSINode allows:
+// with room for two EBS volumes and one attached, one more pod with its
+// own volume goes there, the next to a new NodeClaim, though the node has
+// CPU and memory for both; a pod sharing the attached volume still fits.
+func TestVolumeAttachLimits(t *testing.T) {
+	manifest := `apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  amiSelectorTerms: [{alias: al2023@latest}]
+  role: KarpenterNodeRole-nodewright-sim
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: nodewright-sim}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: nodewright-sim}}]
+---
+` + amd64Pool + `---
+apiVersion: v1
+kind: Node
+metadata:
+  name: big
+  labels: {karpenter.sh/nodepool: general, kubernetes.io/arch: amd64, node.kubernetes.io/instance-type: m5.8xlarge, topology.kubernetes.io/zone: us-east-1a}
+status:
+  allocatable: {cpu: "31", memory: 120Gi, pods: "200"}
+---
+apiVersion: storage.k8s.io/v1
+kind: CSINode
+metadata: {name: big}
+spec:
+  drivers: [{name: ebs.csi.aws.com, nodeID: i-0123, allocatable: {count: 2}}]
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: gp3, annotations: {storageclass.kubernetes.io/is-default-class: "true"}}
+provisioner: ebs.csi.aws.com
+volumeBindingMode: WaitForFirstConsumer
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {name: pv-old}
+spec:
+  capacity: {storage: 10Gi}
+  accessModes: [ReadWriteOnce]
+  csi: {driver: ebs.csi.aws.com, volumeHandle: vol-0old}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: old}
+spec: {volumeName: pv-old, accessModes: [ReadWriteOnce], resources: {requests: {storage: 10Gi}}}
+`
+	pod := func(name, claim, node string) string {
+		return fmt.Sprintf(`---
+apiVersion: v1
+kind: Pod
+metadata: {name: %s}
+spec:
+  nodeName: %q
+  containers: [{name: c, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+  volumes: [{name: data, persistentVolumeClaim: {claimName: %s}}]
+status: {phase: %s}
+`, name, node, claim, map[bool]string{true: "Running", false: "Pending"}[node != ""])
+	}
+	claim := func(name string) string {
+		return fmt.Sprintf(`---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: %s}
+spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 10Gi}}}
+`, name)
+	}
+	objs := &simulate.Objects{}
+	input := manifest + pod("running", "old", "big") + claim("a") + claim("b") + pod("db-a", "a", "") + pod("db-b", "b", "") + pod("reader", "old", "")
+	if err := objs.Load("attach.yaml", strings.NewReader(input)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := simulate.Run(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := simulate.NewReport(res)
+	if len(r.ExistingNodes) != 1 || len(r.ExistingNodes[0].Pods) != 2 || !slices.Contains(r.ExistingNodes[0].Pods, "default/reader") {
+		t.Fatalf("pods on node big: %+v (new %+v, unschedulable %+v); want the reader (its volume is attached already) and one of db-a, db-b", r.ExistingNodes, r.NodeClaims, r.Unschedulable)
+	}
+	if len(r.NodeClaims) != 1 || len(r.NodeClaims[0].Pods) != 1 {
+		t.Errorf("new NodeClaims %+v; want one for the pod whose volume the node has no room for", r.NodeClaims)
 	}
 }

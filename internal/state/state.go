@@ -46,6 +46,8 @@ type Objects struct {
 	PVCs           []*corev1.PersistentVolumeClaim
 	PVs            []*corev1.PersistentVolume
 	StorageClasses []*storagev1.StorageClass
+	// CSINodes report how many volumes of each CSI driver nodes attach.
+	CSINodes []*storagev1.CSINode
 }
 
 // NodeClass is what the caller resolved of an EC2NodeClass: the instance
@@ -162,8 +164,17 @@ func Build(o Objects, opts Options) *Snapshot {
 		}
 		s.NodePools = append(s.NodePools, sp)
 	}
+	csiNodes := map[string]*storagev1.CSINode{}
+	for _, c := range o.CSINodes {
+		csiNodes[c.Name] = c
+	}
 	for _, n := range s.Nodes {
 		n.sched = n.schedulingNode(types[n.NodePool], opts.Catalog)
+		if n.sched != nil && n.Node != nil {
+			if limits := attachLimits(csiNodes[n.Node.Name]); limits != nil {
+				n.sched.VolumeLimits, n.sched.Attached = limits, s.volumes.attached(n.sched.Pods)
+			}
+		}
 		if n.Node == nil && n.sched == nil && !n.Deleting() {
 			n.Unsized = true
 		}

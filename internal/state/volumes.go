@@ -79,6 +79,18 @@ func (v *volumes) ofPod(p *corev1.Pod) *scheduling.VolumeTopology {
 	refuse := func(why string) *scheduling.VolumeTopology {
 		return &scheduling.VolumeTopology{Refused: why}
 	}
+	attach := func(driver, id string) {
+		if driver == "" {
+			return
+		}
+		if vt == nil {
+			vt = &scheduling.VolumeTopology{}
+		}
+		if vt.Attach == nil {
+			vt.Attach = map[string][]string{}
+		}
+		vt.Attach[driver] = append(vt.Attach[driver], id)
+	}
 	for _, vol := range p.Spec.Volumes {
 		var claimName string
 		var className *string
@@ -103,6 +115,7 @@ func (v *volumes) ofPod(p *corev1.Pod) *scheduling.VolumeTopology {
 			if pv.Spec.NodeAffinity != nil && pv.Spec.NodeAffinity.Required != nil {
 				add(nodeSelectorAlternatives(pv.Spec.NodeAffinity.Required.NodeSelectorTerms))
 			}
+			attach(driverOf(pv), pv.Name)
 			continue
 		case claim != nil:
 			className = claim.Spec.StorageClassName
@@ -114,8 +127,57 @@ func (v *volumes) ofPod(p *corev1.Pod) *scheduling.VolumeTopology {
 		if class != nil && len(class.AllowedTopologies) > 0 {
 			add(topologyAlternatives(class.AllowedTopologies))
 		}
+		if class != nil {
+			attach(class.Provisioner, p.Namespace+"/"+claimName)
+		}
 	}
 	return vt
+}
+
+// driverOf is the CSI driver that attaches a volume; in-tree EBS volumes
+// are attached by the EBS CSI driver they migrate to.
+func driverOf(pv *corev1.PersistentVolume) string {
+	switch {
+	case pv.Spec.CSI != nil:
+		return pv.Spec.CSI.Driver
+	case pv.Spec.AWSElasticBlockStore != nil:
+		return ebsCSIDriver
+	}
+	return ""
+}
+
+const ebsCSIDriver = "ebs.csi.aws.com"
+
+// attachLimits are a node's attach limits per CSI driver, from its
+// CSINode; nil when it reports none.
+func attachLimits(csi *storagev1.CSINode) map[string]int {
+	if csi == nil {
+		return nil
+	}
+	var out map[string]int
+	for _, d := range csi.Spec.Drivers {
+		if d.Allocatable == nil || d.Allocatable.Count == nil {
+			continue
+		}
+		if out == nil {
+			out = map[string]int{}
+		}
+		out[d.Name] = int(*d.Allocatable.Count)
+	}
+	return out
+}
+
+// attached are the volumes a node's pods have attached, by driver.
+func (v *volumes) attached(pods []*corev1.Pod) map[string][]string {
+	out := map[string][]string{}
+	for _, p := range pods {
+		if vt := v.ofPod(p); vt != nil {
+			for driver, ids := range vt.Attach {
+				out[driver] = append(out[driver], ids...)
+			}
+		}
+	}
+	return out
 }
 
 func nodeSelectorAlternatives(terms []corev1.NodeSelectorTerm) []scheduling.Requirements {

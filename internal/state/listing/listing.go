@@ -93,16 +93,18 @@ func List(ctx context.Context, kube client.Reader) (*Listed, error) {
 		pvcs       corev1.PersistentVolumeClaimList
 		pvs        corev1.PersistentVolumeList
 		storage    storagev1.StorageClassList
+		csiNodes   storagev1.CSINodeList
 	)
 	for _, l := range []struct {
 		what string
 		list client.ObjectList
-	}{{"Namespaces", &namespaces}, {"PersistentVolumeClaims", &pvcs}, {"PersistentVolumes", &pvs}, {"StorageClasses", &storage}} {
+	}{{"Namespaces", &namespaces}, {"PersistentVolumeClaims", &pvcs}, {"PersistentVolumes", &pvs}, {"StorageClasses", &storage}, {"CSINodes", &csiNodes}} {
 		if err := kube.List(ctx, l.list); err != nil {
 			return nil, fmt.Errorf("listing %s: %w", l.what, err)
 		}
 	}
 	out.Namespaces, out.PVCs, out.PVs, out.StorageClasses = Pointers(namespaces.Items), Pointers(pvcs.Items), Pointers(pvs.Items), Pointers(storage.Items)
+	out.CSINodes = Pointers(csiNodes.Items)
 	overlays := &v1alpha1.NodeOverlayList{}
 	switch err := kube.List(ctx, overlays); {
 	case meta.IsNoMatchError(err):
