@@ -72,22 +72,7 @@ func newPool(np *NodePool, daemonSets []*appsv1.DaemonSet) *pool {
 		}
 		return a.Name < b.Name
 	})
-	for _, ds := range daemonSets {
-		pod := &corev1.Pod{ObjectMeta: ds.Spec.Template.ObjectMeta, Spec: ds.Spec.Template.Spec}
-		p := newPodInfo(pod)
-		// Startup taints go once the node is ready, and the DaemonSet's
-		// pods run then: they count whether or not they tolerate them.
-		if _, ok := tolerates(p.tolerations, np.Taints, false); !ok {
-			continue
-		}
-		for _, term := range p.terms {
-			if np.Requirements.Compatible(term, pl.provides) == nil {
-				pl.daemon = pl.daemon.Add(p.requests)
-				pl.daemonPorts = append(pl.daemonPorts, p.hostPorts...)
-				break
-			}
-		}
-	}
+	pl.addDaemonSets(daemonSets)
 	for name := range np.Limits {
 		if name == "nodes" {
 			pl.nodesLimit, _ = limitOf(np.Limits, name)
@@ -255,6 +240,16 @@ func (pl *pool) narrow(types []*InstanceType, reqs Requirements, need Resources,
 // every label it provides is allowed, and an offering is available in an
 // allowed zone and capacity type.
 func typeCompatible(it *InstanceType, reqs Requirements) bool {
+	if !labelsCompatible(it, reqs) {
+		return false
+	}
+	_, ok := it.CheapestOffering(reqs)
+	return ok
+}
+
+// labelsCompatible reports whether an instance type's labels meet
+// requirements (zone and capacity type aside: those are the offerings').
+func labelsCompatible(it *InstanceType, reqs Requirements) bool {
 	for key, r := range reqs {
 		if key == LabelZone || key == v1.LabelCapacityType {
 			continue
@@ -276,8 +271,60 @@ func typeCompatible(it *InstanceType, reqs Requirements) bool {
 			return false
 		}
 	}
-	_, ok := it.CheapestOffering(reqs)
-	return ok
+	return true
+}
+
+// addDaemonSets counts the DaemonSets whose pods would run on the pool's
+// nodes: those tolerating its taints (startup taints go once the node is
+// ready, and the DaemonSet's pods run then, so they count whether or not
+// they tolerate those) whose node affinity its requirements admit. A
+// DaemonSet that runs on every launchable type is overhead of every new
+// node; one whose affinity admits only some types is overhead of those
+// alone: they are the pool's own copies with that much less allocatable.
+func (pl *pool) addDaemonSets(daemonSets []*appsv1.DaemonSet) {
+	extra := map[*InstanceType]Resources{}
+	for _, ds := range daemonSets {
+		pod := &corev1.Pod{ObjectMeta: ds.Spec.Template.ObjectMeta, Spec: ds.Spec.Template.Spec}
+		p := newPodInfo(pod)
+		if _, ok := tolerates(p.tolerations, pl.Taints, false); !ok {
+			continue
+		}
+		var terms []Requirements
+		for _, term := range p.terms {
+			if pl.Requirements.Compatible(term, pl.provides) == nil {
+				terms = append(terms, term)
+			}
+		}
+		if len(terms) == 0 {
+			continue
+		}
+		pl.daemonPorts = append(pl.daemonPorts, p.hostPorts...)
+		runsOn := func(it *InstanceType) bool {
+			for _, term := range terms {
+				if labelsCompatible(it, term) {
+					return true
+				}
+			}
+			return false
+		}
+		some := slices.ContainsFunc(pl.launchable, func(it *InstanceType) bool { return !runsOn(it) })
+		if !some {
+			pl.daemon = pl.daemon.Add(p.requests)
+			continue
+		}
+		for _, it := range pl.launchable {
+			if runsOn(it) {
+				extra[it] = extra[it].Add(p.requests)
+			}
+		}
+	}
+	for i, it := range pl.launchable {
+		if e, ok := extra[it]; ok {
+			cp := *it
+			cp.Allocatable = it.Allocatable.Sub(e)
+			pl.launchable[i] = &cp
+		}
+	}
 }
 
 // instanceTypeLabel reports whether instance types, not NodePools, set a

@@ -60,6 +60,24 @@ func TestDaemonSetsCountDespiteStartupTaints(t *testing.T) {
 	}
 }
 
+// A DaemonSet costs only on the instance types its affinity admits: one
+// for m5.xlarge alone leaves an m5.large room for a pod it would not
+// otherwise fit beside.
+func TestDaemonSetOverheadIsPerInstanceType(t *testing.T) {
+	np := pool(t, "general", requirement(scheduling.LabelInstanceType, corev1.NodeSelectorOpIn, "m5.large", "m5.xlarge"))
+	onlyXLarge := func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{scheduling.LabelInstanceType: "m5.xlarge"} }
+	in := scheduling.Input{NodePools: []*scheduling.NodePool{np}, DaemonSets: daemonSets(newPod("big-agent", "1", "1Gi", onlyXLarge)), Pods: pods(1, "web", "1", "1Gi")}
+	plan := solve(t, in)
+	if len(plan.NodeClaims) != 1 || plan.NodeClaims[0].InstanceType.Name != "m5.large" {
+		t.Errorf("plan %v; want an m5.large: the DaemonSet does not run there", plan.NodeClaims)
+	}
+	// A pod that must run on m5.xlarge shares it with the DaemonSet.
+	in.Pods = pods(1, "xl", "3", "1Gi", onlyXLarge)
+	if plan := solve(t, in); len(plan.Unschedulable) != 1 {
+		t.Errorf("a 3-CPU pod beside the 1-CPU DaemonSet on an m5.xlarge (3.92 CPU): unschedulable %v; want it refused", reasons(plan))
+	}
+}
+
 // A DaemonSet's host port is taken on every new node: a pod asking for
 // the same port cannot go there.
 func TestDaemonSetHostPortsConflictWithPods(t *testing.T) {
