@@ -65,7 +65,9 @@ func TestDaemonSetsCountDespiteStartupTaints(t *testing.T) {
 // otherwise fit beside.
 func TestDaemonSetOverheadIsPerInstanceType(t *testing.T) {
 	np := pool(t, "general", requirement(scheduling.LabelInstanceType, corev1.NodeSelectorOpIn, "m5.large", "m5.xlarge"))
-	onlyXLarge := func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{scheduling.LabelInstanceType: "m5.xlarge"} }
+	onlyXLarge := func(p *corev1.Pod) {
+		p.Spec.NodeSelector = map[string]string{scheduling.LabelInstanceType: "m5.xlarge"}
+	}
 	in := scheduling.Input{NodePools: []*scheduling.NodePool{np}, DaemonSets: daemonSets(newPod("big-agent", "1", "1Gi", onlyXLarge)), Pods: pods(1, "web", "1", "1Gi")}
 	plan := solve(t, in)
 	if len(plan.NodeClaims) != 1 || plan.NodeClaims[0].InstanceType.Name != "m5.large" {
