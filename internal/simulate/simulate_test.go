@@ -114,15 +114,7 @@ func TestBadRequirementsAreRefused(t *testing.T) {
 // Pods fill an in-flight NodeClaim before any new one is planned.
 func TestInFlightNodeClaimIsUsedFirst(t *testing.T) {
 	objs := &simulate.Objects{}
-	manifest := `apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: default}
-spec:
-  amiSelectorTerms: [{alias: al2023@latest}]
-  role: KarpenterNodeRole-nodewright-sim
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: nodewright-sim}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: nodewright-sim}}]
----
+	manifest := defaultNodeClass + `---
 ` + amd64Pool + `---
 apiVersion: karpenter.sh/v1
 kind: NodeClaim
@@ -255,6 +247,17 @@ spec:
 }
 
 // amd64Pool is a NodePool general of EC2NodeClass default for amd64.
+// defaultNodeClass is the EC2NodeClass the simulated account resolves.
+const defaultNodeClass = `apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  amiSelectorTerms: [{alias: al2023@latest}]
+  role: KarpenterNodeRole-nodewright-sim
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: nodewright-sim}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: nodewright-sim}}]
+`
+
 const amd64Pool = `apiVersion: karpenter.sh/v1
 kind: NodePool
 metadata: {name: general}
@@ -332,15 +335,7 @@ func TestStaticNodePoolIsPlannedAsTheControllerLaunchesIt(t *testing.T) {
 // instance type the cheapest, and overlaid hugepages make room for pods
 // that request them.
 func TestNodeOverlaysChangeThePlan(t *testing.T) {
-	base := `apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: default}
-spec:
-  amiSelectorTerms: [{alias: al2023@latest}]
-  role: KarpenterNodeRole-nodewright-sim
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: nodewright-sim}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: nodewright-sim}}]
----
+	base := defaultNodeClass + `---
 apiVersion: karpenter.sh/v1
 kind: NodePool
 metadata: {name: general}
@@ -427,15 +422,7 @@ spec:
 // volume's zone, a claim not bound yet the zones its StorageClass allows;
 // a claim that does not exist is named.
 func TestVolumeTopologyPinsZones(t *testing.T) {
-	manifest := `apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: default}
-spec:
-  amiSelectorTerms: [{alias: al2023@latest}]
-  role: KarpenterNodeRole-nodewright-sim
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: nodewright-sim}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: nodewright-sim}}]
----
+	manifest := defaultNodeClass + `---
 apiVersion: karpenter.sh/v1
 kind: NodePool
 metadata: {name: general}
@@ -512,15 +499,7 @@ spec:
 // whose placement group does not exist plans nothing and says why.
 func TestNodeClassLaunchSettingsShapeThePlan(t *testing.T) {
 	manifest := func(extra string) string {
-		return `apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: default}
-spec:
-  amiSelectorTerms: [{alias: al2023@latest}]
-  role: KarpenterNodeRole-nodewright-sim
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: nodewright-sim}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: nodewright-sim}}]
-` + extra + `
+		return defaultNodeClass + extra + `
 ---
 apiVersion: karpenter.sh/v1
 kind: NodePool
@@ -571,15 +550,7 @@ spec:
 // own volume goes there, the next to a new NodeClaim, though the node has
 // CPU and memory for both; a pod sharing the attached volume still fits.
 func TestVolumeAttachLimits(t *testing.T) {
-	manifest := `apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: default}
-spec:
-  amiSelectorTerms: [{alias: al2023@latest}]
-  role: KarpenterNodeRole-nodewright-sim
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: nodewright-sim}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: nodewright-sim}}]
----
+	manifest := defaultNodeClass + `---
 ` + amd64Pool + `---
 apiVersion: v1
 kind: Node
