@@ -11,12 +11,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -128,34 +131,13 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	if err != nil {
 		return nil, err
 	}
-	cp.env = &envtest.Environment{
-		BinaryAssetsDirectory:    assets,
-		CRDs:                     crdList,
-		ControlPlaneStartTimeout: opts.StartTimeout,
-		ControlPlaneStopTimeout:  30 * time.Second,
-	}
-	apiServer := cp.env.ControlPlane.GetAPIServer().Configure()
-	apiServer.Set("service-cluster-ip-range", opts.ServiceCIDR)
-	// Room for thousands of pods created, bound and started at once.
-	apiServer.Set("max-requests-inflight", "1600")
-	apiServer.Set("max-mutating-requests-inflight", "800")
-	gates := strings.Join(opts.FeatureGates, ",")
-	if gates != "" {
-		apiServer.Set("feature-gates", gates)
-	}
 	if cp.reaper, err = startReaper(); err != nil {
 		return nil, err
 	}
-	before := children()
-	cp.Config, err = cp.env.Start()
-	for pid, c := range childProcesses() {
-		if _, ok := before[pid]; !ok && c.leader {
-			cp.reaper.watch(pid) // etcd and kube-apiserver, started by envtest
-		}
+	if err := cp.startAPIServer(assets, crdList, opts); err != nil {
+		return nil, err
 	}
-	if err != nil {
-		return nil, fmt.Errorf("starting etcd and kube-apiserver from %s: %w", assets, err)
-	}
+	gates := strings.Join(opts.FeatureGates, ",")
 
 	cp.KubeconfigPath = filepath.Join(cp.workDir, "kubeconfig")
 	if err := os.WriteFile(cp.KubeconfigPath, cp.env.KubeConfig, 0o600); err != nil {
@@ -187,6 +169,55 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 		}
 	}
 	return cp, nil
+}
+
+// startAPIServer starts etcd and kube-apiserver through envtest and checks
+// that the two processes it started still run. envtest picks free ports
+// by opening and closing them, and calls a process started once its
+// health URL answers: under load another control plane (a parallel test
+// package) can take the port in between, and then answer that health
+// check while ours has already exited, leaving this kube-apiserver on a
+// stranger's etcd. Such a start is stopped and made again on new ports.
+func (cp *ControlPlane) startAPIServer(assets string, crdList []*apiextensionsv1.CustomResourceDefinition, opts Options) error {
+	const attempts = 3
+	var err error
+	for range attempts {
+		cp.env = &envtest.Environment{
+			BinaryAssetsDirectory:    assets,
+			CRDs:                     crdList,
+			ControlPlaneStartTimeout: opts.StartTimeout,
+			ControlPlaneStopTimeout:  30 * time.Second,
+		}
+		apiServer := cp.env.ControlPlane.GetAPIServer().Configure()
+		apiServer.Set("service-cluster-ip-range", opts.ServiceCIDR)
+		// Room for thousands of pods created, bound and started at once.
+		apiServer.Set("max-requests-inflight", "1600")
+		apiServer.Set("max-mutating-requests-inflight", "800")
+		if gates := strings.Join(opts.FeatureGates, ","); gates != "" {
+			apiServer.Set("feature-gates", gates)
+		}
+		before := children()
+		cp.Config, err = cp.env.Start()
+		running := map[string]bool{}
+		for pid, c := range childProcesses() {
+			if _, ok := before[pid]; !ok && c.leader {
+				cp.reaper.watch(pid) // etcd and kube-apiserver, started by envtest
+				running[c.name] = true
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("starting etcd and kube-apiserver from %s: %w", assets, err)
+		}
+		if running["etcd"] && running["kube-apiserver"] {
+			return nil
+		}
+		err = fmt.Errorf("starting etcd and kube-apiserver from %s: envtest called them started, but of the two only %v still run (another process took a port it had picked)", assets, slices.Sorted(maps.Keys(running)))
+		if stopErr := cp.env.Stop(); stopErr != nil {
+			return errors.Join(err, stopErr)
+		}
+		cp.env = nil
+	}
+	return err
 }
 
 // Stop stops every component, then kube-apiserver and etcd, and removes a
