@@ -4,7 +4,7 @@ SHELL := /usr/bin/env bash -o pipefail
 GOLANGCI_LINT_VERSION := v2.15.0
 LINT := bin/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
-.PHONY: all build test generate verify lint controlplane clean bench bench-e2e crash sim
+.PHONY: all build test generate verify lint controlplane clean bench bench-e2e crash sim reference-examples
 
 all: build
 
@@ -54,6 +54,11 @@ bench-e2e: build controlplane ## Run the scale scenario end to end at each size 
 		./bin/nodewright sim --scenario scale --pods $$n --timeout $$(( 120 + n / 50 ))s --stall 2m 2>/dev/null \
 			| sed -n '/^scale:/,$$p' || true; \
 	done
+
+reference-examples: controlplane ## Apply every object of the reference AWS provider's examples/v1 (REFERENCE=its checkout) to nodewright's CRDs
+	@test -d "$(REFERENCE)/examples/v1" || { echo "set REFERENCE to a checkout of the reference AWS provider (it has examples/v1)"; exit 2; }
+	assets="$$(./hack/controlplane.sh)" && KUBEBUILDER_ASSETS="$$assets" NODEWRIGHT_REFERENCE_EXAMPLES="$(abspath $(REFERENCE))/examples/v1" \
+		go test -count=1 -run 'TestReferenceExample' -v ./api/crds/ | grep -v '^=== RUN'
 
 CRASH_KILLS ?= 200
 

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -161,11 +162,54 @@ var sameDuration = cmp.Transformer("duration", func(s string) string {
 // Every object of the reference's examples (our rendering of each shape
 // they show) applies to our CRDs unchanged, with strict field validation.
 func TestReferenceExamplesApply(t *testing.T) {
+	applyStrictly(t, apiDocuments(t, "testdata/reference-examples.yaml"), 20)
+}
+
+// With NODEWRIGHT_REFERENCE_EXAMPLES naming a checkout's examples/v1
+// directory of the reference's AWS provider (make reference-examples),
+// every object of every file there applies to our CRDs unchanged.
+func TestReferenceExampleFilesApply(t *testing.T) {
+	dir := os.Getenv("NODEWRIGHT_REFERENCE_EXAMPLES")
+	if dir == "" {
+		t.Skip("NODEWRIGHT_REFERENCE_EXAMPLES is not set (make reference-examples REFERENCE=DIR)")
+	}
+	docs := apiDocuments(t, filepath.Join(dir, "*.yaml"))
+	// Objects of the examples that the reference's own CRDs refuse too.
+	refused := map[string]string{
+		// nodeClassRef.group "karpenter.k8s.aws/v1": the reference's
+		// NodePool CRD has pattern ^[^/]*$ on the group.
+		"windows-custom-userdata.yaml/NodePool/windows2022": "group is an API group without a version",
+	}
+	for name, fragment := range refused {
+		js, ok := docs[name]
+		if !ok {
+			continue
+		}
+		delete(docs, name)
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(js); err != nil {
+			t.Fatal(err)
+		}
+		err := kube.Create(context.Background(), obj, client.FieldValidation("Strict"))
+		if err == nil {
+			_ = kube.Delete(context.Background(), obj)
+			t.Errorf("%s applied; the reference's CRDs refuse it", name)
+		} else if !strings.Contains(err.Error(), fragment) {
+			t.Errorf("%s: %v, want it refused with %q", name, err, fragment)
+		}
+	}
+	applyStrictly(t, docs, 20)
+}
+
+// applyStrictly creates each object with strict field validation and
+// deletes it again; there must be at least that many (least).
+func applyStrictly(t *testing.T, docs map[string][]byte, least int) {
+	t.Helper()
 	ctx := context.Background()
-	docs := apiDocuments(t, "testdata/reference-examples.yaml")
-	if len(docs) < 20 {
+	if len(docs) < least {
 		t.Fatalf("found only %d objects", len(docs))
 	}
+	t.Logf("applying %d objects", len(docs))
 	for name, js := range docs {
 		obj := &unstructured.Unstructured{}
 		if err := obj.UnmarshalJSON(js); err != nil {
