@@ -286,7 +286,7 @@ func (s *solver) unschedulable(p *podInfo, reason string) {
 // try places p on the first target that takes it, else on a new NodeClaim;
 // it returns why not otherwise.
 func (s *solver) try(p *podInfo) string {
-	if s.tryTargets(p) {
+	if s.tryTargets(p) || s.tryGrow(p) {
 		return ""
 	}
 	if s.deferring && packable(p) {
@@ -306,6 +306,44 @@ func (s *solver) try(p *podInfo) string {
 		return "no NodePool exists"
 	}
 	return strings.Join(reasons, "; ")
+}
+
+// tryGrow places a pod whose required pod affinity by hostname selects
+// pods on a NodeClaim too full for it on that NodeClaim, with the larger
+// instance types that hold them all: no other node can take the pod, and
+// a NodeClaim's types are not fixed until it launches. A NodeClaim is
+// sized for the cheapest packing of the pods it opens with, so pods that
+// must share its host would otherwise find it full.
+func (s *solver) tryGrow(p *podInfo) bool {
+	for _, term := range p.topology {
+		g := term.group
+		if term.preferred || g.kind != kindAffinity || g.key != LabelHostname || g.total == 0 {
+			continue
+		}
+		for _, t := range s.targets {
+			if t.existing || g.counts[t.name] == 0 {
+				continue
+			}
+			need := t.requests.Add(p.requests)
+			if need.Fits(t.maxAlloc()) {
+				continue // it has the room: something else keeps the pod out
+			}
+			grown, _ := t.pool.candidatesByKey(fingerprint(t.reqs), t.reqs, need.Sub(t.daemon))
+			if len(grown) == 0 {
+				continue
+			}
+			types, shape := t.types, t.shape
+			t.setTypes(grown)
+			t.shape = nil
+			if c, ok := s.fits(p, t); ok {
+				s.commit(p, t, c)
+				return true
+			}
+			t.setTypes(types)
+			t.shape = shape
+		}
+	}
+	return false
 }
 
 func (s *solver) addTarget(t *target) {

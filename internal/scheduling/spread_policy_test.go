@@ -149,6 +149,31 @@ func TestSelfAffinityPodsShareOneNode(t *testing.T) {
 	}
 }
 
+// A NodeClaim sized for the cheapest packing of its first pod (one small
+// node per pod) grows to a type that holds every pod that must share its
+// host, instead of leaving them pending.
+func TestSelfAffinityPodsGrowTheirNodeClaim(t *testing.T) {
+	np := pool(t, "general", requirement(scheduling.LabelInstanceType, corev1.NodeSelectorOpIn, "t3a.micro", "t3a.small", "m5.xlarge"))
+	together := pods(3, "db", "1", "100Mi", func(p *corev1.Pod) {
+		p.Labels = map[string]string{"app": "db"}
+		p.Spec.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			TopologyKey: scheduling.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}},
+		}}}}
+	})
+	plan := solve(t, scheduling.Input{NodePools: []*scheduling.NodePool{np}, Pods: together})
+	if len(plan.Unschedulable) > 0 || len(plan.NodeClaims) != 1 {
+		t.Fatalf("%d NodeClaims, unschedulable %v; want the 3 pods on one node", len(plan.NodeClaims), reasons(plan))
+	}
+	if it := plan.NodeClaims[0].InstanceType.Name; it != "m5.xlarge" {
+		t.Errorf("the NodeClaim's cheapest type is %s; 3 CPUs need the m5.xlarge", it)
+	}
+	// Without the affinity, one small node per pod is cheaper.
+	apart := solve(t, scheduling.Input{NodePools: []*scheduling.NodePool{np}, Pods: pods(3, "web", "1", "100Mi")})
+	if len(apart.NodeClaims) != 3 || apart.NodeClaims[0].InstanceType.Name != "t3a.micro" {
+		t.Errorf("without affinity: %d NodeClaims of %s, want 3 t3a.micro", len(apart.NodeClaims), apart.NodeClaims[0].InstanceType.Name)
+	}
+}
+
 // A NodeClaim lists, besides the types it was sized with, the cheapest
 // others its pods fit in, cheapest first, for the launch to fall back on.
 func TestNodeClaimsListTypesToFallBackOn(t *testing.T) {

@@ -38,6 +38,9 @@ type conformanceCase struct {
 	// gap, when set, says how nodewright still decides the case
 	// differently from the reference: the case is skipped, and says so.
 	gap string
+	// better, when set, says why nodewright deliberately decides the case
+	// otherwise than the reference; want then checks nodewright's outcome.
+	better string
 }
 
 // anyPool is the NodePool a case gets when it declares none: as the
@@ -385,6 +388,80 @@ func instanceType(types []string, names ...string) expectation {
 	return nodeLabel(corev1.LabelInstanceTypeStable, types, names...)
 }
 
+// listed: the named pods are on new NodeClaims every one of whose
+// listed instance types (InstanceTypes: every type the launch may use)
+// passes ok; what says what ok checks, for the message.
+func listed(what string, ok func(c *scheduling.PlannedNodeClaim, it *scheduling.InstanceType) bool, names ...string) expectation {
+	return func(o *outcome) error {
+		for _, n := range o.pods(names) {
+			at := o.at[n]
+			if at == nil || at.claim == nil {
+				return fmt.Errorf("pod %s is not on a new NodeClaim", n)
+			}
+			for _, it := range at.claim.InstanceTypes {
+				if !ok(at.claim, it) {
+					return fmt.Errorf("pod %s is on %s, which lists %s: want every listed type %s", n, at.name, it.Name, what)
+				}
+			}
+		}
+		return nil
+	}
+}
+
+// listedLabel: every instance type the named pods' NodeClaims list has
+// label key set to value.
+func listedLabel(key, value string, names ...string) expectation {
+	return listed(key+"="+value, func(_ *scheduling.PlannedNodeClaim, it *scheduling.InstanceType) bool {
+		r, ok := it.Requirements[key]
+		if !ok {
+			return false
+		}
+		v, single := r.Single()
+		return single && v == value
+	}, names...)
+}
+
+// listedOffering: every instance type the named pods' NodeClaims list
+// has an available offering of capacityType in zone ("" for either: any).
+func listedOffering(capacityType, zone string, names ...string) expectation {
+	return listed(fmt.Sprintf("offered as %q in %q", capacityType, zone), func(_ *scheduling.PlannedNodeClaim, it *scheduling.InstanceType) bool {
+		return slices.ContainsFunc(it.Offerings, func(of scheduling.Offering) bool {
+			return of.Available && (capacityType == "" || of.CapacityType == capacityType) && (zone == "" || of.Zone == zone)
+		})
+	}, names...)
+}
+
+// listedHolds: every instance type the named pods' NodeClaims list has
+// the allocatable to hold all the pods of its NodeClaim (their requests
+// as the pods state them).
+func listedHolds(names ...string) expectation {
+	return listed("to hold its pods", func(c *scheduling.PlannedNodeClaim, it *scheduling.InstanceType) bool {
+		var total scheduling.Resources
+		for _, p := range c.Pods {
+			r, _ := scheduling.PodRequests(p)
+			total = total.Add(r)
+		}
+		return total.Fits(it.Allocatable)
+	}, names...)
+}
+
+// listedAtLeast: the named pods' NodeClaims each list at least n
+// instance types.
+func listedAtLeast(n int, names ...string) expectation {
+	return func(o *outcome) error {
+		for _, p := range o.pods(names) {
+			at := o.at[p]
+			if at == nil || at.claim == nil {
+				return fmt.Errorf("pod %s is not on a new NodeClaim", p)
+			}
+			if got := len(at.claim.InstanceTypes); got < n {
+				return fmt.Errorf("pod %s is on %s, which lists %d instance types; want at least %d", p, at.name, got, n)
+			}
+		}
+		return nil
+	}
+}
+
 // pods writes n pods name-0 … name-(n-1) with the same metadata labels
 // (a flow map, "{app: web}", or "") and spec (flow style, without
 // containers, which get one container requesting requests, "" for none).
@@ -410,6 +487,3 @@ func pod(name, lbls, requests, spec string) string {
 	return fmt.Sprintf("---\napiVersion: v1\nkind: Pod\nmetadata: {name: %s, namespace: default, labels: %s}\nspec: {containers: [{name: c, image: busybox, resources: {requests: %s}}]%s}\n",
 		name, lbls, requests, spec)
 }
-
-// selectionCases: instance_selection_test.go.
-var selectionCases = []conformanceCase{}
