@@ -197,6 +197,10 @@ func newSolver(in Input) *solver {
 	}
 	for _, pod := range in.Pods {
 		p := newPodInfo(pod)
+		// Spread constraints count the nodes the pod's own node selector
+		// and affinity admit, as kube-scheduler does: its volumes limit
+		// where it goes, not which domains count.
+		nodeTerms := p.terms
 		if v := in.Volumes[pod]; v != nil {
 			if v.Refused != "" {
 				s.plan.Unschedulable = append(s.plan.Unschedulable, &UnschedulablePod{Pod: pod, Reason: v.Refused})
@@ -205,7 +209,7 @@ func newSolver(in Input) *solver {
 			p.addVolumeTerms(v.Terms)
 			p.attach = v.Attach
 		}
-		terms, err := s.topo.termsOf(pod, p.terms)
+		terms, err := s.topo.termsOf(pod, nodeTerms)
 		if err != nil {
 			s.plan.Unschedulable = append(s.plan.Unschedulable, &UnschedulablePod{Pod: pod, Reason: err.Error()})
 			continue

@@ -50,3 +50,25 @@ func cheaperThanOneNode(names ...string) expectation {
 		return nil
 	}
 }
+
+// distinct: the named pods are placed on nodes whose key all differ.
+func distinct(key string, names ...string) expectation {
+	return func(o *outcome) error {
+		seen := map[string]string{}
+		for _, n := range o.pods(names) {
+			at := o.at[n]
+			if at == nil {
+				return fmt.Errorf("pod %s is not placed: %s", n, o.unplaced[n])
+			}
+			v, ok := at.label(key)
+			if !ok {
+				return fmt.Errorf("pod %s is on %s, which leaves %s open", n, at.name, key)
+			}
+			if other, dup := seen[v]; dup {
+				return fmt.Errorf("pods %s and %s share %s=%s", other, n, key, v)
+			}
+			seen[v] = n
+		}
+		return nil
+	}
+}
