@@ -804,7 +804,6 @@ allowedTopologies:
 		objects: suiteStorageClass("default-storage-class", "other-provider", "Immediate", "us-east-1a", false) +
 			suiteClaims("tmp-ephemeral", 0, "default-storage-class") + suiteVolumePods(1, "p", "tmp-ephemeral"),
 		want: []expectation{notScheduled("p-0"), newNodes(0)},
-		gap:  "the reference launches nothing for a pod whose claim of an Immediate-binding StorageClass is not bound yet; nodewright launches a node",
 	},
 	{
 		ref: "suite: VolumeUsage > should not launch nodes for pod with deleting persistentVolumeClaim",
@@ -815,7 +814,6 @@ metadata: {name: tmp-ephemeral, namespace: default, deletionTimestamp: "2025-01-
 spec: {storageClassName: default-storage-class, accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
 ` + suiteVolumePods(1, "p", "tmp-ephemeral"),
 		want: []expectation{notScheduled("p-0"), newNodes(0)},
-		gap:  "the reference launches nothing for a pod whose claim is being deleted; nodewright launches a node",
 	},
 	{
 		ref: "suite: VolumeUsage > should not launch nodes for pod with bound persistentVolume that is marked for deletion",
@@ -832,7 +830,6 @@ spec: {volumeName: my-volume, accessModes: [ReadWriteOnce], resources: {requests
 status: {phase: Bound}
 ` + suiteEphemeralPod("p", "", ""),
 		want: []expectation{notScheduled("p"), newNodes(0)},
-		gap:  "the reference launches nothing for a pod whose bound PV is being deleted; nodewright launches a node",
 	},
 	{
 		ref: "suite: VolumeUsage > should not launch nodes for pod with Lost persistentVolumeClaim",
@@ -844,13 +841,11 @@ spec: {storageClassName: default-storage-class, accessModes: [ReadWriteOnce], re
 status: {phase: Lost}
 ` + suiteVolumePods(1, "p", "tmp-ephemeral"),
 		want: []expectation{notScheduled("p-0"), newNodes(0)},
-		gap:  "the reference launches nothing for a pod whose claim is Lost; nodewright launches a node",
 	},
 	{
 		ref:     "suite: VolumeUsage > should handle pods with PVCs with defined volumeName [when pv.kubernetes.io/bind-completed is missing]",
 		objects: suiteNamedVolume(false),
 		want:    []expectation{notScheduled("p-0"), newNodes(0)},
-		gap:     "the reference launches nothing for a pod whose claim names a volume without the pv.kubernetes.io/bind-completed annotation (binding not complete); nodewright launches a node",
 	},
 	{
 		ref:     "suite: VolumeUsage > should handle pods with PVCs with defined volumeName [when pv.kubernetes.io/bind-completed is present]",
@@ -871,13 +866,11 @@ status: {phase: Lost}
 		ref:     "suite: VolumeUsage > should not launch nodes for pods with ephemeral volume without a storage class when the PVC is unbound [non-existent storage class]",
 		objects: suiteEphemeralPod("p", "", "non-existent"),
 		want:    []expectation{notScheduled("p"), newNodes(0)},
-		gap:     "the reference launches nothing for a pod whose ephemeral volume's class does not exist and has no claim yet; nodewright launches a node",
 	},
 	{
 		ref:     "suite: VolumeUsage > should not launch nodes for pods with ephemeral volume without a storage class when the PVC is unbound [explicitly disabled storage class (empty string)]",
 		objects: suiteEphemeralPod("p", "", `""`),
 		want:    []expectation{notScheduled("p"), newNodes(0)},
-		gap:     "the reference launches nothing for a pod whose ephemeral volume has storageClassName \"\" and no claim yet; nodewright launches a node",
 	},
 
 	// Deleting Nodes: the node being deleted is an m5.large whose

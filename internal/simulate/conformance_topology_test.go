@@ -336,6 +336,7 @@ apiVersion: v1
 kind: PersistentVolumeClaim
 metadata: {name: test-pvc, namespace: default}
 spec: {volumeName: test-pv, accessModes: [ReadWriteOnce], resources: {requests: {storage: 10Gi}}}
+status: {phase: Bound}
 `
 	appMinDomainsTSC = "topologySpreadConstraints: [{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: test}}, minDomains: 3}]"
 	// taintedFooBar and mismatchFooBar: two nodes of 100m CPU carrying

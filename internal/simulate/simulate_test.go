@@ -454,6 +454,7 @@ apiVersion: v1
 kind: PersistentVolumeClaim
 metadata: {name: data-a}
 spec: {volumeName: pv-a, accessModes: [ReadWriteOnce], resources: {requests: {storage: 10Gi}}}
+status: {phase: Bound}
 ---
 apiVersion: v1
 kind: PersistentVolumeClaim
@@ -584,6 +585,7 @@ apiVersion: v1
 kind: PersistentVolumeClaim
 metadata: {name: old}
 spec: {volumeName: pv-old, accessModes: [ReadWriteOnce], resources: {requests: {storage: 10Gi}}}
+status: {phase: Bound}
 `
 	pod := func(name, claim, node string) string {
 		return fmt.Sprintf(`---

@@ -104,13 +104,25 @@ func (v *volumes) ofPod(p *corev1.Pod) *scheduling.VolumeTopology {
 			continue
 		}
 		claim := v.claims[types.NamespacedName{Namespace: p.Namespace, Name: claimName}]
+		claimRef := p.Namespace + "/" + claimName
 		switch {
 		case claim == nil && vol.Ephemeral == nil:
-			return refuse(fmt.Sprintf("PersistentVolumeClaim %s/%s of volume %s does not exist", p.Namespace, claimName, vol.Name))
+			return refuse(fmt.Sprintf("PersistentVolumeClaim %s of volume %s does not exist", claimRef, vol.Name))
+		case claim != nil && !claim.DeletionTimestamp.IsZero():
+			return refuse(fmt.Sprintf("PersistentVolumeClaim %s of volume %s is being deleted", claimRef, vol.Name))
+		case claim != nil && claim.Status.Phase == corev1.ClaimLost:
+			return refuse(fmt.Sprintf("PersistentVolumeClaim %s of volume %s is Lost: the volume it was bound to is gone; recreate the claim", claimRef, vol.Name))
 		case claim != nil && claim.Spec.VolumeName != "":
+			if !bindCompleted(claim) {
+				return refuse(fmt.Sprintf("PersistentVolumeClaim %s names PersistentVolume %s, but their binding is not complete (no %s annotation): the volume controller finishes it first",
+					claimRef, claim.Spec.VolumeName, annBindCompleted))
+			}
 			pv := v.pvs[claim.Spec.VolumeName]
 			if pv == nil {
-				return refuse(fmt.Sprintf("PersistentVolume %s of claim %s/%s does not exist", claim.Spec.VolumeName, p.Namespace, claimName))
+				return refuse(fmt.Sprintf("PersistentVolume %s of claim %s does not exist", claim.Spec.VolumeName, claimRef))
+			}
+			if !pv.DeletionTimestamp.IsZero() {
+				return refuse(fmt.Sprintf("PersistentVolume %s of claim %s is being deleted", pv.Name, claimRef))
 			}
 			if pv.Spec.NodeAffinity != nil && pv.Spec.NodeAffinity.Required != nil {
 				add(nodeSelectorAlternatives(pv.Spec.NodeAffinity.Required.NodeSelectorTerms))
@@ -120,18 +132,39 @@ func (v *volumes) ofPod(p *corev1.Pod) *scheduling.VolumeTopology {
 		case claim != nil:
 			className = claim.Spec.StorageClassName
 		}
+		// Not bound yet: the claim's class makes its volume.
 		class := v.defaultClass
 		if className != nil {
 			class = v.classes[*className]
 		}
-		if class != nil && len(class.AllowedTopologies) > 0 {
+		switch {
+		case className != nil && *className == "":
+			return refuse(fmt.Sprintf("claim %s of volume %s is not bound and names no StorageClass (storageClassName \"\"): it waits for a PersistentVolume made for it", claimRef, vol.Name))
+		case class == nil && className != nil:
+			return refuse(fmt.Sprintf("claim %s of volume %s is not bound and its StorageClass %s does not exist", claimRef, vol.Name, *className))
+		case class == nil:
+			return refuse(fmt.Sprintf("claim %s of volume %s is not bound and names no StorageClass, and no class is the default: it waits for a PersistentVolume made for it", claimRef, vol.Name))
+		case class.VolumeBindingMode == nil || *class.VolumeBindingMode != storagev1.VolumeBindingWaitForFirstConsumer:
+			return refuse(fmt.Sprintf("claim %s of volume %s is not bound, and StorageClass %s binds Immediately: its volume is made before the pod is scheduled", claimRef, vol.Name, class.Name))
+		}
+		if len(class.AllowedTopologies) > 0 {
 			add(topologyAlternatives(class.AllowedTopologies))
 		}
-		if class != nil {
-			attach(class.Provisioner, p.Namespace+"/"+claimName)
-		}
+		attach(class.Provisioner, claimRef)
 	}
 	return vt
+}
+
+// annBindCompleted marks a claim whose binding to its volume the volume
+// controller has finished; until then kube-scheduler does not take the
+// claim as bound.
+const annBindCompleted = "pv.kubernetes.io/bind-completed"
+
+// bindCompleted reports a claim bound to its volume: the annotation, or
+// (for manifests written by hand) the Bound phase.
+func bindCompleted(c *corev1.PersistentVolumeClaim) bool {
+	_, ok := c.Annotations[annBindCompleted]
+	return ok || c.Status.Phase == corev1.ClaimBound
 }
 
 // driverOf is the CSI driver that attaches a volume; in-tree EBS volumes
