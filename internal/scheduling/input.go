@@ -85,6 +85,11 @@ type Node struct {
 	// it is pinned to reserved capacity, it will take a place in a
 	// reservation that the reservation's count does not show yet.
 	Launching bool
+	// Starting orders nodes that do not run pods yet after those that do:
+	// 1 for a node still initializing, 2 for a NodeClaim not yet a node.
+	// Pods fill nodes in this order (then by name): the sooner a pod's
+	// node is ready, the sooner it runs.
+	Starting int
 	// VolumeLimits are how many volumes of each CSI driver the node can
 	// attach (its CSINode's allocatable count), and Attached the volumes
 	// of each its pods use now. A pod whose volumes would pass a limit

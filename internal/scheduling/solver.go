@@ -178,7 +178,12 @@ func newSolver(in Input) *solver {
 		s.softTaints = s.softTaints || hasSoftTaint(n.Taints)
 	}
 	nodes := append([]*Node(nil), in.Nodes...)
-	sort.SliceStable(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	sort.SliceStable(nodes, func(i, j int) bool {
+		if nodes[i].Starting != nodes[j].Starting {
+			return nodes[i].Starting < nodes[j].Starting
+		}
+		return nodes[i].Name < nodes[j].Name
+	})
 	var existingPods []*podInfo
 	attachLimited := false
 	for _, n := range nodes {

@@ -59,5 +59,5 @@ func (c *PlannedNodeClaim) InFlight(taints []corev1.Taint) *Node {
 			alloc[r] = min(alloc[r], it.Allocatable[r])
 		}
 	}
-	return &Node{Name: c.Name, Requirements: c.Requirements, Taints: taints, Allocatable: alloc, Launching: true}
+	return &Node{Name: c.Name, Requirements: c.Requirements, Taints: taints, Allocatable: alloc, Launching: true, Starting: 2}
 }

@@ -589,7 +589,6 @@ spec:
   {key: node.kubernetes.io/unreachable, effect: NoSchedule}, {key: node.cloudprovider.kubernetes.io/uninitialized, value: "true", effect: NoSchedule}]`}.yaml() +
 			pod("p1", "", "{cpu: 10m}", "{nodeName: n1}") + pod("p2", "", "{cpu: 10m}", ""),
 		want: []expectation{suiteOn("n1", "p2"), newNodes(0)},
-		gap:  "the reference places the pod on the initialized node whose not-ready, unreachable and cloud-provider-uninitialized NoSchedule taints mark it not ready yet; nodewright keeps an initialized node's taints and launches a new node",
 	},
 	// In-Flight Nodes > Daemonsets: m5.4xlarge offers 15890m CPU.
 	{
@@ -644,7 +643,6 @@ status: {phase: Pending, conditions: [{type: PodScheduled, status: "False", reas
 			suiteNode{name: "n3", pool: "default", initialized: true}.yaml() + suiteNode{name: "n4", pool: "default", noNode: true}.yaml() +
 			suiteNode{name: "n5", pool: "default", noNode: true}.yaml() + pod("p", "", "", ""),
 		want: []expectation{suiteOn("n3", "p"), newNodes(0)},
-		gap:  "the reference places the pod on the one initialized node before in-flight NodeClaims; nodewright takes the nodes in name order and plans it onto in-flight NodeClaim n1",
 	},
 	{
 		ref: "suite: In-Flight Nodes > should schedule pods with the same host port to different nodes",
@@ -670,7 +668,6 @@ status: {phase: Pending, conditions: [{type: PodScheduled, status: "False", reas
 			suiteNode{name: "n3", pool: "default"}.yaml() + suiteNode{name: "n4", pool: "default", initialized: true}.yaml() +
 			suiteNode{name: "n5", pool: "default"}.yaml() + pod("p", "", "", ""),
 		want: []expectation{suiteOn("n4", "p"), newNodes(0)},
-		gap:  "the reference places the pod on the one initialized node before uninitialized ones; nodewright takes the nodes in name order and plans it onto uninitialized n1",
 	},
 	{
 		// The reference first has no NodePool (the pod waits), then adds

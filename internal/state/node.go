@@ -185,8 +185,12 @@ func (n *Node) schedulingNode(poolTypes, catalog []*scheduling.InstanceType) *sc
 			return nil
 		}
 		sn := scheduling.NodeFromObject(n.Node, append(slices.Clone(n.Pods), n.Expected...))
-		if n.NodeClaim != nil && !n.Initialized() {
+		switch {
+		case n.NodeClaim != nil && !n.Initialized():
 			sn.Taints = InitializingTaints(n.Node.Spec.Taints, n.NodeClaim.Spec.StartupTaints)
+			sn.Starting = 1
+		case n.NodeClaim != nil:
+			sn.Taints = notReadyTaintsLifted(n.Node.Spec.Taints)
 		}
 		return sn
 	}
@@ -206,7 +210,7 @@ func (n *Node) schedulingNode(poolTypes, catalog []*scheduling.InstanceType) *sc
 		return nil
 	}
 	return &scheduling.Node{Name: nc.Name, Requirements: reqs, Taints: slices.Clone(nc.Spec.Taints), Allocatable: alloc, Pods: slices.Clone(n.Expected),
-		Launching: nc.Status.ProviderID == ""}
+		Launching: nc.Status.ProviderID == "", Starting: 2}
 }
 
 // leastAllocatable is, per resource, the least that the instance types
@@ -243,6 +247,25 @@ func InitializingTaints(taints, startup []corev1.Taint) []corev1.Taint {
 		}
 		if slices.ContainsFunc(startup, func(s corev1.Taint) bool { return s.Key == t.Key && s.Effect == t.Effect }) {
 			continue
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+// notReadyTaintsLifted are an initialized node's taints but the NoSchedule
+// ones that mark it not ready for now (not-ready, unreachable,
+// uninitialized): pods are planned onto it, as onto a node still
+// starting, rather than onto a new node, while its NoExecute taints and
+// every other taint keep pods off.
+func notReadyTaintsLifted(taints []corev1.Taint) []corev1.Taint {
+	var out []corev1.Taint
+	for _, t := range taints {
+		switch t.Key {
+		case corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable, CloudProviderTaint:
+			if t.Effect == corev1.TaintEffectNoSchedule {
+				continue
+			}
 		}
 		out = append(out, t)
 	}

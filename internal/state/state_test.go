@@ -214,7 +214,10 @@ func TestNodesAndUsage(t *testing.T) {
 }
 
 // A node still initializing offers room to pending pods: its startup and
-// known ephemeral taints do not keep them off; its other taints do.
+// known ephemeral taints do not keep them off; its other taints do. An
+// initialized node that is not ready for now (its NoSchedule not-ready
+// and uninitialized taints) is planned onto as well; its startup taints,
+// back again, keep pods off.
 func TestInitializingNodeIsCapacity(t *testing.T) {
 	startup := corev1.Taint{Key: "cni.example.com/not-ready", Effect: corev1.TaintEffectNoSchedule}
 	dedicated := corev1.Taint{Key: "dedicated", Value: "gpu", Effect: corev1.TaintEffectNoSchedule}
@@ -227,7 +230,7 @@ func TestInitializingNodeIsCapacity(t *testing.T) {
 	}{
 		"initializing": {claim("c", "default", launchedAs("n"), func(nc *v1.NodeClaim) { nc.Spec.StartupTaints = []corev1.Taint{startup} }), []corev1.Taint{dedicated}},
 		"initialized": {claim("c", "default", launchedAs("n"), initialized(now), func(nc *v1.NodeClaim) { nc.Spec.StartupTaints = []corev1.Taint{startup} }),
-			[]corev1.Taint{startup, dedicated, {Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}, {Key: state.CloudProviderTaint, Effect: corev1.TaintEffectNoSchedule}}},
+			[]corev1.Taint{startup, dedicated}},
 	} {
 		s := state.Build(state.Objects{NodeClaims: []*v1.NodeClaim{tc.claim}, Nodes: []*corev1.Node{node("n", "default", taints)}}, state.Options{Now: now})
 		if d := cmp.Diff(tc.want, s.Input(nil).Nodes[0].Taints); d != "" {
