@@ -253,6 +253,14 @@ func InitializingTaints(taints, startup []corev1.Taint) []corev1.Taint {
 	return out
 }
 
+// notReady reports a node tainted not ready or unreachable: no place for
+// pods evicted now.
+func (n *Node) notReady() bool {
+	return n.Node != nil && slices.ContainsFunc(n.Node.Spec.Taints, func(t corev1.Taint) bool {
+		return t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable
+	})
+}
+
 // notReadyTaintsLifted are an initialized node's taints but the NoSchedule
 // ones that mark it not ready for now (not-ready, unreachable,
 // uninitialized): pods are planned onto it, as onto a node still

@@ -327,7 +327,7 @@ func (s *Snapshot) input(without map[string]bool, pending []*corev1.Pod, initial
 			in.Pods = append(in.Pods, n.Reschedulable()...)
 			continue
 		}
-		if initializedOnly && !n.Initialized() {
+		if initializedOnly && (!n.Initialized() || n.notReady()) {
 			continue
 		}
 		if n.sched != nil {
