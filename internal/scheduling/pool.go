@@ -283,6 +283,11 @@ func labelsCompatible(it *InstanceType, reqs Requirements) bool {
 // alone: they are the pool's own copies with that much less allocatable.
 func (pl *pool) addDaemonSets(daemonSets []*appsv1.DaemonSet) {
 	extra := map[*InstanceType]Resources{}
+	// A node of the pool gets these labels once it registers and
+	// initializes; DaemonSets that wait for them still run on it.
+	reqs := pl.Requirements.Copy()
+	reqs.Add(NewRequirement(v1.LabelRegistered, corev1.NodeSelectorOpIn, "true"))
+	reqs.Add(NewRequirement(v1.LabelInitialized, corev1.NodeSelectorOpIn, "true"))
 	for _, ds := range daemonSets {
 		pod := &corev1.Pod{ObjectMeta: ds.Spec.Template.ObjectMeta, Spec: ds.Spec.Template.Spec}
 		p := newPodInfo(pod)
@@ -291,7 +296,7 @@ func (pl *pool) addDaemonSets(daemonSets []*appsv1.DaemonSet) {
 		}
 		var terms []Requirements
 		for _, term := range p.terms {
-			if pl.Requirements.Compatible(term, pl.provides) == nil {
+			if reqs.Compatible(term, pl.provides) == nil {
 				terms = append(terms, term)
 			}
 		}

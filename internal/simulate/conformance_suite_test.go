@@ -613,7 +613,6 @@ spec:
 			suiteDaemonSet("ds2", `{cpu: "1"}`, suiteAffinityField(`[{key: karpenter.sh/registered, operator: In, values: ["true"]}]`, "")) +
 			suitePodSpec("p", "", `{containers: [{name: c, image: busybox, resources: {requests: {cpu: "2"}, limits: {cpu: "2"}}}]}`),
 		want: []expectation{instanceType([]string{"m5.2xlarge"}, "p"), suiteNoRequirement("p", "karpenter.sh/initialized", "karpenter.sh/registered")},
-		gap:  "the reference counts the overhead of DaemonSets whose affinity asks for karpenter.sh/initialized or karpenter.sh/registered (labels the node gets later) and launches m5.2xlarge; nodewright leaves at least one out and plans m5.xlarge",
 	},
 	{
 		// m5.xlarge nodes take three 1-CPU pods: n1 has room for two, n2
