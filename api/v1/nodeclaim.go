@@ -198,7 +198,10 @@ const (
 
 // Condition reasons of NodeClaims.
 const (
-	ReasonLaunched                 = "Launched"
+	ReasonLaunched = "Launched"
+	// ReasonNodeClassNotReady: the EC2NodeClass a NodePool or NodeClaim
+	// refers to is not ready.
+	ReasonNodeClassNotReady        = "NodeClassNotReady"
 	ReasonLaunchFailed             = "LaunchFailed"
 	ReasonRegistered               = "Registered"
 	ReasonNodeNotFound             = "NodeNotFound"

@@ -215,7 +215,7 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim, now metav1.Ti
 	case cloudprovider.IsInsufficientCapacity(err) || cloudprovider.IsNodeClassNotReady(err):
 		reason := "InsufficientCapacity"
 		if cloudprovider.IsNodeClassNotReady(err) {
-			reason = "NodeClassNotReady"
+			reason = v1.ReasonNodeClassNotReady
 		}
 		c.Recorder.Eventf(nc, corev1.EventTypeWarning, reason, "deleting NodeClaim %s, it cannot be launched: %v", nc.Name, err)
 		logf.FromContext(ctx).Info("deleting NodeClaim, it cannot be launched", "reason", reason, "error", err.Error())

@@ -88,11 +88,11 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	np.Status.Nodes = count.Value()
 	now := metav1.NewTime(c.Clock.Now())
 	classReady, classMsg := c.nodeClassReady(ctx, np)
-	setCondition(np, now, v1.ConditionNodeClassReady, classReady, "NodeClassNotReady", classMsg)
+	setCondition(np, now, v1.ConditionNodeClassReady, classReady, v1.ReasonNodeClassNotReady, classMsg)
 	setCondition(np, now, v1.ConditionValidationSucceeded, true, "", "")
 	c.registrationHealth(np, now)
 	ready := classReady
-	setCondition(np, now, v1.ConditionReady, ready, "NodeClassNotReady", classMsg)
+	setCondition(np, now, v1.ConditionReady, ready, v1.ReasonNodeClassNotReady, classMsg)
 	if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil {
 		class := &awsv1.EC2NodeClass{}
 		if err := c.Client.Get(ctx, client.ObjectKey{Name: ref.Name}, class); err == nil {

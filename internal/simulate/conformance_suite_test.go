@@ -188,7 +188,6 @@ spec:
   conditions: [{type: Ready, status: "False", reason: NodePoolNotReady, message: Node Pool Not Ready, lastTransitionTime: "2025-01-01T00:00:00Z"}]
 ` + pod("p", "", "", ""),
 		want: []expectation{notScheduled("p"), newNodes(0)},
-		gap:  "the reference launches nothing for a NodePool whose status says Ready=False; nodewright ignores a NodePool's status conditions (it judges readiness from the EC2NodeClass) and launches a node",
 	},
 	{
 		ref:     "suite: Custom Constraints > Scheduling Logic > should not schedule pods that have node selectors with In operator and undefined key",
@@ -752,13 +751,11 @@ status: {phase: Bound}
 		ref:     "suite: VolumeUsage > should preserve unconstrained PV alternatives after ignoring hostname affinity [for local volumes]",
 		objects: suiteHostOrZonePV("local: {path: /mnt/disk}"),
 		want:    []expectation{scheduled("hostname-or-zone-pod")},
-		gap:     "the reference ignores the hostname term of a local PV's node affinity (leaving it unconstrained) and schedules the pod; nodewright keeps the hostname requirement and finds no node",
 	},
 	{
 		ref:     "suite: VolumeUsage > should preserve unconstrained PV alternatives after ignoring hostname affinity [for hostpath volumes]",
 		objects: suiteHostOrZonePV("hostPath: {path: /tmp/disk}"),
 		want:    []expectation{scheduled("hostname-or-zone-pod")},
-		gap:     "the reference ignores the hostname term of a hostPath PV's node affinity (leaving it unconstrained) and schedules the pod; nodewright keeps the hostname requirement and finds no node",
 	},
 	{
 		ref: "suite: VolumeUsage > should schedule pods using a StorageClass with multiple zones in AllowedTopologies",

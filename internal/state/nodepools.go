@@ -21,6 +21,7 @@ const (
 	SkipNodeClassNotFound   SkipReason = "NodeClassNotFound"
 	SkipNodeClassNotReady   SkipReason = "NodeClassNotReady"
 	SkipRegistrationBackoff SkipReason = "RegistrationBackoff"
+	SkipNotReady            SkipReason = "NotReady"
 )
 
 // SkippedNodePool is a NodePool that launches nothing now, and why.
@@ -45,6 +46,8 @@ func (s SkippedNodePool) String() string {
 		return fmt.Sprintf("NodePool %s: EC2NodeClass %s does not exist", s.NodePool, s.NodeClass)
 	case SkipNodeClassNotReady:
 		return fmt.Sprintf("NodePool %s: EC2NodeClass %s %s", s.NodePool, s.NodeClass, s.Detail)
+	case SkipNotReady:
+		return fmt.Sprintf("NodePool %s is not ready (%s)", s.NodePool, s.Detail)
 	case SkipRegistrationBackoff:
 		return fmt.Sprintf("NodePool %s: launches back off until %s after %d registration timeout(s) in a row (see its NodeRegistrationHealthy condition)",
 			s.NodePool, s.Until.UTC().Format(time.RFC3339), s.Failures)
@@ -83,6 +86,11 @@ func launchable(np *v1.NodePool, opts Options) (*SkippedNodePool, *NodeClass) {
 	}
 	if class.NotReady != "" {
 		return skip(SkipNodeClassNotReady, ref.Name, class.NotReady)
+	}
+	// Its status says Ready=False for a cause of its own (no status yet,
+	// as for manifests, is not a cause).
+	if c := meta.FindStatusCondition(np.Status.Conditions, v1.ConditionReady); c != nil && c.Status == metav1.ConditionFalse && c.Reason != v1.ReasonNodeClassNotReady {
+		return skip(SkipNotReady, ref.Name, c.Reason+": "+c.Message)
 	}
 	return nil, class
 }

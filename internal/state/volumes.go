@@ -125,7 +125,17 @@ func (v *volumes) ofPod(p *corev1.Pod) *scheduling.VolumeTopology {
 				return refuse(fmt.Sprintf("PersistentVolume %s of claim %s is being deleted", pv.Name, claimRef))
 			}
 			if pv.Spec.NodeAffinity != nil && pv.Spec.NodeAffinity.Required != nil {
-				add(nodeSelectorAlternatives(pv.Spec.NodeAffinity.Required.NodeSelectorTerms))
+				alternatives := nodeSelectorAlternatives(pv.Spec.NodeAffinity.Required.NodeSelectorTerms)
+				if pv.Spec.Local != nil || pv.Spec.HostPath != nil {
+					// A node's own disk names the node by hostname, which
+					// no new node can have: as the reference does, the
+					// hostname is left to kube-scheduler and the rest of
+					// each term still counts.
+					for _, alt := range alternatives {
+						delete(alt, scheduling.LabelHostname)
+					}
+				}
+				add(alternatives)
 			}
 			attach(driverOf(pv), pv.Name)
 			continue
