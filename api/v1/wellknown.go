@@ -30,7 +30,11 @@ const (
 // Annotations and the finalizer.
 const (
 	AnnotationDoNotDisrupt = Group + "/do-not-disrupt"
-	TerminationFinalizer   = Group + "/termination"
+	// AnnotationTerminationTimestamp on a NodeClaim (RFC 3339) is when the
+	// drain of its node stops waiting for pods: node repair sets it to a
+	// time past, so a node whose pods cannot run is not held by them.
+	AnnotationTerminationTimestamp = Group + "/nodeclaim-termination-timestamp"
+	TerminationFinalizer           = Group + "/termination"
 )
 
 // Requirement operators beyond Kubernetes' own: the integer value is at

@@ -113,6 +113,11 @@ control plane.`,
 		"wait this long after a disruption decision, then check it again against the cluster before carrying it out")
 	f.DurationVar(&cfg.Disruption.ReplacementTimeout, "replacement-timeout", cfg.Disruption.ReplacementTimeout,
 		"roll a disruption back when its replacement nodes are not initialized after this long")
+	f.BoolVar(&cfg.NodeRepair, "node-repair", cfg.NodeRepair, "replace nodes unhealthy for longer than their toleration (below), unless more than 20% of their NodePool is unhealthy")
+	f.DurationVar(&cfg.Repair.Ready, "node-repair-ready-after", cfg.Repair.Ready, "replace a node whose Ready condition has been False or Unknown this long")
+	f.DurationVar(&cfg.Repair.Accelerator, "node-repair-accelerator-after", cfg.Repair.Accelerator, "replace a node whose AcceleratedHardwareReady condition has been False this long")
+	f.DurationVar(&cfg.Repair.Agent, "node-repair-agent-after", cfg.Repair.Agent,
+		"replace a node whose KernelReady, ContainerRuntimeReady, StorageReady or NetworkingReady condition has been False this long")
 	return cmd
 }
 

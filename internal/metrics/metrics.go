@@ -21,6 +21,10 @@ type Metrics struct {
 	eligible, savings  *prometheus.GaugeVec   // nodepool
 	allowed            *prometheus.GaugeVec   // nodepool, reason
 	disruptionDecision prometheus.Histogram
+	// Node repair.
+	repairs   *prometheus.CounterVec // nodepool, condition
+	unhealthy *prometheus.GaugeVec   // nodepool
+	held      *prometheus.GaugeVec   // nodepool
 }
 
 // New creates the metrics and registers them; collectors already
@@ -53,6 +57,12 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Nodes the NodePool's budgets allow to be disrupted now, by reason."}, []string{"nodepool", "reason"}),
 		disruptionDecision: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "nodewright", Name: "disruption_decision_duration_seconds",
 			Help: "Time a disruption decision takes.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}),
+		repairs: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "nodewright", Name: "node_repairs_total",
+			Help: "Unhealthy nodes replaced, by NodePool and the condition that failed (Ready, KernelReady, ...)."}, []string{"nodepool", "condition"}),
+		unhealthy: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "nodewright", Name: "nodes_unhealthy",
+			Help: "Nodes of the NodePool that a repair policy matches now."}, []string{"nodepool"}),
+		held: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "nodewright", Name: "node_repair_held",
+			Help: "1 while repair waits because too many of the NodePool's nodes are unhealthy at once."}, []string{"nodepool"}),
 	}
 	var err error
 	m.created = register(reg, m.created, &err)
@@ -68,6 +78,9 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	m.savings = register(reg, m.savings, &err)
 	m.allowed = register(reg, m.allowed, &err)
 	m.disruptionDecision = register(reg, m.disruptionDecision, &err)
+	m.repairs = register(reg, m.repairs, &err)
+	m.unhealthy = register(reg, m.unhealthy, &err)
+	m.held = register(reg, m.held, &err)
 	return m, err
 }
 
@@ -123,6 +136,27 @@ func (m *Metrics) Decision(d time.Duration, pending int) {
 		m.decision.Observe(d.Seconds())
 		m.pending.Set(float64(pending))
 	}
+}
+
+// NodeRepaired counts an unhealthy node replaced.
+func (m *Metrics) NodeRepaired(pool, condition string) {
+	if m != nil {
+		m.repairs.WithLabelValues(pool, condition).Inc()
+	}
+}
+
+// NodePoolHealth records a NodePool's unhealthy nodes and whether repair
+// is held.
+func (m *Metrics) NodePoolHealth(pool string, unhealthy int, held bool) {
+	if m == nil {
+		return
+	}
+	m.unhealthy.WithLabelValues(pool).Set(float64(unhealthy))
+	v := 0.0
+	if held {
+		v = 1
+	}
+	m.held.WithLabelValues(pool).Set(v)
 }
 
 // Disruption counts a disruption command's step.

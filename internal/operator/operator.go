@@ -35,6 +35,7 @@ import (
 	"github.com/nodewright/nodewright/internal/nodeoverlay"
 	"github.com/nodewright/nodewright/internal/nodepool"
 	"github.com/nodewright/nodewright/internal/provisioning"
+	"github.com/nodewright/nodewright/internal/repair"
 	"github.com/nodewright/nodewright/internal/state/listing"
 	"github.com/nodewright/nodewright/internal/static"
 	"github.com/nodewright/nodewright/internal/termination"
@@ -70,6 +71,11 @@ type Config struct {
 	GCInterval, GCGrace time.Duration
 	// Disruption tunes how nodes are removed and replaced.
 	Disruption disruption.Config
+	// Repair replaces nodes unhealthy for longer than its tolerations,
+	// looking every RepairInterval; NodeRepair false turns it off.
+	NodeRepair     bool
+	RepairInterval time.Duration
+	Repair         repair.Tolerations
 	// NominatePods sets pending pods' status.nominatedNodeName to the node
 	// planned for them once it exists, so kube-scheduler follows the plan.
 	NominatePods bool
@@ -90,6 +96,7 @@ func DefaultConfig() Config {
 		GCInterval: time.Minute, GCGrace: 30 * time.Second,
 		MetricsAddr: ":8080", HealthAddr: ":8081", LeaderElectionNamespace: "kube-system",
 		Disruption: disruption.DefaultConfig(), NominatePods: true,
+		NodeRepair: true, RepairInterval: 10 * time.Second, Repair: repair.DefaultTolerations(),
 		KubeQPS: 200, KubeBurst: 300, Concurrency: 50,
 	}
 }
@@ -237,6 +244,18 @@ func New(ctx context.Context, rc *rest.Config, cfg Config, clouds Clouds, clk cl
 	}
 	if err := mgr.Add(gc); err != nil {
 		return nil, err
+	}
+	if cfg.NodeRepair {
+		if err := cfg.Repair.Validate(); err != nil {
+			return nil, err
+		}
+		healer := &repair.Controller{
+			Client: cached, Recorder: recorder, Clock: clk, Metrics: m, Log: log.WithName("repair"),
+			Interval: cfg.RepairInterval, Tolerations: cfg.Repair,
+		}
+		if err := mgr.Add(healer); err != nil {
+			return nil, err
+		}
 	}
 	return mgr, nil
 }

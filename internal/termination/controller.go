@@ -118,14 +118,22 @@ func (c *Controller) claimOf(ctx context.Context, node *corev1.Node) (*v1.NodeCl
 
 // deadline is when the drain stops waiting for pods: the NodeClaim's
 // terminationGracePeriod after its deletion (or the node's, whichever
-// came first); zero without a terminationGracePeriod.
+// came first), or its karpenter.sh/nodeclaim-termination-timestamp when
+// that is sooner; zero without either.
 func deadline(node *corev1.Node, nc *v1.NodeClaim) time.Time {
-	if nc == nil || nc.Spec.TerminationGracePeriod == nil {
+	if nc == nil {
 		return time.Time{}
 	}
-	start := node.DeletionTimestamp.Time
-	if !nc.DeletionTimestamp.IsZero() && nc.DeletionTimestamp.Before(node.DeletionTimestamp) {
-		start = nc.DeletionTimestamp.Time
+	var out time.Time
+	if nc.Spec.TerminationGracePeriod != nil {
+		start := node.DeletionTimestamp.Time
+		if !nc.DeletionTimestamp.IsZero() && nc.DeletionTimestamp.Before(node.DeletionTimestamp) {
+			start = nc.DeletionTimestamp.Time
+		}
+		out = start.Add(nc.Spec.TerminationGracePeriod.Duration)
 	}
-	return start.Add(nc.Spec.TerminationGracePeriod.Duration)
+	if at, err := time.Parse(time.RFC3339, nc.Annotations[v1.AnnotationTerminationTimestamp]); err == nil && (out.IsZero() || at.Before(out)) {
+		out = at
+	}
+	return out
 }

@@ -63,6 +63,8 @@ func controllerArgs(cfg operator.Config, metricsAddr string) []string {
 		"--nominate-pods=" + strconv.FormatBool(cfg.NominatePods),
 		"--unsafe-skip-userdata-validation=" + strconv.FormatBool(cfg.SkipUserDataValidation),
 		"--enable-profiling=" + strconv.FormatBool(cfg.Profiling),
+		"--node-repair=" + strconv.FormatBool(cfg.NodeRepair), "--node-repair-ready-after", cfg.Repair.Ready.String(),
+		"--node-repair-accelerator-after", cfg.Repair.Accelerator.String(), "--node-repair-agent-after", cfg.Repair.Agent.String(),
 	}
 }
 

@@ -1,0 +1,157 @@
+package lifecycle_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/operator"
+	"github.com/nodewright/nodewright/internal/operator/optest"
+)
+
+// startRepairing runs the operator with node repair acting after ready
+// (and the node monitoring agent's conditions after the same time).
+func startRepairing(t *testing.T, ready time.Duration) *env {
+	t.Helper()
+	e := optest.Start(t, optest.Options{Configure: func(cfg *operator.Config) {
+		cfg.RepairInterval = 200 * time.Millisecond
+		cfg.Repair.Ready, cfg.Repair.Agent, cfg.Repair.Accelerator = ready, ready, ready
+	}})
+	e.DefaultNodeClass(t)
+	return &env{Env: e, kube: e.Kube, account: e.Account}
+}
+
+// launched creates a NodeClaim and boots its node.
+func (e *env) launched(t *testing.T, name string) *corev1.Node {
+	t.Helper()
+	e.create(t, newClaim(name))
+	e.waitCondition(t, name, v1.ConditionLaunched, metav1.ConditionTrue)
+	node := e.boot(t, e.claim(t, name), "")
+	e.waitCondition(t, name, v1.ConditionRegistered, metav1.ConditionTrue)
+	return node
+}
+
+// fail sets a node's condition, as the kubelet or the node monitoring
+// agent would.
+func (e *env) fail(t *testing.T, node *corev1.Node, cond corev1.NodeConditionType, status corev1.ConditionStatus) {
+	t.Helper()
+	ctx := context.Background()
+	if err := e.kube.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
+		t.Fatal(err)
+	}
+	before := node.DeepCopy()
+	now := metav1.Now()
+	c := corev1.NodeCondition{Type: cond, Status: status, Reason: "Failing", LastHeartbeatTime: now, LastTransitionTime: now}
+	replaced := false
+	for i := range node.Status.Conditions {
+		if node.Status.Conditions[i].Type == cond {
+			node.Status.Conditions[i], replaced = c, true
+		}
+	}
+	if !replaced {
+		node.Status.Conditions = append(node.Status.Conditions, c)
+	}
+	if err := e.kube.Status().Patch(ctx, node, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (e *env) events(t *testing.T, reason, object string) []string {
+	t.Helper()
+	list := &corev1.EventList{}
+	if err := e.kube.List(context.Background(), list); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, ev := range list.Items {
+		if ev.Reason == reason && ev.InvolvedObject.Name == object {
+			out = append(out, ev.Message)
+		}
+	}
+	return out
+}
+
+func (e *env) gone(t *testing.T, name string) {
+	t.Helper()
+	e.waitFor(t, "NodeClaim "+name+" to be gone", func(ctx context.Context) (bool, error) {
+		err := e.kube.Get(ctx, client.ObjectKey{Name: name}, &v1.NodeClaim{})
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+}
+
+// A node whose kubelet reports NotReady past the toleration is replaced:
+// its NodeClaim and instance go, and its pod is deleted although its
+// PodDisruptionBudget allows no eviction (it does not run anyway).
+func TestUnhealthyNodeIsRepaired(t *testing.T) {
+	e := startRepairing(t, 2*time.Second)
+	ctx := context.Background()
+	node := e.launched(t, "sick")
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "db-0", Namespace: "default", Labels: map[string]string{"app": "db"}},
+		Spec: corev1.PodSpec{NodeName: node.Name, Containers: []corev1.Container{{Name: "db", Image: "postgres"}},
+			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}},
+	}
+	e.create(t, pod)
+	e.create(t, &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default"},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}},
+	})
+	// A healthy node stays.
+	time.Sleep(time.Second)
+	if err := e.kube.Get(ctx, client.ObjectKey{Name: "sick"}, &v1.NodeClaim{}); err != nil {
+		t.Fatalf("the healthy node's NodeClaim: %v", err)
+	}
+
+	e.fail(t, node, corev1.NodeReady, corev1.ConditionFalse)
+	e.gone(t, "sick")
+	if err := e.kube.Get(ctx, client.ObjectKeyFromObject(pod), pod); !apierrors.IsNotFound(err) {
+		t.Errorf("the pod of the repaired node is still there (%v)", err)
+	}
+	for _, inst := range e.account.Instances() {
+		if inst.State.Name != "terminated" {
+			t.Errorf("instance %s is %s", *inst.InstanceId, inst.State.Name)
+		}
+	}
+	if evs := e.events(t, "NodeRepair", node.Name); len(evs) == 0 || !strings.Contains(evs[0], "Ready=False") {
+		t.Errorf("NodeRepair events on the node: %q", evs)
+	}
+}
+
+// Repair is held while more than a fifth of a NodePool is unhealthy (two
+// of two nodes): both nodes stay and say why; once one recovers, the
+// other is replaced. The node monitoring agent's conditions count too.
+func TestRepairIsHeldWhileMuchOfTheNodePoolIsUnhealthy(t *testing.T) {
+	e := startRepairing(t, time.Second)
+	ctx := context.Background()
+	a, b := e.launched(t, "a"), e.launched(t, "b")
+	e.fail(t, a, corev1.NodeReady, corev1.ConditionUnknown)
+	e.fail(t, b, "KernelReady", corev1.ConditionFalse)
+	e.waitFor(t, "NodeRepairBlocked on both nodes", func(context.Context) (bool, error) {
+		return len(e.events(t, "NodeRepairBlocked", a.Name)) > 0 && len(e.events(t, "NodeRepairBlocked", b.Name)) > 0, nil
+	})
+	if evs := e.events(t, "NodeRepairBlocked", b.Name); !strings.Contains(evs[0], "KernelReady=False") || !strings.Contains(evs[0], "2 of the 2 nodes of NodePool default are unhealthy") {
+		t.Errorf("NodeRepairBlocked on %s: %q", b.Name, evs)
+	}
+	time.Sleep(time.Second) // passes that keep holding
+	for _, name := range []string{"a", "b"} {
+		nc := &v1.NodeClaim{}
+		if err := e.kube.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil || !nc.DeletionTimestamp.IsZero() {
+			t.Fatalf("NodeClaim %s was repaired while repair is held (%v)", name, err)
+		}
+	}
+	e.fail(t, a, corev1.NodeReady, corev1.ConditionTrue)
+	e.gone(t, "b")
+	if err := e.kube.Get(ctx, client.ObjectKey{Name: "a"}, &v1.NodeClaim{}); err != nil {
+		t.Errorf("the recovered node's NodeClaim: %v", err)
+	}
+}

@@ -1,0 +1,128 @@
+package repair
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/metrics"
+	"github.com/nodewright/nodewright/internal/state/listing"
+)
+
+// Controller replaces nodes unhealthy past their toleration, every
+// Interval.
+type Controller struct {
+	Client      client.Client
+	Recorder    record.EventRecorder
+	Clock       clock.PassiveClock
+	Metrics     *metrics.Metrics
+	Log         logr.Logger
+	Interval    time.Duration
+	Tolerations Tolerations
+	// said remembers the last event per node, so each is said once.
+	said map[string]string
+}
+
+// Start repairs every Interval until ctx ends.
+func (c *Controller) Start(ctx context.Context) error {
+	ticker := time.NewTicker(c.Interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+			if err := c.Repair(ctx); err != nil && ctx.Err() == nil {
+				c.Log.Error(err, "node repair")
+			}
+		}
+	}
+}
+
+// NeedLeaderElection: only the leader repairs.
+func (c *Controller) NeedLeaderElection() bool { return true }
+
+// Repair makes one pass: every unhealthy node past its toleration is
+// replaced, unless its NodePool has too many unhealthy nodes.
+func (c *Controller) Repair(ctx context.Context) error {
+	claims := &v1.NodeClaimList{}
+	if err := c.Client.List(ctx, claims); err != nil {
+		return err
+	}
+	nodes := &corev1.NodeList{}
+	if err := c.Client.List(ctx, nodes); err != nil {
+		return err
+	}
+	if c.said == nil {
+		c.said = map[string]string{}
+	}
+	now := c.Clock.Now()
+	seen := map[string]bool{}
+	for _, p := range Assess(listing.Pointers(claims.Items), listing.Pointers(nodes.Items), c.Tolerations.Policies()) {
+		c.Metrics.NodePoolHealth(p.Name, len(p.Unhealthy), p.Held())
+		for _, u := range p.Unhealthy {
+			seen[u.Node.Name] = true
+			switch {
+			case now.Before(u.Due):
+				c.say(u, corev1.EventTypeWarning, "NodeUnhealthy", fmt.Sprintf("%s; it is replaced at %s unless it recovers",
+					u.Describe(), u.Due.UTC().Format(time.RFC3339)))
+			case p.Held():
+				c.say(u, corev1.EventTypeWarning, "NodeRepairBlocked", u.Describe()+"; "+p.HeldReason())
+			default:
+				if err := c.replace(ctx, p.Name, u); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for name := range c.said {
+		if !seen[name] {
+			delete(c.said, name) // recovered or gone: a new failure is said again
+		}
+	}
+	return nil
+}
+
+// replace deletes the unhealthy node's NodeClaim with a termination
+// deadline already past: its pods are deleted without waiting for their
+// budgets (they do not run on the node anyway), and the provisioner
+// launches for them.
+func (c *Controller) replace(ctx context.Context, pool string, u Unhealthy) error {
+	nc := u.NodeClaim
+	before := nc.DeepCopy()
+	if nc.Annotations == nil {
+		nc.Annotations = map[string]string{}
+	}
+	nc.Annotations[v1.AnnotationTerminationTimestamp] = u.Due.UTC().Format(time.RFC3339)
+	if err := c.Client.Patch(ctx, nc, client.MergeFrom(before)); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if err := c.Client.Delete(ctx, nc); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	msg := u.Describe() + "; replacing it"
+	c.Recorder.Event(nc, corev1.EventTypeWarning, "NodeRepair", msg)
+	c.Recorder.Event(u.Node, corev1.EventTypeWarning, "NodeRepair", msg)
+	c.Metrics.NodeRepaired(pool, string(u.Condition.Type))
+	c.Log.Info("repairing an unhealthy node", "Node", u.Node.Name, "NodeClaim", nc.Name, "condition", u.Condition.Type,
+		"status", u.Condition.Status, "since", u.Condition.LastTransitionTime.Time)
+	return nil
+}
+
+// say records an event on the node and its NodeClaim once per message.
+func (c *Controller) say(u Unhealthy, kind, reason, msg string) {
+	key := reason + msg
+	if c.said[u.Node.Name] == key {
+		return
+	}
+	c.said[u.Node.Name] = key
+	c.Recorder.Event(u.Node, kind, reason, msg)
+	c.Recorder.Event(u.NodeClaim, kind, reason, msg)
+}

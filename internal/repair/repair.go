@@ -1,0 +1,175 @@
+// Package repair replaces nodes that have been unhealthy too long: a node
+// whose Ready condition is False or Unknown, or whose node monitoring
+// agent reports a failing kernel, container runtime, storage, network or
+// accelerator, for the condition's toleration. Its pods are not running
+// anyway, so the NodeClaim is deleted with a termination deadline that
+// has passed: the drain deletes the pods at once instead of waiting for
+// PodDisruptionBudgets. Repair is held while more than a fifth of a
+// NodePool is unhealthy at once: a failure that wide is the cluster's or
+// the zone's, and replacing nodes would not mend it.
+package repair
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	v1 "github.com/nodewright/nodewright/api/v1"
+)
+
+// Policy makes a node unhealthy: its condition in the status for longer
+// than the toleration.
+type Policy struct {
+	Condition  corev1.NodeConditionType
+	Status     corev1.ConditionStatus
+	Toleration time.Duration
+}
+
+// Conditions the EKS node monitoring agent sets on nodes.
+const (
+	ConditionAcceleratedHardwareReady corev1.NodeConditionType = "AcceleratedHardwareReady"
+	ConditionStorageReady             corev1.NodeConditionType = "StorageReady"
+	ConditionNetworkingReady          corev1.NodeConditionType = "NetworkingReady"
+	ConditionKernelReady              corev1.NodeConditionType = "KernelReady"
+	ConditionContainerRuntimeReady    corev1.NodeConditionType = "ContainerRuntimeReady"
+)
+
+// Tolerations are how long each kind of failure is borne before the node
+// is replaced.
+type Tolerations struct {
+	// Ready: the kubelet's Ready condition False or Unknown.
+	Ready time.Duration
+	// Accelerator: AcceleratedHardwareReady False.
+	Accelerator time.Duration
+	// Agent: the node monitoring agent's other conditions False.
+	Agent time.Duration
+}
+
+// DefaultTolerations are the reference's: 30 minutes, 10 for accelerators.
+func DefaultTolerations() Tolerations {
+	return Tolerations{Ready: 30 * time.Minute, Accelerator: 10 * time.Minute, Agent: 30 * time.Minute}
+}
+
+// Policies are the policies the tolerations make.
+func (t Tolerations) Policies() []Policy {
+	return []Policy{
+		{corev1.NodeReady, corev1.ConditionFalse, t.Ready},
+		{corev1.NodeReady, corev1.ConditionUnknown, t.Ready},
+		{ConditionAcceleratedHardwareReady, corev1.ConditionFalse, t.Accelerator},
+		{ConditionStorageReady, corev1.ConditionFalse, t.Agent},
+		{ConditionNetworkingReady, corev1.ConditionFalse, t.Agent},
+		{ConditionKernelReady, corev1.ConditionFalse, t.Agent},
+		{ConditionContainerRuntimeReady, corev1.ConditionFalse, t.Agent},
+	}
+}
+
+// Validate refuses tolerations that are not positive.
+func (t Tolerations) Validate() error {
+	for name, d := range map[string]time.Duration{"--node-repair-ready-after": t.Ready, "--node-repair-accelerator-after": t.Accelerator, "--node-repair-agent-after": t.Agent} {
+		if d <= 0 {
+			return fmt.Errorf("%s must be a positive duration, got %s", name, d)
+		}
+	}
+	return nil
+}
+
+// MaxUnhealthy is the share of a NodePool's nodes that may be unhealthy
+// at once for repair to act (rounded up).
+var MaxUnhealthy = intstr.FromString("20%")
+
+// Unhealthy is a node a policy matches.
+type Unhealthy struct {
+	Node      *corev1.Node
+	NodeClaim *v1.NodeClaim
+	// Condition is the failing condition; Due is when its toleration
+	// ends and the node is replaced.
+	Condition corev1.NodeCondition
+	Due       time.Time
+}
+
+// Pool is one NodePool's health.
+type Pool struct {
+	Name string
+	// Nodes counts the NodePool's nodes; Allowed how many of them may be
+	// unhealthy for repair to act.
+	Nodes, Allowed int
+	Unhealthy      []Unhealthy
+}
+
+// Held reports whether repair waits: more of the NodePool's nodes are
+// unhealthy than allowed.
+func (p *Pool) Held() bool { return len(p.Unhealthy) > p.Allowed }
+
+// HeldReason says why repair waits, for events and conditions.
+func (p *Pool) HeldReason() string {
+	return fmt.Sprintf("%d of the %d nodes of NodePool %s are unhealthy, more than %s (%d): nodewright replaces none of them while so many fail at once",
+		len(p.Unhealthy), p.Nodes, p.Name, MaxUnhealthy.String(), p.Allowed)
+}
+
+// Assess finds the unhealthy nodes of every NodePool. Nodes pair with
+// their NodeClaims by provider ID; nodes without one, or being deleted,
+// are not nodewright's to repair.
+func Assess(claims []*v1.NodeClaim, nodes []*corev1.Node, policies []Policy) map[string]*Pool {
+	byProvider := make(map[string]*v1.NodeClaim, len(claims))
+	for _, nc := range claims {
+		if nc.Status.ProviderID != "" {
+			byProvider[nc.Status.ProviderID] = nc
+		}
+	}
+	pools := map[string]*Pool{}
+	for _, n := range nodes {
+		name := n.Labels[v1.LabelNodePool]
+		nc := byProvider[n.Spec.ProviderID]
+		if name == "" || nc == nil {
+			continue
+		}
+		p := pools[name]
+		if p == nil {
+			p = &Pool{Name: name}
+			pools[name] = p
+		}
+		p.Nodes++
+		if !n.DeletionTimestamp.IsZero() || !nc.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if u, ok := unhealthy(n, policies); ok {
+			u.NodeClaim = nc
+			p.Unhealthy = append(p.Unhealthy, u)
+		}
+	}
+	for _, p := range pools {
+		p.Allowed, _ = intstr.GetScaledValueFromIntOrPercent(&MaxUnhealthy, p.Nodes, true)
+		slices.SortFunc(p.Unhealthy, func(a, b Unhealthy) int { return a.Due.Compare(b.Due) })
+	}
+	return pools
+}
+
+// unhealthy is the node's failing condition that comes due first.
+func unhealthy(n *corev1.Node, policies []Policy) (Unhealthy, bool) {
+	var out Unhealthy
+	found := false
+	for _, pol := range policies {
+		for _, c := range n.Status.Conditions {
+			if c.Type != pol.Condition || c.Status != pol.Status {
+				continue
+			}
+			due := c.LastTransitionTime.Add(pol.Toleration)
+			if !found || due.Before(out.Due) {
+				out, found = Unhealthy{Node: n, Condition: c, Due: due}, true
+			}
+		}
+	}
+	return out, found
+}
+
+// Describe says what is wrong with a node, for events and doctor.
+func (u Unhealthy) Describe() string {
+	msg := fmt.Sprintf("node %s has been %s=%s since %s", u.Node.Name, u.Condition.Type, u.Condition.Status, u.Condition.LastTransitionTime.UTC().Format(time.RFC3339))
+	if u.Condition.Reason != "" {
+		msg += " (" + u.Condition.Reason + ")"
+	}
+	return msg
+}
