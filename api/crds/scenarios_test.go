@@ -36,6 +36,9 @@ func TestScenariosApplyWithKubectl(t *testing.T) {
 			}
 			steps, _ := filepath.Glob(strings.TrimSuffix(file, ".yaml") + ".then-*.yaml")
 			for _, step := range steps {
+				if data, err := os.ReadFile(step); err == nil && strings.Contains(string(data), "apiVersion: sim.nodewright.dev/") {
+					continue // the simulation's own kind (a failing kubelet), not the API server's
+				}
 				kubectl(t, "apply", "-f", step)
 			}
 			kubectl(t, "delete", "--wait", "-f", file)

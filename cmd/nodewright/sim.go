@@ -29,7 +29,7 @@ func newSimCommand() *cobra.Command {
 		scenario, output             string
 		keep, noCCM, skipValidation  bool
 		timeout, stall, bootDelay    time.Duration
-		bootJitter                   time.Duration
+		bootJitter, repairAfter      time.Duration
 		noNomination                 bool
 		pods                         int
 		pprofAddr, logFile           string
@@ -103,6 +103,10 @@ is enough), or a manifest file.`,
 			}
 			opts.AssetsDir, opts.WorkDir = assets, workDir
 			opts.BootDelay, opts.BootJitter, opts.CloudControllerManager = bootDelay, bootJitter, !noCCM
+			if repairAfter <= 0 {
+				return fmt.Errorf("--node-repair-after must be a positive duration, got %s", repairAfter)
+			}
+			opts.Operator.Repair.Ready, opts.Operator.Repair.Agent, opts.Operator.Repair.Accelerator = repairAfter, repairAfter, repairAfter
 			opts.NoNominationGate, opts.Operator.NominatePods = noNomination, !noNomination
 			opts.Operator.SkipUserDataValidation = skipValidation
 			opts.Operator.Profiling = pprofAddr != ""
@@ -169,6 +173,7 @@ is enough), or a manifest file.`,
 	f.DurationVar(&stall, "stall", 30*time.Second, "stop when nothing has changed for this long")
 	f.DurationVar(&bootDelay, "boot-delay", 2*time.Second, "how long a simulated instance takes to start its kubelet")
 	f.DurationVar(&bootJitter, "boot-jitter", 0, "add up to this much to each instance's boot delay, so nodes become Ready at different times")
+	f.DurationVar(&repairAfter, "node-repair-after", runner.SimRepairAfter, "replace a node whose kubelet or node monitoring agent has reported it failing this long (nodewright controller's default: 30m, 10m for accelerators)")
 	f.BoolVar(&noNomination, "no-nomination", false, "do not tell kube-scheduler where the plan put each pod (no nominatedNodeName, no NominatedNodeNameForExpectation gate)")
 	f.BoolVar(&noCCM, "no-cloud-controller-manager", false, "do not run the simulated cloud controller manager (S2)")
 	f.BoolVar(&skipValidation, "unsafe-skip-userdata-validation", false, "launch nodes even when their user data would keep them from registering (reproduces S1 and S3 at runtime)")

@@ -2,6 +2,9 @@ package doctor
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,12 +15,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/repair"
 )
 
 // disruptionRules report what keeps nodes from ever being disrupted: a
 // PodDisruptionBudget that allows no disruption even when every pod it
-// covers is healthy, and nodes that never initialize.
+// covers is healthy, and nodes that never initialize; and the unhealthy
+// nodes repair replaces, or holds.
 func disruptionRules(r *Report, in Input) {
+	repairRules(r, in)
 	for _, pdb := range in.Objects.PDBs {
 		if f, ok := pdbNeverAllows(pdb, in.Objects.Pods); ok {
 			r.add(f)
@@ -85,4 +91,40 @@ func isZero(v intstr.IntOrString) bool {
 		return v.IntVal == 0
 	}
 	return v.StrVal == "0%" || v.StrVal == "0"
+}
+
+// repairRules report the nodes that fail a repair policy (at the
+// controller's default tolerations): when nodewright replaces each, or,
+// while more than a fifth of their NodePool fails, that it replaces none.
+func repairRules(r *Report, in Input) {
+	pools := repair.Assess(in.Objects.NodeClaims, in.Objects.Nodes, repair.DefaultTolerations().Policies())
+	for _, name := range slices.Sorted(maps.Keys(pools)) {
+		p := pools[name]
+		if len(p.Unhealthy) == 0 {
+			continue
+		}
+		var evidence, claims []string
+		for _, u := range p.Unhealthy {
+			evidence = append(evidence, u.Describe())
+			claims = append(claims, u.NodeClaim.Name)
+		}
+		if p.Held() {
+			r.add(Finding{Code: CodeNodeRepairHeld, Severity: Error, Object: "NodePool/" + p.Name,
+				Message:  p.HeldReason() + ", and their pods wait",
+				Evidence: strings.Join(evidence, "; "),
+				Fix: fmt.Sprintf("find what the failing nodes share (a zone, an AMI, a DaemonSet, the network) and mend it; repair resumes once at most %d of them fail. "+
+					"To replace one now: kubectl delete nodeclaim %s", p.Allowed, claims[0])})
+			continue
+		}
+		for _, u := range p.Unhealthy {
+			when := "it is replaced now"
+			if in.Now.Before(u.Due) {
+				when = fmt.Sprintf("nodewright replaces it at %s (in %s) unless it recovers", u.Due.UTC().Format(time.RFC3339), u.Due.Sub(in.Now).Round(time.Second))
+			}
+			r.add(Finding{Code: CodeNodeUnhealthy, Severity: Warning, Object: "NodeClaim/" + u.NodeClaim.Name,
+				Message:  u.Describe() + ": " + when + "; its pods do not run meanwhile",
+				Evidence: fmt.Sprintf("Node %s status.conditions %s=%s %s: %s", u.Node.Name, u.Condition.Type, u.Condition.Status, u.Condition.Reason, u.Condition.Message),
+				Fix:      fmt.Sprintf("kubectl describe node %s (the kubelet's or the node monitoring agent's reason); to replace it at once: kubectl delete nodeclaim %s", u.Node.Name, u.NodeClaim.Name)})
+		}
+	}
 }

@@ -34,6 +34,8 @@ const (
 	CodeRegistrationTimeouts      = "registration-timeouts-repeating"
 	CodePDBNeverAllows            = "pdb-never-allows-disruption"
 	CodeNodeNeverDisrupted        = "node-not-initialized-never-disrupted"
+	CodeNodeUnhealthy             = "node-unhealthy"
+	CodeNodeRepairHeld            = "node-repair-held"
 )
 
 // Finding is one diagnosis.

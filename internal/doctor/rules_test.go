@@ -387,3 +387,35 @@ func TestNodeNeverInitializedRule(t *testing.T) {
 	fresh.LastTransitionTime = metav1.NewTime(now.Add(-10 * time.Second))
 	expectNone(t, diagnose(t, Input{Objects: &simulate.Objects{Nodes: []*corev1.Node{n}, NodeClaims: []*v1.NodeClaim{claimFor(n, fresh, waiting)}}}), CodeNodeNeverDisrupted)
 }
+
+func TestNodeRepairRules(t *testing.T) {
+	failing := func(name, pool string, cond corev1.NodeConditionType, status corev1.ConditionStatus, since time.Duration) (*corev1.Node, *v1.NodeClaim) {
+		n := node(name, "m5.large", pool, time.Hour)
+		n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: cond, Status: status, Reason: "Broken", LastTransitionTime: metav1.NewTime(now.Add(-since))})
+		if cond == corev1.NodeReady {
+			n.Status.Conditions = n.Status.Conditions[1:]
+		}
+		nc := claimFor(n)
+		nc.Name = "nc-" + name
+		return n, nc
+	}
+	objs := &simulate.Objects{}
+	add := func(n *corev1.Node, nc *v1.NodeClaim) {
+		objs.Nodes, objs.NodeClaims = append(objs.Nodes, n), append(objs.NodeClaims, nc)
+	}
+	// One of five nodes of default is NotReady: replaced in 20 minutes.
+	add(failing("sick", "default", corev1.NodeReady, corev1.ConditionUnknown, 10*time.Minute))
+	for _, name := range []string{"a", "b", "c", "d"} {
+		add(failing(name, "default", "KernelReady", corev1.ConditionTrue, time.Hour))
+	}
+	// Two of three nodes of gpu fail: repair is held.
+	add(failing("g1", "gpu", corev1.NodeReady, corev1.ConditionFalse, time.Hour))
+	add(failing("g2", "gpu", "KernelReady", corev1.ConditionFalse, time.Hour))
+	add(failing("g3", "gpu", "KernelReady", corev1.ConditionTrue, time.Hour))
+	r := diagnose(t, Input{Objects: objs})
+	expectOne(t, r, CodeNodeUnhealthy, Warning, "NodeClaim/nc-sick", "Ready=Unknown", "in 20m0s", "kubectl delete nodeclaim nc-sick")
+	expectOne(t, r, CodeNodeRepairHeld, Error, "NodePool/gpu", "2 of the 3 nodes of NodePool gpu", "node g1 has been Ready=False", "KernelReady=False", "at most 1")
+	if n := len(only(r, CodeNodeUnhealthy)); n != 1 {
+		t.Errorf("%d node-unhealthy findings, want the one of default (gpu's nodes are reported as held)", n)
+	}
+}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -70,6 +71,9 @@ func (c *Controller) Repair(ctx context.Context) error {
 		for _, u := range p.Unhealthy {
 			seen[u.Node.Name] = true
 			switch {
+			case now.Before(u.Due) && !meta.IsStatusConditionTrue(u.NodeClaim.Status.Conditions, v1.ConditionInitialized):
+				// Still starting: a kubelet not Ready yet is the lifecycle's
+				// to report (its Initialized condition).
 			case now.Before(u.Due):
 				c.say(u, corev1.EventTypeWarning, "NodeUnhealthy", fmt.Sprintf("%s; it is replaced at %s unless it recovers",
 					u.Describe(), u.Due.UTC().Format(time.RFC3339)))

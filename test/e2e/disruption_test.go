@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/sim/kubelet"
 	"github.com/nodewright/nodewright/internal/sim/runner"
 	"github.com/nodewright/nodewright/scenarios"
 )
@@ -87,6 +88,44 @@ func TestConsolidation(t *testing.T) {
 	// at worst).
 	if after.Nodes > 4 {
 		t.Errorf("%d nodes remain for 4 pods", after.Nodes)
+	}
+}
+
+// A node whose kubelet reports Ready=False is replaced once it has failed
+// for the repair toleration: its NodeClaim goes without waiting on its
+// pod's PodDisruptionBudget (maxUnavailable 0), the pod runs again on a
+// new node, and the NodePool has as many nodes as before.
+func TestNodeRepair(t *testing.T) {
+	sim, results := runSteps(t, "repair", 4*time.Minute, func(o *runner.Options) {
+		o.Operator.Repair.Ready = 10 * time.Second
+	})
+	before, after := results[0].Snapshot, results[1].Snapshot
+	if !before.Done() || !after.Done() {
+		t.Fatalf("not every pod ran: before %d/%d, after %d/%d", before.RunningPods, before.Pods, after.RunningPods, after.Pods)
+	}
+	if n := mention(results[1].Disruptions, "NodeRepair: node "); n != 1 {
+		t.Errorf("%d nodes repaired, want 1: %v", n, results[1].Disruptions)
+	}
+	kept, gone := 0, 0
+	now := claimNames(after)
+	for name := range claimNames(before) {
+		if now[name] {
+			kept++
+		} else {
+			gone++
+		}
+	}
+	if gone != 1 || kept != len(before.NodeClaims)-1 || len(after.NodeClaims) != len(before.NodeClaims) {
+		t.Errorf("%d NodeClaims replaced, %d kept, %d after (%d before); want the failing one replaced", gone, kept, len(after.NodeClaims), len(before.NodeClaims))
+	}
+	nodes := &corev1.NodeList{}
+	if err := sim.Kube.List(context.Background(), nodes); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes.Items {
+		if n.Annotations[kubelet.ConditionsAnnotation] != "" {
+			t.Errorf("the failing node %s is still there", n.Name)
+		}
 	}
 }
 

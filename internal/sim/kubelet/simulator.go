@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -264,29 +265,65 @@ func (s *Simulator) nodeFor(inst simaws.Instance, providerID string, reg *Regist
 	}
 }
 
-// heartbeatDue reports whether a node's Ready condition is to be
-// reported again.
-func (s *Simulator) heartbeatDue(node *corev1.Node) bool {
-	every := cmp.Or(s.Heartbeat, 10*time.Second)
-	for _, c := range node.Status.Conditions {
-		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue && s.Clock.Since(c.LastHeartbeatTime.Time) < every {
-			return false
+// ConditionsAnnotation on a Node makes its simulated kubelet report those
+// conditions ("Ready=False", "KernelReady=False,ContainerRuntimeReady=False")
+// instead of a healthy node's: a kubelet or node monitoring agent that
+// found its node broken.
+const ConditionsAnnotation = "sim.nodewright.dev/conditions"
+
+// reported are the conditions a node's kubelet reports: Ready=True unless
+// the node's ConditionsAnnotation says otherwise, and what it adds.
+func reported(node *corev1.Node) map[corev1.NodeConditionType]corev1.ConditionStatus {
+	out := map[corev1.NodeConditionType]corev1.ConditionStatus{corev1.NodeReady: corev1.ConditionTrue}
+	for _, kv := range strings.Split(node.Annotations[ConditionsAnnotation], ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if ok && k != "" {
+			out[corev1.NodeConditionType(k)] = corev1.ConditionStatus(v)
 		}
 	}
-	return true
+	return out
 }
 
-// heartbeat keeps a node Ready, as the kubelet's status updates would.
+// heartbeatDue reports whether a node's conditions are to be reported
+// again: every Heartbeat, and at once when they are not what its kubelet
+// reports.
+func (s *Simulator) heartbeatDue(node *corev1.Node) bool {
+	every := cmp.Or(s.Heartbeat, 10*time.Second)
+	want := reported(node)
+	fresh := 0
+	for _, c := range node.Status.Conditions {
+		st, ok := want[c.Type]
+		if !ok || st != c.Status {
+			return true
+		}
+		if s.Clock.Since(c.LastHeartbeatTime.Time) < every {
+			fresh++
+		}
+	}
+	return fresh != len(want) || len(node.Status.Conditions) != len(want)
+}
+
+// heartbeat reports a node's conditions, as the kubelet's status updates
+// would: Ready, unless told otherwise.
 func (s *Simulator) heartbeat(ctx context.Context, node *corev1.Node) error {
 	now := metav1.NewTime(s.Clock.Now())
 	before := node.DeepCopy()
-	ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now}
-	for _, c := range node.Status.Conditions {
-		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-			ready.LastTransitionTime = c.LastTransitionTime
+	want := reported(node)
+	var conds []corev1.NodeCondition
+	for _, t := range slices.Sorted(maps.Keys(want)) {
+		c := corev1.NodeCondition{Type: t, Status: want[t], Reason: "SimulatedKubelet", Message: "the simulated kubelet reports " + string(t) + "=" + string(want[t]),
+			LastHeartbeatTime: now, LastTransitionTime: now}
+		if t == corev1.NodeReady && want[t] == corev1.ConditionTrue {
+			c.Reason, c.Message = "KubeletReady", "kubelet is posting ready status"
 		}
+		for _, old := range node.Status.Conditions {
+			if old.Type == t && old.Status == c.Status {
+				c.LastTransitionTime = old.LastTransitionTime
+			}
+		}
+		conds = append(conds, c)
 	}
-	node.Status.Conditions = []corev1.NodeCondition{ready}
+	node.Status.Conditions = conds
 	if len(node.Status.Allocatable) == 0 {
 		return nil
 	}

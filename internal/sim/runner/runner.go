@@ -8,13 +8,16 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,9 +25,11 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
@@ -33,6 +38,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/yaml"
 
+	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/controlplane"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/operator"
@@ -80,6 +86,9 @@ type Options struct {
 	Settle time.Duration
 }
 
+// SimRepairAfter is how long the simulation bears a failing node.
+const SimRepairAfter = time.Minute
+
 // DefaultOptions boot nodes in two seconds with the cloud controller
 // manager running and the operator at its reference settings, polling fast.
 func DefaultOptions() Options {
@@ -90,6 +99,10 @@ func DefaultOptions() Options {
 	cfg.BatchIdle, cfg.BatchMax = 500*time.Millisecond, 3*time.Second
 	cfg.Lifecycle.Poll = time.Second
 	cfg.Disruption.Poll, cfg.Disruption.ValidationDelay = 2*time.Second, 5*time.Second
+	// A failing node is replaced after a minute, not half an hour: a
+	// scenario shows repair in the time it takes to watch.
+	cfg.Repair.Ready, cfg.Repair.Agent, cfg.Repair.Accelerator = SimRepairAfter, SimRepairAfter, SimRepairAfter
+	cfg.RepairInterval = 2 * time.Second
 	return Options{BootDelay: 2 * time.Second, CloudControllerManager: true, CCMDelay: 2 * time.Second, Operator: cfg, Log: logr.Discard(),
 		Pending: time.Second, ShuttingDown: 2 * time.Second,
 		// EC2 throttles as it does an account with the default limits.
@@ -291,6 +304,12 @@ func (s *Sim) Apply(ctx context.Context, name string, data []byte) error {
 		if err := obj.UnmarshalJSON(js); err != nil {
 			return fmt.Errorf("%s: document %d: %w", name, i, err)
 		}
+		if obj.GroupVersionKind() == kubeletFailureKind {
+			if err := s.failKubelets(ctx, js); err != nil {
+				return fmt.Errorf("%s: document %d: %w", name, i, err)
+			}
+			continue
+		}
 		if obj.GetNamespace() == "" {
 			if mapping, err := s.Kube.RESTMapper().RESTMapping(obj.GroupVersionKind().GroupKind(), obj.GroupVersionKind().Version); err == nil && mapping.Scope.Name() == "namespace" {
 				obj.SetNamespace("default")
@@ -300,6 +319,65 @@ func (s *Sim) Apply(ctx context.Context, name string, data []byte) error {
 			return fmt.Errorf("%s: applying %s %s: %w", name, obj.GetKind(), obj.GetName(), err)
 		}
 	}
+}
+
+// kubeletFailureKind is the simulation's own kind of document: it breaks
+// the kubelets of nodes of a NodePool (see KubeletFailure).
+var kubeletFailureKind = schema.GroupVersionKind{Group: "sim.nodewright.dev", Version: "v1", Kind: "KubeletFailure"}
+
+// KubeletFailure makes the kubelets of Nodes nodes (1 when 0) of NodePool
+// report Conditions, e.g. {Ready: "False"} or {KernelReady: "False"}:
+//
+//	apiVersion: sim.nodewright.dev/v1
+//	kind: KubeletFailure
+//	spec: {nodePool: general, nodes: 1, conditions: {Ready: "False"}}
+type KubeletFailure struct {
+	Spec struct {
+		NodePool   string            `json:"nodePool"`
+		Nodes      int               `json:"nodes"`
+		Conditions map[string]string `json:"conditions"`
+	} `json:"spec"`
+}
+
+// failKubelets carries out a KubeletFailure on the NodePool's nodes that
+// run healthy now, by name.
+func (s *Sim) failKubelets(ctx context.Context, js []byte) error {
+	f := &KubeletFailure{}
+	if err := json.Unmarshal(js, f); err != nil {
+		return fmt.Errorf("KubeletFailure: %w", err)
+	}
+	if f.Spec.NodePool == "" || len(f.Spec.Conditions) == 0 {
+		return errors.New("KubeletFailure: spec.nodePool and spec.conditions are required, e.g. {nodePool: general, conditions: {Ready: \"False\"}}")
+	}
+	var conds []string
+	for _, k := range slices.Sorted(maps.Keys(f.Spec.Conditions)) {
+		conds = append(conds, k+"="+f.Spec.Conditions[k])
+	}
+	nodes := &corev1.NodeList{}
+	if err := s.Kube.List(ctx, nodes, client.MatchingLabels{v1.LabelNodePool: f.Spec.NodePool}); err != nil {
+		return err
+	}
+	slices.SortFunc(nodes.Items, func(a, b corev1.Node) int { return strings.Compare(a.Name, b.Name) })
+	want := max(f.Spec.Nodes, 1)
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		if want == 0 {
+			break
+		}
+		if !n.DeletionTimestamp.IsZero() || n.Annotations[kubelet.ConditionsAnnotation] != "" {
+			continue
+		}
+		before := n.DeepCopy()
+		metav1.SetMetaDataAnnotation(&n.ObjectMeta, kubelet.ConditionsAnnotation, strings.Join(conds, ","))
+		if err := s.Kube.Patch(ctx, n, client.MergeFrom(before)); err != nil {
+			return fmt.Errorf("KubeletFailure on node %s: %w", n.Name, err)
+		}
+		want--
+	}
+	if want > 0 {
+		return fmt.Errorf("KubeletFailure: NodePool %s has %d healthy nodes fewer than spec.nodes %d", f.Spec.NodePool, want, max(f.Spec.Nodes, 1))
+	}
+	return nil
 }
 
 // Step is one manifest a simulation applies, after the previous step has

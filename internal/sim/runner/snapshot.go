@@ -58,7 +58,8 @@ type NodeClaim struct {
 	InstanceType string `json:"instanceType"`
 	CapacityType string `json:"capacityType"`
 	Zone         string `json:"zone"`
-	// Phase is Launching, Registering, Initializing or Ready.
+	// Phase is Launching, Registering, Initializing, Ready or NotReady
+	// (initialized, its node now failing).
 	Phase string `json:"phase"`
 }
 
@@ -88,7 +89,7 @@ func (e *NotConvergedError) Error() string {
 			waiting = append(waiting, fmt.Sprintf("%d %s", n, why))
 		}
 	}
-	for _, ph := range []string{"Launching", "Registering", "Initializing"} {
+	for _, ph := range []string{"Launching", "Registering", "Initializing", "NotReady"} {
 		if n := phases[ph]; n > 0 {
 			claims = append(claims, fmt.Sprintf("%d %s", n, ph))
 		}
@@ -251,6 +252,27 @@ func (s *Sim) Snapshot(ctx context.Context, started time.Time) (*Snapshot, error
 		return nil, err
 	}
 	snap.Nodes = len(nodes.Items)
+	// A registered node whose kubelet does not report Ready (or reports a
+	// failure) keeps its NodeClaim from counting as Ready.
+	failing := map[string]string{}
+	for _, n := range nodes.Items {
+		if !n.DeletionTimestamp.IsZero() {
+			continue
+		}
+		for _, c := range n.Status.Conditions {
+			notReady := c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue
+			agentFailing := c.Type != corev1.NodeReady && strings.HasSuffix(string(c.Type), "Ready") && c.Status == corev1.ConditionFalse
+			if notReady || agentFailing {
+				failing[n.Spec.ProviderID] = fmt.Sprintf("%s=%s", c.Type, c.Status)
+			}
+		}
+	}
+	for i := range claims.Items {
+		if why, ok := failing[claims.Items[i].Status.ProviderID]; ok && snap.NodeClaims[i].Phase == "Ready" {
+			snap.NodeClaims[i].Phase = "NotReady"
+			add(fmt.Sprintf("NodeClaim %s: its node reports %s", claims.Items[i].Name, why))
+		}
+	}
 	for _, n := range nodes.Items {
 		disrupted := false
 		for _, t := range n.Spec.Taints {
@@ -267,7 +289,7 @@ func (s *Sim) Snapshot(ctx context.Context, started time.Time) (*Snapshot, error
 }
 
 // disruptionReasons are the events that tell what disruption did.
-var disruptionReasons = map[string]bool{"DisruptionLaunching": true, "DisruptionTerminating": true, "DisruptionRolledBack": true, "DisruptionCancelled": true, "StaticScaledDown": true}
+var disruptionReasons = map[string]bool{"DisruptionLaunching": true, "DisruptionTerminating": true, "DisruptionRolledBack": true, "DisruptionCancelled": true, "StaticScaledDown": true, "NodeRepair": true}
 
 // disruptions lists the disruption events on NodeClaims, oldest first.
 func (s *Sim) disruptions(ctx context.Context) ([]string, error) {
