@@ -252,4 +252,7 @@ const (
 	ConditionValidationSucceeded     = "ValidationSucceeded"
 	ConditionNodeClassReady          = "NodeClassReady"
 	ConditionNodeRegistrationHealthy = "NodeRegistrationHealthy"
+	// ConditionNodeRepairAllowed is False while more than a fifth of the
+	// NodePool's nodes are unhealthy: node repair replaces none of them.
+	ConditionNodeRepairAllowed = "NodeRepairAllowed"
 )

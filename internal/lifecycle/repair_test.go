@@ -9,11 +9,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/operator"
 	"github.com/nodewright/nodewright/internal/operator/optest"
@@ -133,7 +135,24 @@ func TestUnhealthyNodeIsRepaired(t *testing.T) {
 func TestRepairIsHeldWhileMuchOfTheNodePoolIsUnhealthy(t *testing.T) {
 	e := startRepairing(t, time.Second)
 	ctx := context.Background()
+	// The NodePool (consolidation off: its nodes stay empty) shows why.
+	pool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	pool.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"}
+	pool.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{{Key: "kubernetes.io/arch", Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}}
+	pool.Spec.Disruption.ConsolidateAfter = v1.Never
+	e.create(t, pool)
+	repairAllowed := func(want metav1.ConditionStatus, fragment string) {
+		t.Helper()
+		e.waitFor(t, "NodePool default NodeRepairAllowed="+string(want), func(ctx context.Context) (bool, error) {
+			if err := e.kube.Get(ctx, client.ObjectKeyFromObject(pool), pool); err != nil {
+				return false, err
+			}
+			c := meta.FindStatusCondition(pool.Status.Conditions, v1.ConditionNodeRepairAllowed)
+			return c != nil && c.Status == want && strings.Contains(c.Message, fragment), nil
+		})
+	}
 	a, b := e.launched(t, "a"), e.launched(t, "b")
+	repairAllowed(metav1.ConditionTrue, "")
 	e.fail(t, a, corev1.NodeReady, corev1.ConditionUnknown)
 	e.fail(t, b, "KernelReady", corev1.ConditionFalse)
 	e.waitFor(t, "NodeRepairBlocked on both nodes", func(context.Context) (bool, error) {
@@ -142,6 +161,7 @@ func TestRepairIsHeldWhileMuchOfTheNodePoolIsUnhealthy(t *testing.T) {
 	if evs := e.events(t, "NodeRepairBlocked", b.Name); !strings.Contains(evs[0], "KernelReady=False") || !strings.Contains(evs[0], "2 of the 2 nodes of NodePool default are unhealthy") {
 		t.Errorf("NodeRepairBlocked on %s: %q", b.Name, evs)
 	}
+	repairAllowed(metav1.ConditionFalse, "2 of the 2 nodes of NodePool default are unhealthy")
 	time.Sleep(time.Second) // passes that keep holding
 	for _, name := range []string{"a", "b"} {
 		nc := &v1.NodeClaim{}
@@ -151,6 +171,7 @@ func TestRepairIsHeldWhileMuchOfTheNodePoolIsUnhealthy(t *testing.T) {
 	}
 	e.fail(t, a, corev1.NodeReady, corev1.ConditionTrue)
 	e.gone(t, "b")
+	repairAllowed(metav1.ConditionTrue, "")
 	if err := e.kube.Get(ctx, client.ObjectKey{Name: "a"}, &v1.NodeClaim{}); err != nil {
 		t.Errorf("the recovered node's NodeClaim: %v", err)
 	}

@@ -24,6 +24,7 @@ import (
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/repair"
 	"github.com/nodewright/nodewright/internal/state"
 	"github.com/nodewright/nodewright/internal/state/listing"
 )
@@ -45,9 +46,25 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 		return nil
 	})
 	return builder.ControllerManagedBy(mgr).Named("nodepool.status").For(&v1.NodePool{}).
-		Watches(&v1.NodeClaim{}, ofPool).Watches(&corev1.Node{}, ofPool, builder.WithPredicates(predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }})).
+		Watches(&v1.NodeClaim{}, ofPool).Watches(&corev1.Node{}, ofPool, builder.WithPredicates(predicate.Funcs{UpdateFunc: conditionsChanged})).
 		Watches(&awsv1.EC2NodeClass{}, handler.EnqueueRequestsFromMapFunc(c.poolsOfClass)).
 		Complete(c)
+}
+
+// conditionsChanged passes a node update that changes a condition's
+// status (a node failing or recovering), not heartbeats.
+func conditionsChanged(e event.UpdateEvent) bool {
+	before, ok1 := e.ObjectOld.(*corev1.Node)
+	after, ok2 := e.ObjectNew.(*corev1.Node)
+	if !ok1 || !ok2 || len(before.Status.Conditions) != len(after.Status.Conditions) {
+		return true
+	}
+	for i, c := range after.Status.Conditions {
+		if old := before.Status.Conditions[i]; old.Type != c.Type || old.Status != c.Status {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Controller) poolsOfClass(ctx context.Context, o client.Object) []reconcile.Request {
@@ -91,6 +108,13 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	setCondition(np, now, v1.ConditionNodeClassReady, classReady, v1.ReasonNodeClassNotReady, classMsg)
 	setCondition(np, now, v1.ConditionValidationSucceeded, true, "", "")
 	c.registrationHealth(np, now)
+	held := repair.Assess(listing.Pointers(claims.Items), listing.Pointers(nodes.Items), repair.DefaultTolerations().Policies())[np.Name]
+	setCondition(np, now, v1.ConditionNodeRepairAllowed, held == nil || !held.Held(), "TooManyUnhealthyNodes", func() string {
+		if held == nil {
+			return ""
+		}
+		return held.HeldReason()
+	}())
 	ready := classReady
 	setCondition(np, now, v1.ConditionReady, ready, v1.ReasonNodeClassNotReady, classMsg)
 	if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil {
