@@ -11,6 +11,8 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -36,7 +38,7 @@ func newSimCommand() *cobra.Command {
 		controllerProcess            bool
 		registrationTimeout, workDir string
 		faults                       simaws.Faults
-		noCapacity, then             []string
+		noCapacity, then, failures   []string
 	)
 	cmd := &cobra.Command{
 		Use:   "sim",
@@ -78,6 +80,13 @@ is enough), or a manifest file.`,
 					return fmt.Errorf("--then: %w", err)
 				}
 				steps = append(steps, runner.Step{Name: file, Manifest: data})
+			}
+			for _, f := range failures {
+				step, err := kubeletFailureStep(f)
+				if err != nil {
+					return err
+				}
+				steps = append(steps, step)
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -182,6 +191,7 @@ is enough), or a manifest file.`,
 	f.IntVar(&faults.ThrottleEvery, "throttle-every", 0, "the simulated AWS APIs refuse one call in this many with RequestLimitExceeded (retried with the SDK's backoff)")
 	f.DurationVar(&faults.Latency, "api-latency", 0, "delay every simulated AWS API call by this long")
 	f.Float64Var(&faults.RateLimits, "ec2-rate-limits", runner.DefaultOptions().Faults.RateLimits, "throttle each simulated EC2 API with the token buckets AWS documents for an account, scaled by this factor (0.1: a tenth of each bucket and refill rate; 0: no limit)")
+	f.StringArrayVar(&failures, "kubelet-failure", nil, "after the scenario (and --then steps), make the kubelets of nodes of a NodePool report failing: NODEPOOL[:NODES]:CONDITION=STATUS, such as default:1:Ready=False or gpu:KernelReady=False; repeatable")
 	f.StringArrayVar(&then, "then", nil, "after the scenario settles (every pod Running, no disruption in flight), apply this manifest and watch again; repeatable")
 	f.StringArrayVar(&noCapacity, "insufficient-capacity", nil, "an offering CAPACITY-TYPE:INSTANCE-TYPE:ZONE (such as spot:m5.large:us-east-1a) that has no capacity; repeatable")
 	return cmd
@@ -232,4 +242,29 @@ func trimNewline(b []byte) []byte {
 		b = b[:len(b)-1]
 	}
 	return b
+}
+
+// kubeletFailureStep is the step a --kubelet-failure value asks for: a
+// KubeletFailure document.
+func kubeletFailureStep(value string) (runner.Step, error) {
+	bad := fmt.Errorf("--kubelet-failure %q: use NODEPOOL[:NODES]:CONDITION=STATUS, such as default:1:Ready=False", value)
+	parts := strings.Split(value, ":")
+	nodes := 1
+	switch len(parts) {
+	case 2:
+	case 3:
+		n, err := strconv.Atoi(parts[1])
+		if err != nil || n < 1 {
+			return runner.Step{}, bad
+		}
+		nodes = n
+	default:
+		return runner.Step{}, bad
+	}
+	cond, status, ok := strings.Cut(parts[len(parts)-1], "=")
+	if parts[0] == "" || !ok || cond == "" || status == "" {
+		return runner.Step{}, bad
+	}
+	doc := fmt.Sprintf("apiVersion: sim.nodewright.dev/v1\nkind: KubeletFailure\nspec: {nodePool: %q, nodes: %d, conditions: {%q: %q}}\n", parts[0], nodes, cond, status)
+	return runner.Step{Name: "--kubelet-failure " + value, Manifest: []byte(doc)}, nil
 }

@@ -59,3 +59,25 @@ func TestNotConvergedSaysWhatIsPending(t *testing.T) {
 		t.Errorf("got  %q\nwant %q", err.Error(), want)
 	}
 }
+
+// --kubelet-failure becomes a KubeletFailure step; a malformed value is
+// refused with the form to use.
+func TestKubeletFailureFlag(t *testing.T) {
+	step, err := kubeletFailureStep("gpu:2:KernelReady=False")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"kind: KubeletFailure", `nodePool: "gpu"`, "nodes: 2", `"KernelReady": "False"`} {
+		if !strings.Contains(string(step.Manifest), want) {
+			t.Errorf("step %s does not say %s", step.Manifest, want)
+		}
+	}
+	if step, err := kubeletFailureStep("default:Ready=Unknown"); err != nil || !strings.Contains(string(step.Manifest), "nodes: 1") {
+		t.Errorf("default:Ready=Unknown: %v %s", err, step.Manifest)
+	}
+	for _, bad := range []string{"default", "default:0:Ready=False", ":Ready=False", "default:Ready", "a:b:c:d"} {
+		if _, err := kubeletFailureStep(bad); err == nil || !strings.Contains(err.Error(), "NODEPOOL[:NODES]:CONDITION=STATUS") {
+			t.Errorf("%q: %v, want the form to use", bad, err)
+		}
+	}
+}
