@@ -125,7 +125,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := c.untaintOrphans(ctx, snap); err != nil {
+	if err := c.untaintOrphans(ctx, snap, finished); err != nil {
 		return err
 	}
 	opts := c.Config.Options
@@ -382,10 +382,12 @@ func (c *Controller) rollback(ctx context.Context, snap *state.Snapshot, cmd *in
 // untaintOrphans removes karpenter.sh/disrupted from nodes that no
 // command owns and that are not being deleted: what a restart or a
 // rollback left behind.
-func (c *Controller) untaintOrphans(ctx context.Context, snap *state.Snapshot) error {
+func (c *Controller) untaintOrphans(ctx context.Context, snap *state.Snapshot, finished map[string]bool) error {
 	owned := c.inFlight(nil)
 	for _, n := range snap.Nodes {
-		if n.Node == nil || n.Deleting() || owned[n.Name] || !n.Managed() || !n.Disrupted() {
+		// The nodes of commands that finished this round are being
+		// deleted now, though the snapshot predates it: their taint stays.
+		if n.Node == nil || n.Deleting() || owned[n.Name] || finished[n.Name] || !n.Managed() || !n.Disrupted() {
 			continue
 		}
 		if err := c.setTaint(ctx, n.Node, false); err != nil {
