@@ -108,13 +108,12 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	setCondition(np, now, v1.ConditionNodeClassReady, classReady, v1.ReasonNodeClassNotReady, classMsg)
 	setCondition(np, now, v1.ConditionValidationSucceeded, true, "", "")
 	c.registrationHealth(np, now)
-	held := repair.Assess(listing.Pointers(claims.Items), listing.Pointers(nodes.Items), repair.DefaultTolerations().Policies())[np.Name]
-	setCondition(np, now, v1.ConditionNodeRepairAllowed, held == nil || !held.Held(), "TooManyUnhealthyNodes", func() string {
-		if held == nil {
-			return ""
-		}
-		return held.HeldReason()
-	}())
+	health := repair.Assess(listing.Pointers(claims.Items), listing.Pointers(nodes.Items), repair.DefaultTolerations().Policies())[np.Name]
+	repairHeld, heldWhy := health != nil && health.Held(), ""
+	if repairHeld {
+		heldWhy = health.HeldReason()
+	}
+	setCondition(np, now, v1.ConditionNodeRepairAllowed, !repairHeld, "TooManyUnhealthyNodes", heldWhy)
 	ready := classReady
 	setCondition(np, now, v1.ConditionReady, ready, v1.ReasonNodeClassNotReady, classMsg)
 	if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil {
