@@ -85,13 +85,20 @@ func (p *Provisioner) nominateExisting(ctx context.Context, snap *state.Snapshot
 	return nil
 }
 
-// SetupWithManager watches pods (pending ones open a batch) and deleted
-// NodeClaims and nodes (their pods need a new plan), and runs the batch
-// loop with the manager.
+// SetupWithManager watches pods (pending ones open a batch) and NodeClaims
+// and nodes being deleted or gone (their pods need a new plan), and runs
+// the batch loop with the manager.
 func (p *Provisioner) SetupWithManager(mgr manager.Manager) error {
-	deleted := handler.Funcs{DeleteFunc: func(context.Context, event.DeleteEvent, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-		p.Batcher.Trigger()
-	}}
+	deleted := handler.Funcs{
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero() {
+				p.Batcher.Trigger()
+			}
+		},
+		DeleteFunc: func(context.Context, event.DeleteEvent, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			p.Batcher.Trigger()
+		},
+	}
 	if err := builder.ControllerManagedBy(mgr).Named("provisioner.trigger").For(&corev1.Pod{}).
 		Watches(&v1.NodeClaim{}, deleted).Watches(&corev1.Node{}, deleted).
 		Complete(reconcile.Func(p.podChanged)); err != nil {
@@ -146,6 +153,9 @@ func launchingIntoReservation(nc *v1.NodeClaim) bool {
 	return false
 }
 
+// deleting reports a NodeClaim being deleted: its node's pods need room.
+func deleting(nc *v1.NodeClaim) bool { return !nc.DeletionTimestamp.IsZero() }
+
 // CreateWorkers is how many NodeClaims a decision creates at once.
 const CreateWorkers = 32
 
@@ -193,7 +203,7 @@ func (p *Provisioner) Provision(ctx context.Context) (bool, error) {
 		// launches take seconds; the decision waits for them.
 		return true, nil
 	}
-	if !slices.ContainsFunc(listed.Pods, state.Pending) {
+	if !slices.ContainsFunc(listed.Pods, state.Pending) && !slices.ContainsFunc(listed.NodeClaims, deleting) {
 		return false, nil
 	}
 	classes, err := listing.Resolve(ctx, listed, p.Types, p.AMIs)
@@ -207,7 +217,7 @@ func (p *Provisioner) Provision(ctx context.Context) (bool, error) {
 	plan := scheduling.Solve(snap.Input(nil))
 	took := p.Clock.Since(started)
 	p.Metrics.Decision(took, len(plan.Unschedulable))
-	p.Log.Info("computed a plan", "pendingPods", len(snap.Pending), "newNodeClaims", len(plan.NodeClaims), "unschedulablePods", len(plan.Unschedulable), "duration", took)
+	p.Log.Info("computed a plan", "pendingPods", len(snap.Pending), "leavingPods", len(snap.Leaving), "newNodeClaims", len(plan.NodeClaims), "unschedulablePods", len(plan.Unschedulable), "duration", took)
 	// NodeClaims are created in parallel: each create waits on the API
 	// server (and etcd's disk), not on this process.
 	var (

@@ -872,7 +872,6 @@ status: {phase: Lost}
 		ref:     "suite: Deleting Nodes > should re-schedule pods from a deleting node when pods are active",
 		objects: suiteNode{name: "n1", pool: "default", initialized: true, deleting: true}.yaml() + pod("p", "", "{memory: 100M}", "{nodeName: n1}"),
 		want:    []expectation{newNodes(1)},
-		gap:     "the reference launches a node for the active pods of a node being deleted; nodewright's plan places only pending pods and launches nothing",
 	},
 	{
 		ref:     "suite: Deleting Nodes > should not re-schedule pods from a deleting node when pods are not active",
@@ -893,7 +892,6 @@ status: {phase: Lost}
 		ref:     "suite: Deleting Nodes > should reschedule pods from a deleting node when pods are not active and they are owned by a StatefulSet",
 		objects: suiteNode{name: "n1", pool: "default", initialized: true, deleting: true}.yaml() + suiteTerminatingPod("p", "n1", "StatefulSet"),
 		want:    []expectation{newNodes(1)},
-		gap:     "the reference launches a node for a terminating StatefulSet pod of a node being deleted (it comes back with the same name); nodewright's plan places only pending pods and launches nothing",
 	},
 	{
 		ref:     "suite: Deleting Nodes > should not reschedule pods from a deleting node when pods are blocked due to fully blocking PDBs [0 max unavailable]",

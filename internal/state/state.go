@@ -94,6 +94,10 @@ type Snapshot struct {
 	Now time.Time
 	// Pending are the pods nodewright should find room for.
 	Pending []*corev1.Pod
+	// Leaving are the pods of nodes being deleted that will need room
+	// elsewhere: room is found for them before they are evicted, as for
+	// pending pods.
+	Leaving []*corev1.Pod
 	// Nodes pair each Node with its NodeClaim: registered nodes, and
 	// NodeClaims in flight (no node yet). Sorted by name.
 	Nodes []*Node
@@ -129,10 +133,12 @@ func Build(o Objects, opts Options) *Snapshot {
 		pdbs: budgetsByNamespace(o.PDBs), nominated: map[string][]*corev1.Pod{}}
 	s.namespaces = namespaceLabels(o.Namespaces, o.Pods)
 	s.volumes = newVolumes(o)
-	bound := map[string][]*corev1.Pod{}
+	bound, restarting := map[string][]*corev1.Pod{}, map[string][]*corev1.Pod{}
 	var pending []*corev1.Pod
 	for _, p := range o.Pods {
 		switch {
+		case p.Spec.NodeName != "" && !p.DeletionTimestamp.IsZero() && ownedBy(p, "StatefulSet"):
+			restarting[p.Spec.NodeName] = append(restarting[p.Spec.NodeName], p)
 		case Pending(p):
 			pending = append(pending, p)
 			if p.Status.NominatedNodeName != "" {
@@ -145,6 +151,7 @@ func Build(o Objects, opts Options) *Snapshot {
 	s.Nodes = pair(o.NodeClaims, o.Nodes, bound)
 	s.Usage = usage(s.Nodes)
 	s.Pending = s.expect(pending, opts)
+	s.Leaving = s.leaving(restarting)
 	pools := slices.Clone(o.NodePools)
 	slices.SortFunc(pools, func(a, b *v1.NodePool) int { return strings.Compare(a.Name, b.Name) })
 	types := map[string][]*scheduling.InstanceType{}
@@ -295,20 +302,17 @@ func finished(p *corev1.Pod) bool {
 }
 
 // OwnedByDaemonSet reports a DaemonSet's pod.
-func OwnedByDaemonSet(p *corev1.Pod) bool {
-	for _, o := range p.OwnerReferences {
-		if o.Kind == "DaemonSet" {
-			return true
-		}
-	}
-	return false
+func OwnedByDaemonSet(p *corev1.Pod) bool { return ownedBy(p, "DaemonSet") }
+
+func ownedBy(p *corev1.Pod, kind string) bool {
+	return slices.ContainsFunc(p.OwnerReferences, func(o metav1.OwnerReference) bool { return o.Kind == kind })
 }
 
 // Input is the scheduler's input: the pending pods, and every node and
 // NodeClaim in flight that pods can be placed on. Nodes in without are
 // left out and their pods that would need a new place are pending too.
 func (s *Snapshot) Input(without map[string]bool) scheduling.Input {
-	return s.input(without, slices.Clone(s.Pending), false)
+	return s.input(without, slices.Concat(s.Pending, s.Leaving), false)
 }
 
 // Reschedule is what disruption asks: where would the pods of the nodes
@@ -324,7 +328,9 @@ func (s *Snapshot) input(without map[string]bool, pending []*corev1.Pod, initial
 	in := scheduling.Input{NodePools: s.NodePools, DaemonSets: s.DaemonSets, Pods: pending, Namespaces: s.namespaces}
 	for _, n := range s.Nodes {
 		if without[n.Name] {
-			in.Pods = append(in.Pods, n.Reschedulable()...)
+			if initializedOnly || !n.Deleting() { // a deleting node's pods are Leaving
+				in.Pods = append(in.Pods, n.Reschedulable()...)
+			}
 			continue
 		}
 		if initializedOnly && (!n.Initialized() || n.notReady()) {

@@ -469,3 +469,51 @@ func TestLaunchSettingsDrift(t *testing.T) {
 		t.Errorf("a node in another group: %s %q; want %s naming both groups", reason, msg, state.DriftPlacementGroup)
 	}
 }
+
+// The pods of a node being deleted need room elsewhere, except those the
+// drain will not evict; a termination deadline moves them all.
+func TestLeavingPods(t *testing.T) {
+	full := intstr.FromString("100%")
+	never := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default"},
+		Spec: policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}, MinAvailable: &full}}
+	gone := metav1.NewTime(now)
+	terminatingSet := func(p *corev1.Pod) {
+		p.DeletionTimestamp = &gone
+		p.OwnerReferences = []metav1.OwnerReference{{Kind: "StatefulSet", Name: "set"}}
+	}
+	terminatingReplica := func(p *corev1.Pod) {
+		p.DeletionTimestamp = &gone
+		p.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: "rs"}}
+	}
+	pods := []*corev1.Pod{
+		pod("web", on("n")), pod("ds", on("n"), daemon), pod("db", on("n")), pod("pinned", on("n"), annotate(v1.AnnotationDoNotDisrupt, "true")),
+		pod("set-0", on("n"), terminatingSet), pod("rs-x", on("n"), terminatingReplica), pod("elsewhere", on("other")),
+	}
+	for name, tc := range map[string]struct {
+		claim []func(*v1.NodeClaim)
+		want  []string
+	}{
+		"not deleting": {want: []string{}},
+		"deleting":     {claim: []func(*v1.NodeClaim){deletingClaim}, want: []string{"set-0", "web"}},
+		"deleting with a deadline": {claim: []func(*v1.NodeClaim){deletingClaim, func(nc *v1.NodeClaim) {
+			nc.Annotations = map[string]string{v1.AnnotationTerminationTimestamp: now.Add(2 * time.Minute).Format(time.RFC3339)}
+		}}, want: []string{"db", "pinned", "set-0", "web"}},
+	} {
+		nc := claim("c", "default", append([]func(*v1.NodeClaim){launchedAs("n"), initialized(now.Add(-time.Hour))}, tc.claim...)...)
+		s := state.Build(state.Objects{NodePools: []*v1.NodePool{nodePool("default", "default")}, NodeClaims: []*v1.NodeClaim{nc},
+			Nodes: []*corev1.Node{node("n", "default"), node("other", "default")}, Pods: pods, PDBs: []*policyv1.PodDisruptionBudget{never}},
+			state.Options{Now: now, NodeClasses: ready()})
+		if d := cmp.Diff(tc.want, podNames(s.Leaving)); d != "" {
+			t.Errorf("%s: leaving pods (-want +got):\n%s", name, d)
+		}
+		in := s.Input(nil)
+		if len(in.Pods) != len(tc.want) {
+			t.Errorf("%s: the scheduler's input has %d pods, want the %d leaving", name, len(in.Pods), len(tc.want))
+		}
+	}
+}
+
+func deletingClaim(nc *v1.NodeClaim) {
+	at := metav1.NewTime(now.Add(-time.Second))
+	nc.DeletionTimestamp, nc.Finalizers = &at, []string{v1.TerminationFinalizer}
+}
