@@ -25,6 +25,10 @@ type Metrics struct {
 	repairs   *prometheus.CounterVec // nodepool, condition
 	unhealthy *prometheus.GaugeVec   // nodepool
 	held      *prometheus.GaugeVec   // nodepool
+	// Interruption.
+	messages     *prometheus.CounterVec // kind
+	interrupted  *prometheus.CounterVec // kind, nodepool, capacity_type
+	messageDelay prometheus.Histogram
 }
 
 // New creates the metrics and registers them; collectors already
@@ -63,6 +67,12 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Nodes of the NodePool that a repair policy matches now."}, []string{"nodepool"}),
 		held: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "nodewright", Name: "node_repair_held",
 			Help: "1 while repair waits because too many of the NodePool's nodes are unhealthy at once."}, []string{"nodepool"}),
+		messages: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "nodewright", Name: "interruption_messages_total",
+			Help: "Interruption queue messages handled, by kind (spot_interruption, rebalance_recommendation, scheduled_change, instance_stopping, instance_terminating, capacity_reservation_interruption, state_change_ignored, not_ours, malformed)."}, []string{"kind"}),
+		interrupted: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "nodewright", Name: "interruption_nodeclaims_deleted_total",
+			Help: "NodeClaims deleted because of an interruption message, by kind, NodePool and capacity type."}, []string{"kind", "nodepool", "capacity_type"}),
+		messageDelay: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "nodewright", Name: "interruption_message_delay_seconds",
+			Help: "Time from an interruption event to nodewright acting on it.", Buckets: prometheus.ExponentialBuckets(0.1, 2, 14)}),
 	}
 	var err error
 	m.created = register(reg, m.created, &err)
@@ -81,6 +91,9 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	m.repairs = register(reg, m.repairs, &err)
 	m.unhealthy = register(reg, m.unhealthy, &err)
 	m.held = register(reg, m.held, &err)
+	m.messages = register(reg, m.messages, &err)
+	m.interrupted = register(reg, m.interrupted, &err)
+	m.messageDelay = register(reg, m.messageDelay, &err)
 	return m, err
 }
 
@@ -142,6 +155,25 @@ func (m *Metrics) Decision(d time.Duration, pending int) {
 func (m *Metrics) NodeRepaired(pool, condition string) {
 	if m != nil {
 		m.repairs.WithLabelValues(pool, condition).Inc()
+	}
+}
+
+// InterruptionMessage counts a message of the interruption queue handled,
+// delay after the event it reports.
+func (m *Metrics) InterruptionMessage(kind string, delay time.Duration) {
+	if m == nil {
+		return
+	}
+	m.messages.WithLabelValues(kind).Inc()
+	if delay > 0 {
+		m.messageDelay.Observe(delay.Seconds())
+	}
+}
+
+// Interrupted counts a NodeClaim deleted because of an interruption.
+func (m *Metrics) Interrupted(kind, pool, capacityType string) {
+	if m != nil {
+		m.interrupted.WithLabelValues(kind, pool, capacityType).Inc()
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/pricing"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 )
 
@@ -74,6 +75,14 @@ type Pricing interface {
 	GetProducts(ctx context.Context, in *pricing.GetProductsInput, opts ...func(*pricing.Options)) (*pricing.GetProductsOutput, error)
 }
 
+// SQS is the part of the SQS API nodewright calls: it consumes the
+// interruption queue.
+type SQS interface {
+	GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, opts ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error) //nolint:revive // the SDK's name
+	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, opts ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
+	DeleteMessage(ctx context.Context, in *sqs.DeleteMessageInput, opts ...func(*sqs.Options)) (*sqs.DeleteMessageOutput, error)
+}
+
 // The SDK's clients satisfy the interfaces.
 var (
 	_ EC2           = (*ec2.Client)(nil)
@@ -83,4 +92,5 @@ var (
 	_ Pricing       = (*pricing.Client)(nil)
 	_ Console       = (*ec2.Client)(nil)
 	_ AccessEntries = (*eks.Client)(nil)
+	_ SQS           = (*sqs.Client)(nil)
 )

@@ -44,6 +44,13 @@ type Account struct {
 	clock                       clock.PassiveClock
 	overHTTP                    bool
 	buckets                     map[string]*tokenBucket
+	// queues are the account's SQS queues; eventQueue the one its
+	// EC2 and Health events go to, notice how long an interrupted
+	// instance has left; events counts the events sent.
+	queues     queues
+	eventQueue string
+	notice     time.Duration
+	events     int
 }
 
 // NewAccount returns an empty account; Seed fills it with the scenarios'
@@ -55,6 +62,13 @@ func NewAccount() *Account {
 		accessEntries: map[string]string{}, partition: map[string]int32{},
 		clock: clock.RealClock{},
 	}
+}
+
+// now is the account's time.
+func (a *Account) now() time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.clock.Now()
 }
 
 // SetClock sets the clock launch times are read from.

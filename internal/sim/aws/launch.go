@@ -414,6 +414,7 @@ type Instance struct {
 	// errors when it cannot register.
 	ConsoleOutput string
 	stateSince    time.Time
+	reclaimAt     time.Time
 }
 
 // Instances returns copies of the account's instances, in launch order.

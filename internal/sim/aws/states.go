@@ -28,17 +28,28 @@ func (a *Account) setState(inst *Instance, st ec2types.InstanceState) {
 	s := st
 	inst.State = &s
 	inst.stateSince = a.clock.Now()
+	if e, ok := stateChange(inst, inst.stateSince); ok {
+		a.sendEvent(e)
+	}
 }
 
 // advance moves instances on as time passes: pending → running,
-// shutting-down → terminated (which gives a reservation its place back).
+// interrupted → shutting-down once their notice runs out, shutting-down
+// → terminated (which gives a reservation its place back).
 // The caller holds the lock.
 func (a *Account) advance() {
 	now := a.clock.Now()
 	for _, inst := range a.instances {
 		switch inst.State.Name {
-		case ec2types.InstanceStateNamePending:
-			if now.Sub(inst.stateSince) >= a.pendingFor {
+		case ec2types.InstanceStateNamePending, ec2types.InstanceStateNameRunning:
+			if !inst.reclaimAt.IsZero() && !now.Before(inst.reclaimAt) {
+				inst.StateReason = &ec2types.StateReason{Code: aws.String("Server.SpotInstanceTermination"),
+					Message: aws.String("Server.SpotInstanceTermination: the instance was interrupted")}
+				if inst.InstanceLifecycle != ec2types.InstanceLifecycleTypeSpot {
+					inst.StateReason = &ec2types.StateReason{Code: aws.String("Server.ScheduledStop"), Message: aws.String("Server.ScheduledStop: the instance was retired")}
+				}
+				a.setState(inst, stateShuttingDown)
+			} else if inst.State.Name == ec2types.InstanceStateNamePending && now.Sub(inst.stateSince) >= a.pendingFor {
 				a.setState(inst, stateRunning)
 			}
 		case ec2types.InstanceStateNameShuttingDown:

@@ -20,6 +20,7 @@ import (
 	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/service/eks"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go"
 
 	"github.com/nodewright/nodewright/internal/aws/sdk"
@@ -40,7 +41,13 @@ type Server struct {
 		sdk.EKS
 		sdk.AccessEntries
 	}
-	Pricing  sdk.Pricing
+	Pricing sdk.Pricing
+	// SQS serves the operations of sdk.SQS and SendMessage (to put
+	// messages on a queue by hand).
+	SQS interface {
+		sdk.SQS
+		SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+	}
 	requests atomic.Uint64
 }
 
@@ -59,6 +66,9 @@ var (
 	iamActions     = operations(reflect.TypeFor[sdk.IAM]())
 	ssmActions     = operations(reflect.TypeFor[sdk.SSM]())
 	pricingActions = operations(reflect.TypeFor[sdk.Pricing]())
+	sqsActions     = operations(reflect.TypeFor[sdk.SQS](), reflect.TypeFor[interface {
+		SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
+	}]())
 )
 
 // ec2Actions are the EC2 operations served: those nodewright calls.
@@ -73,9 +83,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "iam":
 		s.serveIAM(w, r, id)
 	case "ssm":
-		s.serveJSON(w, r, id, s.SSM, "AmazonSSM.", ssmActions)
+		s.serveJSON(w, r, id, s.SSM, "AmazonSSM.", ssmActions, "1.1")
 	case "pricing":
-		s.serveJSON(w, r, id, s.Pricing, "AWSPriceListService.", pricingActions)
+		s.serveJSON(w, r, id, s.Pricing, "AWSPriceListService.", pricingActions, "1.1")
+	case "sqs":
+		s.serveJSON(w, r, id, s.SQS, "AmazonSQS.", sqsActions, "1.0")
 	case "eks":
 		s.serveEKS(w, r, id)
 	default:
@@ -204,9 +216,13 @@ func (s *Server) serveIAM(w http.ResponseWriter, r *http.Request, id string) {
 	_, _ = w.Write(body.Bytes())
 }
 
-// serveJSON serves an AWS JSON 1.1 service: the X-Amz-Target header names
-// the operation, the body is its input.
-func (s *Server) serveJSON(w http.ResponseWriter, r *http.Request, id string, api any, prefix string, actions map[string]bool) {
+// serveJSON serves an AWS JSON service (protocol version 1.0 or 1.1): the
+// X-Amz-Target header names the operation, the body is its input.
+func (s *Server) serveJSON(w http.ResponseWriter, r *http.Request, id string, api any, prefix string, actions map[string]bool, version string) {
+	if api == nil {
+		writeJSONError(w, http.StatusBadRequest, "UnknownOperationException", "the simulated account does not serve "+strings.TrimSuffix(prefix, "."), id)
+		return
+	}
 	action, ok := strings.CutPrefix(r.Header.Get("X-Amz-Target"), prefix)
 	if !ok || !actions[action] {
 		writeJSONError(w, http.StatusBadRequest, "UnknownOperationException", "unknown operation "+r.Header.Get("X-Amz-Target"), id)
@@ -223,7 +239,7 @@ func (s *Server) serveJSON(w http.ResponseWriter, r *http.Request, id string, ap
 		writeJSONError(w, status, code, message, id)
 		return
 	}
-	writeJSON(w, "application/x-amz-json-1.1", id, jsonValue(reflect.ValueOf(out), false))
+	writeJSON(w, "application/x-amz-json-"+version, id, jsonValue(reflect.ValueOf(out), false))
 }
 
 // serveEKS serves the REST routes of the EKS operations nodewright calls.

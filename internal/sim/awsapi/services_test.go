@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -14,6 +15,8 @@ import (
 	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
 	"github.com/aws/aws-sdk-go-v2/service/pricing"
 	pricingtypes "github.com/aws/aws-sdk-go-v2/service/pricing/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"github.com/aws/smithy-go"
 
@@ -113,4 +116,51 @@ func TestOtherServicesOverHTTP(t *testing.T) {
 		t.Fatal("the account prices nothing")
 	}
 	same(t, "GetProducts", productsHTTP, products)
+}
+
+// SQS through the endpoint with the SDK's client: the account's events
+// arrive on its event queue, a received message is hidden until deleted,
+// and the SDK's checksums hold.
+func TestSQSOverHTTP(t *testing.T) {
+	account := simaws.NewAccount()
+	account.Seed()
+	account.SetEventQueue("interruptions", 2*time.Minute)
+	srv := httptest.NewServer(&Server{SQS: account.SQS()})
+	t.Cleanup(srv.Close)
+	ctx := context.Background()
+	client := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL),
+		Credentials: credentials.NewStaticCredentialsProvider("AKIDSIMULATED", "secret", "")})
+
+	if _, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String("missing")}); !errors.As(err, new(*sqstypes.QueueDoesNotExist)) {
+		t.Errorf("a missing queue: %v, want QueueDoesNotExist", err)
+	}
+	got, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String("interruptions")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := got.QueueUrl
+	if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: url, MessageBody: aws.String(`{"hello":"world"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	received, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: url, MaxNumberOfMessages: 10, WaitTimeSeconds: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(received.Messages) != 1 || aws.ToString(received.Messages[0].Body) != `{"hello":"world"}` {
+		t.Fatalf("received %+v, want the message sent", received.Messages)
+	}
+	again, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: url, WaitTimeSeconds: 1})
+	if err != nil || len(again.Messages) != 0 {
+		t.Errorf("a received message is visible again before its timeout: %+v, %v", again, err)
+	}
+	handle := received.Messages[0].ReceiptHandle
+	if _, err := client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: url, ReceiptHandle: handle}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: url, ReceiptHandle: handle}); !errors.As(err, new(*sqstypes.ReceiptHandleIsInvalid)) {
+		t.Errorf("deleting twice: %v, want ReceiptHandleIsInvalid", err)
+	}
+	if n := account.QueueMessages("interruptions"); n != 0 {
+		t.Errorf("the queue holds %d messages after the delete", n)
+	}
 }

@@ -30,7 +30,7 @@ func (s *Sim) serveAWS() error {
 		return fmt.Errorf("serving the simulated AWS account: %w", err)
 	}
 	a := s.Account
-	s.aws = &http.Server{Handler: &awsapi.Server{EC2: a.EC2(), IAM: a.IAM(), SSM: a.SSM(), EKS: a.EKS(), Pricing: a.Pricing()}, ReadHeaderTimeout: 10 * time.Second}
+	s.aws = &http.Server{Handler: &awsapi.Server{EC2: a.EC2(), IAM: a.IAM(), SSM: a.SSM(), EKS: a.EKS(), Pricing: a.Pricing(), SQS: a.SQS()}, ReadHeaderTimeout: 10 * time.Second}
 	s.AWSEndpoint = "http://" + l.Addr().String()
 	go func() { _ = s.aws.Serve(l) }()
 	return nil
