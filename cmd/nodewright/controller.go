@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/pricing"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
@@ -24,6 +25,7 @@ import (
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/nodewright/nodewright/internal/aws/interruption"
 	"github.com/nodewright/nodewright/internal/operator"
 	simaws "github.com/nodewright/nodewright/internal/sim/aws"
 	"github.com/nodewright/nodewright/internal/sim/kubelet"
@@ -72,7 +74,10 @@ control plane.`,
 				account := simaws.NewAccount()
 				account.Seed()
 				cfg.KubernetesVersion = simaws.KubernetesVersion
-				clouds = operator.Clouds{EC2: account.EC2(), SSM: account.SSM(), IAM: account.IAM(), EKS: account.EKS(), Pricing: account.Pricing()}
+				clouds = operator.Clouds{EC2: account.EC2(), SSM: account.SSM(), IAM: account.IAM(), EKS: account.EKS(), Pricing: account.Pricing(), SQS: account.SQS()}
+				if cfg.Interruption.Queue != "" {
+					account.SetEventQueue(cfg.Interruption.Queue, interruption.Notice)
+				}
 				if err := runSimulatedNodes(ctx, rc, account); err != nil {
 					return err
 				}
@@ -118,6 +123,10 @@ control plane.`,
 	f.DurationVar(&cfg.Repair.Accelerator, "node-repair-accelerator-after", cfg.Repair.Accelerator, "replace a node whose AcceleratedHardwareReady condition has been False this long")
 	f.DurationVar(&cfg.Repair.Agent, "node-repair-agent-after", cfg.Repair.Agent,
 		"replace a node whose KernelReady, ContainerRuntimeReady, StorageReady or NetworkingReady condition has been False this long")
+	f.StringVar(&cfg.Interruption.Queue, "interruption-queue", "",
+		"name (or URL) of the SQS queue EventBridge sends EC2 and AWS Health events to: spot interruptions, rebalance recommendations, scheduled changes and instances stopping are acted on before the instance goes (empty: off)")
+	f.BoolVar(&cfg.Interruption.ActOnRebalance, "interruption-act-on-rebalance", false,
+		"replace a spot node when EC2 recommends rebalancing it (default: record the recommendation as an event and a metric)")
 	return cmd
 }
 
@@ -168,7 +177,7 @@ func awsClouds(ctx context.Context, cfg *operator.Config) (operator.Clouds, erro
 	pricingCfg.Region = "us-east-1"
 	return operator.Clouds{
 		EC2: ec2.NewFromConfig(awsCfg), SSM: ssm.NewFromConfig(awsCfg), IAM: iam.NewFromConfig(awsCfg),
-		EKS: eksClient, Pricing: pricing.NewFromConfig(pricingCfg),
+		EKS: eksClient, Pricing: pricing.NewFromConfig(pricingCfg), SQS: sqs.NewFromConfig(awsCfg),
 	}, nil
 }
 

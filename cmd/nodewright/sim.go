@@ -39,6 +39,8 @@ func newSimCommand() *cobra.Command {
 		registrationTimeout, workDir string
 		faults                       simaws.Faults
 		noCapacity, then, failures   []string
+		spotInterruptions            string
+		interruptionNotice           time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "sim",
@@ -125,6 +127,15 @@ is enough), or a manifest file.`,
 					return fmt.Errorf("--registration-timeout: %w", err)
 				}
 			}
+			if spotInterruptions != "" {
+				if opts.SpotInterruptions, err = runner.ParseSpotInterruptions(spotInterruptions); err != nil {
+					return err
+				}
+			}
+			if interruptionNotice <= 0 {
+				return fmt.Errorf("--interruption-notice must be a positive duration, got %s", interruptionNotice)
+			}
+			opts.InterruptionNotice = interruptionNotice
 			if controllerProcess {
 				if opts.ControllerProcess, err = os.Executable(); err != nil {
 					return fmt.Errorf("--controller-process: finding this binary: %w", err)
@@ -193,6 +204,8 @@ is enough), or a manifest file.`,
 	f.Float64Var(&faults.RateLimits, "ec2-rate-limits", runner.DefaultOptions().Faults.RateLimits, "throttle each simulated EC2 API with the token buckets AWS documents for an account, scaled by this factor (0.1: a tenth of each bucket and refill rate; 0: no limit)")
 	f.StringArrayVar(&failures, "kubelet-failure", nil, "after the scenario (and --then steps), make the kubelets of nodes of a NodePool report failing: NODEPOOL[:NODES]:CONDITION=STATUS, such as default:1:Ready=False or gpu:KernelReady=False; repeatable")
 	f.StringArrayVar(&then, "then", nil, "after the scenario settles (every pod Running, no disruption in flight), apply this manifest and watch again; repeatable")
+	f.StringVar(&spotInterruptions, "spot-interruptions", "", "reclaim running spot instances at this rate, N/DURATION such as 1/2m: EC2 sends a rebalance recommendation and an interruption warning to the interruption queue, and the instance terminates after --interruption-notice (keeps going with --keep)")
+	f.DurationVar(&interruptionNotice, "interruption-notice", runner.DefaultOptions().InterruptionNotice, "how long an interrupted instance runs after its warning (EC2: two minutes)")
 	f.StringArrayVar(&noCapacity, "insufficient-capacity", nil, "an offering CAPACITY-TYPE:INSTANCE-TYPE:ZONE (such as spot:m5.large:us-east-1a) that has no capacity; repeatable")
 	return cmd
 }

@@ -26,6 +26,7 @@ import (
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/api/v1alpha1"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
+	"github.com/nodewright/nodewright/internal/aws/interruption"
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/aws/provider"
 	"github.com/nodewright/nodewright/internal/aws/sdk"
@@ -76,6 +77,9 @@ type Config struct {
 	NodeRepair     bool
 	RepairInterval time.Duration
 	Repair         repair.Tolerations
+	// Interruption consumes an SQS queue of EC2 and AWS Health events
+	// (no queue: off).
+	Interruption interruption.Options
 	// NominatePods sets pending pods' status.nominatedNodeName to the node
 	// planned for them once it exists, so kube-scheduler follows the plan.
 	NominatePods bool
@@ -96,7 +100,7 @@ func DefaultConfig() Config {
 		GCInterval: time.Minute, GCGrace: 30 * time.Second,
 		MetricsAddr: ":8080", HealthAddr: ":8081", LeaderElectionNamespace: "kube-system",
 		Disruption: disruption.DefaultConfig(), NominatePods: true,
-		NodeRepair: true, RepairInterval: 10 * time.Second, Repair: repair.DefaultTolerations(),
+		NodeRepair: true, RepairInterval: 10 * time.Second, Repair: repair.DefaultTolerations(), Interruption: interruption.DefaultOptions(""),
 		KubeQPS: 200, KubeBurst: 300, Concurrency: 50,
 	}
 }
@@ -108,6 +112,8 @@ type Clouds struct {
 	IAM     sdk.IAM
 	EKS     sdk.EKS
 	Pricing sdk.Pricing
+	// SQS reads the interruption queue (only with Config.Interruption).
+	SQS sdk.SQS
 }
 
 // Scheme knows the Kubernetes types and nodewright's.
@@ -244,6 +250,18 @@ func New(ctx context.Context, rc *rest.Config, cfg Config, clouds Clouds, clk cl
 	}
 	if err := mgr.Add(gc); err != nil {
 		return nil, err
+	}
+	if cfg.Interruption.Queue != "" {
+		if clouds.SQS == nil {
+			return nil, fmt.Errorf("--interruption-queue %s: no SQS client", cfg.Interruption.Queue)
+		}
+		consumer := &interruption.Controller{
+			Client: mgr.GetClient(), SQS: clouds.SQS, Offerings: launcher, Recorder: recorder, Clock: clk, Metrics: m,
+			Log: log.WithName("interruption"), Options: cfg.Interruption,
+		}
+		if err := consumer.SetupWithManager(ctx, mgr); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.NodeRepair {
 		if err := cfg.Repair.Validate(); err != nil {

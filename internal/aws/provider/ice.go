@@ -61,6 +61,13 @@ func (u *unavailableOfferings) isUnavailable(capacityType, instanceType, zone st
 	return ok
 }
 
+// MarkUnavailable keeps an offering out of launches and plans for
+// UnavailableOfferingTTL, as a launch failing for lack of capacity does:
+// an interrupted spot offering, a reclaimed reservation.
+func (p *Provider) MarkUnavailable(capacityType, instanceType, zone string) {
+	p.unavailable.mark(capacityType, instanceType, zone)
+}
+
 // insufficientCapacityCodes are the fleet error codes that mean "no
 // capacity in this offering now".
 var insufficientCapacityCodes = map[string]bool{

@@ -67,7 +67,7 @@ func Start(t *testing.T, opts Options) *Env {
 	a := simaws.NewAccount()
 	a.Seed()
 	ctx, cancel := context.WithCancel(context.Background())
-	clouds := operator.Clouds{EC2: a.EC2(), SSM: a.SSM(), IAM: a.IAM(), EKS: a.EKS(), Pricing: a.Pricing()}
+	clouds := operator.Clouds{EC2: a.EC2(), SSM: a.SSM(), IAM: a.IAM(), EKS: a.EKS(), Pricing: a.Pricing(), SQS: a.SQS()}
 	cfg := Config()
 	if opts.Configure != nil {
 		opts.Configure(&cfg)

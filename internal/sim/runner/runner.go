@@ -39,6 +39,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/aws/interruption"
 	"github.com/nodewright/nodewright/internal/controlplane"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/operator"
@@ -80,6 +81,12 @@ type Options struct {
 	// account's HTTP endpoint (empty: in this process, on the account's
 	// in-process APIs).
 	ControllerProcess string
+	// InterruptionNotice is how long after an interruption warning an
+	// instance is reclaimed (two minutes on AWS).
+	InterruptionNotice time.Duration
+	// SpotInterruptions interrupts running spot instances at a rate
+	// (none when Count is 0).
+	SpotInterruptions SpotInterruptions
 	// Settle is how long the cluster must stay done and undisrupted for a
 	// watch to end: long enough for a disruption decision to show
 	// (default: the validation delay and two disruption rounds).
@@ -103,7 +110,10 @@ func DefaultOptions() Options {
 	// scenario shows repair in the time it takes to watch.
 	cfg.Repair.Ready, cfg.Repair.Agent, cfg.Repair.Accelerator = SimRepairAfter, SimRepairAfter, SimRepairAfter
 	cfg.RepairInterval = 2 * time.Second
-	return Options{BootDelay: 2 * time.Second, CloudControllerManager: true, CCMDelay: 2 * time.Second, Operator: cfg, Log: logr.Discard(),
+	// The account's EventBridge rules feed an interruption queue, and
+	// nodewright reads it, as an installation following the README does.
+	cfg.Interruption = interruption.DefaultOptions(InterruptionQueue)
+	return Options{InterruptionNotice: interruption.Notice, BootDelay: 2 * time.Second, CloudControllerManager: true, CCMDelay: 2 * time.Second, Operator: cfg, Log: logr.Discard(),
 		Pending: time.Second, ShuttingDown: 2 * time.Second,
 		// EC2 throttles as it does an account with the default limits.
 		Faults: simaws.Faults{RateLimits: 1}}
@@ -128,6 +138,7 @@ type Sim struct {
 	controllerDone    chan struct{}
 	controllerMetrics string
 	controllerPath    string
+	log               logr.Logger
 	controllerConfig  operator.Config
 	claims            map[string]bool
 	cancel            context.CancelFunc
@@ -157,13 +168,16 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	s := &Sim{Plane: plane, Account: simaws.NewAccount(), cancel: cancel, errs: make(chan error, 4), settle: opts.Settle}
+	s := &Sim{Plane: plane, Account: simaws.NewAccount(), cancel: cancel, errs: make(chan error, 4), settle: opts.Settle, log: opts.Log}
 	if s.settle == 0 {
 		s.settle = opts.Operator.Disruption.ValidationDelay + 2*opts.Operator.Disruption.Poll
 	}
 	s.Account.Seed()
 	s.Account.SetFaults(opts.Faults)
 	s.Account.SetTransitions(opts.Pending, opts.ShuttingDown)
+	if opts.Operator.Interruption.Queue != "" {
+		s.Account.SetEventQueue(opts.Operator.Interruption.Queue, opts.InterruptionNotice)
+	}
 	for _, parts := range noCapacity {
 		s.Account.SetUnavailable(parts[0], parts[1], parts[2], true)
 	}
@@ -193,7 +207,7 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 			return nil, errors.Join(err, s.Stop())
 		}
 	} else {
-		clouds := operator.Clouds{EC2: s.Account.EC2(), SSM: s.Account.SSM(), IAM: s.Account.IAM(), EKS: s.Account.EKS(), Pricing: s.Account.Pricing()}
+		clouds := operator.Clouds{EC2: s.Account.EC2(), SSM: s.Account.SSM(), IAM: s.Account.IAM(), EKS: s.Account.EKS(), Pricing: s.Account.Pricing(), SQS: s.Account.SQS()}
 		mgr, err := operator.New(ctx, plane.Config, opts.Operator, clouds, clock.RealClock{}, opts.Log.WithName("operator"))
 		if err != nil {
 			return nil, errors.Join(err, s.Stop())
@@ -204,6 +218,9 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 		Heartbeat: Heartbeat, Log: opts.Log.WithName("kubelets")}
 	ccm := &kubelet.CloudControllerManager{Kube: s.Kube, Reader: s.cache, Clock: clock.RealClock{}, Delay: opts.CCMDelay, Enabled: opts.CloudControllerManager}
 	s.goRun(func() error { return s.Kubelets.Run(ctx, 500*time.Millisecond) })
+	if opts.SpotInterruptions.Count > 0 {
+		s.goRun(func() error { return s.interruptSpot(ctx, opts.SpotInterruptions) })
+	}
 	statePath := filepath.Join(filepath.Dir(plane.KubeconfigPath), simaws.StateFile)
 	s.goRun(func() error {
 		ticker := time.NewTicker(500 * time.Millisecond)
@@ -306,6 +323,12 @@ func (s *Sim) Apply(ctx context.Context, name string, data []byte) error {
 		}
 		if obj.GroupVersionKind() == kubeletFailureKind {
 			if err := s.failKubelets(ctx, js); err != nil {
+				return fmt.Errorf("%s: document %d: %w", name, i, err)
+			}
+			continue
+		}
+		if obj.GroupVersionKind() == interruptionKind {
+			if err := s.interrupt(js); err != nil {
 				return fmt.Errorf("%s: document %d: %w", name, i, err)
 			}
 			continue
