@@ -14,8 +14,10 @@ import (
 
 // The controllers in their own process, `nodewright controller --cloud
 // aws` with the AWS SDK's real clients against the simulated account's
-// HTTP endpoint, run the healthy scenario to the end; the figures read
-// that process's memory and API requests.
+// HTTP endpoint, run the healthy scenario to the end, then replace a node
+// whose instance AWS schedules for retirement (read from the interruption
+// queue over SQS); the figures read that process's memory and API
+// requests.
 func TestHealthyWithTheControllerInItsOwnProcess(t *testing.T) {
 	bin := buildNodewright(t)
 	name, manifest, err := scenarios.Load("healthy")
@@ -24,9 +26,22 @@ func TestHealthyWithTheControllerInItsOwnProcess(t *testing.T) {
 	}
 	sim := start(t, func(o *runner.Options) { o.ControllerProcess, o.Operator.Profiling = bin, true })
 	ctx := context.Background()
-	results, err := sim.RunSteps(ctx, []runner.Step{{Name: name, Manifest: manifest}}, 3*time.Minute, time.Minute, nil)
+	retire := runner.Step{Name: "retire an instance", Manifest: []byte("apiVersion: sim.nodewright.dev/v1\nkind: Interruption\nspec: {kind: scheduled-change}\n")}
+	results, err := sim.RunSteps(ctx, []runner.Step{{Name: name, Manifest: manifest}, retire}, 3*time.Minute, time.Minute, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if after := results[1].Snapshot; !after.Done() || mention(results[1].Disruptions, "InstanceScheduledChange: AWS Health scheduled change for instance") != 1 {
+		t.Errorf("after the scheduled change: %d/%d pods Running; disruptions %v", after.RunningPods, after.Pods, results[1].Disruptions)
+	}
+	now, gone := claimNames(results[1].Snapshot), 0
+	for c := range claimNames(results[0].Snapshot) {
+		if !now[c] {
+			gone++
+		}
+	}
+	if gone != 1 {
+		t.Errorf("%d NodeClaims replaced after one instance's scheduled retirement, want 1", gone)
 	}
 	f := results[0].Figures
 	if !strings.HasPrefix(f.Process, "nodewright controller process") || f.PeakRSS < 10<<20 {
@@ -41,7 +56,7 @@ func TestHealthyWithTheControllerInItsOwnProcess(t *testing.T) {
 			instances++
 		}
 	}
-	if snap := results[0].Snapshot; instances != snap.Nodes {
+	if snap := results[1].Snapshot; instances != snap.Nodes {
 		t.Errorf("%d running instances for %d nodes", instances, snap.Nodes)
 	}
 	// --enable-profiling: its heap profile, on its metrics address.

@@ -62,7 +62,11 @@ func (s *Sim) interrupt(js []byte) error {
 			(in.Spec.Instance == "" || aws.ToString(inst.InstanceId) == in.Spec.Instance)
 	})
 	if len(ids) < want {
-		return fmt.Errorf("Interruption: %d running instance(s) match %+v for %s, fewer than %d", len(ids), in.Spec, in.Spec.Kind, want)
+		census := map[string]int{}
+		for _, inst := range s.Account.Instances() {
+			census[fmt.Sprintf("%s %s %s", tag(inst, v1.LabelNodePool), inst.InstanceLifecycle, inst.State.Name)]++
+		}
+		return fmt.Errorf("Interruption: %d instance(s) match spec %+v, fewer than %d (instances by NodePool, lifecycle and state: %v)", len(ids), in.Spec, want, census)
 	}
 	for _, id := range ids[:want] {
 		if err := s.Account.Interrupt(id, in.Spec.Kind); err != nil {

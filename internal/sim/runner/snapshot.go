@@ -289,7 +289,9 @@ func (s *Sim) Snapshot(ctx context.Context, started time.Time) (*Snapshot, error
 }
 
 // disruptionReasons are the events that tell what disruption did.
-var disruptionReasons = map[string]bool{"DisruptionLaunching": true, "DisruptionTerminating": true, "DisruptionRolledBack": true, "DisruptionCancelled": true, "StaticScaledDown": true, "NodeRepair": true}
+var disruptionReasons = map[string]bool{"DisruptionLaunching": true, "DisruptionTerminating": true, "DisruptionRolledBack": true, "DisruptionCancelled": true,
+	"StaticScaledDown": true, "NodeRepair": true, "SpotInterrupted": true, "SpotRebalanceRecommendation": true, "CapacityReservationInterrupted": true,
+	"InstanceScheduledChange": true, "InstanceStopping": true, "InstanceTerminating": true}
 
 // disruptions lists the disruption events on NodeClaims, oldest first.
 func (s *Sim) disruptions(ctx context.Context) ([]string, error) {
