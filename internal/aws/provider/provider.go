@@ -64,8 +64,33 @@ func New(ec2API sdk.EC2, resolver *nodeclass.Resolver, cluster userdata.Cluster,
 // reservation when one is allowed and has room, else spot, and on-demand
 // only when no spot offering is allowed and available. Launching again for the same
 // NodeClaim returns the same instance.
+//
+// A launch that finds no capacity marks the offerings it tried unavailable
+// and, when the NodeClaim allows another capacity type with offerings
+// left (spot after a reservation, on-demand after spot), launches that at
+// once rather than give the NodeClaim up.
 func (p *Provider) Create(ctx context.Context, claim *v1.NodeClaim, class *awsv1.EC2NodeClass, types []*scheduling.InstanceType) (*cloudprovider.Instance, error) {
-	inst, err := p.create(ctx, claim, class, types)
+	token := clientToken(claim)
+	inst, capacityType, err := p.launch(ctx, claim, class, types, token)
+	var short []string // what each capacity type tried said
+	for tried := map[string]bool{}; cloudprovider.IsInsufficientCapacity(err) && capacityType != ""; {
+		tried[capacityType] = true
+		short = append(short, capacityType+": "+shortOf(err))
+		// Each attempt has its own client token: EC2 answers a token
+		// used before with that request's outcome.
+		var next string
+		inst, next, err = p.launch(ctx, claim, class, types, token+"-after-"+capacityType)
+		if next == "" || tried[next] {
+			if cloudprovider.IsInsufficientCapacity(err) && next != "" && next != capacityType {
+				short = append(short, next+": "+shortOf(err))
+			}
+			break
+		}
+		capacityType = next
+	}
+	if cloudprovider.IsInsufficientCapacity(err) && len(short) > 0 {
+		err = &cloudprovider.InsufficientCapacityError{Message: strings.Join(uniq(short), "; then ")}
+	}
 	if cloudprovider.IsInsufficientCapacity(err) {
 		// Asked again for a NodeClaim it launched a moment ago (read
 		// before its instance was recorded, or after a restart), the
@@ -84,9 +109,20 @@ func (p *Provider) Create(ctx context.Context, claim *v1.NodeClaim, class *awsv1
 	return inst, err
 }
 
-func (p *Provider) create(ctx context.Context, claim *v1.NodeClaim, class *awsv1.EC2NodeClass, types []*scheduling.InstanceType) (*cloudprovider.Instance, error) {
+// shortOf is what an InsufficientCapacityError says.
+func shortOf(err error) string {
+	var e *cloudprovider.InsufficientCapacityError
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return err.Error()
+}
+
+// launch launches with the capacity type the offerings available now
+// allow, and returns that type (empty when it got no further).
+func (p *Provider) launch(ctx context.Context, claim *v1.NodeClaim, class *awsv1.EC2NodeClass, types []*scheduling.InstanceType, token string) (*cloudprovider.Instance, string, error) {
 	if err := ready(class); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	reqs := scheduling.Requirements{}
 	for _, r := range claim.Spec.Requirements {
@@ -100,23 +136,23 @@ func (p *Provider) create(ctx context.Context, claim *v1.NodeClaim, class *awsv1
 		}
 	}
 	if len(candidates) == 0 {
-		return nil, &cloudprovider.InsufficientCapacityError{Message: fmt.Sprintf("no instance type meets the requirements of NodeClaim %s", claim.Name)}
+		return nil, "", &cloudprovider.InsufficientCapacityError{Message: fmt.Sprintf("no instance type meets the requirements of NodeClaim %s", claim.Name)}
 	}
 	if err := amisCover(claim, class, candidates); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	capacityType := p.capacityType(reqs, candidates)
 	interruptible := capacityType == v1.CapacityTypeReserved && p.interruptibleOnly(reqs, candidates)
 	subnets, err := p.resolver.Subnets(ctx, class)
 	if err != nil {
-		return nil, fmt.Errorf("launching NodeClaim %s: %w", claim.Name, err)
+		return nil, capacityType, fmt.Errorf("launching NodeClaim %s: %w", claim.Name, err)
 	}
 	configs, err := p.launchTemplateConfigs(ctx, claim, class, reqs, candidates, capacityType, interruptible, subnets)
 	if err != nil {
-		return nil, fmt.Errorf("launching NodeClaim %s: %w", claim.Name, err)
+		return nil, capacityType, fmt.Errorf("launching NodeClaim %s: %w", claim.Name, err)
 	}
 	if len(configs) == 0 {
-		return nil, &cloudprovider.InsufficientCapacityError{Message: fmt.Sprintf("no %s offering of NodeClaim %s's instance types is available in a zone with a subnet", capacityType, claim.Name)}
+		return nil, capacityType, &cloudprovider.InsufficientCapacityError{Message: fmt.Sprintf("no %s offering of NodeClaim %s's instance types is available in a zone with a subnet", capacityType, claim.Name)}
 	}
 	// Reserved instances are on-demand instances launched into the
 	// reservation their launch template targets.
@@ -130,7 +166,7 @@ func (p *Provider) create(ctx context.Context, claim *v1.NodeClaim, class *awsv1
 	}
 	in := &ec2.CreateFleetInput{
 		Type:                  ec2types.FleetTypeInstant,
-		ClientToken:           aws.String(clientToken(claim)),
+		ClientToken:           aws.String(token),
 		LaunchTemplateConfigs: configs,
 		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{
 			TotalTargetCapacity: aws.Int32(1), DefaultTargetCapacityType: fleetCapacityType,
@@ -158,12 +194,12 @@ func (p *Provider) create(ctx context.Context, claim *v1.NodeClaim, class *awsv1
 			p.templates.Delete(aws.ToString(c.LaunchTemplateSpecification.LaunchTemplateName))
 		}
 		if in.LaunchTemplateConfigs, err = p.launchTemplateConfigs(ctx, claim, class, reqs, candidates, capacityType, interruptible, subnets); err != nil {
-			return nil, fmt.Errorf("launching NodeClaim %s: %w", claim.Name, err)
+			return nil, capacityType, fmt.Errorf("launching NodeClaim %s: %w", claim.Name, err)
 		}
 		out, err = p.ec2.CreateFleet(ctx, in)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("launching NodeClaim %s: creating fleet: %w", claim.Name, err)
+		return nil, capacityType, fmt.Errorf("launching NodeClaim %s: creating fleet: %w", claim.Name, err)
 	}
 	var problems []string
 	capacityOnly := true
@@ -179,16 +215,17 @@ func (p *Provider) create(ctx context.Context, claim *v1.NodeClaim, class *awsv1
 	if len(out.Instances) == 0 || len(out.Instances[0].InstanceIds) == 0 {
 		msg := strings.Join(uniq(problems), "; ")
 		if capacityOnly {
-			return nil, &cloudprovider.InsufficientCapacityError{Message: msg}
+			return nil, capacityType, &cloudprovider.InsufficientCapacityError{Message: msg}
 		}
-		return nil, fmt.Errorf("launching NodeClaim %s: %s", claim.Name, msg)
+		return nil, capacityType, fmt.Errorf("launching NodeClaim %s: %s", claim.Name, msg)
 	}
 	launched := out.Instances[0]
 	zone := ""
 	if o := launched.LaunchTemplateAndOverrides; o != nil && o.Overrides != nil {
 		zone = aws.ToString(o.Overrides.AvailabilityZone)
 	}
-	return p.Get(ctx, providerID(zone, launched.InstanceIds[0]), types...)
+	inst, err := p.Get(ctx, providerID(zone, launched.InstanceIds[0]), types...)
+	return inst, capacityType, err
 }
 
 // reservations are the EC2NodeClass's capacity reservations and the

@@ -202,20 +202,35 @@ func TestInsufficientCapacity(t *testing.T) {
 	for _, zone := range account.Zones() {
 		f.account.SetUnavailable("spot", "m5.large", zone, true)
 	}
-	_, err = f.provider.Create(ctx, claim("b", in(scheduling.LabelInstanceType, "m5.large")), f.class, f.types)
-	if !cloudprovider.IsInsufficientCapacity(err) {
-		t.Fatalf("no spot capacity anywhere: want an InsufficientCapacityError, got %v", err)
+	// No spot capacity anywhere: the same launch goes on-demand, which
+	// the NodeClaim allows, rather than give the NodeClaim up.
+	calls := f.account.Stats().CallsBy["CreateFleet"]
+	inst, err = f.provider.Create(ctx, claim("b", in(scheduling.LabelInstanceType, "m5.large")), f.class, f.types)
+	if err != nil || inst.CapacityType != v1.CapacityTypeOnDemand {
+		t.Fatalf("no spot capacity anywhere: %+v %v; want on-demand at once", inst, err)
+	}
+	if got := f.account.Stats().CallsBy["CreateFleet"] - calls; got != 2 {
+		t.Errorf("%d CreateFleet calls, want 2: spot, then on-demand", got)
 	}
 	// The failed offerings are remembered: the next launch goes on-demand
 	// without trying spot again.
+	calls = f.account.Stats().CallsBy["CreateFleet"]
 	inst, err = f.provider.Create(ctx, claim("c", in(scheduling.LabelInstanceType, "m5.large")), f.class, f.types)
-	if err != nil || inst.CapacityType != v1.CapacityTypeOnDemand {
-		t.Errorf("after spot ran out: %+v %v", inst, err)
+	if err != nil || inst.CapacityType != v1.CapacityTypeOnDemand || f.account.Stats().CallsBy["CreateFleet"]-calls != 1 {
+		t.Errorf("after spot ran out: %+v %v, %d CreateFleet calls", inst, err, f.account.Stats().CallsBy["CreateFleet"]-calls)
 	}
 	// Spot-only NodeClaims get the typed error.
 	_, err = f.provider.Create(ctx, claim("d", in(scheduling.LabelInstanceType, "m5.large"), in(v1.LabelCapacityType, "spot")), f.class, f.types)
 	if !cloudprovider.IsInsufficientCapacity(err) {
 		t.Errorf("spot-only with no spot: %v", err)
+	}
+	// Neither spot nor on-demand: the error says what each said.
+	for _, zone := range account.Zones() {
+		f.account.SetUnavailable("on-demand", "m5.large", zone, true)
+	}
+	_, err = f.provider.Create(ctx, claim("e", in(scheduling.LabelInstanceType, "m5.large"), in(scheduling.LabelZone, "us-east-1b")), f.class, f.types)
+	if !cloudprovider.IsInsufficientCapacity(err) || !strings.Contains(err.Error(), "on-demand: InsufficientInstanceCapacity") {
+		t.Errorf("no capacity of either type: %v", err)
 	}
 }
 
