@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -153,6 +154,15 @@ func launchingIntoReservation(nc *v1.NodeClaim) bool {
 	return false
 }
 
+// describeFallback says which NodePools a pod fell back from, and why.
+func describeFallback(f *scheduling.Fallback) string {
+	parts := make([]string, 0, len(f.Passed))
+	for _, pl := range f.Passed {
+		parts = append(parts, fmt.Sprintf("NodePool %s (weight %d): %s", pl.Name, pl.Weight, pl.Reason))
+	}
+	return fmt.Sprintf("launching on NodePool %s: the NodePools of more weight that admit this pod cannot take it now: %s", f.NodePool, strings.Join(parts, "; "))
+}
+
 // deleting reports a NodeClaim being deleted: its node's pods need room.
 func deleting(nc *v1.NodeClaim) bool { return !nc.DeletionTimestamp.IsZero() }
 
@@ -252,6 +262,9 @@ func (p *Provisioner) Provision(ctx context.Context) (bool, error) {
 	}
 	if err := p.nominateExisting(ctx, snap, plan); err != nil {
 		return false, err
+	}
+	for _, f := range plan.Fallbacks {
+		p.Recorder.Event(f.Pod, corev1.EventTypeNormal, "NodePoolFallback", describeFallback(f))
 	}
 	skipped := snap.SkippedSummary()
 	for _, u := range plan.Unschedulable {

@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"fmt"
 	"sort"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
@@ -30,6 +31,9 @@ type packGroup struct {
 	reqs Requirements
 	key  string
 	pods []*podInfo
+	// passed are the NodePools of more weight that admit the pods but
+	// have no room for them.
+	passed []PassedNodePool
 }
 
 // placeDeferred places the deferred pods.
@@ -46,13 +50,14 @@ func (s *solver) placeDeferred() {
 	type choice struct {
 		pool   *pool
 		merged Requirements
+		passed []PassedNodePool
 		ok     bool
 	}
 	byClass := map[string]choice{}
 	for _, p := range waiting {
 		ch, seen := byClass[p.class]
 		if !seen {
-			ch.pool, ch.merged, ch.ok = s.packPool(p)
+			ch.pool, ch.merged, ch.passed, ch.ok = s.packPool(p)
 			byClass[p.class] = ch
 		}
 		pl, merged, ok := ch.pool, ch.merged, ch.ok
@@ -63,7 +68,7 @@ func (s *solver) placeDeferred() {
 		key := fingerprint(merged)
 		g := byKey[pl.Name+"\x00"+key]
 		if g == nil {
-			g = &packGroup{pool: pl, reqs: merged, key: key}
+			g = &packGroup{pool: pl, reqs: merged, key: key, passed: ch.passed}
 			byKey[pl.Name+"\x00"+key] = g
 			groups = append(groups, g)
 		}
@@ -85,16 +90,18 @@ func (s *solver) placeDeferred() {
 // packPool finds the pool the first fit would open a NodeClaim from for
 // p, with the requirements the NodeClaim would have; ok is false when
 // that pool still has reserved capacity to hand out first, or none would.
-func (s *solver) packPool(p *podInfo) (*pool, Requirements, bool) {
+func (s *solver) packPool(p *podInfo) (*pool, Requirements, []PassedNodePool, bool) {
 	reqs := p.terms[0]
+	var passed []PassedNodePool
 	for _, pl := range s.pools {
 		if _, ok := p.tolerates(pl.Taints); !ok {
 			continue
 		}
-		if pl.nodesLimit >= 0 && pl.nodes >= pl.nodesLimit {
+		if pl.Requirements.Compatible(reqs, pl.provides) != nil {
 			continue
 		}
-		if pl.Requirements.Compatible(reqs, pl.provides) != nil {
+		if pl.nodesLimit >= 0 && pl.nodes >= pl.nodesLimit {
+			passed = append(passed, PassedNodePool{Name: pl.Name, Weight: pl.Weight, Reason: fmt.Sprintf("limit of %d nodes reached", pl.nodesLimit)})
 			continue
 		}
 		merged := pl.Requirements.Copy()
@@ -103,15 +110,18 @@ func (s *solver) packPool(p *podInfo) (*pool, Requirements, bool) {
 			continue
 		}
 		if s.reservationsLeft(pl) {
-			return nil, nil, false
+			return nil, nil, nil, false
 		}
 		excludeReserved(pl, merged)
-		if types, _ := pl.candidatesByKey(fingerprint(merged), merged, p.requests); len(types) == 0 {
+		if types, why := pl.candidatesByKey(fingerprint(merged), merged, p.requests); len(types) == 0 {
+			if !pl.Static {
+				passed = append(passed, PassedNodePool{Name: pl.Name, Weight: pl.Weight, Reason: why})
+			}
 			continue
 		}
-		return pl, merged, true
+		return pl, merged, passed, true
 	}
-	return nil, nil, false
+	return nil, nil, nil, false
 }
 
 // packGroup packs one group and returns the pods it did not place.
@@ -142,6 +152,17 @@ func (s *solver) packGroup(g *packGroup) []*podInfo {
 	}
 	for _, it := range items {
 		leftover = append(leftover, queues[it.requests]...)
+	}
+	if len(g.passed) > 0 {
+		left := map[*podInfo]bool{}
+		for _, p := range leftover {
+			left[p] = true
+		}
+		for _, p := range g.pods {
+			if !left[p] {
+				s.plan.Fallbacks = append(s.plan.Fallbacks, &Fallback{Pod: p.pod, NodePool: pl.Name, Passed: g.passed})
+			}
+		}
 	}
 	return leftover
 }

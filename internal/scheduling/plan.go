@@ -23,6 +23,26 @@ type Plan struct {
 	Unschedulable []*UnschedulablePod
 	// Order lists the placed pods in the order they were placed.
 	Order []*corev1.Pod
+	// Fallbacks are the pods placed on a new NodeClaim of a NodePool
+	// after NodePools of more weight that admit them could not take
+	// them (no capacity, limits reached).
+	Fallbacks []*Fallback
+}
+
+// Fallback is a pod a NodePool of more weight admits but could not take.
+type Fallback struct {
+	Pod *corev1.Pod
+	// NodePool took the pod; Passed are the NodePools before it that
+	// admit the pod, with why they could not take it.
+	NodePool string
+	Passed   []PassedNodePool
+}
+
+// PassedNodePool is a NodePool a pod fell back from, and why.
+type PassedNodePool struct {
+	Name   string
+	Weight int32
+	Reason string
 }
 
 // PlannedNodeClaim is a NodeClaim the plan launches.

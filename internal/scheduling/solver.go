@@ -302,19 +302,46 @@ func (s *solver) try(p *podInfo) string {
 		s.deferred = append(s.deferred, p)
 		return ""
 	}
-	var reasons []string
+	var (
+		reasons []string
+		passed  []PassedNodePool
+	)
 	for _, pl := range s.pools {
 		t, c, reason := s.newClaim(p, pl)
 		if t != nil {
+			if len(passed) > 0 {
+				s.plan.Fallbacks = append(s.plan.Fallbacks, &Fallback{Pod: p.pod, NodePool: pl.Name, Passed: passed})
+			}
 			s.commit(p, t, c)
 			return ""
 		}
 		reasons = append(reasons, "NodePool "+pl.Name+": "+reason)
+		if admits(p, pl) {
+			passed = append(passed, PassedNodePool{Name: pl.Name, Weight: pl.Weight, Reason: reason})
+		}
 	}
 	if len(reasons) == 0 {
 		return "no NodePool exists"
 	}
 	return strings.Join(reasons, "; ")
+}
+
+// admits reports a NodePool whose taints the pod tolerates and whose
+// requirements one of its terms meets: a NodePool meant for it, that
+// only capacity, limits or topology can keep it from.
+func admits(p *podInfo, pl *pool) bool {
+	if pl.Static {
+		return false
+	}
+	if _, ok := p.tolerates(pl.Taints); !ok {
+		return false
+	}
+	for _, term := range p.terms {
+		if pl.Requirements.Compatible(p.requirementsWithPreferences(term), pl.provides) == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // tryGrow places a pod whose required pod affinity by hostname selects

@@ -130,6 +130,49 @@ func TestWeightAndLimits(t *testing.T) {
 	if capacity["light"] == 0 || len(plan.Unschedulable) > 0 {
 		t.Errorf("the lighter NodePool should take the rest: %v, unschedulable %v", capacity, reasons(plan))
 	}
+	// The pods on the lighter NodePool say which NodePool they fell back
+	// from and why; those on the heavier one, or that it does not admit
+	// (another instance category), say nothing.
+	onLight := 0
+	for _, c := range plan.NodeClaims {
+		if c.NodePool == "light" {
+			onLight += len(c.Pods)
+		}
+	}
+	checkFallbacks := func(name string, plan *scheduling.Plan, want int) {
+		t.Helper()
+		if len(plan.Fallbacks) != want {
+			t.Errorf("%s: %d pods fell back, want %d", name, len(plan.Fallbacks), want)
+		}
+		for _, f := range plan.Fallbacks {
+			if f.NodePool != "light" || len(f.Passed) != 1 || f.Passed[0].Name != "heavy" || f.Passed[0].Weight != 50 || !strings.Contains(f.Passed[0].Reason, "limits reached") {
+				t.Errorf("%s: pod %s fell back to %s from %+v", name, f.Pod.Name, f.NodePool, f.Passed)
+			}
+		}
+	}
+	checkFallbacks("packed pods", plan, onLight)
+	// Pods placed one at a time (spread by hostname) say so too.
+	spread := pods(12, "s", "1", "1Gi", func(p *corev1.Pod) {
+		p.Labels = map[string]string{"app": "s"}
+		p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelHostname,
+			WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "s"}}}}
+	})
+	plan = solve(t, scheduling.Input{NodePools: []*scheduling.NodePool{light, heavy}, Pods: spread})
+	onLight = 0
+	for _, c := range plan.NodeClaims {
+		if c.NodePool == "light" {
+			onLight += len(c.Pods)
+		}
+	}
+	if onLight == 0 {
+		t.Fatalf("no spread pod on the lighter NodePool: %v", placement(plan))
+	}
+	checkFallbacks("spread pods", plan, onLight)
+	other := pods(3, "c", "1", "1Gi", func(p *corev1.Pod) {
+		p.Spec.NodeSelector = map[string]string{"karpenter.k8s.aws/instance-category": "c"}
+	})
+	plan = solve(t, scheduling.Input{NodePools: []*scheduling.NodePool{light, heavy}, Pods: other})
+	checkFallbacks("pods the heavier NodePool does not admit", plan, 0)
 }
 
 func TestMinValues(t *testing.T) {
