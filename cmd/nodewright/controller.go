@@ -123,6 +123,8 @@ control plane.`,
 	f.DurationVar(&cfg.Repair.Accelerator, "node-repair-accelerator-after", cfg.Repair.Accelerator, "replace a node whose AcceleratedHardwareReady condition has been False this long")
 	f.DurationVar(&cfg.Repair.Agent, "node-repair-agent-after", cfg.Repair.Agent,
 		"replace a node whose KernelReady, ContainerRuntimeReady, StorageReady or NetworkingReady condition has been False this long")
+	f.DurationVar(&cfg.UnavailableOfferingTTL, "unavailable-offering-ttl", cfg.UnavailableOfferingTTL,
+		"leave an offering (capacity type, instance type, zone) that ran out of capacity or was interrupted out of launches and plans this long")
 	f.StringVar(&cfg.Interruption.Queue, "interruption-queue", "",
 		"name (or URL) of the SQS queue EventBridge sends EC2 and AWS Health events to: spot interruptions, rebalance recommendations, scheduled changes and instances stopping are acted on before the instance goes (empty: off)")
 	f.BoolVar(&cfg.Interruption.ActOnRebalance, "interruption-act-on-rebalance", false,

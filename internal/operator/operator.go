@@ -50,6 +50,9 @@ type Config struct {
 	Lifecycle         lifecycle.Options
 	// BatchIdle and BatchMax bound the provisioner's batching window.
 	BatchIdle, BatchMax time.Duration
+	// UnavailableOfferingTTL is how long an offering that ran out of
+	// capacity (or was interrupted) is left out of launches and plans.
+	UnavailableOfferingTTL time.Duration
 	// NodeClassRefresh is how often EC2NodeClasses are resolved again;
 	// InstanceTypeTTL how long instance types and prices are cached.
 	NodeClassRefresh, InstanceTypeTTL time.Duration
@@ -97,7 +100,7 @@ func DefaultConfig() Config {
 	return Config{
 		Region: "us-east-1", KubernetesVersion: "1.34", Lifecycle: lifecycle.DefaultOptions(),
 		BatchIdle: time.Second, BatchMax: 10 * time.Second, NodeClassRefresh: 5 * time.Minute, InstanceTypeTTL: 5 * time.Minute,
-		GCInterval: time.Minute, GCGrace: 30 * time.Second,
+		GCInterval: time.Minute, GCGrace: 30 * time.Second, UnavailableOfferingTTL: provider.UnavailableOfferingTTL,
 		MetricsAddr: ":8080", HealthAddr: ":8081", LeaderElectionNamespace: "kube-system",
 		Disruption: disruption.DefaultConfig(), NominatePods: true,
 		NodeRepair: true, RepairInterval: 10 * time.Second, Repair: repair.DefaultTolerations(), Interruption: interruption.DefaultOptions(""),
@@ -173,6 +176,10 @@ func New(ctx context.Context, rc *rest.Config, cfg Config, clouds Clouds, clk cl
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
 	launcher := provider.New(clouds.EC2, resolver, cluster, clk)
+	if cfg.UnavailableOfferingTTL <= 0 {
+		return nil, fmt.Errorf("--unavailable-offering-ttl must be a positive duration, got %s", cfg.UnavailableOfferingTTL)
+	}
+	launcher.SetUnavailableOfferingTTL(cfg.UnavailableOfferingTTL)
 	cloud := &provider.CloudProvider{
 		Kube:     mgr.GetClient(),
 		Provider: launcher,

@@ -185,3 +185,63 @@ func allRunningElsewhere(pods []corev1.Pod, node string) bool {
 	}
 	return running == 26
 }
+
+// With no spot capacity anywhere, the healthy scenario runs on on-demand
+// nodes (each launch falls back at once); once spot capacity returns and
+// the unavailable offerings are forgotten, consolidation moves the nodes
+// back to spot, every pod Running throughout the end.
+func TestSpotFallbackAndBack(t *testing.T) {
+	name, manifest, err := scenarios.Load("healthy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim := start(t, func(o *runner.Options) {
+		o.NoCapacity = []string{"spot:*:*"}
+		o.Operator.UnavailableOfferingTTL = 20 * time.Second
+	})
+	ctx := context.Background()
+	results, err := sim.RunSteps(ctx, []runner.Step{{Name: name, Manifest: manifest}}, 3*time.Minute, time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byType := func() map[string]int {
+		out := map[string]int{}
+		claims := &v1.NodeClaimList{}
+		if err := sim.Kube.List(ctx, claims); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range claims.Items {
+			if c.DeletionTimestamp.IsZero() {
+				out[c.Labels[v1.LabelCapacityType]]++
+			}
+		}
+		return out
+	}
+	if snap := results[0].Snapshot; !snap.Done() || byType()[v1.CapacityTypeSpot] != 0 || byType()[v1.CapacityTypeOnDemand] == 0 {
+		t.Fatalf("without spot capacity: %d/%d pods Running on %v", snap.RunningPods, snap.Pods, byType())
+	}
+	lift := runner.Step{Name: "spot capacity returns", Manifest: []byte("apiVersion: sim.nodewright.dev/v1\nkind: InsufficientCapacity\nspec: {offerings: [\"spot:*:*\"], available: true}\n")}
+	if err := sim.Apply(ctx, lift.Name, lift.Manifest); err != nil {
+		t.Fatal(err)
+	}
+	// Consolidation replaces the on-demand nodes one at a time (the
+	// default budget): wait for it to finish, not for a time.
+	var last *runner.Snapshot
+	deadline := time.Now().Add(8 * time.Minute)
+	for time.Now().Before(deadline) {
+		snap, err := sim.Watch(ctx, time.Minute, 30*time.Second, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = snap
+		if byType()[v1.CapacityTypeOnDemand] == 0 && snap != nil && snap.Done() {
+			break
+		}
+	}
+	if got := byType(); got[v1.CapacityTypeOnDemand] != 0 || got[v1.CapacityTypeSpot] == 0 {
+		t.Errorf("after spot capacity returned, NodeClaims by capacity type: %v; want every one back on spot", got)
+	}
+	if last == nil || !last.Done() {
+		t.Errorf("not every pod runs after moving back to spot: %+v", last)
+	}
+}

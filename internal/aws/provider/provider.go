@@ -59,6 +59,14 @@ func New(ec2API sdk.EC2, resolver *nodeclass.Resolver, cluster userdata.Cluster,
 	return &Provider{ec2: ec2API, resolver: resolver, cluster: cluster, unavailable: newUnavailableOfferings(c, UnavailableOfferingTTL), clock: c}
 }
 
+// SetUnavailableOfferingTTL sets how long an offering that ran out of
+// capacity is left out (UnavailableOfferingTTL by default).
+func (p *Provider) SetUnavailableOfferingTTL(ttl time.Duration) {
+	p.unavailable.mu.Lock()
+	defer p.unavailable.mu.Unlock()
+	p.unavailable.ttl = ttl
+}
+
 // Create launches the instance of a NodeClaim: the cheapest offering its
 // requirements allow among the instance types given, in a capacity
 // reservation when one is allowed and has room, else spot, and on-demand

@@ -23,11 +23,25 @@ type launchTemplate struct {
 }
 
 // SetUnavailable makes an offering ("spot:m5.large:us-east-1a") fail with
-// InsufficientInstanceCapacity, or succeed again.
+// InsufficientInstanceCapacity, or succeed again; "*" stands for every
+// instance type or zone ("spot:*:*": no spot capacity at all).
 func (a *Account) SetUnavailable(capacityType, instanceType, zone string, unavailable bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.unavailable[capacityType+":"+instanceType+":"+zone] = unavailable
+}
+
+// outOfCapacity reports an offering SetUnavailable took away. The caller
+// holds a.mu.
+func (a *Account) outOfCapacity(capacityType, instanceType, zone string) bool {
+	for _, t := range []string{instanceType, "*"} {
+		for _, z := range []string{zone, "*"} {
+			if a.unavailable[capacityType+":"+t+":"+z] {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // CreateLaunchTemplate stores a launch template under a unique name.
@@ -238,7 +252,7 @@ func (e *EC2) CreateFleet(ctx context.Context, in *ec2.CreateFleetInput, _ ...fu
 			break
 		}
 		zone := a.zoneOf(c.override)
-		if a.unavailable[string(capacityType)+":"+c.spec.Name+":"+zone] {
+		if a.outOfCapacity(string(capacityType), c.spec.Name, zone) {
 			out.Errors = append(out.Errors, fleetError(c.override, "InsufficientInstanceCapacity",
 				fmt.Sprintf("We currently do not have sufficient %s capacity in the Availability Zone you requested (%s).", c.spec.Name, zone), lifecycle))
 			continue

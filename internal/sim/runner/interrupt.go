@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -100,6 +101,53 @@ func tag(inst simaws.Instance, key string) string {
 		}
 	}
 	return ""
+}
+
+// capacityKind is the simulation's document that takes capacity away or
+// gives it back (see InsufficientCapacity).
+var capacityKind = schema.GroupVersionKind{Group: "sim.nodewright.dev", Version: "v1", Kind: "InsufficientCapacity"}
+
+// InsufficientCapacity makes offerings (CAPACITY-TYPE:INSTANCE-TYPE:ZONE,
+// "*" for any type or zone) fail with InsufficientInstanceCapacity, or
+// with available: true succeed again:
+//
+//	apiVersion: sim.nodewright.dev/v1
+//	kind: InsufficientCapacity
+//	spec: {offerings: ["spot:*:*"], available: true}
+type InsufficientCapacity struct {
+	Spec struct {
+		Offerings []string `json:"offerings"`
+		Available bool     `json:"available"`
+	} `json:"spec"`
+}
+
+// setCapacity carries out an InsufficientCapacity document.
+func (s *Sim) setCapacity(js []byte) error {
+	c := &InsufficientCapacity{}
+	if err := json.Unmarshal(js, c); err != nil {
+		return fmt.Errorf("InsufficientCapacity: %w", err)
+	}
+	offerings, err := parseOfferings(c.Spec.Offerings)
+	if err != nil || len(offerings) == 0 {
+		return fmt.Errorf("InsufficientCapacity: spec.offerings %v: %w", c.Spec.Offerings, errors.Join(err, errors.New("want CAPACITY-TYPE:INSTANCE-TYPE:ZONE values, such as spot:*:*")))
+	}
+	for _, o := range offerings {
+		s.Account.SetUnavailable(o[0], o[1], o[2], !c.Spec.Available)
+	}
+	return nil
+}
+
+// parseOfferings reads CAPACITY-TYPE:INSTANCE-TYPE:ZONE values.
+func parseOfferings(values []string) ([][]string, error) {
+	var out [][]string
+	for _, o := range values {
+		parts := strings.Split(o, ":")
+		if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
+			return nil, fmt.Errorf("offering %q without capacity: write CAPACITY-TYPE:INSTANCE-TYPE:ZONE, such as spot:m5.large:us-east-1a or spot:*:*", o)
+		}
+		out = append(out, parts)
+	}
+	return out, nil
 }
 
 // SpotInterruptions is a rate of spot interruptions: Count instances

@@ -65,6 +65,7 @@ func controllerArgs(cfg operator.Config, metricsAddr string) []string {
 		"--enable-profiling=" + strconv.FormatBool(cfg.Profiling),
 		"--node-repair=" + strconv.FormatBool(cfg.NodeRepair), "--node-repair-ready-after", cfg.Repair.Ready.String(),
 		"--node-repair-accelerator-after", cfg.Repair.Accelerator.String(), "--node-repair-agent-after", cfg.Repair.Agent.String(),
+		"--unavailable-offering-ttl", cfg.UnavailableOfferingTTL.String(),
 		"--interruption-queue", cfg.Interruption.Queue, "--interruption-act-on-rebalance=" + strconv.FormatBool(cfg.Interruption.ActOnRebalance),
 	}
 }

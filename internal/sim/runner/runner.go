@@ -150,13 +150,9 @@ type Sim struct {
 // Start starts the control plane, the simulated account, kubelets and
 // cloud controller manager, and the operator.
 func Start(ctx context.Context, opts Options) (*Sim, error) {
-	var noCapacity [][]string
-	for _, o := range opts.NoCapacity {
-		parts := strings.Split(o, ":")
-		if len(parts) != 3 || parts[0] == "" || parts[1] == "" || parts[2] == "" {
-			return nil, fmt.Errorf("offering %q without capacity: write CAPACITY-TYPE:INSTANCE-TYPE:ZONE, such as spot:m5.large:us-east-1a", o)
-		}
-		noCapacity = append(noCapacity, parts)
+	noCapacity, err := parseOfferings(opts.NoCapacity)
+	if err != nil {
+		return nil, err
 	}
 	var gates []string
 	if !opts.NoNominationGate {
@@ -327,8 +323,12 @@ func (s *Sim) Apply(ctx context.Context, name string, data []byte) error {
 			}
 			continue
 		}
-		if obj.GroupVersionKind() == interruptionKind {
-			if err := s.interrupt(js); err != nil {
+		if obj.GroupVersionKind() == interruptionKind || obj.GroupVersionKind() == capacityKind {
+			act := s.interrupt
+			if obj.GroupVersionKind() == capacityKind {
+				act = s.setCapacity
+			}
+			if err := act(js); err != nil {
 				return fmt.Errorf("%s: document %d: %w", name, i, err)
 			}
 			continue
