@@ -206,7 +206,7 @@ is enough), or a manifest file.`,
 	f.StringArrayVar(&then, "then", nil, "after the scenario settles (every pod Running, no disruption in flight), apply this manifest and watch again; repeatable")
 	f.StringVar(&spotInterruptions, "spot-interruptions", "", "reclaim running spot instances at this rate, N/DURATION such as 1/2m: EC2 sends a rebalance recommendation and an interruption warning to the interruption queue, and the instance terminates after --interruption-notice (keeps going with --keep)")
 	f.DurationVar(&interruptionNotice, "interruption-notice", runner.DefaultOptions().InterruptionNotice, "how long an interrupted instance runs after its warning (EC2: two minutes)")
-	f.StringArrayVar(&noCapacity, "insufficient-capacity", nil, "an offering CAPACITY-TYPE:INSTANCE-TYPE:ZONE (such as spot:m5.large:us-east-1a) that has no capacity; repeatable")
+	f.StringArrayVar(&noCapacity, "insufficient-capacity", nil, "an offering CAPACITY-TYPE:INSTANCE-TYPE:ZONE (such as spot:m5.large:us-east-1a; * for any type or zone, spot:*:* for no spot at all) that has no capacity; repeatable")
 	return cmd
 }
 
