@@ -1,6 +1,7 @@
 package scheduling_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -305,5 +306,38 @@ func TestSpreadMinDomains(t *testing.T) {
 	})})
 	if len(plan.Unschedulable) != 0 {
 		t.Errorf("without minDomains all four fit two zones: %v", reasons(plan))
+	}
+}
+
+// A NodePool none of whose offerings has capacity passes its pods to the
+// next NodePool by weight in the same plan, and they say why.
+func TestNoCapacityFallsBackInOnePlan(t *testing.T) {
+	var types []*scheduling.InstanceType
+	for _, it := range catalog(t) {
+		c := *it
+		c.Offerings = slices.Clone(it.Offerings)
+		for i := range c.Offerings {
+			c.Offerings[i].Available = false
+		}
+		types = append(types, &c)
+	}
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "spot-only"}}
+	np.Spec.Weight = ptr.To[int32](10)
+	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}
+	starved := scheduling.NodePoolFromObject(np, types, archAMIs("amd64", "arm64"), nil)
+	plan := solve(t, scheduling.Input{NodePools: []*scheduling.NodePool{starved, pool(t, "fallback")}, Pods: pods(5, "w", "1", "1Gi")})
+	if len(plan.Unschedulable) > 0 || len(plan.NodeClaims) == 0 {
+		t.Fatalf("unschedulable %v, %d NodeClaims", reasons(plan), len(plan.NodeClaims))
+	}
+	for _, c := range plan.NodeClaims {
+		if c.NodePool != "fallback" {
+			t.Errorf("NodeClaim %s of NodePool %s, which has no capacity", c.Name, c.NodePool)
+		}
+	}
+	if len(plan.Fallbacks) != 5 {
+		t.Fatalf("%d pods fell back, want 5", len(plan.Fallbacks))
+	}
+	if f := plan.Fallbacks[0]; f.Passed[0].Name != "spot-only" || !strings.Contains(f.Passed[0].Reason, "no instance type has an offering") {
+		t.Errorf("fell back from %+v", f.Passed)
 	}
 }
