@@ -183,14 +183,20 @@ func budgetsByNamespace(pdbs []*policyv1.PodDisruptionBudget) map[string][]budge
 	return out
 }
 
-// pdbBlocks reports a budget that allows no eviction of the pod now.
-func (s *Snapshot) pdbBlocks(p *corev1.Pod) (Blocker, bool) {
-	var covering []*policyv1.PodDisruptionBudget
+// covering are the budgets that select the pod.
+func (s *Snapshot) covering(p *corev1.Pod) []*policyv1.PodDisruptionBudget {
+	var out []*policyv1.PodDisruptionBudget
 	for _, b := range s.pdbs[p.Namespace] {
 		if b.selector.Matches(labels.Set(p.Labels)) {
-			covering = append(covering, b.pdb)
+			out = append(out, b.pdb)
 		}
 	}
+	return out
+}
+
+// pdbBlocks reports a budget that allows no eviction of the pod now.
+func (s *Snapshot) pdbBlocks(p *corev1.Pod) (Blocker, bool) {
+	covering := s.covering(p)
 	name := p.Namespace + "/" + p.Name
 	switch {
 	case len(covering) > 1:

@@ -1,9 +1,10 @@
 package state
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
@@ -39,12 +40,7 @@ func (s *Snapshot) staysOnDeletingNode(p *corev1.Pod) bool {
 	if _, blocked := doNotDisrupt(p, s.Now); blocked {
 		return true
 	}
-	for _, b := range s.pdbs[p.Namespace] {
-		if b.selector.Matches(labels.Set(p.Labels)) && neverAllows(b.pdb) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(s.covering(p), neverAllows)
 }
 
 // neverAllows reports a budget that allows no voluntary disruption

@@ -80,24 +80,16 @@ func (p *Provider) SetUnavailableOfferingTTL(ttl time.Duration) {
 func (p *Provider) Create(ctx context.Context, claim *v1.NodeClaim, class *awsv1.EC2NodeClass, types []*scheduling.InstanceType) (*cloudprovider.Instance, error) {
 	token := clientToken(claim)
 	inst, capacityType, err := p.launch(ctx, claim, class, types, token)
-	var short []string // what each capacity type tried said
-	for tried := map[string]bool{}; cloudprovider.IsInsufficientCapacity(err) && capacityType != ""; {
+	var said []string // what each capacity type tried answered
+	for tried := map[string]bool{}; cloudprovider.IsInsufficientCapacity(err) && capacityType != "" && !tried[capacityType]; {
 		tried[capacityType] = true
-		short = append(short, capacityType+": "+shortOf(err))
+		said = append(said, capacityType+": "+shortOf(err))
 		// Each attempt has its own client token: EC2 answers a token
 		// used before with that request's outcome.
-		var next string
-		inst, next, err = p.launch(ctx, claim, class, types, token+"-after-"+capacityType)
-		if next == "" || tried[next] {
-			if cloudprovider.IsInsufficientCapacity(err) && next != "" && next != capacityType {
-				short = append(short, next+": "+shortOf(err))
-			}
-			break
-		}
-		capacityType = next
+		inst, capacityType, err = p.launch(ctx, claim, class, types, token+"-after-"+capacityType)
 	}
-	if cloudprovider.IsInsufficientCapacity(err) && len(short) > 0 {
-		err = &cloudprovider.InsufficientCapacityError{Message: strings.Join(uniq(short), "; then ")}
+	if cloudprovider.IsInsufficientCapacity(err) && len(said) > 0 {
+		err = &cloudprovider.InsufficientCapacityError{Message: strings.Join(said, "; then ")}
 	}
 	if cloudprovider.IsInsufficientCapacity(err) {
 		// Asked again for a NodeClaim it launched a moment ago (read

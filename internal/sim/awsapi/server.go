@@ -42,13 +42,15 @@ type Server struct {
 		sdk.AccessEntries
 	}
 	Pricing sdk.Pricing
-	// SQS serves the operations of sdk.SQS and SendMessage (to put
-	// messages on a queue by hand).
-	SQS interface {
-		sdk.SQS
-		SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
-	}
+	SQS      SQS
 	requests atomic.Uint64
+}
+
+// SQS is what the endpoint serves of SQS: the operations of sdk.SQS, and
+// SendMessage to put messages on a queue by hand.
+type SQS interface {
+	sdk.SQS
+	SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
 }
 
 // operations lists the methods of interfaces: the operations served.
@@ -66,9 +68,7 @@ var (
 	iamActions     = operations(reflect.TypeFor[sdk.IAM]())
 	ssmActions     = operations(reflect.TypeFor[sdk.SSM]())
 	pricingActions = operations(reflect.TypeFor[sdk.Pricing]())
-	sqsActions     = operations(reflect.TypeFor[sdk.SQS](), reflect.TypeFor[interface {
-		SendMessage(ctx context.Context, in *sqs.SendMessageInput, opts ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
-	}]())
+	sqsActions     = operations(reflect.TypeFor[SQS]())
 )
 
 // ec2Actions are the EC2 operations served: those nodewright calls.

@@ -317,17 +317,7 @@ func (s *Sim) Apply(ctx context.Context, name string, data []byte) error {
 		if err := obj.UnmarshalJSON(js); err != nil {
 			return fmt.Errorf("%s: document %d: %w", name, i, err)
 		}
-		if obj.GroupVersionKind() == kubeletFailureKind {
-			if err := s.failKubelets(ctx, js); err != nil {
-				return fmt.Errorf("%s: document %d: %w", name, i, err)
-			}
-			continue
-		}
-		if obj.GroupVersionKind() == interruptionKind || obj.GroupVersionKind() == capacityKind {
-			act := s.interrupt
-			if obj.GroupVersionKind() == capacityKind {
-				act = s.setCapacity
-			}
+		if act, ok := s.simulationKinds(ctx)[obj.GroupVersionKind()]; ok {
 			if err := act(js); err != nil {
 				return fmt.Errorf("%s: document %d: %w", name, i, err)
 			}
@@ -341,6 +331,16 @@ func (s *Sim) Apply(ctx context.Context, name string, data []byte) error {
 		if err := s.Kube.Patch(ctx, obj, client.Apply, client.FieldOwner("nodewright-sim"), client.ForceOwnership); err != nil {
 			return fmt.Errorf("%s: applying %s %s: %w", name, obj.GetKind(), obj.GetName(), err)
 		}
+	}
+}
+
+// simulationKinds are the simulation's own kinds of document, which act
+// on the simulated kubelets and account instead of being applied.
+func (s *Sim) simulationKinds(ctx context.Context) map[schema.GroupVersionKind]func([]byte) error {
+	return map[schema.GroupVersionKind]func([]byte) error{
+		kubeletFailureKind: func(js []byte) error { return s.failKubelets(ctx, js) },
+		interruptionKind:   s.interrupt,
+		capacityKind:       s.setCapacity,
 	}
 }
 
