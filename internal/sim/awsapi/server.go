@@ -41,7 +41,7 @@ type Server struct {
 		sdk.EKS
 		sdk.AccessEntries
 	}
-	Pricing sdk.Pricing
+	Pricing  sdk.Pricing
 	SQS      SQS
 	requests atomic.Uint64
 }
