@@ -4,7 +4,7 @@ SHELL := /usr/bin/env bash -o pipefail
 GOLANGCI_LINT_VERSION := v2.15.0
 LINT := bin/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
-.PHONY: all build test generate verify lint controlplane clean bench bench-e2e crash sim reference-examples
+.PHONY: all build test generate verify lint controlplane clean bench bench-e2e crash sim reference-examples image chart
 
 all: build
 
@@ -26,12 +26,21 @@ generate: ## Regenerate deepcopy functions and CRDs from the API types
 	go tool controller-gen object paths=./api/... crd:crdVersions=v1 output:crd:artifacts:config=api/crds
 	go run ./hack/crdpatch api/crds
 	go run ./hack/awsnames > internal/sim/awsapi/ec2names.go
+	rm -f charts/nodewright/crds/*.yaml && cp api/crds/*.yaml charts/nodewright/crds/
 
-verify: generate ## Fail when generated code or CRDs are stale, or go.mod is untidy
+verify: generate chart ## Fail when generated code or CRDs are stale, go.mod is untidy or the chart does not lint
 	go mod tidy
-	@if [ -n "$$(git status --porcelain -- api go.mod go.sum internal/sim/awsapi)" ]; then \
+	@if [ -n "$$(git status --porcelain -- api go.mod go.sum internal/sim/awsapi charts)" ]; then \
 		echo "generated files or go.mod are stale; run 'make generate' and 'go mod tidy' and commit:"; \
-		git status --porcelain -- api go.mod go.sum internal/sim/awsapi; git --no-pager diff --stat -- api go.mod go.sum internal/sim/awsapi; exit 1; fi
+		git status --porcelain -- api go.mod go.sum internal/sim/awsapi charts; git --no-pager diff --stat -- api go.mod go.sum internal/sim/awsapi charts; exit 1; fi
+
+chart: ## helm lint and helm template the chart (helm pinned in go.mod)
+	go tool helm lint --strict charts/nodewright --set settings.clusterName=example
+	go tool helm template nodewright charts/nodewright --namespace nodewright --kube-version 1.34.0 \
+		--set settings.clusterName=example >/dev/null
+
+image: ## Build the OCI image (linux/amd64 and arm64) into bin/image, without a container daemon or base image
+	go run ./hack/image -out bin/image -version $(VERSION)
 
 $(LINT):
 	GOBIN=$(CURDIR)/bin go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)

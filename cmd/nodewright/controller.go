@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -49,6 +50,9 @@ control plane.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfg.Concurrency < 1 || cfg.KubeQPS <= 0 || cfg.KubeBurst < 1 {
 				return fmt.Errorf("--concurrency %d, --kube-client-qps %g, --kube-client-burst %d: each must be at least 1", cfg.Concurrency, cfg.KubeQPS, cfg.KubeBurst)
+			}
+			if cfg.ClusterEndpoint != "" && !strings.HasPrefix(cfg.ClusterEndpoint, "https://") {
+				return fmt.Errorf("--cluster-endpoint %q: give the API server's URL, https://...", cfg.ClusterEndpoint)
 			}
 			if cfg.ClusterName == "" {
 				return errors.New("--cluster-name is required: the EKS cluster's name, which tags and finds nodewright's instances")
@@ -94,6 +98,7 @@ control plane.`,
 	f := cmd.Flags()
 	f.StringVar(&cloud, "cloud", "aws", "aws, or sim for a simulated account with simulated kubelets")
 	f.StringVar(&cfg.ClusterName, "cluster-name", "", "the EKS cluster's name (required)")
+	f.StringVar(&cfg.ClusterEndpoint, "cluster-endpoint", "", "the API server endpoint nodes join, https://... (default: the one EKS reports)")
 	f.StringVar(&cfg.Region, "region", "", "AWS region (default: from the AWS SDK configuration)")
 	f.StringVar(&cfg.KubernetesVersion, "kubernetes-version", "", "Kubernetes minor version for EKS-optimized AMI aliases (default: the EKS cluster's)")
 	f.StringVar(&cfg.MetricsAddr, "metrics-addr", cfg.MetricsAddr, "address of the Prometheus /metrics endpoint (0 disables it)")

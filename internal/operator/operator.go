@@ -44,7 +44,10 @@ import (
 
 // Config is everything the controllers are configured with.
 type Config struct {
-	ClusterName       string
+	ClusterName string
+	// ClusterEndpoint is the API server endpoint nodes join; empty: the
+	// one EKS reports.
+	ClusterEndpoint   string
 	Region            string
 	KubernetesVersion string
 	Lifecycle         lifecycle.Options
@@ -168,6 +171,9 @@ func New(ctx context.Context, rc *rest.Config, cfg Config, clouds Clouds, clk cl
 	cluster, err := provider.ClusterFromEKS(ctx, clouds.EKS, cfg.ClusterName)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.ClusterEndpoint != "" {
+		cluster.Endpoint = cfg.ClusterEndpoint
 	}
 	resolver := &nodeclass.Resolver{EC2: clouds.EC2, SSM: clouds.SSM, IAM: clouds.IAM, ClusterName: cfg.ClusterName, KubernetesVersion: cfg.KubernetesVersion}
 	recorder := mgr.GetEventRecorderFor("nodewright")

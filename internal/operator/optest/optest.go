@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	"github.com/nodewright/nodewright/charts"
 	"github.com/nodewright/nodewright/internal/controlplane"
 	"github.com/nodewright/nodewright/internal/operator"
 	"github.com/nodewright/nodewright/internal/sim/account"
@@ -76,7 +77,15 @@ func Start(t *testing.T, opts Options) *Env {
 	if opts.Log.GetSink() != nil {
 		log = opts.Log
 	}
-	mgr, err := operator.New(ctx, plane.Config, cfg, clouds, clock.RealClock{}, log)
+	k, _ := Direct(t, plane)
+	// The controllers run as the chart's service account: a permission
+	// the chart lacks fails the test.
+	asChart, err := charts.InstallRBAC(ctx, k, plane.Config, account.ClusterName)
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	mgr, err := operator.New(ctx, asChart, cfg, clouds, clock.RealClock{}, log)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -89,7 +98,6 @@ func Start(t *testing.T, opts Options) *Env {
 			t.Errorf("manager: %v", err)
 		}
 	})
-	k, _ := Direct(t, plane)
 	return &Env{Kube: k, Account: a, Plane: plane}
 }
 

@@ -256,15 +256,6 @@ func (s *Server) serveEKS(w http.ResponseWriter, r *http.Request, id string) {
 	switch {
 	case r.Method == http.MethodGet && len(parts) == 2 && parts[0] == "clusters":
 		out, err = s.EKS.DescribeCluster(ctx, &eks.DescribeClusterInput{Name: &parts[1]})
-	case r.Method == http.MethodGet && len(parts) == 3 && parts[0] == "clusters" && parts[2] == "access-entries":
-		in := &eks.ListAccessEntriesInput{ClusterName: &parts[1]}
-		if t := r.URL.Query().Get("nextToken"); t != "" {
-			in.NextToken = &t
-		}
-		if p := r.URL.Query().Get("associatedPolicyArn"); p != "" {
-			in.AssociatedPolicyArn = &p
-		}
-		out, err = s.EKS.ListAccessEntries(ctx, in)
 	case r.Method == http.MethodGet && len(parts) == 4 && parts[0] == "clusters" && parts[2] == "access-entries":
 		out, err = s.EKS.DescribeAccessEntry(ctx, &eks.DescribeAccessEntryInput{ClusterName: &parts[1], PrincipalArn: &parts[3]})
 	default:

@@ -50,7 +50,7 @@ func (s *Sim) AWSEnv() []string {
 // give it the configuration cfg.
 func controllerArgs(cfg operator.Config, metricsAddr string) []string {
 	return []string{
-		"controller", "--cloud", "aws", "--cluster-name", cfg.ClusterName, "--region", cfg.Region,
+		"controller", "--cloud", "aws", "--cluster-name", cfg.ClusterName, "--cluster-endpoint", cfg.ClusterEndpoint, "--region", cfg.Region,
 		"--kubernetes-version", cfg.KubernetesVersion, "--leader-elect=false",
 		"--metrics-addr", metricsAddr, "--health-addr", "0",
 		"--batch-idle", cfg.BatchIdle.String(), "--batch-max", cfg.BatchMax.String(),
@@ -90,7 +90,7 @@ func (s *Sim) StartController(path string, cfg operator.Config) error {
 		return err
 	}
 	cmd := exec.Command(path, controllerArgs(cfg, s.controllerMetrics)...) //nolint:gosec,noctx // nodewright's own binary; Stop ends it
-	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+s.Plane.KubeconfigPath), s.AWSEnv()...)
+	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+s.controllerKubeconfig), s.AWSEnv()...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	s.controllerPath, s.controllerConfig = path, cfg

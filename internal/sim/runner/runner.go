@@ -39,6 +39,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/charts"
 	"github.com/nodewright/nodewright/internal/aws/interruption"
 	"github.com/nodewright/nodewright/internal/controlplane"
 	"github.com/nodewright/nodewright/internal/metrics"
@@ -138,13 +139,15 @@ type Sim struct {
 	controllerDone    chan struct{}
 	controllerMetrics string
 	controllerPath    string
-	log               logr.Logger
-	controllerConfig  operator.Config
-	claims            map[string]bool
-	cancel            context.CancelFunc
-	wg                sync.WaitGroup
-	errs              chan error
-	settle            time.Duration
+	// controllerKubeconfig impersonates the chart's service account.
+	controllerKubeconfig string
+	log                  logr.Logger
+	controllerConfig     operator.Config
+	claims               map[string]bool
+	cancel               context.CancelFunc
+	wg                   sync.WaitGroup
+	errs                 chan error
+	settle               time.Duration
 }
 
 // Start starts the control plane, the simulated account, kubelets and
@@ -197,14 +200,21 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 	if err := s.serveAWS(); err != nil {
 		return nil, errors.Join(err, s.Stop())
 	}
+	controllerConfig, err := charts.InstallRBAC(ctx, s.Kube, plane.Config, account.ClusterName)
+	if err != nil {
+		return nil, errors.Join(err, s.Stop())
+	}
 	if opts.ControllerProcess != "" {
 		s.Account.ServeOverHTTP()
+		if s.controllerKubeconfig, err = charts.WriteKubeconfig(plane.KubeconfigPath); err != nil {
+			return nil, errors.Join(err, s.Stop())
+		}
 		if err := s.StartController(opts.ControllerProcess, opts.Operator); err != nil {
 			return nil, errors.Join(err, s.Stop())
 		}
 	} else {
 		clouds := operator.Clouds{EC2: s.Account.EC2(), SSM: s.Account.SSM(), IAM: s.Account.IAM(), EKS: s.Account.EKS(), Pricing: s.Account.Pricing(), SQS: s.Account.SQS()}
-		mgr, err := operator.New(ctx, plane.Config, opts.Operator, clouds, clock.RealClock{}, opts.Log.WithName("operator"))
+		mgr, err := operator.New(ctx, controllerConfig, opts.Operator, clouds, clock.RealClock{}, opts.Log.WithName("operator"))
 		if err != nil {
 			return nil, errors.Join(err, s.Stop())
 		}

@@ -1,0 +1,32 @@
+{{/* The name of every object of the release. */}}
+{{- define "nodewright.fullname" -}}
+{{- if contains "nodewright" .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-nodewright" .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "nodewright.selectorLabels" -}}
+app.kubernetes.io/name: nodewright
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "nodewright.labels" -}}
+{{ include "nodewright.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "nodewright.serviceAccountName" -}}
+{{- default (include "nodewright.fullname" .) .Values.serviceAccount.name -}}
+{{- end -}}
+
+{{- define "nodewright.image" -}}
+{{- if .Values.image.digest -}}
+{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- else -}}
+{{ .Values.image.repository }}:{{ default .Chart.AppVersion .Values.image.tag }}
+{{- end -}}
+{{- end -}}
