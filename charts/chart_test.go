@@ -155,6 +155,7 @@ func TestRBACIsNarrow(t *testing.T) {
 		"karpenter.k8s.aws/ec2nodeclasses",        // its finalizer
 		"karpenter.k8s.aws/ec2nodeclasses/status", // their one writer
 		"/nodes",                     // labels, taints, finalizer; deleted with their instance
+		"/pods",                      // deleted once a node's termination deadline has passed
 		"/pods/status",               // nominatedNodeName
 		"/pods/eviction",             // the drain
 		"/events",                    // events
@@ -292,5 +293,47 @@ func TestControllerTakesTheLeaseAsTheChartsServiceAccount(t *testing.T) {
 	err = sa.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "x"}})
 	if err == nil || !strings.Contains(err.Error(), "forbidden") {
 		t.Errorf("creating a lease in kube-system as the service account: %v, want forbidden", err)
+	}
+}
+
+// A controller whose identity lacks one of the chart's permissions does
+// not start; it names what it may not do.
+func TestControllerWithoutThePermissionsSaysWhich(t *testing.T) {
+	cp := controlplane.StartForTest(t, controlplane.Options{})
+	ctx := context.Background()
+	kube, err := client.New(cp.Config, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := charts.InstallRBAC(ctx, kube, cp.Config, simaccount.ClusterName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	role := &rbacv1.ClusterRole{}
+	if err := kube.Get(ctx, client.ObjectKey{Name: charts.LocalRelease}, role); err != nil {
+		t.Fatal(err)
+	}
+	role.Rules = slices.DeleteFunc(role.Rules, func(r rbacv1.PolicyRule) bool { return slices.Contains(r.Resources, "pods/eviction") })
+	if err := kube.Update(ctx, role); err != nil {
+		t.Fatal(err)
+	}
+	if err := kube.Delete(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: charts.LocalNamespace, Name: charts.LocalRelease}}); err != nil {
+		t.Fatal(err)
+	}
+	account := simaws.NewAccount()
+	account.Seed()
+	cfg := operator.DefaultConfig()
+	cfg.ClusterName, cfg.LeaderElection, cfg.LeaderElectionNamespace = simaccount.ClusterName, true, charts.LocalNamespace
+	cfg.KubernetesVersion = simaws.KubernetesVersion
+	cfg.MetricsAddr, cfg.HealthAddr, cfg.SkipNameValidation = "0", "0", true
+	clouds := operator.Clouds{EC2: account.EC2(), SSM: account.SSM(), IAM: account.IAM(), EKS: account.EKS(), Pricing: account.Pricing(), SQS: account.SQS()}
+	_, err = operator.New(ctx, rc, cfg, clouds, clock.RealClock{}, logr.Discard())
+	for _, want := range []string{"may not", "create pods/eviction in every namespace", "get leases.coordination.k8s.io in namespace nodewright", "install the chart's ClusterRole"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("operator.New: %v; want an error saying %q", err, want)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "list pods") {
+		t.Errorf("the error names permissions the identity has: %v", err)
 	}
 }

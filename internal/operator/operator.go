@@ -23,6 +23,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	"github.com/nodewright/nodewright/charts"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/api/v1alpha1"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
@@ -161,6 +162,13 @@ func New(ctx context.Context, rc *rest.Config, cfg Config, clouds Clouds, clk cl
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the controller manager: %w", err)
+	}
+	leaseNamespace := ""
+	if cfg.LeaderElection {
+		leaseNamespace = cfg.LeaderElectionNamespace
+	}
+	if err := charts.CheckRBAC(ctx, mgr.GetClient(), leaseNamespace); err != nil {
+		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, err
