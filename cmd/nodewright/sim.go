@@ -5,12 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	_ "net/http/pprof" //nolint:gosec // served only with --pprof-addr
 	"os"
-	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -210,51 +209,25 @@ is enough), or a manifest file.`,
 	return cmd
 }
 
-// ensureControlPlane finds the control-plane binaries, building them with
-// hack/controlplane.sh (progress on w) when they are missing and a checkout
-// is at hand.
-func ensureControlPlane(ctx context.Context, w interface{ Write([]byte) (int, error) }) (string, error) {
+// ensureControlPlane finds the control-plane binaries, and when they are
+// missing builds them (progress on w) into the user's cache directory, or
+// says what this machine lacks to do so.
+func ensureControlPlane(ctx context.Context, w io.Writer) (string, error) {
 	dir, err := controlplane.FindAssets()
-	if err == nil && controlplane.HasAssets(dir) {
+	if err != nil {
+		return "", err
+	}
+	if controlplane.HasAssets(dir) {
 		return dir, nil
 	}
-	script, found := findScript()
-	if !found {
-		return "", errors.New("the control-plane binaries are not built and no nodewright checkout is at hand: run hack/controlplane.sh in a checkout and set KUBEBUILDER_ASSETS to the directory it prints")
+	if os.Getenv(controlplane.AssetsEnv) != "" {
+		return "", fmt.Errorf("%s=%s does not hold etcd, kube-apiserver, kube-scheduler and kube-controller-manager; unset it and nodewright sim builds them into its cache", controlplane.AssetsEnv, dir)
 	}
-	fmt.Fprintln(w, "building the control plane (first run only; several minutes)...")
-	c := exec.CommandContext(ctx, script) //nolint:gosec // the checkout's own script
-	c.Stderr = w
-	out, err := c.Output()
-	if err != nil {
-		return "", fmt.Errorf("building the control plane with %s: %w", script, err)
+	fmt.Fprintf(w, "installing the control plane into %s (first run only)\n", dir)
+	if err := controlplane.Install(ctx, dir, w); err != nil {
+		return "", fmt.Errorf("nodewright sim runs a real control plane, built once: %w", err)
 	}
-	return string(trimNewline(out)), nil
-}
-
-func findScript() (string, bool) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", false
-	}
-	for {
-		candidate := filepath.Join(dir, "hack", "controlplane.sh")
-		if _, err := os.Stat(candidate); err == nil {
-			return candidate, true
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", false
-		}
-		dir = parent
-	}
-}
-
-func trimNewline(b []byte) []byte {
-	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
-		b = b[:len(b)-1]
-	}
-	return b
+	return dir, nil
 }
 
 // kubeletFailureStep is the step a --kubelet-failure value asks for: a

@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,8 +15,10 @@ import (
 )
 
 // `nodewright sim` on a scenario whose nodes never register (S4), run as
-// a user runs it, exits with status 1 once its timeout passes, saying
-// what is pending and why, after the summary and the figures.
+// a user runs it — from a directory outside any checkout, the control
+// plane in the user's cache — exits with status 1 once its timeout
+// passes, saying what is pending and why, after the summary and the
+// figures.
 func TestSimFailsWhenTheWorkloadDoesNotConverge(t *testing.T) {
 	dir, err := controlplane.FindAssets()
 	if err != nil || !controlplane.HasAssets(dir) {
@@ -24,7 +28,16 @@ func TestSimFailsWhenTheWorkloadDoesNotConverge(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("building nodewright: %v\n%s", err, out)
 	}
+	cache := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(cache, "nodewright"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(dir, controlplane.AssetsIn(filepath.Join(cache, "nodewright"))); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.Command(bin, "sim", "--scenario", "s4", "--timeout", "25s", "--stall", "20s")
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(withoutAssets(os.Environ()), "XDG_CACHE_HOME="+cache)
 	var out, progress bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &progress
 	err = cmd.Run()
@@ -42,6 +55,11 @@ func TestSimFailsWhenTheWorkloadDoesNotConverge(t *testing.T) {
 			t.Errorf("the summary does not say %q:\n%s", want, out.String())
 		}
 	}
+}
+
+// withoutAssets is env without KUBEBUILDER_ASSETS.
+func withoutAssets(env []string) []string {
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, controlplane.AssetsEnv+"=") })
 }
 
 func tail(s string) string {
@@ -78,6 +96,28 @@ func TestKubeletFailureFlag(t *testing.T) {
 	for _, bad := range []string{"default", "default:0:Ready=False", ":Ready=False", "default:Ready", "a:b:c:d"} {
 		if _, err := kubeletFailureStep(bad); err == nil || !strings.Contains(err.Error(), "NODEPOOL[:NODES]:CONDITION=STATUS") {
 			t.Errorf("%q: %v, want the form to use", bad, err)
+		}
+	}
+}
+
+// `nodewright sim` on a machine with neither the control plane built nor
+// Go and etcd to build it says exactly what it needs, and fails.
+func TestSimSaysWhatItNeeds(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "nodewright")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("building nodewright: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "sim", "--scenario", "healthy")
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(withoutAssets(os.Environ()), "XDG_CACHE_HOME="+t.TempDir(), "PATH="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("sim without a control plane: %v, want exit status 1\n%s", err, out)
+	}
+	for _, want := range []string{"installing the control plane into", "the Go toolchain", "etcd on PATH", "apt-get install etcd-server"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("sim does not say %q:\n%s", want, out)
 		}
 	}
 }

@@ -2,76 +2,92 @@ package controlplane
 
 import (
 	"bufio"
+	"bytes"
+	"context"
+	"embed"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // AssetsEnv names the directory holding the control-plane binaries, as
 // controller-runtime's envtest reads it.
 const AssetsEnv = "KUBEBUILDER_ASSETS"
 
-// FindAssets returns the directory of the control-plane binaries: $KUBEBUILDER_ASSETS
-// when set, else bin/k8s-<version> of the enclosing nodewright checkout, with
-// <version> the k8s.io/kubernetes version pinned in hack/controlplane/go.mod.
+// The module the control plane is built from: k8s.io/kubernetes pinned
+// with every staging module it replaces locally.
+//
+//go:embed module/k8s.go.mod module/k8s.go.sum module/tools.go.txt
+var module embed.FS
+
+// Binaries are the control plane's programs; etcd comes from the system.
+var Binaries = []string{"kube-apiserver", "kube-scheduler", "kube-controller-manager", "kubectl"}
+
+// Version is the Kubernetes version built (v1.34.3).
+func Version() string {
+	data, err := module.ReadFile("module/k8s.go.mod")
+	if err != nil {
+		panic(err) // embedded
+	}
+	scanner := bufio.NewScanner(bytes.NewReader(data))
+	for scanner.Scan() {
+		if f := strings.Fields(scanner.Text()); len(f) == 3 && f[0] == "require" && f[1] == "k8s.io/kubernetes" {
+			return f[2]
+		}
+	}
+	panic("module/k8s.go.mod requires no k8s.io/kubernetes on a line of its own")
+}
+
+// AssetsIn is the directory of the binaries under root: root/k8s-<version>.
+func AssetsIn(root string) string { return filepath.Join(root, "k8s-"+Version()) }
+
+// FindAssets returns the directory of the control-plane binaries:
+// $KUBEBUILDER_ASSETS when set; else bin/k8s-<version> of the nodewright
+// checkout enclosing the working directory, when it holds them; else
+// k8s-<version> in the user's cache directory (~/.cache/nodewright), where
+// Install puts them.
 func FindAssets() (string, error) {
 	if dir := os.Getenv(AssetsEnv); dir != "" {
 		return dir, nil
 	}
-	root, err := findCheckout()
-	if err != nil {
-		return "", err
+	if root, ok := findCheckout(); ok {
+		if dir := AssetsIn(filepath.Join(root, "bin")); HasAssets(dir) {
+			return dir, nil
+		}
 	}
-	version, err := pinnedVersion(filepath.Join(root, "hack", "controlplane", "go.mod"))
+	cache, err := os.UserCacheDir()
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("control-plane binaries: %s is not set and there is no cache directory (%w); set %s", AssetsEnv, err, AssetsEnv)
 	}
-	return filepath.Join(root, "bin", "k8s-"+version), nil
+	return AssetsIn(filepath.Join(cache, "nodewright")), nil
 }
 
-// findCheckout walks up from the working directory to the directory holding
-// hack/controlplane/go.mod.
-func findCheckout() (string, error) {
+// findCheckout walks up from the working directory to a nodewright
+// checkout (the directory holding hack/controlplane.sh).
+func findCheckout() (string, bool) {
 	dir, err := os.Getwd()
 	if err != nil {
-		return "", err
+		return "", false
 	}
 	for {
-		if _, err := os.Stat(filepath.Join(dir, "hack", "controlplane", "go.mod")); err == nil {
-			return dir, nil
+		if _, err := os.Stat(filepath.Join(dir, "hack", "controlplane.sh")); err == nil {
+			return dir, true
 		}
 		parent := filepath.Dir(dir)
 		if parent == dir {
-			return "", fmt.Errorf("control-plane binaries: %s is not set and no nodewright checkout (hack/controlplane/go.mod) encloses the working directory; run hack/controlplane.sh and set %s to the directory it prints", AssetsEnv, AssetsEnv)
+			return "", false
 		}
 		dir = parent
 	}
 }
 
-// pinnedVersion reads the k8s.io/kubernetes version a go.mod requires.
-func pinnedVersion(goMod string) (string, error) {
-	f, err := os.Open(goMod)
-	if err != nil {
-		return "", err
-	}
-	defer func() { _ = f.Close() }()
-	scanner := bufio.NewScanner(f)
-	for scanner.Scan() {
-		fields := strings.Fields(scanner.Text())
-		if len(fields) == 3 && fields[0] == "require" && fields[1] == "k8s.io/kubernetes" {
-			return fields[2], nil
-		}
-	}
-	if err := scanner.Err(); err != nil {
-		return "", err
-	}
-	return "", fmt.Errorf("%s does not require k8s.io/kubernetes on a single line", goMod)
-}
-
 // checkAssets reports every missing binary at once, with the command that
-// builds them.
+// installs them.
 func checkAssets(dir string, names []string) error {
 	var missing []string
 	for _, name := range names {
@@ -83,10 +99,91 @@ func checkAssets(dir string, names []string) error {
 		return nil
 	}
 	return errors.New("control-plane binaries missing from " + dir + ": " + strings.Join(missing, ", ") +
-		"; run hack/controlplane.sh (or make test, which runs it) to install etcd and build the rest")
+		"; `nodewright sim` installs them (or hack/controlplane.sh in a checkout, which make test runs)")
 }
 
 // HasAssets reports whether dir holds every binary the simulator needs.
 func HasAssets(dir string) bool {
 	return checkAssets(dir, []string{"etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager"}) == nil
+}
+
+// Requirements says what installing needs that this machine lacks: the Go
+// toolchain to build the control plane, and etcd. Nil when it has both.
+func Requirements() error {
+	var lack []string
+	if _, err := goTool(); err != nil {
+		lack = append(lack, "the Go toolchain (go 1.25 or newer on PATH, from https://go.dev/dl/) to build kube-apiserver, kube-scheduler, kube-controller-manager and kubectl "+Version()+" once")
+	}
+	if _, err := exec.LookPath("etcd"); err != nil {
+		lack = append(lack, "etcd on PATH (Debian and Ubuntu: sudo apt-get install etcd-server; elsewhere the etcd release binary from https://github.com/etcd-io/etcd/releases)")
+	}
+	if len(lack) == 0 {
+		return nil
+	}
+	return errors.New("the local control plane needs " + strings.Join(lack, ", and "))
+}
+
+// goTool is the go command on PATH.
+func goTool() (string, error) { return exec.LookPath("go") }
+
+// Install makes dir hold the control plane: etcd linked from PATH, and
+// each binary missing built from the pinned module with the Go toolchain
+// (minutes each, the first time), saying what it does on progress.
+func Install(ctx context.Context, dir string, progress io.Writer) error {
+	if err := Requirements(); err != nil {
+		return err
+	}
+	goCmd, _ := goTool()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	etcd, _ := exec.LookPath("etcd")
+	link := filepath.Join(dir, "etcd")
+	if target, err := os.Readlink(link); err != nil || target != etcd {
+		_ = os.Remove(link)
+		if err := os.Symlink(etcd, link); err != nil {
+			return fmt.Errorf("linking etcd into %s: %w", dir, err)
+		}
+	}
+	var missing []string
+	for _, b := range Binaries {
+		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
+			missing = append(missing, b)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	// The module is written beside the binaries and built there.
+	src := filepath.Join(filepath.Dir(dir), "src-"+Version())
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		return err
+	}
+	for from, to := range map[string]string{"module/k8s.go.mod": "go.mod", "module/k8s.go.sum": "go.sum", "module/tools.go.txt": "tools.go"} {
+		data, _ := module.ReadFile(from)
+		if err := os.WriteFile(filepath.Join(src, to), data, 0o644); err != nil { //nolint:gosec // source files
+			return err
+		}
+	}
+	// Stamp the version so kubectl version and discovery report it.
+	minor := strings.Split(Version(), ".")[1]
+	pkg := "k8s.io/component-base/version"
+	ldflags := fmt.Sprintf("-s -w -X %s.gitVersion=%s -X %s.gitMajor=1 -X %s.gitMinor=%s -X %s.gitTreeState=clean", pkg, Version(), pkg, pkg, minor, pkg)
+	for i, b := range missing {
+		fmt.Fprintf(progress, "controlplane: building %s %s into %s (%d of %d; the first build takes several minutes)\n", b, Version(), dir, i+1, len(missing))
+		start := time.Now()
+		tmp := filepath.Join(dir, b+".tmp")
+		cmd := exec.CommandContext(ctx, goCmd, "build", "-trimpath", "-ldflags", ldflags, "-o", tmp, "k8s.io/kubernetes/cmd/"+b) //nolint:gosec // the pinned module's commands
+		cmd.Dir = src
+		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
+		cmd.Stdout, cmd.Stderr = progress, progress
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("building %s %s with %s: %w", b, Version(), goCmd, err)
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, b)); err != nil {
+			return err
+		}
+		fmt.Fprintf(progress, "controlplane: built %s in %s\n", b, time.Since(start).Round(time.Second))
+	}
+	return nil
 }

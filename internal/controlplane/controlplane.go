@@ -3,8 +3,8 @@
 // CRDs installed, and optionally kube-scheduler and kube-controller-manager
 // against it. Tests use it; so does the simulator.
 //
-// The binaries come from hack/controlplane.sh, which builds them from the
-// k8s.io/kubernetes module pinned in hack/controlplane/go.mod.
+// The binaries come from Install (hack/controlplane.sh, nodewright sim), which builds them from the
+// k8s.io/kubernetes module pinned in module/k8s.go.mod.
 package controlplane
 
 import (

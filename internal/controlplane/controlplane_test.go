@@ -109,7 +109,7 @@ func TestMissingBinariesNameTheFix(t *testing.T) {
 	if err == nil {
 		t.Fatal("started a control plane from an empty directory")
 	}
-	for _, want := range []string{"etcd", "kube-apiserver", "kube-scheduler", "hack/controlplane.sh"} {
+	for _, want := range []string{"etcd", "kube-apiserver", "kube-scheduler", "nodewright sim"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %s", err, want)
 		}

@@ -1,7 +1,7 @@
-// Builds the real Kubernetes control-plane components used by tests and
-// `nodewright sim`. k8s.io/kubernetes replaces its staging modules with local
+// The module nodewright builds the Kubernetes control plane from (written out
+// as go.mod). k8s.io/kubernetes replaces its staging modules with local
 // paths, so it cannot be installed directly; this module pins them instead.
-module github.com/nodewright/nodewright/hack/controlplane
+module nodewright.local/controlplane
 
 go 1.25
 

@@ -1,0 +1,30 @@
+// Command controlplane builds the Kubernetes control plane nodewright's
+// tests and simulation run (kube-apiserver, kube-scheduler,
+// kube-controller-manager, kubectl) into DIR/k8s-<version>, links etcd
+// from PATH beside them, and prints that directory (KUBEBUILDER_ASSETS).
+//
+//	go run ./hack/controlplane -dir bin
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+
+	"github.com/nodewright/nodewright/internal/controlplane"
+)
+
+func main() {
+	root := flag.String("dir", "bin", "directory to build into (the binaries go into DIR/k8s-<version>)")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	dir := controlplane.AssetsIn(*root)
+	if err := controlplane.Install(ctx, dir, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "controlplane:", err)
+		os.Exit(1)
+	}
+	fmt.Println(dir)
+}
