@@ -23,9 +23,9 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
-	"github.com/nodewright/nodewright/charts"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/api/v1alpha1"
+	"github.com/nodewright/nodewright/charts"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
 	"github.com/nodewright/nodewright/internal/aws/interruption"
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
