@@ -81,7 +81,7 @@ func runDoctor(cmd *cobra.Command, fl doctorFlags) error {
 	in := doctor.Input{Grace: fl.grace, Now: time.Now()}
 	kubeconfigPath := ""
 	if len(fl.files) > 0 {
-		objs, err := loadFiles(fl.files)
+		objs, err := loadFiles(cmd.ErrOrStderr(), fl.files)
 		if err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -37,7 +38,7 @@ for every other node of a NodePool the one reason it stays.`,
 			if output != "table" && output != "json" {
 				return fmt.Errorf("-o %q: use table or json", output)
 			}
-			objs, err := loadFiles(files)
+			objs, err := loadFiles(cmd.ErrOrStderr(), files)
 			if err != nil {
 				return err
 			}
@@ -77,8 +78,9 @@ for every other node of a NodePool the one reason it stays.`,
 	return cmd
 }
 
-// loadFiles reads manifests.
-func loadFiles(files []string) (*simulate.Objects, error) {
+// loadFiles reads manifests, warning on w about each document it does not
+// read.
+func loadFiles(w io.Writer, files []string) (*simulate.Objects, error) {
 	objs := &simulate.Objects{}
 	for _, name := range files {
 		f, err := os.Open(name)
@@ -90,6 +92,12 @@ func loadFiles(files []string) (*simulate.Objects, error) {
 		if err != nil {
 			return nil, err
 		}
+	}
+	for _, s := range objs.Skipped {
+		fmt.Fprintln(w, "warning:", s)
+	}
+	if len(objs.Skipped) > 0 {
+		fmt.Fprintln(w, "warning: nodewright reads", simulate.ReadKinds)
 	}
 	return objs, nil
 }

@@ -27,7 +27,7 @@ and the command fails.`,
 			if len(files) == 0 || nodePool == "" {
 				return errors.New("pass manifests with -f FILE and the NodePool with --nodepool NAME")
 			}
-			objs, err := loadFiles(files)
+			objs, err := loadFiles(cmd.ErrOrStderr(), files)
 			if err != nil {
 				return err
 			}

@@ -5,12 +5,11 @@
 package simulate
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -19,12 +18,12 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/api/v1alpha1"
+	"github.com/nodewright/nodewright/internal/manifest"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
 )
@@ -40,6 +39,11 @@ type Objects struct {
 	// NodeClaims are in flight: launched or planned, not yet a node.
 	NodeClaims []*v1.NodeClaim
 	PDBs       []*policyv1.PodDisruptionBudget
+	// Skipped are the documents Load did not read.
+	Skipped []Skipped
+	// used counts the documents read; at is where Load is.
+	used int
+	at   position
 	// Overlays change the price and capacity of instance types.
 	Overlays []*v1alpha1.NodeOverlay
 	// Namespaces, with their labels, for pod affinity namespace selectors.
@@ -69,24 +73,58 @@ func (o *Objects) now() time.Time {
 	return o.Now
 }
 
-// Load reads multi-document YAML. name labels errors (a file name).
+// Skipped is a document Load did not read: a kind nodewright has no use
+// for (a Service, a ConfigMap other than aws-auth, ...).
+type Skipped struct {
+	File string
+	Line int
+	Kind string
+	Name string
+}
+
+func (s Skipped) String() string {
+	return fmt.Sprintf("%s:%d: %s %s is not read", s.File, s.Line, s.Kind, s.Name)
+}
+
+// ReadKinds are the kinds Load reads.
+const ReadKinds = "NodePools, NodeClaims, EC2NodeClasses, NodeOverlays, Pods and their workloads (Deployment, StatefulSet, ReplicaSet, Job), " +
+	"DaemonSets, Nodes, PodDisruptionBudgets, Namespaces, volumes (PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode), the aws-auth ConfigMap, Lists of them"
+
+// Load reads multi-document YAML (or JSON). name labels errors and
+// skipped documents (a file name); errors say the line a document starts
+// on, and the line of a YAML syntax error. A file with nothing Load reads
+// is an error that lists what it holds.
 func (o *Objects) Load(name string, r io.Reader) error {
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(r))
-	for i := 1; ; i++ {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("%s: reading document %d: %w", name, i, err)
-		}
-		if len(bytes.TrimSpace(doc)) == 0 {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	used, skipped := o.used, len(o.Skipped)
+	for _, d := range manifest.Split(data) {
+		if d.Empty() {
 			continue
 		}
-		if err := o.add(doc); err != nil {
-			return fmt.Errorf("%s: document %d: %w", name, i, err)
+		o.at = position{file: name, line: d.Line}
+		if err := o.add(d.Body); err != nil {
+			return manifest.Errorf(name, d, err)
 		}
 	}
+	if o.used == used {
+		var held []string
+		for _, s := range o.Skipped[skipped:] {
+			held = append(held, s.Kind+" "+s.Name)
+		}
+		if len(held) == 0 {
+			return fmt.Errorf("%s: no documents (nodewright reads %s)", name, ReadKinds)
+		}
+		return fmt.Errorf("%s: nothing nodewright reads in it (%s); it reads %s", name, strings.Join(held, ", "), ReadKinds)
+	}
+	return nil
+}
+
+type position struct {
+	file string
+	line int
 }
 
 func (o *Objects) add(doc []byte) error {
@@ -95,14 +133,26 @@ func (o *Objects) add(doc []byte) error {
 		return err
 	}
 	if meta.Kind == "" {
-		return nil // a comment-only document
+		return errors.New("the document has no kind: every object needs apiVersion and kind")
 	}
+	var object struct {
+		Metadata metav1.ObjectMeta `json:"metadata"`
+	}
+	_ = yaml.Unmarshal(doc, &object)
 	decode := func(into any) error {
 		if err := yaml.UnmarshalStrict(doc, into); err != nil {
-			return fmt.Errorf("decoding %s: %w", meta.Kind, err)
+			return fmt.Errorf("decoding %s %s: %w", meta.Kind, object.Metadata.Name, err)
 		}
 		return nil
 	}
+	read := true
+	defer func() {
+		if read {
+			o.used++
+			return
+		}
+		o.Skipped = append(o.Skipped, Skipped{File: o.at.file, Line: o.at.line, Kind: meta.Kind, Name: object.Metadata.Name})
+	}()
 	switch meta.Kind {
 	case "List": // kubectl get -o yaml
 		var list struct {
@@ -116,6 +166,7 @@ func (o *Objects) add(doc []byte) error {
 				return fmt.Errorf("item %d: %w", i, err)
 			}
 		}
+		o.used-- // the List itself; its items counted
 	case "NodePool":
 		np := &v1.NodePool{}
 		if err := decode(np); err != nil {
@@ -259,9 +310,12 @@ func (o *Objects) add(doc []byte) error {
 		}
 		if cm.Name == "aws-auth" && (cm.Namespace == "" || cm.Namespace == metav1.NamespaceSystem) {
 			o.AWSAuth = cm
+		} else {
+			read = false
 		}
 	default:
-		// Other ConfigMaps, Services and the like do not affect scheduling.
+		// Services and the like do not affect scheduling.
+		read = false
 	}
 	return nil
 }
@@ -360,3 +414,4 @@ func applyNodePoolDefaults(np *v1.NodePool) {
 		d.Budgets = []v1.Budget{{Nodes: "10%"}}
 	}
 }
+

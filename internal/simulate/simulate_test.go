@@ -86,9 +86,48 @@ func TestS5ExplainsAMIArchitectureAndTypo(t *testing.T) {
 
 func TestBadManifestNamesFileAndDocument(t *testing.T) {
 	objs := &simulate.Objects{}
-	err := objs.Load("bad.yaml", strings.NewReader("apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: x}\nspec: {weight: 10, colour: blue}\n"))
-	if err == nil || !strings.Contains(err.Error(), "bad.yaml: document 1") || !strings.Contains(err.Error(), "colour") {
-		t.Errorf("error %v should name the file, the document and the unknown field", err)
+	err := objs.Load("bad.yaml", strings.NewReader("apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\napiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: x}\nspec: {weight: 10, colour: blue}\n"))
+	if err == nil || !strings.HasPrefix(err.Error(), "bad.yaml:5: decoding NodePool x:") || !strings.Contains(err.Error(), "colour") {
+		t.Errorf("error %v should name the file, the line the document starts on, the object and the unknown field", err)
+	}
+	// A syntax error: the line it is on.
+	err = (&simulate.Objects{}).Load("syntax.yaml", strings.NewReader("# nodes\n---\napiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata:\n  name: x\nspec:\n  template:\n    spec\n      requirements: []\n"))
+	if err == nil || !strings.HasPrefix(err.Error(), "syntax.yaml:10: ") || strings.Contains(err.Error(), "line ") {
+		t.Errorf("error %v should name the file and line 10 (and no line relative to the document)", err)
+	}
+	err = (&simulate.Objects{}).Load("nokind.yaml", strings.NewReader("metadata: {name: x}\n"))
+	if err == nil || !strings.Contains(err.Error(), "nokind.yaml:1: the document has no kind") {
+		t.Errorf("a document without kind: %v", err)
+	}
+}
+
+// Documents of kinds nodewright does not read are listed with where they
+// are; a file with nothing it reads is an error that says what it holds.
+func TestDocumentsNotReadAreNamed(t *testing.T) {
+	objs := &simulate.Objects{}
+	mixed := "apiVersion: v1\nkind: Service\nmetadata: {name: web}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\n---\n" +
+		"apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n---\napiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: Secret, metadata: {name: token}}\n- {apiVersion: v1, kind: Namespace, metadata: {name: other}}\n"
+	if err := objs.Load("mixed.yaml", strings.NewReader(mixed)); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range objs.Skipped {
+		got = append(got, s.String())
+	}
+	want := []string{"mixed.yaml:1: Service web is not read", "mixed.yaml:5: ConfigMap settings is not read", "mixed.yaml:13: Secret token is not read"}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("skipped:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if len(objs.Namespaces) != 2 {
+		t.Errorf("namespaces %d, want 2", len(objs.Namespaces))
+	}
+	err := (&simulate.Objects{}).Load("services.yaml", strings.NewReader("apiVersion: v1\nkind: Service\nmetadata: {name: web}\n---\n# only a comment\n"))
+	if err == nil || !strings.Contains(err.Error(), "services.yaml: nothing nodewright reads in it (Service web)") {
+		t.Errorf("a file of Services: %v", err)
+	}
+	err = (&simulate.Objects{}).Load("empty.yaml", strings.NewReader("# nothing\n"))
+	if err == nil || !strings.Contains(err.Error(), "empty.yaml: no documents") {
+		t.Errorf("an empty file: %v", err)
 	}
 }
 

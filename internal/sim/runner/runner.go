@@ -5,13 +5,10 @@
 package runner
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"net/http"
 	"os"
@@ -30,7 +27,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -42,6 +38,7 @@ import (
 	"github.com/nodewright/nodewright/charts"
 	"github.com/nodewright/nodewright/internal/aws/interruption"
 	"github.com/nodewright/nodewright/internal/controlplane"
+	"github.com/nodewright/nodewright/internal/manifest"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/operator"
 	"github.com/nodewright/nodewright/internal/sim/account"
@@ -307,29 +304,23 @@ func (s *Sim) Stop() error {
 // Apply creates or updates every object of a multi-document YAML manifest,
 // as `kubectl apply` would (server-side apply).
 func (s *Sim) Apply(ctx context.Context, name string, data []byte) error {
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for i := 1; ; i++ {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("%s: document %d: %w", name, i, err)
-		}
-		js, err := yaml.YAMLToJSON(doc)
-		if err != nil {
-			return fmt.Errorf("%s: document %d: %w", name, i, err)
-		}
-		if string(bytes.TrimSpace(js)) == "null" {
+	applied := 0
+	for _, d := range manifest.Split(data) {
+		if d.Empty() {
 			continue
+		}
+		js, err := yaml.YAMLToJSON(d.Body)
+		if err != nil {
+			return manifest.Errorf(name, d, err)
 		}
 		obj := &unstructured.Unstructured{}
 		if err := obj.UnmarshalJSON(js); err != nil {
-			return fmt.Errorf("%s: document %d: %w", name, i, err)
+			return manifest.Errorf(name, d, err)
 		}
+		applied++
 		if act, ok := s.simulationKinds(ctx)[obj.GroupVersionKind()]; ok {
 			if err := act(js); err != nil {
-				return fmt.Errorf("%s: document %d: %w", name, i, err)
+				return manifest.Errorf(name, d, err)
 			}
 			continue
 		}
@@ -339,9 +330,13 @@ func (s *Sim) Apply(ctx context.Context, name string, data []byte) error {
 			}
 		}
 		if err := s.Kube.Patch(ctx, obj, client.Apply, client.FieldOwner("nodewright-sim"), client.ForceOwnership); err != nil {
-			return fmt.Errorf("%s: applying %s %s: %w", name, obj.GetKind(), obj.GetName(), err)
+			return manifest.Errorf(name, d, fmt.Errorf("applying %s %s: %w", obj.GetKind(), obj.GetName(), err))
 		}
 	}
+	if applied == 0 {
+		return fmt.Errorf("%s: no documents to apply", name)
+	}
+	return nil
 }
 
 // simulationKinds are the simulation's own kinds of document, which act
