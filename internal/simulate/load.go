@@ -414,4 +414,3 @@ func applyNodePoolDefaults(np *v1.NodePool) {
 		d.Budgets = []v1.Budget{{Nodes: "10%"}}
 	}
 }
-
