@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -63,7 +62,7 @@ Exit status 1 when any finding is an error.`,
 	f := cmd.Flags()
 	f.StringArrayVarP(&fl.files, "filename", "f", nil, "manifest file (repeatable); without it, the cluster of the kubeconfig")
 	f.StringVar(&fl.cloud, "cloud", "", "also read an AWS account: sim or aws")
-	f.StringVarP(&fl.output, "output", "o", "table", "output format: table or json")
+	outputFlag(cmd, &fl.output, "table")
 	f.StringVar(&fl.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG or ~/.kube/config)")
 	f.StringVar(&fl.clusterName, "cluster-name", "", "the EKS cluster's name, for its access entries (--cloud aws)")
 	f.StringVar(&fl.region, "region", "", "AWS region (--cloud aws; default: the SDK's configuration)")
@@ -74,8 +73,8 @@ Exit status 1 when any finding is an error.`,
 }
 
 func runDoctor(cmd *cobra.Command, fl doctorFlags) error {
-	if fl.output != "table" && fl.output != "json" {
-		return fmt.Errorf("-o %q: use table or json", fl.output)
+	if err := checkOutput(fl.output, "table"); err != nil {
+		return err
 	}
 	ctx := cmd.Context()
 	in := doctor.Input{Grace: fl.grace, Now: time.Now()}
@@ -114,10 +113,8 @@ func runDoctor(cmd *cobra.Command, fl doctorFlags) error {
 	if err != nil {
 		return err
 	}
-	if fl.output == "json" {
-		enc := json.NewEncoder(cmd.OutOrStdout())
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(report); err != nil {
+	if fl.output != "table" {
+		if err := writeStructured(cmd.OutOrStdout(), fl.output, report); err != nil {
 			return err
 		}
 	} else {

@@ -115,7 +115,7 @@ func TestDoctorTableAndFlags(t *testing.T) {
 	if err != nil || !strings.Contains(out, "no findings") {
 		t.Errorf("healthy: %v\n%s", err, out)
 	}
-	for _, bad := range [][]string{{"-o", "yaml"}, {"--cloud", "gcp"}, {"--cloud", "aws"}, {"-f", "missing.yaml"}} {
+	for _, bad := range [][]string{{"-o", "xml"}, {"--cloud", "gcp"}, {"--cloud", "aws"}, {"-f", "missing.yaml"}} {
 		if _, err := run(append([]string{"doctor", "-f", "../../scenarios/healthy-mixed-arch.yaml"}, bad...)...); err == nil || errors.As(err, new(exitError)) {
 			t.Errorf("doctor %v: %v, want a usage error", bad, err)
 		}

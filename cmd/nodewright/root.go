@@ -22,13 +22,22 @@ v1 API (NodePool, NodeClaim, EC2NodeClass) unchanged.`,
 }
 
 func newVersionCommand() *cobra.Command {
-	return &cobra.Command{
+	var output string
+	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the nodewright version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output, "text"); err != nil {
+				return err
+			}
+			if output != "text" {
+				return writeStructured(cmd.OutOrStdout(), output, version.Get())
+			}
 			_, err := fmt.Fprintln(cmd.OutOrStdout(), version.Get())
 			return err
 		},
 	}
+	outputFlag(cmd, &output, "text")
+	return cmd
 }

@@ -3,10 +3,25 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
+
+	"sigs.k8s.io/yaml"
 )
+
+// runStdout runs the command and returns what it printed on stdout only.
+func runStdout(args ...string) (string, error) {
+	cmd := newRootCommand()
+	var out, errs bytes.Buffer
+	cmd.SetOut(&out)
+	cmd.SetErr(&errs)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	return out.String(), err
+}
 
 func run(args ...string) (string, error) {
 	cmd := newRootCommand()
@@ -28,6 +43,57 @@ func TestVersion(t *testing.T) {
 	}
 	if _, err := run("version", "extra"); err == nil {
 		t.Error("version accepted an argument")
+	}
+	for _, format := range []string{"json", "yaml"} {
+		out, err := run("version", "-o", format)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var info map[string]string
+		if err := yaml.Unmarshal([]byte(out), &info); err != nil || info["version"] == "" || info["goVersion"] != runtime.Version() || info["platform"] == "" {
+			t.Errorf("version -o %s: %q (%v)", format, out, err)
+		}
+	}
+	if _, err := run("version", "-o", "xml"); err == nil || !strings.Contains(err.Error(), "use text, json or yaml") {
+		t.Errorf("version -o xml: %v", err)
+	}
+}
+
+// Shell completion is there for bash, zsh, fish and PowerShell.
+func TestCompletion(t *testing.T) {
+	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
+		out, err := run("completion", shell)
+		if err != nil || !strings.Contains(out, "nodewright") || len(out) < 1000 {
+			t.Errorf("completion %s: %v, %d bytes", shell, err, len(out))
+		}
+	}
+}
+
+// Every command with -o json has -o yaml with the same fields.
+func TestYAMLWhereJSON(t *testing.T) {
+	for _, args := range [][]string{
+		{"simulate", "-f", "../../scenarios/healthy-mixed-arch.yaml"},
+		{"simulate", "--disruption", "-f", "../../scenarios/consolidation.yaml"},
+		{"doctor", "-f", "../../scenarios/s4-aws-auth-controller-role.yaml"}, // findings: exit status 1
+	} {
+		js, err := runStdout(append(args, "-o", "json")...)
+		if err != nil && !errors.As(err, new(exitError)) {
+			t.Fatalf("%v -o json: %v", args, err)
+		}
+		ym, err := runStdout(append(args, "-o", "yaml")...)
+		if err != nil && !errors.As(err, new(exitError)) {
+			t.Fatalf("%v -o yaml: %v", args, err)
+		}
+		var fromJSON, fromYAML any
+		if err := json.Unmarshal([]byte(js), &fromJSON); err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.Unmarshal([]byte(ym), &fromYAML); err != nil {
+			t.Fatalf("%v -o yaml is not YAML: %v", args, err)
+		}
+		if !reflect.DeepEqual(fromJSON, fromYAML) {
+			t.Errorf("%v: -o yaml and -o json differ", args)
+		}
 	}
 }
 
@@ -78,7 +144,7 @@ func TestSimulateTableAndErrors(t *testing.T) {
 	if _, err := run("simulate"); err == nil || !strings.Contains(err.Error(), "-f FILE") {
 		t.Errorf("no input: %v", err)
 	}
-	if _, err := run("simulate", "-f", "x.yaml", "-o", "yaml"); err == nil || !strings.Contains(err.Error(), "table or json") {
+	if _, err := run("simulate", "-f", "x.yaml", "-o", "xml"); err == nil || !strings.Contains(err.Error(), "table, json or yaml") {
 		t.Errorf("bad format: %v", err)
 	}
 	if _, err := run("simulate", "-f", "does-not-exist.yaml"); err == nil || !strings.Contains(err.Error(), "does-not-exist.yaml") {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -55,8 +54,8 @@ Scenarios: ` + fmt.Sprint(scenarios.Names()) + ` (a prefix such as s1
 is enough), or a manifest file.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "table" && output != "json" {
-				return fmt.Errorf("-o %q: use table or json", output)
+			if err := checkOutput(output, "table"); err != nil {
+				return err
 			}
 			if faults.RateLimits < 0 {
 				return fmt.Errorf("--ec2-rate-limits %g: use a factor of 0 (no limit) or more (1: AWS's default limits)", faults.RateLimits)
@@ -159,14 +158,12 @@ is enough), or a manifest file.`,
 			if err != nil && !errors.As(err, &notConverged) {
 				return err
 			}
-			if output == "json" {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
+			if output != "table" {
 				var out any = results[len(results)-1].Snapshot
 				if len(results) > 1 {
 					out = results
 				}
-				if err := enc.Encode(out); err != nil {
+				if err := writeStructured(cmd.OutOrStdout(), output, out); err != nil {
 					return err
 				}
 			} else {
@@ -186,7 +183,7 @@ is enough), or a manifest file.`,
 	f.StringVar(&logFile, "log-file", "", "write nodewright's and the simulated kubelets' logs to this file (JSON lines)")
 	f.StringVar(&pprofAddr, "pprof-addr", "", "serve Go's profiles (net/http/pprof) on this address, such as 127.0.0.1:6060; with --controller-process that process serves its own on its metrics address, printed at the start")
 	f.IntVar(&pods, "pods", 0, "spread this many pods over the scenario's Deployments and StatefulSets (such as --scenario scale --pods 10000)")
-	f.StringVarP(&output, "output", "o", "table", "summary format: table or json")
+	outputFlag(cmd, &output, "table")
 	f.BoolVar(&keep, "keep", false, "leave the cluster running and print a kubeconfig")
 	f.DurationVar(&timeout, "timeout", 3*time.Minute, "stop waiting after this long")
 	f.DurationVar(&stall, "stall", 30*time.Second, "stop when nothing has changed for this long")

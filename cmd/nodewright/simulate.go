@@ -35,8 +35,8 @@ for every other node of a NodePool the one reason it stays.`,
 			if len(files) == 0 {
 				return fmt.Errorf("no input: pass manifests with -f FILE (repeatable)")
 			}
-			if output != "table" && output != "json" {
-				return fmt.Errorf("-o %q: use table or json", output)
+			if err := checkOutput(output, "table"); err != nil {
+				return err
 			}
 			objs, err := loadFiles(cmd.ErrOrStderr(), files)
 			if err != nil {
@@ -55,8 +55,8 @@ for every other node of a NodePool the one reason it stays.`,
 				if err != nil {
 					return err
 				}
-				if output == "json" {
-					return report.WriteJSON(cmd.OutOrStdout())
+				if output != "table" {
+					return writeStructured(cmd.OutOrStdout(), output, report)
 				}
 				return report.WriteTable(cmd.OutOrStdout())
 			}
@@ -65,14 +65,14 @@ for every other node of a NodePool the one reason it stays.`,
 				return err
 			}
 			report := simulate.NewReport(res)
-			if output == "json" {
-				return report.WriteJSON(cmd.OutOrStdout())
+			if output != "table" {
+				return writeStructured(cmd.OutOrStdout(), output, report)
 			}
 			return report.WriteTable(cmd.OutOrStdout())
 		},
 	}
 	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "manifest file (repeatable)")
-	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	outputFlag(cmd, &output, "table")
 	cmd.Flags().BoolVar(&disrupt, "disruption", false, "print what disruption would do now instead of what would be launched")
 	cmd.Flags().StringVar(&now, "now", "", "with --disruption, decide as at this time (RFC 3339; default: now)")
 	return cmd

@@ -1,7 +1,6 @@
 package simulate
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -72,13 +71,6 @@ func Disrupt(o *Objects, resolver *nodeclass.Resolver) (*DisruptionReport, error
 }
 
 func round(v float64) float64 { return math.Round(v*1e6) / 1e6 }
-
-// WriteJSON writes the report as indented JSON.
-func (r *DisruptionReport) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
-}
 
 // WriteTable writes the report for people.
 func (r *DisruptionReport) WriteTable(w io.Writer) error {

@@ -1,7 +1,6 @@
 package simulate
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -81,13 +80,6 @@ func podNames(pods []*corev1.Pod) []string {
 		out[i] = p.Namespace + "/" + p.Name
 	}
 	return out
-}
-
-// WriteJSON prints the report as indented JSON.
-func (r *Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
 }
 
 // WriteTable prints the report for people.

@@ -13,10 +13,10 @@ var version = ""
 
 // Info describes a nodewright build.
 type Info struct {
-	Version   string
-	Commit    string
-	GoVersion string
-	Platform  string
+	Version   string `json:"version"`
+	Commit    string `json:"commit,omitempty"`
+	GoVersion string `json:"goVersion"`
+	Platform  string `json:"platform"`
 }
 
 // Get returns the build's version: the one stamped at build time, else the
