@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
@@ -78,6 +79,9 @@ func (c *Controller) drift(ctx context.Context, nc *v1.NodeClaim, node *corev1.N
 		if net, err = c.networks.get(ctx, c.Cloud, nc.Status.ProviderID); err != nil {
 			return fmt.Errorf("reading the network of NodeClaim %s's instance: %w", nc.Name, err)
 		}
+	}
+	if state.Restamp(nc, np, class) {
+		logf.FromContext(ctx).Info("restamped the NodeClaim's drift hashes, made by another hashing (adopted)", "NodeClaim", nc.Name)
 	}
 	reason, msg := state.Drift(nc, state.NodeLabels(nc, node), np, class, net)
 	if reason == "" {

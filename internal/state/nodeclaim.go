@@ -3,6 +3,8 @@ package state
 import (
 	"encoding/json"
 	"hash/fnv"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/utils/ptr"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,9 +24,42 @@ const (
 	AnnotationNodePoolHashVersion     = v1.Group + "/nodepool-hash-version"
 	AnnotationEC2NodeClassHash        = awsv1.Group + "/ec2nodeclass-hash"
 	AnnotationEC2NodeClassHashVersion = awsv1.Group + "/ec2nodeclass-hash-version"
-	// HashVersion is the version of both hashes.
-	HashVersion = "v1"
+	// HashVersion is the version of both hashes. It differs from every
+	// version the reference stamps (v1 to v6), so that NodeClaims it made
+	// are restamped when nodewright takes them over, never compared with
+	// hashes made another way.
+	HashVersion = "nodewright-v1"
 )
+
+// Restamp adopts a NodeClaim whose hashes another hashing made (an
+// earlier nodewright, or the reference's, whose NodeClaims nodewright
+// takes over): unless it is already drifted, the NodePool and
+// EC2NodeClass as they are now are what it was made from, so it drifts
+// on their next change and not on the difference between two hashings.
+// It reports whether it changed the NodeClaim's annotations.
+func Restamp(nc *v1.NodeClaim, np *v1.NodePool, class *awsv1.EC2NodeClass) bool {
+	if meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionDrifted) {
+		return false
+	}
+	changed := false
+	set := func(hashKey, versionKey, hash string) {
+		if nc.Annotations[versionKey] == HashVersion {
+			return
+		}
+		if nc.Annotations == nil {
+			nc.Annotations = map[string]string{}
+		}
+		nc.Annotations[hashKey], nc.Annotations[versionKey] = hash, HashVersion
+		changed = true
+	}
+	if np != nil {
+		set(AnnotationNodePoolHash, AnnotationNodePoolHashVersion, NodePoolHash(np))
+	}
+	if class != nil {
+		set(AnnotationEC2NodeClassHash, AnnotationEC2NodeClassHashVersion, EC2NodeClassHash(class))
+	}
+	return changed
+}
 
 // NodePoolHash hashes what a NodePool's nodes are made from: the
 // template's labels, annotations, taints, startup taints and node class.
@@ -59,6 +94,16 @@ func hash(v any) string {
 	return strconv.FormatUint(h.Sum64(), 10)
 }
 
+// nodePoolOwner makes a NodeClaim the NodePool's: deleting the NodePool deletes
+// its NodeClaims (and, through their finalizers, nodes and instances), as
+// the reference's do. None for a NodePool read from a file (no UID).
+func nodePoolOwner(np *v1.NodePool) []metav1.OwnerReference {
+	if np.UID == "" {
+		return nil
+	}
+	return []metav1.OwnerReference{{APIVersion: v1.SchemeGroupVersion.String(), Kind: "NodePool", Name: np.Name, UID: np.UID, BlockOwnerDeletion: ptr.To(true)}}
+}
+
 // NodeClaimFor makes the NodeClaim of a planned node: the NodePool's
 // template labels, annotations, taints and limits of time, the planned
 // requirements (with the template's minValues) and requests, and the
@@ -88,7 +133,7 @@ func NodeClaimFor(np *v1.NodePool, class *awsv1.EC2NodeClass, planned *schedulin
 		reqs = append(reqs, v1.NodeSelectorRequirementWithMinValues{Key: r.Key, Operator: r.Operator, Values: r.Values, MinValues: minValues[r.Key]})
 	}
 	return &v1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: np.Name + "-", Labels: labels, Annotations: annotations},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: np.Name + "-", Labels: labels, Annotations: annotations, OwnerReferences: nodePoolOwner(np)},
 		Spec: v1.NodeClaimSpec{
 			Requirements:           reqs,
 			Resources:              v1.ResourceRequirements{Requests: planned.Requests.List()},

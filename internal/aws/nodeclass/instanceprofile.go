@@ -47,6 +47,9 @@ func (r *Resolver) InstanceProfile(ctx context.Context, nc *awsv1.EC2NodeClass) 
 		}
 		return name, nil
 	}
+	if adopted, err := r.adoptedProfile(ctx, nc); err != nil || adopted != "" {
+		return adopted, err
+	}
 	name := ProfileName(r.ClusterName, nc.Name)
 	out, err := r.IAM.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(name)})
 	var roles []iamtypes.Role
@@ -87,6 +90,49 @@ func (r *Resolver) InstanceProfile(ctx context.Context, nc *awsv1.EC2NodeClass) 
 	return name, nil
 }
 
+// adoptedProfile is the instance profile the EC2NodeClass's status names
+// when another controller made it for this EC2NodeClass (the reference
+// names its profiles CLUSTER_HASH, under /karpenter/...) and it still
+// holds spec.role: nodewright keeps launching with it rather than making
+// its own, and deletes it with the EC2NodeClass. Empty when there is none.
+func (r *Resolver) adoptedProfile(ctx context.Context, nc *awsv1.EC2NodeClass) (string, error) {
+	name := nc.Status.InstanceProfile
+	if name == "" || name == ProfileName(r.ClusterName, nc.Name) {
+		return "", nil
+	}
+	out, err := r.IAM.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(name)})
+	if isNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("getting instance profile %s: %w", name, err)
+	}
+	if !r.ownedFor(out.InstanceProfile.Tags, nc.Name) {
+		return "", nil
+	}
+	for _, role := range out.InstanceProfile.Roles {
+		if aws.ToString(role.RoleName) == nc.Spec.Role {
+			return name, nil
+		}
+	}
+	return "", nil
+}
+
+// ownedFor reports tags that mark an instance profile as this cluster's,
+// made for the EC2NodeClass.
+func (r *Resolver) ownedFor(tags []iamtypes.Tag, nodeClass string) bool {
+	owned, forClass := false, false
+	for _, t := range tags {
+		switch aws.ToString(t.Key) {
+		case "kubernetes.io/cluster/" + r.ClusterName:
+			owned = aws.ToString(t.Value) == "owned"
+		case awsv1.LabelEC2NodeClass:
+			forClass = aws.ToString(t.Value) == nodeClass
+		}
+	}
+	return owned && forClass
+}
+
 // DeleteInstanceProfile deletes the instance profile nodewright manages for
 // an EC2NodeClass with a role (a profile the EC2NodeClass names is the
 // user's and stays). A profile already gone is fine.
@@ -94,7 +140,19 @@ func (r *Resolver) DeleteInstanceProfile(ctx context.Context, nc *awsv1.EC2NodeC
 	if nc.Spec.InstanceProfile != nil {
 		return nil
 	}
-	name := ProfileName(r.ClusterName, nc.Name)
+	if adopted, err := r.adoptedProfile(ctx, nc); err != nil {
+		return err
+	} else if adopted != "" {
+		if err := r.deleteProfile(ctx, adopted); err != nil {
+			return err
+		}
+	}
+	return r.deleteProfile(ctx, ProfileName(r.ClusterName, nc.Name))
+}
+
+// deleteProfile removes an instance profile's roles and deletes it; one
+// already gone is fine.
+func (r *Resolver) deleteProfile(ctx context.Context, name string) error {
 	out, err := r.IAM.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(name)})
 	if isNotFound(err) {
 		return nil

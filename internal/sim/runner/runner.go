@@ -79,6 +79,9 @@ type Options struct {
 	// account's HTTP endpoint (empty: in this process, on the account's
 	// in-process APIs).
 	ControllerProcess string
+	// DeferControllers leaves nodewright's controllers off until
+	// StartControllers (to set the cluster up as another autoscaler left it).
+	DeferControllers bool
 	// InterruptionNotice is how long after an interruption warning an
 	// instance is reclaimed (two minutes on AWS).
 	InterruptionNotice time.Duration
@@ -136,6 +139,7 @@ type Sim struct {
 	controllerDone    chan struct{}
 	controllerMetrics string
 	controllerPath    string
+	startControllers  func() error
 	// controllerKubeconfig impersonates the chart's service account.
 	controllerKubeconfig string
 	log                  logr.Logger
@@ -201,21 +205,26 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 	if err != nil {
 		return nil, errors.Join(err, s.Stop())
 	}
-	if opts.ControllerProcess != "" {
-		s.Account.ServeOverHTTP()
-		if s.controllerKubeconfig, err = charts.WriteKubeconfig(plane.KubeconfigPath); err != nil {
-			return nil, errors.Join(err, s.Stop())
+	s.startControllers = func() error {
+		if opts.ControllerProcess != "" {
+			s.Account.ServeOverHTTP()
+			if s.controllerKubeconfig, err = charts.WriteKubeconfig(plane.KubeconfigPath); err != nil {
+				return err
+			}
+			return s.StartController(opts.ControllerProcess, opts.Operator)
 		}
-		if err := s.StartController(opts.ControllerProcess, opts.Operator); err != nil {
-			return nil, errors.Join(err, s.Stop())
-		}
-	} else {
 		clouds := operator.Clouds{EC2: s.Account.EC2(), SSM: s.Account.SSM(), IAM: s.Account.IAM(), EKS: s.Account.EKS(), Pricing: s.Account.Pricing(), SQS: s.Account.SQS()}
 		mgr, err := operator.New(ctx, controllerConfig, opts.Operator, clouds, clock.RealClock{}, opts.Log.WithName("operator"))
 		if err != nil {
-			return nil, errors.Join(err, s.Stop())
+			return err
 		}
 		s.goRun(func() error { return mgr.Start(ctx) })
+		return nil
+	}
+	if !opts.DeferControllers {
+		if err := s.StartControllers(); err != nil {
+			return nil, errors.Join(err, s.Stop())
+		}
 	}
 	s.Kubelets = &kubelet.Simulator{Kube: s.Kube, Reader: s.cache, Account: s.Account, Clock: clock.RealClock{}, BootDelay: opts.BootDelay, BootJitter: opts.BootJitter,
 		Heartbeat: Heartbeat, Log: opts.Log.WithName("kubelets")}
@@ -246,6 +255,10 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 	})
 	return s, nil
 }
+
+// StartControllers starts nodewright's controllers, when Options.DeferControllers
+// left them off.
+func (s *Sim) StartControllers() error { return s.startControllers() }
 
 // Heartbeat is how often the simulated kubelets report their nodes Ready
 // again, and NodeMonitorGracePeriod how long kube-controller-manager waits
