@@ -486,8 +486,11 @@ func (p *Provider) ensureLaunchTemplate(ctx context.Context, claim *v1.NodeClaim
 	} else if !hasCode(err, templateNotFound...) {
 		return "", fmt.Errorf("finding launch template %s: %w", name, err)
 	}
+	// The reference finds an EC2NodeClass's templates by eks:eks-cluster-name
+	// and the class: with it, going back to the reference deletes these too.
 	tags := []ec2types.Tag{
 		{Key: aws.String("kubernetes.io/cluster/" + p.cluster.Name), Value: aws.String("owned")},
+		{Key: aws.String("eks:eks-cluster-name"), Value: aws.String(p.cluster.Name)},
 		{Key: aws.String(awsv1.LabelEC2NodeClass), Value: aws.String(class.Name)},
 	}
 	_, err = p.ec2.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{
