@@ -38,6 +38,13 @@ const (
 	CodeNodeRepairHeld            = "node-repair-held"
 )
 
+// Codes are every finding code.
+var Codes = []string{
+	CodeUserDataOverridesTaints, CodeBootstrapArgsMalformed, CodeCustomMissingUnregistered, CodeNodeRoleNotMapped,
+	CodeAMIArchitectureMismatch, CodePodIncompatible, CodeCloudProviderTaint, CodeStartupTaintNotRemoved,
+	CodeExtendedResource, CodeRegistrationTimeouts, CodePDBNeverAllows, CodeNodeNeverDisrupted, CodeNodeUnhealthy, CodeNodeRepairHeld,
+}
+
 // Finding is one diagnosis.
 type Finding struct {
 	Code     string   `json:"code"`

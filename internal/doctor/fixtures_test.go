@@ -91,6 +91,7 @@ func diagnose(t *testing.T, in Input) *Report {
 	if err != nil {
 		t.Fatal(err)
 	}
+	seen = append(seen, r.Findings...)
 	return r
 }
 

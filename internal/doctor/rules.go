@@ -111,7 +111,7 @@ func userDataRules(r *Report, o *simulate.Objects) {
 			}
 			r.add(Finding{
 				Code: code, Severity: sev, Object: "EC2NodeClass/" + nc.Name,
-				Message: f.Message, Evidence: evidence(ud, f.Code), Fix: f.Fix,
+				Message: f.Message, Evidence: evidence(ud, f.Code), Fix: fmt.Sprintf("in EC2NodeClass %s's spec.userData, %s", nc.Name, f.Fix),
 			})
 		}
 	}
@@ -235,90 +235,6 @@ func archsOf(ctx context.Context, cloud *Cloud, nc *awsv1.EC2NodeClass) (map[str
 		}
 	}
 	return out, "the alias's EKS-optimized AMIs", nil
-}
-
-// podRule runs the scheduling engine and reports pods that fit no NodePool
-// for a reason other than a missing AMI alone (ami-architecture-mismatch
-// covers those), naming the closest NodePool.
-func podRule(r *Report, in Input) error {
-	var resolver *nodeclass.Resolver
-	if in.Cloud != nil {
-		resolver = in.Cloud.Resolver
-	}
-	res, err := simulate.RunWith(in.Objects, resolver)
-	if err != nil {
-		return err
-	}
-	for _, u := range res.Plan.Unschedulable {
-		closest, blocker := closestNodePool(u.Reason)
-		if strings.HasPrefix(blocker, "no AMI for") {
-			continue
-		}
-		msg := fmt.Sprintf("pod %s/%s fits no NodePool: %s", u.Pod.Namespace, u.Pod.Name, u.Reason)
-		fix := "change the pod's scheduling constraints or a NodePool so that they agree"
-		if closest != "" {
-			msg = fmt.Sprintf("pod %s/%s fits no NodePool; the closest is NodePool %s: %s", u.Pod.Namespace, u.Pod.Name, closest, blocker)
-			fix = fmt.Sprintf("make the pod and NodePool %s agree: %s", closest, blocker)
-			if pool, want, ok := strings.Cut(blocker, ", pod selects "); ok {
-				fix = fmt.Sprintf("the pod selects %s but NodePool %s %s: correct the pod's nodeSelector/affinity (a typo?) or the NodePool's template labels/requirements", want, closest, pool)
-			}
-		}
-		r.add(Finding{Code: CodePodIncompatible, Severity: Error, Object: fmt.Sprintf("Pod/%s/%s", u.Pod.Namespace, u.Pod.Name),
-			Message: msg, Evidence: u.Reason, Fix: fix})
-	}
-	return nil
-}
-
-// closestNodePool picks, from a reason listing each NodePool's blocker,
-// the NodePool whose blocker is the smallest: a label with a different
-// value (nearest by edit distance) before a missing label, before taints
-// and resources; a NodePool blocked only by a missing AMI comes first.
-func closestNodePool(reason string) (string, string) {
-	best, bestBlocker, bestScore := "", "", 1<<30
-	for _, part := range strings.Split(reason, "; ") {
-		rest, ok := strings.CutPrefix(part, "NodePool ")
-		if !ok {
-			continue
-		}
-		name, blocker, ok := strings.Cut(rest, ": ")
-		if !ok {
-			continue
-		}
-		score := 1000
-		if node, pod, ok := strings.Cut(blocker, ", pod selects "); ok && strings.HasPrefix(node, "requires ") {
-			_, nv, _ := strings.Cut(strings.TrimPrefix(node, "requires "), "=")
-			_, pv, _ := strings.Cut(pod, "=")
-			score = editDistance(nv, pv)
-		} else if strings.HasPrefix(blocker, "has no ") {
-			score = 500
-		} else if strings.HasPrefix(blocker, "no AMI for") {
-			score = -1 // it would fit once the AMI exists
-		}
-		if score < bestScore {
-			best, bestBlocker, bestScore = name, blocker, score
-		}
-	}
-	return best, bestBlocker
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 func classesByName(o *simulate.Objects) map[string]*awsv1.EC2NodeClass {

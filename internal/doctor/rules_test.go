@@ -1,6 +1,7 @@
 package doctor
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -206,6 +207,27 @@ func TestPodIncompatibleRule(t *testing.T) {
 	t.Run("larger than every instance type", func(t *testing.T) {
 		r := diagnose(t, Input{Objects: objects(pod("huge", nil, "1000"), pool("default", "default", "amd64"))})
 		expectOne(t, r, CodePodIncompatible, Error, "Pod/default/huge", "no instance type fits")
+	})
+	t.Run("a Deployment's GPU pods on a NodePool without GPUs: one finding, a requirement that admits GPUs", func(t *testing.T) {
+		np := pool("np", "default", "amd64")
+		np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements, v1.NodeSelectorRequirementWithMinValues{
+			Key: "karpenter.k8s.aws/instance-category", Operator: corev1.NodeSelectorOpIn, Values: []string{"c", "m", "r"}})
+		var pods []*corev1.Pod
+		for i := range 2 {
+			p := pod(fmt.Sprintf("trainer-7d9f8-%d", i), nil, "1")
+			p.Labels = map[string]string{"pod-template-hash": "7d9f8"}
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "trainer-7d9f8", Controller: ptr.To(true)}}
+			p.Spec.Containers[0].Resources.Requests["nvidia.com/gpu"] = resource.MustParse("1")
+			pods = append(pods, p)
+		}
+		o := &simulate.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{class("default", awsv1.AMIFamilyAL2023, "")}, NodePools: []*v1.NodePool{np}, Pods: pods}
+		r := diagnose(t, Input{Objects: o})
+		f := expectOne(t, r, CodePodIncompatible, Error, "Deployment/default/trainer", "2 pods of Deployment default/trainer")
+		for _, want := range []string{"none of NodePool np's instance types has nvidia.com/gpu", "karpenter.k8s.aws/instance-category", "set its values to [", " g", "spec.template.spec.requirements"} {
+			if !strings.Contains(f.Fix, want) {
+				t.Errorf("fix %q does not say %q", f.Fix, want)
+			}
+		}
 	})
 	t.Run("a pod that fits", func(t *testing.T) {
 		r := diagnose(t, Input{Objects: objects(pod("fine", map[string]string{"pod-type": "armapp"}, "1"), labelled("cicd-armapps", "armapp"))})

@@ -184,10 +184,11 @@ func registrationTimeoutRule(ctx context.Context, r *Report, in Input) error {
 		if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil {
 			class = ref.Name
 		}
-		cause := ""
+		cause, fix := "", ""
 		for _, f := range r.Findings {
 			if f.Severity == Error && f.Object == "EC2NodeClass/"+class {
 				cause = fmt.Sprintf("most likely cause: %s on EC2NodeClass %s: %s", f.Code, class, f.Message)
+				fix = f.Fix
 				break
 			}
 		}
@@ -197,9 +198,11 @@ func registrationTimeoutRule(ctx context.Context, r *Report, in Input) error {
 		}
 		if cause == "" && console != "" {
 			cause = "most likely cause, from the instance's console: " + console
+			fix = fmt.Sprintf("correct what the console names in EC2NodeClass %s (spec.userData, spec.role, spec.securityGroupSelectorTerms) or in the cluster's access entries", class)
 		}
 		if cause == "" {
-			cause = "no user data or role problem was found; check that the instances can reach the API server (security groups, subnets' routes) and read their console output (aws ec2 get-console-output)"
+			cause = "no user data or role problem was found"
+			fix = fmt.Sprintf("allow the instances of EC2NodeClass %s to reach the API server: its spec.securityGroupSelectorTerms must select a group that allows 443 to the cluster, its spec.subnetSelectorTerms subnets need a route to the endpoint; aws ec2 get-console-output shows what the kubelet says", class)
 		}
 		evidence := fmt.Sprintf("NodePool %s NodeRegistrationHealthy=False %s: %s", np.Name, c.Reason, c.Message)
 		if n, latest := timeoutEvents(in.Events, np.Name); n > 0 {
@@ -211,7 +214,7 @@ func registrationTimeoutRule(ctx context.Context, r *Report, in Input) error {
 		r.add(Finding{Code: CodeRegistrationTimeouts, Severity: Error, Object: "NodePool/" + np.Name,
 			Message:  fmt.Sprintf("NodeClaims of NodePool %s keep timing out before their node registers; %s", np.Name, cause),
 			Evidence: evidence,
-			Fix:      "fix the cause named above; the NodePool launches again (with back-off) and the condition turns True once a node registers"})
+			Fix:      fix + " (the NodePool launches again with back-off; its NodeRegistrationHealthy condition turns True once a node registers)"})
 	}
 	return nil
 }

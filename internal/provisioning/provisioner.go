@@ -267,16 +267,24 @@ func (p *Provisioner) Provision(ctx context.Context) (bool, error) {
 		p.Recorder.Event(f.Pod, corev1.EventTypeNormal, "NodePoolFallback", describeFallback(f))
 	}
 	skipped := snap.SkippedSummary()
-	for _, u := range plan.Unschedulable {
-		reason := u.Reason
+	reasonOf := func(u *scheduling.UnschedulablePod) string {
 		switch {
 		case skipped != "" && len(snap.NodePools) == 0:
-			reason = skipped
+			return skipped
 		case skipped != "":
-			reason += "; " + skipped
+			return u.Reason + "; " + skipped
 		}
-		p.Recorder.Event(u.Pod, corev1.EventTypeWarning, "FailedScheduling", "nodewright cannot launch a node for this pod: "+reason)
-		p.Log.V(1).Info("pod cannot be scheduled", "pod", client.ObjectKeyFromObject(u.Pod), "reason", reason)
+		return u.Reason
+	}
+	// Each pod says why on its own events; the log says it once per
+	// workload.
+	reasons := make(map[*corev1.Pod]string, len(plan.Unschedulable))
+	for _, u := range plan.Unschedulable {
+		reasons[u.Pod] = reasonOf(u)
+		p.Recorder.Event(u.Pod, corev1.EventTypeWarning, "FailedScheduling", "nodewright cannot launch a node for this pod: "+reasons[u.Pod])
+	}
+	for _, g := range state.GroupPods(plan.Unschedulable, func(u *scheduling.UnschedulablePod) *corev1.Pod { return u.Pod }, reasonOf) {
+		p.Log.V(1).Info("pods cannot be scheduled", "workload", g.Workload.String(), "pods", len(g.Pods), "reason", reasons[g.Pods[0]])
 	}
 	// Pods expected on nodes still coming up are looked at again: if
 	// kube-scheduler has not bound them once the node is up, they are

@@ -75,6 +75,33 @@ type ExistingPlacement struct {
 type UnschedulablePod struct {
 	Pod    *corev1.Pod
 	Reason string
+	// Refusals say, NodePool by NodePool, why none took the pod.
+	Refusals []Refusal
+}
+
+// Refusal is why a NodePool takes no new NodeClaim for a pod: Reason for
+// people, and, when it is one of these, what stands in the way, typed.
+type Refusal struct {
+	NodePool string
+	Reason   string
+	// Conflict is a label the NodePool requires (or lacks) that the pod
+	// selects otherwise.
+	Conflict *Incompatibility
+	// Taint is a NodePool taint the pod does not tolerate.
+	Taint *corev1.Taint
+	// TooLarge: no instance type the NodePool admits fits the pod with
+	// its DaemonSets.
+	TooLarge *Shortfall
+	// NoAMI: instance types would fit, but the EC2NodeClass has no AMI
+	// for them; LimitReached: the NodePool's limits; Static: a static
+	// NodePool; HostPort: a DaemonSet's pods hold the pod's host port.
+	NoAMI, LimitReached, Static, HostPort bool
+}
+
+// Shortfall is a pod's need (with DaemonSets) beside the most any of a
+// NodePool's instance types allows, resource by resource.
+type Shortfall struct {
+	Need, Largest Resources
 }
 
 // Price is the hourly price of the new NodeClaims.

@@ -44,6 +44,8 @@ type pool struct {
 type cachedCandidates struct {
 	types []*InstanceType
 	why   string
+	// noAMI: types meet the requirements, but the class has no AMI for them.
+	noAMI bool
 }
 
 func newPool(np *NodePool, daemonSets []*appsv1.DaemonSet) *pool {
@@ -152,6 +154,33 @@ func (pl *pool) allThatFit(t *target) []*InstanceType {
 	return out
 }
 
+// refusal types why candidatesByKey found no instance type for requests
+// under the key's requirements (why is what it said).
+func (pl *pool) refusal(key string, requests Resources, why string) Refusal {
+	r := Refusal{Reason: why}
+	cached := pl.cache[key]
+	if cached.noAMI {
+		r.NoAMI = true
+		return r
+	}
+	if len(cached.types) == 0 {
+		return r
+	}
+	need := pl.daemon.Add(requests)
+	var largest Resources
+	for _, it := range cached.types {
+		largest = largest.Max(it.Allocatable)
+	}
+	if !need.Fits(largest) {
+		r.TooLarge = &Shortfall{Need: need, Largest: largest}
+		return r
+	}
+	r.LimitReached = !slices.ContainsFunc(cached.types, func(it *InstanceType) bool {
+		return need.Fits(it.Allocatable) && pl.withinLimits(it.Capacity)
+	})
+	return r
+}
+
 // candidatesByKey returns the launchable instance types that meet reqs and fit
 // requests with the DaemonSet overhead, or why there are none.
 func (pl *pool) candidatesByKey(key string, reqs Requirements, requests Resources) ([]*InstanceType, string) {
@@ -174,7 +203,15 @@ func (pl *pool) candidatesByKey(key string, reqs Requirements, requests Resource
 	}
 	if len(out) == 0 {
 		if !need.Fits(largest) {
-			return nil, fmt.Sprintf("no instance type fits %s (the largest allows %s)", describeNeed(need, pl.daemon), describeAllocatable(largest))
+			none := ""
+			if missing := need.Missing(largest); len(missing) > 0 {
+				names := make([]string, len(missing))
+				for i, m := range missing {
+					names[i] = string(m)
+				}
+				none = "; none has " + strings.Join(names, ", ")
+			}
+			return nil, fmt.Sprintf("no instance type fits %s (the largest allows %s%s)", describeNeed(need, pl.daemon), describeAllocatable(largest), none)
 		}
 		return nil, fmt.Sprintf("limits reached (%s in use of %s)", pl.used.String(), pl.limitsString())
 	}
@@ -202,7 +239,7 @@ func (pl *pool) compatible(reqs Requirements) cachedCandidates {
 		}
 	}
 	if len(archs) > 0 {
-		return cachedCandidates{why: fmt.Sprintf("no AMI for %s in EC2NodeClass %s", strings.Join(uniqueSorted(archs), ", "), pl.NodeClass)}
+		return cachedCandidates{why: fmt.Sprintf("no AMI for %s in EC2NodeClass %s", strings.Join(uniqueSorted(archs), ", "), pl.NodeClass), noAMI: true}
 	}
 	if len(pl.launchable) == 0 && len(pl.excludedByAMI) == 0 {
 		return cachedCandidates{why: "no instance type has an offering that meets the NodePool's requirements"}

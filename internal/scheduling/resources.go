@@ -197,3 +197,14 @@ func (r Resources) WithPods(n int64) Resources {
 	r[podsIndex] = n
 	return r
 }
+
+// Missing names the resources r asks for that capacity has none of.
+func (r Resources) Missing(capacity Resources) []corev1.ResourceName {
+	var out []corev1.ResourceName
+	for i, name := range resourceNames {
+		if r[i] > 0 && capacity[i] == 0 {
+			out = append(out, name)
+		}
+	}
+	return out
+}

@@ -63,8 +63,10 @@ func (s *solver) retryTopology() {
 }
 
 type solver struct {
-	pools   []*pool
-	targets []*target
+	// refusals are the NodePools' refusals of the pod being tried.
+	refusals []Refusal
+	pools    []*pool
+	targets  []*target
 	// index finds the targets with room for a pod, in target order.
 	index capacityIndex
 	topo  *topology
@@ -288,7 +290,8 @@ func hasSoftTaint(taints []corev1.Taint) bool {
 }
 
 func (s *solver) unschedulable(p *podInfo, reason string) {
-	s.plan.Unschedulable = append(s.plan.Unschedulable, &UnschedulablePod{Pod: p.pod, Reason: reason})
+	s.plan.Unschedulable = append(s.plan.Unschedulable, &UnschedulablePod{Pod: p.pod, Reason: reason, Refusals: s.refusals})
+	s.refusals = nil
 	s.failed[p.pod] = p
 }
 
@@ -306,8 +309,10 @@ func (s *solver) try(p *podInfo) string {
 		reasons []string
 		passed  []PassedNodePool
 	)
+	s.refusals = nil
 	for _, pl := range s.pools {
-		t, c, reason := s.newClaim(p, pl)
+		t, c, refusal := s.newClaim(p, pl)
+		reason := refusal.Reason
 		if t != nil {
 			if len(passed) > 0 {
 				s.plan.Fallbacks = append(s.plan.Fallbacks, &Fallback{Pod: p.pod, NodePool: pl.Name, Passed: passed})
@@ -315,6 +320,8 @@ func (s *solver) try(p *podInfo) string {
 			s.commit(p, t, c)
 			return ""
 		}
+		refusal.NodePool = pl.Name
+		s.refusals = append(s.refusals, refusal)
 		reasons = append(reasons, "NodePool "+pl.Name+": "+reason)
 		if admits(p, pl) {
 			passed = append(passed, PassedNodePool{Name: pl.Name, Weight: pl.Weight, Reason: reason})
@@ -502,36 +509,36 @@ func (p *podInfo) shapesIn(pl *pool) []*shapes {
 }
 
 // newClaim opens a NodeClaim from a pool for p, or says why it cannot.
-func (s *solver) newClaim(p *podInfo, pl *pool) (*target, change, string) {
+func (s *solver) newClaim(p *podInfo, pl *pool) (*target, change, Refusal) {
 	if pl.Static {
-		return nil, change{}, "a static NodePool (spec.replicas) keeps its replicas and launches no node for pods"
+		return nil, change{}, Refusal{Reason: "a static NodePool (spec.replicas) keeps its replicas and launches no node for pods", Static: true}
 	}
 	if taint, ok := p.tolerates(pl.Taints); !ok {
-		return nil, change{}, "taint " + taintString(taint) + " not tolerated"
+		return nil, change{}, Refusal{Reason: "taint " + taintString(taint) + " not tolerated", Taint: &taint}
 	}
 	if pl.nodesLimit >= 0 && pl.nodes >= pl.nodesLimit {
-		return nil, change{}, fmt.Sprintf("limit of %d nodes reached", pl.nodesLimit)
+		return nil, change{}, Refusal{Reason: fmt.Sprintf("limit of %d nodes reached", pl.nodesLimit), LimitReached: true}
 	}
 	if portsConflict(p.hostPorts, pl.daemonPorts) {
-		return nil, change{}, "a DaemonSet's pods take the host port it asks for on every node of the pool"
+		return nil, change{}, Refusal{Reason: "a DaemonSet's pods take the host port it asks for on every node of the pool", HostPort: true}
 	}
-	var reason string
+	var refusal Refusal
 	for _, term := range p.terms {
 		reqs := p.requirementsWithPreferences(term)
 		if inc := pl.Requirements.Compatible(reqs, pl.provides); inc != nil {
-			if reason == "" {
-				reason = inc.Error()
+			if refusal.Reason == "" {
+				refusal = Refusal{Reason: inc.Error(), Conflict: inc}
 			}
 			continue
 		}
 		merged := pl.Requirements.Copy()
 		merged.AddAll(reqs)
 		if t, c, ok := s.reservedClaim(p, pl, reqs, merged); ok {
-			return t, c, ""
+			return t, c, Refusal{}
 		}
 		if onlyReserved(merged[v1.LabelCapacityType]) {
-			if reason == "" {
-				reason = reservedOnlyReason(pl, pl.daemon.Add(p.requests))
+			if refusal.Reason == "" {
+				refusal.Reason = reservedOnlyReason(pl, pl.daemon.Add(p.requests))
 			}
 			continue
 		}
@@ -539,8 +546,8 @@ func (s *solver) newClaim(p *podInfo, pl *pool) (*target, change, string) {
 		key := fingerprint(merged)
 		types, why := pl.candidatesByKey(key, merged, p.requests)
 		if len(types) == 0 {
-			if reason == "" {
-				reason = why
+			if refusal.Reason == "" {
+				refusal = pl.refusal(key, p.requests, why)
 			}
 			continue
 		}
@@ -551,8 +558,8 @@ func (s *solver) newClaim(p *podInfo, pl *pool) (*target, change, string) {
 		t.setTypes(types)
 		pins, why, ok := s.domains(p, t, reqs, true)
 		if !ok {
-			if reason == "" {
-				reason = why
+			if refusal.Reason == "" {
+				refusal.Reason = why
 			}
 			continue
 		}
@@ -561,8 +568,8 @@ func (s *solver) newClaim(p *podInfo, pl *pool) (*target, change, string) {
 		}
 		types, ok = pl.narrow(types, merged, pl.daemon.Add(p.requests), len(pins) > 0)
 		if !ok {
-			if reason == "" {
-				reason = "no instance type is offered in " + describePins(pins)
+			if refusal.Reason == "" {
+				refusal.Reason = "no instance type is offered in " + describePins(pins)
 			}
 			continue
 		}
@@ -576,9 +583,9 @@ func (s *solver) newClaim(p *podInfo, pl *pool) (*target, change, string) {
 		pl.nodes++
 		t.reqs = merged
 		s.addTarget(t)
-		return t, change{reqs: merged, types: types}, ""
+		return t, change{reqs: merged, types: types}, Refusal{}
 	}
-	return nil, change{}, reason
+	return nil, change{}, refusal
 }
 
 // commit places p on t.

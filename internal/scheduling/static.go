@@ -27,7 +27,7 @@ func Static(np *NodePool, nodes []*Node, daemonSets []*appsv1.DaemonSet, n int) 
 	for range n {
 		t, c, reason := s.newClaim(anyPod, pl)
 		if t == nil {
-			why = reason
+			why = reason.Reason
 			break
 		}
 		s.commit(anyPod, t, c)

@@ -18,6 +18,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
@@ -254,7 +255,7 @@ func (o *Objects) add(doc []byte) error {
 		if err := checkPodSpec("Deployment", d.Name, "spec.template.spec", &d.Spec.Template.Spec); err != nil {
 			return err
 		}
-		o.expand(d.ObjectMeta, d.Spec.Replicas, d.Spec.Template)
+		o.expand("apps/v1", "Deployment", d.ObjectMeta, d.Spec.Replicas, d.Spec.Template)
 	case "StatefulSet":
 		s := &appsv1.StatefulSet{}
 		if err := decode(s); err != nil {
@@ -263,7 +264,7 @@ func (o *Objects) add(doc []byte) error {
 		if err := checkPodSpec("StatefulSet", s.Name, "spec.template.spec", &s.Spec.Template.Spec); err != nil {
 			return err
 		}
-		o.expand(s.ObjectMeta, s.Spec.Replicas, s.Spec.Template)
+		o.expand("apps/v1", "StatefulSet", s.ObjectMeta, s.Spec.Replicas, s.Spec.Template)
 	case "ReplicaSet":
 		rs := &appsv1.ReplicaSet{}
 		if err := decode(rs); err != nil {
@@ -272,7 +273,7 @@ func (o *Objects) add(doc []byte) error {
 		if err := checkPodSpec("ReplicaSet", rs.Name, "spec.template.spec", &rs.Spec.Template.Spec); err != nil {
 			return err
 		}
-		o.expand(rs.ObjectMeta, rs.Spec.Replicas, rs.Spec.Template)
+		o.expand("apps/v1", "ReplicaSet", rs.ObjectMeta, rs.Spec.Replicas, rs.Spec.Template)
 	case "Job":
 		j := &batchv1.Job{}
 		if err := decode(j); err != nil {
@@ -281,7 +282,7 @@ func (o *Objects) add(doc []byte) error {
 		if err := checkPodSpec("Job", j.Name, "spec.template.spec", &j.Spec.Template.Spec); err != nil {
 			return err
 		}
-		o.expand(j.ObjectMeta, j.Spec.Parallelism, j.Spec.Template)
+		o.expand("batch/v1", "Job", j.ObjectMeta, j.Spec.Parallelism, j.Spec.Template)
 	case "DaemonSet":
 		ds := &appsv1.DaemonSet{}
 		if err := decode(ds); err != nil {
@@ -321,8 +322,8 @@ func (o *Objects) add(doc []byte) error {
 }
 
 // expand adds the pods a workload runs: replicas (1 when unset) copies of
-// its template, named <workload>-<i>.
-func (o *Objects) expand(meta metav1.ObjectMeta, replicas *int32, tmpl corev1.PodTemplateSpec) {
+// its template, named <workload>-<i>, controlled by the workload.
+func (o *Objects) expand(apiVersion, kind string, meta metav1.ObjectMeta, replicas *int32, tmpl corev1.PodTemplateSpec) {
 	n := int32(1)
 	if replicas != nil {
 		n = *replicas
@@ -331,6 +332,7 @@ func (o *Objects) expand(meta metav1.ObjectMeta, replicas *int32, tmpl corev1.Po
 		pod := &corev1.Pod{ObjectMeta: *tmpl.ObjectMeta.DeepCopy(), Spec: *tmpl.Spec.DeepCopy()}
 		pod.Name = fmt.Sprintf("%s-%d", meta.Name, i)
 		pod.Namespace = meta.Namespace
+		pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: meta.Name, Controller: ptr.To(true)}}
 		o.Pods = append(o.Pods, defaultNamespace(pod))
 	}
 }

@@ -2,6 +2,7 @@ package simulate
 
 import (
 	"fmt"
+	"github.com/nodewright/nodewright/internal/state"
 	"io"
 	"math"
 	"text/tabwriter"
@@ -41,8 +42,11 @@ type ExistingNodeReport struct {
 
 // UnschedulableReport is a pod that cannot be placed, and why.
 type UnschedulableReport struct {
-	Pod    string `json:"pod"`
-	Reason string `json:"reason"`
+	Pod string `json:"pod"`
+	// Workload is what the pod belongs to ("Deployment default/web").
+	Workload string `json:"workload"`
+	Reason   string `json:"reason"`
+	pod      *corev1.Pod
 }
 
 // NewReport converts a result.
@@ -68,7 +72,8 @@ func NewReport(res *Result) *Report {
 		}
 	}
 	for _, u := range res.Plan.Unschedulable {
-		r.Unschedulable = append(r.Unschedulable, UnschedulableReport{Pod: u.Pod.Namespace + "/" + u.Pod.Name, Reason: u.Reason})
+		r.Unschedulable = append(r.Unschedulable, UnschedulableReport{Pod: u.Pod.Namespace + "/" + u.Pod.Name,
+			Workload: state.WorkloadOf(u.Pod).String(), Reason: u.Reason, pod: u.Pod})
 	}
 	r.TotalPricePerHour = math.Round(res.Plan.Price()*1e5) / 1e5
 	return r
@@ -106,8 +111,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 	}
 	if len(r.Unschedulable) > 0 {
 		fmt.Fprintf(w, "\n%d pods cannot be scheduled:\n", len(r.Unschedulable))
+		groups := state.GroupPods(r.Unschedulable, func(u UnschedulableReport) *corev1.Pod { return u.pod }, func(u UnschedulableReport) string { return u.Reason })
+		reasons := map[*corev1.Pod]string{}
 		for _, u := range r.Unschedulable {
-			fmt.Fprintf(w, "  %s: %s\n", u.Pod, u.Reason)
+			reasons[u.pod] = u.Reason
+		}
+		for _, g := range groups {
+			fmt.Fprintf(w, "  %s: %s\n", g.Describe(), reasons[g.Pods[0]])
 		}
 	}
 	return nil

@@ -22,6 +22,8 @@ import (
 // Result is a plan with the problems found while preparing it.
 type Result struct {
 	Plan *scheduling.Plan
+	// Snapshot is the cluster the plan was made for.
+	Snapshot *state.Snapshot
 	// Warnings are problems that do not stop the simulation, such as a
 	// NodePool whose EC2NodeClass does not exist.
 	Warnings []string
@@ -51,7 +53,7 @@ func RunWith(o *Objects, resolver *nodeclass.Resolver) (*Result, error) {
 		return nil, err
 	}
 	plan, more := solveWithStatic(snap)
-	return &Result{Plan: plan, Warnings: append(warnings, more...)}, nil
+	return &Result{Plan: plan, Snapshot: snap, Warnings: append(warnings, more...)}, nil
 }
 
 // Snapshot is the cluster the objects describe, as every decision sees

@@ -29,8 +29,10 @@ type SkippedNodePool struct {
 	NodePool  string
 	NodeClass string
 	Reason    SkipReason
-	// Detail is the class's own account of why it is not ready.
-	Detail string
+	// Detail is the class's own account of why it is not ready, and
+	// Condition and ConditionReason the status condition that gives it.
+	Detail                     string
+	Condition, ConditionReason string
 	// Until and Failures describe a registration backoff.
 	Until    time.Time
 	Failures int
@@ -45,6 +47,11 @@ func (s SkippedNodePool) String() string {
 	case SkipNodeClassNotFound:
 		return fmt.Sprintf("NodePool %s: EC2NodeClass %s does not exist", s.NodePool, s.NodeClass)
 	case SkipNodeClassNotReady:
+		if s.Condition != "" {
+			// Its status says why at length, once: point at it.
+			return fmt.Sprintf("NodePool %s: EC2NodeClass %s is not ready (%s=False, %s; kubectl describe ec2nodeclass %s says why and how to fix it)",
+				s.NodePool, s.NodeClass, s.Condition, s.ConditionReason, s.NodeClass)
+		}
 		return fmt.Sprintf("NodePool %s: EC2NodeClass %s %s", s.NodePool, s.NodeClass, s.Detail)
 	case SkipNotReady:
 		return fmt.Sprintf("NodePool %s is not ready (%s)", s.NodePool, s.Detail)
@@ -84,8 +91,9 @@ func launchable(np *v1.NodePool, opts Options) (*SkippedNodePool, *NodeClass) {
 	if !ok || ref.Kind != "EC2NodeClass" {
 		return skip(SkipNodeClassNotFound, ref.Name, "")
 	}
-	if class.NotReady != "" {
-		return skip(SkipNodeClassNotReady, ref.Name, class.NotReady)
+	if nr := class.NotReady; nr != nil {
+		return &SkippedNodePool{NodePool: np.Name, NodeClass: ref.Name, Reason: SkipNodeClassNotReady, Detail: nr.Message,
+			Condition: nr.Condition, ConditionReason: nr.Reason}, nil
 	}
 	// Its status says Ready=False for a cause of its own (no status yet,
 	// as for manifests, is not a cause).
@@ -97,20 +105,26 @@ func launchable(np *v1.NodePool, opts Options) (*SkippedNodePool, *NodeClass) {
 
 // NodeClassNotReady reads an EC2NodeClass's status: empty when it is
 // Ready, else why not (its first failing condition).
-func NodeClassNotReady(class *awsv1.EC2NodeClass) string {
+func NodeClassNotReady(class *awsv1.EC2NodeClass) *NotReady {
 	c := meta.FindStatusCondition(class.Status.Conditions, awsv1.ConditionReady)
 	if c != nil && c.Status == metav1.ConditionTrue {
-		return ""
+		return nil
 	}
 	if c == nil {
-		return "has not been resolved yet"
+		return &NotReady{Message: "has not been resolved yet"}
 	}
 	for _, cc := range class.Status.Conditions {
 		if cc.Type != awsv1.ConditionReady && cc.Status == metav1.ConditionFalse {
-			return fmt.Sprintf("is not ready (%s: %s)", cc.Reason, cc.Message)
+			return &NotReady{Condition: cc.Type, Reason: cc.Reason, Message: fmt.Sprintf("is not ready (%s: %s)", cc.Reason, cc.Message)}
 		}
 	}
-	return "is not ready: " + c.Message
+	return &NotReady{Condition: awsv1.ConditionReady, Reason: c.Reason, Message: "is not ready: " + c.Message}
+}
+
+// NotReady is why an EC2NodeClass cannot launch: the condition that says
+// so and its reason, and the whole account (the condition's message).
+type NotReady struct {
+	Condition, Reason, Message string
 }
 
 // NodeClassesUsed are the names of the EC2NodeClasses the NodePools

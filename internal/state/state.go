@@ -55,9 +55,9 @@ type Objects struct {
 type NodeClass struct {
 	InstanceTypes []*scheduling.InstanceType
 	AMIs          []scheduling.AMI
-	// NotReady is why the class cannot launch now (its status, in the
-	// caller's words); empty when it can.
-	NotReady string
+	// NotReady is why the class cannot launch now (from its status); nil
+	// when it can.
+	NotReady *NotReady
 }
 
 // Options are the facts from outside the objects.

@@ -277,7 +277,7 @@ func TestSkippedNodePools(t *testing.T) {
 	noRef := nodePool("noref", "")
 	noRef.Spec.Template.Spec.NodeClassRef = nil
 	classes := ready()
-	classes["broken"] = &state.NodeClass{NotReady: "is not ready (SubnetsNotFound: no subnet matches)"}
+	classes["broken"] = &state.NodeClass{NotReady: &state.NotReady{Condition: "SubnetsReady", Reason: "SubnetsNotFound", Message: "is not ready (SubnetsNotFound: no subnet matches)"}}
 	s := state.Build(state.Objects{NodePools: []*v1.NodePool{
 		nodePool("ok", "default"), deleting, noRef, nodePool("missing", "nope"), nodePool("broken", "broken"), nodePool("backoff", "default"),
 	}}, state.Options{Now: now, NodeClasses: classes, Backoff: map[string]state.Backoff{"backoff": {Until: now.Add(time.Minute), Failures: 2}, "ok": {Until: now.Add(-time.Second), Failures: 1}}})
@@ -294,7 +294,10 @@ func TestSkippedNodePools(t *testing.T) {
 		t.Errorf("skipped (-want +got):\n%s", d)
 	}
 	summary := s.SkippedSummary()
-	for _, want := range []string{"EC2NodeClass nope does not exist", "NodePool broken: EC2NodeClass broken is not ready (SubnetsNotFound", "back off until 2026-11-23T12:01:00Z after 2 registration timeout(s)"} {
+	if strings.Contains(summary, "no subnet matches") {
+		t.Errorf("the pods' summary repeats the EC2NodeClass's message instead of pointing at it: %s", summary)
+	}
+	for _, want := range []string{"EC2NodeClass nope does not exist", "NodePool broken: EC2NodeClass broken is not ready (SubnetsReady=False, SubnetsNotFound; kubectl describe ec2nodeclass broken says why", "back off until 2026-11-23T12:01:00Z after 2 registration timeout(s)"} {
 		if !strings.Contains(summary, want) {
 			t.Errorf("summary lacks %q: %s", want, summary)
 		}

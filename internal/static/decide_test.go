@@ -67,7 +67,7 @@ func (c *cluster) claim(name string, age time.Duration, registered bool, pods in
 }
 
 func (c *cluster) decide(classReady bool) *static.Decision {
-	class := &state.NodeClass{NotReady: "is not ready (SubnetsNotFound: no subnet matches)"}
+	class := &state.NodeClass{NotReady: &state.NotReady{Condition: "SubnetsReady", Reason: "SubnetsNotFound", Message: "is not ready (SubnetsNotFound: no subnet matches)"}}
 	if classReady {
 		class = &state.NodeClass{InstanceTypes: c.types, AMIs: []scheduling.AMI{{ID: "ami-1", Requirements: scheduling.NewRequirements()}}}
 	}

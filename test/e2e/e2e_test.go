@@ -363,6 +363,14 @@ func TestS3CaughtBeforeLaunch(t *testing.T) {
 	if len(snap.NodeClaims) != 0 {
 		t.Errorf("%d NodeClaims launched from an invalid EC2NodeClass", len(snap.NodeClaims))
 	}
+	// The summary says the EC2NodeClass's message once; the pods point at it.
+	said := 0
+	for _, p := range snap.Problems {
+		said += strings.Count(p, "al2-bootstrap-args-malformed")
+	}
+	if said != 1 || !problemsMention(snap, "pods of Deployment", "EC2NodeClass custom-al2 is not ready", "kubectl describe ec2nodeclass custom-al2") {
+		t.Errorf("the summary should give the EC2NodeClass's message once and let the pods point at it:\n%s", strings.Join(snap.Problems, "\n"))
+	}
 	findings, _ := doctor(t, sim)
 	expectFinding(t, findings, "al2-bootstrap-args-malformed", "EC2NodeClass/custom-al2", "--kubelet-extra-args VALUE", "write --kubelet-extra-args '--register-with-taints=karpenter.sh/unregistered:NoExecute'")
 	expectFinding(t, findings, "custom-userdata-missing-unregistered-taint", "EC2NodeClass/custom-al2", "karpenter.sh/unregistered:NoExecute")

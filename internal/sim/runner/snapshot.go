@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"github.com/nodewright/nodewright/internal/state"
 	"io"
 	"math"
 	"sort"
@@ -146,9 +147,13 @@ func (s *Sim) Snapshot(ctx context.Context, started time.Time) (*Snapshot, error
 	if err != nil {
 		return nil, err
 	}
-	podsByReason := map[string][]string{}
-	var reasonOrder []string
-	for _, p := range pods.Items {
+	type unplaceablePod struct {
+		pod    *corev1.Pod
+		reason string
+	}
+	var unplaceablePods []unplaceablePod
+	for i := range pods.Items {
+		p := &pods.Items[i]
 		if p.Namespace == "kube-system" {
 			continue
 		}
@@ -170,19 +175,12 @@ func (s *Sim) Snapshot(ctx context.Context, started time.Time) (*Snapshot, error
 			snap.wait("unscheduled")
 		}
 		if unplaceable {
-			if _, seen := podsByReason[r]; !seen {
-				reasonOrder = append(reasonOrder, r)
-			}
-			podsByReason[r] = append(podsByReason[r], p.Namespace+"/"+p.Name)
+			unplaceablePods = append(unplaceablePods, unplaceablePod{&pods.Items[i], r})
 		}
 	}
-	for _, r := range reasonOrder {
-		names := podsByReason[r]
-		label := "pod " + names[0]
-		if len(names) > 1 {
-			label = fmt.Sprintf("%d pods (%s, ...)", len(names), names[0])
-		}
-		add(label + ": " + r)
+	// One line per workload and reason, however many pods it has.
+	for _, g := range state.GroupPods(unplaceablePods, func(u unplaceablePod) *corev1.Pod { return u.pod }, func(u unplaceablePod) string { return u.reason }) {
+		add(g.Describe() + ": " + reasons[g.Pods[0].Namespace+"/"+g.Pods[0].Name])
 	}
 	classes := &awsv1.EC2NodeClassList{}
 	if err := s.cache.List(ctx, classes); err != nil {

@@ -187,7 +187,7 @@ func Resolve(ctx context.Context, l *Listed, types InstanceTypeSource, amis func
 		if !used[class.Name] {
 			continue
 		}
-		if why := state.NodeClassNotReady(class); why != "" {
+		if why := state.NodeClassNotReady(class); why != nil {
 			out[class.Name] = &state.NodeClass{NotReady: why}
 			continue
 		}

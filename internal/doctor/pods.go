@@ -1,0 +1,232 @@
+package doctor
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/aws/nodeclass"
+	"github.com/nodewright/nodewright/internal/scheduling"
+	"github.com/nodewright/nodewright/internal/simulate"
+	"github.com/nodewright/nodewright/internal/state"
+)
+
+// podRule runs the scheduling engine and reports the workloads whose pods
+// fit no NodePool (one finding per workload and account, with its pod
+// count), naming the closest NodePool and what to change in it or in
+// the pods. Pods blocked only by a missing AMI are left to
+// ami-architecture-mismatch.
+func podRule(r *Report, in Input) error {
+	var resolver *nodeclass.Resolver
+	if in.Cloud != nil {
+		resolver = in.Cloud.Resolver
+	}
+	res, err := simulate.RunWith(in.Objects, resolver)
+	if err != nil {
+		return err
+	}
+	pools := map[string]*scheduling.NodePool{}
+	for _, np := range res.Snapshot.NodePools {
+		pools[np.Name] = np
+	}
+	objects := map[string]*v1.NodePool{}
+	for _, np := range in.Objects.NodePools {
+		objects[np.Name] = np
+	}
+	first := map[*corev1.Pod]*scheduling.UnschedulablePod{}
+	for _, u := range res.Plan.Unschedulable {
+		first[u.Pod] = u
+	}
+	groups := state.GroupPods(res.Plan.Unschedulable, func(u *scheduling.UnschedulablePod) *corev1.Pod { return u.Pod },
+		func(u *scheduling.UnschedulablePod) string { return u.Reason })
+	for _, g := range groups {
+		u := first[g.Pods[0]]
+		closest, ok := closestRefusal(u.Refusals)
+		if ok && closest.NoAMI {
+			continue
+		}
+		what := g.Describe()
+		msg := fmt.Sprintf("%s fit no NodePool: %s", what, u.Reason)
+		fix := "create a NodePool whose requirements, taints and limits admit the pod"
+		if ok {
+			msg = fmt.Sprintf("%s fit no NodePool; the closest is NodePool %s: %s", what, closest.NodePool, closest.Reason)
+			fix = fixFor(closest, pools[closest.NodePool], objects[closest.NodePool], g)
+		}
+		r.add(Finding{Code: CodePodIncompatible, Severity: Error, Object: g.Workload.Object(), Message: msg,
+			Evidence: podNames(g) + ": " + u.Reason, Fix: fix})
+	}
+	return nil
+}
+
+// podNames lists up to three of a group's pods.
+func podNames(g state.PodGroup) string {
+	names := make([]string, 0, 3)
+	for _, p := range g.Pods[:min(3, len(g.Pods))] {
+		names = append(names, p.Namespace+"/"+p.Name)
+	}
+	if len(g.Pods) > 3 {
+		names = append(names, fmt.Sprintf("and %d more", len(g.Pods)-3))
+	}
+	return "pods " + strings.Join(names, ", ")
+}
+
+// closestRefusal picks the NodePool that is the smallest change away: a
+// label whose value differs (nearest by edit distance) before a label
+// the NodePool lacks, before a taint, before size, before the rest. A
+// NodePool blocked only by a missing AMI comes first: it would fit.
+func closestRefusal(refusals []scheduling.Refusal) (scheduling.Refusal, bool) {
+	best, bestScore := scheduling.Refusal{}, 1<<30
+	for _, r := range refusals {
+		score := 1000
+		switch {
+		case r.NoAMI:
+			score = -1
+		case r.Conflict != nil && r.Conflict.Node != nil:
+			score = editDistance(strings.Join(r.Conflict.Node.Values(), ","), strings.Join(r.Conflict.Pod.Values(), ","))
+		case r.Conflict != nil:
+			score = 500
+		case r.Taint != nil:
+			score = 600
+		case r.TooLarge != nil:
+			score = 700
+		case r.LimitReached:
+			score = 800
+		}
+		if score < bestScore {
+			best, bestScore = r, score
+		}
+	}
+	return best, bestScore < 1<<30
+}
+
+// fixFor is what to change so that the NodePool takes the group's pods:
+// the object, the field and a value that works.
+func fixFor(r scheduling.Refusal, pool *scheduling.NodePool, np *v1.NodePool, g state.PodGroup) string {
+	pods := g.Workload.String()
+	if g.Workload.Kind != "Pod" {
+		pods += "'s pod template"
+	}
+	switch {
+	case r.Conflict != nil:
+		c := r.Conflict
+		podWants := strings.Join(c.Pod.Values(), ", ")
+		if c.Node == nil {
+			return fmt.Sprintf("NodePool %s's nodes have no %s label: add %s: %q to its spec.template.metadata.labels, or remove %s from %s's spec.nodeSelector/affinity",
+				r.NodePool, c.Key, c.Key, firstOr(c.Pod.Values(), "VALUE"), c.Key, pods)
+		}
+		field := "spec.template.spec.requirements (key " + c.Key + ")"
+		if np != nil {
+			if _, ok := np.Spec.Template.ObjectMeta.Labels[c.Key]; ok {
+				field = "spec.template.metadata.labels." + c.Key
+			}
+		}
+		return fmt.Sprintf("set %s's %s selector (spec.nodeSelector or spec.affinity) to %s, which NodePool %s provides; or change NodePool %s's %s to admit %s",
+			pods, c.Key, strings.Join(c.Node.Values(), " or "), r.NodePool, r.NodePool, field, podWants)
+	case r.Taint != nil:
+		t := r.Taint
+		tol := fmt.Sprintf("{key: %s, operator: Equal, value: %q, effect: %s}", t.Key, t.Value, t.Effect)
+		if t.Value == "" {
+			tol = fmt.Sprintf("{key: %s, operator: Exists, effect: %s}", t.Key, t.Effect)
+		}
+		return fmt.Sprintf("add the toleration %s to %s's spec.tolerations, or remove the taint from NodePool %s's spec.template.spec.taints", tol, pods, r.NodePool)
+	case r.TooLarge != nil && pool != nil:
+		return sizeFix(r, pool, pods)
+	case r.LimitReached:
+		return fmt.Sprintf("raise NodePool %s's spec.limits (its nodes use all it allows), or let another NodePool take %s", r.NodePool, pods)
+	case r.Static:
+		return fmt.Sprintf("NodePool %s is static (spec.replicas): raise spec.replicas for room on its nodes, or let a NodePool without replicas take %s", r.NodePool, pods)
+	case r.HostPort:
+		return fmt.Sprintf("change the hostPort in %s's containers: a DaemonSet's pods hold it on every node of NodePool %s", pods, r.NodePool)
+	}
+	return fmt.Sprintf("change NodePool %s's spec.template.spec.requirements or %s's scheduling constraints so that some instance type meets both", r.NodePool, pods)
+}
+
+// sizeFix: the pods ask for more than any of the NodePool's instance
+// types has. It names the resources none of them has at all, the
+// requirement that keeps out the catalog's types that would fit with the
+// values that admit them, or else the requests to lower.
+func sizeFix(r scheduling.Refusal, pool *scheduling.NodePool, pods string) string {
+	need, largest := r.TooLarge.Need, r.TooLarge.Largest
+	var fitting []*scheduling.InstanceType
+	for _, it := range pool.InstanceTypes {
+		if need.Fits(it.Allocatable) {
+			fitting = append(fitting, it)
+		}
+	}
+	missing := need.Missing(largest)
+	lacks := ""
+	if len(missing) > 0 {
+		names := make([]string, len(missing))
+		for i, m := range missing {
+			names[i] = string(m)
+		}
+		lacks = fmt.Sprintf("none of NodePool %s's instance types has %s; ", r.NodePool, strings.Join(names, ", "))
+	}
+	if len(fitting) == 0 {
+		return fmt.Sprintf("%slower %s's resources.requests to at most what the largest instance type allows (%s, with DaemonSets)", lacks, pods, largest)
+	}
+	for _, key := range pool.Requirements.Keys() {
+		req := pool.Requirements[key]
+		var admitted []string
+		keeps := false
+		for _, it := range fitting {
+			v, ok := it.Requirements[key].Single()
+			if !ok {
+				continue
+			}
+			if req.Has(v) {
+				keeps = true
+				break
+			}
+			admitted = append(admitted, v)
+		}
+		if keeps || len(admitted) == 0 {
+			continue
+		}
+		admitted = uniqueSorted(admitted)
+		values := append(slices.Clone(req.Values()), admitted[:min(4, len(admitted))]...)
+		names := make([]string, 0, 4)
+		for _, it := range fitting[:min(4, len(fitting))] {
+			names = append(names, it.Name)
+		}
+		return fmt.Sprintf("%sin NodePool %s's spec.template.spec.requirements, %s admits none of the %d instance types that fit (%s, ...): set its values to [%s], or give these pods a NodePool of their own; or lower %s's resources.requests",
+			lacks, r.NodePool, req, len(fitting), strings.Join(names, ", "), strings.Join(uniqueSorted(values), ", "), pods)
+	}
+	return fmt.Sprintf("%slower %s's resources.requests to at most %s, or allow NodePool %s instance types of %s", lacks, pods, largest, r.NodePool, fitting[0].Name)
+}
+
+func firstOr(values []string, otherwise string) string {
+	if len(values) > 0 {
+		return values[0]
+	}
+	return otherwise
+}
+
+func uniqueSorted(in []string) []string {
+	sort.Strings(in)
+	return slices.Compact(in)
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
