@@ -123,3 +123,11 @@ func TestControllerLogs(t *testing.T) {
 		}
 	}
 }
+
+// --cluster-endpoint takes the API server's URL, and says so otherwise.
+func TestClusterEndpointFlag(t *testing.T) {
+	_, err := run("controller", "--cluster-name", "c", "--cluster-endpoint", "api.internal:443")
+	if err == nil || !strings.Contains(err.Error(), "--cluster-endpoint") || !strings.Contains(err.Error(), "https://") {
+		t.Errorf("a host:port endpoint: %v, want an error asking for https://...", err)
+	}
+}

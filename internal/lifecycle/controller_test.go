@@ -572,3 +572,25 @@ func TestGarbageCollection(t *testing.T) {
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
 }
+
+// --cluster-endpoint: nodes are launched to join the endpoint given, not
+// the one EKS reports.
+func TestClusterEndpointReachesTheUserData(t *testing.T) {
+	const endpoint = "https://api.private.example.com:443"
+	e := optest.Start(t, optest.Options{Configure: func(c *operator.Config) { c.ClusterEndpoint = endpoint }})
+	e.DefaultNodeClass(t)
+	env := &env{Env: e, kube: e.Kube, account: e.Account}
+	env.create(t, newClaim("private"))
+	env.waitCondition(t, "private", v1.ConditionLaunched, metav1.ConditionTrue)
+	insts := e.Account.Instances()
+	if len(insts) != 1 {
+		t.Fatalf("%d instances, want 1", len(insts))
+	}
+	data, err := base64.StdEncoding.DecodeString(insts[0].UserData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), "apiServerEndpoint: "+endpoint) || strings.Contains(string(data), account.Endpoint) {
+		t.Errorf("the user data does not join %s (only):\n%s", endpoint, data)
+	}
+}
