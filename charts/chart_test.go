@@ -152,6 +152,7 @@ func TestRBACIsNarrow(t *testing.T) {
 		"karpenter.sh/nodeclaims/status",          // their one writer
 		"karpenter.sh/nodepools/status",           // their one writer
 		"karpenter.sh/nodeoverlays/status",        // their one writer
+		"karpenter.sh/nodepools/finalizers",       // NodeClaims owned with blockOwnerDeletion
 		"karpenter.k8s.aws/ec2nodeclasses",        // its finalizer
 		"karpenter.k8s.aws/ec2nodeclasses/status", // their one writer
 		"/nodes",                     // labels, taints, finalizer; deleted with their instance
@@ -189,6 +190,9 @@ func TestRBACIsNarrow(t *testing.T) {
 					}
 					if w := sets.New(r.Verbs...).Intersection(writes); w.Len() > 0 && !mayWrite.Has(key) {
 						t.Errorf("%s grants %v on %s, which nodewright only reads", role, sets.List(w), key)
+					}
+					if slices.Contains(r.Verbs, "update") && key != "coordination.k8s.io/leases" && key != "karpenter.sh/nodepools/finalizers" {
+						t.Errorf("%s grants update on %s: nodewright writes with patches", role, key)
 					}
 					if key == "coordination.k8s.io/leases" && strings.HasPrefix(role, "ClusterRole") {
 						t.Errorf("%s grants leases in every namespace; the Role grants the one lease's namespace", role)

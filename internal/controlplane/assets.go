@@ -130,25 +130,30 @@ func goTool() (string, error) { return exec.LookPath("go") }
 // each binary missing built from the pinned module with the Go toolchain
 // (minutes each, the first time), saying what it does on progress.
 func Install(ctx context.Context, dir string, progress io.Writer) error {
-	if err := Requirements(); err != nil {
-		return err
+	var missing []string
+	for _, b := range Binaries {
+		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
+			missing = append(missing, b)
+		}
+	}
+	etcd, err := exec.LookPath("etcd")
+	if err == nil {
+		etcd, err = filepath.Abs(etcd)
+	}
+	if err != nil || len(missing) > 0 {
+		if err := Requirements(); err != nil {
+			return err
+		}
 	}
 	goCmd, _ := goTool()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	etcd, _ := exec.LookPath("etcd")
 	link := filepath.Join(dir, "etcd")
 	if target, err := os.Readlink(link); err != nil || target != etcd {
 		_ = os.Remove(link)
 		if err := os.Symlink(etcd, link); err != nil {
 			return fmt.Errorf("linking etcd into %s: %w", dir, err)
-		}
-	}
-	var missing []string
-	for _, b := range Binaries {
-		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
-			missing = append(missing, b)
 		}
 	}
 	if len(missing) == 0 {

@@ -85,7 +85,7 @@ func closestRefusal(refusals []scheduling.Refusal) (scheduling.Refusal, bool) {
 		switch {
 		case r.NoAMI:
 			score = -1
-		case r.Conflict != nil && r.Conflict.Node != nil:
+		case r.Conflict != nil && r.Conflict.Node != nil && len(r.Conflict.Node.Values()) > 0 && len(r.Conflict.Pod.Values()) > 0:
 			score = editDistance(strings.Join(r.Conflict.Node.Values(), ","), strings.Join(r.Conflict.Pod.Values(), ","))
 		case r.Conflict != nil:
 			score = 500
@@ -124,8 +124,15 @@ func fixFor(r scheduling.Refusal, pool *scheduling.NodePool, np *v1.NodePool, g 
 				field = "spec.template.metadata.labels." + c.Key
 			}
 		}
-		return fmt.Sprintf("set %s's %s selector (spec.nodeSelector or spec.affinity) to %s, which NodePool %s provides; or change NodePool %s's %s to admit %s",
-			pods, c.Key, strings.Join(c.Node.Values(), " or "), r.NodePool, r.NodePool, field, podWants)
+		if podWants == "" {
+			podWants = c.Pod.String()
+		}
+		if provides := c.Node.Values(); len(provides) > 0 {
+			return fmt.Sprintf("set %s's %s selector (spec.nodeSelector or spec.affinity) to %s, which NodePool %s provides; or change NodePool %s's %s to admit %s",
+				pods, c.Key, strings.Join(provides, " or "), r.NodePool, r.NodePool, field, podWants)
+		}
+		return fmt.Sprintf("change NodePool %s's %s, now %s, to admit %s; or select, in %s's spec.nodeSelector or spec.affinity, a %s that %s admits",
+			r.NodePool, field, c.Node, podWants, pods, c.Key, c.Node)
 	case r.Taint != nil:
 		t := r.Taint
 		tol := fmt.Sprintf("{key: %s, operator: Equal, value: %q, effect: %s}", t.Key, t.Value, t.Effect)
@@ -166,8 +173,9 @@ func sizeFix(r scheduling.Refusal, pool *scheduling.NodePool, pods string) strin
 		}
 		lacks = fmt.Sprintf("none of NodePool %s's instance types has %s; ", r.NodePool, strings.Join(names, ", "))
 	}
+	room := largest.Sub(r.TooLarge.DaemonSets).WithPods(0)
 	if len(fitting) == 0 {
-		return fmt.Sprintf("%slower %s's resources.requests to at most what the largest instance type allows (%s, with DaemonSets)", lacks, pods, largest)
+		return fmt.Sprintf("%slower %s's resources.requests: the most one of NodePool %s's instance types leaves for a pod beside its DaemonSets is %s", lacks, pods, r.NodePool, room)
 	}
 	for _, key := range pool.Requirements.Keys() {
 		req := pool.Requirements[key]
@@ -188,15 +196,18 @@ func sizeFix(r scheduling.Refusal, pool *scheduling.NodePool, pods string) strin
 			continue
 		}
 		admitted = uniqueSorted(admitted)
-		values := append(slices.Clone(req.Values()), admitted[:min(4, len(admitted))]...)
 		names := make([]string, 0, 4)
 		for _, it := range fitting[:min(4, len(fitting))] {
 			names = append(names, it.Name)
 		}
-		return fmt.Sprintf("%sin NodePool %s's spec.template.spec.requirements, %s admits none of the %d instance types that fit (%s, ...): set its values to [%s], or give these pods a NodePool of their own; or lower %s's resources.requests",
-			lacks, r.NodePool, req, len(fitting), strings.Join(names, ", "), strings.Join(uniqueSorted(values), ", "), pods)
+		change := fmt.Sprintf("replace it with %s In [%s]", key, strings.Join(admitted[:min(4, len(admitted))], ", "))
+		if current := req.Values(); len(current) > 0 {
+			change = fmt.Sprintf("set its values to [%s]", strings.Join(uniqueSorted(append(slices.Clone(current), admitted[:min(4, len(admitted))]...)), ", "))
+		}
+		return fmt.Sprintf("%sin NodePool %s's spec.template.spec.requirements, %s admits none of the %d instance types that fit (%s, ...): %s, or give these pods a NodePool of their own; or lower %s's resources.requests",
+			lacks, r.NodePool, req, len(fitting), strings.Join(names, ", "), change, pods)
 	}
-	return fmt.Sprintf("%slower %s's resources.requests to at most %s, or allow NodePool %s instance types of %s", lacks, pods, largest, r.NodePool, fitting[0].Name)
+	return fmt.Sprintf("%slower %s's resources.requests to fit %s (at most %s beside its DaemonSets), or let NodePool %s launch %s", lacks, pods, r.NodePool, room, r.NodePool, fitting[0].Name)
 }
 
 func firstOr(values []string, otherwise string) string {

@@ -80,6 +80,11 @@ func (c *Controller) drift(ctx context.Context, nc *v1.NodeClaim, node *corev1.N
 			return fmt.Errorf("reading the network of NodeClaim %s's instance: %w", nc.Name, err)
 		}
 	}
+	if state.ForeignHashes(nc) && isTrue(nc.Status.Conditions, v1.ConditionDrifted) {
+		// Drifted by another hashing's measure: it stays drifted until it
+		// is replaced (this hashing cannot say otherwise).
+		return nil
+	}
 	if state.Restamp(nc, np, class) {
 		logf.FromContext(ctx).Info("restamped the NodeClaim's drift hashes, made by another hashing (adopted)", "NodeClaim", nc.Name)
 	}

@@ -34,7 +34,7 @@ func Split(data []byte) []Document {
 	start, line := 1, 1
 	var cur bytes.Buffer
 	for _, l := range bytes.SplitAfter(data, []byte("\n")) {
-		if bytes.Equal(bytes.TrimRight(l, " \t\r\n"), []byte("---")) {
+		if separator(l) {
 			docs = append(docs, Document{Line: start, Body: bytes.Clone(cur.Bytes())})
 			cur.Reset()
 			start = line + 1
@@ -44,6 +44,18 @@ func Split(data []byte) []Document {
 		line++
 	}
 	return append(docs, Document{Line: start, Body: cur.Bytes()})
+}
+
+// separator reports a "---" line, alone or followed by a comment.
+func separator(line []byte) bool {
+	rest, ok := bytes.CutPrefix(bytes.TrimRight(line, " \t\r\n"), []byte("---"))
+	switch {
+	case !ok:
+		return false
+	case len(rest) == 0:
+		return true
+	}
+	return (rest[0] == ' ' || rest[0] == '\t') && bytes.TrimLeft(rest, " \t")[0] == '#'
 }
 
 var yamlLine = regexp.MustCompile(`yaml: line (\d+):`)

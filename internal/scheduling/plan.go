@@ -102,6 +102,8 @@ type Refusal struct {
 // NodePool's instance types allows, resource by resource.
 type Shortfall struct {
 	Need, Largest Resources
+	// DaemonSets is the part of Need the NodePool's DaemonSets take.
+	DaemonSets Resources
 }
 
 // Price is the hourly price of the new NodeClaims.

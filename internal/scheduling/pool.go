@@ -171,8 +171,8 @@ func (pl *pool) refusal(key string, requests Resources, why string) Refusal {
 	for _, it := range cached.types {
 		largest = largest.Max(it.Allocatable)
 	}
-	if !need.Fits(largest) {
-		r.TooLarge = &Shortfall{Need: need, Largest: largest}
+	if !slices.ContainsFunc(cached.types, func(it *InstanceType) bool { return need.Fits(it.Allocatable) }) {
+		r.TooLarge = &Shortfall{Need: need, Largest: largest, DaemonSets: pl.daemon}
 		return r
 	}
 	r.LimitReached = !slices.ContainsFunc(cached.types, func(it *InstanceType) bool {
@@ -195,14 +195,18 @@ func (pl *pool) candidatesByKey(key string, reqs Requirements, requests Resource
 	need := pl.daemon.Add(requests)
 	var out []*InstanceType
 	var largest Resources
+	anyFits := false
 	for _, it := range cached.types {
 		largest = largest.Max(it.Allocatable)
-		if need.Fits(it.Allocatable) && pl.withinLimits(it.Capacity) {
-			out = append(out, it)
+		if need.Fits(it.Allocatable) {
+			anyFits = true
+			if pl.withinLimits(it.Capacity) {
+				out = append(out, it)
+			}
 		}
 	}
 	if len(out) == 0 {
-		if !need.Fits(largest) {
+		if !anyFits { // (largest is each resource's most, perhaps of different types)
 			none := ""
 			if missing := need.Missing(largest); len(missing) > 0 {
 				names := make([]string, len(missing))

@@ -257,6 +257,7 @@ func newSolver(in Input) *solver {
 // does not fit with them.
 func (s *solver) schedule(p *podInfo) {
 	defer func() { s.remaining = s.remaining.Sub(p.requests) }()
+	s.refusals = nil
 	if len(p.unknownResources) > 0 {
 		s.unschedulable(p, fmt.Sprintf("no instance type provides %s", strings.Join(p.unknownResources, ", ")))
 		return

@@ -167,7 +167,9 @@ func (o *Objects) add(doc []byte) error {
 				return fmt.Errorf("item %d: %w", i, err)
 			}
 		}
-		o.used-- // the List itself; its items counted
+		if len(list.Items) > 0 {
+			o.used-- // the List itself: its items count
+		}
 	case "NodePool":
 		np := &v1.NodePool{}
 		if err := decode(np); err != nil {

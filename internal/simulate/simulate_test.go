@@ -125,6 +125,10 @@ func TestDocumentsNotReadAreNamed(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "services.yaml: nothing nodewright reads in it (Service web)") {
 		t.Errorf("a file of Services: %v", err)
 	}
+	// An empty List (kubectl get of nothing) is read: it says there is none.
+	if err := (&simulate.Objects{}).Load("none.yaml", strings.NewReader("apiVersion: v1\nkind: List\nitems: []\n")); err != nil {
+		t.Errorf("an empty List: %v", err)
+	}
 	err = (&simulate.Objects{}).Load("empty.yaml", strings.NewReader("# nothing\n"))
 	if err == nil || !strings.Contains(err.Error(), "empty.yaml: no documents") {
 		t.Errorf("an empty file: %v", err)

@@ -31,6 +31,17 @@ const (
 	HashVersion = "nodewright-v1"
 )
 
+// ForeignHashes reports a NodeClaim whose drift hashes another hashing
+// stamped.
+func ForeignHashes(nc *v1.NodeClaim) bool {
+	for _, key := range []string{AnnotationNodePoolHashVersion, AnnotationEC2NodeClassHashVersion} {
+		if v, ok := nc.Annotations[key]; ok && v != HashVersion {
+			return true
+		}
+	}
+	return false
+}
+
 // Restamp adopts a NodeClaim whose hashes another hashing made (an
 // earlier nodewright, or the reference's, whose NodeClaims nodewright
 // takes over): unless it is already drifted, the NodePool and

@@ -93,7 +93,11 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	nc.Status.SecurityGroups = res.SecurityGroups
 	nc.Status.AMIs = res.AMIs
-	nc.Status.InstanceProfile = res.InstanceProfile
+	if res.ProfileErr == nil {
+		// On an error the status keeps the profile it names: an adopted
+		// one is found again (and deleted with the class) through it.
+		nc.Status.InstanceProfile = res.InstanceProfile
+	}
 	nc.Status.CapacityReservations = nil
 	for _, r := range res.Reservations {
 		nc.Status.CapacityReservations = append(nc.Status.CapacityReservations, r.CapacityReservation)
