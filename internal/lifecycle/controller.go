@@ -162,12 +162,12 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{}, nil
 }
 
-// patch writes labels and annotations (metadata) and status. Both patches carry the
+// patch writes labels, annotations and owners (metadata) and status. Both patches carry the
 // resourceVersion read, so a decision made on a stale NodeClaim fails and
 // is made again on the current one instead of overwriting newer status.
 func (c *Controller) patch(ctx context.Context, before, nc *v1.NodeClaim) error {
 	status := nc.Status
-	if !equalLabels(before.Labels, nc.Labels) || !equalLabels(before.Annotations, nc.Annotations) {
+	if !equalLabels(before.Labels, nc.Labels) || !equalLabels(before.Annotations, nc.Annotations) || len(before.OwnerReferences) != len(nc.OwnerReferences) {
 		if err := c.Client.Patch(ctx, nc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 			return fmt.Errorf("patching NodeClaim %s: %w", nc.Name, err)
 		}

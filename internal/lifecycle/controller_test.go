@@ -594,3 +594,27 @@ func TestClusterEndpointReachesTheUserData(t *testing.T) {
 		t.Errorf("the user data does not join %s (only):\n%s", endpoint, data)
 	}
 }
+
+// A NodeClaim made before NodeClaims were owned by their NodePool becomes
+// its NodePool's once initialized, so deleting the NodePool deletes it.
+func TestNodeClaimsBecomeTheirNodePools(t *testing.T) {
+	e := start(t)
+	pool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	pool.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{{Key: "kubernetes.io/arch", Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}}
+	pool.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"}
+	e.create(t, pool)
+	e.launched(t, "older")
+	e.waitCondition(t, "older", v1.ConditionInitialized, metav1.ConditionTrue)
+	e.waitFor(t, "NodeClaim older to be owned by NodePool default", func(ctx context.Context) (bool, error) {
+		nc := &v1.NodeClaim{}
+		err := e.kube.Get(ctx, client.ObjectKey{Name: "older"}, nc)
+		return err == nil && len(nc.OwnerReferences) == 1 && nc.OwnerReferences[0].UID == pool.UID, err
+	})
+	if err := e.kube.Delete(context.Background(), pool); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor(t, "NodeClaim older to go with its NodePool", func(ctx context.Context) (bool, error) {
+		err := e.kube.Get(ctx, client.ObjectKey{Name: "older"}, &v1.NodeClaim{})
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+}

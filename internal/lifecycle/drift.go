@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -79,6 +80,11 @@ func (c *Controller) drift(ctx context.Context, nc *v1.NodeClaim, node *corev1.N
 		if net, err = c.networks.get(ctx, c.Cloud, nc.Status.ProviderID); err != nil {
 			return fmt.Errorf("reading the network of NodeClaim %s's instance: %w", nc.Name, err)
 		}
+	}
+	if np != nil && !slices.ContainsFunc(nc.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == np.UID }) {
+		// Made before NodeClaims were owned by their NodePool: deleting
+		// the NodePool deletes it too from now on.
+		nc.OwnerReferences = append(nc.OwnerReferences, state.NodePoolOwner(np)...)
 	}
 	if state.ForeignHashes(nc) && isTrue(nc.Status.Conditions, v1.ConditionDrifted) {
 		// Drifted by another hashing's measure: it stays drifted until it

@@ -105,10 +105,10 @@ func hash(v any) string {
 	return strconv.FormatUint(h.Sum64(), 10)
 }
 
-// nodePoolOwner makes a NodeClaim the NodePool's: deleting the NodePool deletes
+// NodePoolOwner makes a NodeClaim the NodePool's: deleting the NodePool deletes
 // its NodeClaims (and, through their finalizers, nodes and instances), as
 // the reference's do. None for a NodePool read from a file (no UID).
-func nodePoolOwner(np *v1.NodePool) []metav1.OwnerReference {
+func NodePoolOwner(np *v1.NodePool) []metav1.OwnerReference {
 	if np.UID == "" {
 		return nil
 	}
@@ -144,7 +144,7 @@ func NodeClaimFor(np *v1.NodePool, class *awsv1.EC2NodeClass, planned *schedulin
 		reqs = append(reqs, v1.NodeSelectorRequirementWithMinValues{Key: r.Key, Operator: r.Operator, Values: r.Values, MinValues: minValues[r.Key]})
 	}
 	return &v1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: np.Name + "-", Labels: labels, Annotations: annotations, OwnerReferences: nodePoolOwner(np)},
+		ObjectMeta: metav1.ObjectMeta{GenerateName: np.Name + "-", Labels: labels, Annotations: annotations, OwnerReferences: NodePoolOwner(np)},
 		Spec: v1.NodeClaimSpec{
 			Requirements:           reqs,
 			Resources:              v1.ResourceRequirements{Requests: planned.Requests.List()},
