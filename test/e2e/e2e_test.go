@@ -433,8 +433,11 @@ func TestS5ArchitectureAndTypo(t *testing.T) {
 	if len(snap.NodeClaims) != 0 {
 		t.Errorf("%d NodeClaims for arm64 pods without an arm64 AMI", len(snap.NodeClaims))
 	}
-	if !problemsMention(snap, "4 pods", "NodePool cicd-armapps: no AMI for arm64 in EC2NodeClass arm") {
-		t.Errorf("the selector and affinity pods must get the same AMI reason: %v", snap.Problems)
+	// One line per workload, with its pod count.
+	for _, workload := range []string{"2 pods of Deployment default/armapp-selector", "2 pods of Deployment default/armapp-affinity"} {
+		if !problemsMention(snap, workload, "NodePool cicd-armapps: no AMI for arm64 in EC2NodeClass arm") {
+			t.Errorf("the selector and affinity pods must get the same AMI reason, per workload: %v", snap.Problems)
+		}
 	}
 	if !problemsMention(snap, "armapp-typo", "NodePool cicd-armapps: requires pod-type=armapp, pod selects pod-type=armapps") {
 		t.Errorf("the typo pod's reason: %v", snap.Problems)
@@ -445,7 +448,8 @@ func TestS5ArchitectureAndTypo(t *testing.T) {
 		t.Errorf("doctor exited %d", status)
 	}
 	expectFinding(t, findings, "ami-architecture-mismatch", "NodePool/cicd-armapps", "no AMI for arm64", "from status.amis")
-	expectFinding(t, findings, "pod-incompatible-with-nodepools", "Pod/default/armapp-typo", "closest is NodePool cicd-armapps", "pod-type=armapp, pod selects pod-type=armapps")
+	expectFinding(t, findings, "pod-incompatible-with-nodepools", "Deployment/default/armapp-typo", "closest is NodePool cicd-armapps", "pod-type=armapp, pod selects pod-type=armapps",
+		"set Deployment default/armapp-typo's pod template's pod-type selector", "to armapp")
 	for _, f := range findings {
 		if f.Code == "pod-incompatible-with-nodepools" && !strings.Contains(f.Object, "typo") {
 			t.Errorf("a pod blocked only by the AMI is reported as incompatible: %+v", f)
