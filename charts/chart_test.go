@@ -86,6 +86,7 @@ func TestValuesAreChecked(t *testing.T) {
 		{"duration", settings(map[string]any{"launchTimeout": "five minutes"}), "launchTimeout"},
 		{"log format", settings(map[string]any{"logFormat": "text"}), "logFormat"},
 		{"endpoint", settings(map[string]any{"clusterEndpoint": "example.com"}), "clusterEndpoint"},
+		{"no service account", map[string]any{"settings": map[string]any{"clusterName": "prod"}, "serviceAccount": map[string]any{"create": false}}, "serviceAccount.name is required"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := charts.Render(charts.Release{Name: "nodewright", Namespace: "nodewright", Values: c.values})
@@ -222,6 +223,10 @@ func TestChartAppliesToTheAPIServer(t *testing.T) {
 			"serviceAccount": map[string]any{"name": "autoscaler", "annotations": map[string]any{"eks.amazonaws.com/role-arn": "arn:aws:iam::111122223333:role/nodewright"}},
 			"image":          map[string]any{"digest": "sha256:" + strings.Repeat("ab", 32)},
 			"replicas":       3, "podAnnotations": map[string]any{"a": "b"}, "nodeSelector": map[string]any{"pool": "system"},
+			// Labels and a spread selector of the user's own, one repeating a selector label.
+			"podLabels": map[string]any{"team": "platform", "app.kubernetes.io/name": "nodewright"},
+			"topologySpreadConstraints": []any{map[string]any{"maxSkew": 1, "topologyKey": "kubernetes.io/hostname", "whenUnsatisfiable": "DoNotSchedule",
+				"labelSelector": map[string]any{"matchLabels": map[string]any{"team": "platform"}}}},
 		},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -20,6 +20,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 
 {{- define "nodewright.serviceAccountName" -}}
+{{- if and (not .Values.serviceAccount.create) (not .Values.serviceAccount.name) -}}
+{{- fail "serviceAccount.name is required when serviceAccount.create is false: name the service account nodewright runs as" -}}
+{{- end -}}
 {{- default (include "nodewright.fullname" .) .Values.serviceAccount.name -}}
 {{- end -}}
 
