@@ -22,12 +22,15 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/nodewright/nodewright/charts"
 	"github.com/nodewright/nodewright/internal/controlplane"
 	"github.com/nodewright/nodewright/internal/operator"
+	"github.com/nodewright/nodewright/internal/operator/optest"
 	simaccount "github.com/nodewright/nodewright/internal/sim/account"
 	simaws "github.com/nodewright/nodewright/internal/sim/aws"
+	"github.com/nodewright/nodewright/internal/sim/runner"
 )
 
 func render(t *testing.T, values map[string]any) []*unstructured.Unstructured {
@@ -256,7 +259,6 @@ func TestChartAppliesToTheAPIServer(t *testing.T) {
 func TestControllerTakesTheLeaseAsTheChartsServiceAccount(t *testing.T) {
 	cp := controlplane.StartForTest(t, controlplane.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	kube, err := client.New(cp.Config, client.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -265,26 +267,13 @@ func TestControllerTakesTheLeaseAsTheChartsServiceAccount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	account := simaws.NewAccount()
-	account.Seed()
-	cfg := operator.DefaultConfig()
-	cfg.ClusterName, cfg.LeaderElection, cfg.LeaderElectionNamespace = simaccount.ClusterName, true, charts.LocalNamespace
-	cfg.KubernetesVersion = simaws.KubernetesVersion
-	cfg.MetricsAddr, cfg.HealthAddr, cfg.SkipNameValidation = "0", "0", true
-	clouds := operator.Clouds{EC2: account.EC2(), SSM: account.SSM(), IAM: account.IAM(), EKS: account.EKS(), Pricing: account.Pricing(), SQS: account.SQS()}
-	mgr, err := operator.New(ctx, rc, cfg, clouds, clock.RealClock{}, logr.Discard())
+	mgr, err := newOperator(ctx, rc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
+	optest.RunManager(t, ctx, cancel, mgr)
 	var lease coordinationv1.Lease
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		select {
-		case err := <-done:
-			t.Fatalf("the controllers stopped: %v", err)
-		default:
-		}
 		if err := kube.Get(ctx, client.ObjectKey{Namespace: charts.LocalNamespace, Name: "nodewright-leader"}, &lease); err != nil {
 			return false, client.IgnoreNotFound(err)
 		}
@@ -329,14 +318,7 @@ func TestControllerWithoutThePermissionsSaysWhich(t *testing.T) {
 	if err := kube.Delete(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: charts.LocalNamespace, Name: charts.LocalRelease}}); err != nil {
 		t.Fatal(err)
 	}
-	account := simaws.NewAccount()
-	account.Seed()
-	cfg := operator.DefaultConfig()
-	cfg.ClusterName, cfg.LeaderElection, cfg.LeaderElectionNamespace = simaccount.ClusterName, true, charts.LocalNamespace
-	cfg.KubernetesVersion = simaws.KubernetesVersion
-	cfg.MetricsAddr, cfg.HealthAddr, cfg.SkipNameValidation = "0", "0", true
-	clouds := operator.Clouds{EC2: account.EC2(), SSM: account.SSM(), IAM: account.IAM(), EKS: account.EKS(), Pricing: account.Pricing(), SQS: account.SQS()}
-	_, err = operator.New(ctx, rc, cfg, clouds, clock.RealClock{}, logr.Discard())
+	_, err = newOperator(ctx, rc)
 	for _, want := range []string{"may not", "create pods/eviction in every namespace", "get leases.coordination.k8s.io in namespace nodewright", "install the chart's ClusterRole"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("operator.New: %v; want an error saying %q", err, want)
@@ -345,4 +327,14 @@ func TestControllerWithoutThePermissionsSaysWhich(t *testing.T) {
 	if err != nil && strings.Contains(err.Error(), "list pods") {
 		t.Errorf("the error names permissions the identity has: %v", err)
 	}
+}
+
+// newOperator builds the controllers for a simulated account, with leader
+// election in the chart's namespace, acting as rc's user.
+func newOperator(ctx context.Context, rc *rest.Config) (manager.Manager, error) {
+	account := simaws.NewAccount()
+	account.Seed()
+	cfg := optest.Config()
+	cfg.LeaderElection, cfg.LeaderElectionNamespace = true, charts.LocalNamespace
+	return operator.New(ctx, rc, cfg, runner.Clouds(account), clock.RealClock{}, logr.Discard())
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/nodewright/nodewright/internal/operator"
 	simaws "github.com/nodewright/nodewright/internal/sim/aws"
 	"github.com/nodewright/nodewright/internal/sim/kubelet"
+	"github.com/nodewright/nodewright/internal/sim/runner"
 )
 
 func newControllerCommand() *cobra.Command {
@@ -78,7 +79,7 @@ control plane.`,
 				account := simaws.NewAccount()
 				account.Seed()
 				cfg.KubernetesVersion = simaws.KubernetesVersion
-				clouds = operator.Clouds{EC2: account.EC2(), SSM: account.SSM(), IAM: account.IAM(), EKS: account.EKS(), Pricing: account.Pricing(), SQS: account.SQS()}
+				clouds = runner.Clouds(account)
 				if cfg.Interruption.Queue != "" {
 					account.SetEventQueue(cfg.Interruption.Queue, interruption.Notice)
 				}

@@ -8,6 +8,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,18 +40,13 @@ type GarbageCollector struct {
 
 // Start collects every Interval until ctx ends.
 func (g *GarbageCollector) Start(ctx context.Context) error {
-	ticker := time.NewTicker(g.Interval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticker.C:
-			if err := g.Collect(ctx); err != nil && ctx.Err() == nil {
-				g.Log.Error(err, "garbage collection")
-			}
+	_ = wait.PollUntilContextCancel(ctx, g.Interval, false, func(ctx context.Context) (bool, error) {
+		if err := g.Collect(ctx); err != nil && ctx.Err() == nil {
+			g.Log.Error(err, "garbage collection")
 		}
-	}
+		return false, nil // until ctx ends
+	})
+	return nil
 }
 
 // Collect makes one pass.

@@ -79,14 +79,7 @@ func startIntercepted(t *testing.T, funcs func(direct client.Client) interceptor
 	if err := life.SetupWithManager(ctx, mgr); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	optest.RunManager(t, ctx, cancel, mgr)
 
 	return &env{Env: &optest.Env{Kube: direct, Account: a, Plane: plane}, kube: direct, account: a}
 }

@@ -3,6 +3,7 @@ package repair
 import (
 	"context"
 	"fmt"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -33,18 +34,13 @@ type Controller struct {
 
 // Start repairs every Interval until ctx ends.
 func (c *Controller) Start(ctx context.Context) error {
-	ticker := time.NewTicker(c.Interval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticker.C:
-			if err := c.Repair(ctx); err != nil && ctx.Err() == nil {
-				c.Log.Error(err, "node repair")
-			}
+	_ = wait.PollUntilContextCancel(ctx, c.Interval, false, func(ctx context.Context) (bool, error) {
+		if err := c.Repair(ctx); err != nil && ctx.Err() == nil {
+			c.Log.Error(err, "node repair")
 		}
-	}
+		return false, nil // until ctx ends
+	})
+	return nil
 }
 
 // NeedLeaderElection: only the leader repairs.

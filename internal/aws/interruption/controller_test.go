@@ -84,14 +84,7 @@ func start(t *testing.T, opts interruption.Options) *env {
 	if err := c.SetupWithManager(ctx, mgr); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	optest.RunManager(t, ctx, cancel, mgr)
 	return e
 }
 

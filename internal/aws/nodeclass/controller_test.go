@@ -2,6 +2,7 @@ package nodeclass_test
 
 import (
 	"context"
+	"github.com/nodewright/nodewright/internal/operator/optest"
 	"os"
 	"strings"
 	"testing"
@@ -70,14 +71,7 @@ func startControllerWithAccount(t *testing.T) (client.Client, *simaws.Account) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	optest.RunManager(t, ctx, cancel, mgr)
 	k, err := client.New(cp.Config, client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	"github.com/nodewright/nodewright/charts"
@@ -24,6 +25,7 @@ import (
 	"github.com/nodewright/nodewright/internal/operator"
 	"github.com/nodewright/nodewright/internal/sim/account"
 	simaws "github.com/nodewright/nodewright/internal/sim/aws"
+	"github.com/nodewright/nodewright/internal/sim/runner"
 )
 
 // Options choose the extra control-plane components and adjust the
@@ -68,7 +70,6 @@ func Start(t *testing.T, opts Options) *Env {
 	a := simaws.NewAccount()
 	a.Seed()
 	ctx, cancel := context.WithCancel(context.Background())
-	clouds := operator.Clouds{EC2: a.EC2(), SSM: a.SSM(), IAM: a.IAM(), EKS: a.EKS(), Pricing: a.Pricing(), SQS: a.SQS()}
 	cfg := Config()
 	if opts.Configure != nil {
 		opts.Configure(&cfg)
@@ -85,11 +86,19 @@ func Start(t *testing.T, opts Options) *Env {
 		cancel()
 		t.Fatal(err)
 	}
-	mgr, err := operator.New(ctx, asChart, cfg, clouds, clock.RealClock{}, log)
+	mgr, err := operator.New(ctx, asChart, cfg, runner.Clouds(a), clock.RealClock{}, log)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
 	}
+	RunManager(t, ctx, cancel, mgr)
+	return &Env{Kube: k, Account: a, Plane: plane}
+}
+
+// RunManager runs mgr until the test ends, then stops it with cancel and
+// fails the test if it ended with an error.
+func RunManager(t testing.TB, ctx context.Context, cancel context.CancelFunc, mgr manager.Manager) { //nolint:revive // the test comes first
+	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
 	t.Cleanup(func() {
@@ -98,7 +107,6 @@ func Start(t *testing.T, opts Options) *Env {
 			t.Errorf("manager: %v", err)
 		}
 	})
-	return &Env{Kube: k, Account: a, Plane: plane}
 }
 
 // Direct is a client of the control plane that reads the API server (no

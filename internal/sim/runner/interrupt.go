@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -179,14 +180,7 @@ func ParseSpotInterruptions(value string) (SpotInterruptions, error) {
 // interruptSpot interrupts Count running spot instances, chosen at
 // random, every Every until ctx ends: as AWS reclaims spot capacity.
 func (s *Sim) interruptSpot(ctx context.Context, rate SpotInterruptions) error {
-	ticker := time.NewTicker(rate.Every)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticker.C:
-		}
+	_ = wait.PollUntilContextCancel(ctx, rate.Every, false, func(context.Context) (bool, error) {
 		ids := s.interruptible(simaws.SpotInterruption, func(simaws.Instance) bool { return true })
 		rand.Shuffle(len(ids), func(i, j int) { ids[i], ids[j] = ids[j], ids[i] })
 		for _, id := range ids[:min(rate.Count, len(ids))] {
@@ -197,5 +191,7 @@ func (s *Sim) interruptSpot(ctx context.Context, rate SpotInterruptions) error {
 				s.log.Error(err, "interrupting a spot instance", "instance", id)
 			}
 		}
-	}
+		return false, nil // until ctx ends
+	})
+	return nil
 }

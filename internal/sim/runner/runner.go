@@ -213,8 +213,7 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 			}
 			return s.StartController(opts.ControllerProcess, opts.Operator)
 		}
-		clouds := operator.Clouds{EC2: s.Account.EC2(), SSM: s.Account.SSM(), IAM: s.Account.IAM(), EKS: s.Account.EKS(), Pricing: s.Account.Pricing(), SQS: s.Account.SQS()}
-		mgr, err := operator.New(ctx, controllerConfig, opts.Operator, clouds, clock.RealClock{}, opts.Log.WithName("operator"))
+		mgr, err := operator.New(ctx, controllerConfig, opts.Operator, Clouds(s.Account), clock.RealClock{}, opts.Log.WithName("operator"))
 		if err != nil {
 			return err
 		}
@@ -254,6 +253,11 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 		}
 	})
 	return s, nil
+}
+
+// Clouds are a simulated account's APIs, for the operator.
+func Clouds(a *simaws.Account) operator.Clouds {
+	return operator.Clouds{EC2: a.EC2(), SSM: a.SSM(), IAM: a.IAM(), EKS: a.EKS(), Pricing: a.Pricing(), SQS: a.SQS()}
 }
 
 // StartControllers starts nodewright's controllers, when Options.DeferControllers
