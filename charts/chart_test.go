@@ -89,6 +89,7 @@ func TestValuesAreChecked(t *testing.T) {
 		{"duration", settings(map[string]any{"launchTimeout": "five minutes"}), "launchTimeout"},
 		{"log format", settings(map[string]any{"logFormat": "text"}), "logFormat"},
 		{"endpoint", settings(map[string]any{"clusterEndpoint": "example.com"}), "clusterEndpoint"},
+		{"scrape interval", map[string]any{"settings": map[string]any{"clusterName": "prod"}, "serviceMonitor": map[string]any{"interval": "1.5m"}}, "interval"},
 		{"no service account", map[string]any{"settings": map[string]any{"clusterName": "prod"}, "serviceAccount": map[string]any{"create": false}}, "serviceAccount.name is required"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
