@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
@@ -66,7 +67,7 @@ Exit status 1 when any finding is an error.`,
 	f.StringVar(&fl.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG or ~/.kube/config)")
 	f.StringVar(&fl.clusterName, "cluster-name", "", "the EKS cluster's name, for its access entries (--cloud aws)")
 	f.StringVar(&fl.region, "region", "", "AWS region (--cloud aws; default: the SDK's configuration)")
-	f.StringVar(&fl.accountID, "account-id", "", "AWS account ID for the ARNs in fixes (default: taken from aws-auth)")
+	f.StringVar(&fl.accountID, "account-id", "", "AWS account ID for the ARNs in fixes (default: the EKS cluster's, else aws-auth's)")
 	f.StringVar(&fl.simState, "sim-state", "", "the simulated account's saved state (--cloud sim; default: "+simaws.StateFile+" beside the kubeconfig)")
 	f.DurationVar(&fl.grace, "grace", doctor.DefaultGrace, "how long a node may keep a taint another component removes before it is reported")
 	return cmd
@@ -168,16 +169,23 @@ func doctorCloud(ctx context.Context, fl doctorFlags, kubeconfigPath string) (*d
 			return nil, fmt.Errorf("loading the AWS configuration: %w", err)
 		}
 		eksClient := eks.NewFromConfig(cfg)
-		cluster, err := eksClient.DescribeCluster(ctx, &eks.DescribeClusterInput{Name: &fl.clusterName})
-		if err != nil {
-			return nil, fmt.Errorf("describing EKS cluster %s: %w", fl.clusterName, err)
-		}
 		ec2Client := ec2.NewFromConfig(cfg)
-		return &doctor.Cloud{
-			Resolver:         &nodeclass.Resolver{EC2: ec2Client, SSM: ssm.NewFromConfig(cfg), KubernetesVersion: *cluster.Cluster.Version},
+		cloud := &doctor.Cloud{
 			InstanceProfiles: iam.NewFromConfig(cfg), AccessEntries: eksClient, Console: ec2Client,
 			ClusterName: fl.clusterName, AccountID: fl.accountID,
-		}, nil
+		}
+		cluster, err := eksClient.DescribeCluster(ctx, &eks.DescribeClusterInput{Name: &fl.clusterName})
+		if err != nil {
+			// The checks that need the cluster's version (AMI aliases)
+			// are skipped; the failure is a finding and the rest run.
+			cloud.Unavailable = fmt.Errorf("describing EKS cluster %s: %w", fl.clusterName, err)
+			return cloud, nil
+		}
+		cloud.Resolver = &nodeclass.Resolver{EC2: ec2Client, SSM: ssm.NewFromConfig(cfg), KubernetesVersion: aws.ToString(cluster.Cluster.Version)}
+		if cloud.AccountID == "" {
+			cloud.AccountID = doctor.AccountOfARN(aws.ToString(cluster.Cluster.Arn))
+		}
+		return cloud, nil
 	default:
 		return nil, fmt.Errorf("--cloud %q: use sim or aws", fl.cloud)
 	}

@@ -195,6 +195,7 @@ is enough), or a manifest file.`,
 	f.BoolVar(&skipValidation, "unsafe-skip-userdata-validation", false, "launch nodes even when their user data would keep them from registering (reproduces S1 and S3 at runtime)")
 	f.StringVar(&registrationTimeout, "registration-timeout", "", "delete NodeClaims whose node has not registered after this long (default 15m)")
 	f.StringVar(&workDir, "work-dir", "", "directory for the kubeconfig and component logs (default: a temporary one)")
+	f.BoolVar(&faults.PricingDenied, "pricing-denied", false, "the simulated Pricing API refuses every call (AccessDeniedException, as for a role without pricing:GetProducts): nodes are priced by the built-in table")
 	f.IntVar(&faults.ThrottleEvery, "throttle-every", 0, "the simulated AWS APIs refuse one call in this many with RequestLimitExceeded (retried with the SDK's backoff)")
 	f.DurationVar(&faults.Latency, "api-latency", 0, "delay every simulated AWS API call by this long")
 	f.Float64Var(&faults.RateLimits, "ec2-rate-limits", runner.DefaultOptions().Faults.RateLimits, "throttle each simulated EC2 API with the token buckets AWS documents for an account, scaled by this factor (0.1: a tenth of each bucket and refill rate; 0: no limit)")

@@ -68,3 +68,15 @@ func IsNodeClassNotReady(err error) bool {
 	var e *NodeClassNotReadyError
 	return errors.As(err, &e)
 }
+
+// NotOwnedError says the instance is not one the provider launched (it
+// lacks the provider's ownership tags); it is left alone.
+type NotOwnedError struct{ Message string }
+
+func (e *NotOwnedError) Error() string { return "not nodewright's: " + e.Message }
+
+// IsNotOwned reports a NotOwnedError.
+func IsNotOwned(err error) bool {
+	var e *NotOwnedError
+	return errors.As(err, &e)
+}

@@ -36,6 +36,8 @@ const (
 	CodeNodeNeverDisrupted        = "node-not-initialized-never-disrupted"
 	CodeNodeUnhealthy             = "node-unhealthy"
 	CodeNodeRepairHeld            = "node-repair-held"
+	CodeCheckFailed               = "check-failed"
+	CodeStalePrices               = "prices-not-current"
 )
 
 // Codes are every finding code.
@@ -43,6 +45,7 @@ var Codes = []string{
 	CodeUserDataOverridesTaints, CodeBootstrapArgsMalformed, CodeCustomMissingUnregistered, CodeNodeRoleNotMapped,
 	CodeAMIArchitectureMismatch, CodePodIncompatible, CodeCloudProviderTaint, CodeStartupTaintNotRemoved,
 	CodeExtendedResource, CodeRegistrationTimeouts, CodePDBNeverAllows, CodeNodeNeverDisrupted, CodeNodeUnhealthy, CodeNodeRepairHeld,
+	CodeCheckFailed, CodeStalePrices,
 }
 
 // Finding is one diagnosis.

@@ -58,24 +58,26 @@ func nodeRoleRule(ctx context.Context, r *Report, in Input) error {
 			continue
 		}
 		arn := fmt.Sprintf("arn:aws:iam::%s:role/%s", account, role)
-		entryType, err := accessEntryType(ctx, in.Cloud, arn)
-		if err != nil {
-			return err
+		entryType, entryErr := accessEntryType(ctx, in.Cloud, arn)
+		if entryErr != nil {
+			r.add(checkFailed("EC2NodeClass/"+nc.Name, "the EKS access entry of node role "+role, "eks:DescribeAccessEntry on cluster "+in.Cloud.ClusterName+
+				"'s access entries (a cluster in CONFIG_MAP authentication mode has none: aws-auth alone decides, and is checked)", entryErr))
 		}
 		if entryType == accessEntryLinux {
 			continue
 		}
+		entriesKnown := in.Cloud != nil && in.Cloud.AccessEntries != nil && entryErr == nil
 		fix := fmt.Sprintf("add to data.mapRoles of ConfigMap kube-system/aws-auth:\n- rolearn: %s\n  username: %s\n  groups:\n    - system:bootstrappers\n    - system:nodes\n(or create an EKS access entry of type EC2_LINUX for %s)", arn, nodeUsername, arn)
 		obj := "EC2NodeClass/" + nc.Name
 		entryNote := ""
 		switch {
 		case entryType != "":
 			entryNote = fmt.Sprintf("; its EKS access entry is of type %s, but nodes need type EC2_LINUX", entryType)
-		case in.Cloud != nil && in.Cloud.AccessEntries != nil:
+		case entriesKnown:
 			entryNote = "; it has no EKS access entry either"
 		}
 		if o.AWSAuth == nil {
-			if in.Cloud == nil || in.Cloud.AccessEntries == nil {
+			if !entriesKnown {
 				r.add(Finding{Code: CodeNodeRoleNotMapped, Severity: Info, Object: obj,
 					Message: fmt.Sprintf("the aws-auth ConfigMap is not among the inputs and no account was given (--cloud), so whether node role %s may join the cluster is unchecked; unmapped, its nodes' kubelets get Unauthorized and never register", role),
 					Fix:     fix})

@@ -9,6 +9,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
@@ -52,6 +54,18 @@ type Cloud struct {
 	Console          sdk.Console
 	ClusterName      string
 	AccountID        string
+	// Unavailable says why the cluster could not be described; the checks
+	// that need it are skipped and it is a finding.
+	Unavailable error
+}
+
+// AccountOfARN is the account of an ARN (arn:PARTITION:SERVICE:REGION:ACCOUNT:...),
+// empty when it has none.
+func AccountOfARN(arn string) string {
+	if parts := strings.SplitN(arn, ":", 6); len(parts) == 6 && parts[0] == "arn" {
+		return parts[4]
+	}
+	return ""
 }
 
 // Diagnose runs every rule.
@@ -63,25 +77,64 @@ func Diagnose(ctx context.Context, in Input) (*Report, error) {
 		in.Grace = DefaultGrace
 	}
 	r := &Report{}
+	if in.Cloud != nil && in.Cloud.Unavailable != nil {
+		r.add(checkFailed("Cluster/"+in.clusterName(), "the EKS cluster (the AMI aliases' Kubernetes version and the account)", "eks:DescribeCluster", in.Cloud.Unavailable))
+	}
 	userDataRules(r, in.Objects)
-	if err := nodeRoleRule(ctx, r, in); err != nil {
-		return nil, err
-	}
-	if err := amiArchitectureRule(ctx, r, in); err != nil {
-		return nil, err
-	}
-	if err := podRule(r, in); err != nil {
-		return nil, err
-	}
-	if err := clusterStateRules(r, in); err != nil {
-		return nil, err
-	}
-	if err := registrationTimeoutRule(ctx, r, in); err != nil {
-		return nil, err
+	// A rule that cannot finish (an AWS call refused, say) is a finding
+	// of its own; every other rule still reports.
+	for _, rule := range []struct {
+		what, grant string
+		run         func() error
+	}{
+		{"whether the node roles may join the cluster", "iam:GetInstanceProfile and ec2:GetConsoleOutput", func() error { return nodeRoleRule(ctx, r, in) }},
+		{"the AMIs' architectures", "ec2:DescribeImages and ssm:GetParameter", func() error { return amiArchitectureRule(ctx, r, in) }},
+		{"whether pods fit the NodePools", "ec2:DescribeImages, ec2:DescribeSubnets and ssm:GetParameter", func() error { return podRule(r, in) }},
+		{"the nodes' taints and resources", "", func() error { return clusterStateRules(r, in) }},
+		{"why registrations time out", "ec2:GetConsoleOutput", func() error { return registrationTimeoutRule(ctx, r, in) }},
+	} {
+		if err := rule.run(); err != nil {
+			if rule.grant == "" {
+				return nil, err
+			}
+			r.add(checkFailed("Cluster/"+in.clusterName(), rule.what, rule.grant, err))
+		}
 	}
 	disruptionRules(r, in)
+	pricesRule(r, in)
 	r.sort()
 	return r, nil
+}
+
+func (in Input) clusterName() string {
+	if in.Cloud != nil && in.Cloud.ClusterName != "" {
+		return in.Cloud.ClusterName
+	}
+	return "cluster"
+}
+
+// checkFailed is the finding for a check an AWS call kept from finishing.
+func checkFailed(object, what, grant string, err error) Finding {
+	return Finding{Code: CodeCheckFailed, Severity: Warning, Object: object,
+		Message:  "could not check " + what + ": " + err.Error(),
+		Evidence: "the other checks ran",
+		Fix:      "add " + grant + " to the IAM role nodewright doctor runs as (docs/iam-policy-doctor.json has them), or give it a network path to the AWS endpoint, and run nodewright doctor again"}
+}
+
+// pricesRule reports EC2NodeClasses whose launches are priced without the
+// Pricing API or the spot price history (PricesCurrent=False): nodes still
+// launch, but perhaps not the cheapest by today's prices.
+func pricesRule(r *Report, in Input) {
+	for _, nc := range in.Objects.EC2NodeClasses {
+		c := meta.FindStatusCondition(nc.Status.Conditions, awsv1.ConditionPricesCurrent)
+		if c == nil || c.Status != metav1.ConditionFalse {
+			continue
+		}
+		r.add(Finding{Code: CodeStalePrices, Severity: Warning, Object: "EC2NodeClass/" + nc.Name,
+			Message:  fmt.Sprintf("nodes of EC2NodeClass %s are chosen by prices that are not current (%s): launches go on, but the cheapest by those prices may not be the cheapest today", nc.Name, c.Reason),
+			Evidence: fmt.Sprintf("EC2NodeClass %s PricesCurrent=False %s since %s: %s", nc.Name, c.Reason, c.LastTransitionTime.UTC().Format(time.RFC3339), c.Message),
+			Fix:      "grant the controller's role pricing:GetProducts and ec2:DescribeSpotPriceHistory (docs/iam-policy.json has both) and let it reach api.pricing.us-east-1.amazonaws.com; PricesCurrent turns True within a minute"})
+	}
 }
 
 // overrideCodes are the user data findings that all mean "the node's

@@ -1,11 +1,15 @@
 package doctor
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/eks"
+	"github.com/aws/smithy-go"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -440,4 +444,70 @@ func TestNodeRepairRules(t *testing.T) {
 	if n := len(only(r, CodeNodeUnhealthy)); n != 1 {
 		t.Errorf("%d node-unhealthy findings, want the one of default (gpu's nodes are reported as held)", n)
 	}
+}
+
+// deniedEntries refuses DescribeAccessEntry as EKS does a caller without
+// eks:DescribeAccessEntry.
+type deniedEntries struct{}
+
+func (deniedEntries) DescribeAccessEntry(context.Context, *eks.DescribeAccessEntryInput, ...func(*eks.Options)) (*eks.DescribeAccessEntryOutput, error) {
+	return nil, &smithy.GenericAPIError{Code: "AccessDeniedException", Message: "not authorized to perform: eks:DescribeAccessEntry"}
+}
+
+// An AWS call that fails is a finding of its own and every other check
+// still reports: with the access entry lookup refused, aws-auth still
+// answers whether the node role may join, and the other rules run.
+func TestDoctorDegradesPerCheck(t *testing.T) {
+	nc := class("default", awsv1.AMIFamilyAL2023, "")
+	nc.Spec.Role = account.NodeRole
+	cloud := simCloud(t, nil)
+	cloud.AccessEntries = deniedEntries{}
+	t.Run("aws-auth maps the role", func(t *testing.T) {
+		r := diagnose(t, Input{Objects: &simulate.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{nc}, AWSAuth: awsAuth(nodeRoleMapping)}, Cloud: cloud})
+		expectOne(t, r, CodeCheckFailed, Warning, "EC2NodeClass/default", "could not check the EKS access entry of node role "+account.NodeRole, "AccessDeniedException", "add eks:DescribeAccessEntry", "CONFIG_MAP")
+		expectNone(t, r, CodeNodeRoleNotMapped)
+	})
+	t.Run("aws-auth does not map it", func(t *testing.T) {
+		cm := awsAuth(strings.ReplaceAll(nodeRoleMapping, "KarpenterNodeRole", "KarpenterControllerRole"))
+		r := diagnose(t, Input{Objects: &simulate.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{nc}, AWSAuth: cm}, Cloud: cloud})
+		expectOne(t, r, CodeCheckFailed, Warning, "EC2NodeClass/default", "eks:DescribeAccessEntry")
+		expectOne(t, r, CodeNodeRoleNotMapped, Error, "EC2NodeClass/default", "is not mapped in aws-auth")
+	})
+	t.Run("no aws-auth: unchecked, not an error", func(t *testing.T) {
+		r := diagnose(t, Input{Objects: &simulate.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{nc}}, Cloud: cloud})
+		expectOne(t, r, CodeNodeRoleNotMapped, Info, "EC2NodeClass/default", "unchecked")
+	})
+	t.Run("the cluster cannot be described", func(t *testing.T) {
+		broken := &Cloud{ClusterName: "prod", Unavailable: errors.New("describing EKS cluster prod: AccessDeniedException")}
+		bad := class("bad", awsv1.AMIFamilyAL2, "#!/bin/bash\n/etc/eks/bootstrap.sh prod --kubelet-extra-args '--register-with-taints=a=b:NoSchedule'\n")
+		r := diagnose(t, Input{Objects: &simulate.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{bad}}, Cloud: broken})
+		expectOne(t, r, CodeCheckFailed, Warning, "Cluster/prod", "eks:DescribeCluster", "AccessDeniedException")
+		if len(r.Findings) < 2 {
+			t.Errorf("the other checks did not report: %+v", r.Findings)
+		}
+	})
+}
+
+func TestAccountOfARN(t *testing.T) {
+	for arn, want := range map[string]string{
+		"arn:aws:eks:us-east-1:111122223333:cluster/prod":      "111122223333",
+		"arn:aws-cn:eks:cn-north-1:444455556666:cluster/a:b/c": "444455556666",
+		"not-an-arn": "",
+	} {
+		if got := AccountOfARN(arn); got != want {
+			t.Errorf("AccountOfARN(%q) = %q, want %q", arn, got, want)
+		}
+	}
+}
+
+// EC2NodeClasses priced without the Pricing API are reported with since
+// when and what to grant; current prices are not.
+func TestPricesRule(t *testing.T) {
+	nc := class("default", awsv1.AMIFamilyAL2023, "")
+	nc.Status.Conditions = []metav1.Condition{{Type: awsv1.ConditionPricesCurrent, Status: metav1.ConditionFalse, Reason: "BuiltInPrices",
+		LastTransitionTime: metav1.NewTime(now.Add(-time.Hour)), Message: "on-demand prices are the built-in table of us-east-1 published 2026-07-06"}}
+	r := diagnose(t, Input{Objects: &simulate.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{nc}}})
+	expectOne(t, r, CodeStalePrices, Warning, "EC2NodeClass/default", "BuiltInPrices", "published 2026-07-06", "since", "pricing:GetProducts", "ec2:DescribeSpotPriceHistory")
+	nc.Status.Conditions[0].Status = metav1.ConditionTrue
+	expectNone(t, diagnose(t, Input{Objects: &simulate.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{nc}}}), CodeStalePrices)
 }

@@ -462,10 +462,12 @@ func (c *Controller) finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 			return reconcile.Result{RequeueAfter: c.Options.Poll}, nil // draining
 		}
 		err := c.Cloud.Delete(ctx, nc.Status.ProviderID)
-		if err == nil {
+		switch {
+		case err == nil:
 			return reconcile.Result{RequeueAfter: c.Options.Poll}, nil // still terminating
-		}
-		if !cloudprovider.IsNotFound(err) {
+		case cloudprovider.IsNotOwned(err):
+			c.Recorder.Eventf(nc, corev1.EventTypeWarning, "InstanceNotOwned", "NodeClaim %s points at an instance nodewright did not launch: %v; terminate it yourself if it should go", nc.Name, err)
+		case !cloudprovider.IsNotFound(err):
 			return reconcile.Result{}, fmt.Errorf("terminating the instance of NodeClaim %s: %w", nc.Name, err)
 		}
 	}

@@ -527,6 +527,11 @@ func TestGarbageCollection(t *testing.T) {
 	e := optest.Start(t, optest.Options{Configure: func(c *operator.Config) { c.GCInterval, c.GCGrace = 500*time.Millisecond, time.Second }})
 	e.DefaultNodeClass(t)
 	ctx := context.Background()
+	// Instances nodewright did not launch, older than any it will: a
+	// managed node group's (tagged as the cluster's), another cluster's
+	// nodewright's, and one without tags. Listed before the orphan, they
+	// would be collected in the pass that collects it, or earlier.
+	foreign := foreignInstances(e.Account)
 	e.Create(t, newClaim("orphan"))
 	e.Create(t, newClaim("victim"))
 	for _, name := range []string{"orphan", "victim"} {
@@ -571,6 +576,23 @@ func TestGarbageCollection(t *testing.T) {
 		err := e.Kube.Get(ctx, client.ObjectKey{Name: "victim"}, &v1.NodeClaim{})
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
+	for _, inst := range e.Account.Instances() {
+		if what, ok := foreign[*inst.InstanceId]; ok && inst.State.Name != "running" {
+			t.Errorf("garbage collection touched %s (%s): %s", *inst.InstanceId, what, inst.State.Name)
+		}
+	}
+}
+
+// foreignInstances starts instances nodewright did not launch in the
+// account and returns what each is, by id.
+func foreignInstances(a *simaws.Account) map[string]string {
+	cluster := "kubernetes.io/cluster/" + account.ClusterName
+	return map[string]string{
+		a.AddInstance("m5.large", "us-east-1a", "", map[string]string{cluster: "owned", "eks:nodegroup-name": "system", "eks:cluster-name": account.ClusterName}): "a managed node group's",
+		a.AddInstance("m5.large", "us-east-1a", "", map[string]string{"kubernetes.io/cluster/other": "owned", v1.LabelNodePool: "default",
+			"karpenter.sh/nodeclaim": "default-abcde", awsv1.LabelEC2NodeClass: "default"}): "another cluster's",
+		a.AddInstance("m5.large", "us-east-1a", "", nil): "untagged",
+	}
 }
 
 // --cluster-endpoint: nodes are launched to join the endpoint given, not

@@ -81,7 +81,7 @@ func (g *GarbageCollector) Collect(ctx context.Context) error {
 			continue
 		}
 		g.Log.Info("terminating an instance without a NodeClaim", "instance", inst.InstanceID, "nodeClaim", inst.NodeClaim, "launched", inst.LaunchTime)
-		if err := g.Cloud.Delete(ctx, inst.ProviderID); err != nil && !cloudprovider.IsNotFound(err) {
+		if err := g.Cloud.Delete(ctx, inst.ProviderID); err != nil && !cloudprovider.IsNotFound(err) && !cloudprovider.IsNotOwned(err) {
 			return fmt.Errorf("terminating orphaned instance %s: %w", inst.InstanceID, err)
 		}
 	}

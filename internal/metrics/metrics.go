@@ -29,6 +29,9 @@ type Metrics struct {
 	messages     *prometheus.CounterVec // kind
 	interrupted  *prometheus.CounterVec // kind, nodepool, capacity_type
 	messageDelay prometheus.Histogram
+	// Prices.
+	priceSource *prometheus.GaugeVec // kind, source
+	priceSince  *prometheus.GaugeVec // kind
 }
 
 // New creates the metrics and registers them; collectors already
@@ -73,6 +76,10 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "NodeClaims deleted because of an interruption message, by kind, NodePool and capacity type."}, []string{"kind", "nodepool", "capacity_type"}),
 		messageDelay: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "nodewright", Name: "interruption_message_delay_seconds",
 			Help: "Time from an interruption event to nodewright acting on it.", Buckets: prometheus.ExponentialBuckets(0.1, 2, 14)}),
+		priceSource: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "nodewright", Name: "prices_source",
+			Help: "1 for the source of the prices in use, by kind (on_demand, spot) and source (API, LastKnown: the API failed and its last answer is used, BuiltIn: no answer yet, the built-in table)."}, []string{"kind", "source"}),
+		priceSince: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "nodewright", Name: "prices_source_since_timestamp_seconds",
+			Help: "When the prices in use, by kind, came from their source."}, []string{"kind"}),
 	}
 	var err error
 	m.created = register(reg, m.created, &err)
@@ -94,6 +101,8 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	m.messages = register(reg, m.messages, &err)
 	m.interrupted = register(reg, m.interrupted, &err)
 	m.messageDelay = register(reg, m.messageDelay, &err)
+	m.priceSource = register(reg, m.priceSource, &err)
+	m.priceSince = register(reg, m.priceSince, &err)
 	return m, err
 }
 
@@ -218,4 +227,20 @@ func (m *Metrics) DisruptionDecision(d time.Duration, eligible map[string]int, a
 	for pool, s := range savings {
 		m.savings.WithLabelValues(pool).Set(s)
 	}
+}
+
+// PriceSource records where one kind of price (on_demand, spot) comes from
+// and since when.
+func (m *Metrics) PriceSource(kind, source string, sources []string, since time.Time) {
+	if m == nil {
+		return
+	}
+	for _, s := range sources {
+		v := 0.0
+		if s == source {
+			v = 1
+		}
+		m.priceSource.WithLabelValues(kind, s).Set(v)
+	}
+	m.priceSince.WithLabelValues(kind).Set(float64(since.Unix()))
 }

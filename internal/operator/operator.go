@@ -198,13 +198,13 @@ func New(ctx context.Context, rc *rest.Config, cfg Config, clouds Clouds, clk cl
 		Kube:     mgr.GetClient(),
 		Provider: launcher,
 		Types: &instancetypes.Cache{
-			Provider: &instancetypes.Provider{EC2: clouds.EC2, Pricing: clouds.Pricing, Region: cfg.Region},
+			Provider: &instancetypes.Provider{EC2: clouds.EC2, Pricing: clouds.Pricing, Region: cfg.Region, Clock: clk},
 			Clock:    clk, TTL: cfg.InstanceTypeTTL,
 		},
 	}
 	status := &nodeclass.Controller{
 		Client: mgr.GetClient(), Resolver: resolver, Recorder: recorder, Clock: clk, Refresh: cfg.NodeClassRefresh,
-		SkipUserDataValidation: cfg.SkipUserDataValidation, LaunchTemplates: launcher,
+		SkipUserDataValidation: cfg.SkipUserDataValidation, LaunchTemplates: launcher, Prices: cloud.Types, Metrics: m,
 	}
 	if err := status.SetupWithManager(mgr); err != nil {
 		return nil, err

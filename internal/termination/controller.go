@@ -85,10 +85,12 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if node.Spec.ProviderID != "" {
 		err := c.Cloud.Delete(ctx, node.Spec.ProviderID)
-		if err == nil {
+		switch {
+		case err == nil:
 			return reconcile.Result{RequeueAfter: c.Poll}, nil // still terminating
-		}
-		if !cloudprovider.IsNotFound(err) {
+		case cloudprovider.IsNotOwned(err):
+			c.Recorder.Eventf(node, corev1.EventTypeWarning, "InstanceNotOwned", "node %s runs on an instance nodewright did not launch: %v; terminate it yourself if it should go", node.Name, err)
+		case !cloudprovider.IsNotFound(err):
 			return reconcile.Result{}, fmt.Errorf("terminating the instance of node %s: %w", node.Name, err)
 		}
 	}

@@ -518,9 +518,10 @@ type EC2NodeClassStatus struct {
 	// +optional
 	PlacementGroup *PlacementGroup `json:"placementGroup,omitempty"`
 	// Conditions: Ready, AMIsReady, SubnetsReady, SecurityGroupsReady,
-	// InstanceProfileReady, PlacementGroupReady, ValidationSucceeded and
-	// CapacityReservationsReady (which Ready does not include: without a
-	// reservation nodes launch as spot or on-demand).
+	// InstanceProfileReady, PlacementGroupReady, ValidationSucceeded, and
+	// CapacityReservationsReady and PricesCurrent (which Ready does not
+	// include: without a reservation nodes launch as spot or on-demand,
+	// without the Pricing API with built-in or last known prices).
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -634,4 +635,7 @@ const (
 	ConditionPlacementGroupReady  = "PlacementGroupReady"
 	// ConditionCapacityReservationsReady is not part of Ready.
 	ConditionCapacityReservationsReady = "CapacityReservationsReady"
+	// ConditionPricesCurrent says whether launches are priced by the
+	// Pricing API and the spot price history; it is not part of Ready.
+	ConditionPricesCurrent = "PricesCurrent"
 )

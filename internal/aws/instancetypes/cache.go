@@ -34,5 +34,19 @@ func (c *Cache) Specs(ctx context.Context) ([]Spec, error) {
 		return c.specs, err
 	}
 	c.specs, c.fetched = specs, c.Clock.Now()
+	if st := c.Provider.Prices(); st.OnDemand.Source != PricesFromAPI || st.Spot.Source != PricesFromAPI {
+		// Not the API's prices: ask again sooner than TTL.
+		c.fetched = c.fetched.Add(-c.TTL + min(c.TTL, PriceRetry))
+	}
 	return specs, nil
+}
+
+// PriceRetry is how soon prices not read from the APIs are read again.
+const PriceRetry = time.Minute
+
+// PriceStatus refreshes the instance types and prices when stale and says
+// where the prices come from.
+func (c *Cache) PriceStatus(ctx context.Context) PriceStatus {
+	_, _ = c.Specs(ctx) // an error leaves the last status, which says why
+	return c.Provider.Prices()
 }

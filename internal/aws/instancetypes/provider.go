@@ -2,17 +2,20 @@ package instancetypes
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"strconv"
+	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/pricing"
 	pricingtypes "github.com/aws/aws-sdk-go-v2/service/pricing/types"
+	"k8s.io/utils/clock"
 
 	"github.com/nodewright/nodewright/internal/scheduling"
 )
@@ -28,11 +31,16 @@ type pricingAPI interface {
 }
 
 // Provider reads a region's instance types, zones and prices from the EC2
-// and Pricing APIs.
+// and Pricing APIs, and keeps the last prices they answered.
 type Provider struct {
 	EC2     ec2API
 	Pricing pricingAPI
 	Region  string
+	Clock   clock.PassiveClock
+
+	mu                     sync.Mutex
+	lastOnDemand, lastSpot map[string]float64
+	status                 PriceStatus
 }
 
 // InstanceTypes returns the region's instance types offered in the zones
@@ -46,20 +54,20 @@ func (p *Provider) InstanceTypes(ctx context.Context, opts Options) ([]*scheduli
 	return InstanceTypes(specs, opts), nil
 }
 
-// Specs reads the instance types with their offerings and prices.
+// Specs reads the instance types with their offerings and prices. Prices
+// never stop it: when the Pricing API or the spot price history cannot be
+// read, the last answer is used, and before any answer the built-in
+// on-demand table (spot priced as on-demand); Prices says which.
 func (p *Provider) Specs(ctx context.Context) ([]Spec, error) {
-	onDemand, err := p.onDemandPrices(ctx)
-	if err != nil {
-		return nil, err
-	}
 	zones, err := p.offeredZones(ctx)
 	if err != nil {
 		return nil, err
 	}
-	spot, err := p.spotPrices(ctx)
+	onDemand, err := p.currentOnDemand(ctx)
 	if err != nil {
 		return nil, err
 	}
+	spot := p.currentSpot(ctx, onDemand)
 	var specs []Spec
 	pages := ec2.NewDescribeInstanceTypesPaginator(p.EC2, &ec2.DescribeInstanceTypesInput{})
 	for pages.HasMorePages() {
@@ -72,13 +80,74 @@ func (p *Provider) Specs(ctx context.Context) ([]Spec, error) {
 			s.OnDemand = onDemand[s.Name]
 			s.Offered = map[string]float64{}
 			for _, zone := range zones[s.Name] {
-				s.Offered[zone] = spot[s.Name+"/"+zone]
+				s.Offered[zone] = spot(s.Name, zone)
 			}
 			specs = append(specs, s)
 		}
 	}
 	sort.Slice(specs, func(i, j int) bool { return specs[i].Name < specs[j].Name })
 	return specs, nil
+}
+
+// Prices says where the prices of the last Specs came from.
+func (p *Provider) Prices() PriceStatus {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.status
+}
+
+func (p *Provider) now() time.Time {
+	if p.Clock == nil {
+		return time.Now()
+	}
+	return p.Clock.Now()
+}
+
+// currentOnDemand reads the on-demand prices, falling back to the last
+// answer, then to the built-in table.
+func (p *Provider) currentOnDemand(ctx context.Context) (map[string]float64, error) {
+	prices, err := p.onDemandPrices(ctx)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.now()
+	switch {
+	case err == nil:
+		p.lastOnDemand = prices
+		p.status.OnDemand.set(PricesFromAPI, now, nil)
+		p.status.OnDemand.Published, p.status.OnDemand.TableRegion = "", ""
+		return prices, nil
+	case p.lastOnDemand != nil:
+		p.status.OnDemand.set(PricesLastKnown, now, err)
+		return p.lastOnDemand, nil
+	}
+	table, region, terr := BuiltInPrices(p.Region)
+	if terr != nil {
+		return nil, errors.Join(err, terr)
+	}
+	p.status.OnDemand.set(PricesBuiltIn, now, err)
+	p.status.OnDemand.Published, p.status.OnDemand.TableRegion = table.Published, region
+	return table.OnDemand, nil
+}
+
+// currentSpot reads the spot prices, falling back to the last answer, then
+// to the on-demand prices: spot is then never assumed cheaper than it is.
+func (p *Provider) currentSpot(ctx context.Context, onDemand map[string]float64) func(instanceType, zone string) float64 {
+	prices, err := p.spotPrices(ctx)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.now()
+	switch {
+	case err == nil:
+		p.lastSpot = prices
+		p.status.Spot.set(PricesFromAPI, now, nil)
+	case p.lastSpot != nil:
+		prices = p.lastSpot
+		p.status.Spot.set(PricesLastKnown, now, err)
+	default:
+		p.status.Spot.set(PricesBuiltIn, now, err)
+		return func(instanceType, _ string) float64 { return onDemand[instanceType] }
+	}
+	return func(instanceType, zone string) float64 { return prices[instanceType+"/"+zone] }
 }
 
 func specOf(info ec2types.InstanceTypeInfo) Spec {
@@ -161,22 +230,6 @@ func (p *Provider) spotPrices(ctx context.Context) (map[string]float64, error) {
 	return out, nil
 }
 
-// priceDocument is the part of a Pricing API price list entry read here.
-type priceDocument struct {
-	Product struct {
-		Attributes struct {
-			InstanceType string `json:"instanceType"`
-		} `json:"attributes"`
-	} `json:"product"`
-	Terms struct {
-		OnDemand map[string]struct {
-			PriceDimensions map[string]struct {
-				PricePerUnit map[string]string `json:"pricePerUnit"`
-			} `json:"priceDimensions"`
-		} `json:"OnDemand"`
-	} `json:"terms"`
-}
-
 func (p *Provider) onDemandPrices(ctx context.Context) (map[string]float64, error) {
 	filter := func(field, value string) pricingtypes.Filter {
 		return pricingtypes.Filter{Field: aws.String(field), Value: aws.String(value), Type: pricingtypes.FilterTypeTermMatch}
@@ -195,18 +248,17 @@ func (p *Provider) onDemandPrices(ctx context.Context) (map[string]float64, erro
 			return nil, fmt.Errorf("reading on-demand prices: %w", err)
 		}
 		for _, raw := range page.PriceList {
-			var doc priceDocument
-			if err := json.Unmarshal([]byte(raw), &doc); err != nil {
-				return nil, fmt.Errorf("reading a price list entry: %w", err)
+			e, err := ParsePriceListEntry(raw)
+			if err != nil {
+				return nil, err
 			}
-			for _, term := range doc.Terms.OnDemand {
-				for _, dim := range term.PriceDimensions {
-					if v, err := strconv.ParseFloat(dim.PricePerUnit["USD"], 64); err == nil && v > 0 {
-						out[doc.Product.Attributes.InstanceType] = v
-					}
-				}
+			if e.USDPerHour > 0 {
+				out[e.InstanceType] = e.USDPerHour
 			}
 		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("reading on-demand prices: the Pricing API has no Linux on-demand price for region %s", p.Region)
 	}
 	return out, nil
 }

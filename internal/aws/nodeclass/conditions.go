@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	"github.com/nodewright/nodewright/internal/aws/instancetypes"
 	"github.com/nodewright/nodewright/internal/aws/userdata"
 )
 
@@ -27,6 +28,8 @@ type Resolution struct {
 	ReservationsErr error
 	PlacementGroup  *awsv1.PlacementGroup
 	PlacementErr    error
+	// Prices, when read, say where launch prices come from.
+	Prices *instancetypes.PriceStatus
 }
 
 // Condition reasons.
@@ -83,7 +86,11 @@ func Conditions(nc *awsv1.EC2NodeClass, r Resolution) []metav1.Condition {
 		ready = metav1.Condition{Type: awsv1.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonNotReady,
 			Message: "not ready: " + strings.Join(notReady, ", ")}
 	}
-	return append(conds, ready, reservationsCondition(nc, r))
+	conds = append(conds, ready, reservationsCondition(nc, r))
+	if r.Prices != nil {
+		conds = append(conds, PricesCondition(*r.Prices))
+	}
+	return conds
 }
 
 // reservationsCondition says which capacity reservations were found. It

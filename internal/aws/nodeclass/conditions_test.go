@@ -4,12 +4,14 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	"github.com/nodewright/nodewright/internal/aws/instancetypes"
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/aws/userdata"
 )
@@ -77,5 +79,48 @@ func TestPlacementGroupCondition(t *testing.T) {
 	pg, ready = meta.FindStatusCondition(conds, awsv1.ConditionPlacementGroupReady), meta.FindStatusCondition(conds, awsv1.ConditionReady)
 	if pg.Status != metav1.ConditionTrue || !strings.Contains(pg.Message, "pg-0123") || !strings.Contains(pg.Message, "4 partitions") || ready.Status != metav1.ConditionTrue {
 		t.Errorf("resolved placement group: %+v, Ready %s", pg, ready.Status)
+	}
+}
+
+// PricesCurrent says where prices come from, since when and why, and what
+// to grant; it is False but never part of Ready while prices are not the
+// APIs'.
+func TestPricesCondition(t *testing.T) {
+	at := time.Date(2026, 11, 25, 6, 0, 0, 0, time.UTC)
+	denied := errors.New("reading on-demand prices: AccessDeniedException")
+	api := instancetypes.PriceState{Source: instancetypes.PricesFromAPI, Since: at, Answered: at}
+	for _, tc := range []struct {
+		name   string
+		st     instancetypes.PriceStatus
+		status metav1.ConditionStatus
+		reason string
+		says   []string
+	}{
+		{"both APIs", instancetypes.PriceStatus{OnDemand: api, Spot: api}, metav1.ConditionTrue, nodeclass.ReasonPricingAPI, []string{"Pricing API at 2026-11-25T06:00:00Z"}},
+		{"built-in", instancetypes.PriceStatus{OnDemand: instancetypes.PriceState{Source: instancetypes.PricesBuiltIn, Since: at, Err: denied, Published: "2026-07-06", TableRegion: "us-east-1"}, Spot: api},
+			metav1.ConditionFalse, nodeclass.ReasonBuiltInPrices, []string{"built-in table of us-east-1 published 2026-07-06", "since 2026-11-25T06:00:00Z", "AccessDeniedException", "grant pricing:GetProducts", "nodes still launch"}},
+		{"last known", instancetypes.PriceStatus{OnDemand: instancetypes.PriceState{Source: instancetypes.PricesLastKnown, Since: at.Add(time.Hour), Answered: at, Err: denied}, Spot: api},
+			metav1.ConditionFalse, nodeclass.ReasonLastKnownPrices, []string{"answered at 2026-11-25T06:00:00Z", "since 2026-11-25T07:00:00Z"}},
+		{"spot history denied", instancetypes.PriceStatus{OnDemand: api, Spot: instancetypes.PriceState{Source: instancetypes.PricesBuiltIn, Since: at, Err: errors.New("UnauthorizedOperation")}},
+			metav1.ConditionFalse, nodeclass.ReasonBuiltInPrices, []string{"spot offerings are priced as on-demand", "UnauthorizedOperation", "ec2:DescribeSpotPriceHistory"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := nodeclass.PricesCondition(tc.st)
+			if c.Type != awsv1.ConditionPricesCurrent || c.Status != tc.status || c.Reason != tc.reason {
+				t.Errorf("%s %s %s", c.Type, c.Status, c.Reason)
+			}
+			for _, s := range tc.says {
+				if !strings.Contains(c.Message, s) {
+					t.Errorf("message %q does not say %q", c.Message, s)
+				}
+			}
+			st := tc.st
+			conds := nodeclass.Conditions(&awsv1.EC2NodeClass{}, nodeclass.Resolution{Prices: &st})
+			for _, cond := range conds {
+				if cond.Type == awsv1.ConditionReady && strings.Contains(cond.Message, awsv1.ConditionPricesCurrent) {
+					t.Errorf("Ready counts PricesCurrent: %s", cond.Message)
+				}
+			}
+		})
 	}
 }

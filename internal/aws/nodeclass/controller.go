@@ -23,7 +23,9 @@ import (
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/aws/instancetypes"
 	"github.com/nodewright/nodewright/internal/aws/userdata"
+	"github.com/nodewright/nodewright/internal/metrics"
 )
 
 // Controller keeps EC2NodeClass status current: resolved subnets, security
@@ -42,6 +44,10 @@ type Controller struct {
 	// LaunchTemplates deletes the launch templates made for a deleted
 	// EC2NodeClass.
 	LaunchTemplates LaunchTemplateCleaner
+	// Prices, when set, are read and reported in the PricesCurrent
+	// condition and metrics.
+	Prices  PriceReader
+	Metrics *metrics.Metrics
 }
 
 // LaunchTemplateCleaner deletes the launch templates of an EC2NodeClass.
@@ -133,6 +139,13 @@ func (c *Controller) resolve(ctx context.Context, nc *awsv1.EC2NodeClass) Resolu
 	res.InstanceProfile, res.ProfileErr = c.Resolver.InstanceProfile(ctx, nc)
 	res.Reservations, res.ReservationsErr = c.Resolver.CapacityReservations(ctx, nc, c.Clock.Now())
 	res.PlacementGroup, res.PlacementErr = c.Resolver.PlacementGroup(ctx, nc)
+	if c.Prices != nil {
+		st := c.Prices.PriceStatus(ctx)
+		res.Prices = &st
+		sources := []string{string(instancetypes.PricesFromAPI), string(instancetypes.PricesLastKnown), string(instancetypes.PricesBuiltIn)}
+		c.Metrics.PriceSource("on_demand", string(st.OnDemand.Source), sources, st.OnDemand.Since)
+		c.Metrics.PriceSource("spot", string(st.Spot.Source), sources, st.Spot.Since)
+	}
 	userData := ""
 	if nc.Spec.UserData != nil {
 		userData = *nc.Spec.UserData

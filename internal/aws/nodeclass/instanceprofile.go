@@ -54,6 +54,9 @@ func (r *Resolver) InstanceProfile(ctx context.Context, nc *awsv1.EC2NodeClass) 
 	out, err := r.IAM.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(name)})
 	var roles []iamtypes.Role
 	switch {
+	case err == nil && !r.ownedFor(out.InstanceProfile.Tags, nc.Name):
+		return "", fmt.Errorf("instance profile %s exists but nodewright did not make it for EC2NodeClass %s (it lacks the tags kubernetes.io/cluster/%s=owned and %s=%s), so nodewright leaves it alone; name it in spec.instanceProfile to launch with it, or delete it",
+			name, nc.Name, r.ClusterName, awsv1.LabelEC2NodeClass, nc.Name)
 	case err == nil:
 		roles = out.InstanceProfile.Roles
 	case isNotFound(err):
@@ -143,22 +146,26 @@ func (r *Resolver) DeleteInstanceProfile(ctx context.Context, nc *awsv1.EC2NodeC
 	if adopted, err := r.adoptedProfile(ctx, nc); err != nil {
 		return err
 	} else if adopted != "" {
-		if err := r.deleteProfile(ctx, adopted); err != nil {
+		if err := r.deleteProfile(ctx, adopted, nc.Name); err != nil {
 			return err
 		}
 	}
-	return r.deleteProfile(ctx, ProfileName(r.ClusterName, nc.Name))
+	return r.deleteProfile(ctx, ProfileName(r.ClusterName, nc.Name), nc.Name)
 }
 
 // deleteProfile removes an instance profile's roles and deletes it; one
-// already gone is fine.
-func (r *Resolver) deleteProfile(ctx context.Context, name string) error {
+// already gone, or one not tagged as made for the EC2NodeClass in this
+// cluster, is left as it is.
+func (r *Resolver) deleteProfile(ctx context.Context, name, nodeClass string) error {
 	out, err := r.IAM.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(name)})
 	if isNotFound(err) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("getting instance profile %s: %w", name, err)
+	}
+	if !r.ownedFor(out.InstanceProfile.Tags, nodeClass) {
+		return nil
 	}
 	for _, role := range out.InstanceProfile.Roles {
 		if _, err := r.IAM.RemoveRoleFromInstanceProfile(ctx, &iam.RemoveRoleFromInstanceProfileInput{

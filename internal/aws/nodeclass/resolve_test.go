@@ -137,3 +137,33 @@ func TestInstanceProfile(t *testing.T) {
 		t.Errorf("a missing instance profile: %v", err)
 	}
 }
+
+// An instance profile with the name nodewright would give its own, made by
+// someone else (no tags saying it is this cluster's, for this
+// EC2NodeClass), is neither taken over nor deleted with the EC2NodeClass.
+func TestForeignInstanceProfileIsLeftAlone(t *testing.T) {
+	a := simaws.NewAccount()
+	a.Seed()
+	r := &nodeclass.Resolver{EC2: a.EC2(), SSM: a.SSM(), IAM: a.IAM(), ClusterName: "nodewright-sim", KubernetesVersion: simaws.KubernetesVersion}
+	ctx, iamAPI := context.Background(), a.IAM()
+	name := nodeclass.ProfileName("nodewright-sim", "default")
+	if _, err := iamAPI.CreateInstanceProfile(ctx, &iam.CreateInstanceProfileInput{InstanceProfileName: &name}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := iamAPI.AddRoleToInstanceProfile(ctx, &iam.AddRoleToInstanceProfileInput{InstanceProfileName: &name, RoleName: ptr.To("KarpenterControllerRole-nodewright-sim")}); err != nil {
+		t.Fatal(err)
+	}
+	nc := nodeClass()
+	nc.Name, nc.Spec.Role = "default", "KarpenterNodeRole-nodewright-sim"
+	_, err := r.InstanceProfile(ctx, nc)
+	if err == nil || !strings.Contains(err.Error(), "nodewright did not make it for EC2NodeClass default") || !strings.Contains(err.Error(), "spec.instanceProfile") {
+		t.Errorf("a foreign profile with nodewright's name: %v", err)
+	}
+	if err := r.DeleteInstanceProfile(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	out, err := iamAPI.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: &name})
+	if err != nil || len(out.InstanceProfile.Roles) != 1 || *out.InstanceProfile.Roles[0].RoleName != "KarpenterControllerRole-nodewright-sim" {
+		t.Errorf("the foreign profile was changed or deleted: %+v %v", out, err)
+	}
+}

@@ -34,49 +34,62 @@ func (p *Provider) Get(ctx context.Context, id string, types ...*scheduling.Inst
 	if err != nil {
 		return nil, err
 	}
-	out, err := p.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{instanceID}})
+	inst, err := p.describe(ctx, instanceID)
 	if err != nil {
-		if hasCode(err, "InvalidInstanceID.NotFound") {
-			return nil, &cloudprovider.NotFoundError{Message: "instance " + instanceID + " does not exist"}
-		}
-		return nil, fmt.Errorf("describing instance %s: %w", instanceID, err)
-	}
-	if len(out.Reservations) == 0 || len(out.Reservations[0].Instances) == 0 {
-		return nil, &cloudprovider.NotFoundError{Message: "instance " + instanceID + " does not exist"}
-	}
-	inst := out.Reservations[0].Instances[0]
-	if inst.State != nil && inst.State.Name == ec2types.InstanceStateNameTerminated {
-		return nil, &cloudprovider.NotFoundError{Message: "instance " + instanceID + " is terminated"}
+		return nil, err
 	}
 	return instanceOf(inst, types), nil
 }
 
+// describe reads one instance; a terminated or unknown one is a
+// NotFoundError.
+func (p *Provider) describe(ctx context.Context, instanceID string) (ec2types.Instance, error) {
+	out, err := p.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{instanceID}})
+	if err != nil {
+		if hasCode(err, "InvalidInstanceID.NotFound") {
+			return ec2types.Instance{}, &cloudprovider.NotFoundError{Message: "instance " + instanceID + " does not exist"}
+		}
+		return ec2types.Instance{}, fmt.Errorf("describing instance %s: %w", instanceID, err)
+	}
+	if len(out.Reservations) == 0 || len(out.Reservations[0].Instances) == 0 {
+		return ec2types.Instance{}, &cloudprovider.NotFoundError{Message: "instance " + instanceID + " does not exist"}
+	}
+	inst := out.Reservations[0].Instances[0]
+	if inst.State != nil && inst.State.Name == ec2types.InstanceStateNameTerminated {
+		return ec2types.Instance{}, &cloudprovider.NotFoundError{Message: "instance " + instanceID + " is terminated"}
+	}
+	return inst, nil
+}
+
 // launchedFor is the live instance launched for a NodeClaim, if any.
 func (p *Provider) launchedFor(ctx context.Context, claim *v1.NodeClaim, types []*scheduling.InstanceType) (*cloudprovider.Instance, error) {
-	out, err := p.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{
-		{Name: aws.String("tag:kubernetes.io/cluster/" + p.cluster.Name), Values: []string{"owned"}},
-		{Name: aws.String("tag:karpenter.sh/nodeclaim"), Values: []string{claim.Name}},
-		{Name: aws.String("instance-state-name"), Values: []string{"pending", "running"}},
-	}})
+	filters := append(p.ownedFilters(),
+		ec2types.Filter{Name: aws.String("tag:" + TagNodeClaim), Values: []string{claim.Name}},
+		ec2types.Filter{Name: aws.String("instance-state-name"), Values: []string{"pending", "running"}})
+	out, err := p.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{Filters: filters})
 	if err != nil {
 		return nil, fmt.Errorf("finding the instance of NodeClaim %s: %w", claim.Name, err)
 	}
 	for _, r := range out.Reservations {
 		for _, inst := range r.Instances {
-			return instanceOf(inst, types), nil
+			if p.owns(inst.Tags) && tagValue(inst.Tags, TagNodeClaim) == claim.Name {
+				return instanceOf(inst, types), nil
+			}
 		}
 	}
 	return nil, nil
 }
 
-// List returns the cluster's instances that are not terminated, for
-// garbage collection.
+// List returns the instances nodewright launched in the cluster (see
+// owns) that are not terminated, for garbage collection. Instances of the
+// cluster that nodewright did not launch (a managed or self-managed node
+// group's, the reference's before a takeover without its tags) are never
+// listed.
 func (p *Provider) List(ctx context.Context) ([]*cloudprovider.Instance, error) {
 	var out []*cloudprovider.Instance
-	pages := ec2.NewDescribeInstancesPaginator(p.ec2, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{
-		{Name: aws.String("tag-key"), Values: []string{"kubernetes.io/cluster/" + p.cluster.Name}},
-		{Name: aws.String("instance-state-name"), Values: []string{"pending", "running", "stopping", "stopped", "shutting-down"}},
-	}})
+	filters := append(p.ownedFilters(),
+		ec2types.Filter{Name: aws.String("instance-state-name"), Values: []string{"pending", "running", "stopping", "stopped", "shutting-down"}})
+	pages := ec2.NewDescribeInstancesPaginator(p.ec2, &ec2.DescribeInstancesInput{Filters: filters})
 	for pages.HasMorePages() {
 		page, err := pages.NextPage(ctx)
 		if err != nil {
@@ -84,26 +97,39 @@ func (p *Provider) List(ctx context.Context) ([]*cloudprovider.Instance, error) 
 		}
 		for _, r := range page.Reservations {
 			for _, inst := range r.Instances {
-				out = append(out, instanceOf(inst, nil))
+				// The filters already say so; an endpoint that ignores
+				// one must not make a foreign instance ours.
+				if p.owns(inst.Tags) {
+					out = append(out, instanceOf(inst, nil))
+				}
 			}
 		}
 	}
 	return out, nil
 }
 
-// Delete terminates an instance. It returns nil while the instance is
-// being terminated and a NotFoundError once it is gone, so callers repeat
-// it until then.
+// Delete terminates an instance nodewright launched. It returns nil while
+// the instance is being terminated and a NotFoundError once it is gone, so
+// callers repeat it until then. An instance without nodewright's tags is
+// never terminated: that is a NotOwnedError.
 func (p *Provider) Delete(ctx context.Context, id string) error {
-	inst, err := p.Get(ctx, id)
+	_, instanceID, err := ParseProviderID(id)
 	if err != nil {
 		return err
 	}
-	if _, err := p.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{inst.InstanceID}}); err != nil {
+	inst, err := p.describe(ctx, instanceID)
+	if err != nil {
+		return err
+	}
+	if !p.owns(inst.Tags) {
+		return &cloudprovider.NotOwnedError{Message: fmt.Sprintf("instance %s lacks %s; nodewright terminates only the instances it launched, so it is left running",
+			instanceID, strings.Join(p.missingTags(inst.Tags), ", "))}
+	}
+	if _, err := p.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{instanceID}}); err != nil {
 		if hasCode(err, "InvalidInstanceID.NotFound") {
-			return &cloudprovider.NotFoundError{Message: "instance " + inst.InstanceID + " does not exist"}
+			return &cloudprovider.NotFoundError{Message: "instance " + instanceID + " does not exist"}
 		}
-		return fmt.Errorf("terminating instance %s: %w", inst.InstanceID, err)
+		return fmt.Errorf("terminating instance %s: %w", instanceID, err)
 	}
 	return nil
 }
@@ -147,7 +173,7 @@ func instanceOf(inst ec2types.Instance, types []*scheduling.InstanceType) *cloud
 	}
 	for _, t := range inst.Tags {
 		switch aws.ToString(t.Key) {
-		case "karpenter.sh/nodeclaim":
+		case TagNodeClaim:
 			out.NodeClaim = aws.ToString(t.Value)
 		case v1.LabelNodePool:
 			out.NodePool = aws.ToString(t.Value)
@@ -170,13 +196,16 @@ func instanceOf(inst ec2types.Instance, types []*scheduling.InstanceType) *cloud
 // EC2NodeClass of this cluster, when the EC2NodeClass is deleted.
 func (p *Provider) DeleteLaunchTemplates(ctx context.Context, nodeClass string) error {
 	out, err := p.ec2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{Filters: []ec2types.Filter{
-		{Name: aws.String("tag:kubernetes.io/cluster/" + p.cluster.Name), Values: []string{"owned"}},
+		{Name: aws.String("tag:" + p.clusterTag()), Values: []string{"owned"}},
 		{Name: aws.String("tag:" + awsv1.LabelEC2NodeClass), Values: []string{nodeClass}},
 	}})
 	if err != nil {
 		return fmt.Errorf("listing the launch templates of EC2NodeClass %s: %w", nodeClass, err)
 	}
 	for _, lt := range out.LaunchTemplates {
+		if tagValue(lt.Tags, p.clusterTag()) != "owned" || tagValue(lt.Tags, awsv1.LabelEC2NodeClass) != nodeClass {
+			continue // the filters say so; an endpoint that ignores one must not make a template ours
+		}
 		p.templates.Delete(aws.ToString(lt.LaunchTemplateName))
 		if _, err := p.ec2.DeleteLaunchTemplate(ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateName: lt.LaunchTemplateName}); err != nil &&
 			!hasCode(err, templateNotFound...) {

@@ -489,7 +489,7 @@ func (p *Provider) ensureLaunchTemplate(ctx context.Context, claim *v1.NodeClaim
 	// The reference finds an EC2NodeClass's templates by eks:eks-cluster-name
 	// and the class: with it, going back to the reference deletes these too.
 	tags := []ec2types.Tag{
-		{Key: aws.String("kubernetes.io/cluster/" + p.cluster.Name), Value: aws.String("owned")},
+		{Key: aws.String(p.clusterTag()), Value: aws.String("owned")},
 		{Key: aws.String("eks:eks-cluster-name"), Value: aws.String(p.cluster.Name)},
 		{Key: aws.String(awsv1.LabelEC2NodeClass), Value: aws.String(class.Name)},
 	}
@@ -620,11 +620,15 @@ func (p *Provider) tags(claim *v1.NodeClaim, class *awsv1.EC2NodeClass) map[stri
 	for k, v := range class.Spec.Tags {
 		tags[k] = v
 	}
-	tags["kubernetes.io/cluster/"+p.cluster.Name] = "owned"
+	tags[p.clusterTag()] = "owned"
 	tags["eks:eks-cluster-name"] = p.cluster.Name
 	tags[v1.LabelNodePool] = claim.Labels[v1.LabelNodePool]
-	tags["karpenter.sh/nodeclaim"] = claim.Name
+	tags[TagNodeClaim] = claim.Name
 	tags[awsv1.LabelEC2NodeClass] = class.Name
+	if _, named := tags["Name"]; !named {
+		// The EC2 console's name column: which node this is.
+		tags["Name"] = claim.Labels[v1.LabelNodePool] + "/" + claim.Name
+	}
 	return tags
 }
 

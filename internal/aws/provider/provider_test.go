@@ -302,3 +302,46 @@ func TestLaunchTemplatesAreRemembered(t *testing.T) {
 		t.Errorf("%d instances, want 4", n)
 	}
 }
+
+// Only what nodewright launched is listed and terminated: instances of the
+// cluster without nodewright's tags (a managed node group's), another
+// cluster's, and untagged ones are neither listed nor terminated, even by
+// a NodeClaim that points at one.
+func TestForeignInstancesAreNeverTouched(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	ours, err := f.provider.Create(ctx, claim("a", in(scheduling.LabelInstanceType, "m5.large")), f.class, f.types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster := "kubernetes.io/cluster/" + account.ClusterName
+	foreign := map[string]map[string]string{
+		"managed node group": {cluster: "owned", "eks:nodegroup-name": "system", "eks:cluster-name": account.ClusterName},
+		"another cluster":    {"kubernetes.io/cluster/other": "owned", v1.LabelNodePool: "default", provider.TagNodeClaim: "x", awsv1.LabelEC2NodeClass: "default"},
+		"shared, not owned":  {cluster: "shared", v1.LabelNodePool: "default", provider.TagNodeClaim: "y", awsv1.LabelEC2NodeClass: "default"},
+		"no NodeClaim tag":   {cluster: "owned", v1.LabelNodePool: "default", awsv1.LabelEC2NodeClass: "default"},
+		"untagged":           nil,
+	}
+	ids := map[string]string{}
+	for what, tags := range foreign {
+		ids[what] = f.account.AddInstance("m5.large", "us-east-1a", "", tags)
+	}
+	listed, err := f.provider.List(ctx)
+	if err != nil || len(listed) != 1 || listed[0].ProviderID != ours.ProviderID {
+		t.Fatalf("List = %+v, %v; want only the instance nodewright launched", listed, err)
+	}
+	for what, id := range ids {
+		err := f.provider.Delete(ctx, "aws:///us-east-1a/"+id)
+		if !cloudprovider.IsNotOwned(err) {
+			t.Errorf("Delete of the %s instance: %v, want NotOwned", what, err)
+		}
+	}
+	for _, inst := range f.account.Instances() {
+		if *inst.InstanceId != ours.InstanceID && inst.State.Name != "running" {
+			t.Errorf("instance %s was touched: %s", *inst.InstanceId, inst.State.Name)
+		}
+	}
+	if err := f.provider.Delete(ctx, ours.ProviderID); err != nil {
+		t.Errorf("Delete of nodewright's own instance: %v", err)
+	}
+}

@@ -10,7 +10,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/sets"
 
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
+	"github.com/nodewright/nodewright/internal/aws/provider"
 	"github.com/nodewright/nodewright/internal/aws/sdk"
 	"github.com/nodewright/nodewright/internal/doctor"
 )
@@ -182,5 +184,49 @@ func TestDoctorPolicy(t *testing.T) {
 		if !readOnly.MatchString(a) {
 			t.Errorf("docs/iam-policy-doctor.json allows %s, which changes the account", a)
 		}
+	}
+}
+
+// What the controller may terminate or delete it made itself: every
+// statement that terminates instances, deletes launch templates or changes
+// instance profiles requires the cluster's tag as owned and the tags
+// nodewright gives what it makes (an instance its NodePool, NodeClaim and
+// EC2NodeClass; a launch template or profile its EC2NodeClass), so a
+// managed node group's instance (cluster tag owned, eks:nodegroup-name)
+// cannot be touched even by a bug.
+func TestControllerPolicyTouchesOnlyWhatNodewrightMade(t *testing.T) {
+	stmts := readPolicy(t, "../../../docs/iam-policy.json")
+	needs := map[string][]string{
+		":instance/*":         provider.InstanceOwnershipTagKeys(),
+		":launch-template/*":  {awsv1.LabelEC2NodeClass},
+		":instance-profile/*": {awsv1.LabelEC2NodeClass},
+	}
+	destructive := sets.New("ec2:TerminateInstances", "ec2:DeleteLaunchTemplate", "iam:DeleteInstanceProfile",
+		"iam:RemoveRoleFromInstanceProfile", "iam:AddRoleToInstanceProfile")
+	seen := sets.New[string]()
+	for _, s := range stmts {
+		acts := sets.New(s.Action...).Intersection(destructive)
+		if acts.Len() == 0 {
+			continue
+		}
+		seen = seen.Union(acts)
+		if got := s.Condition["StringEquals"]["aws:ResourceTag/kubernetes.io/cluster/${CLUSTER_NAME}"]; got != "owned" {
+			t.Errorf("statement %s (%v) does not require kubernetes.io/cluster/${CLUSTER_NAME}=owned on the resource", s.Sid, sets.List(acts))
+		}
+		for _, r := range s.Resource {
+			for suffix, keys := range needs {
+				if !strings.HasSuffix(r, suffix) {
+					continue
+				}
+				for _, k := range keys {
+					if s.Condition["StringLike"]["aws:ResourceTag/"+k] != "*" {
+						t.Errorf("statement %s lets %v act on %s without the tag %s", s.Sid, sets.List(acts), r, k)
+					}
+				}
+			}
+		}
+	}
+	if missing := destructive.Difference(seen); missing.Len() > 0 {
+		t.Errorf("no statement allows %v", sets.List(missing))
 	}
 }

@@ -25,6 +25,9 @@ type Faults struct {
 	// (tagged karpenter.sh/nodepool) never answer, until the caller gives
 	// up: a launch stuck on the AWS side.
 	HangNodePool string
+	// PricingDenied makes the Pricing API refuse every call with
+	// AccessDeniedException, as it does a role without pricing:GetProducts.
+	PricingDenied bool
 }
 
 // Stats count the account's API calls.

@@ -4,8 +4,6 @@
 package aws
 
 import (
-	"path"
-
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 )
 
@@ -33,10 +31,35 @@ func matches(filters []ec2types.Filter, attrs attributes) (bool, error) {
 func anyMatch(patterns, values []string) bool {
 	for _, p := range patterns {
 		for _, v := range values {
-			if ok, _ := path.Match(p, v); ok {
+			if wildcardMatch(p, v) {
 				return true
 			}
 		}
+	}
+	return false
+}
+
+// wildcardMatch is EC2's filter value matching: * is any run of
+// characters (slashes too: tag keys such as kubernetes.io/cluster/NAME
+// have them), ? any one character, a backslash escapes either.
+func wildcardMatch(pattern, value string) bool {
+	if pattern == "" {
+		return value == ""
+	}
+	switch c := pattern[0]; {
+	case c == '*':
+		for i := 0; i <= len(value); i++ {
+			if wildcardMatch(pattern[1:], value[i:]) {
+				return true
+			}
+		}
+		return false
+	case c == '\\' && len(pattern) > 1:
+		return value != "" && value[0] == pattern[1] && wildcardMatch(pattern[2:], value[1:])
+	case value == "":
+		return false
+	case c == '?' || c == value[0]:
+		return wildcardMatch(pattern[1:], value[1:])
 	}
 	return false
 }

@@ -185,6 +185,12 @@ func (p *Pricing) GetProducts(ctx context.Context, in *pricing.GetProductsInput,
 	if err := p.account.call(ctx, serviceCall("GetProducts")); err != nil {
 		return nil, err
 	}
+	p.account.mu.Lock()
+	denied := p.account.faults.PricingDenied
+	p.account.mu.Unlock()
+	if denied {
+		return nil, apiError("AccessDeniedException", "User: arn:aws:sts::"+accountID+":assumed-role/KarpenterControllerRole-nodewright-sim/nodewright is not authorized to perform: pricing:GetProducts")
+	}
 	if aws.ToString(in.ServiceCode) != "AmazonEC2" {
 		return nil, apiError("InvalidParameterException", "the simulated account prices AmazonEC2 only")
 	}

@@ -414,6 +414,37 @@ func (a *Account) launch(c candidate, placement *ec2types.Placement, lifecycle e
 	return inst
 }
 
+// AddInstance starts an instance nodewright did not launch — a managed
+// node group's, another cluster's, one started by hand — running in a zone
+// with the tags given, and returns its id. userData (base64) is what its
+// kubelet reads, if any.
+func (a *Account) AddInstance(instanceType, zone, userData string, tags map[string]string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := len(a.instances) + 1
+	inst := &Instance{
+		Instance: ec2types.Instance{
+			InstanceId: aws.String(fmt.Sprintf("i-%017x", n)), InstanceType: ec2types.InstanceType(instanceType),
+			Placement:        &ec2types.Placement{AvailabilityZone: aws.String(zone)},
+			PrivateDnsName:   aws.String(fmt.Sprintf("ip-10-0-%d-%d.ec2.internal", n/250, n%250+4)),
+			PrivateIpAddress: aws.String(fmt.Sprintf("10.0.%d.%d", n/250, n%250+4)),
+			LaunchTime:       aws.Time(a.clock.Now()),
+		},
+		UserData: userData,
+	}
+	keys := make([]string, 0, len(tags))
+	for k := range tags {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		inst.Tags = append(inst.Tags, ec2types.Tag{Key: aws.String(k), Value: aws.String(tags[k])})
+	}
+	a.setState(inst, stateRunning)
+	a.instances = append(a.instances, inst)
+	return aws.ToString(inst.InstanceId)
+}
+
 // Instance is a simulated instance with what the simulated kubelet reads:
 // its user data (base64, as launched) and the role of its profile.
 type Instance struct {
