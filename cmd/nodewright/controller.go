@@ -17,13 +17,16 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/pricing"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"github.com/aws/smithy-go/logging"
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"go.uber.org/zap/zapcore"
+	"k8s.io/klog/v2"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/client/config"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/nodewright/nodewright/internal/aws/interruption"
@@ -64,6 +67,7 @@ control plane.`,
 			if err != nil {
 				return err
 			}
+			installLogger(log)
 			rc, err := ctrlconfig.GetConfig()
 			if err != nil {
 				return fmt.Errorf("reading the kubeconfig: %w", err)
@@ -71,7 +75,7 @@ control plane.`,
 			var clouds operator.Clouds
 			switch cloud {
 			case "aws":
-				clouds, err = awsClouds(ctx, &cfg)
+				clouds, err = awsClouds(ctx, &cfg, log.WithName("aws"))
 				if err != nil {
 					return err
 				}
@@ -83,7 +87,7 @@ control plane.`,
 				if cfg.Interruption.Queue != "" {
 					account.SetEventQueue(cfg.Interruption.Queue, interruption.Notice)
 				}
-				if err := runSimulatedNodes(ctx, rc, account); err != nil {
+				if err := runSimulatedNodes(ctx, rc, account, log.WithName("kubelets")); err != nil {
 					return err
 				}
 			default:
@@ -160,10 +164,31 @@ func controllerLogger(w io.Writer, format, level string) (logr.Logger, error) {
 	return zap.New(zap.UseFlagOptions(&opts)), nil
 }
 
+// installLogger makes log the one logger of the process: controller-runtime's
+// (its manager, caches, leader election) and client-go's (klog: reflectors,
+// event broadcasting, leader election) log through it as well, so every
+// line is one JSON object and none is lost.
+func installLogger(log logr.Logger) {
+	ctrllog.SetLogger(log)
+	klog.SetLogger(log.WithName("client-go"))
+}
+
+// awsLogger hands the AWS SDK's own messages (retries, checksum warnings)
+// to the controller's logger.
+func awsLogger(log logr.Logger) logging.Logger {
+	return logging.LoggerFunc(func(c logging.Classification, format string, v ...any) {
+		if c == logging.Warn {
+			log.Info(fmt.Sprintf(format, v...), "level", "warn")
+			return
+		}
+		log.V(1).Info(fmt.Sprintf(format, v...))
+	})
+}
+
 // awsClouds builds the SDK clients and fills the region and Kubernetes
 // version from the AWS configuration and the EKS cluster.
-func awsClouds(ctx context.Context, cfg *operator.Config) (operator.Clouds, error) {
-	opts := []func(*awsconfig.LoadOptions) error{}
+func awsClouds(ctx context.Context, cfg *operator.Config, log logr.Logger) (operator.Clouds, error) {
+	opts := []func(*awsconfig.LoadOptions) error{awsconfig.WithLogger(awsLogger(log))}
 	if cfg.Region != "" {
 		opts = append(opts, awsconfig.WithRegion(cfg.Region))
 	}
@@ -200,12 +225,12 @@ func kubeClient(rc *rest.Config) (client.Client, error) {
 
 // runSimulatedNodes runs the simulated kubelets and cloud controller
 // manager of a simulated account against the cluster.
-func runSimulatedNodes(ctx context.Context, rc *rest.Config, account *simaws.Account) error {
+func runSimulatedNodes(ctx context.Context, rc *rest.Config, account *simaws.Account, log logr.Logger) error {
 	kube, err := kubeClient(rc)
 	if err != nil {
 		return err
 	}
-	kubelets := &kubelet.Simulator{Kube: kube, Account: account, Clock: clock.RealClock{}, BootDelay: 2 * time.Second, Log: zap.New().WithName("kubelets")}
+	kubelets := &kubelet.Simulator{Kube: kube, Account: account, Clock: clock.RealClock{}, BootDelay: 2 * time.Second, Log: log}
 	ccm := &kubelet.CloudControllerManager{Kube: kube, Clock: clock.RealClock{}, Delay: 2 * time.Second, Enabled: true}
 	go func() { _ = kubelets.Run(ctx, 500*time.Millisecond) }()
 	go func() {

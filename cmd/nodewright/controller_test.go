@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -11,9 +12,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/smithy-go/logging"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/nodewright/nodewright/internal/controlplane"
 	"github.com/nodewright/nodewright/internal/operator"
@@ -129,5 +133,39 @@ func TestClusterEndpointFlag(t *testing.T) {
 	_, err := run("controller", "--cluster-name", "c", "--cluster-endpoint", "api.internal:443")
 	if err == nil || !strings.Contains(err.Error(), "--cluster-endpoint") || !strings.Contains(err.Error(), "https://") {
 		t.Errorf("a host:port endpoint: %v, want an error asking for https://...", err)
+	}
+}
+
+// controller-runtime's and client-go's own lines go through the
+// controller's logger: every line written is one JSON object, nothing is
+// printed about a logger never set, and their messages are kept.
+func TestOneLoggerForEverything(t *testing.T) {
+	var buf bytes.Buffer
+	log, err := controllerLogger(&buf, "json", "info")
+	if err != nil {
+		t.Fatal(err)
+	}
+	installLogger(log)
+	ctrllog.Log.WithName("controller-runtime.manager").Info("starting manager")
+	ctrllog.Log.Error(errors.New("boom"), "reconciler error", "controller", "nodeclaim")
+	klog.InfoS("attempting to acquire leader lease", "lease", "nodewright/nodewright")
+	klog.Errorf("watch of %s ended with: %s", "*v1.Pod", "too old resource version")
+	klog.Background().WithName("reflector").Info("caches populated")
+	awsLogger(log.WithName("aws")).Logf(logging.Warn, "Response has no supported checksum. Not validating response payload.")
+	want := []string{"starting manager", "reconciler error", "attempting to acquire leader lease", "watch of *v1.Pod ended with: too old resource version", "caches populated", "Response has no supported checksum"}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	for _, line := range lines {
+		var entry map[string]any
+		if err := json.Unmarshal([]byte(line), &entry); err != nil {
+			t.Errorf("not one JSON object: %q", line)
+		}
+		if strings.Contains(line, "SetLogger") {
+			t.Errorf("a logger was never set: %q", line)
+		}
+	}
+	for _, w := range want {
+		if !strings.Contains(buf.String(), w) {
+			t.Errorf("lost %q:\n%s", w, buf.String())
+		}
 	}
 }

@@ -16,7 +16,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/nodewright/nodewright/internal/controlplane"
 	simaws "github.com/nodewright/nodewright/internal/sim/aws"
@@ -93,7 +92,7 @@ is enough), or a manifest file.`,
 			if pprofAddr != "" {
 				go func() { _ = http.ListenAndServe(pprofAddr, nil) }() //nolint:gosec // a local debugging endpoint
 			}
-			logf.SetLogger(logr.Discard())
+			installLogger(logr.Discard()) // the summary says what matters; --log-file keeps the rest
 			progress := cmd.ErrOrStderr()
 			assets, err := ensureControlPlane(ctx, progress)
 			if err != nil {
@@ -109,6 +108,7 @@ is enough), or a manifest file.`,
 				if opts.Log, err = controllerLogger(f, "json", "info"); err != nil {
 					return err
 				}
+				installLogger(opts.Log)
 			}
 			opts.AssetsDir, opts.WorkDir = assets, workDir
 			opts.BootDelay, opts.BootJitter, opts.CloudControllerManager = bootDelay, bootJitter, !noCCM
