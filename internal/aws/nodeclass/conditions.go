@@ -1,6 +1,7 @@
 package nodeclass
 
 import (
+	"cmp"
 	"fmt"
 	"sort"
 	"strings"
@@ -21,6 +22,9 @@ type Resolution struct {
 	SecurityGrpErr  error
 	AMIs            []awsv1.AMI
 	AMIsErr         error
+	// NoAMIs says why no AMI was found, and what to do (empty: the
+	// generic message).
+	NoAMIs string
 	InstanceProfile string
 	ProfileErr      error
 	Findings        []userdata.Finding
@@ -56,7 +60,7 @@ func Conditions(nc *awsv1.EC2NodeClass, r Resolution) []metav1.Condition {
 		found(awsv1.ConditionSecurityGroupsReady, len(r.SecurityGroups), r.SecurityGrpErr, ReasonSecurityGroupsNotFound,
 			"no security group matches spec.securityGroupSelectorTerms "+describeGroupTerms(nc.Spec.SecurityGroupSelectorTerms)+"; tag the cluster's security groups or fix the terms"),
 		found(awsv1.ConditionAMIsReady, len(r.AMIs), r.AMIsErr, ReasonAMIsNotFound,
-			"no AMI matches spec.amiSelectorTerms "+DescribeAMITerms(nc.Spec.AMISelectorTerms)),
+			cmp.Or(r.NoAMIs, "no AMI matches spec.amiSelectorTerms "+DescribeAMITerms(nc.Spec.AMISelectorTerms))),
 	}
 	profile := metav1.Condition{Type: awsv1.ConditionInstanceProfileReady, Status: metav1.ConditionTrue, Reason: ReasonResolved, Message: "instance profile " + r.InstanceProfile}
 	if r.ProfileErr != nil {

@@ -136,6 +136,9 @@ func (c *Controller) resolve(ctx context.Context, nc *awsv1.EC2NodeClass) Resolu
 	res.Subnets, res.SubnetsErr = c.Resolver.Subnets(ctx, nc)
 	res.SecurityGroups, res.SecurityGrpErr = c.Resolver.SecurityGroups(ctx, nc)
 	res.AMIs, res.AMIsErr = c.Resolver.AMIs(ctx, nc)
+	if len(res.AMIs) == 0 && res.AMIsErr == nil {
+		res.NoAMIs = c.Resolver.NoAMIMessage(nc)
+	}
 	res.InstanceProfile, res.ProfileErr = c.Resolver.InstanceProfile(ctx, nc)
 	res.Reservations, res.ReservationsErr = c.Resolver.CapacityReservations(ctx, nc, c.Clock.Now())
 	res.PlacementGroup, res.PlacementErr = c.Resolver.PlacementGroup(ctx, nc)

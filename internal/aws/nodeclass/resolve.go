@@ -161,8 +161,17 @@ func (r *Resolver) AMIs(ctx context.Context, nc *awsv1.EC2NodeClass) ([]awsv1.AM
 
 // aliasImages resolves family@version through SSM.
 func (r *Resolver) aliasImages(ctx context.Context, alias string) ([]ec2types.Image, error) {
+	params, err := AliasParameters(alias, r.KubernetesVersion)
+	if err != nil {
+		return nil, err
+	}
+	return r.parameterImages(ctx, params)
+}
+
+// AliasParameters are the public SSM parameters an alias (family@version)
+// names the EKS-optimized AMIs by, for a Kubernetes version.
+func AliasParameters(alias, k string) ([]string, error) {
 	family, version, _ := strings.Cut(alias, "@")
-	k := r.KubernetesVersion
 	var params []string
 	switch family {
 	case "al2":
@@ -189,7 +198,28 @@ func (r *Resolver) aliasImages(ctx context.Context, alias string) ([]ec2types.Im
 	default:
 		return nil, fmt.Errorf("alias %s: resolving the %s family is not supported", alias, family)
 	}
-	return r.parameterImages(ctx, params)
+	return params, nil
+}
+
+// NoAMIMessage says why amiSelectorTerms select no AMI and what to do:
+// for aliases, the SSM parameters read and the Kubernetes version they
+// are for.
+func (r *Resolver) NoAMIMessage(nc *awsv1.EC2NodeClass) string {
+	msg := "no AMI matches spec.amiSelectorTerms " + DescribeAMITerms(nc.Spec.AMISelectorTerms)
+	var params []string
+	var alias string
+	for _, t := range nc.Spec.AMISelectorTerms {
+		if p, err := AliasParameters(t.Alias, r.KubernetesVersion); t.Alias != "" && err == nil {
+			params, alias = append(params, p...), t.Alias
+		}
+	}
+	if len(params) == 0 {
+		return msg + "; check the ids, names, owners and tags against the account's images (aws ec2 describe-images), or use an alias such as al2023@latest"
+	}
+	family, _, _ := strings.Cut(alias, "@")
+	return fmt.Sprintf("%s: for Kubernetes %s the alias reads the SSM parameters %s, and none names an image this account can use; "+
+		"if the cluster is not on Kubernetes %s, give the controller --kubernetes-version; otherwise pin a version the alias publishes (%s@<version>), "+
+		"or select the AMI with an ssmParameter, id or tags term", msg, r.KubernetesVersion, strings.Join(params, ", "), r.KubernetesVersion, family)
 }
 
 // parameterImages reads AMI ids from SSM parameters and describes them;

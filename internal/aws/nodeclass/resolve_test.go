@@ -167,3 +167,19 @@ func TestForeignInstanceProfileIsLeftAlone(t *testing.T) {
 		t.Errorf("the foreign profile was changed or deleted: %+v %v", out, err)
 	}
 }
+
+// An alias that finds nothing names the SSM parameters it read, the
+// Kubernetes version and what to do.
+func TestNoAMIMessage(t *testing.T) {
+	r := &nodeclass.Resolver{KubernetesVersion: "1.99"}
+	msg := r.NoAMIMessage(nodeClass(awsv1.AMISelectorTerm{Alias: "al2023@latest"}))
+	for _, want := range []string{"Kubernetes 1.99", "/aws/service/eks/optimized-ami/1.99/amazon-linux-2023/x86_64/standard/recommended/image_id",
+		"/aws/service/eks/optimized-ami/1.99/amazon-linux-2023/arm64/standard/recommended/image_id", "--kubernetes-version", "al2023@<version>", "ssmParameter"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("%q does not say %q", msg, want)
+		}
+	}
+	if msg := r.NoAMIMessage(nodeClass(awsv1.AMISelectorTerm{ID: "ami-123"})); !strings.Contains(msg, "describe-images") {
+		t.Errorf("id term: %q", msg)
+	}
+}
