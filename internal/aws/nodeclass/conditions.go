@@ -16,15 +16,15 @@ import (
 // Resolution is what reconciling an EC2NodeClass found; each Err says why
 // that part could not be resolved.
 type Resolution struct {
-	Subnets         []Subnet
-	SubnetsErr      error
-	SecurityGroups  []awsv1.SecurityGroup
-	SecurityGrpErr  error
-	AMIs            []awsv1.AMI
-	AMIsErr         error
+	Subnets        []Subnet
+	SubnetsErr     error
+	SecurityGroups []awsv1.SecurityGroup
+	SecurityGrpErr error
+	AMIs           []awsv1.AMI
+	AMIsErr        error
 	// NoAMIs says why no AMI was found, and what to do (empty: the
 	// generic message).
-	NoAMIs string
+	NoAMIs          string
 	InstanceProfile string
 	ProfileErr      error
 	Findings        []userdata.Finding
