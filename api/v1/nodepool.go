@@ -245,6 +245,24 @@ type NodePoolStatus struct {
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// RegistrationBackoff is the relaunch backoff after NodeClaims of the
+	// NodePool timed out before their node registered, kept here so that a
+	// restarted or newly elected controller backs off as the last one did.
+	// +optional
+	RegistrationBackoff *RegistrationBackoff `json:"registrationBackoff,omitempty"`
+}
+
+// RegistrationBackoff is a NodePool's relaunch backoff.
+type RegistrationBackoff struct {
+	// Failures is how many NodeClaims in a row timed out unregistered.
+	Failures int32 `json:"failures"`
+	// LastTimeout is when the last of them timed out.
+	LastTimeout metav1.Time `json:"lastTimeout"`
+	// Until is when the NodePool launches again.
+	Until metav1.Time `json:"until"`
+	// Cause is the most likely cause found for the last timeout.
+	// +optional
+	Cause string `json:"cause,omitempty"`
 }
 
 // NodePool condition types.

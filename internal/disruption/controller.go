@@ -120,7 +120,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		return err
 	}
 	now := c.Clock.Now()
-	snap := state.Build(listed.Objects, state.Options{Now: now, NodeClasses: classes, Backoff: c.Registrations.Backoffs(now)})
+	snap := state.Build(listed.Objects, state.Options{Now: now, NodeClasses: classes, Backoff: c.Registrations.Backoffs()})
 	finished, err := c.advance(ctx, snap, listed)
 	if err != nil {
 		return err

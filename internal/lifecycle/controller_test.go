@@ -518,6 +518,13 @@ func TestRegistrationTimeoutMarksTheNodePool(t *testing.T) {
 	if len(pool.Annotations) != 0 {
 		t.Errorf("the backoff is written into the NodePool's annotations: %v", pool.Annotations)
 	}
+	e.WaitFor(t, "the backoff kept in the NodePool's status", func(ctx context.Context) (bool, error) {
+		if err := e.Kube.Get(ctx, client.ObjectKeyFromObject(pool), pool); err != nil {
+			return false, err
+		}
+		b := pool.Status.RegistrationBackoff
+		return b != nil && b.Failures == 1 && b.Until.Sub(b.LastTimeout.Time) == time.Minute && strings.Contains(b.Cause, "aws-auth"), nil
+	})
 }
 
 // Garbage collection: an instance whose NodeClaim vanished without its

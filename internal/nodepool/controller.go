@@ -130,23 +130,31 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 
 // registrationHealth shows what the lifecycle recorded: True once a node
 // registered, False with the likely cause and the backoff after
-// timeouts. Without a record (nothing happened since the controller
-// started) the condition stays as it was, True when new.
+// timeouts, and the backoff itself in status.registrationBackoff. Without
+// a record (nothing happened since the controller started) the backoff in
+// status is taken up again, so a restart or a new leader backs off as the
+// last one did, and the condition stays as it was, True when new.
 func (c *Controller) registrationHealth(np *v1.NodePool, now metav1.Time) {
 	reg, known := c.Registrations.get(np.Name)
-	switch {
-	case !known:
-		if meta.FindStatusCondition(np.Status.Conditions, v1.ConditionNodeRegistrationHealthy) == nil {
+	if !known {
+		if b := np.Status.RegistrationBackoff; b != nil {
+			c.Registrations.Restore(np.Name, int(b.Failures), b.LastTimeout.Time, b.Cause)
+		} else if meta.FindStatusCondition(np.Status.Conditions, v1.ConditionNodeRegistrationHealthy) == nil {
 			setCondition(np, now, v1.ConditionNodeRegistrationHealthy, true, "", "")
 		}
-	case reg.failures == 0:
-		setCondition(np, now, v1.ConditionNodeRegistrationHealthy, true, "", "")
-	default:
-		until := reg.last.Add(Backoff(reg.failures))
-		setCondition(np, now, v1.ConditionNodeRegistrationHealthy, false, "RegistrationTimeout",
-			fmt.Sprintf("%d NodeClaim(s) in a row timed out before their node registered; launches back off until %s. Most likely cause: %s",
-				reg.failures, until.UTC().Format(time.RFC3339), reg.cause))
+		return
 	}
+	if reg.failures == 0 {
+		np.Status.RegistrationBackoff = nil
+		setCondition(np, now, v1.ConditionNodeRegistrationHealthy, true, "", "")
+		return
+	}
+	until := reg.last.Add(Backoff(reg.failures))
+	np.Status.RegistrationBackoff = &v1.RegistrationBackoff{Failures: int32(reg.failures), //nolint:gosec // a count of timeouts
+		LastTimeout: metav1.NewTime(reg.last), Until: metav1.NewTime(until), Cause: reg.cause}
+	setCondition(np, now, v1.ConditionNodeRegistrationHealthy, false, "RegistrationTimeout",
+		fmt.Sprintf("%d NodeClaim(s) in a row timed out before their node registered; launches back off until %s. Most likely cause: %s",
+			reg.failures, until.UTC().Format(time.RFC3339), reg.cause))
 }
 
 func (c *Controller) nodeClassReady(ctx context.Context, np *v1.NodePool) (bool, string) {
@@ -182,10 +190,10 @@ func setCondition(np *v1.NodePool, now metav1.Time, condType string, ok bool, re
 
 // Registrations remembers, per NodePool, how many NodeClaims in a row
 // timed out before their node registered, and when the last did: the
-// state of the relaunch backoff. It lives in the controller's memory (a
-// restart forgets it, and the next timeout starts it again), never in
-// the user's objects; the lifecycle records outcomes and the NodePool
-// controller, the only writer of NodePool status, shows them.
+// state of the relaunch backoff. The lifecycle records outcomes; the
+// NodePool controller, the only writer of NodePool status, shows them
+// there (status.registrationBackoff and the NodeRegistrationHealthy
+// condition) and takes them up again from there after a restart.
 type Registrations struct {
 	mu    sync.Mutex
 	pools map[string]registration
@@ -218,15 +226,29 @@ func (r *Registrations) Record(pool string, now time.Time, healthy bool, cause s
 	return true
 }
 
-// Backoffs are the NodePools whose launches back off now.
-func (r *Registrations) Backoffs(now time.Time) map[string]state.Backoff {
+// Restore takes up a backoff recorded before this process started, unless
+// something has been recorded since.
+func (r *Registrations) Restore(pool string, failures int, last time.Time, cause string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := map[string]state.Backoff{}
+	if _, known := r.pools[pool]; !known && failures > 0 {
+		r.pools[pool] = registration{failures: failures, last: last, cause: cause}
+	}
+}
+
+// Backoffs are the backoffs of the NodePools this process knows of (a
+// zero Until for those whose last node registered); a NodePool it does
+// not know of backs off as its status says.
+func (r *Registrations) Backoffs() map[string]state.Backoff {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]state.Backoff, len(r.pools))
 	for pool, reg := range r.pools {
-		if until := reg.last.Add(Backoff(reg.failures)); reg.failures > 0 && now.Before(until) {
-			out[pool] = state.Backoff{Until: until, Failures: reg.failures}
+		b := state.Backoff{Failures: reg.failures}
+		if reg.failures > 0 {
+			b.Until = reg.last.Add(Backoff(reg.failures))
 		}
+		out[pool] = b
 	}
 	return out
 }

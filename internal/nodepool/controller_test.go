@@ -25,12 +25,13 @@ func TestRegistrationsBackOff(t *testing.T) {
 	}
 	r.Record("a", last.Add(-time.Minute), false, "cause")
 	r.Record("a", last, false, "cause")
-	b, ok := r.Backoffs(last.Add(time.Minute))["a"]
+	b, ok := r.Backoffs()["a"]
 	if !ok || b.Failures != 3 || !b.Until.Equal(last.Add(4*time.Minute)) {
 		t.Errorf("after 3 timeouts: %+v, %v", b, ok)
 	}
-	if _, ok := r.Backoffs(last.Add(4 * time.Minute))["a"]; ok {
-		t.Error("still backed off when the backoff has run out")
+	r.Restore("a", 1, last.Add(-time.Hour), "older")
+	if b := r.Backoffs()["a"]; b.Failures != 3 {
+		t.Errorf("a backoff from status replaced the one recorded since: %+v", b)
 	}
 	if !r.Record("a", last, true, "") {
 		t.Error("a registration after timeouts changes nothing")
@@ -38,7 +39,11 @@ func TestRegistrationsBackOff(t *testing.T) {
 	if r.Record("a", last, true, "") {
 		t.Error("a second registration in a row changes something")
 	}
-	if bs := r.Backoffs(last); len(bs) != 0 {
-		t.Errorf("backed off after a registration: %+v", bs)
+	if b, ok := r.Backoffs()["a"]; !ok || !b.Until.IsZero() {
+		t.Errorf("after a registration: %+v %v, want known with no backoff", b, ok)
+	}
+	r.Restore("b", 2, last, "from status")
+	if b := r.Backoffs()["b"]; b.Failures != 2 || !b.Until.Equal(last.Add(2*time.Minute)) {
+		t.Errorf("restored: %+v", b)
 	}
 }

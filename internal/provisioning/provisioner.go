@@ -11,6 +11,9 @@ import (
 	"github.com/go-logr/logr"
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
@@ -42,7 +45,7 @@ type Provisioner struct {
 	// Retry is how long to wait before deciding again when a NodeClaim is
 	// still launching or pods stayed pending.
 	Retry   time.Duration
-	Clock   clock.PassiveClock
+	Clock   clock.Clock
 	Metrics *metrics.Metrics
 	Log     logr.Logger
 	// Registrations say which NodePools back off after registration
@@ -51,7 +54,29 @@ type Provisioner struct {
 	// Nominator tells kube-scheduler where the plan put each pod; nil
 	// leaves the choice to kube-scheduler.
 	Nominator *Nominator
+
+	// said is what each pending pod was last told (FailedScheduling), and
+	// when: a pod is told again when the reason changes, or after Resay.
+	said map[types.UID]saying
+	// same counts the decisions in a row that left the same pods pending
+	// for the same reasons and launched nothing: the next one waits
+	// longer, up to MaxRetry, unless something changes.
+	same    int
+	lastKey string
 }
+
+type saying struct {
+	reason string
+	at     time.Time
+}
+
+// Resay is how often a pod that stays pending for the same reason is told
+// again (events expire after an hour).
+const Resay = 30 * time.Minute
+
+// MaxRetry is the longest a decision that changed nothing waits for the
+// next, when nothing it watches changes.
+const MaxRetry = time.Minute
 
 // NominationGrace is how long after its node initialized a pod planned
 // or nominated onto it still counts as that node's: kube-scheduler binds
@@ -100,12 +125,46 @@ func (p *Provisioner) SetupWithManager(mgr manager.Manager) error {
 			p.Batcher.Trigger()
 		},
 	}
+	// A NodePool or EC2NodeClass that changes what it asks for, or
+	// becomes ready or not, may place pods left pending.
+	changed := handler.Funcs{
+		CreateFunc: func(context.Context, event.CreateEvent, workqueue.TypedRateLimitingInterface[reconcile.Request]) { p.Batcher.Trigger() },
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			if e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() || readiness(e.ObjectOld) != readiness(e.ObjectNew) {
+				p.Batcher.Trigger()
+			}
+		},
+	}
 	if err := builder.ControllerManagedBy(mgr).Named("provisioner.trigger").For(&corev1.Pod{}).
 		Watches(&v1.NodeClaim{}, deleted).Watches(&corev1.Node{}, deleted).
+		Watches(&v1.NodePool{}, changed).Watches(&awsv1.EC2NodeClass{}, changed).
 		Complete(reconcile.Func(p.podChanged)); err != nil {
 		return err
 	}
 	return mgr.Add(manager.RunnableFunc(p.run))
+}
+
+// readiness is the Ready condition's status and reason of a NodePool or
+// EC2NodeClass, and a NodePool's registration backoff.
+func readiness(o client.Object) string {
+	switch o := o.(type) {
+	case *v1.NodePool:
+		out := conditionOf(o.Status.Conditions, v1.ConditionReady)
+		if b := o.Status.RegistrationBackoff; b != nil {
+			out += "/" + b.Until.String()
+		}
+		return out
+	case *awsv1.EC2NodeClass:
+		return conditionOf(o.Status.Conditions, awsv1.ConditionReady)
+	}
+	return ""
+}
+
+func conditionOf(conds []metav1.Condition, t string) string {
+	if c := meta.FindStatusCondition(conds, t); c != nil {
+		return string(c.Status) + "/" + c.Reason
+	}
+	return ""
 }
 
 func (p *Provisioner) podChanged(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
@@ -178,12 +237,12 @@ func (p *Provisioner) run(ctx context.Context) error {
 		retry, err := p.Provision(ctx)
 		if err != nil {
 			p.Log.Error(err, "provisioning")
-			retry = true
+			retry = p.Retry
 		}
-		if retry {
+		if retry > 0 {
 			go func() {
 				select {
-				case <-time.After(p.Retry):
+				case <-p.Clock.After(retry):
 					p.Batcher.Trigger()
 				case <-ctx.Done():
 				}
@@ -193,35 +252,83 @@ func (p *Provisioner) run(ctx context.Context) error {
 	return nil
 }
 
-// Provision makes one decision. It returns retry=true when it left pods
-// pending or counted pods as a node's that is still coming up.
+// retryAfter is how soon to decide again when nothing it watches changes:
+// Retry while nodes are coming up or the outcome changed; while the same
+// pods stay pending for the same reasons and nothing launches, twice as
+// long each time up to MaxRetry, and no later than the end of a
+// registration backoff (those pods launch then).
+func (p *Provisioner) retryAfter(snap *state.Snapshot, plan *scheduling.Plan, reasons map[*corev1.Pod]string) time.Duration {
+	if len(plan.Unschedulable) == 0 && snap.Expecting() == 0 {
+		p.same, p.lastKey = 0, ""
+		return 0
+	}
+	keys := make([]string, 0, len(plan.Unschedulable))
+	for _, u := range plan.Unschedulable {
+		keys = append(keys, string(u.Pod.UID)+"="+reasons[u.Pod])
+	}
+	slices.Sort(keys)
+	key := strings.Join(keys, "\n")
+	if len(plan.NodeClaims) > 0 || snap.Expecting() > 0 || key != p.lastKey {
+		p.same, p.lastKey = 0, key
+		return p.Retry
+	}
+	p.same++
+	wait := min(p.Retry<<min(p.same, 10), max(MaxRetry, p.Retry))
+	now := p.Clock.Now()
+	for _, sk := range snap.Skipped {
+		if sk.Reason == state.SkipRegistrationBackoff && sk.Until.After(now) {
+			wait = min(wait, sk.Until.Sub(now)+time.Second)
+		}
+	}
+	return wait
+}
+
+// tell records a FailedScheduling event for a pending pod unless it was
+// told the same within Resay; pods no longer pending are forgotten.
+func (p *Provisioner) tell(reasons map[*corev1.Pod]string) {
+	now := p.Clock.Now()
+	said := make(map[types.UID]saying, len(reasons))
+	for pod, reason := range reasons {
+		last, ok := p.said[pod.UID]
+		if !ok || last.reason != reason || now.Sub(last.at) >= Resay {
+			p.Recorder.Event(pod, corev1.EventTypeWarning, "FailedScheduling", "nodewright cannot launch a node for this pod: "+reason)
+			last = saying{reason: reason, at: now}
+		}
+		said[pod.UID] = last
+	}
+	p.said = said
+}
+
+// Provision makes one decision. It returns how soon to decide again when
+// it left pods pending or counted pods as a node's that is still coming
+// up (0: only when something changes).
 //
 // NodeClaims still launching are capacity like any node (the least any
 // of their instance types offers), with the pods planned onto them, so a
 // decision never waits for a launch and never plans a pod twice; the
 // NodeClaims it creates are in the cache before the next decision reads
 // it.
-func (p *Provisioner) Provision(ctx context.Context) (bool, error) {
+func (p *Provisioner) Provision(ctx context.Context) (time.Duration, error) {
 	listed, err := listing.List(ctx, p.Client)
 	if err != nil {
-		return false, err
+		return 0, err
 	}
 	if slices.ContainsFunc(listed.NodeClaims, launchingIntoReservation) {
 		// A capacity reservation's count drops when EC2 launches the
 		// instance, a moment before the NodeClaim records it: deciding
 		// in between would count the place twice or not at all. Such
 		// launches take seconds; the decision waits for them.
-		return true, nil
+		return p.Retry, nil
 	}
 	if !slices.ContainsFunc(listed.Pods, state.Pending) && !slices.ContainsFunc(listed.NodeClaims, deleting) {
-		return false, nil
+		return 0, nil
 	}
 	classes, err := listing.Resolve(ctx, listed, p.Types, p.AMIs)
 	if err != nil {
-		return false, err
+		return 0, err
 	}
 	now := p.Clock.Now()
-	snap := state.Build(listed.Objects, state.Options{Now: now, NodeClasses: classes, Backoff: p.Registrations.Backoffs(now),
+	snap := state.Build(listed.Objects, state.Options{Now: now, NodeClasses: classes, Backoff: p.Registrations.Backoffs(),
 		Planned: p.Nominator.Planned(), NominationGrace: NominationGrace})
 	started := p.Clock.Now()
 	plan := scheduling.Solve(snap.Input(nil))
@@ -258,10 +365,10 @@ func (p *Provisioner) Provision(ctx context.Context) (bool, error) {
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return false, err
+		return 0, err
 	}
 	if err := p.nominateExisting(ctx, snap, plan); err != nil {
-		return false, err
+		return 0, err
 	}
 	for _, f := range plan.Fallbacks {
 		p.Recorder.Event(f.Pod, corev1.EventTypeNormal, "NodePoolFallback", describeFallback(f))
@@ -281,13 +388,13 @@ func (p *Provisioner) Provision(ctx context.Context) (bool, error) {
 	reasons := make(map[*corev1.Pod]string, len(plan.Unschedulable))
 	for _, u := range plan.Unschedulable {
 		reasons[u.Pod] = reasonOf(u)
-		p.Recorder.Event(u.Pod, corev1.EventTypeWarning, "FailedScheduling", "nodewright cannot launch a node for this pod: "+reasons[u.Pod])
 	}
+	p.tell(reasons)
 	for _, g := range state.GroupPods(plan.Unschedulable, func(u *scheduling.UnschedulablePod) *corev1.Pod { return u.Pod }, reasonOf) {
 		p.Log.V(1).Info("pods cannot be scheduled", "workload", g.Workload.String(), "pods", len(g.Pods), "reason", reasons[g.Pods[0]])
 	}
 	// Pods expected on nodes still coming up are looked at again: if
 	// kube-scheduler has not bound them once the node is up, they are
 	// planned anew.
-	return len(plan.Unschedulable) > 0 || snap.Expecting() > 0, nil
+	return p.retryAfter(snap, plan, reasons), nil
 }

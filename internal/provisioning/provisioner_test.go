@@ -201,3 +201,60 @@ func nominations(ctx context.Context, e *optest.Env) (map[string][]string, error
 	}
 	return out, nil
 }
+
+// A registration backoff recorded in the NodePool's status by an earlier
+// controller (before a restart or a leader change) holds: pods of the
+// NodePool are told until when, and nothing launches. A pod is told once
+// while its reason stays the same, however many decisions pass.
+func TestBackoffInStatusHoldsAcrossRestarts(t *testing.T) {
+	e := optest.Start(t, optest.Options{Scheduler: true})
+	e.DefaultNodeClass(t)
+	np := nodePool("default", nil, in("kubernetes.io/arch", "amd64"))
+	e.Create(t, np)
+	ctx := context.Background()
+	until := time.Now().Add(30 * time.Minute).UTC().Truncate(time.Second)
+	e.WaitFor(t, "the backoff written into the NodePool's status", func(ctx context.Context) (bool, error) {
+		if err := e.Kube.Get(ctx, client.ObjectKeyFromObject(np), np); err != nil {
+			return false, err
+		}
+		np.Status.RegistrationBackoff = &v1.RegistrationBackoff{Failures: 3, LastTimeout: metav1.NewTime(until.Add(-4 * time.Minute)), Until: metav1.NewTime(until), Cause: "kubelet: Unauthorized"}
+		return e.Kube.Status().Update(ctx, np) == nil, nil
+	})
+	told := func(name string) []corev1.Event {
+		events := &corev1.EventList{}
+		if err := e.Kube.List(ctx, events, client.InNamespace("default")); err != nil {
+			t.Fatal(err)
+		}
+		var out []corev1.Event
+		for _, ev := range events.Items {
+			if ev.InvolvedObject.Name == name && ev.Reason == "FailedScheduling" && ev.Source.Component == "nodewright" {
+				out = append(out, ev)
+			}
+		}
+		return out
+	}
+	e.Create(t, pod("first", nil))
+	e.WaitFor(t, "the pod told the NodePool backs off", func(context.Context) (bool, error) {
+		for _, ev := range told("first") {
+			if strings.Contains(ev.Message, "back off until "+until.Format(time.RFC3339)) && strings.Contains(ev.Message, "3 registration timeout(s)") {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	// That decision created nothing (NodeClaims are created before pods
+	// are told), and neither does the next, which a second pod causes.
+	if n := len(claims(t, e)); n != 0 {
+		t.Fatalf("%d NodeClaims launched during the backoff", n)
+	}
+	e.Create(t, pod("second", nil))
+	e.WaitFor(t, "the second pod told too", func(context.Context) (bool, error) { return len(told("second")) > 0, nil })
+	if n := len(claims(t, e)); n != 0 {
+		t.Errorf("%d NodeClaims launched during the backoff", n)
+	}
+	for _, ev := range told("first") {
+		if ev.Count > 1 {
+			t.Errorf("the first pod was told the same %d times: %s", ev.Count, ev.Message)
+		}
+	}
+}

@@ -84,7 +84,12 @@ func launchable(np *v1.NodePool, opts Options) (*SkippedNodePool, *NodeClass) {
 	if ref == nil {
 		return skip(SkipNoNodeClassRef, "", "")
 	}
-	if b, ok := opts.Backoff[np.Name]; ok && opts.Now.Before(b.Until) {
+	b, known := opts.Backoff[np.Name]
+	if rb := np.Status.RegistrationBackoff; !known && rb != nil {
+		// Recorded before this process started.
+		b = Backoff{Until: rb.Until.Time, Failures: int(rb.Failures)}
+	}
+	if opts.Now.Before(b.Until) {
 		return &SkippedNodePool{NodePool: np.Name, NodeClass: ref.Name, Reason: SkipRegistrationBackoff, Until: b.Until, Failures: b.Failures}, nil
 	}
 	class, ok := opts.NodeClasses[ref.Name]

@@ -66,8 +66,9 @@ type Options struct {
 	// NodeClasses are the resolved EC2NodeClasses by name; a NodePool
 	// whose class is not here launches nothing.
 	NodeClasses map[string]*NodeClass
-	// Backoff holds the NodePools whose launches back off after
-	// registration timeouts.
+	// Backoff holds the registration backoffs the controller knows of
+	// (a zero Until: none); a NodePool not in it backs off as its
+	// status.registrationBackoff says.
 	Backoff map[string]Backoff
 	// Catalog sizes NodeClaims that have no allocatable in their status
 	// yet (the least any instance type they list offers) when their

@@ -278,10 +278,17 @@ func TestSkippedNodePools(t *testing.T) {
 	noRef.Spec.Template.Spec.NodeClassRef = nil
 	classes := ready()
 	classes["broken"] = &state.NodeClass{NotReady: &state.NotReady{Condition: "SubnetsReady", Reason: "SubnetsNotFound", Message: "is not ready (SubnetsNotFound: no subnet matches)"}}
+	// A backoff recorded in status before a restart holds; one the
+	// controller knows to be over since does not.
+	restarted, recovered := nodePool("restarted", "default"), nodePool("recovered", "default")
+	for _, np := range []*v1.NodePool{restarted, recovered} {
+		np.Status.RegistrationBackoff = &v1.RegistrationBackoff{Failures: 3, Until: metav1.NewTime(now.Add(time.Minute))}
+	}
 	s := state.Build(state.Objects{NodePools: []*v1.NodePool{
-		nodePool("ok", "default"), deleting, noRef, nodePool("missing", "nope"), nodePool("broken", "broken"), nodePool("backoff", "default"),
-	}}, state.Options{Now: now, NodeClasses: classes, Backoff: map[string]state.Backoff{"backoff": {Until: now.Add(time.Minute), Failures: 2}, "ok": {Until: now.Add(-time.Second), Failures: 1}}})
-	if len(s.NodePools) != 1 || s.NodePools[0].Name != "ok" {
+		nodePool("ok", "default"), deleting, noRef, nodePool("missing", "nope"), nodePool("broken", "broken"), nodePool("backoff", "default"), restarted, recovered,
+	}}, state.Options{Now: now, NodeClasses: classes, Backoff: map[string]state.Backoff{"backoff": {Until: now.Add(time.Minute), Failures: 2}, "ok": {Until: now.Add(-time.Second), Failures: 1},
+		"recovered": {}}})
+	if len(s.NodePools) != 2 || s.NodePools[0].Name != "ok" || s.NodePools[1].Name != "recovered" {
 		t.Errorf("launchable NodePools: %v", s.NodePools)
 	}
 	got := map[string]state.SkipReason{}
@@ -289,7 +296,7 @@ func TestSkippedNodePools(t *testing.T) {
 		got[sk.NodePool] = sk.Reason
 	}
 	want := map[string]state.SkipReason{"deleting": state.SkipDeleting, "noref": state.SkipNoNodeClassRef, "missing": state.SkipNodeClassNotFound,
-		"broken": state.SkipNodeClassNotReady, "backoff": state.SkipRegistrationBackoff}
+		"broken": state.SkipNodeClassNotReady, "backoff": state.SkipRegistrationBackoff, "restarted": state.SkipRegistrationBackoff}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("skipped (-want +got):\n%s", d)
 	}

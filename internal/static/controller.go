@@ -83,7 +83,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	now := c.Clock.Now()
-	snap := state.Build(listed.Objects, state.Options{Now: now, NodeClasses: classes, Backoff: c.Registrations.Backoffs(now)})
+	snap := state.Build(listed.Objects, state.Options{Now: now, NodeClasses: classes, Backoff: c.Registrations.Backoffs()})
 	d := Decide(snap, np.Name)
 	if d == nil {
 		return reconcile.Result{}, nil
