@@ -128,7 +128,9 @@ func (p *Provisioner) SetupWithManager(mgr manager.Manager) error {
 	// A NodePool or EC2NodeClass that changes what it asks for, or
 	// becomes ready or not, may place pods left pending.
 	changed := handler.Funcs{
-		CreateFunc: func(context.Context, event.CreateEvent, workqueue.TypedRateLimitingInterface[reconcile.Request]) { p.Batcher.Trigger() },
+		CreateFunc: func(context.Context, event.CreateEvent, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			p.Batcher.Trigger()
+		},
 		UpdateFunc: func(_ context.Context, e event.UpdateEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			if e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() || readiness(e.ObjectOld) != readiness(e.ObjectNew) {
 				p.Batcher.Trigger()
