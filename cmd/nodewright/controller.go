@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/nodewright/nodewright/internal/aws/interruption"
+	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/operator"
 	simaws "github.com/nodewright/nodewright/internal/sim/aws"
 	"github.com/nodewright/nodewright/internal/sim/kubelet"
@@ -106,6 +107,8 @@ control plane.`,
 	f.StringVar(&cfg.ClusterEndpoint, "cluster-endpoint", "", "the API server endpoint nodes join, https://... (default: the one EKS reports)")
 	f.StringVar(&cfg.Region, "region", "", "AWS region (default: from the AWS SDK configuration)")
 	f.StringVar(&cfg.KubernetesVersion, "kubernetes-version", "", "Kubernetes minor version for EKS-optimized AMI aliases (default: the EKS cluster's)")
+	f.StringVar(&cfg.AMIAliasParameterRoot, "ami-alias-parameter-root", nodeclass.DefaultAliasParameterRoot,
+		"where the SSM parameters naming the EKS-optimized AMIs of amiSelectorTerms aliases are read (a copy of AWS's, where they are not published)")
 	f.StringVar(&cfg.MetricsAddr, "metrics-addr", cfg.MetricsAddr, "address of the Prometheus /metrics endpoint (0 disables it)")
 	f.StringVar(&cfg.HealthAddr, "health-addr", cfg.HealthAddr, "address of /healthz and /readyz (0 disables them)")
 	f.BoolVar(&cfg.Profiling, "enable-profiling", false, "serve Go's profiles (net/http/pprof) under /debug/pprof/ on --metrics-addr")

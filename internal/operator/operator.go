@@ -51,7 +51,10 @@ type Config struct {
 	ClusterEndpoint   string
 	Region            string
 	KubernetesVersion string
-	Lifecycle         lifecycle.Options
+	// AMIAliasParameterRoot is where aliases' SSM parameters are read
+	// (empty: /aws/service, where AWS publishes them).
+	AMIAliasParameterRoot string
+	Lifecycle             lifecycle.Options
 	// BatchIdle and BatchMax bound the provisioner's batching window.
 	BatchIdle, BatchMax time.Duration
 	// UnavailableOfferingTTL is how long an offering that ran out of
@@ -183,7 +186,8 @@ func New(ctx context.Context, rc *rest.Config, cfg Config, clouds Clouds, clk cl
 	if cfg.ClusterEndpoint != "" {
 		cluster.Endpoint = cfg.ClusterEndpoint
 	}
-	resolver := &nodeclass.Resolver{EC2: clouds.EC2, SSM: clouds.SSM, IAM: clouds.IAM, ClusterName: cfg.ClusterName, KubernetesVersion: cfg.KubernetesVersion}
+	resolver := &nodeclass.Resolver{EC2: clouds.EC2, SSM: clouds.SSM, IAM: clouds.IAM, ClusterName: cfg.ClusterName, KubernetesVersion: cfg.KubernetesVersion,
+		AliasParameterRoot: cfg.AMIAliasParameterRoot}
 	recorder := mgr.GetEventRecorderFor("nodewright")
 	m, err := metrics.New(ctrlmetrics.Registry)
 	if err != nil {

@@ -40,6 +40,9 @@ import (
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/controlplane"
 	"github.com/nodewright/nodewright/internal/operator"
+	"github.com/nodewright/nodewright/internal/sim/account"
+	"github.com/nodewright/nodewright/internal/sim/runner"
+	"github.com/nodewright/nodewright/scenarios"
 )
 
 // An AWS account as moto (an AWS implementation nobody here wrote) plays
@@ -50,6 +53,18 @@ type motoAccount struct {
 	IAM      *iam.Client
 	// Foreign are instances nodewright did not launch, by what they are.
 	Foreign map[string]string
+	seeding motoSeed
+}
+
+// motoSeed is what the account is set up with.
+type motoSeed struct {
+	Cluster, NodeRole string
+	// AccountID is moto's account (MOTO_ACCOUNT_ID); 123456789012 when empty.
+	AccountID string
+	// AliasRoot, when set, holds a copy of the EKS-optimized AMI
+	// parameters of the al2023 alias (moto refuses parameters under
+	// /aws/service).
+	AliasRoot string
 }
 
 const (
@@ -75,7 +90,7 @@ func motoEnv(endpoint string) []string {
 // tagged for discovery, the node role, SSM parameters naming the AMIs, and
 // instances nodewright did not launch (a managed node group's, another
 // cluster's, an untagged one).
-func startMoto(t *testing.T) *motoAccount {
+func startMoto(t *testing.T, seed motoSeed) *motoAccount {
 	t.Helper()
 	bin, err := exec.LookPath("moto_server")
 	if err != nil {
@@ -91,6 +106,9 @@ func startMoto(t *testing.T) *motoAccount {
 	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", fmt.Sprint(port)) //nolint:gosec,noctx // the test's own server, stopped at cleanup
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if seed.AccountID != "" {
+		cmd.Env = append(os.Environ(), "MOTO_ACCOUNT_ID="+seed.AccountID)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +116,8 @@ func startMoto(t *testing.T) *motoAccount {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		if t.Failed() {
-			t.Logf("moto_server:\n%.4000s", out.String())
+			log := out.String()
+			t.Logf("moto_server (the end):\n%s", log[max(0, len(log)-3000):])
 		}
 	})
 	endpoint := fmt.Sprintf("http://127.0.0.1:%d", port)
@@ -119,7 +138,7 @@ func startMoto(t *testing.T) *motoAccount {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &motoAccount{Endpoint: endpoint, EC2: ec2.NewFromConfig(cfg), IAM: iam.NewFromConfig(cfg)}
+	m := &motoAccount{Endpoint: endpoint, EC2: ec2.NewFromConfig(cfg), IAM: iam.NewFromConfig(cfg), seeding: seed}
 	m.seed(t, ctx, eks.NewFromConfig(cfg), ssm.NewFromConfig(cfg))
 	return m
 }
@@ -132,7 +151,8 @@ func (m *motoAccount) seed(t *testing.T, ctx context.Context, eksAPI *eks.Client
 			t.Fatalf("seeding moto: %v", err)
 		}
 	}
-	discovery := []ec2types.Tag{{Key: aws.String("karpenter.sh/discovery"), Value: aws.String(motoCluster)}}
+	seed := m.seeding
+	discovery := []ec2types.Tag{{Key: aws.String("karpenter.sh/discovery"), Value: aws.String(seed.Cluster)}}
 	vpc, err := m.EC2.CreateVpc(ctx, &ec2.CreateVpcInput{CidrBlock: aws.String("10.0.0.0/16")})
 	must(vpc, err)
 	vpcID := vpc.Vpc.VpcId
@@ -146,18 +166,27 @@ func (m *motoAccount) seed(t *testing.T, ctx context.Context, eksAPI *eks.Client
 	must(m.EC2.CreateSecurityGroup(ctx, &ec2.CreateSecurityGroupInput{GroupName: aws.String("nodes"), Description: aws.String("nodes"), VpcId: vpcID,
 		TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeSecurityGroup, Tags: discovery}}}))
 	trust := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"ec2.amazonaws.com"},"Action":"sts:AssumeRole"}]}`
-	must(m.IAM.CreateRole(ctx, &iam.CreateRoleInput{RoleName: aws.String(motoNodeRole), AssumeRolePolicyDocument: aws.String(trust)}))
-	must(eksAPI.CreateCluster(ctx, &eks.CreateClusterInput{Name: aws.String(motoCluster), Version: aws.String("1.34"),
+	must(m.IAM.CreateRole(ctx, &iam.CreateRoleInput{RoleName: aws.String(seed.NodeRole), AssumeRolePolicyDocument: aws.String(trust)}))
+	must(eksAPI.CreateCluster(ctx, &eks.CreateClusterInput{Name: aws.String(seed.Cluster), Version: aws.String("1.34"),
 		RoleArn:            aws.String("arn:aws:iam::123456789012:role/eks-cluster"),
 		ResourcesVpcConfig: &ekstypes.VpcConfigRequest{SubnetIds: subnets}}))
 	for arch, ami := range map[string]string{"x86_64": motoAMIx86, "arm64": motoAMIarm64} {
 		must(ssmAPI.PutParameter(ctx, &ssm.PutParameterInput{Name: aws.String("/nodewright-e2e/al2023/" + arch), Value: aws.String(ami), Type: ssmtypes.ParameterTypeString}))
+		if seed.AliasRoot != "" {
+			params, err := nodeclass.AliasParameters(seed.AliasRoot, "al2023@latest", "1.34")
+			must(params, err)
+			for _, p := range params {
+				if strings.Contains(p, "/"+arch+"/") {
+					must(ssmAPI.PutParameter(ctx, &ssm.PutParameterInput{Name: aws.String(p), Value: aws.String(ami), Type: ssmtypes.ParameterTypeString}))
+				}
+			}
+		}
 	}
 	// Instances nodewright did not launch.
-	cluster := "kubernetes.io/cluster/" + motoCluster
+	cluster := "kubernetes.io/cluster/" + seed.Cluster
 	m.Foreign = map[string]string{}
 	for what, tags := range map[string]map[string]string{
-		"a managed node group's": {cluster: "owned", "eks:nodegroup-name": "system", "eks:cluster-name": motoCluster},
+		"a managed node group's": {cluster: "owned", "eks:nodegroup-name": "system", "eks:cluster-name": seed.Cluster},
 		"another cluster's":      {"kubernetes.io/cluster/other": "owned", v1.LabelNodePool: "default", "karpenter.sh/nodeclaim": "default-abcde", awsv1.LabelEC2NodeClass: "default"},
 		"untagged":               nil,
 	} {
@@ -280,7 +309,7 @@ func motoWait(t *testing.T, limit time.Duration, what string, cond func(context.
 // one); deleting the NodePool and EC2NodeClass leaves no instance, launch
 // template or instance profile of nodewright's behind.
 func TestAgainstMoto(t *testing.T) {
-	m := startMoto(t)
+	m := startMoto(t, motoSeed{Cluster: motoCluster, NodeRole: motoNodeRole})
 	cp := controlplane.StartForTest(t, controlplane.Options{Scheduler: true, ControllerManager: true})
 	scheme, err := operator.Scheme()
 	if err != nil {
@@ -410,6 +439,72 @@ func TestAgainstMoto(t *testing.T) {
 	}
 	if _, err := m.IAM.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(nodeclass.ProfileName(motoCluster, "default"))}); err == nil {
 		t.Errorf("instance profile %s is left", nodeclass.ProfileName(motoCluster, "default"))
+	}
+	m.foreignUntouched(t)
+}
+
+// nodewright sim against moto instead of its own simulated account: the
+// simulated kubelets join moto's instances, reading the user data
+// nodewright launched them with there, so the healthy scenario runs to
+// the end (every pod Running on a Ready node), a node whose role aws-auth
+// does not map never registers and says why, and deleting the NodePools
+// terminates every instance nodewright launched in moto and none other.
+func TestSimAgainstMoto(t *testing.T) {
+	m := startMoto(t, motoSeed{Cluster: account.ClusterName, NodeRole: account.NodeRole, AccountID: account.AccountID, AliasRoot: "/moto/aws/service"})
+	sim := start(t, func(o *runner.Options) {
+		o.ControllerProcess, o.AWSEndpoint = buildNodewright(t), m.Endpoint
+		o.Operator.AMIAliasParameterRoot = "/moto/aws/service"
+	})
+	name, manifest, err := scenarios.Load("healthy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := sim.Apply(ctx, name, manifest); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := sim.Watch(ctx, 3*time.Minute, 30*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !snap.Done() {
+		var summary bytes.Buffer
+		runner.WriteSummary(&summary, name, snap)
+		t.Fatalf("the healthy scenario against moto did not finish:\n%s", summary.String())
+	}
+	m.foreignUntouched(t)
+	ours := m.instances(t, ec2types.Filter{Name: aws.String("tag-key"), Values: []string{"karpenter.sh/nodeclaim"}},
+		ec2types.Filter{Name: aws.String("tag:kubernetes.io/cluster/" + account.ClusterName), Values: []string{"owned"}},
+		ec2types.Filter{Name: aws.String("instance-state-name"), Values: []string{"running"}})
+	if len(ours) != snap.Nodes {
+		t.Errorf("%d of nodewright's instances run in moto for %d nodes", len(ours), snap.Nodes)
+		claims := &v1.NodeClaimList{}
+		_ = sim.Kube.List(ctx, claims)
+		for _, nc := range claims.Items {
+			t.Logf("NodeClaim %s %s node %q conditions %+v", nc.Name, nc.Status.ProviderID, nc.Status.NodeName, nc.Status.Conditions)
+		}
+		for id, inst := range ours {
+			t.Logf("instance %s launched %s tags %v", id, aws.ToTime(inst.LaunchTime), tagMap(inst.Tags))
+		}
+	}
+	pools := &v1.NodePoolList{}
+	if err := sim.Kube.List(ctx, pools); err != nil {
+		t.Fatal(err)
+	}
+	for i := range pools.Items {
+		if err := sim.Kube.Delete(ctx, &pools.Items[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	motoWait(t, 3*time.Minute, "every NodeClaim gone", func(ctx context.Context) (bool, error) {
+		claims := &v1.NodeClaimList{}
+		err := sim.Kube.List(ctx, claims)
+		return err == nil && len(claims.Items) == 0, err
+	})
+	for id, inst := range m.instances(t, ec2types.Filter{Name: aws.String("tag-key"), Values: []string{"karpenter.sh/nodeclaim"}}) {
+		if _, foreign := m.Foreign[id]; !foreign && inst.State.Name != ec2types.InstanceStateNameTerminated && inst.State.Name != ec2types.InstanceStateNameShuttingDown {
+			t.Errorf("instance %s of nodewright's is left %s", id, inst.State.Name)
+		}
 	}
 	m.foreignUntouched(t)
 }

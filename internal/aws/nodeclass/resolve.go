@@ -3,6 +3,7 @@
 package nodeclass
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sort"
@@ -41,6 +42,10 @@ type Resolver struct {
 	// KubernetesVersion is the cluster's minor version ("1.34"), which
 	// picks the EKS-optimized AMIs of an alias.
 	KubernetesVersion string
+	// AliasParameterRoot is where the public SSM parameters that name
+	// the EKS-optimized AMIs of aliases live: /aws/service (the default,
+	// when empty) on AWS; a copy elsewhere where they are not published.
+	AliasParameterRoot string
 }
 
 // tagFilters turns selector tags into EC2 filters; "*" matches any value.
@@ -161,39 +166,45 @@ func (r *Resolver) AMIs(ctx context.Context, nc *awsv1.EC2NodeClass) ([]awsv1.AM
 
 // aliasImages resolves family@version through SSM.
 func (r *Resolver) aliasImages(ctx context.Context, alias string) ([]ec2types.Image, error) {
-	params, err := AliasParameters(alias, r.KubernetesVersion)
+	params, err := AliasParameters(r.AliasParameterRoot, alias, r.KubernetesVersion)
 	if err != nil {
 		return nil, err
 	}
 	return r.parameterImages(ctx, params)
 }
 
+// DefaultAliasParameterRoot is where AWS publishes the SSM parameters of
+// the EKS-optimized AMIs.
+const DefaultAliasParameterRoot = "/aws/service"
+
 // AliasParameters are the public SSM parameters an alias (family@version)
-// names the EKS-optimized AMIs by, for a Kubernetes version.
-func AliasParameters(alias, k string) ([]string, error) {
+// names the EKS-optimized AMIs by, for a Kubernetes version, under root
+// (DefaultAliasParameterRoot when empty).
+func AliasParameters(root, alias, k string) ([]string, error) {
+	root = strings.TrimSuffix(cmp.Or(root, DefaultAliasParameterRoot), "/")
 	family, version, _ := strings.Cut(alias, "@")
 	var params []string
 	switch family {
 	case "al2":
 		for _, suffix := range []string{"", "-arm64"} {
 			if version == "latest" {
-				params = append(params, fmt.Sprintf("/aws/service/eks/optimized-ami/%s/amazon-linux-2%s/recommended/image_id", k, suffix))
+				params = append(params, fmt.Sprintf(root+"/eks/optimized-ami/%s/amazon-linux-2%s/recommended/image_id", k, suffix))
 			} else {
-				params = append(params, fmt.Sprintf("/aws/service/eks/optimized-ami/%s/amazon-linux-2%s/amazon-eks%s-node-%s-%s/image_id", k, suffix, suffix, k, version))
+				params = append(params, fmt.Sprintf(root+"/eks/optimized-ami/%s/amazon-linux-2%s/amazon-eks%s-node-%s-%s/image_id", k, suffix, suffix, k, version))
 			}
 		}
 	case "al2023":
 		for _, arch := range []string{"x86_64", "arm64"} {
 			if version == "latest" {
-				params = append(params, fmt.Sprintf("/aws/service/eks/optimized-ami/%s/amazon-linux-2023/%s/standard/recommended/image_id", k, arch))
+				params = append(params, fmt.Sprintf(root+"/eks/optimized-ami/%s/amazon-linux-2023/%s/standard/recommended/image_id", k, arch))
 			} else {
-				params = append(params, fmt.Sprintf("/aws/service/eks/optimized-ami/%s/amazon-linux-2023/%s/standard/amazon-eks-node-al2023-%s-standard-%s-%s/image_id", k, arch, arch, k, version))
+				params = append(params, fmt.Sprintf(root+"/eks/optimized-ami/%s/amazon-linux-2023/%s/standard/amazon-eks-node-al2023-%s-standard-%s-%s/image_id", k, arch, arch, k, version))
 			}
 		}
 	case "bottlerocket":
 		v := strings.TrimPrefix(version, "v")
 		for _, arch := range []string{"x86_64", "arm64"} {
-			params = append(params, fmt.Sprintf("/aws/service/bottlerocket/aws-k8s-%s/%s/%s/image_id", k, arch, v))
+			params = append(params, fmt.Sprintf(root+"/bottlerocket/aws-k8s-%s/%s/%s/image_id", k, arch, v))
 		}
 	default:
 		return nil, fmt.Errorf("alias %s: resolving the %s family is not supported", alias, family)
@@ -209,7 +220,7 @@ func (r *Resolver) NoAMIMessage(nc *awsv1.EC2NodeClass) string {
 	var params []string
 	var alias string
 	for _, t := range nc.Spec.AMISelectorTerms {
-		if p, err := AliasParameters(t.Alias, r.KubernetesVersion); t.Alias != "" && err == nil {
+		if p, err := AliasParameters(r.AliasParameterRoot, t.Alias, r.KubernetesVersion); t.Alias != "" && err == nil {
 			params, alias = append(params, p...), t.Alias
 		}
 	}

@@ -29,6 +29,21 @@ import (
 	simaws "github.com/nodewright/nodewright/internal/sim/aws"
 )
 
+// Machines are the instances the simulated kubelets run on, and what a
+// node learns from its account: its image's family, its role's ARN and
+// whether an EKS access entry admits it. A simulated account is one.
+type Machines interface {
+	Instances() []simaws.Instance
+	// SetConsoleOutput records what an instance's kubelet printed.
+	SetConsoleOutput(id, output string)
+	// Family is the AMI family an instance boots as: how its user
+	// data is read.
+	Family(inst simaws.Instance) string
+	// RoleARN is the ARN of an instance's role.
+	RoleARN(role string) string
+	AccessEntryType(principalARN string) (string, bool)
+}
+
 // UninitializedTaint is the taint a kubelet with --cloud-provider=external
 // registers with until the cloud controller manager initialises the node.
 const UninitializedTaint = "node.cloudprovider.kubernetes.io/uninitialized"
@@ -42,8 +57,10 @@ type Simulator struct {
 	Kube client.Client
 	// Reader lists pods, nodes and the aws-auth ConfigMap; Kube when nil.
 	// A cache keeps a large simulation from listing every pod each tick.
-	Reader    client.Reader
-	Account   *simaws.Account
+	Reader client.Reader
+	// Account holds the instances the kubelets run on: the simulated
+	// account, or an EC2 endpoint's instances (EC2Machines).
+	Account   Machines
 	Clock     clock.PassiveClock
 	BootDelay time.Duration
 	// BootJitter adds up to this much to each instance's boot delay (the
@@ -131,6 +148,11 @@ func (s *Simulator) Tick(ctx context.Context) error {
 	for i := range nodes.Items {
 		byProvider[nodes.Items[i].Spec.ProviderID] = &nodes.Items[i]
 	}
+	if r, ok := s.Account.(interface{ Refresh(context.Context) error }); ok {
+		if err := r.Refresh(ctx); err != nil {
+			return err
+		}
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(cmp.Or(s.Workers, 64))
 	for _, inst := range s.Account.Instances() {
@@ -177,7 +199,7 @@ func (s *Simulator) boot(ctx context.Context, inst simaws.Instance, providerID s
 	if !mapped {
 		return fail(fmt.Sprintf("kubelet: Unauthorized: the instance's role %s is not mapped in the cluster's aws-auth ConfigMap (mapRoles) or an access entry, so the API server refuses the node's credentials", inst.Role))
 	}
-	reg, err := Read(s.Account.ImageFamily(aws.ToString(inst.ImageId)), inst.UserData)
+	reg, err := Read(s.Account.Family(inst), inst.UserData)
 	if err != nil {
 		return fail(err.Error())
 	}
@@ -194,7 +216,7 @@ func (s *Simulator) boot(ctx context.Context, inst simaws.Instance, providerID s
 // roleMapped looks for an EC2_LINUX access entry of the role, then for
 // the role with the system:nodes group in aws-auth mapRoles.
 func (s *Simulator) roleMapped(ctx context.Context, role string) (bool, error) {
-	arn := fmt.Sprintf("arn:aws:iam::%s:role/%s", account.AccountID, role)
+	arn := s.Account.RoleARN(role)
 	if t, ok := s.Account.AccessEntryType(arn); ok && t == "EC2_LINUX" {
 		return true, nil
 	}

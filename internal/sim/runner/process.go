@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -13,12 +14,19 @@ import (
 	"syscall"
 	"time"
 
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/eks"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/controlplane"
 	"github.com/nodewright/nodewright/internal/operator"
 	"github.com/nodewright/nodewright/internal/sim/account"
 	"github.com/nodewright/nodewright/internal/sim/awsapi"
+	"github.com/nodewright/nodewright/internal/sim/kubelet"
 )
 
 // serveAWS serves the account on a local HTTP endpoint in the AWS
@@ -36,8 +44,21 @@ func (s *Sim) serveAWS() error {
 	return nil
 }
 
+// externalMachines are the instances of the AWS endpoint the simulation
+// runs against, for the simulated kubelets.
+func (s *Sim) externalMachines(ctx context.Context, opts Options) (*kubelet.EC2Machines, error) {
+	cfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(cmp.Or(opts.Operator.Region, account.Region)), awsconfig.WithBaseEndpoint(opts.AWSEndpoint),
+		awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("AKIDNODEWRIGHTSIM", "simulated", "")))
+	if err != nil {
+		return nil, fmt.Errorf("the AWS configuration for %s: %w", opts.AWSEndpoint, err)
+	}
+	return &kubelet.EC2Machines{EC2: ec2.NewFromConfig(cfg), IAM: iam.NewFromConfig(cfg), EKS: eks.NewFromConfig(cfg), Kube: s.cache,
+		ClusterName: opts.Operator.ClusterName, CompleteLaunches: true}, nil
+}
+
 // AWSEnv is the environment that points the AWS SDK and CLI at the
-// simulated account: its endpoint, region and any credentials.
+// simulated account (or the external endpoint): its endpoint, region and
+// any credentials.
 func (s *Sim) AWSEnv() []string {
 	return []string{
 		"AWS_ENDPOINT_URL=" + s.AWSEndpoint, "AWS_REGION=" + account.Region,
@@ -51,7 +72,7 @@ func (s *Sim) AWSEnv() []string {
 func controllerArgs(cfg operator.Config, metricsAddr string) []string {
 	return []string{
 		"controller", "--cloud", "aws", "--cluster-name", cfg.ClusterName, "--cluster-endpoint", cfg.ClusterEndpoint, "--region", cfg.Region,
-		"--kubernetes-version", cfg.KubernetesVersion, "--leader-elect=false",
+		"--kubernetes-version", cfg.KubernetesVersion, "--ami-alias-parameter-root", cmp.Or(cfg.AMIAliasParameterRoot, nodeclass.DefaultAliasParameterRoot), "--leader-elect=false",
 		"--metrics-addr", metricsAddr, "--health-addr", "0",
 		"--batch-idle", cfg.BatchIdle.String(), "--batch-max", cfg.BatchMax.String(),
 		"--nodeclaim-poll", cfg.Lifecycle.Poll.String(),

@@ -79,6 +79,15 @@ type Options struct {
 	// account's HTTP endpoint (empty: in this process, on the account's
 	// in-process APIs).
 	ControllerProcess string
+	// AWSEndpoint, when set, is an AWS account reached over its API
+	// (moto, LocalStack, an account of one's own) that the simulation
+	// runs against instead of the simulated one: the controllers run in
+	// their own process (ControllerProcess) with --cloud aws against it,
+	// and the simulated kubelets join its running instances, reading
+	// their user data there. The account must be set up as for an EKS
+	// cluster named Operator.ClusterName; faults, capacity and
+	// interruptions of the simulated account do not apply.
+	AWSEndpoint string
 	// DeferControllers leaves nodewright's controllers off until
 	// StartControllers (to set the cluster up as another autoscaler left it).
 	DeferControllers bool
@@ -172,6 +181,10 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 	if s.settle == 0 {
 		s.settle = opts.Operator.Disruption.ValidationDelay + 2*opts.Operator.Disruption.Poll
 	}
+	if opts.AWSEndpoint != "" {
+		// The external account has no interruption queue of the sim's.
+		opts.Operator.Interruption.Queue = ""
+	}
 	s.Account.Seed()
 	s.Account.SetFaults(opts.Faults)
 	s.Account.SetTransitions(opts.Pending, opts.ShuttingDown)
@@ -198,10 +211,19 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 	if s.requests, err = metrics.NewKubeRequests(ctrlmetrics.Registry); err != nil {
 		return nil, errors.Join(err, s.Stop())
 	}
-	if err := s.serveAWS(); err != nil {
+	var machines kubelet.Machines = s.Account
+	if opts.AWSEndpoint != "" {
+		if opts.ControllerProcess == "" {
+			return nil, errors.Join(errors.New("an external AWS endpoint needs the controllers in their own process"), s.Stop())
+		}
+		s.AWSEndpoint = opts.AWSEndpoint
+		if machines, err = s.externalMachines(ctx, opts); err != nil {
+			return nil, errors.Join(err, s.Stop())
+		}
+	} else if err := s.serveAWS(); err != nil {
 		return nil, errors.Join(err, s.Stop())
 	}
-	controllerConfig, err := charts.InstallRBAC(ctx, s.Kube, plane.Config, account.ClusterName)
+	controllerConfig, err := charts.InstallRBAC(ctx, s.Kube, plane.Config, opts.Operator.ClusterName)
 	if err != nil {
 		return nil, errors.Join(err, s.Stop())
 	}
@@ -225,7 +247,7 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 			return nil, errors.Join(err, s.Stop())
 		}
 	}
-	s.Kubelets = &kubelet.Simulator{Kube: s.Kube, Reader: s.cache, Account: s.Account, Clock: clock.RealClock{}, BootDelay: opts.BootDelay, BootJitter: opts.BootJitter,
+	s.Kubelets = &kubelet.Simulator{Kube: s.Kube, Reader: s.cache, Account: machines, Clock: clock.RealClock{}, BootDelay: opts.BootDelay, BootJitter: opts.BootJitter,
 		Heartbeat: Heartbeat, Log: opts.Log.WithName("kubelets")}
 	ccm := &kubelet.CloudControllerManager{Kube: s.Kube, Reader: s.cache, Clock: clock.RealClock{}, Delay: opts.CCMDelay, Enabled: opts.CloudControllerManager}
 	s.goRun(func() error { return s.Kubelets.Run(ctx, 500*time.Millisecond) })
