@@ -105,7 +105,9 @@ func idPart(arch string) string {
 func (a *Account) Family(inst Instance) string { return a.ImageFamily(aws.ToString(inst.ImageId)) }
 
 // RoleARN is the ARN of one of the account's roles.
-func (a *Account) RoleARN(role string) string { return fmt.Sprintf("arn:aws:iam::%s:role/%s", accountID, role) }
+func (a *Account) RoleARN(role string) string {
+	return fmt.Sprintf("arn:aws:iam::%s:role/%s", accountID, role)
+}
 
 // ImageFamily is the operating system family an AMI of the account boots,
 // which decides how its user data is read.
