@@ -19,6 +19,7 @@ import (
 
 	"github.com/nodewright/nodewright/internal/controlplane"
 	simaws "github.com/nodewright/nodewright/internal/sim/aws"
+	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/sim/runner"
 	"github.com/nodewright/nodewright/scenarios"
 )
@@ -37,6 +38,7 @@ func newSimCommand() *cobra.Command {
 		faults                       simaws.Faults
 		noCapacity, then, failures   []string
 		spotInterruptions            string
+		awsEndpoint, aliasRoot       string
 		interruptionNotice           time.Duration
 	)
 	cmd := &cobra.Command{
@@ -134,6 +136,16 @@ is enough), or a manifest file.`,
 				return fmt.Errorf("--interruption-notice must be a positive duration, got %s", interruptionNotice)
 			}
 			opts.InterruptionNotice = interruptionNotice
+			if awsEndpoint != "" {
+				// The account there is not the simulated one: its faults do not apply.
+				for _, name := range []string{"throttle-every", "api-latency", "ec2-rate-limits", "pricing-denied", "insufficient-capacity", "spot-interruptions", "interruption-notice"} {
+					if cmd.Flags().Changed(name) {
+						return fmt.Errorf("--%s acts on the simulated AWS account; with --aws-endpoint the account is %s's", name, awsEndpoint)
+					}
+				}
+				opts.AWSEndpoint, controllerProcess = awsEndpoint, true
+			}
+			opts.Operator.AMIAliasParameterRoot = aliasRoot
 			if controllerProcess {
 				if opts.ControllerProcess, err = os.Executable(); err != nil {
 					return fmt.Errorf("--controller-process: finding this binary: %w", err)
@@ -144,7 +156,11 @@ is enough), or a manifest file.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(progress, "simulated AWS account: %s (any credentials; aws ec2 describe-instances --endpoint-url %s --region us-east-1)\n", sim.AWSEndpoint, sim.AWSEndpoint)
+			if awsEndpoint != "" {
+				fmt.Fprintf(progress, "AWS account: %s (the simulated kubelets join its instances)\n", sim.AWSEndpoint)
+			} else {
+				fmt.Fprintf(progress, "simulated AWS account: %s (any credentials; aws ec2 describe-instances --endpoint-url %s --region us-east-1)\n", sim.AWSEndpoint, sim.AWSEndpoint)
+			}
 			if addr := sim.ControllerMetrics(); addr != "" && pprofAddr != "" {
 				fmt.Fprintf(progress, "controller process profiles: http://%s/debug/pprof/\n", addr)
 			}
@@ -179,6 +195,8 @@ is enough), or a manifest file.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&scenario, "scenario", "healthy", "scenario to apply: a name, a prefix (s1 ... s5, healthy, scale) or a manifest file")
+	f.StringVar(&awsEndpoint, "aws-endpoint", "", "run against the AWS account at this endpoint (moto, LocalStack, ...) instead of the simulated one: the controllers in their own process with --cloud aws, the simulated kubelets joining its instances; the account must be set up for an EKS cluster named nodewright-sim (README)")
+	f.StringVar(&aliasRoot, "ami-alias-parameter-root", nodeclass.DefaultAliasParameterRoot, "where the controllers read the SSM parameters of AMI aliases (a copy of AWS's, for an --aws-endpoint that does not publish them)")
 	f.BoolVar(&controllerProcess, "controller-process", false, "run the controllers in their own process (nodewright controller --cloud aws) against the simulated account's HTTP endpoint, as in a cluster; its log is controller.log in --work-dir")
 	f.StringVar(&logFile, "log-file", "", "write nodewright's and the simulated kubelets' logs to this file (JSON lines)")
 	f.StringVar(&pprofAddr, "pprof-addr", "", "serve Go's profiles (net/http/pprof) on this address, such as 127.0.0.1:6060; with --controller-process that process serves its own on its metrics address, printed at the start")

@@ -446,9 +446,10 @@ func TestAgainstMoto(t *testing.T) {
 // nodewright sim against moto instead of its own simulated account: the
 // simulated kubelets join moto's instances, reading the user data
 // nodewright launched them with there, so the healthy scenario runs to
-// the end (every pod Running on a Ready node), a node whose role aws-auth
-// does not map never registers and says why, and deleting the NodePools
-// terminates every instance nodewright launched in moto and none other.
+// the end (every pod Running on a Ready node, one instance per node: moto's
+// launches completed as EC2 would, nothing drifts), and deleting the
+// NodePools terminates every instance nodewright launched in moto and none
+// other.
 func TestSimAgainstMoto(t *testing.T) {
 	m := startMoto(t, motoSeed{Cluster: account.ClusterName, NodeRole: account.NodeRole, AccountID: account.AccountID, AliasRoot: "/moto/aws/service"})
 	sim := start(t, func(o *runner.Options) {
@@ -505,6 +506,34 @@ func TestSimAgainstMoto(t *testing.T) {
 		if _, foreign := m.Foreign[id]; !foreign && inst.State.Name != ec2types.InstanceStateNameTerminated && inst.State.Name != ec2types.InstanceStateNameShuttingDown {
 			t.Errorf("instance %s of nodewright's is left %s", id, inst.State.Name)
 		}
+	}
+	m.foreignUntouched(t)
+}
+
+// S1 at runtime against moto: the simulated kubelet reads the user data
+// nodewright launched the instance with from moto, registers with the
+// taints it says (Cilium's instead of karpenter.sh/unregistered), and the
+// NodeClaim says so.
+func TestS1AtRuntimeAgainstMoto(t *testing.T) {
+	m := startMoto(t, motoSeed{Cluster: account.ClusterName, NodeRole: account.NodeRole, AccountID: account.AccountID, AliasRoot: "/moto/aws/service"})
+	sim := start(t, func(o *runner.Options) {
+		o.ControllerProcess, o.AWSEndpoint = buildNodewright(t), m.Endpoint
+		o.Operator.AMIAliasParameterRoot, o.Operator.SkipUserDataValidation = "/moto/aws/service", true
+	})
+	name, manifest, err := scenarios.Load("s1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := sim.Apply(ctx, name, manifest); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := sim.Watch(ctx, 2*time.Minute, 30*time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !problemsMention(snap, "Registered=True UnregisteredTaintMissing", "registered with node.cilium.io/agent-not-ready=true:NoExecute") {
+		t.Errorf("the NodeClaims do not say the node registered without karpenter.sh/unregistered: %v", snap.Problems)
 	}
 	m.foreignUntouched(t)
 }
