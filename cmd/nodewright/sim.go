@@ -17,9 +17,9 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 
+	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/controlplane"
 	simaws "github.com/nodewright/nodewright/internal/sim/aws"
-	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/sim/runner"
 	"github.com/nodewright/nodewright/scenarios"
 )
@@ -151,7 +151,11 @@ is enough), or a manifest file.`,
 					return fmt.Errorf("--controller-process: finding this binary: %w", err)
 				}
 			}
-			fmt.Fprintln(progress, "starting the control plane, the simulated AWS account and nodewright...")
+			if awsEndpoint != "" {
+				fmt.Fprintln(progress, "starting the control plane and nodewright against "+awsEndpoint+"...")
+			} else {
+				fmt.Fprintln(progress, "starting the control plane, the simulated AWS account and nodewright...")
+			}
 			sim, err := runner.Start(ctx, opts)
 			if err != nil {
 				return err
