@@ -42,7 +42,6 @@ import (
 	"github.com/nodewright/nodewright/internal/operator"
 	"github.com/nodewright/nodewright/internal/sim/account"
 	"github.com/nodewright/nodewright/internal/sim/runner"
-	"github.com/nodewright/nodewright/scenarios"
 )
 
 // An AWS account as moto (an AWS implementation nobody here wrote) plays
@@ -452,27 +451,11 @@ func TestAgainstMoto(t *testing.T) {
 // other.
 func TestSimAgainstMoto(t *testing.T) {
 	m := startMoto(t, motoSeed{Cluster: account.ClusterName, NodeRole: account.NodeRole, AccountID: account.AccountID, AliasRoot: "/moto/aws/service"})
-	sim := start(t, func(o *runner.Options) {
-		o.ControllerProcess, o.AWSEndpoint = buildNodewright(t), m.Endpoint
-		o.Operator.AMIAliasParameterRoot = "/moto/aws/service"
-	})
-	name, manifest, err := scenarios.Load("healthy")
-	if err != nil {
-		t.Fatal(err)
+	sim, snap := run(t, "healthy", againstMoto(t, m, nil))
+	if !snap.Done() {
+		t.Fatalf("the healthy scenario against moto did not finish: %v", snap.Problems)
 	}
 	ctx := context.Background()
-	if err := sim.Apply(ctx, name, manifest); err != nil {
-		t.Fatal(err)
-	}
-	snap, err := sim.Watch(ctx, 3*time.Minute, 30*time.Second, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !snap.Done() {
-		var summary bytes.Buffer
-		runner.WriteSummary(&summary, name, snap)
-		t.Fatalf("the healthy scenario against moto did not finish:\n%s", summary.String())
-	}
 	m.foreignUntouched(t)
 	ours := m.instances(t, ec2types.Filter{Name: aws.String("tag-key"), Values: []string{"karpenter.sh/nodeclaim"}},
 		ec2types.Filter{Name: aws.String("tag:kubernetes.io/cluster/" + account.ClusterName), Values: []string{"owned"}},
@@ -516,24 +499,24 @@ func TestSimAgainstMoto(t *testing.T) {
 // NodeClaim says so.
 func TestS1AtRuntimeAgainstMoto(t *testing.T) {
 	m := startMoto(t, motoSeed{Cluster: account.ClusterName, NodeRole: account.NodeRole, AccountID: account.AccountID, AliasRoot: "/moto/aws/service"})
-	sim := start(t, func(o *runner.Options) {
-		o.ControllerProcess, o.AWSEndpoint = buildNodewright(t), m.Endpoint
-		o.Operator.AMIAliasParameterRoot, o.Operator.SkipUserDataValidation = "/moto/aws/service", true
-	})
-	name, manifest, err := scenarios.Load("s1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := sim.Apply(ctx, name, manifest); err != nil {
-		t.Fatal(err)
-	}
-	snap, err := sim.Watch(ctx, 2*time.Minute, 30*time.Second, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, snap := run(t, "s1", againstMoto(t, m, func(o *runner.Options) { o.Operator.SkipUserDataValidation = true }))
 	if !problemsMention(snap, "Registered=True UnregisteredTaintMissing", "registered with node.cilium.io/agent-not-ready=true:NoExecute") {
 		t.Errorf("the NodeClaims do not say the node registered without karpenter.sh/unregistered: %v", snap.Problems)
 	}
 	m.foreignUntouched(t)
+}
+
+// againstMoto edits a simulation's options to run against moto, set up
+// as the simulated account's cluster, with the controllers in their own
+// process.
+func againstMoto(t *testing.T, m *motoAccount, edit func(*runner.Options)) func(*runner.Options) {
+	t.Helper()
+	bin := buildNodewright(t)
+	return func(o *runner.Options) {
+		o.ControllerProcess, o.AWSEndpoint = bin, m.Endpoint
+		o.Operator.AMIAliasParameterRoot = m.seeding.AliasRoot
+		if edit != nil {
+			edit(o)
+		}
+	}
 }
