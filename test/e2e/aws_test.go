@@ -2,11 +2,14 @@ package e2e
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
@@ -70,5 +73,22 @@ func TestHealthyUnderThrottling(t *testing.T) {
 	// again later: with many NodeClaims launching at once that happens.
 	if st := sim.Account.Stats(); st.Throttled == 0 || st.Retries == 0 {
 		t.Errorf("stats %+v: want throttled calls, retried", st)
+	}
+}
+
+// Without the Pricing API (a role without pricing:GetProducts) the healthy
+// scenario still runs to the end, priced by the built-in table, and the
+// EC2NodeClass and the summary say so.
+func TestHealthyWithoutThePricingAPI(t *testing.T) {
+	sim, snap := run(t, "healthy", func(o *runner.Options) { o.Faults.PricingDenied = true })
+	if !snap.Done() {
+		t.Fatalf("not every pod runs on a Ready NodeClaim without the Pricing API: %+v", snap.Problems)
+	}
+	c := meta.FindStatusCondition(nodeClass(t, sim, "default").Status.Conditions, awsv1.ConditionPricesCurrent)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "BuiltInPrices" || !strings.Contains(c.Message, "pricing:GetProducts") {
+		t.Errorf("PricesCurrent: %+v", c)
+	}
+	if !problemsMention(snap, "PricesCurrent=False BuiltInPrices", "built-in table of us-east-1") {
+		t.Errorf("the summary does not say the prices are the built-in ones: %v", snap.Problems)
 	}
 }
