@@ -16,10 +16,11 @@ until curl -sf "$endpoint/moto-api/" >/dev/null; do sleep 0.2; done
 tag='Key=karpenter.sh/discovery,Value=nodewright-sim'
 vpc=$(aws ec2 create-vpc --cidr-block 10.0.0.0/16 --query Vpc.VpcId --output text)
 subnets=()
-for i in 0 1 2; do
-  zone=us-east-1$(printf "\\x$(printf %x $((97 + i)))")
+i=0
+for zone in us-east-1a us-east-1b us-east-1c; do
   subnets+=("$(aws ec2 create-subnet --vpc-id "$vpc" --availability-zone "$zone" --cidr-block "10.0.$((i * 16)).0/20" \
     --tag-specifications "ResourceType=subnet,Tags=[{$tag}]" --query Subnet.SubnetId --output text)")
+  i=$((i + 1))
 done
 aws ec2 create-security-group --group-name nodes --description nodes --vpc-id "$vpc" \
   --tag-specifications "ResourceType=security-group,Tags=[{$tag}]" >/dev/null
