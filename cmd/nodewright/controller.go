@@ -170,7 +170,8 @@ func controllerLogger(w io.Writer, format, level string) (logr.Logger, error) {
 // installLogger makes log the one logger of the process: controller-runtime's
 // (its manager, caches, leader election) and client-go's (klog: reflectors,
 // event broadcasting, leader election) log through it as well, so every
-// line is one JSON object and none is lost.
+// line is one JSON object and none is lost. controller-runtime takes the
+// first logger it is given and keeps it: call this once, early.
 func installLogger(log logr.Logger) {
 	ctrllog.SetLogger(log)
 	klog.SetLogger(log.WithName("client-go"))
@@ -181,7 +182,7 @@ func installLogger(log logr.Logger) {
 func awsLogger(log logr.Logger) logging.Logger {
 	return logging.LoggerFunc(func(c logging.Classification, format string, v ...any) {
 		if c == logging.Warn {
-			log.Info(fmt.Sprintf(format, v...), "level", "warn")
+			log.Info(fmt.Sprintf(format, v...), "sdkLevel", "warn")
 			return
 		}
 		log.V(1).Info(fmt.Sprintf(format, v...))

@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -139,33 +142,53 @@ func TestClusterEndpointFlag(t *testing.T) {
 // controller-runtime's and client-go's own lines go through the
 // controller's logger: every line written is one JSON object, nothing is
 // printed about a logger never set, and their messages are kept.
+// controller-runtime keeps the first logger a process installs, so this
+// runs in a process of its own.
 func TestOneLoggerForEverything(t *testing.T) {
-	var buf bytes.Buffer
-	log, err := controllerLogger(&buf, "json", "info")
-	if err != nil {
-		t.Fatal(err)
+	if os.Getenv("NODEWRIGHT_LOGGER_CHILD") == "1" {
+		log, err := controllerLogger(os.Stdout, "json", "info")
+		if err != nil {
+			t.Fatal(err)
+		}
+		installLogger(log)
+		ctrllog.Log.WithName("controller-runtime.manager").Info("starting manager")
+		ctrllog.Log.Error(errors.New("boom"), "reconciler error", "controller", "nodeclaim")
+		klog.InfoS("attempting to acquire leader lease", "lease", "nodewright/nodewright")
+		klog.Errorf("watch of %s ended with: %s", "*v1.Pod", "too old resource version")
+		klog.Background().WithName("reflector").Info("caches populated")
+		awsLogger(log.WithName("aws")).Logf(logging.Warn, "Response has no supported checksum. Not validating response payload.")
+		return
 	}
-	installLogger(log)
-	ctrllog.Log.WithName("controller-runtime.manager").Info("starting manager")
-	ctrllog.Log.Error(errors.New("boom"), "reconciler error", "controller", "nodeclaim")
-	klog.InfoS("attempting to acquire leader lease", "lease", "nodewright/nodewright")
-	klog.Errorf("watch of %s ended with: %s", "*v1.Pod", "too old resource version")
-	klog.Background().WithName("reflector").Info("caches populated")
-	awsLogger(log.WithName("aws")).Logf(logging.Warn, "Response has no supported checksum. Not validating response payload.")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestOneLoggerForEverything$") //nolint:gosec,noctx // this test's own binary
+	cmd.Env = append(os.Environ(), "NODEWRIGHT_LOGGER_CHILD=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the logging process: %v\n%s", err, stderr.String())
+	}
 	want := []string{"starting manager", "reconciler error", "attempting to acquire leader lease", "watch of *v1.Pod ended with: too old resource version", "caches populated", "Response has no supported checksum"}
-	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	for _, line := range lines {
+	var logged []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if line == "PASS" || strings.HasPrefix(line, "ok ") || line == "" {
+			continue // the test binary's own verdict
+		}
 		var entry map[string]any
 		if err := json.Unmarshal([]byte(line), &entry); err != nil {
 			t.Errorf("not one JSON object: %q", line)
+			continue
 		}
 		if strings.Contains(line, "SetLogger") {
 			t.Errorf("a logger was never set: %q", line)
 		}
+		logged = append(logged, fmt.Sprint(entry["msg"]))
 	}
 	for _, w := range want {
-		if !strings.Contains(buf.String(), w) {
-			t.Errorf("lost %q:\n%s", w, buf.String())
+		if !slices.ContainsFunc(logged, func(m string) bool { return strings.Contains(m, w) }) {
+			t.Errorf("lost %q; logged %q", w, logged)
 		}
+	}
+	if strings.Contains(stderr.String(), "SetLogger") {
+		t.Errorf("a logger was never set: %s", stderr.String())
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
@@ -94,7 +93,6 @@ is enough), or a manifest file.`,
 			if pprofAddr != "" {
 				go func() { _ = http.ListenAndServe(pprofAddr, nil) }() //nolint:gosec // a local debugging endpoint
 			}
-			installLogger(logr.Discard()) // the summary says what matters; --log-file keeps the rest
 			progress := cmd.ErrOrStderr()
 			assets, err := ensureControlPlane(ctx, progress)
 			if err != nil {
@@ -110,8 +108,9 @@ is enough), or a manifest file.`,
 				if opts.Log, err = controllerLogger(f, "json", "info"); err != nil {
 					return err
 				}
-				installLogger(opts.Log)
 			}
+			// The summary says what matters; --log-file keeps the rest.
+			installLogger(opts.Log)
 			opts.AssetsDir, opts.WorkDir = assets, workDir
 			opts.BootDelay, opts.BootJitter, opts.CloudControllerManager = bootDelay, bootJitter, !noCCM
 			if repairAfter <= 0 {
