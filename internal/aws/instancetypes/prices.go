@@ -117,13 +117,17 @@ type PriceStatus struct {
 	OnDemand, Spot PriceState
 }
 
-// set moves a state to a source (keeping Since while the source stays).
+// set moves a state to a source, keeping Since and the first error while
+// the source stays (what the status says then does not change each read).
 func (s *PriceState) set(src PriceSource, now time.Time, err error) {
 	if s.Source != src || s.Since.IsZero() {
-		s.Since = now
+		s.Since, s.Err = now, err
 	}
-	s.Source, s.Err = src, err
+	s.Source = src
 	if src == PricesFromAPI {
-		s.Answered = now
+		s.Answered, s.Err = now, nil
 	}
 }
+
+// Read reports whether prices were read at all yet.
+func (st PriceStatus) Read() bool { return st.OnDemand.Source != "" && st.Spot.Source != "" }

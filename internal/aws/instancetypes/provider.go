@@ -89,6 +89,10 @@ func (p *Provider) Specs(ctx context.Context) ([]Spec, error) {
 	return specs, nil
 }
 
+// PriceReadTimeout bounds a read of the prices (with the SDK's retries);
+// past it, the last answer or the built-in table serves.
+const PriceReadTimeout = 15 * time.Second
+
 // Prices says where the prices of the last Specs came from.
 func (p *Provider) Prices() PriceStatus {
 	p.mu.Lock()
@@ -106,7 +110,11 @@ func (p *Provider) now() time.Time {
 // currentOnDemand reads the on-demand prices, falling back to the last
 // answer, then to the built-in table.
 func (p *Provider) currentOnDemand(ctx context.Context) (map[string]float64, error) {
-	prices, err := p.onDemandPrices(ctx)
+	// An endpoint that drops the connection must not hold launches up:
+	// past PriceReadTimeout the fallback serves.
+	readCtx, cancel := context.WithTimeout(ctx, PriceReadTimeout)
+	prices, err := p.onDemandPrices(readCtx)
+	cancel()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
@@ -132,7 +140,9 @@ func (p *Provider) currentOnDemand(ctx context.Context) (map[string]float64, err
 // currentSpot reads the spot prices, falling back to the last answer, then
 // to the on-demand prices: spot is then never assumed cheaper than it is.
 func (p *Provider) currentSpot(ctx context.Context, onDemand map[string]float64) func(instanceType, zone string) float64 {
-	prices, err := p.spotPrices(ctx)
+	readCtx, cancel := context.WithTimeout(ctx, PriceReadTimeout)
+	prices, err := p.spotPrices(readCtx)
+	cancel()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()

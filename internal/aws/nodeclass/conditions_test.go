@@ -96,7 +96,7 @@ func TestPricesCondition(t *testing.T) {
 		reason string
 		says   []string
 	}{
-		{"both APIs", instancetypes.PriceStatus{OnDemand: api, Spot: api}, metav1.ConditionTrue, nodeclass.ReasonPricingAPI, []string{"Pricing API at 2026-11-25T06:00:00Z"}},
+		{"both APIs", instancetypes.PriceStatus{OnDemand: api, Spot: api}, metav1.ConditionTrue, nodeclass.ReasonPricingAPI, []string{"Pricing API since 2026-11-25T06:00:00Z"}},
 		{"built-in", instancetypes.PriceStatus{OnDemand: instancetypes.PriceState{Source: instancetypes.PricesBuiltIn, Since: at, Err: denied, Published: "2026-07-06", TableRegion: "us-east-1"}, Spot: api},
 			metav1.ConditionFalse, nodeclass.ReasonBuiltInPrices, []string{"built-in table of us-east-1 published 2026-07-06", "since 2026-11-25T06:00:00Z", "AccessDeniedException", "grant pricing:GetProducts", "nodes still launch"}},
 		{"last known", instancetypes.PriceStatus{OnDemand: instancetypes.PriceState{Source: instancetypes.PricesLastKnown, Since: at.Add(time.Hour), Answered: at, Err: denied}, Spot: api},

@@ -142,8 +142,7 @@ func (c *Controller) resolve(ctx context.Context, nc *awsv1.EC2NodeClass) Resolu
 	res.InstanceProfile, res.ProfileErr = c.Resolver.InstanceProfile(ctx, nc)
 	res.Reservations, res.ReservationsErr = c.Resolver.CapacityReservations(ctx, nc, c.Clock.Now())
 	res.PlacementGroup, res.PlacementErr = c.Resolver.PlacementGroup(ctx, nc)
-	if c.Prices != nil {
-		st := c.Prices.PriceStatus(ctx)
+	if st := c.pricesOf(ctx); st.Read() {
 		res.Prices = &st
 		sources := []string{string(instancetypes.PricesFromAPI), string(instancetypes.PricesLastKnown), string(instancetypes.PricesBuiltIn)}
 		c.Metrics.PriceSource("on_demand", string(st.OnDemand.Source), sources, st.OnDemand.Since)
@@ -160,6 +159,15 @@ func (c *Controller) resolve(ctx context.Context, nc *awsv1.EC2NodeClass) Resolu
 		}
 	}
 	return res
+}
+
+// pricesOf reads where prices come from, when a reader is set; a status
+// not yet read (the instance types could not be read at all) says nothing.
+func (c *Controller) pricesOf(ctx context.Context) instancetypes.PriceStatus {
+	if c.Prices == nil {
+		return instancetypes.PriceStatus{}
+	}
+	return c.Prices.PriceStatus(ctx)
 }
 
 // finalize waits until no NodeClaim uses a deleted EC2NodeClass, then

@@ -32,7 +32,7 @@ func PricesCondition(st instancetypes.PriceStatus) metav1.Condition {
 	od, spot := st.OnDemand, st.Spot
 	if od.Source == instancetypes.PricesFromAPI && spot.Source == instancetypes.PricesFromAPI {
 		return metav1.Condition{Type: awsv1.ConditionPricesCurrent, Status: metav1.ConditionTrue, Reason: ReasonPricingAPI,
-			Message: fmt.Sprintf("on-demand prices read from the Pricing API at %s, spot prices from the spot price history at %s", stamp(od.Answered), stamp(spot.Answered))}
+			Message: fmt.Sprintf("on-demand prices from the Pricing API since %s, spot prices from the spot price history since %s", stamp(od.Since), stamp(spot.Since))}
 	}
 	reason, msg := ReasonLastKnownPrices, ""
 	switch od.Source {
@@ -44,7 +44,7 @@ func PricesCondition(st instancetypes.PriceStatus) metav1.Condition {
 		msg = fmt.Sprintf("on-demand prices are those the Pricing API answered at %s, since %s, because %v; grant pricing:GetProducts and let the controller reach the Pricing API's endpoint (api.pricing.us-east-1.amazonaws.com)",
 			stamp(od.Answered), stamp(od.Since), od.Err)
 	default:
-		msg = "on-demand prices read from the Pricing API at " + stamp(od.Answered)
+		msg = "on-demand prices from the Pricing API since " + stamp(od.Since)
 	}
 	switch spot.Source {
 	case instancetypes.PricesBuiltIn:
@@ -53,7 +53,7 @@ func PricesCondition(st instancetypes.PriceStatus) metav1.Condition {
 	case instancetypes.PricesLastKnown:
 		msg += fmt.Sprintf("; spot prices are those answered at %s, since %s, because %v", stamp(spot.Answered), stamp(spot.Since), spot.Err)
 	default:
-		msg += "; spot prices read from the spot price history at " + stamp(spot.Answered)
+		msg += "; spot prices from the spot price history since " + stamp(spot.Since)
 	}
 	return metav1.Condition{Type: awsv1.ConditionPricesCurrent, Status: metav1.ConditionFalse, Reason: reason,
 		Message: msg + "; nodes still launch, the cheapest by these prices"}
