@@ -33,6 +33,9 @@ type Instance struct {
 	// SubnetID and SecurityGroupIDs are the instance's network placement.
 	SubnetID         string
 	SecurityGroupIDs []string
+	// Foreign says the instance lacks the provider's ownership tags:
+	// nodewright did not launch it, and acts on neither it nor its node.
+	Foreign bool
 }
 
 // InsufficientCapacityError says no offering the NodeClaim allows has

@@ -5,6 +5,7 @@ package lifecycle
 
 import (
 	"context"
+	"slices"
 
 	"fmt"
 	"strings"
@@ -416,7 +417,17 @@ func (c *Controller) liveness(ctx context.Context, nc *v1.NodeClaim) (bool, erro
 	case !isTrue(nc.Status.Conditions, v1.ConditionRegistered) && age > c.Options.RegistrationTimeout:
 		reason, msg = "RegistrationTimeout", fmt.Sprintf("no node registered for NodeClaim %s within %s", nc.Name, c.Options.RegistrationTimeout)
 		cause := "the instance launched but no node registered: check that the node role is mapped in aws-auth (or an EC2_LINUX access entry), that the instance can reach the API server, and its user data (nodewright doctor)"
-		c.Registrations.Record(nc.Labels[v1.LabelNodePool], c.Clock.Now(), false, cause)
+		pool := nc.Labels[v1.LabelNodePool]
+		// A backoff an earlier process left in the NodePool's status goes
+		// on counting (this timeout may come before the NodePool
+		// controller took it up).
+		np := &v1.NodePool{}
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: pool}, np); client.IgnoreNotFound(err) != nil {
+			return false, err
+		} else if b := np.Status.RegistrationBackoff; err == nil && b != nil {
+			c.Registrations.Restore(pool, int(b.Failures), b.LastTimeout.Time, b.Cause)
+		}
+		c.Registrations.Record(pool, c.Clock.Now(), false, cause)
 	default:
 		return false, nil
 	}
@@ -449,6 +460,17 @@ func (c *Controller) finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 		if err := c.Client.List(ctx, nodes, client.MatchingFields{providerIDField: nc.Status.ProviderID}); err != nil {
 			return reconcile.Result{}, err
 		}
+		if slices.ContainsFunc(nodes.Items, func(n corev1.Node) bool { return n.DeletionTimestamp.IsZero() }) {
+			// Before a node is deleted: is it on an instance nodewright
+			// launched? (Deleting the instance checks again.)
+			switch inst, err := c.Cloud.Get(ctx, nc.Status.ProviderID); {
+			case err != nil && !cloudprovider.IsNotFound(err):
+				return reconcile.Result{}, fmt.Errorf("finding the instance of NodeClaim %s: %w", nc.Name, err)
+			case err == nil && inst.Foreign:
+				c.Recorder.Eventf(nc, corev1.EventTypeWarning, "InstanceNotOwned", "NodeClaim %s points at instance %s, which nodewright did not launch; its node and instance are left alone", nc.Name, inst.InstanceID)
+				return c.release(ctx, nc)
+			}
+		}
 		for i := range nodes.Items {
 			node := &nodes.Items[i]
 			if node.DeletionTimestamp.IsZero() {
@@ -471,6 +493,12 @@ func (c *Controller) finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 			return reconcile.Result{}, fmt.Errorf("terminating the instance of NodeClaim %s: %w", nc.Name, err)
 		}
 	}
+	return c.release(ctx, nc)
+}
+
+// release removes the NodeClaim's finalizer: its instance is gone, or not
+// nodewright's.
+func (c *Controller) release(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
 	before := nc.DeepCopy()
 	controllerutil.RemoveFinalizer(nc, v1.TerminationFinalizer)
 	if err := c.Client.Patch(ctx, nc, client.MergeFrom(before)); err != nil && !apierrors.IsNotFound(err) {

@@ -647,3 +647,40 @@ func TestNodeClaimsBecomeTheirNodePools(t *testing.T) {
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
 }
+
+// A NodeClaim that points at an instance nodewright did not launch (a
+// managed node group's) goes without its node or instance: deleting it
+// deletes neither.
+func TestNodeClaimOfAForeignInstanceLeavesItAlone(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	foreign := e.account.AddInstance("m5.large", "us-east-1a", "", map[string]string{"kubernetes.io/cluster/" + account.ClusterName: "owned", "eks:nodegroup-name": "system"})
+	providerID := "aws:///us-east-1a/" + foreign
+	// A launched NodeClaim whose status is then pointed at the foreign
+	// instance (as a hand-written or restored NodeClaim would be).
+	e.create(t, newClaim("adopter"))
+	e.waitCondition(t, "adopter", v1.ConditionLaunched, metav1.ConditionTrue)
+	nc := e.claim(t, "adopter")
+	before := nc.DeepCopy()
+	nc.Status.ProviderID = providerID
+	if err := e.kube.Status().Patch(ctx, nc, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-0-managed"}, Spec: corev1.NodeSpec{ProviderID: providerID}}
+	e.create(t, node)
+	if err := e.kube.Delete(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor(t, "the NodeClaim to go", func(ctx context.Context) (bool, error) {
+		err := e.kube.Get(ctx, client.ObjectKeyFromObject(nc), &v1.NodeClaim{})
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	})
+	if err := e.kube.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil || !node.DeletionTimestamp.IsZero() {
+		t.Errorf("the managed node group's node was deleted: %v %v", err, node.DeletionTimestamp)
+	}
+	for _, inst := range e.account.Instances() {
+		if *inst.InstanceId == foreign && inst.State.Name != "running" {
+			t.Errorf("the managed node group's instance is %s", inst.State.Name)
+		}
+	}
+}

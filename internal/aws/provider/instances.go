@@ -38,7 +38,9 @@ func (p *Provider) Get(ctx context.Context, id string, types ...*scheduling.Inst
 	if err != nil {
 		return nil, err
 	}
-	return instanceOf(inst, types), nil
+	out := instanceOf(inst, types)
+	out.Foreign = !p.owns(inst.Tags)
+	return out, nil
 }
 
 // describe reads one instance; a terminated or unknown one is a
