@@ -202,7 +202,7 @@ func TestControllerPolicyTouchesOnlyWhatNodewrightMade(t *testing.T) {
 		":instance-profile/*": {awsv1.LabelEC2NodeClass},
 	}
 	destructive := sets.New("ec2:TerminateInstances", "ec2:DeleteLaunchTemplate", "iam:DeleteInstanceProfile",
-		"iam:RemoveRoleFromInstanceProfile", "iam:AddRoleToInstanceProfile")
+		"iam:RemoveRoleFromInstanceProfile", "iam:AddRoleToInstanceProfile", "iam:TagInstanceProfile")
 	seen := sets.New[string]()
 	for _, s := range stmts {
 		acts := sets.New(s.Action...).Intersection(destructive)

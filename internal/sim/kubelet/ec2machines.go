@@ -12,6 +12,7 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
+	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
@@ -60,6 +61,7 @@ type EC2Machines struct {
 	// EC2NodeClass's security groups and instance profile (once: a later
 	// change of the EC2NodeClass is drift, not corrected here).
 	CompleteLaunches bool
+	Log              logr.Logger
 
 	mu        sync.Mutex
 	instances []simaws.Instance
@@ -97,7 +99,10 @@ func (m *EC2Machines) Refresh(ctx context.Context) error {
 		}
 		mi, known, err := m.machine(ctx, inst)
 		if err != nil {
-			return err
+			// One instance that cannot be read (a foreign one's profile
+			// gone, a read racing its termination) holds up no other.
+			m.Log.Error(err, "reading an instance for its kubelet", "instance", aws.ToString(inst.InstanceId))
+			continue
 		}
 		if known {
 			out = append(out, mi)
@@ -139,7 +144,7 @@ func (m *EC2Machines) machine(ctx context.Context, inst ec2types.Instance) (sima
 	if err != nil || (claimed && class == nil) {
 		return out, false, err
 	}
-	if claimed && m.CompleteLaunches {
+	if claimed && m.CompleteLaunches && m.nodewrights(inst) {
 		if done, err := m.complete(ctx, inst, class); err != nil || !done {
 			return out, false, err
 		}
@@ -167,6 +172,16 @@ func (m *EC2Machines) machine(ctx context.Context, inst ec2types.Instance) (sima
 	}
 	out.Profile, out.Role = profile, role.name
 	return out, true, nil
+}
+
+// nodewrights reports an instance launched by nodewright in this cluster
+// (its ownership tags): the only ones CompleteLaunches changes.
+func (m *EC2Machines) nodewrights(inst ec2types.Instance) bool {
+	have := map[string]string{}
+	for _, t := range inst.Tags {
+		have[aws.ToString(t.Key)] = aws.ToString(t.Value)
+	}
+	return have["kubernetes.io/cluster/"+m.ClusterName] == "owned" && have[v1.LabelNodePool] != "" && have["karpenter.sh/nodeclaim"] != "" && have[awsv1.LabelEC2NodeClass] != ""
 }
 
 // complete gives an instance its EC2NodeClass's security groups and

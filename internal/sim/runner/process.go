@@ -53,7 +53,7 @@ func (s *Sim) externalMachines(ctx context.Context, opts Options) (*kubelet.EC2M
 		return nil, fmt.Errorf("the AWS configuration for %s: %w", opts.AWSEndpoint, err)
 	}
 	return &kubelet.EC2Machines{EC2: ec2.NewFromConfig(cfg), IAM: iam.NewFromConfig(cfg), EKS: eks.NewFromConfig(cfg), Kube: s.cache,
-		ClusterName: opts.Operator.ClusterName, CompleteLaunches: true}, nil
+		ClusterName: opts.Operator.ClusterName, CompleteLaunches: true, Log: opts.Log.WithName("kubelets")}, nil
 }
 
 // AWSEnv is the environment that points the AWS SDK and CLI at the
