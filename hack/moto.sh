@@ -12,7 +12,8 @@ port="${1:-5000}"
 endpoint="http://127.0.0.1:$port"
 export AWS_ACCESS_KEY_ID=testing AWS_SECRET_ACCESS_KEY=testing AWS_DEFAULT_REGION=us-east-1 AWS_ENDPOINT_URL="$endpoint"
 MOTO_ACCOUNT_ID=111122223333 moto_server -H 127.0.0.1 -p "$port" >/tmp/moto-"$port".log 2>&1 &
-until curl -sf "$endpoint/moto-api/" >/dev/null; do sleep 0.2; done
+for _ in $(seq 150); do curl -sf "$endpoint/moto-api/" >/dev/null && break; sleep 0.2; done
+curl -sf "$endpoint/moto-api/" >/dev/null || { echo "moto_server did not start: see /tmp/moto-$port.log" >&2; exit 1; }
 tag='Key=karpenter.sh/discovery,Value=nodewright-sim'
 vpc=$(aws ec2 create-vpc --cidr-block 10.0.0.0/16 --query Vpc.VpcId --output text)
 subnets=()

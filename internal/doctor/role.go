@@ -52,7 +52,8 @@ func nodeRoleRule(ctx context.Context, r *Report, in Input) error {
 	for _, nc := range o.EC2NodeClasses {
 		role, err := nodeRole(ctx, r, in.Cloud, nc)
 		if err != nil {
-			return err
+			r.add(checkFailed("EC2NodeClass/"+nc.Name, "the role of EC2NodeClass "+nc.Name+"'s instance profile", "iam:GetInstanceProfile", err))
+			continue
 		}
 		if role == "" {
 			continue
@@ -112,7 +113,7 @@ func nodeRoleRule(ctx context.Context, r *Report, in Input) error {
 				return c.Spec.NodeClassRef != nil && c.Spec.NodeClassRef.Name == nc.Name
 			})
 			if err != nil {
-				return err
+				r.add(checkFailed(obj, "the console output of EC2NodeClass "+nc.Name+"'s unregistered instances", "ec2:GetConsoleOutput", err))
 			}
 			if console != "" {
 				evidence += "; console of " + console

@@ -87,7 +87,7 @@ func Diagnose(ctx context.Context, in Input) (*Report, error) {
 		what, grant string
 		run         func() error
 	}{
-		{"whether the node roles may join the cluster", "iam:GetInstanceProfile and ec2:GetConsoleOutput", func() error { return nodeRoleRule(ctx, r, in) }},
+		{"whether the node roles may join the cluster", "iam:GetInstanceProfile and eks:DescribeAccessEntry", func() error { return nodeRoleRule(ctx, r, in) }},
 		{"the AMIs' architectures", "ec2:DescribeImages and ssm:GetParameter", func() error { return amiArchitectureRule(ctx, r, in) }},
 		{"whether pods fit the NodePools", "ec2:DescribeImages, ec2:DescribeSubnets and ssm:GetParameter", func() error { return podRule(r, in) }},
 		{"the nodes' taints and resources", "", func() error { return clusterStateRules(r, in) }},
@@ -203,7 +203,8 @@ func amiArchitectureRule(ctx context.Context, r *Report, in Input) error {
 		nc := classes[ref.Name]
 		amiArchs, source, err := archsOf(ctx, in.Cloud, nc)
 		if err != nil {
-			return err
+			r.add(checkFailed("NodePool/"+np.Name, "the architectures of EC2NodeClass "+nc.Name+"'s AMIs", "ec2:DescribeImages and ssm:GetParameter", err))
+			continue
 		}
 		if source == "" {
 			continue
