@@ -4,7 +4,7 @@ SHELL := /usr/bin/env bash -o pipefail
 GOLANGCI_LINT_VERSION := v2.15.0
 LINT := bin/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
-.PHONY: all build test generate verify lint controlplane clean bench bench-e2e crash sim reference-examples image chart
+.PHONY: all build test e2e-moto generate verify lint controlplane clean bench bench-e2e crash sim reference-examples image chart
 
 all: build
 
@@ -20,7 +20,11 @@ controlplane: ## Install etcd and build kube-apiserver, kube-scheduler, kube-con
 	./hack/controlplane.sh
 
 test: ## Set up the control plane if needed, then run every test with the race detector
-	assets="$$(./hack/controlplane.sh)" && KUBEBUILDER_ASSETS="$$assets" go test -race -count=1 -timeout 40m ./...
+	assets="$$(./hack/controlplane.sh)" && KUBEBUILDER_ASSETS="$$assets" go test -race -count=1 -timeout 50m ./...
+
+e2e-moto: controlplane ## Run every end-to-end test against moto (moto_server on PATH), the longer ones too
+	assets="$$(./hack/controlplane.sh)" && KUBEBUILDER_ASSETS="$$assets" NODEWRIGHT_E2E_MOTO=all \
+		go test -count=1 -timeout 30m -run 'Moto' -v ./test/e2e/ | grep -v '^=== RUN'
 
 generate: ## Regenerate deepcopy functions and CRDs from the API types
 	go tool controller-gen object paths=./api/... crd:crdVersions=v1 output:crd:artifacts:config=api/crds

@@ -497,7 +497,13 @@ func TestSimAgainstMoto(t *testing.T) {
 // nodewright launched the instance with from moto, registers with the
 // taints it says (Cilium's instead of karpenter.sh/unregistered), and the
 // NodeClaim says so.
+//
+// One of the longer runs against moto: `make e2e-moto` runs it
+// (NODEWRIGHT_E2E_MOTO=all); `make test` runs the others.
 func TestS1AtRuntimeAgainstMoto(t *testing.T) {
+	if os.Getenv("NODEWRIGHT_E2E_MOTO") != "all" {
+		t.Skip("make e2e-moto runs it (NODEWRIGHT_E2E_MOTO=all)")
+	}
 	m := startMoto(t, motoSeed{Cluster: account.ClusterName, NodeRole: account.NodeRole, AccountID: account.AccountID, AliasRoot: "/moto/aws/service"})
 	_, snap := run(t, "s1", againstMoto(t, m, func(o *runner.Options) { o.Operator.SkipUserDataValidation = true }))
 	if !problemsMention(snap, "Registered=True UnregisteredTaintMissing", "registered with node.cilium.io/agent-not-ready=true:NoExecute") {
