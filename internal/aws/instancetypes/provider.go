@@ -107,54 +107,54 @@ func (p *Provider) now() time.Time {
 	return p.Clock.Now()
 }
 
-// currentOnDemand reads the on-demand prices, falling back to the last
-// answer, then to the built-in table.
-func (p *Provider) currentOnDemand(ctx context.Context) (map[string]float64, error) {
-	// An endpoint that drops the connection must not hold launches up:
-	// past PriceReadTimeout the fallback serves.
+// readPrices reads prices with fetch, bounded by PriceReadTimeout (an
+// endpoint that drops the connection must not hold launches up), and
+// records where the prices come from in st: the answer (kept in *last),
+// else the last answer; none is nil, and st then says the built-in
+// fallback serves.
+func (p *Provider) readPrices(ctx context.Context, fetch func(context.Context) (map[string]float64, error), last *map[string]float64, st *PriceState) (map[string]float64, error) {
 	readCtx, cancel := context.WithTimeout(ctx, PriceReadTimeout)
-	prices, err := p.onDemandPrices(readCtx)
+	prices, err := fetch(readCtx)
 	cancel()
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
 	switch {
 	case err == nil:
-		p.lastOnDemand = prices
-		p.status.OnDemand.set(PricesFromAPI, now, nil)
-		p.status.OnDemand.Published, p.status.OnDemand.TableRegion = "", ""
+		*last = prices
+		st.set(PricesFromAPI, now, nil)
+		st.Published, st.TableRegion = "", ""
 		return prices, nil
-	case p.lastOnDemand != nil:
-		p.status.OnDemand.set(PricesLastKnown, now, err)
-		return p.lastOnDemand, nil
+	case *last != nil:
+		st.set(PricesLastKnown, now, err)
+		return *last, err
+	}
+	st.set(PricesBuiltIn, now, err)
+	return nil, err
+}
+
+// currentOnDemand reads the on-demand prices, falling back to the last
+// answer, then to the built-in table.
+func (p *Provider) currentOnDemand(ctx context.Context) (map[string]float64, error) {
+	prices, err := p.readPrices(ctx, p.onDemandPrices, &p.lastOnDemand, &p.status.OnDemand)
+	if prices != nil {
+		return prices, nil
 	}
 	table, region, terr := BuiltInPrices(p.Region)
 	if terr != nil {
 		return nil, errors.Join(err, terr)
 	}
-	p.status.OnDemand.set(PricesBuiltIn, now, err)
+	p.mu.Lock()
 	p.status.OnDemand.Published, p.status.OnDemand.TableRegion = table.Published, region
+	p.mu.Unlock()
 	return table.OnDemand, nil
 }
 
 // currentSpot reads the spot prices, falling back to the last answer, then
 // to the on-demand prices: spot is then never assumed cheaper than it is.
 func (p *Provider) currentSpot(ctx context.Context, onDemand map[string]float64) func(instanceType, zone string) float64 {
-	readCtx, cancel := context.WithTimeout(ctx, PriceReadTimeout)
-	prices, err := p.spotPrices(readCtx)
-	cancel()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	now := p.now()
-	switch {
-	case err == nil:
-		p.lastSpot = prices
-		p.status.Spot.set(PricesFromAPI, now, nil)
-	case p.lastSpot != nil:
-		prices = p.lastSpot
-		p.status.Spot.set(PricesLastKnown, now, err)
-	default:
-		p.status.Spot.set(PricesBuiltIn, now, err)
+	prices, _ := p.readPrices(ctx, p.spotPrices, &p.lastSpot, &p.status.Spot) // the status keeps the error
+	if prices == nil {
 		return func(instanceType, _ string) float64 { return onDemand[instanceType] }
 	}
 	return func(instanceType, zone string) float64 { return prices[instanceType+"/"+zone] }
