@@ -95,6 +95,31 @@ func startMoto(t *testing.T, seed motoSeed) *motoAccount {
 	if err != nil {
 		t.Fatalf("moto_server is not on PATH: install it with pip install 'moto[server]' (.ci/run does)")
 	}
+	// A free port may be taken between finding it and moto binding it:
+	// moto then exits, and another port is tried.
+	var endpoint string
+	for attempt := 0; endpoint == "" && attempt < 3; attempt++ {
+		endpoint = serveMoto(t, bin, seed.AccountID)
+	}
+	if endpoint == "" {
+		t.Fatal("moto_server did not start")
+	}
+	ctx := context.Background()
+	cfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(motoRegion), awsconfig.WithBaseEndpoint(endpoint),
+		awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("testing", "testing", "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &motoAccount{Endpoint: endpoint, EC2: ec2.NewFromConfig(cfg), IAM: iam.NewFromConfig(cfg), seeding: seed}
+	m.seed(t, ctx, eks.NewFromConfig(cfg), ssm.NewFromConfig(cfg))
+	return m
+}
+
+// serveMoto starts moto_server on a free loopback port until the test
+// ends and returns its endpoint once it answers; empty when it exited
+// first.
+func serveMoto(t *testing.T, bin, accountID string) string {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -105,23 +130,29 @@ func startMoto(t *testing.T, seed motoSeed) *motoAccount {
 	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", fmt.Sprint(port)) //nolint:gosec,noctx // the test's own server, stopped at cleanup
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if seed.AccountID != "" {
-		cmd.Env = append(os.Environ(), "MOTO_ACCOUNT_ID="+seed.AccountID)
+	if accountID != "" {
+		cmd.Env = append(os.Environ(), "MOTO_ACCOUNT_ID="+accountID)
 	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+		<-exited
 		if t.Failed() {
 			log := out.String()
-			t.Logf("moto_server (the end):\n%s", log[max(0, len(log)-3000):])
+			t.Logf("moto_server on port %d (the end):\n%s", port, log[max(0, len(log)-3000):])
 		}
 	})
 	endpoint := fmt.Sprintf("http://127.0.0.1:%d", port)
-	ctx := context.Background()
-	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		select {
+		case <-exited:
+			return false, fmt.Errorf("moto_server exited")
+		default:
+		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, endpoint+"/moto-api/", nil)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -129,17 +160,12 @@ func startMoto(t *testing.T, seed motoSeed) *motoAccount {
 		}
 		_ = resp.Body.Close()
 		return true, nil
-	}); err != nil {
-		t.Fatalf("moto_server did not answer: %v", err)
-	}
-	cfg, err := awsconfig.LoadDefaultConfig(ctx, awsconfig.WithRegion(motoRegion), awsconfig.WithBaseEndpoint(endpoint),
-		awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("testing", "testing", "")))
+	})
 	if err != nil {
-		t.Fatal(err)
+		t.Logf("moto_server on port %d: %v", port, err)
+		return ""
 	}
-	m := &motoAccount{Endpoint: endpoint, EC2: ec2.NewFromConfig(cfg), IAM: iam.NewFromConfig(cfg), seeding: seed}
-	m.seed(t, ctx, eks.NewFromConfig(cfg), ssm.NewFromConfig(cfg))
-	return m
+	return endpoint
 }
 
 func (m *motoAccount) seed(t *testing.T, ctx context.Context, eksAPI *eks.Client, ssmAPI *ssm.Client) {
