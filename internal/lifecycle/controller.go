@@ -5,9 +5,8 @@ package lifecycle
 
 import (
 	"context"
-	"slices"
-
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -274,6 +273,15 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim, now metav1.
 		}
 		return node, nil
 	}
+	// Before the node is taken over (finalizer, owner, labels, taints):
+	// is it on an instance nodewright launched?
+	if inst, err := c.Cloud.Get(ctx, nc.Status.ProviderID); err == nil && inst.Foreign {
+		set(&nc.Status.Conditions, now, nc.Generation, v1.ConditionRegistered, metav1.ConditionFalse, ReasonInstanceNotOwned,
+			fmt.Sprintf("node %s runs on instance %s, which nodewright did not launch (it lacks nodewright's tags), so nodewright leaves the node alone; delete NodeClaim %s", node.Name, inst.InstanceID, nc.Name))
+		return nil, nil
+	} else if err != nil && !cloudprovider.IsNotFound(err) {
+		return nil, fmt.Errorf("finding the instance of NodeClaim %s: %w", nc.Name, err)
+	}
 	hadUnregistered := hasTaint(node.Spec.Taints, v1.TaintKeyUnregistered, corev1.TaintEffectNoExecute)
 	registeredWith := taintList(node.Spec.Taints)
 	before := node.DeepCopy()
@@ -424,8 +432,8 @@ func (c *Controller) liveness(ctx context.Context, nc *v1.NodeClaim) (bool, erro
 		np := &v1.NodePool{}
 		if err := c.Client.Get(ctx, client.ObjectKey{Name: pool}, np); client.IgnoreNotFound(err) != nil {
 			return false, err
-		} else if b := np.Status.RegistrationBackoff; err == nil && b != nil {
-			c.Registrations.Restore(pool, int(b.Failures), b.LastTimeout.Time, b.Cause)
+		} else if err == nil {
+			c.Registrations.RestoreFrom(np)
 		}
 		c.Registrations.Record(pool, c.Clock.Now(), false, cause)
 	default:
@@ -467,7 +475,7 @@ func (c *Controller) finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 			case err != nil && !cloudprovider.IsNotFound(err):
 				return reconcile.Result{}, fmt.Errorf("finding the instance of NodeClaim %s: %w", nc.Name, err)
 			case err == nil && inst.Foreign:
-				c.Recorder.Eventf(nc, corev1.EventTypeWarning, "InstanceNotOwned", "NodeClaim %s points at instance %s, which nodewright did not launch; its node and instance are left alone", nc.Name, inst.InstanceID)
+				c.Recorder.Eventf(nc, corev1.EventTypeWarning, ReasonInstanceNotOwned, "NodeClaim %s points at instance %s, which nodewright did not launch; its node and instance are left alone", nc.Name, inst.InstanceID)
 				return c.release(ctx, nc)
 			}
 		}
@@ -488,13 +496,17 @@ func (c *Controller) finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 		case err == nil:
 			return reconcile.Result{RequeueAfter: c.Options.Poll}, nil // still terminating
 		case cloudprovider.IsNotOwned(err):
-			c.Recorder.Eventf(nc, corev1.EventTypeWarning, "InstanceNotOwned", "NodeClaim %s points at an instance nodewright did not launch: %v; terminate it yourself if it should go", nc.Name, err)
+			c.Recorder.Eventf(nc, corev1.EventTypeWarning, ReasonInstanceNotOwned, "NodeClaim %s points at an instance nodewright did not launch: %v; terminate it yourself if it should go", nc.Name, err)
 		case !cloudprovider.IsNotFound(err):
 			return reconcile.Result{}, fmt.Errorf("terminating the instance of NodeClaim %s: %w", nc.Name, err)
 		}
 	}
 	return c.release(ctx, nc)
 }
+
+// ReasonInstanceNotOwned: the NodeClaim's instance is not one nodewright
+// launched; neither it nor its node is acted on.
+const ReasonInstanceNotOwned = "InstanceNotOwned"
 
 // release removes the NodeClaim's finalizer: its instance is gone, or not
 // nodewright's.

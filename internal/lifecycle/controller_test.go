@@ -27,6 +27,7 @@ import (
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/provider"
 	"github.com/nodewright/nodewright/internal/aws/userdata"
+	"github.com/nodewright/nodewright/internal/lifecycle"
 	"github.com/nodewright/nodewright/internal/operator"
 	"github.com/nodewright/nodewright/internal/operator/optest"
 	"github.com/nodewright/nodewright/internal/sim/account"
@@ -668,6 +669,14 @@ func TestNodeClaimOfAForeignInstanceLeavesItAlone(t *testing.T) {
 	}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-0-managed"}, Spec: corev1.NodeSpec{ProviderID: providerID}}
 	e.create(t, node)
+	// The node is not taken over, and the NodeClaim says why.
+	registered := e.waitCondition(t, "adopter", v1.ConditionRegistered, metav1.ConditionFalse)
+	if registered.Reason != lifecycle.ReasonInstanceNotOwned || !strings.Contains(registered.Message, foreign) {
+		t.Errorf("Registered: %+v", registered)
+	}
+	if err := e.kube.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil || len(node.Finalizers) > 0 || len(node.OwnerReferences) > 0 || len(node.Labels) > 0 {
+		t.Errorf("the managed node group's node was taken over: %v %+v", err, node.ObjectMeta)
+	}
 	if err := e.kube.Delete(ctx, nc); err != nil {
 		t.Fatal(err)
 	}

@@ -137,8 +137,8 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 func (c *Controller) registrationHealth(np *v1.NodePool, now metav1.Time) {
 	reg, known := c.Registrations.get(np.Name)
 	if !known {
-		if b := np.Status.RegistrationBackoff; b != nil {
-			c.Registrations.Restore(np.Name, int(b.Failures), b.LastTimeout.Time, b.Cause)
+		if np.Status.RegistrationBackoff != nil {
+			c.Registrations.RestoreFrom(np)
 		} else if meta.FindStatusCondition(np.Status.Conditions, v1.ConditionNodeRegistrationHealthy) == nil {
 			setCondition(np, now, v1.ConditionNodeRegistrationHealthy, true, "", "")
 		}
@@ -233,6 +233,13 @@ func (r *Registrations) Restore(pool string, failures int, last time.Time, cause
 	defer r.mu.Unlock()
 	if _, known := r.pools[pool]; !known && failures > 0 {
 		r.pools[pool] = registration{failures: failures, last: last, cause: cause}
+	}
+}
+
+// RestoreFrom takes up the backoff in a NodePool's status (see Restore).
+func (r *Registrations) RestoreFrom(np *v1.NodePool) {
+	if b := np.Status.RegistrationBackoff; b != nil {
+		r.Restore(np.Name, int(b.Failures), b.LastTimeout.Time, b.Cause)
 	}
 }
 

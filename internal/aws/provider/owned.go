@@ -40,17 +40,24 @@ func (p *Provider) ownedFilters() []ec2types.Filter {
 }
 
 // owns reports tags of an instance nodewright launched in this cluster.
-func (p *Provider) owns(tags []ec2types.Tag) bool { return len(p.missingTags(tags)) == 0 }
+func (p *Provider) owns(tags []ec2types.Tag) bool { return Owns(p.cluster.Name, tags) }
+
+// Owns reports tags of an instance nodewright launched in the cluster.
+func Owns(cluster string, tags []ec2types.Tag) bool { return len(missingTags(cluster, tags)) == 0 }
 
 // missingTags are the ownership tags an instance lacks, as KEY or KEY=VALUE.
 func (p *Provider) missingTags(tags []ec2types.Tag) []string {
+	return missingTags(p.cluster.Name, tags)
+}
+
+func missingTags(cluster string, tags []ec2types.Tag) []string {
 	have := map[string]string{}
 	for _, t := range tags {
 		have[aws.ToString(t.Key)] = aws.ToString(t.Value)
 	}
 	var missing []string
-	if have[p.clusterTag()] != "owned" {
-		missing = append(missing, p.clusterTag()+"=owned")
+	if key := "kubernetes.io/cluster/" + cluster; have[key] != "owned" {
+		missing = append(missing, key+"=owned")
 	}
 	for _, k := range ownershipTagKeys {
 		if have[k] == "" {

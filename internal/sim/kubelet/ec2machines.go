@@ -18,6 +18,7 @@ import (
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
+	"github.com/nodewright/nodewright/internal/aws/provider"
 	simaws "github.com/nodewright/nodewright/internal/sim/aws"
 )
 
@@ -144,7 +145,7 @@ func (m *EC2Machines) machine(ctx context.Context, inst ec2types.Instance) (sima
 	if err != nil || (claimed && class == nil) {
 		return out, false, err
 	}
-	if claimed && m.CompleteLaunches && m.nodewrights(inst) {
+	if claimed && m.CompleteLaunches && provider.Owns(m.ClusterName, inst.Tags) {
 		if done, err := m.complete(ctx, inst, class); err != nil || !done {
 			return out, false, err
 		}
@@ -172,16 +173,6 @@ func (m *EC2Machines) machine(ctx context.Context, inst ec2types.Instance) (sima
 	}
 	out.Profile, out.Role = profile, role.name
 	return out, true, nil
-}
-
-// nodewrights reports an instance launched by nodewright in this cluster
-// (its ownership tags): the only ones CompleteLaunches changes.
-func (m *EC2Machines) nodewrights(inst ec2types.Instance) bool {
-	have := map[string]string{}
-	for _, t := range inst.Tags {
-		have[aws.ToString(t.Key)] = aws.ToString(t.Value)
-	}
-	return have["kubernetes.io/cluster/"+m.ClusterName] == "owned" && have[v1.LabelNodePool] != "" && have["karpenter.sh/nodeclaim"] != "" && have[awsv1.LabelEC2NodeClass] != ""
 }
 
 // complete gives an instance its EC2NodeClass's security groups and

@@ -142,7 +142,9 @@ type Sim struct {
 	requests *metrics.KubeRequests
 	figures  Figures
 	// AWSEndpoint serves the account in the AWS protocols.
-	AWSEndpoint       string
+	AWSEndpoint string
+	// external says AWSEndpoint is not the simulated account.
+	external          bool
 	aws               *http.Server
 	controller        *exec.Cmd
 	controllerDone    chan struct{}
@@ -216,7 +218,7 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 		if opts.ControllerProcess == "" {
 			return nil, errors.Join(errors.New("an external AWS endpoint needs the controllers in their own process"), s.Stop())
 		}
-		s.AWSEndpoint = opts.AWSEndpoint
+		s.AWSEndpoint, s.external = opts.AWSEndpoint, true
 		if machines, err = s.externalMachines(ctx, opts); err != nil {
 			return nil, errors.Join(err, s.Stop())
 		}
@@ -483,6 +485,9 @@ type Figures struct {
 	// throttled, by action.
 	AWSCalls     map[string]int `json:"awsCalls"`
 	AWSThrottled map[string]int `json:"awsThrottled"`
+	// ExternalAWS is the endpoint of the account the step ran against
+	// when it is not the simulated one: its calls are not counted.
+	ExternalAWS string `json:"externalAWS,omitempty"`
 }
 
 // RequestsPerNodeClaim is nodewright's requests to the API server over
@@ -523,8 +528,12 @@ func (s *Sim) RunSteps(ctx context.Context, steps []Step, timeout, stall time.Du
 				res.Figures.Requests[k] = d
 			}
 		}
-		awsAfter := s.Account.Stats()
-		res.Figures.AWSCalls, res.Figures.AWSThrottled = since(awsAfter.CallsBy, awsBefore.CallsBy), since(awsAfter.ThrottledBy, awsBefore.ThrottledBy)
+		if s.external {
+			res.Figures.ExternalAWS = s.AWSEndpoint
+		} else {
+			awsAfter := s.Account.Stats()
+			res.Figures.AWSCalls, res.Figures.AWSThrottled = since(awsAfter.CallsBy, awsBefore.CallsBy), since(awsAfter.ThrottledBy, awsBefore.ThrottledBy)
+		}
 		res.Figures.PeakRSS, res.Figures.Process = peakRSS(), s.processName()
 		if s.controller != nil {
 			res.Figures.PeakRSS = s.controllerRSS()

@@ -491,6 +491,10 @@ func WriteFigures(w io.Writer, f Figures) {
 	for _, k := range keys {
 		fmt.Fprintf(w, "  %8.0f  %s\n", f.Requests[k], k)
 	}
+	if f.ExternalAWS != "" {
+		fmt.Fprintf(w, "AWS calls: not counted (the account at %s)\n", f.ExternalAWS)
+		return
+	}
 	fmt.Fprintf(w, "AWS calls: %s; throttled: %s\n", byCount(f.AWSCalls), byCount(f.AWSThrottled))
 }
 
