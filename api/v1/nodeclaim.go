@@ -216,3 +216,16 @@ const (
 	ReasonNotRegistered            = "NotRegistered"
 	ReasonReady                    = "Ready"
 )
+
+// Drift reasons, the reasons of a NodeClaim's Drifted condition that do
+// not depend on the cloud: its NodePool's template changed since it was
+// made, or the NodePool's requirements no longer admit its labels, or its
+// node class changed (the class's hash stamped on it differs).
+const (
+	ReasonNodePoolDrifted     = "NodePoolDrifted"
+	ReasonRequirementsDrifted = "RequirementsDrifted"
+	ReasonNodeClassDrifted    = "NodeClassDrifted"
+)
+
+// StatusConditions are the NodeClaim's status conditions.
+func (in *NodeClaim) StatusConditions() []metav1.Condition { return in.Status.Conditions }

@@ -274,3 +274,6 @@ const (
 	// NodePool's nodes are unhealthy: node repair replaces none of them.
 	ConditionNodeRepairAllowed = "NodeRepairAllowed"
 )
+
+// StatusConditions are the NodePool's status conditions.
+func (in *NodePool) StatusConditions() []metav1.Condition { return in.Status.Conditions }

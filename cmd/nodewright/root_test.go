@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"runtime"
 	"strings"
@@ -239,5 +241,47 @@ func TestSimulateDisruption(t *testing.T) {
 	}
 	if _, err := run("simulate", "-f", "testdata/disruption.yaml", "--now", "2026-11-23T10:02:00Z"); err == nil || !strings.Contains(err.Error(), "--disruption") {
 		t.Errorf("--now without --disruption: %v", err)
+	}
+}
+
+// A change to the NodePool shows offline what the controller would do
+// with it: nodes its requirements no longer admit have drifted and are
+// replaced (the empty one first, within the budget), and nodes older than its
+// expireAfter expire — from a dump of Nodes alone, without NodeClaims.
+func TestSimulateDisruptionOfAChange(t *testing.T) {
+	dump, err := os.ReadFile("testdata/disruption.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := func(requirement, expireAfter string) string {
+		s := strings.Replace(string(dump), `        - {key: kubernetes.io/arch, operator: In, values: ["amd64"]}`,
+			`        - {key: kubernetes.io/arch, operator: In, values: ["amd64"]}`+"\n"+requirement, 1)
+		s = strings.Replace(s, "      nodeClassRef:", "      expireAfter: "+expireAfter+"\n      nodeClassRef:", 1)
+		path := filepath.Join(t.TempDir(), "changed.yaml")
+		if err := os.WriteFile(path, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	category := changed(`        - {key: karpenter.k8s.aws/instance-category, operator: In, values: ["c"]}`, "720h")
+	out, err := run("simulate", "-f", category, "--disruption", "--now", "2026-11-23T12:00:00Z")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if !strings.Contains(out, "Drifted  ip-10-0-0-1") {
+		t.Errorf("the node the NodePool no longer admits (instance category m, it requires c) is not replaced for drift:\n%s", out)
+	}
+	if !strings.Contains(out, "ip-10-0-0-4  NodePool default allows 0 of 10% now (1 of its 4 nodes are being disrupted)") {
+		t.Errorf("the other drifted node does not wait for the NodePool's budget:\n%s", out)
+	}
+	unchanged := changed("", "720h")
+	out, err = run("simulate", "-f", unchanged, "--disruption", "--now", "2026-11-23T12:00:00Z")
+	if err != nil || strings.Contains(out, "Drifted") || strings.Contains(out, "Expired") {
+		t.Errorf("an unchanged NodePool drifts or expires nodes: %v\n%s", err, out)
+	}
+	// 720h after the nodes were made, they expire.
+	out, err = run("simulate", "-f", unchanged, "--disruption", "--now", "2026-12-23T10:00:01Z")
+	if err != nil || !strings.Contains(out, "Expired  ip-10-0-0-") {
+		t.Errorf("nodes past their NodePool's expireAfter do not expire: %v\n%s", err, out)
 	}
 }

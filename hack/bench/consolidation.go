@@ -13,6 +13,7 @@ import (
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
+	"github.com/nodewright/nodewright/internal/cloudprovider"
 	"github.com/nodewright/nodewright/internal/disruption"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/sim/account"
@@ -40,7 +41,7 @@ var fragmentTypes = []string{"m5.2xlarge", "m5.4xlarge", "m5.4xlarge", "c5.4xlar
 // three zones, spot and on-demand, each filled with workload-B pods to a
 // random 20-90 % of its CPU or memory (about ten pods a node): what a
 // cluster looks like after a day of scale-downs.
-func fragmented(n int, seed uint64) (state.Objects, map[string]*state.NodeClass, error) {
+func fragmented(n int, seed uint64) (state.Objects, map[string]*cloudprovider.NodeClass, error) {
 	types, err := instancetypes.Load(instancetypes.Options{Zones: account.Zones()})
 	if err != nil {
 		return state.Objects{}, nil, err
@@ -92,7 +93,7 @@ func fragmented(n int, seed uint64) (state.Objects, map[string]*state.NodeClass,
 	}
 	amis := []scheduling.AMI{{ID: "ami-amd64", Requirements: scheduling.NewRequirements(corev1.NodeSelectorRequirement{
 		Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64", "arm64"}})}}
-	return objs, map[string]*state.NodeClass{"default": {InstanceTypes: types, AMIs: amis}}, nil
+	return objs, map[string]*cloudprovider.NodeClass{"default": {InstanceTypes: types, AMIs: amis}}, nil
 }
 
 // fraction is the larger of the CPU and memory shares used.

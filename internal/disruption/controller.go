@@ -15,11 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/nodepool"
-	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
 	"github.com/nodewright/nodewright/internal/state/listing"
 )
@@ -49,9 +47,9 @@ func DefaultConfig() Config {
 // deletes the nodes' NodeClaims (whose termination drains them through
 // the Eviction API). A replacement that fails rolls the command back.
 type Controller struct {
-	Client        client.Client
-	Types         listing.InstanceTypeSource
-	AMIs          func(*awsv1.EC2NodeClass) []scheduling.AMI
+	Client client.Client
+	// NodeClasses resolves the NodePools' node classes.
+	NodeClasses   listing.NodeClassResolver
 	Registrations *nodepool.Registrations
 	Recorder      record.EventRecorder
 	Clock         clock.PassiveClock
@@ -115,7 +113,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	classes, err := listing.Resolve(ctx, listed, c.Types, c.AMIs)
+	classes, err := c.NodeClasses.ResolveNodeClasses(ctx, listed.NodePools)
 	if err != nil {
 		return err
 	}
@@ -237,7 +235,7 @@ func (c *Controller) start(ctx context.Context, snap *state.Snapshot, listed *li
 	what := describe(cmd.Command)
 	for _, planned := range cmd.Replacements {
 		np := snap.Pools[planned.NodePool]
-		nc := state.NodeClaimFor(np, listed.NodeClass(np), planned)
+		nc := state.NodeClaimFor(np, snap.NodeClassOf(np), planned)
 		if err := c.Client.Create(ctx, nc); err != nil {
 			return false, c.rollback(ctx, snap, cmd, fmt.Sprintf("creating a replacement NodeClaim for NodePool %s failed: %v", planned.NodePool, err))
 		}

@@ -19,6 +19,8 @@ import (
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
+	"github.com/nodewright/nodewright/internal/aws/nodeclass"
+	"github.com/nodewright/nodewright/internal/cloudprovider"
 	"github.com/nodewright/nodewright/internal/controlplane"
 	"github.com/nodewright/nodewright/internal/disruption"
 	"github.com/nodewright/nodewright/internal/nodepool"
@@ -26,11 +28,30 @@ import (
 	"github.com/nodewright/nodewright/internal/scheduling"
 )
 
-// catalog is the instance types of two zones, for every EC2NodeClass.
-type catalog []*scheduling.InstanceType
+// classes resolves the cluster's EC2NodeClasses as the controller does
+// (readiness, stamp and drift rules from their status), with the
+// instance types of two zones and one amd64 AMI for every one.
+type classes struct {
+	kube  client.Reader
+	types []*scheduling.InstanceType
+}
 
-func (c catalog) InstanceTypes(context.Context, *awsv1.EC2NodeClass) ([]*scheduling.InstanceType, error) {
-	return c, nil
+func (c classes) NodeClassObject() client.Object { return &awsv1.EC2NodeClass{} }
+
+func (c classes) ResolveNodeClasses(ctx context.Context, _ []*v1.NodePool) (map[string]*cloudprovider.NodeClass, error) {
+	list := &awsv1.EC2NodeClassList{}
+	if err := c.kube.List(ctx, list); err != nil {
+		return nil, err
+	}
+	out := map[string]*cloudprovider.NodeClass{}
+	for i := range list.Items {
+		rc := nodeclass.Resolved(&list.Items[i], c.types)
+		if rc.NotReady == nil {
+			rc.AMIs = []scheduling.AMI{{ID: "ami-1", Requirements: scheduling.NewRequirements(corev1.NodeSelectorRequirement{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}})}}
+		}
+		out[rc.Name] = rc
+	}
+	return out, nil
 }
 
 type env struct {
@@ -49,10 +70,7 @@ func startController(t *testing.T) *env {
 	}
 	e := &env{kube: kube, clock: clocktesting.NewFakeClock(time.Now()), recorder: record.NewFakeRecorder(100)}
 	e.ctrl = &disruption.Controller{
-		Client: kube, Types: catalog(types), Registrations: nodepool.NewRegistrations(), Recorder: e.recorder, Clock: e.clock, Log: logr.Discard(),
-		AMIs: func(*awsv1.EC2NodeClass) []scheduling.AMI {
-			return []scheduling.AMI{{ID: "ami-1", Requirements: scheduling.NewRequirements(corev1.NodeSelectorRequirement{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}})}}
-		},
+		Client: kube, NodeClasses: classes{kube: kube, types: types}, Registrations: nodepool.NewRegistrations(), Recorder: e.recorder, Clock: e.clock, Log: logr.Discard(),
 		Config: disruption.Config{Options: disruption.DefaultOptions(), Poll: time.Second, ValidationDelay: 15 * time.Second, ReplacementTimeout: 10 * time.Minute},
 	}
 	ctx := context.Background()
@@ -85,7 +103,7 @@ func (e *env) create(t *testing.T, obj client.Object) {
 // its NodeClaim, and a pod on it.
 func (e *env) node(t *testing.T, name, instanceType string, podAnnotations map[string]string) {
 	ctx := context.Background()
-	it, _ := e.ctrl.Types.InstanceTypes(ctx, nil)
+	it := e.ctrl.NodeClasses.(classes).types
 	var spec *scheduling.InstanceType
 	for _, x := range it {
 		if x.Name == instanceType {

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/scheduling"
@@ -313,11 +312,7 @@ func (d *decider) reschedule(nodes []*state.Node) (*scheduling.Plan, int) {
 func (d *decider) expiration(candidates []*state.Node) {
 	var expired []*state.Node
 	for _, n := range candidates {
-		if n.NodeClaim == nil {
-			continue
-		}
-		after, never, err := n.NodeClaim.Spec.ExpireAfter.Parse()
-		if err != nil || never || d.now.Sub(n.NodeClaim.CreationTimestamp.Time) < after {
+		if at, ok := n.ExpiresAt(); !ok || d.now.Before(at) {
 			continue
 		}
 		d.out.Eligible[n.NodePool]++
@@ -368,7 +363,7 @@ func (d *decider) leaveStatic(candidates []*state.Node) []*state.Node {
 }
 
 func oldestFirst(a, b *state.Node) int {
-	return cmp.Or(a.NodeClaim.CreationTimestamp.Compare(b.NodeClaim.CreationTimestamp.Time), cmp.Compare(a.Name, b.Name))
+	return cmp.Or(a.CreatedAt().Compare(b.CreatedAt()), cmp.Compare(a.Name, b.Name))
 }
 
 // command records a command and takes its nodes.
@@ -404,10 +399,10 @@ func hardBlockers(n *state.Node, forceful bool) []state.Blocker {
 func (d *decider) drift(candidates []*state.Node) {
 	var found []*state.Node
 	for _, n := range candidates {
-		if d.taken[n.Name] || !drifted(n) {
+		if d.taken[n.Name] || !n.Drift().Drifted() {
 			continue
 		}
-		if bs := hardBlockers(n, n.NodeClaim.Spec.TerminationGracePeriod != nil); len(bs) > 0 {
+		if bs := hardBlockers(n, n.NodeClaim != nil && n.NodeClaim.Spec.TerminationGracePeriod != nil); len(bs) > 0 {
 			d.block(n, Blocked{Reason: BlockedByNode, Blocker: bs[0], Method: v1.DisruptionReasonDrifted})
 			continue
 		}
@@ -507,9 +502,4 @@ func (d *decider) emptiness(candidates []*state.Node) {
 	}
 	c.Savings = c.PricePerHour
 	d.out.Commands = append(d.out.Commands, c)
-}
-
-// drifted reports a NodeClaim whose Drifted condition is True.
-func drifted(n *state.Node) bool {
-	return n.NodeClaim != nil && meta.IsStatusConditionTrue(n.NodeClaim.Status.Conditions, v1.ConditionDrifted)
 }

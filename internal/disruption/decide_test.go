@@ -15,6 +15,7 @@ import (
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
+	"github.com/nodewright/nodewright/internal/cloudprovider"
 	"github.com/nodewright/nodewright/internal/disruption"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
@@ -120,7 +121,7 @@ func (c *cluster) decide(opts ...func(*disruption.Options)) *disruption.Decision
 	for _, m := range opts {
 		m(&o)
 	}
-	s := state.Build(c.objs, state.Options{Now: now, NodeClasses: map[string]*state.NodeClass{"default": {InstanceTypes: c.all,
+	s := state.Build(c.objs, state.Options{Now: now, NodeClasses: map[string]*cloudprovider.NodeClass{"default": {InstanceTypes: c.all,
 		AMIs: []scheduling.AMI{{ID: "ami-1", Requirements: scheduling.NewRequirements(corev1.NodeSelectorRequirement{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64", "arm64"}})}}}}})
 	return disruption.Decide(s, o)
 }
@@ -303,7 +304,7 @@ func pdb(allowed int32, app string) *policyv1.PodDisruptionBudget {
 }
 
 func drifted(_ *corev1.Node, nc *v1.NodeClaim) {
-	nc.Status.Conditions = append(nc.Status.Conditions, metav1.Condition{Type: v1.ConditionDrifted, Status: metav1.ConditionTrue, Reason: state.DriftAMI})
+	nc.Status.Conditions = append(nc.Status.Conditions, metav1.Condition{Type: v1.ConditionDrifted, Status: metav1.ConditionTrue, Reason: awsv1.ReasonAMIDrifted})
 }
 
 // Drift replaces a drifted node, keeping PodDisruptionBudgets and

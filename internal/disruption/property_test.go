@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/cloudprovider"
 	"github.com/nodewright/nodewright/internal/disruption"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
@@ -52,7 +53,7 @@ func TestRandomClusters(t *testing.T) {
 				c.objs.PDBs = append(c.objs.PDBs, pdb(0, name))
 			}
 		}
-		s := state.Build(c.objs, state.Options{Now: now, NodeClasses: map[string]*state.NodeClass{"default": {InstanceTypes: c.all,
+		s := state.Build(c.objs, state.Options{Now: now, NodeClasses: map[string]*cloudprovider.NodeClass{"default": {InstanceTypes: c.all,
 			AMIs: []scheduling.AMI{{ID: "ami-1", Requirements: scheduling.NewRequirements(corev1.NodeSelectorRequirement{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}})}}}}})
 		d := disruption.Decide(s, disruption.DefaultOptions())
 		if again := disruption.Decide(s, disruption.DefaultOptions()); commands(again) != commands(d) {

@@ -35,7 +35,7 @@ func Revalidate(s *state.Snapshot, old *Command, opts Options) (*Command, string
 				return nil, fmt.Sprintf("node %s: %s", n.Name, why)
 			}
 		case v1.DisruptionReasonDrifted:
-			if !drifted(n) {
+			if !n.Drift().Drifted() {
 				return nil, fmt.Sprintf("node %s is no longer drifted", n.Name)
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	"github.com/nodewright/nodewright/internal/simulate"
 	"github.com/nodewright/nodewright/internal/state/listing"
 )
@@ -23,7 +24,11 @@ func ReadCluster(ctx context.Context, kube client.Reader) (*simulate.Objects, []
 	if err != nil {
 		return nil, nil, err
 	}
-	o := &simulate.Objects{NodePools: listed.NodePools, EC2NodeClasses: listed.NodeClasses, NodeClaims: listed.NodeClaims, Nodes: listed.Nodes,
+	classes := &awsv1.EC2NodeClassList{}
+	if err := kube.List(ctx, classes); err != nil {
+		return nil, nil, fmt.Errorf("listing EC2NodeClasses: %w", err)
+	}
+	o := &simulate.Objects{NodePools: listed.NodePools, EC2NodeClasses: listing.Pointers(classes.Items), NodeClaims: listed.NodeClaims, Nodes: listed.Nodes,
 		Pods: listed.Pods, DaemonSets: listed.DaemonSets, PDBs: listed.PDBs}
 	events := &corev1.EventList{}
 	if err := kube.List(ctx, events, client.MatchingFields{"type": corev1.EventTypeWarning}); err != nil {

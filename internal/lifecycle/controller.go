@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
 	"github.com/nodewright/nodewright/internal/metrics"
@@ -38,6 +37,11 @@ type CloudProvider interface {
 	Create(ctx context.Context, claim *v1.NodeClaim) (*cloudprovider.Instance, error)
 	Get(ctx context.Context, providerID string) (*cloudprovider.Instance, error)
 	Delete(ctx context.Context, providerID string) error
+	// NodeClass is a node class's stamp, readiness and drift rules; nil
+	// when it does not exist.
+	NodeClass(ctx context.Context, name string) (*cloudprovider.NodeClass, error)
+	// NodeClassObject is an empty object of the node class kind, to watch.
+	NodeClassObject() client.Object
 }
 
 // Options are the lifecycle's timeouts.
@@ -88,7 +92,7 @@ func (c *Controller) SetupWithManager(ctx context.Context, mgr manager.Manager) 
 	return ctrl.ControllerManagedBy(mgr).Named("nodeclaim.lifecycle").For(&v1.NodeClaim{}).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.claimOfNode)).
 		Watches(&v1.NodePool{}, handler.EnqueueRequestsFromMapFunc(c.claimsOfPool)).
-		Watches(&awsv1.EC2NodeClass{}, handler.EnqueueRequestsFromMapFunc(c.claimsOfClass)).
+		Watches(c.Cloud.NodeClassObject(), handler.EnqueueRequestsFromMapFunc(c.claimsOfClass)).
 		Complete(c)
 }
 

@@ -13,7 +13,6 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
 	"github.com/nodewright/nodewright/internal/state"
@@ -23,14 +22,14 @@ import (
 // groups do not change for its life, so the cloud is asked once.
 type networks struct {
 	mu   sync.Mutex
-	byID map[string]*state.Network
+	byID map[string]*cloudprovider.Instance
 }
 
-func (n *networks) get(ctx context.Context, cloud CloudProvider, providerID string) (*state.Network, error) {
+func (n *networks) get(ctx context.Context, cloud CloudProvider, providerID string) (*cloudprovider.Instance, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if net, ok := n.byID[providerID]; ok {
-		return net, nil
+	if inst, ok := n.byID[providerID]; ok {
+		return inst, nil
 	}
 	inst, err := cloud.Get(ctx, providerID)
 	if err != nil {
@@ -40,16 +39,17 @@ func (n *networks) get(ctx context.Context, cloud CloudProvider, providerID stri
 		return nil, err
 	}
 	if n.byID == nil {
-		n.byID = map[string]*state.Network{}
+		n.byID = map[string]*cloudprovider.Instance{}
 	}
-	net := &state.Network{SubnetID: inst.SubnetID, SecurityGroupIDs: inst.SecurityGroupIDs}
+	net := &cloudprovider.Instance{ProviderID: providerID, SubnetID: inst.SubnetID, SecurityGroupIDs: inst.SecurityGroupIDs}
 	n.byID[providerID] = net
 	return net, nil
 }
 
 // drift sets the Drifted condition of an initialized NodeClaim (True with
-// the reason while it no longer matches its NodePool or EC2NodeClass,
-// absent otherwise); disruption replaces drifted NodeClaims.
+// the reason while it no longer matches its NodePool or node class,
+// absent otherwise) from state.Drift, the rule every decision and tool
+// applies; disruption replaces drifted NodeClaims.
 func (c *Controller) drift(ctx context.Context, nc *v1.NodeClaim, node *corev1.Node, now metav1.Time) error {
 	if !isTrue(nc.Status.Conditions, v1.ConditionInitialized) {
 		return nil
@@ -64,20 +64,17 @@ func (c *Controller) drift(ctx context.Context, nc *v1.NodeClaim, node *corev1.N
 			np = nil
 		}
 	}
-	var class *awsv1.EC2NodeClass
+	var class *cloudprovider.NodeClass
 	if ref := nc.Spec.NodeClassRef; ref != nil {
-		class = &awsv1.EC2NodeClass{}
-		if err := c.Client.Get(ctx, client.ObjectKey{Name: ref.Name}, class); err != nil {
-			if client.IgnoreNotFound(err) != nil {
-				return fmt.Errorf("reading EC2NodeClass %s of NodeClaim %s: %w", ref.Name, nc.Name, err)
-			}
-			class = nil
+		var err error
+		if class, err = c.Cloud.NodeClass(ctx, ref.Name); err != nil {
+			return fmt.Errorf("node class of NodeClaim %s: %w", nc.Name, err)
 		}
 	}
-	var net *state.Network
-	if class != nil && (len(class.Status.Subnets) > 0 || len(class.Status.SecurityGroups) > 0) {
+	var inst *cloudprovider.Instance
+	if class != nil && class.Drift != nil {
 		var err error
-		if net, err = c.networks.get(ctx, c.Cloud, nc.Status.ProviderID); err != nil {
+		if inst, err = c.networks.get(ctx, c.Cloud, nc.Status.ProviderID); err != nil {
 			return fmt.Errorf("reading the network of NodeClaim %s's instance: %w", nc.Name, err)
 		}
 	}
@@ -86,7 +83,7 @@ func (c *Controller) drift(ctx context.Context, nc *v1.NodeClaim, node *corev1.N
 		// the NodePool deletes it too from now on.
 		nc.OwnerReferences = append(nc.OwnerReferences, state.NodePoolOwner(np)...)
 	}
-	if state.ForeignHashes(nc) && isTrue(nc.Status.Conditions, v1.ConditionDrifted) {
+	if state.ForeignHashes(nc, class) && isTrue(nc.Status.Conditions, v1.ConditionDrifted) {
 		// Drifted by another hashing's measure: it stays drifted until it
 		// is replaced (this hashing cannot say otherwise).
 		return nil
@@ -94,12 +91,12 @@ func (c *Controller) drift(ctx context.Context, nc *v1.NodeClaim, node *corev1.N
 	if state.Restamp(nc, np, class) {
 		logf.FromContext(ctx).Info("restamped the NodeClaim's drift hashes, made by another hashing (adopted)", "NodeClaim", nc.Name)
 	}
-	reason, msg := state.Drift(nc, state.NodeLabels(nc, node), np, class, net)
-	if reason == "" {
+	d := state.Drift(nc, state.NodeLabels(nc, node), np, class, inst)
+	if !d.Drifted() {
 		meta.RemoveStatusCondition(&nc.Status.Conditions, v1.ConditionDrifted)
 		return nil
 	}
-	set(&nc.Status.Conditions, now, nc.Generation, v1.ConditionDrifted, metav1.ConditionTrue, reason, msg)
+	set(&nc.Status.Conditions, now, nc.Generation, v1.ConditionDrifted, metav1.ConditionTrue, d.Reason, d.Message)
 	return nil
 }
 

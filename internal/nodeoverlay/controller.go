@@ -22,10 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/api/v1alpha1"
-	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
 	"github.com/nodewright/nodewright/internal/state/listing"
 )
@@ -33,10 +31,10 @@ import (
 // Controller writes NodeOverlay status.
 type Controller struct {
 	Client client.Client
-	Types  listing.InstanceTypeSource
-	AMIs   func(*awsv1.EC2NodeClass) []scheduling.AMI
-	Clock  clock.PassiveClock
-	Log    logr.Logger
+	// NodeClasses resolves the NodePools' node classes.
+	NodeClasses listing.NodeClassResolver
+	Clock       clock.PassiveClock
+	Log         logr.Logger
 }
 
 // all is the one request: every overlay's status depends on every other.
@@ -49,7 +47,7 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).Named("nodeoverlay.status").
 		Watches(&v1alpha1.NodeOverlay{}, toAll, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&v1.NodePool{}, toAll, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&awsv1.EC2NodeClass{}, toAll).
+		Watches(c.NodeClasses.NodeClassObject(), toAll).
 		Complete(c)
 }
 
@@ -62,7 +60,7 @@ func (c *Controller) Reconcile(ctx context.Context, _ reconcile.Request) (reconc
 	if len(listed.Overlays) == 0 {
 		return reconcile.Result{}, nil
 	}
-	classes, err := listing.Resolve(ctx, listed, c.Types, c.AMIs)
+	classes, err := c.NodeClasses.ResolveNodeClasses(ctx, listed.NodePools)
 	if err != nil {
 		return reconcile.Result{}, err
 	}

@@ -22,8 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/cloudprovider"
 	"github.com/nodewright/nodewright/internal/repair"
 	"github.com/nodewright/nodewright/internal/state"
 	"github.com/nodewright/nodewright/internal/state/listing"
@@ -31,9 +31,18 @@ import (
 
 // Controller is the NodePool status controller.
 type Controller struct {
-	Client        client.Client
+	Client client.Client
+	// NodeClasses reads the node classes NodePools use.
+	NodeClasses   NodeClasses
 	Clock         clock.PassiveClock
 	Registrations *Registrations
+}
+
+// NodeClasses is what the controller reads of node classes: their
+// readiness, and their kind, to watch.
+type NodeClasses interface {
+	NodeClass(ctx context.Context, name string) (*cloudprovider.NodeClass, error)
+	NodeClassObject() client.Object
 }
 
 // SetupWithManager registers the controller; NodeClaim and EC2NodeClass
@@ -47,7 +56,7 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 	})
 	return builder.ControllerManagedBy(mgr).Named("nodepool.status").For(&v1.NodePool{}).
 		Watches(&v1.NodeClaim{}, ofPool).Watches(&corev1.Node{}, ofPool, builder.WithPredicates(predicate.Funcs{UpdateFunc: conditionsChanged})).
-		Watches(&awsv1.EC2NodeClass{}, handler.EnqueueRequestsFromMapFunc(c.poolsOfClass)).
+		Watches(c.NodeClasses.NodeClassObject(), handler.EnqueueRequestsFromMapFunc(c.poolsOfClass)).
 		Complete(c)
 }
 
@@ -104,7 +113,10 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	count := resources["nodes"]
 	np.Status.Nodes = count.Value()
 	now := metav1.NewTime(c.Clock.Now())
-	classReady, classMsg := c.nodeClassReady(ctx, np)
+	class, classReady, classMsg, err := c.nodeClassReady(ctx, np)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
 	setCondition(np, now, v1.ConditionNodeClassReady, classReady, v1.ReasonNodeClassNotReady, classMsg)
 	setCondition(np, now, v1.ConditionValidationSucceeded, true, "", "")
 	c.registrationHealth(np, now)
@@ -116,11 +128,8 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	setCondition(np, now, v1.ConditionNodeRepairAllowed, !repairHeld, "TooManyUnhealthyNodes", heldWhy)
 	ready := classReady
 	setCondition(np, now, v1.ConditionReady, ready, v1.ReasonNodeClassNotReady, classMsg)
-	if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil {
-		class := &awsv1.EC2NodeClass{}
-		if err := c.Client.Get(ctx, client.ObjectKey{Name: ref.Name}, class); err == nil {
-			np.Status.NodeClassObservedGeneration = class.Generation
-		}
+	if class != nil {
+		np.Status.NodeClassObservedGeneration = class.Generation
 	}
 	if err := c.Client.Status().Patch(ctx, np, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return reconcile.Result{}, fmt.Errorf("patching the status of NodePool %s: %w", np.Name, err)
@@ -157,24 +166,23 @@ func (c *Controller) registrationHealth(np *v1.NodePool, now metav1.Time) {
 			reg.failures, until.UTC().Format(time.RFC3339), reg.cause))
 }
 
-func (c *Controller) nodeClassReady(ctx context.Context, np *v1.NodePool) (bool, string) {
+// nodeClassReady reads the NodePool's node class: whether it is ready,
+// and why not.
+func (c *Controller) nodeClassReady(ctx context.Context, np *v1.NodePool) (*cloudprovider.NodeClass, bool, string, error) {
 	ref := np.Spec.Template.Spec.NodeClassRef
 	if ref == nil {
-		return false, "spec.template.spec.nodeClassRef is not set"
+		return nil, false, "spec.template.spec.nodeClassRef is not set", nil
 	}
-	class := &awsv1.EC2NodeClass{}
-	if err := c.Client.Get(ctx, client.ObjectKey{Name: ref.Name}, class); err != nil {
-		return false, fmt.Sprintf("EC2NodeClass %s: %v", ref.Name, client.IgnoreNotFound(err))
+	class, err := c.NodeClasses.NodeClass(ctx, ref.Name)
+	switch {
+	case err != nil:
+		return nil, false, "", fmt.Errorf("NodePool %s: %w", np.Name, err)
+	case class == nil:
+		return nil, false, fmt.Sprintf("%s %s does not exist", ref.Kind, ref.Name), nil
+	case class.NotReady != nil:
+		return class, false, fmt.Sprintf("%s %s %s", ref.Kind, ref.Name, class.NotReady.Message), nil
 	}
-	cond := meta.FindStatusCondition(class.Status.Conditions, awsv1.ConditionReady)
-	if cond == nil || cond.Status != metav1.ConditionTrue {
-		msg := "has not been resolved yet"
-		if cond != nil {
-			msg = cond.Message
-		}
-		return false, fmt.Sprintf("EC2NodeClass %s is not ready: %s", ref.Name, msg)
-	}
-	return true, ""
+	return class, true, "", nil
 }
 
 func setCondition(np *v1.NodePool, now metav1.Time, condType string, ok bool, reason, message string) {

@@ -242,28 +242,28 @@ func New(ctx context.Context, rc *rest.Config, cfg Config, clouds Clouds, clk cl
 	}
 	cached := listing.Cached{Client: mgr.GetClient(), Cache: mgr.GetCache()}
 	prov := &provisioning.Provisioner{
-		Client: cached, Types: cloud, AMIs: provider.AMIs, Recorder: recorder,
+		Client: cached, NodeClasses: cloud, Recorder: recorder,
 		Batcher: provisioning.NewBatcher(cfg.BatchIdle, cfg.BatchMax, clk), Retry: 2 * time.Second, Clock: clk, Metrics: m, Log: log.WithName("provisioner"),
 		Registrations: registrations, Nominator: nominator,
 	}
 	if err := prov.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	if err := (&nodepool.Controller{Client: mgr.GetClient(), Clock: clk, Registrations: registrations}).SetupWithManager(mgr); err != nil {
+	if err := (&nodepool.Controller{Client: mgr.GetClient(), NodeClasses: cloud, Clock: clk, Registrations: registrations}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
-	if err := (&nodeoverlay.Controller{Client: cached, Types: cloud, AMIs: provider.AMIs, Clock: clk, Log: log.WithName("nodeoverlay")}).SetupWithManager(mgr); err != nil {
+	if err := (&nodeoverlay.Controller{Client: cached, NodeClasses: cloud, Clock: clk, Log: log.WithName("nodeoverlay")}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	keeper := &static.Controller{
-		Client: cached, Types: cloud, AMIs: provider.AMIs, Registrations: registrations, Recorder: recorder, Clock: clk,
+		Client: cached, NodeClasses: cloud, Registrations: registrations, Recorder: recorder, Clock: clk,
 		Metrics: m, Log: log.WithName("static"), Retry: 30 * time.Second,
 	}
 	if err := keeper.SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	disrupt := &disruption.Controller{
-		Client: cached, Types: cloud, AMIs: provider.AMIs, Registrations: registrations, Recorder: recorder, Clock: clk,
+		Client: cached, NodeClasses: cloud, Registrations: registrations, Recorder: recorder, Clock: clk,
 		Metrics: m, Log: log.WithName("disruption"), Config: cfg.Disruption,
 	}
 	if err := disrupt.SetupWithManager(mgr); err != nil {

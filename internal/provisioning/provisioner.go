@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/nodepool"
@@ -37,11 +36,11 @@ import (
 // Provisioner batches pending pods and creates the NodeClaims the
 // scheduling engine plans for them.
 type Provisioner struct {
-	Client   client.Client
-	Types    listing.InstanceTypeSource
-	AMIs     func(*awsv1.EC2NodeClass) []scheduling.AMI
-	Recorder record.EventRecorder
-	Batcher  *Batcher
+	Client client.Client
+	// NodeClasses resolves the NodePools' node classes.
+	NodeClasses listing.NodeClassResolver
+	Recorder    record.EventRecorder
+	Batcher     *Batcher
 	// Retry is how long to wait before deciding again when a NodeClaim is
 	// still launching or pods stayed pending.
 	Retry   time.Duration
@@ -139,7 +138,7 @@ func (p *Provisioner) SetupWithManager(mgr manager.Manager) error {
 	}
 	if err := builder.ControllerManagedBy(mgr).Named("provisioner.trigger").For(&corev1.Pod{}).
 		Watches(&v1.NodeClaim{}, deleted).Watches(&corev1.Node{}, deleted).
-		Watches(&v1.NodePool{}, changed).Watches(&awsv1.EC2NodeClass{}, changed).
+		Watches(&v1.NodePool{}, changed).Watches(p.NodeClasses.NodeClassObject(), changed).
 		Complete(reconcile.Func(p.podChanged)); err != nil {
 		return err
 	}
@@ -147,19 +146,16 @@ func (p *Provisioner) SetupWithManager(mgr manager.Manager) error {
 }
 
 // readiness is the Ready condition's status and reason of a NodePool or
-// EC2NodeClass, and a NodePool's registration backoff.
+// node class, and a NodePool's registration backoff.
 func readiness(o client.Object) string {
-	switch o := o.(type) {
-	case *v1.NodePool:
-		out := conditionOf(o.Status.Conditions, v1.ConditionReady)
-		if b := o.Status.RegistrationBackoff; b != nil {
-			out += "/" + b.Until.String()
-		}
-		return out
-	case *awsv1.EC2NodeClass:
-		return conditionOf(o.Status.Conditions, awsv1.ConditionReady)
+	out := ""
+	if c, ok := o.(interface{ StatusConditions() []metav1.Condition }); ok {
+		out = conditionOf(c.StatusConditions(), v1.ConditionReady)
 	}
-	return ""
+	if np, ok := o.(*v1.NodePool); ok && np.Status.RegistrationBackoff != nil {
+		out += "/" + np.Status.RegistrationBackoff.Until.String()
+	}
+	return out
 }
 
 func conditionOf(conds []metav1.Condition, t string) string {
@@ -325,7 +321,7 @@ func (p *Provisioner) Provision(ctx context.Context) (time.Duration, error) {
 	if !slices.ContainsFunc(listed.Pods, state.Pending) && !slices.ContainsFunc(listed.NodeClaims, deleting) {
 		return 0, nil
 	}
-	classes, err := listing.Resolve(ctx, listed, p.Types, p.AMIs)
+	classes, err := p.NodeClasses.ResolveNodeClasses(ctx, listed.NodePools)
 	if err != nil {
 		return 0, err
 	}
@@ -348,7 +344,7 @@ func (p *Provisioner) Provision(ctx context.Context) (time.Duration, error) {
 	defer func() { p.awaitCache(ctx, created) }()
 	for _, planned := range plan.NodeClaims {
 		np := snap.Pools[planned.NodePool]
-		nc := state.NodeClaimFor(np, listed.NodeClass(np), planned)
+		nc := state.NodeClaimFor(np, snap.NodeClassOf(np), planned)
 		g.Go(func() error {
 			if err := p.Client.Create(ctx, nc); err != nil {
 				return fmt.Errorf("creating a NodeClaim for NodePool %s: %w", planned.NodePool, err)

@@ -2,10 +2,11 @@ package simulate
 
 import (
 	"fmt"
-	"github.com/nodewright/nodewright/internal/state"
 	"io"
 	"math"
 	"text/tabwriter"
+
+	"github.com/nodewright/nodewright/internal/state"
 
 	corev1 "k8s.io/api/core/v1"
 

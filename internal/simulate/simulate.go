@@ -13,6 +13,7 @@ import (
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
+	"github.com/nodewright/nodewright/internal/cloudprovider"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/sim/account"
 	simaws "github.com/nodewright/nodewright/internal/sim/aws"
@@ -66,7 +67,7 @@ func Snapshot(o *Objects, resolver *nodeclass.Resolver) (*state.Snapshot, []stri
 	}
 	var warnings []string
 	used := state.NodeClassesUsed(o.NodePools)
-	classes := map[string]*state.NodeClass{}
+	classes := map[string]*cloudprovider.NodeClass{}
 	for _, nc := range o.EC2NodeClasses {
 		if !used[nc.Name] {
 			continue
@@ -90,7 +91,9 @@ func Snapshot(o *Objects, resolver *nodeclass.Resolver) (*state.Snapshot, []stri
 		if resolver != nil && nc.Spec.PlacementGroupSelector != nil && r.placement == nil {
 			types = nil // not Ready: the controller launches nothing from it
 		}
-		classes[nc.Name] = &state.NodeClass{InstanceTypes: types, AMIs: r.amis}
+		rc := nodeclass.Rules(nc)
+		rc.InstanceTypes, rc.AMIs = types, r.amis
+		classes[nc.Name] = rc
 	}
 	snap := state.Build(o.State(), state.Options{Now: o.now(), NodeClasses: classes,
 		Catalog: instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: account.Zones()})})

@@ -62,7 +62,7 @@ func RenderUserData(o *Objects, nodePool, instanceType string) (*RenderedUserDat
 	if err != nil {
 		return nil, err
 	}
-	claim := state.NodeClaimFor(np, nc, &scheduling.PlannedNodeClaim{NodePool: np.Name, Requirements: pool.Requirements, InstanceType: it})
+	claim := state.NodeClaimFor(np, nodeclass.Rules(nc), &scheduling.PlannedNodeClaim{NodePool: np.Name, Requirements: pool.Requirements, InstanceType: it})
 	cluster := userdata.Cluster{Name: account.ClusterName, Endpoint: account.Endpoint, CABundle: account.CABundle, CIDR: account.ServiceCIDR, DNS: account.KubeDNSIP}
 	out, err := provider.LaunchUserData(cluster, claim, nc, it.Capacity.Pods())
 	if err != nil {

@@ -2,98 +2,81 @@ package state
 
 import (
 	"fmt"
-	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
-	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/cloudprovider"
 	"github.com/nodewright/nodewright/internal/scheduling"
 )
 
-// Drift reasons, the reason of a NodeClaim's Drifted condition.
-const (
-	DriftNodePool       = "NodePoolDrifted"
-	DriftNodeClass      = "NodeClassDrifted"
-	DriftRequirements   = "RequirementsDrifted"
-	DriftAMI            = "AMIDrifted"
-	DriftSubnet         = "SubnetDrifted"
-	DriftSecurityGroups = "SecurityGroupsDrifted"
-	DriftPlacementGroup = "PlacementGroupDrifted"
-)
-
-// Network is where an instance runs, as the cloud reports it.
-type Network struct {
-	SubnetID         string
-	SecurityGroupIDs []string
+// Drift says whether a node no longer matches what its NodePool and node
+// class would launch now, and why: the NodePool's template or the node
+// class changed since its NodeClaim was made (the hashes stamped on it),
+// the NodePool's requirements no longer admit its labels, or the cloud's
+// rules for the class say so (AMI, subnet, security groups, ...). claim
+// is nil for a node without a NodeClaim, np and class nil when they do
+// not exist, inst nil when the instance is not known. Build computes
+// every node's drift with it; the NodeClaim lifecycle writes the Drifted
+// condition from it.
+func Drift(claim *v1.NodeClaim, labels map[string]string, np *v1.NodePool, class *cloudprovider.NodeClass, inst *cloudprovider.Instance) cloudprovider.Drift {
+	return newPoolDrift(np).drifted(claim, labels, class, inst)
 }
 
-// Drift says whether a NodeClaim no longer matches what its NodePool and
-// EC2NodeClass would launch now, and why: the NodePool's template or the
-// EC2NodeClass changed since it was made (the hashes stamped on it), the
-// NodePool's requirements no longer admit its labels, or its AMI, subnet
-// or security groups are no longer the ones the EC2NodeClass selects.
-// net may be nil when the instance's network is not known.
-func Drift(nc *v1.NodeClaim, labels map[string]string, np *v1.NodePool, class *awsv1.EC2NodeClass, net *Network) (reason, message string) {
-	if np != nil && nc.Annotations[AnnotationNodePoolHashVersion] == HashVersion {
-		if h := NodePoolHash(np); nc.Annotations[AnnotationNodePoolHash] != h {
-			return DriftNodePool, fmt.Sprintf("NodePool %s's template changed since the NodeClaim was made", np.Name)
-		}
+// poolDrift is what drift reads of a NodePool, computed once for all its
+// nodes.
+type poolDrift struct {
+	np   *v1.NodePool
+	hash string
+	reqs scheduling.Requirements
+}
+
+func newPoolDrift(np *v1.NodePool) *poolDrift {
+	if np == nil {
+		return &poolDrift{}
 	}
-	if np != nil {
-		reqs := scheduling.NodePoolFromObject(np, nil, nil, nil).Requirements
-		for _, key := range reqs.Keys() {
-			value, ok := labels[key]
-			if ok && !reqs[key].Has(value) {
-				return DriftRequirements, fmt.Sprintf("NodePool %s's requirements no longer admit %s=%s (they require %s)", np.Name, key, value, reqs[key])
-			}
-		}
+	return &poolDrift{np: np, hash: NodePoolHash(np), reqs: scheduling.NodePoolFromObject(np, nil, nil, nil).Requirements}
+}
+
+func (p *poolDrift) drifted(claim *v1.NodeClaim, labels map[string]string, class *cloudprovider.NodeClass, inst *cloudprovider.Instance) cloudprovider.Drift {
+	if d := p.nodePool(claim, labels); d.Drifted() {
+		return d
 	}
 	if class == nil {
-		return "", ""
+		return cloudprovider.Drift{}
 	}
-	if nc.Annotations[AnnotationEC2NodeClassHashVersion] == HashVersion {
-		if h := EC2NodeClassHash(class); nc.Annotations[AnnotationEC2NodeClassHash] != h {
-			return DriftNodeClass, fmt.Sprintf("EC2NodeClass %s changed since the NodeClaim was made", class.Name)
+	if same, equal := class.Stamp.Stamped(claim); same && !equal {
+		return cloudprovider.Drift{Reason: v1.ReasonNodeClassDrifted, Message: fmt.Sprintf("%s %s changed since the NodeClaim was made", class.Kind, class.Name)}
+	}
+	if class.Drift == nil {
+		return cloudprovider.Drift{}
+	}
+	return class.Drift.Drifted(claim, labels, inst)
+}
+
+func (p *poolDrift) nodePool(claim *v1.NodeClaim, labels map[string]string) cloudprovider.Drift {
+	if p.np == nil {
+		return cloudprovider.Drift{}
+	}
+	if claim != nil && claim.Annotations[AnnotationNodePoolHashVersion] == HashVersion && claim.Annotations[AnnotationNodePoolHash] != p.hash {
+		return cloudprovider.Drift{Reason: v1.ReasonNodePoolDrifted, Message: fmt.Sprintf("NodePool %s's template changed since the NodeClaim was made", p.np.Name)}
+	}
+	for _, key := range p.reqs.Keys() {
+		if value, ok := labels[key]; ok && !p.reqs[key].Has(value) {
+			return cloudprovider.Drift{Reason: v1.ReasonRequirementsDrifted,
+				Message: fmt.Sprintf("NodePool %s's requirements no longer admit %s=%s (they require %s)", p.np.Name, key, value, p.reqs[key])}
 		}
 	}
-	if pg := class.Status.PlacementGroup; pg != nil && class.Spec.PlacementGroupSelector != nil && labels[awsv1.LabelPlacementGroupID] != "" && labels[awsv1.LabelPlacementGroupID] != pg.ID {
-		return DriftPlacementGroup, fmt.Sprintf("the node is in placement group %s, not %s (%s) that EC2NodeClass %s selects now", labels[awsv1.LabelPlacementGroupID], pg.ID, pg.Name, class.Name)
-	}
-	if img := nc.Status.ImageID; img != "" && len(class.Status.AMIs) > 0 && !slices.ContainsFunc(class.Status.AMIs, func(a awsv1.AMI) bool { return a.ID == img }) {
-		ids := make([]string, 0, len(class.Status.AMIs))
-		for _, a := range class.Status.AMIs {
-			ids = append(ids, a.ID)
-		}
-		return DriftAMI, fmt.Sprintf("AMI %s is no longer selected by EC2NodeClass %s (it selects %s)", img, class.Name, strings.Join(ids, ", "))
-	}
-	if net == nil {
-		return "", ""
-	}
-	if net.SubnetID != "" && len(class.Status.Subnets) > 0 && !slices.ContainsFunc(class.Status.Subnets, func(s awsv1.Subnet) bool { return s.ID == net.SubnetID }) {
-		return DriftSubnet, fmt.Sprintf("subnet %s is no longer selected by EC2NodeClass %s", net.SubnetID, class.Name)
-	}
-	if len(net.SecurityGroupIDs) > 0 && len(class.Status.SecurityGroups) > 0 {
-		want := make([]string, 0, len(class.Status.SecurityGroups))
-		for _, g := range class.Status.SecurityGroups {
-			want = append(want, g.ID)
-		}
-		have := slices.Clone(net.SecurityGroupIDs)
-		slices.Sort(want)
-		slices.Sort(have)
-		if !slices.Equal(want, have) {
-			return DriftSecurityGroups, fmt.Sprintf("the instance's security groups %s are not the ones EC2NodeClass %s selects (%s)", strings.Join(have, ", "), class.Name, strings.Join(want, ", "))
-		}
-	}
-	return "", ""
+	return cloudprovider.Drift{}
 }
 
 // NodeLabels are a node's labels over its NodeClaim's.
 func NodeLabels(nc *v1.NodeClaim, node *corev1.Node) map[string]string {
 	out := map[string]string{}
-	for k, v := range nc.Labels {
-		out[k] = v
+	if nc != nil {
+		for k, v := range nc.Labels {
+			out[k] = v
+		}
 	}
 	if node != nil {
 		for k, v := range node.Labels {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/cloudprovider"
 	"github.com/nodewright/nodewright/internal/scheduling"
 )
 
@@ -32,6 +33,9 @@ type Node struct {
 	Unsized  bool
 	sched    *scheduling.Node
 	blockers []Blocker
+	// drift and expireAfter are what lifetimes found.
+	drift       cloudprovider.Drift
+	expireAfter v1.NillableDuration
 }
 
 // pair matches NodeClaims to their Nodes by provider ID or node name.
@@ -78,11 +82,13 @@ func (n *Node) Deleting() bool {
 }
 
 // Initialized reports a node that finished initialization: its NodeClaim
-// says so, or it is a node without a NodeClaim (counted as initialized
-// when it was created).
+// says so; for a node without one, its karpenter.sh/initialized label
+// does, or it never registered through a NodeClaim (no
+// karpenter.sh/registered label: a node of the user's, counted as
+// initialized when it was created).
 func (n *Node) Initialized() bool {
 	if n.NodeClaim == nil {
-		return n.Node != nil
+		return n.Node != nil && (n.Node.Labels[v1.LabelInitialized] == "true" || n.Node.Labels[v1.LabelRegistered] == "")
 	}
 	return n.Node != nil && conditionTrue(n.NodeClaim.Status.Conditions, v1.ConditionInitialized)
 }

@@ -3,43 +3,43 @@ package state
 import (
 	"encoding/json"
 	"hash/fnv"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/utils/ptr"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
-	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/cloudprovider"
 	"github.com/nodewright/nodewright/internal/scheduling"
 )
 
-// Drift annotations: the hash of the NodePool template and of the
-// EC2NodeClass a NodeClaim was made from, each with the version of the
-// hashing, so that a new version of nodewright that hashes differently
-// restamps instead of reporting drift.
+// Drift annotations: the hash of the NodePool template a NodeClaim was
+// made from, with the version of the hashing, so that a new version of
+// nodewright that hashes differently restamps instead of reporting drift.
+// The node class's hash is its cloud's (cloudprovider.Stamp).
 const (
-	AnnotationNodePoolHash            = v1.Group + "/nodepool-hash"
-	AnnotationNodePoolHashVersion     = v1.Group + "/nodepool-hash-version"
-	AnnotationEC2NodeClassHash        = awsv1.Group + "/ec2nodeclass-hash"
-	AnnotationEC2NodeClassHashVersion = awsv1.Group + "/ec2nodeclass-hash-version"
-	// HashVersion is the version of both hashes. It differs from every
-	// version the reference stamps (v1 to v6), so that NodeClaims it made
-	// are restamped when nodewright takes them over, never compared with
-	// hashes made another way.
+	AnnotationNodePoolHash        = v1.Group + "/nodepool-hash"
+	AnnotationNodePoolHashVersion = v1.Group + "/nodepool-hash-version"
+	// HashVersion is the version of the NodePool hash. It differs from
+	// every version the reference stamps (v1 to v6), so that NodeClaims it
+	// made are restamped when nodewright takes them over, never compared
+	// with hashes made another way.
 	HashVersion = "nodewright-v1"
 )
 
 // ForeignHashes reports a NodeClaim whose drift hashes another hashing
-// stamped.
-func ForeignHashes(nc *v1.NodeClaim) bool {
-	for _, key := range []string{AnnotationNodePoolHashVersion, AnnotationEC2NodeClassHashVersion} {
-		if v, ok := nc.Annotations[key]; ok && v != HashVersion {
-			return true
-		}
+// stamped: the NodePool's, or its class's (nil: not known).
+func ForeignHashes(nc *v1.NodeClaim, class *cloudprovider.NodeClass) bool {
+	if v, ok := nc.Annotations[AnnotationNodePoolHashVersion]; ok && v != HashVersion {
+		return true
 	}
-	return false
+	if class == nil || class.Stamp.VersionAnnotation == "" {
+		return false
+	}
+	v, ok := nc.Annotations[class.Stamp.VersionAnnotation]
+	return ok && v != class.Stamp.Version
 }
 
 // Restamp adopts a NodeClaim whose hashes another hashing made (an
@@ -48,26 +48,26 @@ func ForeignHashes(nc *v1.NodeClaim) bool {
 // EC2NodeClass as they are now are what it was made from, so it drifts
 // on their next change and not on the difference between two hashings.
 // It reports whether it changed the NodeClaim's annotations.
-func Restamp(nc *v1.NodeClaim, np *v1.NodePool, class *awsv1.EC2NodeClass) bool {
+func Restamp(nc *v1.NodeClaim, np *v1.NodePool, class *cloudprovider.NodeClass) bool {
 	if meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionDrifted) {
 		return false
 	}
 	changed := false
-	set := func(hashKey, versionKey, hash string) {
-		if nc.Annotations[versionKey] == HashVersion {
+	set := func(s cloudprovider.Stamp) {
+		if s.HashAnnotation == "" || nc.Annotations[s.VersionAnnotation] == s.Version {
 			return
 		}
 		if nc.Annotations == nil {
 			nc.Annotations = map[string]string{}
 		}
-		nc.Annotations[hashKey], nc.Annotations[versionKey] = hash, HashVersion
+		nc.Annotations[s.HashAnnotation], nc.Annotations[s.VersionAnnotation] = s.Hash, s.Version
 		changed = true
 	}
 	if np != nil {
-		set(AnnotationNodePoolHash, AnnotationNodePoolHashVersion, NodePoolHash(np))
+		set(NodePoolStamp(np))
 	}
 	if class != nil {
-		set(AnnotationEC2NodeClassHash, AnnotationEC2NodeClassHashVersion, EC2NodeClassHash(class))
+		set(class.Stamp)
 	}
 	return changed
 }
@@ -79,23 +79,20 @@ func Restamp(nc *v1.NodeClaim, np *v1.NodePool, class *awsv1.EC2NodeClass) bool 
 // existing NodeClaims as they are and do not replace nodes.
 func NodePoolHash(np *v1.NodePool) string {
 	t := np.Spec.Template
-	return hash(struct {
+	return Hash(struct {
 		Labels, Annotations map[string]string
 		Taints, Startup     []corev1.Taint
 		NodeClassRef        *v1.NodeClassReference
 	}{t.ObjectMeta.Labels, t.ObjectMeta.Annotations, t.Spec.Taints, t.Spec.StartupTaints, t.Spec.NodeClassRef})
 }
 
-// EC2NodeClassHash hashes the EC2NodeClass fields that shape an instance
-// directly. The selector terms are not hashed: what they select (AMIs,
-// subnets, security groups) is compared with what the instance has.
-func EC2NodeClassHash(class *awsv1.EC2NodeClass) string {
-	spec := class.Spec.DeepCopy()
-	spec.SubnetSelectorTerms, spec.SecurityGroupSelectorTerms, spec.AMISelectorTerms, spec.CapacityReservationSelectorTerms = nil, nil, nil, nil
-	return hash(spec)
+// NodePoolStamp is the NodePool hash a NodeClaim made from it carries.
+func NodePoolStamp(np *v1.NodePool) cloudprovider.Stamp {
+	return cloudprovider.Stamp{HashAnnotation: AnnotationNodePoolHash, VersionAnnotation: AnnotationNodePoolHashVersion, Hash: NodePoolHash(np), Version: HashVersion}
 }
 
-func hash(v any) string {
+// Hash is the hash of a value's JSON: the hashes stamped on NodeClaims.
+func Hash(v any) string {
 	data, err := json.Marshal(v)
 	if err != nil {
 		panic(err) // plain API structs always marshal
@@ -119,15 +116,15 @@ func NodePoolOwner(np *v1.NodePool) []metav1.OwnerReference {
 // template labels, annotations, taints and limits of time, the planned
 // requirements (with the template's minValues) and requests, and the
 // hashes that drift is measured against.
-func NodeClaimFor(np *v1.NodePool, class *awsv1.EC2NodeClass, planned *scheduling.PlannedNodeClaim) *v1.NodeClaim {
+func NodeClaimFor(np *v1.NodePool, class *cloudprovider.NodeClass, planned *scheduling.PlannedNodeClaim) *v1.NodeClaim {
 	labels := map[string]string{v1.LabelNodePool: np.Name}
 	for k, v := range np.Spec.Template.ObjectMeta.Labels {
 		labels[k] = v
 	}
 	annotations := map[string]string{AnnotationNodePoolHash: NodePoolHash(np), AnnotationNodePoolHashVersion: HashVersion}
-	if class != nil {
-		annotations[AnnotationEC2NodeClassHash] = EC2NodeClassHash(class)
-		annotations[AnnotationEC2NodeClassHashVersion] = HashVersion
+	if class != nil && class.Stamp.HashAnnotation != "" {
+		annotations[class.Stamp.HashAnnotation] = class.Stamp.Hash
+		annotations[class.Stamp.VersionAnnotation] = class.Stamp.Version
 	}
 	for k, v := range np.Spec.Template.ObjectMeta.Annotations {
 		annotations[k] = v

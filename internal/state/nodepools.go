@@ -8,8 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/cloudprovider"
 )
 
 // SkipReason says why a NodePool launches nothing now.
@@ -26,9 +26,10 @@ const (
 
 // SkippedNodePool is a NodePool that launches nothing now, and why.
 type SkippedNodePool struct {
-	NodePool  string
-	NodeClass string
-	Reason    SkipReason
+	NodePool string
+	// NodeClassKind and NodeClass are the NodePool's nodeClassRef.
+	NodeClassKind, NodeClass string
+	Reason                   SkipReason
 	// Detail is the class's own account of why it is not ready, and
 	// Condition and ConditionReason the status condition that gives it.
 	Detail                     string
@@ -45,14 +46,14 @@ func (s SkippedNodePool) String() string {
 	case SkipNoNodeClassRef:
 		return fmt.Sprintf("NodePool %s has no nodeClassRef; it launches nothing", s.NodePool)
 	case SkipNodeClassNotFound:
-		return fmt.Sprintf("NodePool %s: EC2NodeClass %s does not exist", s.NodePool, s.NodeClass)
+		return fmt.Sprintf("NodePool %s: %s %s does not exist", s.NodePool, s.NodeClassKind, s.NodeClass)
 	case SkipNodeClassNotReady:
 		if s.Condition != "" {
 			// Its status says why at length, once: point at it.
-			return fmt.Sprintf("NodePool %s: EC2NodeClass %s is not ready (%s=False, %s; kubectl describe ec2nodeclass %s says why and how to fix it)",
-				s.NodePool, s.NodeClass, s.Condition, s.ConditionReason, s.NodeClass)
+			return fmt.Sprintf("NodePool %s: %s %s is not ready (%s=False, %s; kubectl describe %s %s says why and how to fix it)",
+				s.NodePool, s.NodeClassKind, s.NodeClass, s.Condition, s.ConditionReason, strings.ToLower(s.NodeClassKind), s.NodeClass)
 		}
-		return fmt.Sprintf("NodePool %s: EC2NodeClass %s %s", s.NodePool, s.NodeClass, s.Detail)
+		return fmt.Sprintf("NodePool %s: %s %s %s", s.NodePool, s.NodeClassKind, s.NodeClass, s.Detail)
 	case SkipNotReady:
 		return fmt.Sprintf("NodePool %s is not ready (%s)", s.NodePool, s.Detail)
 	case SkipRegistrationBackoff:
@@ -73,9 +74,13 @@ func (s *Snapshot) SkippedSummary() string {
 
 // launchable returns the NodePool's resolved class, or why it launches
 // nothing now.
-func launchable(np *v1.NodePool, opts Options) (*SkippedNodePool, *NodeClass) {
-	skip := func(r SkipReason, class, detail string) (*SkippedNodePool, *NodeClass) {
-		return &SkippedNodePool{NodePool: np.Name, NodeClass: class, Reason: r, Detail: detail}, nil
+func launchable(np *v1.NodePool, opts Options) (*SkippedNodePool, *cloudprovider.NodeClass) {
+	skip := func(r SkipReason, class, detail string) (*SkippedNodePool, *cloudprovider.NodeClass) {
+		sk := &SkippedNodePool{NodePool: np.Name, NodeClass: class, Reason: r, Detail: detail}
+		if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil {
+			sk.NodeClassKind = ref.Kind
+		}
+		return sk, nil
 	}
 	if !np.DeletionTimestamp.IsZero() {
 		return skip(SkipDeleting, "", "")
@@ -90,14 +95,14 @@ func launchable(np *v1.NodePool, opts Options) (*SkippedNodePool, *NodeClass) {
 		b = Backoff{Until: rb.Until.Time, Failures: int(rb.Failures)}
 	}
 	if opts.Now.Before(b.Until) {
-		return &SkippedNodePool{NodePool: np.Name, NodeClass: ref.Name, Reason: SkipRegistrationBackoff, Until: b.Until, Failures: b.Failures}, nil
+		return &SkippedNodePool{NodePool: np.Name, NodeClassKind: ref.Kind, NodeClass: ref.Name, Reason: SkipRegistrationBackoff, Until: b.Until, Failures: b.Failures}, nil
 	}
 	class, ok := opts.NodeClasses[ref.Name]
-	if !ok || ref.Kind != "EC2NodeClass" {
+	if !ok || (class.Kind != "" && ref.Kind != class.Kind) {
 		return skip(SkipNodeClassNotFound, ref.Name, "")
 	}
 	if nr := class.NotReady; nr != nil {
-		return &SkippedNodePool{NodePool: np.Name, NodeClass: ref.Name, Reason: SkipNodeClassNotReady, Detail: nr.Message,
+		return &SkippedNodePool{NodePool: np.Name, NodeClassKind: ref.Kind, NodeClass: ref.Name, Reason: SkipNodeClassNotReady, Detail: nr.Message,
 			Condition: nr.Condition, ConditionReason: nr.Reason}, nil
 	}
 	// Its status says Ready=False for a cause of its own (no status yet,
@@ -106,30 +111,6 @@ func launchable(np *v1.NodePool, opts Options) (*SkippedNodePool, *NodeClass) {
 		return skip(SkipNotReady, ref.Name, c.Reason+": "+c.Message)
 	}
 	return nil, class
-}
-
-// NodeClassNotReady reads an EC2NodeClass's status: empty when it is
-// Ready, else why not (its first failing condition).
-func NodeClassNotReady(class *awsv1.EC2NodeClass) *NotReady {
-	c := meta.FindStatusCondition(class.Status.Conditions, awsv1.ConditionReady)
-	if c != nil && c.Status == metav1.ConditionTrue {
-		return nil
-	}
-	if c == nil {
-		return &NotReady{Message: "has not been resolved yet"}
-	}
-	for _, cc := range class.Status.Conditions {
-		if cc.Type != awsv1.ConditionReady && cc.Status == metav1.ConditionFalse {
-			return &NotReady{Condition: cc.Type, Reason: cc.Reason, Message: fmt.Sprintf("is not ready (%s: %s)", cc.Reason, cc.Message)}
-		}
-	}
-	return &NotReady{Condition: awsv1.ConditionReady, Reason: c.Reason, Message: "is not ready: " + c.Message}
-}
-
-// NotReady is why an EC2NodeClass cannot launch: the condition that says
-// so and its reason, and the whole account (the condition's message).
-type NotReady struct {
-	Condition, Reason, Message string
 }
 
 // NodeClassesUsed are the names of the EC2NodeClasses the NodePools

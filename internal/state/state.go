@@ -24,6 +24,7 @@ import (
 
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/api/v1alpha1"
+	"github.com/nodewright/nodewright/internal/cloudprovider"
 	"github.com/nodewright/nodewright/internal/scheduling"
 )
 
@@ -50,22 +51,12 @@ type Objects struct {
 	CSINodes []*storagev1.CSINode
 }
 
-// NodeClass is what the caller resolved of an EC2NodeClass: the instance
-// types and AMIs a NodePool using it can launch, or why it cannot launch.
-type NodeClass struct {
-	InstanceTypes []*scheduling.InstanceType
-	AMIs          []scheduling.AMI
-	// NotReady is why the class cannot launch now (from its status); nil
-	// when it can.
-	NotReady *NotReady
-}
-
 // Options are the facts from outside the objects.
 type Options struct {
 	Now time.Time
 	// NodeClasses are the resolved EC2NodeClasses by name; a NodePool
 	// whose class is not here launches nothing.
-	NodeClasses map[string]*NodeClass
+	NodeClasses map[string]*cloudprovider.NodeClass
 	// Backoff holds the registration backoffs the controller knows of
 	// (a zero Until: none); a NodePool not in it backs off as its
 	// status.registrationBackoff says.
@@ -116,6 +107,8 @@ type Snapshot struct {
 	// OverlayEffects say, per NodeOverlay name, which instance types it
 	// changed and where it lost to another.
 	OverlayEffects map[string]*OverlayEffect
+	// NodeClasses are the resolved node classes by name.
+	NodeClasses map[string]*cloudprovider.NodeClass
 	// Usage is each NodePool's capacity in use, "nodes" its node count:
 	// one per NodeClaim, and one per node of the NodePool without one.
 	Usage map[string]corev1.ResourceList
@@ -130,7 +123,7 @@ type Snapshot struct {
 
 // Build makes the snapshot.
 func Build(o Objects, opts Options) *Snapshot {
-	s := &Snapshot{Now: opts.Now, Pools: map[string]*v1.NodePool{}, Static: map[string]*scheduling.NodePool{}, DaemonSets: o.DaemonSets,
+	s := &Snapshot{Now: opts.Now, NodeClasses: opts.NodeClasses, Pools: map[string]*v1.NodePool{}, Static: map[string]*scheduling.NodePool{}, DaemonSets: o.DaemonSets,
 		pdbs: budgetsByNamespace(o.PDBs), nominated: map[string][]*corev1.Pod{}}
 	s.namespaces = namespaceLabels(o.Namespaces, o.Pods)
 	s.volumes = newVolumes(o)
@@ -150,6 +143,7 @@ func Build(o Objects, opts Options) *Snapshot {
 		}
 	}
 	s.Nodes = pair(o.NodeClaims, o.Nodes, bound)
+	s.lifetimes(o.NodePools, opts.NodeClasses)
 	s.Usage = usage(s.Nodes)
 	s.Pending = s.expect(pending, opts)
 	s.Leaving = s.leaving(restarting)
@@ -189,6 +183,15 @@ func Build(o Objects, opts Options) *Snapshot {
 		n.blockers = s.blockers(n)
 	}
 	return s
+}
+
+// NodeClassOf is the resolved node class a NodePool uses; nil when it is
+// not known.
+func (s *Snapshot) NodeClassOf(np *v1.NodePool) *cloudprovider.NodeClass {
+	if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil {
+		return s.NodeClasses[ref.Name]
+	}
+	return nil
 }
 
 // expect keeps pending pods planned or nominated onto a node that is

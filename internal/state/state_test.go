@@ -17,6 +17,7 @@ import (
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/cloudprovider"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
 )
@@ -140,8 +141,8 @@ func podNames(pods []*corev1.Pod) []string {
 	return out
 }
 
-func ready() map[string]*state.NodeClass {
-	return map[string]*state.NodeClass{"default": {InstanceTypes: []*scheduling.InstanceType{{Name: "m5.large"}}}}
+func ready() map[string]*cloudprovider.NodeClass {
+	return map[string]*cloudprovider.NodeClass{"default": {Kind: "EC2NodeClass", Name: "default", InstanceTypes: []*scheduling.InstanceType{{Name: "m5.large"}}}}
 }
 
 // Nodes pair with their NodeClaims by provider ID (or, in manifests, the
@@ -277,7 +278,7 @@ func TestSkippedNodePools(t *testing.T) {
 	noRef := nodePool("noref", "")
 	noRef.Spec.Template.Spec.NodeClassRef = nil
 	classes := ready()
-	classes["broken"] = &state.NodeClass{NotReady: &state.NotReady{Condition: "SubnetsReady", Reason: "SubnetsNotFound", Message: "is not ready (SubnetsNotFound: no subnet matches)"}}
+	classes["broken"] = &cloudprovider.NodeClass{NotReady: &cloudprovider.NotReady{Condition: "SubnetsReady", Reason: "SubnetsNotFound", Message: "is not ready (SubnetsNotFound: no subnet matches)"}}
 	// A backoff recorded in status before a restart holds; one the
 	// controller knows to be over since does not.
 	restarted, recovered := nodePool("restarted", "default"), nodePool("recovered", "default")
@@ -393,16 +394,6 @@ func TestHashes(t *testing.T) {
 	if state.NodePoolHash(np) == base {
 		t.Error("a template label did not change the NodePool hash")
 	}
-	class := &awsv1.EC2NodeClass{Spec: awsv1.EC2NodeClassSpec{Role: "r"}}
-	h := state.EC2NodeClassHash(class)
-	class.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}}
-	if state.EC2NodeClassHash(class) != h {
-		t.Error("AMI selector terms changed the EC2NodeClass hash (what they select is compared instead)")
-	}
-	class.Spec.UserData = new(string)
-	if state.EC2NodeClassHash(class) == h {
-		t.Error("userData did not change the EC2NodeClass hash")
-	}
 }
 
 // Pods planned onto a NodeClaim still launching, or nominated to a node
@@ -440,43 +431,6 @@ func TestPlannedPodsStayPlanned(t *testing.T) {
 	}
 	if b := s.Candidates()[0].Blockers(); len(b) != 1 || b[0].Reason != state.BlockNominated {
 		t.Errorf("a node pods are nominated to is not disrupted: %v", b)
-	}
-}
-
-// Each launch setting of the EC2NodeClass drifts nodes made before it
-// changed; a node outside the placement group the EC2NodeClass resolves
-// now has drifted too, naming both groups.
-func TestLaunchSettingsDrift(t *testing.T) {
-	class := &awsv1.EC2NodeClass{Spec: awsv1.EC2NodeClassSpec{Role: "r"}}
-	nc := state.NodeClaimFor(nodePool("default", "default"), class, &scheduling.PlannedNodeClaim{})
-	for name, change := range map[string]func(*awsv1.EC2NodeClassSpec){
-		"cpuOptions": func(s *awsv1.EC2NodeClassSpec) { s.CPUOptions = &awsv1.CPUOptions{NestedVirtualization: new(string)} },
-		"networkInterfaces": func(s *awsv1.EC2NodeClassSpec) {
-			s.NetworkInterfaces = []*awsv1.NetworkInterface{{InterfaceType: "interface"}}
-		},
-		"connectionTracking": func(s *awsv1.EC2NodeClassSpec) {
-			s.ConnectionTracking = &awsv1.ConnectionTracking{UDPTimeout: new(int32)}
-		},
-		"ipPrefixCount": func(s *awsv1.EC2NodeClassSpec) { s.IPPrefixCount = new(int32) },
-		"placementGroup": func(s *awsv1.EC2NodeClassSpec) {
-			s.PlacementGroupSelector = &awsv1.PlacementGroupSelector{ID: new(string)}
-		},
-	} {
-		changed := class.DeepCopy()
-		change(&changed.Spec)
-		if reason, _ := state.Drift(nc, nil, nil, changed, nil); reason != state.DriftNodeClass {
-			t.Errorf("%s set: drift %q, want %s", name, reason, state.DriftNodeClass)
-		}
-	}
-	class.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelector{Name: new(string)}
-	class.Status.PlacementGroup = &awsv1.PlacementGroup{ID: "pg-0new", Name: "training", Strategy: "cluster"}
-	nc = state.NodeClaimFor(nodePool("default", "default"), class, &scheduling.PlannedNodeClaim{})
-	if reason, _ := state.Drift(nc, map[string]string{awsv1.LabelPlacementGroupID: "pg-0new"}, nil, class, nil); reason != "" {
-		t.Errorf("a node in the selected group drifted: %s", reason)
-	}
-	reason, msg := state.Drift(nc, map[string]string{awsv1.LabelPlacementGroupID: "pg-0old"}, nil, class, nil)
-	if reason != state.DriftPlacementGroup || !strings.Contains(msg, "pg-0old") || !strings.Contains(msg, "pg-0new") {
-		t.Errorf("a node in another group: %s %q; want %s naming both groups", reason, msg, state.DriftPlacementGroup)
 	}
 }
 

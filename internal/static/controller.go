@@ -20,20 +20,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/nodepool"
-	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
 	"github.com/nodewright/nodewright/internal/state/listing"
 )
 
 // Controller keeps static NodePools at their replicas.
 type Controller struct {
-	Client        client.Client
-	Types         listing.InstanceTypeSource
-	AMIs          func(*awsv1.EC2NodeClass) []scheduling.AMI
+	Client client.Client
+	// NodeClasses resolves the NodePools' node classes.
+	NodeClasses   listing.NodeClassResolver
 	Registrations *nodepool.Registrations
 	Recorder      record.EventRecorder
 	Clock         clock.PassiveClock
@@ -78,7 +76,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	classes, err := listing.Resolve(ctx, listed, c.Types, c.AMIs)
+	classes, err := c.NodeClasses.ResolveNodeClasses(ctx, listed.NodePools)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -110,7 +108,7 @@ func (c *Controller) launch(ctx context.Context, np *v1.NodePool, d *Decision, s
 	var created []string
 	defer func() { c.await(ctx, created, true) }()
 	for _, planned := range d.Launch {
-		nc := state.NodeClaimFor(np, listed.NodeClass(np), planned)
+		nc := state.NodeClaimFor(np, snap.NodeClassOf(np), planned)
 		if err := c.Client.Create(ctx, nc); err != nil {
 			return fmt.Errorf("creating a NodeClaim for static NodePool %s: %w", np.Name, err)
 		}

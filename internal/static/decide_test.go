@@ -15,6 +15,7 @@ import (
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
+	"github.com/nodewright/nodewright/internal/cloudprovider"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
 	"github.com/nodewright/nodewright/internal/static"
@@ -67,11 +68,11 @@ func (c *cluster) claim(name string, age time.Duration, registered bool, pods in
 }
 
 func (c *cluster) decide(classReady bool) *static.Decision {
-	class := &state.NodeClass{NotReady: &state.NotReady{Condition: "SubnetsReady", Reason: "SubnetsNotFound", Message: "is not ready (SubnetsNotFound: no subnet matches)"}}
+	class := &cloudprovider.NodeClass{NotReady: &cloudprovider.NotReady{Condition: "SubnetsReady", Reason: "SubnetsNotFound", Message: "is not ready (SubnetsNotFound: no subnet matches)"}}
 	if classReady {
-		class = &state.NodeClass{InstanceTypes: c.types, AMIs: []scheduling.AMI{{ID: "ami-1", Requirements: scheduling.NewRequirements()}}}
+		class = &cloudprovider.NodeClass{InstanceTypes: c.types, AMIs: []scheduling.AMI{{ID: "ami-1", Requirements: scheduling.NewRequirements()}}}
 	}
-	s := state.Build(c.objs, state.Options{Now: now, NodeClasses: map[string]*state.NodeClass{"default": class}})
+	s := state.Build(c.objs, state.Options{Now: now, NodeClasses: map[string]*cloudprovider.NodeClass{"default": class}})
 	return static.Decide(s, "static")
 }
 

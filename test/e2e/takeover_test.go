@@ -25,6 +25,7 @@ import (
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/aws/userdata"
 	"github.com/nodewright/nodewright/internal/sim/account"
 	simaws "github.com/nodewright/nodewright/internal/sim/aws"
@@ -169,7 +170,7 @@ func TestTakeOverFromKarpenter(t *testing.T) {
 		if _, ok := old[nc.Name]; !ok || !nc.DeletionTimestamp.IsZero() {
 			t.Errorf("NodeClaim %s is new or being deleted", nc.Name)
 		}
-		if nc.Annotations[state.AnnotationNodePoolHashVersion] != state.HashVersion || nc.Annotations[state.AnnotationEC2NodeClassHashVersion] != state.HashVersion {
+		if nc.Annotations[state.AnnotationNodePoolHashVersion] != state.HashVersion || nc.Annotations[nodeclass.AnnotationHashVersion] != nodeclass.HashVersion {
 			t.Errorf("NodeClaim %s kept Karpenter's hash versions: %v", nc.Name, nc.Annotations)
 		}
 		if meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionDrifted) {
@@ -343,7 +344,7 @@ func seedAsKarpenter(t *testing.T, sim *runner.Sim) map[string]seeded {
 				Name: name, Labels: labels, Finalizers: []string{v1.TerminationFinalizer},
 				Annotations: map[string]string{
 					state.AnnotationNodePoolHash: "6981187217862227862", state.AnnotationNodePoolHashVersion: karpenterPoolHashV,
-					state.AnnotationEC2NodeClassHash: "1462845960911839409", state.AnnotationEC2NodeClassHashVersion: karpenterClassHashV,
+					nodeclass.AnnotationHash: "1462845960911839409", nodeclass.AnnotationHashVersion: karpenterClassHashV,
 					"karpenter.k8s.aws/instance-profile-name": karpenterProfile, "karpenter.k8s.aws/tagged": "true",
 				},
 			},

@@ -639,3 +639,15 @@ const (
 	// Pricing API and the spot price history; it is not part of Ready.
 	ConditionPricesCurrent = "PricesCurrent"
 )
+
+// Drift reasons of an EC2NodeClass's NodeClaims: what the instance has
+// is no longer what the EC2NodeClass selects.
+const (
+	ReasonAMIDrifted            = "AMIDrifted"
+	ReasonSubnetDrifted         = "SubnetDrifted"
+	ReasonSecurityGroupsDrifted = "SecurityGroupsDrifted"
+	ReasonPlacementGroupDrifted = "PlacementGroupDrifted"
+)
+
+// StatusConditions are the EC2NodeClass's status conditions.
+func (in *EC2NodeClass) StatusConditions() []metav1.Condition { return in.Status.Conditions }

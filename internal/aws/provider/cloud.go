@@ -14,6 +14,7 @@ import (
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/api/v1alpha1"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
+	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
@@ -148,13 +149,46 @@ func (m *typesMemo) get(specs []instancetypes.Spec, opts instancetypes.Options) 
 	return types
 }
 
-// AMIs are the EC2NodeClass's resolved AMIs as the scheduler needs them.
-func AMIs(class *awsv1.EC2NodeClass) []scheduling.AMI {
-	out := make([]scheduling.AMI, 0, len(class.Status.AMIs))
-	for _, a := range class.Status.AMIs {
-		out = append(out, scheduling.AMI{ID: a.ID, Requirements: scheduling.NewRequirements(a.Requirements...)})
+// NodeClassObject is the kind NodePools name: EC2NodeClass.
+func (c *CloudProvider) NodeClassObject() client.Object { return &awsv1.EC2NodeClass{} }
+
+// ResolveNodeClasses resolves the EC2NodeClasses the NodePools use from
+// their status: instance types and AMIs, or why they are not ready.
+func (c *CloudProvider) ResolveNodeClasses(ctx context.Context, pools []*v1.NodePool) (map[string]*cloudprovider.NodeClass, error) {
+	used := state.NodeClassesUsed(pools)
+	list := &awsv1.EC2NodeClassList{}
+	if err := c.Kube.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("listing EC2NodeClasses: %w", err)
 	}
-	return out
+	out := map[string]*cloudprovider.NodeClass{}
+	for i := range list.Items {
+		class := &list.Items[i]
+		if !used[class.Name] {
+			continue
+		}
+		var types []*scheduling.InstanceType
+		if nodeclass.NotReady(class) == nil {
+			var err error
+			if types, err = c.InstanceTypes(ctx, class); err != nil {
+				return nil, fmt.Errorf("instance types of EC2NodeClass %s: %w", class.Name, err)
+			}
+		}
+		out[class.Name] = nodeclass.Resolved(class, types)
+	}
+	return out, nil
+}
+
+// NodeClass is one EC2NodeClass's stamp, readiness and drift rules,
+// without its instance types; nil when it does not exist.
+func (c *CloudProvider) NodeClass(ctx context.Context, name string) (*cloudprovider.NodeClass, error) {
+	class := &awsv1.EC2NodeClass{}
+	if err := c.Kube.Get(ctx, client.ObjectKey{Name: name}, class); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading EC2NodeClass %s: %w", name, err)
+	}
+	return nodeclass.Resolved(class, nil), nil
 }
 
 // Get returns a NodeClaim's instance.

@@ -15,18 +15,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/api/v1alpha1"
-	"github.com/nodewright/nodewright/internal/scheduling"
+	"github.com/nodewright/nodewright/internal/cloudprovider"
 	"github.com/nodewright/nodewright/internal/state"
 )
 
-// Listed are the objects of a cluster: what state.Build reads, and the
-// EC2NodeClasses the caller resolves.
+// Listed are the objects of a cluster: what state.Build reads.
 type Listed struct {
 	state.Objects
-	NodeClasses []*awsv1.EC2NodeClass
 }
 
 // Cached is a client whose reads come from the manager's cache, with that
@@ -36,7 +33,7 @@ type Cached struct {
 	Cache cache.Cache
 }
 
-// List reads every NodePool, EC2NodeClass, NodeClaim, Node, Pod,
+// List reads every NodePool, NodeClaim, Node, Pod,
 // DaemonSet, PodDisruptionBudget, Namespace, PersistentVolumeClaim,
 // PersistentVolume, StorageClass and NodeOverlay (none when the cluster
 // does not have the NodeOverlay CRD).
@@ -48,20 +45,19 @@ type Cached struct {
 // structs a List call builds (50 MB at 45,000 pods, every decision).
 func List(ctx context.Context, kube client.Reader) (*Listed, error) {
 	var (
-		pools   v1.NodePoolList
-		classes awsv1.EC2NodeClassList
-		claims  v1.NodeClaimList
-		nodes   corev1.NodeList
-		pods    corev1.PodList
-		sets    appsv1.DaemonSetList
-		pdbs    policyv1.PodDisruptionBudgetList
+		pools  v1.NodePoolList
+		claims v1.NodeClaimList
+		nodes  corev1.NodeList
+		pods   corev1.PodList
+		sets   appsv1.DaemonSetList
+		pdbs   policyv1.PodDisruptionBudgetList
 	)
 	store := podStore(ctx, kube)
 	for _, l := range []struct {
 		what string
 		list client.ObjectList
 		opts []client.ListOption
-	}{{"NodePools", &pools, nil}, {"EC2NodeClasses", &classes, nil}, {"NodeClaims", &claims, nil}, {"Nodes", &nodes, nil},
+	}{{"NodePools", &pools, nil}, {"NodeClaims", &claims, nil}, {"Nodes", &nodes, nil},
 		{"Pods", &pods, []client.ListOption{client.UnsafeDisableDeepCopy}}, {"DaemonSets", &sets, nil}, {"PodDisruptionBudgets", &pdbs, nil}} {
 		if l.what == "Pods" && store != nil {
 			continue
@@ -83,7 +79,6 @@ func List(ctx context.Context, kube client.Reader) (*Listed, error) {
 		out.Pods = Pointers(pods.Items)
 	}
 	out.NodePools = Pointers(pools.Items)
-	out.NodeClasses = Pointers(classes.Items)
 	out.NodeClaims = Pointers(claims.Items)
 	out.Nodes = Pointers(nodes.Items)
 	out.DaemonSets = Pointers(sets.Items)
@@ -173,44 +168,15 @@ func Index(ctx context.Context, indexer client.FieldIndexer) error {
 	return nil
 }
 
-// InstanceTypeSource gives the instance types an EC2NodeClass can launch.
-type InstanceTypeSource interface {
-	InstanceTypes(ctx context.Context, class *awsv1.EC2NodeClass) ([]*scheduling.InstanceType, error)
-}
-
-// Resolve gives, for each EC2NodeClass a NodePool uses, the instance
-// types and AMIs it can launch, or why it is not ready (from its status).
-func Resolve(ctx context.Context, l *Listed, types InstanceTypeSource, amis func(*awsv1.EC2NodeClass) []scheduling.AMI) (map[string]*state.NodeClass, error) {
-	used := state.NodeClassesUsed(l.NodePools)
-	out := map[string]*state.NodeClass{}
-	for _, class := range l.NodeClasses {
-		if !used[class.Name] {
-			continue
-		}
-		if why := state.NodeClassNotReady(class); why != nil {
-			out[class.Name] = &state.NodeClass{NotReady: why}
-			continue
-		}
-		its, err := types.InstanceTypes(ctx, class)
-		if err != nil {
-			return nil, fmt.Errorf("instance types of EC2NodeClass %s: %w", class.Name, err)
-		}
-		out[class.Name] = &state.NodeClass{InstanceTypes: its, AMIs: amis(class)}
-	}
-	return out, nil
-}
-
-// NodeClass returns the listed EC2NodeClass a NodePool uses, nil when it
-// is not listed.
-func (l *Listed) NodeClass(np *v1.NodePool) *awsv1.EC2NodeClass {
-	ref := np.Spec.Template.Spec.NodeClassRef
-	if ref == nil {
-		return nil
-	}
-	for _, c := range l.NodeClasses {
-		if c.Name == ref.Name {
-			return c
-		}
-	}
-	return nil
+// NodeClassResolver is the cloud's side of node classes: the kind
+// NodePools name, and what each one can launch.
+type NodeClassResolver interface {
+	// NodeClassObject is an empty object of the node class kind, to
+	// watch.
+	NodeClassObject() client.Object
+	// ResolveNodeClasses resolves, by name, the node classes the
+	// NodePools use: their instance types and AMIs, or why they are not
+	// ready, with their stamps and drift rules. A class that does not
+	// exist is left out.
+	ResolveNodeClasses(ctx context.Context, pools []*v1.NodePool) (map[string]*cloudprovider.NodeClass, error)
 }

@@ -1,0 +1,98 @@
+package state_test
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/cloudprovider"
+	"github.com/nodewright/nodewright/internal/scheduling"
+	"github.com/nodewright/nodewright/internal/state"
+)
+
+// classDrift is a cloud's drift rule for the test: an instance label
+// "image" other than "new" has drifted.
+type classDrift struct{}
+
+func (classDrift) Drifted(_ *v1.NodeClaim, labels map[string]string, _ *cloudprovider.Instance) cloudprovider.Drift {
+	if img, ok := labels["image"]; ok && img != "new" {
+		return cloudprovider.Drift{Reason: "ImageDrifted", Message: "image " + img}
+	}
+	return cloudprovider.Drift{}
+}
+
+// Every node's drift and expiry are worked out by the snapshot from the
+// objects alone — NodeClaims with their nodes, and nodes without one
+// (a cluster dump of Nodes) — so the controller and the offline tools
+// agree on what gets replaced.
+func TestDriftAndExpiryInTheSnapshot(t *testing.T) {
+	category := "karpenter.k8s.aws/instance-category"
+	pool := func(mutate ...func(*v1.NodePool)) *v1.NodePool {
+		np := nodePool("default", "default")
+		np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{{Key: category, Operator: corev1.NodeSelectorOpIn, Values: []string{"m"}}}
+		np.Spec.Template.Spec.ExpireAfter = "720h"
+		for _, m := range mutate {
+			m(np)
+		}
+		return np
+	}
+	class := &cloudprovider.NodeClass{Kind: "EC2NodeClass", Name: "default", InstanceTypes: []*scheduling.InstanceType{{Name: "m5.large"}},
+		Stamp: cloudprovider.Stamp{HashAnnotation: "class-hash", VersionAnnotation: "class-hash-version", Hash: "h2", Version: "v1"}, Drift: classDrift{}}
+	made := func(np *v1.NodePool, c *cloudprovider.NodeClass) func(*v1.NodeClaim) {
+		return func(nc *v1.NodeClaim) {
+			stamped := state.NodeClaimFor(np, c, &scheduling.PlannedNodeClaim{})
+			nc.Annotations, nc.Spec.ExpireAfter = stamped.Annotations, stamped.Spec.ExpireAfter
+			nc.CreationTimestamp = metav1.NewTime(now.Add(-2 * time.Hour))
+		}
+	}
+	labelled := func(kv ...string) func(*corev1.Node) {
+		return func(n *corev1.Node) {
+			for i := 0; i < len(kv); i += 2 {
+				n.Labels[kv[i]] = kv[i+1]
+			}
+		}
+	}
+	oldClass := *class
+	oldClass.Stamp.Hash = "h1"
+	drifted := func(nc *v1.NodeClaim) {
+		nc.Status.Conditions = append(nc.Status.Conditions, metav1.Condition{Type: v1.ConditionDrifted, Status: metav1.ConditionTrue, Reason: "SubnetDrifted", Message: "subnet"})
+	}
+	registered := labelled(v1.LabelRegistered, "true")
+	for name, tc := range map[string]struct {
+		pool    *v1.NodePool
+		claim   []func(*v1.NodeClaim) // nil: a node without a NodeClaim
+		node    []func(*corev1.Node)
+		want    string
+		expires bool
+	}{
+		"matches":                                {pool: pool(), claim: []func(*v1.NodeClaim){made(pool(), class)}, node: []func(*corev1.Node){labelled(category, "m")}},
+		"requirements no longer admit it":        {pool: pool(), claim: []func(*v1.NodeClaim){made(pool(), class)}, node: []func(*corev1.Node){labelled(category, "c")}, want: v1.ReasonRequirementsDrifted},
+		"template changed since":                 {pool: pool(func(np *v1.NodePool) { np.Spec.Template.ObjectMeta.Labels = map[string]string{"team": "b"} }), claim: []func(*v1.NodeClaim){made(pool(), class)}, want: v1.ReasonNodePoolDrifted},
+		"node class changed since":               {pool: pool(), claim: []func(*v1.NodeClaim){made(pool(), &oldClass)}, want: v1.ReasonNodeClassDrifted},
+		"the cloud's rule":                       {pool: pool(), claim: []func(*v1.NodeClaim){made(pool(), class)}, node: []func(*corev1.Node){labelled("image", "old")}, want: "ImageDrifted"},
+		"what only the lifecycle sees":           {pool: pool(), claim: []func(*v1.NodeClaim){made(pool(), class), drifted}, want: "SubnetDrifted"},
+		"node only, initialized":                 {pool: pool(), node: []func(*corev1.Node){registered, labelled(v1.LabelInitialized, "true", category, "c")}, want: v1.ReasonRequirementsDrifted},
+		"node only, not initialized":             {pool: pool(), node: []func(*corev1.Node){registered, labelled(category, "c")}},
+		"node only, never registered by one":     {pool: pool(), node: []func(*corev1.Node){labelled(category, "c")}, want: v1.ReasonRequirementsDrifted},
+		"NodeClaim past its expireAfter":         {pool: pool(func(np *v1.NodePool) { np.Spec.Template.Spec.ExpireAfter = "1h" }), claim: []func(*v1.NodeClaim){made(pool(func(np *v1.NodePool) { np.Spec.Template.Spec.ExpireAfter = "1h" }), class)}, expires: true},
+		"node only, past its pool's expireAfter": {pool: pool(func(np *v1.NodePool) { np.Spec.Template.Spec.ExpireAfter = "30m" }), node: []func(*corev1.Node){labelled(v1.LabelInitialized, "true")}, expires: true},
+	} {
+		objs := state.Objects{NodePools: []*v1.NodePool{tc.pool}, Nodes: []*corev1.Node{node("n", "default", tc.node...)}}
+		if tc.claim != nil {
+			objs.NodeClaims = []*v1.NodeClaim{claim("c", "default", append([]func(*v1.NodeClaim){launchedAs("n"), initialized(now.Add(-time.Hour))}, tc.claim...)...)}
+			objs.NodeClaims[0].Spec.NodeClassRef = tc.pool.Spec.Template.Spec.NodeClassRef
+		}
+		s := state.Build(objs, state.Options{Now: now, NodeClasses: map[string]*cloudprovider.NodeClass{"default": class}})
+		n := s.Nodes[0]
+		if got := n.Drift().Reason; got != tc.want {
+			t.Errorf("%s: drift %q (%s), want %q", name, got, n.Drift().Message, tc.want)
+		}
+		at, ok := n.ExpiresAt()
+		if expired := ok && !now.Before(at); expired != tc.expires {
+			t.Errorf("%s: expired %v (at %s), want %v", name, expired, at, tc.expires)
+		}
+	}
+}
