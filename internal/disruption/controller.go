@@ -17,9 +17,9 @@ import (
 
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/metrics"
-	"github.com/nodewright/nodewright/internal/nodepool"
 	"github.com/nodewright/nodewright/internal/state"
 	"github.com/nodewright/nodewright/internal/state/listing"
+	"github.com/nodewright/nodewright/internal/state/nodepoolhealth"
 )
 
 // Config tunes the controller.
@@ -50,7 +50,7 @@ type Controller struct {
 	Client client.Client
 	// NodeClasses resolves the NodePools' node classes.
 	NodeClasses   listing.NodeClassResolver
-	Registrations *nodepool.Registrations
+	Registrations *nodepoolhealth.Registrations
 	Recorder      record.EventRecorder
 	Clock         clock.PassiveClock
 	Metrics       *metrics.Metrics

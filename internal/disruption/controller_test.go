@@ -23,9 +23,9 @@ import (
 	"github.com/nodewright/nodewright/internal/cloudprovider"
 	"github.com/nodewright/nodewright/internal/controlplane"
 	"github.com/nodewright/nodewright/internal/disruption"
-	"github.com/nodewright/nodewright/internal/nodepool"
 	"github.com/nodewright/nodewright/internal/operator/optest"
 	"github.com/nodewright/nodewright/internal/scheduling"
+	"github.com/nodewright/nodewright/internal/state/nodepoolhealth"
 )
 
 // classes resolves the cluster's EC2NodeClasses as the controller does
@@ -70,7 +70,7 @@ func startController(t *testing.T) *env {
 	}
 	e := &env{kube: kube, clock: clocktesting.NewFakeClock(time.Now()), recorder: record.NewFakeRecorder(100)}
 	e.ctrl = &disruption.Controller{
-		Client: kube, NodeClasses: classes{kube: kube, types: types}, Registrations: nodepool.NewRegistrations(), Recorder: e.recorder, Clock: e.clock, Log: logr.Discard(),
+		Client: kube, NodeClasses: classes{kube: kube, types: types}, Registrations: nodepoolhealth.NewRegistrations(), Recorder: e.recorder, Clock: e.clock, Log: logr.Discard(),
 		Config: disruption.Config{Options: disruption.DefaultOptions(), Poll: time.Second, ValidationDelay: 15 * time.Second, ReplacementTimeout: 10 * time.Minute},
 	}
 	ctx := context.Background()

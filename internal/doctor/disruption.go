@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
-	"github.com/nodewright/nodewright/internal/repair"
+	"github.com/nodewright/nodewright/internal/state/nodepoolhealth"
 )
 
 // disruptionRules report what keeps nodes from ever being disrupted: a
@@ -97,7 +97,7 @@ func isZero(v intstr.IntOrString) bool {
 // controller's default tolerations): when nodewright replaces each, or,
 // while more than a fifth of their NodePool fails, that it replaces none.
 func repairRules(r *Report, in Input) {
-	pools := repair.Assess(in.Objects.NodeClaims, in.Objects.Nodes, repair.DefaultTolerations().Policies())
+	pools := nodepoolhealth.Assess(in.Objects.NodeClaims, in.Objects.Nodes, nodepoolhealth.DefaultTolerations().Policies())
 	for _, name := range slices.Sorted(maps.Keys(pools)) {
 		p := pools[name]
 		if len(p.Unhealthy) == 0 {

@@ -28,8 +28,8 @@ import (
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
 	"github.com/nodewright/nodewright/internal/metrics"
-	"github.com/nodewright/nodewright/internal/nodepool"
 	"github.com/nodewright/nodewright/internal/state/listing"
+	"github.com/nodewright/nodewright/internal/state/nodepoolhealth"
 )
 
 // CloudProvider launches, finds and deletes the instances of NodeClaims.
@@ -77,7 +77,7 @@ type Controller struct {
 	Options  Options
 	// Registrations receives each NodePool's registration outcomes (the
 	// NodePool controller shows them, the provisioner backs off).
-	Registrations *nodepool.Registrations
+	Registrations *nodepoolhealth.Registrations
 	networks      networks
 	// launched holds the instance of each NodeClaim launched by this
 	// process until the cache shows its provider ID: a reconcile that

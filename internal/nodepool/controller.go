@@ -6,7 +6,6 @@ package nodepool
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,9 +23,9 @@ import (
 
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
-	"github.com/nodewright/nodewright/internal/repair"
 	"github.com/nodewright/nodewright/internal/state"
 	"github.com/nodewright/nodewright/internal/state/listing"
+	"github.com/nodewright/nodewright/internal/state/nodepoolhealth"
 )
 
 // Controller is the NodePool status controller.
@@ -35,7 +34,7 @@ type Controller struct {
 	// NodeClasses reads the node classes NodePools use.
 	NodeClasses   NodeClasses
 	Clock         clock.PassiveClock
-	Registrations *Registrations
+	Registrations *nodepoolhealth.Registrations
 }
 
 // NodeClasses is what the controller reads of node classes: their
@@ -120,7 +119,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	setCondition(np, now, v1.ConditionNodeClassReady, classReady, v1.ReasonNodeClassNotReady, classMsg)
 	setCondition(np, now, v1.ConditionValidationSucceeded, true, "", "")
 	c.registrationHealth(np, now)
-	health := repair.Assess(listing.Pointers(claims.Items), listing.Pointers(nodes.Items), repair.DefaultTolerations().Policies())[np.Name]
+	health := nodepoolhealth.Assess(listing.Pointers(claims.Items), listing.Pointers(nodes.Items), nodepoolhealth.DefaultTolerations().Policies())[np.Name]
 	repairHeld, heldWhy := health != nil && health.Held(), ""
 	if repairHeld {
 		heldWhy = health.HeldReason()
@@ -144,7 +143,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // status is taken up again, so a restart or a new leader backs off as the
 // last one did, and the condition stays as it was, True when new.
 func (c *Controller) registrationHealth(np *v1.NodePool, now metav1.Time) {
-	reg, known := c.Registrations.get(np.Name)
+	reg, known := c.Registrations.Get(np.Name)
 	if !known {
 		if np.Status.RegistrationBackoff != nil {
 			c.Registrations.RestoreFrom(np)
@@ -153,17 +152,17 @@ func (c *Controller) registrationHealth(np *v1.NodePool, now metav1.Time) {
 		}
 		return
 	}
-	if reg.failures == 0 {
+	if reg.Failures == 0 {
 		np.Status.RegistrationBackoff = nil
 		setCondition(np, now, v1.ConditionNodeRegistrationHealthy, true, "", "")
 		return
 	}
-	until := reg.last.Add(Backoff(reg.failures))
-	np.Status.RegistrationBackoff = &v1.RegistrationBackoff{Failures: int32(reg.failures), //nolint:gosec // a count of timeouts
-		LastTimeout: metav1.NewTime(reg.last), Until: metav1.NewTime(until), Cause: reg.cause}
+	until := reg.Last.Add(nodepoolhealth.Backoff(reg.Failures))
+	np.Status.RegistrationBackoff = &v1.RegistrationBackoff{Failures: int32(reg.Failures), //nolint:gosec // a count of timeouts
+		LastTimeout: metav1.NewTime(reg.Last), Until: metav1.NewTime(until), Cause: reg.Cause}
 	setCondition(np, now, v1.ConditionNodeRegistrationHealthy, false, "RegistrationTimeout",
 		fmt.Sprintf("%d NodeClaim(s) in a row timed out before their node registered; launches back off until %s. Most likely cause: %s",
-			reg.failures, until.UTC().Format(time.RFC3339), reg.cause))
+			reg.Failures, until.UTC().Format(time.RFC3339), reg.Cause))
 }
 
 // nodeClassReady reads the NodePool's node class: whether it is ready,
@@ -194,95 +193,4 @@ func setCondition(np *v1.NodePool, now metav1.Time, condType string, ok bool, re
 		c.LastTransitionTime = old.LastTransitionTime
 	}
 	meta.SetStatusCondition(&np.Status.Conditions, c)
-}
-
-// Registrations remembers, per NodePool, how many NodeClaims in a row
-// timed out before their node registered, and when the last did: the
-// state of the relaunch backoff. The lifecycle records outcomes; the
-// NodePool controller, the only writer of NodePool status, shows them
-// there (status.registrationBackoff and the NodeRegistrationHealthy
-// condition) and takes them up again from there after a restart.
-type Registrations struct {
-	mu    sync.Mutex
-	pools map[string]registration
-}
-
-type registration struct {
-	failures int
-	last     time.Time
-	cause    string
-}
-
-// NewRegistrations makes an empty record.
-func NewRegistrations() *Registrations { return &Registrations{pools: map[string]registration{}} }
-
-// Record notes a node of the NodePool registering (healthy) or a
-// NodeClaim of it timing out unregistered with the likely cause. It
-// reports whether anything changed.
-func (r *Registrations) Record(pool string, now time.Time, healthy bool, cause string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	cur, known := r.pools[pool]
-	if healthy {
-		if known && cur.failures == 0 {
-			return false
-		}
-		r.pools[pool] = registration{}
-		return true
-	}
-	r.pools[pool] = registration{failures: cur.failures + 1, last: now, cause: cause}
-	return true
-}
-
-// Restore takes up a backoff recorded before this process started, unless
-// something has been recorded since.
-func (r *Registrations) Restore(pool string, failures int, last time.Time, cause string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if _, known := r.pools[pool]; !known && failures > 0 {
-		r.pools[pool] = registration{failures: failures, last: last, cause: cause}
-	}
-}
-
-// RestoreFrom takes up the backoff in a NodePool's status (see Restore).
-func (r *Registrations) RestoreFrom(np *v1.NodePool) {
-	if b := np.Status.RegistrationBackoff; b != nil {
-		r.Restore(np.Name, int(b.Failures), b.LastTimeout.Time, b.Cause)
-	}
-}
-
-// Backoffs are the backoffs of the NodePools this process knows of (a
-// zero Until for those whose last node registered); a NodePool it does
-// not know of backs off as its status says.
-func (r *Registrations) Backoffs() map[string]state.Backoff {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make(map[string]state.Backoff, len(r.pools))
-	for pool, reg := range r.pools {
-		b := state.Backoff{Failures: reg.failures}
-		if reg.failures > 0 {
-			b.Until = reg.last.Add(Backoff(reg.failures))
-		}
-		out[pool] = b
-	}
-	return out
-}
-
-// get returns what is known of a NodePool's registrations.
-func (r *Registrations) get(pool string) (registration, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	reg, ok := r.pools[pool]
-	return reg, ok
-}
-
-// Backoff is how long after its last registration timeout a NodePool with
-// failures consecutive timeouts waits before launching again: one minute,
-// doubling, at most an hour.
-func Backoff(failures int) time.Duration {
-	if failures <= 0 {
-		return 0
-	}
-	d := time.Minute << min(failures-1, 6)
-	return min(d, time.Hour)
 }

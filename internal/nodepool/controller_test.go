@@ -4,12 +4,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodewright/nodewright/internal/nodepool"
+	"github.com/nodewright/nodewright/internal/state/nodepoolhealth"
 )
 
 func TestBackoffDoublesUpToAnHour(t *testing.T) {
 	for failures, want := range map[int]time.Duration{0: 0, 1: time.Minute, 2: 2 * time.Minute, 4: 8 * time.Minute, 7: time.Hour, 30: time.Hour} {
-		if got := nodepool.Backoff(failures); got != want {
+		if got := nodepoolhealth.Backoff(failures); got != want {
 			t.Errorf("Backoff(%d) = %s, want %s", failures, got, want)
 		}
 	}
@@ -18,7 +18,7 @@ func TestBackoffDoublesUpToAnHour(t *testing.T) {
 // The registration record backs a NodePool off after timeouts, for the
 // doubling time from the latest, and forgets it all when a node registers.
 func TestRegistrationsBackOff(t *testing.T) {
-	r := nodepool.NewRegistrations()
+	r := nodepoolhealth.NewRegistrations()
 	last := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
 	if !r.Record("a", last.Add(-time.Hour), false, "cause") {
 		t.Error("a first timeout changes nothing")

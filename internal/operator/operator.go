@@ -39,6 +39,7 @@ import (
 	"github.com/nodewright/nodewright/internal/provisioning"
 	"github.com/nodewright/nodewright/internal/repair"
 	"github.com/nodewright/nodewright/internal/state/listing"
+	"github.com/nodewright/nodewright/internal/state/nodepoolhealth"
 	"github.com/nodewright/nodewright/internal/static"
 	"github.com/nodewright/nodewright/internal/termination"
 )
@@ -86,7 +87,7 @@ type Config struct {
 	// looking every RepairInterval; NodeRepair false turns it off.
 	NodeRepair     bool
 	RepairInterval time.Duration
-	Repair         repair.Tolerations
+	Repair         nodepoolhealth.Tolerations
 	// Interruption consumes an SQS queue of EC2 and AWS Health events
 	// (no queue: off).
 	Interruption interruption.Options
@@ -110,7 +111,7 @@ func DefaultConfig() Config {
 		GCInterval: time.Minute, GCGrace: 30 * time.Second, UnavailableOfferingTTL: provider.UnavailableOfferingTTL,
 		MetricsAddr: ":8080", HealthAddr: ":8081", LeaderElectionNamespace: "kube-system",
 		Disruption: disruption.DefaultConfig(), NominatePods: true,
-		NodeRepair: true, RepairInterval: 10 * time.Second, Repair: repair.DefaultTolerations(), Interruption: interruption.DefaultOptions(""),
+		NodeRepair: true, RepairInterval: 10 * time.Second, Repair: nodepoolhealth.DefaultTolerations(), Interruption: interruption.DefaultOptions(""),
 		KubeQPS: 200, KubeBurst: 300, Concurrency: 50,
 	}
 }
@@ -216,7 +217,7 @@ func New(ctx context.Context, rc *rest.Config, cfg Config, clouds Clouds, clk cl
 	if err := listing.Index(ctx, mgr.GetFieldIndexer()); err != nil {
 		return nil, err
 	}
-	registrations := nodepool.NewRegistrations()
+	registrations := nodepoolhealth.NewRegistrations()
 	life := &lifecycle.Controller{
 		Client: mgr.GetClient(), Cloud: cloud, Recorder: recorder, Clock: clk, Options: cfg.Lifecycle, Metrics: m, Registrations: registrations,
 	}

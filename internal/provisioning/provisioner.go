@@ -27,10 +27,10 @@ import (
 
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/metrics"
-	"github.com/nodewright/nodewright/internal/nodepool"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
 	"github.com/nodewright/nodewright/internal/state/listing"
+	"github.com/nodewright/nodewright/internal/state/nodepoolhealth"
 )
 
 // Provisioner batches pending pods and creates the NodeClaims the
@@ -49,7 +49,7 @@ type Provisioner struct {
 	Log     logr.Logger
 	// Registrations say which NodePools back off after registration
 	// timeouts.
-	Registrations *nodepool.Registrations
+	Registrations *nodepoolhealth.Registrations
 	// Nominator tells kube-scheduler where the plan put each pod; nil
 	// leaves the choice to kube-scheduler.
 	Nominator *Nominator

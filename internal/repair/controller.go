@@ -1,10 +1,17 @@
+// Package repair replaces nodes that have been unhealthy too long (see
+// nodepoolhealth for when a node is): its pods are not running anyway, so
+// the NodeClaim is deleted with a termination deadline that has passed,
+// and the drain deletes the pods at once instead of waiting for
+// PodDisruptionBudgets. Repair is held while too much of a NodePool is
+// unhealthy at once.
 package repair
 
 import (
 	"context"
 	"fmt"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +23,7 @@ import (
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/state/listing"
+	"github.com/nodewright/nodewright/internal/state/nodepoolhealth"
 )
 
 // Controller replaces nodes unhealthy past their toleration, every
@@ -27,7 +35,7 @@ type Controller struct {
 	Metrics     *metrics.Metrics
 	Log         logr.Logger
 	Interval    time.Duration
-	Tolerations Tolerations
+	Tolerations nodepoolhealth.Tolerations
 	// said remembers the last event per node, so each is said once.
 	said map[string]string
 }
@@ -62,7 +70,7 @@ func (c *Controller) Repair(ctx context.Context) error {
 	}
 	now := c.Clock.Now()
 	seen := map[string]bool{}
-	for _, p := range Assess(listing.Pointers(claims.Items), listing.Pointers(nodes.Items), c.Tolerations.Policies()) {
+	for _, p := range nodepoolhealth.Assess(listing.Pointers(claims.Items), listing.Pointers(nodes.Items), c.Tolerations.Policies()) {
 		c.Metrics.NodePoolHealth(p.Name, len(p.Unhealthy), p.Held())
 		for _, u := range p.Unhealthy {
 			seen[u.Node.Name] = true
@@ -94,7 +102,7 @@ func (c *Controller) Repair(ctx context.Context) error {
 // deadline already past: its pods are deleted without waiting for their
 // budgets (they do not run on the node anyway), and the provisioner
 // launches for them.
-func (c *Controller) replace(ctx context.Context, pool string, u Unhealthy) error {
+func (c *Controller) replace(ctx context.Context, pool string, u nodepoolhealth.Unhealthy) error {
 	nc := u.NodeClaim
 	before := nc.DeepCopy()
 	if nc.Annotations == nil {
@@ -117,7 +125,7 @@ func (c *Controller) replace(ctx context.Context, pool string, u Unhealthy) erro
 }
 
 // say records an event on the node and its NodeClaim once per message.
-func (c *Controller) say(u Unhealthy, kind, reason, msg string) {
+func (c *Controller) say(u nodepoolhealth.Unhealthy, kind, reason, msg string) {
 	key := reason + msg
 	if c.said[u.Node.Name] == key {
 		return

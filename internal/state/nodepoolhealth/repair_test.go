@@ -1,4 +1,4 @@
-package repair_test
+package nodepoolhealth_test
 
 import (
 	"testing"
@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
-	"github.com/nodewright/nodewright/internal/repair"
+	"github.com/nodewright/nodewright/internal/state/nodepoolhealth"
 )
 
 var t0 = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
@@ -25,14 +25,14 @@ func cond(t corev1.NodeConditionType, s corev1.ConditionStatus, since time.Time)
 	return corev1.NodeCondition{Type: t, Status: s, LastTransitionTime: metav1.NewTime(since)}
 }
 
-func assess(nodes ...func() (*corev1.Node, *v1.NodeClaim)) map[string]*repair.Pool {
+func assess(nodes ...func() (*corev1.Node, *v1.NodeClaim)) map[string]*nodepoolhealth.Pool {
 	var ns []*corev1.Node
 	var cs []*v1.NodeClaim
 	for _, f := range nodes {
 		n, c := f()
 		ns, cs = append(ns, n), append(cs, c)
 	}
-	return repair.Assess(cs, ns, repair.DefaultTolerations().Policies())
+	return nodepoolhealth.Assess(cs, ns, nodepoolhealth.DefaultTolerations().Policies())
 }
 
 func mk(name, pool string, conds ...corev1.NodeCondition) func() (*corev1.Node, *v1.NodeClaim) {
@@ -96,19 +96,19 @@ func TestRepairHoldsPastAFifthOfTheNodePool(t *testing.T) {
 	stranger, _ := node("x", "a", sick)
 	deleting, dc := node("d", "a", sick)
 	dc.DeletionTimestamp = &metav1.Time{Time: t0}
-	got := repair.Assess([]*v1.NodeClaim{dc}, []*corev1.Node{stranger, deleting}, repair.DefaultTolerations().Policies())
+	got := nodepoolhealth.Assess([]*v1.NodeClaim{dc}, []*corev1.Node{stranger, deleting}, nodepoolhealth.DefaultTolerations().Policies())
 	if a := got["a"]; a == nil || len(a.Unhealthy) != 0 || a.Nodes != 1 {
 		t.Errorf("a node without a NodeClaim and one being deleted: %+v; want 1 node, none to repair", a)
 	}
 }
 
 func TestTolerationsMustBePositive(t *testing.T) {
-	tol := repair.DefaultTolerations()
+	tol := nodepoolhealth.DefaultTolerations()
 	tol.Agent = 0
 	if err := tol.Validate(); err == nil {
 		t.Error("a zero toleration was accepted")
 	}
-	if err := repair.DefaultTolerations().Validate(); err != nil {
+	if err := nodepoolhealth.DefaultTolerations().Validate(); err != nil {
 		t.Error(err)
 	}
 }

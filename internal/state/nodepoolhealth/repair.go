@@ -1,13 +1,15 @@
-// Package repair replaces nodes that have been unhealthy too long: a node
-// whose Ready condition is False or Unknown, or whose node monitoring
-// agent reports a failing kernel, container runtime, storage, network or
-// accelerator, for the condition's toleration. Its pods are not running
-// anyway, so the NodeClaim is deleted with a termination deadline that
-// has passed: the drain deletes the pods at once instead of waiting for
-// PodDisruptionBudgets. Repair is held while more than a fifth of a
-// NodePool is unhealthy at once: a failure that wide is the cluster's or
-// the zone's, and replacing nodes would not mend it.
-package repair
+// Package nodepoolhealth is the health of each NodePool's nodes, which
+// several controllers and doctor read: whether its nodes register (the
+// relaunch backoff after registration timeouts), and which of its nodes
+// are unhealthy and whether repairing them is held.
+//
+// A node is unhealthy when its Ready condition is False or Unknown, or its
+// node monitoring agent reports a failing kernel, container runtime,
+// storage, network or accelerator, for longer than the condition's
+// toleration. Repair is held while more than a fifth of a NodePool is
+// unhealthy at once: a failure that wide is the cluster's or the zone's,
+// and replacing nodes would not mend it.
+package nodepoolhealth
 
 import (
 	"fmt"
