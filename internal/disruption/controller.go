@@ -3,7 +3,6 @@ package disruption
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -16,7 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/intent"
 	"github.com/nodewright/nodewright/internal/metrics"
+	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
 	"github.com/nodewright/nodewright/internal/state/listing"
 	"github.com/nodewright/nodewright/internal/state/nodepoolhealth"
@@ -119,7 +120,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	}
 	now := c.Clock.Now()
 	snap := state.Build(listed.Objects, state.Options{Now: now, NodeClasses: classes, Backoff: c.Registrations.Backoffs()})
-	finished, err := c.advance(ctx, snap, listed)
+	finished, err := c.advance(ctx, snap)
 	if err != nil {
 		return err
 	}
@@ -177,11 +178,11 @@ func claimNames(nodes []*state.Node) []string {
 // decided long enough ago, finish those whose replacements are ready,
 // roll back those whose replacements failed.
 // It returns the nodes of the commands that finished.
-func (c *Controller) advance(ctx context.Context, snap *state.Snapshot, listed *listing.Listed) (map[string]bool, error) {
+func (c *Controller) advance(ctx context.Context, snap *state.Snapshot) (map[string]bool, error) {
 	var keep []*inflight
 	finished := map[string]bool{}
 	for i, cmd := range c.commands {
-		done, err := c.step(ctx, snap, listed, cmd)
+		done, err := c.step(ctx, snap, cmd)
 		if err != nil {
 			c.commands = append(keep, c.commands[i:]...)
 			return nil, err
@@ -198,7 +199,7 @@ func (c *Controller) advance(ctx context.Context, snap *state.Snapshot, listed *
 	return finished, nil
 }
 
-func (c *Controller) step(ctx context.Context, snap *state.Snapshot, listed *listing.Listed, cmd *inflight) (bool, error) {
+func (c *Controller) step(ctx context.Context, snap *state.Snapshot, cmd *inflight) (bool, error) {
 	switch cmd.phase {
 	case validating:
 		if snap.Now.Sub(cmd.decidedAt) < c.Config.ValidationDelay && cmd.Reason != v1.DisruptionReasonExpired {
@@ -216,7 +217,7 @@ func (c *Controller) step(ctx context.Context, snap *state.Snapshot, listed *lis
 			return true, nil
 		}
 		cmd.Command = fresh
-		return c.start(ctx, snap, listed, cmd)
+		return c.start(ctx, snap, cmd)
 	case launching:
 		return c.await(ctx, snap, cmd)
 	}
@@ -225,7 +226,7 @@ func (c *Controller) step(ctx context.Context, snap *state.Snapshot, listed *lis
 
 // start taints the nodes and launches the replacements; a command
 // without replacements deletes its nodes at once.
-func (c *Controller) start(ctx context.Context, snap *state.Snapshot, listed *listing.Listed, cmd *inflight) (bool, error) {
+func (c *Controller) start(ctx context.Context, snap *state.Snapshot, cmd *inflight) (bool, error) {
 	for _, n := range cmd.Nodes {
 		if err := c.setTaint(ctx, n.Node, true); err != nil {
 			return false, err
@@ -233,14 +234,13 @@ func (c *Controller) start(ctx context.Context, snap *state.Snapshot, listed *li
 	}
 	c.Metrics.Disruption(string(cmd.Reason), "started")
 	what := describe(cmd.Command)
-	for _, planned := range cmd.Replacements {
-		np := snap.Pools[planned.NodePool]
-		nc := state.NodeClaimFor(np, snap.NodeClassOf(np), planned)
-		if err := c.Client.Create(ctx, nc); err != nil {
-			return false, c.rollback(ctx, snap, cmd, fmt.Sprintf("creating a replacement NodeClaim for NodePool %s failed: %v", planned.NodePool, err))
-		}
-		cmd.replacements = append(cmd.replacements, nc.Name)
+	writer := &intent.NodeClaims{Client: c.Client, Metrics: c.Metrics}
+	created, err := writer.Create(ctx, snap, cmd.Replacements, func(nc *v1.NodeClaim, _ *scheduling.PlannedNodeClaim) {
 		c.Recorder.Eventf(nc, corev1.EventTypeNormal, "DisruptionReplacement", "replaces %s (%s)", strings.Join(cmd.NodeNames(), ", "), cmd.Reason)
+	})
+	cmd.replacements = append(cmd.replacements, created...)
+	if err != nil {
+		return false, c.rollback(ctx, snap, cmd, fmt.Sprintf("creating a replacement failed: %v", err))
 	}
 	cmd.phase, cmd.startedAt = launching, snap.Now
 	if cmd.Static && staticRoom(snap, cmd) {
@@ -396,29 +396,9 @@ func (c *Controller) untaintOrphans(ctx context.Context, snap *state.Snapshot, f
 	return nil
 }
 
-// setTaint adds or removes karpenter.sh/disrupted:NoSchedule, with
-// optimistic locking so a stale node never overwrites newer taints.
+// setTaint adds or removes karpenter.sh/disrupted:NoSchedule.
 func (c *Controller) setTaint(ctx context.Context, node *corev1.Node, on bool) error {
-	if node == nil {
-		return nil
-	}
-	has := slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1.TaintKeyDisrupted })
-	if has == on {
-		return nil
-	}
-	fresh := &corev1.Node{}
-	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(node), fresh); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	before := fresh.DeepCopy()
-	fresh.Spec.Taints = slices.DeleteFunc(fresh.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1.TaintKeyDisrupted })
-	if on {
-		fresh.Spec.Taints = append(fresh.Spec.Taints, corev1.Taint{Key: v1.TaintKeyDisrupted, Effect: corev1.TaintEffectNoSchedule})
-	}
-	if err := c.Client.Patch(ctx, fresh, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("tainting node %s: %w", node.Name, err)
-	}
-	return nil
+	return intent.SetDisrupted(ctx, c.Client, node, on)
 }
 
 // event records on the node's NodeClaim and on the node.

@@ -5,16 +5,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
-	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
@@ -26,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/intent"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
@@ -176,27 +174,6 @@ func (p *Provisioner) podChanged(ctx context.Context, req reconcile.Request) (re
 	return reconcile.Result{}, nil
 }
 
-// awaitCache waits until the cache the next decision reads holds the
-// NodeClaims just created (for up to CacheWait), so that decision counts
-// them and their pods.
-func (p *Provisioner) awaitCache(ctx context.Context, names []string) {
-	if len(names) == 0 {
-		return
-	}
-	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, CacheWait, true, func(ctx context.Context) (bool, error) {
-		for len(names) > 0 {
-			if err := p.Client.Get(ctx, client.ObjectKey{Name: names[0]}, &v1.NodeClaim{}); err != nil {
-				return false, client.IgnoreNotFound(err)
-			}
-			names = names[1:]
-		}
-		return true, nil
-	})
-	if err != nil {
-		p.Log.Info("the cache does not show the NodeClaims just created yet", "missing", len(names), "error", err.Error())
-	}
-}
-
 // launchingIntoReservation reports a NodeClaim pinned to reserved
 // capacity whose instance is not recorded yet.
 func launchingIntoReservation(nc *v1.NodeClaim) bool {
@@ -222,13 +199,6 @@ func describeFallback(f *scheduling.Fallback) string {
 
 // deleting reports a NodeClaim being deleted: its node's pods need room.
 func deleting(nc *v1.NodeClaim) bool { return !nc.DeletionTimestamp.IsZero() }
-
-// CreateWorkers is how many NodeClaims a decision creates at once.
-const CreateWorkers = 32
-
-// CacheWait bounds how long a decision waits for the NodeClaims it
-// created to show in the cache.
-const CacheWait = 10 * time.Second
 
 func (p *Provisioner) run(ctx context.Context) error {
 	for p.Batcher.Wait(ctx) {
@@ -333,36 +303,15 @@ func (p *Provisioner) Provision(ctx context.Context) (time.Duration, error) {
 	took := p.Clock.Since(started)
 	p.Metrics.Decision(took, len(plan.Unschedulable))
 	p.Log.Info("computed a plan", "pendingPods", len(snap.Pending), "leavingPods", len(snap.Leaving), "newNodeClaims", len(plan.NodeClaims), "unschedulablePods", len(plan.Unschedulable), "duration", took)
-	// NodeClaims are created in parallel: each create waits on the API
-	// server (and etcd's disk), not on this process.
-	var (
-		mu      sync.Mutex
-		created = make([]string, 0, len(plan.NodeClaims))
-		g       errgroup.Group
-	)
-	g.SetLimit(CreateWorkers)
-	defer func() { p.awaitCache(ctx, created) }()
-	for _, planned := range plan.NodeClaims {
-		np := snap.Pools[planned.NodePool]
-		nc := state.NodeClaimFor(np, snap.NodeClassOf(np), planned)
-		g.Go(func() error {
-			if err := p.Client.Create(ctx, nc); err != nil {
-				return fmt.Errorf("creating a NodeClaim for NodePool %s: %w", planned.NodePool, err)
-			}
-			mu.Lock()
-			created = append(created, nc.Name)
-			mu.Unlock()
-			p.Metrics.NodeClaimCreated(planned.NodePool)
-			p.Nominator.Plan(ctx, nc.Name, planned.Pods)
-			p.Log.Info("created NodeClaim", "NodeClaim", nc.Name, "nodePool", planned.NodePool, "pods", len(planned.Pods),
-				"cheapestInstanceType", planned.InstanceType.Name, "instanceTypes", len(planned.InstanceTypes), "requests", planned.Requests.String())
-			for _, pod := range planned.Pods {
-				p.Recorder.Eventf(pod, corev1.EventTypeNormal, "Nominated", "pod should schedule on NodeClaim %s (%s)", nc.Name, planned.InstanceType.Name)
-			}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
+	writer := &intent.NodeClaims{Client: p.Client, Metrics: p.Metrics}
+	if _, err := writer.Create(ctx, snap, plan.NodeClaims, func(nc *v1.NodeClaim, planned *scheduling.PlannedNodeClaim) {
+		p.Nominator.Plan(ctx, nc.Name, planned.Pods)
+		p.Log.Info("created NodeClaim", "NodeClaim", nc.Name, "nodePool", planned.NodePool, "pods", len(planned.Pods),
+			"cheapestInstanceType", planned.InstanceType.Name, "instanceTypes", len(planned.InstanceTypes), "requests", planned.Requests.String())
+		for _, pod := range planned.Pods {
+			p.Recorder.Eventf(pod, corev1.EventTypeNormal, "Nominated", "pod should schedule on NodeClaim %s (%s)", nc.Name, planned.InstanceType.Name)
+		}
+	}); err != nil {
 		return 0, err
 	}
 	if err := p.nominateExisting(ctx, snap, plan); err != nil {

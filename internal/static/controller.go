@@ -21,7 +21,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/intent"
 	"github.com/nodewright/nodewright/internal/metrics"
+	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
 	"github.com/nodewright/nodewright/internal/state/listing"
 	"github.com/nodewright/nodewright/internal/state/nodepoolhealth"
@@ -41,10 +43,6 @@ type Controller struct {
 	// waits before it tries again.
 	Retry time.Duration
 }
-
-// CacheWait bounds how long a reconcile waits for the cache to show the
-// NodeClaims it created or deleted, so the next one counts them.
-const CacheWait = 10 * time.Second
 
 // SetupWithManager registers the controller: a NodePool's changes, its
 // NodeClaims' and its nodes' taints wake it.
@@ -89,7 +87,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.remove(ctx, np, d); err != nil {
 		return reconcile.Result{}, err
 	}
-	if err := c.launch(ctx, np, d, snap, listed); err != nil {
+	if err := c.launch(ctx, np, d, snap); err != nil {
 		return reconcile.Result{}, err
 	}
 	if d.Short != "" {
@@ -101,24 +99,22 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{}, nil
 }
 
-func (c *Controller) launch(ctx context.Context, np *v1.NodePool, d *Decision, snap *state.Snapshot, listed *listing.Listed) error {
+func (c *Controller) launch(ctx context.Context, np *v1.NodePool, d *Decision, snap *state.Snapshot) error {
 	if len(d.Launch) == 0 {
 		return nil
 	}
-	var created []string
-	defer func() { c.await(ctx, created, true) }()
-	for _, planned := range d.Launch {
-		nc := state.NodeClaimFor(np, snap.NodeClassOf(np), planned)
-		if err := c.Client.Create(ctx, nc); err != nil {
-			return fmt.Errorf("creating a NodeClaim for static NodePool %s: %w", np.Name, err)
-		}
-		created = append(created, nc.Name)
-		c.Metrics.NodeClaimCreated(np.Name)
+	writer := &intent.NodeClaims{Client: c.Client, Metrics: c.Metrics}
+	created, err := writer.Create(ctx, snap, d.Launch, func(nc *v1.NodeClaim, planned *scheduling.PlannedNodeClaim) {
 		c.Log.Info("created NodeClaim", "NodeClaim", nc.Name, "nodePool", np.Name, "cheapestInstanceType", planned.InstanceType.Name,
 			"instanceTypes", len(planned.InstanceTypes), "replicas", d.Replicas)
+	})
+	if len(created) > 0 {
+		c.Recorder.Eventf(np, corev1.EventTypeNormal, "StaticScaledUp", "NodePool %s had %d of its %d replicas; launching %s",
+			np.Name, d.Counted, d.Replicas, strings.Join(created, ", "))
 	}
-	c.Recorder.Eventf(np, corev1.EventTypeNormal, "StaticScaledUp", "NodePool %s had %d of its %d replicas; launching %s",
-		np.Name, d.Counted, d.Replicas, strings.Join(created, ", "))
+	if err != nil {
+		return fmt.Errorf("static NodePool %s: %w", np.Name, err)
+	}
 	return nil
 }
 
@@ -127,7 +123,7 @@ func (c *Controller) remove(ctx context.Context, np *v1.NodePool, d *Decision) e
 		return nil
 	}
 	var deleted []string
-	defer func() { c.await(ctx, deleted, false) }()
+	defer func() { c.awaitDeleted(ctx, deleted) }()
 	for _, n := range d.Remove {
 		if err := c.Client.Delete(ctx, n.NodeClaim); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting NodeClaim %s of static NodePool %s: %w", n.NodeClaim.Name, np.Name, err)
@@ -142,19 +138,18 @@ func (c *Controller) remove(ctx context.Context, np *v1.NodePool, d *Decision) e
 	return nil
 }
 
-// await waits until the cache shows the NodeClaims just created (or
-// their deletion), so that the next reconcile counts them.
-func (c *Controller) await(ctx context.Context, names []string, created bool) {
-	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, CacheWait, true, func(ctx context.Context) (bool, error) {
+// awaitDeleted waits until the cache shows the NodeClaims just deleted
+// as being deleted (or gone), so that the next reconcile does not count
+// them.
+func (c *Controller) awaitDeleted(ctx context.Context, names []string) {
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, intent.CacheWait, true, func(ctx context.Context) (bool, error) {
 		for len(names) > 0 {
 			nc := &v1.NodeClaim{}
 			err := c.Client.Get(ctx, client.ObjectKey{Name: names[0]}, nc)
 			switch {
-			case created && err != nil:
-				return false, client.IgnoreNotFound(err)
-			case !created && err == nil && nc.DeletionTimestamp.IsZero():
+			case err == nil && nc.DeletionTimestamp.IsZero():
 				return false, nil
-			case !created && client.IgnoreNotFound(err) != nil:
+			case client.IgnoreNotFound(err) != nil:
 				return false, err
 			}
 			names = names[1:]
@@ -162,6 +157,6 @@ func (c *Controller) await(ctx context.Context, names []string, created bool) {
 		return true, nil
 	})
 	if err != nil {
-		c.Log.Info("the cache does not show the NodeClaims just changed yet", "missing", len(names), "error", err.Error())
+		c.Log.Info("the cache does not show the NodeClaims just deleted yet", "missing", len(names), "error", err.Error())
 	}
 }

@@ -18,6 +18,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/intent"
 )
 
 // Drainer evicts the pods of nodes being terminated.
@@ -116,16 +117,9 @@ func (d *Drainer) evict(ctx context.Context, p *corev1.Pod, owner client.Object)
 
 // taint adds karpenter.sh/disrupted:NoSchedule so nothing new lands.
 func (d *Drainer) taint(ctx context.Context, node *corev1.Node) error {
-	for _, t := range node.Spec.Taints {
-		if t.Key == v1.TaintKeyDisrupted {
-			return nil
-		}
+	if err := intent.SetDisrupted(ctx, d.Client, node, true); err != nil {
+		return err
 	}
-	before := node.DeepCopy()
-	node.Spec.Taints = append(node.Spec.Taints, corev1.Taint{Key: v1.TaintKeyDisrupted, Effect: corev1.TaintEffectNoSchedule})
-	if err := d.Client.Patch(ctx, node, client.MergeFrom(before)); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("tainting node %s %s: %w", node.Name, v1.TaintKeyDisrupted, err)
-	}
-	logf.FromContext(ctx).Info("tainted node for draining", "Node", node.Name, "taint", v1.TaintKeyDisrupted+":NoSchedule")
+	logf.FromContext(ctx).V(1).Info("node tainted for draining", "Node", node.Name, "taint", v1.TaintKeyDisrupted+":NoSchedule")
 	return nil
 }

@@ -1,0 +1,134 @@
+// Package intent writes what a decision decided, in one place for every
+// controller that decides: the NodeClaims of a plan (the provisioner's
+// new nodes, a static NodePool's replicas, disruption's replacements) and
+// the karpenter.sh/disrupted taint on nodes being disrupted or drained.
+// The per-object controllers act on what it writes.
+package intent
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/metrics"
+	"github.com/nodewright/nodewright/internal/scheduling"
+	"github.com/nodewright/nodewright/internal/state"
+)
+
+// Workers is how many NodeClaims are created at once: each create waits
+// on the API server (and etcd's disk), not on this process.
+const Workers = 32
+
+// CacheWait bounds how long a writer waits for the cache to show the
+// NodeClaims it created, so that the next decision counts them.
+const CacheWait = 10 * time.Second
+
+// NodeClaims creates the NodeClaims of plans.
+type NodeClaims struct {
+	Client  client.Client
+	Metrics *metrics.Metrics
+}
+
+// Created is called for each NodeClaim once it is created, with the
+// planned node it was made from (for the caller's events and logs); it
+// may be called from several goroutines at once.
+type Created func(nc *v1.NodeClaim, planned *scheduling.PlannedNodeClaim)
+
+// Create makes the NodeClaim of every planned node from its NodePool's
+// template and node class as the snapshot has them (owner reference,
+// labels, drift hashes), creates them in parallel, and waits until the
+// cache shows them. It returns the names created, in plan order, also
+// when it fails part way (those stay: each is a node the plan wanted).
+func (w *NodeClaims) Create(ctx context.Context, snap *state.Snapshot, planned []*scheduling.PlannedNodeClaim, created Created) ([]string, error) {
+	claims := make([]*v1.NodeClaim, len(planned))
+	for i, p := range planned {
+		np := snap.Pools[p.NodePool]
+		if np == nil {
+			return nil, fmt.Errorf("planned a NodeClaim for NodePool %s, which the snapshot does not hold", p.NodePool)
+		}
+		claims[i] = state.NodeClaimFor(np, snap.NodeClassOf(np), p)
+	}
+	var (
+		mu   sync.Mutex
+		done = make([]bool, len(claims))
+		g    errgroup.Group
+	)
+	g.SetLimit(Workers)
+	for i, nc := range claims {
+		g.Go(func() error {
+			if err := w.Client.Create(ctx, nc); err != nil {
+				return fmt.Errorf("creating a NodeClaim for NodePool %s: %w", planned[i].NodePool, err)
+			}
+			mu.Lock()
+			done[i] = true
+			mu.Unlock()
+			w.Metrics.NodeClaimCreated(planned[i].NodePool)
+			if created != nil {
+				created(nc, planned[i])
+			}
+			return nil
+		})
+	}
+	err := g.Wait()
+	names := make([]string, 0, len(claims))
+	for i, nc := range claims {
+		if done[i] {
+			names = append(names, nc.Name)
+		}
+	}
+	w.awaitCache(ctx, names)
+	return names, err
+}
+
+// awaitCache waits until the cache shows the NodeClaims (for up to
+// CacheWait); the next decision may be made without them after that.
+func (w *NodeClaims) awaitCache(ctx context.Context, names []string) {
+	left := slices.Clone(names)
+	_ = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, CacheWait, true, func(ctx context.Context) (bool, error) {
+		for len(left) > 0 {
+			if err := w.Client.Get(ctx, client.ObjectKey{Name: left[0]}, &v1.NodeClaim{}); err != nil {
+				return false, client.IgnoreNotFound(err)
+			}
+			left = left[1:]
+		}
+		return true, nil
+	})
+}
+
+// SetDisrupted adds (on) or removes karpenter.sh/disrupted:NoSchedule on
+// a node, reading it afresh and patching with optimistic locking, so a
+// stale copy never overwrites newer taints; the only writer of that
+// taint. A node that is gone needs nothing.
+func SetDisrupted(ctx context.Context, kube client.Client, node *corev1.Node, on bool) error {
+	if node == nil || disrupted(node) == on {
+		return nil
+	}
+	fresh := &corev1.Node{}
+	if err := kube.Get(ctx, client.ObjectKeyFromObject(node), fresh); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if disrupted(fresh) == on {
+		return nil
+	}
+	before := fresh.DeepCopy()
+	fresh.Spec.Taints = slices.DeleteFunc(fresh.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1.TaintKeyDisrupted })
+	if on {
+		fresh.Spec.Taints = append(fresh.Spec.Taints, corev1.Taint{Key: v1.TaintKeyDisrupted, Effect: corev1.TaintEffectNoSchedule})
+	}
+	if err := kube.Patch(ctx, fresh, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("tainting node %s %s (%v): %w", node.Name, v1.TaintKeyDisrupted, on, err)
+	}
+	return nil
+}
+
+func disrupted(node *corev1.Node) bool {
+	return slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1.TaintKeyDisrupted })
+}
