@@ -275,5 +275,14 @@ const (
 	ConditionNodeRepairAllowed = "NodeRepairAllowed"
 )
 
+// NodePool condition and event reasons.
+const (
+	// ReasonRegistrationTimeout: a NodeClaim's node did not register in
+	// time (the NodeClaim's event; NodeRegistrationHealthy=False).
+	ReasonRegistrationTimeout = "RegistrationTimeout"
+	// ReasonTooManyUnhealthyNodes: NodeRepairAllowed=False.
+	ReasonTooManyUnhealthyNodes = "TooManyUnhealthyNodes"
+)
+
 // StatusConditions are the NodePool's status conditions.
 func (in *NodePool) StatusConditions() []metav1.Condition { return in.Status.Conditions }

@@ -224,7 +224,7 @@ func registrationTimeoutRule(ctx context.Context, r *Report, in Input) error {
 func timeoutEvents(events []corev1.Event, pool string) (int, string) {
 	n, latest, at := 0, "", time.Time{}
 	for _, e := range events {
-		if e.Reason != "RegistrationTimeout" || e.InvolvedObject.Kind != "NodeClaim" || !strings.HasPrefix(e.InvolvedObject.Name, pool+"-") {
+		if e.Reason != v1.ReasonRegistrationTimeout || e.InvolvedObject.Kind != "NodeClaim" || !strings.HasPrefix(e.InvolvedObject.Name, pool+"-") {
 			continue
 		}
 		n += max(int(e.Count), 1)

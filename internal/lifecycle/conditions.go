@@ -5,16 +5,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/conditions"
 )
 
 // set records a condition, keeping its transition time when the status
 // does not change.
 func set(conds *[]metav1.Condition, now metav1.Time, generation int64, condType string, status metav1.ConditionStatus, reason, message string) {
-	c := metav1.Condition{Type: condType, Status: status, Reason: reason, Message: message, ObservedGeneration: generation, LastTransitionTime: now}
-	if old := meta.FindStatusCondition(*conds, condType); old != nil && old.Status == status {
-		c.LastTransitionTime = old.LastTransitionTime
-	}
-	meta.SetStatusCondition(conds, c)
+	conditions.Set(conds, metav1.Condition{Type: condType, Status: status, Reason: reason, Message: message, ObservedGeneration: generation, LastTransitionTime: now})
 }
 
 func isTrue(conds []metav1.Condition, condType string) bool {

@@ -427,7 +427,7 @@ func (c *Controller) liveness(ctx context.Context, nc *v1.NodeClaim) (bool, erro
 	case !isTrue(nc.Status.Conditions, v1.ConditionLaunched) && age > c.Options.LaunchTimeout:
 		reason, msg = "LaunchTimeout", fmt.Sprintf("NodeClaim %s was not launched within %s", nc.Name, c.Options.LaunchTimeout)
 	case !isTrue(nc.Status.Conditions, v1.ConditionRegistered) && age > c.Options.RegistrationTimeout:
-		reason, msg = "RegistrationTimeout", fmt.Sprintf("no node registered for NodeClaim %s within %s", nc.Name, c.Options.RegistrationTimeout)
+		reason, msg = v1.ReasonRegistrationTimeout, fmt.Sprintf("no node registered for NodeClaim %s within %s", nc.Name, c.Options.RegistrationTimeout)
 		cause := "the instance launched but no node registered: check that the node role is mapped in aws-auth (or an EC2_LINUX access entry), that the instance can reach the API server, and its user data (nodewright doctor)"
 		pool := nc.Labels[v1.LabelNodePool]
 		// A backoff an earlier process left in the NodePool's status goes

@@ -12,7 +12,6 @@ import (
 	"strings"
 
 	"github.com/go-logr/logr"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -24,6 +23,7 @@ import (
 
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/api/v1alpha1"
+	"github.com/nodewright/nodewright/internal/conditions"
 	"github.com/nodewright/nodewright/internal/state"
 	"github.com/nodewright/nodewright/internal/state/listing"
 )
@@ -99,10 +99,7 @@ func setReady(o *v1alpha1.NodeOverlay, e *state.OverlayEffect, now metav1.Time) 
 	default:
 		cond.Message = describeTypes(e.Types)
 	}
-	if old := meta.FindStatusCondition(o.Status.Conditions, cond.Type); old != nil && old.Status == cond.Status {
-		cond.LastTransitionTime = old.LastTransitionTime
-	}
-	meta.SetStatusCondition(&o.Status.Conditions, cond)
+	conditions.Set(&o.Status.Conditions, cond)
 }
 
 // describeTypes names the instance types an overlay changes.

@@ -23,6 +23,7 @@ import (
 
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
+	"github.com/nodewright/nodewright/internal/conditions"
 	"github.com/nodewright/nodewright/internal/state"
 	"github.com/nodewright/nodewright/internal/state/listing"
 	"github.com/nodewright/nodewright/internal/state/nodepoolhealth"
@@ -124,7 +125,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if repairHeld {
 		heldWhy = health.HeldReason()
 	}
-	setCondition(np, now, v1.ConditionNodeRepairAllowed, !repairHeld, "TooManyUnhealthyNodes", heldWhy)
+	setCondition(np, now, v1.ConditionNodeRepairAllowed, !repairHeld, v1.ReasonTooManyUnhealthyNodes, heldWhy)
 	ready := classReady
 	setCondition(np, now, v1.ConditionReady, ready, v1.ReasonNodeClassNotReady, classMsg)
 	if class != nil {
@@ -160,7 +161,7 @@ func (c *Controller) registrationHealth(np *v1.NodePool, now metav1.Time) {
 	until := reg.Last.Add(nodepoolhealth.Backoff(reg.Failures))
 	np.Status.RegistrationBackoff = &v1.RegistrationBackoff{Failures: int32(reg.Failures), //nolint:gosec // a count of timeouts
 		LastTimeout: metav1.NewTime(reg.Last), Until: metav1.NewTime(until), Cause: reg.Cause}
-	setCondition(np, now, v1.ConditionNodeRegistrationHealthy, false, "RegistrationTimeout",
+	setCondition(np, now, v1.ConditionNodeRegistrationHealthy, false, v1.ReasonRegistrationTimeout,
 		fmt.Sprintf("%d NodeClaim(s) in a row timed out before their node registered; launches back off until %s. Most likely cause: %s",
 			reg.Failures, until.UTC().Format(time.RFC3339), reg.Cause))
 }
@@ -189,8 +190,5 @@ func setCondition(np *v1.NodePool, now metav1.Time, condType string, ok bool, re
 	if !ok {
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, reason, message
 	}
-	if old := meta.FindStatusCondition(np.Status.Conditions, condType); old != nil && old.Status == c.Status {
-		c.LastTransitionTime = old.LastTransitionTime
-	}
-	meta.SetStatusCondition(&np.Status.Conditions, c)
+	conditions.Set(&np.Status.Conditions, c)
 }

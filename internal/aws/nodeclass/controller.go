@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -25,6 +24,7 @@ import (
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
 	"github.com/nodewright/nodewright/internal/aws/userdata"
+	"github.com/nodewright/nodewright/internal/conditions"
 	"github.com/nodewright/nodewright/internal/metrics"
 )
 
@@ -111,14 +111,10 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	nc.Status.PlacementGroup = res.PlacementGroup
 	now := metav1.NewTime(c.Clock.Now())
 	for _, cond := range Conditions(nc, res) {
-		cond.ObservedGeneration = nc.Generation
-		if old := meta.FindStatusCondition(before.Status.Conditions, cond.Type); old == nil || old.Status != cond.Status {
-			cond.LastTransitionTime = now
-			if cond.Status == metav1.ConditionFalse && cond.Type != awsv1.ConditionReady {
-				c.Recorder.Event(nc, corev1.EventTypeWarning, cond.Reason, cond.Message)
-			}
+		cond.ObservedGeneration, cond.LastTransitionTime = nc.Generation, now
+		if conditions.Set(&nc.Status.Conditions, cond) && cond.Status == metav1.ConditionFalse && cond.Type != awsv1.ConditionReady {
+			c.Recorder.Event(nc, corev1.EventTypeWarning, cond.Reason, conditions.Truncate(cond.Message))
 		}
-		meta.SetStatusCondition(&nc.Status.Conditions, cond)
 	}
 	for _, f := range res.Findings {
 		if f.Severity == userdata.Warning {

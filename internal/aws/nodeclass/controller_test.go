@@ -2,11 +2,12 @@ package nodeclass_test
 
 import (
 	"context"
-	"github.com/nodewright/nodewright/internal/operator/optest"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodewright/nodewright/internal/operator/optest"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"

@@ -234,7 +234,7 @@ func (s *Sim) Snapshot(ctx context.Context, started time.Time) (*Snapshot, error
 		}
 		for _, cond := range nc.Status.Conditions {
 			bad := cond.Status != metav1.ConditionTrue && cond.Type != v1.ConditionReady && cond.Message != ""
-			if bad || cond.Reason == "UnregisteredTaintMissing" {
+			if bad || cond.Reason == v1.ReasonUnregisteredTaintMissing {
 				add(fmt.Sprintf("NodeClaim %s: %s=%s %s: %s", nc.Name, cond.Type, cond.Status, cond.Reason, cond.Message))
 			}
 		}
