@@ -26,11 +26,11 @@ import (
 
 	"github.com/nodewright/nodewright/charts"
 	"github.com/nodewright/nodewright/internal/controlplane"
+	simaccount "github.com/nodewright/nodewright/internal/fake/account"
+	simaws "github.com/nodewright/nodewright/internal/fake/aws"
+	"github.com/nodewright/nodewright/internal/fake/runner"
 	"github.com/nodewright/nodewright/internal/operator"
 	"github.com/nodewright/nodewright/internal/operator/optest"
-	simaccount "github.com/nodewright/nodewright/internal/sim/account"
-	simaws "github.com/nodewright/nodewright/internal/sim/aws"
-	"github.com/nodewright/nodewright/internal/sim/runner"
 )
 
 func render(t *testing.T, values map[string]any) []*unstructured.Unstructured {

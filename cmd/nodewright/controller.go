@@ -31,10 +31,10 @@ import (
 
 	"github.com/nodewright/nodewright/internal/aws/interruption"
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
+	simaws "github.com/nodewright/nodewright/internal/fake/aws"
+	"github.com/nodewright/nodewright/internal/fake/kubelet"
+	"github.com/nodewright/nodewright/internal/fake/runner"
 	"github.com/nodewright/nodewright/internal/operator"
-	simaws "github.com/nodewright/nodewright/internal/sim/aws"
-	"github.com/nodewright/nodewright/internal/sim/kubelet"
-	"github.com/nodewright/nodewright/internal/sim/runner"
 )
 
 func newControllerCommand() *cobra.Command {

@@ -23,8 +23,8 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/nodewright/nodewright/internal/controlplane"
+	"github.com/nodewright/nodewright/internal/fake/runner"
 	"github.com/nodewright/nodewright/internal/operator"
-	"github.com/nodewright/nodewright/internal/sim/runner"
 	"github.com/nodewright/nodewright/scenarios"
 )
 

@@ -19,8 +19,8 @@ import (
 
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/doctor"
-	"github.com/nodewright/nodewright/internal/sim/account"
-	simaws "github.com/nodewright/nodewright/internal/sim/aws"
+	"github.com/nodewright/nodewright/internal/fake/account"
+	simaws "github.com/nodewright/nodewright/internal/fake/aws"
 )
 
 // exitError ends the command with a status and no further message: the

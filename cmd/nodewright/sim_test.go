@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/nodewright/nodewright/internal/controlplane"
-	"github.com/nodewright/nodewright/internal/sim/runner"
+	"github.com/nodewright/nodewright/internal/fake/runner"
 )
 
 // `nodewright sim` on a scenario whose nodes never register (S4), run as

@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nodewright/nodewright/internal/simulate"
+	"github.com/nodewright/nodewright/internal/whatif"
 )
 
 func newSimulateCommand() *cobra.Command {
@@ -51,7 +51,7 @@ for every other node of a NodePool the one reason it stays.`,
 				}
 			}
 			if disrupt {
-				report, err := simulate.Disrupt(objs, nil)
+				report, err := whatif.Disrupt(objs, nil)
 				if err != nil {
 					return err
 				}
@@ -60,11 +60,11 @@ for every other node of a NodePool the one reason it stays.`,
 				}
 				return report.WriteTable(cmd.OutOrStdout())
 			}
-			res, err := simulate.Run(objs)
+			res, err := whatif.Run(objs)
 			if err != nil {
 				return err
 			}
-			report := simulate.NewReport(res)
+			report := whatif.NewReport(res)
 			if output != "table" {
 				return writeStructured(cmd.OutOrStdout(), output, report)
 			}
@@ -80,8 +80,8 @@ for every other node of a NodePool the one reason it stays.`,
 
 // loadFiles reads manifests, warning on w about each document it does not
 // read.
-func loadFiles(w io.Writer, files []string) (*simulate.Objects, error) {
-	objs := &simulate.Objects{}
+func loadFiles(w io.Writer, files []string) (*whatif.Objects, error) {
+	objs := &whatif.Objects{}
 	for _, name := range files {
 		f, err := os.Open(name)
 		if err != nil {
@@ -97,7 +97,7 @@ func loadFiles(w io.Writer, files []string) (*simulate.Objects, error) {
 		fmt.Fprintln(w, "warning:", s)
 	}
 	if len(objs.Skipped) > 0 {
-		fmt.Fprintln(w, "warning: nodewright reads", simulate.ReadKinds)
+		fmt.Fprintln(w, "warning: nodewright reads", whatif.ReadKinds)
 	}
 	return objs, nil
 }

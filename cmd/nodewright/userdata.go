@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nodewright/nodewright/internal/aws/userdata"
-	"github.com/nodewright/nodewright/internal/simulate"
+	"github.com/nodewright/nodewright/internal/whatif"
 )
 
 func newUserDataCommand() *cobra.Command {
@@ -31,7 +31,7 @@ and the command fails.`,
 			if err != nil {
 				return err
 			}
-			r, err := simulate.RenderUserData(objs, nodePool, instanceType)
+			r, err := whatif.RenderUserData(objs, nodePool, instanceType)
 			if err != nil {
 				return err
 			}

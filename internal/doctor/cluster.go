@@ -10,8 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
-	"github.com/nodewright/nodewright/internal/simulate"
 	"github.com/nodewright/nodewright/internal/state/listing"
+	"github.com/nodewright/nodewright/internal/whatif"
 )
 
 // ReadCluster reads what the rules need from a running cluster:
@@ -19,7 +19,7 @@ import (
 // (pending ones are diagnosed, bound ones fill their nodes), DaemonSets,
 // PodDisruptionBudgets,
 // the aws-auth ConfigMap and warning events.
-func ReadCluster(ctx context.Context, kube client.Reader) (*simulate.Objects, []corev1.Event, error) {
+func ReadCluster(ctx context.Context, kube client.Reader) (*whatif.Objects, []corev1.Event, error) {
 	listed, err := listing.List(ctx, kube)
 	if err != nil {
 		return nil, nil, err
@@ -28,7 +28,7 @@ func ReadCluster(ctx context.Context, kube client.Reader) (*simulate.Objects, []
 	if err := kube.List(ctx, classes); err != nil {
 		return nil, nil, fmt.Errorf("listing EC2NodeClasses: %w", err)
 	}
-	o := &simulate.Objects{NodePools: listed.NodePools, EC2NodeClasses: listing.Pointers(classes.Items), NodeClaims: listed.NodeClaims, Nodes: listed.Nodes,
+	o := &whatif.Objects{NodePools: listed.NodePools, EC2NodeClasses: listing.Pointers(classes.Items), NodeClaims: listed.NodeClaims, Nodes: listed.Nodes,
 		Pods: listed.Pods, DaemonSets: listed.DaemonSets, PDBs: listed.PDBs}
 	events := &corev1.EventList{}
 	if err := kube.List(ctx, events, client.MatchingFields{"type": corev1.EventTypeWarning}); err != nil {

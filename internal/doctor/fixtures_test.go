@@ -15,9 +15,9 @@ import (
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
-	"github.com/nodewright/nodewright/internal/sim/account"
-	simaws "github.com/nodewright/nodewright/internal/sim/aws"
-	"github.com/nodewright/nodewright/internal/simulate"
+	"github.com/nodewright/nodewright/internal/fake/account"
+	simaws "github.com/nodewright/nodewright/internal/fake/aws"
+	"github.com/nodewright/nodewright/internal/whatif"
 )
 
 var now = time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
@@ -85,7 +85,7 @@ func diagnose(t *testing.T, in Input) *Report {
 		in.Now = now
 	}
 	if in.Objects == nil {
-		in.Objects = &simulate.Objects{}
+		in.Objects = &whatif.Objects{}
 	}
 	r, err := Diagnose(context.Background(), in)
 	if err != nil {

@@ -11,8 +11,8 @@ import (
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/scheduling"
-	"github.com/nodewright/nodewright/internal/simulate"
 	"github.com/nodewright/nodewright/internal/state"
+	"github.com/nodewright/nodewright/internal/whatif"
 )
 
 // podRule runs the scheduling engine and reports the workloads whose pods
@@ -25,7 +25,7 @@ func podRule(r *Report, in Input) error {
 	if in.Cloud != nil {
 		resolver = in.Cloud.Resolver
 	}
-	res, err := simulate.RunWith(in.Objects, resolver)
+	res, err := whatif.RunWith(in.Objects, resolver)
 	if err != nil {
 		return err
 	}

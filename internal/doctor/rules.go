@@ -16,7 +16,7 @@ import (
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/aws/sdk"
 	"github.com/nodewright/nodewright/internal/aws/userdata"
-	"github.com/nodewright/nodewright/internal/simulate"
+	"github.com/nodewright/nodewright/internal/whatif"
 )
 
 // DefaultGrace is how long a node may keep a taint that another component
@@ -27,7 +27,7 @@ const DefaultGrace = time.Minute
 // Input is what the rules read: manifests or a cluster's objects and,
 // when an AWS account is at hand, its facts.
 type Input struct {
-	Objects *simulate.Objects
+	Objects *whatif.Objects
 	// Events are a cluster's recent warning events; none offline.
 	Events []corev1.Event
 	// Cloud is the AWS account; nil offline.
@@ -147,7 +147,7 @@ var overrideCodes = map[string]bool{
 
 // userDataRules run the controller's user data validation on every
 // EC2NodeClass.
-func userDataRules(r *Report, o *simulate.Objects) {
+func userDataRules(r *Report, o *whatif.Objects) {
 	for _, nc := range o.EC2NodeClasses {
 		ud := ""
 		if nc.Spec.UserData != nil {
@@ -291,7 +291,7 @@ func archsOf(ctx context.Context, cloud *Cloud, nc *awsv1.EC2NodeClass) (map[str
 	return out, "the alias's EKS-optimized AMIs", nil
 }
 
-func classesByName(o *simulate.Objects) map[string]*awsv1.EC2NodeClass {
+func classesByName(o *whatif.Objects) map[string]*awsv1.EC2NodeClass {
 	out := map[string]*awsv1.EC2NodeClass{}
 	for _, nc := range o.EC2NodeClasses {
 		out[nc.Name] = nc

@@ -19,9 +19,9 @@ import (
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
-	"github.com/nodewright/nodewright/internal/sim/account"
-	simaws "github.com/nodewright/nodewright/internal/sim/aws"
-	"github.com/nodewright/nodewright/internal/simulate"
+	"github.com/nodewright/nodewright/internal/fake/account"
+	simaws "github.com/nodewright/nodewright/internal/fake/aws"
+	"github.com/nodewright/nodewright/internal/whatif"
 )
 
 // Each form of user data that loses or never sets the registration taint
@@ -44,7 +44,7 @@ func TestUserDataRule(t *testing.T) {
 		{"Custom with the old taint name", awsv1.AMIFamilyCustom, "#!/bin/bash\n/etc/eks/bootstrap.sh c --kubelet-extra-args '--register-with-taints=karpenter.sh/uninitialized:NoExecute'\n", CodeCustomMissingUnregistered, Error, "old name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := diagnose(t, Input{Objects: &simulate.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{class("c", tc.family, tc.userData)}}})
+			r := diagnose(t, Input{Objects: &whatif.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{class("c", tc.family, tc.userData)}}})
 			fs := only(r, tc.code)
 			if len(fs) == 0 || fs[0].Severity != tc.severity || fs[0].Object != "EC2NodeClass/c" {
 				t.Fatalf("want %s %s on EC2NodeClass/c, got %+v", tc.severity, tc.code, r.Findings)
@@ -61,7 +61,7 @@ func TestUserDataRule(t *testing.T) {
 		{awsv1.AMIFamilyBottlerocket, "[settings.kubernetes]\nmax-pods = 110\n"},
 		{awsv1.AMIFamilyCustom, "#!/bin/bash\n/etc/eks/bootstrap.sh c --kubelet-extra-args '--register-with-taints=karpenter.sh/unregistered:NoExecute'\n"},
 	} {
-		r := diagnose(t, Input{Objects: &simulate.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{class("c", tc.family, tc.userData)}}})
+		r := diagnose(t, Input{Objects: &whatif.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{class("c", tc.family, tc.userData)}}})
 		if len(r.Findings) != 0 {
 			t.Errorf("%s %q: unexpected findings %+v", tc.family, tc.userData, r.Findings)
 		}
@@ -74,8 +74,8 @@ func TestNodeRoleRule(t *testing.T) {
 		nc.Spec.Role = role
 		return nc
 	}
-	objects := func(cm *corev1.ConfigMap, nc *awsv1.EC2NodeClass) *simulate.Objects {
-		return &simulate.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{nc}, AWSAuth: cm}
+	objects := func(cm *corev1.ConfigMap, nc *awsv1.EC2NodeClass) *whatif.Objects {
+		return &whatif.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{nc}, AWSAuth: cm}
 	}
 	const nodeARN = "arn:aws:iam::111122223333:role/KarpenterNodeRole-nodewright-sim"
 	t.Run("controller role mapped instead", func(t *testing.T) {
@@ -158,8 +158,8 @@ func TestAMIArchitectureRule(t *testing.T) {
 		nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{ID: "ami-0a1b2c3d4e5f60001"}} // x86_64 in the account
 		return nc
 	}
-	objects := func(nc *awsv1.EC2NodeClass, np *v1.NodePool) *simulate.Objects {
-		return &simulate.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{nc}, NodePools: []*v1.NodePool{np}}
+	objects := func(nc *awsv1.EC2NodeClass, np *v1.NodePool) *whatif.Objects {
+		return &whatif.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{nc}, NodePools: []*v1.NodePool{np}}
 	}
 	t.Run("resolved in the account", func(t *testing.T) {
 		r := diagnose(t, Input{Objects: objects(byID(), pool("arm64", "arm", "arm64")), Cloud: simCloud(t, nil)})
@@ -194,8 +194,8 @@ func TestPodIncompatibleRule(t *testing.T) {
 	}
 	tainted := pool("gpu", "default", "amd64")
 	tainted.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "nvidia.com/gpu", Value: "true", Effect: corev1.TaintEffectNoSchedule}}
-	objects := func(p *corev1.Pod, pools ...*v1.NodePool) *simulate.Objects {
-		return &simulate.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{class("default", awsv1.AMIFamilyAL2023, "")}, NodePools: pools, Pods: []*corev1.Pod{p}}
+	objects := func(p *corev1.Pod, pools ...*v1.NodePool) *whatif.Objects {
+		return &whatif.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{class("default", awsv1.AMIFamilyAL2023, "")}, NodePools: pools, Pods: []*corev1.Pod{p}}
 	}
 	t.Run("label typo names the closest NodePool", func(t *testing.T) {
 		r := diagnose(t, Input{Objects: objects(pod("typo", map[string]string{"pod-type": "armapps"}, "1"), labelled("web", "frontend"), labelled("cicd-armapps", "armapp"))})
@@ -224,7 +224,7 @@ func TestPodIncompatibleRule(t *testing.T) {
 			p.Spec.Containers[0].Resources.Requests["nvidia.com/gpu"] = resource.MustParse("1")
 			pods = append(pods, p)
 		}
-		o := &simulate.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{class("default", awsv1.AMIFamilyAL2023, "")}, NodePools: []*v1.NodePool{np}, Pods: pods}
+		o := &whatif.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{class("default", awsv1.AMIFamilyAL2023, "")}, NodePools: []*v1.NodePool{np}, Pods: pods}
 		r := diagnose(t, Input{Objects: o})
 		f := expectOne(t, r, CodePodIncompatible, Error, "Deployment/default/trainer", "2 pods of Deployment default/trainer")
 		for _, want := range []string{"none of NodePool np's instance types has nvidia.com/gpu", "karpenter.k8s.aws/instance-category", "set its values to [", " g", "spec.template.spec.requirements"} {
@@ -240,7 +240,7 @@ func TestPodIncompatibleRule(t *testing.T) {
 	t.Run("a pod blocked only by a missing AMI", func(t *testing.T) {
 		nc := class("default", awsv1.AMIFamilyAL2, "")
 		nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{ID: "ami-0a1b2c3d4e5f60001"}}
-		o := &simulate.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{nc}, NodePools: []*v1.NodePool{pool("arm", "default", "arm64")}, Pods: []*corev1.Pod{pod("p", nil, "1")}}
+		o := &whatif.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{nc}, NodePools: []*v1.NodePool{pool("arm", "default", "arm64")}, Pods: []*corev1.Pod{pod("p", nil, "1")}}
 		r := diagnose(t, Input{Objects: o, Cloud: simCloud(t, nil)})
 		expectNone(t, r, CodePodIncompatible)
 		expectOne(t, r, CodeAMIArchitectureMismatch, Error, "NodePool/arm")
@@ -254,24 +254,24 @@ func TestCloudProviderTaintRule(t *testing.T) {
 	cond := metav1.Condition{Type: v1.ConditionInitialized, Status: metav1.ConditionFalse, Reason: "KnownEphemeralTaintsExist",
 		Message: "taint node.cloudprovider.kubernetes.io/uninitialized=true:NoSchedule is still on node ip-10-0-0-4; it is removed by the cloud controller manager", LastTransitionTime: metav1.NewTime(now.Add(-5 * time.Minute))}
 	t.Run("node keeps the taint", func(t *testing.T) {
-		r := diagnose(t, Input{Objects: &simulate.Objects{Nodes: []*corev1.Node{stuck}, NodeClaims: []*v1.NodeClaim{claimFor(stuck, cond)}}})
+		r := diagnose(t, Input{Objects: &whatif.Objects{Nodes: []*corev1.Node{stuck}, NodeClaims: []*v1.NodeClaim{claimFor(stuck, cond)}}})
 		expectOne(t, r, CodeCloudProviderTaint, Error, "NodeClaim/default-abcde", "cloud controller manager", "5m0s", "KnownEphemeralTaintsExist")
 	})
 	t.Run("a node without its NodeClaim", func(t *testing.T) {
-		r := diagnose(t, Input{Objects: &simulate.Objects{Nodes: []*corev1.Node{stuck}}})
+		r := diagnose(t, Input{Objects: &whatif.Objects{Nodes: []*corev1.Node{stuck}}})
 		expectOne(t, r, CodeCloudProviderTaint, Error, "Node/ip-10-0-0-4", "aws-cloud-controller-manager")
 	})
 	t.Run("a NodeClaim without its node", func(t *testing.T) {
-		r := diagnose(t, Input{Objects: &simulate.Objects{NodeClaims: []*v1.NodeClaim{claimFor(stuck, cond)}}})
+		r := diagnose(t, Input{Objects: &whatif.Objects{NodeClaims: []*v1.NodeClaim{claimFor(stuck, cond)}}})
 		expectOne(t, r, CodeCloudProviderTaint, Error, "NodeClaim/default-abcde", "cloud controller manager")
 	})
 	t.Run("within the grace period", func(t *testing.T) {
 		fresh := node("ip-10-0-0-5", "m5.large", "default", 10*time.Second, uninitialized)
-		expectNone(t, diagnose(t, Input{Objects: &simulate.Objects{Nodes: []*corev1.Node{fresh}}}), CodeCloudProviderTaint)
-		expectOne(t, diagnose(t, Input{Objects: &simulate.Objects{Nodes: []*corev1.Node{fresh}}, Grace: 5 * time.Second}), CodeCloudProviderTaint, Error, "Node/ip-10-0-0-5")
+		expectNone(t, diagnose(t, Input{Objects: &whatif.Objects{Nodes: []*corev1.Node{fresh}}}), CodeCloudProviderTaint)
+		expectOne(t, diagnose(t, Input{Objects: &whatif.Objects{Nodes: []*corev1.Node{fresh}}, Grace: 5 * time.Second}), CodeCloudProviderTaint, Error, "Node/ip-10-0-0-5")
 	})
 	t.Run("removed", func(t *testing.T) {
-		expectNone(t, diagnose(t, Input{Objects: &simulate.Objects{Nodes: []*corev1.Node{node("n", "m5.large", "default", time.Hour)}}}), CodeCloudProviderTaint)
+		expectNone(t, diagnose(t, Input{Objects: &whatif.Objects{Nodes: []*corev1.Node{node("n", "m5.large", "default", time.Hour)}}}), CodeCloudProviderTaint)
 	})
 }
 
@@ -280,35 +280,35 @@ func TestStartupTaintRule(t *testing.T) {
 	np := pool("default", "default")
 	np.Spec.Template.Spec.StartupTaints = []corev1.Taint{cilium}
 	stuck := node("ip-10-0-0-4", "m5.large", "default", 10*time.Minute, cilium)
-	r := diagnose(t, Input{Objects: &simulate.Objects{NodePools: []*v1.NodePool{np}, Nodes: []*corev1.Node{stuck}}})
+	r := diagnose(t, Input{Objects: &whatif.Objects{NodePools: []*v1.NodePool{np}, Nodes: []*corev1.Node{stuck}}})
 	expectOne(t, r, CodeStartupTaintNotRemoved, Warning, "Node/ip-10-0-0-4", "node.cilium.io/agent-not-ready", "NodePool default")
 
 	notReady := node("ip-10-0-0-5", "m5.large", "default", 10*time.Minute, cilium)
 	notReady.Status.Conditions[0].Status = corev1.ConditionFalse
 	for _, n := range []*corev1.Node{notReady, node("ip-10-0-0-6", "m5.large", "default", 10*time.Minute), node("ip-10-0-0-7", "m5.large", "default", 5*time.Second, cilium)} {
-		expectNone(t, diagnose(t, Input{Objects: &simulate.Objects{NodePools: []*v1.NodePool{np}, Nodes: []*corev1.Node{n}}}), CodeStartupTaintNotRemoved)
+		expectNone(t, diagnose(t, Input{Objects: &whatif.Objects{NodePools: []*v1.NodePool{np}, Nodes: []*corev1.Node{n}}}), CodeStartupTaintNotRemoved)
 	}
 	cond := metav1.Condition{Type: v1.ConditionInitialized, Status: metav1.ConditionFalse, Reason: "StartupTaintsExist", Message: "startup taint is still on", LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))}
-	r = diagnose(t, Input{Objects: &simulate.Objects{NodeClaims: []*v1.NodeClaim{claimFor(stuck, cond)}}})
+	r = diagnose(t, Input{Objects: &whatif.Objects{NodeClaims: []*v1.NodeClaim{claimFor(stuck, cond)}}})
 	expectOne(t, r, CodeStartupTaintNotRemoved, Warning, "NodeClaim/default-abcde", "startup taint is still on")
 }
 
 func TestExtendedResourceRule(t *testing.T) {
 	gpu := node("ip-10-0-0-4", "g5.xlarge", "gpu", 10*time.Minute)
-	r := diagnose(t, Input{Objects: &simulate.Objects{Nodes: []*corev1.Node{gpu}}})
+	r := diagnose(t, Input{Objects: &whatif.Objects{Nodes: []*corev1.Node{gpu}}})
 	expectOne(t, r, CodeExtendedResource, Warning, "Node/ip-10-0-0-4", "nvidia.com/gpu", "g5.xlarge", "device plugin")
 
 	registered := gpu.DeepCopy()
 	registered.Status.Allocatable["nvidia.com/gpu"] = resource.MustParse("1")
-	expectNone(t, diagnose(t, Input{Objects: &simulate.Objects{Nodes: []*corev1.Node{registered}}}), CodeExtendedResource)
-	expectNone(t, diagnose(t, Input{Objects: &simulate.Objects{Nodes: []*corev1.Node{node("cpu", "m5.large", "default", time.Hour)}}}), CodeExtendedResource)
+	expectNone(t, diagnose(t, Input{Objects: &whatif.Objects{Nodes: []*corev1.Node{registered}}}), CodeExtendedResource)
+	expectNone(t, diagnose(t, Input{Objects: &whatif.Objects{Nodes: []*corev1.Node{node("cpu", "m5.large", "default", time.Hour)}}}), CodeExtendedResource)
 
 	// A NodeClaim's capacity names the resource (here Neuron on a type
 	// the catalog knows as CPU-only).
 	inf := node("ip-10-0-0-9", "m5.large", "inf", 10*time.Minute)
 	nc := claimFor(inf)
 	nc.Status.Capacity = corev1.ResourceList{"aws.amazon.com/neuron": resource.MustParse("1"), corev1.ResourceCPU: resource.MustParse("4")}
-	r = diagnose(t, Input{Objects: &simulate.Objects{Nodes: []*corev1.Node{inf}, NodeClaims: []*v1.NodeClaim{nc}}})
+	r = diagnose(t, Input{Objects: &whatif.Objects{Nodes: []*corev1.Node{inf}, NodeClaims: []*v1.NodeClaim{nc}}})
 	expectOne(t, r, CodeExtendedResource, Warning, "NodeClaim/inf-abcde", "aws.amazon.com/neuron")
 }
 
@@ -325,7 +325,7 @@ func TestRegistrationTimeoutRule(t *testing.T) {
 	}
 	t.Run("the cause is a finding on the EC2NodeClass", func(t *testing.T) {
 		cm := awsAuth(strings.ReplaceAll(nodeRoleMapping, "KarpenterNodeRole", "KarpenterControllerRole"))
-		o := &simulate.Objects{NodePools: []*v1.NodePool{np}, EC2NodeClasses: []*awsv1.EC2NodeClass{nc}, AWSAuth: cm}
+		o := &whatif.Objects{NodePools: []*v1.NodePool{np}, EC2NodeClasses: []*awsv1.EC2NodeClass{nc}, AWSAuth: cm}
 		r := diagnose(t, Input{Objects: o, Events: events})
 		expectOne(t, r, CodeRegistrationTimeouts, Error, "NodePool/default", "most likely cause: node-role-not-mapped", "2 RegistrationTimeout event(s)", "default-bbbbb within 15m0s")
 	})
@@ -338,14 +338,14 @@ func TestRegistrationTimeoutRule(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
-		o := &simulate.Objects{NodePools: []*v1.NodePool{np}, EC2NodeClasses: []*awsv1.EC2NodeClass{nc}, AWSAuth: awsAuth(nodeRoleMapping), NodeClaims: []*v1.NodeClaim{claim}}
+		o := &whatif.Objects{NodePools: []*v1.NodePool{np}, EC2NodeClasses: []*awsv1.EC2NodeClass{nc}, AWSAuth: awsAuth(nodeRoleMapping), NodeClaims: []*v1.NodeClaim{claim}}
 		r := diagnose(t, Input{Objects: o, Cloud: cloud})
 		expectOne(t, r, CodeRegistrationTimeouts, Error, "NodePool/default", "from the instance's console", "i-00000000000000001", "x509: certificate signed by unknown authority")
 	})
 	t.Run("registrations are healthy", func(t *testing.T) {
 		healthy := np.DeepCopy()
 		healthy.Status.Conditions[0].Status = metav1.ConditionTrue
-		o := &simulate.Objects{NodePools: []*v1.NodePool{healthy}, EC2NodeClasses: []*awsv1.EC2NodeClass{nc}, AWSAuth: awsAuth(nodeRoleMapping)}
+		o := &whatif.Objects{NodePools: []*v1.NodePool{healthy}, EC2NodeClasses: []*awsv1.EC2NodeClass{nc}, AWSAuth: awsAuth(nodeRoleMapping)}
 		expectNone(t, diagnose(t, Input{Objects: o, Events: events}), CodeRegistrationTimeouts)
 	})
 }
@@ -355,10 +355,10 @@ func TestRegistrationTimeoutRule(t *testing.T) {
 func TestUnregisteredTaintMissingAtRuntime(t *testing.T) {
 	n := node("ip-10-0-0-4", "m5.large", "default", time.Minute)
 	claim := claimFor(n, metav1.Condition{Type: v1.ConditionRegistered, Status: metav1.ConditionFalse, Reason: "UnregisteredTaintMissing", Message: "node ip-10-0-0-4 registered without karpenter.sh/unregistered:NoExecute"})
-	r := diagnose(t, Input{Objects: &simulate.Objects{Nodes: []*corev1.Node{n}, NodeClaims: []*v1.NodeClaim{claim}}})
+	r := diagnose(t, Input{Objects: &whatif.Objects{Nodes: []*corev1.Node{n}, NodeClaims: []*v1.NodeClaim{claim}}})
 	expectOne(t, r, CodeUserDataOverridesTaints, Error, "NodeClaim/default-abcde", "registered without karpenter.sh/unregistered")
 	claim.Status.Conditions[0] = metav1.Condition{Type: v1.ConditionRegistered, Status: metav1.ConditionTrue, Reason: "Registered"}
-	expectNone(t, diagnose(t, Input{Objects: &simulate.Objects{Nodes: []*corev1.Node{n}, NodeClaims: []*v1.NodeClaim{claim}}}), CodeUserDataOverridesTaints)
+	expectNone(t, diagnose(t, Input{Objects: &whatif.Objects{Nodes: []*corev1.Node{n}, NodeClaims: []*v1.NodeClaim{claim}}}), CodeUserDataOverridesTaints)
 }
 
 func TestPDBNeverAllowsRule(t *testing.T) {
@@ -390,7 +390,7 @@ func TestPDBNeverAllowsRule(t *testing.T) {
 			p.Status = policyv1.PodDisruptionBudgetStatus{ObservedGeneration: 1, ExpectedPods: 2, CurrentHealthy: 1, DesiredHealthy: 1}
 		}), ""},
 	} {
-		r := diagnose(t, Input{Objects: &simulate.Objects{Pods: pods, PDBs: []*policyv1.PodDisruptionBudget{tc.pdb}}})
+		r := diagnose(t, Input{Objects: &whatif.Objects{Pods: pods, PDBs: []*policyv1.PodDisruptionBudget{tc.pdb}}})
 		if tc.want == "" {
 			expectNone(t, r, CodePDBNeverAllows)
 			continue
@@ -405,13 +405,13 @@ func TestNodeNeverInitializedRule(t *testing.T) {
 	n := node("ip-10-0-0-9", "m5.large", "default", time.Hour)
 	registered := metav1.Condition{Type: v1.ConditionRegistered, Status: metav1.ConditionTrue, LastTransitionTime: metav1.NewTime(now.Add(-20 * time.Minute))}
 	waiting := metav1.Condition{Type: v1.ConditionInitialized, Status: metav1.ConditionFalse, Reason: v1.ReasonStartupTaintsExist, Message: "startup taint x is still on the node"}
-	r := diagnose(t, Input{Objects: &simulate.Objects{Nodes: []*corev1.Node{n}, NodeClaims: []*v1.NodeClaim{claimFor(n, registered, waiting)}}})
+	r := diagnose(t, Input{Objects: &whatif.Objects{Nodes: []*corev1.Node{n}, NodeClaims: []*v1.NodeClaim{claimFor(n, registered, waiting)}}})
 	expectOne(t, r, CodeNodeNeverDisrupted, Warning, "NodeClaim/default-abcde", "20m0s", "neither consolidates", "StartupTaintsExist", "kubectl delete nodeclaim default-abcde")
 	done := metav1.Condition{Type: v1.ConditionInitialized, Status: metav1.ConditionTrue}
-	expectNone(t, diagnose(t, Input{Objects: &simulate.Objects{Nodes: []*corev1.Node{n}, NodeClaims: []*v1.NodeClaim{claimFor(n, registered, done)}}}), CodeNodeNeverDisrupted)
+	expectNone(t, diagnose(t, Input{Objects: &whatif.Objects{Nodes: []*corev1.Node{n}, NodeClaims: []*v1.NodeClaim{claimFor(n, registered, done)}}}), CodeNodeNeverDisrupted)
 	fresh := registered
 	fresh.LastTransitionTime = metav1.NewTime(now.Add(-10 * time.Second))
-	expectNone(t, diagnose(t, Input{Objects: &simulate.Objects{Nodes: []*corev1.Node{n}, NodeClaims: []*v1.NodeClaim{claimFor(n, fresh, waiting)}}}), CodeNodeNeverDisrupted)
+	expectNone(t, diagnose(t, Input{Objects: &whatif.Objects{Nodes: []*corev1.Node{n}, NodeClaims: []*v1.NodeClaim{claimFor(n, fresh, waiting)}}}), CodeNodeNeverDisrupted)
 }
 
 func TestNodeRepairRules(t *testing.T) {
@@ -425,7 +425,7 @@ func TestNodeRepairRules(t *testing.T) {
 		nc.Name = "nc-" + name
 		return n, nc
 	}
-	objs := &simulate.Objects{}
+	objs := &whatif.Objects{}
 	add := func(n *corev1.Node, nc *v1.NodeClaim) {
 		objs.Nodes, objs.NodeClaims = append(objs.Nodes, n), append(objs.NodeClaims, nc)
 	}
@@ -463,24 +463,24 @@ func TestDoctorDegradesPerCheck(t *testing.T) {
 	cloud := simCloud(t, nil)
 	cloud.AccessEntries = deniedEntries{}
 	t.Run("aws-auth maps the role", func(t *testing.T) {
-		r := diagnose(t, Input{Objects: &simulate.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{nc}, AWSAuth: awsAuth(nodeRoleMapping)}, Cloud: cloud})
+		r := diagnose(t, Input{Objects: &whatif.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{nc}, AWSAuth: awsAuth(nodeRoleMapping)}, Cloud: cloud})
 		expectOne(t, r, CodeCheckFailed, Warning, "EC2NodeClass/default", "could not check the EKS access entry of node role "+account.NodeRole, "AccessDeniedException", "add eks:DescribeAccessEntry", "CONFIG_MAP")
 		expectNone(t, r, CodeNodeRoleNotMapped)
 	})
 	t.Run("aws-auth does not map it", func(t *testing.T) {
 		cm := awsAuth(strings.ReplaceAll(nodeRoleMapping, "KarpenterNodeRole", "KarpenterControllerRole"))
-		r := diagnose(t, Input{Objects: &simulate.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{nc}, AWSAuth: cm}, Cloud: cloud})
+		r := diagnose(t, Input{Objects: &whatif.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{nc}, AWSAuth: cm}, Cloud: cloud})
 		expectOne(t, r, CodeCheckFailed, Warning, "EC2NodeClass/default", "eks:DescribeAccessEntry")
 		expectOne(t, r, CodeNodeRoleNotMapped, Error, "EC2NodeClass/default", "is not mapped in aws-auth")
 	})
 	t.Run("no aws-auth: unchecked, not an error", func(t *testing.T) {
-		r := diagnose(t, Input{Objects: &simulate.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{nc}}, Cloud: cloud})
+		r := diagnose(t, Input{Objects: &whatif.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{nc}}, Cloud: cloud})
 		expectOne(t, r, CodeNodeRoleNotMapped, Info, "EC2NodeClass/default", "unchecked")
 	})
 	t.Run("the cluster cannot be described", func(t *testing.T) {
 		broken := &Cloud{ClusterName: "prod", Unavailable: errors.New("describing EKS cluster prod: AccessDeniedException")}
 		bad := class("bad", awsv1.AMIFamilyAL2, "#!/bin/bash\n/etc/eks/bootstrap.sh prod --kubelet-extra-args '--register-with-taints=a=b:NoSchedule'\n")
-		r := diagnose(t, Input{Objects: &simulate.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{bad}}, Cloud: broken})
+		r := diagnose(t, Input{Objects: &whatif.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{bad}}, Cloud: broken})
 		expectOne(t, r, CodeCheckFailed, Warning, "Cluster/prod", "eks:DescribeCluster", "AccessDeniedException")
 		if len(r.Findings) < 2 {
 			t.Errorf("the other checks did not report: %+v", r.Findings)
@@ -506,8 +506,8 @@ func TestPricesRule(t *testing.T) {
 	nc := class("default", awsv1.AMIFamilyAL2023, "")
 	nc.Status.Conditions = []metav1.Condition{{Type: awsv1.ConditionPricesCurrent, Status: metav1.ConditionFalse, Reason: "BuiltInPrices",
 		LastTransitionTime: metav1.NewTime(now.Add(-time.Hour)), Message: "on-demand prices are the built-in table of us-east-1 published 2026-07-06"}}
-	r := diagnose(t, Input{Objects: &simulate.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{nc}}})
+	r := diagnose(t, Input{Objects: &whatif.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{nc}}})
 	expectOne(t, r, CodeStalePrices, Warning, "EC2NodeClass/default", "BuiltInPrices", "published 2026-07-06", "since", "pricing:GetProducts", "ec2:DescribeSpotPriceHistory")
 	nc.Status.Conditions[0].Status = metav1.ConditionTrue
-	expectNone(t, diagnose(t, Input{Objects: &simulate.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{nc}}}), CodeStalePrices)
+	expectNone(t, diagnose(t, Input{Objects: &whatif.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{nc}}}), CodeStalePrices)
 }

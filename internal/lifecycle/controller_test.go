@@ -27,12 +27,12 @@ import (
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/provider"
 	"github.com/nodewright/nodewright/internal/aws/userdata"
+	"github.com/nodewright/nodewright/internal/fake/account"
+	simaws "github.com/nodewright/nodewright/internal/fake/aws"
+	"github.com/nodewright/nodewright/internal/fake/kubelet"
 	"github.com/nodewright/nodewright/internal/lifecycle"
 	"github.com/nodewright/nodewright/internal/operator"
 	"github.com/nodewright/nodewright/internal/operator/optest"
-	"github.com/nodewright/nodewright/internal/sim/account"
-	simaws "github.com/nodewright/nodewright/internal/sim/aws"
-	"github.com/nodewright/nodewright/internal/sim/kubelet"
 )
 
 type env struct {

@@ -27,10 +27,10 @@ import (
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/aws/provider"
 	"github.com/nodewright/nodewright/internal/controlplane"
+	"github.com/nodewright/nodewright/internal/fake/account"
+	simaws "github.com/nodewright/nodewright/internal/fake/aws"
 	"github.com/nodewright/nodewright/internal/lifecycle"
 	"github.com/nodewright/nodewright/internal/operator/optest"
-	"github.com/nodewright/nodewright/internal/sim/account"
-	simaws "github.com/nodewright/nodewright/internal/sim/aws"
 	"github.com/nodewright/nodewright/internal/state/listing"
 	"github.com/nodewright/nodewright/internal/state/nodepoolhealth"
 )
@@ -74,7 +74,7 @@ func startIntercepted(t *testing.T, funcs func(direct client.Client) interceptor
 	}
 	life := &lifecycle.Controller{
 		Client: mgr.GetClient(), Recorder: recorder, Clock: clock.RealClock{}, Options: opts, Registrations: nodepoolhealth.NewRegistrations(),
-		Cloud: &provider.CloudProvider{Kube: mgr.GetClient(), Provider: provider.New(a.EC2(), resolver, cluster, clock.RealClock{}),
+		Cloud: &provider.CloudProvider{Kube: mgr.GetClient(), Launcher: provider.New(a.EC2(), resolver, cluster, clock.RealClock{}),
 			Types: &instancetypes.Cache{Provider: &instancetypes.Provider{EC2: a.EC2(), Pricing: a.Pricing(), Region: account.Region}, Clock: clock.RealClock{}, TTL: time.Hour}},
 	}
 	if err := life.SetupWithManager(ctx, mgr); err != nil {

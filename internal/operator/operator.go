@@ -201,7 +201,7 @@ func New(ctx context.Context, rc *rest.Config, cfg Config, clouds Clouds, clk cl
 	launcher.SetUnavailableOfferingTTL(cfg.UnavailableOfferingTTL)
 	cloud := &provider.CloudProvider{
 		Kube:     mgr.GetClient(),
-		Provider: launcher,
+		Launcher: launcher,
 		Types: &instancetypes.Cache{
 			Provider: &instancetypes.Provider{EC2: clouds.EC2, Pricing: clouds.Pricing, Region: cfg.Region, Clock: clk},
 			Clock:    clk, TTL: cfg.InstanceTypeTTL,

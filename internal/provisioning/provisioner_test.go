@@ -15,8 +15,8 @@ import (
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
+	simaws "github.com/nodewright/nodewright/internal/fake/aws"
 	"github.com/nodewright/nodewright/internal/operator/optest"
-	simaws "github.com/nodewright/nodewright/internal/sim/aws"
 )
 
 func nodePool(name string, labels map[string]string, reqs ...v1.NodeSelectorRequirementWithMinValues) *v1.NodePool {

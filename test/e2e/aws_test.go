@@ -14,8 +14,8 @@ import (
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
-	simaws "github.com/nodewright/nodewright/internal/sim/aws"
-	"github.com/nodewright/nodewright/internal/sim/runner"
+	simaws "github.com/nodewright/nodewright/internal/fake/aws"
+	"github.com/nodewright/nodewright/internal/fake/runner"
 )
 
 func TestReservedCapacity(t *testing.T) {

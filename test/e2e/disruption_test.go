@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
-	"github.com/nodewright/nodewright/internal/sim/kubelet"
-	"github.com/nodewright/nodewright/internal/sim/runner"
+	"github.com/nodewright/nodewright/internal/fake/kubelet"
+	"github.com/nodewright/nodewright/internal/fake/runner"
 	"github.com/nodewright/nodewright/scenarios"
 )
 

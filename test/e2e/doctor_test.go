@@ -13,7 +13,7 @@ import (
 	"github.com/go-logr/logr"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/nodewright/nodewright/internal/sim/runner"
+	"github.com/nodewright/nodewright/internal/fake/runner"
 )
 
 // nodewright is the binary under test, built once by TestMain.

@@ -21,8 +21,8 @@ import (
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
-	"github.com/nodewright/nodewright/internal/sim/runner"
-	"github.com/nodewright/nodewright/internal/simulate"
+	"github.com/nodewright/nodewright/internal/fake/runner"
+	"github.com/nodewright/nodewright/internal/whatif"
 	"github.com/nodewright/nodewright/scenarios"
 )
 
@@ -184,11 +184,11 @@ func plannedNodes(t *testing.T, scenario string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs := &simulate.Objects{}
+	objs := &whatif.Objects{}
 	if err := objs.Load(scenario, bytes.NewReader(manifest)); err != nil {
 		t.Fatal(err)
 	}
-	res, err := simulate.Run(objs)
+	res, err := whatif.Run(objs)
 	if err != nil {
 		t.Fatal(err)
 	}

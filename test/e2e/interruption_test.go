@@ -13,8 +13,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
-	simaws "github.com/nodewright/nodewright/internal/sim/aws"
-	"github.com/nodewright/nodewright/internal/sim/runner"
+	simaws "github.com/nodewright/nodewright/internal/fake/aws"
+	"github.com/nodewright/nodewright/internal/fake/runner"
 	"github.com/nodewright/nodewright/scenarios"
 )
 

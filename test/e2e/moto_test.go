@@ -39,9 +39,9 @@ import (
 	"github.com/nodewright/nodewright/charts"
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/controlplane"
+	"github.com/nodewright/nodewright/internal/fake/account"
+	"github.com/nodewright/nodewright/internal/fake/runner"
 	"github.com/nodewright/nodewright/internal/operator"
-	"github.com/nodewright/nodewright/internal/sim/account"
-	"github.com/nodewright/nodewright/internal/sim/runner"
 )
 
 // An AWS account as moto (an AWS implementation nobody here wrote) plays

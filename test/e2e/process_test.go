@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodewright/nodewright/internal/sim/runner"
+	"github.com/nodewright/nodewright/internal/fake/runner"
 	"github.com/nodewright/nodewright/scenarios"
 )
 

@@ -30,7 +30,7 @@ import (
 	"github.com/nodewright/nodewright/internal/aws/provider"
 	"github.com/nodewright/nodewright/internal/aws/userdata"
 	"github.com/nodewright/nodewright/internal/controlplane"
-	simaws "github.com/nodewright/nodewright/internal/sim/aws"
+	simaws "github.com/nodewright/nodewright/internal/fake/aws"
 )
 
 // startController runs the status controller against a real API server

@@ -12,7 +12,7 @@ import (
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/aws/sdk"
-	simaws "github.com/nodewright/nodewright/internal/sim/aws"
+	simaws "github.com/nodewright/nodewright/internal/fake/aws"
 )
 
 func resolver() *nodeclass.Resolver {

@@ -24,7 +24,7 @@ import (
 // instances out; it looks up the EC2NodeClass and instance types itself.
 type CloudProvider struct {
 	Kube     client.Reader
-	Provider *Provider
+	Launcher *Launcher
 	Types    *instancetypes.Cache
 	memo     typesMemo
 }
@@ -42,7 +42,7 @@ func (c *CloudProvider) Create(ctx context.Context, claim *v1.NodeClaim) (*cloud
 	if types, err = c.overlaid(ctx, claim, types); err != nil {
 		return nil, err
 	}
-	return c.Provider.Create(ctx, claim, class, types)
+	return c.Launcher.Create(ctx, claim, class, types)
 }
 
 // overlaid applies the NodeOverlays to the instance types of the
@@ -86,12 +86,12 @@ func (c *CloudProvider) InstanceTypes(ctx context.Context, class *awsv1.EC2NodeC
 			zoneList = append(zoneList, s.Zone)
 		}
 	}
-	reservations, err := c.Provider.reservations(ctx, class)
+	reservations, err := c.Launcher.reservations(ctx, class)
 	if err != nil {
 		return nil, err
 	}
 	opts := instancetypes.Options{Zones: zoneList, Kubelet: class.Spec.Kubelet, Reservations: reservations, Needs: instancetypes.NeedsOf(class)}
-	return withUnavailable(c.memo.get(specs, opts), c.Provider.unavailable.current()), nil
+	return withUnavailable(c.memo.get(specs, opts), c.Launcher.unavailable.current()), nil
 }
 
 // withUnavailable marks the offerings recently without capacity
@@ -193,17 +193,17 @@ func (c *CloudProvider) NodeClass(ctx context.Context, name string) (*cloudprovi
 
 // Get returns a NodeClaim's instance.
 func (c *CloudProvider) Get(ctx context.Context, providerID string) (*cloudprovider.Instance, error) {
-	return c.Provider.Get(ctx, providerID)
+	return c.Launcher.Get(ctx, providerID)
 }
 
 // Delete terminates an instance (NotFound once it is gone).
 func (c *CloudProvider) Delete(ctx context.Context, providerID string) error {
-	return c.Provider.Delete(ctx, providerID)
+	return c.Launcher.Delete(ctx, providerID)
 }
 
 // List returns the cluster's instances.
 func (c *CloudProvider) List(ctx context.Context) ([]*cloudprovider.Instance, error) {
-	return c.Provider.List(ctx)
+	return c.Launcher.List(ctx)
 }
 
 func (c *CloudProvider) nodeClass(ctx context.Context, claim *v1.NodeClaim) (*awsv1.EC2NodeClass, error) {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/nodewright/nodewright/internal/aws/provider"
 	"github.com/nodewright/nodewright/internal/aws/userdata"
-	"github.com/nodewright/nodewright/internal/sim/account"
-	simaws "github.com/nodewright/nodewright/internal/sim/aws"
+	"github.com/nodewright/nodewright/internal/fake/account"
+	simaws "github.com/nodewright/nodewright/internal/fake/aws"
 )
 
 func TestClusterFromEKS(t *testing.T) {

@@ -64,7 +64,7 @@ func (u *unavailableOfferings) isUnavailable(capacityType, instanceType, zone st
 // MarkUnavailable keeps an offering out of launches and plans for
 // UnavailableOfferingTTL, as a launch failing for lack of capacity does:
 // an interrupted spot offering, a reclaimed reservation.
-func (p *Provider) MarkUnavailable(capacityType, instanceType, zone string) {
+func (p *Launcher) MarkUnavailable(capacityType, instanceType, zone string) {
 	p.unavailable.mark(capacityType, instanceType, zone)
 }
 

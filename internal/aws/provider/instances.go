@@ -29,7 +29,7 @@ func ParseProviderID(id string) (zone, instanceID string, err error) {
 // Get returns the instance behind a provider ID; a terminated or unknown
 // instance is a NotFoundError. types, when given, fill capacity, allocatable
 // and labels.
-func (p *Provider) Get(ctx context.Context, id string, types ...*scheduling.InstanceType) (*cloudprovider.Instance, error) {
+func (p *Launcher) Get(ctx context.Context, id string, types ...*scheduling.InstanceType) (*cloudprovider.Instance, error) {
 	_, instanceID, err := ParseProviderID(id)
 	if err != nil {
 		return nil, err
@@ -45,7 +45,7 @@ func (p *Provider) Get(ctx context.Context, id string, types ...*scheduling.Inst
 
 // describe reads one instance; a terminated or unknown one is a
 // NotFoundError.
-func (p *Provider) describe(ctx context.Context, instanceID string) (ec2types.Instance, error) {
+func (p *Launcher) describe(ctx context.Context, instanceID string) (ec2types.Instance, error) {
 	out, err := p.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{instanceID}})
 	if err != nil {
 		if hasCode(err, "InvalidInstanceID.NotFound") {
@@ -64,7 +64,7 @@ func (p *Provider) describe(ctx context.Context, instanceID string) (ec2types.In
 }
 
 // launchedFor is the live instance launched for a NodeClaim, if any.
-func (p *Provider) launchedFor(ctx context.Context, claim *v1.NodeClaim, types []*scheduling.InstanceType) (*cloudprovider.Instance, error) {
+func (p *Launcher) launchedFor(ctx context.Context, claim *v1.NodeClaim, types []*scheduling.InstanceType) (*cloudprovider.Instance, error) {
 	filters := append(p.ownedFilters(),
 		ec2types.Filter{Name: aws.String("tag:" + TagNodeClaim), Values: []string{claim.Name}},
 		ec2types.Filter{Name: aws.String("instance-state-name"), Values: []string{"pending", "running"}})
@@ -87,7 +87,7 @@ func (p *Provider) launchedFor(ctx context.Context, claim *v1.NodeClaim, types [
 // cluster that nodewright did not launch (a managed or self-managed node
 // group's, the reference's before a takeover without its tags) are never
 // listed.
-func (p *Provider) List(ctx context.Context) ([]*cloudprovider.Instance, error) {
+func (p *Launcher) List(ctx context.Context) ([]*cloudprovider.Instance, error) {
 	var out []*cloudprovider.Instance
 	filters := append(p.ownedFilters(),
 		ec2types.Filter{Name: aws.String("instance-state-name"), Values: []string{"pending", "running", "stopping", "stopped", "shutting-down"}})
@@ -114,7 +114,7 @@ func (p *Provider) List(ctx context.Context) ([]*cloudprovider.Instance, error) 
 // the instance is being terminated and a NotFoundError once it is gone, so
 // callers repeat it until then. An instance without nodewright's tags is
 // never terminated: that is a NotOwnedError.
-func (p *Provider) Delete(ctx context.Context, id string) error {
+func (p *Launcher) Delete(ctx context.Context, id string) error {
 	_, instanceID, err := ParseProviderID(id)
 	if err != nil {
 		return err
@@ -196,7 +196,7 @@ func instanceOf(inst ec2types.Instance, types []*scheduling.InstanceType) *cloud
 
 // DeleteLaunchTemplates deletes the launch templates nodewright made for an
 // EC2NodeClass of this cluster, when the EC2NodeClass is deleted.
-func (p *Provider) DeleteLaunchTemplates(ctx context.Context, nodeClass string) error {
+func (p *Launcher) DeleteLaunchTemplates(ctx context.Context, nodeClass string) error {
 	out, err := p.ec2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{Filters: []ec2types.Filter{
 		{Name: aws.String("tag:" + p.clusterTag()), Values: []string{"owned"}},
 		{Name: aws.String("tag:" + awsv1.LabelEC2NodeClass), Values: []string{nodeClass}},

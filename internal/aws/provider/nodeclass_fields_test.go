@@ -15,9 +15,9 @@ import (
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
 	"github.com/nodewright/nodewright/internal/aws/provider"
+	"github.com/nodewright/nodewright/internal/fake/account"
+	simaws "github.com/nodewright/nodewright/internal/fake/aws"
 	"github.com/nodewright/nodewright/internal/scheduling"
-	"github.com/nodewright/nodewright/internal/sim/account"
-	simaws "github.com/nodewright/nodewright/internal/sim/aws"
 )
 
 // An EBS volume made from a snapshot is launched with the initialization
@@ -46,7 +46,7 @@ func TestVolumeInitializationRateIsLaunched(t *testing.T) {
 func (f *fixture) classTypes(t *testing.T) []*scheduling.InstanceType {
 	t.Helper()
 	resolve(t, f.resolver, f.class)
-	cloud := &provider.CloudProvider{Provider: f.provider, Types: &instancetypes.Cache{
+	cloud := &provider.CloudProvider{Launcher: f.provider, Types: &instancetypes.Cache{
 		Provider: &instancetypes.Provider{EC2: f.account.EC2(), Pricing: f.account.Pricing(), Region: account.Region},
 		Clock:    clock.RealClock{}, TTL: time.Hour,
 	}}

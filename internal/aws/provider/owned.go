@@ -27,11 +27,11 @@ func InstanceOwnershipTagKeys() []string { return append([]string(nil), ownershi
 
 // clusterTag is the tag key that marks the cluster's resources; nodewright
 // gives it the value owned.
-func (p *Provider) clusterTag() string { return "kubernetes.io/cluster/" + p.cluster.Name }
+func (p *Launcher) clusterTag() string { return "kubernetes.io/cluster/" + p.cluster.Name }
 
 // ownedFilters select, in an EC2 Describe call, only what nodewright
 // launched in this cluster.
-func (p *Provider) ownedFilters() []ec2types.Filter {
+func (p *Launcher) ownedFilters() []ec2types.Filter {
 	out := []ec2types.Filter{{Name: aws.String("tag:" + p.clusterTag()), Values: []string{"owned"}}}
 	for _, k := range ownershipTagKeys {
 		out = append(out, ec2types.Filter{Name: aws.String("tag-key"), Values: []string{k}})
@@ -40,13 +40,13 @@ func (p *Provider) ownedFilters() []ec2types.Filter {
 }
 
 // owns reports tags of an instance nodewright launched in this cluster.
-func (p *Provider) owns(tags []ec2types.Tag) bool { return Owns(p.cluster.Name, tags) }
+func (p *Launcher) owns(tags []ec2types.Tag) bool { return Owns(p.cluster.Name, tags) }
 
 // Owns reports tags of an instance nodewright launched in the cluster.
 func Owns(cluster string, tags []ec2types.Tag) bool { return len(missingTags(cluster, tags)) == 0 }
 
 // missingTags are the ownership tags an instance lacks, as KEY or KEY=VALUE.
-func (p *Provider) missingTags(tags []ec2types.Tag) []string {
+func (p *Launcher) missingTags(tags []ec2types.Tag) []string {
 	return missingTags(p.cluster.Name, tags)
 }
 

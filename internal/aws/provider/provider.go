@@ -41,8 +41,8 @@ import (
 // is not tried again.
 const UnavailableOfferingTTL = 3 * time.Minute
 
-// Provider is the AWS cloud provider.
-type Provider struct {
+// Launcher launches, reads and terminates EC2 instances for NodeClaims: the AWS side of CloudProvider.
+type Launcher struct {
 	ec2         sdk.EC2
 	resolver    *nodeclass.Resolver
 	cluster     userdata.Cluster
@@ -54,14 +54,14 @@ type Provider struct {
 	templates sync.Map
 }
 
-// New returns a provider for a cluster.
-func New(ec2API sdk.EC2, resolver *nodeclass.Resolver, cluster userdata.Cluster, c clock.PassiveClock) *Provider {
-	return &Provider{ec2: ec2API, resolver: resolver, cluster: cluster, unavailable: newUnavailableOfferings(c, UnavailableOfferingTTL), clock: c}
+// New returns the launcher of a cluster.
+func New(ec2API sdk.EC2, resolver *nodeclass.Resolver, cluster userdata.Cluster, c clock.PassiveClock) *Launcher {
+	return &Launcher{ec2: ec2API, resolver: resolver, cluster: cluster, unavailable: newUnavailableOfferings(c, UnavailableOfferingTTL), clock: c}
 }
 
 // SetUnavailableOfferingTTL sets how long an offering that ran out of
 // capacity is left out (UnavailableOfferingTTL by default).
-func (p *Provider) SetUnavailableOfferingTTL(ttl time.Duration) {
+func (p *Launcher) SetUnavailableOfferingTTL(ttl time.Duration) {
 	p.unavailable.mu.Lock()
 	defer p.unavailable.mu.Unlock()
 	p.unavailable.ttl = ttl
@@ -77,7 +77,7 @@ func (p *Provider) SetUnavailableOfferingTTL(ttl time.Duration) {
 // and, when the NodeClaim allows another capacity type with offerings
 // left (spot after a reservation, on-demand after spot), launches that at
 // once rather than give the NodeClaim up.
-func (p *Provider) Create(ctx context.Context, claim *v1.NodeClaim, class *awsv1.EC2NodeClass, types []*scheduling.InstanceType) (*cloudprovider.Instance, error) {
+func (p *Launcher) Create(ctx context.Context, claim *v1.NodeClaim, class *awsv1.EC2NodeClass, types []*scheduling.InstanceType) (*cloudprovider.Instance, error) {
 	token := clientToken(claim)
 	inst, capacityType, err := p.launch(ctx, claim, class, types, token)
 	var said []string // what each capacity type tried answered
@@ -120,7 +120,7 @@ func shortOf(err error) string {
 
 // launch launches with the capacity type the offerings available now
 // allow, and returns that type (empty when it got no further).
-func (p *Provider) launch(ctx context.Context, claim *v1.NodeClaim, class *awsv1.EC2NodeClass, types []*scheduling.InstanceType, token string) (*cloudprovider.Instance, string, error) {
+func (p *Launcher) launch(ctx context.Context, claim *v1.NodeClaim, class *awsv1.EC2NodeClass, types []*scheduling.InstanceType, token string) (*cloudprovider.Instance, string, error) {
 	if err := ready(class); err != nil {
 		return nil, "", err
 	}
@@ -230,7 +230,7 @@ func (p *Provider) launch(ctx context.Context, claim *v1.NodeClaim, class *awsv1
 
 // reservations are the EC2NodeClass's capacity reservations and the
 // instances each can take now, read fresh: launches elsewhere use them up.
-func (p *Provider) reservations(ctx context.Context, class *awsv1.EC2NodeClass) ([]instancetypes.Reservation, error) {
+func (p *Launcher) reservations(ctx context.Context, class *awsv1.EC2NodeClass) ([]instancetypes.Reservation, error) {
 	found, err := p.resolver.CapacityReservations(ctx, class, p.clock.Now())
 	if err != nil {
 		return nil, fmt.Errorf("EC2NodeClass %s: %w", class.Name, err)
@@ -259,7 +259,7 @@ func ready(class *awsv1.EC2NodeClass) error {
 // capacityType picks, among the capacity types the requirements allow,
 // the first of reserved, spot and on-demand that has an available
 // offering; on-demand when none has.
-func (p *Provider) capacityType(reqs scheduling.Requirements, types []*scheduling.InstanceType) string {
+func (p *Launcher) capacityType(reqs scheduling.Requirements, types []*scheduling.InstanceType) string {
 	r, constrained := reqs[v1.LabelCapacityType]
 	for _, ct := range []string{v1.CapacityTypeReserved, v1.CapacityTypeSpot} {
 		if constrained && !r.Has(ct) {
@@ -285,7 +285,7 @@ func (p *Provider) capacityType(reqs scheduling.Requirements, types []*schedulin
 // interruptibleOnly reports a reserved launch whose only available
 // reservations are interruptible ones: reservations that are not come
 // first, since their instances are not reclaimed.
-func (p *Provider) interruptibleOnly(reqs scheduling.Requirements, types []*scheduling.InstanceType) bool {
+func (p *Launcher) interruptibleOnly(reqs scheduling.Requirements, types []*scheduling.InstanceType) bool {
 	any := false
 	for _, it := range types {
 		for _, o := range it.Offerings {
@@ -309,7 +309,7 @@ func zoneAllowed(reqs scheduling.Requirements, zone string) bool {
 // launchTemplateConfigs makes one launch template per AMI and pod limit
 // (user data differs), with one override per compatible instance type and
 // zone, in the subnet with the most free addresses there.
-func (p *Provider) launchTemplateConfigs(ctx context.Context, claim *v1.NodeClaim, class *awsv1.EC2NodeClass, reqs scheduling.Requirements,
+func (p *Launcher) launchTemplateConfigs(ctx context.Context, claim *v1.NodeClaim, class *awsv1.EC2NodeClass, reqs scheduling.Requirements,
 	types []*scheduling.InstanceType, capacityType string, interruptible bool, subnets []nodeclass.Subnet) ([]ec2types.FleetLaunchTemplateConfigRequest, error) {
 	best := map[string]nodeclass.Subnet{}
 	for _, s := range subnets {
@@ -428,7 +428,7 @@ func amiFor(it *scheduling.InstanceType, amis []awsv1.AMI) (awsv1.AMI, bool) {
 // ensureLaunchTemplate finds or creates the launch template for the
 // content; its name is a hash of that content, so equal content shares one.
 // A reservation id makes it launch into that capacity reservation.
-func (p *Provider) ensureLaunchTemplate(ctx context.Context, claim *v1.NodeClaim, class *awsv1.EC2NodeClass, ami awsv1.AMI, maxPods int64, reservation string) (string, error) {
+func (p *Launcher) ensureLaunchTemplate(ctx context.Context, claim *v1.NodeClaim, class *awsv1.EC2NodeClass, ami awsv1.AMI, maxPods int64, reservation string) (string, error) {
 	ud, err := LaunchUserData(p.cluster, claim, class, maxPods)
 	if err != nil {
 		return "", err
@@ -615,7 +615,7 @@ var templateNotFound = []string{"InvalidLaunchTemplateName.NotFoundException", "
 
 // tags are the instance tags: the cluster's ownership, the NodePool,
 // NodeClaim and EC2NodeClass, and the EC2NodeClass's own tags.
-func (p *Provider) tags(claim *v1.NodeClaim, class *awsv1.EC2NodeClass) map[string]string {
+func (p *Launcher) tags(claim *v1.NodeClaim, class *awsv1.EC2NodeClass) map[string]string {
 	tags := map[string]string{}
 	for k, v := range class.Spec.Tags {
 		tags[k] = v

@@ -20,14 +20,14 @@ import (
 	"github.com/nodewright/nodewright/internal/aws/provider"
 	"github.com/nodewright/nodewright/internal/aws/userdata"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
+	"github.com/nodewright/nodewright/internal/fake/account"
+	simaws "github.com/nodewright/nodewright/internal/fake/aws"
 	"github.com/nodewright/nodewright/internal/scheduling"
-	"github.com/nodewright/nodewright/internal/sim/account"
-	simaws "github.com/nodewright/nodewright/internal/sim/aws"
 )
 
 type fixture struct {
 	account  *simaws.Account
-	provider *provider.Provider
+	provider *provider.Launcher
 	class    *awsv1.EC2NodeClass
 	types    []*scheduling.InstanceType
 	resolver *nodeclass.Resolver

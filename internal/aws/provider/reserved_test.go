@@ -14,8 +14,8 @@ import (
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
 	"github.com/nodewright/nodewright/internal/aws/provider"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
+	"github.com/nodewright/nodewright/internal/fake/account"
 	"github.com/nodewright/nodewright/internal/scheduling"
-	"github.com/nodewright/nodewright/internal/sim/account"
 )
 
 // reservedFixture adds a one-instance reservation of m5.large in
@@ -29,7 +29,7 @@ func reservedFixture(t *testing.T) (*fixture, *provider.CloudProvider) {
 		Tags: []ec2types.Tag{{Key: aws.String("team"), Value: aws.String("ml")}},
 	})
 	f.class.Spec.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{{Tags: map[string]string{"team": "ml"}}}
-	cloud := &provider.CloudProvider{Provider: f.provider, Types: &instancetypes.Cache{
+	cloud := &provider.CloudProvider{Launcher: f.provider, Types: &instancetypes.Cache{
 		Provider: &instancetypes.Provider{EC2: f.account.EC2(), Pricing: f.account.Pricing(), Region: account.Region},
 		Clock:    clock.RealClock{}, TTL: time.Hour,
 	}}
@@ -104,7 +104,7 @@ func TestCreateLaunchesIntoACapacityReservation(t *testing.T) {
 	// The 3-minute memory of the refused offering keeps it out until it
 	// expires; a new provider has none.
 	f.provider = provider.New(f.account.EC2(), f.resolver, f.cluster, clock.RealClock{})
-	cloud.Provider = f.provider
+	cloud.Launcher = f.provider
 	if fresh, err = cloud.InstanceTypes(ctx, f.class); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,326 @@
+package kubelet
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/aws-sdk-go-v2/service/eks"
+	"github.com/aws/aws-sdk-go-v2/service/iam"
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/aws/nodeclass"
+	"github.com/nodewright/nodewright/internal/aws/provider"
+	simaws "github.com/nodewright/nodewright/internal/fake/aws"
+)
+
+// EC2API is what EC2Machines reads of an EC2 endpoint.
+type EC2API interface {
+	DescribeInstances(ctx context.Context, in *ec2.DescribeInstancesInput, opts ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error)
+	DescribeInstanceAttribute(ctx context.Context, in *ec2.DescribeInstanceAttributeInput, opts ...func(*ec2.Options)) (*ec2.DescribeInstanceAttributeOutput, error)
+	ModifyInstanceAttribute(ctx context.Context, in *ec2.ModifyInstanceAttributeInput, opts ...func(*ec2.Options)) (*ec2.ModifyInstanceAttributeOutput, error)
+	AssociateIamInstanceProfile(ctx context.Context, in *ec2.AssociateIamInstanceProfileInput, opts ...func(*ec2.Options)) (*ec2.AssociateIamInstanceProfileOutput, error)
+}
+
+// IAMAPI is what EC2Machines reads of IAM: an instance profile's role.
+type IAMAPI interface {
+	GetInstanceProfile(ctx context.Context, in *iam.GetInstanceProfileInput, opts ...func(*iam.Options)) (*iam.GetInstanceProfileOutput, error)
+}
+
+// EKSAPI is what EC2Machines reads of EKS: access entries.
+type EKSAPI interface {
+	DescribeAccessEntry(ctx context.Context, in *eks.DescribeAccessEntryInput, opts ...func(*eks.Options)) (*eks.DescribeAccessEntryOutput, error)
+}
+
+// EC2Machines are the instances of an AWS account reached over its API
+// (moto, LocalStack, an account of one's own), for the simulated kubelets:
+// each instance's user data (DescribeInstanceAttribute), its instance
+// profile's role (IAM), and the EKS access entries. Refresh reads them;
+// Instances returns what the last read found.
+//
+// The AMI family a node boots as comes from the cluster instead: its
+// EC2NodeClass's (an endpoint's images say nothing of nodeadm or
+// Bottlerocket).
+type EC2Machines struct {
+	EC2         EC2API
+	IAM         IAMAPI
+	EKS         EKSAPI
+	Kube        client.Reader
+	ClusterName string
+	// CompleteLaunches plays EC2's part where an endpoint leaves it out:
+	// moto's CreateFleet launches instances without the launch
+	// template's security groups and instance profile, which EC2 gives
+	// them. Before a nodewright instance's kubelet boots, it is given its
+	// EC2NodeClass's security groups and instance profile (once: a later
+	// change of the EC2NodeClass is drift, not corrected here).
+	CompleteLaunches bool
+	Log              logr.Logger
+
+	mu        sync.Mutex
+	instances []simaws.Instance
+	userData  map[string]string // instance id → base64 user data
+	roles     map[string]iamRole
+	families  map[string]string // instance id → AMI family
+	console   map[string]string
+	completed map[string]bool
+}
+
+type iamRole struct{ name, arn string }
+
+// Refresh reads the endpoint's instances.
+func (m *EC2Machines) Refresh(ctx context.Context) error {
+	var found []ec2types.Instance
+	pages := ec2.NewDescribeInstancesPaginator(m.EC2, &ec2.DescribeInstancesInput{})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("describing the endpoint's instances: %w", err)
+		}
+		for _, r := range page.Reservations {
+			found = append(found, r.Instances...)
+		}
+	}
+	m.mu.Lock()
+	if m.userData == nil {
+		m.userData, m.roles, m.families, m.console, m.completed = map[string]string{}, map[string]iamRole{}, map[string]string{}, map[string]string{}, map[string]bool{}
+	}
+	m.mu.Unlock()
+	out := make([]simaws.Instance, 0, len(found))
+	for _, inst := range found {
+		if inst.Placement == nil || inst.State == nil {
+			continue
+		}
+		mi, known, err := m.machine(ctx, inst)
+		if err != nil {
+			// One instance that cannot be read (a foreign one's profile
+			// gone, a read racing its termination) holds up no other.
+			m.Log.Error(err, "reading an instance for its kubelet", "instance", aws.ToString(inst.InstanceId))
+			continue
+		}
+		if known {
+			out = append(out, mi)
+		}
+	}
+	m.mu.Lock()
+	m.instances = out
+	m.mu.Unlock()
+	return nil
+}
+
+// machine is an instance with what its kubelet reads; not known yet
+// while its NodeClaim, EC2NodeClass or role cannot be read (the cluster's
+// cache has not caught up with a launch a moment old): its kubelet boots
+// at a later refresh.
+func (m *EC2Machines) machine(ctx context.Context, inst ec2types.Instance) (simaws.Instance, bool, error) {
+	id := aws.ToString(inst.InstanceId)
+	out := simaws.Instance{Instance: inst}
+	if inst.State.Name != ec2types.InstanceStateNameRunning {
+		return out, true, nil // no kubelet runs yet, or any more
+	}
+	m.mu.Lock()
+	ud, known := m.userData[id]
+	m.mu.Unlock()
+	if !known {
+		attr, err := m.EC2.DescribeInstanceAttribute(ctx, &ec2.DescribeInstanceAttributeInput{InstanceId: inst.InstanceId, Attribute: ec2types.InstanceAttributeNameUserData})
+		if err != nil {
+			return out, false, fmt.Errorf("reading the user data of instance %s: %w", id, err)
+		}
+		if attr.UserData != nil {
+			ud = aws.ToString(attr.UserData.Value)
+		}
+		m.mu.Lock()
+		m.userData[id] = ud
+		m.mu.Unlock()
+	}
+	out.UserData = ud
+	class, claimed, err := m.nodeClassOf(ctx, inst)
+	if err != nil || (claimed && class == nil) {
+		return out, false, err
+	}
+	if claimed && m.CompleteLaunches && provider.Owns(m.ClusterName, inst.Tags) {
+		if done, err := m.complete(ctx, inst, class); err != nil || !done {
+			return out, false, err
+		}
+	}
+	family := awsv1.AMIFamilyCustom
+	if class != nil {
+		family = nodeclass.Family(class)
+	}
+	m.mu.Lock()
+	m.families[id] = family
+	m.mu.Unlock()
+	profile := ""
+	if p := inst.IamInstanceProfile; p != nil {
+		arn := aws.ToString(p.Arn)
+		profile = arn[strings.LastIndex(arn, "/")+1:]
+	} else if class != nil {
+		profile = class.Status.InstanceProfile
+	}
+	if profile == "" {
+		return out, !claimed, nil
+	}
+	role, err := m.roleOf(ctx, profile)
+	if err != nil || role.name == "" {
+		return out, false, err
+	}
+	out.Profile, out.Role = profile, role.name
+	return out, true, nil
+}
+
+// complete gives an instance its EC2NodeClass's security groups and
+// instance profile where the endpoint launched it without; it reports
+// whether the instance is complete (it is read again at the next refresh
+// when it was changed).
+func (m *EC2Machines) complete(ctx context.Context, inst ec2types.Instance, class *awsv1.EC2NodeClass) (bool, error) {
+	id := aws.ToString(inst.InstanceId)
+	m.mu.Lock()
+	done := m.completed[id]
+	m.mu.Unlock()
+	if done {
+		return true, nil
+	}
+	want := make([]string, 0, len(class.Status.SecurityGroups))
+	for _, g := range class.Status.SecurityGroups {
+		want = append(want, g.ID)
+	}
+	have := make([]string, 0, len(inst.SecurityGroups))
+	for _, g := range inst.SecurityGroups {
+		have = append(have, aws.ToString(g.GroupId))
+	}
+	slices.Sort(want)
+	slices.Sort(have)
+	changed := false
+	if len(want) > 0 && !slices.Equal(want, have) {
+		if _, err := m.EC2.ModifyInstanceAttribute(ctx, &ec2.ModifyInstanceAttributeInput{InstanceId: inst.InstanceId, Groups: want}); err != nil {
+			return false, fmt.Errorf("giving instance %s its security groups: %w", id, err)
+		}
+		changed = true
+	}
+	if inst.IamInstanceProfile == nil && class.Status.InstanceProfile != "" {
+		if _, err := m.EC2.AssociateIamInstanceProfile(ctx, &ec2.AssociateIamInstanceProfileInput{InstanceId: inst.InstanceId,
+			IamInstanceProfile: &ec2types.IamInstanceProfileSpecification{Name: aws.String(class.Status.InstanceProfile)}}); err != nil {
+			return false, fmt.Errorf("giving instance %s its instance profile: %w", id, err)
+		}
+		changed = true
+	}
+	if !changed {
+		m.mu.Lock()
+		m.completed[id] = true
+		m.mu.Unlock()
+	}
+	return !changed, nil
+}
+
+// nodeClassOf is the EC2NodeClass of the instance's NodeClaim; claimed
+// says the instance names a NodeClaim (nil class: not readable yet).
+func (m *EC2Machines) nodeClassOf(ctx context.Context, inst ec2types.Instance) (*awsv1.EC2NodeClass, bool, error) {
+	name := ""
+	for _, t := range inst.Tags {
+		if aws.ToString(t.Key) == "karpenter.sh/nodeclaim" {
+			name = aws.ToString(t.Value)
+		}
+	}
+	if name == "" {
+		return nil, false, nil
+	}
+	nc := &v1.NodeClaim{}
+	if err := m.Kube.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil || nc.Spec.NodeClassRef == nil {
+		return nil, true, client.IgnoreNotFound(err)
+	}
+	class := &awsv1.EC2NodeClass{}
+	if err := m.Kube.Get(ctx, client.ObjectKey{Name: nc.Spec.NodeClassRef.Name}, class); err != nil || class.Status.InstanceProfile == "" {
+		return nil, true, client.IgnoreNotFound(err)
+	}
+	return class, true, nil
+}
+
+func (m *EC2Machines) roleOf(ctx context.Context, profile string) (iamRole, error) {
+	m.mu.Lock()
+	r, known := m.roles[profile]
+	m.mu.Unlock()
+	if known {
+		return r, nil
+	}
+	out, err := m.IAM.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(profile)})
+	if err != nil {
+		return r, fmt.Errorf("reading instance profile %s: %w", profile, err)
+	}
+	for _, role := range out.InstanceProfile.Roles {
+		r = iamRole{name: aws.ToString(role.RoleName), arn: aws.ToString(role.Arn)}
+	}
+	if r.name != "" { // a profile just made may have no role yet
+		m.mu.Lock()
+		m.roles[profile] = r
+		m.mu.Unlock()
+	}
+	return r, nil
+}
+
+// Instances are the instances the last Refresh found.
+func (m *EC2Machines) Instances() []simaws.Instance {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]simaws.Instance, len(m.instances))
+	for i, inst := range m.instances {
+		inst.ConsoleOutput = m.console[aws.ToString(inst.InstanceId)]
+		out[i] = inst
+	}
+	return out
+}
+
+// SetConsoleOutput keeps what an instance's kubelet printed (an endpoint
+// takes no console output).
+func (m *EC2Machines) SetConsoleOutput(id, output string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.console == nil {
+		m.console = map[string]string{}
+	}
+	m.console[id] = output
+}
+
+// Family is the AMI family of the instance's EC2NodeClass (Custom without one).
+func (m *EC2Machines) Family(inst simaws.Instance) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if f, ok := m.families[aws.ToString(inst.InstanceId)]; ok {
+		return f
+	}
+	return awsv1.AMIFamilyCustom
+}
+
+// RoleARN is the ARN IAM gave the role.
+func (m *EC2Machines) RoleARN(role string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, r := range m.roles {
+		if r.name == role {
+			return r.arn
+		}
+	}
+	return "arn:aws:iam::unknown:role/" + role
+}
+
+// AccessEntryType asks EKS for the principal's access entry; an endpoint
+// without access entries (moto has none) has no entry for anyone.
+func (m *EC2Machines) AccessEntryType(principalARN string) (string, bool) {
+	if m.EKS == nil {
+		return "", false
+	}
+	out, err := m.EKS.DescribeAccessEntry(context.Background(), &eks.DescribeAccessEntryInput{ClusterName: aws.String(m.ClusterName), PrincipalArn: aws.String(principalARN)})
+	if err != nil || out.AccessEntry == nil {
+		return "", false
+	}
+	return aws.ToString(out.AccessEntry.Type), true
+}
+
+var _ Machines = (*EC2Machines)(nil)
+var _ Machines = (*simaws.Account)(nil)

@@ -1,0 +1,457 @@
+package kubelet
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/go-logr/logr"
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nodewright/nodewright/internal/aws/instancetypes"
+	"github.com/nodewright/nodewright/internal/fake/account"
+	simaws "github.com/nodewright/nodewright/internal/fake/aws"
+)
+
+// Machines are the instances the simulated kubelets run on, and what a
+// node learns from its account: its image's family, its role's ARN and
+// whether an EKS access entry admits it. A simulated account is one.
+type Machines interface {
+	Instances() []simaws.Instance
+	// SetConsoleOutput records what an instance's kubelet printed.
+	SetConsoleOutput(id, output string)
+	// Family is the AMI family an instance boots as: how its user
+	// data is read.
+	Family(inst simaws.Instance) string
+	// RoleARN is the ARN of an instance's role.
+	RoleARN(role string) string
+	AccessEntryType(principalARN string) (string, bool)
+}
+
+// UninitializedTaint is the taint a kubelet with --cloud-provider=external
+// registers with until the cloud controller manager initialises the node.
+const UninitializedTaint = "node.cloudprovider.kubernetes.io/uninitialized"
+
+// Simulator plays the kubelets of the simulated account's instances: once
+// an instance has run for BootDelay it reads the instance's user data as
+// the node would, authenticates with the instance profile's role against
+// the cluster's aws-auth mapping, and registers the Node; it keeps its
+// nodes Ready and runs the pods bound to them.
+type Simulator struct {
+	Kube client.Client
+	// Reader lists pods, nodes and the aws-auth ConfigMap; Kube when nil.
+	// A cache keeps a large simulation from listing every pod each tick.
+	Reader client.Reader
+	// Account holds the instances the kubelets run on: the simulated
+	// account, or an EC2 endpoint's instances (EC2Machines).
+	Account   Machines
+	Clock     clock.PassiveClock
+	BootDelay time.Duration
+	// BootJitter adds up to this much to each instance's boot delay (the
+	// same for an instance every time), so nodes become Ready at
+	// different times.
+	BootJitter time.Duration
+	// Heartbeat is how often a node's Ready condition is reported again
+	// (10 s when zero, as a kubelet's nodeStatusUpdateFrequency; a large
+	// simulation reports less often, with kube-controller-manager's
+	// node-monitor-grace-period raised to match).
+	Heartbeat time.Duration
+	// Workers bounds the API writes a tick makes at once (64 when zero).
+	Workers int
+	Log     logr.Logger
+
+	mu      sync.Mutex
+	failed  map[string]string // instance id → why the kubelet never registered
+	catalog map[string]instancetypes.Spec
+	// started remembers the pods marked Running, by the resource version
+	// the patch was based on, so a tick that reads a cache not yet showing
+	// the patch does not send it again.
+	started map[types.UID]string
+}
+
+func (s *Simulator) reader() client.Reader {
+	if s.Reader != nil {
+		return s.Reader
+	}
+	return s.Kube
+}
+
+// bootDelay is how long the instance takes to start its kubelet.
+func (s *Simulator) bootDelay(instanceID string) time.Duration {
+	if s.BootJitter <= 0 {
+		return s.BootDelay
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(instanceID))
+	return s.BootDelay + time.Duration(h.Sum64()%uint64(s.BootJitter))
+}
+
+// Failure says why an instance's kubelet did not register, if it did not.
+func (s *Simulator) Failure(instanceID string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	why, ok := s.failed[instanceID]
+	return why, ok
+}
+
+// Run ticks every interval until ctx ends.
+func (s *Simulator) Run(ctx context.Context, interval time.Duration) error {
+	specs, err := instancetypes.Catalog()
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.failed, s.catalog, s.started = map[string]string{}, map[string]instancetypes.Spec{}, map[types.UID]string{}
+	for _, sp := range specs {
+		s.catalog[sp.Name] = sp
+	}
+	s.mu.Unlock()
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		if err := s.Tick(ctx); err != nil && ctx.Err() == nil {
+			s.Log.Error(err, "simulated kubelets")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C:
+		}
+	}
+}
+
+// Tick boots due running instances, removes the nodes of terminated ones,
+// keeps nodes of running ones Ready and their pods running. Its API
+// writes run on up to Workers goroutines.
+func (s *Simulator) Tick(ctx context.Context) error {
+	nodes := &corev1.NodeList{}
+	if err := s.reader().List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
+		return err
+	}
+	byProvider := map[string]*corev1.Node{}
+	for i := range nodes.Items {
+		byProvider[nodes.Items[i].Spec.ProviderID] = &nodes.Items[i]
+	}
+	if r, ok := s.Account.(interface{ Refresh(context.Context) error }); ok {
+		if err := r.Refresh(ctx); err != nil {
+			return err
+		}
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(cmp.Or(s.Workers, 64))
+	for _, inst := range s.Account.Instances() {
+		id := aws.ToString(inst.InstanceId)
+		providerID := "aws:///" + aws.ToString(inst.Placement.AvailabilityZone) + "/" + id
+		node := byProvider[providerID]
+		switch {
+		case inst.State.Name == ec2types.InstanceStateNameTerminated:
+			if node != nil && node.DeletionTimestamp.IsZero() {
+				g.Go(func() error { return client.IgnoreNotFound(s.Kube.Delete(gctx, node.DeepCopy())) })
+			}
+		case inst.State.Name != ec2types.InstanceStateNameRunning:
+			continue // still pending, or shutting down: no kubelet runs
+		case node == nil:
+			if _, failed := s.Failure(id); failed || s.Clock.Since(aws.ToTime(inst.LaunchTime)) < s.bootDelay(id) {
+				continue
+			}
+			g.Go(func() error { return s.boot(gctx, inst, providerID) })
+		case s.heartbeatDue(node):
+			g.Go(func() error { return s.heartbeat(gctx, node.DeepCopy()) })
+		}
+	}
+	if err := s.runPods(gctx, g); err != nil {
+		return errors.Join(err, g.Wait())
+	}
+	return g.Wait()
+}
+
+// boot registers the node of an instance, or records why it cannot.
+func (s *Simulator) boot(ctx context.Context, inst simaws.Instance, providerID string) error {
+	id := aws.ToString(inst.InstanceId)
+	fail := func(why string) error {
+		s.mu.Lock()
+		s.failed[id] = why
+		s.mu.Unlock()
+		s.Account.SetConsoleOutput(id, why)
+		s.Log.Info("kubelet did not register", "instance", id, "reason", why)
+		return nil
+	}
+	mapped, err := s.roleMapped(ctx, inst.Role)
+	if err != nil {
+		return err
+	}
+	if !mapped {
+		return fail(fmt.Sprintf("kubelet: Unauthorized: the instance's role %s is not mapped in the cluster's aws-auth ConfigMap (mapRoles) or an access entry, so the API server refuses the node's credentials", inst.Role))
+	}
+	reg, err := Read(s.Account.Family(inst), inst.UserData)
+	if err != nil {
+		return fail(err.Error())
+	}
+	node := s.nodeFor(inst, providerID, reg)
+	if err := s.Kube.Create(ctx, node); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return fmt.Errorf("registering node %s: %w", node.Name, err)
+	}
+	return s.heartbeat(ctx, node)
+}
+
+// roleMapped looks for an EC2_LINUX access entry of the role, then for
+// the role with the system:nodes group in aws-auth mapRoles.
+func (s *Simulator) roleMapped(ctx context.Context, role string) (bool, error) {
+	arn := s.Account.RoleARN(role)
+	if t, ok := s.Account.AccessEntryType(arn); ok && t == "EC2_LINUX" {
+		return true, nil
+	}
+	cm := &corev1.ConfigMap{}
+	if err := s.reader().Get(ctx, client.ObjectKey{Namespace: "kube-system", Name: "aws-auth"}, cm); err != nil {
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	var entries []struct {
+		RoleARN string   `json:"rolearn"`
+		Groups  []string `json:"groups"`
+	}
+	if err := yaml.Unmarshal([]byte(cm.Data["mapRoles"]), &entries); err != nil {
+		return false, nil //nolint:nilerr // an unreadable mapping maps nothing
+	}
+	for _, e := range entries {
+		if e.RoleARN == arn {
+			for _, g := range e.Groups {
+				if g == "system:nodes" {
+					return true, nil
+				}
+			}
+		}
+	}
+	return false, nil
+}
+
+// nodeFor builds the Node a kubelet registers: the name and provider ID of
+// the instance, its labels and the well-known ones, the registration taints
+// (plus the cloud provider's uninitialized taint), capacity and
+// allocatable of the instance type.
+func (s *Simulator) nodeFor(inst simaws.Instance, providerID string, reg *Registration) *corev1.Node {
+	name := aws.ToString(inst.PrivateDnsName)
+	zone := aws.ToString(inst.Placement.AvailabilityZone)
+	labels := map[string]string{
+		corev1.LabelHostname: name, corev1.LabelOSStable: "linux", corev1.LabelTopologyZone: zone,
+		corev1.LabelTopologyRegion: account.Region, corev1.LabelInstanceTypeStable: string(inst.InstanceType),
+	}
+	for k, v := range reg.Labels {
+		labels[k] = v
+	}
+	spec := s.catalog[string(inst.InstanceType)]
+	labels[corev1.LabelArchStable] = spec.Arch
+	// The deprecated labels the kubelet (os, arch) and the cloud node
+	// controller (zone, region, instance type) still set beside the
+	// current ones.
+	labels["beta.kubernetes.io/os"], labels["beta.kubernetes.io/arch"] = "linux", spec.Arch
+	labels[corev1.LabelFailureDomainBetaZone], labels[corev1.LabelFailureDomainBetaRegion] = zone, account.Region
+	labels[corev1.LabelInstanceType] = string(inst.InstanceType)
+	taints := append([]corev1.Taint(nil), reg.Taints...)
+	if reg.ExternalCloudProvider {
+		taints = append(taints, corev1.Taint{Key: UninitializedTaint, Value: "true", Effect: corev1.TaintEffectNoSchedule})
+	}
+	it := instancetypes.InstanceTypes([]instancetypes.Spec{spec}, instancetypes.Options{Zones: []string{zone}})[0]
+	capacity, allocatable := it.Capacity, it.Allocatable
+	if reg.MaxPods > 0 {
+		capacity, allocatable = capacity.WithPods(int64(reg.MaxPods)), allocatable.WithPods(int64(reg.MaxPods))
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec:       corev1.NodeSpec{ProviderID: providerID, Taints: taints},
+		Status: corev1.NodeStatus{
+			Capacity: capacity.List(), Allocatable: allocatable.List(),
+			NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.34.3", OperatingSystem: "linux", Architecture: spec.Arch},
+		},
+	}
+}
+
+// ConditionsAnnotation on a Node makes its simulated kubelet report those
+// conditions ("Ready=False", "KernelReady=False,ContainerRuntimeReady=False")
+// instead of a healthy node's: a kubelet or node monitoring agent that
+// found its node broken.
+const ConditionsAnnotation = "sim.nodewright.dev/conditions"
+
+// reported are the conditions a node's kubelet reports: Ready=True unless
+// the node's ConditionsAnnotation says otherwise, and what it adds.
+func reported(node *corev1.Node) map[corev1.NodeConditionType]corev1.ConditionStatus {
+	out := map[corev1.NodeConditionType]corev1.ConditionStatus{corev1.NodeReady: corev1.ConditionTrue}
+	for _, kv := range strings.Split(node.Annotations[ConditionsAnnotation], ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if ok && k != "" {
+			out[corev1.NodeConditionType(k)] = corev1.ConditionStatus(v)
+		}
+	}
+	return out
+}
+
+// heartbeatDue reports whether a node's conditions are to be reported
+// again: every Heartbeat, and at once when they are not what its kubelet
+// reports.
+func (s *Simulator) heartbeatDue(node *corev1.Node) bool {
+	every := cmp.Or(s.Heartbeat, 10*time.Second)
+	want := reported(node)
+	fresh := 0
+	for _, c := range node.Status.Conditions {
+		st, ok := want[c.Type]
+		if !ok || st != c.Status {
+			return true
+		}
+		if s.Clock.Since(c.LastHeartbeatTime.Time) < every {
+			fresh++
+		}
+	}
+	return fresh != len(want) || len(node.Status.Conditions) != len(want)
+}
+
+// heartbeat reports a node's conditions, as the kubelet's status updates
+// would: Ready, unless told otherwise.
+func (s *Simulator) heartbeat(ctx context.Context, node *corev1.Node) error {
+	now := metav1.NewTime(s.Clock.Now())
+	before := node.DeepCopy()
+	want := reported(node)
+	var conds []corev1.NodeCondition
+	for _, t := range slices.Sorted(maps.Keys(want)) {
+		c := corev1.NodeCondition{Type: t, Status: want[t], Reason: "SimulatedKubelet", Message: "the simulated kubelet reports " + string(t) + "=" + string(want[t]),
+			LastHeartbeatTime: now, LastTransitionTime: now}
+		if t == corev1.NodeReady && want[t] == corev1.ConditionTrue {
+			c.Reason, c.Message = "KubeletReady", "kubelet is posting ready status"
+		}
+		for _, old := range node.Status.Conditions {
+			if old.Type == t && old.Status == c.Status {
+				c.LastTransitionTime = old.LastTransitionTime
+			}
+		}
+		conds = append(conds, c)
+	}
+	node.Status.Conditions = conds
+	if len(node.Status.Allocatable) == 0 {
+		return nil
+	}
+	return client.IgnoreNotFound(s.Kube.Status().Patch(ctx, node, client.MergeFrom(before)))
+}
+
+// runPods marks the pods bound to simulated nodes Running and Ready, and
+// removes the pods being deleted from them, on g.
+func (s *Simulator) runPods(ctx context.Context, g *errgroup.Group) error {
+	// The listed objects are the cache's: copied before any change.
+	pods := &corev1.PodList{}
+	if err := s.reader().List(ctx, pods, client.UnsafeDisableDeepCopy); err != nil {
+		return err
+	}
+	var remove, start []*corev1.Pod
+	s.mu.Lock()
+	live := make(map[types.UID]string, len(s.started))
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		switch {
+		case pod.Spec.NodeName == "" || !strings.HasPrefix(pod.Spec.NodeName, "ip-"):
+		case !pod.DeletionTimestamp.IsZero():
+			remove = append(remove, pod) // the kubelet has stopped the containers: the pod goes
+		case pod.Status.Phase == corev1.PodRunning:
+		case s.started[pod.UID] == pod.ResourceVersion:
+			live[pod.UID] = pod.ResourceVersion // the cache has not caught up with the patch yet
+		default:
+			live[pod.UID] = pod.ResourceVersion
+			start = append(start, pod)
+		}
+	}
+	s.started = live
+	s.mu.Unlock()
+	for _, pod := range remove {
+		g.Go(func() error {
+			return client.IgnoreNotFound(s.Kube.Delete(ctx, pod.DeepCopy(), client.GracePeriodSeconds(0)))
+		})
+	}
+	for _, pod := range start {
+		g.Go(func() error { return s.start(ctx, pod.DeepCopy()) })
+	}
+	return nil
+}
+
+// start marks a pod Running and Ready.
+func (s *Simulator) start(ctx context.Context, pod *corev1.Pod) error {
+	before := pod.DeepCopy()
+	now := metav1.NewTime(s.Clock.Now())
+	pod.Status.Phase = corev1.PodRunning
+	pod.Status.StartTime = &now
+	pod.Status.Conditions = append(pod.Status.Conditions,
+		corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		corev1.PodCondition{Type: corev1.ContainersReady, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		corev1.PodCondition{Type: corev1.PodInitialized, Status: corev1.ConditionTrue, LastTransitionTime: now})
+	return client.IgnoreNotFound(s.Kube.Status().Patch(ctx, pod, client.MergeFrom(before)))
+}
+
+// CloudControllerManager removes the uninitialized taint from nodes after
+// Delay, as the cloud controller manager does once it has initialised a
+// node; Enabled false simulates one that is not running (S2).
+type CloudControllerManager struct {
+	Kube client.Client
+	// Reader lists the nodes; Kube when nil.
+	Reader  client.Reader
+	Clock   clock.PassiveClock
+	Delay   time.Duration
+	Enabled bool
+}
+
+// Tick initialises the nodes that are due.
+func (c *CloudControllerManager) Tick(ctx context.Context) error {
+	if !c.Enabled {
+		return nil
+	}
+	nodes := &corev1.NodeList{}
+	var reader client.Reader = c.Kube
+	if c.Reader != nil {
+		reader = c.Reader
+	}
+	if err := reader.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
+		return err
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for i := range nodes.Items {
+		node := &nodes.Items[i]
+		if c.Clock.Since(node.CreationTimestamp.Time) < c.Delay {
+			continue
+		}
+		at := slices.IndexFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == UninitializedTaint })
+		if at < 0 {
+			continue
+		}
+		// Remove exactly that taint, if it is still where it was read:
+		// the test fails the patch when others changed the taints since
+		// (nodewright removing karpenter.sh/unregistered), and the next
+		// tick reads again.
+		patch := fmt.Sprintf(`[{"op":"test","path":"/spec/taints/%d/key","value":%q},{"op":"remove","path":"/spec/taints/%d"}]`, at, UninitializedTaint, at)
+		target := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name}}
+		g.Go(func() error {
+			err := c.Kube.Patch(gctx, target, client.RawPatch(types.JSONPatchType, []byte(patch)))
+			if err := client.IgnoreNotFound(err); err != nil && !apierrors.IsInvalid(err) && !apierrors.IsConflict(err) && !apierrors.IsBadRequest(err) {
+				return err
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}

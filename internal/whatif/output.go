@@ -1,0 +1,125 @@
+package whatif
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"text/tabwriter"
+
+	"github.com/nodewright/nodewright/internal/state"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodewright/nodewright/internal/scheduling"
+)
+
+// Report is the JSON form of a simulation (schema in the README).
+type Report struct {
+	NodeClaims        []NodeClaimReport     `json:"nodeClaims"`
+	ExistingNodes     []ExistingNodeReport  `json:"existingNodes"`
+	Unschedulable     []UnschedulableReport `json:"unschedulable"`
+	Warnings          []string              `json:"warnings"`
+	TotalPricePerHour float64               `json:"totalPricePerHour"`
+}
+
+// NodeClaimReport is one planned NodeClaim.
+type NodeClaimReport struct {
+	Name          string              `json:"name"`
+	NodePool      string              `json:"nodePool"`
+	InstanceType  string              `json:"instanceType"`
+	CapacityType  string              `json:"capacityType"`
+	Zone          string              `json:"zone"`
+	PricePerHour  float64             `json:"pricePerHour"`
+	InstanceTypes []string            `json:"instanceTypes"`
+	Requests      corev1.ResourceList `json:"requests"`
+	Pods          []string            `json:"pods"`
+}
+
+// ExistingNodeReport lists the pending pods planned onto an existing node.
+type ExistingNodeReport struct {
+	Name string   `json:"name"`
+	Pods []string `json:"pods"`
+}
+
+// UnschedulableReport is a pod that cannot be placed, and why.
+type UnschedulableReport struct {
+	Pod string `json:"pod"`
+	// Workload is what the pod belongs to ("Deployment default/web").
+	Workload string `json:"workload"`
+	Reason   string `json:"reason"`
+	pod      *corev1.Pod
+}
+
+// NewReport converts a result.
+func NewReport(res *Result) *Report {
+	r := &Report{
+		NodeClaims: []NodeClaimReport{}, ExistingNodes: []ExistingNodeReport{},
+		Unschedulable: []UnschedulableReport{}, Warnings: append([]string{}, res.Warnings...),
+	}
+	for _, c := range res.Plan.NodeClaims {
+		names := make([]string, len(c.InstanceTypes))
+		for i, it := range c.InstanceTypes {
+			names[i] = it.Name
+		}
+		r.NodeClaims = append(r.NodeClaims, NodeClaimReport{
+			Name: c.Name, NodePool: c.NodePool, InstanceType: c.InstanceType.Name,
+			CapacityType: c.Offering.CapacityType, Zone: c.Offering.Zone, PricePerHour: c.Offering.Price,
+			InstanceTypes: names, Requests: c.Requests.List(), Pods: podNames(c.Pods),
+		})
+	}
+	for _, e := range res.Plan.Existing {
+		if len(e.Pods) > 0 {
+			r.ExistingNodes = append(r.ExistingNodes, ExistingNodeReport{Name: e.Node, Pods: podNames(e.Pods)})
+		}
+	}
+	for _, u := range res.Plan.Unschedulable {
+		r.Unschedulable = append(r.Unschedulable, UnschedulableReport{Pod: u.Pod.Namespace + "/" + u.Pod.Name,
+			Workload: state.WorkloadOf(u.Pod).String(), Reason: u.Reason, pod: u.Pod})
+	}
+	r.TotalPricePerHour = math.Round(res.Plan.Price()*1e5) / 1e5
+	return r
+}
+
+func podNames(pods []*corev1.Pod) []string {
+	out := make([]string, len(pods))
+	for i, p := range pods {
+		out[i] = p.Namespace + "/" + p.Name
+	}
+	return out
+}
+
+// WriteTable prints the report for people.
+func (r *Report) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	pods := 0
+	if len(r.NodeClaims) > 0 {
+		fmt.Fprintln(tw, "NODECLAIM\tNODEPOOL\tINSTANCE TYPE\tCAPACITY\tZONE\t$/HOUR\tPODS\tREQUESTS")
+		for _, c := range r.NodeClaims {
+			pods += len(c.Pods)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.4f\t%d\t%s\n", c.Name, c.NodePool, c.InstanceType, c.CapacityType, c.Zone, c.PricePerHour, len(c.Pods), scheduling.MustResources(c.Requests))
+		}
+	}
+	for _, e := range r.ExistingNodes {
+		pods += len(e.Pods)
+		fmt.Fprintf(tw, "%s\t(existing)\t\t\t\t\t%d\t\n", e.Name, len(e.Pods))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\n%d NodeClaims, %d pods placed, $%.4f/hour\n", len(r.NodeClaims), pods, r.TotalPricePerHour)
+	for _, warning := range r.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", warning)
+	}
+	if len(r.Unschedulable) > 0 {
+		fmt.Fprintf(w, "\n%d pods cannot be scheduled:\n", len(r.Unschedulable))
+		groups := state.GroupPods(r.Unschedulable, func(u UnschedulableReport) *corev1.Pod { return u.pod }, func(u UnschedulableReport) string { return u.Reason })
+		reasons := map[*corev1.Pod]string{}
+		for _, u := range r.Unschedulable {
+			reasons[u.pod] = u.Reason
+		}
+		for _, g := range groups {
+			fmt.Fprintf(w, "  %s: %s\n", g.Describe(), reasons[g.Pods[0]])
+		}
+	}
+	return nil
+}

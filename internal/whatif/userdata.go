@@ -1,0 +1,117 @@
+package whatif
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/aws/instancetypes"
+	"github.com/nodewright/nodewright/internal/aws/nodeclass"
+	"github.com/nodewright/nodewright/internal/aws/provider"
+	"github.com/nodewright/nodewright/internal/aws/userdata"
+	"github.com/nodewright/nodewright/internal/fake/account"
+	"github.com/nodewright/nodewright/internal/scheduling"
+	"github.com/nodewright/nodewright/internal/state"
+)
+
+// RenderedUserData is the user data a NodePool's nodes would launch with.
+type RenderedUserData struct {
+	NodePool, NodeClass, Family string
+	// InstanceType is the type rendered for: it sets the pod limit.
+	InstanceType string
+	// UserData is decoded (EC2 receives it base64-encoded).
+	UserData string
+	// Findings are the problems validation finds in the EC2NodeClass's
+	// userData; an Error means nothing would be launched.
+	Findings []userdata.Finding
+}
+
+// RenderUserData renders the user data a node of a NodePool would launch
+// with in the simulated account, through the same function the launch
+// template uses: for the instance type given, else the cheapest the
+// NodePool admits (the type sets the pod limit).
+func RenderUserData(o *Objects, nodePool, instanceType string) (*RenderedUserData, error) {
+	var np *v1.NodePool
+	for _, p := range o.NodePools {
+		if p.Name == nodePool {
+			np = p
+		}
+	}
+	if np == nil {
+		return nil, fmt.Errorf("NodePool %s is not among the inputs (found: %s)", nodePool, names(o.NodePools, func(p *v1.NodePool) string { return p.Name }))
+	}
+	ref := np.Spec.Template.Spec.NodeClassRef
+	var nc *awsv1.EC2NodeClass
+	for _, c := range o.EC2NodeClasses {
+		if ref != nil && c.Name == ref.Name {
+			nc = c
+		}
+	}
+	if nc == nil {
+		return nil, fmt.Errorf("NodePool %s: its EC2NodeClass is not among the inputs", np.Name)
+	}
+	family := nodeclass.Family(nc)
+	types, err := instancetypes.Load(instancetypes.Options{Zones: account.Zones(), Kubelet: nc.Spec.Kubelet})
+	if err != nil {
+		return nil, err
+	}
+	pool := scheduling.NodePoolFromObject(np, types, nil, nil)
+	it, err := instanceTypeFor(pool, types, instanceType)
+	if err != nil {
+		return nil, err
+	}
+	claim := state.NodeClaimFor(np, nodeclass.Rules(nc), &scheduling.PlannedNodeClaim{NodePool: np.Name, Requirements: pool.Requirements, InstanceType: it})
+	cluster := userdata.Cluster{Name: account.ClusterName, Endpoint: account.Endpoint, CABundle: account.CABundle, CIDR: account.ServiceCIDR, DNS: account.KubeDNSIP}
+	out, err := provider.LaunchUserData(cluster, claim, nc, it.Capacity.Pods())
+	if err != nil {
+		return nil, fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
+	}
+	user := ""
+	if nc.Spec.UserData != nil {
+		user = *nc.Spec.UserData
+	}
+	return &RenderedUserData{NodePool: np.Name, NodeClass: nc.Name, Family: family, InstanceType: it.Name, UserData: out, Findings: userdata.Validate(family, user)}, nil
+}
+
+// instanceTypeFor is the named instance type, or without a name the
+// cheapest the NodePool's requirements admit (the one its first node
+// would most likely be). The pod limit in the user data is the type's.
+func instanceTypeFor(pool *scheduling.NodePool, types []*scheduling.InstanceType, name string) (*scheduling.InstanceType, error) {
+	var best *scheduling.InstanceType
+	bestPrice := 0.0
+	for _, it := range types {
+		if name != "" {
+			if it.Name == name {
+				return it, nil
+			}
+			continue
+		}
+		if !it.Compatible(pool.Requirements) {
+			continue
+		}
+		if o, ok := it.CheapestOffering(pool.Requirements); ok && (best == nil || o.Price < bestPrice) {
+			best, bestPrice = it, o.Price
+		}
+	}
+	switch {
+	case name != "":
+		return nil, fmt.Errorf("instance type %s is not in the catalog", name)
+	case best == nil:
+		return nil, fmt.Errorf("NodePool %s admits no instance type of the catalog; name one with --instance-type", pool.Name)
+	}
+	return best, nil
+}
+
+func names[T any](items []T, name func(T) string) string {
+	out := make([]string, 0, len(items))
+	for _, i := range items {
+		out = append(out, name(i))
+	}
+	sort.Strings(out)
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
+}
