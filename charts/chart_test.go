@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/google/go-cmp/cmp"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -31,6 +32,7 @@ import (
 	"github.com/nodewright/nodewright/internal/fake/runner"
 	"github.com/nodewright/nodewright/internal/operator"
 	"github.com/nodewright/nodewright/internal/operator/optest"
+	"github.com/nodewright/nodewright/internal/operator/rbac"
 )
 
 func render(t *testing.T, values map[string]any) []*unstructured.Unstructured {
@@ -338,4 +340,20 @@ func newOperator(ctx context.Context, rc *rest.Config) (manager.Manager, error) 
 	cfg := optest.Config()
 	cfg.LeaderElection, cfg.LeaderElectionNamespace = true, charts.LocalNamespace
 	return operator.New(ctx, rc, cfg, runner.Clouds(account), clock.RealClock{}, logr.Discard())
+}
+
+// The rules the controller checks at start (generated into the binary)
+// are the chart's as it renders now: make generate writes them.
+func TestControllerChecksTheChartsRules(t *testing.T) {
+	want, err := charts.RBACRules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := rbac.Chart()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("internal/operator/rbac/rules.json is stale; run make generate (-chart +generated):\n%s", d)
+	}
 }

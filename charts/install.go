@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +13,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nodewright/nodewright/internal/operator/rbac"
 )
 
 // The release local runs use (nodewright sim, the tests): the controllers
@@ -81,67 +81,27 @@ func WriteKubeconfig(adminPath string) (string, error) {
 	return path, os.Chmod(path, 0o600)
 }
 
-// CheckRBAC asks the API server whether the client's user may do
-// everything the chart's ClusterRole grants, and what its Role grants in
-// namespace (the leader lease's; "" without leader election), and names
-// what it may not: a controller
-// started without the chart's permissions says so instead of waiting on
-// caches that never fill.
-func CheckRBAC(ctx context.Context, kube client.Client, namespace string) error {
+// RBACRules are the rules of the chart's ClusterRole and of its Role (in
+// the leader lease's namespace), as rendered for a release.
+func RBACRules() (rbac.Rules, error) {
 	objs, err := Render(Release{Name: LocalRelease, Namespace: LocalNamespace, Values: map[string]any{"settings": map[string]any{"clusterName": "check"}}})
 	if err != nil {
-		return err
+		return rbac.Rules{}, err
 	}
-	var denied []string
+	var out rbac.Rules
 	for _, o := range objs {
-		ns := ""
-		switch o.GetKind() {
-		case "ClusterRole":
-		case "Role":
-			if namespace == "" {
-				continue
-			}
-			ns = namespace
-		default:
+		if o.GetKind() != "ClusterRole" && o.GetKind() != "Role" {
 			continue
 		}
 		var role rbacv1.ClusterRole
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &role); err != nil {
-			return err
+			return rbac.Rules{}, err
 		}
-		for _, rule := range role.Rules {
-			for _, group := range rule.APIGroups {
-				for _, res := range rule.Resources {
-					resource, sub, _ := strings.Cut(res, "/")
-					for _, verb := range rule.Verbs {
-						review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-							ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: group, Resource: resource, Subresource: sub},
-						}}
-						if err := kube.Create(ctx, review); err != nil {
-							return fmt.Errorf("asking the API server what nodewright may do: %w", err)
-						}
-						if !review.Status.Allowed {
-							where := "in every namespace"
-							if ns != "" {
-								where = "in namespace " + ns
-							}
-							denied = append(denied, fmt.Sprintf("%s %s %s", verb, qualified(group, res), where))
-						}
-					}
-				}
-			}
+		if o.GetKind() == "ClusterRole" {
+			out.ClusterRole = append(out.ClusterRole, role.Rules...)
+		} else {
+			out.Role = append(out.Role, role.Rules...)
 		}
 	}
-	if len(denied) > 0 {
-		return fmt.Errorf("nodewright's identity may not %s; install the chart's ClusterRole and Role (charts/nodewright/templates/clusterrole.yaml, role.yaml) and bind them to it",
-			strings.Join(denied, "; "))
-	}
-	return nil
-}
-
-func qualified(group, resource string) string {
-	if group == "" {
-		return resource
-	}
-	return resource + "." + group
+	return out, nil
 }

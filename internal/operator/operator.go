@@ -25,7 +25,6 @@ import (
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/api/v1alpha1"
-	"github.com/nodewright/nodewright/charts"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
 	"github.com/nodewright/nodewright/internal/aws/interruption"
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
@@ -36,6 +35,7 @@ import (
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/nodeoverlay"
 	"github.com/nodewright/nodewright/internal/nodepool"
+	"github.com/nodewright/nodewright/internal/operator/rbac"
 	"github.com/nodewright/nodewright/internal/provisioning"
 	"github.com/nodewright/nodewright/internal/repair"
 	"github.com/nodewright/nodewright/internal/state/listing"
@@ -171,7 +171,7 @@ func New(ctx context.Context, rc *rest.Config, cfg Config, clouds Clouds, clk cl
 	if cfg.LeaderElection {
 		leaseNamespace = cfg.LeaderElectionNamespace
 	}
-	if err := charts.CheckRBAC(ctx, mgr.GetClient(), leaseNamespace); err != nil {
+	if err := rbac.Check(ctx, mgr.GetClient(), leaseNamespace); err != nil {
 		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
