@@ -73,32 +73,21 @@ control plane.`,
 			if err != nil {
 				return fmt.Errorf("reading the kubeconfig: %w", err)
 			}
-			var clouds operator.Clouds
 			switch cloud {
 			case "aws":
-				clouds, err = awsClouds(ctx, &cfg, log.WithName("aws"))
+				clouds, err := awsClouds(ctx, &cfg, log.WithName("aws"))
 				if err != nil {
 					return err
 				}
-			case "sim":
-				account := simaws.NewAccount()
-				account.Seed()
-				cfg.KubernetesVersion = simaws.KubernetesVersion
-				clouds = runner.Clouds(account)
-				if cfg.Interruption.Queue != "" {
-					account.SetEventQueue(cfg.Interruption.Queue, interruption.Notice)
-				}
-				if err := runSimulatedNodes(ctx, rc, account, log.WithName("kubelets")); err != nil {
+				mgr, err := operator.New(ctx, rc, cfg, clouds, clock.RealClock{}, log)
+				if err != nil {
 					return err
 				}
-			default:
-				return fmt.Errorf("--cloud %q: use aws or sim", cloud)
+				return mgr.Start(ctx)
+			case "sim":
+				return runOnSimulatedAccount(ctx, rc, cfg, log)
 			}
-			mgr, err := operator.New(ctx, rc, cfg, clouds, clock.RealClock{}, log)
-			if err != nil {
-				return err
-			}
-			return mgr.Start(ctx)
+			return fmt.Errorf("--cloud %q: use aws or sim", cloud)
 		},
 	}
 	f := cmd.Flags()
@@ -227,27 +216,30 @@ func kubeClient(rc *rest.Config) (client.Client, error) {
 	return client.New(rc, client.Options{Scheme: scheme})
 }
 
-// runSimulatedNodes runs the simulated kubelets and cloud controller
-// manager of a simulated account against the cluster.
-func runSimulatedNodes(ctx context.Context, rc *rest.Config, account *simaws.Account, log logr.Logger) error {
+// runOnSimulatedAccount runs the operator on a simulated account, with
+// its simulated kubelets and cloud controller manager, until ctx ends.
+func runOnSimulatedAccount(ctx context.Context, rc *rest.Config, cfg operator.Config, log logr.Logger) error {
 	kube, err := kubeClient(rc)
 	if err != nil {
 		return err
 	}
-	kubelets := &kubelet.Simulator{Kube: kube, Account: account, Clock: clock.RealClock{}, BootDelay: 2 * time.Second, Log: log}
-	ccm := &kubelet.CloudControllerManager{Kube: kube, Clock: clock.RealClock{}, Delay: 2 * time.Second, Enabled: true}
-	go func() { _ = kubelets.Run(ctx, 500*time.Millisecond) }()
-	go func() {
-		ticker := time.NewTicker(500 * time.Millisecond)
-		defer ticker.Stop()
-		for {
-			_ = ccm.Tick(ctx)
-			select {
-			case <-ctx.Done():
-				return
-			case <-ticker.C:
-			}
-		}
-	}()
-	return nil
+	account := simaws.NewAccount()
+	account.Seed()
+	if cfg.Interruption.Queue != "" {
+		account.SetEventQueue(cfg.Interruption.Queue, interruption.Notice)
+	}
+	mgr, err := runner.Operator(ctx, rc, cfg, account, log)
+	if err != nil {
+		return err
+	}
+	nodes := &runner.Nodes{Every: 500 * time.Millisecond, Log: log.WithName("nodes"),
+		Kubelets: &kubelet.Simulator{Kube: kube, Account: account, Clock: clock.RealClock{}, BootDelay: 2 * time.Second, Log: log.WithName("kubelets")},
+		CCM:      &kubelet.CloudControllerManager{Kube: kube, Clock: clock.RealClock{}, Delay: 2 * time.Second, Enabled: true}}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	nodesDone := make(chan error, 1)
+	go func() { nodesDone <- nodes.Run(ctx) }()
+	err = mgr.Start(ctx)
+	cancel()
+	return errors.Join(err, <-nodesDone)
 }

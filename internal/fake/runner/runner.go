@@ -237,7 +237,7 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 			}
 			return s.StartController(opts.ControllerProcess, opts.Operator)
 		}
-		mgr, err := operator.New(ctx, controllerConfig, opts.Operator, Clouds(s.Account), clock.RealClock{}, opts.Log.WithName("operator"))
+		mgr, err := Operator(ctx, controllerConfig, opts.Operator, s.Account, opts.Log.WithName("operator"))
 		if err != nil {
 			return err
 		}
@@ -251,37 +251,21 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 	}
 	s.Kubelets = &kubelet.Simulator{Kube: s.Kube, Reader: s.cache, Account: machines, Clock: clock.RealClock{}, BootDelay: opts.BootDelay, BootJitter: opts.BootJitter,
 		Heartbeat: Heartbeat, Log: opts.Log.WithName("kubelets")}
-	ccm := &kubelet.CloudControllerManager{Kube: s.Kube, Reader: s.cache, Clock: clock.RealClock{}, Delay: opts.CCMDelay, Enabled: opts.CloudControllerManager}
-	s.goRun(func() error { return s.Kubelets.Run(ctx, 500*time.Millisecond) })
 	if opts.SpotInterruptions.Count > 0 {
 		s.goRun(func() error { return s.interruptSpot(ctx, opts.SpotInterruptions) })
 	}
 	statePath := filepath.Join(filepath.Dir(plane.KubeconfigPath), simaws.StateFile)
-	s.goRun(func() error {
-		ticker := time.NewTicker(500 * time.Millisecond)
-		defer ticker.Stop()
-		for {
-			if err := ccm.Tick(ctx); err != nil && ctx.Err() == nil {
-				opts.Log.Error(err, "cloud controller manager")
-			}
-			// Other processes (nodewright doctor --cloud sim) read the
-			// account from beside the kubeconfig.
+	nodes := &Nodes{Kubelets: s.Kubelets, Every: 500 * time.Millisecond, Log: opts.Log,
+		CCM: &kubelet.CloudControllerManager{Kube: s.Kube, Reader: s.cache, Clock: clock.RealClock{}, Delay: opts.CCMDelay, Enabled: opts.CloudControllerManager},
+		// Other processes (nodewright doctor --cloud sim) read the
+		// account from beside the kubeconfig.
+		Tick: func(ctx context.Context) {
 			if err := s.Account.SaveState(statePath); err != nil && ctx.Err() == nil {
 				opts.Log.Error(err, "saving the simulated account", "path", statePath)
 			}
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-ticker.C:
-			}
-		}
-	})
+		}}
+	s.goRun(func() error { return nodes.Run(ctx) })
 	return s, nil
-}
-
-// Clouds are a simulated account's APIs, for the operator.
-func Clouds(a *simaws.Account) operator.Clouds {
-	return operator.Clouds{EC2: a.EC2(), SSM: a.SSM(), IAM: a.IAM(), EKS: a.EKS(), Pricing: a.Pricing(), SQS: a.SQS()}
 }
 
 // StartControllers starts nodewright's controllers, when Options.DeferControllers

@@ -3,12 +3,13 @@ package runner
 import (
 	"context"
 	"fmt"
-	"github.com/nodewright/nodewright/internal/state"
 	"io"
 	"math"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/nodewright/nodewright/internal/state"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"

@@ -13,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -86,7 +85,7 @@ func Start(t *testing.T, opts Options) *Env {
 		cancel()
 		t.Fatal(err)
 	}
-	mgr, err := operator.New(ctx, asChart, cfg, runner.Clouds(a), clock.RealClock{}, log)
+	mgr, err := runner.Operator(ctx, asChart, cfg, a, log)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
