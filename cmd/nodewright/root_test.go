@@ -155,11 +155,12 @@ func TestSimulateTableAndErrors(t *testing.T) {
 }
 
 func TestUserData(t *testing.T) {
-	out, err := run("userdata", "-f", "../../scenarios/healthy-mixed-arch.yaml", "--nodepool", "general", "--instance-type", "m5.large")
+	out, err := run("userdata", "--cluster-name", "prod", "--cluster-endpoint", "https://ABC.gr7.eu-west-1.eks.amazonaws.com", "--cluster-ca", "Q0E=", "-f", "../../scenarios/healthy-mixed-arch.yaml", "--nodepool", "general", "--instance-type", "m5.large")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	for _, want := range []string{"application/node.eks.aws", "key: karpenter.sh/unregistered", "maxPods: 29", "karpenter.sh/nodepool=general"} {
+	for _, want := range []string{"application/node.eks.aws", "key: karpenter.sh/unregistered", "maxPods: 29", "karpenter.sh/nodepool=general",
+		"name: prod", "apiServerEndpoint: https://ABC.gr7.eu-west-1.eks.amazonaws.com", "certificateAuthority: Q0E=", "cidr: 172.20.0.0/16"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("user data lacks %q:\n%s", want, out)
 		}
@@ -173,21 +174,30 @@ func TestUserData(t *testing.T) {
 		}
 	}
 	// Without --instance-type: the cheapest type the NodePool admits, named.
-	out, err = run("userdata", "-f", "../../scenarios/healthy-mixed-arch.yaml", "--nodepool", "cicd-armapps")
+	out, err = run("userdata", "--cluster-name", "prod", "--cluster-endpoint", "https://ABC.gr7.eu-west-1.eks.amazonaws.com", "--cluster-ca", "Q0E=", "-f", "../../scenarios/healthy-mixed-arch.yaml", "--nodepool", "cicd-armapps")
 	if err != nil || !strings.Contains(out, "rendered for t4g.") || !strings.Contains(out, "maxPods: ") {
 		t.Errorf("without an instance type: %v\n%s", err, out)
 	}
-	out, err = run("userdata", "-f", "../../scenarios/s1-userdata-register-taints.yaml", "--nodepool", "default")
+	out, err = run("userdata", "--cluster-name", "prod", "--cluster-endpoint", "https://ABC.gr7.eu-west-1.eks.amazonaws.com", "--cluster-ca", "Q0E=", "-f", "../../scenarios/s1-userdata-register-taints.yaml", "--nodepool", "default")
 	if err == nil || !strings.Contains(out, "userdata-overrides-registration-taints") || !strings.Contains(err.Error(), "nothing would be launched") {
 		t.Errorf("S1 must fail with the finding: %v\n%s", err, out)
 	}
-	out, err = run("userdata", "-f", "../../scenarios/s3-al2-bootstrap-quoting.yaml", "--nodepool", "custom")
+	out, err = run("userdata", "--cluster-name", "prod", "--cluster-endpoint", "https://ABC.gr7.eu-west-1.eks.amazonaws.com", "--cluster-ca", "Q0E=", "-f", "../../scenarios/s3-al2-bootstrap-quoting.yaml", "--nodepool", "custom")
 	if err == nil || !strings.Contains(out, "al2-bootstrap-args-malformed") || !strings.Contains(out, "custom-userdata-missing-unregistered-taint") ||
 		!strings.HasPrefix(out, "#!/bin/bash\nset -e\n") {
 		t.Errorf("S3 must print the Custom user data unchanged and fail with both findings: %v\n%s", err, out)
 	}
-	if _, err := run("userdata", "-f", "../../scenarios/s1-userdata-register-taints.yaml", "--nodepool", "nope"); err == nil || !strings.Contains(err.Error(), "found: default") {
+	if _, err := run("userdata", "--cluster-name", "prod", "--cluster-endpoint", "https://ABC.gr7.eu-west-1.eks.amazonaws.com", "--cluster-ca", "Q0E=", "-f", "../../scenarios/s1-userdata-register-taints.yaml", "--nodepool", "nope"); err == nil || !strings.Contains(err.Error(), "found: default") {
 		t.Errorf("an unknown NodePool must be named with the ones that exist: %v", err)
+	}
+	// Without the cluster, nothing is rendered for a cluster that is not
+	// the user's.
+	if _, err := run("userdata", "-f", "../../scenarios/healthy-mixed-arch.yaml", "--nodepool", "general"); err == nil || !strings.Contains(err.Error(), "--cluster-name NAME --cluster-endpoint") {
+		t.Errorf("without the cluster: %v", err)
+	}
+	out, err = run("userdata", "--cluster-name", "prod", "--cluster-endpoint", "https://ABC.example", "--service-cidr", "10.100.0.0/16", "-f", "../../scenarios/s1-userdata-register-taints.yaml", "--nodepool", "default")
+	if !strings.Contains(out, "no --cluster-ca") || !strings.Contains(out, "10.100.0.10") {
+		t.Errorf("another Service CIDR and no CA: %v\n%s", err, out)
 	}
 }
 

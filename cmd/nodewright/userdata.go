@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net/netip"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -12,14 +14,16 @@ import (
 
 func newUserDataCommand() *cobra.Command {
 	var files []string
-	var nodePool, instanceType string
+	var nodePool, instanceType, serviceCIDR string
+	var cluster userdata.Cluster
 	cmd := &cobra.Command{
-		Use:   "userdata -f FILE... --nodepool NAME",
+		Use:   "userdata -f FILE... --nodepool NAME --cluster-name NAME --cluster-endpoint URL [--cluster-ca BASE64] [--service-cidr CIDR]",
 		Short: "Print the user data a NodePool's nodes would launch with, and what is wrong with it",
 		Long: `userdata reads NodePools and EC2NodeClasses from manifests and prints the
-decoded user data a node of the NodePool would be launched with in the
-simulated account: the EC2NodeClass's userData merged with nodewright's
-bootstrap for its AMI family. Problems that would keep the node from
+decoded user data a node of the NodePool would be launched with in your
+cluster (--cluster-name, --cluster-endpoint, --cluster-ca: what
+aws eks describe-cluster reports): the EC2NodeClass's userData merged with
+nodewright's bootstrap for its AMI family. Problems that would keep the node from
 registering are printed after it; with an error nothing would be launched,
 and the command fails.`,
 		Args: cobra.NoArgs,
@@ -27,11 +31,17 @@ and the command fails.`,
 			if len(files) == 0 || nodePool == "" {
 				return errors.New("pass manifests with -f FILE and the NodePool with --nodepool NAME")
 			}
+			if err := clusterOf(&cluster, serviceCIDR); err != nil {
+				return err
+			}
+			if cluster.CABundle == "" {
+				fmt.Fprintln(cmd.ErrOrStderr(), "no --cluster-ca: the user data carries no cluster CA certificate, and a node launched with it would not trust the API server")
+			}
 			objs, err := loadFiles(cmd.ErrOrStderr(), files)
 			if err != nil {
 				return err
 			}
-			r, err := whatif.RenderUserData(objs, nodePool, instanceType)
+			r, err := whatif.RenderUserData(objs, nodePool, instanceType, cluster)
 			if err != nil {
 				return err
 			}
@@ -53,5 +63,28 @@ and the command fails.`,
 	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "manifest file (repeatable)")
 	cmd.Flags().StringVar(&nodePool, "nodepool", "", "the NodePool whose nodes' user data to print")
 	cmd.Flags().StringVar(&instanceType, "instance-type", "", "render for this instance type (it sets the pod limit); the cheapest the NodePool admits when unset")
+	cmd.Flags().StringVar(&cluster.Name, "cluster-name", "", "the EKS cluster's name (required)")
+	cmd.Flags().StringVar(&cluster.Endpoint, "cluster-endpoint", "", "the API server's URL, https://... (required)")
+	cmd.Flags().StringVar(&cluster.CABundle, "cluster-ca", "", "the cluster's CA certificate, base64-encoded (aws eks describe-cluster --query cluster.certificateAuthority.data)")
+	cmd.Flags().StringVar(&serviceCIDR, "service-cidr", "172.20.0.0/16", "the cluster's Service CIDR (kube-dns is its .10)")
 	return cmd
+}
+
+// clusterOf checks the cluster the user data is for and derives its
+// kube-dns address from the Service CIDR.
+func clusterOf(c *userdata.Cluster, serviceCIDR string) error {
+	if c.Name == "" || c.Endpoint == "" {
+		return errors.New("pass the cluster the nodes join: --cluster-name NAME --cluster-endpoint https://... (and --cluster-ca), as aws eks describe-cluster reports them")
+	}
+	if !strings.HasPrefix(c.Endpoint, "https://") {
+		return fmt.Errorf("--cluster-endpoint %q: give the API server's URL, https://...", c.Endpoint)
+	}
+	prefix, err := netip.ParsePrefix(serviceCIDR)
+	if err != nil || !prefix.Addr().Is4() {
+		return fmt.Errorf("--service-cidr %q: give the cluster's IPv4 Service CIDR, such as 172.20.0.0/16", serviceCIDR)
+	}
+	dns := prefix.Masked().Addr().As4()
+	dns[3] += 10
+	c.CIDR, c.DNS = prefix.Masked().String(), netip.AddrFrom4(dns).String()
+	return nil
 }

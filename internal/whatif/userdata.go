@@ -2,8 +2,11 @@ package whatif
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
@@ -11,7 +14,6 @@ import (
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/aws/provider"
 	"github.com/nodewright/nodewright/internal/aws/userdata"
-	"github.com/nodewright/nodewright/internal/fake/account"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
 )
@@ -29,10 +31,10 @@ type RenderedUserData struct {
 }
 
 // RenderUserData renders the user data a node of a NodePool would launch
-// with in the simulated account, through the same function the launch
+// with in the cluster given, through the same function the launch
 // template uses: for the instance type given, else the cheapest the
 // NodePool admits (the type sets the pod limit).
-func RenderUserData(o *Objects, nodePool, instanceType string) (*RenderedUserData, error) {
+func RenderUserData(o *Objects, nodePool, instanceType string, cluster userdata.Cluster) (*RenderedUserData, error) {
 	var np *v1.NodePool
 	for _, p := range o.NodePools {
 		if p.Name == nodePool {
@@ -53,7 +55,7 @@ func RenderUserData(o *Objects, nodePool, instanceType string) (*RenderedUserDat
 		return nil, fmt.Errorf("NodePool %s: its EC2NodeClass is not among the inputs", np.Name)
 	}
 	family := nodeclass.Family(nc)
-	types, err := instancetypes.Load(instancetypes.Options{Zones: account.Zones(), Kubelet: nc.Spec.Kubelet})
+	types, err := instancetypes.Load(instancetypes.Options{Zones: zonesFor(np, nc), Kubelet: nc.Spec.Kubelet})
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +65,6 @@ func RenderUserData(o *Objects, nodePool, instanceType string) (*RenderedUserDat
 		return nil, err
 	}
 	claim := state.NodeClaimFor(np, nodeclass.Rules(nc), &scheduling.PlannedNodeClaim{NodePool: np.Name, Requirements: pool.Requirements, InstanceType: it})
-	cluster := userdata.Cluster{Name: account.ClusterName, Endpoint: account.Endpoint, CABundle: account.CABundle, CIDR: account.ServiceCIDR, DNS: account.KubeDNSIP}
 	out, err := provider.LaunchUserData(cluster, claim, nc, it.Capacity.Pods())
 	if err != nil {
 		return nil, fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
@@ -73,6 +74,30 @@ func RenderUserData(o *Objects, nodePool, instanceType string) (*RenderedUserDat
 		user = *nc.Spec.UserData
 	}
 	return &RenderedUserData{NodePool: np.Name, NodeClass: nc.Name, Family: family, InstanceType: it.Name, UserData: out, Findings: userdata.Validate(family, user)}, nil
+}
+
+// catalogRegion is the region the built-in catalog's prices are for.
+const catalogRegion = "us-east-1"
+
+// zonesFor are the zones the cheapest instance type is looked for in:
+// those of the EC2NodeClass's subnets (its status, in a cluster's dump),
+// else those the NodePool requires, else one of the region the built-in
+// prices are for. Zones change no user data, only which type is
+// cheapest.
+func zonesFor(np *v1.NodePool, nc *awsv1.EC2NodeClass) []string {
+	var zones []string
+	for _, s := range nc.Status.Subnets {
+		zones = append(zones, s.Zone)
+	}
+	if len(zones) > 0 {
+		return sortedUnique(zones)
+	}
+	for _, r := range np.Spec.Template.Spec.Requirements {
+		if r.Key == corev1.LabelTopologyZone && r.Operator == corev1.NodeSelectorOpIn {
+			return sortedUnique(slices.Clone(r.Values))
+		}
+	}
+	return []string{catalogRegion + "a"}
 }
 
 // instanceTypeFor is the named instance type, or without a name the
