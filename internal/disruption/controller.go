@@ -16,6 +16,7 @@ import (
 
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/intent"
+	"github.com/nodewright/nodewright/internal/loop"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
@@ -53,7 +54,7 @@ type Controller struct {
 	NodeClasses   listing.NodeClassResolver
 	Registrations *nodepoolhealth.Registrations
 	Recorder      record.EventRecorder
-	Clock         clock.PassiveClock
+	Clock         clock.WithTicker
 	Metrics       *metrics.Metrics
 	Log           logr.Logger
 	Config        Config
@@ -91,18 +92,12 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 }
 
 func (c *Controller) run(ctx context.Context) error {
-	ticker := time.NewTicker(c.Config.Poll)
-	defer ticker.Stop()
-	for {
+	loop.Every(ctx, c.Clock, c.Config.Poll, true, func(ctx context.Context) {
 		if err := c.Reconcile(ctx); err != nil && ctx.Err() == nil {
 			c.Log.Error(err, "disruption")
 		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticker.C:
-		}
-	}
+	})
+	return nil
 }
 
 // Reconcile makes one round: advance the commands in flight, clear

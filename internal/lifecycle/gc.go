@@ -8,13 +8,13 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
+	"github.com/nodewright/nodewright/internal/loop"
 )
 
 // InstanceLister lists the cluster's instances, finds and deletes them.
@@ -32,7 +32,7 @@ type GarbageCollector struct {
 	Client   client.Client
 	Cloud    InstanceLister
 	Recorder record.EventRecorder
-	Clock    clock.PassiveClock
+	Clock    clock.WithTicker
 	Interval time.Duration
 	Grace    time.Duration
 	Log      logr.Logger
@@ -40,11 +40,10 @@ type GarbageCollector struct {
 
 // Start collects every Interval until ctx ends.
 func (g *GarbageCollector) Start(ctx context.Context) error {
-	_ = wait.PollUntilContextCancel(ctx, g.Interval, false, func(ctx context.Context) (bool, error) {
+	loop.Every(ctx, g.Clock, g.Interval, false, func(ctx context.Context) {
 		if err := g.Collect(ctx); err != nil && ctx.Err() == nil {
 			g.Log.Error(err, "garbage collection")
 		}
-		return false, nil // until ctx ends
 	})
 	return nil
 }

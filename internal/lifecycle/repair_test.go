@@ -6,31 +6,77 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/operator"
 	"github.com/nodewright/nodewright/internal/operator/optest"
+	"github.com/nodewright/nodewright/internal/repair"
+	"github.com/nodewright/nodewright/internal/state/nodepoolhealth"
 )
 
-// startRepairing runs the operator with node repair acting after ready
-// (and the node monitoring agent's conditions after the same time).
-func startRepairing(t *testing.T, ready time.Duration) *env {
+// repairing is node repair on the test's clock, one pass per call, over
+// the operator (which drains and terminates what it deletes).
+type repairing struct {
+	*env
+	repair *repair.Controller
+	clock  *clocktesting.FakeClock
+	said   *record.FakeRecorder
+	log    []string
+}
+
+// startRepairing runs the operator without its own node repair, and a
+// node repair acting after ready (and the node monitoring agent's
+// conditions after the same time) that the test runs pass by pass.
+func startRepairing(t *testing.T, ready time.Duration) *repairing {
 	t.Helper()
-	e := optest.Start(t, optest.Options{Configure: func(cfg *operator.Config) {
-		cfg.RepairInterval = 200 * time.Millisecond
-		cfg.Repair.Ready, cfg.Repair.Agent, cfg.Repair.Accelerator = ready, ready, ready
-	}})
+	e := optest.Start(t, optest.Options{Configure: func(cfg *operator.Config) { cfg.NodeRepair = false }})
 	e.DefaultNodeClass(t)
-	return &env{Env: e, kube: e.Kube, account: e.Account}
+	m, err := metrics.New(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &repairing{env: &env{Env: e, kube: e.Kube, account: e.Account}, clock: clocktesting.NewFakeClock(time.Now()), said: record.NewFakeRecorder(100)}
+	tolerations := nodepoolhealth.DefaultTolerations()
+	tolerations.Ready, tolerations.Agent, tolerations.Accelerator = ready, ready, ready
+	r.repair = &repair.Controller{Client: e.Kube, Recorder: r.said, Clock: r.clock, Metrics: m, Log: logr.Discard(), Tolerations: tolerations}
+	return r
+}
+
+// pass makes one repair pass at the clock's time.
+func (r *repairing) pass(t *testing.T) {
+	t.Helper()
+	if err := r.repair.Repair(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// events are the events of reason about the node that repair recorded
+// (on the node and on its NodeClaim).
+func (r *repairing) events(reason, node string) []string {
+	for len(r.said.Events) > 0 {
+		r.log = append(r.log, <-r.said.Events)
+	}
+	var out []string
+	for _, ev := range r.log {
+		if strings.Contains(ev, " "+reason+" ") && strings.Contains(ev, "node "+node+" ") {
+			out = append(out, ev)
+		}
+	}
+	return out
 }
 
 // launched creates a NodeClaim and boots its node.
@@ -68,21 +114,6 @@ func (e *env) fail(t *testing.T, node *corev1.Node, cond corev1.NodeConditionTyp
 	}
 }
 
-func (e *env) events(t *testing.T, reason, object string) []string {
-	t.Helper()
-	list := &corev1.EventList{}
-	if err := e.kube.List(context.Background(), list); err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, ev := range list.Items {
-		if ev.Reason == reason && ev.InvolvedObject.Name == object {
-			out = append(out, ev.Message)
-		}
-	}
-	return out
-}
-
 func (e *env) gone(t *testing.T, name string) {
 	t.Helper()
 	e.waitFor(t, "NodeClaim "+name+" to be gone", func(ctx context.Context) (bool, error) {
@@ -109,12 +140,23 @@ func TestUnhealthyNodeIsRepaired(t *testing.T) {
 		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}},
 	})
 	// A healthy node stays.
-	time.Sleep(time.Second)
+	e.pass(t)
 	if err := e.kube.Get(ctx, client.ObjectKey{Name: "sick"}, &v1.NodeClaim{}); err != nil {
 		t.Fatalf("the healthy node's NodeClaim: %v", err)
 	}
-
 	e.fail(t, node, corev1.NodeReady, corev1.ConditionFalse)
+	// Within its toleration it stays.
+	e.clock.SetTime(time.Now())
+	e.pass(t)
+	nc := &v1.NodeClaim{}
+	if err := e.kube.Get(ctx, client.ObjectKey{Name: "sick"}, nc); err != nil || !nc.DeletionTimestamp.IsZero() {
+		t.Fatalf("the node was replaced within its toleration (%v)", err)
+	}
+	if evs := e.events("NodeRepair", node.Name); len(evs) > 0 {
+		t.Errorf("NodeRepair within the toleration: %q", evs)
+	}
+	e.clock.Step(2*time.Second + time.Second)
+	e.pass(t)
 	e.gone(t, "sick")
 	if err := e.kube.Get(ctx, client.ObjectKeyFromObject(pod), pod); !apierrors.IsNotFound(err) {
 		t.Errorf("the pod of the repaired node is still there (%v)", err)
@@ -124,7 +166,7 @@ func TestUnhealthyNodeIsRepaired(t *testing.T) {
 			t.Errorf("instance %s is %s", *inst.InstanceId, inst.State.Name)
 		}
 	}
-	if evs := e.events(t, "NodeRepair", node.Name); len(evs) == 0 || !strings.Contains(evs[0], "Ready=False") {
+	if evs := e.events("NodeRepair", node.Name); len(evs) == 0 || !strings.Contains(evs[0], "Ready=False") {
 		t.Errorf("NodeRepair events on the node: %q", evs)
 	}
 }
@@ -155,14 +197,20 @@ func TestRepairIsHeldWhileMuchOfTheNodePoolIsUnhealthy(t *testing.T) {
 	repairAllowed(metav1.ConditionTrue, "")
 	e.fail(t, a, corev1.NodeReady, corev1.ConditionUnknown)
 	e.fail(t, b, "KernelReady", corev1.ConditionFalse)
-	e.waitFor(t, "NodeRepairBlocked on both nodes", func(context.Context) (bool, error) {
-		return len(e.events(t, "NodeRepairBlocked", a.Name)) > 0 && len(e.events(t, "NodeRepairBlocked", b.Name)) > 0, nil
-	})
-	if evs := e.events(t, "NodeRepairBlocked", b.Name); !strings.Contains(evs[0], "KernelReady=False") || !strings.Contains(evs[0], "2 of the 2 nodes of NodePool default are unhealthy") {
+	e.clock.SetTime(time.Now().Add(2 * time.Second)) // both past their toleration
+	e.pass(t)
+	if evs := e.events("NodeRepairBlocked", a.Name); len(evs) == 0 {
+		t.Errorf("no NodeRepairBlocked on %s", a.Name)
+	}
+	evs := e.events("NodeRepairBlocked", b.Name)
+	if len(evs) == 0 || !strings.Contains(evs[0], "KernelReady=False") || !strings.Contains(evs[0], "2 of the 2 nodes of NodePool default are unhealthy") {
 		t.Errorf("NodeRepairBlocked on %s: %q", b.Name, evs)
 	}
+	e.pass(t) // a pass that keeps holding says nothing new
+	if again := e.events("NodeRepairBlocked", b.Name); len(again) != len(evs) {
+		t.Errorf("NodeRepairBlocked said again on the next pass: %q", again)
+	}
 	repairAllowed(metav1.ConditionFalse, "2 of the 2 nodes of NodePool default are unhealthy")
-	time.Sleep(time.Second) // passes that keep holding
 	for _, name := range []string{"a", "b"} {
 		nc := &v1.NodeClaim{}
 		if err := e.kube.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil || !nc.DeletionTimestamp.IsZero() {
@@ -170,6 +218,7 @@ func TestRepairIsHeldWhileMuchOfTheNodePoolIsUnhealthy(t *testing.T) {
 		}
 	}
 	e.fail(t, a, corev1.NodeReady, corev1.ConditionTrue)
+	e.pass(t)
 	e.gone(t, "b")
 	repairAllowed(metav1.ConditionTrue, "")
 	if err := e.kube.Get(ctx, client.ObjectKey{Name: "a"}, &v1.NodeClaim{}); err != nil {

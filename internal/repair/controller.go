@@ -11,8 +11,6 @@ import (
 	"fmt"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
-
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -21,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/loop"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/state/listing"
 	"github.com/nodewright/nodewright/internal/state/nodepoolhealth"
@@ -31,7 +30,7 @@ import (
 type Controller struct {
 	Client      client.Client
 	Recorder    record.EventRecorder
-	Clock       clock.PassiveClock
+	Clock       clock.WithTicker
 	Metrics     *metrics.Metrics
 	Log         logr.Logger
 	Interval    time.Duration
@@ -42,11 +41,10 @@ type Controller struct {
 
 // Start repairs every Interval until ctx ends.
 func (c *Controller) Start(ctx context.Context) error {
-	_ = wait.PollUntilContextCancel(ctx, c.Interval, false, func(ctx context.Context) (bool, error) {
+	loop.Every(ctx, c.Clock, c.Interval, false, func(ctx context.Context) {
 		if err := c.Repair(ctx); err != nil && ctx.Err() == nil {
 			c.Log.Error(err, "node repair")
 		}
-		return false, nil // until ctx ends
 	})
 	return nil
 }

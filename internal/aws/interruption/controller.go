@@ -20,6 +20,7 @@ import (
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/provider"
 	"github.com/nodewright/nodewright/internal/aws/sdk"
+	"github.com/nodewright/nodewright/internal/loop"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/state/listing"
 )
@@ -52,7 +53,7 @@ type Controller struct {
 	SQS       sdk.SQS
 	Offerings Offerings
 	Recorder  record.EventRecorder
-	Clock     clock.PassiveClock
+	Clock     clock.Clock
 	Metrics   *metrics.Metrics
 	Log       logr.Logger
 	Options   Options
@@ -86,10 +87,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	for ctx.Err() == nil {
 		if err := c.Poll(ctx); err != nil && ctx.Err() == nil {
 			c.Log.Error(err, "reading the interruption queue; trying again", "queue", c.Options.Queue, "in", c.Options.Backoff)
-			select {
-			case <-ctx.Done():
-			case <-time.After(c.Options.Backoff):
-			}
+			loop.Wait(ctx, c.Clock, c.Options.Backoff)
 		}
 	}
 	return nil
