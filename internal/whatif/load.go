@@ -18,6 +18,9 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
@@ -128,199 +131,208 @@ type position struct {
 	line int
 }
 
+// decoder decodes manifests as the API server would (strictly: an
+// unknown field is an error), into the types the controller lists.
+var decoder = func() runtime.Decoder {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, v1alpha1.AddToScheme, awsv1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			panic(err) // the schemes of compiled-in types always register
+		}
+	}
+	return serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
+}()
+
 func (o *Objects) add(doc []byte) error {
-	var meta metav1.TypeMeta
-	if err := yaml.Unmarshal(doc, &meta); err != nil {
+	var head struct {
+		metav1.TypeMeta `json:",inline"`
+		Metadata        metav1.ObjectMeta `json:"metadata"`
+		Items           []json.RawMessage `json:"items"`
+	}
+	if err := yaml.Unmarshal(doc, &head); err != nil {
 		return err
 	}
-	if meta.Kind == "" {
+	if head.Kind == "" {
 		return errors.New("the document has no kind: every object needs apiVersion and kind")
 	}
-	var object struct {
-		Metadata metav1.ObjectMeta `json:"metadata"`
+	if head.Kind == "List" { // kubectl get -o yaml
+		return o.addList(head.Items)
 	}
-	_ = yaml.Unmarshal(doc, &object)
-	decode := func(into any) error {
-		if err := yaml.UnmarshalStrict(doc, into); err != nil {
-			return fmt.Errorf("decoding %s %s: %w", meta.Kind, object.Metadata.Name, err)
-		}
+	read, err := o.decode(doc, head.TypeMeta, head.Metadata.Name)
+	if err != nil {
+		return err
+	}
+	if !read {
+		o.Skipped = append(o.Skipped, Skipped{File: o.at.file, Line: o.at.line, Kind: head.Kind, Name: head.Metadata.Name})
 		return nil
 	}
-	read := true
-	defer func() {
-		if read {
-			o.used++
-			return
+	o.used++
+	return nil
+}
+
+// addList adds a List's items; the List itself does not count as read,
+// unless it is empty (it says there is none).
+func (o *Objects) addList(items []json.RawMessage) error {
+	for i, item := range items {
+		if err := o.add(item); err != nil {
+			return fmt.Errorf("item %d: %w", i, err)
 		}
-		o.Skipped = append(o.Skipped, Skipped{File: o.at.file, Line: o.at.line, Kind: meta.Kind, Name: object.Metadata.Name})
-	}()
-	switch meta.Kind {
-	case "List": // kubectl get -o yaml
-		var list struct {
-			Items []json.RawMessage `json:"items"`
-		}
-		if err := yaml.Unmarshal(doc, &list); err != nil {
-			return fmt.Errorf("decoding List: %w", err)
-		}
-		for i, item := range list.Items {
-			if err := o.add(item); err != nil {
-				return fmt.Errorf("item %d: %w", i, err)
-			}
-		}
-		if len(list.Items) > 0 {
-			o.used-- // the List itself: its items count
-		}
-	case "NodePool":
-		np := &v1.NodePool{}
-		if err := decode(np); err != nil {
-			return err
-		}
-		if err := checkRequirements("NodePool", np.Name, "spec.template.spec.requirements", np.Spec.Template.Spec.Requirements); err != nil {
-			return err
-		}
-		if d := np.Spec.Disruption; d.ConsolidateAfter == "" && (d.ConsolidationPolicy != "" || len(d.Budgets) > 0) {
-			return fmt.Errorf("NodePool %s: spec.disruption.consolidateAfter is required when disruption is given: add consolidateAfter: 0s to consolidate at once, or Never", np.Name)
-		}
-		applyNodePoolDefaults(np)
-		o.NodePools = append(o.NodePools, np)
-	case "NodeClaim":
-		nc := &v1.NodeClaim{}
-		if err := decode(nc); err != nil {
-			return err
-		}
-		if err := checkRequirements("NodeClaim", nc.Name, "spec.requirements", nc.Spec.Requirements); err != nil {
-			return err
-		}
-		o.NodeClaims = append(o.NodeClaims, nc)
-	case "PersistentVolumeClaim":
-		c := &corev1.PersistentVolumeClaim{}
-		if err := decode(c); err != nil {
-			return err
-		}
-		if c.Namespace == "" {
-			c.Namespace = "default"
-		}
-		o.PVCs = append(o.PVCs, c)
-	case "PersistentVolume":
-		pv := &corev1.PersistentVolume{}
-		if err := decode(pv); err != nil {
-			return err
-		}
-		o.PVs = append(o.PVs, pv)
-	case "StorageClass":
-		sc := &storagev1.StorageClass{}
-		if err := decode(sc); err != nil {
-			return err
-		}
-		o.StorageClasses = append(o.StorageClasses, sc)
-	case "CSINode":
-		c := &storagev1.CSINode{}
-		if err := decode(c); err != nil {
-			return err
-		}
-		o.CSINodes = append(o.CSINodes, c)
-	case "Namespace":
-		ns := &corev1.Namespace{}
-		if err := decode(ns); err != nil {
-			return err
-		}
-		o.Namespaces = append(o.Namespaces, ns)
-	case "NodeOverlay":
-		ov := &v1alpha1.NodeOverlay{}
-		if err := decode(ov); err != nil {
-			return err
-		}
-		if err := checkOverlay(ov); err != nil {
-			return err
-		}
-		o.Overlays = append(o.Overlays, ov)
-	case "EC2NodeClass":
-		nc := &awsv1.EC2NodeClass{}
-		if err := decode(nc); err != nil {
-			return err
-		}
-		o.EC2NodeClasses = append(o.EC2NodeClasses, nc)
-	case "Pod":
-		pod := &corev1.Pod{}
-		if err := decode(pod); err != nil {
-			return err
-		}
-		if err := checkPodSpec("Pod", pod.Name, "spec", &pod.Spec); err != nil {
-			return err
-		}
-		o.Pods = append(o.Pods, defaultNamespace(pod))
-	case "Deployment":
-		d := &appsv1.Deployment{}
-		if err := decode(d); err != nil {
-			return err
-		}
-		if err := checkPodSpec("Deployment", d.Name, "spec.template.spec", &d.Spec.Template.Spec); err != nil {
-			return err
-		}
-		o.expand("apps/v1", "Deployment", d.ObjectMeta, d.Spec.Replicas, d.Spec.Template)
-	case "StatefulSet":
-		s := &appsv1.StatefulSet{}
-		if err := decode(s); err != nil {
-			return err
-		}
-		if err := checkPodSpec("StatefulSet", s.Name, "spec.template.spec", &s.Spec.Template.Spec); err != nil {
-			return err
-		}
-		o.expand("apps/v1", "StatefulSet", s.ObjectMeta, s.Spec.Replicas, s.Spec.Template)
-	case "ReplicaSet":
-		rs := &appsv1.ReplicaSet{}
-		if err := decode(rs); err != nil {
-			return err
-		}
-		if err := checkPodSpec("ReplicaSet", rs.Name, "spec.template.spec", &rs.Spec.Template.Spec); err != nil {
-			return err
-		}
-		o.expand("apps/v1", "ReplicaSet", rs.ObjectMeta, rs.Spec.Replicas, rs.Spec.Template)
-	case "Job":
-		j := &batchv1.Job{}
-		if err := decode(j); err != nil {
-			return err
-		}
-		if err := checkPodSpec("Job", j.Name, "spec.template.spec", &j.Spec.Template.Spec); err != nil {
-			return err
-		}
-		o.expand("batch/v1", "Job", j.ObjectMeta, j.Spec.Parallelism, j.Spec.Template)
-	case "DaemonSet":
-		ds := &appsv1.DaemonSet{}
-		if err := decode(ds); err != nil {
-			return err
-		}
-		o.DaemonSets = append(o.DaemonSets, ds)
-	case "Node":
-		n := &corev1.Node{}
-		if err := decode(n); err != nil {
-			return err
-		}
-		o.Nodes = append(o.Nodes, n)
-	case "PodDisruptionBudget":
-		pdb := &policyv1.PodDisruptionBudget{}
-		if err := decode(pdb); err != nil {
-			return err
-		}
-		if pdb.Namespace == "" {
-			pdb.Namespace = "default"
-		}
-		o.PDBs = append(o.PDBs, pdb)
-	case "ConfigMap":
-		cm := &corev1.ConfigMap{}
-		if err := decode(cm); err != nil {
-			return err
-		}
-		if cm.Name == "aws-auth" && (cm.Namespace == "" || cm.Namespace == metav1.NamespaceSystem) {
-			o.AWSAuth = cm
-		} else {
-			read = false
-		}
-	default:
-		// Services and the like do not affect scheduling.
-		read = false
+	}
+	if len(items) == 0 {
+		o.used++
 	}
 	return nil
+}
+
+// decode decodes a document of a kind simulate reads and adds it; false
+// for a kind it does not read.
+func (o *Objects) decode(doc []byte, tm metav1.TypeMeta, name string) (bool, error) {
+	obj, gvk, err := decoder.Decode(doc, nil, nil)
+	switch {
+	case runtime.IsNotRegisteredError(err) && readers[tm.Kind] != nil:
+		return false, fmt.Errorf("%s %s: apiVersion %s is not one nodewright reads (%s)", tm.Kind, name, tm.APIVersion, readVersions[tm.Kind])
+	case runtime.IsNotRegisteredError(err):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("decoding %s %s: %w", tm.Kind, name, err)
+	}
+	reader := readers[gvk.Kind]
+	if reader == nil {
+		return false, nil
+	}
+	return reader(o, obj)
+}
+
+// readVersions name the apiVersion of each kind simulate reads.
+var readVersions = map[string]string{
+	"NodePool": "karpenter.sh/v1", "NodeClaim": "karpenter.sh/v1", "NodeOverlay": "karpenter.sh/v1alpha1", "EC2NodeClass": "karpenter.k8s.aws/v1",
+	"Pod": "v1", "Node": "v1", "Namespace": "v1", "ConfigMap": "v1", "PersistentVolumeClaim": "v1", "PersistentVolume": "v1",
+	"Deployment": "apps/v1", "StatefulSet": "apps/v1", "ReplicaSet": "apps/v1", "DaemonSet": "apps/v1", "Job": "batch/v1",
+	"PodDisruptionBudget": "policy/v1", "StorageClass": "storage.k8s.io/v1", "CSINode": "storage.k8s.io/v1",
+}
+
+// readers add an object of each kind simulate reads, checking what the
+// API server would refuse; false: the object is not read after all.
+var readers = map[string]func(*Objects, runtime.Object) (bool, error){
+	"NodePool":  func(o *Objects, obj runtime.Object) (bool, error) { return true, o.addNodePool(obj.(*v1.NodePool)) },
+	"NodeClaim": func(o *Objects, obj runtime.Object) (bool, error) { return true, o.addNodeClaim(obj.(*v1.NodeClaim)) },
+	"NodeOverlay": func(o *Objects, obj runtime.Object) (bool, error) {
+		return true, o.addOverlay(obj.(*v1alpha1.NodeOverlay))
+	},
+	"EC2NodeClass": func(o *Objects, obj runtime.Object) (bool, error) {
+		return appended(&o.EC2NodeClasses, obj.(*awsv1.EC2NodeClass))
+	},
+	"Pod":  func(o *Objects, obj runtime.Object) (bool, error) { return true, o.addPod(obj.(*corev1.Pod)) },
+	"Node": func(o *Objects, obj runtime.Object) (bool, error) { return appended(&o.Nodes, obj.(*corev1.Node)) },
+	"Namespace": func(o *Objects, obj runtime.Object) (bool, error) {
+		return appended(&o.Namespaces, obj.(*corev1.Namespace))
+	},
+	"ConfigMap": func(o *Objects, obj runtime.Object) (bool, error) {
+		return o.addConfigMap(obj.(*corev1.ConfigMap)), nil
+	},
+	"PersistentVolume": func(o *Objects, obj runtime.Object) (bool, error) {
+		return appended(&o.PVs, obj.(*corev1.PersistentVolume))
+	},
+	"StorageClass": func(o *Objects, obj runtime.Object) (bool, error) {
+		return appended(&o.StorageClasses, obj.(*storagev1.StorageClass))
+	},
+	"CSINode": func(o *Objects, obj runtime.Object) (bool, error) {
+		return appended(&o.CSINodes, obj.(*storagev1.CSINode))
+	},
+	"DaemonSet": func(o *Objects, obj runtime.Object) (bool, error) {
+		return appended(&o.DaemonSets, obj.(*appsv1.DaemonSet))
+	},
+	"PersistentVolumeClaim": func(o *Objects, obj runtime.Object) (bool, error) {
+		return appended(&o.PVCs, inDefault(obj.(*corev1.PersistentVolumeClaim)))
+	},
+	"PodDisruptionBudget": func(o *Objects, obj runtime.Object) (bool, error) {
+		return appended(&o.PDBs, inDefault(obj.(*policyv1.PodDisruptionBudget)))
+	},
+	"Deployment": func(o *Objects, obj runtime.Object) (bool, error) {
+		d := obj.(*appsv1.Deployment)
+		return true, o.addWorkload("apps/v1", "Deployment", d.ObjectMeta, d.Spec.Replicas, d.Spec.Template)
+	},
+	"StatefulSet": func(o *Objects, obj runtime.Object) (bool, error) {
+		s := obj.(*appsv1.StatefulSet)
+		return true, o.addWorkload("apps/v1", "StatefulSet", s.ObjectMeta, s.Spec.Replicas, s.Spec.Template)
+	},
+	"ReplicaSet": func(o *Objects, obj runtime.Object) (bool, error) {
+		rs := obj.(*appsv1.ReplicaSet)
+		return true, o.addWorkload("apps/v1", "ReplicaSet", rs.ObjectMeta, rs.Spec.Replicas, rs.Spec.Template)
+	},
+	"Job": func(o *Objects, obj runtime.Object) (bool, error) {
+		j := obj.(*batchv1.Job)
+		return true, o.addWorkload("batch/v1", "Job", j.ObjectMeta, j.Spec.Parallelism, j.Spec.Template)
+	},
+}
+
+// appended appends an object to its list.
+func appended[T any](list *[]*T, obj *T) (bool, error) {
+	*list = append(*list, obj)
+	return true, nil
+}
+
+// inDefault puts a namespaced object without a namespace in "default", as
+// kubectl apply would.
+func inDefault[T metav1.Object](obj T) T {
+	if obj.GetNamespace() == "" {
+		obj.SetNamespace("default")
+	}
+	return obj
+}
+
+func (o *Objects) addNodePool(np *v1.NodePool) error {
+	if err := checkRequirements("NodePool", np.Name, "spec.template.spec.requirements", np.Spec.Template.Spec.Requirements); err != nil {
+		return err
+	}
+	if d := np.Spec.Disruption; d.ConsolidateAfter == "" && (d.ConsolidationPolicy != "" || len(d.Budgets) > 0) {
+		return fmt.Errorf("NodePool %s: spec.disruption.consolidateAfter is required when disruption is given: add consolidateAfter: 0s to consolidate at once, or Never", np.Name)
+	}
+	applyNodePoolDefaults(np)
+	o.NodePools = append(o.NodePools, np)
+	return nil
+}
+
+func (o *Objects) addNodeClaim(nc *v1.NodeClaim) error {
+	if err := checkRequirements("NodeClaim", nc.Name, "spec.requirements", nc.Spec.Requirements); err != nil {
+		return err
+	}
+	o.NodeClaims = append(o.NodeClaims, nc)
+	return nil
+}
+
+func (o *Objects) addOverlay(ov *v1alpha1.NodeOverlay) error {
+	if err := checkOverlay(ov); err != nil {
+		return err
+	}
+	o.Overlays = append(o.Overlays, ov)
+	return nil
+}
+
+func (o *Objects) addPod(pod *corev1.Pod) error {
+	if err := checkPodSpec("Pod", pod.Name, "spec", &pod.Spec); err != nil {
+		return err
+	}
+	o.Pods = append(o.Pods, defaultNamespace(pod))
+	return nil
+}
+
+// addWorkload adds the pods a workload runs.
+func (o *Objects) addWorkload(apiVersion, kind string, meta metav1.ObjectMeta, replicas *int32, tmpl corev1.PodTemplateSpec) error {
+	if err := checkPodSpec(kind, meta.Name, "spec.template.spec", &tmpl.Spec); err != nil {
+		return err
+	}
+	o.expand(apiVersion, kind, meta, replicas, tmpl)
+	return nil
+}
+
+// addConfigMap reads the aws-auth ConfigMap, and no other.
+func (o *Objects) addConfigMap(cm *corev1.ConfigMap) bool {
+	if cm.Name != "aws-auth" || (cm.Namespace != "" && cm.Namespace != metav1.NamespaceSystem) {
+		return false
+	}
+	o.AWSAuth = cm
+	return true
 }
 
 // expand adds the pods a workload runs: replicas (1 when unset) copies of

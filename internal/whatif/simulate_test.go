@@ -228,7 +228,7 @@ items:
 	if len(objs.Nodes) != 1 || len(objs.NodeClaims) != 1 || objs.AWSAuth == nil || objs.AWSAuth.Data["mapRoles"] != "[]" {
 		t.Errorf("loaded %d nodes, %d NodeClaims, aws-auth %v", len(objs.Nodes), len(objs.NodeClaims), objs.AWSAuth)
 	}
-	bad := "apiVersion: v1\nkind: List\nitems:\n  - {apiVersion: v1, kind: Node, metadata: {name: n}, spec: {colour: blue}}\n"
+	bad := "apiVersion: v1\nkind: List\nitems:\n  - {apiVersion: v1, kind: Node, metadata: {name: node-1}, spec: {colour: blue}}\n"
 	if err := (&whatif.Objects{}).Load("bad.yaml", strings.NewReader(bad)); err == nil || !strings.Contains(err.Error(), "item 0") || !strings.Contains(err.Error(), "colour") {
 		t.Errorf("a bad List item: %v", err)
 	}
