@@ -12,63 +12,23 @@ import (
 // replacements, or says why it no longer holds.
 func Revalidate(s *state.Snapshot, old *Command, opts Options) (*Command, string) {
 	d, _ := newDecider(s, opts)
-	byName := map[string]*state.Node{}
-	for _, n := range s.Candidates() {
-		byName[n.Name] = n
+	cands, why := d.stillCandidates(s, old)
+	if why != "" {
+		return nil, why
 	}
-	var cands []candidate
-	var nodes []*state.Node
-	for _, o := range old.Nodes {
-		n := byName[o.Name]
-		if n == nil || n.Deleting() {
-			return nil, fmt.Sprintf("node %s is gone or being deleted", o.Name)
-		}
-		if old.Reason != v1.DisruptionReasonExpired {
-			forceful := old.Reason == v1.DisruptionReasonDrifted && n.NodeClaim != nil && n.NodeClaim.Spec.TerminationGracePeriod != nil
-			if bs := hardBlockers(n, forceful); len(bs) > 0 {
-				return nil, fmt.Sprintf("node %s: %s", n.Name, bs[0])
-			}
-		}
-		switch old.Reason {
-		case v1.DisruptionReasonEmpty, v1.DisruptionReasonUnderutilized:
-			if ok, why := d.consolidatable(n); !ok {
-				return nil, fmt.Sprintf("node %s: %s", n.Name, why)
-			}
-		case v1.DisruptionReasonDrifted:
-			if !n.Drift().Drifted() {
-				return nil, fmt.Sprintf("node %s is no longer drifted", n.Name)
-			}
-		}
-		price, _ := d.price(n)
-		cands = append(cands, candidate{node: n, price: price, pods: len(n.Reschedulable())})
-		nodes = append(nodes, n)
-	}
-	switch old.Reason {
-	case v1.DisruptionReasonEmpty:
-		c := &Command{Reason: old.Reason, Nodes: nodes}
-		for _, cd := range cands {
-			if cd.pods > 0 {
-				return nil, fmt.Sprintf("node %s has pods again", cd.node.Name)
-			}
-			c.PricePerHour += cd.price
-		}
-		c.Savings = c.PricePerHour
-		return c, ""
-	case v1.DisruptionReasonUnderutilized:
-		c, why := d.evaluate(cands)
-		if c == nil {
-			return nil, why.String()
-		}
-		if len(c.Replacements) > len(old.Replacements) || c.ReplacementPrice > old.ReplacementPrice+1e-9 {
-			return nil, fmt.Sprintf("the cluster changed: it now needs %d replacement(s) at $%.4f/h where it needed %d at $%.4f/h",
-				len(c.Replacements), c.ReplacementPrice, len(old.Replacements), old.ReplacementPrice)
-		}
-		return c, ""
-	}
-	if old.Static {
+	switch {
+	case old.Reason == v1.DisruptionReasonEmpty:
+		return stillEmpty(old, cands)
+	case old.Reason == v1.DisruptionReasonUnderutilized:
+		return d.stillConsolidates(old, cands)
+	case old.Static:
 		d.out = &Decision{}
-		d.staticCommand(old.Reason, nodes[0])
+		d.staticCommand(old.Reason, cands[0].node)
 		return d.out.Commands[0], ""
+	}
+	nodes := make([]*state.Node, 0, len(cands))
+	for _, cd := range cands {
+		nodes = append(nodes, cd.node)
 	}
 	plan, pods := d.reschedule(nodes)
 	if old.Reason == v1.DisruptionReasonDrifted && len(plan.Unschedulable) > 0 {
@@ -76,4 +36,76 @@ func Revalidate(s *state.Snapshot, old *Command, opts Options) (*Command, string
 	}
 	d.out = &Decision{}
 	return d.command(old.Reason, nodes, plan, pods), ""
+}
+
+// stillCandidates are the command's nodes as they are now, or why one of
+// them can no longer be disrupted for the command's reason.
+func (d *decider) stillCandidates(s *state.Snapshot, old *Command) ([]candidate, string) {
+	byName := map[string]*state.Node{}
+	for _, n := range s.Candidates() {
+		byName[n.Name] = n
+	}
+	cands := make([]candidate, 0, len(old.Nodes))
+	for _, o := range old.Nodes {
+		n := byName[o.Name]
+		if n == nil || n.Deleting() {
+			return nil, fmt.Sprintf("node %s is gone or being deleted", o.Name)
+		}
+		if why := d.stillDisruptable(n, old.Reason); why != "" {
+			return nil, why
+		}
+		price, _ := d.price(n)
+		cands = append(cands, candidate{node: n, price: price, pods: len(n.Reschedulable())})
+	}
+	return cands, ""
+}
+
+// stillDisruptable says why a node can no longer be disrupted for the
+// reason: what blocks it, or what the reason no longer finds.
+func (d *decider) stillDisruptable(n *state.Node, reason v1.DisruptionReason) string {
+	if reason != v1.DisruptionReasonExpired {
+		forceful := reason == v1.DisruptionReasonDrifted && n.NodeClaim != nil && n.NodeClaim.Spec.TerminationGracePeriod != nil
+		if bs := hardBlockers(n, forceful); len(bs) > 0 {
+			return fmt.Sprintf("node %s: %s", n.Name, bs[0])
+		}
+	}
+	switch reason {
+	case v1.DisruptionReasonEmpty, v1.DisruptionReasonUnderutilized:
+		if ok, why := d.consolidatable(n); !ok {
+			return fmt.Sprintf("node %s: %s", n.Name, why)
+		}
+	case v1.DisruptionReasonDrifted:
+		if !n.Drift().Drifted() {
+			return fmt.Sprintf("node %s is no longer drifted", n.Name)
+		}
+	}
+	return ""
+}
+
+// stillEmpty is an emptiness command again, unless a node has pods.
+func stillEmpty(old *Command, cands []candidate) (*Command, string) {
+	c := &Command{Reason: old.Reason}
+	for _, cd := range cands {
+		if cd.pods > 0 {
+			return nil, fmt.Sprintf("node %s has pods again", cd.node.Name)
+		}
+		c.Nodes = append(c.Nodes, cd.node)
+		c.PricePerHour += cd.price
+	}
+	c.Savings = c.PricePerHour
+	return c, ""
+}
+
+// stillConsolidates evaluates a consolidation again: it holds unless it
+// now needs more replacements or costs more.
+func (d *decider) stillConsolidates(old *Command, cands []candidate) (*Command, string) {
+	c, why := d.evaluate(cands)
+	if c == nil {
+		return nil, why.String()
+	}
+	if len(c.Replacements) > len(old.Replacements) || c.ReplacementPrice > old.ReplacementPrice+1e-9 {
+		return nil, fmt.Sprintf("the cluster changed: it now needs %d replacement(s) at $%.4f/h where it needed %d at $%.4f/h",
+			len(c.Replacements), c.ReplacementPrice, len(old.Replacements), old.ReplacementPrice)
+	}
+	return c, ""
 }

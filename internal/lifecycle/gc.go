@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -48,33 +49,37 @@ func (g *GarbageCollector) Start(ctx context.Context) error {
 	return nil
 }
 
-// Collect makes one pass.
+// Collect makes one pass: instances without a NodeClaim are terminated,
+// NodeClaims without an instance deleted.
 func (g *GarbageCollector) Collect(ctx context.Context) error {
 	claims := &v1.NodeClaimList{}
 	if err := g.Client.List(ctx, claims); err != nil {
 		return err
 	}
-	known := map[string]bool{}
-	for _, nc := range claims.Items {
-		known[nc.Status.ProviderID] = true
-	}
 	instances, err := g.Cloud.List(ctx)
 	if err != nil {
 		return err
+	}
+	if err := g.orphanedInstances(ctx, claims.Items, instances); err != nil {
+		return err
+	}
+	return g.orphanedClaims(ctx, claims.Items, instances)
+}
+
+// orphanedInstances terminates the instances no NodeClaim records, once
+// past the grace period.
+func (g *GarbageCollector) orphanedInstances(ctx context.Context, claims []v1.NodeClaim, instances []*cloudprovider.Instance) error {
+	known := make(map[string]bool, len(claims))
+	for _, nc := range claims {
+		known[nc.Status.ProviderID] = true
 	}
 	for _, inst := range instances {
 		if known[inst.ProviderID] || g.Clock.Since(inst.LaunchTime) < g.Grace {
 			continue
 		}
-		// A launch records its provider ID right after CreateFleet; look
-		// again so a NodeClaim written since the list is not missed.
-		fresh := &v1.NodeClaimList{}
-		if err := g.Client.List(ctx, fresh); err != nil {
+		owned, err := g.claimedSince(ctx, inst)
+		if err != nil {
 			return err
-		}
-		owned := false
-		for _, nc := range fresh.Items {
-			owned = owned || nc.Status.ProviderID == inst.ProviderID || (inst.NodeClaim != "" && nc.Name == inst.NodeClaim && nc.Status.ProviderID == "")
 		}
 		if owned {
 			continue
@@ -84,12 +89,31 @@ func (g *GarbageCollector) Collect(ctx context.Context) error {
 			return fmt.Errorf("terminating orphaned instance %s: %w", inst.InstanceID, err)
 		}
 	}
+	return nil
+}
+
+// claimedSince looks again whether a NodeClaim has the instance: a launch
+// records its provider ID right after CreateFleet, so one written since
+// the list is not missed.
+func (g *GarbageCollector) claimedSince(ctx context.Context, inst *cloudprovider.Instance) (bool, error) {
+	fresh := &v1.NodeClaimList{}
+	if err := g.Client.List(ctx, fresh); err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(fresh.Items, func(nc v1.NodeClaim) bool {
+		return nc.Status.ProviderID == inst.ProviderID || (inst.NodeClaim != "" && nc.Name == inst.NodeClaim && nc.Status.ProviderID == "")
+	}), nil
+}
+
+// orphanedClaims deletes the launched NodeClaims whose instance no longer
+// exists.
+func (g *GarbageCollector) orphanedClaims(ctx context.Context, claims []v1.NodeClaim, instances []*cloudprovider.Instance) error {
 	listed := make(map[string]bool, len(instances))
 	for _, inst := range instances {
 		listed[inst.ProviderID] = true
 	}
-	for i := range claims.Items {
-		nc := &claims.Items[i]
+	for i := range claims {
+		nc := &claims[i]
 		if nc.Status.ProviderID == "" || !nc.DeletionTimestamp.IsZero() || !meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionLaunched) || listed[nc.Status.ProviderID] {
 			continue
 		}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -140,6 +141,36 @@ func Scheme() (*runtime.Scheme, error) {
 
 // New builds the manager with every controller registered; Start runs it.
 func New(ctx context.Context, rc *rest.Config, cfg Config, clouds Clouds, clk clock.WithTicker, log logr.Logger) (manager.Manager, error) {
+	if cfg.UnavailableOfferingTTL <= 0 {
+		return nil, fmt.Errorf("--unavailable-offering-ttl must be a positive duration, got %s", cfg.UnavailableOfferingTTL)
+	}
+	if cfg.NodeRepair {
+		if err := cfg.Repair.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Interruption.Queue != "" && clouds.SQS == nil {
+		return nil, fmt.Errorf("--interruption-queue %s: no SQS client", cfg.Interruption.Queue)
+	}
+	mgr, err := newManager(ctx, rc, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	w, err := newWiring(ctx, mgr, cfg, clouds, clk, log)
+	if err != nil {
+		return nil, err
+	}
+	for _, setup := range []func(context.Context) error{w.cloudControllers, w.nodeClaimControllers, w.deciders, w.nodeControllers} {
+		if err := setup(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return mgr, nil
+}
+
+// newManager makes the controller manager, with its client's rate limits
+// and request metrics, and checks the identity has the chart's RBAC.
+func newManager(ctx context.Context, rc *rest.Config, cfg Config, log logr.Logger) (manager.Manager, error) {
 	scheme, err := Scheme()
 	if err != nil {
 		return nil, err
@@ -180,6 +211,27 @@ func New(ctx context.Context, rc *rest.Config, cfg Config, clouds Clouds, clk cl
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return nil, err
 	}
+	return mgr, listing.Index(ctx, mgr.GetFieldIndexer())
+}
+
+// wiring is what the controllers share: the manager, the AWS cloud
+// provider, the recorder, the metrics and the registration record.
+type wiring struct {
+	mgr           manager.Manager
+	cfg           Config
+	clouds        Clouds
+	clk           clock.WithTicker
+	log           logr.Logger
+	resolver      *nodeclass.Resolver
+	launcher      *provider.Launcher
+	cloud         *provider.CloudProvider
+	recorder      record.EventRecorder
+	metrics       *metrics.Metrics
+	registrations *nodepoolhealth.Registrations
+	cached        listing.Cached
+}
+
+func newWiring(ctx context.Context, mgr manager.Manager, cfg Config, clouds Clouds, clk clock.WithTicker, log logr.Logger) (*wiring, error) {
 	cluster, err := provider.ClusterFromEKS(ctx, clouds.EKS, cfg.ClusterName)
 	if err != nil {
 		return nil, err
@@ -187,121 +239,120 @@ func New(ctx context.Context, rc *rest.Config, cfg Config, clouds Clouds, clk cl
 	if cfg.ClusterEndpoint != "" {
 		cluster.Endpoint = cfg.ClusterEndpoint
 	}
-	resolver := &nodeclass.Resolver{EC2: clouds.EC2, SSM: clouds.SSM, IAM: clouds.IAM, ClusterName: cfg.ClusterName, KubernetesVersion: cfg.KubernetesVersion,
-		AliasParameterRoot: cfg.AMIAliasParameterRoot}
-	recorder := mgr.GetEventRecorderFor("nodewright")
 	m, err := metrics.New(ctrlmetrics.Registry)
 	if err != nil {
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
-	launcher := provider.New(clouds.EC2, resolver, cluster, clk)
-	if cfg.UnavailableOfferingTTL <= 0 {
-		return nil, fmt.Errorf("--unavailable-offering-ttl must be a positive duration, got %s", cfg.UnavailableOfferingTTL)
-	}
-	launcher.SetUnavailableOfferingTTL(cfg.UnavailableOfferingTTL)
-	cloud := &provider.CloudProvider{
+	w := &wiring{mgr: mgr, cfg: cfg, clouds: clouds, clk: clk, log: log, recorder: mgr.GetEventRecorderFor("nodewright"), metrics: m,
+		registrations: nodepoolhealth.NewRegistrations(), cached: listing.Cached{Client: mgr.GetClient(), Cache: mgr.GetCache()},
+		resolver: &nodeclass.Resolver{EC2: clouds.EC2, SSM: clouds.SSM, IAM: clouds.IAM, ClusterName: cfg.ClusterName, KubernetesVersion: cfg.KubernetesVersion,
+			AliasParameterRoot: cfg.AMIAliasParameterRoot}}
+	w.launcher = provider.New(clouds.EC2, w.resolver, cluster, clk)
+	w.launcher.SetUnavailableOfferingTTL(cfg.UnavailableOfferingTTL)
+	w.cloud = &provider.CloudProvider{
 		Kube:     mgr.GetClient(),
-		Launcher: launcher,
+		Launcher: w.launcher,
 		Types: &instancetypes.Cache{
 			Provider: &instancetypes.Provider{EC2: clouds.EC2, Pricing: clouds.Pricing, Region: cfg.Region, Clock: clk},
 			Clock:    clk, TTL: cfg.InstanceTypeTTL,
 		},
 	}
+	return w, nil
+}
+
+// cloudControllers are AWS's own: EC2NodeClass status, and the
+// interruption queue when there is one.
+func (w *wiring) cloudControllers(ctx context.Context) error {
 	status := &nodeclass.Controller{
-		Client: mgr.GetClient(), Resolver: resolver, Recorder: recorder, Clock: clk, Refresh: cfg.NodeClassRefresh,
-		SkipUserDataValidation: cfg.SkipUserDataValidation, LaunchTemplates: launcher, Prices: cloud.Types, Metrics: m,
+		Client: w.mgr.GetClient(), Resolver: w.resolver, Recorder: w.recorder, Clock: w.clk, Refresh: w.cfg.NodeClassRefresh,
+		SkipUserDataValidation: w.cfg.SkipUserDataValidation, LaunchTemplates: w.launcher, Prices: w.cloud.Types, Metrics: w.metrics,
 	}
-	if err := status.SetupWithManager(mgr); err != nil {
-		return nil, err
+	if err := status.SetupWithManager(w.mgr); err != nil {
+		return err
 	}
-	if err := listing.Index(ctx, mgr.GetFieldIndexer()); err != nil {
-		return nil, err
+	if w.cfg.Interruption.Queue == "" {
+		return nil
 	}
-	registrations := nodepoolhealth.NewRegistrations()
+	consumer := &interruption.Controller{
+		Client: w.mgr.GetClient(), SQS: w.clouds.SQS, Offerings: w.launcher, Recorder: w.recorder, Clock: w.clk, Metrics: w.metrics,
+		Log: w.log.WithName("interruption"), Options: w.cfg.Interruption,
+	}
+	return consumer.SetupWithManager(ctx, w.mgr)
+}
+
+// nodeClaimControllers carry NodeClaims and nodes through their lives:
+// the lifecycle, pod events, termination and garbage collection.
+func (w *wiring) nodeClaimControllers(ctx context.Context) error {
 	life := &lifecycle.Controller{
-		Client: mgr.GetClient(), Cloud: cloud, Recorder: recorder, Clock: clk, Options: cfg.Lifecycle, Metrics: m, Registrations: registrations,
+		Client: w.mgr.GetClient(), Cloud: w.cloud, Recorder: w.recorder, Clock: w.clk, Options: w.cfg.Lifecycle, Metrics: w.metrics, Registrations: w.registrations,
 	}
-	if err := life.SetupWithManager(ctx, mgr); err != nil {
-		return nil, err
+	if err := life.SetupWithManager(ctx, w.mgr); err != nil {
+		return err
 	}
-	if err := (&lifecycle.PodEvents{Client: mgr.GetClient(), Clock: clk, Dedupe: 5 * time.Second}).SetupWithManager(mgr); err != nil {
-		return nil, err
+	if err := (&lifecycle.PodEvents{Client: w.mgr.GetClient(), Clock: w.clk, Dedupe: 5 * time.Second}).SetupWithManager(w.mgr); err != nil {
+		return err
 	}
 	terminator := &termination.Controller{
-		Client: mgr.GetClient(), Cloud: cloud, Recorder: recorder, Clock: clk, Poll: cfg.Lifecycle.Poll,
-		Drainer: &termination.Drainer{Client: mgr.GetClient(), Recorder: recorder, Clock: clk},
+		Client: w.mgr.GetClient(), Cloud: w.cloud, Recorder: w.recorder, Clock: w.clk, Poll: w.cfg.Lifecycle.Poll,
+		Drainer: &termination.Drainer{Client: w.mgr.GetClient(), Recorder: w.recorder, Clock: w.clk},
 	}
-	if err := terminator.SetupWithManager(mgr); err != nil {
-		return nil, err
+	if err := terminator.SetupWithManager(w.mgr); err != nil {
+		return err
 	}
+	return w.mgr.Add(&lifecycle.GarbageCollector{
+		Client: w.mgr.GetClient(), Cloud: w.cloud, Recorder: w.recorder, Clock: w.clk,
+		Interval: w.cfg.GCInterval, Grace: w.cfg.GCGrace, Log: w.log.WithName("gc"),
+	})
+}
+
+// deciders decide from the snapshot and write intent: the provisioner,
+// static NodePools and disruption.
+func (w *wiring) deciders(context.Context) error {
 	var nominator *provisioning.Nominator
-	if cfg.NominatePods {
-		nominator = &provisioning.Nominator{Client: mgr.GetClient(), Clock: clk, TTL: cfg.Lifecycle.RegistrationTimeout + time.Minute}
-		if err := nominator.SetupWithManager(mgr); err != nil {
-			return nil, err
+	if w.cfg.NominatePods {
+		nominator = &provisioning.Nominator{Client: w.mgr.GetClient(), Clock: w.clk, TTL: w.cfg.Lifecycle.RegistrationTimeout + time.Minute}
+		if err := nominator.SetupWithManager(w.mgr); err != nil {
+			return err
 		}
 	}
-	cached := listing.Cached{Client: mgr.GetClient(), Cache: mgr.GetCache()}
 	prov := &provisioning.Provisioner{
-		Client: cached, NodeClasses: cloud, Recorder: recorder,
-		Batcher: provisioning.NewBatcher(cfg.BatchIdle, cfg.BatchMax, clk), Retry: 2 * time.Second, Clock: clk, Metrics: m, Log: log.WithName("provisioner"),
-		Registrations: registrations, Nominator: nominator,
+		Client: w.cached, NodeClasses: w.cloud, Recorder: w.recorder,
+		Batcher: provisioning.NewBatcher(w.cfg.BatchIdle, w.cfg.BatchMax, w.clk), Retry: 2 * time.Second, Clock: w.clk, Metrics: w.metrics, Log: w.log.WithName("provisioner"),
+		Registrations: w.registrations, Nominator: nominator,
 	}
-	if err := prov.SetupWithManager(mgr); err != nil {
-		return nil, err
-	}
-	if err := (&nodepool.Controller{Client: mgr.GetClient(), NodeClasses: cloud, Clock: clk, Registrations: registrations}).SetupWithManager(mgr); err != nil {
-		return nil, err
-	}
-	if err := (&nodeoverlay.Controller{Client: cached, NodeClasses: cloud, Clock: clk, Log: log.WithName("nodeoverlay")}).SetupWithManager(mgr); err != nil {
-		return nil, err
+	if err := prov.SetupWithManager(w.mgr); err != nil {
+		return err
 	}
 	keeper := &static.Controller{
-		Client: cached, NodeClasses: cloud, Registrations: registrations, Recorder: recorder, Clock: clk,
-		Metrics: m, Log: log.WithName("static"), Retry: 30 * time.Second,
+		Client: w.cached, NodeClasses: w.cloud, Registrations: w.registrations, Recorder: w.recorder, Clock: w.clk,
+		Metrics: w.metrics, Log: w.log.WithName("static"), Retry: 30 * time.Second,
 	}
-	if err := keeper.SetupWithManager(mgr); err != nil {
-		return nil, err
+	if err := keeper.SetupWithManager(w.mgr); err != nil {
+		return err
 	}
 	disrupt := &disruption.Controller{
-		Client: cached, NodeClasses: cloud, Registrations: registrations, Recorder: recorder, Clock: clk,
-		Metrics: m, Log: log.WithName("disruption"), Config: cfg.Disruption,
+		Client: w.cached, NodeClasses: w.cloud, Registrations: w.registrations, Recorder: w.recorder, Clock: w.clk,
+		Metrics: w.metrics, Log: w.log.WithName("disruption"), Config: w.cfg.Disruption,
 	}
-	if err := disrupt.SetupWithManager(mgr); err != nil {
-		return nil, err
+	return disrupt.SetupWithManager(w.mgr)
+}
+
+// nodeControllers keep NodePool and NodeOverlay status, and repair
+// unhealthy nodes.
+func (w *wiring) nodeControllers(context.Context) error {
+	if err := (&nodepool.Controller{Client: w.mgr.GetClient(), NodeClasses: w.cloud, Clock: w.clk, Registrations: w.registrations}).SetupWithManager(w.mgr); err != nil {
+		return err
 	}
-	gc := &lifecycle.GarbageCollector{
-		Client: mgr.GetClient(), Cloud: cloud, Recorder: recorder, Clock: clk,
-		Interval: cfg.GCInterval, Grace: cfg.GCGrace, Log: log.WithName("gc"),
+	if err := (&nodeoverlay.Controller{Client: w.cached, NodeClasses: w.cloud, Clock: w.clk, Log: w.log.WithName("nodeoverlay")}).SetupWithManager(w.mgr); err != nil {
+		return err
 	}
-	if err := mgr.Add(gc); err != nil {
-		return nil, err
+	if !w.cfg.NodeRepair {
+		return nil
 	}
-	if cfg.Interruption.Queue != "" {
-		if clouds.SQS == nil {
-			return nil, fmt.Errorf("--interruption-queue %s: no SQS client", cfg.Interruption.Queue)
-		}
-		consumer := &interruption.Controller{
-			Client: mgr.GetClient(), SQS: clouds.SQS, Offerings: launcher, Recorder: recorder, Clock: clk, Metrics: m,
-			Log: log.WithName("interruption"), Options: cfg.Interruption,
-		}
-		if err := consumer.SetupWithManager(ctx, mgr); err != nil {
-			return nil, err
-		}
-	}
-	if cfg.NodeRepair {
-		if err := cfg.Repair.Validate(); err != nil {
-			return nil, err
-		}
-		healer := &repair.Controller{
-			Client: cached, Recorder: recorder, Clock: clk, Metrics: m, Log: log.WithName("repair"),
-			Interval: cfg.RepairInterval, Tolerations: cfg.Repair,
-		}
-		if err := mgr.Add(healer); err != nil {
-			return nil, err
-		}
-	}
-	return mgr, nil
+	return w.mgr.Add(&repair.Controller{
+		Client: w.cached, Recorder: w.recorder, Clock: w.clk, Metrics: w.metrics, Log: w.log.WithName("repair"),
+		Interval: w.cfg.RepairInterval, Tolerations: w.cfg.Repair,
+	})
 }
 
 // profiling is the handlers of Go's profiles, when enabled.
