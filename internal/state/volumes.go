@@ -66,103 +66,153 @@ func (v *volumes) topology(pods []*corev1.Pod) map[*corev1.Pod]*scheduling.Volum
 // topologies of its StorageClass (with WaitForFirstConsumer the volume is
 // made where the pod goes).
 func (v *volumes) ofPod(p *corev1.Pod) *scheduling.VolumeTopology {
-	var vt *scheduling.VolumeTopology
-	add := func(alternatives []scheduling.Requirements) {
-		if len(alternatives) == 0 {
-			return
-		}
-		if vt == nil {
-			vt = &scheduling.VolumeTopology{}
-		}
-		vt.Terms = append(vt.Terms, alternatives)
-	}
-	refuse := func(why string) *scheduling.VolumeTopology {
-		return &scheduling.VolumeTopology{Refused: why}
-	}
-	attach := func(driver, id string) {
-		if driver == "" {
-			return
-		}
-		if vt == nil {
-			vt = &scheduling.VolumeTopology{}
-		}
-		if vt.Attach == nil {
-			vt.Attach = map[string][]string{}
-		}
-		vt.Attach[driver] = append(vt.Attach[driver], id)
-	}
+	var acc topologyOf
 	for _, vol := range p.Spec.Volumes {
-		var claimName string
-		var className *string
-		switch {
-		case vol.PersistentVolumeClaim != nil:
-			claimName = vol.PersistentVolumeClaim.ClaimName
-		case vol.Ephemeral != nil && vol.Ephemeral.VolumeClaimTemplate != nil:
-			claimName = p.Name + "-" + vol.Name
-			className = vol.Ephemeral.VolumeClaimTemplate.Spec.StorageClassName
-		default:
+		claimName, className, ok := claimOfVolume(p, vol)
+		if !ok {
 			continue
 		}
+		ref := volumeClaim{vol: vol.Name, ref: p.Namespace + "/" + claimName, ephemeral: vol.Ephemeral != nil}
 		claim := v.claims[types.NamespacedName{Namespace: p.Namespace, Name: claimName}]
-		claimRef := p.Namespace + "/" + claimName
-		switch {
-		case claim == nil && vol.Ephemeral == nil:
-			return refuse(fmt.Sprintf("PersistentVolumeClaim %s of volume %s does not exist", claimRef, vol.Name))
-		case claim != nil && !claim.DeletionTimestamp.IsZero():
-			return refuse(fmt.Sprintf("PersistentVolumeClaim %s of volume %s is being deleted", claimRef, vol.Name))
-		case claim != nil && claim.Status.Phase == corev1.ClaimLost:
-			return refuse(fmt.Sprintf("PersistentVolumeClaim %s of volume %s is Lost: the volume it was bound to is gone; recreate the claim", claimRef, vol.Name))
-		case claim != nil && claim.Spec.VolumeName != "":
-			if !bindCompleted(claim) {
-				return refuse(fmt.Sprintf("PersistentVolumeClaim %s names PersistentVolume %s, but their binding is not complete (no %s annotation): the volume controller finishes it first",
-					claimRef, claim.Spec.VolumeName, annBindCompleted))
+		if why := ref.unusable(claim); why != "" {
+			return &scheduling.VolumeTopology{Refused: why}
+		}
+		if claim != nil && claim.Spec.VolumeName != "" {
+			if why := v.bound(&acc, ref, claim); why != "" {
+				return &scheduling.VolumeTopology{Refused: why}
 			}
-			pv := v.pvs[claim.Spec.VolumeName]
-			if pv == nil {
-				return refuse(fmt.Sprintf("PersistentVolume %s of claim %s does not exist", claim.Spec.VolumeName, claimRef))
-			}
-			if !pv.DeletionTimestamp.IsZero() {
-				return refuse(fmt.Sprintf("PersistentVolume %s of claim %s is being deleted", pv.Name, claimRef))
-			}
-			if pv.Spec.NodeAffinity != nil && pv.Spec.NodeAffinity.Required != nil {
-				alternatives := nodeSelectorAlternatives(pv.Spec.NodeAffinity.Required.NodeSelectorTerms)
-				if pv.Spec.Local != nil || pv.Spec.HostPath != nil {
-					// A node's own disk names the node by hostname, which
-					// no new node can have: as the reference does, the
-					// hostname is left to kube-scheduler and the rest of
-					// each term still counts.
-					for _, alt := range alternatives {
-						delete(alt, scheduling.LabelHostname)
-					}
-				}
-				add(alternatives)
-			}
-			attach(driverOf(pv), pv.Name)
 			continue
-		case claim != nil:
+		}
+		if claim != nil {
 			className = claim.Spec.StorageClassName
 		}
-		// Not bound yet: the claim's class makes its volume.
-		class := v.defaultClass
-		if className != nil {
-			class = v.classes[*className]
+		if why := v.unbound(&acc, ref, className); why != "" {
+			return &scheduling.VolumeTopology{Refused: why}
 		}
-		switch {
-		case className != nil && *className == "":
-			return refuse(fmt.Sprintf("claim %s of volume %s is not bound and names no StorageClass (storageClassName \"\"): it waits for a PersistentVolume made for it", claimRef, vol.Name))
-		case class == nil && className != nil:
-			return refuse(fmt.Sprintf("claim %s of volume %s is not bound and its StorageClass %s does not exist", claimRef, vol.Name, *className))
-		case class == nil:
-			return refuse(fmt.Sprintf("claim %s of volume %s is not bound and names no StorageClass, and no class is the default: it waits for a PersistentVolume made for it", claimRef, vol.Name))
-		case class.VolumeBindingMode == nil || *class.VolumeBindingMode != storagev1.VolumeBindingWaitForFirstConsumer:
-			return refuse(fmt.Sprintf("claim %s of volume %s is not bound, and StorageClass %s binds Immediately: its volume is made before the pod is scheduled", claimRef, vol.Name, class.Name))
-		}
-		if len(class.AllowedTopologies) > 0 {
-			add(topologyAlternatives(class.AllowedTopologies))
-		}
-		attach(class.Provisioner, claimRef)
 	}
-	return vt
+	return acc.vt
+}
+
+// topologyOf gathers a pod's volume topology as its volumes are read.
+type topologyOf struct{ vt *scheduling.VolumeTopology }
+
+func (t *topologyOf) get() *scheduling.VolumeTopology {
+	if t.vt == nil {
+		t.vt = &scheduling.VolumeTopology{}
+	}
+	return t.vt
+}
+
+// add requires one of the alternatives (none: nothing).
+func (t *topologyOf) add(alternatives []scheduling.Requirements) {
+	if len(alternatives) > 0 {
+		t.get().Terms = append(t.get().Terms, alternatives)
+	}
+}
+
+// attach counts a volume of the CSI driver against the node's limit.
+func (t *topologyOf) attach(driver, id string) {
+	if driver == "" {
+		return
+	}
+	vt := t.get()
+	if vt.Attach == nil {
+		vt.Attach = map[string][]string{}
+	}
+	vt.Attach[driver] = append(vt.Attach[driver], id)
+}
+
+// claimOfVolume names the claim a volume uses (and an ephemeral volume's
+// class); false for a volume without a claim.
+func claimOfVolume(p *corev1.Pod, vol corev1.Volume) (string, *string, bool) {
+	switch {
+	case vol.PersistentVolumeClaim != nil:
+		return vol.PersistentVolumeClaim.ClaimName, nil, true
+	case vol.Ephemeral != nil && vol.Ephemeral.VolumeClaimTemplate != nil:
+		return p.Name + "-" + vol.Name, vol.Ephemeral.VolumeClaimTemplate.Spec.StorageClassName, true
+	}
+	return "", nil, false
+}
+
+// volumeClaim is a pod volume's claim, for what is said about it.
+type volumeClaim struct {
+	vol, ref  string
+	ephemeral bool
+}
+
+// unusable says why a claim keeps the pod off every node: missing (an
+// ephemeral volume's is made with the pod), being deleted, or lost.
+func (c volumeClaim) unusable(claim *corev1.PersistentVolumeClaim) string {
+	switch {
+	case claim == nil && !c.ephemeral:
+		return fmt.Sprintf("PersistentVolumeClaim %s of volume %s does not exist", c.ref, c.vol)
+	case claim != nil && !claim.DeletionTimestamp.IsZero():
+		return fmt.Sprintf("PersistentVolumeClaim %s of volume %s is being deleted", c.ref, c.vol)
+	case claim != nil && claim.Status.Phase == corev1.ClaimLost:
+		return fmt.Sprintf("PersistentVolumeClaim %s of volume %s is Lost: the volume it was bound to is gone; recreate the claim", c.ref, c.vol)
+	}
+	return ""
+}
+
+// bound adds what a claim bound to a volume requires: the volume's node
+// affinity, and its attachment; or says why the pod waits.
+func (v *volumes) bound(acc *topologyOf, c volumeClaim, claim *corev1.PersistentVolumeClaim) string {
+	if !bindCompleted(claim) {
+		return fmt.Sprintf("PersistentVolumeClaim %s names PersistentVolume %s, but their binding is not complete (no %s annotation): the volume controller finishes it first",
+			c.ref, claim.Spec.VolumeName, annBindCompleted)
+	}
+	pv := v.pvs[claim.Spec.VolumeName]
+	switch {
+	case pv == nil:
+		return fmt.Sprintf("PersistentVolume %s of claim %s does not exist", claim.Spec.VolumeName, c.ref)
+	case !pv.DeletionTimestamp.IsZero():
+		return fmt.Sprintf("PersistentVolume %s of claim %s is being deleted", pv.Name, c.ref)
+	}
+	acc.add(volumeAlternatives(pv))
+	acc.attach(driverOf(pv), pv.Name)
+	return ""
+}
+
+// volumeAlternatives are the node terms a volume's node affinity allows.
+// A node's own disk names the node by hostname, which no new node can
+// have: as the reference does, the hostname is left to kube-scheduler
+// and the rest of each term still counts.
+func volumeAlternatives(pv *corev1.PersistentVolume) []scheduling.Requirements {
+	if pv.Spec.NodeAffinity == nil || pv.Spec.NodeAffinity.Required == nil {
+		return nil
+	}
+	alternatives := nodeSelectorAlternatives(pv.Spec.NodeAffinity.Required.NodeSelectorTerms)
+	if pv.Spec.Local != nil || pv.Spec.HostPath != nil {
+		for _, alt := range alternatives {
+			delete(alt, scheduling.LabelHostname)
+		}
+	}
+	return alternatives
+}
+
+// unbound adds what a claim not bound yet requires: its class makes its
+// volume where the pod goes (WaitForFirstConsumer), within the class's
+// allowed topologies; or says why the pod waits.
+func (v *volumes) unbound(acc *topologyOf, c volumeClaim, className *string) string {
+	class := v.defaultClass
+	if className != nil {
+		class = v.classes[*className]
+	}
+	switch {
+	case className != nil && *className == "":
+		return fmt.Sprintf("claim %s of volume %s is not bound and names no StorageClass (storageClassName \"\"): it waits for a PersistentVolume made for it", c.ref, c.vol)
+	case class == nil && className != nil:
+		return fmt.Sprintf("claim %s of volume %s is not bound and its StorageClass %s does not exist", c.ref, c.vol, *className)
+	case class == nil:
+		return fmt.Sprintf("claim %s of volume %s is not bound and names no StorageClass, and no class is the default: it waits for a PersistentVolume made for it", c.ref, c.vol)
+	case class.VolumeBindingMode == nil || *class.VolumeBindingMode != storagev1.VolumeBindingWaitForFirstConsumer:
+		return fmt.Sprintf("claim %s of volume %s is not bound, and StorageClass %s binds Immediately: its volume is made before the pod is scheduled", c.ref, c.vol, class.Name)
+	}
+	if len(class.AllowedTopologies) > 0 {
+		acc.add(topologyAlternatives(class.AllowedTopologies))
+	}
+	acc.attach(class.Provisioner, c.ref)
+	return ""
 }
 
 // annBindCompleted marks a claim whose binding to its volume the volume
