@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/api/v1alpha1"
@@ -95,77 +96,102 @@ func ApplyOverlays(np *v1.NodePool, types []*scheduling.InstanceType, overlays O
 
 // overlayType applies the overlays to one instance type.
 func overlayType(it *scheduling.InstanceType, poolLabels map[string]string, overlays Overlays, reqs []scheduling.Requirements, effects map[string]*OverlayEffect) *scheduling.InstanceType {
-	var changed *scheduling.InstanceType
-	copyOnce := func() *scheduling.InstanceType {
-		if changed == nil {
-			c := *it
-			c.Offerings = slices.Clone(it.Offerings)
-			changed = &c
-		}
-		return changed
-	}
-	touched := map[string]bool{}
-	// Prices, per offering.
+	o := &overlaying{it: it, poolLabels: poolLabels, overlays: overlays, reqs: reqs, effects: effects, touched: map[string]bool{}}
 	for oi := range it.Offerings {
-		o := it.Offerings[oi]
-		winner := -1
-		for i, ov := range overlays {
-			if ov.Spec.Price == nil && ov.Spec.PriceAdjustment == nil {
-				continue
-			}
-			if !matches(reqs[i], it, poolLabels, &o) {
-				continue
-			}
-			if winner < 0 {
-				winner = i
-				continue
-			}
-			if weight(ov) == weight(overlays[winner]) && priceOf(ov) != priceOf(overlays[winner]) {
-				conflict(effects, ov.Name, overlays[winner].Name, it.Name, "the price")
-			}
+		o.price(oi)
+	}
+	o.capacity()
+	for name := range o.touched {
+		effects[name].Types = append(effects[name].Types, it.Name)
+	}
+	if o.changed == nil {
+		return it
+	}
+	return o.changed
+}
+
+// overlaying is one instance type as the overlays change it: a copy made
+// at the first change, and the overlays that changed it.
+type overlaying struct {
+	it         *scheduling.InstanceType
+	poolLabels map[string]string
+	overlays   Overlays
+	reqs       []scheduling.Requirements
+	effects    map[string]*OverlayEffect
+	changed    *scheduling.InstanceType
+	touched    map[string]bool
+}
+
+func (o *overlaying) copyOnce() *scheduling.InstanceType {
+	if o.changed == nil {
+		c := *o.it
+		c.Offerings = slices.Clone(o.it.Offerings)
+		o.changed = &c
+	}
+	return o.changed
+}
+
+// price sets an offering's price by the heaviest overlay that sets one
+// and meets it; overlays of the same weight that disagree conflict.
+func (o *overlaying) price(oi int) {
+	offering := o.it.Offerings[oi]
+	winner := -1
+	for i, ov := range o.overlays {
+		if (ov.Spec.Price == nil && ov.Spec.PriceAdjustment == nil) || !matches(o.reqs[i], o.it, o.poolLabels, &offering) {
+			continue
 		}
-		if winner >= 0 {
-			c := copyOnce()
-			c.Offerings[oi].Price, c.Offerings[oi].Overlaid = adjusted(o.Price, overlays[winner].Spec), true
-			touched[overlays[winner].Name] = true
+		if winner < 0 {
+			winner = i
+			continue
+		}
+		if weight(ov) == weight(o.overlays[winner]) && priceOf(ov) != priceOf(o.overlays[winner]) {
+			conflict(o.effects, ov.Name, o.overlays[winner].Name, o.it.Name, "the price")
 		}
 	}
-	// Extended resources, per instance type: an overlay applies when one
-	// of the type's offerings meets its requirements.
+	if winner < 0 {
+		return
+	}
+	c := o.copyOnce()
+	c.Offerings[oi].Price, c.Offerings[oi].Overlaid = adjusted(offering.Price, o.overlays[winner].Spec), true
+	o.touched[o.overlays[winner].Name] = true
+}
+
+// capacity sets extended resources, per instance type: an overlay applies
+// when one of the type's offerings meets its requirements, the heaviest
+// first for each resource.
+func (o *overlaying) capacity() {
 	set := map[corev1.ResourceName]int{}
-	for i, ov := range overlays {
-		if len(ov.Spec.Capacity) == 0 || !slices.ContainsFunc(it.Offerings, func(o scheduling.Offering) bool { return matches(reqs[i], it, poolLabels, &o) }) {
+	for i, ov := range o.overlays {
+		if len(ov.Spec.Capacity) == 0 || !slices.ContainsFunc(o.it.Offerings, func(off scheduling.Offering) bool { return matches(o.reqs[i], o.it, o.poolLabels, &off) }) {
 			continue
 		}
 		for name, q := range ov.Spec.Capacity {
-			prev, seen := set[name]
-			if seen {
-				if kept := overlays[prev].Spec.Capacity[name]; weight(overlays[prev]) == weight(ov) && kept.Cmp(q) != 0 {
-					conflict(effects, ov.Name, overlays[prev].Name, it.Name, string(name))
+			if prev, seen := set[name]; seen {
+				if kept := o.overlays[prev].Spec.Capacity[name]; weight(o.overlays[prev]) == weight(ov) && kept.Cmp(q) != 0 {
+					conflict(o.effects, ov.Name, o.overlays[prev].Name, o.it.Name, string(name))
 				}
 				continue
 			}
 			set[name] = i
-			add, unknown := scheduling.ParseResources(corev1.ResourceList{name: q})
-			if len(unknown) > 0 {
-				continue
-			}
-			c := copyOnce()
-			for r := range add {
-				if add[r] != 0 {
-					c.Capacity[r], c.Allocatable[r] = add[r], add[r]
-				}
-			}
-			touched[ov.Name] = true
+			o.setResource(ov.Name, name, q)
 		}
 	}
-	for name := range touched {
-		effects[name].Types = append(effects[name].Types, it.Name)
+}
+
+// setResource gives the type an overlay's quantity of a resource the
+// scheduler accounts for.
+func (o *overlaying) setResource(overlay string, name corev1.ResourceName, q resource.Quantity) {
+	add, unknown := scheduling.ParseResources(corev1.ResourceList{name: q})
+	if len(unknown) > 0 {
+		return
 	}
-	if changed == nil {
-		return it
+	c := o.copyOnce()
+	for r := range add {
+		if add[r] != 0 {
+			c.Capacity[r], c.Allocatable[r] = add[r], add[r]
+		}
 	}
-	return changed
+	o.touched[overlay] = true
 }
 
 func conflict(effects map[string]*OverlayEffect, loser, winner, instanceType, field string) {
