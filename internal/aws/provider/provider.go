@@ -121,47 +121,91 @@ func shortOf(err error) string {
 // launch launches with the capacity type the offerings available now
 // allow, and returns that type (empty when it got no further).
 func (p *Launcher) launch(ctx context.Context, claim *v1.NodeClaim, class *awsv1.EC2NodeClass, types []*scheduling.InstanceType, token string) (*cloudprovider.Instance, string, error) {
-	if err := ready(class); err != nil {
+	l, err := p.plan(ctx, claim, class, types)
+	if err != nil || l == nil {
 		return nil, "", err
 	}
-	reqs := scheduling.Requirements{}
-	for _, r := range claim.Spec.Requirements {
-		reqs.Add(scheduling.NewRequirement(r.Key, r.Operator, r.Values...))
-	}
-	reqs.AddAll(scheduling.LabelRequirements(claim.Labels))
-	var candidates []*scheduling.InstanceType
-	for _, it := range types {
-		if it.Compatible(reqs) {
-			candidates = append(candidates, it)
-		}
-	}
-	if len(candidates) == 0 {
-		return nil, "", &cloudprovider.InsufficientCapacityError{Message: fmt.Sprintf("no instance type meets the requirements of NodeClaim %s", claim.Name)}
-	}
-	if err := amisCover(claim, class, candidates); err != nil {
-		return nil, "", err
-	}
-	capacityType := p.capacityType(reqs, candidates)
-	interruptible := capacityType == v1.CapacityTypeReserved && p.interruptibleOnly(reqs, candidates)
-	subnets, err := p.resolver.Subnets(ctx, class)
+	configs, err := l.configs(ctx, p)
 	if err != nil {
-		return nil, capacityType, fmt.Errorf("launching NodeClaim %s: %w", claim.Name, err)
-	}
-	configs, err := p.launchTemplateConfigs(ctx, claim, class, reqs, candidates, capacityType, interruptible, subnets)
-	if err != nil {
-		return nil, capacityType, fmt.Errorf("launching NodeClaim %s: %w", claim.Name, err)
+		return nil, l.capacityType, fmt.Errorf("launching NodeClaim %s: %w", claim.Name, err)
 	}
 	if len(configs) == 0 {
-		return nil, capacityType, &cloudprovider.InsufficientCapacityError{Message: fmt.Sprintf("no %s offering of NodeClaim %s's instance types is available in a zone with a subnet", capacityType, claim.Name)}
+		return nil, l.capacityType, &cloudprovider.InsufficientCapacityError{Message: fmt.Sprintf("no %s offering of NodeClaim %s's instance types is available in a zone with a subnet", l.capacityType, claim.Name)}
 	}
-	// Reserved instances are on-demand instances launched into the
-	// reservation their launch template targets.
-	// Interruptible reservations take reserved-capacity launches only.
+	out, err := p.createFleet(ctx, l, l.fleetInput(p.tags(claim, class), token, configs))
+	if err != nil {
+		return nil, l.capacityType, err
+	}
+	launched, err := p.launched(l, out)
+	if err != nil {
+		return nil, l.capacityType, err
+	}
+	zone := ""
+	if o := launched.LaunchTemplateAndOverrides; o != nil && o.Overrides != nil {
+		zone = aws.ToString(o.Overrides.AvailabilityZone)
+	}
+	inst, err := p.Get(ctx, providerID(zone, launched.InstanceIds[0]), types...)
+	return inst, l.capacityType, err
+}
+
+// launchPlan is what one launch asks EC2 for: the NodeClaim's instance
+// types that meet its requirements, the capacity type, and the subnets.
+type launchPlan struct {
+	claim         *v1.NodeClaim
+	class         *awsv1.EC2NodeClass
+	reqs          scheduling.Requirements
+	candidates    []*scheduling.InstanceType
+	capacityType  string
+	interruptible bool
+	subnets       []nodeclass.Subnet
+}
+
+// plan works out a launch, or why there is none.
+func (p *Launcher) plan(ctx context.Context, claim *v1.NodeClaim, class *awsv1.EC2NodeClass, types []*scheduling.InstanceType) (*launchPlan, error) {
+	if err := ready(class); err != nil {
+		return nil, err
+	}
+	l := &launchPlan{claim: claim, class: class, reqs: scheduling.Requirements{}}
+	for _, r := range claim.Spec.Requirements {
+		l.reqs.Add(scheduling.NewRequirement(r.Key, r.Operator, r.Values...))
+	}
+	l.reqs.AddAll(scheduling.LabelRequirements(claim.Labels))
+	for _, it := range types {
+		if it.Compatible(l.reqs) {
+			l.candidates = append(l.candidates, it)
+		}
+	}
+	if len(l.candidates) == 0 {
+		return nil, &cloudprovider.InsufficientCapacityError{Message: fmt.Sprintf("no instance type meets the requirements of NodeClaim %s", claim.Name)}
+	}
+	if err := amisCover(claim, class, l.candidates); err != nil {
+		return nil, err
+	}
+	l.capacityType = p.capacityType(l.reqs, l.candidates)
+	l.interruptible = l.capacityType == v1.CapacityTypeReserved && p.interruptibleOnly(l.reqs, l.candidates)
+	subnets, err := p.resolver.Subnets(ctx, class)
+	if err != nil {
+		return nil, fmt.Errorf("launching NodeClaim %s: %w", claim.Name, err)
+	}
+	l.subnets = subnets
+	return l, nil
+}
+
+// configs are the launch's launch template configurations.
+func (l *launchPlan) configs(ctx context.Context, p *Launcher) ([]ec2types.FleetLaunchTemplateConfigRequest, error) {
+	return p.launchTemplateConfigs(ctx, l.claim, l.class, l.reqs, l.candidates, l.capacityType, l.interruptible, l.subnets)
+}
+
+// fleetInput is the instant fleet of one instance the launch asks for.
+// Reserved instances are on-demand instances launched into the
+// reservation their launch template targets; interruptible reservations
+// take reserved-capacity launches only.
+func (l *launchPlan) fleetInput(tags map[string]string, token string, configs []ec2types.FleetLaunchTemplateConfigRequest) *ec2.CreateFleetInput {
 	fleetCapacityType := ec2types.DefaultTargetCapacityTypeOnDemand
 	switch {
-	case capacityType == v1.CapacityTypeSpot:
+	case l.capacityType == v1.CapacityTypeSpot:
 		fleetCapacityType = ec2types.DefaultTargetCapacityTypeSpot
-	case interruptible:
+	case l.interruptible:
 		fleetCapacityType = ec2types.DefaultTargetCapacityTypeReservedCapacity
 	}
 	in := &ec2.CreateFleetInput{
@@ -171,61 +215,74 @@ func (p *Launcher) launch(ctx context.Context, claim *v1.NodeClaim, class *awsv1
 		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{
 			TotalTargetCapacity: aws.Int32(1), DefaultTargetCapacityType: fleetCapacityType,
 		},
-		TagSpecifications: tagSpecifications(p.tags(claim, class), ec2types.ResourceTypeInstance, ec2types.ResourceTypeVolume, ec2types.ResourceTypeFleet),
+		TagSpecifications: tagSpecifications(tags, ec2types.ResourceTypeInstance, ec2types.ResourceTypeVolume, ec2types.ResourceTypeFleet),
 	}
-	switch prioritized := overlaidPrices(configs); {
-	case interruptible:
+	l.allocation(in, overlaidPrices(configs))
+	return in
+}
+
+// allocation picks how EC2 chooses among the offerings: by the priority
+// of the overrides when overlays changed prices, else by price (and, for
+// spot, capacity).
+func (l *launchPlan) allocation(in *ec2.CreateFleetInput, prioritized bool) {
+	switch {
+	case l.interruptible:
 		in.ReservedCapacityOptions = &ec2types.ReservedCapacityOptionsRequest{
 			ReservationTypes: []ec2types.FleetReservationType{ec2types.FleetReservationTypeInterruptibleCapacityReservation},
 		}
-	case capacityType == v1.CapacityTypeSpot && prioritized:
+	case l.capacityType == v1.CapacityTypeSpot && prioritized:
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyCapacityOptimizedPrioritized}
-	case capacityType == v1.CapacityTypeSpot:
+	case l.capacityType == v1.CapacityTypeSpot:
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}
 	case prioritized:
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyPrioritized}
 	default:
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
 	}
+}
+
+// createFleet asks EC2 for the fleet; a launch template deleted behind
+// nodewright's back is made again, once.
+func (p *Launcher) createFleet(ctx context.Context, l *launchPlan, in *ec2.CreateFleetInput) (*ec2.CreateFleetOutput, error) {
 	out, err := p.ec2.CreateFleet(ctx, in)
 	if err != nil && hasCode(err, templateNotFound...) {
-		// Deleted behind nodewright's back: make it again, once.
-		for _, c := range configs {
+		for _, c := range in.LaunchTemplateConfigs {
 			p.templates.Delete(aws.ToString(c.LaunchTemplateSpecification.LaunchTemplateName))
 		}
-		if in.LaunchTemplateConfigs, err = p.launchTemplateConfigs(ctx, claim, class, reqs, candidates, capacityType, interruptible, subnets); err != nil {
-			return nil, capacityType, fmt.Errorf("launching NodeClaim %s: %w", claim.Name, err)
+		if in.LaunchTemplateConfigs, err = l.configs(ctx, p); err != nil {
+			return nil, fmt.Errorf("launching NodeClaim %s: %w", l.claim.Name, err)
 		}
 		out, err = p.ec2.CreateFleet(ctx, in)
 	}
 	if err != nil {
-		return nil, capacityType, fmt.Errorf("launching NodeClaim %s: creating fleet: %w", claim.Name, err)
+		return nil, fmt.Errorf("launching NodeClaim %s: creating fleet: %w", l.claim.Name, err)
 	}
+	return out, nil
+}
+
+// launched is the fleet's instance, or what kept it from launching: the
+// offerings without capacity are marked unavailable, and a fleet that
+// failed for capacity alone is an InsufficientCapacityError.
+func (p *Launcher) launched(l *launchPlan, out *ec2.CreateFleetOutput) (ec2types.CreateFleetInstance, error) {
 	var problems []string
 	capacityOnly := true
 	for _, e := range out.Errors {
 		code := aws.ToString(e.ErrorCode)
 		if o := e.LaunchTemplateAndOverrides; insufficientCapacityCodes[code] && o != nil && o.Overrides != nil {
-			p.unavailable.mark(capacityType, string(o.Overrides.InstanceType), aws.ToString(o.Overrides.AvailabilityZone))
+			p.unavailable.mark(l.capacityType, string(o.Overrides.InstanceType), aws.ToString(o.Overrides.AvailabilityZone))
 		} else {
 			capacityOnly = false
 		}
 		problems = append(problems, code+": "+aws.ToString(e.ErrorMessage))
 	}
-	if len(out.Instances) == 0 || len(out.Instances[0].InstanceIds) == 0 {
-		msg := strings.Join(uniq(problems), "; ")
-		if capacityOnly {
-			return nil, capacityType, &cloudprovider.InsufficientCapacityError{Message: msg}
-		}
-		return nil, capacityType, fmt.Errorf("launching NodeClaim %s: %s", claim.Name, msg)
+	if len(out.Instances) > 0 && len(out.Instances[0].InstanceIds) > 0 {
+		return out.Instances[0], nil
 	}
-	launched := out.Instances[0]
-	zone := ""
-	if o := launched.LaunchTemplateAndOverrides; o != nil && o.Overrides != nil {
-		zone = aws.ToString(o.Overrides.AvailabilityZone)
+	msg := strings.Join(uniq(problems), "; ")
+	if capacityOnly {
+		return ec2types.CreateFleetInstance{}, &cloudprovider.InsufficientCapacityError{Message: msg}
 	}
-	inst, err := p.Get(ctx, providerID(zone, launched.InstanceIds[0]), types...)
-	return inst, capacityType, err
+	return ec2types.CreateFleetInstance{}, fmt.Errorf("launching NodeClaim %s: %s", l.claim.Name, msg)
 }
 
 // reservations are the EC2NodeClass's capacity reservations and the
