@@ -89,44 +89,20 @@ type ControlPlane struct {
 // Start starts etcd, kube-apiserver with nodewright's CRDs installed and the
 // components opts asks for. On error nothing is left running.
 func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
-	assets := opts.AssetsDir
-	if assets == "" {
-		if assets, err = FindAssets(); err != nil {
-			return nil, err
-		}
-	}
-	needed := []string{"etcd", "kube-apiserver"}
-	if opts.Scheduler {
-		needed = append(needed, "kube-scheduler")
-	}
-	if opts.ControllerManager {
-		needed = append(needed, "kube-controller-manager")
-	}
-	if err := checkAssets(assets, needed); err != nil {
+	assets, err := opts.assets()
+	if err != nil {
 		return nil, err
 	}
-	if opts.StartTimeout == 0 {
-		opts.StartTimeout = time.Minute
-	}
-	if opts.ServiceCIDR == "" {
-		opts.ServiceCIDR = DefaultServiceCIDR
-	}
-
+	opts.defaults()
 	cp := &ControlPlane{workDir: opts.WorkDir, assets: assets}
-	if cp.workDir == "" {
-		if cp.workDir, err = os.MkdirTemp("", "nodewright-controlplane-"); err != nil {
-			return nil, fmt.Errorf("creating the control plane's work directory: %w", err)
-		}
-		cp.ownWorkDir = true
-	} else if err := os.MkdirAll(cp.workDir, 0o750); err != nil {
-		return nil, fmt.Errorf("creating the control plane's work directory: %w", err)
+	if err := cp.makeWorkDir(); err != nil {
+		return nil, err
 	}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, cp.Stop())
 		}
 	}()
-
 	crdList, err := crds.All()
 	if err != nil {
 		return nil, err
@@ -137,38 +113,89 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	if err := cp.startAPIServer(assets, crdList, opts); err != nil {
 		return nil, err
 	}
-	gates := strings.Join(opts.FeatureGates, ",")
-
 	cp.KubeconfigPath = filepath.Join(cp.workDir, "kubeconfig")
 	if err := os.WriteFile(cp.KubeconfigPath, cp.env.KubeConfig, 0o600); err != nil {
 		return nil, fmt.Errorf("writing kubeconfig: %w", err)
 	}
-
 	if opts.Scheduler {
-		args := []string{"--leader-elect=false", fmt.Sprintf("--kube-api-qps=%d", ComponentQPS), fmt.Sprintf("--kube-api-burst=%d", ComponentBurst)}
-		if gates != "" {
-			args = append(args, "--feature-gates="+gates)
-		}
-		if err := cp.startComponent(ctx, assets, "kube-scheduler", opts.StartTimeout, args...); err != nil {
+		if err := cp.startComponent(ctx, assets, "kube-scheduler", opts.StartTimeout, opts.schedulerArgs()...); err != nil {
 			return nil, err
 		}
 	}
 	if opts.ControllerManager {
-		args := []string{
-			"--leader-elect=false",
-			"--controllers=*,-serviceaccount-token",
-			"--use-service-account-credentials=false",
-			"--service-cluster-ip-range=" + opts.ServiceCIDR,
-			fmt.Sprintf("--kube-api-qps=%d", ComponentQPS), fmt.Sprintf("--kube-api-burst=%d", ComponentBurst),
-		}
-		if opts.NodeMonitorGracePeriod > 0 {
-			args = append(args, "--node-monitor-grace-period="+opts.NodeMonitorGracePeriod.String())
-		}
-		if err := cp.startComponent(ctx, assets, "kube-controller-manager", opts.StartTimeout, args...); err != nil {
+		if err := cp.startComponent(ctx, assets, "kube-controller-manager", opts.StartTimeout, opts.controllerManagerArgs()...); err != nil {
 			return nil, err
 		}
 	}
 	return cp, nil
+}
+
+// assets is the directory of the binaries, checked to hold those the
+// options need.
+func (opts Options) assets() (string, error) {
+	assets := opts.AssetsDir
+	if assets == "" {
+		var err error
+		if assets, err = FindAssets(); err != nil {
+			return "", err
+		}
+	}
+	needed := []string{"etcd", "kube-apiserver"}
+	if opts.Scheduler {
+		needed = append(needed, "kube-scheduler")
+	}
+	if opts.ControllerManager {
+		needed = append(needed, "kube-controller-manager")
+	}
+	return assets, checkAssets(assets, needed)
+}
+
+func (opts *Options) defaults() {
+	if opts.StartTimeout == 0 {
+		opts.StartTimeout = time.Minute
+	}
+	if opts.ServiceCIDR == "" {
+		opts.ServiceCIDR = DefaultServiceCIDR
+	}
+}
+
+// makeWorkDir makes the work directory, a temporary one (removed at Stop)
+// when none is given.
+func (cp *ControlPlane) makeWorkDir() error {
+	if cp.workDir != "" {
+		if err := os.MkdirAll(cp.workDir, 0o750); err != nil {
+			return fmt.Errorf("creating the control plane's work directory: %w", err)
+		}
+		return nil
+	}
+	dir, err := os.MkdirTemp("", "nodewright-controlplane-")
+	if err != nil {
+		return fmt.Errorf("creating the control plane's work directory: %w", err)
+	}
+	cp.workDir, cp.ownWorkDir = dir, true
+	return nil
+}
+
+func (opts Options) schedulerArgs() []string {
+	args := []string{"--leader-elect=false", fmt.Sprintf("--kube-api-qps=%d", ComponentQPS), fmt.Sprintf("--kube-api-burst=%d", ComponentBurst)}
+	if len(opts.FeatureGates) > 0 {
+		args = append(args, "--feature-gates="+strings.Join(opts.FeatureGates, ","))
+	}
+	return args
+}
+
+func (opts Options) controllerManagerArgs() []string {
+	args := []string{
+		"--leader-elect=false",
+		"--controllers=*,-serviceaccount-token",
+		"--use-service-account-credentials=false",
+		"--service-cluster-ip-range=" + opts.ServiceCIDR,
+		fmt.Sprintf("--kube-api-qps=%d", ComponentQPS), fmt.Sprintf("--kube-api-burst=%d", ComponentBurst),
+	}
+	if opts.NodeMonitorGracePeriod > 0 {
+		args = append(args, "--node-monitor-grace-period="+opts.NodeMonitorGracePeriod.String())
+	}
+	return args
 }
 
 // startAPIServer starts etcd and kube-apiserver through envtest and checks
