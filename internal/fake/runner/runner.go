@@ -155,6 +155,8 @@ type Sim struct {
 	controllerKubeconfig string
 	log                  logr.Logger
 	controllerConfig     operator.Config
+	// machines are what the simulated kubelets run on.
+	machines kubelet.Machines
 	claims               map[string]bool
 	cancel               context.CancelFunc
 	wg                   sync.WaitGroup
@@ -187,6 +189,18 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 		// The external account has no interruption queue of the sim's.
 		opts.Operator.Interruption.Queue = ""
 	}
+	s.seedAccount(opts, noCapacity)
+	for _, step := range []func(context.Context, Options) error{s.connect, s.startAWS, s.prepareControllers, s.startNodes} {
+		if err := step(ctx, opts); err != nil {
+			return nil, errors.Join(err, s.Stop())
+		}
+	}
+	return s, nil
+}
+
+// seedAccount seeds the simulated account with the options' faults,
+// transitions, interruption queue and offerings without capacity.
+func (s *Sim) seedAccount(opts Options, noCapacity [][]string) {
 	s.Account.Seed()
 	s.Account.SetFaults(opts.Faults)
 	s.Account.SetTransitions(opts.Pending, opts.ShuttingDown)
@@ -196,43 +210,56 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 	for _, parts := range noCapacity {
 		s.Account.SetUnavailable(parts[0], parts[1], parts[2], true)
 	}
+}
+
+// connect makes the simulation's client and the cache it watches with.
+func (s *Sim) connect(ctx context.Context, _ Options) error {
 	scheme, err := operator.Scheme()
 	if err != nil {
-		return nil, errors.Join(err, s.Stop())
+		return err
 	}
-	if s.Kube, err = client.New(plane.Config, client.Options{Scheme: scheme}); err != nil {
-		return nil, errors.Join(err, s.Stop())
+	if s.Kube, err = client.New(s.Plane.Config, client.Options{Scheme: scheme}); err != nil {
+		return err
 	}
-	if s.cache, err = watchCache(plane.Config, scheme); err != nil {
-		return nil, errors.Join(err, s.Stop())
+	if s.cache, err = watchCache(s.Plane.Config, scheme); err != nil {
+		return err
 	}
 	s.goRun(func() error { return s.cache.Start(ctx) })
 	if !s.cache.WaitForCacheSync(ctx) {
-		return nil, errors.Join(errors.New("the simulation's cache did not sync"), s.Stop())
+		return errors.New("the simulation's cache did not sync")
 	}
-	if s.requests, err = metrics.NewKubeRequests(ctrlmetrics.Registry); err != nil {
-		return nil, errors.Join(err, s.Stop())
+	s.requests, err = metrics.NewKubeRequests(ctrlmetrics.Registry)
+	return err
+}
+
+// startAWS serves the simulated account over HTTP, or connects to the
+// external AWS endpoint the options name, whose instances the simulated
+// kubelets then run on.
+func (s *Sim) startAWS(ctx context.Context, opts Options) error {
+	s.machines = s.Account
+	if opts.AWSEndpoint == "" {
+		return s.serveAWS()
 	}
-	var machines kubelet.Machines = s.Account
-	if opts.AWSEndpoint != "" {
-		if opts.ControllerProcess == "" {
-			return nil, errors.Join(errors.New("an external AWS endpoint needs the controllers in their own process"), s.Stop())
-		}
-		s.AWSEndpoint, s.external = opts.AWSEndpoint, true
-		if machines, err = s.externalMachines(ctx, opts); err != nil {
-			return nil, errors.Join(err, s.Stop())
-		}
-	} else if err := s.serveAWS(); err != nil {
-		return nil, errors.Join(err, s.Stop())
+	if opts.ControllerProcess == "" {
+		return errors.New("an external AWS endpoint needs the controllers in their own process")
 	}
-	controllerConfig, err := charts.InstallRBAC(ctx, s.Kube, plane.Config, opts.Operator.ClusterName)
+	s.AWSEndpoint, s.external = opts.AWSEndpoint, true
+	var err error
+	s.machines, err = s.externalMachines(ctx, opts)
+	return err
+}
+
+// prepareControllers installs the chart's RBAC and starts the controllers
+// (in this process, or in their own), unless the options defer them.
+func (s *Sim) prepareControllers(ctx context.Context, opts Options) error {
+	controllerConfig, err := charts.InstallRBAC(ctx, s.Kube, s.Plane.Config, opts.Operator.ClusterName)
 	if err != nil {
-		return nil, errors.Join(err, s.Stop())
+		return err
 	}
 	s.startControllers = func() error {
 		if opts.ControllerProcess != "" {
 			s.Account.ServeOverHTTP()
-			if s.controllerKubeconfig, err = charts.WriteKubeconfig(plane.KubeconfigPath); err != nil {
+			if s.controllerKubeconfig, err = charts.WriteKubeconfig(s.Plane.KubeconfigPath); err != nil {
 				return err
 			}
 			return s.StartController(opts.ControllerProcess, opts.Operator)
@@ -244,17 +271,21 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 		s.goRun(func() error { return mgr.Start(ctx) })
 		return nil
 	}
-	if !opts.DeferControllers {
-		if err := s.StartControllers(); err != nil {
-			return nil, errors.Join(err, s.Stop())
-		}
+	if opts.DeferControllers {
+		return nil
 	}
-	s.Kubelets = &kubelet.Simulator{Kube: s.Kube, Reader: s.cache, Account: machines, Clock: clock.RealClock{}, BootDelay: opts.BootDelay, BootJitter: opts.BootJitter,
+	return s.StartControllers()
+}
+
+// startNodes runs the simulated kubelets and cloud controller manager,
+// and the spot interruptions the options ask for.
+func (s *Sim) startNodes(ctx context.Context, opts Options) error {
+	s.Kubelets = &kubelet.Simulator{Kube: s.Kube, Reader: s.cache, Account: s.machines, Clock: clock.RealClock{}, BootDelay: opts.BootDelay, BootJitter: opts.BootJitter,
 		Heartbeat: Heartbeat, Log: opts.Log.WithName("kubelets")}
 	if opts.SpotInterruptions.Count > 0 {
 		s.goRun(func() error { return s.interruptSpot(ctx, opts.SpotInterruptions) })
 	}
-	statePath := filepath.Join(filepath.Dir(plane.KubeconfigPath), simaws.StateFile)
+	statePath := filepath.Join(filepath.Dir(s.Plane.KubeconfigPath), simaws.StateFile)
 	nodes := &Nodes{Kubelets: s.Kubelets, Every: 500 * time.Millisecond, Log: opts.Log,
 		CCM: &kubelet.CloudControllerManager{Kube: s.Kube, Reader: s.cache, Clock: clock.RealClock{}, Delay: opts.CCMDelay, Enabled: opts.CloudControllerManager},
 		// Other processes (nodewright doctor --cloud sim) read the
@@ -265,7 +296,7 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 			}
 		}}
 	s.goRun(func() error { return nodes.Run(ctx) })
-	return s, nil
+	return nil
 }
 
 // StartControllers starts nodewright's controllers, when Options.DeferControllers
