@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/smithy-go"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
@@ -37,106 +38,188 @@ type roleMapping struct {
 // cluster: mapped in aws-auth with the node groups and username, or an
 // EC2_LINUX access entry.
 func nodeRoleRule(ctx context.Context, r *Report, in Input) error {
-	o := in.Objects
-	var mappings []roleMapping
-	if o.AWSAuth != nil {
-		if err := yaml.Unmarshal([]byte(o.AWSAuth.Data["mapRoles"]), &mappings); err != nil {
-			r.add(Finding{Code: CodeNodeRoleNotMapped, Severity: Error, Object: awsAuthObjectName,
-				Message:  "data.mapRoles is not a YAML list of role mappings, so it maps no role and no node can register: " + err.Error(),
-				Evidence: "data.mapRoles: " + firstLine(o.AWSAuth.Data["mapRoles"]),
-				Fix:      "make data.mapRoles a YAML list of entries with rolearn, username and groups"})
-			return nil //nolint:nilerr // the unreadable mapping is the finding
-		}
+	mappings, ok := awsAuthMappings(r, in.Objects.AWSAuth)
+	if !ok {
+		return nil
 	}
 	account := accountOf(in.Cloud, mappings)
-	for _, nc := range o.EC2NodeClasses {
-		role, err := nodeRole(ctx, r, in.Cloud, nc)
-		if err != nil {
-			r.add(checkFailed("EC2NodeClass/"+nc.Name, "the role of EC2NodeClass "+nc.Name+"'s instance profile", "iam:GetInstanceProfile", err))
-			continue
-		}
-		if role == "" {
-			continue
-		}
-		arn := fmt.Sprintf("arn:aws:iam::%s:role/%s", account, role)
-		entryType, entryErr := accessEntryType(ctx, in.Cloud, arn)
-		if entryErr != nil {
-			r.add(checkFailed("EC2NodeClass/"+nc.Name, "the EKS access entry of node role "+role, "eks:DescribeAccessEntry on cluster "+in.Cloud.ClusterName+
-				"'s access entries (a cluster in CONFIG_MAP authentication mode has none: aws-auth alone decides, and is checked)", entryErr))
-		}
-		if entryType == accessEntryLinux {
-			continue
-		}
-		entriesKnown := in.Cloud != nil && in.Cloud.AccessEntries != nil && entryErr == nil
-		fix := fmt.Sprintf("add to data.mapRoles of ConfigMap kube-system/aws-auth:\n- rolearn: %s\n  username: %s\n  groups:\n    - system:bootstrappers\n    - system:nodes\n(or create an EKS access entry of type EC2_LINUX for %s)", arn, nodeUsername, arn)
-		obj := "EC2NodeClass/" + nc.Name
-		entryNote := ""
-		switch {
-		case entryType != "":
-			entryNote = fmt.Sprintf("; its EKS access entry is of type %s, but nodes need type EC2_LINUX", entryType)
-		case entriesKnown:
-			entryNote = "; it has no EKS access entry either"
-		}
-		if o.AWSAuth == nil {
-			if !entriesKnown {
-				r.add(Finding{Code: CodeNodeRoleNotMapped, Severity: Info, Object: obj,
-					Message: fmt.Sprintf("the aws-auth ConfigMap is not among the inputs and no account was given (--cloud), so whether node role %s may join the cluster is unchecked; unmapped, its nodes' kubelets get Unauthorized and never register", role),
-					Fix:     fix})
-				continue
-			}
-			r.add(Finding{Code: CodeNodeRoleNotMapped, Severity: Error, Object: obj,
-				Message:  fmt.Sprintf("node role %s of EC2NodeClass %s is not in aws-auth (there is no aws-auth ConfigMap)%s, so its nodes' kubelets get Unauthorized and never register", role, nc.Name, entryNote),
-				Evidence: "no ConfigMap kube-system/aws-auth" + entryNote, Fix: fix})
-			continue
-		}
-		var exact *roleMapping
-		var others []string
-		for i, m := range mappings {
-			if strings.HasSuffix(m.RoleARN, ":role/"+role) || strings.HasSuffix(m.RoleARN, "/"+role) {
-				exact = &mappings[i]
-			} else if slices.Contains(m.Groups, "system:nodes") {
-				others = append(others, m.RoleARN[strings.LastIndex(m.RoleARN, "/")+1:])
-			}
-		}
-		if exact == nil {
-			msg := fmt.Sprintf("node role %s of EC2NodeClass %s is not mapped in aws-auth%s, so its nodes' kubelets get Unauthorized and never register", role, nc.Name, entryNote)
-			if len(others) > 0 {
-				msg += fmt.Sprintf("; aws-auth maps %s with group system:nodes instead", strings.Join(others, ", "))
-				for _, other := range others {
-					if strings.Contains(strings.ToLower(other), "controller") {
-						msg += fmt.Sprintf(" — %s is the controller's role, not the role the nodes run with", other)
-					}
-				}
-			}
-			evidence := "aws-auth mapRoles: " + strings.Join(mappedARNs(mappings), ", ")
-			console, err := consoleOfUnregistered(ctx, in, func(c *v1.NodeClaim) bool {
-				return c.Spec.NodeClassRef != nil && c.Spec.NodeClassRef.Name == nc.Name
-			})
-			if err != nil {
-				r.add(checkFailed(obj, "the console output of EC2NodeClass "+nc.Name+"'s unregistered instances", "ec2:GetConsoleOutput", err))
-			}
-			if console != "" {
-				evidence += "; console of " + console
-			}
-			r.add(Finding{Code: CodeNodeRoleNotMapped, Severity: Error, Object: obj, Message: msg, Evidence: evidence, Fix: fix})
-			continue
-		}
-		var missing []string
-		for _, g := range nodeGroups {
-			if !slices.Contains(exact.Groups, g) {
-				missing = append(missing, "group "+g)
-			}
-		}
-		if exact.Username != nodeUsername {
-			missing = append(missing, fmt.Sprintf("username %s (it is %q)", nodeUsername, exact.Username))
-		}
-		if len(missing) > 0 {
-			r.add(Finding{Code: CodeNodeRoleNotMapped, Severity: Error, Object: obj,
-				Message:  fmt.Sprintf("aws-auth maps node role %s without %s, so its nodes cannot register", role, strings.Join(missing, " and ")),
-				Evidence: fmt.Sprintf("aws-auth mapRoles entry %s: username %q, groups %v", exact.RoleARN, exact.Username, exact.Groups), Fix: fix})
-		}
+	for _, nc := range in.Objects.EC2NodeClasses {
+		checkNodeRole(ctx, r, in, nc, mappings, account)
 	}
 	return nil
+}
+
+// awsAuthMappings reads aws-auth's role mappings; none when there is no
+// aws-auth. False when data.mapRoles cannot be read: that is the finding,
+// and no role can be checked against it.
+func awsAuthMappings(r *Report, awsAuth *corev1.ConfigMap) ([]roleMapping, bool) {
+	if awsAuth == nil {
+		return nil, true
+	}
+	var mappings []roleMapping
+	if err := yaml.Unmarshal([]byte(awsAuth.Data["mapRoles"]), &mappings); err != nil {
+		r.add(Finding{Code: CodeNodeRoleNotMapped, Severity: Error, Object: awsAuthObjectName,
+			Message:  "data.mapRoles is not a YAML list of role mappings, so it maps no role and no node can register: " + err.Error(),
+			Evidence: "data.mapRoles: " + firstLine(awsAuth.Data["mapRoles"]),
+			Fix:      "make data.mapRoles a YAML list of entries with rolearn, username and groups"})
+		return nil, false
+	}
+	return mappings, true
+}
+
+// nodeRoleCheck is what the findings about one EC2NodeClass's node role
+// are made of.
+type nodeRoleCheck struct {
+	class *awsv1.EC2NodeClass
+	role  string
+	obj   string
+	fix   string
+	// entriesKnown is set when the account could say whether the role has
+	// an access entry; entryNote says what it found.
+	entriesKnown bool
+	entryNote    string
+}
+
+// checkNodeRole reports an EC2NodeClass whose node role may not join the
+// cluster.
+func checkNodeRole(ctx context.Context, r *Report, in Input, nc *awsv1.EC2NodeClass, mappings []roleMapping, account string) {
+	chk, ok := roleToCheck(ctx, r, in, nc, account)
+	if !ok {
+		return
+	}
+	if in.Objects.AWSAuth == nil {
+		noAWSAuthRule(r, chk)
+		return
+	}
+	exact, others := roleMappingOf(mappings, chk.role)
+	if exact == nil {
+		unmappedRoleRule(ctx, r, in, chk, mappings, others)
+		return
+	}
+	incompleteMappingRule(r, chk, exact)
+}
+
+// roleToCheck reads an EC2NodeClass's node role and its EKS access entry.
+// False when there is nothing to check: the role is unknown, or an
+// EC2_LINUX access entry lets its nodes join whatever aws-auth says.
+func roleToCheck(ctx context.Context, r *Report, in Input, nc *awsv1.EC2NodeClass, account string) (nodeRoleCheck, bool) {
+	role, err := nodeRole(ctx, r, in.Cloud, nc)
+	if err != nil {
+		r.add(checkFailed("EC2NodeClass/"+nc.Name, "the role of EC2NodeClass "+nc.Name+"'s instance profile", "iam:GetInstanceProfile", err))
+		return nodeRoleCheck{}, false
+	}
+	if role == "" {
+		return nodeRoleCheck{}, false
+	}
+	arn := fmt.Sprintf("arn:aws:iam::%s:role/%s", account, role)
+	entryType, entryErr := accessEntryType(ctx, in.Cloud, arn)
+	if entryErr != nil {
+		r.add(checkFailed("EC2NodeClass/"+nc.Name, "the EKS access entry of node role "+role, "eks:DescribeAccessEntry on cluster "+in.Cloud.ClusterName+
+			"'s access entries (a cluster in CONFIG_MAP authentication mode has none: aws-auth alone decides, and is checked)", entryErr))
+	}
+	if entryType == accessEntryLinux {
+		return nodeRoleCheck{}, false
+	}
+	entriesKnown := in.Cloud != nil && in.Cloud.AccessEntries != nil && entryErr == nil
+	return nodeRoleCheck{class: nc, role: role, obj: "EC2NodeClass/" + nc.Name,
+		fix:          fmt.Sprintf("add to data.mapRoles of ConfigMap kube-system/aws-auth:\n- rolearn: %s\n  username: %s\n  groups:\n    - system:bootstrappers\n    - system:nodes\n(or create an EKS access entry of type EC2_LINUX for %s)", arn, nodeUsername, arn),
+		entriesKnown: entriesKnown, entryNote: accessEntryNote(entryType, entriesKnown)}, true
+}
+
+// accessEntryNote says what is known of a node role's access entry, for
+// the findings' messages.
+func accessEntryNote(entryType string, entriesKnown bool) string {
+	switch {
+	case entryType != "":
+		return fmt.Sprintf("; its EKS access entry is of type %s, but nodes need type EC2_LINUX", entryType)
+	case entriesKnown:
+		return "; it has no EKS access entry either"
+	}
+	return ""
+}
+
+// noAWSAuthRule reports a node role when there is no aws-auth to map it:
+// an error when the account says it has no access entry either, else a
+// note that it could not be checked.
+func noAWSAuthRule(r *Report, chk nodeRoleCheck) {
+	if !chk.entriesKnown {
+		r.add(Finding{Code: CodeNodeRoleNotMapped, Severity: Info, Object: chk.obj,
+			Message: fmt.Sprintf("the aws-auth ConfigMap is not among the inputs and no account was given (--cloud), so whether node role %s may join the cluster is unchecked; unmapped, its nodes' kubelets get Unauthorized and never register", chk.role),
+			Fix:     chk.fix})
+		return
+	}
+	r.add(Finding{Code: CodeNodeRoleNotMapped, Severity: Error, Object: chk.obj,
+		Message:  fmt.Sprintf("node role %s of EC2NodeClass %s is not in aws-auth (there is no aws-auth ConfigMap)%s, so its nodes' kubelets get Unauthorized and never register", chk.role, chk.class.Name, chk.entryNote),
+		Evidence: "no ConfigMap kube-system/aws-auth" + chk.entryNote, Fix: chk.fix})
+}
+
+// roleMappingOf finds the aws-auth mapping of a role (the last, if there
+// are several) and the names of the other roles mapped with group
+// system:nodes.
+func roleMappingOf(mappings []roleMapping, role string) (*roleMapping, []string) {
+	var exact *roleMapping
+	var others []string
+	for i, m := range mappings {
+		if strings.HasSuffix(m.RoleARN, ":role/"+role) || strings.HasSuffix(m.RoleARN, "/"+role) {
+			exact = &mappings[i]
+		} else if slices.Contains(m.Groups, "system:nodes") {
+			others = append(others, m.RoleARN[strings.LastIndex(m.RoleARN, "/")+1:])
+		}
+	}
+	return exact, others
+}
+
+// unmappedRoleRule reports a node role aws-auth does not map, with what
+// the console of one of the EC2NodeClass's unregistered instances says.
+func unmappedRoleRule(ctx context.Context, r *Report, in Input, chk nodeRoleCheck, mappings []roleMapping, others []string) {
+	evidence := "aws-auth mapRoles: " + strings.Join(mappedARNs(mappings), ", ")
+	console, err := consoleOfUnregistered(ctx, in, func(c *v1.NodeClaim) bool {
+		return c.Spec.NodeClassRef != nil && c.Spec.NodeClassRef.Name == chk.class.Name
+	})
+	if err != nil {
+		r.add(checkFailed(chk.obj, "the console output of EC2NodeClass "+chk.class.Name+"'s unregistered instances", "ec2:GetConsoleOutput", err))
+	}
+	if console != "" {
+		evidence += "; console of " + console
+	}
+	r.add(Finding{Code: CodeNodeRoleNotMapped, Severity: Error, Object: chk.obj, Message: unmappedRoleMessage(chk, others), Evidence: evidence, Fix: chk.fix})
+}
+
+// unmappedRoleMessage says that a node role is not mapped, and which node
+// roles aws-auth maps instead: the controller's role there is a common
+// mix-up.
+func unmappedRoleMessage(chk nodeRoleCheck, others []string) string {
+	msg := fmt.Sprintf("node role %s of EC2NodeClass %s is not mapped in aws-auth%s, so its nodes' kubelets get Unauthorized and never register", chk.role, chk.class.Name, chk.entryNote)
+	if len(others) == 0 {
+		return msg
+	}
+	msg += fmt.Sprintf("; aws-auth maps %s with group system:nodes instead", strings.Join(others, ", "))
+	for _, other := range others {
+		if strings.Contains(strings.ToLower(other), "controller") {
+			msg += fmt.Sprintf(" — %s is the controller's role, not the role the nodes run with", other)
+		}
+	}
+	return msg
+}
+
+// incompleteMappingRule reports an aws-auth mapping of a node role that
+// lacks the node groups or username.
+func incompleteMappingRule(r *Report, chk nodeRoleCheck, exact *roleMapping) {
+	var missing []string
+	for _, g := range nodeGroups {
+		if !slices.Contains(exact.Groups, g) {
+			missing = append(missing, "group "+g)
+		}
+	}
+	if exact.Username != nodeUsername {
+		missing = append(missing, fmt.Sprintf("username %s (it is %q)", nodeUsername, exact.Username))
+	}
+	if len(missing) == 0 {
+		return
+	}
+	r.add(Finding{Code: CodeNodeRoleNotMapped, Severity: Error, Object: chk.obj,
+		Message:  fmt.Sprintf("aws-auth maps node role %s without %s, so its nodes cannot register", chk.role, strings.Join(missing, " and ")),
+		Evidence: fmt.Sprintf("aws-auth mapRoles entry %s: username %q, groups %v", exact.RoleARN, exact.Username, exact.Groups), Fix: chk.fix})
 }
 
 // nodeRole is the EC2NodeClass's role, or its instance profile's role

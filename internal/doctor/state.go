@@ -27,107 +27,210 @@ const CloudProviderTaint = "node.cloudprovider.kubernetes.io/uninitialized"
 // should be gone, resources that never appeared, nodes that registered
 // without karpenter.sh/unregistered.
 func clusterStateRules(r *Report, in Input) error {
-	o := in.Objects
-	var gpus map[string]corev1.ResourceName // instance type → its GPU resource, read once when nodes are given
-	if len(o.Nodes) > 0 {
-		specs, err := instancetypes.Catalog()
-		if err != nil {
-			return err
-		}
-		gpus = map[string]corev1.ResourceName{}
-		for _, sp := range specs {
-			if sp.GPU > 0 {
-				gpus[sp.Name] = instancetypes.GPUResource(sp.Name)
-			}
+	gpus, err := gpuResources(in.Objects.Nodes)
+	if err != nil {
+		return err
+	}
+	checks := newNodeChecks(r, in, gpus)
+	for _, node := range in.Objects.Nodes {
+		checks.check(node)
+	}
+	nodeClaimStateRules(r, in)
+	return nil
+}
+
+// gpuResources maps each instance type with GPUs to the resource its GPUs
+// are reported as. The catalog is read only when there are nodes to check.
+func gpuResources(nodes []*corev1.Node) (map[string]corev1.ResourceName, error) {
+	if len(nodes) == 0 {
+		return nil, nil
+	}
+	specs, err := instancetypes.Catalog()
+	if err != nil {
+		return nil, err
+	}
+	gpus := map[string]corev1.ResourceName{}
+	for _, sp := range specs {
+		if sp.GPU > 0 {
+			gpus[sp.Name] = instancetypes.GPUResource(sp.Name)
 		}
 	}
-	claimOf := map[string]*v1.NodeClaim{}
-	for _, nc := range o.NodeClaims {
+	return gpus, nil
+}
+
+// nodeChecks is what the node rules look up for every node, and the
+// findings already made, so a node gets each code once.
+type nodeChecks struct {
+	r             *Report
+	in            Input
+	gpus          map[string]corev1.ResourceName
+	claimOf       map[string]*v1.NodeClaim // by node name
+	startupTaints map[string][]corev1.Taint
+	seen          map[string]bool // code + node already reported
+}
+
+// newNodeChecks indexes the NodeClaims by node and the NodePools'
+// startup taints by NodePool.
+func newNodeChecks(r *Report, in Input, gpus map[string]corev1.ResourceName) *nodeChecks {
+	c := &nodeChecks{r: r, in: in, gpus: gpus, claimOf: map[string]*v1.NodeClaim{},
+		startupTaints: map[string][]corev1.Taint{}, seen: map[string]bool{}}
+	for _, nc := range in.Objects.NodeClaims {
 		if nc.Status.NodeName != "" {
-			claimOf[nc.Status.NodeName] = nc
+			c.claimOf[nc.Status.NodeName] = nc
 		}
 	}
-	startupTaints := map[string][]corev1.Taint{}
-	for _, np := range o.NodePools {
-		startupTaints[np.Name] = np.Spec.Template.Spec.StartupTaints
+	for _, np := range in.Objects.NodePools {
+		c.startupTaints[np.Name] = np.Spec.Template.Spec.StartupTaints
 	}
-	seen := map[string]bool{} // code + node already reported
-	report := func(f Finding, node string) {
-		if !seen[f.Code+"/"+node] {
-			seen[f.Code+"/"+node] = true
-			r.add(f)
-		}
+	return c
+}
+
+// checkedNode is a node with what its findings name: the object (its
+// NodeClaim when it has one), its age and a note on its NodeClaim's
+// Initialized condition, if that is not True.
+type checkedNode struct {
+	node          *corev1.Node
+	obj           string
+	age           time.Duration
+	conditionNote string
+}
+
+// report adds a finding unless the node already has one with its code.
+func (c *nodeChecks) report(f Finding, node string) {
+	if !c.seen[f.Code+"/"+node] {
+		c.seen[f.Code+"/"+node] = true
+		c.r.add(f)
 	}
-	for _, node := range o.Nodes {
-		obj, conditionNote := "Node/"+node.Name, ""
-		if nc := claimOf[node.Name]; nc != nil {
-			obj = "NodeClaim/" + nc.Name
-			if c := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionInitialized); c != nil && c.Status != metav1.ConditionTrue {
-				conditionNote = fmt.Sprintf("; NodeClaim %s Initialized=False %s: %s", nc.Name, c.Reason, c.Message)
-			}
-		}
-		age := in.Now.Sub(node.CreationTimestamp.Time)
-		if age < in.Grace {
+}
+
+// check reports what keeps a node past its grace period from being
+// usable. A node the cloud controller manager has not initialised gets
+// only that finding.
+func (c *nodeChecks) check(node *corev1.Node) {
+	n := checkedNode{node: node, obj: "Node/" + node.Name}
+	if nc := c.claimOf[node.Name]; nc != nil {
+		n.obj = "NodeClaim/" + nc.Name
+		n.conditionNote = initializedNote(nc)
+	}
+	n.age = c.in.Now.Sub(node.CreationTimestamp.Time)
+	if n.age < c.in.Grace {
+		return
+	}
+	if c.cloudProviderTaint(n) {
+		return
+	}
+	if ready(node) {
+		c.startupTaintsLeft(n)
+	}
+	c.missingResources(n)
+}
+
+// initializedNote quotes a NodeClaim's Initialized condition when it is
+// there and not True.
+func initializedNote(nc *v1.NodeClaim) string {
+	if c := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionInitialized); c != nil && c.Status != metav1.ConditionTrue {
+		return fmt.Sprintf("; NodeClaim %s Initialized=False %s: %s", nc.Name, c.Reason, c.Message)
+	}
+	return ""
+}
+
+// cloudProviderTaint reports a node the cloud controller manager has not
+// initialised, and whether it did.
+func (c *nodeChecks) cloudProviderTaint(n checkedNode) bool {
+	node := n.node
+	t, ok := taint(node, CloudProviderTaint)
+	if !ok {
+		return false
+	}
+	c.report(Finding{Code: CodeCloudProviderTaint, Severity: Error, Object: n.obj,
+		Message:  fmt.Sprintf("node %s still has taint %s %s after it registered: the cloud controller manager (aws-cloud-controller-manager, or the cloud-node controller of the control plane) removes it once it has initialised the node, and has not, so pods that do not tolerate it never schedule there", node.Name, t.ToString(), n.age.Round(time.Second)),
+		Evidence: fmt.Sprintf("Node %s spec.taints: %s%s", node.Name, t.ToString(), n.conditionNote),
+		Fix:      "make sure the cloud controller manager runs (kubectl -n kube-system get pods | grep cloud-controller) and can reach the node and the EC2 API; do not remove the taint by hand or tolerate it: the node's provider ID, addresses and zone labels come with its removal"}, node.Name)
+	return true
+}
+
+// startupTaintsLeft reports the startup taints of the node's NodePool that
+// a Ready node still has.
+func (c *nodeChecks) startupTaintsLeft(n checkedNode) {
+	node := n.node
+	pool := node.Labels[v1.LabelNodePool]
+	for _, st := range c.startupTaints[pool] {
+		t, ok := taint(node, st.Key)
+		if !ok || t.Effect != st.Effect {
 			continue
 		}
-		if t, ok := taint(node, CloudProviderTaint); ok {
-			report(Finding{Code: CodeCloudProviderTaint, Severity: Error, Object: obj,
-				Message:  fmt.Sprintf("node %s still has taint %s %s after it registered: the cloud controller manager (aws-cloud-controller-manager, or the cloud-node controller of the control plane) removes it once it has initialised the node, and has not, so pods that do not tolerate it never schedule there", node.Name, t.ToString(), age.Round(time.Second)),
-				Evidence: fmt.Sprintf("Node %s spec.taints: %s%s", node.Name, t.ToString(), conditionNote),
-				Fix:      "make sure the cloud controller manager runs (kubectl -n kube-system get pods | grep cloud-controller) and can reach the node and the EC2 API; do not remove the taint by hand or tolerate it: the node's provider ID, addresses and zone labels come with its removal"}, node.Name)
+		c.report(Finding{Code: CodeStartupTaintNotRemoved, Severity: Warning, Object: n.obj,
+			Message:  fmt.Sprintf("node %s is Ready but still has startup taint %s of NodePool %s %s after it registered, so nodewright does not count it initialized and pods that do not tolerate the taint do not schedule there", node.Name, t.ToString(), pool, n.age.Round(time.Second)),
+			Evidence: fmt.Sprintf("Node %s spec.taints: %s%s", node.Name, t.ToString(), n.conditionNote),
+			Fix:      fmt.Sprintf("check that the component that removes %s (a CNI agent or device plugin DaemonSet) runs on the node and tolerates its taints; if nothing removes it, take it out of NodePool %s's startupTaints", st.Key, pool)}, node.Name)
+	}
+}
+
+// missingResources reports the extended resources the node should have
+// and does not report.
+func (c *nodeChecks) missingResources(n checkedNode) {
+	node := n.node
+	for _, name := range extendedResources(node, c.claimOf[node.Name], c.gpus) {
+		if have, ok := node.Status.Allocatable[name]; ok && !have.IsZero() {
 			continue
 		}
-		if ready(node) {
-			for _, st := range startupTaints[node.Labels[v1.LabelNodePool]] {
-				if t, ok := taint(node, st.Key); ok && t.Effect == st.Effect {
-					report(Finding{Code: CodeStartupTaintNotRemoved, Severity: Warning, Object: obj,
-						Message:  fmt.Sprintf("node %s is Ready but still has startup taint %s of NodePool %s %s after it registered, so nodewright does not count it initialized and pods that do not tolerate the taint do not schedule there", node.Name, t.ToString(), node.Labels[v1.LabelNodePool], age.Round(time.Second)),
-						Evidence: fmt.Sprintf("Node %s spec.taints: %s%s", node.Name, t.ToString(), conditionNote),
-						Fix:      fmt.Sprintf("check that the component that removes %s (a CNI agent or device plugin DaemonSet) runs on the node and tolerates its taints; if nothing removes it, take it out of NodePool %s's startupTaints", st.Key, node.Labels[v1.LabelNodePool])}, node.Name)
-				}
-			}
-		}
-		for _, name := range extendedResources(node, claimOf[node.Name], gpus) {
-			if have, ok := node.Status.Allocatable[name]; ok && !have.IsZero() {
-				continue
-			}
-			report(Finding{Code: CodeExtendedResource, Severity: Warning, Object: obj,
-				Message:  fmt.Sprintf("node %s is a %s but does not report %s %s after it registered, so pods requesting it never schedule there and nodewright does not count the node initialized", node.Name, node.Labels[corev1.LabelInstanceTypeStable], name, age.Round(time.Second)),
-				Evidence: fmt.Sprintf("Node %s status.allocatable has no %s%s", node.Name, name, conditionNote),
-				Fix:      fmt.Sprintf("install the device plugin that advertises %s (for nvidia.com/gpu the NVIDIA device plugin DaemonSet, or the GPU operator) with tolerations for the node's taints, and use an AMI with the driver (the EKS-optimized accelerated AMIs)", name)}, node.Name)
-		}
+		c.report(Finding{Code: CodeExtendedResource, Severity: Warning, Object: n.obj,
+			Message:  fmt.Sprintf("node %s is a %s but does not report %s %s after it registered, so pods requesting it never schedule there and nodewright does not count the node initialized", node.Name, node.Labels[corev1.LabelInstanceTypeStable], name, n.age.Round(time.Second)),
+			Evidence: fmt.Sprintf("Node %s status.allocatable has no %s%s", node.Name, name, n.conditionNote),
+			Fix:      fmt.Sprintf("install the device plugin that advertises %s (for nvidia.com/gpu the NVIDIA device plugin DaemonSet, or the GPU operator) with tolerations for the node's taints, and use an AMI with the driver (the EKS-optimized accelerated AMIs)", name)}, node.Name)
 	}
+}
+
+// nodeClaimStateRules read the NodeClaims' conditions: user data that
+// drops karpenter.sh/unregistered, and why a NodeClaim whose node is not
+// among the inputs never initialized.
+func nodeClaimStateRules(r *Report, in Input) {
 	nodes := map[string]bool{}
-	for _, node := range o.Nodes {
+	for _, node := range in.Objects.Nodes {
 		nodes[node.Name] = true
 	}
-	for _, nc := range o.NodeClaims {
-		obj := "NodeClaim/" + nc.Name
-		if c := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionRegistered); c != nil && c.Reason == v1.ReasonUnregisteredTaintMissing {
-			r.add(Finding{Code: CodeUserDataOverridesTaints, Severity: Error, Object: obj, Message: c.Message,
-				Evidence: fmt.Sprintf("NodeClaim %s Registered=False %s", nc.Name, c.Reason),
-				Fix:      "fix the EC2NodeClass's userData so the node registers with karpenter.sh/unregistered:NoExecute (nodewright doctor -f on the EC2NodeClass names the line); move custom taints to the NodePool's startupTaints"})
-		}
-		// The node rules above cover NodeClaims whose node is among the
+	for _, nc := range in.Objects.NodeClaims {
+		unregisteredTaintRule(r, nc)
+		// The node rules cover NodeClaims whose node is among the
 		// inputs; for the others the NodeClaim's condition says why.
-		c := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionInitialized)
-		if nodes[nc.Status.NodeName] || c == nil || c.Status == metav1.ConditionTrue || in.Now.Sub(c.LastTransitionTime.Time) < in.Grace {
-			continue
-		}
-		evidence := fmt.Sprintf("NodeClaim %s Initialized=False %s since %s", nc.Name, c.Reason, c.LastTransitionTime.UTC().Format(time.RFC3339))
-		switch {
-		case c.Reason == v1.ReasonEphemeralTaintsExist && strings.Contains(c.Message, CloudProviderTaint):
-			r.add(Finding{Code: CodeCloudProviderTaint, Severity: Error, Object: obj, Message: c.Message, Evidence: evidence,
-				Fix: "make sure the cloud controller manager (aws-cloud-controller-manager) runs and can reach the node and the EC2 API; do not remove the taint by hand or tolerate it"})
-		case c.Reason == v1.ReasonStartupTaintsExist:
-			r.add(Finding{Code: CodeStartupTaintNotRemoved, Severity: Warning, Object: obj, Message: c.Message, Evidence: evidence,
-				Fix: "check that the component that removes the NodePool's startupTaint (a CNI or device plugin DaemonSet) runs on the node; if nothing removes it, take it out of the NodePool's startupTaints"})
-		case c.Reason == v1.ReasonResourceNotRegistered:
-			r.add(Finding{Code: CodeExtendedResource, Severity: Warning, Object: obj, Message: c.Message, Evidence: evidence,
-				Fix: "install the device plugin that advertises the resource (for GPUs, the NVIDIA device plugin DaemonSet) with tolerations for the node's taints"})
+		if !nodes[nc.Status.NodeName] {
+			uninitializedClaimRule(r, in, nc)
 		}
 	}
-	return nil
+}
+
+// unregisteredTaintRule reports a NodeClaim whose node registered without
+// karpenter.sh/unregistered.
+func unregisteredTaintRule(r *Report, nc *v1.NodeClaim) {
+	c := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionRegistered)
+	if c == nil || c.Reason != v1.ReasonUnregisteredTaintMissing {
+		return
+	}
+	r.add(Finding{Code: CodeUserDataOverridesTaints, Severity: Error, Object: "NodeClaim/" + nc.Name, Message: c.Message,
+		Evidence: fmt.Sprintf("NodeClaim %s Registered=False %s", nc.Name, c.Reason),
+		Fix:      "fix the EC2NodeClass's userData so the node registers with karpenter.sh/unregistered:NoExecute (nodewright doctor -f on the EC2NodeClass names the line); move custom taints to the NodePool's startupTaints"})
+}
+
+// uninitializedClaimRule reports a NodeClaim that has not initialized for
+// longer than the grace period, for the reasons the node rules cover.
+func uninitializedClaimRule(r *Report, in Input, nc *v1.NodeClaim) {
+	c := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionInitialized)
+	if c == nil || c.Status == metav1.ConditionTrue || in.Now.Sub(c.LastTransitionTime.Time) < in.Grace {
+		return
+	}
+	obj := "NodeClaim/" + nc.Name
+	evidence := fmt.Sprintf("NodeClaim %s Initialized=False %s since %s", nc.Name, c.Reason, c.LastTransitionTime.UTC().Format(time.RFC3339))
+	switch {
+	case c.Reason == v1.ReasonEphemeralTaintsExist && strings.Contains(c.Message, CloudProviderTaint):
+		r.add(Finding{Code: CodeCloudProviderTaint, Severity: Error, Object: obj, Message: c.Message, Evidence: evidence,
+			Fix: "make sure the cloud controller manager (aws-cloud-controller-manager) runs and can reach the node and the EC2 API; do not remove the taint by hand or tolerate it"})
+	case c.Reason == v1.ReasonStartupTaintsExist:
+		r.add(Finding{Code: CodeStartupTaintNotRemoved, Severity: Warning, Object: obj, Message: c.Message, Evidence: evidence,
+			Fix: "check that the component that removes the NodePool's startupTaint (a CNI or device plugin DaemonSet) runs on the node; if nothing removes it, take it out of the NodePool's startupTaints"})
+	case c.Reason == v1.ReasonResourceNotRegistered:
+		r.add(Finding{Code: CodeExtendedResource, Severity: Warning, Object: obj, Message: c.Message, Evidence: evidence,
+			Fix: "install the device plugin that advertises the resource (for GPUs, the NVIDIA device plugin DaemonSet) with tolerations for the node's taints"})
+	}
 }
 
 func taint(node *corev1.Node, key string) (corev1.Taint, bool) {

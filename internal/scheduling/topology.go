@@ -164,108 +164,150 @@ func (t *topology) termsOf(p *corev1.Pod, nodeTerms []Requirements) ([]*topology
 	var terms []*topologyTerm
 	own := map[string]bool{p.Namespace: true}
 	for _, c := range p.Spec.TopologySpreadConstraints {
-		sel, err := metav1.LabelSelectorAsSelector(c.LabelSelector)
+		term, err := t.spreadTerm(p, c, own, nodeTerms)
 		if err != nil {
-			return nil, fmt.Errorf("topology spread selector: %w", err)
+			return nil, err
 		}
-		if c.LabelSelector == nil {
-			sel = labels.Nothing()
-		}
-		if len(c.MatchLabelKeys) > 0 {
-			reqs, _ := sel.Requirements()
-			sel = labels.NewSelector().Add(reqs...)
-			for _, k := range c.MatchLabelKeys {
-				if v, ok := p.Labels[k]; ok {
-					r, err := labels.NewRequirement(k, "=", []string{v})
-					if err == nil {
-						sel = sel.Add(*r)
-					}
-				}
-			}
-		}
-		minDomains := int32(0)
-		if c.MinDomains != nil {
-			minDomains = *c.MinDomains
-		}
-		inclusion := &nodeInclusion{terms: nodeTerms, tolerations: p.Spec.Tolerations}
-		if c.NodeAffinityPolicy != nil && *c.NodeAffinityPolicy == corev1.NodeInclusionPolicyIgnore {
-			inclusion.terms = nil
-		}
-		inclusion.taints = c.NodeTaintsPolicy != nil && *c.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor
-		g := t.spreadGroup(kindSpread, c.TopologyKey, own, sel, c.MaxSkew, minDomains, inclusion)
-		terms = append(terms, &topologyTerm{group: g, preferred: c.WhenUnsatisfiable == corev1.ScheduleAnyway})
+		terms = append(terms, term)
 	}
 	a := p.Spec.Affinity
 	if a == nil {
 		return terms, nil
 	}
-	add := func(kind topologyKind, term corev1.PodAffinityTerm, preferred bool, weight int32) error {
-		sel, err := metav1.LabelSelectorAsSelector(term.LabelSelector)
+	for _, at := range podAffinityTerms(a) {
+		term, err := t.affinityTerm(at, own)
 		if err != nil {
-			return fmt.Errorf("pod affinity selector: %w", err)
+			return nil, err
 		}
-		if term.LabelSelector == nil {
-			sel = labels.Nothing()
-		}
-		namespaces := own
-		if len(term.Namespaces) > 0 {
-			namespaces = map[string]bool{}
-			for _, n := range term.Namespaces {
-				namespaces[n] = true
-			}
-		}
-		if term.NamespaceSelector != nil {
-			nsSel, err := metav1.LabelSelectorAsSelector(term.NamespaceSelector)
-			if err != nil {
-				return fmt.Errorf("pod affinity namespace selector: %w", err)
-			}
-			if nsSel.Empty() {
-				namespaces = nil // every namespace
-			} else {
-				// The namespaces listed and those the selector selects.
-				if len(term.Namespaces) == 0 {
-					namespaces = map[string]bool{}
-				}
-				for name, lbls := range t.namespaces {
-					if nsSel.Matches(labels.Set(lbls)) {
-						namespaces[name] = true
-					}
-				}
-			}
-		}
-		g := t.group(kind, term.TopologyKey, namespaces, sel, 0, 0)
-		terms = append(terms, &topologyTerm{group: g, preferred: preferred, weight: weight})
-		if kind == kindAntiAffinity && !preferred {
-			// The owner's anti-affinity also keeps selected pods away from it.
-			g.inverse = t.group(kindInverseAntiAffinity, term.TopologyKey, namespaces, sel, 0, 0)
-		}
-		return nil
-	}
-	if pa := a.PodAffinity; pa != nil {
-		for _, term := range pa.RequiredDuringSchedulingIgnoredDuringExecution {
-			if err := add(kindAffinity, term, false, 0); err != nil {
-				return nil, err
-			}
-		}
-		for _, wt := range pa.PreferredDuringSchedulingIgnoredDuringExecution {
-			if err := add(kindAffinity, wt.PodAffinityTerm, true, wt.Weight); err != nil {
-				return nil, err
-			}
-		}
-	}
-	if pa := a.PodAntiAffinity; pa != nil {
-		for _, term := range pa.RequiredDuringSchedulingIgnoredDuringExecution {
-			if err := add(kindAntiAffinity, term, false, 0); err != nil {
-				return nil, err
-			}
-		}
-		for _, wt := range pa.PreferredDuringSchedulingIgnoredDuringExecution {
-			if err := add(kindAntiAffinity, wt.PodAffinityTerm, true, wt.Weight); err != nil {
-				return nil, err
-			}
-		}
+		terms = append(terms, term)
 	}
 	return terms, nil
+}
+
+// affinityTerm is one pod (anti-)affinity term of a pod, with its kind and
+// whether (and how much) it is preferred.
+type affinityTerm struct {
+	kind      topologyKind
+	term      corev1.PodAffinityTerm
+	preferred bool
+	weight    int32
+}
+
+// podAffinityTerms are a pod's affinity terms, required then preferred,
+// then its anti-affinity terms likewise.
+func podAffinityTerms(a *corev1.Affinity) []affinityTerm {
+	var out []affinityTerm
+	if pa := a.PodAffinity; pa != nil {
+		out = appendAffinityTerms(out, kindAffinity, pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution)
+	}
+	if pa := a.PodAntiAffinity; pa != nil {
+		out = appendAffinityTerms(out, kindAntiAffinity, pa.RequiredDuringSchedulingIgnoredDuringExecution, pa.PreferredDuringSchedulingIgnoredDuringExecution)
+	}
+	return out
+}
+
+func appendAffinityTerms(out []affinityTerm, kind topologyKind, required []corev1.PodAffinityTerm, preferred []corev1.WeightedPodAffinityTerm) []affinityTerm {
+	for _, term := range required {
+		out = append(out, affinityTerm{kind: kind, term: term})
+	}
+	for _, wt := range preferred {
+		out = append(out, affinityTerm{kind: kind, term: wt.PodAffinityTerm, preferred: true, weight: wt.Weight})
+	}
+	return out
+}
+
+// spreadTerm registers the group of one topology spread constraint.
+func (t *topology) spreadTerm(p *corev1.Pod, c corev1.TopologySpreadConstraint, own map[string]bool, nodeTerms []Requirements) (*topologyTerm, error) {
+	sel, err := metav1.LabelSelectorAsSelector(c.LabelSelector)
+	if err != nil {
+		return nil, fmt.Errorf("topology spread selector: %w", err)
+	}
+	if c.LabelSelector == nil {
+		sel = labels.Nothing()
+	}
+	if len(c.MatchLabelKeys) > 0 {
+		sel = withMatchLabelKeys(sel, c.MatchLabelKeys, p.Labels)
+	}
+	minDomains := int32(0)
+	if c.MinDomains != nil {
+		minDomains = *c.MinDomains
+	}
+	inclusion := &nodeInclusion{terms: nodeTerms, tolerations: p.Spec.Tolerations}
+	if c.NodeAffinityPolicy != nil && *c.NodeAffinityPolicy == corev1.NodeInclusionPolicyIgnore {
+		inclusion.terms = nil
+	}
+	inclusion.taints = c.NodeTaintsPolicy != nil && *c.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor
+	g := t.spreadGroup(kindSpread, c.TopologyKey, own, sel, c.MaxSkew, minDomains, inclusion)
+	return &topologyTerm{group: g, preferred: c.WhenUnsatisfiable == corev1.ScheduleAnyway}, nil
+}
+
+// withMatchLabelKeys narrows a selector to the pod's own values of the
+// keys.
+func withMatchLabelKeys(sel labels.Selector, keys []string, podLabels map[string]string) labels.Selector {
+	reqs, _ := sel.Requirements()
+	sel = labels.NewSelector().Add(reqs...)
+	for _, k := range keys {
+		if v, ok := podLabels[k]; ok {
+			if r, err := labels.NewRequirement(k, "=", []string{v}); err == nil {
+				sel = sel.Add(*r)
+			}
+		}
+	}
+	return sel
+}
+
+// affinityTerm registers the group of one pod (anti-)affinity term; a
+// required anti-affinity's group also keeps the pods it selects away
+// from its owner.
+func (t *topology) affinityTerm(at affinityTerm, own map[string]bool) (*topologyTerm, error) {
+	sel, err := metav1.LabelSelectorAsSelector(at.term.LabelSelector)
+	if err != nil {
+		return nil, fmt.Errorf("pod affinity selector: %w", err)
+	}
+	if at.term.LabelSelector == nil {
+		sel = labels.Nothing()
+	}
+	namespaces, err := t.termNamespaces(at.term, own)
+	if err != nil {
+		return nil, err
+	}
+	g := t.group(at.kind, at.term.TopologyKey, namespaces, sel, 0, 0)
+	if at.kind == kindAntiAffinity && !at.preferred {
+		g.inverse = t.group(kindInverseAntiAffinity, at.term.TopologyKey, namespaces, sel, 0, 0)
+	}
+	return &topologyTerm{group: g, preferred: at.preferred, weight: at.weight}, nil
+}
+
+// termNamespaces are the namespaces a term selects pods in: the pod's
+// own, or those it lists and those its namespace selector selects (nil:
+// every namespace).
+func (t *topology) termNamespaces(term corev1.PodAffinityTerm, own map[string]bool) (map[string]bool, error) {
+	namespaces := own
+	if len(term.Namespaces) > 0 {
+		namespaces = map[string]bool{}
+		for _, n := range term.Namespaces {
+			namespaces[n] = true
+		}
+	}
+	if term.NamespaceSelector == nil {
+		return namespaces, nil
+	}
+	nsSel, err := metav1.LabelSelectorAsSelector(term.NamespaceSelector)
+	if err != nil {
+		return nil, fmt.Errorf("pod affinity namespace selector: %w", err)
+	}
+	if nsSel.Empty() {
+		return nil, nil
+	}
+	if len(term.Namespaces) == 0 {
+		namespaces = map[string]bool{}
+	}
+	for name, lbls := range t.namespaces {
+		if nsSel.Matches(labels.Set(lbls)) {
+			namespaces[name] = true
+		}
+	}
+	return namespaces, nil
 }
 
 // allows reports whether a pod may be placed in a domain of g, given the

@@ -193,28 +193,84 @@ func (e *EC2) CreateFleet(ctx context.Context, in *ec2.CreateFleetInput, _ ...fu
 	if prior, ok := a.fleets[token]; ok && token != "" {
 		return prior, nil
 	}
+	out, err := a.createFleet(in, specs)
+	if err != nil {
+		return nil, err
+	}
+	if token != "" {
+		a.fleets[token] = out
+	}
+	return out, nil
+}
+
+// createFleet launches what a CreateFleet call asks for. The caller holds
+// a.mu.
+func (a *Account) createFleet(in *ec2.CreateFleetInput, specs []instancetypes.Spec) (*ec2.CreateFleetOutput, error) {
+	req, err := fleetRequestOf(in)
+	if err != nil {
+		return nil, err
+	}
+	out := &ec2.CreateFleetOutput{FleetId: aws.String(fmt.Sprintf("fleet-%017x", len(a.fleets)+1))}
+	candidates, err := a.fleetCandidates(in, specs, req.lifecycle, out)
+	if err != nil {
+		return nil, err
+	}
+	orderCandidates(candidates, prioritized(in))
+	for _, c := range candidates {
+		if len(out.Instances) >= req.want {
+			break
+		}
+		a.launchCandidate(c, req, out)
+	}
+	return out, nil
+}
+
+// fleetRequest is what a CreateFleet call asks for: how many instances, of
+// which capacity type, and the tags they launch with.
+type fleetRequest struct {
+	want         int
+	capacityType ec2types.DefaultTargetCapacityType
+	lifecycle    ec2types.InstanceLifecycle
+	// interruptible is set for reserved-capacity fleets, which launch
+	// into interruptible capacity reservations only.
+	interruptible bool
+	tags          []ec2types.TagSpecification
+}
+
+// fleetRequestOf checks what the simulated account supports of a
+// CreateFleet call and reads what it asks for.
+func fleetRequestOf(in *ec2.CreateFleetInput) (fleetRequest, error) {
 	if in.Type != ec2types.FleetTypeInstant {
-		return nil, apiError("InvalidParameterValue", "the simulated account supports instant fleets only")
+		return fleetRequest{}, apiError("InvalidParameterValue", "the simulated account supports instant fleets only")
 	}
 	if in.TargetCapacitySpecification == nil {
-		return nil, apiError("MissingParameter", "The request must contain the parameter TargetCapacitySpecification")
+		return fleetRequest{}, apiError("MissingParameter", "The request must contain the parameter TargetCapacitySpecification")
 	}
-	capacityType := in.TargetCapacitySpecification.DefaultTargetCapacityType
-	lifecycle := ec2types.InstanceLifecycleOnDemand
-	if capacityType == ec2types.DefaultTargetCapacityTypeSpot {
-		lifecycle = ec2types.InstanceLifecycleSpot
+	req := fleetRequest{
+		want:         int(aws.ToInt32(in.TargetCapacitySpecification.TotalTargetCapacity)),
+		capacityType: in.TargetCapacitySpecification.DefaultTargetCapacityType,
+		lifecycle:    ec2types.InstanceLifecycleOnDemand,
+		tags:         in.TagSpecifications,
 	}
-	interruptible := capacityType == ec2types.DefaultTargetCapacityTypeReservedCapacity
-	if interruptible && (in.ReservedCapacityOptions == nil ||
+	if req.capacityType == ec2types.DefaultTargetCapacityTypeSpot {
+		req.lifecycle = ec2types.InstanceLifecycleSpot
+	}
+	req.interruptible = req.capacityType == ec2types.DefaultTargetCapacityTypeReservedCapacity
+	if req.interruptible && (in.ReservedCapacityOptions == nil ||
 		!slices.Contains(in.ReservedCapacityOptions.ReservationTypes, ec2types.FleetReservationTypeInterruptibleCapacityReservation)) {
-		return nil, apiError("MissingParameter", "Target capacity type reserved-capacity needs ReservedCapacityOptions with reservation type interruptible-capacity-reservation")
+		return fleetRequest{}, apiError("MissingParameter", "Target capacity type reserved-capacity needs ReservedCapacityOptions with reservation type interruptible-capacity-reservation")
 	}
-	want := int(aws.ToInt32(in.TargetCapacitySpecification.TotalTargetCapacity))
+	return req, nil
+}
+
+// fleetCandidates are the overrides of the fleet's launch templates, with
+// their price. Overrides of instance types that are not offered go to
+// out's errors.
+func (a *Account) fleetCandidates(in *ec2.CreateFleetInput, specs []instancetypes.Spec, lifecycle ec2types.InstanceLifecycle, out *ec2.CreateFleetOutput) ([]candidate, error) {
 	byName := map[string]instancetypes.Spec{}
 	for _, s := range specs {
 		byName[s.Name] = s
 	}
-	out := &ec2.CreateFleetOutput{FleetId: aws.String(fmt.Sprintf("fleet-%017x", len(a.fleets)+1))}
 	var candidates []candidate
 	for _, cfg := range in.LaunchTemplateConfigs {
 		lt := a.template(cfg.LaunchTemplateSpecification)
@@ -227,18 +283,27 @@ func (e *EC2) CreateFleet(ctx context.Context, in *ec2.CreateFleetInput, _ ...fu
 				out.Errors = append(out.Errors, fleetError(o, "InvalidFleetConfiguration", fmt.Sprintf("instance type %s is not offered", o.InstanceType), lifecycle))
 				continue
 			}
-			price := spec.OnDemand
-			if lifecycle == ec2types.InstanceLifecycleSpot {
-				price = instancetypes.SpotPrice(spec.Name, a.zoneOf(o), spec.OnDemand)
-			}
-			candidates = append(candidates, candidate{template: lt, override: o, spec: spec, price: price})
+			candidates = append(candidates, candidate{template: lt, override: o, spec: spec, price: a.offeringPrice(spec, o, lifecycle)})
 		}
 	}
-	// EC2 launches the cheapest offering first, or under a prioritized
-	// strategy the lowest priority number first (overrides without one
-	// last).
+	return candidates, nil
+}
+
+// offeringPrice is the hourly price of an override: on-demand, or the
+// spot price in its zone.
+func (a *Account) offeringPrice(spec instancetypes.Spec, o ec2types.FleetLaunchTemplateOverridesRequest, lifecycle ec2types.InstanceLifecycle) float64 {
+	if lifecycle == ec2types.InstanceLifecycleSpot {
+		return instancetypes.SpotPrice(spec.Name, a.zoneOf(o), spec.OnDemand)
+	}
+	return spec.OnDemand
+}
+
+// orderCandidates puts candidates in the order EC2 launches them: the
+// cheapest offering first, or under a prioritized strategy the lowest
+// priority number first (overrides without one last).
+func orderCandidates(candidates []candidate, byPriority bool) {
 	order := func(c candidate) float64 { return c.price }
-	if prioritized(in) {
+	if byPriority {
 		order = func(c candidate) float64 {
 			if c.override.Priority == nil {
 				return math.Inf(1)
@@ -247,52 +312,76 @@ func (e *EC2) CreateFleet(ctx context.Context, in *ec2.CreateFleetInput, _ ...fu
 		}
 	}
 	sort.SliceStable(candidates, func(i, j int) bool { return order(candidates[i]) < order(candidates[j]) })
-	for _, c := range candidates {
-		if len(out.Instances) >= want {
-			break
-		}
-		zone := a.zoneOf(c.override)
-		if a.outOfCapacity(string(capacityType), c.spec.Name, zone) {
-			out.Errors = append(out.Errors, fleetError(c.override, "InsufficientInstanceCapacity",
-				fmt.Sprintf("We currently do not have sufficient %s capacity in the Availability Zone you requested (%s).", c.spec.Name, zone), lifecycle))
-			continue
-		}
-		if msg := a.launchProblem(c); msg != "" {
-			out.Errors = append(out.Errors, fleetError(c.override, "InvalidParameterValue", msg, lifecycle))
-			continue
-		}
-		var reservation *ec2types.CapacityReservation
-		if lifecycle == ec2types.InstanceLifecycleOnDemand {
-			var code, msg string
-			if reservation, code, msg = a.reserve(c.template.data, c.spec.Name, zone, interruptible); code != "" {
-				out.Errors = append(out.Errors, fleetError(c.override, code, msg, lifecycle))
-				continue
-			}
-		}
-		placement, code, msg := a.place(c.template.data.Placement, c, zone)
-		if code != "" {
-			out.Errors = append(out.Errors, fleetError(c.override, code, msg, lifecycle))
-			continue
-		}
-		inst := a.launch(c, placement, lifecycle, in.TagSpecifications)
-		if reservation != nil {
-			reservation.AvailableInstanceCount = aws.Int32(aws.ToInt32(reservation.AvailableInstanceCount) - 1)
-			inst.CapacityReservationId = reservation.CapacityReservationId
-			if interruptible {
-				inst.InstanceLifecycle = ec2types.InstanceLifecycleTypeInterruptibleCapacityReservation
-			}
-		}
-		out.Instances = append(out.Instances, ec2types.CreateFleetInstance{
-			InstanceIds: []string{aws.ToString(inst.InstanceId)}, InstanceType: inst.InstanceType, Lifecycle: lifecycle,
-			LaunchTemplateAndOverrides: &ec2types.LaunchTemplateAndOverridesResponse{Overrides: &ec2types.FleetLaunchTemplateOverrides{
-				InstanceType: inst.InstanceType, SubnetId: inst.SubnetId, AvailabilityZone: aws.String(zone),
-			}},
-		})
+}
+
+// launchCandidate launches an instance of a candidate into the fleet's
+// output, or adds why it cannot to the output's errors.
+func (a *Account) launchCandidate(c candidate, req fleetRequest, out *ec2.CreateFleetOutput) {
+	zone := a.zoneOf(c.override)
+	site, code, msg := a.admit(c, req, zone)
+	if code != "" {
+		out.Errors = append(out.Errors, fleetError(c.override, code, msg, req.lifecycle))
+		return
 	}
-	if token != "" {
-		a.fleets[token] = out
+	inst := a.launch(c, site.placement, req.lifecycle, req.tags)
+	if site.reservation != nil {
+		takeReservation(inst, site.reservation, req.interruptible)
 	}
-	return out, nil
+	out.Instances = append(out.Instances, fleetInstance(inst, req.lifecycle, zone))
+}
+
+// launchSite is where an admitted candidate launches: its placement and
+// the capacity reservation it runs in, if any.
+type launchSite struct {
+	placement   *ec2types.Placement
+	reservation *ec2types.CapacityReservation
+}
+
+// admit checks a candidate before it launches, in this order: capacity
+// in the zone, the launch's parameters, a capacity reservation for an
+// on-demand launch, then placement. It returns where the instance goes,
+// or the fleet error code and message.
+func (a *Account) admit(c candidate, req fleetRequest, zone string) (launchSite, string, string) {
+	if a.outOfCapacity(string(req.capacityType), c.spec.Name, zone) {
+		return launchSite{}, "InsufficientInstanceCapacity",
+			fmt.Sprintf("We currently do not have sufficient %s capacity in the Availability Zone you requested (%s).", c.spec.Name, zone)
+	}
+	if msg := a.launchProblem(c); msg != "" {
+		return launchSite{}, "InvalidParameterValue", msg
+	}
+	var site launchSite
+	if req.lifecycle == ec2types.InstanceLifecycleOnDemand {
+		var code, msg string
+		if site.reservation, code, msg = a.reserve(c.template.data, c.spec.Name, zone, req.interruptible); code != "" {
+			return launchSite{}, code, msg
+		}
+	}
+	placement, code, msg := a.place(c.template.data.Placement, c, zone)
+	if code != "" {
+		return launchSite{}, code, msg
+	}
+	site.placement = placement
+	return site, "", ""
+}
+
+// takeReservation counts an instance against the capacity reservation it
+// launched into.
+func takeReservation(inst *Instance, r *ec2types.CapacityReservation, interruptible bool) {
+	r.AvailableInstanceCount = aws.Int32(aws.ToInt32(r.AvailableInstanceCount) - 1)
+	inst.CapacityReservationId = r.CapacityReservationId
+	if interruptible {
+		inst.InstanceLifecycle = ec2types.InstanceLifecycleTypeInterruptibleCapacityReservation
+	}
+}
+
+// fleetInstance is how CreateFleet reports a launched instance.
+func fleetInstance(inst *Instance, lifecycle ec2types.InstanceLifecycle, zone string) ec2types.CreateFleetInstance {
+	return ec2types.CreateFleetInstance{
+		InstanceIds: []string{aws.ToString(inst.InstanceId)}, InstanceType: inst.InstanceType, Lifecycle: lifecycle,
+		LaunchTemplateAndOverrides: &ec2types.LaunchTemplateAndOverridesResponse{Overrides: &ec2types.FleetLaunchTemplateOverrides{
+			InstanceType: inst.InstanceType, SubnetId: inst.SubnetId, AvailabilityZone: aws.String(zone),
+		}},
+	}
 }
 
 // prioritized reports a fleet that launches by its overrides' priorities.

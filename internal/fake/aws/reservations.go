@@ -112,25 +112,8 @@ func (a *Account) reservation(id string) *ec2types.CapacityReservation {
 // reserved capacity (interruptible true), and those launch nowhere else.
 func (a *Account) reserve(data ec2types.RequestLaunchTemplateData, instanceType, zone string, interruptible bool) (*ec2types.CapacityReservation, string, string) {
 	spec := data.CapacityReservationSpecification
-	if spec != nil && spec.CapacityReservationTarget != nil && spec.CapacityReservationTarget.CapacityReservationId != nil {
-		id := *spec.CapacityReservationTarget.CapacityReservationId
-		r := a.reservation(id)
-		switch {
-		case r == nil:
-			return nil, "InvalidCapacityReservationId.NotFound", fmt.Sprintf("The capacity reservation ID '%s' does not exist", id)
-		case r.State != ec2types.CapacityReservationStateActive:
-			return nil, "InvalidCapacityReservationId.Malformed", fmt.Sprintf("The capacity reservation '%s' is %s, not active", id, r.State)
-		case deref(r.InstanceType) != instanceType || deref(r.AvailabilityZone) != zone:
-			return nil, "InvalidParameterCombination", fmt.Sprintf("The capacity reservation '%s' is for %s in %s, not %s in %s",
-				id, deref(r.InstanceType), deref(r.AvailabilityZone), instanceType, zone)
-		case aws.ToInt32(r.AvailableInstanceCount) <= 0:
-			return nil, "ReservationCapacityExceeded", fmt.Sprintf("The requested reservation '%s' does not have sufficient compatible and available capacity for this request.", id)
-		case aws.ToBool(r.Interruptible) && !interruptible:
-			return nil, "InvalidParameterCombination", fmt.Sprintf("The capacity reservation '%s' is interruptible: launch into it with target capacity type reserved-capacity and reservation type interruptible-capacity-reservation", id)
-		case !aws.ToBool(r.Interruptible) && interruptible:
-			return nil, "InvalidParameterCombination", fmt.Sprintf("The capacity reservation '%s' is not interruptible", id)
-		}
-		return r, "", ""
+	if id, ok := targetedReservation(spec); ok {
+		return a.reserveTargeted(id, instanceType, zone, interruptible)
 	}
 	if interruptible {
 		return nil, "MissingParameter", "An interruptible reserved-capacity launch must target an interruptible capacity reservation"
@@ -138,13 +121,79 @@ func (a *Account) reserve(data ec2types.RequestLaunchTemplateData, instanceType,
 	if spec != nil && spec.CapacityReservationPreference == ec2types.CapacityReservationPreferenceNone {
 		return nil, "", ""
 	}
+	return a.openReservation(instanceType, zone), "", ""
+}
+
+// targetedReservation is the id of the reservation a launch template
+// targets, if it does.
+func targetedReservation(spec *ec2types.LaunchTemplateCapacityReservationSpecificationRequest) (string, bool) {
+	if spec == nil || spec.CapacityReservationTarget == nil || spec.CapacityReservationTarget.CapacityReservationId == nil {
+		return "", false
+	}
+	return *spec.CapacityReservationTarget.CapacityReservationId, true
+}
+
+// reserveTargeted takes the reservation a launch template targets, if the
+// launch fits it.
+func (a *Account) reserveTargeted(id, instanceType, zone string, interruptible bool) (*ec2types.CapacityReservation, string, string) {
+	r := a.reservation(id)
+	if r == nil {
+		return nil, "InvalidCapacityReservationId.NotFound", fmt.Sprintf("The capacity reservation ID '%s' does not exist", id)
+	}
+	if code, msg := targetRefusal(r, id, instanceType, zone); code != "" {
+		return nil, code, msg
+	}
+	if code, msg := interruptibleRefusal(r, id, interruptible); code != "" {
+		return nil, code, msg
+	}
+	return r, "", ""
+}
+
+// targetRefusal is why a targeted reservation cannot take a launch of a
+// type in a zone: it is not active, is for another type or zone, or is
+// full. Empty when it can.
+func targetRefusal(r *ec2types.CapacityReservation, id, instanceType, zone string) (string, string) {
+	switch {
+	case r.State != ec2types.CapacityReservationStateActive:
+		return "InvalidCapacityReservationId.Malformed", fmt.Sprintf("The capacity reservation '%s' is %s, not active", id, r.State)
+	case deref(r.InstanceType) != instanceType || deref(r.AvailabilityZone) != zone:
+		return "InvalidParameterCombination", fmt.Sprintf("The capacity reservation '%s' is for %s in %s, not %s in %s",
+			id, deref(r.InstanceType), deref(r.AvailabilityZone), instanceType, zone)
+	case aws.ToInt32(r.AvailableInstanceCount) <= 0:
+		return "ReservationCapacityExceeded", fmt.Sprintf("The requested reservation '%s' does not have sufficient compatible and available capacity for this request.", id)
+	}
+	return "", ""
+}
+
+// interruptibleRefusal is why a targeted reservation refuses a launch
+// that does or does not ask for interruptible capacity: the two must
+// agree. Empty when they do.
+func interruptibleRefusal(r *ec2types.CapacityReservation, id string, interruptible bool) (string, string) {
+	switch {
+	case aws.ToBool(r.Interruptible) && !interruptible:
+		return "InvalidParameterCombination", fmt.Sprintf("The capacity reservation '%s' is interruptible: launch into it with target capacity type reserved-capacity and reservation type interruptible-capacity-reservation", id)
+	case !aws.ToBool(r.Interruptible) && interruptible:
+		return "InvalidParameterCombination", fmt.Sprintf("The capacity reservation '%s' is not interruptible", id)
+	}
+	return "", ""
+}
+
+// openReservation is the first open reservation with room for a launch of
+// a type in a zone; nil when there is none.
+func (a *Account) openReservation(instanceType, zone string) *ec2types.CapacityReservation {
 	for _, r := range a.reservations {
-		if r.InstanceMatchCriteria == ec2types.InstanceMatchCriteriaOpen && r.State == ec2types.CapacityReservationStateActive && !aws.ToBool(r.Interruptible) &&
-			deref(r.InstanceType) == instanceType && deref(r.AvailabilityZone) == zone && aws.ToInt32(r.AvailableInstanceCount) > 0 {
-			return r, "", ""
+		if takesOpenLaunch(r, instanceType, zone) {
+			return r
 		}
 	}
-	return nil, "", ""
+	return nil
+}
+
+// takesOpenLaunch reports an active, open, uninterruptible reservation
+// with room for a launch of a type in a zone.
+func takesOpenLaunch(r *ec2types.CapacityReservation, instanceType, zone string) bool {
+	return r.InstanceMatchCriteria == ec2types.InstanceMatchCriteriaOpen && r.State == ec2types.CapacityReservationStateActive && !aws.ToBool(r.Interruptible) &&
+		deref(r.InstanceType) == instanceType && deref(r.AvailabilityZone) == zone && aws.ToInt32(r.AvailableInstanceCount) > 0
 }
 
 // release gives a terminated instance's place back to its reservation.

@@ -132,25 +132,56 @@ func (s *Snapshot) key() string {
 
 // Snapshot reads the state of the simulation.
 func (s *Sim) Snapshot(ctx context.Context, started time.Time) (*Snapshot, error) {
-	snap := &Snapshot{Elapsed: time.Since(started).Round(time.Second), NodeClaims: []NodeClaim{}, Problems: []string{}}
-	problems := map[string]bool{}
-	add := func(p string) {
-		if !problems[p] {
-			problems[p] = true
-			snap.Problems = append(snap.Problems, p)
+	r := &snapshotReader{sim: s, listed: map[string]bool{},
+		snap: &Snapshot{Elapsed: time.Since(started).Round(time.Second), NodeClaims: []NodeClaim{}, Problems: []string{}}}
+	// readNodes marks the NodeClaims readNodeClaims added: the order
+	// matters.
+	steps := []func(context.Context) error{r.readPods, r.readNodeClasses, r.readNodePools, r.readNodeClaims, r.readNodes, r.readDisruptions}
+	for _, read := range steps {
+		if err := read(ctx); err != nil {
+			return nil, err
 		}
 	}
+	return r.snap, nil
+}
+
+// snapshotReader fills in a snapshot from the simulation's cache, one
+// kind of object after the other.
+type snapshotReader struct {
+	sim  *Sim
+	snap *Snapshot
+	// listed are the problems already in the snapshot: each is listed
+	// once, where it was first found.
+	listed map[string]bool
+	// claims are the NodeClaims, sorted by name as the snapshot's are.
+	claims []v1.NodeClaim
+}
+
+// problem lists a problem the first time it is found.
+func (r *snapshotReader) problem(p string) {
+	if !r.listed[p] {
+		r.listed[p] = true
+		r.snap.Problems = append(r.snap.Problems, p)
+	}
+}
+
+// unplaceablePod is a pending pod with the reason nodewright gave for not
+// placing it.
+type unplaceablePod struct {
+	pod    *corev1.Pod
+	reason string
+}
+
+// readPods counts the pods outside kube-system, and lists why nodewright
+// cannot place the pods it cannot.
+func (r *snapshotReader) readPods(ctx context.Context) error {
 	pods := &corev1.PodList{}
-	if err := s.cache.List(ctx, pods, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
+	if err := r.sim.cache.List(ctx, pods, client.UnsafeDisableDeepCopy); err != nil {
+		return err
 	}
-	reasons, err := s.podReasons(ctx)
+	reasons, err := r.sim.podReasons(ctx)
 	if err != nil {
-		return nil, err
-	}
-	type unplaceablePod struct {
-		pod    *corev1.Pod
-		reason string
+		return err
 	}
 	var unplaceablePods []unplaceablePod
 	for i := range pods.Items {
@@ -158,133 +189,236 @@ func (s *Sim) Snapshot(ctx context.Context, started time.Time) (*Snapshot, error
 		if p.Namespace == "kube-system" {
 			continue
 		}
-		snap.Pods++
-		if p.Status.Phase == corev1.PodRunning {
-			snap.RunningPods++
-			continue
-		}
-		snap.PendingPods++
-		r, unplaceable := reasons[p.Namespace+"/"+p.Name]
-		switch {
-		case p.Spec.NodeName != "":
-			snap.wait("bound")
-		case unplaceable:
-			snap.wait("unplaceable")
-		case p.Status.NominatedNodeName != "":
-			snap.wait("nominated")
-		default:
-			snap.wait("unscheduled")
-		}
-		if unplaceable {
-			unplaceablePods = append(unplaceablePods, unplaceablePod{&pods.Items[i], r})
+		if reason, unplaceable := r.snap.countPod(p, reasons); unplaceable {
+			unplaceablePods = append(unplaceablePods, unplaceablePod{p, reason})
 		}
 	}
 	// One line per workload and reason, however many pods it has.
 	for _, g := range state.GroupPods(unplaceablePods, func(u unplaceablePod) *corev1.Pod { return u.pod }, func(u unplaceablePod) string { return u.reason }) {
-		add(g.Describe() + ": " + reasons[g.Pods[0].Namespace+"/"+g.Pods[0].Name])
+		r.problem(g.Describe() + ": " + reasons[g.Pods[0].Namespace+"/"+g.Pods[0].Name])
 	}
+	return nil
+}
+
+// countPod counts a pod as running or pending, and a pending one by what
+// it waits for. It returns the reason nodewright gave for not placing the
+// pod, if it gave one.
+func (s *Snapshot) countPod(p *corev1.Pod, reasons map[string]string) (string, bool) {
+	s.Pods++
+	if p.Status.Phase == corev1.PodRunning {
+		s.RunningPods++
+		return "", false
+	}
+	s.PendingPods++
+	reason, unplaceable := reasons[p.Namespace+"/"+p.Name]
+	s.wait(waitingFor(p, unplaceable))
+	return reason, unplaceable
+}
+
+// waitingFor is what a pending pod waits for, as Snapshot.Waiting counts
+// it.
+func waitingFor(p *corev1.Pod, unplaceable bool) string {
+	switch {
+	case p.Spec.NodeName != "":
+		return "bound"
+	case unplaceable:
+		return "unplaceable"
+	case p.Status.NominatedNodeName != "":
+		return "nominated"
+	}
+	return "unscheduled"
+}
+
+// readNodeClasses lists the EC2NodeClasses' conditions that are not True,
+// Ready aside: the others say why it is not.
+func (r *snapshotReader) readNodeClasses(ctx context.Context) error {
 	classes := &awsv1.EC2NodeClassList{}
-	if err := s.cache.List(ctx, classes); err != nil {
-		return nil, err
+	if err := r.sim.cache.List(ctx, classes); err != nil {
+		return err
 	}
 	for _, c := range classes.Items {
 		for _, cond := range c.Status.Conditions {
 			if cond.Status != metav1.ConditionTrue && cond.Type != awsv1.ConditionReady {
-				add(fmt.Sprintf("EC2NodeClass %s: %s=%s %s: %s", c.Name, cond.Type, cond.Status, cond.Reason, cond.Message))
+				r.problem(fmt.Sprintf("EC2NodeClass %s: %s=%s %s: %s", c.Name, cond.Type, cond.Status, cond.Reason, cond.Message))
 			}
 		}
 	}
+	return nil
+}
+
+// readNodePools finds the NodePools' longest consolidateAfter.
+func (r *snapshotReader) readNodePools(ctx context.Context) error {
 	pools := &v1.NodePoolList{}
-	if err := s.cache.List(ctx, pools); err != nil {
-		return nil, err
+	if err := r.sim.cache.List(ctx, pools); err != nil {
+		return err
 	}
 	for _, np := range pools.Items {
 		if d, never, err := np.Spec.Disruption.ConsolidateAfter.Parse(); err == nil && !never {
-			snap.ConsolidateAfter = max(snap.ConsolidateAfter, d)
+			r.snap.ConsolidateAfter = max(r.snap.ConsolidateAfter, d)
 		}
 	}
+	return nil
+}
+
+// readNodeClaims adds the NodeClaims, by name, with their price, when the
+// first expires and what their conditions and kubelets say is wrong.
+func (r *snapshotReader) readNodeClaims(ctx context.Context) error {
 	claims := &v1.NodeClaimList{}
-	if err := s.cache.List(ctx, claims, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
+	if err := r.sim.cache.List(ctx, claims, client.UnsafeDisableDeepCopy); err != nil {
+		return err
 	}
 	specs, err := instancetypes.Catalog()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	onDemand := map[string]float64{}
 	for _, sp := range specs {
 		onDemand[sp.Name] = sp.OnDemand
 	}
 	sort.Slice(claims.Items, func(i, j int) bool { return claims.Items[i].Name < claims.Items[j].Name })
-	for _, nc := range claims.Items {
-		view := NodeClaim{
-			Name: nc.Name, NodePool: nc.Labels[v1.LabelNodePool], InstanceType: nc.Labels[corev1.LabelInstanceTypeStable],
-			CapacityType: nc.Labels[v1.LabelCapacityType], Zone: nc.Labels[corev1.LabelTopologyZone], Phase: phase(&nc),
-		}
-		snap.NodeClaims = append(snap.NodeClaims, view)
-		if after, never, err := nc.Spec.ExpireAfter.Parse(); err == nil && !never {
-			if at := nc.CreationTimestamp.Add(after); snap.NextExpiry.IsZero() || at.Before(snap.NextExpiry) {
-				snap.NextExpiry = at
-			}
-		}
-		if price, ok := onDemand[view.InstanceType]; ok {
-			if view.CapacityType == v1.CapacityTypeSpot {
-				price = instancetypes.SpotPrice(view.InstanceType, view.Zone, price)
-			}
-			snap.PricePerHour += price
-		}
-		for _, cond := range nc.Status.Conditions {
-			bad := cond.Status != metav1.ConditionTrue && cond.Type != v1.ConditionReady && cond.Message != ""
-			if bad || cond.Reason == v1.ReasonUnregisteredTaintMissing {
-				add(fmt.Sprintf("NodeClaim %s: %s=%s %s: %s", nc.Name, cond.Type, cond.Status, cond.Reason, cond.Message))
-			}
-		}
-		if _, id, found := strings.Cut(strings.TrimPrefix(nc.Status.ProviderID, "aws:///"), "/"); found {
-			if why, failed := s.Kubelets.Failure(id); failed {
-				add(fmt.Sprintf("instance %s of NodeClaim %s: %s", id, nc.Name, why))
-			}
+	for i := range claims.Items {
+		r.readNodeClaim(&claims.Items[i], onDemand)
+	}
+	r.snap.PricePerHour = math.Round(r.snap.PricePerHour*1e4) / 1e4
+	r.claims = claims.Items
+	return nil
+}
+
+// readNodeClaim adds a NodeClaim to the snapshot.
+func (r *snapshotReader) readNodeClaim(nc *v1.NodeClaim, onDemand map[string]float64) {
+	view := NodeClaim{
+		Name: nc.Name, NodePool: nc.Labels[v1.LabelNodePool], InstanceType: nc.Labels[corev1.LabelInstanceTypeStable],
+		CapacityType: nc.Labels[v1.LabelCapacityType], Zone: nc.Labels[corev1.LabelTopologyZone], Phase: phase(nc),
+	}
+	r.snap.NodeClaims = append(r.snap.NodeClaims, view)
+	r.snap.noteExpiry(nc)
+	if price, ok := claimPrice(view, onDemand); ok {
+		r.snap.PricePerHour += price
+	}
+	r.claimConditionProblems(nc)
+	r.kubeletProblem(nc)
+}
+
+// noteExpiry keeps the earliest time a NodeClaim reaches its expireAfter.
+func (s *Snapshot) noteExpiry(nc *v1.NodeClaim) {
+	after, never, err := nc.Spec.ExpireAfter.Parse()
+	if err != nil || never {
+		return
+	}
+	if at := nc.CreationTimestamp.Add(after); s.NextExpiry.IsZero() || at.Before(s.NextExpiry) {
+		s.NextExpiry = at
+	}
+}
+
+// claimPrice is a NodeClaim's hourly price, when its instance type has
+// one: on-demand, or the spot price in its zone.
+func claimPrice(view NodeClaim, onDemand map[string]float64) (float64, bool) {
+	price, ok := onDemand[view.InstanceType]
+	if ok && view.CapacityType == v1.CapacityTypeSpot {
+		price = instancetypes.SpotPrice(view.InstanceType, view.Zone, price)
+	}
+	return price, ok
+}
+
+// claimConditionProblems lists a NodeClaim's conditions that are not True
+// and say why (Ready aside: the others explain it), and a node that
+// registered without karpenter.sh/unregistered.
+func (r *snapshotReader) claimConditionProblems(nc *v1.NodeClaim) {
+	for _, cond := range nc.Status.Conditions {
+		bad := cond.Status != metav1.ConditionTrue && cond.Type != v1.ConditionReady && cond.Message != ""
+		if bad || cond.Reason == v1.ReasonUnregisteredTaintMissing {
+			r.problem(fmt.Sprintf("NodeClaim %s: %s=%s %s: %s", nc.Name, cond.Type, cond.Status, cond.Reason, cond.Message))
 		}
 	}
-	snap.PricePerHour = math.Round(snap.PricePerHour*1e4) / 1e4
+}
+
+// kubeletProblem lists why the simulated kubelet of a NodeClaim's
+// instance failed, if it did.
+func (r *snapshotReader) kubeletProblem(nc *v1.NodeClaim) {
+	_, id, found := strings.Cut(strings.TrimPrefix(nc.Status.ProviderID, "aws:///"), "/")
+	if !found {
+		return
+	}
+	if why, failed := r.sim.Kubelets.Failure(id); failed {
+		r.problem(fmt.Sprintf("instance %s of NodeClaim %s: %s", id, nc.Name, why))
+	}
+}
+
+// readNodes counts the nodes and those being disrupted, and marks the
+// NodeClaims whose node is failing.
+func (r *snapshotReader) readNodes(ctx context.Context) error {
 	nodes := &corev1.NodeList{}
-	if err := s.cache.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
+	if err := r.sim.cache.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
+		return err
 	}
-	snap.Nodes = len(nodes.Items)
+	r.snap.Nodes = len(nodes.Items)
 	// A registered node whose kubelet does not report Ready (or reports a
 	// failure) keeps its NodeClaim from counting as Ready.
+	failing := failingNodes(nodes.Items)
+	for i := range r.claims {
+		if why, ok := failing[r.claims[i].Status.ProviderID]; ok && r.snap.NodeClaims[i].Phase == "Ready" {
+			r.snap.NodeClaims[i].Phase = "NotReady"
+			r.problem(fmt.Sprintf("NodeClaim %s: its node reports %s", r.claims[i].Name, why))
+		}
+	}
+	for i := range nodes.Items {
+		if disrupting(&nodes.Items[i]) {
+			r.snap.Disrupting++
+		}
+	}
+	return nil
+}
+
+// failingNodes maps the provider IDs of the nodes not being deleted that
+// report a failing condition to the last such condition.
+func failingNodes(nodes []corev1.Node) map[string]string {
 	failing := map[string]string{}
-	for _, n := range nodes.Items {
+	for i := range nodes {
+		n := &nodes[i]
 		if !n.DeletionTimestamp.IsZero() {
 			continue
 		}
-		for _, c := range n.Status.Conditions {
-			notReady := c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue
-			agentFailing := c.Type != corev1.NodeReady && strings.HasSuffix(string(c.Type), "Ready") && c.Status == corev1.ConditionFalse
-			if notReady || agentFailing {
-				failing[n.Spec.ProviderID] = fmt.Sprintf("%s=%s", c.Type, c.Status)
-			}
+		if why, ok := failingCondition(n); ok {
+			failing[n.Spec.ProviderID] = why
 		}
 	}
-	for i := range claims.Items {
-		if why, ok := failing[claims.Items[i].Status.ProviderID]; ok && snap.NodeClaims[i].Phase == "Ready" {
-			snap.NodeClaims[i].Phase = "NotReady"
-			add(fmt.Sprintf("NodeClaim %s: its node reports %s", claims.Items[i].Name, why))
+	return failing
+}
+
+// failingCondition is the last of a node's conditions that says it is
+// failing: Ready not True, or another ...Ready condition (an agent's)
+// False.
+func failingCondition(n *corev1.Node) (string, bool) {
+	why, found := "", false
+	for _, c := range n.Status.Conditions {
+		notReady := c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue
+		agentFailing := c.Type != corev1.NodeReady && strings.HasSuffix(string(c.Type), "Ready") && c.Status == corev1.ConditionFalse
+		if notReady || agentFailing {
+			why, found = fmt.Sprintf("%s=%s", c.Type, c.Status), true
 		}
 	}
-	for _, n := range nodes.Items {
-		disrupted := false
-		for _, t := range n.Spec.Taints {
-			disrupted = disrupted || t.Key == v1.TaintKeyDisrupted
-		}
-		if disrupted || !n.DeletionTimestamp.IsZero() {
-			snap.Disrupting++
+	return why, found
+}
+
+// disrupting reports a node being disrupted: tainted karpenter.sh/disrupted
+// or being deleted.
+func disrupting(n *corev1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == v1.TaintKeyDisrupted {
+			return true
 		}
 	}
-	if snap.Disruptions, err = s.disruptions(ctx); err != nil {
-		return nil, err
+	return !n.DeletionTimestamp.IsZero()
+}
+
+// readDisruptions adds the disruption steps nodewright took.
+func (r *snapshotReader) readDisruptions(ctx context.Context) error {
+	disruptions, err := r.sim.disruptions(ctx)
+	if err != nil {
+		return err
 	}
-	return snap, nil
+	r.snap.Disruptions = disruptions
+	return nil
 }
 
 // disruptionReasons are the events that tell what disruption did.
@@ -360,12 +494,12 @@ func (s *Sim) podReasons(ctx context.Context) (map[string]string, error) {
 // NodeClaim expires before the timeout), nothing has changed for stall,
 // or timeout passes.
 func (s *Sim) Watch(ctx context.Context, timeout, stall time.Duration, progress func(*Snapshot)) (*Snapshot, error) {
-	started := time.Now()
-	lastChange, lastKey, calmSince := started, "", time.Time{}
+	w := &watch{started: time.Now(), timeout: timeout, stall: stall, settle: s.settle}
+	w.lastChange = w.started
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()
 	for {
-		snap, err := s.Snapshot(ctx, started)
+		snap, err := s.Snapshot(ctx, w.started)
 		if err != nil {
 			return nil, err
 		}
@@ -373,18 +507,8 @@ func (s *Sim) Watch(ctx context.Context, timeout, stall time.Duration, progress 
 			progress(snap)
 		}
 		s.measure(snap)
-		if k := snap.key(); k != lastKey {
-			lastKey, lastChange = k, time.Now()
-		}
-		switch {
-		case !snap.Done() || snap.Disrupting > 0:
-			calmSince = time.Time{}
-		case calmSince.IsZero():
-			calmSince = time.Now()
-		}
-		expiring := !snap.NextExpiry.IsZero() && snap.NextExpiry.Before(started.Add(timeout))
-		settled := !calmSince.IsZero() && time.Since(calmSince) >= s.settle+min(snap.ConsolidateAfter, time.Minute) && !expiring
-		if settled || time.Since(started) > timeout || (time.Since(lastChange) > stall && snap.Pods > 0 && !snap.Done() && !expiring) {
+		w.observe(snap)
+		if w.over(snap) {
 			return snap, nil
 		}
 		select {
@@ -393,6 +517,51 @@ func (s *Sim) Watch(ctx context.Context, timeout, stall time.Duration, progress 
 		case <-ticker.C:
 		}
 	}
+}
+
+// watch is what Watch remembers between snapshots to tell when to stop.
+type watch struct {
+	started                time.Time
+	timeout, stall, settle time.Duration
+	lastKey                string
+	lastChange             time.Time
+	calmSince              time.Time // zero while pods wait or nodes are disrupted
+}
+
+// observe notes whether a snapshot differs from the last one, and whether
+// the cluster is calm: every pod Running on Ready NodeClaims, no node
+// disrupted.
+func (w *watch) observe(snap *Snapshot) {
+	if k := snap.key(); k != w.lastKey {
+		w.lastKey, w.lastChange = k, time.Now()
+	}
+	switch {
+	case !snap.Done() || snap.Disrupting > 0:
+		w.calmSince = time.Time{}
+	case w.calmSince.IsZero():
+		w.calmSince = time.Now()
+	}
+}
+
+// over reports whether Watch is done with this snapshot: the cluster has
+// settled, the timeout has passed, or an unfinished cluster stopped
+// changing. A NodeClaim due to expire before the timeout is a change
+// still to come, so it is waited for.
+func (w *watch) over(snap *Snapshot) bool {
+	expiring := !snap.NextExpiry.IsZero() && snap.NextExpiry.Before(w.started.Add(w.timeout))
+	return w.settled(snap, expiring) || time.Since(w.started) > w.timeout || w.stalled(snap, expiring)
+}
+
+// settled reports a cluster calm for long enough, with no NodeClaim
+// expiring before the timeout.
+func (w *watch) settled(snap *Snapshot, expiring bool) bool {
+	return !w.calmSince.IsZero() && time.Since(w.calmSince) >= w.settle+min(snap.ConsolidateAfter, time.Minute) && !expiring
+}
+
+// stalled reports an unfinished cluster that has not changed for the
+// stall time.
+func (w *watch) stalled(snap *Snapshot, expiring bool) bool {
+	return time.Since(w.lastChange) > w.stall && snap.Pods > 0 && !snap.Done() && !expiring
 }
 
 // measure records the step's figures from a snapshot.
