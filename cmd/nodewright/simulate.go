@@ -8,22 +8,29 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nodewright/nodewright/internal/aws/nodeclass"
+	simaws "github.com/nodewright/nodewright/internal/fake/aws"
 	"github.com/nodewright/nodewright/internal/whatif"
 )
 
 func newSimulateCommand() *cobra.Command {
 	var files []string
-	var output, now string
+	var output, now, cloud string
 	var disrupt bool
 	cmd := &cobra.Command{
-		Use:   "simulate -f FILE... [--disruption [--now RFC3339]]",
+		Use:   "simulate -f FILE... [--cloud sim] [--disruption [--now RFC3339]]",
 		Short: "Show the NodeClaims nodewright would launch for the pods in manifests",
 		Long: `simulate reads NodePools, EC2NodeClasses, workloads (Pods, Deployments,
 StatefulSets, ReplicaSets, Jobs), DaemonSets and Nodes from multi-document
 YAML and prints the plan: the NodeClaims to launch with their cheapest
 instance type, capacity type, zone and price, the pods on each, the total
 $/hour, and every pod that cannot be scheduled with the reason. Instance
-types and AMIs are those of the simulated us-east-1 account.
+types and prices are the built-in catalog's; each EC2NodeClass's AMIs,
+subnets' zones and placement group are those its status names (a
+cluster's dump), and otherwise every architecture in three zones of
+us-east-1. --cloud sim resolves EC2NodeClasses in the simulated account
+nodewright sim runs (its AMIs, subnets, capacity reservations and
+placement groups), as the scenarios assume.
 
 With --disruption it reads the same manifests, or a cluster's dump
 (kubectl get nodepools,ec2nodeclasses,nodeclaims,nodes,pods,pdb -A -o yaml),
@@ -50,8 +57,12 @@ for every other node of a NodePool the one reason it stays.`,
 					return fmt.Errorf("--now %q: write a time such as 2026-11-23T12:00:00Z: %w", now, err)
 				}
 			}
+			resolver, err := simulateResolver(cloud)
+			if err != nil {
+				return err
+			}
 			if disrupt {
-				report, err := whatif.Disrupt(objs, nil)
+				report, err := whatif.Disrupt(objs, resolver)
 				if err != nil {
 					return err
 				}
@@ -60,7 +71,7 @@ for every other node of a NodePool the one reason it stays.`,
 				}
 				return report.WriteTable(cmd.OutOrStdout())
 			}
-			res, err := whatif.Run(objs)
+			res, err := whatif.RunWith(objs, resolver)
 			if err != nil {
 				return err
 			}
@@ -75,7 +86,22 @@ for every other node of a NodePool the one reason it stays.`,
 	outputFlag(cmd, &output, "table")
 	cmd.Flags().BoolVar(&disrupt, "disruption", false, "print what disruption would do now instead of what would be launched")
 	cmd.Flags().StringVar(&now, "now", "", "with --disruption, decide as at this time (RFC 3339; default: now)")
+	cmd.Flags().StringVar(&cloud, "cloud", "", "sim: resolve EC2NodeClasses in the simulated account of nodewright sim (default: from the input)")
 	return cmd
+}
+
+// simulateResolver resolves EC2NodeClasses in the account --cloud names;
+// nil: from the input alone.
+func simulateResolver(cloud string) (*nodeclass.Resolver, error) {
+	switch cloud {
+	case "":
+		return nil, nil
+	case "sim":
+		a := simaws.NewAccount()
+		a.Seed()
+		return &nodeclass.Resolver{EC2: a.EC2(), SSM: a.SSM(), KubernetesVersion: simaws.KubernetesVersion}, nil
+	}
+	return nil, fmt.Errorf("--cloud %q: use sim, or leave it out to plan from the input alone", cloud)
 }
 
 // loadFiles reads manifests, warning on w about each document it does not

@@ -37,7 +37,7 @@ func cheaperThanOneNode(names ...string) expectation {
 			}
 			together.Pods = append(together.Pods, p)
 		}
-		res, err := whatif.Run(&together)
+		res, err := whatif.RunWith(&together, simulated())
 		if err != nil {
 			return err
 		}

@@ -121,7 +121,7 @@ func runConformance(t *testing.T, c conformanceCase) *outcome {
 	if err := objs.Load(c.ref, strings.NewReader(doc)); err != nil {
 		t.Fatal(err)
 	}
-	res, err := whatif.Run(objs)
+	res, err := whatif.RunWith(objs, simulated())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,8 +14,6 @@ import (
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
-	"github.com/nodewright/nodewright/internal/fake/account"
-	simaws "github.com/nodewright/nodewright/internal/fake/aws"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
 )
@@ -30,24 +28,24 @@ type Result struct {
 	Warnings []string
 }
 
-// Run plans the objects' pending pods against the simulated account.
+// Run plans the objects' pending pods from the objects alone: each
+// EC2NodeClass as its status says (a cluster's dump), else with every
+// architecture and DefaultZones (manifests).
 func Run(o *Objects) (*Result, error) {
-	return RunWith(o, SimulatedAccount())
+	return RunWith(o, nil)
 }
 
-// SimulatedAccount resolves AMIs and subnets in a freshly seeded simulated
-// account: the one every scenario assumes.
-func SimulatedAccount() *nodeclass.Resolver {
-	cloud := simaws.NewAccount()
-	cloud.Seed()
-	return &nodeclass.Resolver{EC2: cloud.EC2(), SSM: cloud.SSM(), KubernetesVersion: simaws.KubernetesVersion}
-}
+// DefaultZones are the zones a plan uses for an EC2NodeClass whose status
+// names no subnet: three of the region the built-in catalog's prices are
+// for.
+var DefaultZones = []string{catalogRegion + "a", catalogRegion + "b", catalogRegion + "c"}
 
 // RunWith plans the objects' pending pods, resolving each EC2NodeClass's
-// AMIs and zones with resolver. Without a resolver it reads them from the
-// EC2NodeClass's status (a cluster's objects), and when the status is
-// empty too (manifests) treats AMIs as unknown: every architecture and
-// every zone of the region is allowed, so nothing is blamed on an AMI.
+// AMIs and zones with resolver, an account's. Without a resolver it
+// reads them from the EC2NodeClass's status (a cluster's objects), and
+// when the status is empty too (manifests) treats AMIs as unknown: every
+// architecture and DefaultZones are allowed, so nothing is blamed on an
+// AMI.
 func RunWith(o *Objects, resolver *nodeclass.Resolver) (*Result, error) {
 	snap, warnings, err := Snapshot(o, resolver)
 	if err != nil {
@@ -96,7 +94,7 @@ func Snapshot(o *Objects, resolver *nodeclass.Resolver) (*state.Snapshot, []stri
 		classes[nc.Name] = rc
 	}
 	snap := state.Build(o.State(), state.Options{Now: o.now(), NodeClasses: classes,
-		Catalog: instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: account.Zones()})})
+		Catalog: instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: DefaultZones})})
 	for _, sk := range snap.Skipped {
 		if sk.Reason == state.SkipNodeClassNotFound {
 			warnings = append(warnings, fmt.Sprintf("NodePool %s: EC2NodeClass %s is not among the inputs; it launches nothing", sk.NodePool, sk.NodeClass))
@@ -122,7 +120,7 @@ type resolved struct {
 }
 
 // resolve finds the AMIs of an EC2NodeClass, the zones its subnets are in
-// and its capacity reservations, in the simulated account, and says what
+// and its capacity reservations, in the resolver's account, and says what
 // is missing.
 func resolve(r *nodeclass.Resolver, nc *awsv1.EC2NodeClass) (resolved, error) {
 	ctx := context.Background()
@@ -144,20 +142,20 @@ func resolve(r *nodeclass.Resolver, nc *awsv1.EC2NodeClass) (resolved, error) {
 	}
 	var warnings []string
 	if nc.Spec.PlacementGroupSelector != nil && placement == nil {
-		warnings = append(warnings, fmt.Sprintf("EC2NodeClass %s: placementGroupSelector selects no available placement group in account %s; it launches nothing", nc.Name, account.AccountID))
+		warnings = append(warnings, fmt.Sprintf("EC2NodeClass %s: placementGroupSelector selects no available placement group in the account; it launches nothing", nc.Name))
 	}
 	if len(amis) == 0 {
-		warnings = append(warnings, fmt.Sprintf("EC2NodeClass %s: amiSelectorTerms select no AMI in account %s", nc.Name, account.AccountID))
+		warnings = append(warnings, fmt.Sprintf("EC2NodeClass %s: amiSelectorTerms select no AMI in the account", nc.Name))
 	}
 	if len(subnets) == 0 {
-		warnings = append(warnings, fmt.Sprintf("EC2NodeClass %s: subnetSelectorTerms select no subnet in account %s", nc.Name, account.AccountID))
+		warnings = append(warnings, fmt.Sprintf("EC2NodeClass %s: subnetSelectorTerms select no subnet in the account", nc.Name))
 	}
 	out := make([]scheduling.AMI, 0, len(amis))
 	for _, a := range amis {
 		out = append(out, scheduling.AMI{ID: a.ID, Requirements: scheduling.NewRequirements(a.Requirements...)})
 	}
 	if len(nc.Spec.CapacityReservationSelectorTerms) > 0 && len(reservations) == 0 {
-		warnings = append(warnings, fmt.Sprintf("EC2NodeClass %s: capacityReservationSelectorTerms select no active capacity reservation in account %s", nc.Name, account.AccountID))
+		warnings = append(warnings, fmt.Sprintf("EC2NodeClass %s: capacityReservationSelectorTerms select no active capacity reservation in the account", nc.Name))
 	}
 	zones := make([]string, 0, len(subnets))
 	for _, s := range subnets {
@@ -179,18 +177,20 @@ func fromStatus(_ *nodeclass.Resolver, nc *awsv1.EC2NodeClass) (resolved, error)
 	for _, a := range nc.Status.AMIs {
 		amis = append(amis, scheduling.AMI{ID: a.ID, Requirements: scheduling.NewRequirements(a.Requirements...)})
 	}
+	warning := ""
 	if len(amis) == 0 {
 		amis = []scheduling.AMI{{ID: "unresolved", Requirements: scheduling.NewRequirements(
 			corev1.NodeSelectorRequirement{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64", "arm64"}})}}
+		warning = fmt.Sprintf("EC2NodeClass %s: its status names no AMIs (a manifest has none), so every architecture is planned; a cluster's dump, or an account (--cloud), says which its amiSelectorTerms select", nc.Name)
 	}
 	zones := make([]string, 0, len(nc.Status.Subnets))
 	for _, s := range nc.Status.Subnets {
 		zones = append(zones, s.Zone)
 	}
 	if len(zones) == 0 {
-		zones = account.Zones()
+		zones = DefaultZones
 	}
-	return resolved{amis: amis, zones: sortedUnique(zones)}, nil
+	return resolved{amis: amis, zones: sortedUnique(zones), warning: warning}, nil
 }
 
 func sortedUnique(s []string) []string {

@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	"github.com/nodewright/nodewright/internal/aws/nodeclass"
+	simaws "github.com/nodewright/nodewright/internal/fake/aws"
 	"github.com/nodewright/nodewright/internal/whatif"
 )
 
@@ -27,7 +29,7 @@ func run(t *testing.T, files ...string) *whatif.Report {
 			t.Fatal(err)
 		}
 	}
-	res, err := whatif.Run(objs)
+	res, err := whatif.RunWith(objs, simulated())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +184,7 @@ spec:
 	if err := objs.Load("inline", strings.NewReader(manifest)); err != nil {
 		t.Fatal(err)
 	}
-	res, err := whatif.Run(objs)
+	res, err := whatif.RunWith(objs, simulated())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +363,7 @@ func TestStaticNodePoolIsPlannedAsTheControllerLaunchesIt(t *testing.T) {
 	if err := objs.Load("static-big.yaml", strings.NewReader(big)); err != nil {
 		t.Fatal(err)
 	}
-	res, err := whatif.Run(objs)
+	res, err := whatif.RunWith(objs, simulated())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -414,7 +416,7 @@ spec:
 		if err := objs.Load("overlay.yaml", strings.NewReader(base+extra)); err != nil {
 			t.Fatal(err)
 		}
-		res, err := whatif.Run(objs)
+		res, err := whatif.RunWith(objs, simulated())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -518,7 +520,7 @@ spec:
 	if err := objs.Load("volumes.yaml", strings.NewReader(manifest+pod("db-a", "data-a")+pod("db-b", "data-b")+pod("db-c", "data-c"))); err != nil {
 		t.Fatal(err)
 	}
-	res, err := whatif.Run(objs)
+	res, err := whatif.RunWith(objs, simulated())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -566,7 +568,7 @@ spec:
 		if err := objs.Load("class.yaml", strings.NewReader(manifest(extra))); err != nil {
 			t.Fatal(err)
 		}
-		res, err := whatif.Run(objs)
+		res, err := whatif.RunWith(objs, simulated())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -655,7 +657,7 @@ spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 10Gi}}}
 	if err := objs.Load("attach.yaml", strings.NewReader(input)); err != nil {
 		t.Fatal(err)
 	}
-	res, err := whatif.Run(objs)
+	res, err := whatif.RunWith(objs, simulated())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -666,4 +668,12 @@ spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 10Gi}}}
 	if len(r.NodeClaims) != 1 || len(r.NodeClaims[0].Pods) != 1 {
 		t.Errorf("new NodeClaims %+v; want one for the pod whose volume the node has no room for", r.NodeClaims)
 	}
+}
+
+// simulated resolves EC2NodeClasses in a freshly seeded simulated
+// account: the one the scenarios and the reference's cases assume.
+func simulated() *nodeclass.Resolver {
+	a := simaws.NewAccount()
+	a.Seed()
+	return &nodeclass.Resolver{EC2: a.EC2(), SSM: a.SSM(), KubernetesVersion: simaws.KubernetesVersion}
 }

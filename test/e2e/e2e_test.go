@@ -21,6 +21,8 @@ import (
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/aws/nodeclass"
+	simaws "github.com/nodewright/nodewright/internal/fake/aws"
 	"github.com/nodewright/nodewright/internal/fake/runner"
 	"github.com/nodewright/nodewright/internal/whatif"
 	"github.com/nodewright/nodewright/scenarios"
@@ -177,7 +179,8 @@ func TestHealthy(t *testing.T) {
 	}
 }
 
-// plannedNodes is how many nodes simulate plans for a scenario.
+// plannedNodes is how many nodes simulate plans for a scenario in the
+// simulated account.
 func plannedNodes(t *testing.T, scenario string) int {
 	t.Helper()
 	_, manifest, err := scenarios.Load(scenario)
@@ -188,7 +191,9 @@ func plannedNodes(t *testing.T, scenario string) int {
 	if err := objs.Load(scenario, bytes.NewReader(manifest)); err != nil {
 		t.Fatal(err)
 	}
-	res, err := whatif.Run(objs)
+	a := simaws.NewAccount()
+	a.Seed()
+	res, err := whatif.RunWith(objs, &nodeclass.Resolver{EC2: a.EC2(), SSM: a.SSM(), KubernetesVersion: simaws.KubernetesVersion})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -157,11 +157,11 @@ type Sim struct {
 	controllerConfig     operator.Config
 	// machines are what the simulated kubelets run on.
 	machines kubelet.Machines
-	claims               map[string]bool
-	cancel               context.CancelFunc
-	wg                   sync.WaitGroup
-	errs                 chan error
-	settle               time.Duration
+	claims   map[string]bool
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	errs     chan error
+	settle   time.Duration
 }
 
 // Start starts the control plane, the simulated account, kubelets and
