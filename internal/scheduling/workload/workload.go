@@ -15,7 +15,6 @@ import (
 
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
-	"github.com/nodewright/nodewright/internal/fake/account"
 	"github.com/nodewright/nodewright/internal/scheduling"
 )
 
@@ -112,10 +111,14 @@ func A(n int, seed uint64) scheduling.Input {
 	return scheduling.Input{NodePools: []*scheduling.NodePool{nodePool(SyntheticInstanceTypes())}, Pods: pods}
 }
 
+// Zones are workload B's: three of us-east-1, whose prices the catalog
+// has.
+var Zones = []string{"us-east-1a", "us-east-1b", "us-east-1c"}
+
 // B returns workload B: n generic pods against the real catalog in three
 // zones, spot and on-demand.
 func B(n int, seed uint64) (scheduling.Input, error) {
-	types, err := instancetypes.Load(instancetypes.Options{Zones: account.Zones()})
+	types, err := instancetypes.Load(instancetypes.Options{Zones: Zones})
 	if err != nil {
 		return scheduling.Input{}, err
 	}
