@@ -240,7 +240,7 @@ func TestChartAppliesToTheAPIServer(t *testing.T) {
 			kinds := sets.New[string]()
 			for _, o := range objs {
 				kinds.Insert(o.GetKind())
-				if err := kube.Patch(ctx, o, client.Apply, client.FieldOwner("helm"), client.DryRunAll); err != nil { //nolint:staticcheck // server-side apply of unstructured objects
+				if err := kube.Patch(ctx, o, client.Apply, client.FieldOwner("helm"), client.DryRunAll); err != nil {
 					t.Errorf("%s %s: %v", o.GetKind(), o.GetName(), err)
 				}
 			}

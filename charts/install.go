@@ -53,7 +53,7 @@ func InstallRBAC(ctx context.Context, kube client.Client, admin *rest.Config, cl
 		if !rbacKinds[o.GetKind()] {
 			continue
 		}
-		if err := kube.Patch(ctx, o, client.Apply, client.FieldOwner("helm"), client.ForceOwnership); err != nil { //nolint:staticcheck // server-side apply of unstructured objects
+		if err := kube.Patch(ctx, o, client.Apply, client.FieldOwner("helm"), client.ForceOwnership); err != nil {
 			return nil, fmt.Errorf("applying the chart's %s %s: %w", o.GetKind(), o.GetName(), err)
 		}
 	}

@@ -104,8 +104,6 @@ func (c refCase) strictly() refCase { c.strict = true; return c }
 
 func (c refCase) updated(update string) refCase { c.update = update; return c }
 
-func (c refCase) holding(want string) refCase { c.want = want; return c }
-
 func TestReferenceValidationCases(t *testing.T) {
 	cases := referenceCases()
 	seen := map[string]bool{}

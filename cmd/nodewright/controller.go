@@ -57,7 +57,7 @@ control plane.`,
 				return fmt.Errorf("--concurrency %d, --kube-client-qps %g, --kube-client-burst %d: each must be at least 1", cfg.Concurrency, cfg.KubeQPS, cfg.KubeBurst)
 			}
 			if cfg.ClusterEndpoint != "" && !strings.HasPrefix(cfg.ClusterEndpoint, "https://") {
-				return fmt.Errorf("--cluster-endpoint %q: give the API server's URL, https://...", cfg.ClusterEndpoint)
+				return fmt.Errorf("--cluster-endpoint %q: give the API server's URL, such as https://ABC.gr7.us-east-1.eks.amazonaws.com", cfg.ClusterEndpoint)
 			}
 			if cfg.ClusterName == "" {
 				return errors.New("--cluster-name is required: the EKS cluster's name, which tags and finds nodewright's instances")

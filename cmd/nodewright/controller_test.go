@@ -159,7 +159,7 @@ func TestOneLoggerForEverything(t *testing.T) {
 		awsLogger(log.WithName("aws")).Logf(logging.Warn, "Response has no supported checksum. Not validating response payload.")
 		return
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestOneLoggerForEverything$") //nolint:gosec,noctx // this test's own binary
+	cmd := exec.Command(os.Args[0], "-test.run=^TestOneLoggerForEverything$")
 	cmd.Env = append(os.Environ(), "NODEWRIGHT_LOGGER_CHILD=1")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -77,7 +77,7 @@ func clusterOf(c *userdata.Cluster, serviceCIDR string) error {
 		return errors.New("pass the cluster the nodes join: --cluster-name NAME --cluster-endpoint https://... (and --cluster-ca), as aws eks describe-cluster reports them")
 	}
 	if !strings.HasPrefix(c.Endpoint, "https://") {
-		return fmt.Errorf("--cluster-endpoint %q: give the API server's URL, https://...", c.Endpoint)
+		return fmt.Errorf("--cluster-endpoint %q: give the API server's URL, such as https://ABC.gr7.us-east-1.eks.amazonaws.com", c.Endpoint)
 	}
 	prefix, err := netip.ParsePrefix(serviceCIDR)
 	if err != nil || !prefix.Addr().Is4() {

@@ -13,6 +13,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"go/ast"
 	"go/format"
@@ -32,7 +33,7 @@ import (
 )
 
 func main() {
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}} {{.Version}}", "github.com/aws/aws-sdk-go-v2/service/ec2").Output()
+	out, err := exec.CommandContext(context.Background(), "go", "list", "-m", "-f", "{{.Dir}} {{.Version}}", "github.com/aws/aws-sdk-go-v2/service/ec2").Output()
 	if err != nil {
 		log.Fatalf("finding the EC2 module: %v", err)
 	}

@@ -19,12 +19,17 @@ import (
 func main() {
 	root := flag.String("dir", "bin", "directory to build into (the binaries go into DIR/k8s-<version>)")
 	flag.Parse()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	dir := controlplane.AssetsIn(*root)
-	if err := controlplane.Install(ctx, dir, os.Stderr); err != nil {
+	dir, err := install(controlplane.AssetsIn(*root))
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "controlplane:", err)
 		os.Exit(1)
 	}
 	fmt.Println(dir)
+}
+
+// install builds the control plane into dir, unless interrupted.
+func install(dir string) (string, error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	return dir, controlplane.Install(ctx, dir, os.Stderr)
 }

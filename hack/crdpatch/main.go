@@ -34,8 +34,9 @@ var patches = append([]patch{{
 // kubeletBounds bound the kubelet's thresholds and reservations (a
 // percentage, a quantity or a duration: 32 characters is plenty).
 func kubeletBounds() []patch {
-	var out []patch
-	for _, m := range []string{"evictionHard", "evictionSoft", "evictionSoftGracePeriod", "kubeReserved", "systemReserved"} {
+	maps := []string{"evictionHard", "evictionSoft", "evictionSoftGracePeriod", "kubeReserved", "systemReserved"}
+	out := make([]patch, 0, len(maps))
+	for _, m := range maps {
 		out = append(out, patch{file: "karpenter.k8s.aws_ec2nodeclasses.yaml", path: "spec.kubelet." + m + ".additionalProperties", fields: map[string]any{"maxLength": 32}})
 	}
 	return out
@@ -44,7 +45,7 @@ func kubeletBounds() []patch {
 // taintBounds bound the taints' keys (a qualified name: a 253-character
 // prefix, '/', a 63-character name) and values (63 characters).
 func taintBounds() []patch {
-	var out []patch
+	out := make([]patch, 0, 8)
 	for file, prefix := range map[string]string{"karpenter.sh_nodepools.yaml": "spec.template.spec.", "karpenter.sh_nodeclaims.yaml": "spec."} {
 		for _, list := range []string{"taints", "startupTaints"} {
 			out = append(out,

@@ -146,7 +146,7 @@ func Install(ctx context.Context, dir string, progress io.Writer) error {
 		}
 	}
 	goCmd, _ := goTool()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return err
 	}
 	link := filepath.Join(dir, "etcd")
@@ -161,12 +161,12 @@ func Install(ctx context.Context, dir string, progress io.Writer) error {
 	}
 	// The module is written beside the binaries and built there.
 	src := filepath.Join(filepath.Dir(dir), "src-"+Version())
-	if err := os.MkdirAll(src, 0o755); err != nil {
+	if err := os.MkdirAll(src, 0o750); err != nil {
 		return err
 	}
 	for from, to := range map[string]string{"module/k8s.go.mod": "go.mod", "module/k8s.go.sum": "go.sum", "module/tools.go.txt": "tools.go"} {
 		data, _ := module.ReadFile(from)
-		if err := os.WriteFile(filepath.Join(src, to), data, 0o644); err != nil { //nolint:gosec // source files
+		if err := os.WriteFile(filepath.Join(src, to), data, 0o644); err != nil {
 			return err
 		}
 	}

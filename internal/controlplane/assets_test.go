@@ -19,12 +19,12 @@ func fakeTools(t *testing.T, withGo, withEtcd bool) (bin, record string) {
 	record = filepath.Join(t.TempDir(), "go-calls")
 	if withGo {
 		script := "#!/bin/sh\necho \"$PWD $*\" >> " + record + "\nwhile [ $# -gt 0 ]; do if [ \"$1\" = -o ]; then echo built > \"$2\"; fi; shift; done\n"
-		if err := os.WriteFile(filepath.Join(bin, "go"), []byte(script), 0o755); err != nil { //nolint:gosec // an executable
+		if err := os.WriteFile(filepath.Join(bin, "go"), []byte(script), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if withEtcd {
-		if err := os.WriteFile(filepath.Join(bin, "etcd"), []byte("#!/bin/sh\n"), 0o755); err != nil { //nolint:gosec // an executable
+		if err := os.WriteFile(filepath.Join(bin, "etcd"), []byte("#!/bin/sh\n"), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}

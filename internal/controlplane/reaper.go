@@ -38,7 +38,7 @@ func startReaper() (*reaper, error) {
 		return nil, fmt.Errorf("starting the reaper: %w", err)
 	}
 	defer func() { _ = r.Close() }()
-	cmd := exec.Command("/bin/sh", "-c", reaperScript) //nolint:gosec,noctx // our own script; it outlives this process on purpose
+	cmd := exec.Command("/bin/sh", "-c", reaperScript) //nolint:noctx // our own script; it outlives this process on purpose
 	cmd.Stdin = r
 	// Its own process group: a Ctrl-C meant for this process must not
 	// end it before it has done its work.
@@ -86,7 +86,7 @@ func childProcesses() map[int]child {
 	self := os.Getpid()
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, path := range stats {
-		data, err := os.ReadFile(path) //nolint:gosec // /proc
+		data, err := os.ReadFile(path)
 		if err != nil {
 			continue
 		}

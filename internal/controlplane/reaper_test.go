@@ -40,7 +40,7 @@ func TestKilledProcessLeavesNoControlPlane(t *testing.T) {
 		t.Skip(err)
 	}
 	report := filepath.Join(t.TempDir(), "children")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestKilledProcessLeavesNoControlPlane$") //nolint:gosec // this test binary
+	cmd := exec.Command(os.Args[0], "-test.run=^TestKilledProcessLeavesNoControlPlane$")
 	cmd.Env = append(os.Environ(), "NODEWRIGHT_REAPER_CHILD="+report)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

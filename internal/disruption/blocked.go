@@ -13,42 +13,42 @@ import (
 type BlockedReason string
 
 const (
-	// BlockedByNode: the node itself may not go now (state.Blocker).
+	// BlockedByNode means the node itself may not go now (state.Blocker).
 	BlockedByNode BlockedReason = "Blocker"
-	// BlockedByBudget: the NodePool's budget allows no more now.
+	// BlockedByBudget means the NodePool's budget allows no more now.
 	BlockedByBudget BlockedReason = "Budget"
-	// BlockedConsolidateAfter: consolidateAfter has not passed, or is Never.
+	// BlockedConsolidateAfter means consolidateAfter has not passed, or is Never.
 	BlockedConsolidateAfter BlockedReason = "ConsolidateAfter"
-	// BlockedPodsDoNotFit: a pod of the node would have no place.
+	// BlockedPodsDoNotFit means a pod of the node would have no place.
 	BlockedPodsDoNotFit BlockedReason = "PodsDoNotFit"
-	// BlockedNoCheaperPlacement: the node's pods fit only on something
+	// BlockedNoCheaperPlacement means the node's pods fit only on something
 	// that costs as much or more.
 	BlockedNoCheaperPlacement BlockedReason = "NoCheaperPlacement"
-	// BlockedSpotDiversity: the only cheaper spot replacement has too few
+	// BlockedSpotDiversity means the only cheaper spot replacement has too few
 	// instance types to stay diverse.
 	BlockedSpotDiversity BlockedReason = "SpotDiversity"
-	// BlockedPriceUnknown: the node's instance type or offering is not
+	// BlockedPriceUnknown means the node's instance type or offering is not
 	// among its NodePool's, so savings cannot be measured.
 	BlockedPriceUnknown BlockedReason = "PriceUnknown"
-	// BlockedPolicy: the NodePool's consolidationPolicy is WhenEmpty, or
+	// BlockedPolicy means the NodePool's consolidationPolicy is WhenEmpty, or
 	// Balanced and the savings are not worth the pods moved.
 	BlockedPolicy BlockedReason = "ConsolidationPolicy"
-	// BlockedInProgress: the node is already being disrupted or deleted.
+	// BlockedInProgress means the node is already being disrupted or deleted.
 	BlockedInProgress BlockedReason = "InProgress"
-	// BlockedNextRound: the node could go, but another command of the same
+	// BlockedNextRound means the node could go, but another command of the same
 	// method goes first this round (one command per method at a time).
 	BlockedNextRound BlockedReason = "NextRound"
-	// BlockedConsolidationInFlight: a consolidation is being carried out;
+	// BlockedConsolidationInFlight means a consolidation is being carried out;
 	// the next one is decided on the cluster it leaves.
 	BlockedConsolidationInFlight BlockedReason = "ConsolidationInFlight"
-	// BlockedScaleUp: pods are pending that nodewright is placing (or
+	// BlockedScaleUp means pods are pending that nodewright is placing (or
 	// counts as launching nodes'); consolidation waits until they run, so
 	// it does not remove what they are about to use.
 	BlockedScaleUp BlockedReason = "ScaleUp"
-	// BlockedStatic: the node is a static NodePool's, which consolidation
+	// BlockedStatic means the node is a static NodePool's, which consolidation
 	// leaves alone.
 	BlockedStatic BlockedReason = "StaticNodePool"
-	// BlockedNotEvaluated: single-node consolidation looked at its
+	// BlockedNotEvaluated means single-node consolidation looked at its
 	// maximum of nodes this round before this one.
 	BlockedNotEvaluated BlockedReason = "NotEvaluated"
 )

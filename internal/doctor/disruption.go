@@ -103,7 +103,7 @@ func repairRules(r *Report, in Input) {
 		if len(p.Unhealthy) == 0 {
 			continue
 		}
-		var evidence, claims []string
+		evidence, claims := make([]string, 0, len(p.Unhealthy)), make([]string, 0, len(p.Unhealthy))
 		for _, u := range p.Unhealthy {
 			evidence = append(evidence, u.Describe())
 			claims = append(claims, u.NodeClaim.Name)

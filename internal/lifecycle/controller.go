@@ -88,7 +88,7 @@ type Controller struct {
 
 // SetupWithManager registers the controller and the Node index it uses;
 // Node changes wake the NodeClaim they belong to.
-func (c *Controller) SetupWithManager(ctx context.Context, mgr manager.Manager) error {
+func (c *Controller) SetupWithManager(_ context.Context, mgr manager.Manager) error {
 	return ctrl.ControllerManagedBy(mgr).Named("nodeclaim.lifecycle").For(&v1.NodeClaim{}).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.claimOfNode)).
 		Watches(&v1.NodePool{}, handler.EnqueueRequestsFromMapFunc(c.claimsOfPool)).
@@ -508,7 +508,7 @@ func (c *Controller) finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 	return c.release(ctx, nc)
 }
 
-// ReasonInstanceNotOwned: the NodeClaim's instance is not one nodewright
+// ReasonInstanceNotOwned means the NodeClaim's instance is not one nodewright
 // launched; neither it nor its node is acted on.
 const ReasonInstanceNotOwned = "InstanceNotOwned"
 

@@ -90,7 +90,7 @@ func setReady(o *v1alpha1.NodeOverlay, e *state.OverlayEffect, now metav1.Time) 
 		cond.Message = fmt.Sprintf("capacity %s is not a resource the scheduler accounts for (it knows cpu, memory, pods, ephemeral-storage, hugepages-2Mi, hugepages-1Gi and the GPU, Neuron, EFA and pod-ENI resources); pods requesting it stay pending. The rest of the overlay applies (%s)",
 			strings.Join(e.Unsupported, ", "), describeTypes(e.Types))
 	case len(e.Conflicts) > 0:
-		var parts []string
+		parts := make([]string, 0, len(e.Conflicts))
 		for _, c := range e.Conflicts {
 			parts = append(parts, c.String())
 		}

@@ -45,7 +45,7 @@ type plan struct {
 
 // Plan remembers that pods are planned onto a NodeClaim (or, when node
 // is set, onto an existing node: nominated at once).
-func (n *Nominator) Plan(ctx context.Context, claim string, pods []*corev1.Pod) {
+func (n *Nominator) Plan(claim string, pods []*corev1.Pod) {
 	if n == nil {
 		return
 	}

@@ -94,7 +94,7 @@ func (p *Provisioner) nominateExisting(ctx context.Context, snap *state.Snapshot
 			for _, pod := range e.Pods {
 				p.Recorder.Eventf(pod, corev1.EventTypeNormal, "Nominated", "pod should schedule on NodeClaim %s (launching)", e.Node)
 			}
-			p.Nominator.Plan(ctx, e.Node, e.Pods)
+			p.Nominator.Plan(e.Node, e.Pods)
 			continue
 		}
 		marked := slices.DeleteFunc(slices.Clone(e.Pods), func(pod *corev1.Pod) bool { return !state.MarkedUnschedulable(pod) })
@@ -305,7 +305,7 @@ func (p *Provisioner) Provision(ctx context.Context) (time.Duration, error) {
 	p.Log.Info("computed a plan", "pendingPods", len(snap.Pending), "leavingPods", len(snap.Leaving), "newNodeClaims", len(plan.NodeClaims), "unschedulablePods", len(plan.Unschedulable), "duration", took)
 	writer := &intent.NodeClaims{Client: p.Client, Metrics: p.Metrics}
 	if _, err := writer.Create(ctx, snap, plan.NodeClaims, func(nc *v1.NodeClaim, planned *scheduling.PlannedNodeClaim) {
-		p.Nominator.Plan(ctx, nc.Name, planned.Pods)
+		p.Nominator.Plan(nc.Name, planned.Pods)
 		p.Log.Info("created NodeClaim", "NodeClaim", nc.Name, "nodePool", planned.NodePool, "pods", len(planned.Pods),
 			"cheapestInstanceType", planned.InstanceType.Name, "instanceTypes", len(planned.InstanceTypes), "requests", planned.Requests.String())
 		for _, pod := range planned.Pods {

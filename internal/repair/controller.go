@@ -49,7 +49,7 @@ func (c *Controller) Start(ctx context.Context) error {
 	return nil
 }
 
-// NeedLeaderElection: only the leader repairs.
+// NeedLeaderElection is true: only the leader repairs.
 func (c *Controller) NeedLeaderElection() bool { return true }
 
 // Repair makes one pass: every unhealthy node past its toleration is

@@ -134,7 +134,7 @@ func (t *topology) spreadGroup(kind topologyKind, key string, namespaces map[str
 	}
 	id := fmt.Sprintf("%d|%s|%s|%s|%d|%d", kind, key, ns, selector.String(), maxSkew, minDomains)
 	if eligible != nil {
-		var terms []string
+		terms := make([]string, 0, len(eligible.terms))
 		for _, r := range eligible.terms {
 			terms = append(terms, fingerprint(r))
 		}

@@ -18,21 +18,21 @@ import (
 type BlockReason string
 
 const (
-	// BlockNotInitialized: the node has not finished initialization.
+	// BlockNotInitialized means the node has not finished initialization.
 	BlockNotInitialized BlockReason = "NotInitialized"
-	// BlockDeleting: the node is already being deleted.
+	// BlockDeleting means the node is already being deleted.
 	BlockDeleting BlockReason = "Deleting"
-	// BlockNodeDoNotDisrupt: the Node or NodeClaim is annotated
+	// BlockNodeDoNotDisrupt means the Node or NodeClaim is annotated
 	// karpenter.sh/do-not-disrupt: "true".
 	BlockNodeDoNotDisrupt BlockReason = "NodeDoNotDisrupt"
-	// BlockPodDoNotDisrupt: a pod on the node is annotated
+	// BlockPodDoNotDisrupt means a pod on the node is annotated
 	// karpenter.sh/do-not-disrupt ("true", or a duration not yet over).
 	BlockPodDoNotDisrupt BlockReason = "PodDoNotDisrupt"
-	// BlockPDB: a PodDisruptionBudget allows no eviction of a pod on the
+	// BlockPDB means a PodDisruptionBudget allows no eviction of a pod on the
 	// node now (or several budgets cover one pod, which the Eviction API
 	// refuses).
 	BlockPDB BlockReason = "PodDisruptionBudget"
-	// BlockNominated: pending pods are nominated to the node.
+	// BlockNominated means pending pods are nominated to the node.
 	BlockNominated BlockReason = "Nominated"
 )
 

@@ -273,7 +273,7 @@ func (n *Node) notReady() bool {
 // starting, rather than onto a new node, while its NoExecute taints and
 // every other taint keep pods off.
 func notReadyTaintsLifted(taints []corev1.Taint) []corev1.Taint {
-	var out []corev1.Taint
+	out := make([]corev1.Taint, 0, len(taints))
 	for _, t := range taints {
 		switch t.Key {
 		case corev1.TaintNodeNotReady, corev1.TaintNodeUnreachable, CloudProviderTaint:

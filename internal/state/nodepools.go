@@ -15,6 +15,9 @@ import (
 // SkipReason says why a NodePool launches nothing now.
 type SkipReason string
 
+// Why a NodePool launches nothing now: it is being deleted, names no node
+// class or one that does not exist or is not ready, backs off after
+// registration timeouts, or is not ready for a cause of its own.
 const (
 	SkipDeleting            SkipReason = "Deleting"
 	SkipNoNodeClassRef      SkipReason = "NoNodeClassRef"

@@ -85,7 +85,7 @@ const catalogRegion = "us-east-1"
 // prices are for. Zones change no user data, only which type is
 // cheapest.
 func zonesFor(np *v1.NodePool, nc *awsv1.EC2NodeClass) []string {
-	var zones []string
+	zones := make([]string, 0, len(nc.Status.Subnets))
 	for _, s := range nc.Status.Subnets {
 		zones = append(zones, s.Zone)
 	}

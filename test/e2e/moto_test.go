@@ -127,7 +127,7 @@ func serveMoto(t *testing.T, bin, accountID string) string {
 	port := l.Addr().(*net.TCPAddr).Port
 	_ = l.Close()
 	var out bytes.Buffer
-	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", fmt.Sprint(port)) //nolint:gosec,noctx // the test's own server, stopped at cleanup
+	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", fmt.Sprint(port))
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if accountID != "" {
@@ -288,7 +288,7 @@ func startController(t *testing.T, cp *controlplane.ControlPlane, kube client.Cl
 	}
 	args := append([]string{"controller", "--cloud", "aws", "--cluster-name", motoCluster, "--cluster-endpoint", cp.Config.Host,
 		"--leader-elect=false", "--metrics-addr", "0", "--health-addr", "0", "--batch-idle", "300ms", "--batch-max", "3s"}, extra...)
-	cmd := exec.Command(buildNodewright(t), args...) //nolint:gosec,noctx // nodewright's own binary, stopped at cleanup
+	cmd := exec.Command(buildNodewright(t), args...)
 	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+kubeconfig), motoEnv(endpoint)...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

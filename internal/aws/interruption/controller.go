@@ -78,7 +78,7 @@ func (c *Controller) SetupWithManager(ctx context.Context, mgr manager.Manager) 
 	return mgr.Add(c)
 }
 
-// NeedLeaderElection: only the leader consumes the queue.
+// NeedLeaderElection is true: only the leader consumes the queue.
 func (c *Controller) NeedLeaderElection() bool { return true }
 
 // Start consumes the queue until ctx ends. A queue that cannot be read
@@ -103,7 +103,7 @@ func (c *Controller) Poll(ctx context.Context) error {
 		return err
 	}
 	out, err := c.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-		QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: int32(c.Options.Wait / time.Second),
+		QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: longPollSeconds(c.Options.Wait),
 	})
 	if err != nil {
 		return fmt.Errorf("receiving from queue %s: %w", url, err)
@@ -285,4 +285,17 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
+}
+
+// longPollSeconds is how long a receive waits for a message, in whole
+// seconds from 0 to SQS's most, 20.
+func longPollSeconds(wait time.Duration) int32 {
+	switch secs := wait / time.Second; {
+	case secs <= 0:
+		return 0
+	case secs >= 20:
+		return 20
+	default:
+		return int32(secs)
+	}
 }

@@ -12,7 +12,7 @@ import (
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 )
 
-// ReasonPlacementGroupNotFound: placementGroupSelector names no available
+// ReasonPlacementGroupNotFound means placementGroupSelector names no available
 // placement group.
 const ReasonPlacementGroupNotFound = "PlacementGroupNotFound"
 

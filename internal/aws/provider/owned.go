@@ -32,7 +32,8 @@ func (p *Launcher) clusterTag() string { return "kubernetes.io/cluster/" + p.clu
 // ownedFilters select, in an EC2 Describe call, only what nodewright
 // launched in this cluster.
 func (p *Launcher) ownedFilters() []ec2types.Filter {
-	out := []ec2types.Filter{{Name: aws.String("tag:" + p.clusterTag()), Values: []string{"owned"}}}
+	out := make([]ec2types.Filter, 0, 1+len(ownershipTagKeys))
+	out = append(out, ec2types.Filter{Name: aws.String("tag:" + p.clusterTag()), Values: []string{"owned"}})
 	for _, k := range ownershipTagKeys {
 		out = append(out, ec2types.Filter{Name: aws.String("tag-key"), Values: []string{k}})
 	}

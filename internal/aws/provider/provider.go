@@ -264,7 +264,7 @@ func (p *Launcher) createFleet(ctx context.Context, l *launchPlan, in *ec2.Creat
 // offerings without capacity are marked unavailable, and a fleet that
 // failed for capacity alone is an InsufficientCapacityError.
 func (p *Launcher) launched(l *launchPlan, out *ec2.CreateFleetOutput) (ec2types.CreateFleetInstance, error) {
-	var problems []string
+	problems := make([]string, 0, len(out.Errors))
 	capacityOnly := true
 	for _, e := range out.Errors {
 		code := aws.ToString(e.ErrorCode)
@@ -609,7 +609,7 @@ func placement(claim *v1.NodeClaim, class *awsv1.EC2NodeClass) *ec2types.LaunchT
 	for _, r := range claim.Spec.Requirements {
 		if r.Key == awsv1.LabelPlacementGroupPartition && r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
 			if n, err := strconv.ParseInt(r.Values[0], 10, 32); err == nil {
-				p.PartitionNumber = aws.Int32(int32(n)) //nolint:gosec // parsed as 32 bits
+				p.PartitionNumber = aws.Int32(int32(n))
 			}
 		}
 	}

@@ -16,15 +16,15 @@ import (
 type Interruption string
 
 const (
-	// SpotInterruption: EC2 reclaims a spot instance after the notice.
+	// SpotInterruption means EC2 reclaims a spot instance after the notice.
 	SpotInterruption Interruption = "spot-interruption"
-	// RebalanceRecommendation: a spot instance is at elevated risk of
+	// RebalanceRecommendation means a spot instance is at elevated risk of
 	// interruption; nothing happens to it.
 	RebalanceRecommendation Interruption = "rebalance-recommendation"
-	// ScheduledChange: an AWS Health scheduled change retires the
+	// ScheduledChange means an AWS Health scheduled change retires the
 	// instance at the event's start, after the notice.
 	ScheduledChange Interruption = "scheduled-change"
-	// CapacityReservationInterruption: the instance's capacity
+	// CapacityReservationInterruption means the instance's capacity
 	// reservation is reclaimed after the notice.
 	CapacityReservationInterruption Interruption = "capacity-reservation-interruption"
 )

@@ -81,20 +81,20 @@ func (q *queues) lookup(url string) (*queue, error) {
 	return nil, apiError("QueueDoesNotExist", fmt.Sprintf("The specified queue %s does not exist.", url))
 }
 
-// send puts a message on a queue; false when there is no such queue.
-func (q *queues) send(name, body string, now time.Time) (*queued, bool) {
+// send puts a message on a queue; nil when there is no such queue.
+func (q *queues) send(name, body string, now time.Time) *queued {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	qu := q.byName[name]
 	if qu == nil {
-		return nil, false
+		return nil
 	}
 	q.next++
 	m := &queued{id: fmt.Sprintf("%08x-0000-4000-8000-%012x", q.next, q.next), body: body, sent: now}
 	qu.messages = append(qu.messages, m)
 	close(q.arrived)
 	q.arrived = make(chan struct{})
-	return m, true
+	return m
 }
 
 // QueueMessages is how many messages a queue holds, visible or not.
@@ -133,7 +133,7 @@ func (s *SQS) SendMessage(_ context.Context, in *sqs.SendMessageInput, _ ...func
 	if body == "" {
 		return nil, apiError("MissingParameter", "The request must contain the parameter MessageBody.")
 	}
-	m, _ := q.send(qu.name, body, s.account.now())
+	m := q.send(qu.name, body, s.account.now())
 	return &sqs.SendMessageOutput{MessageId: aws.String(m.id), MD5OfMessageBody: aws.String(md5Hex(body))}, nil
 }
 

@@ -97,9 +97,9 @@ func (s *Simulator) bootDelay(instanceID string) time.Duration {
 	if s.BootJitter <= 0 {
 		return s.BootDelay
 	}
-	h := fnv.New64a()
+	h := fnv.New32a()
 	_, _ = h.Write([]byte(instanceID))
-	return s.BootDelay + time.Duration(h.Sum64()%uint64(s.BootJitter))
+	return s.BootDelay + time.Duration(h.Sum32())%s.BootJitter
 }
 
 // Failure says why an instance's kubelet did not register, if it did not.
@@ -331,7 +331,7 @@ func (s *Simulator) heartbeat(ctx context.Context, node *corev1.Node) error {
 	now := metav1.NewTime(s.Clock.Now())
 	before := node.DeepCopy()
 	want := reported(node)
-	var conds []corev1.NodeCondition
+	conds := make([]corev1.NodeCondition, 0, len(want))
 	for _, t := range slices.Sorted(maps.Keys(want)) {
 		c := corev1.NodeCondition{Type: t, Status: want[t], Reason: "SimulatedKubelet", Message: "the simulated kubelet reports " + string(t) + "=" + string(want[t]),
 			LastHeartbeatTime: now, LastTransitionTime: now}

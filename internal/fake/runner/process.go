@@ -33,7 +33,7 @@ import (
 // protocols, for the controller's own process and for people with the
 // AWS CLI.
 func (s *Sim) serveAWS() error {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := (&net.ListenConfig{}).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		return fmt.Errorf("serving the simulated AWS account: %w", err)
 	}

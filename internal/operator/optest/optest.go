@@ -96,7 +96,7 @@ func Start(t *testing.T, opts Options) *Env {
 
 // RunManager runs mgr until the test ends, then stops it with cancel and
 // fails the test if it ended with an error.
-func RunManager(t testing.TB, ctx context.Context, cancel context.CancelFunc, mgr manager.Manager) { //nolint:revive // the test comes first
+func RunManager(t testing.TB, ctx context.Context, cancel context.CancelFunc, mgr manager.Manager) {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
