@@ -49,7 +49,9 @@ func (o *offerings) get() []string {
 }
 
 type env struct {
-	kube     client.Client
+	kube client.Client
+	// cached reads as the controller does, from the manager's cache.
+	cached   client.Reader
 	account  *simaws.Account
 	queue    string
 	marked   *offerings
@@ -78,7 +80,7 @@ func start(t *testing.T, opts interruption.Options) *env {
 	if err := listing.Index(ctx, mgr.GetFieldIndexer()); err != nil {
 		t.Fatal(err)
 	}
-	e := &env{kube: kube, account: account, queue: url, marked: &offerings{}, recorder: record.NewFakeRecorder(100)}
+	e := &env{kube: kube, cached: mgr.GetClient(), account: account, queue: url, marked: &offerings{}, recorder: record.NewFakeRecorder(100)}
 	c := &interruption.Controller{Client: mgr.GetClient(), SQS: account.SQS(), Offerings: e.marked, Recorder: e.recorder, Clock: clock.RealClock{},
 		Log: logr.Discard(), Options: opts}
 	if err := c.SetupWithManager(ctx, mgr); err != nil {
@@ -108,6 +110,15 @@ func (e *env) claim(t *testing.T, name, instance string) {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-" + name}, Spec: corev1.NodeSpec{ProviderID: providerID}}
 	if err := e.kube.Create(ctx, node); err != nil {
 		t.Fatal(err)
+	}
+	// The controller finds NodeClaims by instance in its cache: a message
+	// about one it does not see yet is not its own.
+	if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		seen := &v1.NodeClaim{}
+		err := e.cached.Get(ctx, client.ObjectKey{Name: name}, seen)
+		return err == nil && seen.Status.ProviderID == providerID, client.IgnoreNotFound(err)
+	}); err != nil {
+		t.Fatalf("the controller's cache does not show NodeClaim %s: %v", name, err)
 	}
 }
 
