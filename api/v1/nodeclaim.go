@@ -212,9 +212,17 @@ const (
 	ReasonStartupTaintsExist       = "StartupTaintsExist"
 	ReasonEphemeralTaintsExist     = "KnownEphemeralTaintsExist"
 	ReasonResourceNotRegistered    = "ResourceNotRegistered"
-	ReasonNotLaunched              = "NotLaunched"
-	ReasonNotRegistered            = "NotRegistered"
-	ReasonReady                    = "Ready"
+	// ReasonNotLaunched, ReasonNotRegistered and ReasonNotInitialized:
+	// Ready is False because that condition has not been determined yet.
+	ReasonNotLaunched    = "NotLaunched"
+	ReasonNotRegistered  = "NotRegistered"
+	ReasonNotInitialized = "NotInitialized"
+	ReasonReady          = "Ready"
+	// ReasonInstanceNotOwned means the NodeClaim's (or the node's)
+	// instance is not one nodewright launched; neither it nor its node is
+	// acted on. It is the reason of Registered=False and of the events
+	// that say so.
+	ReasonInstanceNotOwned = "InstanceNotOwned"
 )
 
 // Drift reasons, the reasons of a NodeClaim's Drifted condition that do

@@ -116,3 +116,15 @@ type NodeOverlayStatus struct {
 
 // ConditionReady is the NodeOverlay's Ready condition.
 const ConditionReady = "Ready"
+
+// Reasons of the NodeOverlay's Ready condition.
+const (
+	// ReasonReady means the overlay applies as written.
+	ReasonReady = "Ready"
+	// ReasonUnsupportedCapacity means the overlay adds capacity the
+	// scheduler does not account for; the rest of it applies.
+	ReasonUnsupportedCapacity = "UnsupportedCapacity"
+	// ReasonConflict means an overlay of the same weight sets a field
+	// differently for an instance type.
+	ReasonConflict = "Conflict"
+)

@@ -207,7 +207,7 @@ func (c *Controller) step(ctx context.Context, snap *state.Snapshot, cmd *inflig
 			c.Metrics.Disruption(string(cmd.Reason), "cancelled")
 			c.Log.Info("cancelled a disruption", "reason", cmd.Reason, "nodes", cmd.NodeNames(), "why", why)
 			for _, n := range cmd.Nodes {
-				c.event(n, corev1.EventTypeNormal, "DisruptionCancelled", fmt.Sprintf("%s disruption cancelled: %s", cmd.Reason, why))
+				c.event(n, corev1.EventTypeNormal, v1.ReasonDisruptionCancelled, fmt.Sprintf("%s disruption cancelled: %s", cmd.Reason, why))
 			}
 			return true, nil
 		}
@@ -231,7 +231,7 @@ func (c *Controller) start(ctx context.Context, snap *state.Snapshot, cmd *infli
 	what := describe(cmd.Command)
 	writer := &intent.NodeClaims{Client: c.Client, Metrics: c.Metrics}
 	created, err := writer.Create(ctx, snap, cmd.Replacements, func(nc *v1.NodeClaim, _ *scheduling.PlannedNodeClaim) {
-		c.Recorder.Eventf(nc, corev1.EventTypeNormal, "DisruptionReplacement", "replaces %s (%s)", strings.Join(cmd.NodeNames(), ", "), cmd.Reason)
+		c.Recorder.Eventf(nc, corev1.EventTypeNormal, v1.ReasonDisruptionReplacement, "replaces %s (%s)", strings.Join(cmd.NodeNames(), ", "), cmd.Reason)
 	})
 	cmd.replacements = append(cmd.replacements, created...)
 	if err != nil {
@@ -240,14 +240,14 @@ func (c *Controller) start(ctx context.Context, snap *state.Snapshot, cmd *infli
 	cmd.phase, cmd.startedAt = launching, snap.Now
 	if cmd.Static && staticRoom(snap, cmd) {
 		for _, n := range cmd.Nodes {
-			c.event(n, corev1.EventTypeNormal, "DisruptionLaunching", fmt.Sprintf("%s: tainted %s:NoSchedule; %s",
+			c.event(n, corev1.EventTypeNormal, v1.ReasonDisruptionLaunching, fmt.Sprintf("%s: tainted %s:NoSchedule; %s",
 				cmd.Reason, v1.TaintKeyDisrupted, what))
 		}
 		return false, nil
 	}
 	if len(cmd.replacements) > 0 {
 		for _, n := range cmd.Nodes {
-			c.event(n, corev1.EventTypeNormal, "DisruptionLaunching", fmt.Sprintf("%s: tainted %s:NoSchedule; launching replacement(s) %s; %s",
+			c.event(n, corev1.EventTypeNormal, v1.ReasonDisruptionLaunching, fmt.Sprintf("%s: tainted %s:NoSchedule; launching replacement(s) %s; %s",
 				cmd.Reason, v1.TaintKeyDisrupted, strings.Join(cmd.replacements, ", "), what))
 		}
 		c.Log.Info("launching replacements", "reason", cmd.Reason, "nodes", cmd.NodeNames(), "replacements", cmd.replacements)
@@ -333,7 +333,7 @@ func staticRoom(snap *state.Snapshot, cmd *inflight) bool {
 func (c *Controller) terminate(ctx context.Context, cmd *inflight) (bool, error) {
 	what := describe(cmd.Command)
 	for _, n := range cmd.Nodes {
-		c.event(n, corev1.EventTypeNormal, "DisruptionTerminating", fmt.Sprintf("%s: terminating; %s", cmd.Reason, what))
+		c.event(n, corev1.EventTypeNormal, v1.ReasonDisruptionTerminating, fmt.Sprintf("%s: terminating; %s", cmd.Reason, what))
 		var obj client.Object = n.Node
 		if n.NodeClaim != nil {
 			obj = n.NodeClaim
@@ -353,7 +353,7 @@ func (c *Controller) rollback(ctx context.Context, snap *state.Snapshot, cmd *in
 	c.Metrics.Disruption(string(cmd.Reason), "rolled_back")
 	c.Log.Info("rolled back a disruption", "reason", cmd.Reason, "nodes", cmd.NodeNames(), "why", why)
 	for _, n := range cmd.Nodes {
-		c.event(n, corev1.EventTypeWarning, "DisruptionRolledBack", fmt.Sprintf("%s disruption rolled back, the node stays: %s", cmd.Reason, why))
+		c.event(n, corev1.EventTypeWarning, v1.ReasonDisruptionRolledBack, fmt.Sprintf("%s disruption rolled back, the node stays: %s", cmd.Reason, why))
 		for _, cur := range snap.Nodes {
 			if cur.Name == n.Name && cur.Node != nil {
 				if err := c.setTaint(ctx, cur.Node, false); err != nil {
@@ -456,7 +456,7 @@ func (c *Controller) report(snap *state.Snapshot, dec *Decision) {
 		}
 		c.said[b.Node] = key
 		if n := byName[b.Node]; n != nil && n.NodeClaim != nil {
-			c.Recorder.Event(n.NodeClaim, corev1.EventTypeNormal, "DisruptionBlocked", msg)
+			c.Recorder.Event(n.NodeClaim, corev1.EventTypeNormal, v1.ReasonDisruptionBlocked, msg)
 		}
 	}
 }

@@ -21,10 +21,15 @@ func isTrue(conds []metav1.Condition, condType string) bool {
 // readyCondition derives Ready from Launched, Registered and Initialized:
 // True when all are, else False with the reason of the first that is not.
 func readyCondition(conds []metav1.Condition) (metav1.ConditionStatus, string, string) {
-	for _, t := range []string{v1.ConditionLaunched, v1.ConditionRegistered, v1.ConditionInitialized} {
-		c := meta.FindStatusCondition(conds, t)
+	// Each condition, and Ready's reason while it is not determined.
+	for _, part := range []struct{ condType, notYet string }{
+		{v1.ConditionLaunched, v1.ReasonNotLaunched},
+		{v1.ConditionRegistered, v1.ReasonNotRegistered},
+		{v1.ConditionInitialized, v1.ReasonNotInitialized},
+	} {
+		c := meta.FindStatusCondition(conds, part.condType)
 		if c == nil {
-			return metav1.ConditionFalse, "Not" + t, t + " has not been determined yet"
+			return metav1.ConditionFalse, part.notYet, part.condType + " has not been determined yet"
 		}
 		if c.Status != metav1.ConditionTrue {
 			return metav1.ConditionFalse, c.Reason, c.Message

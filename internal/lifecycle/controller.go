@@ -217,7 +217,7 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim, now metav1.Ti
 	}
 	switch {
 	case cloudprovider.IsInsufficientCapacity(err) || cloudprovider.IsNodeClassNotReady(err):
-		reason := "InsufficientCapacity"
+		reason := v1.ReasonInsufficientCapacity
 		if cloudprovider.IsNodeClassNotReady(err) {
 			reason = v1.ReasonNodeClassNotReady
 		}
@@ -280,7 +280,7 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim, now metav1.
 	// Before the node is taken over (finalizer, owner, labels, taints):
 	// is it on an instance nodewright launched?
 	if inst, err := c.Cloud.Get(ctx, nc.Status.ProviderID); err == nil && inst.Foreign {
-		set(&nc.Status.Conditions, now, nc.Generation, v1.ConditionRegistered, metav1.ConditionFalse, ReasonInstanceNotOwned,
+		set(&nc.Status.Conditions, now, nc.Generation, v1.ConditionRegistered, metav1.ConditionFalse, v1.ReasonInstanceNotOwned,
 			fmt.Sprintf("node %s runs on instance %s, which nodewright did not launch (it lacks nodewright's tags), so nodewright leaves the node alone; delete NodeClaim %s", node.Name, inst.InstanceID, nc.Name))
 		return nil, nil
 	} else if err != nil && !cloudprovider.IsNotFound(err) {
@@ -425,7 +425,7 @@ func (c *Controller) liveness(ctx context.Context, nc *v1.NodeClaim) (bool, erro
 	var reason, msg string
 	switch {
 	case !isTrue(nc.Status.Conditions, v1.ConditionLaunched) && age > c.Options.LaunchTimeout:
-		reason, msg = "LaunchTimeout", fmt.Sprintf("NodeClaim %s was not launched within %s", nc.Name, c.Options.LaunchTimeout)
+		reason, msg = v1.ReasonLaunchTimeout, fmt.Sprintf("NodeClaim %s was not launched within %s", nc.Name, c.Options.LaunchTimeout)
 	case !isTrue(nc.Status.Conditions, v1.ConditionRegistered) && age > c.Options.RegistrationTimeout:
 		reason, msg = v1.ReasonRegistrationTimeout, fmt.Sprintf("no node registered for NodeClaim %s within %s", nc.Name, c.Options.RegistrationTimeout)
 		cause := "the instance launched but no node registered: check that the node role is mapped in aws-auth (or an EC2_LINUX access entry), that the instance can reach the API server, and its user data (nodewright doctor)"
@@ -479,7 +479,7 @@ func (c *Controller) finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 			case err != nil && !cloudprovider.IsNotFound(err):
 				return reconcile.Result{}, fmt.Errorf("finding the instance of NodeClaim %s: %w", nc.Name, err)
 			case err == nil && inst.Foreign:
-				c.Recorder.Eventf(nc, corev1.EventTypeWarning, ReasonInstanceNotOwned, "NodeClaim %s points at instance %s, which nodewright did not launch; its node and instance are left alone", nc.Name, inst.InstanceID)
+				c.Recorder.Eventf(nc, corev1.EventTypeWarning, v1.ReasonInstanceNotOwned, "NodeClaim %s points at instance %s, which nodewright did not launch; its node and instance are left alone", nc.Name, inst.InstanceID)
 				return c.release(ctx, nc)
 			}
 		}
@@ -500,17 +500,13 @@ func (c *Controller) finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 		case err == nil:
 			return reconcile.Result{RequeueAfter: c.Options.Poll}, nil // still terminating
 		case cloudprovider.IsNotOwned(err):
-			c.Recorder.Eventf(nc, corev1.EventTypeWarning, ReasonInstanceNotOwned, "NodeClaim %s points at an instance nodewright did not launch: %v; terminate it yourself if it should go", nc.Name, err)
+			c.Recorder.Eventf(nc, corev1.EventTypeWarning, v1.ReasonInstanceNotOwned, "NodeClaim %s points at an instance nodewright did not launch: %v; terminate it yourself if it should go", nc.Name, err)
 		case !cloudprovider.IsNotFound(err):
 			return reconcile.Result{}, fmt.Errorf("terminating the instance of NodeClaim %s: %w", nc.Name, err)
 		}
 	}
 	return c.release(ctx, nc)
 }
-
-// ReasonInstanceNotOwned means the NodeClaim's instance is not one nodewright
-// launched; neither it nor its node is acted on.
-const ReasonInstanceNotOwned = "InstanceNotOwned"
 
 // release removes the NodeClaim's finalizer: its instance is gone, or not
 // nodewright's.

@@ -30,7 +30,6 @@ import (
 	"github.com/nodewright/nodewright/internal/fake/account"
 	simaws "github.com/nodewright/nodewright/internal/fake/aws"
 	"github.com/nodewright/nodewright/internal/fake/kubelet"
-	"github.com/nodewright/nodewright/internal/lifecycle"
 	"github.com/nodewright/nodewright/internal/operator"
 	"github.com/nodewright/nodewright/internal/operator/optest"
 )
@@ -671,7 +670,7 @@ func TestNodeClaimOfAForeignInstanceLeavesItAlone(t *testing.T) {
 	e.create(t, node)
 	// The node is not taken over, and the NodeClaim says why.
 	registered := e.waitCondition(t, "adopter", v1.ConditionRegistered, metav1.ConditionFalse)
-	if registered.Reason != lifecycle.ReasonInstanceNotOwned || !strings.Contains(registered.Message, foreign) {
+	if registered.Reason != v1.ReasonInstanceNotOwned || !strings.Contains(registered.Message, foreign) {
 		t.Errorf("Registered: %+v", registered)
 	}
 	if err := e.kube.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil || len(node.Finalizers) > 0 || len(node.OwnerReferences) > 0 || len(node.Labels) > 0 {

@@ -122,7 +122,7 @@ func (g *GarbageCollector) orphanedClaims(ctx context.Context, claims []v1.NodeC
 		if _, err := g.Cloud.Get(ctx, nc.Status.ProviderID); !cloudprovider.IsNotFound(err) {
 			continue
 		}
-		g.Recorder.Eventf(nc, corev1.EventTypeWarning, "InstanceTerminated", "the instance of NodeClaim %s (%s) no longer exists; deleting the NodeClaim", nc.Name, nc.Status.ProviderID)
+		g.Recorder.Eventf(nc, corev1.EventTypeWarning, v1.ReasonInstanceTerminated, "the instance of NodeClaim %s (%s) no longer exists; deleting the NodeClaim", nc.Name, nc.Status.ProviderID)
 		if err := client.IgnoreNotFound(g.Client.Delete(ctx, nc)); err != nil {
 			return err
 		}

@@ -83,10 +83,10 @@ func setReady(o *v1alpha1.NodeOverlay, e *state.OverlayEffect, now metav1.Time) 
 	if e == nil {
 		e = &state.OverlayEffect{}
 	}
-	cond := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: "Ready", ObservedGeneration: o.Generation, LastTransitionTime: now}
+	cond := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonReady, ObservedGeneration: o.Generation, LastTransitionTime: now}
 	switch {
 	case len(e.Unsupported) > 0:
-		cond.Status, cond.Reason = metav1.ConditionFalse, "UnsupportedCapacity"
+		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonUnsupportedCapacity
 		cond.Message = fmt.Sprintf("capacity %s is not a resource the scheduler accounts for (it knows cpu, memory, pods, ephemeral-storage, hugepages-2Mi, hugepages-1Gi and the GPU, Neuron, EFA and pod-ENI resources); pods requesting it stay pending. The rest of the overlay applies (%s)",
 			strings.Join(e.Unsupported, ", "), describeTypes(e.Types))
 	case len(e.Conflicts) > 0:
@@ -94,7 +94,7 @@ func setReady(o *v1alpha1.NodeOverlay, e *state.OverlayEffect, now metav1.Time) 
 		for _, c := range e.Conflicts {
 			parts = append(parts, c.String())
 		}
-		cond.Status, cond.Reason = metav1.ConditionFalse, "Conflict"
+		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonConflict
 		cond.Message = strings.Join(parts, "; ") + "; give the overlays different weights"
 	default:
 		cond.Message = describeTypes(e.Types)

@@ -92,14 +92,14 @@ func (p *Provisioner) nominateExisting(ctx context.Context, snap *state.Snapshot
 	for _, e := range plan.Existing {
 		if !registered[e.Node] {
 			for _, pod := range e.Pods {
-				p.Recorder.Eventf(pod, corev1.EventTypeNormal, "Nominated", "pod should schedule on NodeClaim %s (launching)", e.Node)
+				p.Recorder.Eventf(pod, corev1.EventTypeNormal, v1.ReasonNominated, "pod should schedule on NodeClaim %s (launching)", e.Node)
 			}
 			p.Nominator.Plan(e.Node, e.Pods)
 			continue
 		}
 		marked := slices.DeleteFunc(slices.Clone(e.Pods), func(pod *corev1.Pod) bool { return !state.MarkedUnschedulable(pod) })
 		for _, pod := range marked {
-			p.Recorder.Eventf(pod, corev1.EventTypeNormal, "Nominated", "pod should schedule on node %s", e.Node)
+			p.Recorder.Eventf(pod, corev1.EventTypeNormal, v1.ReasonNominated, "pod should schedule on node %s", e.Node)
 		}
 		if err := p.Nominator.Nominate(ctx, e.Node, marked); err != nil {
 			return err
@@ -259,7 +259,7 @@ func (p *Provisioner) tell(reasons map[*corev1.Pod]string) {
 	for pod, reason := range reasons {
 		last, ok := p.said[pod.UID]
 		if !ok || last.reason != reason || now.Sub(last.at) >= Resay {
-			p.Recorder.Event(pod, corev1.EventTypeWarning, "FailedScheduling", "nodewright cannot launch a node for this pod: "+reason)
+			p.Recorder.Event(pod, corev1.EventTypeWarning, v1.ReasonFailedScheduling, "nodewright cannot launch a node for this pod: "+reason)
 			last = saying{reason: reason, at: now}
 		}
 		said[pod.UID] = last
@@ -309,7 +309,7 @@ func (p *Provisioner) Provision(ctx context.Context) (time.Duration, error) {
 		p.Log.Info("created NodeClaim", "NodeClaim", nc.Name, "nodePool", planned.NodePool, "pods", len(planned.Pods),
 			"cheapestInstanceType", planned.InstanceType.Name, "instanceTypes", len(planned.InstanceTypes), "requests", planned.Requests.String())
 		for _, pod := range planned.Pods {
-			p.Recorder.Eventf(pod, corev1.EventTypeNormal, "Nominated", "pod should schedule on NodeClaim %s (%s)", nc.Name, planned.InstanceType.Name)
+			p.Recorder.Eventf(pod, corev1.EventTypeNormal, v1.ReasonNominated, "pod should schedule on NodeClaim %s (%s)", nc.Name, planned.InstanceType.Name)
 		}
 	}); err != nil {
 		return 0, err
@@ -318,7 +318,7 @@ func (p *Provisioner) Provision(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	for _, f := range plan.Fallbacks {
-		p.Recorder.Event(f.Pod, corev1.EventTypeNormal, "NodePoolFallback", describeFallback(f))
+		p.Recorder.Event(f.Pod, corev1.EventTypeNormal, v1.ReasonNodePoolFallback, describeFallback(f))
 	}
 	skipped := snap.SkippedSummary()
 	reasonOf := func(u *scheduling.UnschedulablePod) string {

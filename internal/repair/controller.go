@@ -77,10 +77,10 @@ func (c *Controller) Repair(ctx context.Context) error {
 				// Still starting: a kubelet not Ready yet is the lifecycle's
 				// to report (its Initialized condition).
 			case now.Before(u.Due):
-				c.say(u, corev1.EventTypeWarning, "NodeUnhealthy", fmt.Sprintf("%s; it is replaced at %s unless it recovers",
+				c.say(u, corev1.EventTypeWarning, v1.ReasonNodeUnhealthy, fmt.Sprintf("%s; it is replaced at %s unless it recovers",
 					u.Describe(), u.Due.UTC().Format(time.RFC3339)))
 			case p.Held():
-				c.say(u, corev1.EventTypeWarning, "NodeRepairBlocked", u.Describe()+"; "+p.HeldReason())
+				c.say(u, corev1.EventTypeWarning, v1.ReasonNodeRepairBlocked, u.Describe()+"; "+p.HeldReason())
 			default:
 				if err := c.replace(ctx, p.Name, u); err != nil {
 					return err
@@ -114,8 +114,8 @@ func (c *Controller) replace(ctx context.Context, pool string, u nodepoolhealth.
 		return client.IgnoreNotFound(err)
 	}
 	msg := u.Describe() + "; replacing it"
-	c.Recorder.Event(nc, corev1.EventTypeWarning, "NodeRepair", msg)
-	c.Recorder.Event(u.Node, corev1.EventTypeWarning, "NodeRepair", msg)
+	c.Recorder.Event(nc, corev1.EventTypeWarning, v1.ReasonNodeRepair, msg)
+	c.Recorder.Event(u.Node, corev1.EventTypeWarning, v1.ReasonNodeRepair, msg)
 	c.Metrics.NodeRepaired(pool, string(u.Condition.Type))
 	c.Log.Info("repairing an unhealthy node", "Node", u.Node.Name, "NodeClaim", nc.Name, "condition", u.Condition.Type,
 		"status", u.Condition.Status, "since", u.Condition.LastTransitionTime.Time)

@@ -91,7 +91,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	if d.Short != "" {
-		c.Recorder.Eventf(np, corev1.EventTypeWarning, "StaticReplicasShort", "NodePool %s has %d of its %d replicas and cannot launch more now: %s",
+		c.Recorder.Eventf(np, corev1.EventTypeWarning, v1.ReasonStaticReplicasShort, "NodePool %s has %d of its %d replicas and cannot launch more now: %s",
 			np.Name, d.Counted+len(d.Launch), d.Replicas, d.Short)
 		c.Log.Info("static NodePool is short of replicas", "nodePool", np.Name, "replicas", d.Replicas, "nodeClaims", d.Counted+len(d.Launch), "why", d.Short)
 		return reconcile.Result{RequeueAfter: c.Retry}, nil
@@ -109,7 +109,7 @@ func (c *Controller) launch(ctx context.Context, np *v1.NodePool, d *Decision, s
 			"instanceTypes", len(planned.InstanceTypes), "replicas", d.Replicas)
 	})
 	if len(created) > 0 {
-		c.Recorder.Eventf(np, corev1.EventTypeNormal, "StaticScaledUp", "NodePool %s had %d of its %d replicas; launching %s",
+		c.Recorder.Eventf(np, corev1.EventTypeNormal, v1.ReasonStaticScaledUp, "NodePool %s had %d of its %d replicas; launching %s",
 			np.Name, d.Counted, d.Replicas, strings.Join(created, ", "))
 	}
 	if err != nil {
@@ -129,11 +129,11 @@ func (c *Controller) remove(ctx context.Context, np *v1.NodePool, d *Decision) e
 			return fmt.Errorf("deleting NodeClaim %s of static NodePool %s: %w", n.NodeClaim.Name, np.Name, err)
 		}
 		deleted = append(deleted, n.NodeClaim.Name)
-		c.Recorder.Eventf(n.NodeClaim, corev1.EventTypeNormal, "StaticScaledDown", "NodePool %s keeps %d replicas and had %d; this NodeClaim goes (its node is drained)",
+		c.Recorder.Eventf(n.NodeClaim, corev1.EventTypeNormal, v1.ReasonStaticScaledDown, "NodePool %s keeps %d replicas and had %d; this NodeClaim goes (its node is drained)",
 			np.Name, d.Replicas, d.Counted)
 		c.Log.Info("deleted NodeClaim", "NodeClaim", n.NodeClaim.Name, "nodePool", np.Name, "replicas", d.Replicas, "pods", len(n.Reschedulable()))
 	}
-	c.Recorder.Eventf(np, corev1.EventTypeNormal, "StaticScaledDown", "NodePool %s had %d of its %d replicas; deleting %s",
+	c.Recorder.Eventf(np, corev1.EventTypeNormal, v1.ReasonStaticScaledDown, "NodePool %s had %d of its %d replicas; deleting %s",
 		np.Name, d.Counted, d.Replicas, strings.Join(deleted, ", "))
 	return nil
 }

@@ -80,7 +80,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err := c.Client.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
 			return reconcile.Result{}, fmt.Errorf("deleting NodeClaim %s of deleted node %s: %w", nc.Name, node.Name, err)
 		}
-		c.Recorder.Eventf(nc, corev1.EventTypeNormal, "NodeDeleted", "node %s was deleted and drained; deleting its NodeClaim", node.Name)
+		c.Recorder.Eventf(nc, corev1.EventTypeNormal, v1.ReasonNodeDeleted, "node %s was deleted and drained; deleting its NodeClaim", node.Name)
 		logf.FromContext(ctx).Info("deleted the NodeClaim of a deleted node", "NodeClaim", nc.Name)
 	}
 	if node.Spec.ProviderID != "" {
@@ -89,7 +89,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		case err == nil:
 			return reconcile.Result{RequeueAfter: c.Poll}, nil // still terminating
 		case cloudprovider.IsNotOwned(err):
-			c.Recorder.Eventf(node, corev1.EventTypeWarning, "InstanceNotOwned", "node %s runs on an instance nodewright did not launch: %v; terminate it yourself if it should go", node.Name, err)
+			c.Recorder.Eventf(node, corev1.EventTypeWarning, v1.ReasonInstanceNotOwned, "node %s runs on an instance nodewright did not launch: %v; terminate it yourself if it should go", node.Name, err)
 		case !cloudprovider.IsNotFound(err):
 			return reconcile.Result{}, fmt.Errorf("terminating the instance of node %s: %w", node.Name, err)
 		}

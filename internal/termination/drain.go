@@ -86,7 +86,7 @@ func (d *Drainer) Drain(ctx context.Context, node *corev1.Node, owner client.Obj
 			logf.FromContext(ctx).Info("deleted pod at the termination deadline", "pod", client.ObjectKeyFromObject(p), "Node", node.Name)
 		case tier(p) != lowest || !p.DeletionTimestamp.IsZero():
 		case p.Annotations[v1.AnnotationDoNotDisrupt] == "true":
-			d.Recorder.Eventf(owner, corev1.EventTypeNormal, "DrainWaiting", "pod %s/%s is marked %s=true; it is not evicted before the terminationGracePeriod deadline", p.Namespace, p.Name, v1.AnnotationDoNotDisrupt)
+			d.Recorder.Eventf(owner, corev1.EventTypeNormal, v1.ReasonDrainWaiting, "pod %s/%s is marked %s=true; it is not evicted before the terminationGracePeriod deadline", p.Namespace, p.Name, v1.AnnotationDoNotDisrupt)
 		default:
 			if err := d.evict(ctx, p, owner); err != nil {
 				return false, err
@@ -108,7 +108,7 @@ func (d *Drainer) evict(ctx context.Context, p *corev1.Pod, owner client.Object)
 	case apierrors.IsNotFound(err):
 		return nil
 	case apierrors.IsTooManyRequests(err):
-		d.Recorder.Eventf(owner, corev1.EventTypeNormal, "DrainBlocked", "evicting pod %s/%s would violate its PodDisruptionBudget; retrying", p.Namespace, p.Name)
+		d.Recorder.Eventf(owner, corev1.EventTypeNormal, v1.ReasonDrainBlocked, "evicting pod %s/%s would violate its PodDisruptionBudget; retrying", p.Namespace, p.Name)
 		logf.FromContext(ctx).V(1).Info("eviction blocked by a PodDisruptionBudget", "pod", client.ObjectKeyFromObject(p))
 		return nil
 	}

@@ -380,7 +380,7 @@ func TestAgainstMoto(t *testing.T) {
 	motoWait(t, time.Minute, "PricesCurrent=False (moto has no Pricing API)", func(ctx context.Context) (bool, error) {
 		err := kube.Get(ctx, client.ObjectKeyFromObject(class), class)
 		c := meta.FindStatusCondition(class.Status.Conditions, awsv1.ConditionPricesCurrent)
-		return err == nil && c != nil && c.Status == metav1.ConditionFalse && c.Reason == nodeclass.ReasonBuiltInPrices, err
+		return err == nil && c != nil && c.Status == metav1.ConditionFalse && c.Reason == awsv1.ReasonBuiltInPrices, err
 	})
 
 	// The pods' NodeClaims launch, priced by the built-in table.

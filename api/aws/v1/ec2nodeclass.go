@@ -640,6 +640,44 @@ const (
 	ConditionPricesCurrent = "PricesCurrent"
 )
 
+// EC2NodeClass condition reasons. A condition other than Ready that
+// turns False is recorded as an event with its reason too.
+const (
+	// ReasonResolved means what the condition is about was found.
+	ReasonResolved = "Resolved"
+	// ReasonResolutionFailed means the AWS API could not be asked; the
+	// message has its error.
+	ReasonResolutionFailed        = "ResolutionFailed"
+	ReasonSubnetsNotFound         = "SubnetsNotFound"
+	ReasonSecurityGroupsNotFound  = "SecurityGroupsNotFound"
+	ReasonAMIsNotFound            = "AMINotFound"
+	ReasonInstanceProfileNotReady = "InstanceProfileNotReady"
+	ReasonReservationsNotFound    = "CapacityReservationsNotFound"
+	// ReasonPlacementGroupNotFound means placementGroupSelector names no
+	// available placement group.
+	ReasonPlacementGroupNotFound = "PlacementGroupNotFound"
+	// ReasonValid and ReasonUserDataInvalid are the reasons of
+	// ValidationSucceeded.
+	ReasonValid           = "Valid"
+	ReasonUserDataInvalid = "UserDataInvalid"
+	// ReasonReady and ReasonNotReady are the reasons of Ready.
+	ReasonReady    = "Ready"
+	ReasonNotReady = "NotReady"
+)
+
+// Reasons of the PricesCurrent condition: where the prices launches are
+// chosen by come from.
+const (
+	// ReasonPricingAPI means the Pricing API and the spot price history.
+	ReasonPricingAPI = "PricingAPI"
+	// ReasonLastKnownPrices means their last answer, which cannot be read
+	// again now.
+	ReasonLastKnownPrices = "LastKnownPrices"
+	// ReasonBuiltInPrices means the built-in table, or on-demand prices
+	// for spot offerings.
+	ReasonBuiltInPrices = "BuiltInPrices"
+)
+
 // Drift reasons of an EC2NodeClass's NodeClaims: what the instance has
 // is no longer what the EC2NodeClass selects.
 const (

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/provider"
 	"github.com/nodewright/nodewright/internal/aws/sdk"
@@ -264,20 +265,20 @@ func describe(m Message, instance string, replace bool, now time.Time) (string, 
 	const moving = "; replacing the node now: its pods get room elsewhere and are evicted within their PodDisruptionBudgets until the instance goes"
 	switch m.Kind {
 	case SpotInterruption:
-		return "SpotInterrupted", fmt.Sprintf("EC2 reclaims spot instance %s%s%s; this spot offering is avoided for a while", instance, left, moving)
+		return awsv1.ReasonSpotInterrupted, fmt.Sprintf("EC2 reclaims spot instance %s%s%s; this spot offering is avoided for a while", instance, left, moving)
 	case CapacityReservationInterruption:
-		return "CapacityReservationInterrupted", fmt.Sprintf("EC2 reclaims reserved instance %s from its capacity reservation%s%s", instance, left, moving)
+		return awsv1.ReasonCapacityReservationInterrupted, fmt.Sprintf("EC2 reclaims reserved instance %s from its capacity reservation%s%s", instance, left, moving)
 	case ScheduledChange:
-		return "InstanceScheduledChange", fmt.Sprintf("AWS Health scheduled change for instance %s%s (%s)%s", instance, left, m.Detail, moving)
+		return awsv1.ReasonInstanceScheduledChange, fmt.Sprintf("AWS Health scheduled change for instance %s%s (%s)%s", instance, left, m.Detail, moving)
 	case InstanceStopping:
-		return "InstanceStopping", fmt.Sprintf("instance %s is %s; deleting its NodeClaim, its pods get room elsewhere", instance, m.Detail)
+		return awsv1.ReasonInstanceStopping, fmt.Sprintf("instance %s is %s; deleting its NodeClaim, its pods get room elsewhere", instance, m.Detail)
 	case InstanceTerminating:
-		return "InstanceTerminating", fmt.Sprintf("instance %s is %s; deleting its NodeClaim, its pods get room elsewhere", instance, m.Detail)
+		return awsv1.ReasonInstanceTerminating, fmt.Sprintf("instance %s is %s; deleting its NodeClaim, its pods get room elsewhere", instance, m.Detail)
 	}
 	if replace {
-		return "SpotRebalanceRecommendation", fmt.Sprintf("EC2 recommends rebalancing spot instance %s: it is at elevated risk of interruption%s", instance, moving)
+		return awsv1.ReasonSpotRebalanceRecommendation, fmt.Sprintf("EC2 recommends rebalancing spot instance %s: it is at elevated risk of interruption%s", instance, moving)
 	}
-	return "SpotRebalanceRecommendation", fmt.Sprintf("EC2 recommends rebalancing spot instance %s: it is at elevated risk of interruption (nodewright replaces it only with --interruption-act-on-rebalance)", instance)
+	return awsv1.ReasonSpotRebalanceRecommendation, fmt.Sprintf("EC2 recommends rebalancing spot instance %s: it is at elevated risk of interruption (nodewright replaces it only with --interruption-act-on-rebalance)", instance)
 }
 
 func truncate(s string, n int) string {

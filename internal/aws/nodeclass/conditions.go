@@ -36,38 +36,23 @@ type Resolution struct {
 	Prices *instancetypes.PriceStatus
 }
 
-// Condition reasons.
-const (
-	ReasonResolved                = "Resolved"
-	ReasonSubnetsNotFound         = "SubnetsNotFound"
-	ReasonSecurityGroupsNotFound  = "SecurityGroupsNotFound"
-	ReasonAMIsNotFound            = "AMINotFound"
-	ReasonInstanceProfileNotReady = "InstanceProfileNotReady"
-	ReasonUserDataInvalid         = "UserDataInvalid"
-	ReasonResolutionFailed        = "ResolutionFailed"
-	ReasonValid                   = "Valid"
-	ReasonReady                   = "Ready"
-	ReasonNotReady                = "NotReady"
-	ReasonReservationsNotFound    = "CapacityReservationsNotFound"
-)
-
 // Conditions derives the EC2NodeClass conditions from a resolution. Ready
 // is True only when every other condition is.
 func Conditions(nc *awsv1.EC2NodeClass, r Resolution) []metav1.Condition {
 	conds := []metav1.Condition{
-		found(awsv1.ConditionSubnetsReady, len(r.Subnets), r.SubnetsErr, ReasonSubnetsNotFound,
+		found(awsv1.ConditionSubnetsReady, len(r.Subnets), r.SubnetsErr, awsv1.ReasonSubnetsNotFound,
 			"no subnet matches spec.subnetSelectorTerms "+describeSubnetTerms(nc.Spec.SubnetSelectorTerms)+"; tag the cluster's subnets or fix the terms"),
-		found(awsv1.ConditionSecurityGroupsReady, len(r.SecurityGroups), r.SecurityGrpErr, ReasonSecurityGroupsNotFound,
+		found(awsv1.ConditionSecurityGroupsReady, len(r.SecurityGroups), r.SecurityGrpErr, awsv1.ReasonSecurityGroupsNotFound,
 			"no security group matches spec.securityGroupSelectorTerms "+describeGroupTerms(nc.Spec.SecurityGroupSelectorTerms)+"; tag the cluster's security groups or fix the terms"),
-		found(awsv1.ConditionAMIsReady, len(r.AMIs), r.AMIsErr, ReasonAMIsNotFound,
+		found(awsv1.ConditionAMIsReady, len(r.AMIs), r.AMIsErr, awsv1.ReasonAMIsNotFound,
 			cmp.Or(r.NoAMIs, "no AMI matches spec.amiSelectorTerms "+DescribeAMITerms(nc.Spec.AMISelectorTerms))),
 	}
-	profile := metav1.Condition{Type: awsv1.ConditionInstanceProfileReady, Status: metav1.ConditionTrue, Reason: ReasonResolved, Message: "instance profile " + r.InstanceProfile}
+	profile := metav1.Condition{Type: awsv1.ConditionInstanceProfileReady, Status: metav1.ConditionTrue, Reason: awsv1.ReasonResolved, Message: "instance profile " + r.InstanceProfile}
 	if r.ProfileErr != nil {
-		profile = metav1.Condition{Type: awsv1.ConditionInstanceProfileReady, Status: metav1.ConditionFalse, Reason: ReasonInstanceProfileNotReady, Message: r.ProfileErr.Error()}
+		profile = metav1.Condition{Type: awsv1.ConditionInstanceProfileReady, Status: metav1.ConditionFalse, Reason: awsv1.ReasonInstanceProfileNotReady, Message: r.ProfileErr.Error()}
 	}
 	conds = append(conds, profile)
-	validation := metav1.Condition{Type: awsv1.ConditionValidationSucceeded, Status: metav1.ConditionTrue, Reason: ReasonValid}
+	validation := metav1.Condition{Type: awsv1.ConditionValidationSucceeded, Status: metav1.ConditionTrue, Reason: awsv1.ReasonValid}
 	var errs []string
 	for _, f := range r.Findings {
 		if f.Severity == userdata.Error {
@@ -75,7 +60,7 @@ func Conditions(nc *awsv1.EC2NodeClass, r Resolution) []metav1.Condition {
 		}
 	}
 	if len(errs) > 0 {
-		validation = metav1.Condition{Type: awsv1.ConditionValidationSucceeded, Status: metav1.ConditionFalse, Reason: ReasonUserDataInvalid,
+		validation = metav1.Condition{Type: awsv1.ConditionValidationSucceeded, Status: metav1.ConditionFalse, Reason: awsv1.ReasonUserDataInvalid,
 			Message: "spec.userData would keep nodes from registering, so nothing is launched from this EC2NodeClass: " + strings.Join(errs, "; ")}
 	}
 	conds = append(conds, validation, placementCondition(nc, r))
@@ -85,9 +70,9 @@ func Conditions(nc *awsv1.EC2NodeClass, r Resolution) []metav1.Condition {
 			notReady = append(notReady, c.Type)
 		}
 	}
-	ready := metav1.Condition{Type: awsv1.ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonReady}
+	ready := metav1.Condition{Type: awsv1.ConditionReady, Status: metav1.ConditionTrue, Reason: awsv1.ReasonReady}
 	if len(notReady) > 0 {
-		ready = metav1.Condition{Type: awsv1.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonNotReady,
+		ready = metav1.Condition{Type: awsv1.ConditionReady, Status: metav1.ConditionFalse, Reason: awsv1.ReasonNotReady,
 			Message: "not ready: " + strings.Join(notReady, ", ")}
 	}
 	conds = append(conds, ready, reservationsCondition(nc, r))
@@ -104,12 +89,12 @@ func reservationsCondition(nc *awsv1.EC2NodeClass, r Resolution) metav1.Conditio
 	terms := nc.Spec.CapacityReservationSelectorTerms
 	switch {
 	case len(terms) == 0:
-		return metav1.Condition{Type: awsv1.ConditionCapacityReservationsReady, Status: metav1.ConditionTrue, Reason: ReasonResolved,
+		return metav1.Condition{Type: awsv1.ConditionCapacityReservationsReady, Status: metav1.ConditionTrue, Reason: awsv1.ReasonResolved,
 			Message: "no capacityReservationSelectorTerms: nodes launch as spot or on-demand"}
 	case r.ReservationsErr != nil:
-		return metav1.Condition{Type: awsv1.ConditionCapacityReservationsReady, Status: metav1.ConditionFalse, Reason: ReasonResolutionFailed, Message: r.ReservationsErr.Error()}
+		return metav1.Condition{Type: awsv1.ConditionCapacityReservationsReady, Status: metav1.ConditionFalse, Reason: awsv1.ReasonResolutionFailed, Message: r.ReservationsErr.Error()}
 	case len(r.Reservations) == 0:
-		return metav1.Condition{Type: awsv1.ConditionCapacityReservationsReady, Status: metav1.ConditionFalse, Reason: ReasonReservationsNotFound,
+		return metav1.Condition{Type: awsv1.ConditionCapacityReservationsReady, Status: metav1.ConditionFalse, Reason: awsv1.ReasonReservationsNotFound,
 			Message: "no active capacity reservation matches spec.capacityReservationSelectorTerms " + describeReservationTerms(terms) +
 				"; check the ids, tags and ownerID (reservations shared from another account need ownerID); until one matches, nodes launch as spot or on-demand"}
 	}
@@ -117,18 +102,18 @@ func reservationsCondition(nc *awsv1.EC2NodeClass, r Resolution) metav1.Conditio
 	for _, res := range r.Reservations {
 		parts = append(parts, fmt.Sprintf("%s (%s in %s, %d available)", res.ID, res.InstanceType, res.AvailabilityZone, res.Available))
 	}
-	return metav1.Condition{Type: awsv1.ConditionCapacityReservationsReady, Status: metav1.ConditionTrue, Reason: ReasonResolved,
+	return metav1.Condition{Type: awsv1.ConditionCapacityReservationsReady, Status: metav1.ConditionTrue, Reason: awsv1.ReasonResolved,
 		Message: "capacity reservations " + strings.Join(parts, ", ")}
 }
 
 func found(condType string, n int, err error, reason, missing string) metav1.Condition {
 	switch {
 	case err != nil:
-		return metav1.Condition{Type: condType, Status: metav1.ConditionFalse, Reason: ReasonResolutionFailed, Message: err.Error()}
+		return metav1.Condition{Type: condType, Status: metav1.ConditionFalse, Reason: awsv1.ReasonResolutionFailed, Message: err.Error()}
 	case n == 0:
 		return metav1.Condition{Type: condType, Status: metav1.ConditionFalse, Reason: reason, Message: missing}
 	}
-	return metav1.Condition{Type: condType, Status: metav1.ConditionTrue, Reason: ReasonResolved}
+	return metav1.Condition{Type: condType, Status: metav1.ConditionTrue, Reason: awsv1.ReasonResolved}
 }
 
 func describeTags(tags map[string]string) string {

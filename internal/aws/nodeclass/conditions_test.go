@@ -27,12 +27,12 @@ func TestConditions(t *testing.T) {
 		notTrue map[string]string // condition type → reason
 	}{
 		{"everything resolved", func(*nodeclass.Resolution) {}, map[string]string{}},
-		{"no AMI", func(r *nodeclass.Resolution) { r.AMIs = nil }, map[string]string{awsv1.ConditionAMIsReady: nodeclass.ReasonAMIsNotFound}},
-		{"API error", func(r *nodeclass.Resolution) { r.SubnetsErr = errors.New("throttled") }, map[string]string{awsv1.ConditionSubnetsReady: nodeclass.ReasonResolutionFailed}},
-		{"no profile", func(r *nodeclass.Resolution) { r.ProfileErr = errors.New("role x does not exist") }, map[string]string{awsv1.ConditionInstanceProfileReady: nodeclass.ReasonInstanceProfileNotReady}},
+		{"no AMI", func(r *nodeclass.Resolution) { r.AMIs = nil }, map[string]string{awsv1.ConditionAMIsReady: awsv1.ReasonAMIsNotFound}},
+		{"API error", func(r *nodeclass.Resolution) { r.SubnetsErr = errors.New("throttled") }, map[string]string{awsv1.ConditionSubnetsReady: awsv1.ReasonResolutionFailed}},
+		{"no profile", func(r *nodeclass.Resolution) { r.ProfileErr = errors.New("role x does not exist") }, map[string]string{awsv1.ConditionInstanceProfileReady: awsv1.ReasonInstanceProfileNotReady}},
 		{"user data error", func(r *nodeclass.Resolution) {
 			r.Findings = []userdata.Finding{{Code: "c", Severity: userdata.Error, Message: "m"}}
-		}, map[string]string{awsv1.ConditionValidationSucceeded: nodeclass.ReasonUserDataInvalid}},
+		}, map[string]string{awsv1.ConditionValidationSucceeded: awsv1.ReasonUserDataInvalid}},
 		{"user data warning only", func(r *nodeclass.Resolution) {
 			r.Findings = []userdata.Finding{{Code: "c", Severity: userdata.Warning, Message: "m"}}
 		}, map[string]string{}},
@@ -70,7 +70,7 @@ func TestPlacementGroupCondition(t *testing.T) {
 	r := nodeclass.Resolution{Subnets: []nodeclass.Subnet{{}}, SecurityGroups: []awsv1.SecurityGroup{{}}, AMIs: []awsv1.AMI{{}}, InstanceProfile: "p"}
 	conds := nodeclass.Conditions(nc, r)
 	pg, ready := meta.FindStatusCondition(conds, awsv1.ConditionPlacementGroupReady), meta.FindStatusCondition(conds, awsv1.ConditionReady)
-	if pg == nil || pg.Status != metav1.ConditionFalse || pg.Reason != nodeclass.ReasonPlacementGroupNotFound ||
+	if pg == nil || pg.Status != metav1.ConditionFalse || pg.Reason != awsv1.ReasonPlacementGroupNotFound ||
 		!strings.Contains(pg.Message, "name training") || !strings.Contains(pg.Message, "create-placement-group") || ready.Status != metav1.ConditionFalse {
 		t.Errorf("unresolved placement group: %+v, Ready %s; want PlacementGroupNotFound naming the selector and the fix, not Ready", pg, ready.Status)
 	}
@@ -96,13 +96,13 @@ func TestPricesCondition(t *testing.T) {
 		reason string
 		says   []string
 	}{
-		{"both APIs", instancetypes.PriceStatus{OnDemand: api, Spot: api}, metav1.ConditionTrue, nodeclass.ReasonPricingAPI, []string{"Pricing API since 2026-11-25T06:00:00Z"}},
+		{"both APIs", instancetypes.PriceStatus{OnDemand: api, Spot: api}, metav1.ConditionTrue, awsv1.ReasonPricingAPI, []string{"Pricing API since 2026-11-25T06:00:00Z"}},
 		{"built-in", instancetypes.PriceStatus{OnDemand: instancetypes.PriceState{Source: instancetypes.PricesBuiltIn, Since: at, Err: denied, Published: "2026-07-06", TableRegion: "us-east-1"}, Spot: api},
-			metav1.ConditionFalse, nodeclass.ReasonBuiltInPrices, []string{"built-in table of us-east-1 published 2026-07-06", "since 2026-11-25T06:00:00Z", "AccessDeniedException", "grant pricing:GetProducts", "nodes still launch"}},
+			metav1.ConditionFalse, awsv1.ReasonBuiltInPrices, []string{"built-in table of us-east-1 published 2026-07-06", "since 2026-11-25T06:00:00Z", "AccessDeniedException", "grant pricing:GetProducts", "nodes still launch"}},
 		{"last known", instancetypes.PriceStatus{OnDemand: instancetypes.PriceState{Source: instancetypes.PricesLastKnown, Since: at.Add(time.Hour), Answered: at, Err: denied}, Spot: api},
-			metav1.ConditionFalse, nodeclass.ReasonLastKnownPrices, []string{"answered at 2026-11-25T06:00:00Z", "since 2026-11-25T07:00:00Z"}},
+			metav1.ConditionFalse, awsv1.ReasonLastKnownPrices, []string{"answered at 2026-11-25T06:00:00Z", "since 2026-11-25T07:00:00Z"}},
 		{"spot history denied", instancetypes.PriceStatus{OnDemand: api, Spot: instancetypes.PriceState{Source: instancetypes.PricesBuiltIn, Since: at, Err: errors.New("UnauthorizedOperation")}},
-			metav1.ConditionFalse, nodeclass.ReasonBuiltInPrices, []string{"spot offerings are priced as on-demand", "UnauthorizedOperation", "ec2:DescribeSpotPriceHistory"}},
+			metav1.ConditionFalse, awsv1.ReasonBuiltInPrices, []string{"spot offerings are priced as on-demand", "UnauthorizedOperation", "ec2:DescribeSpotPriceHistory"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := nodeclass.PricesCondition(tc.st)

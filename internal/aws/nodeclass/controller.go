@@ -118,7 +118,7 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	for _, f := range res.Findings {
 		if f.Severity == userdata.Warning {
-			c.Recorder.Event(nc, corev1.EventTypeWarning, "UserDataWarning", f.Code+": "+f.Explain())
+			c.Recorder.Event(nc, corev1.EventTypeWarning, awsv1.ReasonUserDataWarning, f.Code+": "+f.Explain())
 		}
 	}
 	if err := c.Client.Status().Patch(ctx, nc, client.MergeFrom(before)); err != nil {
@@ -184,7 +184,7 @@ func (c *Controller) finalize(ctx context.Context, nc *awsv1.EC2NodeClass) (ctrl
 		}
 	}
 	if len(using) > 0 {
-		c.Recorder.Eventf(nc, corev1.EventTypeNormal, "WaitingOnNodeClaimTermination",
+		c.Recorder.Eventf(nc, corev1.EventTypeNormal, awsv1.ReasonWaitingOnNodeClaimTermination,
 			"EC2NodeClass %s is deleted once its %d NodeClaims are gone: %s", nc.Name, len(using), strings.Join(using, ", "))
 		return ctrl.Result{RequeueAfter: waitForNodeClaims}, nil
 	}

@@ -135,7 +135,7 @@ func TestStatusOfHealthyAndBrokenNodeClasses(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, cond := waitCondition(t, k, "cilium", awsv1.ConditionValidationSucceeded, metav1.ConditionFalse)
-	if cond.Reason != nodeclass.ReasonUserDataInvalid || !strings.Contains(cond.Message, "userdata-overrides-registration-taints") ||
+	if cond.Reason != awsv1.ReasonUserDataInvalid || !strings.Contains(cond.Message, "userdata-overrides-registration-taints") ||
 		!strings.Contains(cond.Message, "startupTaints") {
 		t.Errorf("S1 validation condition: %+v", cond)
 	}
@@ -149,7 +149,7 @@ func TestStatusOfHealthyAndBrokenNodeClasses(t *testing.T) {
 			return false, err
 		}
 		for _, e := range events.Items {
-			if e.InvolvedObject.Name == "cilium" && e.Reason == nodeclass.ReasonUserDataInvalid && e.Type == corev1.EventTypeWarning {
+			if e.InvolvedObject.Name == "cilium" && e.Reason == awsv1.ReasonUserDataInvalid && e.Type == corev1.EventTypeWarning {
 				return true, nil
 			}
 		}
@@ -157,7 +157,7 @@ func TestStatusOfHealthyAndBrokenNodeClasses(t *testing.T) {
 	})
 	found := false
 	for _, e := range events.Items {
-		found = found || (e.InvolvedObject.Name == "cilium" && e.Reason == nodeclass.ReasonUserDataInvalid)
+		found = found || (e.InvolvedObject.Name == "cilium" && e.Reason == awsv1.ReasonUserDataInvalid)
 	}
 	if !found {
 		t.Error("no Warning event UserDataInvalid for the S1 EC2NodeClass")
@@ -184,7 +184,7 @@ func TestStatusOfHealthyAndBrokenNodeClasses(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, cr = waitCondition(t, k, "missing-reservation", awsv1.ConditionCapacityReservationsReady, metav1.ConditionFalse)
-	if cr.Reason != nodeclass.ReasonReservationsNotFound || !strings.Contains(cr.Message, "id cr-0000000000000000f") {
+	if cr.Reason != awsv1.ReasonReservationsNotFound || !strings.Contains(cr.Message, "id cr-0000000000000000f") {
 		t.Errorf("capacity reservations condition: %+v", cr)
 	}
 	// Nodes still launch as spot or on-demand.
@@ -198,7 +198,7 @@ func TestStatusOfHealthyAndBrokenNodeClasses(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, subnets := waitCondition(t, k, "lost", awsv1.ConditionSubnetsReady, metav1.ConditionFalse)
-	if subnets.Reason != nodeclass.ReasonSubnetsNotFound || !strings.Contains(subnets.Message, "karpenter.sh/discovery=another-cluster") {
+	if subnets.Reason != awsv1.ReasonSubnetsNotFound || !strings.Contains(subnets.Message, "karpenter.sh/discovery=another-cluster") {
 		t.Errorf("subnets condition: %+v", subnets)
 	}
 	_, profile := waitCondition(t, k, "lost", awsv1.ConditionInstanceProfileReady, metav1.ConditionFalse)

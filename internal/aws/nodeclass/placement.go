@@ -12,10 +12,6 @@ import (
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 )
 
-// ReasonPlacementGroupNotFound means placementGroupSelector names no available
-// placement group.
-const ReasonPlacementGroupNotFound = "PlacementGroupNotFound"
-
 // PlacementGroup resolves placementGroupSelector to the available
 // placement group it names; nil without a selector or when none matches.
 func (r *Resolver) PlacementGroup(ctx context.Context, nc *awsv1.EC2NodeClass) (*awsv1.PlacementGroup, error) {
@@ -59,12 +55,12 @@ func placementCondition(nc *awsv1.EC2NodeClass, r Resolution) metav1.Condition {
 	sel := nc.Spec.PlacementGroupSelector
 	switch {
 	case sel == nil:
-		return metav1.Condition{Type: awsv1.ConditionPlacementGroupReady, Status: metav1.ConditionTrue, Reason: ReasonResolved,
+		return metav1.Condition{Type: awsv1.ConditionPlacementGroupReady, Status: metav1.ConditionTrue, Reason: awsv1.ReasonResolved,
 			Message: "no placementGroupSelector: nodes launch outside placement groups"}
 	case r.PlacementErr != nil:
-		return metav1.Condition{Type: awsv1.ConditionPlacementGroupReady, Status: metav1.ConditionFalse, Reason: ReasonResolutionFailed, Message: r.PlacementErr.Error()}
+		return metav1.Condition{Type: awsv1.ConditionPlacementGroupReady, Status: metav1.ConditionFalse, Reason: awsv1.ReasonResolutionFailed, Message: r.PlacementErr.Error()}
 	case r.PlacementGroup == nil:
-		return metav1.Condition{Type: awsv1.ConditionPlacementGroupReady, Status: metav1.ConditionFalse, Reason: ReasonPlacementGroupNotFound,
+		return metav1.Condition{Type: awsv1.ConditionPlacementGroupReady, Status: metav1.ConditionFalse, Reason: awsv1.ReasonPlacementGroupNotFound,
 			Message: "no available placement group has spec.placementGroupSelector " + describePlacement(sel) +
 				"; create it (aws ec2 create-placement-group) or fix the selector; nothing launches from this EC2NodeClass until it exists"}
 	}
@@ -73,5 +69,5 @@ func placementCondition(nc *awsv1.EC2NodeClass, r Resolution) metav1.Condition {
 	if pg.Strategy == "partition" {
 		msg += fmt.Sprintf(", %d partitions", pg.PartitionCount)
 	}
-	return metav1.Condition{Type: awsv1.ConditionPlacementGroupReady, Status: metav1.ConditionTrue, Reason: ReasonResolved, Message: msg}
+	return metav1.Condition{Type: awsv1.ConditionPlacementGroupReady, Status: metav1.ConditionTrue, Reason: awsv1.ReasonResolved, Message: msg}
 }

@@ -16,13 +16,6 @@ type PriceReader interface {
 	PriceStatus(ctx context.Context) instancetypes.PriceStatus
 }
 
-// Reasons of the PricesCurrent condition.
-const (
-	ReasonPricingAPI      = "PricingAPI"
-	ReasonLastKnownPrices = "LastKnownPrices"
-	ReasonBuiltInPrices   = "BuiltInPrices"
-)
-
 // PricesCondition says where the prices launches are chosen by come from.
 // It is False, and never blocks a launch, while the Pricing API or the
 // spot price history cannot be read: nodes are then priced by the last
@@ -31,13 +24,13 @@ const (
 func PricesCondition(st instancetypes.PriceStatus) metav1.Condition {
 	od, spot := st.OnDemand, st.Spot
 	if od.Source == instancetypes.PricesFromAPI && spot.Source == instancetypes.PricesFromAPI {
-		return metav1.Condition{Type: awsv1.ConditionPricesCurrent, Status: metav1.ConditionTrue, Reason: ReasonPricingAPI,
+		return metav1.Condition{Type: awsv1.ConditionPricesCurrent, Status: metav1.ConditionTrue, Reason: awsv1.ReasonPricingAPI,
 			Message: fmt.Sprintf("on-demand prices from the Pricing API since %s, spot prices from the spot price history since %s", stamp(od.Since), stamp(spot.Since))}
 	}
-	reason, msg := ReasonLastKnownPrices, ""
+	reason, msg := awsv1.ReasonLastKnownPrices, ""
 	switch od.Source {
 	case instancetypes.PricesBuiltIn:
-		reason = ReasonBuiltInPrices
+		reason = awsv1.ReasonBuiltInPrices
 		msg = fmt.Sprintf("on-demand prices are the built-in table of %s published %s, since %s, because %v; grant pricing:GetProducts and let the controller reach the Pricing API's endpoint (api.pricing.us-east-1.amazonaws.com)",
 			od.TableRegion, od.Published, stamp(od.Since), od.Err)
 	case instancetypes.PricesLastKnown:
@@ -48,7 +41,7 @@ func PricesCondition(st instancetypes.PriceStatus) metav1.Condition {
 	}
 	switch spot.Source {
 	case instancetypes.PricesBuiltIn:
-		reason = ReasonBuiltInPrices
+		reason = awsv1.ReasonBuiltInPrices
 		msg += fmt.Sprintf("; spot offerings are priced as on-demand since %s, because %v; grant ec2:DescribeSpotPriceHistory", stamp(spot.Since), spot.Err)
 	case instancetypes.PricesLastKnown:
 		msg += fmt.Sprintf("; spot prices are those answered at %s, since %s, because %v", stamp(spot.Answered), stamp(spot.Since), spot.Err)
