@@ -63,9 +63,7 @@ func main() {
 
 // walk collects the names of the struct types reachable from t.
 func walk(t reflect.Type, seen map[string]bool) {
-	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
-		t = t.Elem()
-	}
+	t = elemType(t)
 	if t.Kind() != reflect.Struct || seen[t.Name()] || t == reflect.TypeFor[time.Time]() {
 		return
 	}
@@ -75,6 +73,14 @@ func walk(t reflect.Type, seen map[string]bool) {
 			walk(f.Type, seen)
 		}
 	}
+}
+
+// elemType is the type that pointers, slices and maps of t lead to.
+func elemType(t reflect.Type) reflect.Type {
+	for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
+		t = t.Elem()
+	}
+	return t
 }
 
 // extract reads, for each (de)serializer function of a reachable type,
@@ -90,34 +96,46 @@ func extract(path, opPrefix, docPrefix string, name func(ast.Node) (string, bool
 		if !ok {
 			continue
 		}
-		typ := ""
-		switch n := fn.Name.Name; {
-		case strings.HasPrefix(n, opPrefix):
-			typ = strings.TrimPrefix(n, opPrefix)
-		case strings.HasPrefix(n, docPrefix):
-			typ = strings.TrimPrefix(n, docPrefix)
-		}
+		typ := serializedType(fn.Name.Name, opPrefix, docPrefix)
 		if typ == "" || !reachable[typ] {
 			continue
 		}
-		fields := map[string]string{}
-		ast.Inspect(fn.Body, func(n ast.Node) bool {
-			wire, ok := name(n)
-			if !ok {
-				return true
-			}
-			if field := firstField(n); field != "" {
-				if _, dup := fields[field]; !dup {
-					fields[field] = wire
-				}
-			}
-			return false
-		})
-		if len(fields) > 0 {
+		if fields := wireNames(fn.Body, name); len(fields) > 0 {
 			out[typ] = fields
 		}
 	}
 	return out
+}
+
+// serializedType is the type a (de)serializer function is named after,
+// "" for other functions.
+func serializedType(fnName, opPrefix, docPrefix string) string {
+	switch {
+	case strings.HasPrefix(fnName, opPrefix):
+		return strings.TrimPrefix(fnName, opPrefix)
+	case strings.HasPrefix(fnName, docPrefix):
+		return strings.TrimPrefix(fnName, docPrefix)
+	}
+	return ""
+}
+
+// wireNames finds the wire name of each field a (de)serializer body
+// handles; the first mention of a field counts.
+func wireNames(body *ast.BlockStmt, name func(ast.Node) (string, bool)) map[string]string {
+	fields := map[string]string{}
+	ast.Inspect(body, func(n ast.Node) bool {
+		wire, ok := name(n)
+		if !ok {
+			return true
+		}
+		if field := firstField(n); field != "" {
+			if _, dup := fields[field]; !dup {
+				fields[field] = wire
+			}
+		}
+		return false
+	})
+	return fields
 }
 
 // listMembers finds the fields of reachable types whose list members
@@ -128,19 +146,7 @@ func listMembers(path string, reachable map[string]bool) map[string]map[string]s
 	if err != nil {
 		log.Fatal(err)
 	}
-	member := map[string]string{} // list deserializer → member element
-	for _, d := range f.Decls {
-		if fn, ok := d.(*ast.FuncDecl); ok && strings.HasSuffix(fn.Name.Name, "Unwrapped") {
-			continue
-		} else if ok {
-			ast.Inspect(fn.Body, func(n ast.Node) bool {
-				if name, ok := xmlName(n); ok && name != "item" && isList(fn) {
-					member[fn.Name.Name] = name
-				}
-				return true
-			})
-		}
-	}
+	member := listMemberNames(f)
 	out := map[string]map[string]string{}
 	for _, d := range f.Decls {
 		fn, ok := d.(*ast.FuncDecl)
@@ -151,29 +157,65 @@ func listMembers(path string, reachable map[string]bool) map[string]map[string]s
 		if !reachable[typ] {
 			continue
 		}
-		ast.Inspect(fn.Body, func(n ast.Node) bool {
-			cc, ok := n.(*ast.CaseClause)
-			if _, named := xmlName(n); !ok || !named {
-				return true
+		for field, name := range memberFields(fn.Body, member) {
+			if out[typ] == nil {
+				out[typ] = map[string]string{}
 			}
-			field := firstField(cc)
-			ast.Inspect(cc, func(n ast.Node) bool {
-				call, ok := n.(*ast.CallExpr)
-				if !ok {
-					return true
-				}
-				if id, ok := call.Fun.(*ast.Ident); ok && member[id.Name] != "" && field != "" {
-					if out[typ] == nil {
-						out[typ] = map[string]string{}
-					}
-					out[typ][field] = member[id.Name]
-				}
-				return true
-			})
-			return false
-		})
+			out[typ][field] = name
+		}
 	}
 	return out
+}
+
+// listMemberNames maps each list deserializer whose members are not named
+// item to the member element it reads.
+func listMemberNames(f *ast.File) map[string]string {
+	member := map[string]string{}
+	for _, d := range f.Decls {
+		fn, ok := d.(*ast.FuncDecl)
+		if !ok || strings.HasSuffix(fn.Name.Name, "Unwrapped") {
+			continue
+		}
+		ast.Inspect(fn.Body, func(n ast.Node) bool {
+			if name, ok := xmlName(n); ok && name != "item" && isList(fn) {
+				member[fn.Name.Name] = name
+			}
+			return true
+		})
+	}
+	return member
+}
+
+// memberFields finds, in a deserializer body, the fields whose case calls
+// one of the list deserializers of member, with that list's member element.
+func memberFields(body *ast.BlockStmt, member map[string]string) map[string]string {
+	fields := map[string]string{}
+	ast.Inspect(body, func(n ast.Node) bool {
+		cc, ok := n.(*ast.CaseClause)
+		if _, named := xmlName(n); !ok || !named {
+			return true
+		}
+		if field, name := firstField(cc), calledMember(cc, member); field != "" && name != "" {
+			fields[field] = name
+		}
+		return false
+	})
+	return fields
+}
+
+// calledMember is the member element of the last list deserializer of
+// member that n calls, "" when it calls none.
+func calledMember(n ast.Node, member map[string]string) string {
+	name := ""
+	ast.Inspect(n, func(n ast.Node) bool {
+		if call, ok := n.(*ast.CallExpr); ok {
+			if id, ok := call.Fun.(*ast.Ident); ok && member[id.Name] != "" {
+				name = member[id.Name]
+			}
+		}
+		return true
+	})
+	return name
 }
 
 func isList(fn *ast.FuncDecl) bool {
@@ -200,14 +242,25 @@ func queryKey(n ast.Node) (string, bool) {
 		if !ok || key != "" {
 			return key == ""
 		}
-		if sel, ok := call.Fun.(*ast.SelectorExpr); ok && (sel.Sel.Name == "Key" || sel.Sel.Name == "FlatKey") && len(call.Args) == 1 {
-			if lit, ok := call.Args[0].(*ast.BasicLit); ok {
-				key, _ = strconv.Unquote(lit.Value)
-			}
-		}
+		key = keyLiteral(call)
 		return true
 	})
 	return key, key != ""
+}
+
+// keyLiteral is the name a Key("Name") or FlatKey("Name") call gives, ""
+// for other calls.
+func keyLiteral(call *ast.CallExpr) string {
+	sel, ok := call.Fun.(*ast.SelectorExpr)
+	if !ok || (sel.Sel.Name != "Key" && sel.Sel.Name != "FlatKey") || len(call.Args) != 1 {
+		return ""
+	}
+	lit, ok := call.Args[0].(*ast.BasicLit)
+	if !ok {
+		return ""
+	}
+	key, _ := strconv.Unquote(lit.Value)
+	return key
 }
 
 // xmlName matches `case strings.EqualFold("name", t.Name.Local): ... sv.Field ...`.

@@ -116,29 +116,8 @@ func measureConsolidation(n, maxRounds int) (*consolidationResult, error) {
 	opts := disruption.DefaultOptions()
 	started := time.Now()
 	for round := 0; round < maxRounds; round++ {
-		snap := state.Build(objs, state.Options{Now: now, NodeClasses: classes})
-		t := time.Now()
-		d := disruption.Decide(snap, opts)
-		took := time.Since(t).Seconds()
-		if os.Getenv("BENCH_DEBUG") != "" {
-			fmt.Fprintf(os.Stderr, "round %d: %.3fs %d commands %s\n", round, took, len(d.Commands), describeCommands(d))
-		}
-		r.SlowestDecision = max(r.SlowestDecision, took)
-		if round == 0 {
-			r.FirstDecision, r.PriceBefore = took, d.PricePerHour
-		}
-		r.Price = d.PricePerHour
-		applied := false
-		for _, c := range d.Commands {
-			if c.Reason != v1.DisruptionReasonEmpty && c.Reason != v1.DisruptionReasonUnderutilized {
-				continue
-			}
-			objs = apply(objs, c, round)
-			r.RemovedNodes += len(c.Nodes)
-			r.Launch += len(c.Replacements)
-			r.Price = d.PricePerHourAfter
-			applied = true
-		}
+		var applied bool
+		objs, applied = r.consolidate(objs, round, state.Options{Now: now, NodeClasses: classes}, opts)
 		r.Rounds = round + 1
 		if !applied {
 			r.Converged = true
@@ -148,15 +127,52 @@ func measureConsolidation(n, maxRounds int) (*consolidationResult, error) {
 	r.ConvergeSeconds = time.Since(started).Seconds()
 	r.NodesAfter = len(objs.Nodes)
 	r.PeakRSSMiB = peakRSS()
+	r.PackingBound = packingBound(objs, state.Options{Now: now, NodeClasses: classes})
+	return r, nil
+}
+
+// consolidate is one round: it decides once on objs, records the decision
+// in r, and carries out the commands that remove empty or underutilized
+// nodes. It reports whether it carried any out.
+func (r *consolidationResult) consolidate(objs state.Objects, round int, so state.Options, opts disruption.Options) (state.Objects, bool) {
+	snap := state.Build(objs, so)
+	t := time.Now()
+	d := disruption.Decide(snap, opts)
+	took := time.Since(t).Seconds()
+	if os.Getenv("BENCH_DEBUG") != "" {
+		fmt.Fprintf(os.Stderr, "round %d: %.3fs %d commands %s\n", round, took, len(d.Commands), describeCommands(d))
+	}
+	r.SlowestDecision = max(r.SlowestDecision, took)
+	if round == 0 {
+		r.FirstDecision, r.PriceBefore = took, d.PricePerHour
+	}
+	r.Price = d.PricePerHour
+	applied := false
+	for _, c := range d.Commands {
+		if c.Reason != v1.DisruptionReasonEmpty && c.Reason != v1.DisruptionReasonUnderutilized {
+			continue
+		}
+		objs = apply(objs, c, round)
+		r.RemovedNodes += len(c.Nodes)
+		r.Launch += len(c.Replacements)
+		r.Price = d.PricePerHourAfter
+		applied = true
+	}
+	return objs, applied
+}
+
+// packingBound is the packing lower bound of all the cluster's pods on the
+// NodePools' instance types, as if none were bound yet.
+func packingBound(objs state.Objects, so state.Options) float64 {
 	pods := make([]*corev1.Pod, 0, len(objs.Pods))
 	for _, p := range objs.Pods {
 		q := p.DeepCopy()
 		q.Spec.NodeName = ""
 		pods = append(pods, q)
 	}
-	snap := state.Build(state.Objects{NodePools: objs.NodePools}, state.Options{Now: now, NodeClasses: classes})
-	r.PackingBound, _ = scheduling.PackingLowerBound(scheduling.Input{NodePools: snap.NodePools, Pods: pods})
-	return r, nil
+	snap := state.Build(state.Objects{NodePools: objs.NodePools}, so)
+	bound, _ := scheduling.PackingLowerBound(scheduling.Input{NodePools: snap.NodePools, Pods: pods})
+	return bound
 }
 
 // apply carries a command out at once: its nodes go, its pods move where
@@ -175,37 +191,54 @@ func apply(objs state.Objects, c *disruption.Command, round int) state.Objects {
 	}
 	for i, repl := range c.Replacements {
 		name := fmt.Sprintf("replacement-%d-%d", round, i)
-		labels := repl.InstanceType.Requirements.Labels()
-		labels[corev1.LabelHostname], labels[corev1.LabelTopologyZone], labels[v1.LabelCapacityType], labels[v1.LabelNodePool] = name, repl.Offering.Zone, repl.Offering.CapacityType, "default"
-		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
-		node.Spec.ProviderID = "aws:///" + repl.Offering.Zone + "/i-" + name
-		node.Status.Capacity, node.Status.Allocatable = repl.InstanceType.Capacity.List(), repl.InstanceType.Allocatable.List()
-		objs.Nodes = append(objs.Nodes, node)
+		objs.Nodes = append(objs.Nodes, replacementNode(repl, name))
 		for _, p := range repl.Pods {
 			moved[p] = name
 		}
 	}
-	var nodes []*corev1.Node
-	for _, n := range objs.Nodes {
+	objs.Nodes = remainingNodes(objs.Nodes, gone)
+	objs.Pods = movePods(objs.Pods, moved, gone)
+	return objs
+}
+
+// replacementNode is the node a replacement comes up as, in its cheapest
+// offering.
+func replacementNode(repl *scheduling.PlannedNodeClaim, name string) *corev1.Node {
+	labels := repl.InstanceType.Requirements.Labels()
+	labels[corev1.LabelHostname], labels[corev1.LabelTopologyZone], labels[v1.LabelCapacityType], labels[v1.LabelNodePool] = name, repl.Offering.Zone, repl.Offering.CapacityType, "default"
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
+	node.Spec.ProviderID = "aws:///" + repl.Offering.Zone + "/i-" + name
+	node.Status.Capacity, node.Status.Allocatable = repl.InstanceType.Capacity.List(), repl.InstanceType.Allocatable.List()
+	return node
+}
+
+// remainingNodes are the nodes that are not gone.
+func remainingNodes(nodes []*corev1.Node, gone map[string]bool) []*corev1.Node {
+	var out []*corev1.Node
+	for _, n := range nodes {
 		if !gone[n.Name] {
-			nodes = append(nodes, n)
+			out = append(out, n)
 		}
 	}
-	objs.Nodes = nodes
-	var pods []*corev1.Pod
-	for _, p := range objs.Pods {
+	return out
+}
+
+// movePods puts the moved pods on their new nodes and drops the pods of
+// the nodes that are gone.
+func movePods(pods []*corev1.Pod, moved map[*corev1.Pod]string, gone map[string]bool) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range pods {
 		if to, ok := moved[p]; ok {
 			q := p.DeepCopy()
 			q.Spec.NodeName = to
-			pods = append(pods, q)
+			out = append(out, q)
 			continue
 		}
 		if !gone[p.Spec.NodeName] {
-			pods = append(pods, p)
+			out = append(out, p)
 		}
 	}
-	objs.Pods = pods
-	return objs
+	return out
 }
 
 func describeCommands(d *disruption.Decision) string {

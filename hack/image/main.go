@@ -37,6 +37,7 @@ func main() {
 	}
 }
 
+// run builds the image of every platform, then the index that holds them.
 func run(out, version string, archs []string, repo string) error {
 	created, err := creationTime()
 	if err != nil {
@@ -44,30 +45,46 @@ func run(out, version string, archs []string, repo string) error {
 	}
 	images := map[string]v1.Image{}
 	for _, arch := range archs {
-		bin := filepath.Join(filepath.Dir(out), "nodewright-linux-"+arch)
-		fmt.Fprintf(os.Stderr, "building %s\n", bin)
-		if err := buildBinary(bin, arch, version); err != nil {
-			return err
-		}
-		data, err := os.ReadFile(bin)
-		if err != nil {
-			return err
-		}
-		img, err := image.Build(image.Binary{Arch: arch, Data: data}, version, created)
+		img, err := buildPlatform(out, version, arch, repo, created)
 		if err != nil {
 			return err
 		}
 		images[arch] = img
-		tarPath := filepath.Join(filepath.Dir(out), "nodewright-image-"+arch+".tar")
-		if err := image.WriteTarball(tarPath, repo+":"+version+"-"+arch, img); err != nil {
-			return err
-		}
-		digest, err := img.Digest()
-		if err != nil {
-			return err
-		}
-		fmt.Printf("linux/%s %s %s\n", arch, digest, tarPath)
 	}
+	return writeIndex(out, images)
+}
+
+// buildPlatform builds the binary and image of one platform and writes the
+// image's tarball beside out.
+func buildPlatform(out, version, arch, repo string, created time.Time) (v1.Image, error) {
+	bin := filepath.Join(filepath.Dir(out), "nodewright-linux-"+arch)
+	fmt.Fprintf(os.Stderr, "building %s\n", bin)
+	if err := buildBinary(bin, arch, version); err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		return nil, err
+	}
+	img, err := image.Build(image.Binary{Arch: arch, Data: data}, version, created)
+	if err != nil {
+		return nil, err
+	}
+	tarPath := filepath.Join(filepath.Dir(out), "nodewright-image-"+arch+".tar")
+	if err := image.WriteTarball(tarPath, repo+":"+version+"-"+arch, img); err != nil {
+		return nil, err
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return nil, err
+	}
+	fmt.Printf("linux/%s %s %s\n", arch, digest, tarPath)
+	return img, nil
+}
+
+// writeIndex writes the OCI image layout of the multi-platform index into
+// out.
+func writeIndex(out string, images map[string]v1.Image) error {
 	idx, err := image.Index(images)
 	if err != nil {
 		return err

@@ -130,16 +130,8 @@ func goTool() (string, error) { return exec.LookPath("go") }
 // each binary missing built from the pinned module with the Go toolchain
 // (minutes each, the first time), saying what it does on progress.
 func Install(ctx context.Context, dir string, progress io.Writer) error {
-	var missing []string
-	for _, b := range Binaries {
-		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
-			missing = append(missing, b)
-		}
-	}
-	etcd, err := exec.LookPath("etcd")
-	if err == nil {
-		etcd, err = filepath.Abs(etcd)
-	}
+	missing := missingBinaries(dir)
+	etcd, err := etcdPath()
 	if err != nil || len(missing) > 0 {
 		if err := Requirements(); err != nil {
 			return err
@@ -149,18 +141,70 @@ func Install(ctx context.Context, dir string, progress io.Writer) error {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return err
 	}
-	link := filepath.Join(dir, "etcd")
-	if target, err := os.Readlink(link); err != nil || target != etcd {
-		_ = os.Remove(link)
-		if err := os.Symlink(etcd, link); err != nil {
-			return fmt.Errorf("linking etcd into %s: %w", dir, err)
-		}
+	if err := linkEtcd(dir, etcd); err != nil {
+		return err
 	}
 	if len(missing) == 0 {
 		return nil
 	}
-	// The module is written beside the binaries and built there.
+	return buildBinaries(ctx, goCmd, dir, missing, progress)
+}
+
+// missingBinaries are the control-plane binaries dir lacks, in the order
+// of Binaries.
+func missingBinaries(dir string) []string {
+	var missing []string
+	for _, b := range Binaries {
+		if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
+			missing = append(missing, b)
+		}
+	}
+	return missing
+}
+
+// etcdPath is the absolute path of the etcd on PATH.
+func etcdPath() (string, error) {
+	etcd, err := exec.LookPath("etcd")
+	if err != nil {
+		return etcd, err
+	}
+	return filepath.Abs(etcd)
+}
+
+// linkEtcd makes dir/etcd a link to etcd, unless it already is one.
+func linkEtcd(dir, etcd string) error {
+	link := filepath.Join(dir, "etcd")
+	if target, err := os.Readlink(link); err == nil && target == etcd {
+		return nil
+	}
+	_ = os.Remove(link)
+	if err := os.Symlink(etcd, link); err != nil {
+		return fmt.Errorf("linking etcd into %s: %w", dir, err)
+	}
+	return nil
+}
+
+// buildBinaries builds the missing binaries into dir from the pinned
+// module, which is written beside dir and built there.
+func buildBinaries(ctx context.Context, goCmd, dir string, missing []string, progress io.Writer) error {
 	src := filepath.Join(filepath.Dir(dir), "src-"+Version())
+	if err := writeModule(src); err != nil {
+		return err
+	}
+	ldflags := versionLDFlags()
+	for i, b := range missing {
+		fmt.Fprintf(progress, "controlplane: building %s %s into %s (%d of %d; the first build takes several minutes)\n", b, Version(), dir, i+1, len(missing))
+		start := time.Now()
+		if err := buildBinary(ctx, goCmd, src, dir, b, ldflags, progress); err != nil {
+			return err
+		}
+		fmt.Fprintf(progress, "controlplane: built %s in %s\n", b, time.Since(start).Round(time.Second))
+	}
+	return nil
+}
+
+// writeModule writes the pinned Kubernetes module into src.
+func writeModule(src string) error {
 	if err := os.MkdirAll(src, 0o750); err != nil {
 		return err
 	}
@@ -170,25 +214,27 @@ func Install(ctx context.Context, dir string, progress io.Writer) error {
 			return err
 		}
 	}
-	// Stamp the version so kubectl version and discovery report it.
+	return nil
+}
+
+// versionLDFlags stamp the version into the binaries, so that kubectl
+// version and discovery report it.
+func versionLDFlags() string {
 	minor := strings.Split(Version(), ".")[1]
 	pkg := "k8s.io/component-base/version"
-	ldflags := fmt.Sprintf("-s -w -X %s.gitVersion=%s -X %s.gitMajor=1 -X %s.gitMinor=%s -X %s.gitTreeState=clean", pkg, Version(), pkg, pkg, minor, pkg)
-	for i, b := range missing {
-		fmt.Fprintf(progress, "controlplane: building %s %s into %s (%d of %d; the first build takes several minutes)\n", b, Version(), dir, i+1, len(missing))
-		start := time.Now()
-		tmp := filepath.Join(dir, b+".tmp")
-		cmd := exec.CommandContext(ctx, goCmd, "build", "-trimpath", "-ldflags", ldflags, "-o", tmp, "k8s.io/kubernetes/cmd/"+b) //nolint:gosec // the pinned module's commands
-		cmd.Dir = src
-		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
-		cmd.Stdout, cmd.Stderr = progress, progress
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("building %s %s with %s: %w", b, Version(), goCmd, err)
-		}
-		if err := os.Rename(tmp, filepath.Join(dir, b)); err != nil {
-			return err
-		}
-		fmt.Fprintf(progress, "controlplane: built %s in %s\n", b, time.Since(start).Round(time.Second))
+	return fmt.Sprintf("-s -w -X %s.gitVersion=%s -X %s.gitMajor=1 -X %s.gitMinor=%s -X %s.gitTreeState=clean", pkg, Version(), pkg, pkg, minor, pkg)
+}
+
+// buildBinary builds the Kubernetes command b from the module in src into
+// dir, through a temporary file so that a failed build leaves no binary.
+func buildBinary(ctx context.Context, goCmd, src, dir, b, ldflags string, progress io.Writer) error {
+	tmp := filepath.Join(dir, b+".tmp")
+	cmd := exec.CommandContext(ctx, goCmd, "build", "-trimpath", "-ldflags", ldflags, "-o", tmp, "k8s.io/kubernetes/cmd/"+b) //nolint:gosec // the pinned module's commands
+	cmd.Dir = src
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
+	cmd.Stdout, cmd.Stderr = progress, progress
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("building %s %s with %s: %w", b, Version(), goCmd, err)
 	}
-	return nil
+	return os.Rename(tmp, filepath.Join(dir, b))
 }

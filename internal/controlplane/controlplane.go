@@ -113,21 +113,37 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 	if err := cp.startAPIServer(assets, crdList, opts); err != nil {
 		return nil, err
 	}
+	if err := cp.writeKubeconfig(); err != nil {
+		return nil, err
+	}
+	if err := cp.startComponents(ctx, assets, opts); err != nil {
+		return nil, err
+	}
+	return cp, nil
+}
+
+// writeKubeconfig writes the administrator's kubeconfig into the work
+// directory.
+func (cp *ControlPlane) writeKubeconfig() error {
 	cp.KubeconfigPath = filepath.Join(cp.workDir, "kubeconfig")
 	if err := os.WriteFile(cp.KubeconfigPath, cp.env.KubeConfig, 0o600); err != nil {
-		return nil, fmt.Errorf("writing kubeconfig: %w", err)
+		return fmt.Errorf("writing kubeconfig: %w", err)
 	}
+	return nil
+}
+
+// startComponents starts kube-scheduler and kube-controller-manager, those
+// the options ask for.
+func (cp *ControlPlane) startComponents(ctx context.Context, assets string, opts Options) error {
 	if opts.Scheduler {
 		if err := cp.startComponent(ctx, assets, "kube-scheduler", opts.StartTimeout, opts.schedulerArgs()...); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	if opts.ControllerManager {
-		if err := cp.startComponent(ctx, assets, "kube-controller-manager", opts.StartTimeout, opts.controllerManagerArgs()...); err != nil {
-			return nil, err
-		}
+		return cp.startComponent(ctx, assets, "kube-controller-manager", opts.StartTimeout, opts.controllerManagerArgs()...)
 	}
-	return cp, nil
+	return nil
 }
 
 // assets is the directory of the binaries, checked to hold those the
@@ -209,29 +225,10 @@ func (cp *ControlPlane) startAPIServer(assets string, crdList []*apiextensionsv1
 	const attempts = 3
 	var err error
 	for range attempts {
-		cp.env = &envtest.Environment{
-			BinaryAssetsDirectory:    assets,
-			CRDs:                     crdList,
-			ControlPlaneStartTimeout: opts.StartTimeout,
-			ControlPlaneStopTimeout:  30 * time.Second,
-		}
-		apiServer := cp.env.ControlPlane.GetAPIServer().Configure()
-		apiServer.Set("service-cluster-ip-range", opts.ServiceCIDR)
-		// Room for thousands of pods created, bound and started at once.
-		apiServer.Set("max-requests-inflight", "1600")
-		apiServer.Set("max-mutating-requests-inflight", "800")
-		if gates := strings.Join(opts.FeatureGates, ","); gates != "" {
-			apiServer.Set("feature-gates", gates)
-		}
+		cp.env = newEnvironment(assets, crdList, opts)
 		before := children()
 		cp.Config, err = cp.env.Start()
-		running := map[string]bool{}
-		for pid, c := range childProcesses() {
-			if _, ok := before[pid]; !ok && c.leader {
-				cp.reaper.watch(pid) // etcd and kube-apiserver, started by envtest
-				running[c.name] = true
-			}
-		}
+		running := cp.watchStarted(before)
 		if err != nil {
 			return fmt.Errorf("starting etcd and kube-apiserver from %s: %w", assets, err)
 		}
@@ -245,6 +242,40 @@ func (cp *ControlPlane) startAPIServer(assets string, crdList []*apiextensionsv1
 		cp.env = nil
 	}
 	return err
+}
+
+// newEnvironment is the envtest environment that starts etcd and
+// kube-apiserver with the CRDs installed.
+func newEnvironment(assets string, crdList []*apiextensionsv1.CustomResourceDefinition, opts Options) *envtest.Environment {
+	env := &envtest.Environment{
+		BinaryAssetsDirectory:    assets,
+		CRDs:                     crdList,
+		ControlPlaneStartTimeout: opts.StartTimeout,
+		ControlPlaneStopTimeout:  30 * time.Second,
+	}
+	apiServer := env.ControlPlane.GetAPIServer().Configure()
+	apiServer.Set("service-cluster-ip-range", opts.ServiceCIDR)
+	// Room for thousands of pods created, bound and started at once.
+	apiServer.Set("max-requests-inflight", "1600")
+	apiServer.Set("max-mutating-requests-inflight", "800")
+	if gates := strings.Join(opts.FeatureGates, ","); gates != "" {
+		apiServer.Set("feature-gates", gates)
+	}
+	return env
+}
+
+// watchStarted hands the process group leaders started since before (etcd
+// and kube-apiserver, started by envtest) to the reaper, and returns
+// their names.
+func (cp *ControlPlane) watchStarted(before map[int]string) map[string]bool {
+	running := map[string]bool{}
+	for pid, c := range childProcesses() {
+		if _, ok := before[pid]; !ok && c.leader {
+			cp.reaper.watch(pid)
+			running[c.name] = true
+		}
+	}
+	return running
 }
 
 // Stop stops every component, then kube-apiserver and etcd, and removes a

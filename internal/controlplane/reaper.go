@@ -81,6 +81,7 @@ type child struct {
 	leader bool
 }
 
+// childProcesses are the processes whose parent is this process, by pid.
 func childProcesses() map[int]child {
 	out := map[int]child{}
 	self := os.Getpid()
@@ -90,23 +91,37 @@ func childProcesses() map[int]child {
 		if err != nil {
 			continue
 		}
-		// pid (comm) state ppid ...; comm may hold spaces and parentheses.
-		s := string(data)
-		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || end < open {
-			continue
-		}
-		// state ppid pgrp ...
-		fields := strings.Fields(s[end+1:])
-		if len(fields) < 3 {
-			continue
-		}
-		pid, err1 := strconv.Atoi(strings.TrimSpace(s[:open]))
-		ppid, err2 := strconv.Atoi(fields[1])
-		pgrp, err3 := strconv.Atoi(fields[2])
-		if err1 == nil && err2 == nil && err3 == nil && ppid == self {
-			out[pid] = child{name: s[open+1 : end], leader: pgrp == pid}
+		st, ok := parseStat(string(data))
+		if ok && st.ppid == self {
+			out[st.pid] = child{name: st.comm, leader: st.pgrp == st.pid}
 		}
 	}
 	return out
+}
+
+// procStat is what /proc/PID/stat says of a process that matters here.
+type procStat struct {
+	pid, ppid, pgrp int
+	comm            string
+}
+
+// parseStat reads a /proc/PID/stat line; ok is false when it is not one.
+func parseStat(s string) (_ procStat, ok bool) {
+	// pid (comm) state ppid ...; comm may hold spaces and parentheses.
+	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || end < open {
+		return procStat{}, false
+	}
+	// state ppid pgrp ...
+	fields := strings.Fields(s[end+1:])
+	if len(fields) < 3 {
+		return procStat{}, false
+	}
+	pid, err1 := strconv.Atoi(strings.TrimSpace(s[:open]))
+	ppid, err2 := strconv.Atoi(fields[1])
+	pgrp, err3 := strconv.Atoi(fields[2])
+	if err1 != nil || err2 != nil || err3 != nil {
+		return procStat{}, false
+	}
+	return procStat{pid: pid, ppid: ppid, pgrp: pgrp, comm: s[open+1 : end]}, true
 }

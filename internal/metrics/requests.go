@@ -46,48 +46,74 @@ func (f roundTripper) RoundTrip(req *http.Request) (*http.Response, error) { ret
 // ("patch", "pods/status"). Paths that are not resources (/version,
 // /apis discovery) are ("get", "discovery").
 func Classify(method, path, watch string) (verb, resource string) {
+	parts, ok := resourcePath(path)
+	if !ok {
+		return strings.ToLower(method), "discovery"
+	}
+	resource, named := resourceOf(parts)
+	return verbOf(method, watch, named), resource
+}
+
+// resourcePath is the part of an API path after the API group and
+// version; ok is false for a path that names no resource.
+func resourcePath(path string) (_ []string, ok bool) {
 	parts := strings.Split(strings.Trim(path, "/"), "/")
 	switch {
 	case len(parts) >= 3 && parts[0] == "api":
-		parts = parts[2:]
+		return parts[2:], true
 	case len(parts) >= 4 && parts[0] == "apis":
-		parts = parts[3:]
-	default:
-		return strings.ToLower(method), "discovery"
+		return parts[3:], true
 	}
+	return nil, false
+}
+
+// resourceOf is the resource (with its subresource) a resource path
+// names, and whether it names one object rather than a collection.
+func resourceOf(parts []string) (resource string, named bool) {
 	if len(parts) >= 3 && parts[0] == "namespaces" {
 		parts = parts[2:]
 	}
 	resource = parts[0]
-	named := len(parts) >= 2
 	if len(parts) >= 3 {
 		resource += "/" + parts[2]
 	}
+	return resource, len(parts) >= 2
+}
+
+// writeVerbs are the verbs of the methods that write one object.
+var writeVerbs = map[string]string{
+	http.MethodPost:  "create",
+	http.MethodPut:   "update",
+	http.MethodPatch: "patch",
+}
+
+// verbOf is the Kubernetes verb of a request with the method, on one
+// object when named, watching when watch says so.
+func verbOf(method, watch string, named bool) string {
 	switch method {
 	case http.MethodGet:
-		switch {
-		case watch == "true" || watch == "1":
-			verb = "watch"
-		case named:
-			verb = "get"
-		default:
-			verb = "list"
-		}
-	case http.MethodPost:
-		verb = "create"
-	case http.MethodPut:
-		verb = "update"
-	case http.MethodPatch:
-		verb = "patch"
+		return readVerb(watch, named)
 	case http.MethodDelete:
-		verb = "delete"
 		if !named {
-			verb = "deletecollection"
+			return "deletecollection"
 		}
-	default:
-		verb = strings.ToLower(method)
+		return "delete"
 	}
-	return verb, resource
+	if verb, ok := writeVerbs[method]; ok {
+		return verb
+	}
+	return strings.ToLower(method)
+}
+
+// readVerb is the verb of a GET: watch, get for one object, else list.
+func readVerb(watch string, named bool) string {
+	switch {
+	case watch == "true" || watch == "1":
+		return "watch"
+	case named:
+		return "get"
+	}
+	return "list"
 }
 
 // Counts returns the requests counted so far by "verb resource".

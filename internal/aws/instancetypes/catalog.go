@@ -129,6 +129,9 @@ func InstanceTypes(specs []Spec, opts Options) []*scheduling.InstanceType {
 	return out
 }
 
+// convert makes the scheduling instance type of a catalog entry: its
+// labels, capacity and allocatable, and its offerings in the zones and
+// reservations of opts.
 func convert(s Spec, opts Options) *scheduling.InstanceType {
 	capacity := capacityOf(s, opts.Kubelet)
 	it := &scheduling.InstanceType{
@@ -138,47 +141,81 @@ func convert(s Spec, opts Options) *scheduling.InstanceType {
 		Allocatable:  capacity.Sub(overhead(s, capacity, opts.Kubelet)),
 	}
 	if s.OnDemand > 0 {
-		for _, zone := range opts.Zones {
-			spot := SpotPrice(s.Name, zone, s.OnDemand)
-			if s.Offered != nil {
-				var offered bool
-				if spot, offered = s.Offered[zone]; !offered {
-					continue
-				}
-			}
-			it.Offerings = append(it.Offerings, scheduling.Offering{
-				Zone: zone, CapacityType: v1.CapacityTypeOnDemand, Price: s.OnDemand, Available: true,
+		it.Offerings = append(zoneOfferings(s, opts), reservedOfferings(s, opts)...)
+	}
+	addOfferingRequirements(it, opts)
+	opts.Needs.placementLabels(it.Requirements)
+	return it
+}
+
+// zoneOfferings are the on-demand and spot offerings of a priced type in
+// the zones it is offered in.
+func zoneOfferings(s Spec, opts Options) []scheduling.Offering {
+	var out []scheduling.Offering
+	for _, zone := range opts.Zones {
+		spot, offered := spotIn(s, zone)
+		if !offered {
+			continue
+		}
+		out = append(out, scheduling.Offering{
+			Zone: zone, CapacityType: v1.CapacityTypeOnDemand, Price: s.OnDemand, Available: true,
+		})
+		if !opts.ExcludeSpot && spot > 0 {
+			out = append(out, scheduling.Offering{
+				Zone: zone, CapacityType: v1.CapacityTypeSpot, Price: spot, Available: true,
 			})
-			if !opts.ExcludeSpot && spot > 0 {
-				it.Offerings = append(it.Offerings, scheduling.Offering{
-					Zone: zone, CapacityType: v1.CapacityTypeSpot, Price: spot, Available: true,
-				})
-			}
 		}
 	}
-	if s.OnDemand > 0 {
-		for _, r := range opts.Reservations {
-			if r.InstanceType == s.Name && slices.Contains(opts.Zones, r.Zone) {
-				it.Offerings = append(it.Offerings, scheduling.Offering{
-					Zone: r.Zone, CapacityType: v1.CapacityTypeReserved, Price: s.OnDemand * ReservedPriceFactor, Available: r.Available > 0,
-					ReservationID: r.ID, ReservationCapacity: r.Available, ReservationInterruptible: r.Interruptible,
-				})
-			}
+	return out
+}
+
+// spotIn is the spot price of a type in a zone, and whether the type is
+// offered there: a type without its own list of offered zones is offered
+// everywhere at the simulated spot price.
+func spotIn(s Spec, zone string) (float64, bool) {
+	if s.Offered != nil {
+		spot, offered := s.Offered[zone]
+		return spot, offered
+	}
+	return SpotPrice(s.Name, zone, s.OnDemand), true
+}
+
+// reservedOfferings are the offerings of the capacity reservations for a
+// priced type in the zones of opts.
+func reservedOfferings(s Spec, opts Options) []scheduling.Offering {
+	var out []scheduling.Offering
+	for _, r := range opts.Reservations {
+		if r.InstanceType == s.Name && slices.Contains(opts.Zones, r.Zone) {
+			out = append(out, scheduling.Offering{
+				Zone: r.Zone, CapacityType: v1.CapacityTypeReserved, Price: s.OnDemand * ReservedPriceFactor, Available: r.Available > 0,
+				ReservationID: r.ID, ReservationCapacity: r.Available, ReservationInterruptible: r.Interruptible,
+			})
 		}
 	}
+	return out
+}
+
+// addOfferingRequirements limits the type's zones and capacity types to
+// those of its offerings, and adds the region of the zones.
+func addOfferingRequirements(it *scheduling.InstanceType, opts Options) {
 	zones, capacityTypes := map[string]bool{}, map[string]bool{}
 	for _, o := range it.Offerings {
 		zones[o.Zone], capacityTypes[o.CapacityType] = true, true
 	}
 	it.Requirements.Add(scheduling.NewRequirement(scheduling.LabelZone, corev1.NodeSelectorOpIn, keys(zones)...))
-	if len(opts.Zones) > 0 {
-		if region := regionOfZone.FindString(opts.Zones[0]); region != "" {
-			it.Requirements.Add(scheduling.NewRequirement(scheduling.LabelRegion, corev1.NodeSelectorOpIn, region))
-		}
+	if region := regionOf(opts.Zones); region != "" {
+		it.Requirements.Add(scheduling.NewRequirement(scheduling.LabelRegion, corev1.NodeSelectorOpIn, region))
 	}
 	it.Requirements.Add(scheduling.NewRequirement(v1.LabelCapacityType, corev1.NodeSelectorOpIn, keys(capacityTypes)...))
-	opts.Needs.placementLabels(it.Requirements)
-	return it
+}
+
+// regionOf is the region of the zones, "" when there are none or the
+// first is not a zone name.
+func regionOf(zones []string) string {
+	if len(zones) == 0 {
+		return ""
+	}
+	return regionOfZone.FindString(zones[0])
 }
 
 // regionOfZone finds the region of a zone: us-east-1 of us-east-1a, of

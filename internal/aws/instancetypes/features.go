@@ -88,6 +88,15 @@ func NeedsOf(class *awsv1.EC2NodeClass) Needs {
 
 // Unmet says what of the needs an instance type lacks, "" when none.
 func (n Needs) Unmet(s Spec) string {
+	if unmet := n.unmetFeature(s); unmet != "" {
+		return unmet
+	}
+	return n.unmetInterfaces(s)
+}
+
+// unmetFeature says which needed feature an instance type lacks: nested
+// virtualization, Nitro, or the placement group's strategy.
+func (n Needs) unmetFeature(s Spec) string {
 	if n.NestedVirtualization && !s.NestedVirtualization {
 		return "nested virtualization"
 	}
@@ -97,6 +106,12 @@ func (n Needs) Unmet(s Spec) string {
 	if pg := n.PlacementGroup; pg != nil && !slices.Contains(s.PlacementStrategies, pg.Strategy) {
 		return "the " + pg.Strategy + " placement strategy"
 	}
+	return ""
+}
+
+// unmetInterfaces says which of the network interfaces an instance type
+// cannot take: a card or device index beyond it, or too many EFAs.
+func (n Needs) unmetInterfaces(s Spec) string {
 	perCard := max(1, s.MaxENIs/max(1, s.NetworkCards))
 	efa := int64(0)
 	for _, ni := range n.NetworkInterfaces {

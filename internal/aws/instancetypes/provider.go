@@ -160,6 +160,7 @@ func (p *Provider) currentSpot(ctx context.Context, onDemand map[string]float64)
 	return func(instanceType, zone string) float64 { return prices[instanceType+"/"+zone] }
 }
 
+// specOf is the catalog entry of an instance type EC2 describes.
 func specOf(info ec2types.InstanceTypeInfo) Spec {
 	s := Spec{Name: string(info.InstanceType), BareMetal: aws.ToBool(info.BareMetal), Hypervisor: string(info.Hypervisor)}
 	if info.VCpuInfo != nil {
@@ -168,35 +169,63 @@ func specOf(info ec2types.InstanceTypeInfo) Spec {
 	if info.MemoryInfo != nil {
 		s.MemoryMiB = aws.ToInt64(info.MemoryInfo.SizeInMiB)
 	}
-	if info.ProcessorInfo != nil && len(info.ProcessorInfo.SupportedArchitectures) > 0 {
-		s.Arch = "amd64"
-		if info.ProcessorInfo.SupportedArchitectures[0] == ec2types.ArchitectureTypeArm64 {
-			s.Arch = "arm64"
-		}
-	}
-	if info.ProcessorInfo != nil {
-		s.NestedVirtualization = slices.Contains(info.ProcessorInfo.SupportedFeatures, ec2types.SupportedAdditionalProcessorFeatureNestedVirtualization)
+	if p := info.ProcessorInfo; p != nil {
+		s.Arch = archOf(p.SupportedArchitectures)
+		s.NestedVirtualization = slices.Contains(p.SupportedFeatures, ec2types.SupportedAdditionalProcessorFeatureNestedVirtualization)
 	}
 	s.NetworkCards = 1
 	if info.NetworkInfo != nil {
-		s.MaxENIs = int64(aws.ToInt32(info.NetworkInfo.MaximumNetworkInterfaces))
-		s.IPv4PerENI = int64(aws.ToInt32(info.NetworkInfo.Ipv4AddressesPerInterface))
-		s.NetworkCards = max(1, int64(aws.ToInt32(info.NetworkInfo.MaximumNetworkCards)))
-		if efa := info.NetworkInfo.EfaInfo; efa != nil && aws.ToBool(info.NetworkInfo.EfaSupported) {
-			s.MaxEFA = int64(aws.ToInt32(efa.MaximumEfaInterfaces))
-		}
+		setNetwork(&s, info.NetworkInfo)
 	}
-	if info.PlacementGroupInfo != nil {
-		for _, st := range info.PlacementGroupInfo.SupportedStrategies {
-			s.PlacementStrategies = append(s.PlacementStrategies, string(st))
-		}
-	}
-	if info.GpuInfo != nil {
-		for _, g := range info.GpuInfo.Gpus {
-			s.GPU += int64(aws.ToInt32(g.Count))
-		}
-	}
+	s.PlacementStrategies = strategiesOf(info.PlacementGroupInfo)
+	s.GPU = gpuCount(info.GpuInfo)
 	return s
+}
+
+// archOf is the Kubernetes architecture of the first architecture a type
+// supports, "" when it lists none.
+func archOf(archs []ec2types.ArchitectureType) string {
+	if len(archs) == 0 {
+		return ""
+	}
+	if archs[0] == ec2types.ArchitectureTypeArm64 {
+		return "arm64"
+	}
+	return "amd64"
+}
+
+// setNetwork sets a spec's network interfaces, cards and EFA interfaces.
+func setNetwork(s *Spec, ni *ec2types.NetworkInfo) {
+	s.MaxENIs = int64(aws.ToInt32(ni.MaximumNetworkInterfaces))
+	s.IPv4PerENI = int64(aws.ToInt32(ni.Ipv4AddressesPerInterface))
+	s.NetworkCards = max(1, int64(aws.ToInt32(ni.MaximumNetworkCards)))
+	if efa := ni.EfaInfo; efa != nil && aws.ToBool(ni.EfaSupported) {
+		s.MaxEFA = int64(aws.ToInt32(efa.MaximumEfaInterfaces))
+	}
+}
+
+// strategiesOf are the placement strategies a type supports.
+func strategiesOf(info *ec2types.PlacementGroupInfo) []string {
+	if info == nil {
+		return nil
+	}
+	var out []string
+	for _, st := range info.SupportedStrategies {
+		out = append(out, string(st))
+	}
+	return out
+}
+
+// gpuCount is how many GPUs a type has.
+func gpuCount(info *ec2types.GpuInfo) int64 {
+	if info == nil {
+		return 0
+	}
+	n := int64(0)
+	for _, g := range info.Gpus {
+		n += int64(aws.ToInt32(g.Count))
+	}
+	return n
 }
 
 func (p *Provider) offeredZones(ctx context.Context) (map[string][]string, error) {

@@ -60,6 +60,8 @@ func split(data []byte, depth int) ([]Part, error) {
 	return splitEntity(msg.Header.Get("Content-Type"), body, depth)
 }
 
+// splitEntity splits a MIME entity of the content type into its leaf
+// parts; a non-multipart entity is one part.
 func splitEntity(contentType string, body []byte, depth int) ([]Part, error) {
 	mediaType, params, err := mime.ParseMediaType(contentType)
 	if err != nil {
@@ -68,7 +70,12 @@ func splitEntity(contentType string, body []byte, depth int) ([]Part, error) {
 	if !strings.HasPrefix(mediaType, "multipart/") {
 		return []Part{{ContentType: mediaType, Body: body}}, nil
 	}
-	boundary := params["boundary"]
+	return splitMultipart(mediaType, params["boundary"], body, depth)
+}
+
+// splitMultipart splits a multipart body into the leaf parts of its parts,
+// in order.
+func splitMultipart(mediaType, boundary string, body []byte, depth int) ([]Part, error) {
 	if boundary == "" {
 		return nil, fmt.Errorf("%s document without a boundary", mediaType)
 	}
@@ -82,24 +89,30 @@ func splitEntity(contentType string, body []byte, depth int) ([]Part, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading MIME part %d: %w", len(out)+1, err)
 		}
-		raw, err := io.ReadAll(part)
-		if err != nil {
-			return nil, fmt.Errorf("reading MIME part %d: %w", len(out)+1, err)
-		}
-		decoded, err := decodeBody(part.Header.Get("Content-Transfer-Encoding"), bytes.NewReader(raw))
-		if err != nil {
-			return nil, err
-		}
-		ct := part.Header.Get("Content-Type")
-		if ct == "" {
-			ct = sniff(decoded)
-		}
-		nested, err := splitEntity(ct, decoded, depth+1)
+		nested, err := splitPart(part, len(out)+1, depth)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, nested...)
 	}
+}
+
+// splitPart decodes the n-th part of a multipart body and splits it in
+// turn; a part without a content type has it sniffed.
+func splitPart(part *multipart.Part, n, depth int) ([]Part, error) {
+	raw, err := io.ReadAll(part)
+	if err != nil {
+		return nil, fmt.Errorf("reading MIME part %d: %w", n, err)
+	}
+	decoded, err := decodeBody(part.Header.Get("Content-Transfer-Encoding"), bytes.NewReader(raw))
+	if err != nil {
+		return nil, err
+	}
+	ct := part.Header.Get("Content-Type")
+	if ct == "" {
+		ct = sniff(decoded)
+	}
+	return splitEntity(ct, decoded, depth+1)
 }
 
 func decodeBody(encoding string, r io.Reader) ([]byte, error) {

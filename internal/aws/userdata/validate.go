@@ -34,26 +34,37 @@ func Validate(family, userData string) []Finding {
 	}
 	v := &validation{family: family}
 	for _, p := range parts {
-		switch p.ContentType {
-		case ContentTypeNodeadm:
-			v.nodeadm(p.Body)
-		case ContentTypeShell, ContentTypeText:
-			v.shell(p.Body)
-		case ContentTypeTOML:
-			v.bottlerocket(p.Body)
+		if validate, ok := partValidators[p.ContentType]; ok {
+			validate(v, p.Body)
 		}
 	}
 	if family == awsv1.AMIFamilyCustom && !v.registersUnregistered() {
-		why := ""
-		if len(v.registered) == 0 && len(v.ignored) > 0 {
-			why = "it asks for " + strings.Join(v.ignored, ", ") + " only in arguments bootstrap.sh ignores"
-			if oldTaintName(v.ignored) {
-				why += oldTaintNote
-			}
-		}
-		v.findings = append(v.findings, missingUnregistered(v.registered, why))
+		v.findings = append(v.findings, missingUnregistered(v.registered, v.whyUnregistered()))
 	}
 	return v.findings
+}
+
+// partValidators check the user data parts of each content type that can
+// set the node's taints.
+var partValidators = map[string]func(*validation, []byte){
+	ContentTypeNodeadm: (*validation).nodeadm,
+	ContentTypeShell:   (*validation).shell,
+	ContentTypeText:    (*validation).shell,
+	ContentTypeTOML:    (*validation).bottlerocket,
+}
+
+// whyUnregistered explains why Custom user data that registers no taint
+// may have meant to: it asks for taints only in arguments bootstrap.sh
+// ignores. It is "" otherwise.
+func (v *validation) whyUnregistered() string {
+	if len(v.registered) != 0 || len(v.ignored) == 0 {
+		return ""
+	}
+	why := "it asks for " + strings.Join(v.ignored, ", ") + " only in arguments bootstrap.sh ignores"
+	if oldTaintName(v.ignored) {
+		why += oldTaintNote
+	}
+	return why
 }
 
 type validation struct {
@@ -216,50 +227,85 @@ func (v *validation) shell(body []byte) {
 	}
 }
 
+// bootstrapCall checks a call of bootstrap.sh in the user data: its
+// options, and the taints its kubelet arguments register.
 func (v *validation) bootstrapCall(c Command) {
-	var extraArgs []string
-	for i := 0; i < len(c.Args); i++ {
-		arg := c.Args[i]
-		if name, value, ok := strings.Cut(arg, "="); ok && contains(BootstrapOptions, name) {
-			v.add(CodeBootstrapArgsMalformed, Error,
-				fmt.Sprintf("bootstrap.sh is called with %s: bootstrap.sh takes its options as two words (%s VALUE), and does not understand the %s=VALUE form, so it ignores it",
-					c.Raw[i], name, name),
-				fmt.Sprintf("write %s '%s'", name, strings.NewReplacer(`'`, "", `"`, "", "karpenter.sh/uninitialized", "karpenter.sh/unregistered").Replace(value)))
-			if name == "--kubelet-extra-args" {
-				for _, flag := range registerFlags(strings.Fields(value)) {
-					v.ignored = append(v.ignored, splitTaints(strings.NewReplacer(`"`, "", `'`, "").Replace(flag.value))...)
-				}
-			}
-			continue
-		}
-		if contains(BootstrapOptions, arg) && i+1 < len(c.Args) {
-			if arg == "--kubelet-extra-args" {
-				v.nestedQuotes(c.Raw[i+1], c.Args[i+1])
-				// systemd removes the double quotes when it starts the kubelet.
-				extraArgs = append(extraArgs, strings.Fields(strings.ReplaceAll(c.Args[i+1], `"`, ""))...)
-			}
-			i++
-		}
-	}
-	flags := registerFlags(extraArgs)
-	taints := make([]string, 0, len(flags))
-	for _, flag := range flags {
-		taints = append(taints, splitTaints(flag.value)...)
-	}
+	taints := registeredTaints(v.bootstrapArgs(c))
 	if v.custom() {
 		v.registered = append(v.registered, taints...)
 		return
 	}
 	if v.family == awsv1.AMIFamilyAL2 {
-		registers := "without any taint"
-		if len(taints) > 0 {
-			registers = "with only " + strings.Join(taints, ", ")
-		}
-		v.add(CodeUserCallsBootstrap, Error,
-			fmt.Sprintf("the user data runs %s itself: it starts the kubelet before the bootstrap.sh call nodewright generates, and the node registers %s — not with %s or the NodePool's taints — so it would never be matched to its NodeClaim",
-				c.Name, registers, UnregisteredTaint),
-			"remove the bootstrap.sh call from spec.userData; put kubelet settings in the EC2NodeClass's spec.kubelet and taints in the NodePool's startupTaints (or taints)")
+		v.userCallsBootstrap(c, taints)
 	}
+}
+
+// bootstrapArgs checks the options of a bootstrap.sh call and returns the
+// kubelet arguments it passes.
+func (v *validation) bootstrapArgs(c Command) []string {
+	var extraArgs []string
+	for i := 0; i < len(c.Args); i++ {
+		arg := c.Args[i]
+		if name, value, ok := strings.Cut(arg, "="); ok && contains(BootstrapOptions, name) {
+			v.joinedOption(c.Raw[i], name, value)
+			continue
+		}
+		if contains(BootstrapOptions, arg) && i+1 < len(c.Args) {
+			if arg == "--kubelet-extra-args" {
+				extraArgs = append(extraArgs, v.kubeletExtraArgs(c.Raw[i+1], c.Args[i+1])...)
+			}
+			i++
+		}
+	}
+	return extraArgs
+}
+
+// joinedOption reports a bootstrap.sh option written as --name=VALUE,
+// which bootstrap.sh ignores; taints in ignored kubelet arguments are
+// remembered for the explanation of a Custom node's missing taint.
+func (v *validation) joinedOption(raw, name, value string) {
+	v.add(CodeBootstrapArgsMalformed, Error,
+		fmt.Sprintf("bootstrap.sh is called with %s: bootstrap.sh takes its options as two words (%s VALUE), and does not understand the %s=VALUE form, so it ignores it",
+			raw, name, name),
+		fmt.Sprintf("write %s '%s'", name, strings.NewReplacer(`'`, "", `"`, "", "karpenter.sh/uninitialized", "karpenter.sh/unregistered").Replace(value)))
+	if name != "--kubelet-extra-args" {
+		return
+	}
+	for _, flag := range registerFlags(strings.Fields(value)) {
+		v.ignored = append(v.ignored, splitTaints(strings.NewReplacer(`"`, "", `'`, "").Replace(flag.value))...)
+	}
+}
+
+// kubeletExtraArgs checks the value of --kubelet-extra-args and returns
+// the arguments the kubelet gets.
+func (v *validation) kubeletExtraArgs(raw, value string) []string {
+	v.nestedQuotes(raw, value)
+	// systemd removes the double quotes when it starts the kubelet.
+	return strings.Fields(strings.ReplaceAll(value, `"`, ""))
+}
+
+// registeredTaints are the taints of the --register-with-taints flags in
+// kubelet arguments.
+func registeredTaints(args []string) []string {
+	flags := registerFlags(args)
+	taints := make([]string, 0, len(flags))
+	for _, flag := range flags {
+		taints = append(taints, splitTaints(flag.value)...)
+	}
+	return taints
+}
+
+// userCallsBootstrap reports AL2 user data that runs bootstrap.sh itself,
+// registering the node before nodewright's own call can.
+func (v *validation) userCallsBootstrap(c Command, taints []string) {
+	registers := "without any taint"
+	if len(taints) > 0 {
+		registers = "with only " + strings.Join(taints, ", ")
+	}
+	v.add(CodeUserCallsBootstrap, Error,
+		fmt.Sprintf("the user data runs %s itself: it starts the kubelet before the bootstrap.sh call nodewright generates, and the node registers %s — not with %s or the NodePool's taints — so it would never be matched to its NodeClaim",
+			c.Name, registers, UnregisteredTaint),
+		"remove the bootstrap.sh call from spec.userData; put kubelet settings in the EC2NodeClass's spec.kubelet and taints in the NodePool's startupTaints (or taints)")
 }
 
 // nestedQuotes reports single quotes inside --kubelet-extra-args:

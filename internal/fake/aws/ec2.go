@@ -11,6 +11,15 @@ import (
 // EC2 is the simulated EC2 API of an account.
 type EC2 struct{ account *Account }
 
+// subnetFilters are the filters DescribeSubnets knows.
+var subnetFilters = resourceFilters[ec2types.Subnet]{
+	fields: map[string]func(ec2types.Subnet) string{
+		"subnet-id":         func(s ec2types.Subnet) string { return deref(s.SubnetId) },
+		"availability-zone": func(s ec2types.Subnet) string { return deref(s.AvailabilityZone) },
+	},
+	tags: func(s ec2types.Subnet) []ec2types.Tag { return s.Tags },
+}
+
 // DescribeSubnets lists subnets by id and filters (subnet-id, availability-zone,
 // tag:KEY, tag-key).
 func (e *EC2) DescribeSubnets(ctx context.Context, in *ec2.DescribeSubnetsInput, _ ...func(*ec2.Options)) (*ec2.DescribeSubnetsOutput, error) {
@@ -20,33 +29,18 @@ func (e *EC2) DescribeSubnets(ctx context.Context, in *ec2.DescribeSubnetsInput,
 	a := e.account
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	out := &ec2.DescribeSubnetsOutput{}
-	for _, s := range a.subnets {
-		if len(in.SubnetIds) > 0 && !contains(in.SubnetIds, deref(s.SubnetId)) {
-			continue
-		}
-		ok, err := matches(in.Filters, func(name string) ([]string, bool) {
-			switch name {
-			case "subnet-id":
-				return []string{deref(s.SubnetId)}, true
-			case "availability-zone":
-				return []string{deref(s.AvailabilityZone)}, true
-			}
-			return tagAttributes(s.Tags, name)
-		})
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			out.Subnets = append(out.Subnets, s)
-		}
+	subnets, err := subnetFilters.filter(a.subnets, in.Filters, func(s ec2types.Subnet) bool {
+		return selected(in.SubnetIds, deref(s.SubnetId))
+	})
+	if err != nil {
+		return nil, err
 	}
 	for _, id := range in.SubnetIds {
-		if !hasSubnet(out.Subnets, id) {
+		if !hasSubnet(subnets, id) {
 			return nil, apiError("InvalidSubnetID.NotFound", "The subnet ID '"+id+"' does not exist")
 		}
 	}
-	return out, nil
+	return &ec2.DescribeSubnetsOutput{Subnets: subnets}, nil
 }
 
 func hasSubnet(subnets []ec2types.Subnet, id string) bool {
@@ -58,49 +52,61 @@ func hasSubnet(subnets []ec2types.Subnet, id string) bool {
 	return false
 }
 
+// securityGroupFilters are the filters DescribeSecurityGroups knows.
+var securityGroupFilters = resourceFilters[ec2types.SecurityGroup]{
+	fields: map[string]func(ec2types.SecurityGroup) string{
+		"group-id":   func(g ec2types.SecurityGroup) string { return deref(g.GroupId) },
+		"group-name": func(g ec2types.SecurityGroup) string { return deref(g.GroupName) },
+	},
+	tags: func(g ec2types.SecurityGroup) []ec2types.Tag { return g.Tags },
+}
+
 // DescribeSecurityGroups lists security groups by id, name and filters
 // (group-id, group-name, tag:KEY, tag-key).
 func (e *EC2) DescribeSecurityGroups(ctx context.Context, in *ec2.DescribeSecurityGroupsInput, _ ...func(*ec2.Options)) (*ec2.DescribeSecurityGroupsOutput, error) {
-	if err := e.account.call(ctx, apiCall{action: "DescribeSecurityGroups", ec2: true, unfiltered: len(in.GroupIds) == 0 && len(in.GroupNames) == 0 && len(in.Filters) == 0 && in.MaxResults == nil && in.NextToken == nil}); err != nil {
+	if err := e.account.call(ctx, apiCall{action: "DescribeSecurityGroups", ec2: true, unfiltered: unfilteredSecurityGroups(in)}); err != nil {
 		return nil, err
 	}
 	a := e.account
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	out := &ec2.DescribeSecurityGroupsOutput{}
-	for _, g := range a.securityGroups {
-		if len(in.GroupIds) > 0 && !contains(in.GroupIds, deref(g.GroupId)) {
-			continue
-		}
-		if len(in.GroupNames) > 0 && !contains(in.GroupNames, deref(g.GroupName)) {
-			continue
-		}
-		ok, err := matches(in.Filters, func(name string) ([]string, bool) {
-			switch name {
-			case "group-id":
-				return []string{deref(g.GroupId)}, true
-			case "group-name":
-				return []string{deref(g.GroupName)}, true
-			}
-			return tagAttributes(g.Tags, name)
-		})
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			out.SecurityGroups = append(out.SecurityGroups, g)
-		}
+	groups, err := securityGroupFilters.filter(a.securityGroups, in.Filters, func(g ec2types.SecurityGroup) bool {
+		return selected(in.GroupIds, deref(g.GroupId)) && selected(in.GroupNames, deref(g.GroupName))
+	})
+	if err != nil {
+		return nil, err
 	}
 	for _, id := range in.GroupIds {
-		found := false
-		for _, g := range out.SecurityGroups {
-			found = found || deref(g.GroupId) == id
-		}
-		if !found {
+		if !hasSecurityGroup(groups, id) {
 			return nil, apiError("InvalidGroup.NotFound", "The security group '"+id+"' does not exist")
 		}
 	}
-	return out, nil
+	return &ec2.DescribeSecurityGroupsOutput{SecurityGroups: groups}, nil
+}
+
+// unfilteredSecurityGroups reports whether a DescribeSecurityGroups call
+// asks for every group at once.
+func unfilteredSecurityGroups(in *ec2.DescribeSecurityGroupsInput) bool {
+	return len(in.GroupIds) == 0 && len(in.GroupNames) == 0 && len(in.Filters) == 0 && in.MaxResults == nil && in.NextToken == nil
+}
+
+func hasSecurityGroup(groups []ec2types.SecurityGroup, id string) bool {
+	for _, g := range groups {
+		if deref(g.GroupId) == id {
+			return true
+		}
+	}
+	return false
+}
+
+// imageFilters are the filters DescribeImages knows.
+var imageFilters = resourceFilters[ec2types.Image]{
+	fields: map[string]func(ec2types.Image) string{
+		"image-id":     func(img ec2types.Image) string { return deref(img.ImageId) },
+		"name":         func(img ec2types.Image) string { return deref(img.Name) },
+		"architecture": func(img ec2types.Image) string { return string(img.Architecture) },
+	},
+	tags: func(img ec2types.Image) []ec2types.Tag { return img.Tags },
 }
 
 // DescribeImages lists AMIs by id, owner and filters (image-id, name,
@@ -112,33 +118,13 @@ func (e *EC2) DescribeImages(ctx context.Context, in *ec2.DescribeImagesInput, _
 	a := e.account
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	out := &ec2.DescribeImagesOutput{}
-	for _, img := range a.images {
-		if len(in.ImageIds) > 0 && !contains(in.ImageIds, deref(img.ImageId)) {
-			continue
-		}
-		if len(in.Owners) > 0 && !ownedBy(img, in.Owners) {
-			continue
-		}
-		ok, err := matches(in.Filters, func(name string) ([]string, bool) {
-			switch name {
-			case "image-id":
-				return []string{deref(img.ImageId)}, true
-			case "name":
-				return []string{deref(img.Name)}, true
-			case "architecture":
-				return []string{string(img.Architecture)}, true
-			}
-			return tagAttributes(img.Tags, name)
-		})
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			out.Images = append(out.Images, img)
-		}
+	images, err := imageFilters.filter(a.images, in.Filters, func(img ec2types.Image) bool {
+		return selected(in.ImageIds, deref(img.ImageId)) && (len(in.Owners) == 0 || ownedBy(img, in.Owners))
+	})
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	return &ec2.DescribeImagesOutput{Images: images}, nil
 }
 
 func ownedBy(img ec2types.Image, owners []string) bool {

@@ -58,15 +58,29 @@ func (a *Account) Interrupt(id string, kind Interruption) error {
 	if inst == nil {
 		return fmt.Errorf("no instance %s in the simulated account", id)
 	}
+	if err := checkInterruption(id, inst, kind); err != nil {
+		return err
+	}
+	now := a.clock.Now()
+	reclaim := now.Add(a.notice)
+	if kind != RebalanceRecommendation {
+		inst.reclaimAt = reclaim
+	}
+	a.sendEvent(eventFor(inst, kind, now, reclaim))
+	return nil
+}
+
+// checkInterruption checks that the instance can get an interruption of
+// this kind: it must be pending or running, spot for spot interruptions
+// and rebalance recommendations, and in a capacity reservation for the
+// reservation's interruptions.
+func checkInterruption(id string, inst *Instance, kind Interruption) error {
 	if st := inst.State.Name; st != ec2types.InstanceStateNamePending && st != ec2types.InstanceStateNameRunning {
 		return fmt.Errorf("instance %s is %s: only a pending or running instance can be interrupted", id, st)
 	}
-	spot := inst.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot
-	now := a.clock.Now()
-	reclaim := now.Add(a.notice)
 	switch kind {
 	case SpotInterruption, RebalanceRecommendation:
-		if !spot {
+		if inst.InstanceLifecycle != ec2types.InstanceLifecycleTypeSpot {
 			return fmt.Errorf("instance %s is not a spot instance: only spot instances get %s", id, kind)
 		}
 	case CapacityReservationInterruption:
@@ -77,10 +91,6 @@ func (a *Account) Interrupt(id string, kind Interruption) error {
 	default:
 		return fmt.Errorf("unknown interruption %q: want one of %v", kind, Interruptions())
 	}
-	if kind != RebalanceRecommendation {
-		inst.reclaimAt = reclaim
-	}
-	a.sendEvent(eventFor(inst, kind, now, reclaim))
 	return nil
 }
 

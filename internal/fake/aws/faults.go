@@ -76,22 +76,7 @@ func (a *Account) Stats() Stats {
 // throttling error once the attempts are used up.
 func (a *Account) call(ctx context.Context, r apiCall) error {
 	for attempt := 1; ; attempt++ {
-		a.mu.Lock()
-		faults, overHTTP := a.faults, a.overHTTP
-		a.stats.Calls++
-		if a.stats.CallsBy == nil {
-			a.stats.CallsBy, a.stats.ThrottledBy = map[string]int{}, map[string]int{}
-		}
-		a.stats.CallsBy[r.action]++
-		if attempt > 1 {
-			a.stats.Retries++
-		}
-		throttled := faults.ThrottleEvery > 0 && a.stats.Calls%faults.ThrottleEvery == 0 || a.throttles(r, faults.RateLimits)
-		if throttled {
-			a.stats.Throttled++
-			a.stats.ThrottledBy[r.action]++
-		}
-		a.mu.Unlock()
+		faults, overHTTP, throttled := a.attempt(r, attempt)
 		if err := sleep(ctx, faults.Latency); err != nil {
 			return err
 		}
@@ -99,20 +84,55 @@ func (a *Account) call(ctx context.Context, r apiCall) error {
 			return nil
 		}
 		err := apiError("RequestLimitExceeded", "Request limit exceeded.")
-		if overHTTP || attempt >= retryer.MaxAttempts() || !retryer.IsErrorRetryable(err) {
+		if overHTTP || !retryable(attempt, err) {
 			return err
 		}
-		delay, derr := retryer.RetryDelay(attempt, err)
-		if derr != nil {
-			return errors.Join(err, derr)
-		}
-		a.mu.Lock()
-		a.stats.Backoff += delay
-		a.mu.Unlock()
-		if err := sleep(ctx, delay); err != nil {
+		if err := a.backOff(ctx, attempt, err); err != nil {
 			return err
 		}
 	}
+}
+
+// attempt counts an attempt at a call and decides whether the account
+// throttles it. It returns the faults in force and whether the account is
+// served over HTTP, where the caller's own SDK client retries.
+func (a *Account) attempt(r apiCall, attempt int) (faults Faults, overHTTP, throttled bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	faults, overHTTP = a.faults, a.overHTTP
+	a.stats.Calls++
+	if a.stats.CallsBy == nil {
+		a.stats.CallsBy, a.stats.ThrottledBy = map[string]int{}, map[string]int{}
+	}
+	a.stats.CallsBy[r.action]++
+	if attempt > 1 {
+		a.stats.Retries++
+	}
+	throttled = faults.ThrottleEvery > 0 && a.stats.Calls%faults.ThrottleEvery == 0 || a.throttles(r, faults.RateLimits)
+	if throttled {
+		a.stats.Throttled++
+		a.stats.ThrottledBy[r.action]++
+	}
+	return faults, overHTTP, throttled
+}
+
+// retryable reports whether the standard retry policy tries a call again
+// after the attempt failed with err.
+func retryable(attempt int, err error) bool {
+	return attempt < retryer.MaxAttempts() && retryer.IsErrorRetryable(err)
+}
+
+// backOff waits the standard retry policy's delay after a throttled
+// attempt, and counts it.
+func (a *Account) backOff(ctx context.Context, attempt int, err error) error {
+	delay, derr := retryer.RetryDelay(attempt, err)
+	if derr != nil {
+		return errors.Join(err, derr)
+	}
+	a.mu.Lock()
+	a.stats.Backoff += delay
+	a.mu.Unlock()
+	return sleep(ctx, delay)
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

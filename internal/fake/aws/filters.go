@@ -48,18 +48,29 @@ func wildcardMatch(pattern, value string) bool {
 	}
 	switch c := pattern[0]; {
 	case c == '*':
-		for i := 0; i <= len(value); i++ {
-			if wildcardMatch(pattern[1:], value[i:]) {
-				return true
-			}
-		}
-		return false
+		return starMatch(pattern[1:], value)
 	case c == '\\' && len(pattern) > 1:
-		return value != "" && value[0] == pattern[1] && wildcardMatch(pattern[2:], value[1:])
-	case value == "":
-		return false
-	case c == '?' || c == value[0]:
-		return wildcardMatch(pattern[1:], value[1:])
+		return literalMatch(pattern[1], pattern[2:], value)
+	case c == '?':
+		return value != "" && wildcardMatch(pattern[1:], value[1:])
+	default:
+		return literalMatch(c, pattern[1:], value)
+	}
+}
+
+// literalMatch reports whether value starts with c and rest matches what
+// follows it.
+func literalMatch(c byte, rest, value string) bool {
+	return value != "" && value[0] == c && wildcardMatch(rest, value[1:])
+}
+
+// starMatch reports whether rest, the pattern after a *, matches some
+// suffix of value.
+func starMatch(rest, value string) bool {
+	for i := 0; i <= len(value); i++ {
+		if wildcardMatch(rest, value[i:]) {
+			return true
+		}
 	}
 	return false
 }
@@ -98,4 +109,47 @@ func contains(list []string, v string) bool {
 		}
 	}
 	return false
+}
+
+// selected reports whether a request listing ids selects id: an empty
+// list selects everything.
+func selected(ids []string, id string) bool {
+	return len(ids) == 0 || contains(ids, id)
+}
+
+// resourceFilters are the filters a Describe call knows for one kind of
+// resource: fields gives a resource's value for a filter name, tags its
+// tags for tag:KEY and tag-key.
+type resourceFilters[T any] struct {
+	fields map[string]func(T) string
+	tags   func(T) []ec2types.Tag
+}
+
+// attributes answers the filters for resource r.
+func (f resourceFilters[T]) attributes(r T) attributes {
+	return func(name string) ([]string, bool) {
+		if value, ok := f.fields[name]; ok {
+			return []string{value(r)}, true
+		}
+		return tagAttributes(f.tags(r), name)
+	}
+}
+
+// filter returns, in order, the resources that wanted keeps and that match
+// the filters; an unknown filter is an error.
+func (f resourceFilters[T]) filter(resources []T, filters []ec2types.Filter, wanted func(T) bool) ([]T, error) {
+	var out []T
+	for _, r := range resources {
+		if !wanted(r) {
+			continue
+		}
+		ok, err := matches(filters, f.attributes(r))
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }

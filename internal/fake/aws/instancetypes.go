@@ -76,23 +76,7 @@ func typeInfo(s instancetypes.Spec) ec2types.InstanceTypeInfo {
 	if s.NestedVirtualization {
 		info.ProcessorInfo.SupportedFeatures = []ec2types.SupportedAdditionalProcessorFeature{ec2types.SupportedAdditionalProcessorFeatureNestedVirtualization}
 	}
-	if s.MaxENIs > 0 {
-		info.NetworkInfo = &ec2types.NetworkInfo{
-			MaximumNetworkInterfaces:  aws.Int32(int32(s.MaxENIs)),      //nolint:gosec // small
-			Ipv4AddressesPerInterface: aws.Int32(int32(s.IPv4PerENI)),   //nolint:gosec // small
-			MaximumNetworkCards:       aws.Int32(int32(s.NetworkCards)), //nolint:gosec // small
-			EfaSupported:              aws.Bool(s.MaxEFA > 0),
-		}
-		perCard := max(1, s.MaxENIs/max(1, s.NetworkCards))
-		for card := range s.NetworkCards {
-			info.NetworkInfo.NetworkCards = append(info.NetworkInfo.NetworkCards, ec2types.NetworkCardInfo{
-				NetworkCardIndex: aws.Int32(int32(card)), MaximumNetworkInterfaces: aws.Int32(int32(perCard)), //nolint:gosec // small
-			})
-		}
-		if s.MaxEFA > 0 {
-			info.NetworkInfo.EfaInfo = &ec2types.EfaInfo{MaximumEfaInterfaces: aws.Int32(int32(s.MaxEFA))} //nolint:gosec // small
-		}
-	}
+	info.NetworkInfo = networkInfo(s)
 	info.PlacementGroupInfo = &ec2types.PlacementGroupInfo{}
 	for _, st := range s.PlacementStrategies {
 		info.PlacementGroupInfo.SupportedStrategies = append(info.PlacementGroupInfo.SupportedStrategies, ec2types.PlacementGroupStrategy(st))
@@ -104,6 +88,30 @@ func typeInfo(s instancetypes.Spec) ec2types.InstanceTypeInfo {
 		info.SupportedUsageClasses = []ec2types.UsageClassType{ec2types.UsageClassTypeOnDemand, ec2types.UsageClassTypeSpot}
 	}
 	return info
+}
+
+// networkInfo is what an instance type offers of network interfaces, cards
+// and EFA; nil when the catalog does not say.
+func networkInfo(s instancetypes.Spec) *ec2types.NetworkInfo {
+	if s.MaxENIs <= 0 {
+		return nil
+	}
+	ni := &ec2types.NetworkInfo{
+		MaximumNetworkInterfaces:  aws.Int32(int32(s.MaxENIs)),      //nolint:gosec // small
+		Ipv4AddressesPerInterface: aws.Int32(int32(s.IPv4PerENI)),   //nolint:gosec // small
+		MaximumNetworkCards:       aws.Int32(int32(s.NetworkCards)), //nolint:gosec // small
+		EfaSupported:              aws.Bool(s.MaxEFA > 0),
+	}
+	perCard := max(1, s.MaxENIs/max(1, s.NetworkCards))
+	for card := range s.NetworkCards {
+		ni.NetworkCards = append(ni.NetworkCards, ec2types.NetworkCardInfo{
+			NetworkCardIndex: aws.Int32(int32(card)), MaximumNetworkInterfaces: aws.Int32(int32(perCard)), //nolint:gosec // small
+		})
+	}
+	if s.MaxEFA > 0 {
+		ni.EfaInfo = &ec2types.EfaInfo{MaximumEfaInterfaces: aws.Int32(int32(s.MaxEFA))} //nolint:gosec // small
+	}
+	return ni
 }
 
 func gpuMaker(name string) string {
@@ -185,45 +193,68 @@ func (p *Pricing) GetProducts(ctx context.Context, in *pricing.GetProductsInput,
 	if err := p.account.call(ctx, serviceCall("GetProducts")); err != nil {
 		return nil, err
 	}
-	p.account.mu.Lock()
-	denied := p.account.faults.PricingDenied
-	p.account.mu.Unlock()
-	if denied {
+	if p.account.pricingDenied() {
 		return nil, apiError("AccessDeniedException", "User: arn:aws:sts::"+accountID+":assumed-role/KarpenterControllerRole-nodewright-sim/nodewright is not authorized to perform: pricing:GetProducts")
 	}
 	if aws.ToString(in.ServiceCode) != "AmazonEC2" {
 		return nil, apiError("InvalidParameterException", "the simulated account prices AmazonEC2 only")
 	}
-	wantType := ""
-	for _, f := range in.Filters {
-		if aws.ToString(f.Field) == "instanceType" && f.Type == pricingtypes.FilterTypeTermMatch {
-			wantType = aws.ToString(f.Value)
-		}
-	}
+	wantType := pricedType(in.Filters)
 	specs, err := p.account.specs()
 	if err != nil {
 		return nil, err
 	}
 	out := &pricing.GetProductsOutput{}
 	for _, s := range specs {
-		if s.OnDemand <= 0 || (wantType != "" && wantType != s.Name) {
+		if !priced(s, wantType) {
 			continue
 		}
-		doc, err := json.Marshal(map[string]any{
-			"product": map[string]any{"attributes": map[string]string{
-				"instanceType": s.Name, "regionCode": account.Region, "operatingSystem": "Linux", "tenancy": "Shared",
-				"preInstalledSw": "NA", "capacitystatus": "Used",
-			}},
-			"terms": map[string]any{"OnDemand": map[string]any{"term": map[string]any{
-				"priceDimensions": map[string]any{"dimension": map[string]any{
-					"unit": "Hrs", "pricePerUnit": map[string]string{"USD": fmt.Sprintf("%.6f", s.OnDemand)},
-				}},
-			}}},
-		})
+		doc, err := priceDocument(s)
 		if err != nil {
 			return nil, err
 		}
 		out.PriceList = append(out.PriceList, string(doc))
 	}
 	return out, nil
+}
+
+// pricingDenied reports whether the faults deny the Pricing API.
+func (a *Account) pricingDenied() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.faults.PricingDenied
+}
+
+// pricedType is the instance type a GetProducts call's filters ask for,
+// the last one when several do, or "" for all.
+func pricedType(filters []pricingtypes.Filter) string {
+	wantType := ""
+	for _, f := range filters {
+		if aws.ToString(f.Field) == "instanceType" && f.Type == pricingtypes.FilterTypeTermMatch {
+			wantType = aws.ToString(f.Value)
+		}
+	}
+	return wantType
+}
+
+// priced reports whether GetProducts lists the instance type: it has an
+// on-demand price and is the type asked for, if one is.
+func priced(s instancetypes.Spec, wantType string) bool {
+	return s.OnDemand > 0 && (wantType == "" || wantType == s.Name)
+}
+
+// priceDocument is the price list document of an instance type's Linux
+// on-demand price.
+func priceDocument(s instancetypes.Spec) ([]byte, error) {
+	return json.Marshal(map[string]any{
+		"product": map[string]any{"attributes": map[string]string{
+			"instanceType": s.Name, "regionCode": account.Region, "operatingSystem": "Linux", "tenancy": "Shared",
+			"preInstalledSw": "NA", "capacitystatus": "Used",
+		}},
+		"terms": map[string]any{"OnDemand": map[string]any{"term": map[string]any{
+			"priceDimensions": map[string]any{"dimension": map[string]any{
+				"unit": "Hrs", "pricePerUnit": map[string]string{"USD": fmt.Sprintf("%.6f", s.OnDemand)},
+			}},
+		}}},
+	})
 }

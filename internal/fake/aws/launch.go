@@ -3,6 +3,7 @@ package aws
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -89,15 +90,24 @@ func checkTemplateData(d *ec2types.RequestLaunchTemplateData) error {
 		return apiError("InvalidParameterValue", fmt.Sprintf("Invalid value '%s' for NestedVirtualization", o.NestedVirtualization))
 	}
 	for _, m := range d.BlockDeviceMappings {
-		if m.Ebs == nil || m.Ebs.VolumeInitializationRate == nil {
-			continue
+		if err := checkInitializationRate(m.Ebs); err != nil {
+			return err
 		}
-		if rate := *m.Ebs.VolumeInitializationRate; rate < 100 || rate > 300 {
-			return apiError("InvalidParameterValue", fmt.Sprintf("Volume initialization rate %d MiB/s is out of range: use 100 to 300", rate))
-		}
-		if aws.ToString(m.Ebs.SnapshotId) == "" {
-			return apiError("InvalidParameterCombination", "A volume initialization rate can only be specified for a volume created from a snapshot")
-		}
+	}
+	return nil
+}
+
+// checkInitializationRate checks a volume's initialization rate, if it
+// has one: 100-300 MiB/s, and only for a volume made from a snapshot.
+func checkInitializationRate(ebs *ec2types.LaunchTemplateEbsBlockDeviceRequest) error {
+	if ebs == nil || ebs.VolumeInitializationRate == nil {
+		return nil
+	}
+	if rate := *ebs.VolumeInitializationRate; rate < 100 || rate > 300 {
+		return apiError("InvalidParameterValue", fmt.Sprintf("Volume initialization rate %d MiB/s is out of range: use 100 to 300", rate))
+	}
+	if aws.ToString(ebs.SnapshotId) == "" {
+		return apiError("InvalidParameterCombination", "A volume initialization rate can only be specified for a volume created from a snapshot")
 	}
 	return nil
 }
@@ -115,34 +125,28 @@ func (e *EC2) DescribeLaunchTemplates(ctx context.Context, in *ec2.DescribeLaunc
 			return nil, apiError("InvalidLaunchTemplateName.NotFoundException", "At least one of the launch templates specified in the request does not exist.")
 		}
 	}
-	names := make([]string, 0, len(a.templates))
-	for name := range a.templates {
-		names = append(names, name)
+	names, err := a.templateFilters().filter(slices.Sorted(maps.Keys(a.templates)), in.Filters, func(name string) bool {
+		return selected(in.LaunchTemplateNames, name) && selected(in.LaunchTemplateIds, aws.ToString(a.templates[name].template.LaunchTemplateId))
+	})
+	if err != nil {
+		return nil, err
 	}
-	sort.Strings(names)
 	out := &ec2.DescribeLaunchTemplatesOutput{}
 	for _, name := range names {
-		lt := a.templates[name]
-		if len(in.LaunchTemplateNames) > 0 && !contains(in.LaunchTemplateNames, name) {
-			continue
-		}
-		if len(in.LaunchTemplateIds) > 0 && !contains(in.LaunchTemplateIds, aws.ToString(lt.template.LaunchTemplateId)) {
-			continue
-		}
-		ok, err := matches(in.Filters, func(f string) ([]string, bool) {
-			if f == "launch-template-name" {
-				return []string{name}, true
-			}
-			return tagAttributes(lt.template.Tags, f)
-		})
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			out.LaunchTemplates = append(out.LaunchTemplates, lt.template)
-		}
+		out.LaunchTemplates = append(out.LaunchTemplates, a.templates[name].template)
 	}
 	return out, nil
+}
+
+// templateFilters are the filters DescribeLaunchTemplates knows, for
+// launch templates given by name.
+func (a *Account) templateFilters() resourceFilters[string] {
+	return resourceFilters[string]{
+		fields: map[string]func(string) string{
+			"launch-template-name": func(name string) string { return name },
+		},
+		tags: func(name string) []ec2types.Tag { return a.templates[name].template.Tags },
+	}
 }
 
 // DeleteLaunchTemplate deletes a launch template by name or id.
@@ -460,6 +464,8 @@ func (a *Account) image(id string) *ec2types.Image {
 	return nil
 }
 
+// launch starts an instance of the candidate, pending, with the launch
+// template's data and the tags of the instance tag specifications.
 func (a *Account) launch(c candidate, placement *ec2types.Placement, lifecycle ec2types.InstanceLifecycle, specs []ec2types.TagSpecification) *Instance {
 	n := len(a.instances) + 1
 	data := c.template.data
@@ -474,13 +480,7 @@ func (a *Account) launch(c candidate, placement *ec2types.Placement, lifecycle e
 		UserData: deref(data.UserData),
 		Launched: data,
 	}
-	groups := data.SecurityGroupIds
-	for _, ni := range data.NetworkInterfaces {
-		if aws.ToInt32(ni.NetworkCardIndex) == 0 && aws.ToInt32(ni.DeviceIndex) == 0 {
-			groups = ni.Groups
-		}
-	}
-	for _, id := range groups {
+	for _, id := range launchSecurityGroups(data) {
 		inst.SecurityGroups = append(inst.SecurityGroups, ec2types.GroupIdentifier{GroupId: aws.String(id)})
 	}
 	a.setState(inst, statePending)
@@ -488,11 +488,7 @@ func (a *Account) launch(c candidate, placement *ec2types.Placement, lifecycle e
 		inst.InstanceLifecycle = ec2types.InstanceLifecycleTypeSpot
 	}
 	if data.IamInstanceProfile != nil {
-		inst.Profile = deref(data.IamInstanceProfile.Name)
-		inst.IamInstanceProfile = &ec2types.IamInstanceProfile{Arn: aws.String(fmt.Sprintf("arn:aws:iam::%s:instance-profile/%s", accountID, inst.Profile))}
-		for _, r := range a.profiles[inst.Profile].Roles {
-			inst.Role = aws.ToString(r.RoleName)
-		}
+		a.attachProfile(inst, deref(data.IamInstanceProfile.Name))
 	}
 	for _, spec := range specs {
 		if spec.ResourceType == ec2types.ResourceTypeInstance {
@@ -501,6 +497,29 @@ func (a *Account) launch(c candidate, placement *ec2types.Placement, lifecycle e
 	}
 	a.instances = append(a.instances, inst)
 	return inst
+}
+
+// launchSecurityGroups are the security groups of a launch: those of the
+// primary network interface when the template has one, else the
+// instance-level ones.
+func launchSecurityGroups(data ec2types.RequestLaunchTemplateData) []string {
+	groups := data.SecurityGroupIds
+	for _, ni := range data.NetworkInterfaces {
+		if aws.ToInt32(ni.NetworkCardIndex) == 0 && aws.ToInt32(ni.DeviceIndex) == 0 {
+			groups = ni.Groups
+		}
+	}
+	return groups
+}
+
+// attachProfile gives an instance the named instance profile and the
+// profile's role, for its kubelet to authenticate as.
+func (a *Account) attachProfile(inst *Instance, profile string) {
+	inst.Profile = profile
+	inst.IamInstanceProfile = &ec2types.IamInstanceProfile{Arn: aws.String(fmt.Sprintf("arn:aws:iam::%s:instance-profile/%s", accountID, inst.Profile))}
+	for _, r := range a.profiles[inst.Profile].Roles {
+		inst.Role = aws.ToString(r.RoleName)
+	}
 }
 
 // AddInstance starts an instance nodewright did not launch — a managed
@@ -565,10 +584,19 @@ func (a *Account) Instances() []Instance {
 	return out
 }
 
+// instanceFilters are the filters DescribeInstances knows.
+var instanceFilters = resourceFilters[*Instance]{
+	fields: map[string]func(*Instance) string{
+		"instance-id":         func(inst *Instance) string { return deref(inst.InstanceId) },
+		"instance-state-name": func(inst *Instance) string { return string(inst.State.Name) },
+	},
+	tags: func(inst *Instance) []ec2types.Tag { return inst.Tags },
+}
+
 // DescribeInstances lists instances by id and filters (instance-id,
 // instance-state-name, tag:KEY, tag-key).
 func (e *EC2) DescribeInstances(ctx context.Context, in *ec2.DescribeInstancesInput, _ ...func(*ec2.Options)) (*ec2.DescribeInstancesOutput, error) {
-	if err := e.account.call(ctx, apiCall{action: "DescribeInstances", ec2: true, unfiltered: len(in.InstanceIds) == 0 && len(in.Filters) == 0 && in.MaxResults == nil && in.NextToken == nil}); err != nil {
+	if err := e.account.call(ctx, apiCall{action: "DescribeInstances", ec2: true, unfiltered: unfilteredInstances(in)}); err != nil {
 		return nil, err
 	}
 	a := e.account
@@ -580,34 +608,35 @@ func (e *EC2) DescribeInstances(ctx context.Context, in *ec2.DescribeInstancesIn
 			return nil, apiError("InvalidInstanceID.NotFound", fmt.Sprintf("The instance ID '%s' does not exist", id))
 		}
 	}
-	reservation := ec2types.Reservation{}
-	for _, inst := range a.instances {
-		if len(in.InstanceIds) > 0 && !contains(in.InstanceIds, deref(inst.InstanceId)) {
-			continue
-		}
-		ok, err := matches(in.Filters, func(name string) ([]string, bool) {
-			switch name {
-			case "instance-id":
-				return []string{deref(inst.InstanceId)}, true
-			case "instance-state-name":
-				return []string{string(inst.State.Name)}, true
-			}
-			return tagAttributes(inst.Tags, name)
-		})
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			c := inst.Instance
-			c.Tags = append([]ec2types.Tag(nil), inst.Tags...)
-			reservation.Instances = append(reservation.Instances, c)
-		}
+	found, err := instanceFilters.filter(a.instances, in.Filters, func(inst *Instance) bool {
+		return selected(in.InstanceIds, deref(inst.InstanceId))
+	})
+	if err != nil {
+		return nil, err
 	}
 	out := &ec2.DescribeInstancesOutput{}
-	if len(reservation.Instances) > 0 {
-		out.Reservations = []ec2types.Reservation{reservation}
+	if len(found) > 0 {
+		out.Reservations = []ec2types.Reservation{instanceReservation(found)}
 	}
 	return out, nil
+}
+
+// unfilteredInstances reports whether a DescribeInstances call asks for
+// every instance at once.
+func unfilteredInstances(in *ec2.DescribeInstancesInput) bool {
+	return len(in.InstanceIds) == 0 && len(in.Filters) == 0 && in.MaxResults == nil && in.NextToken == nil
+}
+
+// instanceReservation is the one reservation the simulator answers with,
+// holding copies of the instances.
+func instanceReservation(instances []*Instance) ec2types.Reservation {
+	reservation := ec2types.Reservation{}
+	for _, inst := range instances {
+		c := inst.Instance
+		c.Tags = append([]ec2types.Tag(nil), inst.Tags...)
+		reservation.Instances = append(reservation.Instances, c)
+	}
+	return reservation
 }
 
 func (a *Account) instance(id string) *Instance {
@@ -664,18 +693,25 @@ func (e *EC2) CreateTags(ctx context.Context, in *ec2.CreateTagsInput, _ ...func
 			return nil, apiError("InvalidInstanceID.NotFound", fmt.Sprintf("The instance ID '%s' does not exist", id))
 		}
 		for _, t := range in.Tags {
-			replaced := false
-			for i := range inst.Tags {
-				if deref(inst.Tags[i].Key) == deref(t.Key) {
-					inst.Tags[i].Value, replaced = t.Value, true
-				}
-			}
-			if !replaced {
-				inst.Tags = append(inst.Tags, t)
-			}
+			inst.Tags = setTag(inst.Tags, t)
 		}
 	}
 	return &ec2.CreateTagsOutput{}, nil
+}
+
+// setTag gives the tags' every tag of t's key t's value, or adds t when
+// none has its key.
+func setTag(tags []ec2types.Tag, t ec2types.Tag) []ec2types.Tag {
+	replaced := false
+	for i := range tags {
+		if deref(tags[i].Key) == deref(t.Key) {
+			tags[i].Value, replaced = t.Value, true
+		}
+	}
+	if !replaced {
+		tags = append(tags, t)
+	}
+	return tags
 }
 
 // SetConsoleOutput records what an instance printed on its console.

@@ -45,6 +45,19 @@ func (a *Account) CapacityReservations() []ec2types.CapacityReservation {
 	return out
 }
 
+// reservationFilters are the filters DescribeCapacityReservations knows.
+var reservationFilters = resourceFilters[*ec2types.CapacityReservation]{
+	fields: map[string]func(*ec2types.CapacityReservation) string{
+		"instance-type":           func(r *ec2types.CapacityReservation) string { return deref(r.InstanceType) },
+		"availability-zone":       func(r *ec2types.CapacityReservation) string { return deref(r.AvailabilityZone) },
+		"owner-id":                func(r *ec2types.CapacityReservation) string { return deref(r.OwnerId) },
+		"state":                   func(r *ec2types.CapacityReservation) string { return string(r.State) },
+		"instance-match-criteria": func(r *ec2types.CapacityReservation) string { return string(r.InstanceMatchCriteria) },
+		"reservation-type":        func(r *ec2types.CapacityReservation) string { return string(r.ReservationType) },
+	},
+	tags: func(r *ec2types.CapacityReservation) []ec2types.Tag { return r.Tags },
+}
+
 // DescribeCapacityReservations lists reservations by id and filters
 // (instance-type, availability-zone, owner-id, state,
 // instance-match-criteria, reservation-type, tag:KEY, tag-key).
@@ -60,36 +73,17 @@ func (e *EC2) DescribeCapacityReservations(ctx context.Context, in *ec2.Describe
 			return nil, apiError("InvalidCapacityReservationId.NotFound", fmt.Sprintf("The capacity reservation ID '%s' does not exist", id))
 		}
 	}
+	found, err := reservationFilters.filter(a.reservations, in.Filters, func(r *ec2types.CapacityReservation) bool {
+		return selected(in.CapacityReservationIds, deref(r.CapacityReservationId))
+	})
+	if err != nil {
+		return nil, err
+	}
 	out := &ec2.DescribeCapacityReservationsOutput{}
-	for _, r := range a.reservations {
-		if len(in.CapacityReservationIds) > 0 && !contains(in.CapacityReservationIds, deref(r.CapacityReservationId)) {
-			continue
-		}
-		ok, err := matches(in.Filters, func(name string) ([]string, bool) {
-			switch name {
-			case "instance-type":
-				return []string{deref(r.InstanceType)}, true
-			case "availability-zone":
-				return []string{deref(r.AvailabilityZone)}, true
-			case "owner-id":
-				return []string{deref(r.OwnerId)}, true
-			case "state":
-				return []string{string(r.State)}, true
-			case "instance-match-criteria":
-				return []string{string(r.InstanceMatchCriteria)}, true
-			case "reservation-type":
-				return []string{string(r.ReservationType)}, true
-			}
-			return tagAttributes(r.Tags, name)
-		})
-		if err != nil {
-			return nil, err
-		}
-		if ok {
-			c := *r
-			c.Tags = append([]ec2types.Tag(nil), r.Tags...)
-			out.CapacityReservations = append(out.CapacityReservations, c)
-		}
+	for _, r := range found {
+		c := *r
+		c.Tags = append([]ec2types.Tag(nil), r.Tags...)
+		out.CapacityReservations = append(out.CapacityReservations, c)
 	}
 	return out, nil
 }

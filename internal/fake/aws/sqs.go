@@ -141,56 +141,96 @@ func (s *SQS) SendMessage(_ context.Context, in *sqs.SendMessageInput, _ ...func
 // messages, waiting up to WaitTimeSeconds (0–20) for one to arrive. The
 // messages returned are hidden for the visibility timeout.
 func (s *SQS) ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, _ ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error) {
-	limit := int(in.MaxNumberOfMessages)
-	if limit == 0 {
-		limit = 1
-	}
-	if limit < 1 || limit > 10 || in.WaitTimeSeconds < 0 || in.WaitTimeSeconds > 20 {
-		return nil, apiError("InvalidParameterValue", "MaxNumberOfMessages must be 1 to 10 and WaitTimeSeconds 0 to 20.")
-	}
-	visibility := DefaultVisibilityTimeout
-	if in.VisibilityTimeout > 0 {
-		visibility = time.Duration(in.VisibilityTimeout) * time.Second
+	limit, visibility, err := receiveSettings(in)
+	if err != nil {
+		return nil, err
 	}
 	wait := time.NewTimer(time.Duration(in.WaitTimeSeconds) * time.Second)
 	defer wait.Stop()
 	q := &s.account.queues
 	for {
 		now := s.account.now() // before q.mu: the account sends to queues under its own lock
-		q.mu.Lock()
-		qu, err := q.lookup(aws.ToString(in.QueueUrl))
+		out, arrived, err := q.receive(aws.ToString(in.QueueUrl), limit, now, visibility)
 		if err != nil {
-			q.mu.Unlock()
 			return nil, err
 		}
-		out := &sqs.ReceiveMessageOutput{}
-		for _, m := range qu.messages {
-			if len(out.Messages) == limit {
-				break
-			}
-			if now.Before(m.invisibleUntil) {
-				continue
-			}
-			m.receives++
-			m.invisibleUntil = now.Add(visibility)
-			m.receipt = fmt.Sprintf("%s#%d", m.id, m.receives)
-			out.Messages = append(out.Messages, sqstypes.Message{
-				MessageId: aws.String(m.id), ReceiptHandle: aws.String(m.receipt), Body: aws.String(m.body), MD5OfBody: aws.String(md5Hex(m.body)),
-			})
-		}
-		arrived := q.arrived
-		q.mu.Unlock()
 		if len(out.Messages) > 0 {
 			return out, nil
 		}
-		select {
-		case <-arrived:
-		case <-wait.C:
-			return out, nil
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(time.Second): // a message's visibility timeout may have ended
+		again, err := awaitMessages(ctx, arrived, wait.C)
+		if err != nil {
+			return nil, err
 		}
+		if !again {
+			return out, nil
+		}
+	}
+}
+
+// receiveSettings are how many messages a receive takes at most and how
+// long it hides them; out-of-range settings are an error.
+func receiveSettings(in *sqs.ReceiveMessageInput) (int, time.Duration, error) {
+	limit := int(in.MaxNumberOfMessages)
+	if limit == 0 {
+		limit = 1
+	}
+	if limit < 1 || limit > 10 || in.WaitTimeSeconds < 0 || in.WaitTimeSeconds > 20 {
+		return 0, 0, apiError("InvalidParameterValue", "MaxNumberOfMessages must be 1 to 10 and WaitTimeSeconds 0 to 20.")
+	}
+	visibility := DefaultVisibilityTimeout
+	if in.VisibilityTimeout > 0 {
+		visibility = time.Duration(in.VisibilityTimeout) * time.Second
+	}
+	return limit, visibility, nil
+}
+
+// receive takes up to limit messages visible at now from the queue at url,
+// hiding them for visibility. It also returns the channel that is closed
+// when the next message arrives.
+func (q *queues) receive(url string, limit int, now time.Time, visibility time.Duration) (*sqs.ReceiveMessageOutput, chan struct{}, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	qu, err := q.lookup(url)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := &sqs.ReceiveMessageOutput{}
+	for _, m := range qu.messages {
+		if len(out.Messages) == limit {
+			break
+		}
+		if now.Before(m.invisibleUntil) {
+			continue
+		}
+		out.Messages = append(out.Messages, m.receive(now, visibility))
+	}
+	return out, q.arrived, nil
+}
+
+// receive hands the message out with a new receipt handle and hides it
+// for visibility.
+func (m *queued) receive(now time.Time, visibility time.Duration) sqstypes.Message {
+	m.receives++
+	m.invisibleUntil = now.Add(visibility)
+	m.receipt = fmt.Sprintf("%s#%d", m.id, m.receives)
+	return sqstypes.Message{
+		MessageId: aws.String(m.id), ReceiptHandle: aws.String(m.receipt), Body: aws.String(m.body), MD5OfBody: aws.String(md5Hex(m.body)),
+	}
+}
+
+// awaitMessages waits until a message may be visible: one arrived, or a
+// visibility timeout may have ended. It returns false when the long poll
+// is over, with the context's error when it was cancelled.
+func awaitMessages(ctx context.Context, arrived <-chan struct{}, wait <-chan time.Time) (bool, error) {
+	select {
+	case <-arrived:
+		return true, nil
+	case <-wait:
+		return false, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	case <-time.After(time.Second): // a message's visibility timeout may have ended
+		return true, nil
 	}
 }
 

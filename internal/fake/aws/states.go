@@ -42,16 +42,7 @@ func (a *Account) advance() {
 	for _, inst := range a.instances {
 		switch inst.State.Name {
 		case ec2types.InstanceStateNamePending, ec2types.InstanceStateNameRunning:
-			if !inst.reclaimAt.IsZero() && !now.Before(inst.reclaimAt) {
-				inst.StateReason = &ec2types.StateReason{Code: aws.String("Server.SpotInstanceTermination"),
-					Message: aws.String("Server.SpotInstanceTermination: the instance was interrupted")}
-				if inst.InstanceLifecycle != ec2types.InstanceLifecycleTypeSpot {
-					inst.StateReason = &ec2types.StateReason{Code: aws.String("Server.ScheduledStop"), Message: aws.String("Server.ScheduledStop: the instance was retired")}
-				}
-				a.setState(inst, stateShuttingDown)
-			} else if inst.State.Name == ec2types.InstanceStateNamePending && now.Sub(inst.stateSince) >= a.pendingFor {
-				a.setState(inst, stateRunning)
-			}
+			a.advanceLive(inst, now)
 		case ec2types.InstanceStateNameShuttingDown:
 			if now.Sub(inst.stateSince) >= a.shuttingDownFor {
 				a.setState(inst, stateTerminated)
@@ -59,4 +50,28 @@ func (a *Account) advance() {
 			}
 		}
 	}
+}
+
+// advanceLive moves a pending or running instance on: it shuts down once
+// its interruption notice runs out, and a pending one runs once it has
+// been pending long enough.
+func (a *Account) advanceLive(inst *Instance, now time.Time) {
+	if !inst.reclaimAt.IsZero() && !now.Before(inst.reclaimAt) {
+		inst.StateReason = reclaimReason(inst)
+		a.setState(inst, stateShuttingDown)
+		return
+	}
+	if inst.State.Name == ec2types.InstanceStateNamePending && now.Sub(inst.stateSince) >= a.pendingFor {
+		a.setState(inst, stateRunning)
+	}
+}
+
+// reclaimReason is the state reason of an instance EC2 reclaims: a spot
+// interruption, or a retirement for any other instance.
+func reclaimReason(inst *Instance) *ec2types.StateReason {
+	if inst.InstanceLifecycle != ec2types.InstanceLifecycleTypeSpot {
+		return &ec2types.StateReason{Code: aws.String("Server.ScheduledStop"), Message: aws.String("Server.ScheduledStop: the instance was retired")}
+	}
+	return &ec2types.StateReason{Code: aws.String("Server.SpotInstanceTermination"),
+		Message: aws.String("Server.SpotInstanceTermination: the instance was interrupted")}
 }

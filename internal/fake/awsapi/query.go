@@ -112,61 +112,98 @@ func decodeQuery(n *queryNode, v reflect.Value, d queryDialect) error {
 	return nil
 }
 
+// decodeValue fills v from the query node n, in the dialect's names.
 func decodeValue(n *queryNode, v reflect.Value, names queryDialect) error {
 	switch v.Kind() {
 	case reflect.Pointer:
-		if v.Type().Elem() == timeType {
-			t, err := time.Parse(time.RFC3339, n.value)
-			if err != nil {
-				return err
-			}
-			v.Set(reflect.ValueOf(&t))
-			return nil
-		}
-		p := reflect.New(v.Type().Elem())
-		if err := decodeValue(n, p.Elem(), names); err != nil {
-			return err
-		}
-		v.Set(p)
-		return nil
+		return decodePointer(n, v, names)
 	case reflect.Struct:
 		return decodeQuery(n, v, names)
 	case reflect.Slice:
-		if names.wrapped {
-			n = n.child("member")
-		}
-		items := n.list()
-		s := reflect.MakeSlice(v.Type(), len(items), len(items))
-		for i, item := range items {
-			if err := decodeValue(item, s.Index(i), names); err != nil {
-				return err
-			}
-		}
-		v.Set(s)
-		return nil
-	case reflect.String:
-		v.SetString(n.value)
-	case reflect.Bool:
-		b, err := strconv.ParseBool(n.value)
-		if err != nil {
-			return err
-		}
-		v.SetBool(b)
-	case reflect.Int, reflect.Int32, reflect.Int64:
-		i, err := strconv.ParseInt(n.value, 10, 64)
-		if err != nil {
-			return err
-		}
-		v.SetInt(i)
-	case reflect.Float32, reflect.Float64:
-		x, err := strconv.ParseFloat(n.value, 64)
-		if err != nil {
-			return err
-		}
-		v.SetFloat(x)
-	default:
-		return fmt.Errorf("cannot decode a %s from a query string", v.Type())
+		return decodeSlice(n, v, names)
 	}
+	if decode, ok := scalarDecoders[v.Kind()]; ok {
+		return decode(v, n.value)
+	}
+	return fmt.Errorf("cannot decode a %s from a query string", v.Type())
+}
+
+// decodePointer points v at a new value decoded from n; timestamps come
+// in RFC 3339.
+func decodePointer(n *queryNode, v reflect.Value, names queryDialect) error {
+	if v.Type().Elem() == timeType {
+		t, err := time.Parse(time.RFC3339, n.value)
+		if err != nil {
+			return err
+		}
+		v.Set(reflect.ValueOf(&t))
+		return nil
+	}
+	p := reflect.New(v.Type().Elem())
+	if err := decodeValue(n, p.Elem(), names); err != nil {
+		return err
+	}
+	v.Set(p)
+	return nil
+}
+
+// decodeSlice fills v with n's numbered children, under "member" when the
+// dialect wraps lists.
+func decodeSlice(n *queryNode, v reflect.Value, names queryDialect) error {
+	if names.wrapped {
+		n = n.child("member")
+	}
+	items := n.list()
+	s := reflect.MakeSlice(v.Type(), len(items), len(items))
+	for i, item := range items {
+		if err := decodeValue(item, s.Index(i), names); err != nil {
+			return err
+		}
+	}
+	v.Set(s)
+	return nil
+}
+
+// scalarDecoders parse a query value into a value of their kind.
+var scalarDecoders = map[reflect.Kind]func(reflect.Value, string) error{
+	reflect.String:  decodeString,
+	reflect.Bool:    decodeBool,
+	reflect.Int:     decodeInt,
+	reflect.Int32:   decodeInt,
+	reflect.Int64:   decodeInt,
+	reflect.Float32: decodeFloat,
+	reflect.Float64: decodeFloat,
+}
+
+func decodeString(v reflect.Value, s string) error {
+	v.SetString(s)
+	return nil
+}
+
+func decodeBool(v reflect.Value, s string) error {
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	v.SetBool(b)
+	return nil
+}
+
+func decodeInt(v reflect.Value, s string) error {
+	i, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		return err
+	}
+	v.SetInt(i)
+	return nil
+}
+
+func decodeFloat(v reflect.Value, s string) error {
+	x, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return err
+	}
+	v.SetFloat(x)
 	return nil
 }
 
@@ -184,42 +221,53 @@ type xmlWriter struct {
 	lowerCamel bool
 }
 
+// elem writes v as the element name; the elements of a list are named
+// member. Nil values and maps are left out.
 func (w *xmlWriter) elem(name string, v reflect.Value, member string) error {
-	for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
-		if v.IsNil() {
-			return nil
-		}
-		v = v.Elem()
+	v, ok := deref(v)
+	if !ok {
+		return nil
 	}
 	start := xml.StartElement{Name: xml.Name{Local: name}}
 	switch {
 	case v.Type() == timeType:
 		return w.enc.EncodeElement(v.Interface().(time.Time).UTC().Format("2006-01-02T15:04:05.000Z"), start)
 	case v.Kind() == reflect.Struct:
-		if err := w.enc.EncodeToken(start); err != nil {
-			return err
-		}
-		if err := w.fields(v); err != nil {
-			return err
-		}
-		return w.enc.EncodeToken(start.End())
+		return w.structElem(start, v)
 	case v.Kind() == reflect.Slice:
-		if v.Len() == 0 {
-			return nil
-		}
-		if err := w.enc.EncodeToken(start); err != nil {
-			return err
-		}
-		for i := range v.Len() {
-			if err := w.elem(member, v.Index(i), w.member); err != nil {
-				return err
-			}
-		}
-		return w.enc.EncodeToken(start.End())
+		return w.listElem(start, v, member)
 	case v.Kind() == reflect.Map:
 		return nil // EC2 responses nodewright reads have no maps
 	}
 	return w.enc.EncodeElement(fmt.Sprint(v.Interface()), start)
+}
+
+// structElem writes a struct as an element holding its fields.
+func (w *xmlWriter) structElem(start xml.StartElement, v reflect.Value) error {
+	if err := w.enc.EncodeToken(start); err != nil {
+		return err
+	}
+	if err := w.fields(v); err != nil {
+		return err
+	}
+	return w.enc.EncodeToken(start.End())
+}
+
+// listElem writes a non-empty list as an element holding one member
+// element per item; an empty list is left out.
+func (w *xmlWriter) listElem(start xml.StartElement, v reflect.Value, member string) error {
+	if v.Len() == 0 {
+		return nil
+	}
+	if err := w.enc.EncodeToken(start); err != nil {
+		return err
+	}
+	for i := range v.Len() {
+		if err := w.elem(member, v.Index(i), w.member); err != nil {
+			return err
+		}
+	}
+	return w.enc.EncodeToken(start.End())
 }
 
 // fields writes a struct's exported fields, ResultMetadata aside.

@@ -248,17 +248,8 @@ func (s *Server) serveEKS(w http.ResponseWriter, r *http.Request, id string) {
 	for i := range parts {
 		parts[i], _ = url.PathUnescape(parts[i])
 	}
-	var (
-		out any
-		err error
-	)
-	ctx := r.Context()
-	switch {
-	case r.Method == http.MethodGet && len(parts) == 2 && parts[0] == "clusters":
-		out, err = s.EKS.DescribeCluster(ctx, &eks.DescribeClusterInput{Name: &parts[1]})
-	case r.Method == http.MethodGet && len(parts) == 4 && parts[0] == "clusters" && parts[2] == "access-entries":
-		out, err = s.EKS.DescribeAccessEntry(ctx, &eks.DescribeAccessEntryInput{ClusterName: &parts[1], PrincipalArn: &parts[3]})
-	default:
+	out, served, err := s.callEKS(r.Context(), r.Method, parts)
+	if !served {
 		writeJSONError(w, http.StatusNotFound, "UnknownOperationException", r.Method+" "+r.URL.Path+" is not served", id)
 		return
 	}
@@ -271,6 +262,23 @@ func (s *Server) serveEKS(w http.ResponseWriter, r *http.Request, id string) {
 		return
 	}
 	writeJSON(w, "application/json", id, jsonValue(reflect.ValueOf(out), true))
+}
+
+// callEKS calls the EKS operation of a REST route, given the unescaped
+// parts of its path; served is false for a route it does not serve.
+func (s *Server) callEKS(ctx context.Context, method string, parts []string) (out any, served bool, err error) {
+	if method != http.MethodGet || parts[0] != "clusters" {
+		return nil, false, nil
+	}
+	switch {
+	case len(parts) == 2:
+		out, err = s.EKS.DescribeCluster(ctx, &eks.DescribeClusterInput{Name: &parts[1]})
+	case len(parts) == 4 && parts[2] == "access-entries":
+		out, err = s.EKS.DescribeAccessEntry(ctx, &eks.DescribeAccessEntryInput{ClusterName: &parts[1], PrincipalArn: &parts[3]})
+	default:
+		return nil, false, nil
+	}
+	return out, true, err
 }
 
 func writeJSON(w http.ResponseWriter, contentType, id string, body any) {

@@ -77,16 +77,9 @@ type iamRole struct{ name, arn string }
 
 // Refresh reads the endpoint's instances.
 func (m *EC2Machines) Refresh(ctx context.Context) error {
-	var found []ec2types.Instance
-	pages := ec2.NewDescribeInstancesPaginator(m.EC2, &ec2.DescribeInstancesInput{})
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return fmt.Errorf("describing the endpoint's instances: %w", err)
-		}
-		for _, r := range page.Reservations {
-			found = append(found, r.Instances...)
-		}
+	found, err := m.describeInstances(ctx)
+	if err != nil {
+		return err
 	}
 	m.mu.Lock()
 	if m.userData == nil {
@@ -115,41 +108,83 @@ func (m *EC2Machines) Refresh(ctx context.Context) error {
 	return nil
 }
 
+// describeInstances lists every instance of the endpoint.
+func (m *EC2Machines) describeInstances(ctx context.Context) ([]ec2types.Instance, error) {
+	var found []ec2types.Instance
+	pages := ec2.NewDescribeInstancesPaginator(m.EC2, &ec2.DescribeInstancesInput{})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("describing the endpoint's instances: %w", err)
+		}
+		for _, r := range page.Reservations {
+			found = append(found, r.Instances...)
+		}
+	}
+	return found, nil
+}
+
 // machine is an instance with what its kubelet reads; not known yet
 // while its NodeClaim, EC2NodeClass or role cannot be read (the cluster's
 // cache has not caught up with a launch a moment old): its kubelet boots
 // at a later refresh.
 func (m *EC2Machines) machine(ctx context.Context, inst ec2types.Instance) (simaws.Instance, bool, error) {
-	id := aws.ToString(inst.InstanceId)
 	out := simaws.Instance{Instance: inst}
 	if inst.State.Name != ec2types.InstanceStateNameRunning {
 		return out, true, nil // no kubelet runs yet, or any more
 	}
-	m.mu.Lock()
-	ud, known := m.userData[id]
-	m.mu.Unlock()
-	if !known {
-		attr, err := m.EC2.DescribeInstanceAttribute(ctx, &ec2.DescribeInstanceAttributeInput{InstanceId: inst.InstanceId, Attribute: ec2types.InstanceAttributeNameUserData})
-		if err != nil {
-			return out, false, fmt.Errorf("reading the user data of instance %s: %w", id, err)
-		}
-		if attr.UserData != nil {
-			ud = aws.ToString(attr.UserData.Value)
-		}
-		m.mu.Lock()
-		m.userData[id] = ud
-		m.mu.Unlock()
+	ud, err := m.userDataOf(ctx, inst)
+	if err != nil {
+		return out, false, err
 	}
 	out.UserData = ud
 	class, claimed, err := m.nodeClassOf(ctx, inst)
 	if err != nil || (claimed && class == nil) {
 		return out, false, err
 	}
-	if claimed && m.CompleteLaunches && provider.Owns(m.ClusterName, inst.Tags) {
-		if done, err := m.complete(ctx, inst, class); err != nil || !done {
-			return out, false, err
-		}
+	if done, err := m.launchCompleted(ctx, inst, class, claimed); err != nil || !done {
+		return out, false, err
 	}
+	m.setFamily(aws.ToString(inst.InstanceId), class)
+	known, err := m.withRole(ctx, &out, class, claimed)
+	return out, known, err
+}
+
+// userDataOf is the instance's base64 user data, read once and kept.
+func (m *EC2Machines) userDataOf(ctx context.Context, inst ec2types.Instance) (string, error) {
+	id := aws.ToString(inst.InstanceId)
+	m.mu.Lock()
+	ud, known := m.userData[id]
+	m.mu.Unlock()
+	if known {
+		return ud, nil
+	}
+	attr, err := m.EC2.DescribeInstanceAttribute(ctx, &ec2.DescribeInstanceAttributeInput{InstanceId: inst.InstanceId, Attribute: ec2types.InstanceAttributeNameUserData})
+	if err != nil {
+		return "", fmt.Errorf("reading the user data of instance %s: %w", id, err)
+	}
+	if attr.UserData != nil {
+		ud = aws.ToString(attr.UserData.Value)
+	}
+	m.mu.Lock()
+	m.userData[id] = ud
+	m.mu.Unlock()
+	return ud, nil
+}
+
+// launchCompleted completes the launch of a nodewright instance of a
+// NodeClaim when the endpoint leaves that to the simulator, and reports
+// whether the instance is complete; other instances always are.
+func (m *EC2Machines) launchCompleted(ctx context.Context, inst ec2types.Instance, class *awsv1.EC2NodeClass, claimed bool) (bool, error) {
+	if !claimed || !m.CompleteLaunches || !provider.Owns(m.ClusterName, inst.Tags) {
+		return true, nil
+	}
+	return m.complete(ctx, inst, class)
+}
+
+// setFamily records the AMI family of the instance's EC2NodeClass, Custom
+// for an instance without one.
+func (m *EC2Machines) setFamily(id string, class *awsv1.EC2NodeClass) {
 	family := awsv1.AMIFamilyCustom
 	if class != nil {
 		family = nodeclass.Family(class)
@@ -157,22 +192,36 @@ func (m *EC2Machines) machine(ctx context.Context, inst ec2types.Instance) (sima
 	m.mu.Lock()
 	m.families[id] = family
 	m.mu.Unlock()
-	profile := ""
-	if p := inst.IamInstanceProfile; p != nil {
-		arn := aws.ToString(p.Arn)
-		profile = arn[strings.LastIndex(arn, "/")+1:]
-	} else if class != nil {
-		profile = class.Status.InstanceProfile
-	}
+}
+
+// withRole gives the machine the instance profile and the role its kubelet
+// authenticates as, and reports whether the machine is known: a claimed
+// instance is not until its role can be read, an unclaimed one without a
+// profile is, with none.
+func (m *EC2Machines) withRole(ctx context.Context, out *simaws.Instance, class *awsv1.EC2NodeClass, claimed bool) (bool, error) {
+	profile := profileOf(out.Instance, class)
 	if profile == "" {
-		return out, !claimed, nil
+		return !claimed, nil
 	}
 	role, err := m.roleOf(ctx, profile)
 	if err != nil || role.name == "" {
-		return out, false, err
+		return false, err
 	}
 	out.Profile, out.Role = profile, role.name
-	return out, true, nil
+	return true, nil
+}
+
+// profileOf is the name of the instance's instance profile, else that of
+// its EC2NodeClass.
+func profileOf(inst ec2types.Instance, class *awsv1.EC2NodeClass) string {
+	if p := inst.IamInstanceProfile; p != nil {
+		arn := aws.ToString(p.Arn)
+		return arn[strings.LastIndex(arn, "/")+1:]
+	}
+	if class != nil {
+		return class.Status.InstanceProfile
+	}
+	return ""
 }
 
 // complete gives an instance its EC2NodeClass's security groups and
@@ -187,6 +236,26 @@ func (m *EC2Machines) complete(ctx context.Context, inst ec2types.Instance, clas
 	if done {
 		return true, nil
 	}
+	groupsChanged, err := m.completeSecurityGroups(ctx, inst, class)
+	if err != nil {
+		return false, err
+	}
+	profileChanged, err := m.completeProfile(ctx, inst, class)
+	if err != nil {
+		return false, err
+	}
+	if groupsChanged || profileChanged {
+		return false, nil
+	}
+	m.mu.Lock()
+	m.completed[id] = true
+	m.mu.Unlock()
+	return true, nil
+}
+
+// completeSecurityGroups gives the instance the EC2NodeClass's security
+// groups when it has others, and reports whether it did.
+func (m *EC2Machines) completeSecurityGroups(ctx context.Context, inst ec2types.Instance, class *awsv1.EC2NodeClass) (bool, error) {
 	want := make([]string, 0, len(class.Status.SecurityGroups))
 	for _, g := range class.Status.SecurityGroups {
 		want = append(want, g.ID)
@@ -197,26 +266,26 @@ func (m *EC2Machines) complete(ctx context.Context, inst ec2types.Instance, clas
 	}
 	slices.Sort(want)
 	slices.Sort(have)
-	changed := false
-	if len(want) > 0 && !slices.Equal(want, have) {
-		if _, err := m.EC2.ModifyInstanceAttribute(ctx, &ec2.ModifyInstanceAttributeInput{InstanceId: inst.InstanceId, Groups: want}); err != nil {
-			return false, fmt.Errorf("giving instance %s its security groups: %w", id, err)
-		}
-		changed = true
+	if len(want) == 0 || slices.Equal(want, have) {
+		return false, nil
 	}
-	if inst.IamInstanceProfile == nil && class.Status.InstanceProfile != "" {
-		if _, err := m.EC2.AssociateIamInstanceProfile(ctx, &ec2.AssociateIamInstanceProfileInput{InstanceId: inst.InstanceId,
-			IamInstanceProfile: &ec2types.IamInstanceProfileSpecification{Name: aws.String(class.Status.InstanceProfile)}}); err != nil {
-			return false, fmt.Errorf("giving instance %s its instance profile: %w", id, err)
-		}
-		changed = true
+	if _, err := m.EC2.ModifyInstanceAttribute(ctx, &ec2.ModifyInstanceAttributeInput{InstanceId: inst.InstanceId, Groups: want}); err != nil {
+		return false, fmt.Errorf("giving instance %s its security groups: %w", aws.ToString(inst.InstanceId), err)
 	}
-	if !changed {
-		m.mu.Lock()
-		m.completed[id] = true
-		m.mu.Unlock()
+	return true, nil
+}
+
+// completeProfile gives an instance launched without an instance profile
+// the EC2NodeClass's, and reports whether it did.
+func (m *EC2Machines) completeProfile(ctx context.Context, inst ec2types.Instance, class *awsv1.EC2NodeClass) (bool, error) {
+	if inst.IamInstanceProfile != nil || class.Status.InstanceProfile == "" {
+		return false, nil
 	}
-	return !changed, nil
+	if _, err := m.EC2.AssociateIamInstanceProfile(ctx, &ec2.AssociateIamInstanceProfileInput{InstanceId: inst.InstanceId,
+		IamInstanceProfile: &ec2types.IamInstanceProfileSpecification{Name: aws.String(class.Status.InstanceProfile)}}); err != nil {
+		return false, fmt.Errorf("giving instance %s its instance profile: %w", aws.ToString(inst.InstanceId), err)
+	}
+	return true, nil
 }
 
 // nodeClassOf is the EC2NodeClass of the instance's NodeClaim; claimed

@@ -69,64 +69,93 @@ func Read(family, encoded string) (*Registration, error) {
 // with later values winning and lists replaced, kubelet.flags appended.
 // Flags override the configuration on the kubelet.
 func nodeadm(parts []userdata.Part) (*Registration, error) {
-	config := map[string]any{}
-	var flags []string
-	found := false
+	merged := &nodeConfigs{config: map[string]any{}}
 	for _, p := range parts {
 		if p.ContentType != userdata.ContentTypeNodeadm {
 			continue
 		}
-		reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(p.Body)))
-		for {
-			doc, err := reader.Read()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return nil, &NoKubeletError{Reason: "nodeadm cannot read a NodeConfig: " + err.Error()}
-			}
-			var nc struct {
-				Kind string `json:"kind"`
-				Spec struct {
-					Kubelet struct {
-						Config map[string]any `json:"config"`
-						Flags  []string       `json:"flags"`
-					} `json:"kubelet"`
-				} `json:"spec"`
-			}
-			if err := yaml.Unmarshal(doc, &nc); err != nil {
-				return nil, &NoKubeletError{Reason: "nodeadm cannot read a NodeConfig: " + err.Error()}
-			}
-			if nc.Kind != "NodeConfig" {
-				continue
-			}
-			found = true
-			merge(config, nc.Spec.Kubelet.Config)
-			flags = append(flags, nc.Spec.Kubelet.Flags...)
+		if err := merged.add(p.Body); err != nil {
+			return nil, err
 		}
 	}
-	if !found {
+	if !merged.found {
 		return nil, &NoKubeletError{Reason: "no nodeadm NodeConfig in the user data"}
 	}
 	reg := &Registration{Labels: map[string]string{}, ExternalCloudProvider: true}
-	if raw, ok := config["registerWithTaints"].([]any); ok {
-		for _, item := range raw {
-			m, _ := item.(map[string]any)
-			key, _ := m["key"].(string)
-			value, _ := m["value"].(string)
-			effect, _ := m["effect"].(string)
-			reg.Taints = append(reg.Taints, corev1.Taint{Key: key, Value: value, Effect: corev1.TaintEffect(effect)})
-		}
-	}
-	if v, ok := config["maxPods"].(float64); ok {
+	reg.Taints = configTaints(merged.config)
+	if v, ok := merged.config["maxPods"].(float64); ok {
 		reg.MaxPods = int32(v)
 	}
-	var words []string
+	applyFlags(reg, flagWords(merged.flags))
+	return reg, nil
+}
+
+// nodeConfigs are the kubelet settings of NodeConfig documents, merged as
+// nodeadm merges them; found says there was at least one.
+type nodeConfigs struct {
+	config map[string]any
+	flags  []string
+	found  bool
+}
+
+// nodeConfig is the part of a nodeadm NodeConfig the kubelet reads.
+type nodeConfig struct {
+	Kind string `json:"kind"`
+	Spec struct {
+		Kubelet struct {
+			Config map[string]any `json:"config"`
+			Flags  []string       `json:"flags"`
+		} `json:"kubelet"`
+	} `json:"spec"`
+}
+
+// add merges the NodeConfig documents of a nodeadm part, in order; other
+// kinds of document are skipped.
+func (n *nodeConfigs) add(body []byte) error {
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(body)))
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return &NoKubeletError{Reason: "nodeadm cannot read a NodeConfig: " + err.Error()}
+		}
+		var nc nodeConfig
+		if err := yaml.Unmarshal(doc, &nc); err != nil {
+			return &NoKubeletError{Reason: "nodeadm cannot read a NodeConfig: " + err.Error()}
+		}
+		if nc.Kind != "NodeConfig" {
+			continue
+		}
+		n.found = true
+		merge(n.config, nc.Spec.Kubelet.Config)
+		n.flags = append(n.flags, nc.Spec.Kubelet.Flags...)
+	}
+}
+
+// configTaints are the taints of the kubelet configuration's
+// registerWithTaints.
+func configTaints(config map[string]any) []corev1.Taint {
+	raw, _ := config["registerWithTaints"].([]any)
+	taints := make([]corev1.Taint, 0, len(raw))
+	for _, item := range raw {
+		m, _ := item.(map[string]any)
+		key, _ := m["key"].(string)
+		value, _ := m["value"].(string)
+		effect, _ := m["effect"].(string)
+		taints = append(taints, corev1.Taint{Key: key, Value: value, Effect: corev1.TaintEffect(effect)})
+	}
+	return taints
+}
+
+// flagWords splits kubelet flags, each possibly several words, into words.
+func flagWords(flags []string) []string {
+	words := make([]string, 0, len(flags))
 	for _, f := range flags {
 		words = append(words, strings.Fields(f)...)
 	}
-	applyFlags(reg, words)
-	return reg, nil
+	return words
 }
 
 // merge deep-merges src into dst: maps merge, everything else (lists
@@ -194,24 +223,29 @@ func scripts(parts []userdata.Part) (*Registration, error) {
 			return nil, &NoKubeletError{Reason: "a user data script does not run: " + err.Error()}
 		}
 		for _, c := range cmds {
-			if !userdata.IsBootstrap(c.Name) {
-				continue
+			if userdata.IsBootstrap(c.Name) {
+				return bootstrapRegistration(c), nil
 			}
-			reg := &Registration{Labels: map[string]string{}, ExternalCloudProvider: true}
-			for i := 0; i < len(c.Args); i++ {
-				arg := c.Args[i]
-				if !contains(userdata.BootstrapOptions, arg) || i+1 >= len(c.Args) {
-					continue // positional, or an option bootstrap.sh does not understand
-				}
-				if arg == "--kubelet-extra-args" {
-					applyFlags(reg, strings.Fields(strings.ReplaceAll(c.Args[i+1], `"`, "")))
-				}
-				i++
-			}
-			return reg, nil
 		}
 	}
 	return nil, &NoKubeletError{Reason: "no script runs /etc/eks/bootstrap.sh"}
+}
+
+// bootstrapRegistration is the registration of a kubelet that a
+// bootstrap.sh call starts.
+func bootstrapRegistration(c userdata.Command) *Registration {
+	reg := &Registration{Labels: map[string]string{}, ExternalCloudProvider: true}
+	for i := 0; i < len(c.Args); i++ {
+		arg := c.Args[i]
+		if !contains(userdata.BootstrapOptions, arg) || i+1 >= len(c.Args) {
+			continue // positional, or an option bootstrap.sh does not understand
+		}
+		if arg == "--kubelet-extra-args" {
+			applyFlags(reg, strings.Fields(strings.ReplaceAll(c.Args[i+1], `"`, "")))
+		}
+		i++
+	}
+	return reg
 }
 
 func bottlerocket(parts []userdata.Part) (*Registration, error) {

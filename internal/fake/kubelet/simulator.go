@@ -140,13 +140,9 @@ func (s *Simulator) Run(ctx context.Context, interval time.Duration) error {
 // keeps nodes of running ones Ready and their pods running. Its API
 // writes run on up to Workers goroutines.
 func (s *Simulator) Tick(ctx context.Context) error {
-	nodes := &corev1.NodeList{}
-	if err := s.reader().List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
+	byProvider, err := s.nodesByProvider(ctx)
+	if err != nil {
 		return err
-	}
-	byProvider := map[string]*corev1.Node{}
-	for i := range nodes.Items {
-		byProvider[nodes.Items[i].Spec.ProviderID] = &nodes.Items[i]
 	}
 	if r, ok := s.Account.(interface{ Refresh(context.Context) error }); ok {
 		if err := r.Refresh(ctx); err != nil {
@@ -156,29 +152,55 @@ func (s *Simulator) Tick(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(cmp.Or(s.Workers, 64))
 	for _, inst := range s.Account.Instances() {
-		id := aws.ToString(inst.InstanceId)
-		providerID := "aws:///" + aws.ToString(inst.Placement.AvailabilityZone) + "/" + id
-		node := byProvider[providerID]
-		switch {
-		case inst.State.Name == ec2types.InstanceStateNameTerminated:
-			if node != nil && node.DeletionTimestamp.IsZero() {
-				g.Go(func() error { return client.IgnoreNotFound(s.Kube.Delete(gctx, node.DeepCopy())) })
-			}
-		case inst.State.Name != ec2types.InstanceStateNameRunning:
-			continue // still pending, or shutting down: no kubelet runs
-		case node == nil:
-			if _, failed := s.Failure(id); failed || s.Clock.Since(aws.ToTime(inst.LaunchTime)) < s.bootDelay(id) {
-				continue
-			}
-			g.Go(func() error { return s.boot(gctx, inst, providerID) })
-		case s.heartbeatDue(node):
-			g.Go(func() error { return s.heartbeat(gctx, node.DeepCopy()) })
-		}
+		providerID := "aws:///" + aws.ToString(inst.Placement.AvailabilityZone) + "/" + aws.ToString(inst.InstanceId)
+		s.tickInstance(gctx, g, inst, byProvider[providerID], providerID)
 	}
 	if err := s.runPods(gctx, g); err != nil {
 		return errors.Join(err, g.Wait())
 	}
 	return g.Wait()
+}
+
+// nodesByProvider lists the nodes by provider ID.
+func (s *Simulator) nodesByProvider(ctx context.Context) (map[string]*corev1.Node, error) {
+	nodes := &corev1.NodeList{}
+	if err := s.reader().List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	byProvider := map[string]*corev1.Node{}
+	for i := range nodes.Items {
+		byProvider[nodes.Items[i].Spec.ProviderID] = &nodes.Items[i]
+	}
+	return byProvider, nil
+}
+
+// tickInstance does on g what an instance's kubelet does this tick: the
+// node of a terminated instance goes, a running one's boots when due, and
+// reports its conditions when a heartbeat is due. node is the instance's
+// node, nil when it has none.
+func (s *Simulator) tickInstance(ctx context.Context, g *errgroup.Group, inst simaws.Instance, node *corev1.Node, providerID string) {
+	switch {
+	case inst.State.Name == ec2types.InstanceStateNameTerminated:
+		if node != nil && node.DeletionTimestamp.IsZero() {
+			g.Go(func() error { return client.IgnoreNotFound(s.Kube.Delete(ctx, node.DeepCopy())) })
+		}
+	case inst.State.Name != ec2types.InstanceStateNameRunning:
+		// still pending, or shutting down: no kubelet runs
+	case node == nil:
+		if s.bootDue(inst) {
+			g.Go(func() error { return s.boot(ctx, inst, providerID) })
+		}
+	case s.heartbeatDue(node):
+		g.Go(func() error { return s.heartbeat(ctx, node.DeepCopy()) })
+	}
+}
+
+// bootDue reports whether a running instance's kubelet registers now: its
+// boot delay has passed, and it has not failed to register.
+func (s *Simulator) bootDue(inst simaws.Instance) bool {
+	id := aws.ToString(inst.InstanceId)
+	_, failed := s.Failure(id)
+	return !failed && s.Clock.Since(aws.ToTime(inst.LaunchTime)) >= s.bootDelay(id)
 }
 
 // boot registers the node of an instance, or records why it cannot.
@@ -227,23 +249,25 @@ func (s *Simulator) roleMapped(ctx context.Context, role string) (bool, error) {
 		}
 		return false, err
 	}
+	return mapsToNodes(cm.Data["mapRoles"], arn), nil
+}
+
+// mapsToNodes reports whether aws-auth's mapRoles puts the role in the
+// system:nodes group. An unreadable mapping maps nothing.
+func mapsToNodes(mapRoles, arn string) bool {
 	var entries []struct {
 		RoleARN string   `json:"rolearn"`
 		Groups  []string `json:"groups"`
 	}
-	if err := yaml.Unmarshal([]byte(cm.Data["mapRoles"]), &entries); err != nil {
-		return false, nil //nolint:nilerr // an unreadable mapping maps nothing
+	if err := yaml.Unmarshal([]byte(mapRoles), &entries); err != nil {
+		return false
 	}
 	for _, e := range entries {
-		if e.RoleARN == arn {
-			for _, g := range e.Groups {
-				if g == "system:nodes" {
-					return true, nil
-				}
-			}
+		if e.RoleARN == arn && slices.Contains(e.Groups, "system:nodes") {
+			return true
 		}
 	}
-	return false, nil
+	return false
 }
 
 // nodeFor builds the Node a kubelet registers: the name and provider ID of
@@ -360,13 +384,29 @@ func (s *Simulator) runPods(ctx context.Context, g *errgroup.Group) error {
 	if err := s.reader().List(ctx, pods, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
-	var remove, start []*corev1.Pod
+	remove, start := s.podsToChange(pods.Items)
+	for _, pod := range remove {
+		g.Go(func() error {
+			return client.IgnoreNotFound(s.Kube.Delete(ctx, pod.DeepCopy(), client.GracePeriodSeconds(0)))
+		})
+	}
+	for _, pod := range start {
+		g.Go(func() error { return s.start(ctx, pod.DeepCopy()) })
+	}
+	return nil
+}
+
+// podsToChange sorts out the pods on simulated nodes: those being deleted
+// are to be removed, those not yet running (nor just started, which the
+// cache may not show yet) to be started. It remembers the ones started.
+func (s *Simulator) podsToChange(pods []corev1.Pod) (remove, start []*corev1.Pod) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	live := make(map[types.UID]string, len(s.started))
-	for i := range pods.Items {
-		pod := &pods.Items[i]
+	for i := range pods {
+		pod := &pods[i]
 		switch {
-		case pod.Spec.NodeName == "" || !strings.HasPrefix(pod.Spec.NodeName, "ip-"):
+		case !onSimulatedNode(pod):
 		case !pod.DeletionTimestamp.IsZero():
 			remove = append(remove, pod) // the kubelet has stopped the containers: the pod goes
 		case pod.Status.Phase == corev1.PodRunning:
@@ -378,16 +418,13 @@ func (s *Simulator) runPods(ctx context.Context, g *errgroup.Group) error {
 		}
 	}
 	s.started = live
-	s.mu.Unlock()
-	for _, pod := range remove {
-		g.Go(func() error {
-			return client.IgnoreNotFound(s.Kube.Delete(ctx, pod.DeepCopy(), client.GracePeriodSeconds(0)))
-		})
-	}
-	for _, pod := range start {
-		g.Go(func() error { return s.start(ctx, pod.DeepCopy()) })
-	}
-	return nil
+	return remove, start
+}
+
+// onSimulatedNode reports whether a pod is bound to a node of the
+// simulated instances, which are named ip-....
+func onSimulatedNode(pod *corev1.Pod) bool {
+	return pod.Spec.NodeName != "" && strings.HasPrefix(pod.Spec.NodeName, "ip-")
 }
 
 // start marks a pod Running and Ready.
@@ -421,11 +458,7 @@ func (c *CloudControllerManager) Tick(ctx context.Context) error {
 		return nil
 	}
 	nodes := &corev1.NodeList{}
-	var reader client.Reader = c.Kube
-	if c.Reader != nil {
-		reader = c.Reader
-	}
-	if err := reader.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
+	if err := c.reader().List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	g, gctx := errgroup.WithContext(ctx)
@@ -439,19 +472,29 @@ func (c *CloudControllerManager) Tick(ctx context.Context) error {
 		if at < 0 {
 			continue
 		}
-		// Remove exactly that taint, if it is still where it was read:
-		// the test fails the patch when others changed the taints since
-		// (nodewright removing karpenter.sh/unregistered), and the next
-		// tick reads again.
-		patch := fmt.Sprintf(`[{"op":"test","path":"/spec/taints/%d/key","value":%q},{"op":"remove","path":"/spec/taints/%d"}]`, at, UninitializedTaint, at)
-		target := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node.Name}}
-		g.Go(func() error {
-			err := c.Kube.Patch(gctx, target, client.RawPatch(types.JSONPatchType, []byte(patch)))
-			if err := client.IgnoreNotFound(err); err != nil && !apierrors.IsInvalid(err) && !apierrors.IsConflict(err) && !apierrors.IsBadRequest(err) {
-				return err
-			}
-			return nil
-		})
+		g.Go(func() error { return c.removeTaint(gctx, node.Name, at) })
 	}
 	return g.Wait()
+}
+
+// reader is what lists the nodes: Reader, else Kube.
+func (c *CloudControllerManager) reader() client.Reader {
+	if c.Reader != nil {
+		return c.Reader
+	}
+	return c.Kube
+}
+
+// removeTaint removes the uninitialized taint, at index at of the node's
+// taints, if it is still where it was read: the test fails the patch when
+// others changed the taints since (nodewright removing
+// karpenter.sh/unregistered), and the next tick reads again.
+func (c *CloudControllerManager) removeTaint(ctx context.Context, name string, at int) error {
+	patch := fmt.Sprintf(`[{"op":"test","path":"/spec/taints/%d/key","value":%q},{"op":"remove","path":"/spec/taints/%d"}]`, at, UninitializedTaint, at)
+	target := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	err := c.Kube.Patch(ctx, target, client.RawPatch(types.JSONPatchType, []byte(patch)))
+	if err := client.IgnoreNotFound(err); err != nil && !apierrors.IsInvalid(err) && !apierrors.IsConflict(err) && !apierrors.IsBadRequest(err) {
+		return err
+	}
+	return nil
 }
