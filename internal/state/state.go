@@ -127,26 +127,48 @@ func Build(o Objects, opts Options) *Snapshot {
 		pdbs: budgetsByNamespace(o.PDBs), nominated: map[string][]*corev1.Pod{}}
 	s.namespaces = namespaceLabels(o.Namespaces, o.Pods)
 	s.volumes = newVolumes(o)
-	bound, restarting := map[string][]*corev1.Pod{}, map[string][]*corev1.Pod{}
-	var pending []*corev1.Pod
-	for _, p := range o.Pods {
+	pods := s.sortPods(o.Pods)
+	s.Nodes = pair(o.NodeClaims, o.Nodes, pods.bound)
+	s.lifetimes(o.NodePools, opts.NodeClasses)
+	s.Usage = usage(s.Nodes)
+	s.Pending = s.expect(pods.pending, opts)
+	s.Leaving = s.leaving(pods.restarting)
+	types := s.nodePools(o, opts)
+	s.sizeNodes(types, o.CSINodes, opts.Catalog)
+	return s
+}
+
+// podsByState are the pods pending, bound to a node (by node name), and
+// those of StatefulSets being deleted from a node (to restart elsewhere).
+type podsByState struct {
+	pending           []*corev1.Pod
+	bound, restarting map[string][]*corev1.Pod
+}
+
+// sortPods sorts the pods by state, and notes where pending ones are
+// nominated to.
+func (s *Snapshot) sortPods(pods []*corev1.Pod) podsByState {
+	out := podsByState{bound: map[string][]*corev1.Pod{}, restarting: map[string][]*corev1.Pod{}}
+	for _, p := range pods {
 		switch {
 		case p.Spec.NodeName != "" && !p.DeletionTimestamp.IsZero() && ownedBy(p, "StatefulSet"):
-			restarting[p.Spec.NodeName] = append(restarting[p.Spec.NodeName], p)
+			out.restarting[p.Spec.NodeName] = append(out.restarting[p.Spec.NodeName], p)
 		case Pending(p):
-			pending = append(pending, p)
+			out.pending = append(out.pending, p)
 			if p.Status.NominatedNodeName != "" {
 				s.nominated[p.Status.NominatedNodeName] = append(s.nominated[p.Status.NominatedNodeName], p)
 			}
 		case p.Spec.NodeName != "" && !finished(p):
-			bound[p.Spec.NodeName] = append(bound[p.Spec.NodeName], p)
+			out.bound[p.Spec.NodeName] = append(out.bound[p.Spec.NodeName], p)
 		}
 	}
-	s.Nodes = pair(o.NodeClaims, o.Nodes, bound)
-	s.lifetimes(o.NodePools, opts.NodeClasses)
-	s.Usage = usage(s.Nodes)
-	s.Pending = s.expect(pending, opts)
-	s.Leaving = s.leaving(restarting)
+	return out
+}
+
+// nodePools sorts the NodePools into those that launch (with their
+// instance types, overlaid) and those that do not, and why; it returns
+// each launching NodePool's instance types.
+func (s *Snapshot) nodePools(o Objects, opts Options) map[string][]*scheduling.InstanceType {
 	pools := slices.Clone(o.NodePools)
 	slices.SortFunc(pools, func(a, b *v1.NodePool) int { return strings.Compare(a.Name, b.Name) })
 	types := map[string][]*scheduling.InstanceType{}
@@ -166,12 +188,18 @@ func Build(o Objects, opts Options) *Snapshot {
 		}
 		s.NodePools = append(s.NodePools, sp)
 	}
-	csiNodes := map[string]*storagev1.CSINode{}
-	for _, c := range o.CSINodes {
+	return types
+}
+
+// sizeNodes gives every node what the scheduler sees of it (its room and
+// volume attach limits) and its blockers.
+func (s *Snapshot) sizeNodes(types map[string][]*scheduling.InstanceType, csi []*storagev1.CSINode, catalog []*scheduling.InstanceType) {
+	csiNodes := make(map[string]*storagev1.CSINode, len(csi))
+	for _, c := range csi {
 		csiNodes[c.Name] = c
 	}
 	for _, n := range s.Nodes {
-		n.sched = n.schedulingNode(types[n.NodePool], opts.Catalog)
+		n.sched = n.schedulingNode(types[n.NodePool], catalog)
 		if n.sched != nil && n.Node != nil {
 			if limits := attachLimits(csiNodes[n.Node.Name]); limits != nil {
 				n.sched.VolumeLimits, n.sched.Attached = limits, s.volumes.attached(n.sched.Pods)
@@ -182,7 +210,6 @@ func Build(o Objects, opts Options) *Snapshot {
 		}
 		n.blockers = s.blockers(n)
 	}
-	return s
 }
 
 // NodeClassOf is the resolved node class a NodePool uses; nil when it is
