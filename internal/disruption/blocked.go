@@ -78,47 +78,62 @@ type Blocked struct {
 }
 
 func (b Blocked) String() string {
-	switch b.Reason {
-	case BlockedByNode:
-		return b.Blocker.String()
-	case BlockedByBudget:
-		return b.Allowance.String()
-	case BlockedConsolidateAfter:
-		switch {
-		case b.Err != nil:
-			return fmt.Sprintf("consolidateAfter cannot be read: %v", b.Err)
-		case b.Never:
-			return "consolidateAfter is Never: consolidation is off"
-		}
-		return fmt.Sprintf("consolidateAfter has not passed since the node's last pod event or initialization (until %s)", b.Until.UTC().Format(time.RFC3339))
-	case BlockedPodsDoNotFit:
+	if say, ok := blockedSays[b.Reason]; ok {
+		return say(b)
+	}
+	return string(b.Reason)
+}
+
+// blockedSays say each reason a node stays, with its details.
+var blockedSays = map[BlockedReason]func(Blocked) string{
+	BlockedByNode:           func(b Blocked) string { return b.Blocker.String() },
+	BlockedByBudget:         func(b Blocked) string { return b.Allowance.String() },
+	BlockedConsolidateAfter: Blocked.consolidateAfter,
+	BlockedPodsDoNotFit: func(b Blocked) string {
 		return fmt.Sprintf("pod %s/%s would have no place: %s", b.Pod.Pod.Namespace, b.Pod.Pod.Name, b.Pod.Reason)
-	case BlockedNoCheaperPlacement:
+	},
+	BlockedNoCheaperPlacement: func(b Blocked) string {
 		if b.Replacement == 0 {
 			return fmt.Sprintf("no cheaper placement: its pods need a new node, and none is cheaper than the node's $%.4f/h", b.Now)
 		}
 		return fmt.Sprintf("no cheaper placement: cheapest replacement $%.4f/h, now $%.4f/h", b.Replacement, b.Now)
-	case BlockedSpotDiversity:
+	},
+	BlockedSpotDiversity: func(b Blocked) string {
 		return fmt.Sprintf("a spot replacement would have %d cheaper spot instance types, fewer than the %d that keep it diverse", b.Types, b.MinTypes)
-	case BlockedPriceUnknown:
+	},
+	BlockedPriceUnknown: func(Blocked) string {
 		return "the node's instance type or offering is not among its NodePool's, so savings cannot be measured"
-	case BlockedInProgress:
-		return "the node is already being disrupted or deleted"
-	case BlockedNextRound:
+	},
+	BlockedInProgress: func(Blocked) string { return "the node is already being disrupted or deleted" },
+	BlockedNextRound: func(b Blocked) string {
 		return fmt.Sprintf("it could go (%s), but another %s command goes first; it is considered again next round", b.Method, b.Method)
-	case BlockedConsolidationInFlight:
+	},
+	BlockedConsolidationInFlight: func(Blocked) string {
 		return "a consolidation is being carried out; consolidation looks at this node again once it is done"
-	case BlockedScaleUp:
+	},
+	BlockedScaleUp: func(b Blocked) string {
 		return fmt.Sprintf("%d pending pods are being placed; consolidation waits until they run", b.Pods)
-	case BlockedStatic:
+	},
+	BlockedStatic: func(Blocked) string {
 		return "its NodePool is static (spec.replicas): consolidation leaves its nodes alone; they are replaced when drifted or expired, and removed when replicas is lowered"
-	case BlockedNotEvaluated:
+	},
+	BlockedNotEvaluated: func(b Blocked) string {
 		return fmt.Sprintf("not evaluated this round: single-node consolidation looks at %d nodes a round, those with the fewest pods first", b.Limit)
-	case BlockedPolicy:
+	},
+	BlockedPolicy: func(b Blocked) string {
 		if b.Policy == v1.ConsolidationPolicyWhenEmpty {
 			return "consolidationPolicy is WhenEmpty: only empty nodes are removed"
 		}
 		return fmt.Sprintf("consolidationPolicy is Balanced and the command scores %.2f (share of cost saved over share of pods moved; it needs 1)", b.Score)
+	},
+}
+
+func (b Blocked) consolidateAfter() string {
+	switch {
+	case b.Err != nil:
+		return fmt.Sprintf("consolidateAfter cannot be read: %v", b.Err)
+	case b.Never:
+		return "consolidateAfter is Never: consolidation is off"
 	}
-	return string(b.Reason)
+	return fmt.Sprintf("consolidateAfter has not passed since the node's last pod event or initialization (until %s)", b.Until.UTC().Format(time.RFC3339))
 }

@@ -27,36 +27,7 @@ type candidate struct {
 // can hold — every repack is the scheduler's, which packs interchangeable
 // pods with its configuration LP — and removing or replacing single nodes.
 func (d *decider) consolidation(nodes []*state.Node) {
-	var cands []candidate
-	for _, n := range nodes {
-		if d.taken[n.Name] || len(n.Reschedulable()) == 0 {
-			continue
-		}
-		if bs := n.Blockers(); len(bs) > 0 {
-			d.block(n, Blocked{Reason: BlockedByNode, Blocker: bs[0], Method: v1.DisruptionReasonUnderutilized})
-			continue
-		}
-		if policy := d.s.Pools[n.NodePool].Spec.Disruption.ConsolidationPolicy; policy == v1.ConsolidationPolicyWhenEmpty {
-			d.block(n, Blocked{Reason: BlockedPolicy, Policy: policy, Method: v1.DisruptionReasonUnderutilized})
-			continue
-		}
-		if ok, why := d.consolidatable(n); !ok {
-			why.Method = v1.DisruptionReasonUnderutilized
-			d.block(n, why)
-			continue
-		}
-		price, ok := d.price(n)
-		if !ok {
-			d.block(n, Blocked{Reason: BlockedPriceUnknown, Method: v1.DisruptionReasonUnderutilized})
-			continue
-		}
-		d.out.Eligible[n.NodePool]++
-		cands = append(cands, candidate{node: n, price: price, pods: len(n.Reschedulable()), used: used(n)})
-	}
-	// Fewest pods to move first, then the most expensive, then by name.
-	slices.SortFunc(cands, func(a, b candidate) int {
-		return cmp.Or(cmp.Compare(a.pods, b.pods), cmp.Compare(b.price, a.price), cmp.Compare(a.node.Name, b.node.Name))
-	})
+	cands := d.consolidationCandidates(nodes)
 	var options []*Command
 	if len(cands) >= 2 {
 		if c := d.multiNode(cands); c != nil {
@@ -66,26 +37,7 @@ func (d *decider) consolidation(nodes []*state.Node) {
 			options = append(options, c)
 		}
 	}
-	evaluated := 0
-	for _, c := range cands {
-		if evaluated >= d.opts.MaxSingleNode {
-			break
-		}
-		if a := d.allowance(c.node.NodePool, v1.DisruptionReasonUnderutilized); a.Allowed < 1 {
-			d.block(c.node, Blocked{Reason: BlockedByBudget, Allowance: a, Method: v1.DisruptionReasonUnderutilized})
-			continue
-		}
-		evaluated++
-		cmd, why := d.evaluate([]candidate{c})
-		if cmd == nil {
-			if !slices.ContainsFunc(options, func(o *Command) bool { return slices.Contains(o.Nodes, c.node) }) {
-				d.block(c.node, why)
-			}
-			continue
-		}
-		d.next[c.node.Name] = v1.DisruptionReasonUnderutilized
-		options = append(options, cmd)
-	}
+	options = append(options, d.singleNodes(cands, options)...)
 	best := choose(options)
 	if best == nil {
 		return
@@ -99,6 +51,78 @@ func (d *decider) consolidation(nodes []*state.Node) {
 		d.use(n, v1.DisruptionReasonUnderutilized)
 	}
 	d.out.Commands = append(d.out.Commands, best)
+}
+
+// consolidationCandidates are the nodes with pods that consolidation may
+// move, fewest pods first, then the most expensive, then by name; the
+// others are blocked with why.
+func (d *decider) consolidationCandidates(nodes []*state.Node) []candidate {
+	var cands []candidate
+	for _, n := range nodes {
+		if d.taken[n.Name] || len(n.Reschedulable()) == 0 {
+			continue
+		}
+		price, why := d.consolidationPrice(n)
+		if why != nil {
+			why.Method = v1.DisruptionReasonUnderutilized
+			d.block(n, *why)
+			continue
+		}
+		d.out.Eligible[n.NodePool]++
+		cands = append(cands, candidate{node: n, price: price, pods: len(n.Reschedulable()), used: used(n)})
+	}
+	slices.SortFunc(cands, func(a, b candidate) int {
+		return cmp.Or(cmp.Compare(a.pods, b.pods), cmp.Compare(b.price, a.price), cmp.Compare(a.node.Name, b.node.Name))
+	})
+	return cands
+}
+
+// consolidationPrice is what the node costs, or why consolidation leaves
+// it: a blocker, its NodePool's policy, consolidateAfter, or a price it
+// cannot know.
+func (d *decider) consolidationPrice(n *state.Node) (float64, *Blocked) {
+	if bs := n.Blockers(); len(bs) > 0 {
+		return 0, &Blocked{Reason: BlockedByNode, Blocker: bs[0]}
+	}
+	if policy := d.s.Pools[n.NodePool].Spec.Disruption.ConsolidationPolicy; policy == v1.ConsolidationPolicyWhenEmpty {
+		return 0, &Blocked{Reason: BlockedPolicy, Policy: policy}
+	}
+	if ok, why := d.consolidatable(n); !ok {
+		return 0, &why
+	}
+	price, ok := d.price(n)
+	if !ok {
+		return 0, &Blocked{Reason: BlockedPriceUnknown}
+	}
+	return price, nil
+}
+
+// singleNodes evaluates removing or replacing each candidate alone, up to
+// MaxSingleNode of them within their budgets; a candidate that cannot go
+// alone, and is in no other option, is blocked with why.
+func (d *decider) singleNodes(cands []candidate, others []*Command) []*Command {
+	var out []*Command
+	evaluated := 0
+	for _, c := range cands {
+		if evaluated >= d.opts.MaxSingleNode {
+			break
+		}
+		if a := d.allowance(c.node.NodePool, v1.DisruptionReasonUnderutilized); a.Allowed < 1 {
+			d.block(c.node, Blocked{Reason: BlockedByBudget, Allowance: a, Method: v1.DisruptionReasonUnderutilized})
+			continue
+		}
+		evaluated++
+		cmd, why := d.evaluate([]candidate{c})
+		if cmd == nil {
+			if !slices.ContainsFunc(others, func(o *Command) bool { return slices.Contains(o.Nodes, c.node) }) {
+				d.block(c.node, why)
+			}
+			continue
+		}
+		d.next[c.node.Name] = v1.DisruptionReasonUnderutilized
+		out = append(out, cmd)
+	}
+	return out
 }
 
 // score is a command's savings per moved pod.
