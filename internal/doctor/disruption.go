@@ -57,33 +57,48 @@ func disruptionRules(r *Report, in Input) {
 // nothing while every expected pod is healthy.
 func pdbNeverAllows(pdb *policyv1.PodDisruptionBudget, pods []*corev1.Pod) (Finding, bool) {
 	name := pdb.Namespace + "/" + pdb.Name
-	covered := 0
-	if pdb.Spec.Selector != nil {
-		if sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector); err == nil {
-			for _, p := range pods {
-				if p.Namespace == pdb.Namespace && sel.Matches(labels.Set(p.Labels)) {
-					covered++
-				}
-			}
-		}
-	}
-	evidence := ""
-	switch mu, ma := pdb.Spec.MaxUnavailable, pdb.Spec.MinAvailable; {
-	case mu != nil && isZero(*mu):
-		evidence = fmt.Sprintf("PodDisruptionBudget %s spec.maxUnavailable: %s", name, mu.String())
-	case ma != nil && ma.Type == intstr.String && ma.StrVal == "100%":
-		evidence = fmt.Sprintf("PodDisruptionBudget %s spec.minAvailable: 100%%", name)
-	case ma != nil && ma.Type == intstr.Int && covered > 0 && int(ma.IntVal) >= covered:
-		evidence = fmt.Sprintf("PodDisruptionBudget %s spec.minAvailable: %d, and it covers %d pod(s)", name, ma.IntVal, covered)
-	case pdb.Status.ObservedGeneration > 0 && pdb.Status.ExpectedPods > 0 && pdb.Status.DisruptionsAllowed == 0 && pdb.Status.CurrentHealthy >= pdb.Status.ExpectedPods:
-		evidence = fmt.Sprintf("PodDisruptionBudget %s status: disruptionsAllowed 0 with %d of %d pods healthy", name, pdb.Status.CurrentHealthy, pdb.Status.ExpectedPods)
-	default:
+	evidence := neverAllowsEvidence(pdb, name, coveredPods(pdb, pods))
+	if evidence == "" {
 		return Finding{}, false
 	}
 	return Finding{Code: CodePDBNeverAllows, Severity: Warning, Object: "PodDisruptionBudget/" + name,
 		Message:  fmt.Sprintf("PodDisruptionBudget %s allows no disruption even when all its pods are healthy: nodewright never consolidates or drifts the nodes that run them, their drain waits until the NodeClaim's terminationGracePeriod (forever without one), and kubectl drain hangs on them", name),
 		Evidence: evidence,
 		Fix:      "let one pod go at a time: set spec.maxUnavailable: 1, or a minAvailable below the number of replicas (and run more replicas than minAvailable)"}, true
+}
+
+// coveredPods counts the pods a budget selects.
+func coveredPods(pdb *policyv1.PodDisruptionBudget, pods []*corev1.Pod) int {
+	if pdb.Spec.Selector == nil {
+		return 0
+	}
+	sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+	if err != nil {
+		return 0
+	}
+	covered := 0
+	for _, p := range pods {
+		if p.Namespace == pdb.Namespace && sel.Matches(labels.Set(p.Labels)) {
+			covered++
+		}
+	}
+	return covered
+}
+
+// neverAllowsEvidence is what shows a budget allows nothing, or "".
+func neverAllowsEvidence(pdb *policyv1.PodDisruptionBudget, name string, covered int) string {
+	mu, ma, st := pdb.Spec.MaxUnavailable, pdb.Spec.MinAvailable, pdb.Status
+	switch {
+	case mu != nil && isZero(*mu):
+		return fmt.Sprintf("PodDisruptionBudget %s spec.maxUnavailable: %s", name, mu.String())
+	case ma != nil && ma.Type == intstr.String && ma.StrVal == "100%":
+		return fmt.Sprintf("PodDisruptionBudget %s spec.minAvailable: 100%%", name)
+	case ma != nil && ma.Type == intstr.Int && covered > 0 && int(ma.IntVal) >= covered:
+		return fmt.Sprintf("PodDisruptionBudget %s spec.minAvailable: %d, and it covers %d pod(s)", name, ma.IntVal, covered)
+	case st.ObservedGeneration > 0 && st.ExpectedPods > 0 && st.DisruptionsAllowed == 0 && st.CurrentHealthy >= st.ExpectedPods:
+		return fmt.Sprintf("PodDisruptionBudget %s status: disruptionsAllowed 0 with %d of %d pods healthy", name, st.CurrentHealthy, st.ExpectedPods)
+	}
+	return ""
 }
 
 func isZero(v intstr.IntOrString) bool {
