@@ -207,7 +207,7 @@ func unregisteredTaintRule(r *Report, nc *v1.NodeClaim) {
 		return
 	}
 	r.add(Finding{Code: CodeUserDataOverridesTaints, Severity: Error, Object: "NodeClaim/" + nc.Name, Message: c.Message,
-		Evidence: fmt.Sprintf("NodeClaim %s Registered=False %s", nc.Name, c.Reason),
+		Evidence: fmt.Sprintf("NodeClaim %s Registered=%s %s", nc.Name, c.Status, c.Reason),
 		Fix:      "fix the EC2NodeClass's userData so the node registers with karpenter.sh/unregistered:NoExecute (nodewright doctor -f on the EC2NodeClass names the line); move custom taints to the NodePool's startupTaints"})
 }
 
