@@ -121,32 +121,40 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !nc.DeletionTimestamp.IsZero() {
 		return c.finalize(ctx, nc)
 	}
-	if !controllerutil.ContainsFinalizer(nc, v1.TerminationFinalizer) {
-		before := nc.DeepCopy()
-		controllerutil.AddFinalizer(nc, v1.TerminationFinalizer)
-		if err := c.Client.Patch(ctx, nc, client.MergeFrom(before)); err != nil {
-			return reconcile.Result{}, fmt.Errorf("adding the finalizer to NodeClaim %s: %w", nc.Name, err)
-		}
+	if err := c.addFinalizer(ctx, nc); err != nil {
+		return reconcile.Result{}, err
 	}
+	return c.advance(ctx, nc)
+}
+
+// addFinalizer holds a new NodeClaim until its node and instance are
+// gone.
+func (c *Controller) addFinalizer(ctx context.Context, nc *v1.NodeClaim) error {
+	if controllerutil.ContainsFinalizer(nc, v1.TerminationFinalizer) {
+		return nil
+	}
+	before := nc.DeepCopy()
+	controllerutil.AddFinalizer(nc, v1.TerminationFinalizer)
+	if err := c.Client.Patch(ctx, nc, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("adding the finalizer to NodeClaim %s: %w", nc.Name, err)
+	}
+	return nil
+}
+
+// advance takes the NodeClaim as far as it goes now: launch, then its
+// node's registration, initialization and drift, then liveness; its
+// status is written once, at the end. A NodeClaim not yet Ready is looked
+// at again after Poll.
+func (c *Controller) advance(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
 	before := nc.DeepCopy()
 	now := metav1.NewTime(c.Clock.Now())
 	deleted, launchErr := c.launch(ctx, nc, now)
 	if deleted {
 		return reconcile.Result{}, nil
 	}
-	var node *corev1.Node
 	if launchErr == nil && nc.Status.ProviderID != "" {
-		var err error
-		if node, err = c.register(ctx, nc, now); err != nil {
+		if err := c.followNode(ctx, nc, now); err != nil {
 			return reconcile.Result{}, err
-		}
-		if node != nil {
-			if err := c.initialize(ctx, nc, node, now); err != nil {
-				return reconcile.Result{}, err
-			}
-			if err := c.drift(ctx, nc, node, now); err != nil {
-				return reconcile.Result{}, err
-			}
 		}
 	}
 	if deleted, err := c.liveness(ctx, nc); deleted || err != nil {
@@ -164,6 +172,19 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{RequeueAfter: c.Options.Poll}, nil
 	}
 	return reconcile.Result{}, nil
+}
+
+// followNode registers the launched NodeClaim's node and, once it has
+// one, follows the node's initialization and drift.
+func (c *Controller) followNode(ctx context.Context, nc *v1.NodeClaim, now metav1.Time) error {
+	node, err := c.register(ctx, nc, now)
+	if err != nil || node == nil {
+		return err
+	}
+	if err := c.initialize(ctx, nc, node, now); err != nil {
+		return err
+	}
+	return c.drift(ctx, nc, node, now)
 }
 
 // patch writes labels, annotations and owners (metadata) and status. Both patches carry the
@@ -248,6 +269,40 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim, now metav1.Ti
 // karpenter.sh/unregistered. A node that registered without that taint is
 // reported, never silently accepted.
 func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim, now metav1.Time) (*corev1.Node, error) {
+	node, err := c.nodeOf(ctx, nc, now)
+	if err != nil || node == nil {
+		return nil, err
+	}
+	nc.Status.NodeName = node.Name
+	if node.Labels[v1.LabelRegistered] == "true" {
+		// Registered earlier; the status write of that reconcile may not
+		// have landed, so the condition is rebuilt from the node.
+		restoreRegistered(nc, node, now)
+		return node, nil
+	}
+	// Before the node is taken over (finalizer, owner, labels, taints):
+	// is it on an instance nodewright launched?
+	inst, err := c.foreignInstance(ctx, nc)
+	if err != nil {
+		return nil, err
+	}
+	if inst != nil {
+		set(&nc.Status.Conditions, now, nc.Generation, v1.ConditionRegistered, metav1.ConditionFalse, v1.ReasonInstanceNotOwned,
+			fmt.Sprintf("node %s runs on instance %s, which nodewright did not launch (it lacks nodewright's tags), so nodewright leaves the node alone; delete NodeClaim %s", node.Name, inst.InstanceID, nc.Name))
+		return nil, nil
+	}
+	hadUnregistered := hasTaint(node.Spec.Taints, v1.TaintKeyUnregistered, corev1.TaintEffectNoExecute)
+	registeredWith := taintList(node.Spec.Taints)
+	if err := c.takeOver(ctx, nc, node, registeredWith); err != nil {
+		return nil, err
+	}
+	c.registered(ctx, nc, node, now, registeredWith, hadUnregistered)
+	return node, nil
+}
+
+// nodeOf is the node with the NodeClaim's provider ID; nil, with the
+// Registered condition saying why, while there is none or more than one.
+func (c *Controller) nodeOf(ctx context.Context, nc *v1.NodeClaim, now metav1.Time) (*corev1.Node, error) {
 	nodes := &corev1.NodeList{}
 	if err := c.Client.List(ctx, nodes, client.MatchingFields{providerIDField: nc.Status.ProviderID}); err != nil {
 		return nil, fmt.Errorf("finding the node of NodeClaim %s: %w", nc.Name, err)
@@ -260,34 +315,42 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim, now metav1.
 		}
 		return nil, nil
 	case 1:
-	default:
-		set(&nc.Status.Conditions, now, nc.Generation, v1.ConditionRegistered, metav1.ConditionFalse, v1.ReasonMultipleNodesFound,
-			fmt.Sprintf("%d nodes have provider ID %s", len(nodes.Items), nc.Status.ProviderID))
-		return nil, nil
+		return &nodes.Items[0], nil
 	}
-	node := &nodes.Items[0]
-	nc.Status.NodeName = node.Name
-	if node.Labels[v1.LabelRegistered] == "true" {
-		// Registered earlier; the status write of that reconcile may not
-		// have landed, so the condition is rebuilt from the node.
-		if !isTrue(nc.Status.Conditions, v1.ConditionRegistered) {
-			registeredWith, recorded := node.Annotations[AnnotationRegisteredTaints]
-			reason, msg := registrationOutcome(node, registeredWith, !recorded || strings.Contains(registeredWith, v1.TaintKeyUnregistered+":NoExecute"))
-			set(&nc.Status.Conditions, now, nc.Generation, v1.ConditionRegistered, metav1.ConditionTrue, reason, msg)
-		}
-		return node, nil
+	set(&nc.Status.Conditions, now, nc.Generation, v1.ConditionRegistered, metav1.ConditionFalse, v1.ReasonMultipleNodesFound,
+		fmt.Sprintf("%d nodes have provider ID %s", len(nodes.Items), nc.Status.ProviderID))
+	return nil, nil
+}
+
+// restoreRegistered sets the Registered condition of a node registered
+// earlier, from the taints it recorded registering with.
+func restoreRegistered(nc *v1.NodeClaim, node *corev1.Node, now metav1.Time) {
+	if isTrue(nc.Status.Conditions, v1.ConditionRegistered) {
+		return
 	}
-	// Before the node is taken over (finalizer, owner, labels, taints):
-	// is it on an instance nodewright launched?
-	if inst, err := c.Cloud.Get(ctx, nc.Status.ProviderID); err == nil && inst.Foreign {
-		set(&nc.Status.Conditions, now, nc.Generation, v1.ConditionRegistered, metav1.ConditionFalse, v1.ReasonInstanceNotOwned,
-			fmt.Sprintf("node %s runs on instance %s, which nodewright did not launch (it lacks nodewright's tags), so nodewright leaves the node alone; delete NodeClaim %s", node.Name, inst.InstanceID, nc.Name))
-		return nil, nil
-	} else if err != nil && !cloudprovider.IsNotFound(err) {
+	registeredWith, recorded := node.Annotations[AnnotationRegisteredTaints]
+	reason, msg := registrationOutcome(node, registeredWith, !recorded || strings.Contains(registeredWith, v1.TaintKeyUnregistered+":NoExecute"))
+	set(&nc.Status.Conditions, now, nc.Generation, v1.ConditionRegistered, metav1.ConditionTrue, reason, msg)
+}
+
+// foreignInstance is the NodeClaim's instance when nodewright did not
+// launch it (it lacks nodewright's tags); nil when nodewright did or the
+// instance is gone.
+func (c *Controller) foreignInstance(ctx context.Context, nc *v1.NodeClaim) (*cloudprovider.Instance, error) {
+	inst, err := c.Cloud.Get(ctx, nc.Status.ProviderID)
+	switch {
+	case err != nil && !cloudprovider.IsNotFound(err):
 		return nil, fmt.Errorf("finding the instance of NodeClaim %s: %w", nc.Name, err)
+	case err == nil && inst.Foreign:
+		return inst, nil
 	}
-	hadUnregistered := hasTaint(node.Spec.Taints, v1.TaintKeyUnregistered, corev1.TaintEffectNoExecute)
-	registeredWith := taintList(node.Spec.Taints)
+	return nil, nil
+}
+
+// takeOver makes the node the NodeClaim's: it records the taints the node
+// registered with, adds the finalizer, the NodeClaim as owner, its labels
+// and taints, and marks the node registered.
+func (c *Controller) takeOver(ctx context.Context, nc *v1.NodeClaim, node *corev1.Node, registeredWith string) error {
 	before := node.DeepCopy()
 	if node.Annotations == nil {
 		node.Annotations = map[string]string{}
@@ -295,7 +358,7 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim, now metav1.
 	node.Annotations[AnnotationRegisteredTaints] = registeredWith
 	controllerutil.AddFinalizer(node, v1.TerminationFinalizer)
 	if err := controllerutil.SetOwnerReference(nc, node, c.Client.Scheme()); err != nil {
-		return nil, err
+		return err
 	}
 	if node.Labels == nil {
 		node.Labels = map[string]string{}
@@ -303,19 +366,32 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim, now metav1.
 	for k, v := range nc.Labels {
 		node.Labels[k] = v
 	}
-	if node.Labels[v1.LabelDoNotSyncTaints] != "true" {
-		node.Spec.Taints = mergeTaints(node.Spec.Taints, append(append([]corev1.Taint(nil), nc.Spec.Taints...), nc.Spec.StartupTaints...))
-	} else {
-		node.Spec.Taints = mergeTaints(node.Spec.Taints, nil)
-	}
+	node.Spec.Taints = syncedTaints(node, nc)
 	node.Labels[v1.LabelRegistered] = "true"
 	// The patch carries the node's resourceVersion: if another component
 	// (the cloud controller manager removing its uninitialized taint) wrote
 	// the node since it was read, the patch fails and registration is
 	// retried on the fresh node, so a removed taint is never written back.
 	if err := c.Client.Patch(ctx, node, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-		return nil, fmt.Errorf("registering %s for NodeClaim %s: %w", describeNode(node), nc.Name, err)
+		return fmt.Errorf("registering %s for NodeClaim %s: %w", describeNode(node), nc.Name, err)
 	}
+	return nil
+}
+
+// syncedTaints are the node's taints without karpenter.sh/unregistered,
+// with the NodeClaim's taints and startup taints added unless the node is
+// labelled not to sync them.
+func syncedTaints(node *corev1.Node, nc *v1.NodeClaim) []corev1.Taint {
+	if node.Labels[v1.LabelDoNotSyncTaints] == "true" {
+		return mergeTaints(node.Spec.Taints, nil)
+	}
+	return mergeTaints(node.Spec.Taints, append(append([]corev1.Taint(nil), nc.Spec.Taints...), nc.Spec.StartupTaints...))
+}
+
+// registered records a registration: the Registered condition, the
+// NodePool's registration health and metrics; a node that registered
+// without karpenter.sh/unregistered is also a Warning event.
+func (c *Controller) registered(ctx context.Context, nc *v1.NodeClaim, node *corev1.Node, now metav1.Time, registeredWith string, hadUnregistered bool) {
 	reason, msg := registrationOutcome(node, registeredWith, hadUnregistered)
 	set(&nc.Status.Conditions, now, nc.Generation, v1.ConditionRegistered, metav1.ConditionTrue, reason, msg)
 	c.Registrations.Record(nc.Labels[v1.LabelNodePool], now.Time, true, "")
@@ -327,7 +403,6 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim, now metav1.
 	} else {
 		log.Info("registered NodeClaim", "after", now.Sub(nc.CreationTimestamp.Time))
 	}
-	return node, nil
 }
 
 // AnnotationRegisteredTaints records on a node the taints it registered
@@ -368,21 +443,49 @@ func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim, node *cor
 	return nil
 }
 
+// initialization is the Initialized condition: False with the first thing
+// the node still waits for, True once it waits for nothing.
 func (c *Controller) initialization(nc *v1.NodeClaim, node *corev1.Node) (metav1.ConditionStatus, string, string) {
-	ready := false
-	for _, cond := range node.Status.Conditions {
-		if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
-			ready = true
-		}
-	}
-	if !ready {
+	if !nodeReady(node) {
 		return metav1.ConditionFalse, v1.ReasonNodeNotReady, describeNode(node) + " is not Ready"
 	}
-	for _, t := range nc.Spec.StartupTaints {
-		if hasTaint(node.Spec.Taints, t.Key, t.Effect) {
-			return metav1.ConditionFalse, v1.ReasonStartupTaintsExist, fmt.Sprintf("startup taint %s is still on %s; the component that owns it (a CNI or device plugin, for example) removes it when the node is ready", t.ToString(), describeNode(node))
+	if msg := startupTaintLeft(nc, node); msg != "" {
+		return metav1.ConditionFalse, v1.ReasonStartupTaintsExist, msg
+	}
+	if msg := c.ephemeralTaintLeft(nc, node); msg != "" {
+		return metav1.ConditionFalse, v1.ReasonEphemeralTaintsExist, msg
+	}
+	if msg := resourceNotRegistered(nc, node); msg != "" {
+		return metav1.ConditionFalse, v1.ReasonResourceNotRegistered, msg
+	}
+	return metav1.ConditionTrue, v1.ReasonInitialized, ""
+}
+
+// nodeReady reports a node whose Ready condition is True.
+func nodeReady(node *corev1.Node) bool {
+	for _, cond := range node.Status.Conditions {
+		if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+			return true
 		}
 	}
+	return false
+}
+
+// startupTaintLeft says which of the NodeClaim's startup taints is still
+// on the node, "" when none is.
+func startupTaintLeft(nc *v1.NodeClaim, node *corev1.Node) string {
+	for _, t := range nc.Spec.StartupTaints {
+		if hasTaint(node.Spec.Taints, t.Key, t.Effect) {
+			return fmt.Sprintf("startup taint %s is still on %s; the component that owns it (a CNI or device plugin, for example) removes it when the node is ready", t.ToString(), describeNode(node))
+		}
+	}
+	return ""
+}
+
+// ephemeralTaintLeft says which known ephemeral taint is still on the
+// node and who removes it, and, once that is overdue, for how long; ""
+// when none is.
+func (c *Controller) ephemeralTaintLeft(nc *v1.NodeClaim, node *corev1.Node) string {
 	for _, t := range node.Spec.Taints {
 		owner, ephemeral := ephemeralOwner(t.Key)
 		if !ephemeral {
@@ -395,17 +498,29 @@ func (c *Controller) initialization(nc *v1.NodeClaim, node *corev1.Node) (metav1
 				msg += ": check that the cloud controller manager is running and can reach the node"
 			}
 		}
-		return metav1.ConditionFalse, v1.ReasonEphemeralTaintsExist, msg
+		return msg
 	}
+	return ""
+}
+
+// resourceNotRegistered says which extended resource the instance type
+// promises the node does not report yet, "" when it reports them all.
+func resourceNotRegistered(nc *v1.NodeClaim, node *corev1.Node) string {
 	for name, q := range nc.Status.Capacity {
-		if name == corev1.ResourceCPU || name == corev1.ResourceMemory || name == corev1.ResourcePods || name == corev1.ResourceEphemeralStorage || q.IsZero() {
+		if !isExtendedResource(name) || q.IsZero() {
 			continue
 		}
 		if have, ok := node.Status.Allocatable[name]; !ok || have.IsZero() {
-			return metav1.ConditionFalse, v1.ReasonResourceNotRegistered, fmt.Sprintf("%s does not report resource %s yet; its device plugin registers it", describeNode(node), name)
+			return fmt.Sprintf("%s does not report resource %s yet; its device plugin registers it", describeNode(node), name)
 		}
 	}
-	return metav1.ConditionTrue, v1.ReasonInitialized, ""
+	return ""
+}
+
+// isExtendedResource reports a resource a device plugin registers: any
+// but cpu, memory, pods and ephemeral storage, which the kubelet reports.
+func isExtendedResource(name corev1.ResourceName) bool {
+	return name != corev1.ResourceCPU && name != corev1.ResourceMemory && name != corev1.ResourcePods && name != corev1.ResourceEphemeralStorage
 }
 
 // registeredAt is when the Registered condition last turned True.
@@ -428,30 +543,45 @@ func (c *Controller) liveness(ctx context.Context, nc *v1.NodeClaim) (bool, erro
 		reason, msg = v1.ReasonLaunchTimeout, fmt.Sprintf("NodeClaim %s was not launched within %s", nc.Name, c.Options.LaunchTimeout)
 	case !isTrue(nc.Status.Conditions, v1.ConditionRegistered) && age > c.Options.RegistrationTimeout:
 		reason, msg = v1.ReasonRegistrationTimeout, fmt.Sprintf("no node registered for NodeClaim %s within %s", nc.Name, c.Options.RegistrationTimeout)
-		cause := "the instance launched but no node registered: check that the node role is mapped in aws-auth (or an EC2_LINUX access entry), that the instance can reach the API server, and its user data (nodewright doctor)"
-		pool := nc.Labels[v1.LabelNodePool]
-		// A backoff an earlier process left in the NodePool's status goes
-		// on counting (this timeout may come before the NodePool
-		// controller took it up).
-		np := &v1.NodePool{}
-		if err := c.Client.Get(ctx, client.ObjectKey{Name: pool}, np); client.IgnoreNotFound(err) != nil {
+		if err := c.registrationFailed(ctx, nc); err != nil {
 			return false, err
-		} else if err == nil {
-			c.Registrations.RestoreFrom(np)
 		}
-		c.Registrations.Record(pool, c.Clock.Now(), false, cause)
 	default:
 		return false, nil
 	}
-	for _, cond := range nc.Status.Conditions {
-		if cond.Status != metav1.ConditionTrue && cond.Message != "" && cond.Type != v1.ConditionReady {
-			msg += "; " + cond.Type + ": " + cond.Message
-			break
-		}
-	}
+	msg += firstProblem(nc.Status.Conditions)
 	c.Recorder.Event(nc, corev1.EventTypeWarning, reason, msg)
 	logf.FromContext(ctx).Info("deleting NodeClaim", "reason", reason, "message", msg)
 	return true, client.IgnoreNotFound(c.Client.Delete(ctx, nc))
+}
+
+// registrationFailed records with the NodePool's registration outcomes
+// that a node did not register in time.
+func (c *Controller) registrationFailed(ctx context.Context, nc *v1.NodeClaim) error {
+	cause := "the instance launched but no node registered: check that the node role is mapped in aws-auth (or an EC2_LINUX access entry), that the instance can reach the API server, and its user data (nodewright doctor)"
+	pool := nc.Labels[v1.LabelNodePool]
+	// A backoff an earlier process left in the NodePool's status goes
+	// on counting (this timeout may come before the NodePool
+	// controller took it up).
+	np := &v1.NodePool{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: pool}, np); client.IgnoreNotFound(err) != nil {
+		return err
+	} else if err == nil {
+		c.Registrations.RestoreFrom(np)
+	}
+	c.Registrations.Record(pool, c.Clock.Now(), false, cause)
+	return nil
+}
+
+// firstProblem is "; " and the type and message of the first condition
+// but Ready that is not True and says why, "" when there is none.
+func firstProblem(conds []metav1.Condition) string {
+	for _, cond := range conds {
+		if cond.Status != metav1.ConditionTrue && cond.Message != "" && cond.Type != v1.ConditionReady {
+			return "; " + cond.Type + ": " + cond.Message
+		}
+	}
+	return ""
 }
 
 // finalize deletes the NodeClaim's node and waits until it is gone (the
@@ -467,43 +597,69 @@ func (c *Controller) finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 		nc = nc.DeepCopy()
 		nc.Status.ProviderID = known.(*cloudprovider.Instance).ProviderID
 	}
-	if nc.Status.ProviderID != "" {
-		nodes := &corev1.NodeList{}
-		if err := c.Client.List(ctx, nodes, client.MatchingFields{providerIDField: nc.Status.ProviderID}); err != nil {
+	if nc.Status.ProviderID == "" {
+		return c.release(ctx, nc)
+	}
+	return c.terminate(ctx, nc)
+}
+
+// terminate deletes the nodes of a launched NodeClaim and waits until they
+// are gone, then its instance; a NodeClaim whose instance nodewright did
+// not launch is released with its node and instance left alone.
+func (c *Controller) terminate(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
+	nodes := &corev1.NodeList{}
+	if err := c.Client.List(ctx, nodes, client.MatchingFields{providerIDField: nc.Status.ProviderID}); err != nil {
+		return reconcile.Result{}, err
+	}
+	if slices.ContainsFunc(nodes.Items, func(n corev1.Node) bool { return n.DeletionTimestamp.IsZero() }) {
+		// Before a node is deleted: is it on an instance nodewright
+		// launched? (Deleting the instance checks again.)
+		inst, err := c.foreignInstance(ctx, nc)
+		if err != nil {
 			return reconcile.Result{}, err
 		}
-		if slices.ContainsFunc(nodes.Items, func(n corev1.Node) bool { return n.DeletionTimestamp.IsZero() }) {
-			// Before a node is deleted: is it on an instance nodewright
-			// launched? (Deleting the instance checks again.)
-			switch inst, err := c.Cloud.Get(ctx, nc.Status.ProviderID); {
-			case err != nil && !cloudprovider.IsNotFound(err):
-				return reconcile.Result{}, fmt.Errorf("finding the instance of NodeClaim %s: %w", nc.Name, err)
-			case err == nil && inst.Foreign:
-				c.Recorder.Eventf(nc, corev1.EventTypeWarning, v1.ReasonInstanceNotOwned, "NodeClaim %s points at instance %s, which nodewright did not launch; its node and instance are left alone", nc.Name, inst.InstanceID)
-				return c.release(ctx, nc)
-			}
+		if inst != nil {
+			c.Recorder.Eventf(nc, corev1.EventTypeWarning, v1.ReasonInstanceNotOwned, "NodeClaim %s points at instance %s, which nodewright did not launch; its node and instance are left alone", nc.Name, inst.InstanceID)
+			return c.release(ctx, nc)
 		}
-		for i := range nodes.Items {
-			node := &nodes.Items[i]
-			if node.DeletionTimestamp.IsZero() {
-				if err := c.Client.Delete(ctx, node); client.IgnoreNotFound(err) != nil {
-					return reconcile.Result{}, fmt.Errorf("deleting %s: %w", describeNode(node), err)
-				}
-				logf.FromContext(ctx).Info("deleted node", "Node", node.Name)
-			}
+	}
+	if err := c.deleteNodes(ctx, nodes.Items); err != nil {
+		return reconcile.Result{}, err
+	}
+	if len(nodes.Items) > 0 {
+		return reconcile.Result{RequeueAfter: c.Options.Poll}, nil // draining
+	}
+	return c.terminateInstance(ctx, nc)
+}
+
+// deleteNodes deletes the nodes not being deleted yet; the termination
+// controller drains each and terminates its instance.
+func (c *Controller) deleteNodes(ctx context.Context, nodes []corev1.Node) error {
+	for i := range nodes {
+		node := &nodes[i]
+		if !node.DeletionTimestamp.IsZero() {
+			continue
 		}
-		if len(nodes.Items) > 0 {
-			return reconcile.Result{RequeueAfter: c.Options.Poll}, nil // draining
+		if err := c.Client.Delete(ctx, node); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("deleting %s: %w", describeNode(node), err)
 		}
-		err := c.Cloud.Delete(ctx, nc.Status.ProviderID)
-		switch {
-		case err == nil:
-			return reconcile.Result{RequeueAfter: c.Options.Poll}, nil // still terminating
-		case cloudprovider.IsNotOwned(err):
-			c.Recorder.Eventf(nc, corev1.EventTypeWarning, v1.ReasonInstanceNotOwned, "NodeClaim %s points at an instance nodewright did not launch: %v; terminate it yourself if it should go", nc.Name, err)
-		case !cloudprovider.IsNotFound(err):
-			return reconcile.Result{}, fmt.Errorf("terminating the instance of NodeClaim %s: %w", nc.Name, err)
-		}
+		logf.FromContext(ctx).Info("deleted node", "Node", node.Name)
+	}
+	return nil
+}
+
+// terminateInstance terminates the NodeClaim's instance, coming back until
+// it is gone, then releases the NodeClaim; an instance nodewright did not
+// launch is reported and left running.
+func (c *Controller) terminateInstance(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
+	err := c.Cloud.Delete(ctx, nc.Status.ProviderID)
+	switch {
+	case err == nil:
+		return reconcile.Result{RequeueAfter: c.Options.Poll}, nil // still terminating
+	case cloudprovider.IsNotOwned(err):
+		c.Recorder.Eventf(nc, corev1.EventTypeWarning, v1.ReasonInstanceNotOwned, "NodeClaim %s points at an instance nodewright did not launch: %v; terminate it yourself if it should go", nc.Name, err)
+	case !cloudprovider.IsNotFound(err):
+		return reconcile.Result{}, fmt.Errorf("terminating the instance of NodeClaim %s: %w", nc.Name, err)
 	}
 	return c.release(ctx, nc)
 }

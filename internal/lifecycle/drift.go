@@ -54,35 +54,19 @@ func (c *Controller) drift(ctx context.Context, nc *v1.NodeClaim, node *corev1.N
 	if !isTrue(nc.Status.Conditions, v1.ConditionInitialized) {
 		return nil
 	}
-	var np *v1.NodePool
-	if name := nc.Labels[v1.LabelNodePool]; name != "" {
-		np = &v1.NodePool{}
-		if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, np); err != nil {
-			if client.IgnoreNotFound(err) != nil {
-				return fmt.Errorf("reading NodePool %s of NodeClaim %s: %w", name, nc.Name, err)
-			}
-			np = nil
-		}
+	np, err := c.poolOf(ctx, nc)
+	if err != nil {
+		return err
 	}
-	var class *cloudprovider.NodeClass
-	if ref := nc.Spec.NodeClassRef; ref != nil {
-		var err error
-		if class, err = c.Cloud.NodeClass(ctx, ref.Name); err != nil {
-			return fmt.Errorf("node class of NodeClaim %s: %w", nc.Name, err)
-		}
+	class, err := c.classOf(ctx, nc)
+	if err != nil {
+		return err
 	}
-	var inst *cloudprovider.Instance
-	if class != nil && class.Drift != nil {
-		var err error
-		if inst, err = c.networks.get(ctx, c.Cloud, nc.Status.ProviderID); err != nil {
-			return fmt.Errorf("reading the network of NodeClaim %s's instance: %w", nc.Name, err)
-		}
+	inst, err := c.networkOf(ctx, nc, class)
+	if err != nil {
+		return err
 	}
-	if np != nil && !slices.ContainsFunc(nc.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == np.UID }) {
-		// Made before NodeClaims were owned by their NodePool: deleting
-		// the NodePool deletes it too from now on.
-		nc.OwnerReferences = append(nc.OwnerReferences, state.NodePoolOwner(np)...)
-	}
+	ownByPool(nc, np)
 	if state.ForeignHashes(nc, class) && isTrue(nc.Status.Conditions, v1.ConditionDrifted) {
 		// Drifted by another hashing's measure: it stays drifted until it
 		// is replaced (this hashing cannot say otherwise).
@@ -98,6 +82,59 @@ func (c *Controller) drift(ctx context.Context, nc *v1.NodeClaim, node *corev1.N
 	}
 	set(&nc.Status.Conditions, now, nc.Generation, v1.ConditionDrifted, metav1.ConditionTrue, d.Reason, d.Message)
 	return nil
+}
+
+// poolOf is the NodeClaim's NodePool; nil when it has none or the
+// NodePool is gone.
+func (c *Controller) poolOf(ctx context.Context, nc *v1.NodeClaim) (*v1.NodePool, error) {
+	name := nc.Labels[v1.LabelNodePool]
+	if name == "" {
+		return nil, nil
+	}
+	np := &v1.NodePool{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, np); err != nil {
+		if client.IgnoreNotFound(err) != nil {
+			return nil, fmt.Errorf("reading NodePool %s of NodeClaim %s: %w", name, nc.Name, err)
+		}
+		return nil, nil
+	}
+	return np, nil
+}
+
+// classOf is the NodeClaim's node class; nil when it names none or the
+// class does not exist.
+func (c *Controller) classOf(ctx context.Context, nc *v1.NodeClaim) (*cloudprovider.NodeClass, error) {
+	ref := nc.Spec.NodeClassRef
+	if ref == nil {
+		return nil, nil
+	}
+	class, err := c.Cloud.NodeClass(ctx, ref.Name)
+	if err != nil {
+		return nil, fmt.Errorf("node class of NodeClaim %s: %w", nc.Name, err)
+	}
+	return class, nil
+}
+
+// networkOf is the subnet and security groups of the NodeClaim's
+// instance, read only when the node class has drift rules that need them.
+func (c *Controller) networkOf(ctx context.Context, nc *v1.NodeClaim, class *cloudprovider.NodeClass) (*cloudprovider.Instance, error) {
+	if class == nil || class.Drift == nil {
+		return nil, nil
+	}
+	inst, err := c.networks.get(ctx, c.Cloud, nc.Status.ProviderID)
+	if err != nil {
+		return nil, fmt.Errorf("reading the network of NodeClaim %s's instance: %w", nc.Name, err)
+	}
+	return inst, nil
+}
+
+// ownByPool makes the NodePool an owner of a NodeClaim made before
+// NodeClaims were owned by their NodePool: deleting the NodePool deletes
+// it too from now on.
+func ownByPool(nc *v1.NodeClaim, np *v1.NodePool) {
+	if np != nil && !slices.ContainsFunc(nc.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == np.UID }) {
+		nc.OwnerReferences = append(nc.OwnerReferences, state.NodePoolOwner(np)...)
+	}
 }
 
 // claimsOfPool wakes the NodeClaims of a changed NodePool (drift).

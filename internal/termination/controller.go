@@ -61,39 +61,84 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if node.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(node, v1.TerminationFinalizer) {
 		return reconcile.Result{}, nil
 	}
+	return c.terminate(ctx, node)
+}
+
+// terminate drains the node, deletes its NodeClaim, terminates its
+// instance and releases it, coming back while the drain or the instance
+// is not done.
+func (c *Controller) terminate(ctx context.Context, node *corev1.Node) (reconcile.Result, error) {
 	nc, err := c.claimOf(ctx, node)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
-	var owner client.Object = node
-	if nc != nil {
-		owner = nc
-	}
-	drained, err := c.Drainer.Drain(ctx, node, owner, deadline(node, nc))
+	drained, err := c.drain(ctx, node, nc)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	if !drained {
 		return reconcile.Result{RequeueAfter: c.Poll}, nil
 	}
-	if nc != nil && nc.DeletionTimestamp.IsZero() {
-		if err := c.Client.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
-			return reconcile.Result{}, fmt.Errorf("deleting NodeClaim %s of deleted node %s: %w", nc.Name, node.Name, err)
-		}
-		c.Recorder.Eventf(nc, corev1.EventTypeNormal, v1.ReasonNodeDeleted, "node %s was deleted and drained; deleting its NodeClaim", node.Name)
-		logf.FromContext(ctx).Info("deleted the NodeClaim of a deleted node", "NodeClaim", nc.Name)
+	if err := c.deleteClaim(ctx, node, nc); err != nil {
+		return reconcile.Result{}, err
 	}
-	if node.Spec.ProviderID != "" {
-		err := c.Cloud.Delete(ctx, node.Spec.ProviderID)
-		switch {
-		case err == nil:
-			return reconcile.Result{RequeueAfter: c.Poll}, nil // still terminating
-		case cloudprovider.IsNotOwned(err):
-			c.Recorder.Eventf(node, corev1.EventTypeWarning, v1.ReasonInstanceNotOwned, "node %s runs on an instance nodewright did not launch: %v; terminate it yourself if it should go", node.Name, err)
-		case !cloudprovider.IsNotFound(err):
-			return reconcile.Result{}, fmt.Errorf("terminating the instance of node %s: %w", node.Name, err)
-		}
+	gone, err := c.instanceGone(ctx, node)
+	if err != nil {
+		return reconcile.Result{}, err
 	}
+	if !gone {
+		return reconcile.Result{RequeueAfter: c.Poll}, nil // still terminating
+	}
+	return c.release(ctx, node)
+}
+
+// drain drains the node on behalf of its NodeClaim, which then gets the
+// events and whose terminationGracePeriod sets the deadline; on its own
+// behalf when it has none.
+func (c *Controller) drain(ctx context.Context, node *corev1.Node, nc *v1.NodeClaim) (bool, error) {
+	var owner client.Object = node
+	if nc != nil {
+		owner = nc
+	}
+	return c.Drainer.Drain(ctx, node, owner, deadline(node, nc))
+}
+
+// deleteClaim deletes the NodeClaim of a drained node deleted on its own,
+// so the NodeClaim does not outlive it.
+func (c *Controller) deleteClaim(ctx context.Context, node *corev1.Node, nc *v1.NodeClaim) error {
+	if nc == nil || !nc.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	if err := c.Client.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting NodeClaim %s of deleted node %s: %w", nc.Name, node.Name, err)
+	}
+	c.Recorder.Eventf(nc, corev1.EventTypeNormal, v1.ReasonNodeDeleted, "node %s was deleted and drained; deleting its NodeClaim", node.Name)
+	logf.FromContext(ctx).Info("deleted the NodeClaim of a deleted node", "NodeClaim", nc.Name)
+	return nil
+}
+
+// instanceGone terminates the node's instance and reports whether it is
+// gone. An instance nodewright did not launch is left running, reported,
+// and counts as gone.
+func (c *Controller) instanceGone(ctx context.Context, node *corev1.Node) (bool, error) {
+	if node.Spec.ProviderID == "" {
+		return true, nil
+	}
+	err := c.Cloud.Delete(ctx, node.Spec.ProviderID)
+	switch {
+	case err == nil:
+		return false, nil
+	case cloudprovider.IsNotOwned(err):
+		c.Recorder.Eventf(node, corev1.EventTypeWarning, v1.ReasonInstanceNotOwned, "node %s runs on an instance nodewright did not launch: %v; terminate it yourself if it should go", node.Name, err)
+	case !cloudprovider.IsNotFound(err):
+		return false, fmt.Errorf("terminating the instance of node %s: %w", node.Name, err)
+	}
+	return true, nil
+}
+
+// release removes the node's finalizer once its instance is gone, so its
+// kubelet cannot register it again.
+func (c *Controller) release(ctx context.Context, node *corev1.Node) (reconcile.Result, error) {
 	before := node.DeepCopy()
 	controllerutil.RemoveFinalizer(node, v1.TerminationFinalizer)
 	if err := c.Client.Patch(ctx, node, client.MergeFrom(before)); client.IgnoreNotFound(err) != nil {

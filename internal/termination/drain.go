@@ -64,36 +64,67 @@ func (d *Drainer) Drain(ctx context.Context, node *corev1.Node, owner client.Obj
 		return false, fmt.Errorf("listing the pods of node %s: %w", node.Name, err)
 	}
 	pastDeadline := !deadline.IsZero() && !d.Clock.Now().Before(deadline)
-	lowest := 4
-	var remaining []*corev1.Pod
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if p.Annotations[corev1.MirrorPodAnnotationKey] != "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		remaining = append(remaining, p)
-		lowest = min(lowest, tier(p))
-	}
+	remaining := needingEviction(pods.Items)
 	if len(remaining) == 0 {
 		return true, nil
 	}
-	for _, p := range remaining {
+	if pastDeadline {
+		return false, d.deleteAtDeadline(ctx, node, remaining)
+	}
+	return false, d.evictTier(ctx, owner, remaining, lowestTier(remaining))
+}
+
+// needingEviction are the pods a drain waits for: all but mirror pods and
+// finished ones.
+func needingEviction(pods []corev1.Pod) []*corev1.Pod {
+	var out []*corev1.Pod
+	for i := range pods {
+		p := &pods[i]
+		if p.Annotations[corev1.MirrorPodAnnotationKey] != "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// lowestTier is the first tier the pods have one in.
+func lowestTier(pods []*corev1.Pod) int {
+	lowest := 4
+	for _, p := range pods {
+		lowest = min(lowest, tier(p))
+	}
+	return lowest
+}
+
+// deleteAtDeadline deletes the pods left at the termination deadline,
+// without grace.
+func (d *Drainer) deleteAtDeadline(ctx context.Context, node *corev1.Node, pods []*corev1.Pod) error {
+	for _, p := range pods {
+		if err := client.IgnoreNotFound(d.Client.Delete(ctx, p, client.GracePeriodSeconds(0))); err != nil {
+			return fmt.Errorf("deleting pod %s/%s at the termination deadline: %w", p.Namespace, p.Name, err)
+		}
+		logf.FromContext(ctx).Info("deleted pod at the termination deadline", "pod", client.ObjectKeyFromObject(p), "Node", node.Name)
+	}
+	return nil
+}
+
+// evictTier evicts the pods of the tier that are not going yet; those
+// marked karpenter.sh/do-not-disrupt wait for the deadline, which is
+// reported.
+func (d *Drainer) evictTier(ctx context.Context, owner client.Object, pods []*corev1.Pod, tierToEvict int) error {
+	for _, p := range pods {
 		switch {
-		case pastDeadline:
-			if err := client.IgnoreNotFound(d.Client.Delete(ctx, p, client.GracePeriodSeconds(0))); err != nil {
-				return false, fmt.Errorf("deleting pod %s/%s at the termination deadline: %w", p.Namespace, p.Name, err)
-			}
-			logf.FromContext(ctx).Info("deleted pod at the termination deadline", "pod", client.ObjectKeyFromObject(p), "Node", node.Name)
-		case tier(p) != lowest || !p.DeletionTimestamp.IsZero():
+		case tier(p) != tierToEvict || !p.DeletionTimestamp.IsZero():
 		case p.Annotations[v1.AnnotationDoNotDisrupt] == "true":
 			d.Recorder.Eventf(owner, corev1.EventTypeNormal, v1.ReasonDrainWaiting, "pod %s/%s is marked %s=true; it is not evicted before the terminationGracePeriod deadline", p.Namespace, p.Name, v1.AnnotationDoNotDisrupt)
 		default:
 			if err := d.evict(ctx, p, owner); err != nil {
-				return false, err
+				return err
 			}
 		}
 	}
-	return false, nil
+	return nil
 }
 
 // evict asks the Eviction API to evict a pod; a PodDisruptionBudget that

@@ -193,14 +193,36 @@ func (c *Controller) act(ctx context.Context, m Message, instance string, nc *v1
 	if err != nil {
 		return err
 	}
-	capacityType, instanceType, zone := nc.Labels[v1.LabelCapacityType], nc.Labels[corev1.LabelInstanceTypeStable], nc.Labels[corev1.LabelTopologyZone]
-	switch {
-	case m.Kind == SpotInterruption && instanceType != "" && zone != "":
+	capacityType := nc.Labels[v1.LabelCapacityType]
+	c.avoidOffering(m.Kind, nc)
+	replace := m.Kind != RebalanceRecommendation || c.Options.ActOnRebalance
+	c.announce(m, instance, nc, node, replace)
+	c.Log.Info("interruption", "kind", m.Kind, "instance", instance, "NodeClaim", nc.Name, "replace", replace, "deadline", m.Deadline)
+	if !replace {
+		return nil
+	}
+	return c.replaceClaim(ctx, m, nc, capacityType)
+}
+
+// avoidOffering keeps the NodeClaim's offering out of launches for a while
+// when AWS takes back its spot instance or reserved capacity.
+func (c *Controller) avoidOffering(kind Kind, nc *v1.NodeClaim) {
+	instanceType, zone := nc.Labels[corev1.LabelInstanceTypeStable], nc.Labels[corev1.LabelTopologyZone]
+	if instanceType == "" || zone == "" {
+		return
+	}
+	switch kind {
+	case SpotInterruption:
 		c.Offerings.MarkUnavailable(v1.CapacityTypeSpot, instanceType, zone)
-	case m.Kind == CapacityReservationInterruption && instanceType != "" && zone != "":
+	case CapacityReservationInterruption:
 		c.Offerings.MarkUnavailable(v1.CapacityTypeReserved, instanceType, zone)
 	}
-	replace := m.Kind != RebalanceRecommendation || c.Options.ActOnRebalance
+}
+
+// announce records the interruption on the NodeClaim and on its node, if
+// it has one: a Warning, but for a rebalance recommendation, which is
+// advice.
+func (c *Controller) announce(m Message, instance string, nc *v1.NodeClaim, node *corev1.Node, replace bool) {
 	reason, msg := describe(m, instance, replace, c.Clock.Now())
 	kind := corev1.EventTypeWarning
 	if m.Kind == RebalanceRecommendation {
@@ -210,10 +232,12 @@ func (c *Controller) act(ctx context.Context, m Message, instance string, nc *v1
 	if node != nil {
 		c.Recorder.Event(node, kind, reason, msg)
 	}
-	c.Log.Info("interruption", "kind", m.Kind, "instance", instance, "NodeClaim", nc.Name, "replace", replace, "deadline", m.Deadline)
-	if !replace {
-		return nil
-	}
+}
+
+// replaceClaim records the instance's deadline on the NodeClaim and
+// deletes it, unless it is being deleted already; capacityType is the
+// NodeClaim's as first read, for the metric.
+func (c *Controller) replaceClaim(ctx context.Context, m Message, nc *v1.NodeClaim, capacityType string) error {
 	if err := c.setDeadline(ctx, nc, m.Deadline); err != nil {
 		return err
 	}

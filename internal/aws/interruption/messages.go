@@ -87,12 +87,9 @@ type healthDetail struct {
 // Parse reads an SQS message body: an EventBridge event. A body that is
 // not one is an error; an event of another kind wraps ErrUnknown.
 func Parse(body string) (Message, error) {
-	var e envelope
-	if err := json.Unmarshal([]byte(body), &e); err != nil {
-		return Message{Kind: Malformed}, fmt.Errorf("not an EventBridge event: %w", err)
-	}
-	if e.Source == "" || e.DetailType == "" || len(e.Detail) == 0 {
-		return Message{Kind: Malformed}, errors.New("not an EventBridge event: no source, detail-type or detail")
+	e, err := readEnvelope(body)
+	if err != nil {
+		return Message{Kind: Malformed}, err
 	}
 	m := Message{At: e.Time}
 	switch {
@@ -101,6 +98,25 @@ func Parse(body string) (Message, error) {
 	case e.Source != "aws.ec2":
 		return Message{Kind: Unknown}, fmt.Errorf("%s event %q: %w", e.Source, e.DetailType, ErrUnknown)
 	}
+	return parseEC2(m, e)
+}
+
+// readEnvelope reads the EventBridge event a body holds: it must have a
+// source, a detail-type and a detail.
+func readEnvelope(body string) (envelope, error) {
+	var e envelope
+	if err := json.Unmarshal([]byte(body), &e); err != nil {
+		return envelope{}, fmt.Errorf("not an EventBridge event: %w", err)
+	}
+	if e.Source == "" || e.DetailType == "" || len(e.Detail) == 0 {
+		return envelope{}, errors.New("not an EventBridge event: no source, detail-type or detail")
+	}
+	return e, nil
+}
+
+// parseEC2 reads an EC2 event about one instance: an interruption warning,
+// a rebalance recommendation or a change of state.
+func parseEC2(m Message, e envelope) (Message, error) {
 	var d ec2Detail
 	if err := json.Unmarshal(e.Detail, &d); err != nil {
 		return Message{Kind: Malformed}, fmt.Errorf("%q event: reading its detail: %w", e.DetailType, err)
@@ -118,18 +134,23 @@ func Parse(body string) (Message, error) {
 		m.Kind = RebalanceRecommendation
 	case "EC2 Instance State-change Notification":
 		m.Detail = d.State
-		switch d.State {
-		case "stopping", "stopped":
-			m.Kind, m.Deadline = InstanceStopping, e.Time
-		case "shutting-down", "terminated":
-			m.Kind, m.Deadline = InstanceTerminating, e.Time
-		default:
-			m.Kind = StateChangeIgnored
-		}
+		m.Kind, m.Deadline = kindOfState(d.State, e.Time)
 	default:
 		return Message{Kind: Unknown}, fmt.Errorf("aws.ec2 event %q: %w", e.DetailType, ErrUnknown)
 	}
 	return m, nil
+}
+
+// kindOfState is the kind of an instance entering a state and, for one
+// stopping or terminating, its deadline: the time of the event.
+func kindOfState(state string, at time.Time) (Kind, time.Time) {
+	switch state {
+	case "stopping", "stopped":
+		return InstanceStopping, at
+	case "shutting-down", "terminated":
+		return InstanceTerminating, at
+	}
+	return StateChangeIgnored, time.Time{}
 }
 
 // parseHealth reads an AWS Health event: EC2 scheduled changes (instance
@@ -143,24 +164,42 @@ func parseHealth(m Message, raw json.RawMessage) (Message, error) {
 	if d.Service != "EC2" || d.EventTypeCategory != "scheduledChange" {
 		return Message{Kind: Unknown}, fmt.Errorf("AWS Health %s event of category %q: %w", d.Service, d.EventTypeCategory, ErrUnknown)
 	}
-	m.Kind, m.Detail = ScheduledChange, d.EventTypeCode
-	if len(d.EventDescription) > 0 && d.EventDescription[0].LatestDescription != "" {
-		m.Detail += ": " + d.EventDescription[0].LatestDescription
-	}
-	for _, a := range d.AffectedEntities {
-		if a.EntityValue != "" {
-			m.InstanceIDs = append(m.InstanceIDs, a.EntityValue)
-		}
-	}
+	m.Kind, m.Detail = ScheduledChange, d.summary()
+	m.InstanceIDs = d.instances()
 	if len(m.InstanceIDs) == 0 {
 		return Message{Kind: Malformed}, fmt.Errorf("AWS Health event %s affects no instance", d.EventTypeCode)
 	}
-	// AWS Health writes times as RFC 1123 ("Sat, 05 Jun 2021 11:30:00 GMT").
-	for _, layout := range []string{http.TimeFormat, time.RFC1123, time.RFC3339} {
-		if t, err := time.Parse(layout, d.StartTime); err == nil {
-			m.Deadline = t
-			break
+	m.Deadline = healthTime(d.StartTime)
+	return m, nil
+}
+
+// summary is the event's type, with its latest description when it has
+// one.
+func (d healthDetail) summary() string {
+	if len(d.EventDescription) > 0 && d.EventDescription[0].LatestDescription != "" {
+		return d.EventTypeCode + ": " + d.EventDescription[0].LatestDescription
+	}
+	return d.EventTypeCode
+}
+
+// instances are the instances the event affects.
+func (d healthDetail) instances() []string {
+	var out []string
+	for _, a := range d.AffectedEntities {
+		if a.EntityValue != "" {
+			out = append(out, a.EntityValue)
 		}
 	}
-	return m, nil
+	return out
+}
+
+// healthTime reads a time as AWS Health writes it, RFC 1123 ("Sat, 05 Jun
+// 2021 11:30:00 GMT"), or RFC 3339; zero when it is neither.
+func healthTime(s string) time.Time {
+	for _, layout := range []string{http.TimeFormat, time.RFC1123, time.RFC3339} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t
+		}
+	}
+	return time.Time{}
 }

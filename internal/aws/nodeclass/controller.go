@@ -84,15 +84,36 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !nc.DeletionTimestamp.IsZero() {
 		return c.finalize(ctx, nc)
 	}
-	if !controllerutil.ContainsFinalizer(nc, awsv1.TerminationFinalizer) {
-		patch := client.MergeFromWithOptions(nc.DeepCopy(), client.MergeFromWithOptimisticLock{})
-		controllerutil.AddFinalizer(nc, awsv1.TerminationFinalizer)
-		if err := c.Client.Patch(ctx, nc, patch); err != nil {
-			return ctrl.Result{}, fmt.Errorf("adding the finalizer of EC2NodeClass %s: %w", nc.Name, err)
-		}
+	if err := c.addFinalizer(ctx, nc); err != nil {
+		return ctrl.Result{}, err
 	}
 	res := c.resolve(ctx, nc)
 	before := nc.DeepCopy()
+	setResolved(nc, res)
+	c.setConditions(nc, res)
+	c.warnFindings(nc, res)
+	if err := c.Client.Status().Patch(ctx, nc, client.MergeFrom(before)); err != nil {
+		return ctrl.Result{}, fmt.Errorf("patching the status of EC2NodeClass %s: %w", nc.Name, err)
+	}
+	return ctrl.Result{RequeueAfter: c.Refresh}, nil
+}
+
+// addFinalizer holds a new EC2NodeClass until its NodeClaims, launch
+// templates and instance profile are gone.
+func (c *Controller) addFinalizer(ctx context.Context, nc *awsv1.EC2NodeClass) error {
+	if controllerutil.ContainsFinalizer(nc, awsv1.TerminationFinalizer) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(nc.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.AddFinalizer(nc, awsv1.TerminationFinalizer)
+	if err := c.Client.Patch(ctx, nc, patch); err != nil {
+		return fmt.Errorf("adding the finalizer of EC2NodeClass %s: %w", nc.Name, err)
+	}
+	return nil
+}
+
+// setResolved writes what was resolved into the status.
+func setResolved(nc *awsv1.EC2NodeClass, res Resolution) {
 	nc.Status.Subnets = nil
 	for _, s := range res.Subnets {
 		nc.Status.Subnets = append(nc.Status.Subnets, s.Subnet)
@@ -109,6 +130,12 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		nc.Status.CapacityReservations = append(nc.Status.CapacityReservations, r.CapacityReservation)
 	}
 	nc.Status.PlacementGroup = res.PlacementGroup
+}
+
+// setConditions sets the conditions of the resolution; a condition that
+// turns False, but Ready, which sums the others up, is also a Warning
+// event.
+func (c *Controller) setConditions(nc *awsv1.EC2NodeClass, res Resolution) {
 	now := metav1.NewTime(c.Clock.Now())
 	for _, cond := range Conditions(nc, res) {
 		cond.ObservedGeneration, cond.LastTransitionTime = nc.Generation, now
@@ -116,15 +143,16 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			c.Recorder.Event(nc, corev1.EventTypeWarning, cond.Reason, conditions.Truncate(cond.Message))
 		}
 	}
+}
+
+// warnFindings reports the user data's warnings as events; its errors are
+// in the conditions.
+func (c *Controller) warnFindings(nc *awsv1.EC2NodeClass, res Resolution) {
 	for _, f := range res.Findings {
 		if f.Severity == userdata.Warning {
 			c.Recorder.Event(nc, corev1.EventTypeWarning, awsv1.ReasonUserDataWarning, f.Code+": "+f.Explain())
 		}
 	}
-	if err := c.Client.Status().Patch(ctx, nc, client.MergeFrom(before)); err != nil {
-		return ctrl.Result{}, fmt.Errorf("patching the status of EC2NodeClass %s: %w", nc.Name, err)
-	}
-	return ctrl.Result{RequeueAfter: c.Refresh}, nil
 }
 
 func (c *Controller) resolve(ctx context.Context, nc *awsv1.EC2NodeClass) Resolution {
@@ -173,27 +201,16 @@ func (c *Controller) finalize(ctx context.Context, nc *awsv1.EC2NodeClass) (ctrl
 	if !controllerutil.ContainsFinalizer(nc, awsv1.TerminationFinalizer) {
 		return ctrl.Result{}, nil
 	}
-	claims := &v1.NodeClaimList{}
-	if err := c.Client.List(ctx, claims); err != nil {
+	using, err := c.claimsUsing(ctx, nc)
+	if err != nil {
 		return ctrl.Result{}, err
-	}
-	var using []string
-	for _, claim := range claims.Items {
-		if ref := claim.Spec.NodeClassRef; ref != nil && ref.Kind == "EC2NodeClass" && ref.Name == nc.Name {
-			using = append(using, claim.Name)
-		}
 	}
 	if len(using) > 0 {
 		c.Recorder.Eventf(nc, corev1.EventTypeNormal, awsv1.ReasonWaitingOnNodeClaimTermination,
 			"EC2NodeClass %s is deleted once its %d NodeClaims are gone: %s", nc.Name, len(using), strings.Join(using, ", "))
 		return ctrl.Result{RequeueAfter: waitForNodeClaims}, nil
 	}
-	if c.LaunchTemplates != nil {
-		if err := c.LaunchTemplates.DeleteLaunchTemplates(ctx, nc.Name); err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	if err := c.Resolver.DeleteInstanceProfile(ctx, nc); err != nil {
+	if err := c.deleteMadeFor(ctx, nc); err != nil {
 		return ctrl.Result{}, err
 	}
 	patch := client.MergeFromWithOptions(nc.DeepCopy(), client.MergeFromWithOptimisticLock{})
@@ -203,4 +220,30 @@ func (c *Controller) finalize(ctx context.Context, nc *awsv1.EC2NodeClass) (ctrl
 	}
 	logf.FromContext(ctx).Info("deleted EC2NodeClass: launch templates and managed instance profile removed")
 	return ctrl.Result{}, nil
+}
+
+// claimsUsing are the names of the NodeClaims that use the EC2NodeClass.
+func (c *Controller) claimsUsing(ctx context.Context, nc *awsv1.EC2NodeClass) ([]string, error) {
+	claims := &v1.NodeClaimList{}
+	if err := c.Client.List(ctx, claims); err != nil {
+		return nil, err
+	}
+	var using []string
+	for _, claim := range claims.Items {
+		if ref := claim.Spec.NodeClassRef; ref != nil && ref.Kind == "EC2NodeClass" && ref.Name == nc.Name {
+			using = append(using, claim.Name)
+		}
+	}
+	return using, nil
+}
+
+// deleteMadeFor deletes what nodewright made in AWS for the EC2NodeClass:
+// its launch templates and the instance profile it manages.
+func (c *Controller) deleteMadeFor(ctx context.Context, nc *awsv1.EC2NodeClass) error {
+	if c.LaunchTemplates != nil {
+		if err := c.LaunchTemplates.DeleteLaunchTemplates(ctx, nc.Name); err != nil {
+			return err
+		}
+	}
+	return c.Resolver.DeleteInstanceProfile(ctx, nc)
 }

@@ -38,59 +38,88 @@ func ProfileName(cluster, nodeClass string) string {
 // its role replaced when the EC2NodeClass's role changed.
 func (r *Resolver) InstanceProfile(ctx context.Context, nc *awsv1.EC2NodeClass) (string, error) {
 	if nc.Spec.InstanceProfile != nil {
-		name := *nc.Spec.InstanceProfile
-		if _, err := r.IAM.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(name)}); err != nil {
-			if isNotFound(err) {
-				return "", fmt.Errorf("instance profile %s does not exist; create it with the node role, or set spec.role instead", name)
-			}
-			return "", fmt.Errorf("getting instance profile %s: %w", name, err)
-		}
-		return name, nil
+		return r.namedProfile(ctx, *nc.Spec.InstanceProfile)
 	}
 	if adopted, err := r.adoptedProfile(ctx, nc); err != nil || adopted != "" {
 		return adopted, err
 	}
 	name := ProfileName(r.ClusterName, nc.Name)
-	out, err := r.IAM.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(name)})
-	var roles []iamtypes.Role
-	switch {
-	case err == nil && !r.ownedFor(out.InstanceProfile.Tags, nc.Name):
-		return "", fmt.Errorf("instance profile %s exists but nodewright did not make it for EC2NodeClass %s (it lacks the tags kubernetes.io/cluster/%s=owned and %s=%s), so nodewright leaves it alone; name it in spec.instanceProfile to launch with it, or delete it",
-			name, nc.Name, r.ClusterName, awsv1.LabelEC2NodeClass, nc.Name)
-	case err == nil:
-		roles = out.InstanceProfile.Roles
-	case isNotFound(err):
-		if _, err := r.IAM.CreateInstanceProfile(ctx, &iam.CreateInstanceProfileInput{
-			InstanceProfileName: aws.String(name),
-			Tags: []iamtypes.Tag{
-				{Key: aws.String("kubernetes.io/cluster/" + r.ClusterName), Value: aws.String("owned")},
-				{Key: aws.String(awsv1.LabelEC2NodeClass), Value: aws.String(nc.Name)},
-			},
-		}); err != nil {
-			return "", fmt.Errorf("creating instance profile %s: %w", name, err)
+	roles, err := r.managedProfileRoles(ctx, name, nc)
+	if err != nil {
+		return "", err
+	}
+	if err := r.holdRole(ctx, name, nc.Spec.Role, roles); err != nil {
+		return "", err
+	}
+	return name, nil
+}
+
+// namedProfile checks that the instance profile the EC2NodeClass names
+// exists.
+func (r *Resolver) namedProfile(ctx context.Context, name string) (string, error) {
+	if _, err := r.IAM.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(name)}); err != nil {
+		if isNotFound(err) {
+			return "", fmt.Errorf("instance profile %s does not exist; create it with the node role, or set spec.role instead", name)
 		}
-	default:
 		return "", fmt.Errorf("getting instance profile %s: %w", name, err)
 	}
-	for _, role := range roles {
-		if aws.ToString(role.RoleName) == nc.Spec.Role {
-			return name, nil
+	return name, nil
+}
+
+// managedProfileRoles are the roles of the instance profile nodewright
+// manages for the EC2NodeClass, which it creates when missing; a profile
+// of that name that nodewright did not make is refused.
+func (r *Resolver) managedProfileRoles(ctx context.Context, name string, nc *awsv1.EC2NodeClass) ([]iamtypes.Role, error) {
+	out, err := r.IAM.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(name)})
+	switch {
+	case err == nil && !r.ownedFor(out.InstanceProfile.Tags, nc.Name):
+		return nil, fmt.Errorf("instance profile %s exists but nodewright did not make it for EC2NodeClass %s (it lacks the tags kubernetes.io/cluster/%s=owned and %s=%s), so nodewright leaves it alone; name it in spec.instanceProfile to launch with it, or delete it",
+			name, nc.Name, r.ClusterName, awsv1.LabelEC2NodeClass, nc.Name)
+	case err == nil:
+		return out.InstanceProfile.Roles, nil
+	case isNotFound(err):
+		return nil, r.createProfile(ctx, name, nc.Name)
+	}
+	return nil, fmt.Errorf("getting instance profile %s: %w", name, err)
+}
+
+// createProfile creates an instance profile tagged as the cluster's, made
+// for the EC2NodeClass.
+func (r *Resolver) createProfile(ctx context.Context, name, nodeClass string) error {
+	if _, err := r.IAM.CreateInstanceProfile(ctx, &iam.CreateInstanceProfileInput{
+		InstanceProfileName: aws.String(name),
+		Tags: []iamtypes.Tag{
+			{Key: aws.String("kubernetes.io/cluster/" + r.ClusterName), Value: aws.String("owned")},
+			{Key: aws.String(awsv1.LabelEC2NodeClass), Value: aws.String(nodeClass)},
+		},
+	}); err != nil {
+		return fmt.Errorf("creating instance profile %s: %w", name, err)
+	}
+	return nil
+}
+
+// holdRole makes the instance profile hold the role: it holds one role at
+// most, so the roles before it, of an earlier spec.role, are removed.
+func (r *Resolver) holdRole(ctx context.Context, name, role string, roles []iamtypes.Role) error {
+	for _, held := range roles {
+		if aws.ToString(held.RoleName) == role {
+			return nil
 		}
 		if _, err := r.IAM.RemoveRoleFromInstanceProfile(ctx, &iam.RemoveRoleFromInstanceProfileInput{
-			InstanceProfileName: aws.String(name), RoleName: role.RoleName,
+			InstanceProfileName: aws.String(name), RoleName: held.RoleName,
 		}); err != nil {
-			return "", fmt.Errorf("removing the old role %s from instance profile %s: %w", aws.ToString(role.RoleName), name, err)
+			return fmt.Errorf("removing the old role %s from instance profile %s: %w", aws.ToString(held.RoleName), name, err)
 		}
 	}
 	if _, err := r.IAM.AddRoleToInstanceProfile(ctx, &iam.AddRoleToInstanceProfileInput{
-		InstanceProfileName: aws.String(name), RoleName: aws.String(nc.Spec.Role),
+		InstanceProfileName: aws.String(name), RoleName: aws.String(role),
 	}); err != nil {
 		if isNotFound(err) {
-			return "", fmt.Errorf("role %s does not exist; spec.role must name the node IAM role", nc.Spec.Role)
+			return fmt.Errorf("role %s does not exist; spec.role must name the node IAM role", role)
 		}
-		return "", fmt.Errorf("adding role %s to instance profile %s: %w", nc.Spec.Role, name, err)
+		return fmt.Errorf("adding role %s to instance profile %s: %w", role, name, err)
 	}
-	return name, nil
+	return nil
 }
 
 // adoptedProfile is the instance profile the EC2NodeClass's status names

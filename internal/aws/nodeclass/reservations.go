@@ -34,30 +34,8 @@ func (r *Resolver) CapacityReservations(ctx context.Context, nc *awsv1.EC2NodeCl
 	}
 	seen := map[string]Reservation{}
 	for _, term := range nc.Spec.CapacityReservationSelectorTerms {
-		in := &ec2.DescribeCapacityReservationsInput{Filters: append(tagFilters(term.Tags),
-			ec2types.Filter{Name: aws.String("state"), Values: []string{string(ec2types.CapacityReservationStateActive)}})}
-		if term.ID != "" {
-			in.CapacityReservationIds = []string{term.ID}
-		}
-		if term.OwnerID != "" {
-			in.Filters = append(in.Filters, ec2types.Filter{Name: aws.String("owner-id"), Values: []string{term.OwnerID}})
-		}
-		if term.InstanceMatchCriteria != "" {
-			in.Filters = append(in.Filters, ec2types.Filter{Name: aws.String("instance-match-criteria"), Values: []string{term.InstanceMatchCriteria}})
-		}
-		pages := ec2.NewDescribeCapacityReservationsPaginator(r.EC2, in)
-		for pages.HasMorePages() {
-			page, err := pages.NextPage(ctx)
-			if isNotFound(err) {
-				break
-			}
-			if err != nil {
-				return nil, fmt.Errorf("describing capacity reservations: %w", err)
-			}
-			for _, cr := range page.CapacityReservations {
-				res := reservationOf(cr, now)
-				seen[res.ID] = res
-			}
+		if err := r.addReservations(ctx, reservationQuery(term), now, seen); err != nil {
+			return nil, err
 		}
 	}
 	out := make([]Reservation, 0, len(seen))
@@ -66,6 +44,43 @@ func (r *Resolver) CapacityReservations(ctx context.Context, nc *awsv1.EC2NodeCl
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
+}
+
+// reservationQuery asks for the active reservations a selector term
+// selects.
+func reservationQuery(term awsv1.CapacityReservationSelectorTerm) *ec2.DescribeCapacityReservationsInput {
+	in := &ec2.DescribeCapacityReservationsInput{Filters: append(tagFilters(term.Tags),
+		ec2types.Filter{Name: aws.String("state"), Values: []string{string(ec2types.CapacityReservationStateActive)}})}
+	if term.ID != "" {
+		in.CapacityReservationIds = []string{term.ID}
+	}
+	if term.OwnerID != "" {
+		in.Filters = append(in.Filters, ec2types.Filter{Name: aws.String("owner-id"), Values: []string{term.OwnerID}})
+	}
+	if term.InstanceMatchCriteria != "" {
+		in.Filters = append(in.Filters, ec2types.Filter{Name: aws.String("instance-match-criteria"), Values: []string{term.InstanceMatchCriteria}})
+	}
+	return in
+}
+
+// addReservations adds the reservations a query finds to seen, by id; a
+// reservation id that does not exist finds nothing.
+func (r *Resolver) addReservations(ctx context.Context, in *ec2.DescribeCapacityReservationsInput, now time.Time, seen map[string]Reservation) error {
+	pages := ec2.NewDescribeCapacityReservationsPaginator(r.EC2, in)
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if isNotFound(err) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("describing capacity reservations: %w", err)
+		}
+		for _, cr := range page.CapacityReservations {
+			res := reservationOf(cr, now)
+			seen[res.ID] = res
+		}
+	}
+	return nil
 }
 
 func reservationOf(cr ec2types.CapacityReservation, now time.Time) Reservation {

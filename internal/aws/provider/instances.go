@@ -136,18 +136,11 @@ func (p *Launcher) Delete(ctx context.Context, id string) error {
 	return nil
 }
 
+// instanceOf is the cloudprovider view of an EC2 instance; types, when
+// one is the instance's, fill its capacity, allocatable and labels.
 func instanceOf(inst ec2types.Instance, types []*scheduling.InstanceType) *cloudprovider.Instance {
-	zone := ""
-	if inst.Placement != nil {
-		zone = aws.ToString(inst.Placement.AvailabilityZone)
-	}
-	capacityType := v1.CapacityTypeOnDemand
-	if inst.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot {
-		capacityType = v1.CapacityTypeSpot
-	}
-	if inst.CapacityReservationId != nil {
-		capacityType = v1.CapacityTypeReserved
-	}
+	zone := zoneOf(inst)
+	capacityType := capacityTypeOf(inst)
 	out := &cloudprovider.Instance{
 		ProviderID: providerID(zone, aws.ToString(inst.InstanceId)), InstanceID: aws.ToString(inst.InstanceId),
 		InstanceType: string(inst.InstanceType), Zone: zone, CapacityType: capacityType, ImageID: aws.ToString(inst.ImageId),
@@ -155,16 +148,7 @@ func instanceOf(inst ec2types.Instance, types []*scheduling.InstanceType) *cloud
 			scheduling.LabelInstanceType: string(inst.InstanceType), scheduling.LabelZone: zone, v1.LabelCapacityType: capacityType,
 		},
 	}
-	if inst.CapacityReservationId != nil {
-		out.Labels[awsv1.LabelCapacityReservationID] = *inst.CapacityReservationId
-		out.Labels[awsv1.LabelCapacityReservationInterruptible] = strconv.FormatBool(inst.InstanceLifecycle == ec2types.InstanceLifecycleTypeInterruptibleCapacityReservation)
-	}
-	if p := inst.Placement; p != nil && p.GroupId != nil {
-		out.Labels[awsv1.LabelPlacementGroupID] = *p.GroupId
-		if p.PartitionNumber != nil {
-			out.Labels[awsv1.LabelPlacementGroupPartition] = strconv.Itoa(int(*p.PartitionNumber))
-		}
-	}
+	addPlacementLabels(out.Labels, inst)
 	if inst.State != nil {
 		out.State = string(inst.State.Name)
 	}
@@ -173,25 +157,73 @@ func instanceOf(inst ec2types.Instance, types []*scheduling.InstanceType) *cloud
 	for _, g := range inst.SecurityGroups {
 		out.SecurityGroupIDs = append(out.SecurityGroupIDs, aws.ToString(g.GroupId))
 	}
-	for _, t := range inst.Tags {
-		switch aws.ToString(t.Key) {
-		case TagNodeClaim:
-			out.NodeClaim = aws.ToString(t.Value)
-		case v1.LabelNodePool:
-			out.NodePool = aws.ToString(t.Value)
+	out.NodeClaim, out.NodePool = claimAndPool(inst.Tags)
+	addTypeDetails(out, types)
+	return out
+}
+
+// zoneOf is the instance's availability zone, "" when EC2 does not say.
+func zoneOf(inst ec2types.Instance) string {
+	if inst.Placement == nil {
+		return ""
+	}
+	return aws.ToString(inst.Placement.AvailabilityZone)
+}
+
+// capacityTypeOf is how the instance was bought: in a capacity
+// reservation, as spot, or on demand.
+func capacityTypeOf(inst ec2types.Instance) string {
+	switch {
+	case inst.CapacityReservationId != nil:
+		return v1.CapacityTypeReserved
+	case inst.InstanceLifecycle == ec2types.InstanceLifecycleTypeSpot:
+		return v1.CapacityTypeSpot
+	}
+	return v1.CapacityTypeOnDemand
+}
+
+// addPlacementLabels labels the instance's capacity reservation and
+// placement group, when it is in one.
+func addPlacementLabels(labels map[string]string, inst ec2types.Instance) {
+	if inst.CapacityReservationId != nil {
+		labels[awsv1.LabelCapacityReservationID] = *inst.CapacityReservationId
+		labels[awsv1.LabelCapacityReservationInterruptible] = strconv.FormatBool(inst.InstanceLifecycle == ec2types.InstanceLifecycleTypeInterruptibleCapacityReservation)
+	}
+	if p := inst.Placement; p != nil && p.GroupId != nil {
+		labels[awsv1.LabelPlacementGroupID] = *p.GroupId
+		if p.PartitionNumber != nil {
+			labels[awsv1.LabelPlacementGroupPartition] = strconv.Itoa(int(*p.PartitionNumber))
 		}
 	}
+}
+
+// claimAndPool are the NodeClaim and NodePool an instance's tags name.
+func claimAndPool(tags []ec2types.Tag) (nodeClaim, nodePool string) {
+	for _, t := range tags {
+		switch aws.ToString(t.Key) {
+		case TagNodeClaim:
+			nodeClaim = aws.ToString(t.Value)
+		case v1.LabelNodePool:
+			nodePool = aws.ToString(t.Value)
+		}
+	}
+	return nodeClaim, nodePool
+}
+
+// addTypeDetails fills the instance's capacity and allocatable from its
+// type among types, and the type's labels the instance does not have.
+func addTypeDetails(out *cloudprovider.Instance, types []*scheduling.InstanceType) {
 	for _, it := range types {
-		if it.Name == out.InstanceType {
-			out.Capacity, out.Allocatable = it.Capacity.List(), it.Allocatable.List()
-			for k, v := range it.Requirements.Labels() {
-				if _, set := out.Labels[k]; !set {
-					out.Labels[k] = v
-				}
+		if it.Name != out.InstanceType {
+			continue
+		}
+		out.Capacity, out.Allocatable = it.Capacity.List(), it.Allocatable.List()
+		for k, v := range it.Requirements.Labels() {
+			if _, set := out.Labels[k]; !set {
+				out.Labels[k] = v
 			}
 		}
 	}
-	return out
 }
 
 // DeleteLaunchTemplates deletes the launch templates nodewright made for an

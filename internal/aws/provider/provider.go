@@ -319,15 +319,8 @@ func ready(class *awsv1.EC2NodeClass) error {
 func (p *Launcher) capacityType(reqs scheduling.Requirements, types []*scheduling.InstanceType) string {
 	r, constrained := reqs[v1.LabelCapacityType]
 	for _, ct := range []string{v1.CapacityTypeReserved, v1.CapacityTypeSpot} {
-		if constrained && !r.Has(ct) {
-			continue
-		}
-		for _, it := range types {
-			for _, o := range it.Offerings {
-				if o.CapacityType == ct && o.Available && zoneAllowed(reqs, o.Zone) && !p.unavailable.isUnavailable(o.CapacityType, it.Name, o.Zone) {
-					return ct
-				}
-			}
+		if (!constrained || r.Has(ct)) && p.anyAvailable(reqs, types, ct) {
+			return ct
 		}
 	}
 	if constrained && !r.Has(v1.CapacityTypeOnDemand) {
@@ -337,6 +330,19 @@ func (p *Launcher) capacityType(reqs scheduling.Requirements, types []*schedulin
 		return v1.CapacityTypeReserved
 	}
 	return v1.CapacityTypeOnDemand
+}
+
+// anyAvailable reports an available offering of the capacity type, in an
+// allowed zone and not recently out of capacity, among the types.
+func (p *Launcher) anyAvailable(reqs scheduling.Requirements, types []*scheduling.InstanceType, capacityType string) bool {
+	for _, it := range types {
+		for _, o := range it.Offerings {
+			if o.CapacityType == capacityType && o.Available && zoneAllowed(reqs, o.Zone) && !p.unavailable.isUnavailable(o.CapacityType, it.Name, o.Zone) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // interruptibleOnly reports a reserved launch whose only available
@@ -368,64 +374,117 @@ func zoneAllowed(reqs scheduling.Requirements, zone string) bool {
 // zone, in the subnet with the most free addresses there.
 func (p *Launcher) launchTemplateConfigs(ctx context.Context, claim *v1.NodeClaim, class *awsv1.EC2NodeClass, reqs scheduling.Requirements,
 	types []*scheduling.InstanceType, capacityType string, interruptible bool, subnets []nodeclass.Subnet) ([]ec2types.FleetLaunchTemplateConfigRequest, error) {
+	filter := offeringFilter{unavailable: p.unavailable, reqs: reqs, capacityType: capacityType, interruptible: interruptible, subnets: roomiestSubnets(subnets)}
+	groups := groupOverrides(class, types, filter)
+	if !groups.overlaid {
+		// EC2's own prices decide: no priorities.
+		groups.dropPriorities()
+	}
+	configs := make([]ec2types.FleetLaunchTemplateConfigRequest, 0, len(groups.order))
+	for _, g := range groups.order {
+		name, err := p.ensureLaunchTemplate(ctx, claim, class, groups.amis[g.ami], g.maxPods, g.reservation)
+		if err != nil {
+			return nil, err
+		}
+		configs = append(configs, ec2types.FleetLaunchTemplateConfigRequest{
+			LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{LaunchTemplateName: aws.String(name), Version: aws.String("$Latest")},
+			Overrides:                   groups.overrides[g],
+		})
+	}
+	return configs, nil
+}
+
+// roomiestSubnets is, by zone, the subnet with the most free addresses.
+func roomiestSubnets(subnets []nodeclass.Subnet) map[string]nodeclass.Subnet {
 	best := map[string]nodeclass.Subnet{}
 	for _, s := range subnets {
 		if cur, ok := best[s.Zone]; !ok || s.FreeIPs > cur.FreeIPs {
 			best[s.Zone] = s
 		}
 	}
-	type group struct {
-		ami         string
-		maxPods     int64
-		reservation string
+	return best
+}
+
+// offeringFilter decides which offerings one launch asks EC2 for.
+type offeringFilter struct {
+	unavailable   *unavailableOfferings
+	reqs          scheduling.Requirements
+	capacityType  string
+	interruptible bool
+	// subnets is the subnet each zone launches into.
+	subnets map[string]nodeclass.Subnet
+}
+
+// subnetFor is the subnet an offering launches into, and whether the
+// launch takes the offering at all: it must be of the launch's capacity
+// type and kind of reservation, available, in an allowed zone with a
+// subnet, and not recently out of capacity.
+func (f offeringFilter) subnetFor(it *scheduling.InstanceType, o scheduling.Offering) (nodeclass.Subnet, bool) {
+	subnet, hasSubnet := f.subnets[o.Zone]
+	if o.CapacityType != f.capacityType || !o.Available || !hasSubnet || !zoneAllowed(f.reqs, o.Zone) || f.unavailable.isUnavailable(f.capacityType, it.Name, o.Zone) ||
+		o.ReservationInterruptible != f.interruptible {
+		return nodeclass.Subnet{}, false
 	}
-	amis := map[string]awsv1.AMI{}
-	overrides := map[group][]ec2types.FleetLaunchTemplateOverridesRequest{}
-	var order []group
-	overlaid := false
+	return subnet, true
+}
+
+// templateGroup is what one launch template is for: an AMI and a pod
+// limit (they make its user data) and the capacity reservation it
+// launches into, if any.
+type templateGroup struct {
+	ami         string
+	maxPods     int64
+	reservation string
+}
+
+// overrideGroups are a launch's overrides by launch template, the groups
+// in the order they were first met, and the AMIs they use.
+type overrideGroups struct {
+	amis      map[string]awsv1.AMI
+	overrides map[templateGroup][]ec2types.FleetLaunchTemplateOverridesRequest
+	order     []templateGroup
+	// overlaid: some offering has a NodeOverlay's price.
+	overlaid bool
+}
+
+// groupOverrides makes an override, priced, for each offering the filter
+// takes of each instance type that has an AMI, grouped by launch template.
+func groupOverrides(class *awsv1.EC2NodeClass, types []*scheduling.InstanceType, filter offeringFilter) *overrideGroups {
+	groups := &overrideGroups{amis: map[string]awsv1.AMI{}, overrides: map[templateGroup][]ec2types.FleetLaunchTemplateOverridesRequest{}}
 	for _, it := range types {
 		ami, ok := amiFor(it, class.Status.AMIs)
 		if !ok {
 			continue
 		}
-		amis[ami.ID] = ami
+		groups.amis[ami.ID] = ami
 		for _, o := range it.Offerings {
-			subnet, hasSubnet := best[o.Zone]
-			if o.CapacityType != capacityType || !o.Available || !hasSubnet || !zoneAllowed(reqs, o.Zone) || p.unavailable.isUnavailable(capacityType, it.Name, o.Zone) ||
-				o.ReservationInterruptible != interruptible {
-				continue
-			}
-			g := group{ami: ami.ID, maxPods: it.Capacity.Pods(), reservation: o.ReservationID}
-			if _, seen := overrides[g]; !seen {
-				order = append(order, g)
-			}
-			overlaid = overlaid || o.Overlaid
-			overrides[g] = append(overrides[g], ec2types.FleetLaunchTemplateOverridesRequest{
-				InstanceType: ec2types.InstanceType(it.Name), SubnetId: aws.String(subnet.ID), AvailabilityZone: aws.String(o.Zone),
-				Priority: aws.Float64(o.Price),
-			})
-		}
-	}
-	if !overlaid {
-		// EC2's own prices decide: no priorities.
-		for _, list := range overrides {
-			for i := range list {
-				list[i].Priority = nil
+			if subnet, ok := filter.subnetFor(it, o); ok {
+				groups.add(templateGroup{ami: ami.ID, maxPods: it.Capacity.Pods(), reservation: o.ReservationID}, it, o, subnet)
 			}
 		}
 	}
-	configs := make([]ec2types.FleetLaunchTemplateConfigRequest, 0, len(order))
-	for _, g := range order {
-		name, err := p.ensureLaunchTemplate(ctx, claim, class, amis[g.ami], g.maxPods, g.reservation)
-		if err != nil {
-			return nil, err
-		}
-		configs = append(configs, ec2types.FleetLaunchTemplateConfigRequest{
-			LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{LaunchTemplateName: aws.String(name), Version: aws.String("$Latest")},
-			Overrides:                   overrides[g],
-		})
+	return groups
+}
+
+// add puts the override of an offering in its group.
+func (g *overrideGroups) add(group templateGroup, it *scheduling.InstanceType, o scheduling.Offering, subnet nodeclass.Subnet) {
+	if _, seen := g.overrides[group]; !seen {
+		g.order = append(g.order, group)
 	}
-	return configs, nil
+	g.overlaid = g.overlaid || o.Overlaid
+	g.overrides[group] = append(g.overrides[group], ec2types.FleetLaunchTemplateOverridesRequest{
+		InstanceType: ec2types.InstanceType(it.Name), SubnetId: aws.String(subnet.ID), AvailabilityZone: aws.String(o.Zone),
+		Priority: aws.Float64(o.Price),
+	})
+}
+
+// dropPriorities clears the overrides' priorities.
+func (g *overrideGroups) dropPriorities() {
+	for _, list := range g.overrides {
+		for i := range list {
+			list[i].Priority = nil
+		}
+	}
 }
 
 // overlaidPrices reports a launch whose offerings include a NodeOverlay's
@@ -486,47 +545,9 @@ func amiFor(it *scheduling.InstanceType, amis []awsv1.AMI) (awsv1.AMI, bool) {
 // content; its name is a hash of that content, so equal content shares one.
 // A reservation id makes it launch into that capacity reservation.
 func (p *Launcher) ensureLaunchTemplate(ctx context.Context, claim *v1.NodeClaim, class *awsv1.EC2NodeClass, ami awsv1.AMI, maxPods int64, reservation string) (string, error) {
-	ud, err := LaunchUserData(p.cluster, claim, class, maxPods)
+	data, err := p.launchTemplateData(claim, class, ami, maxPods, reservation)
 	if err != nil {
 		return "", err
-	}
-	data := &ec2types.RequestLaunchTemplateData{
-		ImageId:            aws.String(ami.ID),
-		UserData:           aws.String(base64.StdEncoding.EncodeToString([]byte(ud))),
-		IamInstanceProfile: &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String(class.Status.InstanceProfile)},
-		Monitoring:         &ec2types.LaunchTemplatesMonitoringRequest{Enabled: aws.Bool(aws.ToBool(class.Spec.DetailedMonitoring))},
-	}
-	data.NetworkInterfaces = networkInterfaces(class)
-	if o := class.Spec.CPUOptions; o != nil && o.NestedVirtualization != nil {
-		data.CpuOptions = &ec2types.LaunchTemplateCpuOptionsRequest{NestedVirtualization: ec2types.NestedVirtualizationSpecification(*o.NestedVirtualization)}
-	}
-	data.Placement = placement(claim, class)
-	if reservation != "" {
-		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
-			CapacityReservationTarget: &ec2types.CapacityReservationTarget{CapacityReservationId: aws.String(reservation)},
-		}
-	}
-	if m := class.Spec.MetadataOptions; m != nil {
-		data.MetadataOptions = &ec2types.LaunchTemplateInstanceMetadataOptionsRequest{
-			HttpEndpoint:            ec2types.LaunchTemplateInstanceMetadataEndpointState(aws.ToString(m.HTTPEndpoint)),
-			HttpProtocolIpv6:        ec2types.LaunchTemplateInstanceMetadataProtocolIpv6(aws.ToString(m.HTTPProtocolIPv6)),
-			HttpPutResponseHopLimit: aws.Int32(int32(aws.ToInt64(m.HTTPPutResponseHopLimit))), //nolint:gosec // at most 64
-			HttpTokens:              ec2types.LaunchTemplateHttpTokensState(aws.ToString(m.HTTPTokens)),
-		}
-	}
-	for _, bdm := range class.Spec.BlockDeviceMappings {
-		if bdm == nil || bdm.EBS == nil {
-			continue
-		}
-		data.BlockDeviceMappings = append(data.BlockDeviceMappings, ec2types.LaunchTemplateBlockDeviceMappingRequest{
-			DeviceName: bdm.DeviceName,
-			Ebs: &ec2types.LaunchTemplateEbsBlockDeviceRequest{
-				VolumeSize: volumeGiB(bdm.EBS.VolumeSize), VolumeType: ec2types.VolumeType(aws.ToString(bdm.EBS.VolumeType)),
-				Encrypted: bdm.EBS.Encrypted, DeleteOnTermination: bdm.EBS.DeleteOnTermination, KmsKeyId: bdm.EBS.KMSKeyID,
-				SnapshotId: bdm.EBS.SnapshotID, Iops: int32Of(bdm.EBS.IOPS), Throughput: int32Of(bdm.EBS.Throughput),
-				VolumeInitializationRate: bdm.EBS.VolumeInitializationRate,
-			},
-		})
 	}
 	content, err := json.Marshal(data)
 	if err != nil {
@@ -543,6 +564,16 @@ func (p *Launcher) ensureLaunchTemplate(ctx context.Context, claim *v1.NodeClaim
 	} else if !hasCode(err, templateNotFound...) {
 		return "", fmt.Errorf("finding launch template %s: %w", name, err)
 	}
+	if err := p.createLaunchTemplate(ctx, name, class, data); err != nil {
+		return "", err
+	}
+	p.templates.Store(name, struct{}{})
+	return name, nil
+}
+
+// createLaunchTemplate creates a launch template, tagged as the cluster's
+// and the EC2NodeClass's; one made meanwhile by another launch is fine.
+func (p *Launcher) createLaunchTemplate(ctx context.Context, name string, class *awsv1.EC2NodeClass, data *ec2types.RequestLaunchTemplateData) error {
 	// The reference finds an EC2NodeClass's templates by eks:eks-cluster-name
 	// and the class: with it, going back to the reference deletes these too.
 	tags := []ec2types.Tag{
@@ -550,15 +581,93 @@ func (p *Launcher) ensureLaunchTemplate(ctx context.Context, claim *v1.NodeClaim
 		{Key: aws.String("eks:eks-cluster-name"), Value: aws.String(p.cluster.Name)},
 		{Key: aws.String(awsv1.LabelEC2NodeClass), Value: aws.String(class.Name)},
 	}
-	_, err = p.ec2.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{
+	_, err := p.ec2.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{
 		LaunchTemplateName: aws.String(name), LaunchTemplateData: data,
 		TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeLaunchTemplate, Tags: tags}},
 	})
 	if err != nil && !hasCode(err, "InvalidLaunchTemplateName.AlreadyExistsException") {
-		return "", fmt.Errorf("creating launch template %s: %w", name, err)
+		return fmt.Errorf("creating launch template %s: %w", name, err)
 	}
-	p.templates.Store(name, struct{}{})
-	return name, nil
+	return nil
+}
+
+// launchTemplateData is what a launch template holds: the AMI, the user
+// data for the pod limit, the instance profile, network interfaces,
+// placement, the capacity reservation if any, and the EC2NodeClass's
+// monitoring, CPU, metadata and volume settings.
+func (p *Launcher) launchTemplateData(claim *v1.NodeClaim, class *awsv1.EC2NodeClass, ami awsv1.AMI, maxPods int64, reservation string) (*ec2types.RequestLaunchTemplateData, error) {
+	ud, err := LaunchUserData(p.cluster, claim, class, maxPods)
+	if err != nil {
+		return nil, err
+	}
+	data := &ec2types.RequestLaunchTemplateData{
+		ImageId:            aws.String(ami.ID),
+		UserData:           aws.String(base64.StdEncoding.EncodeToString([]byte(ud))),
+		IamInstanceProfile: &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String(class.Status.InstanceProfile)},
+		Monitoring:         &ec2types.LaunchTemplatesMonitoringRequest{Enabled: aws.Bool(aws.ToBool(class.Spec.DetailedMonitoring))},
+	}
+	data.NetworkInterfaces = networkInterfaces(class)
+	data.CpuOptions = cpuOptions(class)
+	data.Placement = placement(claim, class)
+	data.CapacityReservationSpecification = reservationTarget(reservation)
+	data.MetadataOptions = metadataOptions(class)
+	data.BlockDeviceMappings = blockDeviceMappings(class)
+	return data, nil
+}
+
+// cpuOptions are the EC2NodeClass's CPU options, nil when it sets none.
+func cpuOptions(class *awsv1.EC2NodeClass) *ec2types.LaunchTemplateCpuOptionsRequest {
+	o := class.Spec.CPUOptions
+	if o == nil || o.NestedVirtualization == nil {
+		return nil
+	}
+	return &ec2types.LaunchTemplateCpuOptionsRequest{NestedVirtualization: ec2types.NestedVirtualizationSpecification(*o.NestedVirtualization)}
+}
+
+// reservationTarget launches into a capacity reservation; nil for none.
+func reservationTarget(reservation string) *ec2types.LaunchTemplateCapacityReservationSpecificationRequest {
+	if reservation == "" {
+		return nil
+	}
+	return &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
+		CapacityReservationTarget: &ec2types.CapacityReservationTarget{CapacityReservationId: aws.String(reservation)},
+	}
+}
+
+// metadataOptions are the EC2NodeClass's instance metadata settings, nil
+// when it sets none.
+func metadataOptions(class *awsv1.EC2NodeClass) *ec2types.LaunchTemplateInstanceMetadataOptionsRequest {
+	m := class.Spec.MetadataOptions
+	if m == nil {
+		return nil
+	}
+	return &ec2types.LaunchTemplateInstanceMetadataOptionsRequest{
+		HttpEndpoint:            ec2types.LaunchTemplateInstanceMetadataEndpointState(aws.ToString(m.HTTPEndpoint)),
+		HttpProtocolIpv6:        ec2types.LaunchTemplateInstanceMetadataProtocolIpv6(aws.ToString(m.HTTPProtocolIPv6)),
+		HttpPutResponseHopLimit: aws.Int32(int32(aws.ToInt64(m.HTTPPutResponseHopLimit))), //nolint:gosec // at most 64
+		HttpTokens:              ec2types.LaunchTemplateHttpTokensState(aws.ToString(m.HTTPTokens)),
+	}
+}
+
+// blockDeviceMappings are the EC2NodeClass's EBS volumes; mappings
+// without one are left out.
+func blockDeviceMappings(class *awsv1.EC2NodeClass) []ec2types.LaunchTemplateBlockDeviceMappingRequest {
+	var out []ec2types.LaunchTemplateBlockDeviceMappingRequest
+	for _, bdm := range class.Spec.BlockDeviceMappings {
+		if bdm == nil || bdm.EBS == nil {
+			continue
+		}
+		out = append(out, ec2types.LaunchTemplateBlockDeviceMappingRequest{
+			DeviceName: bdm.DeviceName,
+			Ebs: &ec2types.LaunchTemplateEbsBlockDeviceRequest{
+				VolumeSize: volumeGiB(bdm.EBS.VolumeSize), VolumeType: ec2types.VolumeType(aws.ToString(bdm.EBS.VolumeType)),
+				Encrypted: bdm.EBS.Encrypted, DeleteOnTermination: bdm.EBS.DeleteOnTermination, KmsKeyId: bdm.EBS.KMSKeyID,
+				SnapshotId: bdm.EBS.SnapshotID, Iops: int32Of(bdm.EBS.IOPS), Throughput: int32Of(bdm.EBS.Throughput),
+				VolumeInitializationRate: bdm.EBS.VolumeInitializationRate,
+			},
+		})
+	}
+	return out
 }
 
 // networkInterfaces are the interfaces a node launches with: those of
