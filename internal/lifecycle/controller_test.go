@@ -402,7 +402,19 @@ func TestDrainRespectsPodDisruptionBudgets(t *testing.T) {
 		}
 		return false, nil
 	})
-	time.Sleep(3 * time.Second) // several drain attempts
+	e.waitFor(t, "two drain attempts that the PodDisruptionBudget refused", func(ctx context.Context) (bool, error) {
+		events := &corev1.EventList{}
+		if err := e.kube.List(ctx, events); err != nil {
+			return false, err
+		}
+		refused := int32(0)
+		for _, ev := range events.Items {
+			if ev.Reason == v1.ReasonDrainBlocked && strings.Contains(ev.Message, "pod default/db-0") {
+				refused += max(ev.Count, 1)
+			}
+		}
+		return refused >= 2, nil
+	})
 	for _, name := range []string{"db-0", "db-1"} {
 		pod := &corev1.Pod{}
 		if err := e.kube.Get(ctx, client.ObjectKey{Namespace: "default", Name: name}, pod); err != nil || !pod.DeletionTimestamp.IsZero() {

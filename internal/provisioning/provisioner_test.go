@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
@@ -38,6 +39,33 @@ func pod(name string, selector map[string]string) *corev1.Pod {
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("512Mi")},
 		}}}},
 	}
+}
+
+// decisions counts the provisioning decisions made in this process (the
+// operator's metric).
+func decisions(t *testing.T) uint64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == "nodewright_provisioning_decision_duration_seconds" && len(f.GetMetric()) > 0 {
+			return f.GetMetric()[0].GetHistogram().GetSampleCount()
+		}
+	}
+	return 0
+}
+
+// afterDecisions waits until the provisioner has made n more decisions:
+// what they do (or do not do) is then there to see, however slow the
+// machine.
+func afterDecisions(t *testing.T, e *optest.Env, n uint64) {
+	t.Helper()
+	from := decisions(t)
+	e.WaitFor(t, fmt.Sprintf("%d more provisioning decisions", n), func(context.Context) (bool, error) {
+		return decisions(t) >= from+n, nil
+	})
 }
 
 func claims(t *testing.T, e *optest.Env) []v1.NodeClaim {
@@ -119,7 +147,7 @@ func TestPendingPodsGetNodeClaims(t *testing.T) {
 		return false, nil
 	})
 	count := len(claims(t, e))
-	time.Sleep(4 * time.Second) // two more batches while the nodes boot
+	afterDecisions(t, e, 2) // two more decisions while the nodes boot
 	if now := len(claims(t, e)); now != count {
 		t.Errorf("%d NodeClaims became %d while the first ones were booting: pods were planned twice", count, now)
 	}
@@ -149,7 +177,7 @@ func TestDecisionsGoOnWhileNodeClaimsLaunch(t *testing.T) {
 			e.Create(t, p)
 			names = append(names, p.Name)
 		}
-		time.Sleep(700 * time.Millisecond)
+		afterDecisions(t, e, 1) // the next round comes after a decision
 	}
 	defer func() {
 		if t.Failed() {
@@ -167,7 +195,7 @@ func TestDecisionsGoOnWhileNodeClaimsLaunch(t *testing.T) {
 		nominated, err := nominations(ctx, e)
 		return len(nominated) == len(names)+1, err
 	})
-	time.Sleep(2 * time.Second) // more decisions while the slow launch hangs
+	afterDecisions(t, e, 2) // more decisions while the slow launch hangs
 	nominated, err := nominations(context.Background(), e)
 	if err != nil {
 		t.Fatal(err)
