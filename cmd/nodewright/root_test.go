@@ -162,7 +162,7 @@ func TestSimulateTableAndErrors(t *testing.T) {
 }
 
 func TestUserData(t *testing.T) {
-	out, err := run("userdata", "--cluster-name", "prod", "--cluster-endpoint", "https://ABC.gr7.eu-west-1.eks.amazonaws.com", "--cluster-ca", "Q0E=", "-f", "../../scenarios/healthy-mixed-arch.yaml", "--nodepool", "general", "--instance-type", "m5.large")
+	out, err := run("userdata", "--cluster-name", "prod", "--cluster-endpoint", "https://ABC.gr7.eu-west-1.eks.amazonaws.com", "--cluster-ca", "Q0E=", "--service-cidr", "172.20.0.0/16", "-f", "../../scenarios/healthy-mixed-arch.yaml", "--nodepool", "general", "--instance-type", "m5.large")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -181,20 +181,20 @@ func TestUserData(t *testing.T) {
 		}
 	}
 	// Without --instance-type: the cheapest type the NodePool admits, named.
-	out, err = run("userdata", "--cluster-name", "prod", "--cluster-endpoint", "https://ABC.gr7.eu-west-1.eks.amazonaws.com", "--cluster-ca", "Q0E=", "-f", "../../scenarios/healthy-mixed-arch.yaml", "--nodepool", "cicd-armapps")
+	out, err = run("userdata", "--cluster-name", "prod", "--cluster-endpoint", "https://ABC.gr7.eu-west-1.eks.amazonaws.com", "--cluster-ca", "Q0E=", "--service-cidr", "172.20.0.0/16", "-f", "../../scenarios/healthy-mixed-arch.yaml", "--nodepool", "cicd-armapps")
 	if err != nil || !strings.Contains(out, "rendered for t4g.") || !strings.Contains(out, "maxPods: ") {
 		t.Errorf("without an instance type: %v\n%s", err, out)
 	}
-	out, err = run("userdata", "--cluster-name", "prod", "--cluster-endpoint", "https://ABC.gr7.eu-west-1.eks.amazonaws.com", "--cluster-ca", "Q0E=", "-f", "../../scenarios/s1-userdata-register-taints.yaml", "--nodepool", "default")
+	out, err = run("userdata", "--cluster-name", "prod", "--cluster-endpoint", "https://ABC.gr7.eu-west-1.eks.amazonaws.com", "--cluster-ca", "Q0E=", "--service-cidr", "172.20.0.0/16", "-f", "../../scenarios/s1-userdata-register-taints.yaml", "--nodepool", "default")
 	if err == nil || !strings.Contains(out, "userdata-overrides-registration-taints") || !strings.Contains(err.Error(), "nothing would be launched") {
 		t.Errorf("S1 must fail with the finding: %v\n%s", err, out)
 	}
-	out, err = run("userdata", "--cluster-name", "prod", "--cluster-endpoint", "https://ABC.gr7.eu-west-1.eks.amazonaws.com", "--cluster-ca", "Q0E=", "-f", "../../scenarios/s3-al2-bootstrap-quoting.yaml", "--nodepool", "custom")
+	out, err = run("userdata", "--cluster-name", "prod", "--cluster-endpoint", "https://ABC.gr7.eu-west-1.eks.amazonaws.com", "--cluster-ca", "Q0E=", "--service-cidr", "172.20.0.0/16", "-f", "../../scenarios/s3-al2-bootstrap-quoting.yaml", "--nodepool", "custom")
 	if err == nil || !strings.Contains(out, "al2-bootstrap-args-malformed") || !strings.Contains(out, "custom-userdata-missing-unregistered-taint") ||
 		!strings.HasPrefix(out, "#!/bin/bash\nset -e\n") {
 		t.Errorf("S3 must print the Custom user data unchanged and fail with both findings: %v\n%s", err, out)
 	}
-	if _, err := run("userdata", "--cluster-name", "prod", "--cluster-endpoint", "https://ABC.gr7.eu-west-1.eks.amazonaws.com", "--cluster-ca", "Q0E=", "-f", "../../scenarios/s1-userdata-register-taints.yaml", "--nodepool", "nope"); err == nil || !strings.Contains(err.Error(), "found: default") {
+	if _, err := run("userdata", "--cluster-name", "prod", "--cluster-endpoint", "https://ABC.gr7.eu-west-1.eks.amazonaws.com", "--cluster-ca", "Q0E=", "--service-cidr", "172.20.0.0/16", "-f", "../../scenarios/s1-userdata-register-taints.yaml", "--nodepool", "nope"); err == nil || !strings.Contains(err.Error(), "found: default") {
 		t.Errorf("an unknown NodePool must be named with the ones that exist: %v", err)
 	}
 	// Without the cluster, nothing is rendered for a cluster that is not
@@ -203,8 +203,13 @@ func TestUserData(t *testing.T) {
 		t.Errorf("without the cluster: %v", err)
 	}
 	out, err = run("userdata", "--cluster-name", "prod", "--cluster-endpoint", "https://ABC.example", "--service-cidr", "10.100.0.0/16", "-f", "../../scenarios/s1-userdata-register-taints.yaml", "--nodepool", "default")
-	if !strings.Contains(out, "no --cluster-ca") || !strings.Contains(out, "10.100.0.10") {
+	if !strings.Contains(out, "no --cluster-ca") || !strings.Contains(out, "10.100.0.10") || strings.Contains(out, "no --service-cidr") {
 		t.Errorf("another Service CIDR and no CA: %v\n%s", err, out)
+	}
+	// Without --service-cidr, the one assumed is said.
+	out, err = run("userdata", "--cluster-name", "prod", "--cluster-endpoint", "https://ABC.example", "--cluster-ca", "Q0E=", "-f", "../../scenarios/healthy-mixed-arch.yaml", "--nodepool", "general")
+	if err != nil || !strings.Contains(out, "no --service-cidr: rendered for 172.20.0.0/16 (kube-dns 172.20.0.10)") {
+		t.Errorf("without a Service CIDR: %v\n%s", err, out)
 	}
 }
 

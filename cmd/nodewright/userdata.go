@@ -34,6 +34,9 @@ and the command fails.`,
 			if err := clusterOf(&cluster, serviceCIDR); err != nil {
 				return err
 			}
+			if !cmd.Flags().Changed("service-cidr") {
+				fmt.Fprintf(cmd.ErrOrStderr(), "no --service-cidr: rendered for %s (kube-dns %s); EKS picks 10.100.0.0/16 or 172.20.0.0/16 by the VPC's range, and aws eks describe-cluster says which (kubernetesNetworkConfig.serviceIpv4Cidr)\n", cluster.CIDR, cluster.DNS)
+			}
 			if cluster.CABundle == "" {
 				fmt.Fprintln(cmd.ErrOrStderr(), "no --cluster-ca: the user data carries no cluster CA certificate, and a node launched with it would not trust the API server")
 			}

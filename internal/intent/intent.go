@@ -106,9 +106,11 @@ func (w *NodeClaims) awaitCache(ctx context.Context, names []string) {
 // SetDisrupted adds (on) or removes karpenter.sh/disrupted:NoSchedule on
 // a node, reading it afresh and patching with optimistic locking, so a
 // stale copy never overwrites newer taints; the only writer of that
-// taint. A node that is gone needs nothing.
+// taint. Whether the taint is there is read from the fresh node, never
+// from the caller's copy (which may predate the taint). A node that is
+// gone needs nothing.
 func SetDisrupted(ctx context.Context, kube client.Client, node *corev1.Node, on bool) error {
-	if node == nil || disrupted(node) == on {
+	if node == nil {
 		return nil
 	}
 	fresh := &corev1.Node{}

@@ -85,7 +85,7 @@ func TestDriftAndExpiryInTheSnapshot(t *testing.T) {
 			objs.NodeClaims = []*v1.NodeClaim{claim("c", "default", append([]func(*v1.NodeClaim){launchedAs("n"), initialized(now.Add(-time.Hour))}, tc.claim...)...)}
 			objs.NodeClaims[0].Spec.NodeClassRef = tc.pool.Spec.Template.Spec.NodeClassRef
 		}
-		s := state.Build(objs, state.Options{Now: now, NodeClasses: map[string]*cloudprovider.NodeClass{"default": class}})
+		s := state.Build(objs, state.Options{Now: now, NodeClasses: map[string]*cloudprovider.NodeClass{"default": class}, NodesWithoutClaims: true})
 		n := s.Nodes[0]
 		if got := n.Drift().Reason; got != tc.want {
 			t.Errorf("%s: drift %q (%s), want %q", name, got, n.Drift().Message, tc.want)
@@ -93,6 +93,27 @@ func TestDriftAndExpiryInTheSnapshot(t *testing.T) {
 		at, ok := n.ExpiresAt()
 		if expired := ok && !now.Before(at); expired != tc.expires {
 			t.Errorf("%s: expired %v (at %s), want %v", name, expired, at, tc.expires)
+		}
+	}
+}
+
+// In a live cluster a node of a NodePool without a NodeClaim is not
+// nodewright's to replace: it neither drifts nor expires, whatever its
+// labels and age (a dump that leaves NodeClaims out says so, and its
+// nodes stand for them).
+func TestNodesWithoutClaimsOnlyInDumps(t *testing.T) {
+	np := nodePool("default", "default")
+	np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{{Key: "karpenter.k8s.aws/instance-category", Operator: corev1.NodeSelectorOpIn, Values: []string{"m"}}}
+	np.Spec.Template.Spec.ExpireAfter = "30m"
+	objs := state.Objects{NodePools: []*v1.NodePool{np}, Nodes: []*corev1.Node{node("n", "default", func(n *corev1.Node) {
+		n.Labels["karpenter.k8s.aws/instance-category"] = "c"
+		n.Labels[v1.LabelInitialized] = "true"
+	})}}
+	for _, dump := range []bool{false, true} {
+		n := state.Build(objs, state.Options{Now: now, NodesWithoutClaims: dump}).Nodes[0]
+		_, expires := n.ExpiresAt()
+		if n.Drift().Drifted() != dump || expires != dump {
+			t.Errorf("dump %v: drifted %v, expires %v; want both %v", dump, n.Drift().Drifted(), expires, dump)
 		}
 	}
 }

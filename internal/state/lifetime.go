@@ -11,10 +11,11 @@ import (
 
 // lifetimes works out, for every node, what disruption acts on besides
 // its pods: whether it has drifted from its NodePool and node class, and
-// when it expires. A NodeClaim gives both; a node without one (a cluster
-// dump of Nodes only) is measured by its labels and its NodePool's
-// template, as its NodeClaim would have been made from it.
-func (s *Snapshot) lifetimes(pools []*v1.NodePool, classes map[string]*cloudprovider.NodeClass) {
+// when it expires. A NodeClaim gives both; with nodesWithoutClaims (a
+// cluster dump of Nodes only), a node without one is measured by its
+// labels and its NodePool's template, as its NodeClaim would have been
+// made from it.
+func (s *Snapshot) lifetimes(pools []*v1.NodePool, classes map[string]*cloudprovider.NodeClass, nodesWithoutClaims bool) {
 	byName := make(map[string]*v1.NodePool, len(pools))
 	drifts := make(map[string]*poolDrift, len(pools))
 	for _, np := range pools {
@@ -22,7 +23,7 @@ func (s *Snapshot) lifetimes(pools []*v1.NodePool, classes map[string]*cloudprov
 	}
 	for _, n := range s.Nodes {
 		np := byName[n.NodePool]
-		if np == nil {
+		if np == nil || (n.NodeClaim == nil && !nodesWithoutClaims) {
 			continue
 		}
 		n.expireAfter = np.Spec.Template.Spec.ExpireAfter

@@ -54,6 +54,13 @@ type Objects struct {
 // Options are the facts from outside the objects.
 type Options struct {
 	Now time.Time
+	// NodesWithoutClaims says the objects are a dump that may leave
+	// NodeClaims out: a node of a NodePool without one stands for the
+	// NodeClaim it was made from, and drifts and expires by its labels,
+	// its age and its NodePool's template. A live cluster's node without
+	// a NodeClaim is not nodewright's to replace: it neither drifts nor
+	// expires.
+	NodesWithoutClaims bool
 	// NodeClasses are the resolved EC2NodeClasses by name; a NodePool
 	// whose class is not here launches nothing.
 	NodeClasses map[string]*cloudprovider.NodeClass
@@ -129,7 +136,7 @@ func Build(o Objects, opts Options) *Snapshot {
 	s.volumes = newVolumes(o)
 	pods := s.sortPods(o.Pods)
 	s.Nodes = pair(o.NodeClaims, o.Nodes, pods.bound)
-	s.lifetimes(o.NodePools, opts.NodeClasses)
+	s.lifetimes(o.NodePools, opts.NodeClasses, opts.NodesWithoutClaims)
 	s.Usage = usage(s.Nodes)
 	s.Pending = s.expect(pods.pending, opts)
 	s.Leaving = s.leaving(pods.restarting)

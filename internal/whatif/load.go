@@ -187,12 +187,13 @@ func (o *Objects) addList(items []json.RawMessage) error {
 // decode decodes a document of a kind simulate reads and adds it; false
 // for a kind it does not read.
 func (o *Objects) decode(doc []byte, tm metav1.TypeMeta, name string) (bool, error) {
+	if readers[tm.Kind] == nil {
+		return false, nil // not read, so not decoded: its fields are not nodewright's to judge
+	}
 	obj, gvk, err := decoder.Decode(doc, nil, nil)
 	switch {
-	case runtime.IsNotRegisteredError(err) && readers[tm.Kind] != nil:
-		return false, fmt.Errorf("%s %s: apiVersion %s is not one nodewright reads (%s)", tm.Kind, name, tm.APIVersion, readVersions[tm.Kind])
 	case runtime.IsNotRegisteredError(err):
-		return false, nil
+		return false, fmt.Errorf("%s %s: apiVersion %s is not one nodewright reads (%s)", tm.Kind, name, tm.APIVersion, readVersions[tm.Kind])
 	case err != nil:
 		return false, fmt.Errorf("decoding %s %s: %w", tm.Kind, name, err)
 	}

@@ -123,6 +123,12 @@ func TestDocumentsNotReadAreNamed(t *testing.T) {
 	if len(objs.Namespaces) != 2 {
 		t.Errorf("namespaces %d, want 2", len(objs.Namespaces))
 	}
+	// A kind nodewright does not read is not judged: fields this version
+	// does not know are no error.
+	if err := (&whatif.Objects{}).Load("newer.yaml", strings.NewReader("apiVersion: v1\nkind: Service\nmetadata: {name: web}\nspec: {futureField: 1}\n---\n"+
+		"apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n")); err != nil {
+		t.Errorf("a Service with a field of a newer version: %v", err)
+	}
 	err := (&whatif.Objects{}).Load("services.yaml", strings.NewReader("apiVersion: v1\nkind: Service\nmetadata: {name: web}\n---\n# only a comment\n"))
 	if err == nil || !strings.Contains(err.Error(), "services.yaml: nothing nodewright reads in it (Service web)") {
 		t.Errorf("a file of Services: %v", err)
