@@ -126,6 +126,9 @@ func NodeClaimFor(np *v1.NodePool, class *cloudprovider.NodeClass, planned *sche
 		annotations[class.Stamp.HashAnnotation] = class.Stamp.Hash
 		annotations[class.Stamp.VersionAnnotation] = class.Stamp.Version
 	}
+	if prices := cloudprovider.PricesOf(planned.InstanceTypes); prices != nil {
+		annotations[cloudprovider.AnnotationDecidedPrices] = prices.Encode()
+	}
 	for k, v := range np.Spec.Template.ObjectMeta.Annotations {
 		annotations[k] = v
 	}

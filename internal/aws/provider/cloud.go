@@ -7,12 +7,10 @@ import (
 	"slices"
 	"sync"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
-	"github.com/nodewright/nodewright/api/v1alpha1"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
@@ -39,35 +37,7 @@ func (c *CloudProvider) Create(ctx context.Context, claim *v1.NodeClaim) (*cloud
 	if err != nil {
 		return nil, err
 	}
-	if types, err = c.overlaid(ctx, claim, types); err != nil {
-		return nil, err
-	}
 	return c.Launcher.Create(ctx, claim, class, types)
-}
-
-// overlaid applies the NodeOverlays to the instance types of the
-// NodeClaim's NodePool, as every decision sees them, so the launch asks
-// for the offerings in the overlaid price order.
-func (c *CloudProvider) overlaid(ctx context.Context, claim *v1.NodeClaim, types []*scheduling.InstanceType) ([]*scheduling.InstanceType, error) {
-	list := &v1alpha1.NodeOverlayList{}
-	switch err := c.Kube.List(ctx, list); {
-	case meta.IsNoMatchError(err):
-		return types, nil
-	case err != nil:
-		return nil, fmt.Errorf("listing NodeOverlays: %w", err)
-	case len(list.Items) == 0:
-		return types, nil
-	}
-	np := &v1.NodePool{}
-	if err := c.Kube.Get(ctx, client.ObjectKey{Name: claim.Labels[v1.LabelNodePool]}, np); client.IgnoreNotFound(err) != nil {
-		return nil, fmt.Errorf("reading NodePool %s: %w", claim.Labels[v1.LabelNodePool], err)
-	}
-	np.Name = claim.Labels[v1.LabelNodePool]
-	overlays := make([]*v1alpha1.NodeOverlay, len(list.Items))
-	for i := range list.Items {
-		overlays[i] = &list.Items[i]
-	}
-	return state.ApplyOverlays(np, types, state.SortOverlays(overlays), map[string]*state.OverlayEffect{}), nil
 }
 
 // InstanceTypes are the instance types an EC2NodeClass can launch: offered

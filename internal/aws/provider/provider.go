@@ -77,7 +77,18 @@ func (p *Launcher) SetUnavailableOfferingTTL(ttl time.Duration) {
 // and, when the NodeClaim allows another capacity type with offerings
 // left (spot after a reservation, on-demand after spot), launches that at
 // once rather than give the NodeClaim up.
+//
+// Prices NodeOverlays gave the offerings when the NodeClaim was decided
+// travel on it (cloudprovider.AnnotationDecidedPrices); the launch then
+// asks EC2 for the offerings in that order.
 func (p *Launcher) Create(ctx context.Context, claim *v1.NodeClaim, class *awsv1.EC2NodeClass, types []*scheduling.InstanceType) (*cloudprovider.Instance, error) {
+	if value, ok := claim.Annotations[cloudprovider.AnnotationDecidedPrices]; ok {
+		prices, err := cloudprovider.DecodePrices(claim.Name, value)
+		if err != nil {
+			return nil, err
+		}
+		types = prices.Apply(types)
+	}
 	token := clientToken(claim)
 	inst, capacityType, err := p.launch(ctx, claim, class, types, token)
 	var said []string // what each capacity type tried answered

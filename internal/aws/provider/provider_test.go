@@ -345,3 +345,38 @@ func TestForeignInstancesAreNeverTouched(t *testing.T) {
 		t.Errorf("Delete of nodewright's own instance: %v", err)
 	}
 }
+
+// Prices NodeOverlays gave a NodeClaim's offerings when it was decided
+// order its launch, though no overlay is read at launch: here m5.large at
+// $0.001/h is launched over the cheaper c5.large, on-demand by priority.
+// A NodeClaim whose prices cannot be read is refused, naming the fix.
+func TestDecidedPricesOrderTheLaunch(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	nc := claim("decided", in(scheduling.LabelInstanceType, "m5.large", "c5.large"), in(v1.LabelCapacityType, v1.CapacityTypeOnDemand))
+	if want, _ := f.cheapest(v1.CapacityTypeOnDemand, "m5.large", "c5.large"); want != "c5.large" {
+		t.Fatalf("the test needs c5.large cheaper than m5.large; the cheapest is %s", want)
+	}
+	prices := cloudprovider.DecidedPrices{"m5.large": {v1.CapacityTypeOnDemand: {}}}
+	for _, z := range account.Zones() {
+		prices["m5.large"][v1.CapacityTypeOnDemand][z] = 0.001
+	}
+	nc.Annotations = map[string]string{cloudprovider.AnnotationDecidedPrices: prices.Encode()}
+	inst, err := f.provider.Create(ctx, nc, f.class, f.types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inst.InstanceType != "m5.large" {
+		t.Errorf("launched %s; the NodeClaim was decided with m5.large at $0.001/h", inst.InstanceType)
+	}
+
+	bad := claim("garbled", in(scheduling.LabelInstanceType, "m5.large"))
+	bad.Annotations = map[string]string{cloudprovider.AnnotationDecidedPrices: "{m5.large"}
+	_, err = f.provider.Create(ctx, bad, f.class, f.types)
+	if err == nil || !strings.Contains(err.Error(), "NodeClaim garbled") || !strings.Contains(err.Error(), cloudprovider.AnnotationDecidedPrices) {
+		t.Errorf("a garbled annotation: %v; want an error naming the NodeClaim and the annotation", err)
+	}
+	if n := len(f.account.Instances()); n != 1 {
+		t.Errorf("%d instances; the garbled NodeClaim must launch nothing", n)
+	}
+}
