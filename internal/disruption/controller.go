@@ -235,7 +235,8 @@ func (c *Controller) start(ctx context.Context, snap *state.Snapshot, cmd *infli
 	})
 	cmd.replacements = append(cmd.replacements, created...)
 	if err != nil {
-		return false, c.rollback(ctx, snap, cmd, fmt.Sprintf("creating a replacement failed: %v", err))
+		// The command ends here; a new decision may try again.
+		return true, c.rollback(ctx, snap, cmd, fmt.Sprintf("creating a replacement failed: %v", err))
 	}
 	cmd.phase, cmd.startedAt = launching, snap.Now
 	if cmd.Static && staticRoom(snap, cmd) {

@@ -8,12 +8,15 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
@@ -231,5 +234,69 @@ func TestReplacementFailureRollsBack(t *testing.T) {
 	}
 	if err := e.kube.Get(ctx, client.ObjectKey{Name: "nc-big"}, &v1.NodeClaim{}); err != nil {
 		t.Errorf("the node's NodeClaim after the rollback: %v", err)
+	}
+}
+
+// A replacement the API server refuses to create rolls the command back
+// once: the node is untainted and says why, and the command is not
+// started again every round (a new decision, after its validation delay,
+// may try again).
+func TestRefusedReplacementRollsBackOnce(t *testing.T) {
+	e := startController(t)
+	ctx := context.Background()
+	refuseReplacements(t, e.kube)
+	e.node(t, "big", "m5.4xlarge", nil)
+
+	e.reconcile(t) // decides
+	e.clock.Step(16 * time.Second)
+	e.reconcile(t) // validates, taints, fails to create the replacement
+	if tainted(t, e.kube, "big") {
+		t.Error("the node stays tainted though its replacement was refused")
+	}
+	events := e.events()
+	if !has(events, "DisruptionRolledBack", "creating a replacement failed", "replacements are refused here") {
+		t.Fatalf("events: %v", events)
+	}
+	e.reconcile(t)
+	e.reconcile(t)
+	if again := e.events(); has(again, "DisruptionRolledBack") || has(again, "DisruptionLaunching") {
+		t.Errorf("the refused command was started again without a new decision: %v", again)
+	}
+	claims := &v1.NodeClaimList{}
+	if err := e.kube.List(ctx, claims); err != nil || len(claims.Items) != 1 {
+		t.Errorf("NodeClaims %d (%v); want only the node's own", len(claims.Items), err)
+	}
+}
+
+// refuseReplacements makes the API server refuse every NodeClaim but the
+// test's own (named nc-*), and waits until it does.
+func refuseReplacements(t *testing.T, kube client.Client) {
+	t.Helper()
+	ctx := context.Background()
+	policy := &admissionv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "refuse-replacements"}, Spec: admissionv1.ValidatingAdmissionPolicySpec{
+		FailurePolicy: ptr.To(admissionv1.Fail),
+		MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{RuleWithOperations: admissionv1.RuleWithOperations{
+			Operations: []admissionv1.OperationType{admissionv1.Create},
+			Rule:       admissionv1.Rule{APIGroups: []string{v1.Group}, APIVersions: []string{"v1"}, Resources: []string{"nodeclaims"}},
+		}}}},
+		Validations: []admissionv1.Validation{{Expression: "object.metadata.name.startsWith('nc-')", Message: "replacements are refused here"}},
+	}}
+	binding := &admissionv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: "refuse-replacements"}, Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
+		PolicyName: policy.Name, ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
+	}}
+	for _, obj := range []client.Object{policy, binding} {
+		if err := kube.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		probe := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "probe"}}
+		probe.Spec.NodeClassRef = &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"}
+		probe.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}}
+		err := kube.Create(ctx, probe, client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), "replacements are refused here"), nil
+	})
+	if err != nil {
+		t.Fatalf("the API server never refused a NodeClaim: %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -91,16 +92,37 @@ func (w *NodeClaims) Create(ctx context.Context, snap *state.Snapshot, planned [
 // awaitCache waits until the cache shows the NodeClaims (for up to
 // CacheWait); the next decision may be made without them after that.
 func (w *NodeClaims) awaitCache(ctx context.Context, names []string) {
+	_ = w.await(ctx, names, func(_ *v1.NodeClaim, found bool) bool { return found })
+}
+
+// AwaitDeleted waits until the cache shows the NodeClaims just deleted as
+// being deleted (or gone), for up to CacheWait, so that the next decision
+// does not count them; it says which it still shows when it gives up.
+func (w *NodeClaims) AwaitDeleted(ctx context.Context, names []string) error {
+	return w.await(ctx, names, func(nc *v1.NodeClaim, found bool) bool { return !found || !nc.DeletionTimestamp.IsZero() })
+}
+
+// await polls the cache until it shows each NodeClaim as wanted.
+func (w *NodeClaims) await(ctx context.Context, names []string, shows func(nc *v1.NodeClaim, found bool) bool) error {
 	left := slices.Clone(names)
-	_ = wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, CacheWait, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, CacheWait, true, func(ctx context.Context) (bool, error) {
 		for len(left) > 0 {
-			if err := w.Client.Get(ctx, client.ObjectKey{Name: left[0]}, &v1.NodeClaim{}); err != nil {
-				return false, client.IgnoreNotFound(err)
+			nc := &v1.NodeClaim{}
+			err := w.Client.Get(ctx, client.ObjectKey{Name: left[0]}, nc)
+			if client.IgnoreNotFound(err) != nil {
+				return false, err
+			}
+			if !shows(nc, err == nil) {
+				return false, nil
 			}
 			left = left[1:]
 		}
 		return true, nil
 	})
+	if err != nil {
+		return fmt.Errorf("the cache does not show %d NodeClaim(s) as written yet (%s): %w", len(left), strings.Join(left, ", "), err)
+	}
+	return nil
 }
 
 // SetDisrupted adds (on) or removes karpenter.sh/disrupted:NoSchedule on

@@ -9,7 +9,6 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -123,7 +122,12 @@ func (c *Controller) remove(ctx context.Context, np *v1.NodePool, d *Decision) e
 		return nil
 	}
 	var deleted []string
-	defer func() { c.awaitDeleted(ctx, deleted) }()
+	defer func() {
+		writer := &intent.NodeClaims{Client: c.Client, Metrics: c.Metrics}
+		if err := writer.AwaitDeleted(ctx, deleted); err != nil {
+			c.Log.Info("NodeClaims just deleted", "error", err.Error())
+		}
+	}()
 	for _, n := range d.Remove {
 		if err := c.Client.Delete(ctx, n.NodeClaim); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("deleting NodeClaim %s of static NodePool %s: %w", n.NodeClaim.Name, np.Name, err)
@@ -136,27 +140,4 @@ func (c *Controller) remove(ctx context.Context, np *v1.NodePool, d *Decision) e
 	c.Recorder.Eventf(np, corev1.EventTypeNormal, v1.ReasonStaticScaledDown, "NodePool %s had %d of its %d replicas; deleting %s",
 		np.Name, d.Counted, d.Replicas, strings.Join(deleted, ", "))
 	return nil
-}
-
-// awaitDeleted waits until the cache shows the NodeClaims just deleted
-// as being deleted (or gone), so that the next reconcile does not count
-// them.
-func (c *Controller) awaitDeleted(ctx context.Context, names []string) {
-	err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, intent.CacheWait, true, func(ctx context.Context) (bool, error) {
-		for len(names) > 0 {
-			nc := &v1.NodeClaim{}
-			err := c.Client.Get(ctx, client.ObjectKey{Name: names[0]}, nc)
-			switch {
-			case err == nil && nc.DeletionTimestamp.IsZero():
-				return false, nil
-			case client.IgnoreNotFound(err) != nil:
-				return false, err
-			}
-			names = names[1:]
-		}
-		return true, nil
-	})
-	if err != nil {
-		c.Log.Info("the cache does not show the NodeClaims just deleted yet", "missing", len(names), "error", err.Error())
-	}
 }
