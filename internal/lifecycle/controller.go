@@ -673,6 +673,7 @@ func (c *Controller) release(ctx context.Context, nc *v1.NodeClaim) (reconcile.R
 		return reconcile.Result{}, err
 	}
 	c.launched.Delete(nc.UID)
+	c.networks.forget(nc.Status.ProviderID)
 	c.Metrics.NodeClaimTerminated(nc.Labels[v1.LabelNodePool])
 	logf.FromContext(ctx).Info("terminated NodeClaim", "providerID", nc.Status.ProviderID)
 	return reconcile.Result{}, nil

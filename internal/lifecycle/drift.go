@@ -19,7 +19,8 @@ import (
 )
 
 // networks caches where each instance runs: its subnet and security
-// groups do not change for its life, so the cloud is asked once.
+// groups do not change for its life, so the cloud is asked once per
+// instance (and the instance forgotten when its NodeClaim is released).
 type networks struct {
 	mu   sync.Mutex
 	byID map[string]*cloudprovider.Instance
@@ -27,10 +28,13 @@ type networks struct {
 
 func (n *networks) get(ctx context.Context, cloud CloudProvider, providerID string) (*cloudprovider.Instance, error) {
 	n.mu.Lock()
-	defer n.mu.Unlock()
-	if inst, ok := n.byID[providerID]; ok {
+	inst, ok := n.byID[providerID]
+	n.mu.Unlock()
+	if ok {
 		return inst, nil
 	}
+	// Asked outside the lock: many NodeClaims are read at once after a
+	// start.
 	inst, err := cloud.Get(ctx, providerID)
 	if err != nil {
 		if cloudprovider.IsNotFound(err) {
@@ -38,12 +42,21 @@ func (n *networks) get(ctx context.Context, cloud CloudProvider, providerID stri
 		}
 		return nil, err
 	}
+	net := &cloudprovider.Instance{ProviderID: providerID, SubnetID: inst.SubnetID, SecurityGroupIDs: inst.SecurityGroupIDs}
+	n.mu.Lock()
+	defer n.mu.Unlock()
 	if n.byID == nil {
 		n.byID = map[string]*cloudprovider.Instance{}
 	}
-	net := &cloudprovider.Instance{ProviderID: providerID, SubnetID: inst.SubnetID, SecurityGroupIDs: inst.SecurityGroupIDs}
 	n.byID[providerID] = net
 	return net, nil
+}
+
+// forget drops an instance that is gone.
+func (n *networks) forget(providerID string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.byID, providerID)
 }
 
 // drift sets the Drifted condition of an initialized NodeClaim (True with
