@@ -7,8 +7,12 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"sync"
 
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	"sigs.k8s.io/yaml"
 )
 
@@ -35,3 +39,48 @@ func All() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	}
 	return out, nil
 }
+
+// Default fills an object of one of the CRDs' kinds, as decoded JSON,
+// with the defaults the CRD's schema declares for its version, as the API
+// server does when the object is created. False: the object is not of a
+// kind and version the CRDs serve.
+func Default(obj map[string]any) (bool, error) {
+	schemas, err := structurals()
+	if err != nil {
+		return false, err
+	}
+	apiVersion, _ := obj["apiVersion"].(string)
+	kind, _ := obj["kind"].(string)
+	s := schemas[apiVersion+"/"+kind]
+	if s == nil {
+		return false, nil
+	}
+	defaulting.Default(obj, s)
+	return true, nil
+}
+
+// structurals are the CRDs' schemas by apiVersion and kind.
+var structurals = sync.OnceValues(func() (map[string]*structuralschema.Structural, error) {
+	all, err := All()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*structuralschema.Structural{}
+	for _, crd := range all {
+		for _, v := range crd.Spec.Versions {
+			if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
+				continue
+			}
+			internal := &apiextensions.JSONSchemaProps{}
+			if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(v.Schema.OpenAPIV3Schema, internal, nil); err != nil {
+				return nil, fmt.Errorf("CRD %s version %s: %w", crd.Name, v.Name, err)
+			}
+			s, err := structuralschema.NewStructural(internal)
+			if err != nil {
+				return nil, fmt.Errorf("CRD %s version %s: %w", crd.Name, v.Name, err)
+			}
+			out[crd.Spec.Group+"/"+v.Name+"/"+crd.Spec.Names.Kind] = s
+		}
+	}
+	return out, nil
+})

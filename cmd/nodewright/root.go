@@ -17,7 +17,7 @@ v1 API (NodePool, NodeClaim, EC2NodeClass) unchanged.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newVersionCommand(), newSimulateCommand(), newUserDataCommand(), newSimCommand(), newControllerCommand(), newDoctorCommand())
+	root.AddCommand(newVersionCommand(), newSimulateCommand(), newPlanCommand(), newUserDataCommand(), newSimCommand(), newControllerCommand(), newDoctorCommand())
 	return root
 }
 

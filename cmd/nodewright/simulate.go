@@ -119,11 +119,30 @@ func loadFiles(w io.Writer, files []string) (*whatif.Objects, error) {
 			return nil, err
 		}
 	}
-	for _, s := range objs.Skipped {
-		fmt.Fprintln(w, "warning:", s)
-	}
+	warnSkipped(w, objs.Skipped)
 	if len(objs.Skipped) > 0 {
 		fmt.Fprintln(w, "warning: nodewright reads", whatif.ReadKinds)
 	}
 	return objs, nil
+}
+
+// warnSkipped names each document not read, or, for a kind with more
+// than a few in a file (a dump's Events), counts them.
+func warnSkipped(w io.Writer, skipped []whatif.Skipped) {
+	type fileKind struct{ file, kind string }
+	count := map[fileKind]int{}
+	for _, s := range skipped {
+		count[fileKind{s.File, s.Kind}]++
+	}
+	counted := map[fileKind]bool{}
+	for _, s := range skipped {
+		k := fileKind{s.File, s.Kind}
+		switch {
+		case count[k] <= 3:
+			fmt.Fprintln(w, "warning:", s)
+		case !counted[k]:
+			counted[k] = true
+			fmt.Fprintf(w, "warning: %s: %d %s documents are not read\n", s.File, count[k], s.Kind)
+		}
+	}
 }

@@ -102,3 +102,18 @@ func budgetNodes(value string, nodes int) (int, error) {
 	}
 	return n, nil
 }
+
+// NextAllowance is the first minute after now, within a week, at which a
+// NodePool's budgets allow a reason to disrupt one more of its nodes
+// (nodes of them, disrupting being disrupted): when a window that holds
+// it back closes, or one that allows it opens. False when no minute of
+// the week does.
+func NextAllowance(np *v1.NodePool, reason v1.DisruptionReason, nodes, disrupting int, now time.Time) (time.Time, bool) {
+	const week = 7 * 24 * time.Hour
+	for t := now.UTC().Truncate(time.Minute).Add(time.Minute); t.Sub(now) <= week; t = t.Add(time.Minute) {
+		if a := allowance(np, reason, nodes, disrupting, t); a.Err == nil && a.Allowed > 0 {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}

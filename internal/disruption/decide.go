@@ -35,6 +35,15 @@ type Options struct {
 	// SpotToSpotMinTypes is how many cheaper spot instance types a spot
 	// node's spot replacement needs, to stay diverse.
 	SpotToSpotMinTypes int
+	// Methods are the disruption methods that decide (Expired, Drifted,
+	// Empty, Underutilized); all when empty. A plan of a rollout asks
+	// for the methods a change sets off.
+	Methods []v1.DisruptionReason
+}
+
+// runs reports whether a method decides.
+func (o Options) runs(method v1.DisruptionReason) bool {
+	return len(o.Methods) == 0 || slices.Contains(o.Methods, method)
 }
 
 // DefaultOptions are the reference's limits.
@@ -111,19 +120,13 @@ type decider struct {
 // then the consolidation command with the best savings per moved pod.
 func Decide(s *state.Snapshot, opts Options) *Decision {
 	d, candidates := newDecider(s, opts)
-	d.expiration(candidates)
-	d.drift(candidates)
-	candidates = d.leaveStatic(candidates)
-	switch pods := scalingUp(s); {
-	case pods > 0:
-		d.consolidationWaits(candidates, Blocked{Reason: BlockedScaleUp, Pods: pods})
-	case opts.ConsolidationInFlight:
-		d.emptiness(candidates)
-		d.consolidationWaits(candidates, Blocked{Reason: BlockedConsolidationInFlight})
-	default:
-		d.emptiness(candidates)
-		d.consolidation(candidates)
+	if opts.runs(v1.DisruptionReasonExpired) {
+		d.expiration(candidates)
 	}
+	if opts.runs(v1.DisruptionReasonDrifted) {
+		d.drift(candidates)
+	}
+	d.consolidate(d.leaveStatic(candidates))
 	d.explainRest(s)
 	for _, pools := range d.allowSet {
 		for _, a := range pools {
@@ -135,6 +138,29 @@ func Decide(s *state.Snapshot, opts Options) *Decision {
 	})
 	slices.SortFunc(d.out.Blocked, func(a, b Blocked) int { return cmp.Compare(a.Node, b.Node) })
 	return d.out
+}
+
+// consolidate removes empty nodes and consolidates underutilized ones
+// (the methods the options run), unless pending pods are being placed.
+func (d *decider) consolidate(candidates []*state.Node) {
+	empty, under := d.opts.runs(v1.DisruptionReasonEmpty), d.opts.runs(v1.DisruptionReasonUnderutilized)
+	switch pods := scalingUp(d.s); {
+	case !empty && !under:
+	case pods > 0:
+		d.consolidationWaits(candidates, Blocked{Reason: BlockedScaleUp, Pods: pods})
+	case d.opts.ConsolidationInFlight:
+		if empty {
+			d.emptiness(candidates)
+		}
+		d.consolidationWaits(candidates, Blocked{Reason: BlockedConsolidationInFlight})
+	default:
+		if empty {
+			d.emptiness(candidates)
+		}
+		if under {
+			d.consolidation(candidates)
+		}
+	}
 }
 
 // scalingUp counts the pods of a scale-up in progress: pods counted as
@@ -287,22 +313,23 @@ func (d *decider) price(n *state.Node) (float64, bool) {
 
 // reschedule plans where the nodes' pods go if the nodes go.
 func (d *decider) reschedule(nodes []*state.Node) (*scheduling.Plan, int) {
-	without := map[string]bool{}
+	without, gone := map[string]bool{}, map[string]bool{}
 	pods := 0
 	for _, n := range nodes {
 		without[n.Name] = true
 		pods += len(n.Reschedulable())
 	}
+	// Nodes other commands take have their pods placed by those commands.
 	for name := range d.taken {
-		without[name] = true
+		gone[name] = !without[name]
 	}
 	for name := range d.opts.InFlight {
-		without[name] = true
+		gone[name] = !without[name]
 	}
 	if pods == 0 {
 		return &scheduling.Plan{}, 0
 	}
-	return scheduling.Solve(d.s.Reschedule(without)), pods
+	return scheduling.Solve(d.s.Reschedule(without, gone)), pods
 }
 
 // expiration replaces one NodeClaim older than its expireAfter. It waits

@@ -331,6 +331,31 @@ func TestDrift(t *testing.T) {
 	}
 }
 
+// A drift decided while another drifted node is being replaced plans a
+// place for its own pods only: the command in flight placed the other
+// node's pods (on its replacement), and a second replacement for them
+// would be launched for nothing. Only the methods asked for decide.
+func TestDriftBesideACommandInFlight(t *testing.T) {
+	c := newCluster(t)
+	c.pool.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "2"}}
+	c.node("first", "m5.large", drifted)
+	c.pods("first", 1, "1500m", "512Mi")
+	c.node("second", "m5.large", drifted)
+	c.pods("second", 1, "1500m", "512Mi")
+	d := c.decide(func(o *disruption.Options) { o.InFlight = map[string]bool{"first": true} })
+	if len(d.Commands) != 1 || d.Commands[0].NodeNames()[0] != "second" || len(d.Commands[0].Replacements) != 1 || len(d.Commands[0].Replacements[0].Pods) != 1 {
+		t.Errorf("drift beside a command in flight: %q; want second replaced by one node for its one pod", commands(d))
+	}
+	c.node("empty", "m5.large")
+	d = c.decide(func(o *disruption.Options) {
+		o.InFlight = map[string]bool{"first": true}
+		o.Methods = []v1.DisruptionReason{v1.DisruptionReasonEmpty}
+	})
+	if len(d.Commands) != 1 || d.Commands[0].Reason != v1.DisruptionReasonEmpty {
+		t.Errorf("only emptiness asked for: %q", commands(d))
+	}
+}
+
 // Expiration waits for neither budgets nor do-not-disrupt pods, and
 // launches a replacement for pods that would have no place.
 func TestExpiration(t *testing.T) {

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	"github.com/nodewright/nodewright/api/crds"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/api/v1alpha1"
 	"github.com/nodewright/nodewright/internal/manifest"
@@ -190,6 +191,10 @@ func (o *Objects) decode(doc []byte, tm metav1.TypeMeta, name string) (bool, err
 	if readers[tm.Kind] == nil {
 		return false, nil // not read, so not decoded: its fields are not nodewright's to judge
 	}
+	doc, err := defaulted(doc)
+	if err != nil {
+		return false, fmt.Errorf("%s %s: %w", tm.Kind, name, err)
+	}
 	obj, gvk, err := decoder.Decode(doc, nil, nil)
 	switch {
 	case runtime.IsNotRegisteredError(err):
@@ -202,6 +207,22 @@ func (o *Objects) decode(doc []byte, tm metav1.TypeMeta, name string) (bool, err
 		return false, nil
 	}
 	return reader(o, obj)
+}
+
+// defaulted is a document of one of nodewright's CRDs with the defaults
+// the CRD's schema declares filled in, as the API server fills them in on
+// create (so a manifest and a dump of the object it makes read the
+// same); any other document as it is.
+func defaulted(doc []byte) ([]byte, error) {
+	var obj map[string]any
+	if err := yaml.Unmarshal(doc, &obj); err != nil {
+		return nil, err
+	}
+	ours, err := crds.Default(obj)
+	if err != nil || !ours {
+		return doc, err
+	}
+	return json.Marshal(obj)
 }
 
 // readVersions name the apiVersion of each kind simulate reads.
@@ -289,7 +310,6 @@ func (o *Objects) addNodePool(np *v1.NodePool) error {
 	if d := np.Spec.Disruption; d.ConsolidateAfter == "" && (d.ConsolidationPolicy != "" || len(d.Budgets) > 0) {
 		return fmt.Errorf("NodePool %s: spec.disruption.consolidateAfter is required when disruption is given: add consolidateAfter: 0s to consolidate at once, or Never", np.Name)
 	}
-	applyNodePoolDefaults(np)
 	o.NodePools = append(o.NodePools, np)
 	return nil
 }
@@ -413,21 +433,4 @@ func defaultNamespace(p *corev1.Pod) *corev1.Pod {
 		p.Namespace = "default"
 	}
 	return p
-}
-
-// applyNodePoolDefaults fills what the API server would default.
-func applyNodePoolDefaults(np *v1.NodePool) {
-	if np.Spec.Template.Spec.ExpireAfter == "" {
-		np.Spec.Template.Spec.ExpireAfter = "720h"
-	}
-	d := &np.Spec.Disruption
-	if d.ConsolidateAfter == "" {
-		d.ConsolidateAfter = "0s"
-	}
-	if d.ConsolidationPolicy == "" {
-		d.ConsolidationPolicy = v1.ConsolidationPolicyWhenEmptyOrUnderutilized
-	}
-	if len(d.Budgets) == 0 {
-		d.Budgets = []v1.Budget{{Nodes: "10%"}}
-	}
 }

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nodewright/nodewright/internal/whatif"
+)
+
+func newPlanCommand() *cobra.Command {
+	var files, changes []string
+	var output, now, cloud string
+	timings := whatif.DefaultTimings()
+	cmd := &cobra.Command{
+		Use:   "plan -f CLUSTER... --change FILE... [--now RFC3339] [--cloud sim]",
+		Short: "Plan a change to NodePools or EC2NodeClasses: what drifts, the rollout, and what it costs",
+		Long: `plan reads a cluster (a dump: kubectl get nodepools,ec2nodeclasses,nodeclaims,
+nodes,pods,pdb,daemonsets -A -o yaml, or manifests) and the NodePools and
+EC2NodeClasses you mean to apply (--change, repeatable), and prints what
+the change does before you make it: which nodes drift and why (the
+reason and the changed field), the rollout in rounds as nodewright's
+disruption would carry it out under the NodePools' budgets and their
+windows (empty nodes first, then the oldest), each round's replacements
+and the pods they take, what holds nodes back (PodDisruptionBudgets,
+do-not-disrupt, budgets) and until when, an estimate of how long it takes
+with its assumptions, and the price per hour before, during the dearest
+round and after.
+
+A change that leaves pods without a place is an error (exit status 1),
+with the workloads and why.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(files) == 0 || len(changes) == 0 {
+				return fmt.Errorf("plan needs the cluster (-f FILE) and the change (--change FILE), each repeatable")
+			}
+			if err := checkOutput(output, "table"); err != nil {
+				return err
+			}
+			objs, err := loadFiles(cmd.ErrOrStderr(), files)
+			if err != nil {
+				return err
+			}
+			if now != "" {
+				if objs.Now, err = time.Parse(time.RFC3339, now); err != nil {
+					return fmt.Errorf("--now %q: write a time such as 2026-11-23T12:00:00Z: %w", now, err)
+				}
+			}
+			change := &whatif.Change{}
+			for _, name := range changes {
+				if err := loadChange(change, name); err != nil {
+					return err
+				}
+			}
+			resolver, err := simulateResolver(cloud)
+			if err != nil {
+				return err
+			}
+			report, err := whatif.Plan(objs, change, resolver, timings)
+			if err != nil {
+				return err
+			}
+			if output != "table" {
+				err = writeStructured(cmd.OutOrStdout(), output, report)
+			} else {
+				err = report.WriteTable(cmd.OutOrStdout())
+			}
+			if err != nil {
+				return err
+			}
+			if n := len(report.Unplaced); n > 0 {
+				return fmt.Errorf("the change leaves pods of %d workload(s) without a place (listed above); change nothing yet", n)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "the cluster: a dump or manifests (repeatable)")
+	cmd.Flags().StringArrayVar(&changes, "change", nil, "NodePools and EC2NodeClasses as you mean to apply them (repeatable)")
+	outputFlag(cmd, &output, "table")
+	cmd.Flags().StringVar(&now, "now", "", "plan as at this time (RFC 3339; default: now)")
+	cmd.Flags().StringVar(&cloud, "cloud", "", "sim: resolve EC2NodeClasses in the simulated account of nodewright sim (default: from the input)")
+	cmd.Flags().DurationVar(&timings.Launch, "launch-time", timings.Launch, "how long a replacement takes from launch to an initialized node, for the estimate")
+	cmd.Flags().DurationVar(&timings.Termination, "termination-time", timings.Termination, "how long an instance takes to terminate, for the estimate")
+	return cmd
+}
+
+func loadChange(change *whatif.Change, name string) error {
+	f, err := os.Open(name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return change.LoadChange(name, f)
+}

@@ -1,0 +1,208 @@
+package whatif
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	v1 "github.com/nodewright/nodewright/api/v1"
+)
+
+// Change is the NodePools and EC2NodeClasses a user means to apply: each
+// replaces the object of its name, or is added.
+type Change struct {
+	NodePools      []*v1.NodePool
+	EC2NodeClasses []*awsv1.EC2NodeClass
+}
+
+// LoadChange reads a change from manifests (name labels errors): only
+// NodePools and EC2NodeClasses; anything else is an error naming it.
+func (c *Change) LoadChange(name string, r io.Reader) error {
+	o := &Objects{}
+	if err := o.Load(name, r); err != nil {
+		return err
+	}
+	var others []string
+	for _, s := range o.Skipped {
+		others = append(others, s.Kind+" "+s.Name)
+	}
+	for kind, n := range map[string]int{"Pod or workload": len(o.Pods), "Node": len(o.Nodes), "NodeClaim": len(o.NodeClaims), "DaemonSet": len(o.DaemonSets),
+		"PodDisruptionBudget": len(o.PDBs), "NodeOverlay": len(o.Overlays), "Namespace": len(o.Namespaces), "volume": len(o.PVCs) + len(o.PVs) + len(o.StorageClasses) + len(o.CSINodes)} {
+		if n > 0 {
+			others = append(others, fmt.Sprintf("%d %s", n, kind))
+		}
+	}
+	if o.AWSAuth != nil {
+		others = append(others, "ConfigMap aws-auth")
+	}
+	if len(others) > 0 {
+		slices.Sort(others)
+		return fmt.Errorf("%s: a change holds NodePools and EC2NodeClasses only; it also holds %s (put the cluster's objects in -f)", name, strings.Join(others, ", "))
+	}
+	c.NodePools = append(c.NodePools, o.NodePools...)
+	c.EC2NodeClasses = append(c.EC2NodeClasses, o.EC2NodeClasses...)
+	return nil
+}
+
+// ChangedObject is an object a change replaces or adds, and the fields
+// that differ.
+type ChangedObject struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	// New: the cluster has no object of this name.
+	New    bool     `json:"new,omitempty"`
+	Fields []string `json:"fields"`
+}
+
+// apply returns the objects with the change made (the input is left as
+// it is), and what it changed. A changed EC2NodeClass without a status
+// keeps the cluster's, less what its changed selector terms make unknown.
+func (c *Change) apply(o *Objects) (*Objects, []ChangedObject, []string) {
+	out := *o
+	out.NodePools = slices.Clone(o.NodePools)
+	out.EC2NodeClasses = slices.Clone(o.EC2NodeClasses)
+	var changed []ChangedObject
+	var warnings []string
+	for _, np := range c.NodePools {
+		i := slices.IndexFunc(out.NodePools, func(x *v1.NodePool) bool { return x.Name == np.Name })
+		if i < 0 {
+			out.NodePools = append(out.NodePools, np)
+			changed = append(changed, ChangedObject{Kind: "NodePool", Name: np.Name, New: true, Fields: []string{}})
+			continue
+		}
+		np = np.DeepCopy()
+		np.UID, np.CreationTimestamp = out.NodePools[i].UID, out.NodePools[i].CreationTimestamp
+		changed = append(changed, ChangedObject{Kind: "NodePool", Name: np.Name, Fields: fieldsChanged("spec", out.NodePools[i].Spec, np.Spec)})
+		out.NodePools[i] = np
+	}
+	for _, nc := range c.EC2NodeClasses {
+		i := slices.IndexFunc(out.EC2NodeClasses, func(x *awsv1.EC2NodeClass) bool { return x.Name == nc.Name })
+		if i < 0 {
+			out.EC2NodeClasses = append(out.EC2NodeClasses, nc)
+			changed = append(changed, ChangedObject{Kind: "EC2NodeClass", Name: nc.Name, New: true, Fields: []string{}})
+			continue
+		}
+		old := out.EC2NodeClasses[i]
+		nc = nc.DeepCopy()
+		fields := fieldsChanged("spec", old.Spec, nc.Spec)
+		if reflect.DeepEqual(nc.Status, awsv1.EC2NodeClassStatus{}) {
+			var warn string
+			nc.Status, warn = statusAfter(old, nc, fields)
+			if warn != "" {
+				warnings = append(warnings, warn)
+			}
+		}
+		changed = append(changed, ChangedObject{Kind: "EC2NodeClass", Name: nc.Name, Fields: fields})
+		out.EC2NodeClasses[i] = nc
+	}
+	return &out, changed, warnings
+}
+
+// UnresolvedAMI stands for the AMIs changed amiSelectorTerms select, when
+// they are not known offline: nodes running any other AMI drift.
+const UnresolvedAMI = "(what the new amiSelectorTerms select)"
+
+// statusAfter is a changed EC2NodeClass's status offline: the cluster's,
+// with the AMIs the new amiSelectorTerms select by ID, or a stand-in for
+// AMIs only the account can resolve (an alias or tags select them).
+// Changed subnet or security group terms are kept as they were, with a
+// warning.
+func statusAfter(old, changed *awsv1.EC2NodeClass, fields []string) (awsv1.EC2NodeClassStatus, string) {
+	st := *old.Status.DeepCopy()
+	var warnings []string
+	if slices.Contains(fields, "spec.amiSelectorTerms") {
+		archs := map[string][]awsv1.AMI{}
+		for _, a := range old.Status.AMIs {
+			archs[archOf(a)] = append(archs[archOf(a)], a)
+		}
+		st.AMIs = nil
+		for _, arch := range slices.Sorted(maps.Keys(archs)) {
+			tmpl := archs[arch][0]
+			ids := termIDs(changed.Spec.AMISelectorTerms)
+			if len(ids) == 0 {
+				ids = []string{UnresolvedAMI}
+			}
+			for _, id := range ids {
+				st.AMIs = append(st.AMIs, awsv1.AMI{ID: id, Name: id, Requirements: tmpl.Requirements})
+			}
+		}
+		if len(termIDs(changed.Spec.AMISelectorTerms)) == 0 {
+			warnings = append(warnings, fmt.Sprintf("EC2NodeClass %s: spec.amiSelectorTerms changed and select AMIs by alias, name or tags, which only the account resolves; "+
+				"planned as if they select AMIs other than those the nodes run (give the change a status.amis, or --cloud, to know)", changed.Name))
+		}
+	}
+	for _, f := range []string{"spec.subnetSelectorTerms", "spec.securityGroupSelectorTerms"} {
+		if slices.Contains(fields, f) {
+			warnings = append(warnings, fmt.Sprintf("EC2NodeClass %s: %s changed; offline the subnets and security groups they select are not known, so the nodes' network is planned as it is (--cloud resolves them)", changed.Name, f))
+		}
+	}
+	return st, strings.Join(warnings, "; ")
+}
+
+func termIDs(terms []awsv1.AMISelectorTerm) []string {
+	var ids []string
+	for _, t := range terms {
+		if t.ID == "" {
+			return nil
+		}
+		ids = append(ids, t.ID)
+	}
+	return ids
+}
+
+func archOf(a awsv1.AMI) string {
+	for _, r := range a.Requirements {
+		if r.Key == "kubernetes.io/arch" {
+			return strings.Join(r.Values, ",")
+		}
+	}
+	return ""
+}
+
+// fieldsChanged are the paths of the fields that differ between two
+// values, as far down as both are objects (spec.template.spec.requirements,
+// spec.amiSelectorTerms, ...).
+func fieldsChanged(path string, before, after any) []string {
+	var a, b any
+	for _, x := range []struct {
+		in  any
+		out *any
+	}{{before, &a}, {after, &b}} {
+		raw, err := json.Marshal(x.in)
+		if err != nil {
+			return []string{path}
+		}
+		if err := json.Unmarshal(raw, x.out); err != nil {
+			return []string{path}
+		}
+	}
+	out := []string{}
+	diffPaths(path, a, b, &out)
+	return out
+}
+
+func diffPaths(path string, a, b any, out *[]string) {
+	am, aok := a.(map[string]any)
+	bm, bok := b.(map[string]any)
+	if !aok || !bok {
+		if !reflect.DeepEqual(a, b) {
+			*out = append(*out, path)
+		}
+		return
+	}
+	keys := map[string]bool{}
+	for k := range am {
+		keys[k] = true
+	}
+	for k := range bm {
+		keys[k] = true
+	}
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		diffPaths(path+"."+k, am[k], bm[k], out)
+	}
+}
