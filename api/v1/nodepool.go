@@ -16,6 +16,7 @@ import (
 // +kubebuilder:printcolumn:name="NodeClass",type="string",JSONPath=".spec.template.spec.nodeClassRef.name"
 // +kubebuilder:printcolumn:name="Nodes",type="string",JSONPath=".status.nodes"
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status"
+// +kubebuilder:printcolumn:name="Rollout",type="string",JSONPath=".status.conditions[?(@.type==\"RolloutInProgress\")].message"
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
 // +kubebuilder:printcolumn:name="Weight",type="integer",JSONPath=".spec.weight",priority=1
 // +kubebuilder:printcolumn:name="CPU",type="string",JSONPath=".status.resources.cpu",priority=1
@@ -273,6 +274,10 @@ const (
 	// ConditionNodeRepairAllowed is False while more than a fifth of the
 	// NodePool's nodes are unhealthy: node repair replaces none of them.
 	ConditionNodeRepairAllowed = "NodeRepairAllowed"
+	// ConditionRolloutInProgress is True while some of the NodePool's
+	// NodeClaims are drifted and not yet replaced; its message counts
+	// them and says what the budgets allow. Absent otherwise.
+	ConditionRolloutInProgress = "RolloutInProgress"
 )
 
 // NodePool condition and event reasons.
@@ -282,6 +287,8 @@ const (
 	ReasonRegistrationTimeout = "RegistrationTimeout"
 	// ReasonTooManyUnhealthyNodes: NodeRepairAllowed=False.
 	ReasonTooManyUnhealthyNodes = "TooManyUnhealthyNodes"
+	// ReasonDriftedNodes: RolloutInProgress=True.
+	ReasonDriftedNodes = "DriftedNodes"
 )
 
 // StatusConditions are the NodePool's status conditions.

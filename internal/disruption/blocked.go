@@ -7,6 +7,7 @@ import (
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
+	"github.com/nodewright/nodewright/internal/state/budget"
 )
 
 // BlockedReason says why a candidate is not disrupted.
@@ -60,7 +61,7 @@ type Blocked struct {
 	// Method is the disruption that was held back.
 	Method    v1.DisruptionReason
 	Blocker   state.Blocker
-	Allowance Allowance
+	Allowance budget.Allowance
 	// Until consolidateAfter passes; Never when it is Never.
 	Until time.Time
 	Never bool

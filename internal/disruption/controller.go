@@ -141,7 +141,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 			"savingsPerHour", cmd.Savings, "pods", cmd.Pods)
 	}
 	c.report(snap, dec)
-	c.record(c.Clock.Since(started), dec)
+	c.record(c.Clock.Since(started), snap, dec)
 	return nil
 }
 
@@ -462,7 +462,15 @@ func (c *Controller) report(snap *state.Snapshot, dec *Decision) {
 	}
 }
 
-func (c *Controller) record(took time.Duration, dec *Decision) {
+func (c *Controller) record(took time.Duration, snap *state.Snapshot, dec *Decision) {
+	pools := map[string]string{}
+	for _, n := range snap.Nodes {
+		pools[n.Name] = n.NodePool
+	}
+	blocked := map[[3]string]int{}
+	for _, b := range dec.Blocked {
+		blocked[[3]string{pools[b.Node], string(b.Method), string(b.Reason)}]++
+	}
 	allowed := map[[2]string]int{}
 	for _, a := range dec.Allowances {
 		allowed[[2]string{a.NodePool, string(a.Reason)}] = min(a.Allowed, 1<<30)
@@ -473,5 +481,5 @@ func (c *Controller) record(took time.Duration, dec *Decision) {
 			savings[n.NodePool] += cmd.Savings / float64(len(cmd.Nodes))
 		}
 	}
-	c.Metrics.DisruptionDecision(took, dec.Eligible, allowed, savings)
+	c.Metrics.DisruptionDecision(took, dec.Eligible, allowed, blocked, savings)
 }

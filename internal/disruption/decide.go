@@ -16,6 +16,7 @@ import (
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
+	"github.com/nodewright/nodewright/internal/state/budget"
 )
 
 // Options tune a decision.
@@ -89,7 +90,7 @@ type Decision struct {
 	Commands []*Command
 	Blocked  []Blocked
 	// Allowances are the budgets per NodePool and reason.
-	Allowances []Allowance
+	Allowances []budget.Allowance
 	// Eligible counts, per NodePool, the nodes a method could act on now.
 	Eligible map[string]int
 	// PricePerHour is what the NodePools' nodes cost now;
@@ -109,7 +110,7 @@ type decider struct {
 	used     map[string]map[v1.DisruptionReason]int
 	out      *Decision
 	blocked  map[string]bool
-	allowSet map[string]map[v1.DisruptionReason]Allowance
+	allowSet map[string]map[v1.DisruptionReason]budget.Allowance
 	// next are nodes a method could take but leaves to a later round.
 	next map[string]v1.DisruptionReason
 }
@@ -133,7 +134,7 @@ func Decide(s *state.Snapshot, opts Options) *Decision {
 			d.out.Allowances = append(d.out.Allowances, a)
 		}
 	}
-	slices.SortFunc(d.out.Allowances, func(a, b Allowance) int {
+	slices.SortFunc(d.out.Allowances, func(a, b budget.Allowance) int {
 		return cmp.Or(cmp.Compare(a.NodePool, b.NodePool), cmp.Compare(a.Reason, b.Reason))
 	})
 	slices.SortFunc(d.out.Blocked, func(a, b Blocked) int { return cmp.Compare(a.Node, b.Node) })
@@ -234,7 +235,7 @@ func (d *decider) explainRest(s *state.Snapshot) {
 func newDecider(s *state.Snapshot, opts Options) (*decider, []*state.Node) {
 	d := &decider{s: s, opts: opts, now: s.Now, prices: map[string]map[string]*scheduling.InstanceType{}, taken: map[string]bool{},
 		nodes: map[string]int{}, disrupt: map[string]int{}, used: map[string]map[v1.DisruptionReason]int{},
-		out: &Decision{Eligible: map[string]int{}}, blocked: map[string]bool{}, allowSet: map[string]map[v1.DisruptionReason]Allowance{},
+		out: &Decision{Eligible: map[string]int{}}, blocked: map[string]bool{}, allowSet: map[string]map[v1.DisruptionReason]budget.Allowance{},
 		next: map[string]v1.DisruptionReason{}}
 	for _, np := range s.NodePools {
 		d.prices[np.Name] = map[string]*scheduling.InstanceType{}
@@ -256,13 +257,13 @@ func newDecider(s *state.Snapshot, opts Options) (*decider, []*state.Node) {
 
 // allowance is the NodePool's budget for a reason, less what this
 // decision already used.
-func (d *decider) allowance(pool string, reason v1.DisruptionReason) Allowance {
+func (d *decider) allowance(pool string, reason v1.DisruptionReason) budget.Allowance {
 	if _, ok := d.allowSet[pool]; !ok {
-		d.allowSet[pool] = map[v1.DisruptionReason]Allowance{}
+		d.allowSet[pool] = map[v1.DisruptionReason]budget.Allowance{}
 	}
 	a, ok := d.allowSet[pool][reason]
 	if !ok {
-		a = allowance(d.s.Pools[pool], reason, d.nodes[pool], d.disrupt[pool], d.now)
+		a = budget.For(d.s.Pools[pool], reason, d.nodes[pool], d.disrupt[pool], d.now)
 		d.allowSet[pool][reason] = a
 	}
 	a.Allowed = max(a.Allowed-d.used[pool][reason], 0)

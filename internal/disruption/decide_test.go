@@ -195,7 +195,7 @@ func TestBudgets(t *testing.T) {
 		t.Errorf("two nodes in flight leave one of three: %q", commands(d))
 	}
 	// A budget window that is closed does not apply; an open one does.
-	for schedule, want := range map[string]int{"0 11 * * *": 0, "0 9 * * *": 3, "@daily": 3, "30 11 * * 1": 0} {
+	for schedule, want := range map[string]int{"0 11 * * *": 0, "0 9 * * *": 3, "@daily": 3, "30 11 * * 1": 0, "30 11 * * MON": 0, "30 11 * * tue-fri": 3, "0 11 * nov mon": 0} {
 		c.pool.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "30%"}, {Nodes: "0", Schedule: &schedule, Duration: &metav1.Duration{Duration: 2 * time.Hour}}}
 		d = c.decide()
 		got := 0

@@ -20,6 +20,8 @@ type Metrics struct {
 	disruptions        *prometheus.CounterVec // reason, outcome
 	eligible, savings  *prometheus.GaugeVec   // nodepool
 	allowed            *prometheus.GaugeVec   // nodepool, reason
+	blocked            *prometheus.GaugeVec   // nodepool, method, reason
+	rollout            *prometheus.GaugeVec   // nodepool, state
 	disruptionDecision prometheus.Histogram
 	// Node repair.
 	repairs   *prometheus.CounterVec // nodepool, condition
@@ -62,6 +64,10 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Hourly savings of the disruption commands being carried out, in US dollars."}, []string{"nodepool"}),
 		allowed: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "nodewright", Name: "disruption_allowed_disruptions",
 			Help: "Nodes the NodePool's budgets allow to be disrupted now, by reason."}, []string{"nodepool", "reason"}),
+		blocked: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "nodewright", Name: "disruption_blocked_nodes",
+			Help: "Nodes a disruption method would act on that stay at the last decision, by NodePool, method (Drifted, Expired, Empty, Underutilized) and why (Blocker: a PodDisruptionBudget or do-not-disrupt, Budget, PodsDoNotFit, ...)."}, []string{"nodepool", "method", "reason"}),
+		rollout: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "nodewright", Name: "nodepool_drift_rollout_nodes",
+			Help: "A NodePool's nodes while drifted ones are replaced, by state: up_to_date, replacing (drifted, being replaced), waiting (drifted, not yet)."}, []string{"nodepool", "state"}),
 		disruptionDecision: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "nodewright", Name: "disruption_decision_duration_seconds",
 			Help: "Time a disruption decision takes.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}),
 		repairs: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "nodewright", Name: "node_repairs_total",
@@ -94,6 +100,8 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	m.eligible = register(reg, m.eligible, &err)
 	m.savings = register(reg, m.savings, &err)
 	m.allowed = register(reg, m.allowed, &err)
+	m.blocked = register(reg, m.blocked, &err)
+	m.rollout = register(reg, m.rollout, &err)
 	m.disruptionDecision = register(reg, m.disruptionDecision, &err)
 	m.repairs = register(reg, m.repairs, &err)
 	m.unhealthy = register(reg, m.unhealthy, &err)
@@ -210,7 +218,9 @@ func (m *Metrics) Disruption(reason, outcome string) {
 // DisruptionDecision records a disruption decision: how long it took, the
 // eligible nodes per NodePool, what the budgets allow per NodePool and
 // reason, and the hourly savings of the commands in flight per NodePool.
-func (m *Metrics) DisruptionDecision(d time.Duration, eligible map[string]int, allowed map[[2]string]int, savings map[string]float64) {
+//
+// blocked counts the nodes that stay by NodePool, method and reason.
+func (m *Metrics) DisruptionDecision(d time.Duration, eligible map[string]int, allowed map[[2]string]int, blocked map[[3]string]int, savings map[string]float64) {
 	if m == nil {
 		return
 	}
@@ -227,6 +237,21 @@ func (m *Metrics) DisruptionDecision(d time.Duration, eligible map[string]int, a
 	for pool, s := range savings {
 		m.savings.WithLabelValues(pool).Set(s)
 	}
+	m.blocked.Reset()
+	for k, n := range blocked {
+		m.blocked.WithLabelValues(k[0], k[1], k[2]).Set(float64(n))
+	}
+}
+
+// DriftRollout records a NodePool's nodes while its drifted ones are
+// replaced; all zero when none has drifted.
+func (m *Metrics) DriftRollout(pool string, upToDate, replacing, waiting int) {
+	if m == nil {
+		return
+	}
+	m.rollout.WithLabelValues(pool, "up_to_date").Set(float64(upToDate))
+	m.rollout.WithLabelValues(pool, "replacing").Set(float64(replacing))
+	m.rollout.WithLabelValues(pool, "waiting").Set(float64(waiting))
 }
 
 // PriceSource records where one kind of price (on_demand, spot) comes from

@@ -1,6 +1,6 @@
 // Package nodepool keeps NodePool status current: the resources its
-// NodeClaims hold, whether its EC2NodeClass is ready, and whether its
-// nodes register.
+// NodeClaims hold, whether its EC2NodeClass is ready, whether its nodes
+// register, and how the replacement of its drifted nodes goes.
 package nodepool
 
 import (
@@ -24,6 +24,7 @@ import (
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
 	"github.com/nodewright/nodewright/internal/conditions"
+	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/state"
 	"github.com/nodewright/nodewright/internal/state/listing"
 	"github.com/nodewright/nodewright/internal/state/nodepoolhealth"
@@ -36,6 +37,7 @@ type Controller struct {
 	NodeClasses   NodeClasses
 	Clock         clock.PassiveClock
 	Registrations *nodepoolhealth.Registrations
+	Metrics       *metrics.Metrics
 }
 
 // NodeClasses is what the controller reads of node classes: their
@@ -126,6 +128,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		heldWhy = health.HeldReason()
 	}
 	setCondition(np, now, v1.ConditionNodeRepairAllowed, !repairHeld, v1.ReasonTooManyUnhealthyNodes, heldWhy)
+	rolling := c.rollout(np, listing.Pointers(claims.Items), listing.Pointers(nodes.Items), now)
 	ready := classReady
 	setCondition(np, now, v1.ConditionReady, ready, v1.ReasonNodeClassNotReady, classMsg)
 	if class != nil {
@@ -133,6 +136,10 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if err := c.Client.Status().Patch(ctx, np, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return reconcile.Result{}, fmt.Errorf("patching the status of NodePool %s: %w", np.Name, err)
+	}
+	if rolling {
+		// Budget windows open and close with time, not with objects.
+		return reconcile.Result{RequeueAfter: time.Minute}, nil
 	}
 	return reconcile.Result{}, nil
 }

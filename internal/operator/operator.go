@@ -340,7 +340,7 @@ func (w *wiring) deciders(context.Context) error {
 // nodeControllers keep NodePool and NodeOverlay status, and repair
 // unhealthy nodes.
 func (w *wiring) nodeControllers(context.Context) error {
-	if err := (&nodepool.Controller{Client: w.mgr.GetClient(), NodeClasses: w.cloud, Clock: w.clk, Registrations: w.registrations}).SetupWithManager(w.mgr); err != nil {
+	if err := (&nodepool.Controller{Client: w.mgr.GetClient(), NodeClasses: w.cloud, Clock: w.clk, Registrations: w.registrations, Metrics: w.metrics}).SetupWithManager(w.mgr); err != nil {
 		return err
 	}
 	if err := (&nodeoverlay.Controller{Client: w.cached, NodeClasses: w.cloud, Clock: w.clk, Log: w.log.WithName("nodeoverlay")}).SetupWithManager(w.mgr); err != nil {

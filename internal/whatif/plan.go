@@ -16,6 +16,7 @@ import (
 	"github.com/nodewright/nodewright/internal/disruption"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
+	"github.com/nodewright/nodewright/internal/state/budget"
 )
 
 // PlanReport is what a change does to a cluster (JSON schema in the
@@ -434,7 +435,7 @@ func nextWindow(snap *state.Snapshot, d *disruption.Decision) (time.Time, string
 		if np == nil {
 			continue
 		}
-		t, ok := disruption.NextAllowance(np, b.Method, b.Allowance.Nodes, b.Allowance.Disrupting, snap.Now)
+		t, ok := budget.Next(np, b.Method, b.Allowance.Nodes, b.Allowance.Disrupting, snap.Now)
 		if ok && (best.IsZero() || t.Before(best)) {
 			best, why = t, fmt.Sprintf("%s; its budgets allow %s disruption from %s", b.Allowance, b.Method, t.Format(time.RFC3339))
 		}
@@ -455,7 +456,7 @@ func blockedOf(snap *state.Snapshot, d *disruption.Decision) []PlanBlocked {
 		pb := PlanBlocked{Node: b.Node, Reason: b.String()}
 		if b.Reason == disruption.BlockedByBudget && b.Allowance.Err == nil {
 			if np := snap.Pools[b.Allowance.NodePool]; np != nil {
-				if t, ok := disruption.NextAllowance(np, b.Method, b.Allowance.Nodes, b.Allowance.Disrupting, snap.Now); ok {
+				if t, ok := budget.Next(np, b.Method, b.Allowance.Nodes, b.Allowance.Disrupting, snap.Now); ok {
 					pb.Until = &t
 				}
 			}

@@ -10,6 +10,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
@@ -137,6 +139,7 @@ func TestDrift(t *testing.T) {
 		mu         sync.Mutex
 		violations []string
 		most       int
+		rollout    = map[string]bool{} // RolloutInProgress messages seen
 		started    = make(chan *runner.Sim, 1)
 	)
 	done := make(chan struct{})
@@ -163,7 +166,14 @@ func TestDrift(t *testing.T) {
 					}
 				}
 			}
+			np := &v1.NodePool{}
+			if err := sim.Kube.Get(ctx, client.ObjectKey{Name: "default"}, np); err != nil {
+				continue
+			}
 			mu.Lock()
+			if c := meta.FindStatusCondition(np.Status.Conditions, v1.ConditionRolloutInProgress); c != nil {
+				rollout[c.Message] = true
+			}
 			most = max(most, disrupting)
 			healthy = healthy || (pdb.Status.ObservedGeneration == pdb.Generation && pdb.Status.CurrentHealthy == 4)
 			if healthy && pdb.Status.CurrentHealthy < pdb.Status.DesiredHealthy {
@@ -172,9 +182,28 @@ func TestDrift(t *testing.T) {
 			mu.Unlock()
 		}
 	}()
-	_, results := runStepsWith(t, "drift", 4*time.Minute, func(s *runner.Sim) { started <- s }, nil)
+	sim, results := runStepsWith(t, "drift", 4*time.Minute, func(s *runner.Sim) { started <- s }, nil)
 	cancel()
 	<-done
+	// The NodePool showed the rollout while it went on, and clears it
+	// once every drifted node is replaced.
+	replacing := false
+	for msg := range rollout {
+		replacing = replacing || (strings.Contains(msg, "1 being replaced") && strings.HasSuffix(msg, "budget 1 allows 1 at once"))
+	}
+	if !replacing {
+		t.Errorf("the NodePool never said a drifted node was being replaced within its budget: %v", rollout)
+	}
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		np := &v1.NodePool{}
+		if err := sim.Kube.Get(ctx, client.ObjectKey{Name: "default"}, np); err != nil {
+			return false, err
+		}
+		return meta.FindStatusCondition(np.Status.Conditions, v1.ConditionRolloutInProgress) == nil, nil
+	})
+	if err != nil {
+		t.Errorf("RolloutInProgress stays on the NodePool after the rollout: %v", err)
+	}
 	first, last := results[0].Snapshot, results[1].Snapshot
 	if !last.Done() {
 		t.Fatalf("not every pod runs after the drift: %d/%d", last.RunningPods, last.Pods)

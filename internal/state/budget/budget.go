@@ -1,4 +1,8 @@
-package disruption
+// Package budget reads NodePools' disruption budgets: how many of a
+// NodePool's nodes a disruption reason may disrupt at a time, with their
+// cron windows. Disruption decides within them; the NodePool's status
+// and offline plans say what they allow.
+package budget
 
 import (
 	"fmt"
@@ -34,10 +38,10 @@ func (a Allowance) String() string {
 	return fmt.Sprintf("NodePool %s allows %d of %s now (%d of its %d nodes are being disrupted)", a.NodePool, a.Allowed, a.Budget, a.Disrupting, a.Nodes)
 }
 
-// allowance applies a NodePool's budgets to a reason: the least any
+// For applies a NodePool's budgets to a reason: the least any
 // active budget for the reason allows (a percentage of the NodePool's
 // nodes, rounded up), less the nodes already being disrupted.
-func allowance(np *v1.NodePool, reason v1.DisruptionReason, nodes, disrupting int, now time.Time) Allowance {
+func For(np *v1.NodePool, reason v1.DisruptionReason, nodes, disrupting int, now time.Time) Allowance {
 	a := Allowance{NodePool: np.Name, Reason: reason, Nodes: nodes, Disrupting: disrupting, Limit: math.MaxInt, Budget: "unlimited"}
 	budgets := np.Spec.Disruption.Budgets
 	if len(budgets) == 0 {
@@ -103,15 +107,15 @@ func budgetNodes(value string, nodes int) (int, error) {
 	return n, nil
 }
 
-// NextAllowance is the first minute after now, within a week, at which a
+// Next is the first minute after now, within a week, at which a
 // NodePool's budgets allow a reason to disrupt one more of its nodes
 // (nodes of them, disrupting being disrupted): when a window that holds
 // it back closes, or one that allows it opens. False when no minute of
 // the week does.
-func NextAllowance(np *v1.NodePool, reason v1.DisruptionReason, nodes, disrupting int, now time.Time) (time.Time, bool) {
+func Next(np *v1.NodePool, reason v1.DisruptionReason, nodes, disrupting int, now time.Time) (time.Time, bool) {
 	const week = 7 * 24 * time.Hour
 	for t := now.UTC().Truncate(time.Minute).Add(time.Minute); t.Sub(now) <= week; t = t.Add(time.Minute) {
-		if a := allowance(np, reason, nodes, disrupting, t); a.Err == nil && a.Allowed > 0 {
+		if a := For(np, reason, nodes, disrupting, t); a.Err == nil && a.Allowed > 0 {
 			return t, true
 		}
 	}

@@ -1,4 +1,4 @@
-package disruption
+package budget
 
 import (
 	"fmt"
@@ -21,8 +21,16 @@ var macros = map[string]string{
 	"@weekly": "0 0 * * 0", "@daily": "0 0 * * *", "@midnight": "0 0 * * *", "@hourly": "0 * * * *",
 }
 
-// parseSchedule reads a cron schedule: five fields of numbers, ranges
-// (a-b), steps (*/n, a-b/n), lists (a,b) and *, or a macro such as @daily.
+// fieldNames are the names a month or day-of-week field may use for its
+// numbers (case does not matter), as standard cron allows.
+var fieldNames = [5]map[string]int{
+	3: {"jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6, "jul": 7, "aug": 8, "sep": 9, "oct": 10, "nov": 11, "dec": 12},
+	4: {"sun": 0, "mon": 1, "tue": 2, "wed": 3, "thu": 4, "fri": 5, "sat": 6},
+}
+
+// parseSchedule reads a cron schedule: five fields of numbers (or, for
+// month and day of week, names such as jan or mon-fri), ranges (a-b),
+// steps (*/n, a-b/n), lists (a,b) and *, or a macro such as @daily.
 func parseSchedule(spec string) (*schedule, error) {
 	if m, ok := macros[strings.TrimSpace(spec)]; ok {
 		spec = m
@@ -35,7 +43,7 @@ func parseSchedule(spec string) (*schedule, error) {
 	names := [5]string{"minute", "hour", "day of month", "month", "day of week"}
 	var sets [5]uint64
 	for i, f := range fields {
-		set, err := parseField(f, bounds[i][0], bounds[i][1])
+		set, err := parseField(f, bounds[i][0], bounds[i][1], fieldNames[i])
 		if err != nil {
 			return nil, fmt.Errorf("schedule %q: %s %q: %w", spec, names[i], f, err)
 		}
@@ -48,7 +56,17 @@ func parseSchedule(spec string) (*schedule, error) {
 		domStar: fields[2] == "*", dowStar: fields[4] == "*"}, nil
 }
 
-func parseField(f string, lo, hi int) (uint64, error) {
+func parseField(f string, lo, hi int, names map[string]int) (uint64, error) {
+	number := func(text string) (int, error) {
+		if n, ok := names[strings.ToLower(text)]; ok {
+			return n, nil
+		}
+		n, err := strconv.Atoi(text)
+		if err != nil {
+			return 0, fmt.Errorf("%q is not a number", text)
+		}
+		return n, nil
+	}
 	var set uint64
 	for _, part := range strings.Split(f, ",") {
 		rng, stepText, hasStep := strings.Cut(part, "/")
@@ -63,14 +81,14 @@ func parseField(f string, lo, hi int) (uint64, error) {
 		first, last := lo, hi
 		if rng != "*" {
 			a, b, isRange := strings.Cut(rng, "-")
-			x, err := strconv.Atoi(a)
+			x, err := number(a)
 			if err != nil {
-				return 0, fmt.Errorf("%q is not a number", a)
+				return 0, err
 			}
 			first, last = x, x
 			if isRange {
-				if last, err = strconv.Atoi(b); err != nil {
-					return 0, fmt.Errorf("%q is not a number", b)
+				if last, err = number(b); err != nil {
+					return 0, err
 				}
 			} else if hasStep {
 				last = hi
