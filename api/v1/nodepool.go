@@ -251,6 +251,36 @@ type NodePoolStatus struct {
 	// restarted or newly elected controller backs off as the last one did.
 	// +optional
 	RegistrationBackoff *RegistrationBackoff `json:"registrationBackoff,omitempty"`
+	// DriftBackoff counts the replacements of drifted nodes that failed
+	// in a row; once they reach the limit, drift of the NodePool pauses
+	// (DriftAllowed=False) until its spec or node class changes, or the
+	// annotation nodewright.dev/resume-drift gets a new value.
+	// +optional
+	DriftBackoff *DriftBackoff `json:"driftBackoff,omitempty"`
+}
+
+// DriftBackoff is what the replacements of a NodePool's drifted nodes
+// went through.
+type DriftBackoff struct {
+	// Failures is how many replacements failed in a row.
+	Failures int32 `json:"failures"`
+	// LastFailure is when the last of them failed, and Cause why.
+	LastFailure metav1.Time `json:"lastFailure"`
+	// +optional
+	Cause string `json:"cause,omitempty"`
+	// Paused: drifted nodes are not replaced.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+	// NodePoolGeneration, NodeClassGeneration and ResumeAnnotation are the
+	// NodePool's and its node class's generations and the value of
+	// nodewright.dev/resume-drift when drift paused: a change to any
+	// resumes it.
+	// +optional
+	NodePoolGeneration int64 `json:"nodePoolGeneration,omitempty"`
+	// +optional
+	NodeClassGeneration int64 `json:"nodeClassGeneration,omitempty"`
+	// +optional
+	ResumeAnnotation string `json:"resumeAnnotation,omitempty"`
 }
 
 // RegistrationBackoff is a NodePool's relaunch backoff.
@@ -278,7 +308,14 @@ const (
 	// NodeClaims are drifted and not yet replaced; its message counts
 	// them and says what the budgets allow. Absent otherwise.
 	ConditionRolloutInProgress = "RolloutInProgress"
+	// ConditionDriftAllowed is False while drift of the NodePool is
+	// paused because replacements of its drifted nodes kept failing.
+	ConditionDriftAllowed = "DriftAllowed"
 )
+
+// AnnotationResumeDrift resumes the paused drift of a NodePool when it
+// gets a new value.
+const AnnotationResumeDrift = "nodewright.dev/resume-drift"
 
 // NodePool condition and event reasons.
 const (
@@ -289,6 +326,11 @@ const (
 	ReasonTooManyUnhealthyNodes = "TooManyUnhealthyNodes"
 	// ReasonDriftedNodes: RolloutInProgress=True.
 	ReasonDriftedNodes = "DriftedNodes"
+	// ReasonReplacementsFailing: DriftAllowed=False, and the NodePool's
+	// event when drift pauses.
+	ReasonReplacementsFailing = "ReplacementsFailing"
+	// ReasonDriftResumed: the NodePool's event when paused drift resumes.
+	ReasonDriftResumed = "DriftResumed"
 )
 
 // StatusConditions are the NodePool's status conditions.

@@ -120,6 +120,8 @@ control plane.`,
 		"wait this long after a disruption decision, then check it again against the cluster before carrying it out")
 	f.DurationVar(&cfg.Disruption.ReplacementTimeout, "replacement-timeout", cfg.Disruption.ReplacementTimeout,
 		"roll a disruption back when its replacement nodes are not initialized after this long")
+	f.IntVar(&cfg.Disruption.DriftFailureLimit, "drift-failure-limit", cfg.Disruption.DriftFailureLimit,
+		"pause the replacement of a NodePool's drifted nodes after this many replacements in a row failed to launch, register or initialize")
 	f.BoolVar(&cfg.NodeRepair, "node-repair", cfg.NodeRepair, "replace nodes unhealthy for longer than their toleration (below), unless more than 20% of their NodePool is unhealthy")
 	f.DurationVar(&cfg.Repair.Ready, "node-repair-ready-after", cfg.Repair.Ready, "replace a node whose Ready condition has been False or Unknown this long")
 	f.DurationVar(&cfg.Repair.Accelerator, "node-repair-accelerator-after", cfg.Repair.Accelerator, "replace a node whose AcceleratedHardwareReady condition has been False this long")

@@ -52,6 +52,9 @@ const (
 	// BlockedNotEvaluated means single-node consolidation looked at its
 	// maximum of nodes this round before this one.
 	BlockedNotEvaluated BlockedReason = "NotEvaluated"
+	// BlockedDriftPaused means the NodePool's drift is paused: its replacements
+	// kept failing.
+	BlockedDriftPaused BlockedReason = "DriftPaused"
 )
 
 // Blocked is why a candidate node stays.
@@ -76,6 +79,8 @@ type Blocked struct {
 	Pods int
 	// Limit is how many nodes single-node consolidation looks at a round.
 	Limit int
+	// Message is why drift is paused.
+	Message string
 }
 
 func (b Blocked) String() string {
@@ -106,6 +111,9 @@ var blockedSays = map[BlockedReason]func(Blocked) string{
 		return "the node's instance type or offering is not among its NodePool's, so savings cannot be measured"
 	},
 	BlockedInProgress: func(Blocked) string { return "the node is already being disrupted or deleted" },
+	BlockedDriftPaused: func(b Blocked) string {
+		return "drift of its NodePool is paused: " + b.Message + " (see the NodePool's DriftAllowed condition)"
+	},
 	BlockedNextRound: func(b Blocked) string {
 		return fmt.Sprintf("it could go (%s), but another %s command goes first; it is considered again next round", b.Method, b.Method)
 	},

@@ -36,11 +36,15 @@ type Config struct {
 	// ReplacementTimeout is how long replacements may take to initialize
 	// before the command is rolled back.
 	ReplacementTimeout time.Duration
+	// DriftFailureLimit is how many replacements of a NodePool's drifted
+	// nodes may fail in a row before its drift pauses.
+	DriftFailureLimit int
 }
 
 // DefaultConfig is the reference's timing.
 func DefaultConfig() Config {
-	return Config{Options: DefaultOptions(), Poll: 10 * time.Second, ValidationDelay: 15 * time.Second, ReplacementTimeout: 20 * time.Minute}
+	return Config{Options: DefaultOptions(), Poll: 10 * time.Second, ValidationDelay: 15 * time.Second, ReplacementTimeout: 20 * time.Minute,
+		DriftFailureLimit: nodepoolhealth.DefaultDriftFailureLimit}
 }
 
 // Controller carries disruption out: it decides, waits, validates the
@@ -53,14 +57,19 @@ type Controller struct {
 	// NodeClasses resolves the NodePools' node classes.
 	NodeClasses   listing.NodeClassResolver
 	Registrations *nodepoolhealth.Registrations
-	Recorder      record.EventRecorder
-	Clock         clock.WithTicker
-	Metrics       *metrics.Metrics
-	Log           logr.Logger
-	Config        Config
+	// Drifts records how replacements of drifted nodes went, for the
+	// NodePool controller to pause drift that keeps failing.
+	Drifts   *nodepoolhealth.DriftReplacements
+	Recorder record.EventRecorder
+	Clock    clock.WithTicker
+	Metrics  *metrics.Metrics
+	Log      logr.Logger
+	Config   Config
 
 	mu       sync.Mutex
 	commands []*inflight
+	// paused are the NodePools whose drift is paused this round.
+	paused map[string]string
 	// said is the last DisruptionBlocked message per node, so each is
 	// reported once.
 	said map[string]string
@@ -115,6 +124,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	}
 	now := c.Clock.Now()
 	snap := state.Build(listed.Objects, state.Options{Now: now, NodeClasses: classes, Backoff: c.Registrations.Backoffs()})
+	c.paused = nodepoolhealth.PausedDrift(snap.Pools, c.Drifts, c.Config.DriftFailureLimit)
 	finished, err := c.advance(ctx, snap)
 	if err != nil {
 		return err
@@ -123,6 +133,9 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		return err
 	}
 	opts := c.Config.Options
+	// This round's rollbacks may have paused drift.
+	c.paused = nodepoolhealth.PausedDrift(snap.Pools, c.Drifts, c.Config.DriftFailureLimit)
+	opts.DriftPaused = c.paused
 	// The snapshot predates this round's steps: the nodes of commands
 	// that finished in it are being deleted now.
 	opts.InFlight = c.inFlight(nil)
@@ -201,7 +214,7 @@ func (c *Controller) step(ctx context.Context, snap *state.Snapshot, cmd *inflig
 			return false, nil
 		}
 		opts := c.Config.Options
-		opts.InFlight = c.inFlight(cmd)
+		opts.InFlight, opts.DriftPaused = c.inFlight(cmd), c.paused
 		fresh, why := Revalidate(snap, cmd.Command, opts)
 		if fresh == nil {
 			c.Metrics.Disruption(string(cmd.Reason), "cancelled")
@@ -332,6 +345,9 @@ func staticRoom(snap *state.Snapshot, cmd *inflight) bool {
 // terminate deletes the command's NodeClaims; their termination drains
 // the nodes.
 func (c *Controller) terminate(ctx context.Context, cmd *inflight) (bool, error) {
+	if cmd.Reason == v1.DisruptionReasonDrifted && len(cmd.replacements) > 0 {
+		c.Drifts.Record(cmd.Nodes[0].NodePool, c.Clock.Now(), true, "")
+	}
 	what := describe(cmd.Command)
 	for _, n := range cmd.Nodes {
 		c.event(n, corev1.EventTypeNormal, v1.ReasonDisruptionTerminating, fmt.Sprintf("%s: terminating; %s", cmd.Reason, what))
@@ -353,6 +369,13 @@ func (c *Controller) terminate(ctx context.Context, cmd *inflight) (bool, error)
 func (c *Controller) rollback(ctx context.Context, snap *state.Snapshot, cmd *inflight, why string) error {
 	c.Metrics.Disruption(string(cmd.Reason), "rolled_back")
 	c.Log.Info("rolled back a disruption", "reason", cmd.Reason, "nodes", cmd.NodeNames(), "why", why)
+	if cmd.Reason == v1.DisruptionReasonDrifted {
+		pool, cause := cmd.Nodes[0].NodePool, why
+		if reg, ok := c.Registrations.Get(pool); ok && reg.Failures > 0 {
+			cause += "; the most likely cause of its last node that did not register: " + reg.Cause
+		}
+		c.Drifts.Record(pool, snap.Now, false, cause)
+	}
 	for _, n := range cmd.Nodes {
 		c.event(n, corev1.EventTypeWarning, v1.ReasonDisruptionRolledBack, fmt.Sprintf("%s disruption rolled back, the node stays: %s", cmd.Reason, why))
 		for _, cur := range snap.Nodes {

@@ -300,3 +300,73 @@ func refuseReplacements(t *testing.T, kube client.Client) {
 		t.Fatalf("the API server never refused a NodeClaim: %v", err)
 	}
 }
+
+// Replacements of a NodePool's drifted nodes that keep failing pause its
+// drift at the limit: no further replacement is launched, the drifted
+// node stays and says why, and the failures are on record (with the
+// last cause) for the NodePool's status.
+func TestDriftPausesWhenReplacementsKeepFailing(t *testing.T) {
+	e := startController(t)
+	ctx := context.Background()
+	e.ctrl.Drifts = nodepoolhealth.NewDriftReplacements()
+	e.ctrl.Config.DriftFailureLimit = 2
+	np := &v1.NodePool{}
+	if err := e.kube.Get(ctx, client.ObjectKey{Name: "default"}, np); err != nil {
+		t.Fatal(err)
+	}
+	np.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyWhenEmpty // drift alone
+	if err := e.kube.Update(ctx, np); err != nil {
+		t.Fatal(err)
+	}
+	e.node(t, "old", "m5.large", nil)
+	nc := &v1.NodeClaim{}
+	if err := e.kube.Get(ctx, client.ObjectKey{Name: "nc-old"}, nc); err != nil {
+		t.Fatal(err)
+	}
+	nc.Status.Conditions = append(nc.Status.Conditions, metav1.Condition{Type: v1.ConditionDrifted, Status: metav1.ConditionTrue, Reason: v1.ReasonNodePoolDrifted,
+		LastTransitionTime: metav1.NewTime(e.clock.Now())})
+	if err := e.kube.Status().Update(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	replacement := func() *v1.NodeClaim {
+		claims := &v1.NodeClaimList{}
+		if err := e.kube.List(ctx, claims); err != nil {
+			t.Fatal(err)
+		}
+		for i := range claims.Items {
+			if claims.Items[i].Name != "nc-old" && claims.Items[i].DeletionTimestamp.IsZero() {
+				return &claims.Items[i]
+			}
+		}
+		return nil
+	}
+	for attempt := 1; attempt <= 2; attempt++ {
+		e.reconcile(t) // decides
+		e.clock.Step(16 * time.Second)
+		e.reconcile(t) // launches the replacement
+		r := replacement()
+		if r == nil {
+			t.Fatalf("attempt %d: no replacement launched; events %v", attempt, e.events())
+		}
+		if err := e.kube.Delete(ctx, r); err != nil { // it failed to register
+			t.Fatal(err)
+		}
+		e.reconcile(t) // rolls back
+		if rec, _ := e.ctrl.Drifts.Get("default"); rec.Failures != attempt || !strings.Contains(rec.Cause, "failed to launch or register") {
+			t.Fatalf("attempt %d: record %+v", attempt, rec)
+		}
+	}
+	e.events()
+	e.reconcile(t)
+	e.clock.Step(16 * time.Second)
+	e.reconcile(t)
+	if r := replacement(); r != nil {
+		t.Errorf("a third replacement %s was launched after 2 failed in a row; %v", r.Name, e.events())
+	}
+	if events := e.events(); !has(events, "DisruptionBlocked", "drift of its NodePool is paused", "2 replacements of drifted nodes failed in a row") {
+		t.Errorf("the drifted node does not say drift is paused: %v", events)
+	}
+	if tainted(t, e.kube, "old") {
+		t.Error("the drifted node stays tainted; it keeps serving")
+	}
+}

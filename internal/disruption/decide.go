@@ -36,6 +36,9 @@ type Options struct {
 	// SpotToSpotMinTypes is how many cheaper spot instance types a spot
 	// node's spot replacement needs, to stay diverse.
 	SpotToSpotMinTypes int
+	// DriftPaused are the NodePools whose drifted nodes are not replaced
+	// (their replacements kept failing), with why.
+	DriftPaused map[string]string
 	// Methods are the disruption methods that decide (Expired, Drifted,
 	// Empty, Underutilized); all when empty. A plan of a rollout asks
 	// for the methods a change sets off.
@@ -428,6 +431,10 @@ func (d *decider) drift(candidates []*state.Node) {
 	var found []*state.Node
 	for _, n := range candidates {
 		if d.taken[n.Name] || !n.Drift().Drifted() {
+			continue
+		}
+		if why, paused := d.opts.DriftPaused[n.NodePool]; paused {
+			d.block(n, Blocked{Reason: BlockedDriftPaused, Method: v1.DisruptionReasonDrifted, Message: why})
 			continue
 		}
 		if bs := hardBlockers(n, n.NodeClaim != nil && n.NodeClaim.Spec.TerminationGracePeriod != nil); len(bs) > 0 {

@@ -78,6 +78,9 @@ func (d *decider) stillDisruptable(n *state.Node, reason v1.DisruptionReason) st
 		if !n.Drift().Drifted() {
 			return fmt.Sprintf("node %s is no longer drifted", n.Name)
 		}
+		if why, paused := d.opts.DriftPaused[n.NodePool]; paused {
+			return Blocked{Reason: BlockedDriftPaused, Message: why}.String()
+		}
 	}
 	return ""
 }

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,7 +38,13 @@ type Controller struct {
 	NodeClasses   NodeClasses
 	Clock         clock.PassiveClock
 	Registrations *nodepoolhealth.Registrations
-	Metrics       *metrics.Metrics
+	// Drifts are the replacements of drifted nodes disruption recorded;
+	// DriftFailureLimit how many may fail in a row before drift pauses
+	// (nodepoolhealth.DefaultDriftFailureLimit when zero).
+	Drifts            *nodepoolhealth.DriftReplacements
+	DriftFailureLimit int
+	Recorder          record.EventRecorder
+	Metrics           *metrics.Metrics
 }
 
 // NodeClasses is what the controller reads of node classes: their
@@ -128,6 +135,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		heldWhy = health.HeldReason()
 	}
 	setCondition(np, now, v1.ConditionNodeRepairAllowed, !repairHeld, v1.ReasonTooManyUnhealthyNodes, heldWhy)
+	c.driftHealth(np, class, now)
 	rolling := c.rollout(np, listing.Pointers(claims.Items), listing.Pointers(nodes.Items), now)
 	ready := classReady
 	setCondition(np, now, v1.ConditionReady, ready, v1.ReasonNodeClassNotReady, classMsg)

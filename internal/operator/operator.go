@@ -228,6 +228,7 @@ type wiring struct {
 	recorder      record.EventRecorder
 	metrics       *metrics.Metrics
 	registrations *nodepoolhealth.Registrations
+	drifts        *nodepoolhealth.DriftReplacements
 	cached        listing.Cached
 }
 
@@ -244,7 +245,7 @@ func newWiring(ctx context.Context, mgr manager.Manager, cfg Config, clouds Clou
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
 	w := &wiring{mgr: mgr, cfg: cfg, clouds: clouds, clk: clk, log: log, recorder: mgr.GetEventRecorderFor("nodewright"), metrics: m,
-		registrations: nodepoolhealth.NewRegistrations(), cached: listing.Cached{Client: mgr.GetClient(), Cache: mgr.GetCache()},
+		registrations: nodepoolhealth.NewRegistrations(), drifts: nodepoolhealth.NewDriftReplacements(), cached: listing.Cached{Client: mgr.GetClient(), Cache: mgr.GetCache()},
 		resolver: &nodeclass.Resolver{EC2: clouds.EC2, SSM: clouds.SSM, IAM: clouds.IAM, ClusterName: cfg.ClusterName, KubernetesVersion: cfg.KubernetesVersion,
 			AliasParameterRoot: cfg.AMIAliasParameterRoot}}
 	w.launcher = provider.New(clouds.EC2, w.resolver, cluster, clk)
@@ -331,7 +332,7 @@ func (w *wiring) deciders(context.Context) error {
 		return err
 	}
 	disrupt := &disruption.Controller{
-		Client: w.cached, NodeClasses: w.cloud, Registrations: w.registrations, Recorder: w.recorder, Clock: w.clk,
+		Client: w.cached, NodeClasses: w.cloud, Registrations: w.registrations, Drifts: w.drifts, Recorder: w.recorder, Clock: w.clk,
 		Metrics: w.metrics, Log: w.log.WithName("disruption"), Config: w.cfg.Disruption,
 	}
 	return disrupt.SetupWithManager(w.mgr)
@@ -340,7 +341,8 @@ func (w *wiring) deciders(context.Context) error {
 // nodeControllers keep NodePool and NodeOverlay status, and repair
 // unhealthy nodes.
 func (w *wiring) nodeControllers(context.Context) error {
-	if err := (&nodepool.Controller{Client: w.mgr.GetClient(), NodeClasses: w.cloud, Clock: w.clk, Registrations: w.registrations, Metrics: w.metrics}).SetupWithManager(w.mgr); err != nil {
+	if err := (&nodepool.Controller{Client: w.mgr.GetClient(), NodeClasses: w.cloud, Clock: w.clk, Registrations: w.registrations,
+		Drifts: w.drifts, DriftFailureLimit: w.cfg.Disruption.DriftFailureLimit, Recorder: w.recorder, Metrics: w.metrics}).SetupWithManager(w.mgr); err != nil {
 		return err
 	}
 	if err := (&nodeoverlay.Controller{Client: w.cached, NodeClasses: w.cloud, Clock: w.clk, Log: w.log.WithName("nodeoverlay")}).SetupWithManager(w.mgr); err != nil {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -291,5 +293,82 @@ func TestStaticNodePool(t *testing.T) {
 			break
 		}
 		time.Sleep(time.Second)
+	}
+}
+
+// A drift whose replacements never register (the EC2NodeClass's new role
+// is not mapped for nodes) pauses after three failed replacements: no
+// fourth is launched, the old nodes keep Running their pods, and the
+// NodePool says why (DriftAllowed=False naming the cause and the fix).
+func TestDriftPausesWhenReplacementsNeverRegister(t *testing.T) {
+	sim := start(t, func(o *runner.Options) { o.Operator.Lifecycle.RegistrationTimeout = 5 * time.Second })
+	_, manifest, err := scenarios.Load("drift")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	first, err := sim.RunSteps(ctx, []runner.Step{{Name: "drift", Manifest: manifest}}, 2*time.Minute, time.Minute, nil)
+	if err != nil || !first[0].Snapshot.Done() {
+		t.Fatalf("the scenario does not run: %v", err)
+	}
+	old := claimNames(first[0].Snapshot)
+	unmapped := strings.Replace(string(manifest[:strings.Index(string(manifest), "---")]), "role: KarpenterNodeRole-nodewright-sim", "role: KarpenterControllerRole-nodewright-sim", 1)
+	if err := sim.Apply(ctx, "unmapped-role", []byte(unmapped)); err != nil {
+		t.Fatal(err)
+	}
+	launched := func() int { return len(sim.Account.Instances()) }
+	var paused *metav1.Condition
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 6*time.Minute, true, func(ctx context.Context) (bool, error) {
+		np := &v1.NodePool{}
+		if err := sim.Kube.Get(ctx, client.ObjectKey{Name: "default"}, np); err != nil {
+			return false, err
+		}
+		paused = meta.FindStatusCondition(np.Status.Conditions, v1.ConditionDriftAllowed)
+		return paused != nil && paused.Status == metav1.ConditionFalse, nil
+	})
+	if err != nil {
+		t.Fatalf("drift never paused: %v; %d instances launched; DriftAllowed %+v", err, launched(), paused)
+	}
+	for _, want := range []string{"3 replacements of drifted nodes failed in a row", "failed to launch or register", "not mapped", v1.AnnotationResumeDrift} {
+		if !strings.Contains(paused.Message, want) {
+			t.Errorf("DriftAllowed=False says %q; want it to say %q", paused.Message, want)
+		}
+	}
+	if n := launched(); n > len(old)+3 {
+		t.Errorf("%d instances launched: %d nodes and more than 3 replacements", n, len(old))
+	}
+	// Paused, disruption decides to hold the drifted nodes and says so,
+	// and launches no more.
+	before := launched()
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		events := &corev1.EventList{}
+		if err := sim.Kube.List(ctx, events); err != nil {
+			return false, err
+		}
+		return slices.ContainsFunc(events.Items, func(e corev1.Event) bool {
+			return e.Reason == v1.ReasonDisruptionBlocked && strings.Contains(e.Message, "drift of its NodePool is paused")
+		}), nil
+	})
+	if err != nil {
+		t.Errorf("no drifted node says drift is paused: %v", err)
+	}
+	if n := launched(); n != before {
+		t.Errorf("%d more instances launched after drift paused", n-before)
+	}
+	snap, err := sim.Snapshot(ctx, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := claimNames(snap)
+	for name := range old {
+		if !now[name] {
+			t.Errorf("old NodeClaim %s is gone; the old nodes must keep serving", name)
+		}
+	}
+	if !snap.Done() {
+		t.Errorf("pods Running %d/%d; the old nodes must keep them", snap.RunningPods, snap.Pods)
+	}
+	if n := launched(); n > len(old)+3 {
+		t.Errorf("%d instances launched in all: %d nodes and more than 3 replacements", n, len(old))
 	}
 }

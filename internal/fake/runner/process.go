@@ -78,7 +78,7 @@ func controllerArgs(cfg operator.Config, metricsAddr string) []string {
 		"--nodeclaim-poll", cfg.Lifecycle.Poll.String(),
 		"--launch-timeout", cfg.Lifecycle.LaunchTimeout.String(), "--registration-timeout", cfg.Lifecycle.RegistrationTimeout.String(),
 		"--disruption-poll", cfg.Disruption.Poll.String(), "--disruption-validation-delay", cfg.Disruption.ValidationDelay.String(),
-		"--replacement-timeout", cfg.Disruption.ReplacementTimeout.String(),
+		"--replacement-timeout", cfg.Disruption.ReplacementTimeout.String(), "--drift-failure-limit", strconv.Itoa(cfg.Disruption.DriftFailureLimit),
 		"--kube-client-qps", strconv.FormatFloat(float64(cfg.KubeQPS), 'f', -1, 32), "--kube-client-burst", strconv.Itoa(cfg.KubeBurst),
 		"--concurrency", strconv.Itoa(cfg.Concurrency),
 		"--nominate-pods=" + strconv.FormatBool(cfg.NominatePods),
