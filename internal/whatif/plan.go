@@ -17,6 +17,7 @@ import (
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
 	"github.com/nodewright/nodewright/internal/state/budget"
+	"github.com/nodewright/nodewright/internal/state/nodepoolhealth"
 )
 
 // PlanReport is what a change does to a cluster (JSON schema in the
@@ -135,7 +136,7 @@ func Plan(o *Objects, change *Change, resolver *nodeclass.Resolver, timings Timi
 	}
 	after, changed, more := change.apply(o)
 	warnings = append(warnings, more...)
-	p := &planner{timings: timings, resolver: resolver, objs: working(after), pods: map[string][]*corev1.Pod{}}
+	p := &planner{timings: timings, resolver: resolver, objs: working(after), pods: map[string][]*corev1.Pod{}, changed: changed}
 	snap, _, err := p.snapshot()
 	if err != nil {
 		return nil, err
@@ -191,6 +192,8 @@ type planner struct {
 	resolver *nodeclass.Resolver
 	objs     *Objects
 	made     int
+	// changed are the objects the change changes.
+	changed []ChangedObject
 	// launched are the replacements in flight, pods the pods each takes.
 	launched []*v1.NodeClaim
 	pods     map[string][]*corev1.Pod
@@ -404,6 +407,9 @@ func (p *planner) rollout(r *PlanReport, snap *state.Snapshot) error {
 func (p *planner) decideRound(snap *state.Snapshot) (cmds []*disruption.Command, last *disruption.Decision, err error) {
 	opts := disruption.DefaultOptions()
 	opts.Methods, opts.InFlight = planMethods, map[string]bool{}
+	// A NodePool whose status says its drift is paused stays paused: the
+	// change resumes it only if it changes the NodePool or its class.
+	opts.DriftPaused = pausedUnlessChanged(snap, p.changed)
 	for {
 		d := disruption.Decide(snap, opts)
 		if len(d.Commands) == 0 {
@@ -420,6 +426,26 @@ func (p *planner) decideRound(snap *state.Snapshot) (cmds []*disruption.Command,
 			return nil, nil, err
 		}
 	}
+}
+
+// pausedUnlessChanged are the NodePools whose status says their drift is
+// paused and that the change leaves as they are, with their node class.
+func pausedUnlessChanged(snap *state.Snapshot, changed []ChangedObject) map[string]string {
+	touched := map[string]bool{}
+	for _, c := range changed {
+		if len(c.Fields) > 0 || c.New {
+			touched[c.Kind+"/"+c.Name] = true
+		}
+	}
+	out := nodepoolhealth.PausedDrift(snap.Pools, nil, 0)
+	for name := range out {
+		np := snap.Pools[name]
+		ref := np.Spec.Template.Spec.NodeClassRef
+		if touched["NodePool/"+name] || (ref != nil && touched[ref.Kind+"/"+ref.Name]) {
+			delete(out, name)
+		}
+	}
+	return out
 }
 
 // nextWindow is when a budget next lets a drifted node held back by it

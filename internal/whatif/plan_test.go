@@ -281,3 +281,31 @@ spec: {containers: [{name: c, image: x}]}
 		t.Errorf("a Pod in a change: %v", err)
 	}
 }
+
+// A NodePool whose drift is paused (its status says so) keeps its
+// drifted nodes through a change that leaves it and its class alone, and
+// the plan says why; a change to it resumes drift.
+func TestPlanKeepsPausedDrift(t *testing.T) {
+	objs := cluster(t, `[{nodes: "1"}]`, 1)
+	objs.NodeClaims = append(objs.NodeClaims, &v1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "nc-1", Labels: map[string]string{v1.LabelNodePool: "default"}},
+		Spec:       v1.NodeClaimSpec{NodeClassRef: &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}},
+		Status: v1.NodeClaimStatus{ProviderID: "aws:///us-east-1a/i-1", NodeName: "node-1", Conditions: []metav1.Condition{
+			{Type: v1.ConditionInitialized, Status: metav1.ConditionTrue, Reason: "Initialized"},
+			{Type: v1.ConditionDrifted, Status: metav1.ConditionTrue, Reason: v1.ReasonNodePoolDrifted}}},
+	})
+	objs.NodePools[0].Status.Conditions = []metav1.Condition{{Type: v1.ConditionDriftAllowed, Status: metav1.ConditionFalse, Reason: v1.ReasonReplacementsFailing,
+		Message: "3 replacements of drifted nodes failed in a row"}}
+	other := strings.Replace(fmt.Sprintf(categoryC, `[{nodes: "1"}]`), "name: default}\nspec:", "name: other}\nspec:", 1)
+	r, err := whatif.Plan(objs, change(t, other), nil, whatif.DefaultTimings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Rounds) != 0 || len(r.Blocked) != 1 || !strings.Contains(r.Blocked[0].Reason, "drift of its NodePool is paused") {
+		t.Errorf("rounds %+v, blocked %+v; want node-1 held by the paused drift", r.Rounds, r.Blocked)
+	}
+	r, err = whatif.Plan(objs, change(t, fmt.Sprintf(categoryC, `[{nodes: "1"}]`)), nil, whatif.DefaultTimings())
+	if err != nil || len(r.Rounds) != 1 {
+		t.Errorf("a change to the paused NodePool resumes its drift: %v, rounds %+v, blocked %+v", err, r.Rounds, r.Blocked)
+	}
+}
