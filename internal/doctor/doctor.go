@@ -38,6 +38,9 @@ const (
 	CodeNodeRepairHeld            = "node-repair-held"
 	CodeCheckFailed               = "check-failed"
 	CodeStalePrices               = "prices-not-current"
+	CodeUserDataFormatNotRead     = "userdata-format-not-read-by-family"
+	CodeUserDataSettingOverridden = "userdata-kubelet-setting-overridden"
+	CodeStartupTaintNeverRemoved  = "startup-taint-never-removed"
 )
 
 // Codes are every finding code.
@@ -45,7 +48,7 @@ var Codes = []string{
 	CodeUserDataOverridesTaints, CodeBootstrapArgsMalformed, CodeCustomMissingUnregistered, CodeNodeRoleNotMapped,
 	CodeAMIArchitectureMismatch, CodePodIncompatible, CodeCloudProviderTaint, CodeStartupTaintNotRemoved,
 	CodeExtendedResource, CodeRegistrationTimeouts, CodePDBNeverAllows, CodeNodeNeverDisrupted, CodeNodeUnhealthy, CodeNodeRepairHeld,
-	CodeCheckFailed, CodeStalePrices,
+	CodeCheckFailed, CodeStalePrices, CodeUserDataFormatNotRead, CodeUserDataSettingOverridden, CodeStartupTaintNeverRemoved,
 }
 
 // Finding is one diagnosis.

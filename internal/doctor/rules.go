@@ -81,6 +81,7 @@ func Diagnose(ctx context.Context, in Input) (*Report, error) {
 		r.add(checkFailed("Cluster/"+in.clusterName(), "the EKS cluster (the AMI aliases' Kubernetes version and the account)", "eks:DescribeCluster", in.Cloud.Unavailable))
 	}
 	userDataRules(r, in.Objects)
+	startupTaintRule(r, in.Objects)
 	// A rule that cannot finish (an AWS call refused, say) is a finding
 	// of its own; every other rule still reports.
 	for _, rule := range []struct {

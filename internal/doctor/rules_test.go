@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/aws/smithy-go"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -42,6 +43,16 @@ func TestUserDataRule(t *testing.T) {
 		{"single quotes inside", awsv1.AMIFamilyCustom, "#!/bin/bash\n/etc/eks/bootstrap.sh c --kubelet-extra-args \"--register-with-taints='karpenter.sh/unregistered:NoExecute'\"\n", CodeBootstrapArgsMalformed, Error, "double quotes"},
 		{"Custom without the taint", awsv1.AMIFamilyCustom, "#!/bin/bash\n/etc/eks/bootstrap.sh c\n", CodeCustomMissingUnregistered, Error, "karpenter.sh/unregistered:NoExecute"},
 		{"Custom with the old taint name", awsv1.AMIFamilyCustom, "#!/bin/bash\n/etc/eks/bootstrap.sh c --kubelet-extra-args '--register-with-taints=karpenter.sh/uninitialized:NoExecute'\n", CodeCustomMissingUnregistered, Error, "old name"},
+		// Settings in a format the family does not read are lost.
+		{"AL2 given a NodeConfig", awsv1.AMIFamilyAL2, nodeConfig + "    config:\n      imageGCHighThresholdPercent: 80\n", CodeUserDataFormatNotRead, Warning, "has no nodeadm"},
+		{"AL2023 script calls bootstrap.sh", awsv1.AMIFamilyAL2023, "#!/bin/bash\n/etc/eks/bootstrap.sh c --kubelet-extra-args '--image-gc-high-threshold=80'\n", CodeUserDataFormatNotRead, Warning, "AL2023 does not have"},
+		{"Bottlerocket given a script", awsv1.AMIFamilyBottlerocket, "#!/bin/bash\necho hi\n", CodeUserDataFormatNotRead, Warning, "only TOML"},
+		{"Bottlerocket given a NodeConfig", awsv1.AMIFamilyBottlerocket, nodeConfig + "    config:\n      imageGCHighThresholdPercent: 80\n", CodeUserDataFormatNotRead, Warning, "no nodeadm"},
+		{"AL2023 given TOML", awsv1.AMIFamilyAL2023, "[settings.kubernetes]\nimage-gc-high-threshold-percent = 80\n", CodeUserDataFormatNotRead, Warning, "does not read Bottlerocket TOML"},
+		// Settings nodewright's own configuration overwrites are lost.
+		{"AL2023 maxPods", awsv1.AMIFamilyAL2023, nodeConfig + "    config:\n      maxPods: 110\n", CodeUserDataSettingOverridden, Warning, "spec.kubelet.maxPods"},
+		{"AL2023 clusterDNS", awsv1.AMIFamilyAL2023, nodeConfig + "    config:\n      clusterDNS: [10.0.0.10]\n", CodeUserDataSettingOverridden, Warning, "spec.kubelet.clusterDNS"},
+		{"Bottlerocket max-pods", awsv1.AMIFamilyBottlerocket, "[settings.kubernetes]\nmax-pods = 110\n", CodeUserDataSettingOverridden, Warning, "spec.kubelet.maxPods"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := diagnose(t, Input{Objects: &whatif.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{class("c", tc.family, tc.userData)}}})
@@ -56,9 +67,10 @@ func TestUserDataRule(t *testing.T) {
 	}
 	for _, tc := range []struct{ family, userData string }{
 		{awsv1.AMIFamilyAL2023, nodeConfig + "    flags: [\"--node-labels=team=a\"]\n"},
-		{awsv1.AMIFamilyAL2023, nodeConfig + "    config:\n      maxPods: 110\n"},
+		{awsv1.AMIFamilyAL2023, nodeConfig + "    config:\n      imageGCHighThresholdPercent: 80\n"},
+		{awsv1.AMIFamilyAL2023, "#!/bin/bash\necho tuned > /etc/motd\n"},
 		{awsv1.AMIFamilyAL2, "#!/bin/bash\necho tuned > /etc/motd\n"},
-		{awsv1.AMIFamilyBottlerocket, "[settings.kubernetes]\nmax-pods = 110\n"},
+		{awsv1.AMIFamilyBottlerocket, "[settings.kubernetes]\nimage-gc-high-threshold-percent = 80\n"},
 		{awsv1.AMIFamilyCustom, "#!/bin/bash\n/etc/eks/bootstrap.sh c --kubelet-extra-args '--register-with-taints=karpenter.sh/unregistered:NoExecute'\n"},
 	} {
 		r := diagnose(t, Input{Objects: &whatif.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{class("c", tc.family, tc.userData)}}})
@@ -291,6 +303,32 @@ func TestStartupTaintRule(t *testing.T) {
 	cond := metav1.Condition{Type: v1.ConditionInitialized, Status: metav1.ConditionFalse, Reason: "StartupTaintsExist", Message: "startup taint is still on", LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))}
 	r = diagnose(t, Input{Objects: &whatif.Objects{NodeClaims: []*v1.NodeClaim{claimFor(stuck, cond)}}})
 	expectOne(t, r, CodeStartupTaintNotRemoved, Warning, "NodeClaim/default-abcde", "startup taint is still on")
+}
+
+// A startup taint no DaemonSet tolerates is found before any node
+// launches: an error when the DaemonSets are known (none tolerates it), a
+// warning when the input has none; a DaemonSet that tolerates it (by key,
+// or every taint) clears it.
+func TestStartupTaintNeverRemovedRule(t *testing.T) {
+	cilium := corev1.Taint{Key: "node.cilium.io/agent-not-ready", Value: "true", Effect: corev1.TaintEffectNoExecute}
+	np := pool("default", "default")
+	np.Spec.Template.Spec.StartupTaints = []corev1.Taint{cilium}
+	daemonSet := func(tolerations ...corev1.Toleration) *appsv1.DaemonSet {
+		ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "kube-system"}}
+		ds.Spec.Template.Spec.Tolerations = tolerations
+		return ds
+	}
+	r := diagnose(t, Input{Objects: &whatif.Objects{NodePools: []*v1.NodePool{np}}})
+	expectOne(t, r, CodeStartupTaintNeverRemoved, Warning, "NodePool/default", "node.cilium.io/agent-not-ready=true:NoExecute", "no DaemonSets")
+	other := daemonSet(corev1.Toleration{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists})
+	r = diagnose(t, Input{Objects: &whatif.Objects{NodePools: []*v1.NodePool{np}, DaemonSets: []*appsv1.DaemonSet{other}}})
+	expectOne(t, r, CodeStartupTaintNeverRemoved, Error, "NodePool/default", "none of the 1 DaemonSets tolerates it", "startupTaints")
+	for _, ds := range []*appsv1.DaemonSet{
+		daemonSet(corev1.Toleration{Key: cilium.Key, Operator: corev1.TolerationOpExists}),
+		daemonSet(corev1.Toleration{Operator: corev1.TolerationOpExists}),
+	} {
+		expectNone(t, diagnose(t, Input{Objects: &whatif.Objects{NodePools: []*v1.NodePool{np}, DaemonSets: []*appsv1.DaemonSet{other, ds}}}), CodeStartupTaintNeverRemoved)
+	}
 }
 
 func TestExtendedResourceRule(t *testing.T) {

@@ -26,6 +26,8 @@ const (
 	CodeCustomMissingUnregistered = "custom-userdata-missing-unregistered-taint"
 	CodeBottlerocketTaints        = "bottlerocket-node-taints-replaced"
 	CodeUnreadable                = "userdata-unreadable"
+	CodeFormatNotRead             = "userdata-format-not-read-by-family"
+	CodeSettingOverridden         = "userdata-kubelet-setting-overridden"
 )
 
 // UnregisteredTaint is the taint every node must register with.

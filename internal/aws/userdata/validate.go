@@ -37,6 +37,7 @@ func Validate(family, userData string) []Finding {
 		if validate, ok := partValidators[p.ContentType]; ok {
 			validate(v, p.Body)
 		}
+		v.format(p)
 	}
 	if family == awsv1.AMIFamilyCustom && !v.registersUnregistered() {
 		v.findings = append(v.findings, missingUnregistered(v.registered, v.whyUnregistered()))
@@ -51,6 +52,55 @@ var partValidators = map[string]func(*validation, []byte){
 	ContentTypeShell:   (*validation).shell,
 	ContentTypeText:    (*validation).shell,
 	ContentTypeTOML:    (*validation).bottlerocket,
+}
+
+// familyFormats say, per AMI family, what its bootstrap does with each
+// kind of user data part it does not read, and what to write instead; a
+// part of a kind not listed is read (or, for AL2023 scripts, run).
+var familyFormats = map[string]map[string]struct{ says, fix string }{
+	awsv1.AMIFamilyAL2: {
+		ContentTypeNodeadm: {"AL2 bootstraps with /etc/eks/bootstrap.sh and has no nodeadm: the NodeConfig is never read",
+			"move its kubelet settings to the EC2NodeClass's spec.kubelet (or to a shell script part that sets them), or use amiFamily AL2023 (alias al2023@latest), whose nodeadm reads NodeConfigs"},
+		ContentTypeTOML: {"AL2 does not read Bottlerocket TOML settings: they are never applied",
+			"move the settings to the EC2NodeClass's spec.kubelet, or use amiFamily Bottlerocket"},
+	},
+	awsv1.AMIFamilyAL2023: {
+		ContentTypeTOML: {"AL2023 does not read Bottlerocket TOML settings: they are never applied",
+			"write them as a nodeadm NodeConfig (apiVersion: node.eks.aws/v1alpha1, kind: NodeConfig, spec.kubelet.config) or in the EC2NodeClass's spec.kubelet"},
+	},
+	awsv1.AMIFamilyBottlerocket: {
+		ContentTypeShell: {"Bottlerocket reads only TOML settings from user data and runs no script: the script is never run",
+			"write the settings as Bottlerocket TOML ([settings.kubernetes] ...) or in the EC2NodeClass's spec.kubelet; run host commands from a bootstrap container"},
+		ContentTypeText: {"Bottlerocket reads only TOML settings from user data and runs no script: the script is never run",
+			"write the settings as Bottlerocket TOML ([settings.kubernetes] ...) or in the EC2NodeClass's spec.kubelet; run host commands from a bootstrap container"},
+		ContentTypeNodeadm: {"Bottlerocket has no nodeadm: the NodeConfig is never read",
+			"write its kubelet settings as Bottlerocket TOML ([settings.kubernetes] ...) or in the EC2NodeClass's spec.kubelet"},
+	},
+}
+
+// format reports a part the family's bootstrap never reads, and, on
+// AL2023, a script that configures the kubelet through bootstrap.sh,
+// which AL2023 does not have: the settings in them are silently lost.
+func (v *validation) format(p Part) {
+	if f, ok := familyFormats[v.family][p.ContentType]; ok {
+		v.add(CodeFormatNotRead, Warning, fmt.Sprintf("the user data has a %s part: %s, so the settings in it are silently lost (the node registers without them)", p.ContentType, f.says), f.fix)
+		return
+	}
+	if v.family != awsv1.AMIFamilyAL2023 || (p.ContentType != ContentTypeShell && p.ContentType != ContentTypeText) {
+		return
+	}
+	cmds, err := Commands(p.Body)
+	if err != nil {
+		return
+	}
+	for _, c := range cmds {
+		if IsBootstrap(c.Name) {
+			v.add(CodeFormatNotRead, Warning,
+				fmt.Sprintf("the user data script runs %s, which AL2023 does not have (nodeadm bootstraps it from NodeConfig documents): the call fails and the kubelet settings passed to it are silently lost", c.Name),
+				"remove the bootstrap.sh call; write its kubelet settings as a nodeadm NodeConfig part (apiVersion: node.eks.aws/v1alpha1, kind: NodeConfig, spec.kubelet.config and spec.kubelet.flags) or in the EC2NodeClass's spec.kubelet")
+			return
+		}
+	}
 }
 
 // whyUnregistered explains why Custom user data that registers no taint
@@ -175,7 +225,30 @@ func (v *validation) nodeadmFlags(flags []string) {
 	}
 }
 
+// generatedBottlerocket are the [settings.kubernetes] keys nodewright
+// overwrites when it merges its settings into a Bottlerocket node's.
+var generatedBottlerocket = []struct{ key, source, fix string }{
+	{"max-pods", "the instance type", " and set the EC2NodeClass's spec.kubelet.maxPods instead"},
+	{"cluster-dns-ip", "the cluster's kube-dns Service", " and set the EC2NodeClass's spec.kubelet.clusterDNS instead"},
+	{"cluster-name", "the cluster it runs in", ""},
+	{"api-server", "the cluster it runs in", ""},
+	{"cluster-certificate", "the cluster it runs in", ""},
+}
+
+// generatedSettings are the kubelet settings nodewright's own NodeConfig,
+// which nodeadm merges after the user's, always sets.
+var generatedSettings = []struct{ key, field string }{{"maxPods", "spec.kubelet.maxPods"}, {"clusterDNS", "spec.kubelet.clusterDNS"}}
+
 func (v *validation) nodeadmConfig(config map[string]any) {
+	if !v.custom() {
+		for _, s := range generatedSettings {
+			if value, ok := config[s.key]; ok {
+				v.add(CodeSettingOverridden, Warning,
+					fmt.Sprintf("kubelet %s = %v in the user data's NodeConfig never takes effect: nodeadm merges the NodeConfig nodewright generates after it, and that one always sets %s", s.key, value, s.key),
+					fmt.Sprintf("remove %s from the NodeConfig's spec.kubelet.config and set the EC2NodeClass's %s instead", s.key, s.field))
+			}
+		}
+	}
 	raw, ok := config["registerWithTaints"]
 	if !ok {
 		return
@@ -334,9 +407,7 @@ func firstTaint(extraArgs string) string {
 func (v *validation) bottlerocket(body []byte) {
 	var doc struct {
 		Settings struct {
-			Kubernetes struct {
-				NodeTaints map[string]any `toml:"node-taints"`
-			} `toml:"kubernetes"`
+			Kubernetes map[string]any `toml:"kubernetes"`
 		} `toml:"settings"`
 	}
 	if err := toml.Unmarshal(body, &doc); err != nil {
@@ -345,11 +416,21 @@ func (v *validation) bottlerocket(body []byte) {
 		}
 		return
 	}
-	if len(doc.Settings.Kubernetes.NodeTaints) == 0 {
+	if !v.custom() {
+		for _, s := range generatedBottlerocket {
+			if value, ok := doc.Settings.Kubernetes[s.key]; ok {
+				v.add(CodeSettingOverridden, Warning,
+					fmt.Sprintf("settings.kubernetes.%s = %v in the user data never takes effect: nodewright overwrites it with the value it works out from %s when it merges its own settings into the node's", s.key, value, s.source),
+					fmt.Sprintf("remove %s from [settings.kubernetes]%s", s.key, s.fix))
+			}
+		}
+	}
+	nodeTaints, _ := doc.Settings.Kubernetes["node-taints"].(map[string]any)
+	if len(nodeTaints) == 0 {
 		return
 	}
 	var taints []string
-	for key, value := range doc.Settings.Kubernetes.NodeTaints {
+	for key, value := range nodeTaints {
 		values, _ := value.([]any)
 		for _, item := range values {
 			s, _ := item.(string)

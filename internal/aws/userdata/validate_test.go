@@ -94,7 +94,7 @@ func TestHealthyUserDataHasNoFindings(t *testing.T) {
 		{awsv1.AMIFamilyCustom, "#!/bin/bash\n/etc/eks/bootstrap.sh my-cluster --kubelet-extra-args '--register-with-taints=karpenter.sh/unregistered:NoExecute --node-labels=a=b'\n"},
 		{awsv1.AMIFamilyCustom, "#!/bin/bash\n/etc/eks/bootstrap.sh my-cluster --kubelet-extra-args '--node-labels=\"a=b\" --register-with-taints \"karpenter.sh/unregistered:NoExecute\"'\n"},
 		{awsv1.AMIFamilyCustom, "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  kubelet:\n    config:\n      registerWithTaints:\n        - {key: karpenter.sh/unregistered, effect: NoExecute}\n"},
-		{awsv1.AMIFamilyBottlerocket, "[settings.kubernetes]\nmax-pods = 110\n"},
+		{awsv1.AMIFamilyBottlerocket, "[settings.kubernetes]\nimage-gc-high-threshold-percent = 80\n"},
 	} {
 		if fs := Validate(tc.family, tc.userData); len(fs) != 0 {
 			t.Errorf("%s %q: unexpected findings %v", tc.family, tc.userData, fs)
