@@ -62,6 +62,14 @@ func TestPlanOnTheDriftScenario(t *testing.T) {
 		t.Errorf("price %+v: a replacement runs beside each node, and the same types come back", r.Price)
 	}
 
+	// Resolved in the simulated account the dump came from, the plan is
+	// the same: its AMIs are the ones the nodes run.
+	out2, err := runStdout("plan", "-f", "testdata/drift-dump.yaml", "--change", "../../scenarios/drift.then-1.yaml", "--now", "2026-11-25T18:30:00Z", "-o", "json", "--cloud", "sim")
+	var again whatif.PlanReport
+	if err != nil || json.Unmarshal([]byte(out2), &again) != nil || len(again.Rounds) != 4 || again.Nodes[0].Reason != "NodeClassDrifted" {
+		t.Errorf("--cloud sim: %v; rounds %d, nodes %+v", err, len(again.Rounds), again.Nodes)
+	}
+
 	// The table says the same for people.
 	table, err := run("plan", "-f", "testdata/drift-dump.yaml", "--change", "../../scenarios/drift.then-1.yaml", "--now", "2026-11-25T18:30:00Z")
 	if err != nil || !strings.Contains(table, "Drift: 4 of 4 nodes") || !strings.Contains(table, "Rollout: 4 round(s)") || !strings.Contains(table, "(spec.tags)") {
