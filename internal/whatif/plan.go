@@ -143,7 +143,7 @@ func Plan(o *Objects, change *Change, resolver *nodeclass.Resolver, timings Timi
 	}
 	r := &PlanReport{Changes: changed, Nodes: drifted(before, snap, changed), Rounds: []Round{}, Blocked: []PlanBlocked{}, Warnings: append([]string{}, warnings...)}
 	r.Price.Before = priceOf(before)
-	if r.Unplaced, err = p.unplaced(snap, r.Nodes); err != nil {
+	if r.Unplaced, err = p.unplaced(r.Nodes); err != nil {
 		return nil, err
 	}
 	if err := p.rollout(r, snap); err != nil {
@@ -276,7 +276,7 @@ func priceOf(snap *state.Snapshot) float64 {
 
 // unplaced are the workloads whose pods, now on drifted nodes, would
 // have no place once every drifted node is gone.
-func (p *planner) unplaced(snap *state.Snapshot, nodes []PlanNode) ([]UnplacedWorkload, error) {
+func (p *planner) unplaced(nodes []PlanNode) ([]UnplacedWorkload, error) {
 	gone := map[string]bool{}
 	for _, n := range nodes {
 		if n.Drifted {
@@ -321,7 +321,6 @@ func (p *planner) unplaced(snap *state.Snapshot, nodes []PlanNode) ([]UnplacedWo
 	for _, w := range slices.Sorted(maps.Keys(byWorkload)) {
 		out = append(out, *byWorkload[w])
 	}
-	_ = snap
 	return out, nil
 }
 
