@@ -48,6 +48,10 @@ func TestNodePoolDefaults(t *testing.T) {
 		{"policy", `spec: {disruption: {consolidateAfter: 0s, consolidationPolicy: WhenEmpty}}`, v1.Disruption{
 			ConsolidateAfter: "0s", ConsolidationPolicy: v1.ConsolidationPolicyWhenEmpty, Budgets: []v1.Budget{{Nodes: "10%"}},
 		}},
+		{"policy without consolidateAfter (v1.15)", `spec: {disruption: {consolidationPolicy: WhenEmpty}}`, v1.Disruption{
+			ConsolidateAfter: "0s", ConsolidationPolicy: v1.ConsolidationPolicyWhenEmpty, Budgets: []v1.Budget{{Nodes: "10%"}},
+		}},
+		{"empty disruption", `spec: {disruption: {}}`, wantDisruption},
 		{"budget without nodes", `spec: {disruption: {consolidateAfter: 0s, budgets: [{schedule: "@daily", duration: 1h}]}}`, v1.Disruption{
 			ConsolidateAfter: "0s", ConsolidationPolicy: v1.ConsolidationPolicyWhenEmptyOrUnderutilized,
 			Budgets: []v1.Budget{{Nodes: "10%", Schedule: ptr.To("@daily"), Duration: durationOf(t, "1h")}},

@@ -102,6 +102,9 @@ func (c refCase) better(why string) refCase {
 
 func (c refCase) strictly() refCase { c.strict = true; return c }
 
+// holds records a value the created object must hold ("dotted.path=value").
+func (c refCase) holds(want string) refCase { c.want = want; return c }
+
 func (c refCase) updated(update string) refCase { c.update = update; return c }
 
 func TestReferenceValidationCases(t *testing.T) {
@@ -218,8 +221,7 @@ func karpenterNodePoolCases() []refCase {
 		accepted(d+"should succeed when setting consolidateAfter to 'Never' with consolidationPolicy=WhenUnderutilized", np, `spec: {disruption: {consolidateAfter: Never, consolidationPolicy: WhenEmptyOrUnderutilized}}`),
 		accepted(d+"should succeed when setting consolidateAfter to 'Never' with consolidationPolicy=WhenEmpty", np, `spec: {disruption: {consolidateAfter: Never, consolidationPolicy: WhenEmpty}}`),
 		accepted(d+"should default consolidateAfter to '0s' when omitted on a dynamic NodePool", np, `spec: {disruption: {consolidateAfter: null}}`).
-			released(false, "v1.14.1's NodePool CRD requires consolidateAfter when disruption is given, as ours does; "+
-				"defaulting it to 0s came after the release"),
+			holds("spec.disruption.consolidateAfter=0s"),
 	)
 	for _, p := range []string{"WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"} {
 		cs = append(cs, accepted(d+"should succeed on a valid consolidationPolicy > "+p, np, `spec: {disruption: {consolidationPolicy: `+p+`}}`))
@@ -428,7 +430,7 @@ func karpenterNodePoolCases() []refCase {
 	}
 	cs = append(cs,
 		accepted(rp+"should succeed when consolidateAfter is omitted on a static NodePool", np, `spec: {replicas: 3, disruption: {consolidateAfter: null}}`).
-			released(false, "v1.14.1 requires consolidateAfter when disruption is given, static or not, as ours does"),
+			holds("spec.disruption.consolidateAfter=0s"),
 		accepted(rp+"Update Scenarios > should succeed when increasing replicas in a NodePool", np, `spec: {replicas: 3}`).updated(`spec: {replicas: 5}`),
 		rejected(rp+"Update Scenarios > should fail when changing the NodePool from static to dynamic", np, `spec: {replicas: 3}`).updated(`spec: {replicas: null}`),
 		rejected(rp+"Update Scenarios > should fail when changing the NodePool from dynamic to static", np, `{}`).updated(`spec: {replicas: 3}`),

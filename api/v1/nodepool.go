@@ -162,10 +162,11 @@ const (
 // Disruption controls voluntary disruption of a NodePool's nodes.
 type Disruption struct {
 	// ConsolidateAfter is how long a node must have had no pod scheduled to
-	// or removed from it before consolidation considers it, or Never. It
-	// is required when disruption is given (0s consolidates at once).
-	// +required
-	ConsolidateAfter NillableDuration `json:"consolidateAfter"`
+	// or removed from it before consolidation considers it, or Never; 0s,
+	// the default, consolidates at once.
+	// +kubebuilder:default:="0s"
+	// +optional
+	ConsolidateAfter NillableDuration `json:"consolidateAfter,omitempty"`
 	// ConsolidationPolicy: WhenEmpty removes only nodes without workload
 	// pods; WhenEmptyOrUnderutilized also replaces or removes nodes whose
 	// pods fit elsewhere; Balanced does so only when the share of the

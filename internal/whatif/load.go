@@ -307,9 +307,6 @@ func (o *Objects) addNodePool(np *v1.NodePool) error {
 	if err := checkRequirements("NodePool", np.Name, "spec.template.spec.requirements", np.Spec.Template.Spec.Requirements); err != nil {
 		return err
 	}
-	if d := np.Spec.Disruption; d.ConsolidateAfter == "" && (d.ConsolidationPolicy != "" || len(d.Budgets) > 0) {
-		return fmt.Errorf("NodePool %s: spec.disruption.consolidateAfter is required when disruption is given: add consolidateAfter: 0s to consolidate at once, or Never", np.Name)
-	}
 	o.NodePools = append(o.NodePools, np)
 	return nil
 }
