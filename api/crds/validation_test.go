@@ -88,6 +88,8 @@ type invalid struct {
 }
 
 var invalidNodeClasses = []invalid{
+	{"enclaveOptions without enabled", validNodeClass, `spec: {enclaveOptions: {}}`,
+		"spec.enclaveOptions.enabled", "Required value"},
 	{"role and instanceProfile", validNodeClass, `spec: {instanceProfile: KarpenterNodeInstanceProfile}`,
 		"spec", "set exactly one of role"},
 	{"neither role nor instanceProfile", validNodeClass, `spec: {role: null}`,

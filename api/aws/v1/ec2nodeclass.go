@@ -156,6 +156,10 @@ type EC2NodeClassSpec struct {
 	// CPUOptions are the CPU options nodes launch with.
 	// +optional
 	CPUOptions *CPUOptions `json:"cpuOptions,omitempty"`
+	// EnclaveOptions enabled launches nodes with AWS Nitro Enclaves, on
+	// the instance types that support them only.
+	// +optional
+	EnclaveOptions *EnclaveOptions `json:"enclaveOptions,omitempty"`
 }
 
 // PlacementGroupSelector names a placement group.
@@ -224,6 +228,13 @@ type CPUOptions struct {
 	// +kubebuilder:validation:Enum=enabled;disabled
 	// +optional
 	NestedVirtualization *string `json:"nestedVirtualization,omitempty"`
+}
+
+// EnclaveOptions are the Nitro Enclaves settings of nodes.
+type EnclaveOptions struct {
+	// Enabled launches nodes with Nitro Enclaves enabled.
+	// +required
+	Enabled bool `json:"enabled"`
 }
 
 // SubnetSelectorTerm selects subnets by tags or by id.

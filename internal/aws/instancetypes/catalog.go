@@ -46,6 +46,8 @@ type Spec struct {
 	NetworkCards         int64    `json:"-"`
 	MaxEFA               int64    `json:"-"`
 	NestedVirtualization bool     `json:"-"`
+	// NitroEnclaves: the type can run Nitro Enclaves.
+	NitroEnclaves bool `json:"-"`
 	PlacementStrategies  []string `json:"-"`
 	// Offered maps the zones the type is offered in to its spot price there
 	// (0: no spot). Nil means every zone of Options, at SpotPrice.

@@ -43,12 +43,21 @@ const (
 //     their flex variants;
 //   - placement groups: partition and spread for every type, cluster for
 //     all but burstable (t*) and Mac types and m7i-flex, as the EC2 User
-//     Guide lists.
+//     Guide lists;
+//   - Nitro Enclaves on virtual Nitro instances with at least 4 vCPUs
+//     (Intel and AMD) or 2 (Graviton), but burstable (t*), a1 and the
+//     flex types, as the Nitro Enclaves User Guide lists.
 func withFeatures(s *Spec, efa map[string]int64) {
 	family, _, _ := strings.Cut(s.Name, ".")
 	s.MaxEFA = efa[s.Name]
 	s.NetworkCards = max(1, s.MaxEFA)
 	s.NestedVirtualization = !s.BareMetal && slices.Contains([]string{"c8i", "c8i-flex", "m8i", "m8i-flex", "r8i", "r8i-flex"}, family)
+	minVCPU := int64(4)
+	if s.Arch == "arm64" {
+		minVCPU = 2
+	}
+	s.NitroEnclaves = s.Hypervisor == "nitro" && !s.BareMetal && s.VCPU >= minVCPU &&
+		!strings.HasPrefix(family, "t") && family != "a1" && !strings.HasSuffix(family, "-flex")
 	s.PlacementStrategies = []string{StrategyCluster, StrategyPartition, StrategySpread}
 	if strings.HasPrefix(family, "t") || strings.HasPrefix(family, "mac") || family == "m7i-flex" {
 		s.PlacementStrategies = []string{StrategyPartition, StrategySpread}
@@ -61,6 +70,8 @@ type Needs struct {
 	NetworkInterfaces []awsv1.NetworkInterface `json:",omitempty"`
 	// NestedVirtualization enabled.
 	NestedVirtualization bool `json:",omitempty"`
+	// NitroEnclaves enabled.
+	NitroEnclaves bool `json:",omitempty"`
 	// Nitro: connection tracking is configured, which only Nitro types
 	// support.
 	Nitro bool `json:",omitempty"`
@@ -80,6 +91,7 @@ func NeedsOf(class *awsv1.EC2NodeClass) Needs {
 	if o := class.Spec.CPUOptions; o != nil && o.NestedVirtualization != nil && *o.NestedVirtualization == "enabled" {
 		n.NestedVirtualization = true
 	}
+	n.NitroEnclaves = class.Spec.EnclaveOptions != nil && class.Spec.EnclaveOptions.Enabled
 	if class.Spec.PlacementGroupSelector != nil {
 		n.PlacementGroup = class.Status.PlacementGroup
 	}
@@ -99,6 +111,9 @@ func (n Needs) Unmet(s Spec) string {
 func (n Needs) unmetFeature(s Spec) string {
 	if n.NestedVirtualization && !s.NestedVirtualization {
 		return "nested virtualization"
+	}
+	if n.NitroEnclaves && !s.NitroEnclaves {
+		return "Nitro Enclaves"
 	}
 	if n.Nitro && s.Hypervisor != "nitro" {
 		return "connection tracking (Nitro only)"

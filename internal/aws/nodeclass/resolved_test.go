@@ -33,6 +33,11 @@ func TestHash(t *testing.T) {
 	if nodeclass.Hash(class) == h {
 		t.Error("userData did not change the EC2NodeClass hash")
 	}
+	// A field left out hashes as before it existed: an upgrade drifts
+	// nothing.
+	if got := nodeclass.Hash(&awsv1.EC2NodeClass{Spec: awsv1.EC2NodeClassSpec{Role: "r", EnclaveOptions: nil}}); got != h {
+		t.Errorf("an EC2NodeClass without enclaveOptions hashes %s, not %s", got, h)
+	}
 }
 
 // Each launch setting of the EC2NodeClass drifts nodes made before it
@@ -43,6 +48,7 @@ func TestLaunchSettingsDrift(t *testing.T) {
 	nc := state.NodeClaimFor(pool(), nodeclass.Rules(class), &scheduling.PlannedNodeClaim{})
 	for name, change := range map[string]func(*awsv1.EC2NodeClassSpec){
 		"cpuOptions": func(s *awsv1.EC2NodeClassSpec) { s.CPUOptions = &awsv1.CPUOptions{NestedVirtualization: new(string)} },
+		"enclaveOptions": func(s *awsv1.EC2NodeClassSpec) { s.EnclaveOptions = &awsv1.EnclaveOptions{Enabled: true} },
 		"networkInterfaces": func(s *awsv1.EC2NodeClassSpec) {
 			s.NetworkInterfaces = []*awsv1.NetworkInterface{{InterfaceType: "interface"}}
 		},

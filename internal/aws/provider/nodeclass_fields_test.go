@@ -93,6 +93,31 @@ func TestNestedVirtualizationIsLaunched(t *testing.T) {
 	}
 }
 
+// Nitro Enclaves enabled keeps only the types that run them (virtual
+// Nitro types of 4 vCPUs or more, 2 on Graviton, no burstable or flex
+// types) and launches with enclaves enabled; EC2 refuses them elsewhere.
+func TestNitroEnclavesAreLaunched(t *testing.T) {
+	f := setup(t)
+	f.class.Spec.EnclaveOptions = &awsv1.EnclaveOptions{Enabled: true}
+	types := f.classTypes(t)
+	names := typeNames(types)
+	if len(types) == 0 || names["m5.large"] || names["t3.xlarge"] || names["m5.metal"] || !names["m5.xlarge"] || !names["c7g.large"] {
+		t.Fatalf("%d types with Nitro Enclaves (m5.large %v, t3.xlarge %v, m5.metal %v, m5.xlarge %v, c7g.large %v)",
+			len(types), names["m5.large"], names["t3.xlarge"], names["m5.metal"], names["m5.xlarge"], names["c7g.large"])
+	}
+	if _, err := f.provider.Create(context.Background(), claim("enclave", in(scheduling.LabelInstanceType, "m5.xlarge")), f.class, types); err != nil {
+		t.Fatal(err)
+	}
+	launched := f.account.Instances()[0].Launched
+	if launched.EnclaveOptions == nil || !aws.ToBool(launched.EnclaveOptions.Enabled) {
+		t.Errorf("launched with enclave options %+v; want enabled", launched.EnclaveOptions)
+	}
+	if _, err := f.provider.Create(context.Background(), claim("m5", in(scheduling.LabelInstanceType, "m5.large")), f.class, f.types); err == nil ||
+		!strings.Contains(err.Error(), "does not support Nitro Enclaves") {
+		t.Errorf("Nitro Enclaves on m5.large (2 vCPUs): got %v; want EC2's refusal", err)
+	}
+}
+
 // Network interfaces with an EFA-only interface on a second network card
 // keep only types with two cards and EFA, and are launched as given: the
 // security groups on each, IP prefixes, the public IP setting and

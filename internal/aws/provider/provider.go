@@ -605,7 +605,7 @@ func (p *Launcher) createLaunchTemplate(ctx context.Context, name string, class 
 // launchTemplateData is what a launch template holds: the AMI, the user
 // data for the pod limit, the instance profile, network interfaces,
 // placement, the capacity reservation if any, and the EC2NodeClass's
-// monitoring, CPU, metadata and volume settings.
+// monitoring, CPU, Nitro Enclaves, metadata and volume settings.
 func (p *Launcher) launchTemplateData(claim *v1.NodeClaim, class *awsv1.EC2NodeClass, ami awsv1.AMI, maxPods int64, reservation string) (*ec2types.RequestLaunchTemplateData, error) {
 	ud, err := LaunchUserData(p.cluster, claim, class, maxPods)
 	if err != nil {
@@ -619,6 +619,9 @@ func (p *Launcher) launchTemplateData(claim *v1.NodeClaim, class *awsv1.EC2NodeC
 	}
 	data.NetworkInterfaces = networkInterfaces(class)
 	data.CpuOptions = cpuOptions(class)
+	if o := class.Spec.EnclaveOptions; o != nil && o.Enabled {
+		data.EnclaveOptions = &ec2types.LaunchTemplateEnclaveOptionsRequest{Enabled: aws.Bool(true)}
+	}
 	data.Placement = placement(claim, class)
 	data.CapacityReservationSpecification = reservationTarget(reservation)
 	data.MetadataOptions = metadataOptions(class)

@@ -73,6 +73,10 @@ func typeInfo(s instancetypes.Spec) ec2types.InstanceTypeInfo {
 		BareMetal:     aws.Bool(s.BareMetal),
 		Hypervisor:    ec2types.InstanceTypeHypervisor(s.Hypervisor),
 	}
+	info.NitroEnclavesSupport = ec2types.NitroEnclavesSupportUnsupported
+	if s.NitroEnclaves {
+		info.NitroEnclavesSupport = ec2types.NitroEnclavesSupportSupported
+	}
 	if s.NestedVirtualization {
 		info.ProcessorInfo.SupportedFeatures = []ec2types.SupportedAdditionalProcessorFeature{ec2types.SupportedAdditionalProcessorFeatureNestedVirtualization}
 	}

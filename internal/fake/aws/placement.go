@@ -239,6 +239,9 @@ func typeProblem(d ec2types.RequestLaunchTemplateData, spec instancetypes.Spec) 
 	if o := d.CpuOptions; o != nil && o.NestedVirtualization == ec2types.NestedVirtualizationSpecificationEnabled && !spec.NestedVirtualization {
 		return fmt.Sprintf("The instance type %s does not support nested virtualization", spec.Name)
 	}
+	if o := d.EnclaveOptions; o != nil && aws.ToBool(o.Enabled) && !spec.NitroEnclaves {
+		return fmt.Sprintf("The instance type %s does not support Nitro Enclaves", spec.Name)
+	}
 	perCard := max(1, spec.MaxENIs/max(1, spec.NetworkCards))
 	efa := int64(0)
 	for _, ni := range d.NetworkInterfaces {
