@@ -43,12 +43,12 @@ type Spec struct {
 	// virtualization support and the placement group strategies it can
 	// launch in; the catalog derives them (see features.go), EC2's
 	// DescribeInstanceTypes reports them.
-	NetworkCards         int64    `json:"-"`
-	MaxEFA               int64    `json:"-"`
-	NestedVirtualization bool     `json:"-"`
+	NetworkCards         int64 `json:"-"`
+	MaxEFA               int64 `json:"-"`
+	NestedVirtualization bool  `json:"-"`
 	// NitroEnclaves: the type can run Nitro Enclaves.
-	NitroEnclaves bool `json:"-"`
-	PlacementStrategies  []string `json:"-"`
+	NitroEnclaves       bool     `json:"-"`
+	PlacementStrategies []string `json:"-"`
 	// Offered maps the zones the type is offered in to its spot price there
 	// (0: no spot). Nil means every zone of Options, at SpotPrice.
 	Offered map[string]float64 `json:"-"`

@@ -47,7 +47,7 @@ func TestLaunchSettingsDrift(t *testing.T) {
 	class := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: awsv1.EC2NodeClassSpec{Role: "r"}}
 	nc := state.NodeClaimFor(pool(), nodeclass.Rules(class), &scheduling.PlannedNodeClaim{})
 	for name, change := range map[string]func(*awsv1.EC2NodeClassSpec){
-		"cpuOptions": func(s *awsv1.EC2NodeClassSpec) { s.CPUOptions = &awsv1.CPUOptions{NestedVirtualization: new(string)} },
+		"cpuOptions":     func(s *awsv1.EC2NodeClassSpec) { s.CPUOptions = &awsv1.CPUOptions{NestedVirtualization: new(string)} },
 		"enclaveOptions": func(s *awsv1.EC2NodeClassSpec) { s.EnclaveOptions = &awsv1.EnclaveOptions{Enabled: true} },
 		"networkInterfaces": func(s *awsv1.EC2NodeClassSpec) {
 			s.NetworkInterfaces = []*awsv1.NetworkInterface{{InterfaceType: "interface"}}
