@@ -68,8 +68,9 @@ type Controller struct {
 
 	mu       sync.Mutex
 	commands []*inflight
-	// paused are the NodePools whose drift is paused this round.
-	paused map[string]string
+	// paused are the NodePools whose drift is paused this round, policies
+	// their consolidation policies (for metrics).
+	paused, policies map[string]string
 	// said is the last DisruptionBlocked message per node, so each is
 	// reported once.
 	said map[string]string
@@ -125,6 +126,10 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	now := c.Clock.Now()
 	snap := state.Build(listed.Objects, state.Options{Now: now, NodeClasses: classes, Backoff: c.Registrations.Backoffs()})
 	c.paused = nodepoolhealth.PausedDrift(snap.Pools, c.Drifts, c.Config.DriftFailureLimit)
+	c.policies = map[string]string{}
+	for name, np := range snap.Pools {
+		c.policies[name] = string(np.Spec.Disruption.ConsolidationPolicy)
+	}
 	finished, err := c.advance(ctx, snap)
 	if err != nil {
 		return err
@@ -241,8 +246,9 @@ func (c *Controller) start(ctx context.Context, snap *state.Snapshot, cmd *infli
 		}
 	}
 	c.Metrics.Disruption(string(cmd.Reason), "started")
+	c.Metrics.DisruptionCarriedOut(string(cmd.Reason), len(cmd.Replacements) > 0 || cmd.Static, len(cmd.Nodes))
 	what := describe(cmd.Command)
-	writer := &intent.NodeClaims{Client: c.Client, Metrics: c.Metrics}
+	writer := &intent.NodeClaims{Client: c.Client, Metrics: c.Metrics, Reason: string(cmd.Reason)}
 	created, err := writer.Create(ctx, snap, cmd.Replacements, func(nc *v1.NodeClaim, _ *scheduling.PlannedNodeClaim) {
 		c.Recorder.Eventf(nc, corev1.EventTypeNormal, v1.ReasonDisruptionReplacement, "replaces %s (%s)", strings.Join(cmd.NodeNames(), ", "), cmd.Reason)
 	})
@@ -351,6 +357,8 @@ func (c *Controller) terminate(ctx context.Context, cmd *inflight) (bool, error)
 	what := describe(cmd.Command)
 	for _, n := range cmd.Nodes {
 		c.event(n, corev1.EventTypeNormal, v1.ReasonDisruptionTerminating, fmt.Sprintf("%s: terminating; %s", cmd.Reason, what))
+		c.Metrics.NodeClaimDisrupted(string(cmd.Reason), n.NodePool, n.Label(v1.LabelCapacityType), c.policies[n.NodePool],
+			n.NodeClaim != nil && n.NodeClaim.Spec.TerminationGracePeriod != nil)
 		var obj client.Object = n.Node
 		if n.NodeClaim != nil {
 			obj = n.NodeClaim

@@ -6,6 +6,7 @@
 package intent
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -36,6 +37,9 @@ const CacheWait = 10 * time.Second
 type NodeClaims struct {
 	Client  client.Client
 	Metrics *metrics.Metrics
+	// Reason is why the NodeClaims are made, for metrics: the disruption
+	// reason of replacements; provisioned when empty.
+	Reason string
 }
 
 // Created is called for each NodeClaim once it is created, with the
@@ -71,7 +75,7 @@ func (w *NodeClaims) Create(ctx context.Context, snap *state.Snapshot, planned [
 			mu.Lock()
 			done[i] = true
 			mu.Unlock()
-			w.Metrics.NodeClaimCreated(planned[i].NodePool)
+			w.Metrics.NodeClaimCreated(planned[i].NodePool, cmp.Or(w.Reason, "provisioned"))
 			if created != nil {
 				created(nc, planned[i])
 			}

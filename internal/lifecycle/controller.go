@@ -395,7 +395,7 @@ func (c *Controller) registered(ctx context.Context, nc *v1.NodeClaim, node *cor
 	reason, msg := registrationOutcome(node, registeredWith, hadUnregistered)
 	set(&nc.Status.Conditions, now, nc.Generation, v1.ConditionRegistered, metav1.ConditionTrue, reason, msg)
 	c.Registrations.Record(nc.Labels[v1.LabelNodePool], now.Time, true, "")
-	c.Metrics.NodeClaimRegistered(nc.Labels[v1.LabelNodePool], now.Sub(nc.CreationTimestamp.Time))
+	c.Metrics.NodeClaimRegistered(nc.Labels[v1.LabelNodePool], nc.Labels[corev1.LabelTopologyZone], now.Sub(nc.CreationTimestamp.Time))
 	log := logf.FromContext(ctx).WithValues("Node", node.Name)
 	if !hadUnregistered {
 		c.Recorder.Event(nc, corev1.EventTypeWarning, reason, msg)
@@ -674,7 +674,7 @@ func (c *Controller) release(ctx context.Context, nc *v1.NodeClaim) (reconcile.R
 	}
 	c.launched.Delete(nc.UID)
 	c.networks.forget(nc.Status.ProviderID)
-	c.Metrics.NodeClaimTerminated(nc.Labels[v1.LabelNodePool])
+	c.Metrics.NodeClaimTerminated(nc.Labels[v1.LabelNodePool], nc.Labels[v1.LabelCapacityType], nc.Labels[corev1.LabelTopologyZone], nc.Status.NodeName != "")
 	logf.FromContext(ctx).Info("terminated NodeClaim", "providerID", nc.Status.ProviderID)
 	return reconcile.Result{}, nil
 }

@@ -34,6 +34,8 @@ type Metrics struct {
 	// Prices.
 	priceSource *prometheus.GaugeVec // kind, source
 	priceSince  *prometheus.GaugeVec // kind
+	// compat are the reference's series.
+	compat compat
 }
 
 // New creates the metrics and registers them; collectors already
@@ -86,6 +88,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "1 for the source of the prices in use, by kind (on_demand, spot) and source (API, LastKnown: the API failed and its last answer is used, BuiltIn: no answer yet, the built-in table)."}, []string{"kind", "source"}),
 		priceSince: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "nodewright", Name: "prices_source_since_timestamp_seconds",
 			Help: "When the prices in use, by kind, came from their source."}, []string{"kind"}),
+		compat: newCompat(),
 	}
 	var err error
 	m.created = register(reg, m.created, &err)
@@ -111,6 +114,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	m.messageDelay = register(reg, m.messageDelay, &err)
 	m.priceSource = register(reg, m.priceSource, &err)
 	m.priceSince = register(reg, m.priceSince, &err)
+	m.compat.register(reg, &err)
 	return m, err
 }
 
@@ -130,18 +134,21 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C, errp *erro
 	return c
 }
 
-// NodeClaimCreated counts a NodeClaim the provisioner created.
-func (m *Metrics) NodeClaimCreated(pool string) {
+// NodeClaimCreated counts a NodeClaim created, and why: "provisioned",
+// or the disruption reason of a replacement.
+func (m *Metrics) NodeClaimCreated(pool, reason string) {
 	if m != nil {
 		m.created.WithLabelValues(pool).Inc()
+		m.compat.nodeclaimsCreated.WithLabelValues(ReasonLabel(reason), pool, "false").Inc()
 	}
 }
 
-// NodeClaimRegistered records a registration after age.
-func (m *Metrics) NodeClaimRegistered(pool string, age time.Duration) {
+// NodeClaimRegistered records a registration (a node, in zone) after age.
+func (m *Metrics) NodeClaimRegistered(pool, zone string, age time.Duration) {
 	if m != nil {
 		m.registered.WithLabelValues(pool).Inc()
 		m.registration.WithLabelValues(pool).Observe(age.Seconds())
+		m.compat.nodesCreated.WithLabelValues(pool, zone).Inc()
 	}
 }
 
@@ -153,10 +160,15 @@ func (m *Metrics) NodeClaimInitialized(pool string, age time.Duration) {
 	}
 }
 
-// NodeClaimTerminated counts a NodeClaim whose node and instance are gone.
-func (m *Metrics) NodeClaimTerminated(pool string) {
+// NodeClaimTerminated counts a NodeClaim whose node (if it registered
+// one) and instance are gone.
+func (m *Metrics) NodeClaimTerminated(pool, capacityType, zone string, hadNode bool) {
 	if m != nil {
 		m.terminated.WithLabelValues(pool).Inc()
+		m.compat.nodeclaimsTerminated.WithLabelValues(pool, capacityType, zone).Inc()
+		if hadNode {
+			m.compat.nodesTerminated.WithLabelValues(pool, zone).Inc()
+		}
 	}
 }
 
@@ -165,6 +177,7 @@ func (m *Metrics) Decision(d time.Duration, pending int) {
 	if m != nil {
 		m.decision.Observe(d.Seconds())
 		m.pending.Set(float64(pending))
+		m.compat.scheduling.WithLabelValues("provisioner").Observe(d.Seconds())
 	}
 }
 
@@ -185,6 +198,7 @@ func (m *Metrics) InterruptionMessage(kind string, delay time.Duration) {
 	if delay > 0 {
 		m.messageDelay.Observe(delay.Seconds())
 	}
+	m.compat.observeQueue(kind, delay)
 }
 
 // Interrupted counts a NodeClaim deleted because of an interruption.
@@ -230,8 +244,10 @@ func (m *Metrics) DisruptionDecision(d time.Duration, eligible map[string]int, a
 		m.eligible.WithLabelValues(pool).Set(float64(n))
 	}
 	m.allowed.Reset()
+	m.compat.allowed.Reset()
 	for k, n := range allowed {
 		m.allowed.WithLabelValues(k[0], k[1]).Set(float64(n))
+		m.compat.allowed.WithLabelValues(k[0], ReasonLabel(k[1])).Set(float64(n))
 	}
 	m.savings.Reset()
 	for pool, s := range savings {

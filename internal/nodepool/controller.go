@@ -119,6 +119,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		resources[k] = q
 	}
 	np.Status.Resources = resources
+	c.Metrics.NodePoolResources(np.Name, quantities(resources), quantities(np.Spec.Limits))
 	count := resources["nodes"]
 	np.Status.Nodes = count.Value()
 	now := metav1.NewTime(c.Clock.Now())
@@ -206,4 +207,13 @@ func setCondition(np *v1.NodePool, now metav1.Time, condType string, ok bool, re
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, reason, message
 	}
 	conditions.Set(&np.Status.Conditions, c)
+}
+
+// quantities are resources as numbers, for metrics.
+func quantities(list corev1.ResourceList) map[string]float64 {
+	out := make(map[string]float64, len(list))
+	for name, q := range list {
+		out[string(name)] = q.AsApproximateFloat64()
+	}
+	return out
 }

@@ -117,7 +117,9 @@ func (c *Controller) Poll(ctx context.Context) error {
 		}
 		if _, err := c.SQS.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: raw.ReceiptHandle}); err != nil {
 			errs = append(errs, fmt.Errorf("deleting message %s from queue %s: %w", aws.ToString(raw.MessageId), url, err))
+			continue
 		}
+		c.Metrics.InterruptionMessageDeleted()
 	}
 	return errors.Join(errs...)
 }

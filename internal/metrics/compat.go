@@ -1,0 +1,160 @@
+package metrics
+
+import (
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nodewright/nodewright/internal/version"
+)
+
+// compat are series under the reference's names, with its labels and
+// meanings, served beside nodewright's own so that dashboards and alerts
+// made for the reference keep working after a takeover (the mapping is in
+// the README).
+type compat struct {
+	nodeclaimsCreated    *prometheus.CounterVec   // reason, nodepool, min_values_relaxed
+	nodeclaimsTerminated *prometheus.CounterVec   // nodepool, capacity_type, zone
+	nodeclaimsDisrupted  *prometheus.CounterVec   // reason, nodepool, capacity_type, consolidation_policy, termination_mode
+	nodesCreated         *prometheus.CounterVec   // nodepool, zone
+	nodesTerminated      *prometheus.CounterVec   // nodepool, zone
+	decisions            *prometheus.CounterVec   // decision, reason, consolidation_type
+	allowed              *prometheus.GaugeVec     // nodepool, reason
+	usage, limit         *prometheus.GaugeVec     // resource_type, nodepool
+	scheduling           *prometheus.HistogramVec // controller
+	received             *prometheus.CounterVec   // message_type
+	deleted              prometheus.Counter
+	queueDuration        prometheus.Histogram
+	buildInfo            *prometheus.GaugeVec // version, goversion, goarch, commit
+}
+
+func newCompat() compat {
+	counter := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "karpenter", Name: name, Help: help}, labels)
+	}
+	gauge := func(name, help string, labels ...string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "karpenter", Name: name, Help: help}, labels)
+	}
+	return compat{
+		nodeclaimsCreated: counter("nodeclaims_created_total", "NodeClaims created, by why (provisioned, or the disruption a replacement is for) and NodePool.",
+			"reason", "nodepool", "min_values_relaxed"),
+		nodeclaimsTerminated: counter("nodeclaims_terminated_total", "NodeClaims whose instance is gone, by NodePool, capacity type and zone.", "nodepool", "capacity_type", "zone"),
+		nodeclaimsDisrupted: counter("nodeclaims_disrupted_total", "NodeClaims disruption deleted, by reason, NodePool, capacity type, consolidation policy and termination mode.",
+			"reason", "nodepool", "capacity_type", "consolidation_policy", "termination_mode"),
+		nodesCreated:    counter("nodes_created_total", "Nodes registered, by NodePool and zone.", "nodepool", "zone"),
+		nodesTerminated: counter("nodes_terminated_total", "Nodes whose NodeClaim's instance is gone, by NodePool and zone.", "nodepool", "zone"),
+		decisions: counter("voluntary_disruption_decisions_total", "Disruption commands carried out, by decision (replace, delete), reason and consolidation type (single, multi).",
+			"decision", "reason", "consolidation_type"),
+		allowed: gauge("nodepools_allowed_disruptions", "Nodes a NodePool's budgets allow to be disrupted now, by reason.", "nodepool", "reason"),
+		usage:   gauge("nodepools_usage", "Resources a NodePool's NodeClaims hold.", "resource_type", "nodepool"),
+		limit:   gauge("nodepools_limit", "A NodePool's limits.", "resource_type", "nodepool"),
+		scheduling: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "karpenter", Subsystem: "scheduler", Name: "scheduling_duration_seconds",
+			Help: "Time a scheduling decision takes.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)}, []string{"controller"}),
+		received: counter("interruption_received_messages_total", "Interruption queue messages received, by type.", "message_type"),
+		deleted: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "karpenter", Subsystem: "interruption", Name: "deleted_messages_total",
+			Help: "Interruption queue messages deleted."}),
+		queueDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "karpenter", Subsystem: "interruption", Name: "message_queue_duration_seconds",
+			Help: "Time from an interruption event to its message being handled.", Buckets: prometheus.ExponentialBuckets(0.1, 2, 14)}),
+		buildInfo: gauge("build_info", "1, labelled with the build's version, Go version, architecture and commit.", "version", "goversion", "goarch", "commit"),
+	}
+}
+
+func (c *compat) register(reg prometheus.Registerer, errp *error) {
+	c.nodeclaimsCreated = register(reg, c.nodeclaimsCreated, errp)
+	c.nodeclaimsTerminated = register(reg, c.nodeclaimsTerminated, errp)
+	c.nodeclaimsDisrupted = register(reg, c.nodeclaimsDisrupted, errp)
+	c.nodesCreated = register(reg, c.nodesCreated, errp)
+	c.nodesTerminated = register(reg, c.nodesTerminated, errp)
+	c.decisions = register(reg, c.decisions, errp)
+	c.allowed = register(reg, c.allowed, errp)
+	c.usage = register(reg, c.usage, errp)
+	c.limit = register(reg, c.limit, errp)
+	c.scheduling = register(reg, c.scheduling, errp)
+	c.received = register(reg, c.received, errp)
+	c.deleted = register(reg, c.deleted, errp)
+	c.queueDuration = register(reg, c.queueDuration, errp)
+	c.buildInfo = register(reg, c.buildInfo, errp)
+	v := version.Get()
+	c.buildInfo.WithLabelValues(v.Version, v.GoVersion, runtime.GOARCH, v.Commit).Set(1)
+}
+
+// ReasonLabel is a disruption reason as the reference's metrics label it
+// (Underutilized: underutilized).
+func ReasonLabel(reason string) string { return strings.ToLower(reason) }
+
+// messageTypes are the reference's message types of nodewright's kinds of
+// interruption message.
+var messageTypes = map[string]string{
+	"spot_interruption": "spot_interruption", "rebalance_recommendation": "rebalance_recommendation", "scheduled_change": "scheduled_change",
+	"instance_stopping": "state_change", "instance_terminating": "state_change", "state_change_ignored": "state_change",
+	"capacity_reservation_interruption": "capacity_reservation_interruption",
+}
+
+// NodeClaimDisrupted counts a NodeClaim a disruption command deletes:
+// termination mode graceful (PodDisruptionBudgets hold its drain) or
+// eventual (its terminationGracePeriod bounds the drain).
+func (m *Metrics) NodeClaimDisrupted(reason, pool, capacityType, policy string, bounded bool) {
+	if m == nil {
+		return
+	}
+	mode := "graceful"
+	if bounded {
+		mode = "eventual"
+	}
+	m.compat.nodeclaimsDisrupted.WithLabelValues(ReasonLabel(reason), pool, capacityType, policy, mode).Inc()
+}
+
+// DisruptionCarriedOut counts a disruption command started: a replacement
+// or a deletion, of one node or several (consolidation: single, multi).
+func (m *Metrics) DisruptionCarriedOut(reason string, replaces bool, nodes int) {
+	if m == nil {
+		return
+	}
+	decision := "delete"
+	if replaces {
+		decision = "replace"
+	}
+	consolidation := ""
+	if reason == "Underutilized" {
+		consolidation = "single"
+		if nodes > 1 {
+			consolidation = "multi"
+		}
+	}
+	m.compat.decisions.WithLabelValues(decision, ReasonLabel(reason), consolidation).Inc()
+}
+
+// NodePoolResources records what a NodePool's NodeClaims hold and its
+// limits, by resource.
+func (m *Metrics) NodePoolResources(pool string, usage, limits map[string]float64) {
+	if m == nil {
+		return
+	}
+	m.compat.usage.DeletePartialMatch(prometheus.Labels{"nodepool": pool})
+	m.compat.limit.DeletePartialMatch(prometheus.Labels{"nodepool": pool})
+	for r, v := range usage {
+		m.compat.usage.WithLabelValues(r, pool).Set(v)
+	}
+	for r, v := range limits {
+		m.compat.limit.WithLabelValues(r, pool).Set(v)
+	}
+}
+
+// InterruptionMessageDeleted counts a message removed from the queue.
+func (m *Metrics) InterruptionMessageDeleted() {
+	if m != nil {
+		m.compat.deleted.Inc()
+	}
+}
+
+// observeQueue records how long an interruption message waited.
+func (c *compat) observeQueue(kind string, delay time.Duration) {
+	if t, ok := messageTypes[kind]; ok {
+		c.received.WithLabelValues(t).Inc()
+	}
+	if delay > 0 {
+		c.queueDuration.Observe(delay.Seconds())
+	}
+}

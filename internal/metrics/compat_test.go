@@ -1,0 +1,92 @@
+package metrics_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/nodewright/nodewright/internal/metrics"
+)
+
+// What happens to NodeClaims, disruption and the interruption queue is
+// also counted under the reference's metric names, labels and label
+// values, so a dashboard made for it reads the same series.
+func TestReferenceSeries(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.NodeClaimCreated("default", "provisioned")
+	m.NodeClaimCreated("default", "Drifted")
+	m.NodeClaimRegistered("default", "us-east-1a", time.Second)
+	m.NodeClaimTerminated("default", "spot", "us-east-1a", true)
+	m.NodeClaimTerminated("default", "spot", "us-east-1b", false)
+	m.DisruptionCarriedOut("Underutilized", true, 1)
+	m.DisruptionCarriedOut("Underutilized", false, 3)
+	m.DisruptionCarriedOut("Drifted", true, 1)
+	m.NodeClaimDisrupted("Drifted", "default", "spot", "WhenEmptyOrUnderutilized", false)
+	m.DisruptionDecision(time.Millisecond, nil, map[[2]string]int{{"default", "Drifted"}: 2}, nil, nil)
+	m.InterruptionMessage("instance_terminating", 2*time.Second)
+	m.InterruptionMessage("spot_interruption", time.Second)
+	m.InterruptionMessageDeleted()
+	m.NodePoolResources("default", map[string]float64{"cpu": 4, "nodes": 2}, map[string]float64{"cpu": 100})
+	m.Decision(time.Millisecond, 0)
+
+	want := `
+# HELP karpenter_nodeclaims_created_total NodeClaims created, by why (provisioned, or the disruption a replacement is for) and NodePool.
+# TYPE karpenter_nodeclaims_created_total counter
+karpenter_nodeclaims_created_total{min_values_relaxed="false",nodepool="default",reason="drifted"} 1
+karpenter_nodeclaims_created_total{min_values_relaxed="false",nodepool="default",reason="provisioned"} 1
+# HELP karpenter_nodeclaims_disrupted_total NodeClaims disruption deleted, by reason, NodePool, capacity type, consolidation policy and termination mode.
+# TYPE karpenter_nodeclaims_disrupted_total counter
+karpenter_nodeclaims_disrupted_total{capacity_type="spot",consolidation_policy="WhenEmptyOrUnderutilized",nodepool="default",reason="drifted",termination_mode="graceful"} 1
+# HELP karpenter_nodeclaims_terminated_total NodeClaims whose instance is gone, by NodePool, capacity type and zone.
+# TYPE karpenter_nodeclaims_terminated_total counter
+karpenter_nodeclaims_terminated_total{capacity_type="spot",nodepool="default",zone="us-east-1a"} 1
+karpenter_nodeclaims_terminated_total{capacity_type="spot",nodepool="default",zone="us-east-1b"} 1
+# HELP karpenter_nodes_created_total Nodes registered, by NodePool and zone.
+# TYPE karpenter_nodes_created_total counter
+karpenter_nodes_created_total{nodepool="default",zone="us-east-1a"} 1
+# HELP karpenter_nodes_terminated_total Nodes whose NodeClaim's instance is gone, by NodePool and zone.
+# TYPE karpenter_nodes_terminated_total counter
+karpenter_nodes_terminated_total{nodepool="default",zone="us-east-1a"} 1
+# HELP karpenter_voluntary_disruption_decisions_total Disruption commands carried out, by decision (replace, delete), reason and consolidation type (single, multi).
+# TYPE karpenter_voluntary_disruption_decisions_total counter
+karpenter_voluntary_disruption_decisions_total{consolidation_type="",decision="replace",reason="drifted"} 1
+karpenter_voluntary_disruption_decisions_total{consolidation_type="multi",decision="delete",reason="underutilized"} 1
+karpenter_voluntary_disruption_decisions_total{consolidation_type="single",decision="replace",reason="underutilized"} 1
+# HELP karpenter_nodepools_allowed_disruptions Nodes a NodePool's budgets allow to be disrupted now, by reason.
+# TYPE karpenter_nodepools_allowed_disruptions gauge
+karpenter_nodepools_allowed_disruptions{nodepool="default",reason="drifted"} 2
+# HELP karpenter_nodepools_usage Resources a NodePool's NodeClaims hold.
+# TYPE karpenter_nodepools_usage gauge
+karpenter_nodepools_usage{nodepool="default",resource_type="cpu"} 4
+karpenter_nodepools_usage{nodepool="default",resource_type="nodes"} 2
+# HELP karpenter_nodepools_limit A NodePool's limits.
+# TYPE karpenter_nodepools_limit gauge
+karpenter_nodepools_limit{nodepool="default",resource_type="cpu"} 100
+# HELP karpenter_interruption_received_messages_total Interruption queue messages received, by type.
+# TYPE karpenter_interruption_received_messages_total counter
+karpenter_interruption_received_messages_total{message_type="spot_interruption"} 1
+karpenter_interruption_received_messages_total{message_type="state_change"} 1
+# HELP karpenter_interruption_deleted_messages_total Interruption queue messages deleted.
+# TYPE karpenter_interruption_deleted_messages_total counter
+karpenter_interruption_deleted_messages_total 1
+`
+	names := []string{"karpenter_nodeclaims_created_total", "karpenter_nodeclaims_disrupted_total", "karpenter_nodeclaims_terminated_total",
+		"karpenter_nodes_created_total", "karpenter_nodes_terminated_total", "karpenter_voluntary_disruption_decisions_total",
+		"karpenter_nodepools_allowed_disruptions", "karpenter_nodepools_usage", "karpenter_nodepools_limit",
+		"karpenter_interruption_received_messages_total", "karpenter_interruption_deleted_messages_total"}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
+		t.Error(err)
+	}
+	for _, name := range []string{"karpenter_build_info", "karpenter_scheduler_scheduling_duration_seconds", "karpenter_interruption_message_queue_duration_seconds"} {
+		if n, err := testutil.GatherAndCount(reg, name); err != nil || n == 0 {
+			t.Errorf("%s: %d series, %v", name, n, err)
+		}
+	}
+}
