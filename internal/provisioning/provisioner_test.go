@@ -57,6 +57,32 @@ func decisions(t *testing.T) uint64 {
 	return 0
 }
 
+// referenceCreated is the reference's count of NodeClaims provisioned for
+// a NodePool in this process.
+func referenceCreated(t *testing.T, pool string) float64 {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != "karpenter_nodeclaims_created_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["nodepool"] == pool && labels["reason"] == "provisioned" {
+				total += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return total
+}
+
 // afterDecisions waits until the provisioner has made n more decisions:
 // what they do (or do not do) is then there to see, however slow the
 // machine.
@@ -117,6 +143,10 @@ func TestPendingPodsGetNodeClaims(t *testing.T) {
 		}
 		return pools["general"] && pools["armapps"], nil
 	})
+	// The operator's /metrics serves them under the reference's name too.
+	if n := referenceCreated(t, "general"); n < 1 {
+		t.Errorf("karpenter_nodeclaims_created_total{reason=provisioned,nodepool=general} = %v", n)
+	}
 	for _, nc := range claims(t, e) {
 		reqs := map[string][]string{}
 		for _, r := range nc.Spec.Requirements {
