@@ -30,6 +30,9 @@ const (
 // Annotations and the finalizer.
 const (
 	AnnotationDoNotDisrupt = Group + "/do-not-disrupt"
+	// AnnotationDoNotRepair "true" on a Node or its NodeClaim keeps node
+	// repair from replacing it, however long it is unhealthy.
+	AnnotationDoNotRepair = Group + "/do-not-repair"
 	// AnnotationTerminationTimestamp on a NodeClaim (RFC 3339) is when the
 	// drain of its node stops waiting for pods: node repair sets it to a
 	// time past, so a node whose pods cannot run is not held by them.

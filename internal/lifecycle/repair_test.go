@@ -225,3 +225,56 @@ func TestRepairIsHeldWhileMuchOfTheNodePoolIsUnhealthy(t *testing.T) {
 		t.Errorf("the recovered node's NodeClaim: %v", err)
 	}
 }
+
+// A node annotated karpenter.sh/do-not-repair=true (or whose NodeClaim
+// is) stays however long it is unhealthy, and says why; without the
+// annotation it is replaced.
+func TestDoNotRepairKeepsAnUnhealthyNode(t *testing.T) {
+	e := startRepairing(t, 2*time.Second)
+	ctx := context.Background()
+	node := e.launched(t, "kept")
+	for _, other := range []string{"a", "b", "c", "d"} { // four healthy nodes keep the NodePool under a fifth unhealthy
+		e.launched(t, other)
+	}
+	before := node.DeepCopy()
+	node.Annotations = map[string]string{v1.AnnotationDoNotRepair: "true"}
+	if err := e.kube.Patch(ctx, node, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	e.fail(t, node, corev1.NodeReady, corev1.ConditionFalse)
+	e.clock.SetTime(time.Now().Add(time.Minute))
+	e.pass(t)
+	nc := &v1.NodeClaim{}
+	if err := e.kube.Get(ctx, client.ObjectKey{Name: "kept"}, nc); err != nil || !nc.DeletionTimestamp.IsZero() {
+		t.Fatalf("the do-not-repair node was replaced (%v)", err)
+	}
+	if evs := e.events("NodeRepairBlocked", node.Name); len(evs) == 0 || !strings.Contains(evs[0], v1.AnnotationDoNotRepair) {
+		t.Errorf("NodeRepairBlocked events: %q", evs)
+	}
+	// Off the Node and on its NodeClaim, it holds the same.
+	fresh := &corev1.Node{}
+	if err := e.kube.Get(ctx, client.ObjectKeyFromObject(node), fresh); err != nil {
+		t.Fatal(err)
+	}
+	before = fresh.DeepCopy()
+	fresh.Annotations = nil
+	if err := e.kube.Patch(ctx, fresh, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	beforeClaim := nc.DeepCopy()
+	nc.Annotations = map[string]string{v1.AnnotationDoNotRepair: "true"}
+	if err := e.kube.Patch(ctx, nc, client.MergeFrom(beforeClaim)); err != nil {
+		t.Fatal(err)
+	}
+	e.pass(t)
+	if err := e.kube.Get(ctx, client.ObjectKey{Name: "kept"}, nc); err != nil || !nc.DeletionTimestamp.IsZero() {
+		t.Fatalf("the node whose NodeClaim says do-not-repair was replaced (%v)", err)
+	}
+	beforeClaim = nc.DeepCopy()
+	nc.Annotations = nil
+	if err := e.kube.Patch(ctx, nc, client.MergeFrom(beforeClaim)); err != nil {
+		t.Fatal(err)
+	}
+	e.pass(t)
+	e.gone(t, "kept")
+}

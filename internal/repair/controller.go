@@ -79,6 +79,8 @@ func (c *Controller) Repair(ctx context.Context) error {
 			case now.Before(u.Due):
 				c.say(u, corev1.EventTypeWarning, v1.ReasonNodeUnhealthy, fmt.Sprintf("%s; it is replaced at %s unless it recovers",
 					u.Describe(), u.Due.UTC().Format(time.RFC3339)))
+			case u.DoNotRepair:
+				c.say(u, corev1.EventTypeWarning, v1.ReasonNodeRepairBlocked, u.Describe()+"; it is annotated "+v1.AnnotationDoNotRepair+"=true, so it is not replaced")
 			case p.Held():
 				c.say(u, corev1.EventTypeWarning, v1.ReasonNodeRepairBlocked, u.Describe()+"; "+p.HeldReason())
 			default:

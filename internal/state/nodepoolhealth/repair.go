@@ -90,6 +90,9 @@ type Unhealthy struct {
 	// ends and the node is replaced.
 	Condition corev1.NodeCondition
 	Due       time.Time
+	// DoNotRepair: the Node or its NodeClaim is annotated
+	// karpenter.sh/do-not-repair=true; it still counts as unhealthy.
+	DoNotRepair bool
 }
 
 // Pool is one NodePool's health.
@@ -139,6 +142,7 @@ func Assess(claims []*v1.NodeClaim, nodes []*corev1.Node, policies []Policy) map
 		}
 		if u, ok := unhealthy(n, policies); ok {
 			u.NodeClaim = nc
+			u.DoNotRepair = n.Annotations[v1.AnnotationDoNotRepair] == "true" || nc.Annotations[v1.AnnotationDoNotRepair] == "true"
 			p.Unhealthy = append(p.Unhealthy, u)
 		}
 	}
