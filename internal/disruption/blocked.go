@@ -127,7 +127,7 @@ var blockedSays = map[BlockedReason]func(Blocked) string{
 		return "its NodePool is static (spec.replicas): consolidation leaves its nodes alone; they are replaced when drifted or expired, and removed when replicas is lowered"
 	},
 	BlockedNotEvaluated: func(b Blocked) string {
-		return fmt.Sprintf("not evaluated this round: single-node consolidation looks at %d nodes a round, those with the fewest pods first", b.Limit)
+		return fmt.Sprintf("not evaluated this round: single-node consolidation looks at %d nodes a round, the cheapest to disrupt first", b.Limit)
 	},
 	BlockedPolicy: func(b Blocked) string {
 		if b.Policy == v1.ConsolidationPolicyWhenEmpty {

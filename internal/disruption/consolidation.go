@@ -17,6 +17,8 @@ type candidate struct {
 	node  *state.Node
 	price float64
 	pods  int
+	// cost is what disrupting it costs (disruptionCost).
+	cost float64
 	// used is the larger of the CPU and memory shares its pods request.
 	used float64
 }
@@ -54,7 +56,9 @@ func (d *decider) consolidation(nodes []*state.Node) {
 }
 
 // consolidationCandidates are the nodes with pods that consolidation may
-// move, fewest pods first, then the most expensive, then by name; the
+// move, cheapest to disrupt first (their pods' eviction costs, weighed by
+// karpenter.sh/disruption-cost and priority, times the share of the
+// node's lifetime left), then the most expensive, then by name; the
 // others are blocked with why.
 func (d *decider) consolidationCandidates(nodes []*state.Node) []candidate {
 	var cands []candidate
@@ -69,10 +73,10 @@ func (d *decider) consolidationCandidates(nodes []*state.Node) []candidate {
 			continue
 		}
 		d.out.Eligible[n.NodePool]++
-		cands = append(cands, candidate{node: n, price: price, pods: len(n.Reschedulable()), used: used(n)})
+		cands = append(cands, candidate{node: n, price: price, pods: len(n.Reschedulable()), used: used(n), cost: disruptionCost(n, d.now)})
 	}
 	slices.SortFunc(cands, func(a, b candidate) int {
-		return cmp.Or(cmp.Compare(a.pods, b.pods), cmp.Compare(b.price, a.price), cmp.Compare(a.node.Name, b.node.Name))
+		return cmp.Or(cmp.Compare(a.cost, b.cost), cmp.Compare(b.price, a.price), cmp.Compare(a.node.Name, b.node.Name))
 	})
 	return cands
 }

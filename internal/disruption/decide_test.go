@@ -265,6 +265,56 @@ func TestConsolidation(t *testing.T) {
 	}
 }
 
+// Consolidation looks at the nodes cheapest to disrupt first: pods
+// annotated karpenter.sh/disruption-cost, or of higher priority, make
+// their node dearer, and a node near its expiry cheaper.
+func TestDisruptionCostOrdersConsolidation(t *testing.T) {
+	first := func(mutate func(c *cluster)) string {
+		c := newCluster(t)
+		c.node("a", "m5.4xlarge", onDemand)
+		c.pods("a", 2, "250m", "256Mi")
+		c.node("b", "m5.4xlarge", onDemand)
+		c.pods("b", 2, "250m", "256Mi")
+		mutate(c)
+		d := c.decide(func(o *disruption.Options) { o.MaxSingleNode, o.MaxMultiNode = 1, 1 })
+		if len(d.Commands) != 1 || len(d.Commands[0].Nodes) != 1 {
+			t.Fatalf("want one single-node command: %q", commands(d))
+		}
+		return d.Commands[0].Nodes[0].Name
+	}
+	if got := first(func(*cluster) {}); got != "a" {
+		t.Errorf("equal nodes: %s consolidated first, want a (by name)", got)
+	}
+	if got := first(func(c *cluster) {
+		for _, p := range c.objs.Pods {
+			if p.Spec.NodeName == "a" {
+				p.Annotations = map[string]string{disruption.AnnotationDisruptionCost: "2000000000"}
+			}
+		}
+	}); got != "b" {
+		t.Errorf("a's pods annotated with a high disruption cost: %s consolidated, want b", got)
+	}
+	if got := first(func(c *cluster) {
+		for _, p := range c.objs.Pods {
+			if p.Spec.NodeName == "a" {
+				p.Spec.Priority = ptr.To[int32](1000000000)
+			}
+		}
+	}); got != "b" {
+		t.Errorf("a's pods of high priority: %s consolidated, want b", got)
+	}
+	if got := first(func(c *cluster) {
+		for _, nc := range c.objs.NodeClaims {
+			nc.Spec.ExpireAfter = "720h"
+			if nc.Status.NodeName == "b" {
+				nc.CreationTimestamp = metav1.NewTime(now.Add(-700 * time.Hour))
+			}
+		}
+	}); got != "b" {
+		t.Errorf("b close to expiring: %s consolidated, want b", got)
+	}
+}
+
 // A spot node is replaced by spot only when enough cheaper spot types
 // keep the replacement diverse.
 func TestSpotToSpotNeedsDiversity(t *testing.T) {
