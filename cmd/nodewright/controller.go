@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -35,11 +36,12 @@ import (
 	"github.com/nodewright/nodewright/internal/fake/kubelet"
 	"github.com/nodewright/nodewright/internal/fake/runner"
 	"github.com/nodewright/nodewright/internal/operator"
+	"github.com/nodewright/nodewright/internal/scheduling"
 )
 
 func newControllerCommand() *cobra.Command {
 	cfg := operator.DefaultConfig()
-	var cloud, logFormat, logLevel string
+	var cloud, logFormat, logLevel, schedulerConfig string
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run nodewright's controllers against the cluster of the current kubeconfig",
@@ -62,6 +64,11 @@ control plane.`,
 			if cfg.ClusterName == "" {
 				return errors.New("--cluster-name is required: the EKS cluster's name, which tags and finds nodewright's instances")
 			}
+			spread, err := readSchedulerConfig(schedulerConfig)
+			if err != nil {
+				return err
+			}
+			cfg.DefaultSpread = spread
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			log, err := controllerLogger(cmd.ErrOrStderr(), logFormat, logLevel)
@@ -92,6 +99,7 @@ control plane.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&cloud, "cloud", "aws", "aws, or sim for a simulated account with simulated kubelets")
+	f.StringVar(&schedulerConfig, "scheduler-config", "", "kube-scheduler's configuration file (a KubeSchedulerConfiguration, or podTopologySpread.defaultConstraints): pods that set no topology spread constraints are planned spread by its default constraints")
 	f.StringVar(&cfg.ClusterName, "cluster-name", "", "the EKS cluster's name (required)")
 	f.StringVar(&cfg.ClusterEndpoint, "cluster-endpoint", "", "the API server endpoint nodes join, https://... (default: the one EKS reports)")
 	f.StringVar(&cfg.Region, "region", "", "AWS region (default: from the AWS SDK configuration)")
@@ -244,4 +252,17 @@ func runOnSimulatedAccount(ctx context.Context, rc *rest.Config, cfg operator.Co
 	err = mgr.Start(ctx)
 	cancel()
 	return errors.Join(err, <-nodesDone)
+}
+
+// readSchedulerConfig reads the default topology spread constraints of a
+// scheduler configuration file; none without one.
+func readSchedulerConfig(path string) (scheduling.SpreadDefaults, error) {
+	if path == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--scheduler-config: %w", err)
+	}
+	return scheduling.ReadSpreadDefaults(path, data)
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -136,6 +137,27 @@ func TestClusterEndpointFlag(t *testing.T) {
 	_, err := run("controller", "--cluster-name", "c", "--cluster-endpoint", "api.internal:443")
 	if err == nil || !strings.Contains(err.Error(), "--cluster-endpoint") || !strings.Contains(err.Error(), "https://") {
 		t.Errorf("a host:port endpoint: %v, want an error asking for https://...", err)
+	}
+}
+
+// A scheduler configuration kube-scheduler would refuse stops the
+// controller before it starts, naming the file and the field; simulate
+// reads the same file.
+func TestSchedulerConfigFlag(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "scheduler.yaml")
+	if err := os.WriteFile(bad, []byte("podTopologySpread: {defaultConstraints: [{maxSkew: 0, topologyKey: zone, whenUnsatisfiable: DoNotSchedule}]}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"controller", "--cluster-name", "c", "--scheduler-config", bad},
+		{"simulate", "-f", "../../scenarios/healthy-mixed-arch.yaml", "--scheduler-config", bad},
+	} {
+		if _, err := run(args...); err == nil || !strings.Contains(err.Error(), bad+": defaultConstraints[0].maxSkew") {
+			t.Errorf("%s with a bad scheduler configuration: %v", args[0], err)
+		}
+	}
+	if _, err := run("controller", "--cluster-name", "c", "--scheduler-config", bad+".missing"); err == nil || !strings.Contains(err.Error(), "--scheduler-config") {
+		t.Errorf("a missing file: %v", err)
 	}
 }
 

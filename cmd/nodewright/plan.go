@@ -12,7 +12,7 @@ import (
 
 func newPlanCommand() *cobra.Command {
 	var files, changes []string
-	var output, now, cloud string
+	var output, now, cloud, schedulerConfig string
 	timings := whatif.DefaultTimings()
 	cmd := &cobra.Command{
 		Use:   "plan -f CLUSTER... --change FILE... [--now RFC3339] [--cloud sim]",
@@ -41,6 +41,9 @@ with the workloads and why.`,
 			}
 			objs, err := loadFiles(cmd.ErrOrStderr(), files)
 			if err != nil {
+				return err
+			}
+			if objs.DefaultSpread, err = readSchedulerConfig(schedulerConfig); err != nil {
 				return err
 			}
 			if now != "" {
@@ -83,6 +86,7 @@ with the workloads and why.`,
 	cmd.Flags().StringVar(&cloud, "cloud", "", "sim: resolve EC2NodeClasses in the simulated account of nodewright sim (default: from the input)")
 	cmd.Flags().DurationVar(&timings.Launch, "launch-time", timings.Launch, "how long a replacement takes from launch to an initialized node, for the estimate")
 	cmd.Flags().DurationVar(&timings.Termination, "termination-time", timings.Termination, "how long an instance takes to terminate, for the estimate")
+	cmd.Flags().StringVar(&schedulerConfig, "scheduler-config", "", "kube-scheduler's configuration file: pods that set no topology spread constraints are planned spread by its default constraints")
 	return cmd
 }
 

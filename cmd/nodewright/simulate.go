@@ -15,7 +15,7 @@ import (
 
 func newSimulateCommand() *cobra.Command {
 	var files []string
-	var output, now, cloud string
+	var output, now, cloud, schedulerConfig string
 	var disrupt bool
 	cmd := &cobra.Command{
 		Use:   "simulate -f FILE... [--cloud sim] [--disruption [--now RFC3339]]",
@@ -47,6 +47,9 @@ for every other node of a NodePool the one reason it stays.`,
 			}
 			objs, err := loadFiles(cmd.ErrOrStderr(), files)
 			if err != nil {
+				return err
+			}
+			if objs.DefaultSpread, err = readSchedulerConfig(schedulerConfig); err != nil {
 				return err
 			}
 			if now != "" {
@@ -87,6 +90,7 @@ for every other node of a NodePool the one reason it stays.`,
 	cmd.Flags().BoolVar(&disrupt, "disruption", false, "print what disruption would do now instead of what would be launched")
 	cmd.Flags().StringVar(&now, "now", "", "with --disruption, decide as at this time (RFC 3339; default: now)")
 	cmd.Flags().StringVar(&cloud, "cloud", "", "sim: resolve EC2NodeClasses in the simulated account of nodewright sim (default: from the input)")
+	cmd.Flags().StringVar(&schedulerConfig, "scheduler-config", "", "kube-scheduler's configuration file: pods that set no topology spread constraints are planned spread by its default constraints")
 	return cmd
 }
 

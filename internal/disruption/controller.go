@@ -39,6 +39,9 @@ type Config struct {
 	// DriftFailureLimit is how many replacements of a NodePool's drifted
 	// nodes may fail in a row before its drift pauses.
 	DriftFailureLimit int
+	// DefaultSpread are kube-scheduler's default topology spread
+	// constraints (none when not configured).
+	DefaultSpread scheduling.SpreadDefaults
 }
 
 // DefaultConfig is the reference's timing.
@@ -124,7 +127,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		return err
 	}
 	now := c.Clock.Now()
-	snap := state.Build(listed.Objects, state.Options{Now: now, NodeClasses: classes, Backoff: c.Registrations.Backoffs()})
+	snap := state.Build(listed.Objects, state.Options{Now: now, NodeClasses: classes, Backoff: c.Registrations.Backoffs(), DefaultSpread: c.Config.DefaultSpread})
 	c.paused = nodepoolhealth.PausedDrift(snap.Pools, c.Drifts, c.Config.DriftFailureLimit)
 	c.policies = map[string]string{}
 	for name, np := range snap.Pools {

@@ -39,6 +39,7 @@ import (
 	"github.com/nodewright/nodewright/internal/operator/rbac"
 	"github.com/nodewright/nodewright/internal/provisioning"
 	"github.com/nodewright/nodewright/internal/repair"
+	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state/listing"
 	"github.com/nodewright/nodewright/internal/state/nodepoolhealth"
 	"github.com/nodewright/nodewright/internal/static"
@@ -57,6 +58,10 @@ type Config struct {
 	// (empty: /aws/service, where AWS publishes them).
 	AMIAliasParameterRoot string
 	Lifecycle             lifecycle.Options
+	// DefaultSpread are kube-scheduler's default topology spread
+	// constraints (--scheduler-config), for the provisioner and
+	// disruption.
+	DefaultSpread scheduling.SpreadDefaults
 	// BatchIdle and BatchMax bound the provisioner's batching window.
 	BatchIdle, BatchMax time.Duration
 	// UnavailableOfferingTTL is how long an offering that ran out of
@@ -319,7 +324,7 @@ func (w *wiring) deciders(context.Context) error {
 	prov := &provisioning.Provisioner{
 		Client: w.cached, NodeClasses: w.cloud, Recorder: w.recorder,
 		Batcher: provisioning.NewBatcher(w.cfg.BatchIdle, w.cfg.BatchMax, w.clk), Retry: 2 * time.Second, Clock: w.clk, Metrics: w.metrics, Log: w.log.WithName("provisioner"),
-		Registrations: w.registrations, Nominator: nominator,
+		Registrations: w.registrations, Nominator: nominator, DefaultSpread: w.cfg.DefaultSpread,
 	}
 	if err := prov.SetupWithManager(w.mgr); err != nil {
 		return err
@@ -331,9 +336,11 @@ func (w *wiring) deciders(context.Context) error {
 	if err := keeper.SetupWithManager(w.mgr); err != nil {
 		return err
 	}
+	dcfg := w.cfg.Disruption
+	dcfg.DefaultSpread = w.cfg.DefaultSpread
 	disrupt := &disruption.Controller{
 		Client: w.cached, NodeClasses: w.cloud, Registrations: w.registrations, Drifts: w.drifts, Recorder: w.recorder, Clock: w.clk,
-		Metrics: w.metrics, Log: w.log.WithName("disruption"), Config: w.cfg.Disruption,
+		Metrics: w.metrics, Log: w.log.WithName("disruption"), Config: dcfg,
 	}
 	return disrupt.SetupWithManager(w.mgr)
 }

@@ -35,6 +35,9 @@ import (
 // scheduling engine plans for them.
 type Provisioner struct {
 	Client client.Client
+	// DefaultSpread are kube-scheduler's default topology spread
+	// constraints (none when not configured).
+	DefaultSpread scheduling.SpreadDefaults
 	// NodeClasses resolves the NodePools' node classes.
 	NodeClasses listing.NodeClassResolver
 	Recorder    record.EventRecorder
@@ -297,7 +300,7 @@ func (p *Provisioner) Provision(ctx context.Context) (time.Duration, error) {
 	}
 	now := p.Clock.Now()
 	snap := state.Build(listed.Objects, state.Options{Now: now, NodeClasses: classes, Backoff: p.Registrations.Backoffs(),
-		Planned: p.Nominator.Planned(), NominationGrace: NominationGrace})
+		Planned: p.Nominator.Planned(), NominationGrace: NominationGrace, DefaultSpread: p.DefaultSpread})
 	started := p.Clock.Now()
 	plan := scheduling.Solve(snap.Input(nil))
 	took := p.Clock.Since(started)

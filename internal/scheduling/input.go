@@ -23,6 +23,8 @@ type Input struct {
 	// Volumes are what the volumes of pods (pending or moving) require of
 	// their node.
 	Volumes map[*corev1.Pod]*VolumeTopology
+	// DefaultSpread are the constraints pods that set none are spread by.
+	DefaultSpread SpreadDefaults
 }
 
 // VolumeTopology is what a pod's persistent volumes require of its node:

@@ -162,7 +162,7 @@ func (t *target) attach(ids map[string][]string) {
 }
 
 func newSolver(in Input) *solver {
-	s := &solver{topo: newTopology(in.Namespaces), plan: &Plan{}, universes: map[string][]string{}, scanFrom: map[string]int{}, failed: map[*corev1.Pod]*podInfo{}}
+	s := &solver{topo: newTopology(in.Namespaces, in.DefaultSpread), plan: &Plan{}, universes: map[string][]string{}, scanFrom: map[string]int{}, failed: map[*corev1.Pod]*podInfo{}}
 	for _, np := range in.NodePools {
 		s.pools = append(s.pools, newPool(np, in.DaemonSets))
 	}

@@ -112,10 +112,12 @@ type topology struct {
 	groups     map[string]*topologyGroup
 	// ordered keeps groups in creation order, for deterministic iteration.
 	ordered []*topologyGroup
+	// defaults spread the pods that set no constraints of their own.
+	defaults SpreadDefaults
 }
 
-func newTopology(namespaces map[string]map[string]string) *topology {
-	return &topology{namespaces: namespaces, groups: map[string]*topologyGroup{}}
+func newTopology(namespaces map[string]map[string]string, defaults SpreadDefaults) *topology {
+	return &topology{namespaces: namespaces, groups: map[string]*topologyGroup{}, defaults: defaults}
 }
 
 func (t *topology) group(kind topologyKind, key string, namespaces map[string]bool, selector labels.Selector, maxSkew, minDomains int32) *topologyGroup {
@@ -163,7 +165,7 @@ func (t *topology) spreadGroup(kind topologyKind, key string, namespaces map[str
 func (t *topology) termsOf(p *corev1.Pod, nodeTerms []Requirements) ([]*topologyTerm, error) {
 	var terms []*topologyTerm
 	own := map[string]bool{p.Namespace: true}
-	for _, c := range p.Spec.TopologySpreadConstraints {
+	for _, c := range t.defaults.For(p) {
 		term, err := t.spreadTerm(p, c, own, nodeTerms)
 		if err != nil {
 			return nil, err

@@ -79,6 +79,10 @@ type Options struct {
 	// do not move them, and no room is planned twice.
 	Planned         map[types.NamespacedName]string
 	NominationGrace time.Duration
+	// DefaultSpread are the topology spread constraints kube-scheduler
+	// gives pods that set none (its configuration's default
+	// constraints); none when not given.
+	DefaultSpread scheduling.SpreadDefaults
 }
 
 // Backoff is a NodePool's relaunch backoff: no launches before Until,
@@ -123,6 +127,7 @@ type Snapshot struct {
 	// namespaces are the namespaces' labels.
 	namespaces map[string]map[string]string
 	volumes    *volumes
+	spread     scheduling.SpreadDefaults
 	// nominated are nodes that pending pods are nominated to.
 	nominated map[string][]*corev1.Pod
 	expected  int
@@ -134,6 +139,7 @@ func Build(o Objects, opts Options) *Snapshot {
 		pdbs: budgetsByNamespace(o.PDBs), nominated: map[string][]*corev1.Pod{}}
 	s.namespaces = namespaceLabels(o.Namespaces, o.Pods)
 	s.volumes = newVolumes(o)
+	s.spread = opts.DefaultSpread
 	pods := s.sortPods(o.Pods)
 	s.Nodes = pair(o.NodeClaims, o.Nodes, pods.bound)
 	s.lifetimes(o.NodePools, opts.NodeClasses, opts.NodesWithoutClaims)
@@ -364,7 +370,7 @@ func (s *Snapshot) Reschedule(without, gone map[string]bool) scheduling.Input {
 }
 
 func (s *Snapshot) input(without, gone map[string]bool, pending []*corev1.Pod, initializedOnly bool) scheduling.Input {
-	in := scheduling.Input{NodePools: s.NodePools, DaemonSets: s.DaemonSets, Pods: pending, Namespaces: s.namespaces}
+	in := scheduling.Input{NodePools: s.NodePools, DaemonSets: s.DaemonSets, Pods: pending, Namespaces: s.namespaces, DefaultSpread: s.spread}
 	for _, n := range s.Nodes {
 		if gone[n.Name] {
 			continue

@@ -63,6 +63,9 @@ type Objects struct {
 	AWSAuth *corev1.ConfigMap
 	// Now is the time decisions are made at; the current time when zero.
 	Now time.Time
+	// DefaultSpread are kube-scheduler's default topology spread
+	// constraints, when its configuration is given.
+	DefaultSpread scheduling.SpreadDefaults
 }
 
 // State are the objects as state.Build reads them.

@@ -93,7 +93,7 @@ func Snapshot(o *Objects, resolver *nodeclass.Resolver) (*state.Snapshot, []stri
 		rc.InstanceTypes, rc.AMIs = types, r.amis
 		classes[nc.Name] = rc
 	}
-	snap := state.Build(o.State(), state.Options{Now: o.now(), NodeClasses: classes, NodesWithoutClaims: true,
+	snap := state.Build(o.State(), state.Options{Now: o.now(), NodeClasses: classes, NodesWithoutClaims: true, DefaultSpread: o.DefaultSpread,
 		Catalog: instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: DefaultZones})})
 	for _, sk := range snap.Skipped {
 		if sk.Reason == state.SkipNodeClassNotFound {
