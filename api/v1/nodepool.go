@@ -183,7 +183,7 @@ type Disruption struct {
 }
 
 // DisruptionReason names a kind of voluntary disruption.
-// +kubebuilder:validation:Enum=Underutilized;Empty;Drifted
+// +kubebuilder:validation:Enum=Underutilized;Empty;Drifted;Unhealthy
 type DisruptionReason string
 
 // Disruption reasons a budget can be limited to.
@@ -191,6 +191,9 @@ const (
 	DisruptionReasonUnderutilized = DisruptionReason("Underutilized")
 	DisruptionReasonEmpty         = DisruptionReason("Empty")
 	DisruptionReasonDrifted       = DisruptionReason("Drifted")
+	// DisruptionReasonUnhealthy is node repair's replacement of unhealthy
+	// nodes (v1.15).
+	DisruptionReasonUnhealthy = DisruptionReason("Unhealthy")
 	// DisruptionReasonExpired replaces a NodeClaim older than its
 	// expireAfter. Budgets do not limit it, so it is not a budget reason.
 	DisruptionReasonExpired = DisruptionReason("Expired")

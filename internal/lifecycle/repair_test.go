@@ -278,3 +278,39 @@ func TestDoNotRepairKeepsAnUnhealthyNode(t *testing.T) {
 	e.pass(t)
 	e.gone(t, "kept")
 }
+
+// Repair is a disruption reason (Unhealthy) its NodePool's budgets limit:
+// a budget of 0 for Unhealthy holds an unhealthy node back, saying so;
+// once the budget allows one, it is replaced.
+func TestRepairKeepsToTheBudgets(t *testing.T) {
+	e := startRepairing(t, 2*time.Second)
+	ctx := context.Background()
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"}
+	np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}}
+	np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "0", Reasons: []v1.DisruptionReason{v1.DisruptionReasonUnhealthy}}}
+	e.create(t, np)
+	node := e.launched(t, "sick")
+	for _, other := range []string{"a", "b", "c", "d"} {
+		e.launched(t, other)
+	}
+	e.fail(t, node, corev1.NodeReady, corev1.ConditionFalse)
+	e.clock.SetTime(time.Now().Add(time.Minute))
+	e.pass(t)
+	nc := &v1.NodeClaim{}
+	if err := e.kube.Get(ctx, client.ObjectKey{Name: "sick"}, nc); err != nil || !nc.DeletionTimestamp.IsZero() {
+		t.Fatalf("the budget of 0 did not hold the node (%v)", err)
+	}
+	if evs := e.events("NodeRepairBlocked", node.Name); len(evs) == 0 || !strings.Contains(evs[0], "budgets for Unhealthy") || !strings.Contains(evs[0], "allows 0 of 0") {
+		t.Errorf("NodeRepairBlocked events: %q", evs)
+	}
+	if err := e.kube.Get(ctx, client.ObjectKeyFromObject(np), np); err != nil {
+		t.Fatal(err)
+	}
+	np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "1", Reasons: []v1.DisruptionReason{v1.DisruptionReasonUnhealthy}}}
+	if err := e.kube.Update(ctx, np); err != nil {
+		t.Fatal(err)
+	}
+	e.pass(t)
+	e.gone(t, "sick")
+}

@@ -9,6 +9,7 @@ package repair
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -21,6 +22,7 @@ import (
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/loop"
 	"github.com/nodewright/nodewright/internal/metrics"
+	"github.com/nodewright/nodewright/internal/state/budget"
 	"github.com/nodewright/nodewright/internal/state/listing"
 	"github.com/nodewright/nodewright/internal/state/nodepoolhealth"
 )
@@ -63,6 +65,14 @@ func (c *Controller) Repair(ctx context.Context) error {
 	if err := c.Client.List(ctx, nodes); err != nil {
 		return err
 	}
+	pools := &v1.NodePoolList{}
+	if err := c.Client.List(ctx, pools); err != nil {
+		return err
+	}
+	byName := map[string]*v1.NodePool{}
+	for i := range pools.Items {
+		byName[pools.Items[i].Name] = &pools.Items[i]
+	}
 	if c.said == nil {
 		c.said = map[string]string{}
 	}
@@ -70,6 +80,7 @@ func (c *Controller) Repair(ctx context.Context) error {
 	seen := map[string]bool{}
 	for _, p := range nodepoolhealth.Assess(listing.Pointers(claims.Items), listing.Pointers(nodes.Items), c.Tolerations.Policies()) {
 		c.Metrics.NodePoolHealth(p.Name, len(p.Unhealthy), p.Held())
+		allowed := repairBudget(byName[p.Name], p, now)
 		for _, u := range p.Unhealthy {
 			seen[u.Node.Name] = true
 			switch {
@@ -83,10 +94,13 @@ func (c *Controller) Repair(ctx context.Context) error {
 				c.say(u, corev1.EventTypeWarning, v1.ReasonNodeRepairBlocked, u.Describe()+"; it is annotated "+v1.AnnotationDoNotRepair+"=true, so it is not replaced")
 			case p.Held():
 				c.say(u, corev1.EventTypeWarning, v1.ReasonNodeRepairBlocked, u.Describe()+"; "+p.HeldReason())
+			case allowed.Allowed < 1:
+				c.say(u, corev1.EventTypeWarning, v1.ReasonNodeRepairBlocked, u.Describe()+"; the budgets for Unhealthy hold it back: "+allowed.String())
 			default:
 				if err := c.replace(ctx, p.Name, u); err != nil {
 					return err
 				}
+				allowed.Allowed--
 			}
 		}
 	}
@@ -133,4 +147,13 @@ func (c *Controller) say(u nodepoolhealth.Unhealthy, kind, reason, msg string) {
 	c.said[u.Node.Name] = key
 	c.Recorder.Event(u.Node, kind, reason, msg)
 	c.Recorder.Event(u.NodeClaim, kind, reason, msg)
+}
+
+// repairBudget is what the NodePool's disruption budgets allow repair
+// (reason Unhealthy) now; unlimited when the NodePool is not known.
+func repairBudget(np *v1.NodePool, p *nodepoolhealth.Pool, now time.Time) budget.Allowance {
+	if np == nil {
+		return budget.Allowance{NodePool: p.Name, Allowed: math.MaxInt, Budget: "unlimited"}
+	}
+	return budget.For(np, v1.DisruptionReasonUnhealthy, p.Nodes, p.Disrupting, now)
 }

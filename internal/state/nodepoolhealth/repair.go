@@ -99,8 +99,9 @@ type Unhealthy struct {
 type Pool struct {
 	Name string
 	// Nodes counts the NodePool's nodes; Allowed how many of them may be
-	// unhealthy for repair to act.
-	Nodes, Allowed int
+	// unhealthy for repair to act; Disrupting how many are being deleted
+	// or disrupted (they count against its budgets).
+	Nodes, Allowed, Disrupting int
 	Unhealthy      []Unhealthy
 }
 
@@ -138,7 +139,11 @@ func Assess(claims []*v1.NodeClaim, nodes []*corev1.Node, policies []Policy) map
 		}
 		p.Nodes++
 		if !n.DeletionTimestamp.IsZero() || !nc.DeletionTimestamp.IsZero() {
+			p.Disrupting++
 			continue
+		}
+		if slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1.TaintKeyDisrupted }) {
+			p.Disrupting++
 		}
 		if u, ok := unhealthy(n, policies); ok {
 			u.NodeClaim = nc
