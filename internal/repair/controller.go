@@ -88,14 +88,14 @@ func (c *Controller) Repair(ctx context.Context) error {
 				// Still starting: a kubelet not Ready yet is the lifecycle's
 				// to report (its Initialized condition).
 			case now.Before(u.Due):
-				c.say(u, corev1.EventTypeWarning, v1.ReasonNodeUnhealthy, fmt.Sprintf("%s; it is replaced at %s unless it recovers",
+				c.say(u, v1.ReasonNodeUnhealthy, fmt.Sprintf("%s; it is replaced at %s unless it recovers",
 					u.Describe(), u.Due.UTC().Format(time.RFC3339)))
 			case u.DoNotRepair:
-				c.say(u, corev1.EventTypeWarning, v1.ReasonNodeRepairBlocked, u.Describe()+"; it is annotated "+v1.AnnotationDoNotRepair+"=true, so it is not replaced")
+				c.say(u, v1.ReasonNodeRepairBlocked, u.Describe()+"; it is annotated "+v1.AnnotationDoNotRepair+"=true, so it is not replaced")
 			case p.Held():
-				c.say(u, corev1.EventTypeWarning, v1.ReasonNodeRepairBlocked, u.Describe()+"; "+p.HeldReason())
+				c.say(u, v1.ReasonNodeRepairBlocked, u.Describe()+"; "+p.HeldReason())
 			case allowed.Allowed < 1:
-				c.say(u, corev1.EventTypeWarning, v1.ReasonNodeRepairBlocked, u.Describe()+"; the budgets for Unhealthy hold it back: "+allowed.String())
+				c.say(u, v1.ReasonNodeRepairBlocked, u.Describe()+"; the budgets for Unhealthy hold it back: "+allowed.String())
 			default:
 				if err := c.replace(ctx, p.Name, u); err != nil {
 					return err
@@ -138,15 +138,15 @@ func (c *Controller) replace(ctx context.Context, pool string, u nodepoolhealth.
 	return nil
 }
 
-// say records an event on the node and its NodeClaim once per message.
-func (c *Controller) say(u nodepoolhealth.Unhealthy, kind, reason, msg string) {
+// say records a warning on the node and its NodeClaim once per message.
+func (c *Controller) say(u nodepoolhealth.Unhealthy, reason, msg string) {
 	key := reason + msg
 	if c.said[u.Node.Name] == key {
 		return
 	}
 	c.said[u.Node.Name] = key
-	c.Recorder.Event(u.Node, kind, reason, msg)
-	c.Recorder.Event(u.NodeClaim, kind, reason, msg)
+	c.Recorder.Event(u.Node, corev1.EventTypeWarning, reason, msg)
+	c.Recorder.Event(u.NodeClaim, corev1.EventTypeWarning, reason, msg)
 }
 
 // repairBudget is what the NodePool's disruption budgets allow repair

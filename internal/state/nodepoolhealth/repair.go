@@ -102,7 +102,7 @@ type Pool struct {
 	// unhealthy for repair to act; Disrupting how many are being deleted
 	// or disrupted (they count against its budgets).
 	Nodes, Allowed, Disrupting int
-	Unhealthy      []Unhealthy
+	Unhealthy                  []Unhealthy
 }
 
 // Held reports whether repair waits: more of the NodePool's nodes are
