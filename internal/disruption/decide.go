@@ -317,23 +317,26 @@ func (d *decider) price(n *state.Node) (float64, bool) {
 
 // reschedule plans where the nodes' pods go if the nodes go.
 func (d *decider) reschedule(nodes []*state.Node) (*scheduling.Plan, int) {
-	without, gone := map[string]bool{}, map[string]bool{}
+	without := map[string]bool{}
 	pods := 0
 	for _, n := range nodes {
 		without[n.Name] = true
 		pods += len(n.Reschedulable())
 	}
-	// Nodes other commands take have their pods placed by those commands.
+	// The pods of nodes other commands take need places too: those
+	// commands' replacements are not initialized (or not made) yet, so
+	// the room they planned is not in the snapshot, and placing these
+	// pods again keeps that room from being planned twice.
 	for name := range d.taken {
-		gone[name] = !without[name]
+		without[name] = true
 	}
 	for name := range d.opts.InFlight {
-		gone[name] = !without[name]
+		without[name] = true
 	}
 	if pods == 0 {
 		return &scheduling.Plan{}, 0
 	}
-	return scheduling.Solve(d.s.Reschedule(without, gone)), pods
+	return scheduling.Solve(d.s.Reschedule(without)), pods
 }
 
 // expiration replaces one NodeClaim older than its expireAfter. It waits

@@ -381,27 +381,31 @@ func TestDrift(t *testing.T) {
 	}
 }
 
-// A drift decided while another drifted node is being replaced plans a
-// place for its own pods only: the command in flight placed the other
-// node's pods (on its replacement), and a second replacement for them
-// would be launched for nothing. Only the methods asked for decide.
+// A drift decided while another drifted node is being replaced places
+// that node's pods too: its replacement is not initialized yet, so room
+// on the nodes that stay must not be given to both. Here one node has
+// room for one of the two pods: the command launches a replacement
+// rather than count on it. Only the methods asked for decide.
 func TestDriftBesideACommandInFlight(t *testing.T) {
 	c := newCluster(t)
-	c.pool.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "2"}}
+	c.pool.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "3"}}
 	c.node("first", "m5.large", drifted)
 	c.pods("first", 1, "1500m", "512Mi")
 	c.node("second", "m5.large", drifted)
 	c.pods("second", 1, "1500m", "512Mi")
-	d := c.decide(func(o *disruption.Options) { o.InFlight = map[string]bool{"first": true} })
-	if len(d.Commands) != 1 || d.Commands[0].NodeNames()[0] != "second" || len(d.Commands[0].Replacements) != 1 || len(d.Commands[0].Replacements[0].Pods) != 1 {
-		t.Errorf("drift beside a command in flight: %q; want second replaced by one node for its one pod", commands(d))
+	c.node("room", "m5.large")
+	d := c.decide(func(o *disruption.Options) {
+		o.InFlight = map[string]bool{"first": true}
+		o.Methods = []v1.DisruptionReason{v1.DisruptionReasonDrifted}
+	})
+	if len(d.Commands) != 1 || d.Commands[0].NodeNames()[0] != "second" || len(d.Commands[0].Replacements) != 1 {
+		t.Errorf("drift beside a command in flight: %q; want second replaced by a new node (the free room is the first's pod's)", commands(d))
 	}
-	c.node("empty", "m5.large")
 	d = c.decide(func(o *disruption.Options) {
 		o.InFlight = map[string]bool{"first": true}
 		o.Methods = []v1.DisruptionReason{v1.DisruptionReasonEmpty}
 	})
-	if len(d.Commands) != 1 || d.Commands[0].Reason != v1.DisruptionReasonEmpty {
+	if len(d.Commands) != 1 || d.Commands[0].Reason != v1.DisruptionReasonEmpty || d.Commands[0].NodeNames()[0] != "room" {
 		t.Errorf("only emptiness asked for: %q", commands(d))
 	}
 }

@@ -120,7 +120,7 @@ func placesEveryPod(t *testing.T, seed int, s *state.Snapshot, cmd *disruption.C
 	for _, n := range cmd.Nodes {
 		without[n.Name] = true
 	}
-	in := s.Reschedule(without, nil)
+	in := s.Reschedule(without)
 	for i, r := range cmd.Replacements {
 		alloc := r.InstanceTypes[0].Allocatable
 		for _, it := range r.InstanceTypes {

@@ -356,25 +356,21 @@ func ownedBy(p *corev1.Pod, kind string) bool {
 // NodeClaim in flight that pods can be placed on. Nodes in without are
 // left out and their pods that would need a new place are pending too.
 func (s *Snapshot) Input(without map[string]bool) scheduling.Input {
-	return s.input(without, nil, slices.Concat(s.Pending, s.Leaving), false)
+	return s.input(without, slices.Concat(s.Pending, s.Leaving), false)
 }
 
 // Reschedule is what disruption asks: where would the pods of the nodes
 // in without go if those nodes went? Only initialized nodes take them (a
 // pod evicted now cannot run on a node still launching or initializing:
 // it would wait, and the provisioner would launch for it again); the pods
-// pending now are left to the provisioner. Nodes in gone are left out
-// with their pods: other commands, already decided, place those.
-func (s *Snapshot) Reschedule(without, gone map[string]bool) scheduling.Input {
-	return s.input(without, gone, nil, true)
+// pending now are left to the provisioner.
+func (s *Snapshot) Reschedule(without map[string]bool) scheduling.Input {
+	return s.input(without, nil, true)
 }
 
-func (s *Snapshot) input(without, gone map[string]bool, pending []*corev1.Pod, initializedOnly bool) scheduling.Input {
+func (s *Snapshot) input(without map[string]bool, pending []*corev1.Pod, initializedOnly bool) scheduling.Input {
 	in := scheduling.Input{NodePools: s.NodePools, DaemonSets: s.DaemonSets, Pods: pending, Namespaces: s.namespaces, DefaultSpread: s.spread}
 	for _, n := range s.Nodes {
-		if gone[n.Name] {
-			continue
-		}
 		if without[n.Name] {
 			if initializedOnly || !n.Deleting() { // a deleting node's pods are Leaving
 				in.Pods = append(in.Pods, n.Reschedulable()...)

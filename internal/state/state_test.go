@@ -238,7 +238,7 @@ func TestInitializingNodeIsCapacity(t *testing.T) {
 			t.Errorf("%s: taints the scheduler sees (-want +got):\n%s", name, d)
 		}
 		// Pods evicted now do not go to a node that is not ready.
-		if n := len(s.Reschedule(nil, nil).Nodes); n != 0 {
+		if n := len(s.Reschedule(nil).Nodes); n != 0 {
 			t.Errorf("%s: disruption would move pods onto the not-ready node", name)
 		}
 	}

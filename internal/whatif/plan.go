@@ -63,7 +63,12 @@ type Round struct {
 	WaitsFor     string        `json:"waitsFor,omitempty"`
 	Nodes        []RoundNode   `json:"nodes"`
 	Replacements []Replacement `json:"replacements"`
-	PodsMoved    int           `json:"podsMoved"`
+	// SurplusReplacements are replacements left without pods (launched
+	// for the pods of a command in flight, which a later command placed
+	// too); emptiness consolidation removes them afterwards unless their
+	// NodePool's consolidateAfter is Never.
+	SurplusReplacements int `json:"surplusReplacements,omitempty"`
+	PodsMoved           int `json:"podsMoved"`
 	// PricePerHour is what the NodePools' nodes cost while the round's
 	// replacements run beside the nodes they replace.
 	PricePerHour float64 `json:"pricePerHour"`
@@ -389,7 +394,8 @@ func (p *planner) rollout(r *PlanReport, snap *state.Snapshot) error {
 		r.Price.WorstRound = max(r.Price.WorstRound, rd.PricePerHour)
 		now = now.Add(took + p.timings.Poll)
 		p.objs.Now = now
-		p.carryOut(cmds, now)
+		rd.SurplusReplacements = p.carryOut(cmds, now)
+		r.Rounds[len(r.Rounds)-1] = rd
 		if snap, _, err = p.snapshot(); err != nil {
 			return err
 		}
@@ -567,7 +573,7 @@ func (p *planner) claim(nc *v1.NodeClaim, labels map[string]string, image string
 // flight join as initialized nodes and take the pods the decisions gave
 // them, pods moved to nodes that stay go there, and the replaced nodes
 // go with the rest of their pods (DaemonSets').
-func (p *planner) carryOut(cmds []*disruption.Command, at time.Time) {
+func (p *planner) carryOut(cmds []*disruption.Command, at time.Time) int {
 	gone := map[string]bool{}
 	to := map[string]string{}
 	for _, c := range cmds {
@@ -589,6 +595,12 @@ func (p *planner) carryOut(cmds []*disruption.Command, at time.Time) {
 			to[pod.Namespace+"/"+pod.Name] = nc.Name
 		}
 	}
+	surplus := p.empty(to)
+	for name, removed := range surplus {
+		if removed {
+			gone[name], gone["claim/"+name] = true, true
+		}
+	}
 	p.launched, p.pods = nil, map[string][]*corev1.Pod{}
 	p.objs.Nodes = slices.DeleteFunc(p.objs.Nodes, func(n *corev1.Node) bool { return gone[n.Name] })
 	p.objs.NodeClaims = slices.DeleteFunc(p.objs.NodeClaims, func(nc *v1.NodeClaim) bool { return gone["claim/"+nc.Name] })
@@ -600,6 +612,29 @@ func (p *planner) carryOut(cmds []*disruption.Command, at time.Time) {
 		pod.Spec.NodeName = dest
 		return !ok
 	})
+	return len(surplus)
+}
+
+// empty are the replacements of the round that no pod goes to (the
+// controller launches one for the pods of a command in flight, placed
+// again by a later command), each true when emptiness consolidation
+// removes it (its NodePool consolidates at all).
+func (p *planner) empty(to map[string]string) map[string]bool {
+	used := map[string]bool{}
+	for _, node := range to {
+		used[node] = true
+	}
+	consolidates := map[string]bool{}
+	for _, np := range p.objs.NodePools {
+		consolidates[np.Name] = np.Spec.Disruption.ConsolidateAfter != "Never"
+	}
+	out := map[string]bool{}
+	for _, nc := range p.launched {
+		if !used[nc.Name] {
+			out[nc.Name] = consolidates[nc.Labels[v1.LabelNodePool]]
+		}
+	}
+	return out
 }
 
 // register makes a launched NodeClaim an initialized node.

@@ -127,6 +127,7 @@ spec:
 // node with pods gets a c-category replacement; the estimate adds each
 // round's validation, launch, drain (the pods' 60s grace) and
 // termination, and the price is dearest while old and new run together.
+// Replacements left empty are counted and gone from the price after.
 func TestPlanRollsOutUnderTheBudget(t *testing.T) {
 	objs := cluster(t, `[{nodes: "2"}]`, 1, 1, 0, 1, 1)
 	r, err := whatif.Plan(objs, change(t, fmt.Sprintf(categoryC, `[{nodes: "2"}]`)), nil, whatif.DefaultTimings())
@@ -161,7 +162,11 @@ func TestPlanRollsOutUnderTheBudget(t *testing.T) {
 	}
 	if len(r.Rounds) == 3 {
 		first, second := r.Rounds[0], r.Rounds[1]
-		if len(first.Replacements) != 1 || first.PodsMoved != 1 || len(second.Replacements) != 2 {
+		// The second of round 2's commands places the pod of the first
+		// (in flight, its replacement not initialized) again, as the
+		// controller does: one replacement too many, left empty and
+		// removed by consolidation.
+		if len(first.Replacements) != 1 || first.PodsMoved != 1 || len(second.Replacements) != 3 || second.SurplusReplacements != 1 {
 			t.Errorf("round 1 %+v, round 2 %+v", first, second)
 		}
 		// validation 15s, launch 90s, drain 60s, termination 45s, poll 10s
@@ -172,11 +177,26 @@ func TestPlanRollsOutUnderTheBudget(t *testing.T) {
 	if len(r.Blocked) != 0 || len(r.Unplaced) != 0 {
 		t.Errorf("blocked %+v, unplaced %+v", r.Blocked, r.Unplaced)
 	}
-	if !(r.Price.WorstRound > r.Price.Before && r.Price.After > 0) {
+	if !(r.Price.WorstRound > r.Price.Before && r.Price.After > 0 && r.Price.After < r.Price.Before) {
 		t.Errorf("price %+v; the dearest round runs old and new nodes together", r.Price)
 	}
 	if r.Duration.Seconds <= 0 || len(r.Duration.Assumptions) == 0 {
 		t.Errorf("duration %+v", r.Duration)
+	}
+	// The empty replacement stays with consolidateAfter Never, and the
+	// last round's pod moves onto it; a NodePool that consolidates
+	// removes it, and the last round launches a replacement again.
+	if len(r.Rounds) == 3 && len(r.Rounds[2].Replacements) != 0 {
+		t.Errorf("round 3 %+v; want node-1's pod on the empty replacement", r.Rounds[2])
+	}
+	consolidating := cluster(t, `[{nodes: "2"}]`, 1, 1, 0, 1, 1)
+	changed := strings.Replace(fmt.Sprintf(categoryC, `[{nodes: "2"}]`), "consolidateAfter: Never", "consolidateAfter: 30s", 1)
+	r2, err := whatif.Plan(consolidating, change(t, changed), nil, whatif.DefaultTimings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r2.Rounds) != 3 || r2.Rounds[1].SurplusReplacements != 1 || len(r2.Rounds[2].Replacements) != 1 || r2.Price.After != r.Price.After {
+		t.Errorf("with consolidation: %+v, price after %v (without %v)", r2.Rounds, r2.Price.After, r.Price.After)
 	}
 }
 

@@ -72,6 +72,9 @@ func (r *PlanReport) writeRounds(tw io.Writer) {
 		if len(repl) == 0 {
 			repl = append(repl, "no replacement")
 		}
+		if rd.SurplusReplacements > 0 {
+			repl = append(repl, fmt.Sprintf("(%d left empty, for consolidation to remove)", rd.SurplusReplacements))
+		}
 		fmt.Fprintf(tw, "  round %d\t%s\t%s\t-> %s\t%d pods move\t$%.4f/h meanwhile\n", rd.Round, rd.StartsAt.UTC().Format(time.RFC3339),
 			strings.Join(nodes, ", "), strings.Join(repl, ", "), rd.PodsMoved, rd.PricePerHour)
 	}
