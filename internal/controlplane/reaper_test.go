@@ -22,10 +22,20 @@ func TestKilledProcessLeavesNoControlPlane(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Its processes, in a file: the child's output also carries
-		// what the control plane prints.
+		// what the control plane prints. On a loaded machine a process
+		// may be missing from one reading of /proc; it is read again
+		// until both show, for a minute at most.
 		var pids []string
-		for pid, name := range children() {
-			pids = append(pids, strconv.Itoa(pid)+"="+name)
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
+			pids = pids[:0]
+			seen := map[string]bool{}
+			for pid, name := range children() {
+				pids = append(pids, strconv.Itoa(pid)+"="+name)
+				seen[name] = true
+			}
+			if seen["etcd"] && seen["kube-apiserver"] || time.Now().After(deadline) {
+				break
+			}
 		}
 		if err := os.WriteFile(report+".tmp", []byte(strings.Join(pids, " ")), 0o600); err != nil {
 			t.Fatal(err)
