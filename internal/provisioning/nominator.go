@@ -149,6 +149,20 @@ func (n *Nominator) Planned() map[types.NamespacedName]string {
 	return out
 }
 
+// PlannedAt is when each NodeClaim with planned pods was created.
+func (n *Nominator) PlannedAt() map[string]time.Time {
+	if n == nil {
+		return nil
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make(map[string]time.Time, len(n.plans))
+	for name, p := range n.plans {
+		out[name] = p.at
+	}
+	return out
+}
+
 func (n *Nominator) forget(claim string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()

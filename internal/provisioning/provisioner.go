@@ -83,6 +83,11 @@ const MaxRetry = time.Minute
 // it within seconds, or the pod is planned again.
 const NominationGrace = 10 * time.Second
 
+// UnseenGrace is how long the pods planned onto a NodeClaim just created
+// wait for the cache to show it (on a loaded machine it can lag well past
+// intent.CacheWait) before they are planned again.
+const UnseenGrace = time.Minute
+
 // nominateExisting nominates the pods planned onto existing nodes that
 // kube-scheduler has found no node for (the others it places itself when
 // it gets to them), and remembers those planned onto NodeClaims still in
@@ -300,7 +305,8 @@ func (p *Provisioner) Provision(ctx context.Context) (time.Duration, error) {
 	}
 	now := p.Clock.Now()
 	snap := state.Build(listed.Objects, state.Options{Now: now, NodeClasses: classes, Backoff: p.Registrations.Backoffs(),
-		Planned: p.Nominator.Planned(), NominationGrace: NominationGrace, DefaultSpread: p.DefaultSpread})
+		Planned: p.Nominator.Planned(), NominationGrace: NominationGrace, PlannedAt: p.Nominator.PlannedAt(), UnseenGrace: UnseenGrace,
+		DefaultSpread: p.DefaultSpread})
 	started := p.Clock.Now()
 	plan := scheduling.Solve(snap.Input(nil))
 	took := p.Clock.Since(started)

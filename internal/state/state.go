@@ -79,6 +79,11 @@ type Options struct {
 	// do not move them, and no room is planned twice.
 	Planned         map[types.NamespacedName]string
 	NominationGrace time.Duration
+	// PlannedAt is when each NodeClaim of Planned was created: its pods
+	// wait for it while the cache does not show it yet, for up to
+	// UnseenGrace, rather than being planned again.
+	PlannedAt   map[string]time.Time
+	UnseenGrace time.Duration
 	// DefaultSpread are the topology spread constraints kube-scheduler
 	// gives pods that set none (its configuration's default
 	// constraints); none when not given.
@@ -255,6 +260,12 @@ func (s *Snapshot) expect(pending []*corev1.Pod, opts Options) []*corev1.Pod {
 			target = p.Status.NominatedNodeName
 		}
 		n := byName[target]
+		if at, planned := opts.PlannedAt[target]; n == nil && planned && opts.Now.Sub(at) < opts.UnseenGrace {
+			// Its NodeClaim was created a moment ago and the cache does
+			// not show it yet: planning the pod again would launch twice.
+			s.expected++
+			continue
+		}
 		if n == nil || n.Deleting() || (n.Initialized() && opts.Now.Sub(n.InitializedAt()) >= opts.NominationGrace) {
 			out = append(out, p)
 			continue

@@ -434,6 +434,25 @@ func TestPlannedPodsStayPlanned(t *testing.T) {
 	}
 }
 
+// Pods planned onto a NodeClaim created a moment ago that the cache does
+// not show yet wait for it (a loaded machine's cache can lag) rather than
+// being planned again, for UnseenGrace; after that, or when it was never
+// planned, they are pending.
+func TestPlannedOntoAnUnseenNodeClaim(t *testing.T) {
+	waiting := pod("planned", unschedulable)
+	objs := state.Objects{NodePools: []*v1.NodePool{nodePool("default", "default")}, Pods: []*corev1.Pod{waiting, pod("free", unschedulable)}}
+	opts := state.Options{Now: now, Planned: map[types.NamespacedName]string{{Namespace: "default", Name: "planned"}: "just-made"},
+		PlannedAt: map[string]time.Time{"just-made": now.Add(-5 * time.Second)}, UnseenGrace: time.Minute, NominationGrace: time.Minute}
+	s := state.Build(objs, opts)
+	if got := podNames(s.Pending); !slices.Equal(got, []string{"free"}) || s.Expecting() != 1 {
+		t.Errorf("pending %v, expecting %d; want the planned pod waiting for its NodeClaim", got, s.Expecting())
+	}
+	opts.PlannedAt["just-made"] = now.Add(-2 * time.Minute)
+	if got := podNames(state.Build(objs, opts).Pending); !slices.Equal(got, []string{"free", "planned"}) {
+		t.Errorf("pending %v a minute past the grace", got)
+	}
+}
+
 // The pods of a node being deleted need room elsewhere, except those the
 // drain will not evict; a termination deadline moves them all.
 func TestLeavingPods(t *testing.T) {
