@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -39,17 +38,9 @@ with the workloads and why.`,
 			if err := checkOutput(output, "table"); err != nil {
 				return err
 			}
-			objs, err := loadFiles(cmd.ErrOrStderr(), files)
+			objs, err := loadInput(cmd.ErrOrStderr(), files, now, schedulerConfig)
 			if err != nil {
 				return err
-			}
-			if objs.DefaultSpread, err = readSchedulerConfig(schedulerConfig); err != nil {
-				return err
-			}
-			if now != "" {
-				if objs.Now, err = time.Parse(time.RFC3339, now); err != nil {
-					return fmt.Errorf("--now %q: write a time such as 2026-11-23T12:00:00Z: %w", now, err)
-				}
 			}
 			change := &whatif.Change{}
 			for _, name := range changes {

@@ -45,20 +45,12 @@ for every other node of a NodePool the one reason it stays.`,
 			if err := checkOutput(output, "table"); err != nil {
 				return err
 			}
-			objs, err := loadFiles(cmd.ErrOrStderr(), files)
+			if now != "" && !disrupt {
+				return fmt.Errorf("--now applies to --disruption only")
+			}
+			objs, err := loadInput(cmd.ErrOrStderr(), files, now, schedulerConfig)
 			if err != nil {
 				return err
-			}
-			if objs.DefaultSpread, err = readSchedulerConfig(schedulerConfig); err != nil {
-				return err
-			}
-			if now != "" {
-				if !disrupt {
-					return fmt.Errorf("--now applies to --disruption only")
-				}
-				if objs.Now, err = time.Parse(time.RFC3339, now); err != nil {
-					return fmt.Errorf("--now %q: write a time such as 2026-11-23T12:00:00Z: %w", now, err)
-				}
 			}
 			resolver, err := simulateResolver(cloud)
 			if err != nil {
@@ -106,6 +98,24 @@ func simulateResolver(cloud string) (*nodeclass.Resolver, error) {
 		return &nodeclass.Resolver{EC2: a.EC2(), SSM: a.SSM(), KubernetesVersion: simaws.KubernetesVersion}, nil
 	}
 	return nil, fmt.Errorf("--cloud %q: use sim, or leave it out to plan from the input alone", cloud)
+}
+
+// loadInput reads the manifests, the scheduler configuration (none when
+// empty) and the time decisions are made at (now when empty).
+func loadInput(w io.Writer, files []string, now, schedulerConfig string) (*whatif.Objects, error) {
+	objs, err := loadFiles(w, files)
+	if err != nil {
+		return nil, err
+	}
+	if objs.DefaultSpread, err = readSchedulerConfig(schedulerConfig); err != nil {
+		return nil, err
+	}
+	if now != "" {
+		if objs.Now, err = time.Parse(time.RFC3339, now); err != nil {
+			return nil, fmt.Errorf("--now %q: write a time such as 2026-11-23T12:00:00Z: %w", now, err)
+		}
+	}
+	return objs, nil
 }
 
 // loadFiles reads manifests, warning on w about each document it does not
