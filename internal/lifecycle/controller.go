@@ -44,6 +44,11 @@ type CloudProvider interface {
 	NodeClassObject() client.Object
 }
 
+// Nominations nominates the pods planned onto a NodeClaim to its node.
+type Nominations interface {
+	NominateTo(ctx context.Context, claim, node string) error
+}
+
 // Options are the lifecycle's timeouts.
 type Options struct {
 	// LaunchTimeout: a NodeClaim not launched this long after creation is
@@ -78,7 +83,11 @@ type Controller struct {
 	// Registrations receives each NodePool's registration outcomes (the
 	// NodePool controller shows them, the provisioner backs off).
 	Registrations *nodepoolhealth.Registrations
-	networks      networks
+	// Nominations, when set, is told a NodeClaim's node as the node is
+	// registered, before it can take pods, so the pods planned onto the
+	// NodeClaim are nominated to it first (the provisioner's nominator).
+	Nominations Nominations
+	networks    networks
 	// launched holds the instance of each NodeClaim launched by this
 	// process until the cache shows its provider ID: a reconcile that
 	// reads the NodeClaim before then records that instance instead of
@@ -293,6 +302,13 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim, now metav1.
 	}
 	hadUnregistered := hasTaint(node.Spec.Taints, v1.TaintKeyUnregistered, corev1.TaintEffectNoExecute)
 	registeredWith := taintList(node.Spec.Taints)
+	// The pods planned onto the NodeClaim are nominated to the node while
+	// karpenter.sh/unregistered still keeps others off it.
+	if c.Nominations != nil {
+		if err := c.Nominations.NominateTo(ctx, nc.Name, node.Name); err != nil {
+			return nil, err
+		}
+	}
 	if err := c.takeOver(ctx, nc, node, registeredWith); err != nil {
 		return nil, err
 	}

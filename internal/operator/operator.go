@@ -235,6 +235,9 @@ type wiring struct {
 	registrations *nodepoolhealth.Registrations
 	drifts        *nodepoolhealth.DriftReplacements
 	cached        listing.Cached
+	// nominator remembers the provisioner's plans and nominates their
+	// pods; nil when pods are not nominated.
+	nominator *provisioning.Nominator
 }
 
 func newWiring(ctx context.Context, mgr manager.Manager, cfg Config, clouds Clouds, clk clock.WithTicker, log logr.Logger) (*wiring, error) {
@@ -253,6 +256,9 @@ func newWiring(ctx context.Context, mgr manager.Manager, cfg Config, clouds Clou
 		registrations: nodepoolhealth.NewRegistrations(), drifts: nodepoolhealth.NewDriftReplacements(), cached: listing.Cached{Client: mgr.GetClient(), Cache: mgr.GetCache()},
 		resolver: &nodeclass.Resolver{EC2: clouds.EC2, SSM: clouds.SSM, IAM: clouds.IAM, ClusterName: cfg.ClusterName, KubernetesVersion: cfg.KubernetesVersion,
 			AliasParameterRoot: cfg.AMIAliasParameterRoot}}
+	if cfg.NominatePods {
+		w.nominator = &provisioning.Nominator{Client: mgr.GetClient(), Clock: clk, TTL: cfg.Lifecycle.RegistrationTimeout + time.Minute}
+	}
 	w.launcher = provider.New(clouds.EC2, w.resolver, cluster, clk)
 	w.launcher.SetUnavailableOfferingTTL(cfg.UnavailableOfferingTTL)
 	w.cloud = &provider.CloudProvider{
@@ -292,6 +298,9 @@ func (w *wiring) nodeClaimControllers(ctx context.Context) error {
 	life := &lifecycle.Controller{
 		Client: w.mgr.GetClient(), Cloud: w.cloud, Recorder: w.recorder, Clock: w.clk, Options: w.cfg.Lifecycle, Metrics: w.metrics, Registrations: w.registrations,
 	}
+	if w.nominator != nil {
+		life.Nominations = w.nominator
+	}
 	if err := life.SetupWithManager(ctx, w.mgr); err != nil {
 		return err
 	}
@@ -314,17 +323,15 @@ func (w *wiring) nodeClaimControllers(ctx context.Context) error {
 // deciders decide from the snapshot and write intent: the provisioner,
 // static NodePools and disruption.
 func (w *wiring) deciders(context.Context) error {
-	var nominator *provisioning.Nominator
-	if w.cfg.NominatePods {
-		nominator = &provisioning.Nominator{Client: w.mgr.GetClient(), Clock: w.clk, TTL: w.cfg.Lifecycle.RegistrationTimeout + time.Minute}
-		if err := nominator.SetupWithManager(w.mgr); err != nil {
+	if w.nominator != nil {
+		if err := w.nominator.SetupWithManager(w.mgr); err != nil {
 			return err
 		}
 	}
 	prov := &provisioning.Provisioner{
 		Client: w.cached, NodeClasses: w.cloud, Recorder: w.recorder,
 		Batcher: provisioning.NewBatcher(w.cfg.BatchIdle, w.cfg.BatchMax, w.clk), Retry: 2 * time.Second, Clock: w.clk, Metrics: w.metrics, Log: w.log.WithName("provisioner"),
-		Registrations: w.registrations, Nominator: nominator, DefaultSpread: w.cfg.DefaultSpread,
+		Registrations: w.registrations, Nominator: w.nominator, DefaultSpread: w.cfg.DefaultSpread,
 	}
 	if err := prov.SetupWithManager(w.mgr); err != nil {
 		return err

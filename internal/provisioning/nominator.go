@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -59,9 +60,7 @@ func (n *Nominator) Plan(claim string, pods []*corev1.Pod) {
 	for _, pod := range pods {
 		key := client.ObjectKeyFromObject(pod)
 		if old, ok := n.target[key]; ok && old != claim {
-			op := n.plans[old]
-			op.pods = slices.DeleteFunc(op.pods, func(k types.NamespacedName) bool { return k == key })
-			n.plans[old] = op
+			n.unplan(key)
 		}
 		n.target[key] = claim
 		if !slices.Contains(p.pods, key) {
@@ -71,13 +70,19 @@ func (n *Nominator) Plan(claim string, pods []*corev1.Pod) {
 	n.plans[claim] = p
 }
 
-// Nominate nominates pods to an existing node now.
+// Nominate nominates pods to an existing node now; their
+// nominatedNodeName is their plan from then on.
 func (n *Nominator) Nominate(ctx context.Context, node string, pods []*corev1.Pod) error {
 	if n == nil {
 		return nil
 	}
+	n.mu.Lock()
 	for _, pod := range pods {
-		if err := n.nominate(ctx, client.ObjectKeyFromObject(pod), node); err != nil {
+		n.unplan(client.ObjectKeyFromObject(pod))
+	}
+	n.mu.Unlock()
+	for _, pod := range pods {
+		if _, err := n.nominate(ctx, client.ObjectKeyFromObject(pod), node); err != nil {
 			return err
 		}
 	}
@@ -90,10 +95,13 @@ func (n *Nominator) SetupWithManager(mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).Named("provisioner.nominator").For(&v1.NodeClaim{}).Complete(n)
 }
 
-// Reconcile nominates the pods planned onto a NodeClaim to its node.
+// Reconcile nominates the pods planned onto a NodeClaim to its node (the
+// lifecycle nominates them when it registers the node, through
+// NominateTo; this catches the NodeClaims registered before this process
+// planned onto them).
 func (n *Nominator) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	n.mu.Lock()
-	p, ok := n.plans[req.Name]
+	_, ok := n.plans[req.Name]
 	n.forgetOld()
 	n.mu.Unlock()
 	if !ok {
@@ -107,31 +115,68 @@ func (n *Nominator) Reconcile(ctx context.Context, req reconcile.Request) (recon
 	if nc.Status.NodeName == "" {
 		return reconcile.Result{}, nil
 	}
-	for _, key := range p.pods {
-		if err := n.nominate(ctx, key, nc.Status.NodeName); err != nil {
-			return reconcile.Result{}, err
-		}
-	}
-	n.forget(req.Name)
-	return reconcile.Result{}, nil
+	return reconcile.Result{}, n.NominateTo(ctx, req.Name, nc.Status.NodeName)
 }
 
-// nominate sets a pending pod's status.nominatedNodeName.
-func (n *Nominator) nominate(ctx context.Context, key types.NamespacedName, node string) error {
+// NominateTo nominates the pods planned onto a NodeClaim to its node. The
+// lifecycle calls it when it registers the node, before the node can take
+// pods: kube-scheduler then counts the planned pods as taking their room
+// from the first moment, and pods planned onto nodes not up yet cannot
+// take it. The plan is remembered until its pods are bound: a cache that
+// does not show the nomination yet does not make them pending again.
+func (n *Nominator) NominateTo(ctx context.Context, claim, node string) error {
+	if n == nil {
+		return nil
+	}
+	n.mu.Lock()
+	pods := slices.Clone(n.plans[claim].pods)
+	n.mu.Unlock()
+	var placed []types.NamespacedName
+	for _, key := range pods {
+		done, err := n.nominate(ctx, key, node)
+		if err != nil {
+			return err
+		}
+		if done {
+			placed = append(placed, key)
+		}
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, key := range placed {
+		if n.target[key] == claim {
+			n.unplan(key)
+		}
+	}
+	if p, ok := n.plans[claim]; ok && len(p.pods) == 0 {
+		delete(n.plans, claim)
+	}
+	return nil
+}
+
+// nominate sets a pending pod's status.nominatedNodeName; done when the
+// pod is bound or gone and needs no plan any more.
+func (n *Nominator) nominate(ctx context.Context, key types.NamespacedName, node string) (bool, error) {
 	pod := &corev1.Pod{}
 	if err := n.Client.Get(ctx, key, pod); err != nil {
-		return client.IgnoreNotFound(err)
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	}
-	if pod.Spec.NodeName != "" || pod.Status.NominatedNodeName == node || !pod.DeletionTimestamp.IsZero() {
-		return nil
+	if pod.Spec.NodeName != "" || !pod.DeletionTimestamp.IsZero() {
+		return true, nil
+	}
+	if pod.Status.NominatedNodeName == node {
+		return false, nil
 	}
 	before := pod.DeepCopy()
 	pod.Status.NominatedNodeName = node
-	if err := n.Client.Status().Patch(ctx, pod, client.MergeFrom(before)); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("nominating node %s for pod %s: %w", node, key, err)
+	if err := n.Client.Status().Patch(ctx, pod, client.MergeFrom(before)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, fmt.Errorf("nominating node %s for pod %s: %w", node, key, err)
 	}
 	logf.FromContext(ctx).V(1).Info("nominated node for pod", "pod", key, "Node", node)
-	return nil
+	return false, nil
 }
 
 // Planned are the pods planned onto NodeClaims that have no node yet,
@@ -167,6 +212,18 @@ func (n *Nominator) forget(claim string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.drop(claim)
+}
+
+// unplan forgets a pod's plan; the caller holds the lock.
+func (n *Nominator) unplan(key types.NamespacedName) {
+	claim, ok := n.target[key]
+	if !ok {
+		return
+	}
+	delete(n.target, key)
+	p := n.plans[claim]
+	p.pods = slices.DeleteFunc(p.pods, func(k types.NamespacedName) bool { return k == key })
+	n.plans[claim] = p
 }
 
 // drop forgets a plan; the caller holds the lock.

@@ -312,6 +312,9 @@ func (p *Provisioner) Provision(ctx context.Context) (time.Duration, error) {
 	took := p.Clock.Since(started)
 	p.Metrics.Decision(took, len(plan.Unschedulable))
 	p.Log.Info("computed a plan", "pendingPods", len(snap.Pending), "leavingPods", len(snap.Leaving), "newNodeClaims", len(plan.NodeClaims), "unschedulablePods", len(plan.Unschedulable), "duration", took)
+	if debug := p.Log.V(1); debug.Enabled() && len(snap.Pending) > 0 && len(snap.Pending) <= 20 {
+		debug.Info("pending pods planned", "pods", podKeys(snap.Pending), "onExisting", len(plan.Existing))
+	}
 	writer := &intent.NodeClaims{Client: p.Client, Metrics: p.Metrics}
 	if _, err := writer.Create(ctx, snap, plan.NodeClaims, func(nc *v1.NodeClaim, planned *scheduling.PlannedNodeClaim) {
 		p.Nominator.Plan(nc.Name, planned.Pods)
@@ -353,4 +356,13 @@ func (p *Provisioner) Provision(ctx context.Context) (time.Duration, error) {
 	// kube-scheduler has not bound them once the node is up, they are
 	// planned anew.
 	return p.retryAfter(snap, plan, reasons), nil
+}
+
+// podKeys names pods, for the log.
+func podKeys(pods []*corev1.Pod) []string {
+	out := make([]string, len(pods))
+	for i, pod := range pods {
+		out[i] = pod.Namespace + "/" + pod.Name
+	}
+	return out
 }

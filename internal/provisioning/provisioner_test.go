@@ -3,6 +3,8 @@ package provisioning_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -313,6 +316,97 @@ func TestBackoffInStatusHoldsAcrossRestarts(t *testing.T) {
 	for _, ev := range told("first") {
 		if ev.Count > 1 {
 			t.Errorf("the first pod was told the same %d times: %s", ev.Count, ev.Message)
+		}
+	}
+}
+
+// The pods planned onto a NodeClaim are nominated to its node before the
+// node can take pods (while karpenter.sh/unregistered is still on it), so
+// kube-scheduler counts them as taking their room from the first moment
+// and pods planned onto nodes not up yet cannot take it: each nomination
+// is written before the registration that lifts the taint (the API
+// server's resource versions order the writes).
+func TestPlannedPodsAreNominatedBeforeTheNodeTakesPods(t *testing.T) {
+	e := optest.Start(t, optest.Options{Scheduler: true})
+	e.DefaultNodeClass(t)
+	e.Create(t, nodePool("general", nil, in("kubernetes.io/arch", "amd64"), in("karpenter.k8s.aws/instance-category", "c", "m", "r")))
+	for _, name := range []string{"web-0", "web-1"} {
+		e.Create(t, pod(name, nil))
+	}
+	var claim v1.NodeClaim
+	e.WaitFor(t, "a launched NodeClaim", func(context.Context) (bool, error) {
+		list := claims(t, e)
+		if len(list) == 1 && list[0].Status.ProviderID != "" {
+			claim = list[0]
+			return true, nil
+		}
+		return false, nil
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	kube := kubernetes.NewForConfigOrDie(e.Plane.Config)
+	from := claim.ResourceVersion
+	pods, err := kube.CoreV1().Pods("default").Watch(ctx, metav1.ListOptions{ResourceVersion: from})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pods.Stop()
+	nodes, err := kube.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{ResourceVersion: from})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nodes.Stop()
+
+	// The kubelet registers the node with karpenter.sh/unregistered.
+	name := "ip-10-0-0-1.ec2.internal"
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name, corev1.LabelArchStable: "amd64"}},
+		Spec: corev1.NodeSpec{ProviderID: claim.Status.ProviderID, Taints: []corev1.Taint{
+			{Key: v1.TaintKeyUnregistered, Effect: corev1.TaintEffectNoExecute},
+		}},
+	}
+	e.Create(t, node)
+	created := node.DeepCopy()
+	node.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("29")}
+	node.Status.Allocatable = node.Status.Capacity
+	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+	if err := e.Kube.Status().Patch(ctx, node, client.MergeFrom(created)); err != nil {
+		t.Fatal(err)
+	}
+
+	revision := func(o metav1.Object) uint64 {
+		n, err := strconv.ParseUint(o.GetResourceVersion(), 10, 64)
+		if err != nil {
+			t.Fatalf("resource version %q of %s: %v", o.GetResourceVersion(), o.GetName(), err)
+		}
+		return n
+	}
+	var lifted uint64
+	for lifted == 0 {
+		select {
+		case ev := <-nodes.ResultChan():
+			n, ok := ev.Object.(*corev1.Node)
+			if ok && n.Name == name && !slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1.TaintKeyUnregistered }) {
+				lifted = revision(n)
+			}
+		case <-ctx.Done():
+			t.Fatal("the node was never registered")
+		}
+	}
+	nominated := map[string]uint64{}
+	for len(nominated) < 2 {
+		select {
+		case ev := <-pods.ResultChan():
+			if p, ok := ev.Object.(*corev1.Pod); ok && p.Status.NominatedNodeName == name && nominated[p.Name] == 0 {
+				nominated[p.Name] = revision(p)
+			}
+		case <-ctx.Done():
+			t.Fatalf("pods nominated to %s: %v; want web-0 and web-1", name, nominated)
+		}
+	}
+	for pod, at := range nominated {
+		if at > lifted {
+			t.Errorf("pod %s was nominated to %s (revision %d) after karpenter.sh/unregistered was lifted (revision %d): pods planned elsewhere could take its room first", pod, name, at, lifted)
 		}
 	}
 }
