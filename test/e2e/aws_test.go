@@ -16,15 +16,16 @@ import (
 	v1 "github.com/nodewright/nodewright/api/v1"
 	simaws "github.com/nodewright/nodewright/internal/fake/aws"
 	"github.com/nodewright/nodewright/internal/fake/runner"
+	"github.com/nodewright/nodewright/test/e2e/harness"
 )
 
 func TestReservedCapacity(t *testing.T) {
-	sim, snap := run(t, "reserved-capacity", nil)
+	sim, snap := harness.Run(t, "reserved-capacity", nil)
 	if !snap.Done() {
 		t.Fatalf("not every pod runs on a Ready NodeClaim: %+v", snap)
 	}
 	ctx := context.Background()
-	nc := nodeClass(t, sim, "default")
+	nc := harness.NodeClass(t, sim, "default")
 	if len(nc.Status.CapacityReservations) != 1 || nc.Status.CapacityReservations[0].ID != simaws.SeedReservationID {
 		t.Errorf("EC2NodeClass status capacityReservations: %+v", nc.Status.CapacityReservations)
 	}
@@ -63,7 +64,7 @@ func TestReservedCapacity(t *testing.T) {
 // The healthy scenario still settles when the simulated AWS APIs throttle
 // one call in four and answer slowly: nodewright's calls are retried.
 func TestHealthyUnderThrottling(t *testing.T) {
-	sim, snap := run(t, "healthy", func(o *runner.Options) {
+	sim, snap := harness.Run(t, "healthy", func(o *runner.Options) {
 		o.Faults.ThrottleEvery, o.Faults.Latency = 4, 20*time.Millisecond
 	})
 	if !snap.Done() {
@@ -80,15 +81,15 @@ func TestHealthyUnderThrottling(t *testing.T) {
 // scenario still runs to the end, priced by the built-in table, and the
 // EC2NodeClass and the summary say so.
 func TestHealthyWithoutThePricingAPI(t *testing.T) {
-	sim, snap := run(t, "healthy", func(o *runner.Options) { o.Faults.PricingDenied = true })
+	sim, snap := harness.Run(t, "healthy", func(o *runner.Options) { o.Faults.PricingDenied = true })
 	if !snap.Done() {
 		t.Fatalf("not every pod runs on a Ready NodeClaim without the Pricing API: %+v", snap.Problems)
 	}
-	c := meta.FindStatusCondition(nodeClass(t, sim, "default").Status.Conditions, awsv1.ConditionPricesCurrent)
+	c := meta.FindStatusCondition(harness.NodeClass(t, sim, "default").Status.Conditions, awsv1.ConditionPricesCurrent)
 	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "BuiltInPrices" || !strings.Contains(c.Message, "pricing:GetProducts") {
 		t.Errorf("PricesCurrent: %+v", c)
 	}
-	if !problemsMention(snap, "PricesCurrent=False BuiltInPrices", "built-in table of us-east-1") {
+	if !harness.ProblemsMention(snap, "PricesCurrent=False BuiltInPrices", "built-in table of us-east-1") {
 		t.Errorf("the summary does not say the prices are the built-in ones: %v", snap.Problems)
 	}
 }

@@ -20,6 +20,7 @@ import (
 
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/fake/runner"
+	"github.com/nodewright/nodewright/test/e2e/harness"
 )
 
 // crashScenario: a general NodePool that consolidates at once, a web
@@ -123,9 +124,9 @@ func TestCrashCampaign(t *testing.T) {
 	}
 	rnd := rand.New(rand.NewPCG(seed, seed))
 	t.Logf("%d kills, seed %d (NODEWRIGHT_CRASH_SEED replays it)", kills, seed)
-	bin := buildNodewright(t)
+	bin := harness.BuildNodewright(t)
 	var gc runner.Options
-	sim := start(t, func(o *runner.Options) {
+	sim := harness.Start(t, func(o *runner.Options) {
 		o.ControllerProcess = bin
 		o.Operator.GCInterval, o.Operator.GCGrace = 5*time.Second, 15*time.Second
 		o.Faults.ThrottleEvery = 7

@@ -10,17 +10,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/go-logr/logr"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
-
 	"github.com/nodewright/nodewright/internal/fake/runner"
+	"github.com/nodewright/nodewright/test/e2e/harness"
 )
 
 // nodewright is the binary under test, built once by TestMain.
 var nodewright string
 
 func TestMain(m *testing.M) {
-	logf.SetLogger(logr.Discard()) // the operator's logs are not the tests' output
+	harness.Quiet() // the operator's logs are not the tests' output
 	os.Exit(func() int {
 		dir, err := os.MkdirTemp("", "nodewright-e2e-")
 		if err != nil {

@@ -42,6 +42,7 @@ import (
 	"github.com/nodewright/nodewright/internal/fake/account"
 	"github.com/nodewright/nodewright/internal/fake/runner"
 	"github.com/nodewright/nodewright/internal/operator"
+	"github.com/nodewright/nodewright/test/e2e/harness"
 )
 
 // An AWS account as moto (an AWS implementation nobody here wrote) plays
@@ -288,7 +289,7 @@ func startController(t *testing.T, cp *controlplane.ControlPlane, kube client.Cl
 	}
 	args := append([]string{"controller", "--cloud", "aws", "--cluster-name", motoCluster, "--cluster-endpoint", cp.Config.Host,
 		"--leader-elect=false", "--metrics-addr", "0", "--health-addr", "0", "--batch-idle", "300ms", "--batch-max", "3s"}, extra...)
-	cmd := exec.Command(buildNodewright(t), args...)
+	cmd := exec.Command(harness.BuildNodewright(t), args...)
 	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+kubeconfig), motoEnv(endpoint)...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -477,7 +478,7 @@ func TestAgainstMoto(t *testing.T) {
 // other.
 func TestSimAgainstMoto(t *testing.T) {
 	m := startMoto(t, motoSeed{Cluster: account.ClusterName, NodeRole: account.NodeRole, AccountID: account.AccountID, AliasRoot: "/moto/aws/service"})
-	sim, snap := run(t, "healthy", againstMoto(t, m, nil))
+	sim, snap := harness.Run(t, "healthy", againstMoto(t, m, nil))
 	if !snap.Done() {
 		t.Fatalf("the healthy scenario against moto did not finish: %v", snap.Problems)
 	}
@@ -531,8 +532,8 @@ func TestS1AtRuntimeAgainstMoto(t *testing.T) {
 		t.Skip("make e2e-moto runs it (NODEWRIGHT_E2E_MOTO=all)")
 	}
 	m := startMoto(t, motoSeed{Cluster: account.ClusterName, NodeRole: account.NodeRole, AccountID: account.AccountID, AliasRoot: "/moto/aws/service"})
-	_, snap := run(t, "s1", againstMoto(t, m, func(o *runner.Options) { o.Operator.SkipUserDataValidation = true }))
-	if !problemsMention(snap, "Registered=True UnregisteredTaintMissing", "registered with node.cilium.io/agent-not-ready=true:NoExecute") {
+	_, snap := harness.Run(t, "s1", againstMoto(t, m, func(o *runner.Options) { o.Operator.SkipUserDataValidation = true }))
+	if !harness.ProblemsMention(snap, "Registered=True UnregisteredTaintMissing", "registered with node.cilium.io/agent-not-ready=true:NoExecute") {
 		t.Errorf("the NodeClaims do not say the node registered without karpenter.sh/unregistered: %v", snap.Problems)
 	}
 	m.foreignUntouched(t)
@@ -543,7 +544,7 @@ func TestS1AtRuntimeAgainstMoto(t *testing.T) {
 // process.
 func againstMoto(t *testing.T, m *motoAccount, edit func(*runner.Options)) func(*runner.Options) {
 	t.Helper()
-	bin := buildNodewright(t)
+	bin := harness.BuildNodewright(t)
 	return func(o *runner.Options) {
 		o.ControllerProcess, o.AWSEndpoint = bin, m.Endpoint
 		o.Operator.AMIAliasParameterRoot = m.seeding.AliasRoot

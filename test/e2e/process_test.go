@@ -10,6 +10,7 @@ import (
 
 	"github.com/nodewright/nodewright/internal/fake/runner"
 	"github.com/nodewright/nodewright/scenarios"
+	"github.com/nodewright/nodewright/test/e2e/harness"
 )
 
 // The controllers in their own process, `nodewright controller --cloud
@@ -19,23 +20,23 @@ import (
 // queue over SQS); the figures read that process's memory and API
 // requests.
 func TestHealthyWithTheControllerInItsOwnProcess(t *testing.T) {
-	bin := buildNodewright(t)
+	bin := harness.BuildNodewright(t)
 	name, manifest, err := scenarios.Load("healthy")
 	if err != nil {
 		t.Fatal(err)
 	}
-	sim := start(t, func(o *runner.Options) { o.ControllerProcess, o.Operator.Profiling = bin, true })
+	sim := harness.Start(t, func(o *runner.Options) { o.ControllerProcess, o.Operator.Profiling = bin, true })
 	ctx := context.Background()
 	retire := runner.Step{Name: "retire an instance", Manifest: []byte("apiVersion: sim.nodewright.dev/v1\nkind: Interruption\nspec: {kind: scheduled-change}\n")}
 	results, err := sim.RunSteps(ctx, []runner.Step{{Name: name, Manifest: manifest}, retire}, 3*time.Minute, time.Minute, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after := results[1].Snapshot; !after.Done() || mention(results[1].Disruptions, "InstanceScheduledChange: AWS Health scheduled change for instance") != 1 {
+	if after := results[1].Snapshot; !after.Done() || harness.Mention(results[1].Disruptions, "InstanceScheduledChange: AWS Health scheduled change for instance") != 1 {
 		t.Errorf("after the scheduled change: %d/%d pods Running; disruptions %v", after.RunningPods, after.Pods, results[1].Disruptions)
 	}
-	now, gone := claimNames(results[1].Snapshot), 0
-	for c := range claimNames(results[0].Snapshot) {
+	now, gone := harness.ClaimNames(results[1].Snapshot), 0
+	for c := range harness.ClaimNames(results[0].Snapshot) {
 		if !now[c] {
 			gone++
 		}

@@ -1,7 +1,6 @@
-package e2e
+package disruption
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -21,64 +20,13 @@ import (
 	"github.com/nodewright/nodewright/internal/fake/kubelet"
 	"github.com/nodewright/nodewright/internal/fake/runner"
 	"github.com/nodewright/nodewright/scenarios"
+	"github.com/nodewright/nodewright/test/e2e/harness"
 )
-
-// runSteps starts a simulation and runs a scenario with the steps that
-// follow it, each until it settles.
-func runSteps(t *testing.T, scenario string, timeout time.Duration, edit func(*runner.Options)) (*runner.Sim, []runner.StepResult) {
-	t.Helper()
-	return runStepsWith(t, scenario, timeout, nil, edit)
-}
-
-// runStepsWith is runSteps that hands the running simulation to running
-// before the first step.
-func runStepsWith(t *testing.T, scenario string, timeout time.Duration, running func(*runner.Sim), edit func(*runner.Options)) (*runner.Sim, []runner.StepResult) {
-	t.Helper()
-	name, manifest, err := scenarios.Load(scenario)
-	if err != nil {
-		t.Fatal(err)
-	}
-	steps := []runner.Step{{Name: name, Manifest: manifest}}
-	names, data := scenarios.Then(name)
-	for i := range names {
-		steps = append(steps, runner.Step{Name: names[i], Manifest: data[i]})
-	}
-	sim := start(t, edit)
-	if running != nil {
-		running(sim)
-	}
-	results, err := sim.RunSteps(context.Background(), steps, timeout, time.Minute, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var summary bytes.Buffer
-	runner.WriteSteps(&summary, results)
-	t.Log(summary.String())
-	return sim, results
-}
-
-func claimNames(snap *runner.Snapshot) map[string]bool {
-	out := map[string]bool{}
-	for _, c := range snap.NodeClaims {
-		out[c.Name] = true
-	}
-	return out
-}
-
-func mention(lines []string, fragment string) int {
-	n := 0
-	for _, l := range lines {
-		if strings.Contains(l, fragment) {
-			n++
-		}
-	}
-	return n
-}
 
 // A workload scales down: emptied nodes are deleted, the rest
 // consolidated, and the cluster ends cheaper with every pod Running.
 func TestConsolidation(t *testing.T) {
-	_, results := runSteps(t, "consolidation", 3*time.Minute, nil)
+	_, results := harness.RunSteps(t, "consolidation", 3*time.Minute, nil)
 	before, after := results[0].Snapshot, results[1].Snapshot
 	if !before.Done() || !after.Done() {
 		t.Fatalf("not every pod ran: before %d/%d, after %d/%d", before.RunningPods, before.Pods, after.RunningPods, after.Pods)
@@ -86,7 +34,7 @@ func TestConsolidation(t *testing.T) {
 	if after.Nodes >= before.Nodes || after.PricePerHour >= before.PricePerHour {
 		t.Errorf("scaling down left %d nodes at $%.4f/h (before: %d at $%.4f/h)", after.Nodes, after.PricePerHour, before.Nodes, before.PricePerHour)
 	}
-	if mention(results[1].Disruptions, "DisruptionTerminating: Empty") == 0 {
+	if harness.Mention(results[1].Disruptions, "DisruptionTerminating: Empty") == 0 {
 		t.Errorf("no node was deleted as Empty: %v", results[1].Disruptions)
 	}
 	// The 4 pods need no more than 4 nodes (one 1-CPU pod per 2-vCPU node
@@ -101,19 +49,19 @@ func TestConsolidation(t *testing.T) {
 // pod's PodDisruptionBudget (maxUnavailable 0), the pod runs again on a
 // new node, and the NodePool has as many nodes as before.
 func TestNodeRepair(t *testing.T) {
-	sim, results := runSteps(t, "repair", 4*time.Minute, func(o *runner.Options) {
+	sim, results := harness.RunSteps(t, "repair", 4*time.Minute, func(o *runner.Options) {
 		o.Operator.Repair.Ready = 10 * time.Second
 	})
 	before, after := results[0].Snapshot, results[1].Snapshot
 	if !before.Done() || !after.Done() {
 		t.Fatalf("not every pod ran: before %d/%d, after %d/%d", before.RunningPods, before.Pods, after.RunningPods, after.Pods)
 	}
-	if n := mention(results[1].Disruptions, "NodeRepair: node "); n != 1 {
+	if n := harness.Mention(results[1].Disruptions, "NodeRepair: node "); n != 1 {
 		t.Errorf("%d nodes repaired, want 1: %v", n, results[1].Disruptions)
 	}
 	kept, gone := 0, 0
-	now := claimNames(after)
-	for name := range claimNames(before) {
+	now := harness.ClaimNames(after)
+	for name := range harness.ClaimNames(before) {
 		if now[name] {
 			kept++
 		} else {
@@ -185,7 +133,7 @@ func TestDrift(t *testing.T) {
 			mu.Unlock()
 		}
 	}()
-	sim, results := runStepsWith(t, "drift", 4*time.Minute, func(s *runner.Sim) { started <- s }, nil)
+	sim, results := harness.RunStepsWith(t, "drift", 4*time.Minute, func(s *runner.Sim) { started <- s }, nil)
 	cancel()
 	<-done
 	// The NodePool showed the rollout while it went on, and clears it
@@ -211,13 +159,13 @@ func TestDrift(t *testing.T) {
 	if !last.Done() {
 		t.Fatalf("not every pod runs after the drift: %d/%d", last.RunningPods, last.Pods)
 	}
-	old := claimNames(first)
-	for name := range claimNames(last) {
+	old := harness.ClaimNames(first)
+	for name := range harness.ClaimNames(last) {
 		if old[name] {
 			t.Errorf("NodeClaim %s was not replaced after its EC2NodeClass changed", name)
 		}
 	}
-	if n := mention(results[1].Disruptions, "DisruptionTerminating: Drifted"); n != len(old) {
+	if n := harness.Mention(results[1].Disruptions, "DisruptionTerminating: Drifted"); n != len(old) {
 		t.Errorf("%d drifted NodeClaims terminated, want %d: %v", n, len(old), results[1].Disruptions)
 	}
 	mu.Lock()
@@ -233,12 +181,12 @@ func TestDrift(t *testing.T) {
 // NodeClaims older than expireAfter are replaced, their pods Running on
 // the replacements.
 func TestExpiration(t *testing.T) {
-	_, results := runSteps(t, "expiration", 150*time.Second, nil)
+	_, results := harness.RunSteps(t, "expiration", 150*time.Second, nil)
 	snap := results[0].Snapshot
 	if !snap.Done() {
 		t.Fatalf("not every pod runs: %d/%d", snap.RunningPods, snap.Pods)
 	}
-	launched, terminated := mention(snap.Disruptions, "DisruptionLaunching: Expired"), mention(snap.Disruptions, "DisruptionTerminating: Expired")
+	launched, terminated := harness.Mention(snap.Disruptions, "DisruptionLaunching: Expired"), harness.Mention(snap.Disruptions, "DisruptionTerminating: Expired")
 	if launched == 0 || terminated != launched {
 		t.Errorf("expired NodeClaims: %d replacements launched, %d terminated: %v", launched, terminated, snap.Disruptions)
 	}
@@ -248,7 +196,7 @@ func TestExpiration(t *testing.T) {
 // Running throughout, and its drifted nodes replaced one at a time by the
 // pool itself, never launching more than it replaces.
 func TestStaticNodePool(t *testing.T) {
-	sim, results := runSteps(t, "static", 4*time.Minute, nil)
+	sim, results := harness.RunSteps(t, "static", 4*time.Minute, nil)
 	if len(results) != 4 {
 		t.Fatalf("%d steps ran, want 4", len(results))
 	}
@@ -261,21 +209,21 @@ func TestStaticNodePool(t *testing.T) {
 			t.Errorf("step %s: %d NodeClaims, want the %d replicas", results[i].Name, len(snap.NodeClaims), want)
 		}
 	}
-	if n := mention(results[2].Disruptions, "StaticScaledDown"); n != 3 {
+	if n := harness.Mention(results[2].Disruptions, "StaticScaledDown"); n != 3 {
 		t.Errorf("scaling 5 → 2 deleted %d NodeClaims, want 3: %v", n, results[2].Disruptions)
 	}
 	for _, i := range []int{0, 1, 3} {
-		if n := mention(results[i].Disruptions, "StaticScaledDown"); n != 0 {
+		if n := harness.Mention(results[i].Disruptions, "StaticScaledDown"); n != 0 {
 			t.Errorf("step %s launched more than it needed and removed %d: %v", results[i].Name, n, results[i].Disruptions)
 		}
 	}
-	old := claimNames(results[2].Snapshot)
-	for name := range claimNames(results[3].Snapshot) {
+	old := harness.ClaimNames(results[2].Snapshot)
+	for name := range harness.ClaimNames(results[3].Snapshot) {
 		if old[name] {
 			t.Errorf("NodeClaim %s was not replaced after the template changed", name)
 		}
 	}
-	if n := mention(results[3].Disruptions, "DisruptionTerminating: Drifted"); n != 2 {
+	if n := harness.Mention(results[3].Disruptions, "DisruptionTerminating: Drifted"); n != 2 {
 		t.Errorf("%d drifted NodeClaims terminated, want 2: %v", n, results[3].Disruptions)
 	}
 	// kubectl get nodepool shows the count.
@@ -305,7 +253,7 @@ func TestStaticNodePool(t *testing.T) {
 // NodePool says why (DriftAllowed=False naming the cause and the fix).
 func TestDriftPausesWhenReplacementsNeverRegister(t *testing.T) {
 	const limit = 2
-	sim := start(t, func(o *runner.Options) {
+	sim := harness.Start(t, func(o *runner.Options) {
 		o.Operator.Lifecycle.RegistrationTimeout = 5 * time.Second
 		o.Operator.Disruption.DriftFailureLimit = limit
 		o.Operator.Disruption.Poll, o.Operator.Disruption.ValidationDelay = 2*time.Second, 2*time.Second
@@ -319,7 +267,7 @@ func TestDriftPausesWhenReplacementsNeverRegister(t *testing.T) {
 	if err != nil || !first[0].Snapshot.Done() {
 		t.Fatalf("the scenario does not run: %v", err)
 	}
-	old := claimNames(first[0].Snapshot)
+	old := harness.ClaimNames(first[0].Snapshot)
 	unmapped := strings.Replace(string(manifest[:strings.Index(string(manifest), "---")]), "role: KarpenterNodeRole-nodewright-sim", "role: KarpenterControllerRole-nodewright-sim", 1)
 	if err := sim.Apply(ctx, "unmapped-role", []byte(unmapped)); err != nil {
 		t.Fatal(err)
@@ -367,7 +315,7 @@ func TestDriftPausesWhenReplacementsNeverRegister(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	now := claimNames(snap)
+	now := harness.ClaimNames(snap)
 	for name := range old {
 		if !now[name] {
 			t.Errorf("old NodeClaim %s is gone; the old nodes must keep serving", name)
@@ -378,5 +326,56 @@ func TestDriftPausesWhenReplacementsNeverRegister(t *testing.T) {
 	}
 	if n := launched(); n > len(old)+limit {
 		t.Errorf("%d instances launched in all: %d nodes and more than %d replacements", n, len(old), limit)
+	}
+}
+
+// Without the hint (no nominatedNodeName, no feature gate), kube-scheduler
+// places pods as nodes come, and may spread them over more nodes than the
+// plan. Consolidation then removes every node it can: the cluster comes
+// back to no more nodes than the plan, or, where kube-scheduler's
+// placement left no node whose pods fit elsewhere and no cheaper
+// replacement (a spot node needs enough cheaper spot types to replace it
+// with, and t4g has too few), each node says so on its NodeClaim.
+func TestConsolidationRestoresThePlanWithoutTheHint(t *testing.T) {
+	sim, snap := harness.Run(t, "healthy", func(o *runner.Options) {
+		o.BootJitter, o.NoNominationGate, o.Operator.NominatePods = 40*time.Second, true, false
+	})
+	if !snap.Done() {
+		t.Fatalf("not every pod runs: %d/%d", snap.RunningPods, snap.Pods)
+	}
+	planned := harness.PlannedNodes(t, "healthy")
+	ctx := context.Background()
+	// A loaded machine decides later: wait for consolidation to be done
+	// rather than for a time.
+	deadline := time.Now().Add(4 * time.Minute)
+	var stays map[string]string
+	calm := 0
+	for {
+		snap, err := sim.Snapshot(ctx, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if snap.Nodes <= planned && snap.Done() {
+			return
+		}
+		stays = harness.WhyNodeClaimsStay(t, sim, snap)
+		settled := snap.Done() && snap.Disrupting == 0 && len(stays) == len(snap.NodeClaims)
+		for _, why := range stays {
+			settled = settled && (strings.Contains(why, "would have no place") || strings.Contains(why, "no cheaper placement") ||
+				strings.Contains(why, "keep it diverse"))
+		}
+		calm++
+		if !settled {
+			calm = 0
+		}
+		// Fifteen calm snapshots in a row: no decision in between moved.
+		if calm >= 15 {
+			t.Logf("%d nodes for a plan of %d, none of which consolidation can remove: %v", snap.Nodes, planned, stays)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d nodes for a plan of %d, and consolidation has not said why each stays: %v", snap.Nodes, planned, stays)
+		}
+		time.Sleep(time.Second)
 	}
 }

@@ -1,4 +1,4 @@
-package e2e
+package disruption
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	simaws "github.com/nodewright/nodewright/internal/fake/aws"
 	"github.com/nodewright/nodewright/internal/fake/runner"
 	"github.com/nodewright/nodewright/scenarios"
+	"github.com/nodewright/nodewright/test/e2e/harness"
 )
 
 // webBudget keeps all but one web pod running.
@@ -43,7 +44,7 @@ func TestSpotInterruption(t *testing.T) {
 		{Name: name, Manifest: append(manifest, webBudget...)},
 		{Name: "interrupt a spot node", Manifest: []byte("apiVersion: sim.nodewright.dev/v1\nkind: Interruption\nspec: {kind: spot-interruption}\n")},
 	}
-	sim := start(t, nil)
+	sim := harness.Start(t, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &interruptionWatch{sim: sim}
 	done := make(chan struct{})
@@ -72,7 +73,7 @@ func TestSpotInterruption(t *testing.T) {
 	}
 	id := aws.ToString(w.interrupted.InstanceId)
 	reclaim := w.interrupted.ReclaimAt()
-	if mention(results[1].Disruptions, "SpotInterrupted: EC2 reclaims spot instance "+id) == 0 {
+	if harness.Mention(results[1].Disruptions, "SpotInterrupted: EC2 reclaims spot instance "+id) == 0 {
 		t.Errorf("no SpotInterrupted event for %s: %v", id, results[1].Disruptions)
 	}
 	if w.recovered.IsZero() || !w.recovered.Before(reclaim) {
@@ -81,7 +82,7 @@ func TestSpotInterruption(t *testing.T) {
 	if len(w.violations) > 0 {
 		t.Errorf("the PodDisruptionBudget was broken: %v", w.violations)
 	}
-	if claimNames(after)[w.claim] {
+	if harness.ClaimNames(after)[w.claim] {
 		t.Errorf("the interrupted NodeClaim %s is still there", w.claim)
 	}
 	offering := func(labels map[string]string) string {
@@ -195,7 +196,7 @@ func TestSpotFallbackAndBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sim := start(t, func(o *runner.Options) {
+	sim := harness.Start(t, func(o *runner.Options) {
 		o.NoCapacity = []string{"spot:*:*"}
 		o.Operator.UnavailableOfferingTTL = 20 * time.Second
 	})

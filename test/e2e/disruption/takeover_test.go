@@ -1,4 +1,4 @@
-package e2e
+package disruption
 
 import (
 	"context"
@@ -31,6 +31,7 @@ import (
 	simaws "github.com/nodewright/nodewright/internal/fake/aws"
 	"github.com/nodewright/nodewright/internal/fake/runner"
 	"github.com/nodewright/nodewright/internal/state"
+	"github.com/nodewright/nodewright/test/e2e/harness"
 )
 
 const takeoverManifest = `apiVersion: karpenter.k8s.aws/v1
@@ -130,7 +131,7 @@ const (
 // EC2NodeClass go, Karpenter's launch template and instance profile
 // included.
 func TestTakeOverFromKarpenter(t *testing.T) {
-	sim := start(t, func(o *runner.Options) { o.DeferControllers = true })
+	sim := harness.Start(t, func(o *runner.Options) { o.DeferControllers = true })
 	ctx := context.Background()
 	if err := sim.Apply(ctx, "takeover", []byte(takeoverManifest)); err != nil {
 		t.Fatal(err)
@@ -177,7 +178,7 @@ func TestTakeOverFromKarpenter(t *testing.T) {
 			t.Errorf("NodeClaim %s is drifted only for being Karpenter's", nc.Name)
 		}
 	}
-	if got := nodeClass(t, sim, "default").Status.InstanceProfile; got != karpenterProfile {
+	if got := harness.NodeClass(t, sim, "default").Status.InstanceProfile; got != karpenterProfile {
 		t.Errorf("EC2NodeClass status.instanceProfile %q, want Karpenter's %s kept", got, karpenterProfile)
 	}
 	if snap.RunningPods != 4 {
@@ -234,7 +235,7 @@ func TestTakeOverFromKarpenter(t *testing.T) {
 		claims := &v1.NodeClaimList{}
 		return sim.Kube.List(ctx, claims) == nil && len(claims.Items) == 0
 	})
-	if err := sim.Kube.Delete(ctx, nodeClass(t, sim, "default")); err != nil {
+	if err := sim.Kube.Delete(ctx, harness.NodeClass(t, sim, "default")); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the EC2NodeClass to be deleted", 2*time.Minute, func() bool {
@@ -262,7 +263,7 @@ func TestTakeOverFromKarpenter(t *testing.T) {
 func seedAsKarpenter(t *testing.T, sim *runner.Sim) map[string]seeded {
 	t.Helper()
 	ctx := context.Background()
-	class := nodeClass(t, sim, "default")
+	class := harness.NodeClass(t, sim, "default")
 	owned := func(extra ...string) map[string]string {
 		tags := map[string]string{"kubernetes.io/cluster/" + account.ClusterName: "owned", "eks:eks-cluster-name": account.ClusterName, awsv1.LabelEC2NodeClass: "default"}
 		for i := 0; i+1 < len(extra); i += 2 {
