@@ -86,13 +86,6 @@ func rejected(name string, start refStart, patch string) refCase {
 	return refCase{name: name, start: start, patch: patch}
 }
 
-// notYet judges a case of the reference's newest release that nodewright
-// does not follow yet, as nodewright does, saying what it does instead.
-func (c refCase) notYet(accept bool, why string) refCase {
-	c.accept, c.note = accept, "not yet as the reference: "+why
-	return c
-}
-
 // better records a deliberate difference: ours rejects at admission what
 // the reference only rejects later, at run time.
 func (c refCase) better(why string) refCase {
@@ -178,11 +171,6 @@ func toJSON(t *testing.T, obj *unstructured.Unstructured) string {
 	}
 	return string(b)
 }
-
-// openKubelet: the reference's newest EC2NodeClass CRD makes spec.kubelet
-// an open map; its release types it, and strict validation refuses a
-// field it does not have, as ours does.
-const openKubelet = "v1.15 opened spec.kubelet into a map; ours is still typed as v1.14.1's, so strict validation refuses a field it lacks (never silently dropped)"
 
 // long is 250 lowercase letters and digits, too long for a DNS label.
 var long = strings.Repeat("a1b2c3d4e5", 25)
@@ -736,13 +724,10 @@ func awsNodeClassCases() []refCase {
 	cs = append(cs,
 		accepted(kl+"should succeed for valid inputs", nc, `spec: {kubelet: {maxPods: 110, podsPerCore: 10, kubeReserved: {cpu: 200m, memory: 100Mi},
 			systemReserved: {cpu: 200m, memory: 100Mi}, evictionHard: {memory.available: 5%}}}`),
-		accepted(kl+"should persist a field Karpenter has no Go representation for", nc, `spec: {kubelet: {serializeImagePulls: false}}`).strictly().
-			notYet(false, openKubelet),
-		accepted(kl+"should admit a configuration the kubelet library rejects", nc, `spec: {kubelet: {notAKubeletField: true, podsPerCore: ten}}`).strictly().
-			notYet(false, openKubelet),
+		accepted(kl+"should persist a field Karpenter has no Go representation for", nc, `spec: {kubelet: {serializeImagePulls: false}}`).strictly(),
+		accepted(kl+"should admit a configuration the kubelet library rejects", nc, `spec: {kubelet: {notAKubeletField: true, podsPerCore: ten}}`).strictly(),
 		accepted(kl+"should preserve a nested subtree unaltered", nc,
-			`spec: {kubelet: {logging: {format: json, flushFrequency: 5s, options: {json: {infoBufferSize: 100Mi, splitStream: true}}}}}`).strictly().
-			notYet(false, openKubelet),
+			`spec: {kubelet: {logging: {format: json, flushFrequency: 5s, options: {json: {infoBufferSize: 100Mi, splitStream: true}}}}}`).strictly(),
 	)
 
 	// MetadataOptions
@@ -834,12 +819,3 @@ func awsNodeClassCases() []refCase {
 	)
 	return cs
 }
-
-// The AWS provider's kubeletconfiguration_validation_test.go tests its
-// controller's ValidateKubeletConfig, not the API server: its CRD stores
-// spec.kubelet as an open map, and the file says nothing in it is enforced
-// at admission (ec2nodeclass_validation_cel's "should admit a configuration
-// the kubelet library rejects" asserts as much). So the reference's API
-// server admits every one of these configurations, those its controller
-// accepts and those it reports alike; each is created with strict field
-// validation, as the reference's admission cases are.

@@ -1,8 +1,6 @@
 // Command crdpatch adds to the CRDs controller-gen generates the schema
 // constraints it has no marker for: the maximum length of map values and
-// of the fields of Kubernetes' own types (taints), and of the kubelet's
-// settings. The
-// API server estimates the cost of a CEL rule from these bounds, and rejects
+// of the fields of Kubernetes' own types (taints). The API server estimates the cost of a CEL rule from these bounds, and rejects
 // rules over unbounded strings.
 //
 // Usage: go run ./hack/crdpatch DIR
@@ -29,18 +27,7 @@ var patches = append([]patch{{
 	file:   "karpenter.sh_nodepools.yaml",
 	path:   "spec.template.metadata.labels.additionalProperties",
 	fields: map[string]any{"maxLength": 63},
-}}, append(taintBounds(), kubeletBounds()...)...)
-
-// kubeletBounds bound the kubelet's thresholds and reservations (a
-// percentage, a quantity or a duration: 32 characters is plenty).
-func kubeletBounds() []patch {
-	maps := []string{"evictionHard", "evictionSoft", "evictionSoftGracePeriod", "kubeReserved", "systemReserved"}
-	out := make([]patch, 0, len(maps))
-	for _, m := range maps {
-		out = append(out, patch{file: "karpenter.k8s.aws_ec2nodeclasses.yaml", path: "spec.kubelet." + m + ".additionalProperties", fields: map[string]any{"maxLength": 32}})
-	}
-	return out
-}
+}}, taintBounds()...)
 
 // taintBounds bound the taints' keys (a qualified name: a 253-character
 // prefix, '/', a 63-character name) and values (63 characters).

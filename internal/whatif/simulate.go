@@ -12,6 +12,7 @@ import (
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
+	"github.com/nodewright/nodewright/internal/aws/kubeletconfig"
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
 	"github.com/nodewright/nodewright/internal/scheduling"
@@ -85,7 +86,11 @@ func Snapshot(o *Objects, resolver *nodeclass.Resolver) (*state.Snapshot, []stri
 		if r.placement != nil {
 			needs.PlacementGroup = r.placement
 		}
-		types := instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: r.zones, Kubelet: nc.Spec.Kubelet, Reservations: r.reservations, Needs: needs})
+		kubelet, err := kubeletconfig.Parse(nc.Spec.Kubelet)
+		if err != nil {
+			return nil, nil, fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
+		}
+		types := instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: r.zones, Kubelet: kubelet, Reservations: r.reservations, Needs: needs})
 		if resolver != nil && nc.Spec.PlacementGroupSelector != nil && r.placement == nil {
 			types = nil // not Ready: the controller launches nothing from it
 		}

@@ -11,6 +11,7 @@ import (
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
+	"github.com/nodewright/nodewright/internal/aws/kubeletconfig"
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/aws/provider"
 	"github.com/nodewright/nodewright/internal/aws/userdata"
@@ -55,7 +56,11 @@ func RenderUserData(o *Objects, nodePool, instanceType string, cluster userdata.
 		return nil, fmt.Errorf("NodePool %s: its EC2NodeClass is not among the inputs", np.Name)
 	}
 	family := nodeclass.Family(nc)
-	types, err := instancetypes.Load(instancetypes.Options{Zones: zonesFor(np, nc), Kubelet: nc.Spec.Kubelet})
+	kubelet, err := kubeletconfig.Parse(nc.Spec.Kubelet)
+	if err != nil {
+		return nil, fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
+	}
+	types, err := instancetypes.Load(instancetypes.Options{Zones: zonesFor(np, nc), Kubelet: kubelet})
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"strings"
 	"testing"
@@ -13,9 +14,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/fake/runner"
@@ -305,5 +308,107 @@ func TestS5ArchitectureAndTypo(t *testing.T) {
 		if f.Code == "pod-incompatible-with-nodepools" && !strings.Contains(f.Object, "typo") {
 			t.Errorf("a pod blocked only by the AMI is reported as incompatible: %+v", f)
 		}
+	}
+}
+
+// spec.kubelet takes any field of the kubelet's configuration: on AL2023
+// it reaches the node's nodeadm configuration and the node keeps what it
+// reserves (its allocatable shows maxPods and kubeReserved); on AL2 a
+// field its bootstrap cannot apply keeps the EC2NodeClass from Ready,
+// naming the field, and nothing launches from it.
+func TestOpenKubeletConfiguration(t *testing.T) {
+	sim := harness.Start(t, nil)
+	ctx := context.Background()
+	class := func(name, alias, kubelet string) string {
+		return `apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: ` + name + `}
+spec:
+  amiSelectorTerms: [{alias: "` + alias + `"}]
+  role: KarpenterNodeRole-nodewright-sim
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: nodewright-sim}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: nodewright-sim}}]
+  kubelet: ` + kubelet + `
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: ` + name + `}
+spec:
+  template:
+    metadata: {labels: {pool: ` + name + `}}
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: ` + name + `}
+      requirements: [{key: node.kubernetes.io/instance-type, operator: In, values: [m5.large]}, {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: ` + name + `, namespace: default}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: ` + name + `}}
+  template:
+    metadata: {labels: {app: ` + name + `}}
+    spec:
+      nodeSelector: {pool: ` + name + `}
+      containers: [{name: app, image: busybox, resources: {requests: {cpu: 100m, memory: 64Mi}}}]
+---
+`
+	}
+	manifest := class("open", "al2023@latest", `{maxPods: 8, kubeReserved: {cpu: 500m, memory: 1Gi}, serializeImagePulls: false}`) +
+		class("legacy", "al2@latest", `{serializeImagePulls: false}`) + `apiVersion: v1
+kind: ConfigMap
+metadata: {name: aws-auth, namespace: kube-system}
+data:
+  mapRoles: |
+    - rolearn: arn:aws:iam::111122223333:role/KarpenterNodeRole-nodewright-sim
+      username: system:node:{{EC2PrivateDNSName}}
+      groups: [system:bootstrappers, system:nodes]
+`
+	if err := sim.Apply(ctx, "open kubelet", []byte(manifest)); err != nil {
+		t.Fatal(err)
+	}
+	var node *corev1.Node
+	harness.WaitFor(t, "the open pool's pods running on its node", 3*time.Minute, func() bool {
+		nodes := &corev1.NodeList{}
+		pods := &corev1.PodList{}
+		if sim.Kube.List(ctx, nodes, client.MatchingLabels{"pool": "open"}) != nil || len(nodes.Items) == 0 ||
+			sim.Kube.List(ctx, pods, client.InNamespace("default"), client.MatchingLabels{"app": "open"}) != nil {
+			return false
+		}
+		for _, p := range pods.Items {
+			if p.Status.Phase != corev1.PodRunning {
+				return false
+			}
+		}
+		node = &nodes.Items[0]
+		return len(pods.Items) == 2
+	})
+	allocatable, capacity := node.Status.Allocatable, node.Status.Capacity
+	cpu := capacity.Cpu().DeepCopy()
+	cpu.Sub(resource.MustParse("500m"))
+	memory := capacity.Memory().DeepCopy()
+	memory.Sub(resource.MustParse("1124Mi")) // kubeReserved 1Gi and the 100Mi eviction threshold
+	if allocatable.Pods().Value() != 8 || !allocatable.Cpu().Equal(cpu) || !allocatable.Memory().Equal(memory) {
+		t.Errorf("node %s allocatable pods=%s cpu=%s memory=%s, capacity cpu=%s memory=%s; want 8 pods, cpu less 500m, memory less 1Gi and 100Mi",
+			node.Name, allocatable.Pods(), allocatable.Cpu(), allocatable.Memory(), capacity.Cpu(), capacity.Memory())
+	}
+	for _, inst := range sim.Account.Instances() {
+		if !strings.HasSuffix(node.Spec.ProviderID, "/"+aws.ToString(inst.InstanceId)) {
+			continue
+		}
+		data, err := base64.StdEncoding.DecodeString(inst.UserData)
+		if err != nil || !strings.Contains(string(data), "serializeImagePulls: false") {
+			t.Errorf("instance %s user data lacks serializeImagePulls: false (%v):\n%s", aws.ToString(inst.InstanceId), err, data)
+		}
+	}
+
+	cond := meta.FindStatusCondition(harness.NodeClass(t, sim, "legacy").Status.Conditions, awsv1.ConditionValidationSucceeded)
+	if cond == nil || cond.Status != metav1.ConditionFalse || cond.Reason != awsv1.ReasonUnsupportedKubeletConfiguration ||
+		!strings.Contains(cond.Message, "not applied by the AL2 AMI family that would be silently dropped: serializeImagePulls") {
+		t.Errorf("EC2NodeClass legacy ValidationSucceeded = %+v", cond)
+	}
+	claims := &v1.NodeClaimList{}
+	if err := sim.Kube.List(ctx, claims, client.MatchingLabels{v1.LabelNodePool: "legacy"}); err != nil || len(claims.Items) != 0 {
+		t.Errorf("%d NodeClaims of the legacy NodePool (%v); want none", len(claims.Items), err)
 	}
 }

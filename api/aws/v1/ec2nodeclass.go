@@ -2,6 +2,7 @@ package v1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -112,9 +113,11 @@ type EC2NodeClassSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('kubernetes.io/cluster') && !(k in ['karpenter.sh/nodepool', 'karpenter.sh/nodeclaim', 'karpenter.k8s.aws/ec2nodeclass', 'eks:eks-cluster-name']))",message="tags kubernetes.io/cluster/*, karpenter.sh/nodepool, karpenter.sh/nodeclaim, karpenter.k8s.aws/ec2nodeclass and eks:eks-cluster-name are set by nodewright to find its own instances; remove them from spec.tags"
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
-	// Kubelet settings of the nodes.
+	// Kubelet is the nodes' kubelet configuration (see
+	// KubeletConfiguration).
+	// +kubebuilder:pruning:PreserveUnknownFields
 	// +optional
-	Kubelet *KubeletConfiguration `json:"kubelet,omitempty"`
+	Kubelet KubeletConfiguration `json:"kubelet,omitempty"`
 	// BlockDeviceMappings are the nodes' disks; the AMI family's defaults
 	// apply when empty.
 	// +kubebuilder:validation:MaxItems=50
@@ -341,81 +344,22 @@ type AMISelectorTerm struct {
 	SSMParameter string `json:"ssmParameter,omitempty"`
 }
 
-// KubeletConfiguration is the subset of kubelet settings nodewright renders
-// into user data.
+// KubeletConfiguration is the nodes' kubelet configuration: any field of
+// the kubelet's KubeletConfiguration (kubelet.config.k8s.io/v1beta1), by
+// its name there, such as maxPods, kubeReserved, evictionHard or
+// serializeImagePulls. The API server stores it as given; nodewright
+// checks it (a field the kubelet does not have, or a value it would
+// refuse, sets ValidationSucceeded=False with reason
+// InvalidKubeletConfiguration). AL2023 applies every field; the other AMI
+// families apply clusterDNS (one address), maxPods, podsPerCore (not
+// Bottlerocket), systemReserved, kubeReserved, evictionHard, evictionSoft,
+// evictionSoftGracePeriod, evictionMaxPodGracePeriod,
+// imageGCHighThresholdPercent, imageGCLowThresholdPercent and cpuCFSQuota,
+// and any other field sets ValidationSucceeded=False with reason
+// UnsupportedKubeletConfiguration rather than being dropped.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.imageGCHighThresholdPercent) || !has(self.imageGCLowThresholdPercent) || self.imageGCHighThresholdPercent > self.imageGCLowThresholdPercent",message="imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent",fieldPath=".imageGCHighThresholdPercent"
-// +kubebuilder:validation:XValidation:rule="has(self.evictionSoft) == has(self.evictionSoftGracePeriod) && (!has(self.evictionSoft) || (self.evictionSoft.all(k, k in self.evictionSoftGracePeriod) && self.evictionSoftGracePeriod.all(k, k in self.evictionSoft)))",message="evictionSoft and evictionSoftGracePeriod must name the same signals: every soft eviction threshold needs a grace period, and every grace period a threshold"
-type KubeletConfiguration struct {
-	// ClusterDNS are the IP addresses of the cluster DNS service; the
-	// kube-dns service's ClusterIP when empty.
-	// +kubebuilder:validation:MaxItems=3
-	// +kubebuilder:validation:items:MaxLength=45
-	// +kubebuilder:validation:items:XValidation:rule="isIP(self)",message="clusterDNS entries must be IP addresses"
-	// +optional
-	ClusterDNS []string `json:"clusterDNS,omitempty"`
-	// MaxPods is the most pods the node runs; otherwise derived from the
-	// instance type's network interfaces.
-	// +kubebuilder:validation:Minimum=0
-	// +optional
-	MaxPods *int32 `json:"maxPods,omitempty"`
-	// PodsPerCore caps pods at this many per vCPU.
-	// +kubebuilder:validation:Minimum=0
-	// +optional
-	PodsPerCore *int32 `json:"podsPerCore,omitempty"`
-	// SystemReserved is reserved for OS daemons (cpu, memory,
-	// ephemeral-storage, pid).
-	// +kubebuilder:validation:MaxProperties=4
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['cpu', 'memory', 'ephemeral-storage', 'pid'])",message="systemReserved keys must be cpu, memory, ephemeral-storage or pid"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !self[k].startsWith('-') && isQuantity(self[k]))",message="systemReserved values must be quantities of 0 or more, such as 100m, 1Gi or 1000"
-	// +optional
-	SystemReserved map[string]string `json:"systemReserved,omitempty"`
-	// KubeReserved is reserved for Kubernetes daemons (cpu, memory,
-	// ephemeral-storage, pid).
-	// +kubebuilder:validation:MaxProperties=4
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['cpu', 'memory', 'ephemeral-storage', 'pid'])",message="kubeReserved keys must be cpu, memory, ephemeral-storage or pid"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !self[k].startsWith('-') && isQuantity(self[k]))",message="kubeReserved values must be quantities of 0 or more, such as 100m, 1Gi or 1000"
-	// +optional
-	KubeReserved map[string]string `json:"kubeReserved,omitempty"`
-	// EvictionHard are hard eviction thresholds by signal.
-	// +kubebuilder:validation:MaxProperties=6
-	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k].matches('^(100([.]0+)?|[0-9]{1,2}([.][0-9]+)?)%$') || (!self[k].startsWith('-') && isQuantity(self[k])))",message="evictionHard thresholds must be a percentage from 0% to 100%, such as 10%, or a quantity of 0 or more, such as 500Mi"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['memory.available', 'nodefs.available', 'nodefs.inodesFree', 'imagefs.available', 'imagefs.inodesFree', 'pid.available'])",message="evictionHard signals must be memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree or pid.available"
-	// +optional
-	EvictionHard map[string]string `json:"evictionHard,omitempty"`
-	// EvictionSoft are soft eviction thresholds by signal; each needs a
-	// grace period in evictionSoftGracePeriod.
-	// +kubebuilder:validation:MaxProperties=6
-	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k].matches('^(100([.]0+)?|[0-9]{1,2}([.][0-9]+)?)%$') || (!self[k].startsWith('-') && isQuantity(self[k])))",message="evictionSoft thresholds must be a percentage from 0% to 100%, such as 10%, or a quantity of 0 or more, such as 500Mi"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k in ['memory.available', 'nodefs.available', 'nodefs.inodesFree', 'imagefs.available', 'imagefs.inodesFree', 'pid.available'])",message="evictionSoft signals must be memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree or pid.available"
-	// +optional
-	EvictionSoft map[string]string `json:"evictionSoft,omitempty"`
-	// EvictionSoftGracePeriod is how long each soft threshold must be
-	// exceeded before pods are evicted.
-	// +kubebuilder:validation:MaxProperties=6
-	// +kubebuilder:validation:XValidation:rule="self.all(k, self[k].matches('^([0-9]+([.][0-9]+)?(ns|us|ms|s|m|h))+$'))",message="evictionSoftGracePeriod values must be durations such as 30s, 1m30s or 2h"
-	// +optional
-	EvictionSoftGracePeriod map[string]metav1.Duration `json:"evictionSoftGracePeriod,omitempty"`
-	// EvictionMaxPodGracePeriod caps pod termination grace periods (seconds)
-	// during soft evictions.
-	// +optional
-	EvictionMaxPodGracePeriod *int32 `json:"evictionMaxPodGracePeriod,omitempty"`
-	// ImageGCHighThresholdPercent is the disk usage that always triggers
-	// image garbage collection.
-	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:validation:Maximum=100
-	// +optional
-	ImageGCHighThresholdPercent *int32 `json:"imageGCHighThresholdPercent,omitempty"`
-	// ImageGCLowThresholdPercent is the disk usage image garbage collection
-	// frees down to.
-	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:validation:Maximum=100
-	// +optional
-	ImageGCLowThresholdPercent *int32 `json:"imageGCLowThresholdPercent,omitempty"`
-	// CPUCFSQuota enforces CPU limits with CFS quota.
-	// +optional
-	CPUCFSQuota *bool `json:"cpuCFSQuota,omitempty"`
-}
+// +kubebuilder:pruning:PreserveUnknownFields
+type KubeletConfiguration map[string]apiextensionsv1.JSON
 
 // BlockDeviceMapping is one disk of a node.
 type BlockDeviceMapping struct {
@@ -671,6 +615,12 @@ const (
 	// ValidationSucceeded.
 	ReasonValid           = "Valid"
 	ReasonUserDataInvalid = "UserDataInvalid"
+	// ReasonInvalidKubeletConfiguration: spec.kubelet has a field the
+	// kubelet does not have, or a value it would refuse.
+	ReasonInvalidKubeletConfiguration = "InvalidKubeletConfiguration"
+	// ReasonUnsupportedKubeletConfiguration: spec.kubelet has fields the
+	// AMI family would not apply.
+	ReasonUnsupportedKubeletConfiguration = "UnsupportedKubeletConfiguration"
 	// ReasonReady and ReasonNotReady are the reasons of Ready.
 	ReasonReady    = "Ready"
 	ReasonNotReady = "NotReady"

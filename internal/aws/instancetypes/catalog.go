@@ -21,6 +21,7 @@ import (
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/aws/kubeletconfig"
 	"github.com/nodewright/nodewright/internal/scheduling"
 )
 
@@ -79,7 +80,7 @@ type Options struct {
 	// on-demand and spot.
 	Zones []string
 	// Kubelet settings of the EC2NodeClass (may be nil).
-	Kubelet *awsv1.KubeletConfiguration
+	Kubelet *kubeletconfig.Config
 	// ExcludeSpot offers on-demand only.
 	ExcludeSpot bool
 	// Reservations add reserved offerings: capacity reserved for one
@@ -262,7 +263,7 @@ func labelsOf(s Spec) map[string]string {
 
 // capacityOf is what the node reports: CPU, memory less the VM overhead,
 // the pod limit, a 20Gi root volume and GPUs.
-func capacityOf(s Spec, kubelet *awsv1.KubeletConfiguration) scheduling.Resources {
+func capacityOf(s Spec, kubelet *kubeletconfig.Config) scheduling.Resources {
 	memMiB := s.MemoryMiB - int64(math.Ceil(float64(s.MemoryMiB)*0.075))
 	if s.Arch == "arm64" {
 		memMiB -= 64
@@ -296,7 +297,7 @@ func GPUResource(name string) corev1.ResourceName {
 }
 
 // pods is maxPods if set, else the ENI limit, capped by podsPerCore.
-func pods(s Spec, kubelet *awsv1.KubeletConfiguration) int64 {
+func pods(s Spec, kubelet *kubeletconfig.Config) int64 {
 	if kubelet != nil && kubelet.MaxPods != nil {
 		return int64(*kubelet.MaxPods)
 	}
@@ -311,7 +312,7 @@ func pods(s Spec, kubelet *awsv1.KubeletConfiguration) int64 {
 }
 
 // overhead is kube-reserved, system-reserved and the eviction thresholds.
-func overhead(s Spec, capacity scheduling.Resources, kubelet *awsv1.KubeletConfiguration) scheduling.Resources {
+func overhead(s Spec, capacity scheduling.Resources, kubelet *kubeletconfig.Config) scheduling.Resources {
 	kubeReserved := corev1.ResourceList{
 		corev1.ResourceCPU:              *resource.NewMilliQuantity(kubeReservedCPU(s.VCPU), resource.DecimalSI),
 		corev1.ResourceMemory:           *resource.NewQuantity((11*capacity.Pods()+255)*mib, resource.BinarySI),

@@ -3,7 +3,7 @@ package instancetypes
 import (
 	"testing"
 
-	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	"github.com/nodewright/nodewright/internal/aws/kubeletconfig"
 	"github.com/nodewright/nodewright/internal/scheduling"
 )
 
@@ -38,7 +38,7 @@ func TestAllocatable(t *testing.T) {
 		t.Errorf("t4g.medium memory capacity %dMi, want %dMi (arm64 loses 64Mi more)", got, 4096-308-64)
 	}
 	maxPods := int32(20)
-	limited := byName(t, Options{Zones: []string{"us-east-1a"}, Kubelet: &awsv1.KubeletConfiguration{MaxPods: &maxPods}})
+	limited := byName(t, Options{Zones: []string{"us-east-1a"}, Kubelet: &kubeletconfig.Config{MaxPods: &maxPods}})
 	if got := limited["m5.large"].Capacity.Pods(); got != 20 {
 		t.Errorf("maxPods 20 gives %d pods", got)
 	}

@@ -10,6 +10,7 @@ import (
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
+	"github.com/nodewright/nodewright/internal/aws/kubeletconfig"
 	"github.com/nodewright/nodewright/internal/aws/userdata"
 )
 
@@ -59,7 +60,16 @@ func Conditions(nc *awsv1.EC2NodeClass, r Resolution) []metav1.Condition {
 			errs = append(errs, f.Code+": "+f.Explain())
 		}
 	}
-	if len(errs) > 0 {
+	_, kubeletErr := kubeletconfig.Parse(nc.Spec.Kubelet)
+	unsupported := kubeletconfig.Unsupported(Family(nc), nc.Spec.Kubelet)
+	switch {
+	case kubeletErr != nil:
+		validation = metav1.Condition{Type: awsv1.ConditionValidationSucceeded, Status: metav1.ConditionFalse, Reason: awsv1.ReasonInvalidKubeletConfiguration,
+			Message: "the kubelet would refuse spec.kubelet, so nothing is launched from this EC2NodeClass: " + kubeletErr.Error()}
+	case unsupported != "":
+		validation = metav1.Condition{Type: awsv1.ConditionValidationSucceeded, Status: metav1.ConditionFalse, Reason: awsv1.ReasonUnsupportedKubeletConfiguration,
+			Message: unsupported + "; nothing is launched from this EC2NodeClass until then"}
+	case len(errs) > 0:
 		validation = metav1.Condition{Type: awsv1.ConditionValidationSucceeded, Status: metav1.ConditionFalse, Reason: awsv1.ReasonUserDataInvalid,
 			Message: "spec.userData would keep nodes from registering, so nothing is launched from this EC2NodeClass: " + strings.Join(errs, "; ")}
 	}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
@@ -120,6 +121,44 @@ func TestPricesCondition(t *testing.T) {
 				if cond.Type == awsv1.ConditionReady && strings.Contains(cond.Message, awsv1.ConditionPricesCurrent) {
 					t.Errorf("Ready counts PricesCurrent: %s", cond.Message)
 				}
+			}
+		})
+	}
+}
+
+// spec.kubelet the kubelet would refuse, or with fields the AMI family
+// would not apply, keeps the EC2NodeClass from Ready with the reason and
+// a message naming the fields; AL2023 applies any kubelet field.
+func TestKubeletConditions(t *testing.T) {
+	complete := nodeclass.Resolution{
+		Subnets: []nodeclass.Subnet{{}}, SecurityGroups: []awsv1.SecurityGroup{{}}, AMIs: []awsv1.AMI{{}}, InstanceProfile: "p",
+	}
+	for _, tc := range []struct {
+		name, alias, kubelet, reason, message string
+	}{
+		{"AL2023 applies any field", "al2023@latest", `{serializeImagePulls: false, maxPods: 20}`, "", ""},
+		{"AL2 drops an unmanaged field", "al2@latest", `{serializeImagePulls: false, maxPods: 20}`, awsv1.ReasonUnsupportedKubeletConfiguration,
+			"spec.kubelet has fields not applied by the AL2 AMI family that would be silently dropped: serializeImagePulls"},
+		{"Bottlerocket has no podsPerCore", "bottlerocket@latest", `{podsPerCore: 2}`, awsv1.ReasonUnsupportedKubeletConfiguration, "dropped: podsPerCore"},
+		{"a field the kubelet lacks", "al2023@latest", `{notAKubeletField: true}`, awsv1.ReasonInvalidKubeletConfiguration,
+			`the kubelet would refuse spec.kubelet, so nothing is launched from this EC2NodeClass: spec.kubelet: unknown field "notAKubeletField"`},
+		{"invalid before unsupported", "al2@latest", `{serializeImagePulls: false, maxPods: -1}`, awsv1.ReasonInvalidKubeletConfiguration, "spec.kubelet.maxPods: -1 is negative"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nc := nodeClass(awsv1.AMISelectorTerm{Alias: tc.alias})
+			if err := yaml.Unmarshal([]byte(tc.kubelet), &nc.Spec.Kubelet); err != nil {
+				t.Fatal(err)
+			}
+			conds := nodeclass.Conditions(nc, complete)
+			validation, ready := meta.FindStatusCondition(conds, awsv1.ConditionValidationSucceeded), meta.FindStatusCondition(conds, awsv1.ConditionReady)
+			if tc.reason == "" {
+				if validation.Status != metav1.ConditionTrue || ready.Status != metav1.ConditionTrue {
+					t.Errorf("ValidationSucceeded %s %s: %s; Ready %s", validation.Status, validation.Reason, validation.Message, ready.Status)
+				}
+				return
+			}
+			if validation.Status != metav1.ConditionFalse || validation.Reason != tc.reason || !strings.Contains(validation.Message, tc.message) || ready.Status != metav1.ConditionFalse {
+				t.Errorf("ValidationSucceeded %s %s: %q; want False %s containing %q, and Ready False (Ready %s)", validation.Status, validation.Reason, validation.Message, tc.reason, tc.message, ready.Status)
 			}
 		})
 	}

@@ -21,7 +21,11 @@ import (
 const (
 	AnnotationHash        = awsv1.Group + "/ec2nodeclass-hash"
 	AnnotationHashVersion = awsv1.Group + "/ec2nodeclass-hash-version"
-	HashVersion           = state.HashVersion
+	// HashVersion is bumped whenever the hash of an unchanged
+	// EC2NodeClass changes (nodewright-v2: spec.kubelet became an open
+	// map, hashed by its JSON): NodeClaims stamped before are restamped,
+	// not drifted.
+	HashVersion = "nodewright-v2"
 )
 
 // Kind is the kind NodePools name in their nodeClassRef.

@@ -33,6 +33,13 @@ func TestHash(t *testing.T) {
 	if nodeclass.Hash(class) == h {
 		t.Error("userData did not change the EC2NodeClass hash")
 	}
+	// Any kubelet field takes part, those nodewright does not read too.
+	kubelet := nodeclass.Hash(class)
+	class.Spec.Kubelet = awsv1.KubeletConfiguration{"serializeImagePulls": {Raw: []byte("false")}}
+	if nodeclass.Hash(class) == kubelet {
+		t.Error("spec.kubelet.serializeImagePulls did not change the EC2NodeClass hash")
+	}
+	class.Spec.Kubelet, class.Spec.UserData = nil, nil
 	// A field left out hashes as before it existed: an upgrade drifts
 	// nothing.
 	if got := nodeclass.Hash(&awsv1.EC2NodeClass{Spec: awsv1.EC2NodeClassSpec{Role: "r", EnclaveOptions: nil}}); got != h {

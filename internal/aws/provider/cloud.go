@@ -12,6 +12,7 @@ import (
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
+	"github.com/nodewright/nodewright/internal/aws/kubeletconfig"
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
 	"github.com/nodewright/nodewright/internal/scheduling"
@@ -60,7 +61,11 @@ func (c *CloudProvider) InstanceTypes(ctx context.Context, class *awsv1.EC2NodeC
 	if err != nil {
 		return nil, err
 	}
-	opts := instancetypes.Options{Zones: zoneList, Kubelet: class.Spec.Kubelet, Reservations: reservations, Needs: instancetypes.NeedsOf(class)}
+	kubelet, err := kubeletconfig.Parse(class.Spec.Kubelet)
+	if err != nil {
+		return nil, fmt.Errorf("EC2NodeClass %s: %w", class.Name, err)
+	}
+	opts := instancetypes.Options{Zones: zoneList, Kubelet: kubelet, Reservations: reservations, Needs: instancetypes.NeedsOf(class)}
 	return withUnavailable(c.memo.get(specs, opts), c.Launcher.unavailable.current()), nil
 }
 

@@ -30,6 +30,7 @@ import (
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
+	"github.com/nodewright/nodewright/internal/aws/kubeletconfig"
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/aws/sdk"
 	"github.com/nodewright/nodewright/internal/aws/userdata"
@@ -754,9 +755,13 @@ func LaunchUserData(cluster userdata.Cluster, claim *v1.NodeClaim, class *awsv1.
 	if class.Spec.UserData != nil {
 		user = *class.Spec.UserData
 	}
+	kubelet, err := kubeletconfig.Parse(class.Spec.Kubelet)
+	if err != nil {
+		return "", fmt.Errorf("EC2NodeClass %s: %w", class.Name, err)
+	}
 	node := userdata.Node{
 		Labels: labels, Taints: append(append([]corev1.Taint(nil), claim.Spec.Taints...), claim.Spec.StartupTaints...),
-		MaxPods: int32(maxPods), Kubelet: class.Spec.Kubelet, //nolint:gosec // pod limits are small
+		MaxPods: int32(maxPods), Kubelet: kubelet, KubeletFields: kubeletconfig.Fields(class.Spec.Kubelet), //nolint:gosec // pod limits are small
 	}
 	return userdata.Generate(nodeclass.Family(class), cluster, node, user)
 }

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	"github.com/nodewright/nodewright/internal/aws/kubeletconfig"
 )
 
 // Cluster is what a node needs to know of its cluster.
@@ -30,7 +31,11 @@ type Node struct {
 	// karpenter.sh/unregistered taint is added by Generate.
 	Taints  []corev1.Taint
 	MaxPods int32
-	Kubelet *awsv1.KubeletConfiguration
+	// Kubelet are the EC2NodeClass's kubelet settings nodewright reads;
+	// KubeletFields its other kubelet fields, which only AL2023 applies
+	// (the EC2NodeClass is not ready for another family that has any).
+	Kubelet       *kubeletconfig.Config
+	KubeletFields map[string]any
 }
 
 // boundary separates the parts of generated MIME documents.
@@ -134,12 +139,64 @@ func al2Bootstrap(c Cluster, n Node, labels map[string]string, taints []corev1.T
 		extra = append(extra, fmt.Sprintf("--node-labels=%q", sortedLabels(labels)))
 	}
 	extra = append(extra, fmt.Sprintf("--register-with-taints=%q", taintList(taints)), fmt.Sprintf("--max-pods=%d", n.MaxPods))
+	extra = append(extra, kubeletFlags(n.Kubelet)...)
 	var b strings.Builder
 	b.WriteString("#!/bin/bash -xe\nexec > >(tee /var/log/user-data.log|logger -t user-data -s 2>/dev/console) 2>&1\n")
 	fmt.Fprintf(&b, "/etc/eks/bootstrap.sh '%s' --apiserver-endpoint '%s' --b64-cluster-ca '%s' \\\n", c.Name, c.Endpoint, c.CABundle)
 	fmt.Fprintf(&b, "--dns-cluster-ip '%s' \\\n--use-max-pods false \\\n", clusterDNS(c, n))
 	fmt.Fprintf(&b, "--kubelet-extra-args '%s'\n", strings.Join(extra, " "))
 	return b.String()
+}
+
+// kubeletFlags are the kubelet flags of the settings AL2's bootstrap.sh
+// has no option for.
+func kubeletFlags(k *kubeletconfig.Config) []string {
+	if k == nil {
+		return nil
+	}
+	var out []string
+	if k.PodsPerCore != nil {
+		out = append(out, fmt.Sprintf("--pods-per-core=%d", *k.PodsPerCore))
+	}
+	for _, f := range []struct {
+		flag, sep string
+		m         map[string]string
+	}{{"--system-reserved", "=", k.SystemReserved}, {"--kube-reserved", "=", k.KubeReserved}, {"--eviction-hard", "<", k.EvictionHard}, {"--eviction-soft", "<", k.EvictionSoft}} {
+		if len(f.m) > 0 {
+			out = append(out, f.flag+"="+joinMap(f.m, f.sep))
+		}
+	}
+	if len(k.EvictionSoftGracePeriod) > 0 {
+		periods := make(map[string]string, len(k.EvictionSoftGracePeriod))
+		for signal, d := range k.EvictionSoftGracePeriod {
+			periods[signal] = d.Duration.String()
+		}
+		out = append(out, "--eviction-soft-grace-period="+joinMap(periods, "="))
+	}
+	if k.EvictionMaxPodGracePeriod != nil {
+		out = append(out, fmt.Sprintf("--eviction-max-pod-grace-period=%d", *k.EvictionMaxPodGracePeriod))
+	}
+	if k.ImageGCHighThresholdPercent != nil {
+		out = append(out, fmt.Sprintf("--image-gc-high-threshold=%d", *k.ImageGCHighThresholdPercent))
+	}
+	if k.ImageGCLowThresholdPercent != nil {
+		out = append(out, fmt.Sprintf("--image-gc-low-threshold=%d", *k.ImageGCLowThresholdPercent))
+	}
+	if k.CPUCFSQuota != nil {
+		out = append(out, fmt.Sprintf("--cpu-cfs-quota=%t", *k.CPUCFSQuota))
+	}
+	return out
+}
+
+// joinMap writes a map as the kubelet's key<sep>value,... flag value,
+// sorted.
+func joinMap(m map[string]string, sep string) string {
+	parts := make([]string, 0, len(m))
+	for k, v := range m {
+		parts = append(parts, k+sep+v)
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
 }
 
 func clusterDNS(c Cluster, n Node) string {
@@ -150,11 +207,13 @@ func clusterDNS(c Cluster, n Node) string {
 }
 
 func al2023NodeConfig(c Cluster, n Node, labels map[string]string, taints []corev1.Taint) (string, error) {
-	config := map[string]any{
-		"clusterDNS":         []string{clusterDNS(c, n)},
-		"maxPods":            n.MaxPods,
-		"registerWithTaints": taints,
+	// Fields nodewright does not read go to nodeadm as given; those it
+	// reads are written from what it read.
+	config := make(map[string]any, len(n.KubeletFields)+3)
+	for k, v := range n.KubeletFields {
+		config[k] = v
 	}
+	config["clusterDNS"], config["maxPods"], config["registerWithTaints"] = []string{clusterDNS(c, n)}, n.MaxPods, taints
 	if k := n.Kubelet; k != nil {
 		if len(k.ClusterDNS) > 0 {
 			config["clusterDNS"] = k.ClusterDNS
@@ -224,6 +283,7 @@ func bottlerocketSettings(c Cluster, n Node, labels map[string]string, taints []
 	k8s["cluster-certificate"] = c.CABundle
 	k8s["cluster-dns-ip"] = clusterDNS(c, n)
 	k8s["max-pods"] = n.MaxPods
+	bottlerocketKubelet(k8s, n.Kubelet)
 	nodeLabels := child(k8s, "node-labels")
 	for k, v := range labels {
 		nodeLabels[k] = v
@@ -239,6 +299,39 @@ func bottlerocketSettings(c Cluster, n Node, labels map[string]string, taints []
 		return "", err
 	}
 	return string(out), nil
+}
+
+// bottlerocketKubelet writes the kubelet settings Bottlerocket has
+// settings for (all that nodewright reads but podsPerCore).
+func bottlerocketKubelet(k8s map[string]any, k *kubeletconfig.Config) {
+	if k == nil {
+		return
+	}
+	for key, m := range map[string]map[string]string{
+		"system-reserved": k.SystemReserved, "kube-reserved": k.KubeReserved, "eviction-hard": k.EvictionHard, "eviction-soft": k.EvictionSoft,
+	} {
+		if len(m) > 0 {
+			k8s[key] = m
+		}
+	}
+	if len(k.EvictionSoftGracePeriod) > 0 {
+		periods := make(map[string]string, len(k.EvictionSoftGracePeriod))
+		for signal, d := range k.EvictionSoftGracePeriod {
+			periods[signal] = d.Duration.String()
+		}
+		k8s["eviction-soft-grace-period"] = periods
+	}
+	for key, v := range map[string]*int32{
+		"eviction-max-pod-grace-period": k.EvictionMaxPodGracePeriod, "image-gc-high-threshold-percent": k.ImageGCHighThresholdPercent,
+		"image-gc-low-threshold-percent": k.ImageGCLowThresholdPercent,
+	} {
+		if v != nil {
+			k8s[key] = *v
+		}
+	}
+	if k.CPUCFSQuota != nil {
+		k8s["cpu-cfs-quota-enforced"] = *k.CPUCFSQuota
+	}
 }
 
 // child returns m[key] as a table, creating it when missing.

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	"github.com/nodewright/nodewright/internal/aws/kubeletconfig"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -31,11 +32,12 @@ var testNode = Node{
 		{Key: "node.cilium.io/agent-not-ready", Value: "true", Effect: corev1.TaintEffectNoExecute},
 	},
 	MaxPods: 29,
-	Kubelet: &awsv1.KubeletConfiguration{
+	Kubelet: &kubeletconfig.Config{
 		SystemReserved:              map[string]string{"cpu": "100m", "memory": "100Mi"},
 		EvictionHard:                map[string]string{"memory.available": "5%"},
 		ImageGCHighThresholdPercent: ptr.To[int32](85), ImageGCLowThresholdPercent: ptr.To[int32](80),
 	},
+	KubeletFields: map[string]any{"serializeImagePulls": false},
 }
 
 // Golden files hold the exact user data of each family, with a user part.

@@ -17,9 +17,11 @@ import (
 	"github.com/pelletier/go-toml/v2"
 	corev1 "k8s.io/api/core/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	"github.com/nodewright/nodewright/internal/aws/kubeletconfig"
 	"github.com/nodewright/nodewright/internal/aws/userdata"
 )
 
@@ -28,6 +30,10 @@ type Registration struct {
 	Labels  map[string]string
 	Taints  []corev1.Taint
 	MaxPods int32
+	// Reserved is what the kubelet keeps from pods, as it read it: its
+	// kubeReserved, systemReserved, evictionHard and podsPerCore (the
+	// rest of the configuration does not change the node's capacity).
+	Reserved kubeletconfig.Config
 	// ExternalCloudProvider: the kubelet runs with --cloud-provider=external
 	// and so adds node.cloudprovider.kubernetes.io/uninitialized until the
 	// cloud controller manager initialises the node.
@@ -85,6 +91,13 @@ func nodeadm(parts []userdata.Part) (*Registration, error) {
 	reg.Taints = configTaints(merged.config)
 	if v, ok := merged.config["maxPods"].(float64); ok {
 		reg.MaxPods = int32(v)
+	}
+	reg.Reserved = kubeletconfig.Config{
+		KubeReserved: stringMap(merged.config["kubeReserved"]), SystemReserved: stringMap(merged.config["systemReserved"]),
+		EvictionHard: stringMap(merged.config["evictionHard"]),
+	}
+	if v, ok := merged.config["podsPerCore"].(float64); ok {
+		reg.Reserved.PodsPerCore = ptr.To(int32(v))
 	}
 	applyFlags(reg, flagWords(merged.flags))
 	return reg, nil
@@ -149,6 +162,31 @@ func configTaints(config map[string]any) []corev1.Taint {
 	return taints
 }
 
+// stringMap reads a map of the configuration as strings (nil when it is
+// not a map).
+func stringMap(v any) map[string]string {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, val := range m {
+		out[k] = fmt.Sprint(val)
+	}
+	return out
+}
+
+// flagMap reads a kubelet map flag's key<sep>value,... value.
+func flagMap(value, sep string) map[string]string {
+	out := map[string]string{}
+	for _, kv := range strings.Split(value, ",") {
+		if k, v, ok := strings.Cut(kv, sep); ok && k != "" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 // flagWords splits kubelet flags, each possibly several words, into words.
 func flagWords(flags []string) []string {
 	words := make([]string, 0, len(flags))
@@ -188,6 +226,22 @@ func applyFlags(reg *Registration, words []string) {
 	if v := userdata.FlagValues(words, "--max-pods"); len(v) > 0 {
 		if n, err := strconv.Atoi(v[len(v)-1]); err == nil {
 			reg.MaxPods = int32(n) //nolint:gosec // pod limits are small
+		}
+	}
+	if v := userdata.FlagValues(words, "--pods-per-core"); len(v) > 0 {
+		if n, err := strconv.Atoi(v[len(v)-1]); err == nil {
+			reg.Reserved.PodsPerCore = ptr.To(int32(n)) //nolint:gosec // pod limits are small
+		}
+	}
+	for flag, dst := range map[string]*map[string]string{
+		"--kube-reserved": &reg.Reserved.KubeReserved, "--system-reserved": &reg.Reserved.SystemReserved, "--eviction-hard": &reg.Reserved.EvictionHard,
+	} {
+		if v := userdata.FlagValues(words, flag); len(v) > 0 {
+			sep := "="
+			if flag == "--eviction-hard" {
+				sep = "<"
+			}
+			*dst = flagMap(v[len(v)-1], sep)
 		}
 	}
 }
@@ -255,9 +309,12 @@ func bottlerocket(parts []userdata.Part) (*Registration, error) {
 	var doc struct {
 		Settings struct {
 			Kubernetes struct {
-				NodeLabels map[string]string   `toml:"node-labels"`
-				NodeTaints map[string][]string `toml:"node-taints"`
-				MaxPods    int32               `toml:"max-pods"`
+				NodeLabels     map[string]string   `toml:"node-labels"`
+				NodeTaints     map[string][]string `toml:"node-taints"`
+				MaxPods        int32               `toml:"max-pods"`
+				KubeReserved   map[string]string   `toml:"kube-reserved"`
+				SystemReserved map[string]string   `toml:"system-reserved"`
+				EvictionHard   map[string]string   `toml:"eviction-hard"`
 			} `toml:"kubernetes"`
 		} `toml:"settings"`
 	}
@@ -265,7 +322,8 @@ func bottlerocket(parts []userdata.Part) (*Registration, error) {
 		return nil, &NoKubeletError{Reason: "Bottlerocket cannot read its settings: " + err.Error()}
 	}
 	k := doc.Settings.Kubernetes
-	reg := &Registration{Labels: map[string]string{}, MaxPods: k.MaxPods, ExternalCloudProvider: true}
+	reg := &Registration{Labels: map[string]string{}, MaxPods: k.MaxPods, ExternalCloudProvider: true,
+		Reserved: kubeletconfig.Config{KubeReserved: k.KubeReserved, SystemReserved: k.SystemReserved, EvictionHard: k.EvictionHard}}
 	for key, v := range k.NodeLabels {
 		reg.Labels[key] = v
 	}

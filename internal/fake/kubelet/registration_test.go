@@ -9,9 +9,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	"github.com/nodewright/nodewright/internal/aws/kubeletconfig"
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/aws/userdata"
 	"github.com/nodewright/nodewright/internal/fake/account"
@@ -113,6 +115,38 @@ func TestNoKubelet(t *testing.T) {
 			var noKubelet *kubelet.NoKubeletError
 			if !errors.As(err, &noKubelet) {
 				t.Errorf("want NoKubeletError, got %v", err)
+			}
+		})
+	}
+}
+
+// Each family's kubelet reads the reservations and pod limits the user
+// data gives it (AL2023's nodeadm configuration, AL2's kubelet flags,
+// Bottlerocket's settings), so the simulated node's allocatable follows
+// what was launched, not what was planned.
+func TestKubeletSettingsReachTheKubelet(t *testing.T) {
+	settings := &kubeletconfig.Config{
+		KubeReserved: map[string]string{"cpu": "500m", "memory": "1Gi"}, SystemReserved: map[string]string{"memory": "200Mi"},
+		EvictionHard: map[string]string{"memory.available": "300Mi"}, PodsPerCore: ptr.To[int32](3),
+	}
+	for _, family := range []string{awsv1.AMIFamilyAL2, awsv1.AMIFamilyAL2023, awsv1.AMIFamilyBottlerocket} {
+		t.Run(family, func(t *testing.T) {
+			n := node
+			n.Kubelet = settings
+			out, err := userdata.Generate(family, cluster, n, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			reg, err := kubelet.Read(family, base64.StdEncoding.EncodeToString([]byte(out)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := kubeletconfig.Config{KubeReserved: settings.KubeReserved, SystemReserved: settings.SystemReserved, EvictionHard: settings.EvictionHard, PodsPerCore: settings.PodsPerCore}
+			if family == awsv1.AMIFamilyBottlerocket {
+				want.PodsPerCore = nil // Bottlerocket has no such setting
+			}
+			if diff := cmp.Diff(want, reg.Reserved); diff != "" || reg.MaxPods != 29 {
+				t.Errorf("the kubelet read (-want +got):\n%s\nmaxPods %d", diff, reg.MaxPods)
 			}
 		})
 	}

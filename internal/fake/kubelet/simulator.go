@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -298,11 +299,14 @@ func (s *Simulator) nodeFor(inst simaws.Instance, providerID string, reg *Regist
 	if reg.ExternalCloudProvider {
 		taints = append(taints, corev1.Taint{Key: UninitializedTaint, Value: "true", Effect: corev1.TaintEffectNoSchedule})
 	}
-	it := instancetypes.InstanceTypes([]instancetypes.Spec{spec}, instancetypes.Options{Zones: []string{zone}})[0]
-	capacity, allocatable := it.Capacity, it.Allocatable
+	// The kubelet keeps what it was told to reserve: the node's
+	// allocatable follows the user data, whatever nodewright planned.
+	reserved := reg.Reserved
 	if reg.MaxPods > 0 {
-		capacity, allocatable = capacity.WithPods(int64(reg.MaxPods)), allocatable.WithPods(int64(reg.MaxPods))
+		reserved.MaxPods = ptr.To(reg.MaxPods)
 	}
+	it := instancetypes.InstanceTypes([]instancetypes.Spec{spec}, instancetypes.Options{Zones: []string{zone}, Kubelet: &reserved})[0]
+	capacity, allocatable := it.Capacity, it.Allocatable
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 		Spec:       corev1.NodeSpec{ProviderID: providerID, Taints: taints},

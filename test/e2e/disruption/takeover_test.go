@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -139,7 +138,7 @@ func TestTakeOverFromKarpenter(t *testing.T) {
 	old := seedAsKarpenter(t, sim)
 
 	// Karpenter's nodes run the pods.
-	waitFor(t, "the pods to run on Karpenter's nodes", 3*time.Minute, func() bool { return podsRunning(t, sim) == 4 })
+	harness.WaitFor(t, "the pods to run on Karpenter's nodes", 3*time.Minute, func() bool { return podsRunning(t, sim) == 4 })
 	launchesBefore := len(sim.Account.Instances())
 
 	if err := sim.StartControllers(); err != nil {
@@ -196,7 +195,7 @@ func TestTakeOverFromKarpenter(t *testing.T) {
 	if err := sim.Kube.Patch(ctx, np, client.MergeFrom(before)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "Karpenter's NodeClaims and nodes to be replaced", 6*time.Minute, func() bool {
+	harness.WaitFor(t, "Karpenter's NodeClaims and nodes to be replaced", 6*time.Minute, func() bool {
 		claims := &v1.NodeClaimList{}
 		nodes := &corev1.NodeList{}
 		if sim.Kube.List(ctx, claims) != nil || sim.Kube.List(ctx, nodes) != nil {
@@ -226,7 +225,7 @@ func TestTakeOverFromKarpenter(t *testing.T) {
 	if err := sim.Kube.Delete(ctx, np); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the NodePool's instances to terminate", 3*time.Minute, func() bool {
+	harness.WaitFor(t, "the NodePool's instances to terminate", 3*time.Minute, func() bool {
 		for _, inst := range sim.Account.Instances() {
 			if s := stateOf(inst); s == ec2types.InstanceStateNameRunning || s == ec2types.InstanceStateNamePending {
 				return false
@@ -238,7 +237,7 @@ func TestTakeOverFromKarpenter(t *testing.T) {
 	if err := sim.Kube.Delete(ctx, harness.NodeClass(t, sim, "default")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the EC2NodeClass to be deleted", 2*time.Minute, func() bool {
+	harness.WaitFor(t, "the EC2NodeClass to be deleted", 2*time.Minute, func() bool {
 		err := sim.Kube.Get(ctx, client.ObjectKey{Name: "default"}, &awsv1.EC2NodeClass{})
 		return apierrors.IsNotFound(err)
 	})
@@ -371,7 +370,7 @@ func seedAsKarpenter(t *testing.T, sim *runner.Sim) map[string]seeded {
 		}
 		providerID := fmt.Sprintf("aws:///%s/%s", zone, id)
 		var node *corev1.Node
-		waitFor(t, "the kubelet of "+id+" to register", 2*time.Minute, func() bool {
+		harness.WaitFor(t, "the kubelet of "+id+" to register", 2*time.Minute, func() bool {
 			node = nodeOf(t, sim, providerID)
 			return node != nil
 		})
@@ -472,11 +471,4 @@ func podsRunning(t *testing.T, sim *runner.Sim) int {
 		}
 	}
 	return n
-}
-
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(context.Background(), time.Second, timeout, true, func(context.Context) (bool, error) { return cond(), nil }); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
 }

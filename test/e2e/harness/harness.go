@@ -16,6 +16,7 @@ import (
 	"github.com/go-logr/logr"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -237,4 +238,13 @@ func WhyNodeClaimsStay(t *testing.T, sim *runner.Sim, snap *runner.Snapshot) map
 		out[name] = ev.Message
 	}
 	return out
+}
+
+// WaitFor polls cond every second until it holds, failing the test after
+// timeout.
+func WaitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(context.Background(), time.Second, timeout, true, func(context.Context) (bool, error) { return cond(), nil }); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
 }
