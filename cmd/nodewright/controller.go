@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -41,7 +42,7 @@ import (
 
 func newControllerCommand() *cobra.Command {
 	cfg := operator.DefaultConfig()
-	var cloud, logFormat, logLevel, schedulerConfig string
+	var cloud, logFormat, logLevel, schedulerConfig, gates string
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run nodewright's controllers against the cluster of the current kubeconfig",
@@ -63,6 +64,9 @@ control plane.`,
 			}
 			if cfg.ClusterName == "" {
 				return errors.New("--cluster-name is required: the EKS cluster's name, which tags and finds nodewright's instances")
+			}
+			if err := awsFeatureGates(&cfg, gates); err != nil {
+				return err
 			}
 			spread, err := readSchedulerConfig(schedulerConfig)
 			if err != nil {
@@ -99,6 +103,7 @@ control plane.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&cloud, "cloud", "aws", "aws, or sim for a simulated account with simulated kubelets")
+	f.StringVar(&gates, "aws-feature-gates", "", "AWS feature gates, NAME=true|false,...: NodeClassCEL (EC2NodeClass spec.kubelet may hold CEL expressions; default false)")
 	f.StringVar(&schedulerConfig, "scheduler-config", "", "kube-scheduler's configuration file (a KubeSchedulerConfiguration, or podTopologySpread.defaultConstraints): pods that set no topology spread constraints are planned spread by its default constraints")
 	f.StringVar(&cfg.ClusterName, "cluster-name", "", "the EKS cluster's name (required)")
 	f.StringVar(&cfg.ClusterEndpoint, "cluster-endpoint", "", "the API server endpoint nodes join, https://... (default: the one EKS reports)")
@@ -265,4 +270,26 @@ func readSchedulerConfig(path string) (scheduling.SpreadDefaults, error) {
 		return nil, fmt.Errorf("--scheduler-config: %w", err)
 	}
 	return scheduling.ReadSpreadDefaults(path, data)
+}
+
+// awsFeatureGates sets the AWS feature gates of --aws-feature-gates; a gate
+// nodewright does not have is an error, not ignored.
+func awsFeatureGates(cfg *operator.Config, value string) error {
+	for _, item := range strings.Split(value, ",") {
+		if item = strings.TrimSpace(item); item == "" {
+			continue
+		}
+		name, v, _ := strings.Cut(item, "=")
+		on, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("--aws-feature-gates %q: give NAME=true or NAME=false", item)
+		}
+		switch name {
+		case "NodeClassCEL":
+			cfg.NodeClassCEL = on
+		default:
+			return fmt.Errorf("--aws-feature-gates: no gate %q; the gates are NodeClassCEL", name)
+		}
+	}
+	return nil
 }

@@ -100,6 +100,9 @@ type Config struct {
 	// NominatePods sets pending pods' status.nominatedNodeName to the node
 	// planned for them once it exists, so kube-scheduler follows the plan.
 	NominatePods bool
+	// NodeClassCEL is the AWS feature gate of the same name: EC2NodeClass
+	// spec.kubelet may hold CEL expressions.
+	NodeClassCEL bool
 	// KubeQPS and KubeBurst bound the requests per second to the API
 	// server (client-go's token bucket).
 	KubeQPS   float32
@@ -269,6 +272,7 @@ func newWiring(ctx context.Context, mgr manager.Manager, cfg Config, clouds Clou
 			Clock:    clk, TTL: cfg.InstanceTypeTTL,
 		},
 	}
+	w.launcher.Specs = w.cloud.Types.Specs
 	return w, nil
 }
 
@@ -278,6 +282,7 @@ func (w *wiring) cloudControllers(ctx context.Context) error {
 	status := &nodeclass.Controller{
 		Client: w.mgr.GetClient(), Resolver: w.resolver, Recorder: w.recorder, Clock: w.clk, Refresh: w.cfg.NodeClassRefresh,
 		SkipUserDataValidation: w.cfg.SkipUserDataValidation, LaunchTemplates: w.launcher, Prices: w.cloud.Types, Metrics: w.metrics,
+		KubeletExpressions: w.cfg.NodeClassCEL,
 	}
 	if err := status.SetupWithManager(w.mgr); err != nil {
 		return err

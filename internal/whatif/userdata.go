@@ -70,7 +70,20 @@ func RenderUserData(o *Objects, nodePool, instanceType string, cluster userdata.
 		return nil, err
 	}
 	claim := state.NodeClaimFor(np, nodeclass.Rules(nc), &scheduling.PlannedNodeClaim{NodePool: np.Name, Requirements: pool.Requirements, InstanceType: it})
-	out, err := provider.LaunchUserData(cluster, claim, nc, it.Capacity.Pods())
+	if kubelet.HasExpressions() {
+		specs, err := instancetypes.Catalog()
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range specs {
+			if s.Name == it.Name {
+				if kubelet, err = kubelet.For(instancetypes.VarsOf(s)); err != nil {
+					return nil, fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
+				}
+			}
+		}
+	}
+	out, err := provider.LaunchUserData(cluster, claim, nc, it.Capacity.Pods(), kubelet)
 	if err != nil {
 		return nil, fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
 	}

@@ -313,11 +313,12 @@ func TestS5ArchitectureAndTypo(t *testing.T) {
 
 // spec.kubelet takes any field of the kubelet's configuration: on AL2023
 // it reaches the node's nodeadm configuration and the node keeps what it
-// reserves (its allocatable shows maxPods and kubeReserved); on AL2 a
-// field its bootstrap cannot apply keeps the EC2NodeClass from Ready,
-// naming the field, and nothing launches from it.
+// reserves (its allocatable shows maxPods and kubeReserved), CEL
+// expressions included (NodeClassCEL on), evaluated for the instance type
+// launched; on AL2 a field its bootstrap cannot apply keeps the
+// EC2NodeClass from Ready, naming the field, and nothing launches from it.
 func TestOpenKubeletConfiguration(t *testing.T) {
-	sim := harness.Start(t, nil)
+	sim := harness.Start(t, func(o *runner.Options) { o.Operator.NodeClassCEL = true })
 	ctx := context.Background()
 	class := func(name, alias, kubelet string) string {
 		return `apiVersion: karpenter.k8s.aws/v1
@@ -355,6 +356,7 @@ spec:
 `
 	}
 	manifest := class("open", "al2023@latest", `{maxPods: 8, kubeReserved: {cpu: 500m, memory: 1Gi}, serializeImagePulls: false}`) +
+		class("cel", "al2023@latest", `{maxPods: "vcpus * 5", kubeReserved: {cpu: "vcpus * 100", memory: "max_pods * 64"}}`) +
 		class("legacy", "al2@latest", `{serializeImagePulls: false}`) + `apiVersion: v1
 kind: ConfigMap
 metadata: {name: aws-auth, namespace: kube-system}
@@ -367,38 +369,30 @@ data:
 	if err := sim.Apply(ctx, "open kubelet", []byte(manifest)); err != nil {
 		t.Fatal(err)
 	}
-	var node *corev1.Node
-	harness.WaitFor(t, "the open pool's pods running on its node", 3*time.Minute, func() bool {
-		nodes := &corev1.NodeList{}
-		pods := &corev1.PodList{}
-		if sim.Kube.List(ctx, nodes, client.MatchingLabels{"pool": "open"}) != nil || len(nodes.Items) == 0 ||
-			sim.Kube.List(ctx, pods, client.InNamespace("default"), client.MatchingLabels{"app": "open"}) != nil {
-			return false
+	// m5.large has 2 vCPUs: the cel pool's nodes take 10 pods and reserve
+	// 200m of CPU and 10*64 = 640Mi of memory.
+	for _, want := range []struct {
+		pool, userData string
+		pods           int64
+		cpu, memory    string // reserved, the 100Mi eviction threshold included
+	}{{"open", "serializeImagePulls: false", 8, "500m", "1124Mi"}, {"cel", "cpu: 200m", 10, "200m", "740Mi"}} {
+		node := runningNode(t, sim, want.pool)
+		allocatable, capacity := node.Status.Allocatable, node.Status.Capacity
+		cpu, memory := capacity.Cpu().DeepCopy(), capacity.Memory().DeepCopy()
+		cpu.Sub(resource.MustParse(want.cpu))
+		memory.Sub(resource.MustParse(want.memory))
+		if allocatable.Pods().Value() != want.pods || !allocatable.Cpu().Equal(cpu) || !allocatable.Memory().Equal(memory) {
+			t.Errorf("pool %s: node %s allocatable pods=%s cpu=%s memory=%s, capacity cpu=%s memory=%s; want %d pods, cpu less %s, memory less %s",
+				want.pool, node.Name, allocatable.Pods(), allocatable.Cpu(), allocatable.Memory(), capacity.Cpu(), capacity.Memory(), want.pods, want.cpu, want.memory)
 		}
-		for _, p := range pods.Items {
-			if p.Status.Phase != corev1.PodRunning {
-				return false
+		for _, inst := range sim.Account.Instances() {
+			if !strings.HasSuffix(node.Spec.ProviderID, "/"+aws.ToString(inst.InstanceId)) {
+				continue
 			}
-		}
-		node = &nodes.Items[0]
-		return len(pods.Items) == 2
-	})
-	allocatable, capacity := node.Status.Allocatable, node.Status.Capacity
-	cpu := capacity.Cpu().DeepCopy()
-	cpu.Sub(resource.MustParse("500m"))
-	memory := capacity.Memory().DeepCopy()
-	memory.Sub(resource.MustParse("1124Mi")) // kubeReserved 1Gi and the 100Mi eviction threshold
-	if allocatable.Pods().Value() != 8 || !allocatable.Cpu().Equal(cpu) || !allocatable.Memory().Equal(memory) {
-		t.Errorf("node %s allocatable pods=%s cpu=%s memory=%s, capacity cpu=%s memory=%s; want 8 pods, cpu less 500m, memory less 1Gi and 100Mi",
-			node.Name, allocatable.Pods(), allocatable.Cpu(), allocatable.Memory(), capacity.Cpu(), capacity.Memory())
-	}
-	for _, inst := range sim.Account.Instances() {
-		if !strings.HasSuffix(node.Spec.ProviderID, "/"+aws.ToString(inst.InstanceId)) {
-			continue
-		}
-		data, err := base64.StdEncoding.DecodeString(inst.UserData)
-		if err != nil || !strings.Contains(string(data), "serializeImagePulls: false") {
-			t.Errorf("instance %s user data lacks serializeImagePulls: false (%v):\n%s", aws.ToString(inst.InstanceId), err, data)
+			data, err := base64.StdEncoding.DecodeString(inst.UserData)
+			if err != nil || !strings.Contains(string(data), want.userData) {
+				t.Errorf("pool %s: instance %s user data lacks %q (%v):\n%s", want.pool, aws.ToString(inst.InstanceId), want.userData, err, data)
+			}
 		}
 	}
 
@@ -411,4 +405,27 @@ data:
 	if err := sim.Kube.List(ctx, claims, client.MatchingLabels{v1.LabelNodePool: "legacy"}); err != nil || len(claims.Items) != 0 {
 		t.Errorf("%d NodeClaims of the legacy NodePool (%v); want none", len(claims.Items), err)
 	}
+}
+
+// runningNode is the node of a NodePool once its pods run there.
+func runningNode(t *testing.T, sim *runner.Sim, pool string) *corev1.Node {
+	t.Helper()
+	ctx := context.Background()
+	var node *corev1.Node
+	harness.WaitFor(t, "the "+pool+" pool's pods running on its node", 3*time.Minute, func() bool {
+		nodes := &corev1.NodeList{}
+		pods := &corev1.PodList{}
+		if sim.Kube.List(ctx, nodes, client.MatchingLabels{"pool": pool}) != nil || len(nodes.Items) == 0 ||
+			sim.Kube.List(ctx, pods, client.InNamespace("default"), client.MatchingLabels{"app": pool}) != nil || len(pods.Items) == 0 {
+			return false
+		}
+		for _, p := range pods.Items {
+			if p.Status.Phase != corev1.PodRunning {
+				return false
+			}
+		}
+		node = &nodes.Items[0]
+		return true
+	})
+	return node
 }

@@ -621,6 +621,15 @@ const (
 	// ReasonUnsupportedKubeletConfiguration: spec.kubelet has fields the
 	// AMI family would not apply.
 	ReasonUnsupportedKubeletConfiguration = "UnsupportedKubeletConfiguration"
+	// ReasonKubeletExpressionsDisabled: spec.kubelet has CEL expressions
+	// and the NodeClassCEL feature gate is off.
+	ReasonKubeletExpressionsDisabled = "KubeletExpressionsDisabled"
+	// ReasonKubeletExpressionInvalid: an expression does not compile or
+	// does not give a number.
+	ReasonKubeletExpressionInvalid = "KubeletExpressionInvalid"
+	// ReasonKubeletExpressionEvaluationFailed: an expression fails for an
+	// instance type.
+	ReasonKubeletExpressionEvaluationFailed = "KubeletExpressionEvaluationFailed"
 	// ReasonReady and ReasonNotReady are the reasons of Ready.
 	ReasonReady    = "Ready"
 	ReasonNotReady = "NotReady"

@@ -125,11 +125,25 @@ func Load(opts Options) ([]*scheduling.InstanceType, error) {
 func InstanceTypes(specs []Spec, opts Options) []*scheduling.InstanceType {
 	out := make([]*scheduling.InstanceType, 0, len(specs))
 	for _, s := range specs {
-		if opts.Needs.Unmet(s) == "" {
-			out = append(out, convert(s, opts))
+		if opts.Needs.Unmet(s) != "" {
+			continue
 		}
+		o := opts
+		if opts.Kubelet.HasExpressions() {
+			k, err := opts.Kubelet.For(VarsOf(s))
+			if err != nil {
+				continue // the EC2NodeClass says why (KubeletExpressionEvaluationFailed)
+			}
+			o.Kubelet = k
+		}
+		out = append(out, convert(s, o))
 	}
 	return out
+}
+
+// VarsOf is what spec.kubelet's expressions read of an instance type.
+func VarsOf(s Spec) kubeletconfig.Vars {
+	return kubeletconfig.Vars{InstanceType: s.Name, VCPUs: s.VCPU, MemoryMiB: s.MemoryMiB, DefaultENIs: s.MaxENIs, IPsPerENI: s.IPv4PerENI, MaxPods: pods(s, nil)}
 }
 
 // convert makes the scheduling instance type of a catalog entry: its

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"regexp"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
@@ -39,7 +41,19 @@ type Config struct {
 	ImageGCHighThresholdPercent *int32                     `json:"imageGCHighThresholdPercent,omitempty"`
 	ImageGCLowThresholdPercent  *int32                     `json:"imageGCLowThresholdPercent,omitempty"`
 	CPUCFSQuota                 *bool                      `json:"cpuCFSQuota,omitempty"`
+	// Expressions are the settings given as CEL expressions, evaluated
+	// for each instance type (For); nil when there are none.
+	Expressions *Expressions `json:"expressions,omitempty"`
 }
+
+// Error is why spec.kubelet cannot be used: the condition reason and
+// every problem, each naming its field.
+type Error struct {
+	Reason   string
+	Problems []string
+}
+
+func (e *Error) Error() string { return strings.Join(e.Problems, "; ") }
 
 // Managed are the fields Config holds, sorted: every AMI family that
 // nodewright writes user data for applies them.
@@ -68,6 +82,7 @@ func Parse(k awsv1.KubeletConfiguration) (*Config, error) {
 	if len(k) == 0 {
 		return nil, nil
 	}
+	x, k := expressions(k)
 	data, err := json.Marshal(k)
 	if err != nil {
 		return nil, fmt.Errorf("spec.kubelet: %w", err)
@@ -85,7 +100,7 @@ func Parse(k awsv1.KubeletConfiguration) (*Config, error) {
 	}
 	if len(problems) > 0 {
 		// The kubelet's own decoding stops at the first bad duration.
-		return nil, errors.New(strings.Join(problems, "; "))
+		return nil, invalid(problems)
 	}
 	problems = append(problems, upstream(data)...)
 	for _, field := range sortedKeys(k) {
@@ -105,13 +120,63 @@ func Parse(k awsv1.KubeletConfiguration) (*Config, error) {
 		if len(problems) == 0 {
 			problems = append(problems, "spec.kubelet: "+err.Error())
 		}
-		return nil, errors.New(strings.Join(problems, "; "))
+		return nil, invalid(problems)
 	}
 	problems = append(problems, c.check()...)
 	if len(problems) > 0 {
-		return nil, errors.New(strings.Join(problems, "; "))
+		return nil, invalid(problems)
+	}
+	if x != nil {
+		if bad := x.check(); len(bad) > 0 {
+			return nil, &Error{Reason: awsv1.ReasonKubeletExpressionInvalid, Problems: bad}
+		}
+		c.Expressions = x
 	}
 	return c, nil
+}
+
+func invalid(problems []string) *Error {
+	return &Error{Reason: awsv1.ReasonInvalidKubeletConfiguration, Problems: problems}
+}
+
+// expressions takes the CEL expressions out of spec.kubelet: maxPods
+// given as a string, and kubeReserved and systemReserved values that are
+// not quantities. The rest is the kubelet's configuration as it is
+// checked (maxPods 0 in the expression's place).
+func expressions(k awsv1.KubeletConfiguration) (*Expressions, awsv1.KubeletConfiguration) {
+	x := &Expressions{}
+	rest := maps.Clone(k)
+	var s string
+	if raw, ok := k["maxPods"]; ok && json.Unmarshal(raw.Raw, &s) == nil {
+		x.MaxPods = s
+		rest["maxPods"] = apiextensionsv1.JSON{Raw: []byte("0")}
+	}
+	for field, dst := range map[string]*map[string]string{"kubeReserved": &x.KubeReserved, "systemReserved": &x.SystemReserved} {
+		var m map[string]string
+		if raw, ok := k[field]; !ok || json.Unmarshal(raw.Raw, &m) != nil {
+			continue
+		}
+		literal := map[string]string{}
+		for key, v := range m {
+			if _, err := resource.ParseQuantity(v); err != nil && !strings.HasPrefix(strings.TrimSpace(v), "-") {
+				if *dst == nil {
+					*dst = map[string]string{}
+				}
+				(*dst)[key] = v
+				literal[key] = "0"
+				continue
+			}
+			literal[key] = v
+		}
+		if *dst != nil {
+			data, _ := json.Marshal(literal)
+			rest[field] = apiextensionsv1.JSON{Raw: data}
+		}
+	}
+	if x.MaxPods == "" && x.KubeReserved == nil && x.SystemReserved == nil {
+		return nil, k
+	}
+	return x, rest
 }
 
 // upstream decodes the configuration strictly as the kubelet's own type:

@@ -2,6 +2,7 @@ package nodeclass
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -35,6 +36,12 @@ type Resolution struct {
 	PlacementErr    error
 	// Prices, when read, say where launch prices come from.
 	Prices *instancetypes.PriceStatus
+	// KubeletExpressions: the NodeClassCEL feature gate is on, so
+	// spec.kubelet may hold CEL expressions.
+	KubeletExpressions bool
+	// Specs are the instance types spec.kubelet's expressions must hold
+	// for (the embedded catalog when nil).
+	Specs []instancetypes.Spec
 }
 
 // Conditions derives the EC2NodeClass conditions from a resolution. Ready
@@ -60,16 +67,9 @@ func Conditions(nc *awsv1.EC2NodeClass, r Resolution) []metav1.Condition {
 			errs = append(errs, f.Code+": "+f.Explain())
 		}
 	}
-	_, kubeletErr := kubeletconfig.Parse(nc.Spec.Kubelet)
-	unsupported := kubeletconfig.Unsupported(Family(nc), nc.Spec.Kubelet)
-	switch {
-	case kubeletErr != nil:
-		validation = metav1.Condition{Type: awsv1.ConditionValidationSucceeded, Status: metav1.ConditionFalse, Reason: awsv1.ReasonInvalidKubeletConfiguration,
-			Message: "the kubelet would refuse spec.kubelet, so nothing is launched from this EC2NodeClass: " + kubeletErr.Error()}
-	case unsupported != "":
-		validation = metav1.Condition{Type: awsv1.ConditionValidationSucceeded, Status: metav1.ConditionFalse, Reason: awsv1.ReasonUnsupportedKubeletConfiguration,
-			Message: unsupported + "; nothing is launched from this EC2NodeClass until then"}
-	case len(errs) > 0:
+	if bad := kubeletValidation(nc, r); bad != nil {
+		validation = *bad
+	} else if len(errs) > 0 {
 		validation = metav1.Condition{Type: awsv1.ConditionValidationSucceeded, Status: metav1.ConditionFalse, Reason: awsv1.ReasonUserDataInvalid,
 			Message: "spec.userData would keep nodes from registering, so nothing is launched from this EC2NodeClass: " + strings.Join(errs, "; ")}
 	}
@@ -184,4 +184,43 @@ func DescribeAMITerms(terms []awsv1.AMISelectorTerm) string {
 		}
 	}
 	return "[" + strings.Join(parts, "; ") + "]"
+}
+
+// kubeletValidation is the ValidationSucceeded condition spec.kubelet
+// sets, nil when it is fine: values the kubelet would refuse, then CEL
+// expressions while the NodeClassCEL gate is off, expressions that do not
+// compile, fields the AMI family would not apply, and expressions that
+// fail for some instance type.
+func kubeletValidation(nc *awsv1.EC2NodeClass, r Resolution) *metav1.Condition {
+	const nothing = "; nothing is launched from this EC2NodeClass until then"
+	failed := func(reason, message string) *metav1.Condition {
+		return &metav1.Condition{Type: awsv1.ConditionValidationSucceeded, Status: metav1.ConditionFalse, Reason: reason, Message: message}
+	}
+	kubelet, err := kubeletconfig.Parse(nc.Spec.Kubelet)
+	var bad *kubeletconfig.Error
+	switch {
+	case errors.As(err, &bad) && bad.Reason == awsv1.ReasonInvalidKubeletConfiguration:
+		return failed(bad.Reason, "the kubelet would refuse spec.kubelet, so nothing is launched from this EC2NodeClass: "+bad.Error())
+	case !r.KubeletExpressions && kubeletconfig.HasExpressions(nc.Spec.Kubelet):
+		return failed(awsv1.ReasonKubeletExpressionsDisabled, "spec.kubelet contains a CEL expression, but the NodeClassCEL feature gate is disabled; "+
+			"start the controller with --aws-feature-gates NodeClassCEL=true (Helm: settings.awsFeatureGates.nodeClassCEL) or give numbers and quantities"+nothing)
+	case err != nil:
+		return failed(awsv1.ReasonKubeletExpressionInvalid, err.Error()+nothing)
+	}
+	if unsupported := kubeletconfig.Unsupported(Family(nc), nc.Spec.Kubelet); unsupported != "" {
+		return failed(awsv1.ReasonUnsupportedKubeletConfiguration, unsupported+nothing)
+	}
+	if !kubelet.HasExpressions() {
+		return nil
+	}
+	specs := r.Specs
+	if specs == nil {
+		specs, _ = instancetypes.Catalog()
+	}
+	for _, s := range specs {
+		if _, err := kubelet.For(instancetypes.VarsOf(s)); err != nil {
+			return failed(awsv1.ReasonKubeletExpressionEvaluationFailed, err.Error()+"; an expression must give a usable value for every instance type"+nothing)
+		}
+	}
+	return nil
 }

@@ -163,3 +163,45 @@ func TestKubeletConditions(t *testing.T) {
 		})
 	}
 }
+
+// CEL expressions in spec.kubelet need the NodeClassCEL gate; with it, an
+// expression that does not compile, or fails for some instance type,
+// keeps the EC2NodeClass from Ready, naming the field.
+func TestKubeletExpressionConditions(t *testing.T) {
+	complete := nodeclass.Resolution{
+		Subnets: []nodeclass.Subnet{{}}, SecurityGroups: []awsv1.SecurityGroup{{}}, AMIs: []awsv1.AMI{{}}, InstanceProfile: "p",
+	}
+	for _, tc := range []struct {
+		name, kubelet   string
+		gate            bool
+		reason, message string
+	}{
+		{"gate off", `{maxPods: "vcpus * 8"}`, false, awsv1.ReasonKubeletExpressionsDisabled,
+			"spec.kubelet contains a CEL expression, but the NodeClassCEL feature gate is disabled; start the controller with --aws-feature-gates NodeClassCEL=true"},
+		{"gate off, not even compiling", `{maxPods: "vcpus *"}`, false, awsv1.ReasonKubeletExpressionsDisabled, "NodeClassCEL"},
+		{"gate on", `{maxPods: "vcpus * 8", kubeReserved: {cpu: "max(60, vcpus * 30)"}}`, true, "", ""},
+		{"does not compile", `{kubeReserved: {memory: "11 * pods"}}`, true, awsv1.ReasonKubeletExpressionInvalid, `spec.kubelet.kubeReserved[memory]: the expression "11 * pods"`},
+		{"fails for small types", `{maxPods: "vcpus - 3"}`, true, awsv1.ReasonKubeletExpressionEvaluationFailed,
+			"an expression must give a usable value for every instance type"},
+		{"invalid comes first", `{maxPods: "vcpus * 8", podsPerCore: -1}`, false, awsv1.ReasonInvalidKubeletConfiguration, "spec.kubelet.podsPerCore: -1 is negative"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nc := nodeClass(awsv1.AMISelectorTerm{Alias: "al2023@latest"})
+			if err := yaml.Unmarshal([]byte(tc.kubelet), &nc.Spec.Kubelet); err != nil {
+				t.Fatal(err)
+			}
+			r := complete
+			r.KubeletExpressions = tc.gate
+			validation := meta.FindStatusCondition(nodeclass.Conditions(nc, r), awsv1.ConditionValidationSucceeded)
+			if tc.reason == "" {
+				if validation.Status != metav1.ConditionTrue {
+					t.Errorf("ValidationSucceeded %s %s: %s", validation.Status, validation.Reason, validation.Message)
+				}
+				return
+			}
+			if validation.Status != metav1.ConditionFalse || validation.Reason != tc.reason || !strings.Contains(validation.Message, tc.message) {
+				t.Errorf("ValidationSucceeded %s %s: %q; want False %s containing %q", validation.Status, validation.Reason, validation.Message, tc.reason, tc.message)
+			}
+		})
+	}
+}

@@ -48,6 +48,9 @@ type Controller struct {
 	// condition and metrics.
 	Prices  PriceReader
 	Metrics *metrics.Metrics
+	// KubeletExpressions is the NodeClassCEL feature gate: spec.kubelet
+	// may hold CEL expressions.
+	KubeletExpressions bool
 }
 
 // LaunchTemplateCleaner deletes the launch templates of an EC2NodeClass.
@@ -88,6 +91,7 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	res := c.resolve(ctx, nc)
+	res.KubeletExpressions = c.KubeletExpressions
 	before := nc.DeepCopy()
 	setResolved(nc, res)
 	c.setConditions(nc, res)

@@ -53,6 +53,10 @@ type Launcher struct {
 	// content is in their name): a launch uses one without describing
 	// it. A launch that finds one gone forgets it and makes it again.
 	templates sync.Map
+	// Specs are the instance types' specifications, to evaluate
+	// spec.kubelet's expressions for the types launched (the embedded
+	// catalog when nil).
+	Specs func(context.Context) ([]instancetypes.Spec, error)
 }
 
 // New returns the launcher of a cluster.
@@ -387,14 +391,18 @@ func zoneAllowed(reqs scheduling.Requirements, zone string) bool {
 func (p *Launcher) launchTemplateConfigs(ctx context.Context, claim *v1.NodeClaim, class *awsv1.EC2NodeClass, reqs scheduling.Requirements,
 	types []*scheduling.InstanceType, capacityType string, interruptible bool, subnets []nodeclass.Subnet) ([]ec2types.FleetLaunchTemplateConfigRequest, error) {
 	filter := offeringFilter{unavailable: p.unavailable, reqs: reqs, capacityType: capacityType, interruptible: interruptible, subnets: roomiestSubnets(subnets)}
-	groups := groupOverrides(class, types, filter)
+	kubelets, err := p.kubeletsFor(ctx, class, types)
+	if err != nil {
+		return nil, err
+	}
+	groups := groupOverrides(class, types, filter, kubelets)
 	if !groups.overlaid {
 		// EC2's own prices decide: no priorities.
 		groups.dropPriorities()
 	}
 	configs := make([]ec2types.FleetLaunchTemplateConfigRequest, 0, len(groups.order))
 	for _, g := range groups.order {
-		name, err := p.ensureLaunchTemplate(ctx, claim, class, groups.amis[g.ami], g.maxPods, g.reservation)
+		name, err := p.ensureLaunchTemplate(ctx, claim, class, groups.amis[g.ami], g.maxPods, g.reservation, groups.kubelets[g.kubelet])
 		if err != nil {
 			return nil, err
 		}
@@ -447,12 +455,16 @@ type templateGroup struct {
 	ami         string
 	maxPods     int64
 	reservation string
+	// kubelet is the kubelet configuration evaluated for the instance
+	// types, as JSON, when spec.kubelet has expressions.
+	kubelet string
 }
 
 // overrideGroups are a launch's overrides by launch template, the groups
 // in the order they were first met, and the AMIs they use.
 type overrideGroups struct {
 	amis      map[string]awsv1.AMI
+	kubelets  map[string]*kubeletconfig.Config
 	overrides map[templateGroup][]ec2types.FleetLaunchTemplateOverridesRequest
 	order     []templateGroup
 	// overlaid: some offering has a NodeOverlay's price.
@@ -461,21 +473,66 @@ type overrideGroups struct {
 
 // groupOverrides makes an override, priced, for each offering the filter
 // takes of each instance type that has an AMI, grouped by launch template.
-func groupOverrides(class *awsv1.EC2NodeClass, types []*scheduling.InstanceType, filter offeringFilter) *overrideGroups {
-	groups := &overrideGroups{amis: map[string]awsv1.AMI{}, overrides: map[templateGroup][]ec2types.FleetLaunchTemplateOverridesRequest{}}
+func groupOverrides(class *awsv1.EC2NodeClass, types []*scheduling.InstanceType, filter offeringFilter, kubelets map[string]*kubeletconfig.Config) *overrideGroups {
+	groups := &overrideGroups{amis: map[string]awsv1.AMI{}, kubelets: map[string]*kubeletconfig.Config{}, overrides: map[templateGroup][]ec2types.FleetLaunchTemplateOverridesRequest{}}
 	for _, it := range types {
 		ami, ok := amiFor(it, class.Status.AMIs)
 		if !ok {
 			continue
 		}
 		groups.amis[ami.ID] = ami
+		kubelet := ""
+		if k, ok := kubelets[it.Name]; ok {
+			data, _ := json.Marshal(k)
+			kubelet = string(data)
+			groups.kubelets[kubelet] = k
+		}
 		for _, o := range it.Offerings {
 			if subnet, ok := filter.subnetFor(it, o); ok {
-				groups.add(templateGroup{ami: ami.ID, maxPods: it.Capacity.Pods(), reservation: o.ReservationID}, it, o, subnet)
+				groups.add(templateGroup{ami: ami.ID, maxPods: it.Capacity.Pods(), reservation: o.ReservationID, kubelet: kubelet}, it, o, subnet)
 			}
 		}
 	}
 	return groups
+}
+
+// kubeletsFor is the kubelet configuration of each instance type, its
+// expressions evaluated; nil when spec.kubelet has none.
+func (p *Launcher) kubeletsFor(ctx context.Context, class *awsv1.EC2NodeClass, types []*scheduling.InstanceType) (map[string]*kubeletconfig.Config, error) {
+	kubelet, err := kubeletconfig.Parse(class.Spec.Kubelet)
+	if err != nil || !kubelet.HasExpressions() {
+		return nil, err
+	}
+	specs, err := p.specs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	byName := make(map[string]instancetypes.Spec, len(specs))
+	for _, s := range specs {
+		byName[s.Name] = s
+	}
+	out := make(map[string]*kubeletconfig.Config, len(types))
+	for _, it := range types {
+		s, ok := byName[it.Name]
+		if !ok {
+			continue
+		}
+		k, err := kubelet.For(instancetypes.VarsOf(s))
+		if err != nil {
+			return nil, fmt.Errorf("EC2NodeClass %s: %w", class.Name, err)
+		}
+		out[it.Name] = k
+	}
+	return out, nil
+}
+
+// specs are the instance types' specifications (Specs when set, else the
+// embedded catalog).
+func (p *Launcher) specs(ctx context.Context) ([]instancetypes.Spec, error) {
+	if p.Specs != nil {
+		return p.Specs(ctx)
+	}
+	return instancetypes.Catalog()
 }
 
 // add puts the override of an offering in its group.
@@ -556,8 +613,9 @@ func amiFor(it *scheduling.InstanceType, amis []awsv1.AMI) (awsv1.AMI, bool) {
 // ensureLaunchTemplate finds or creates the launch template for the
 // content; its name is a hash of that content, so equal content shares one.
 // A reservation id makes it launch into that capacity reservation.
-func (p *Launcher) ensureLaunchTemplate(ctx context.Context, claim *v1.NodeClaim, class *awsv1.EC2NodeClass, ami awsv1.AMI, maxPods int64, reservation string) (string, error) {
-	data, err := p.launchTemplateData(claim, class, ami, maxPods, reservation)
+func (p *Launcher) ensureLaunchTemplate(ctx context.Context, claim *v1.NodeClaim, class *awsv1.EC2NodeClass, ami awsv1.AMI, maxPods int64, reservation string,
+	kubelet *kubeletconfig.Config) (string, error) {
+	data, err := p.launchTemplateData(claim, class, ami, maxPods, reservation, kubelet)
 	if err != nil {
 		return "", err
 	}
@@ -607,8 +665,9 @@ func (p *Launcher) createLaunchTemplate(ctx context.Context, name string, class 
 // data for the pod limit, the instance profile, network interfaces,
 // placement, the capacity reservation if any, and the EC2NodeClass's
 // monitoring, CPU, Nitro Enclaves, metadata and volume settings.
-func (p *Launcher) launchTemplateData(claim *v1.NodeClaim, class *awsv1.EC2NodeClass, ami awsv1.AMI, maxPods int64, reservation string) (*ec2types.RequestLaunchTemplateData, error) {
-	ud, err := LaunchUserData(p.cluster, claim, class, maxPods)
+func (p *Launcher) launchTemplateData(claim *v1.NodeClaim, class *awsv1.EC2NodeClass, ami awsv1.AMI, maxPods int64, reservation string,
+	kubelet *kubeletconfig.Config) (*ec2types.RequestLaunchTemplateData, error) {
+	ud, err := LaunchUserData(p.cluster, claim, class, maxPods, kubelet)
 	if err != nil {
 		return nil, err
 	}
@@ -744,9 +803,10 @@ func placement(claim *v1.NodeClaim, class *awsv1.EC2NodeClass) *ec2types.LaunchT
 // NodeClaim is launched with when its instance type allows maxPods pods:
 // the NodeClaim's labels (its NodePool and the template's labels; the
 // instance type's labels come from the kubelet and nodewright), its
-// taints and startup taints, the EC2NodeClass's kubelet settings, merged
-// with the EC2NodeClass's userData.
-func LaunchUserData(cluster userdata.Cluster, claim *v1.NodeClaim, class *awsv1.EC2NodeClass, maxPods int64) (string, error) {
+// taints and startup taints, the EC2NodeClass's kubelet settings (kubelet,
+// when given: those evaluated for the instance type), merged with the
+// EC2NodeClass's userData.
+func LaunchUserData(cluster userdata.Cluster, claim *v1.NodeClaim, class *awsv1.EC2NodeClass, maxPods int64, kubelet *kubeletconfig.Config) (string, error) {
 	labels := map[string]string{}
 	for k, v := range claim.Labels {
 		labels[k] = v
@@ -755,9 +815,12 @@ func LaunchUserData(cluster userdata.Cluster, claim *v1.NodeClaim, class *awsv1.
 	if class.Spec.UserData != nil {
 		user = *class.Spec.UserData
 	}
-	kubelet, err := kubeletconfig.Parse(class.Spec.Kubelet)
-	if err != nil {
-		return "", fmt.Errorf("EC2NodeClass %s: %w", class.Name, err)
+	if kubelet == nil {
+		parsed, err := kubeletconfig.Parse(class.Spec.Kubelet)
+		if err != nil {
+			return "", fmt.Errorf("EC2NodeClass %s: %w", class.Name, err)
+		}
+		kubelet = parsed
 	}
 	node := userdata.Node{
 		Labels: labels, Taints: append(append([]corev1.Taint(nil), claim.Spec.Taints...), claim.Spec.StartupTaints...),
