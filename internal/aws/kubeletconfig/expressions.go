@@ -11,9 +11,10 @@ import (
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
-	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 )
 
 // Expressions are the settings of spec.kubelet given as CEL expressions
@@ -59,8 +60,9 @@ func celEnv() (*cel.Env, error) {
 			if name == "min" {
 				pick = math.Min
 			}
-			var overloads []cel.FunctionOpt
-			for _, sig := range [][2]*cel.Type{{cel.IntType, cel.IntType}, {cel.DoubleType, cel.DoubleType}, {cel.IntType, cel.DoubleType}, {cel.DoubleType, cel.IntType}} {
+			signatures := [][2]*cel.Type{{cel.IntType, cel.IntType}, {cel.DoubleType, cel.DoubleType}, {cel.IntType, cel.DoubleType}, {cel.DoubleType, cel.IntType}}
+			overloads := make([]cel.FunctionOpt, 0, len(signatures))
+			for _, sig := range signatures {
 				result := cel.DoubleType
 				if sig[0] == cel.IntType && sig[1] == cel.IntType {
 					result = cel.IntType

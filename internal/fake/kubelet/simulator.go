@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -102,7 +103,8 @@ func (s *Simulator) bootDelay(instanceID string) time.Duration {
 	// A digest spreads instance ids that differ in one character over
 	// the whole jitter (a 32-bit hash of them stays within 4.3 s).
 	sum := sha256.Sum256([]byte(instanceID))
-	return s.BootDelay + time.Duration(binary.BigEndian.Uint64(sum[:8])%uint64(s.BootJitter))
+	spread := rand.New(rand.NewPCG(binary.BigEndian.Uint64(sum[:8]), binary.BigEndian.Uint64(sum[8:16])))
+	return s.BootDelay + time.Duration(spread.Int64N(int64(s.BootJitter)))
 }
 
 // Failure says why an instance's kubelet did not register, if it did not.

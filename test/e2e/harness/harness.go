@@ -76,7 +76,8 @@ func Start(t *testing.T, edit func(*runner.Options)) *runner.Sim {
 func BuildNodewright(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "nodewright")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/nodewright/nodewright/cmd/nodewright").CombinedOutput(); err != nil {
+	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "github.com/nodewright/nodewright/cmd/nodewright") //nolint:gosec // the project's own binary, into the test's directory
+	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building nodewright: %v\n%s", err, out)
 	}
 	return bin
@@ -128,8 +129,9 @@ func RunStepsWith(t *testing.T, scenario string, timeout time.Duration, running 
 	if err != nil {
 		t.Fatal(err)
 	}
-	steps := []runner.Step{{Name: name, Manifest: manifest}}
 	names, data := scenarios.Then(name)
+	steps := make([]runner.Step, 0, 1+len(names))
+	steps = append(steps, runner.Step{Name: name, Manifest: manifest})
 	for i := range names {
 		steps = append(steps, runner.Step{Name: names[i], Manifest: data[i]})
 	}
