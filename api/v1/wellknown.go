@@ -33,6 +33,12 @@ const (
 	// AnnotationDoNotRepair "true" on a Node or its NodeClaim keeps node
 	// repair from replacing it, however long it is unhealthy.
 	AnnotationDoNotRepair = Group + "/do-not-repair"
+	// AnnotationDisruptionCost on a pod weighs how much moving it costs
+	// (an int32; higher keeps its node longer).
+	AnnotationDisruptionCost = Group + "/disruption-cost"
+	// AnnotationPodDeletionCost is the ReplicaSet controller's annotation:
+	// a ReplicaSet scaling down deletes its pods of lowest cost first.
+	AnnotationPodDeletionCost = "controller.kubernetes.io/pod-deletion-cost"
 	// AnnotationTerminationTimestamp on a NodeClaim (RFC 3339) is when the
 	// drain of its node stops waiting for pods: node repair sets it to a
 	// time past, so a node whose pods cannot run is not held by them.

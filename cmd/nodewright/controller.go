@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -42,7 +44,7 @@ import (
 
 func newControllerCommand() *cobra.Command {
 	cfg := operator.DefaultConfig()
-	var cloud, logFormat, logLevel, schedulerConfig, gates string
+	var cloud, logFormat, logLevel, schedulerConfig, gates, coreGates string
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run nodewright's controllers against the cluster of the current kubeconfig",
@@ -66,6 +68,9 @@ control plane.`,
 				return errors.New("--cluster-name is required: the EKS cluster's name, which tags and finds nodewright's instances")
 			}
 			if err := awsFeatureGates(&cfg, gates); err != nil {
+				return err
+			}
+			if err := featureGates(&cfg, coreGates); err != nil {
 				return err
 			}
 			spread, err := readSchedulerConfig(schedulerConfig)
@@ -103,6 +108,7 @@ control plane.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&cloud, "cloud", "aws", "aws, or sim for a simulated account with simulated kubelets")
+	f.StringVar(&coreGates, "feature-gates", "", "feature gates, NAME=true|false,...: PodDeletionCostManagement (write controller.kubernetes.io/pod-deletion-cost on the ReplicaSet pods of nodewright's nodes, those disruption takes first lowest; default false)")
 	f.StringVar(&gates, "aws-feature-gates", "", "AWS feature gates, NAME=true|false,...: NodeClassCEL (EC2NodeClass spec.kubelet may hold CEL expressions; default false)")
 	f.StringVar(&schedulerConfig, "scheduler-config", "", "kube-scheduler's configuration file (a KubeSchedulerConfiguration, or podTopologySpread.defaultConstraints): pods that set no topology spread constraints are planned spread by its default constraints")
 	f.StringVar(&cfg.ClusterName, "cluster-name", "", "the EKS cluster's name (required)")
@@ -275,6 +281,17 @@ func readSchedulerConfig(path string) (scheduling.SpreadDefaults, error) {
 // awsFeatureGates sets the AWS feature gates of --aws-feature-gates; a gate
 // nodewright does not have is an error, not ignored.
 func awsFeatureGates(cfg *operator.Config, value string) error {
+	return setGates("--aws-feature-gates", value, map[string]*bool{"NodeClassCEL": &cfg.NodeClassCEL})
+}
+
+// featureGates sets the feature gates of --feature-gates.
+func featureGates(cfg *operator.Config, value string) error {
+	return setGates("--feature-gates", value, map[string]*bool{"PodDeletionCostManagement": &cfg.PodDeletionCostManagement})
+}
+
+// setGates reads NAME=true|false,... into the gates; a gate not among
+// them is an error, not ignored.
+func setGates(flag, value string, gates map[string]*bool) error {
 	for _, item := range strings.Split(value, ",") {
 		if item = strings.TrimSpace(item); item == "" {
 			continue
@@ -282,14 +299,13 @@ func awsFeatureGates(cfg *operator.Config, value string) error {
 		name, v, _ := strings.Cut(item, "=")
 		on, err := strconv.ParseBool(v)
 		if err != nil {
-			return fmt.Errorf("--aws-feature-gates %q: give NAME=true or NAME=false", item)
+			return fmt.Errorf("%s %q: give NAME=true or NAME=false", flag, item)
 		}
-		switch name {
-		case "NodeClassCEL":
-			cfg.NodeClassCEL = on
-		default:
-			return fmt.Errorf("--aws-feature-gates: no gate %q; the gates are NodeClassCEL", name)
+		gate, ok := gates[name]
+		if !ok {
+			return fmt.Errorf("%s: no gate %q; the gates are %s", flag, name, strings.Join(slices.Sorted(maps.Keys(gates)), ", "))
 		}
+		*gate = on
 	}
 	return nil
 }

@@ -73,7 +73,7 @@ func (d *decider) consolidationCandidates(nodes []*state.Node) []candidate {
 			continue
 		}
 		d.out.Eligible[n.NodePool]++
-		cands = append(cands, candidate{node: n, price: price, pods: len(n.Reschedulable()), used: used(n), cost: disruptionCost(n, d.now)})
+		cands = append(cands, candidate{node: n, price: price, pods: len(n.Reschedulable()), used: used(n), cost: n.DisruptionCost(d.now, !d.opts.PodDeletionCostManagement)})
 	}
 	slices.SortFunc(cands, func(a, b candidate) int {
 		return cmp.Or(cmp.Compare(a.cost, b.cost), cmp.Compare(b.price, a.price), cmp.Compare(a.node.Name, b.node.Name))

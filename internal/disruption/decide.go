@@ -43,6 +43,9 @@ type Options struct {
 	// Empty, Underutilized); all when empty. A plan of a rollout asks
 	// for the methods a change sets off.
 	Methods []v1.DisruptionReason
+	// PodDeletionCostManagement: nodewright writes pods' pod deletion cost
+	// (the feature gate), so it does not weigh consolidation by it.
+	PodDeletionCostManagement bool
 }
 
 // runs reports whether a method decides.

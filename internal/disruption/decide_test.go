@@ -288,7 +288,7 @@ func TestDisruptionCostOrdersConsolidation(t *testing.T) {
 	if got := first(func(c *cluster) {
 		for _, p := range c.objs.Pods {
 			if p.Spec.NodeName == "a" {
-				p.Annotations = map[string]string{disruption.AnnotationDisruptionCost: "2000000000"}
+				p.Annotations = map[string]string{v1.AnnotationDisruptionCost: "2000000000"}
 			}
 		}
 	}); got != "b" {

@@ -28,6 +28,8 @@ type compat struct {
 	deleted              prometheus.Counter
 	queueDuration        prometheus.Histogram
 	buildInfo            *prometheus.GaugeVec // version, goversion, goarch, commit
+	deletionCostWrites   *prometheus.CounterVec // result
+	deletionCostPending  *prometheus.GaugeVec   // nodepool
 }
 
 func newCompat() compat {
@@ -58,6 +60,10 @@ func newCompat() compat {
 		queueDuration: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "karpenter", Subsystem: "interruption", Name: "message_queue_duration_seconds",
 			Help: "Time from an interruption event to its message being handled.", Buckets: prometheus.ExponentialBuckets(0.1, 2, 14)}),
 		buildInfo: gauge("build_info", "1, labelled with the build's version, Go version, architecture and commit.", "version", "goversion", "goarch", "commit"),
+		deletionCostWrites: counter("pod_deletion_cost_pod_annotation_writes_total",
+			"Pod deletion cost annotations written or left, by result (updated, skipped_unchanged, skipped_notfound, skipped_conflict, error).", "result"),
+		deletionCostPending: gauge("pod_deletion_cost_nodes_with_pending_annotation_writes",
+			"Nodes whose pods' pod deletion cost is still to be written, by NodePool.", "nodepool"),
 	}
 }
 
@@ -76,6 +82,8 @@ func (c *compat) register(reg prometheus.Registerer, errp *error) {
 	c.deleted = register(reg, c.deleted, errp)
 	c.queueDuration = register(reg, c.queueDuration, errp)
 	c.buildInfo = register(reg, c.buildInfo, errp)
+	c.deletionCostWrites = register(reg, c.deletionCostWrites, errp)
+	c.deletionCostPending = register(reg, c.deletionCostPending, errp)
 	v := version.Get()
 	c.buildInfo.WithLabelValues(v.Version, v.GoVersion, runtime.GOARCH, v.Commit).Set(1)
 }
@@ -156,5 +164,26 @@ func (c *compat) observeQueue(kind string, delay time.Duration) {
 	}
 	if delay > 0 {
 		c.queueDuration.Observe(delay.Seconds())
+	}
+}
+
+// DeletionCostWrite counts a pod whose pod deletion cost was looked at,
+// by result.
+func (m *Metrics) DeletionCostWrite(result string) {
+	if m == nil {
+		return
+	}
+	m.compat.deletionCostWrites.WithLabelValues(result).Inc()
+}
+
+// DeletionCostPending sets, per NodePool, how many nodes' pods still wait
+// for their pod deletion cost.
+func (m *Metrics) DeletionCostPending(pending map[string]int) {
+	if m == nil {
+		return
+	}
+	m.compat.deletionCostPending.Reset()
+	for pool, n := range pending {
+		m.compat.deletionCostPending.WithLabelValues(pool).Set(float64(n))
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -31,6 +32,7 @@ import (
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/aws/provider"
 	"github.com/nodewright/nodewright/internal/aws/sdk"
+	"github.com/nodewright/nodewright/internal/deletioncost"
 	"github.com/nodewright/nodewright/internal/disruption"
 	"github.com/nodewright/nodewright/internal/lifecycle"
 	"github.com/nodewright/nodewright/internal/metrics"
@@ -103,6 +105,10 @@ type Config struct {
 	// NodeClassCEL is the AWS feature gate of the same name: EC2NodeClass
 	// spec.kubelet may hold CEL expressions.
 	NodeClassCEL bool
+	// PodDeletionCostManagement is the feature gate of the same name:
+	// nodewright writes controller.kubernetes.io/pod-deletion-cost on the
+	// ReplicaSet pods of its nodes.
+	PodDeletionCostManagement bool
 	// KubeQPS and KubeBurst bound the requests per second to the API
 	// server (client-go's token bucket).
 	KubeQPS   float32
@@ -210,7 +216,11 @@ func newManager(ctx context.Context, rc *rest.Config, cfg Config, log logr.Logge
 	if cfg.LeaderElection {
 		leaseNamespace = cfg.LeaderElectionNamespace
 	}
-	if err := rbac.Check(ctx, mgr.GetClient(), leaseNamespace); err != nil {
+	var gated []rbacv1.PolicyRule
+	if cfg.PodDeletionCostManagement {
+		gated = append(gated, rbac.PodDeletionCost)
+	}
+	if err := rbac.Check(ctx, mgr.GetClient(), leaseNamespace, gated...); err != nil {
 		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
@@ -350,6 +360,13 @@ func (w *wiring) deciders(context.Context) error {
 	}
 	dcfg := w.cfg.Disruption
 	dcfg.DefaultSpread = w.cfg.DefaultSpread
+	dcfg.Options.PodDeletionCostManagement = w.cfg.PodDeletionCostManagement
+	if w.cfg.PodDeletionCostManagement {
+		costs := &deletioncost.Controller{Client: w.cached, Clock: w.clk, Metrics: w.metrics, Log: w.log.WithName("deletioncost"), Interval: time.Minute, MaxNodes: 50}
+		if err := costs.SetupWithManager(w.mgr); err != nil {
+			return err
+		}
+	}
 	disrupt := &disruption.Controller{
 		Client: w.cached, NodeClasses: w.cloud, Registrations: w.registrations, Drifts: w.drifts, Recorder: w.recorder, Clock: w.clk,
 		Metrics: w.metrics, Log: w.log.WithName("disruption"), Config: dcfg,

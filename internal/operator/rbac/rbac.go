@@ -36,17 +36,23 @@ func Chart() (Rules, error) {
 	return r, nil
 }
 
+// PodDeletionCost is what the PodDeletionCostManagement feature gate
+// needs beyond the chart's default rules (the chart grants it with the
+// gate): patching pods' annotations.
+var PodDeletionCost = rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"patch"}}
+
 // Check asks the API server whether the client's user may do everything
 // the chart's ClusterRole grants, and what its Role grants in namespace
 // (the leader lease's; "" without leader election), and names what it
 // may not: a controller started without the chart's permissions says so
-// instead of waiting on caches that never fill.
-func Check(ctx context.Context, kube client.Client, namespace string) error {
+// instead of waiting on caches that never fill. gated are the rules the
+// feature gates turned on need too.
+func Check(ctx context.Context, kube client.Client, namespace string, gated ...rbacv1.PolicyRule) error {
 	rules, err := Chart()
 	if err != nil {
 		return err
 	}
-	denied, err := deniedOf(ctx, kube, rules.ClusterRole, "")
+	denied, err := deniedOf(ctx, kube, append(rules.ClusterRole, gated...), "")
 	if err != nil {
 		return err
 	}
