@@ -38,10 +38,15 @@ var rbacKinds = map[string]bool{"ServiceAccount": true, "ClusterRole": true, "Cl
 
 // InstallRBAC applies the chart's service account and roles for the local
 // release, as `helm install` would, and returns admin impersonating that
-// service account.
-func InstallRBAC(ctx context.Context, kube client.Client, admin *rest.Config, clusterName string) (*rest.Config, error) {
+// service account. featureGates are the chart's settings.featureGates
+// (podDeletionCostManagement: true grants what that gate needs).
+func InstallRBAC(ctx context.Context, kube client.Client, admin *rest.Config, clusterName string, featureGates ...string) (*rest.Config, error) {
+	gates := map[string]any{}
+	for _, g := range featureGates {
+		gates[g] = true
+	}
 	objs, err := Render(Release{Name: LocalRelease, Namespace: LocalNamespace,
-		Values: map[string]any{"settings": map[string]any{"clusterName": clusterName}}})
+		Values: map[string]any{"settings": map[string]any{"clusterName": clusterName, "featureGates": gates}}})
 	if err != nil {
 		return nil, err
 	}

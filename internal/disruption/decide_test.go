@@ -269,6 +269,7 @@ func TestConsolidation(t *testing.T) {
 // annotated karpenter.sh/disruption-cost, or of higher priority, make
 // their node dearer, and a node near its expiry cheaper.
 func TestDisruptionCostOrdersConsolidation(t *testing.T) {
+	managed := false
 	first := func(mutate func(c *cluster)) string {
 		c := newCluster(t)
 		c.node("a", "m5.4xlarge", onDemand)
@@ -276,7 +277,9 @@ func TestDisruptionCostOrdersConsolidation(t *testing.T) {
 		c.node("b", "m5.4xlarge", onDemand)
 		c.pods("b", 2, "250m", "256Mi")
 		mutate(c)
-		d := c.decide(func(o *disruption.Options) { o.MaxSingleNode, o.MaxMultiNode = 1, 1 })
+		d := c.decide(func(o *disruption.Options) {
+			o.MaxSingleNode, o.MaxMultiNode, o.PodDeletionCostManagement = 1, 1, managed
+		})
 		if len(d.Commands) != 1 || len(d.Commands[0].Nodes) != 1 {
 			t.Fatalf("want one single-node command: %q", commands(d))
 		}
@@ -294,6 +297,23 @@ func TestDisruptionCostOrdersConsolidation(t *testing.T) {
 	}); got != "b" {
 		t.Errorf("a's pods annotated with a high disruption cost: %s consolidated, want b", got)
 	}
+	// The ReplicaSet controller's pod deletion cost weighs the same, unless
+	// nodewright writes it itself (PodDeletionCostManagement).
+	deletionCost := func(c *cluster) {
+		for _, p := range c.objs.Pods {
+			if p.Spec.NodeName == "a" {
+				p.Annotations = map[string]string{v1.AnnotationPodDeletionCost: "2000000000"}
+			}
+		}
+	}
+	if got := first(deletionCost); got != "b" {
+		t.Errorf("a's pods with a high pod deletion cost: %s consolidated, want b", got)
+	}
+	managed = true
+	if got := first(deletionCost); got != "a" {
+		t.Errorf("a's pods with a high pod deletion cost nodewright wrote: %s consolidated, want a (by name)", got)
+	}
+	managed = false
 	if got := first(func(c *cluster) {
 		for _, p := range c.objs.Pods {
 			if p.Spec.NodeName == "a" {

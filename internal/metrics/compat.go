@@ -27,7 +27,7 @@ type compat struct {
 	received             *prometheus.CounterVec   // message_type
 	deleted              prometheus.Counter
 	queueDuration        prometheus.Histogram
-	buildInfo            *prometheus.GaugeVec // version, goversion, goarch, commit
+	buildInfo            *prometheus.GaugeVec   // version, goversion, goarch, commit
 	deletionCostWrites   *prometheus.CounterVec // result
 	deletionCostPending  *prometheus.GaugeVec   // nodepool
 }

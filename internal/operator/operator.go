@@ -360,7 +360,7 @@ func (w *wiring) deciders(context.Context) error {
 	}
 	dcfg := w.cfg.Disruption
 	dcfg.DefaultSpread = w.cfg.DefaultSpread
-	dcfg.Options.PodDeletionCostManagement = w.cfg.PodDeletionCostManagement
+	dcfg.PodDeletionCostManagement = w.cfg.PodDeletionCostManagement
 	if w.cfg.PodDeletionCostManagement {
 		costs := &deletioncost.Controller{Client: w.cached, Clock: w.clk, Metrics: w.metrics, Log: w.log.WithName("deletioncost"), Interval: time.Minute, MaxNodes: 50}
 		if err := costs.SetupWithManager(w.mgr); err != nil {

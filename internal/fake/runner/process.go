@@ -88,6 +88,8 @@ func controllerArgs(cfg operator.Config, metricsAddr string) []string {
 		"--node-repair-accelerator-after", cfg.Repair.Accelerator.String(), "--node-repair-agent-after", cfg.Repair.Agent.String(),
 		"--unavailable-offering-ttl", cfg.UnavailableOfferingTTL.String(),
 		"--interruption-queue", cfg.Interruption.Queue, "--interruption-act-on-rebalance=" + strconv.FormatBool(cfg.Interruption.ActOnRebalance),
+		"--aws-feature-gates", "NodeClassCEL=" + strconv.FormatBool(cfg.NodeClassCEL),
+		"--feature-gates", "PodDeletionCostManagement=" + strconv.FormatBool(cfg.PodDeletionCostManagement),
 	}
 }
 

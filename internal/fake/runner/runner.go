@@ -252,7 +252,11 @@ func (s *Sim) startAWS(ctx context.Context, opts Options) error {
 // prepareControllers installs the chart's RBAC and starts the controllers
 // (in this process, or in their own), unless the options defer them.
 func (s *Sim) prepareControllers(ctx context.Context, opts Options) error {
-	controllerConfig, err := charts.InstallRBAC(ctx, s.Kube, s.Plane.Config, opts.Operator.ClusterName)
+	var gates []string
+	if opts.Operator.PodDeletionCostManagement {
+		gates = append(gates, "podDeletionCostManagement")
+	}
+	controllerConfig, err := charts.InstallRBAC(ctx, s.Kube, s.Plane.Config, opts.Operator.ClusterName, gates...)
 	if err != nil {
 		return err
 	}

@@ -80,7 +80,11 @@ func Start(t *testing.T, opts Options) *Env {
 	k, _ := Direct(t, plane)
 	// The controllers run as the chart's service account: a permission
 	// the chart lacks fails the test.
-	asChart, err := charts.InstallRBAC(ctx, k, plane.Config, account.ClusterName)
+	var gates []string
+	if cfg.PodDeletionCostManagement {
+		gates = append(gates, "podDeletionCostManagement")
+	}
+	asChart, err := charts.InstallRBAC(ctx, k, plane.Config, account.ClusterName, gates...)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
