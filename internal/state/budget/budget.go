@@ -111,12 +111,52 @@ func budgetNodes(value string, nodes int) (int, error) {
 // NodePool's budgets allow a reason to disrupt one more of its nodes
 // (nodes of them, disrupting being disrupted): when a window that holds
 // it back closes, or one that allows it opens. False when no minute of
-// the week does.
+// the week does, or a budget cannot be read. Each schedule is read once
+// and its windows swept over the week once.
 func Next(np *v1.NodePool, reason v1.DisruptionReason, nodes, disrupting int, now time.Time) (time.Time, bool) {
 	const week = 7 * 24 * time.Hour
-	for t := now.UTC().Truncate(time.Minute).Add(time.Minute); t.Sub(now) <= week; t = t.Add(time.Minute) {
-		if a := For(np, reason, nodes, disrupting, t); a.Err == nil && a.Allowed > 0 {
-			return t, true
+	start := now.UTC().Truncate(time.Minute).Add(time.Minute)
+	minutes := int(now.Add(week).Sub(start)/time.Minute) + 1
+	budgets := np.Spec.Disruption.Budgets
+	if len(budgets) == 0 {
+		budgets = []v1.Budget{{Nodes: "10%"}}
+	}
+	always := math.MaxInt
+	type scheduled struct {
+		limit  int
+		active []bool
+	}
+	var windows []scheduled
+	for _, b := range budgets {
+		if len(b.Reasons) > 0 && !contains(b.Reasons, reason) {
+			continue
+		}
+		limit, err := budgetNodes(b.Nodes, nodes)
+		if err != nil {
+			return time.Time{}, false
+		}
+		if b.Schedule == nil {
+			always = min(always, limit)
+			continue
+		}
+		sched, err := parseSchedule(*b.Schedule)
+		if err != nil {
+			return time.Time{}, false
+		}
+		if b.Duration == nil {
+			continue
+		}
+		windows = append(windows, scheduled{limit: limit, active: sched.activeOver(start, minutes, b.Duration.Duration)})
+	}
+	for i := range minutes {
+		limit := always
+		for _, w := range windows {
+			if w.active[i] {
+				limit = min(limit, w.limit)
+			}
+		}
+		if limit == math.MaxInt || limit-disrupting > 0 {
+			return start.Add(time.Duration(i) * time.Minute), true
 		}
 	}
 	return time.Time{}, false

@@ -117,6 +117,27 @@ func (s *schedule) matches(t time.Time) bool {
 
 // activeAt reports whether a window of the given length that opens at
 // each time the schedule names is open at now.
+// activeOver is activeAt for each of the minutes from start (a whole
+// minute, UTC), in one sweep: a minute is in a window when the schedule
+// matched less than the window before it.
+func (s *schedule) activeOver(start time.Time, minutes int, window time.Duration) []bool {
+	out := make([]bool, minutes)
+	var last time.Time
+	for t := start.Add(-window); t.Before(start); t = t.Add(time.Minute) {
+		if s.matches(t) {
+			last = t
+		}
+	}
+	for i := range out {
+		t := start.Add(time.Duration(i) * time.Minute)
+		if s.matches(t) {
+			last = t
+		}
+		out[i] = !last.IsZero() && t.Sub(last) < window
+	}
+	return out
+}
+
 func (s *schedule) activeAt(now time.Time, window time.Duration) bool {
 	now = now.UTC()
 	for t := now.Truncate(time.Minute); now.Sub(t) < window; t = t.Add(-time.Minute) {
