@@ -140,13 +140,23 @@ func TestPlanSticksWhenNodesBootApart(t *testing.T) {
 		r := p.Spec.Containers[0].Resources.Requests
 		return r.Cpu().String() + "/" + r.Memory().String()
 	}
-	plannedShapes, runningShapes := map[string][]string{}, map[string][]string{}
+	// Every pod first planned onto a NodeClaim counts, those deleted since
+	// too (a consolidated node's pods are made again under new names): its
+	// shape is its ReplicaSet's, read from a pod of the same ReplicaSet.
+	shapeOf := map[string]string{} // generateName → shape
+	runningShapes := map[string][]string{}
 	for i := range pods.Items {
 		p := &pods.Items[i]
-		if first[p.Name] != "" { // a pod made later (one consolidation moved) was never planned onto a new NodeClaim
-			plannedShapes[first[p.Name]] = append(plannedShapes[first[p.Name]], shape(p))
-		}
+		shapeOf[p.GenerateName] = shape(p)
 		runningShapes[claimOfNode[p.Spec.NodeName]] = append(runningShapes[claimOfNode[p.Spec.NodeName]], shape(p))
+	}
+	plannedShapes := map[string][]string{}
+	for name, claim := range first {
+		sh, ok := shapeOf[name[:strings.LastIndex(name, "-")+1]]
+		if !ok {
+			t.Fatalf("pod %s was planned, and no pod of its ReplicaSet runs", name)
+		}
+		plannedShapes[claim] = append(plannedShapes[claim], sh)
 	}
 	var taken []string
 	for claim, want := range plannedShapes {
