@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -46,7 +47,7 @@ func Rank(snap *state.Snapshot, now time.Time) map[string]*int32 {
 	for _, n := range snap.Candidates() {
 		switch {
 		case n.Disrupted() || n.Deleting():
-			out[n.Name] = ptr(Disrupting)
+			out[n.Name] = ptr.To[int32](Disrupting)
 		case len(n.Blockers()) > 0:
 			out[n.Name] = nil
 		default:
@@ -70,12 +71,10 @@ func Rank(snap *state.Snapshot, now time.Time) map[string]*int32 {
 		return cmp.Or(cmp.Compare(costs[a.Name], costs[b.Name]), cmp.Compare(a.Name, b.Name))
 	})
 	for i, n := range ranked {
-		out[n.Name] = ptr(int32(i - len(ranked))) //nolint:gosec // a cluster has far fewer than 2^31 nodes
+		out[n.Name] = ptr.To(int32(i - len(ranked))) //nolint:gosec // a cluster has far fewer than 2^31 nodes
 	}
 	return out
 }
-
-func ptr(v int32) *int32 { return &v }
 
 // Controller writes the ranks: every Interval, up to MaxNodes nodes'
 // pods a pass, the nodes whose pods differ from their rank first in the

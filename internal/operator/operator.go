@@ -292,7 +292,7 @@ func (w *wiring) cloudControllers(ctx context.Context) error {
 	status := &nodeclass.Controller{
 		Client: w.mgr.GetClient(), Resolver: w.resolver, Recorder: w.recorder, Clock: w.clk, Refresh: w.cfg.NodeClassRefresh,
 		SkipUserDataValidation: w.cfg.SkipUserDataValidation, LaunchTemplates: w.launcher, Prices: w.cloud.Types, Metrics: w.metrics,
-		KubeletExpressions: w.cfg.NodeClassCEL,
+		KubeletExpressions: w.cfg.NodeClassCEL, Specs: w.cloud.Types.Specs,
 	}
 	if err := status.SetupWithManager(w.mgr); err != nil {
 		return err

@@ -52,15 +52,7 @@ spec:
     consolidateAfter: 0s
     budgets: [{nodes: "30%"}]
 ---
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: aws-auth, namespace: kube-system}
-data:
-  mapRoles: |
-    - rolearn: arn:aws:iam::111122223333:role/KarpenterNodeRole-nodewright-sim
-      username: system:node:{{EC2PrivateDNSName}}
-      groups: [system:bootstrappers, system:nodes]
----
+` + harness.AWSAuth + `---
 apiVersion: policy/v1
 kind: PodDisruptionBudget
 metadata: {name: web, namespace: default}

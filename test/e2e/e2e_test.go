@@ -390,15 +390,7 @@ spec:
 	}
 	manifest := class("open", "al2023@latest", `{maxPods: 8, kubeReserved: {cpu: 500m, memory: 1Gi}, serializeImagePulls: false}`) +
 		class("cel", "al2023@latest", `{maxPods: "vcpus * 5", kubeReserved: {cpu: "vcpus * 100", memory: "max_pods * 64"}}`) +
-		class("legacy", "al2@latest", `{serializeImagePulls: false}`) + `apiVersion: v1
-kind: ConfigMap
-metadata: {name: aws-auth, namespace: kube-system}
-data:
-  mapRoles: |
-    - rolearn: arn:aws:iam::111122223333:role/KarpenterNodeRole-nodewright-sim
-      username: system:node:{{EC2PrivateDNSName}}
-      groups: [system:bootstrappers, system:nodes]
-`
+		class("legacy", "al2@latest", `{serializeImagePulls: false}`) + harness.AWSAuth
 	if err := sim.Apply(ctx, "open kubelet", []byte(manifest)); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -57,10 +58,17 @@ func (e *Error) Error() string { return strings.Join(e.Problems, "; ") }
 
 // Managed are the fields Config holds, sorted: every AMI family that
 // nodewright writes user data for applies them.
-var Managed = []string{
-	"clusterDNS", "cpuCFSQuota", "evictionHard", "evictionMaxPodGracePeriod", "evictionSoft", "evictionSoftGracePeriod",
-	"imageGCHighThresholdPercent", "imageGCLowThresholdPercent", "kubeReserved", "maxPods", "podsPerCore", "systemReserved",
-}
+var Managed = func() []string {
+	var out []string
+	t := reflect.TypeFor[Config]()
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name != "expressions" {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}()
 
 // Signals are the eviction signals a threshold may name.
 var Signals = []string{"memory.available", "nodefs.available", "nodefs.inodesFree", "imagefs.available", "imagefs.inodesFree", "pid.available"}
@@ -264,29 +272,28 @@ func (c *Config) check() []string {
 }
 
 func reserved(field string, m map[string]string) []string {
-	var out []string
-	for _, k := range sortedKeys(m) {
-		if !slices.Contains(Reservable, k) {
-			out = append(out, fmt.Sprintf("spec.kubelet.%s[%s]: not a resource the kubelet reserves; use %s", field, k, strings.Join(Reservable, ", ")))
-		}
-		if q, err := resource.ParseQuantity(m[k]); err != nil || q.Sign() < 0 {
-			out = append(out, fmt.Sprintf("spec.kubelet.%s[%s]: %q is not a quantity of 0 or more, such as 100m, 1Gi or 1000", field, k, m[k]))
-		}
-	}
-	return out
+	return entries(field, m, Reservable, "a resource the kubelet reserves", "is not a quantity of 0 or more, such as 100m, 1Gi or 1000",
+		func(string) bool { return false })
 }
 
 func thresholds(field string, m map[string]string) []string {
+	return entries(field, m, Signals, "an eviction signal", "must be a percentage from 0% to 100%, such as 10%, or a quantity of 0 or more, such as 500Mi",
+		percentage.MatchString)
+}
+
+// entries checks a map's keys (one of keys) and values (a quantity of 0
+// or more, or what also accepts).
+func entries(field string, m map[string]string, keys []string, what, notValue string, also func(string) bool) []string {
 	var out []string
 	for _, k := range sortedKeys(m) {
-		if !slices.Contains(Signals, k) {
-			out = append(out, fmt.Sprintf("spec.kubelet.%s[%s]: not an eviction signal; use one of %s", field, k, strings.Join(Signals, ", ")))
+		if !slices.Contains(keys, k) {
+			out = append(out, fmt.Sprintf("spec.kubelet.%s[%s]: not %s; use one of %s", field, k, what, strings.Join(keys, ", ")))
 		}
-		if percentage.MatchString(m[k]) {
+		if also(m[k]) {
 			continue
 		}
 		if q, err := resource.ParseQuantity(m[k]); err != nil || q.Sign() < 0 {
-			out = append(out, fmt.Sprintf("spec.kubelet.%s[%s]: %q must be a percentage from 0%% to 100%%, such as 10%%, or a quantity of 0 or more, such as 500Mi", field, k, m[k]))
+			out = append(out, fmt.Sprintf("spec.kubelet.%s[%s]: %q %s", field, k, m[k], notValue))
 		}
 	}
 	return out

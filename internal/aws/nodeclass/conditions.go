@@ -39,8 +39,9 @@ type Resolution struct {
 	// KubeletExpressions: the NodeClassCEL feature gate is on, so
 	// spec.kubelet may hold CEL expressions.
 	KubeletExpressions bool
-	// Specs are the instance types spec.kubelet's expressions must hold
-	// for (the embedded catalog when nil).
+	// Specs are the account's instance types, which spec.kubelet's
+	// expressions must hold for (the embedded catalog when nil: the
+	// offline tools).
 	Specs []instancetypes.Spec
 }
 

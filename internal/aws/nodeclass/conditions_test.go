@@ -205,3 +205,23 @@ func TestKubeletExpressionConditions(t *testing.T) {
 		})
 	}
 }
+
+// Expressions must hold for the account's instance types: an expression
+// that fails for small types the embedded catalog has is fine in an
+// account that offers only large ones.
+func TestKubeletExpressionsHoldForTheAccountsTypes(t *testing.T) {
+	nc := nodeClass(awsv1.AMISelectorTerm{Alias: "al2023@latest"})
+	if err := yaml.Unmarshal([]byte(`{maxPods: "vcpus - 3"}`), &nc.Spec.Kubelet); err != nil {
+		t.Fatal(err)
+	}
+	r := nodeclass.Resolution{
+		Subnets: []nodeclass.Subnet{{}}, SecurityGroups: []awsv1.SecurityGroup{{}}, AMIs: []awsv1.AMI{{}}, InstanceProfile: "p", KubeletExpressions: true,
+	}
+	if v := meta.FindStatusCondition(nodeclass.Conditions(nc, r), awsv1.ConditionValidationSucceeded); v.Reason != awsv1.ReasonKubeletExpressionEvaluationFailed {
+		t.Errorf("against the embedded catalog: %s %s", v.Reason, v.Message)
+	}
+	r.Specs = []instancetypes.Spec{{Name: "m5.2xlarge", VCPU: 8, MemoryMiB: 32768, MaxENIs: 4, IPv4PerENI: 15}}
+	if v := meta.FindStatusCondition(nodeclass.Conditions(nc, r), awsv1.ConditionValidationSucceeded); v.Status != metav1.ConditionTrue {
+		t.Errorf("against an account of 8-vCPU types: %s %s: %s", v.Status, v.Reason, v.Message)
+	}
+}

@@ -23,6 +23,7 @@ import (
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
+	"github.com/nodewright/nodewright/internal/aws/kubeletconfig"
 	"github.com/nodewright/nodewright/internal/aws/userdata"
 	"github.com/nodewright/nodewright/internal/conditions"
 	"github.com/nodewright/nodewright/internal/metrics"
@@ -51,6 +52,9 @@ type Controller struct {
 	// KubeletExpressions is the NodeClassCEL feature gate: spec.kubelet
 	// may hold CEL expressions.
 	KubeletExpressions bool
+	// Specs are the account's instance types, which spec.kubelet's
+	// expressions must hold for (the embedded catalog when nil).
+	Specs func(context.Context) ([]instancetypes.Spec, error)
 }
 
 // LaunchTemplateCleaner deletes the launch templates of an EC2NodeClass.
@@ -92,6 +96,13 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	res := c.resolve(ctx, nc)
 	res.KubeletExpressions = c.KubeletExpressions
+	if c.Specs != nil && c.KubeletExpressions && kubeletconfig.HasExpressions(nc.Spec.Kubelet) {
+		specs, err := c.Specs(ctx)
+		if err != nil {
+			return ctrl.Result{}, fmt.Errorf("reading instance types for the kubelet expressions of EC2NodeClass %s: %w", nc.Name, err)
+		}
+		res.Specs = specs
+	}
 	before := nc.DeepCopy()
 	setResolved(nc, res)
 	c.setConditions(nc, res)

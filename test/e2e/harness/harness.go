@@ -29,6 +29,18 @@ import (
 	"github.com/nodewright/nodewright/scenarios"
 )
 
+// AWSAuth is the aws-auth ConfigMap that maps the simulated account's
+// node role, as a manifest document.
+const AWSAuth = `apiVersion: v1
+kind: ConfigMap
+metadata: {name: aws-auth, namespace: kube-system}
+data:
+  mapRoles: |
+    - rolearn: arn:aws:iam::111122223333:role/KarpenterNodeRole-nodewright-sim
+      username: system:node:{{EC2PrivateDNSName}}
+      groups: [system:bootstrappers, system:nodes]
+`
+
 // Quiet keeps the operator's logs out of the tests' output; a package's
 // TestMain calls it.
 func Quiet() {
