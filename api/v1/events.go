@@ -71,8 +71,13 @@ const (
 	// ReasonNodeRepairBlocked means the node is due for replacement but
 	// too many of its NodePool's nodes are unhealthy.
 	ReasonNodeRepairBlocked = "NodeRepairBlocked"
-	// ReasonNodeRepair means the node is being replaced.
+	// ReasonNodeRepair means the node is being replaced, or rebooted.
 	ReasonNodeRepair = "NodeRepair"
+	// ReasonNodeRebooting, ReasonNodeRebooted and ReasonNodeRebootFailed
+	// tell how a reboot node repair chose goes.
+	ReasonNodeRebooting    = "NodeRebooting"
+	ReasonNodeRebooted     = "NodeRebooted"
+	ReasonNodeRebootFailed = "NodeRebootFailed"
 )
 
 // Reasons of the events recorded on static NodePools (spec.replicas) and

@@ -194,6 +194,25 @@ const (
 	// ConditionDrifted is True, with the reason, while the NodeClaim no
 	// longer matches its NodePool or EC2NodeClass; absent otherwise.
 	ConditionDrifted = "Drifted"
+	// ConditionRebooting is True while node repair reboots the node
+	// (reason RebootRequested, then RebootIssued), and False once it is
+	// over (RebootSucceeded or RebootFailed); absent before any reboot.
+	ConditionRebooting = "Rebooting"
+)
+
+// Reasons of the Rebooting condition.
+const (
+	// ReasonRebootRequested: node repair chose to reboot the node; it is
+	// fenced and drained.
+	ReasonRebootRequested = "RebootRequested"
+	// ReasonRebootIssued: the instance was told to reboot; nodewright
+	// waits for a new boot ID and Ready.
+	ReasonRebootIssued = "RebootIssued"
+	// ReasonRebootSucceeded: the node booted again and is Ready.
+	ReasonRebootSucceeded = "RebootSucceeded"
+	// ReasonRebootFailed: the reboot could not be issued, or the node did
+	// not come back Ready in time; the NodeClaim is replaced.
+	ReasonRebootFailed = "RebootFailed"
 )
 
 // Condition reasons of NodeClaims.

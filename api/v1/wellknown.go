@@ -25,6 +25,9 @@ const (
 	TaintKeyUnregistered = Group + "/unregistered"
 	// TaintKeyDisrupted marks a node that is being disrupted or drained.
 	TaintKeyDisrupted = Group + "/disrupted"
+	// TaintKeyRebooting fences a node node repair reboots, from the
+	// drain before the reboot until the node has booted again.
+	TaintKeyRebooting = Group + "/rebooting"
 )
 
 // Annotations and the finalizer.
@@ -44,6 +47,15 @@ const (
 	// time past, so a node whose pods cannot run is not held by them.
 	AnnotationTerminationTimestamp = Group + "/nodeclaim-termination-timestamp"
 	TerminationFinalizer           = Group + "/termination"
+	// AnnotationRebootTerminationGracePeriod on a NodeClaim node repair
+	// reboots (a Go duration) bounds the drain before the reboot: pods
+	// still there once it passes ride the reboot out. Without it the drain
+	// waits for every pod.
+	AnnotationRebootTerminationGracePeriod = Group + "/reboot-termination-grace-period"
+	// AnnotationRebootPreBootID on a NodeClaim is its node's boot ID
+	// before the reboot, written before the reboot is issued: a changed
+	// boot ID means the reboot happened, and it is not issued again.
+	AnnotationRebootPreBootID = Group + "/reboot-pre-boot-id"
 )
 
 // Requirement operators beyond Kubernetes' own: the integer value is at

@@ -109,7 +109,7 @@ control plane.`,
 	f := cmd.Flags()
 	f.StringVar(&cloud, "cloud", "aws", "aws, or sim for a simulated account with simulated kubelets")
 	f.StringVar(&coreGates, "feature-gates", "", "feature gates, NAME=true|false,...: PodDeletionCostManagement (write controller.kubernetes.io/pod-deletion-cost on the ReplicaSet pods of nodewright's nodes, those disruption takes first lowest; default false)")
-	f.StringVar(&gates, "aws-feature-gates", "", "AWS feature gates, NAME=true|false,...: NodeClassCEL (EC2NodeClass spec.kubelet may hold CEL expressions; default false)")
+	f.StringVar(&gates, "aws-feature-gates", "", "AWS feature gates, NAME=true|false,...: NodeClassCEL (EC2NodeClass spec.kubelet may hold CEL expressions; default false), RebootForRepair (node repair reboots a node whose kernel, container runtime or network fails before it replaces it; default false)")
 	f.StringVar(&schedulerConfig, "scheduler-config", "", "kube-scheduler's configuration file (a KubeSchedulerConfiguration, or podTopologySpread.defaultConstraints): pods that set no topology spread constraints are planned spread by its default constraints")
 	f.StringVar(&cfg.ClusterName, "cluster-name", "", "the EKS cluster's name (required)")
 	f.StringVar(&cfg.ClusterEndpoint, "cluster-endpoint", "", "the API server endpoint nodes join, https://... (default: the one EKS reports)")
@@ -141,7 +141,9 @@ control plane.`,
 		"roll a disruption back when its replacement nodes are not initialized after this long")
 	f.IntVar(&cfg.Disruption.DriftFailureLimit, "drift-failure-limit", cfg.Disruption.DriftFailureLimit,
 		"pause the replacement of a NodePool's drifted nodes after this many replacements in a row failed to launch, register or initialize")
-	f.BoolVar(&cfg.NodeRepair, "node-repair", cfg.NodeRepair, "replace nodes unhealthy for longer than their toleration (below), unless more than 20% of their NodePool is unhealthy")
+	f.BoolVar(&cfg.NodeRepair, "node-repair", cfg.NodeRepair, "repair nodes unhealthy for longer than their toleration (below), unless more than 20% of their NodePool is unhealthy: first of the disruption methods, within the NodePools' budgets for Unhealthy")
+	f.BoolVar(&cfg.LegacyNodeRepair, "legacy-node-repair", cfg.LegacyNodeRepair,
+		"repair outside disruption, as before v1.15: delete an unhealthy node's NodeClaim at once, without budgets, replacements launched first or reboots")
 	f.DurationVar(&cfg.Repair.Ready, "node-repair-ready-after", cfg.Repair.Ready, "replace a node whose Ready condition has been False or Unknown this long")
 	f.DurationVar(&cfg.Repair.Accelerator, "node-repair-accelerator-after", cfg.Repair.Accelerator, "replace a node whose AcceleratedHardwareReady condition has been False this long")
 	f.DurationVar(&cfg.Repair.Agent, "node-repair-agent-after", cfg.Repair.Agent,
@@ -281,7 +283,7 @@ func readSchedulerConfig(path string) (scheduling.SpreadDefaults, error) {
 // awsFeatureGates sets the AWS feature gates of --aws-feature-gates; a gate
 // nodewright does not have is an error, not ignored.
 func awsFeatureGates(cfg *operator.Config, value string) error {
-	return setGates("--aws-feature-gates", value, map[string]*bool{"NodeClassCEL": &cfg.NodeClassCEL})
+	return setGates("--aws-feature-gates", value, map[string]*bool{"NodeClassCEL": &cfg.NodeClassCEL, "RebootForRepair": &cfg.Repair.Reboot})
 }
 
 // featureGates sets the feature gates of --feature-gates.

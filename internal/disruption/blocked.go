@@ -55,6 +55,16 @@ const (
 	// BlockedDriftPaused means the NodePool's drift is paused: its replacements
 	// kept failing.
 	BlockedDriftPaused BlockedReason = "DriftPaused"
+	// BlockedDoNotRepair means the unhealthy node or its NodeClaim is
+	// annotated karpenter.sh/do-not-repair=true.
+	BlockedDoNotRepair BlockedReason = "DoNotRepair"
+	// BlockedRepairHeld means too much of the NodePool is unhealthy at
+	// once for repair to act.
+	BlockedRepairHeld BlockedReason = "RepairHeld"
+	// BlockedRepairUnbounded means a pod of the unhealthy node may not be
+	// evicted, and neither the repair policy nor the NodeClaim's
+	// terminationGracePeriod bounds how long the drain waits for it.
+	BlockedRepairUnbounded BlockedReason = "RepairUnbounded"
 )
 
 // Blocked is why a candidate node stays.
@@ -79,7 +89,7 @@ type Blocked struct {
 	Pods int
 	// Limit is how many nodes single-node consolidation looks at a round.
 	Limit int
-	// Message is why drift is paused.
+	// Message is why drift is paused, or what node repair found.
 	Message string
 }
 
@@ -113,6 +123,14 @@ var blockedSays = map[BlockedReason]func(Blocked) string{
 	BlockedInProgress: func(Blocked) string { return "the node is already being disrupted or deleted" },
 	BlockedDriftPaused: func(b Blocked) string {
 		return "drift of its NodePool is paused: " + b.Message + " (see the NodePool's DriftAllowed condition)"
+	},
+	BlockedDoNotRepair: func(b Blocked) string {
+		return b.Message + "; it is annotated " + v1.AnnotationDoNotRepair + "=true, so it is not repaired"
+	},
+	BlockedRepairHeld: func(b Blocked) string { return b.Message },
+	BlockedRepairUnbounded: func(b Blocked) string {
+		return fmt.Sprintf("%s; it is not repaired: %s, and nothing bounds how long its drain would wait (set the NodePool's spec.template.spec.terminationGracePeriod)",
+			b.Message, b.Blocker)
 	},
 	BlockedNextRound: func(b Blocked) string {
 		return fmt.Sprintf("it could go (%s), but another %s command goes first; it is considered again next round", b.Method, b.Method)

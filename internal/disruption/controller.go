@@ -75,8 +75,8 @@ type Controller struct {
 	// their consolidation policies (for metrics).
 	paused, policies map[string]string
 	// said is the last DisruptionBlocked message per node, so each is
-	// reported once.
-	said map[string]string
+	// reported once; warned the last NodeUnhealthy message per node.
+	said, warned map[string]string
 }
 
 // phase is how far a command has come.
@@ -243,6 +243,9 @@ func (c *Controller) step(ctx context.Context, snap *state.Snapshot, cmd *inflig
 // start taints the nodes and launches the replacements; a command
 // without replacements deletes its nodes at once.
 func (c *Controller) start(ctx context.Context, snap *state.Snapshot, cmd *inflight) (bool, error) {
+	if cmd.Repair != nil && cmd.Repair.Action == nodepoolhealth.Reboot {
+		return true, c.reboot(ctx, cmd)
+	}
 	for _, n := range cmd.Nodes {
 		if err := c.setTaint(ctx, n.Node, true); err != nil {
 			return false, err
@@ -358,6 +361,9 @@ func (c *Controller) terminate(ctx context.Context, cmd *inflight) (bool, error)
 		c.Drifts.Record(cmd.Nodes[0].NodePool, c.Clock.Now(), true, "")
 	}
 	what := describe(cmd.Command)
+	if err := c.repairing(ctx, cmd); err != nil {
+		return false, err
+	}
 	for _, n := range cmd.Nodes {
 		c.event(n, corev1.EventTypeNormal, v1.ReasonDisruptionTerminating, fmt.Sprintf("%s: terminating; %s", cmd.Reason, what))
 		c.Metrics.NodeClaimDisrupted(string(cmd.Reason), n.NodePool, n.Label(v1.LabelCapacityType), c.policies[n.NodePool],
@@ -373,6 +379,41 @@ func (c *Controller) terminate(ctx context.Context, cmd *inflight) (bool, error)
 	c.Metrics.Disruption(string(cmd.Reason), "completed")
 	c.Log.Info("disrupted", "reason", cmd.Reason, "nodes", cmd.NodeNames(), "replacements", cmd.replacements, "savingsPerHour", cmd.Savings)
 	return true, nil
+}
+
+// reboot asks for the node of a repair command to be rebooted: the
+// reboot controller fences, drains and reboots it.
+func (c *Controller) reboot(ctx context.Context, cmd *inflight) error {
+	n, r := cmd.Nodes[0], cmd.Repair
+	if err := intent.RequestReboot(ctx, c.Client, n.NodeClaim, r.DrainBound, "rebooting for "+string(r.Condition.Type)+"="+string(r.Condition.Status), c.Clock.Now()); err != nil {
+		return fmt.Errorf("requesting a reboot of node %s: %w", n.Name, err)
+	}
+	c.event(n, corev1.EventTypeWarning, v1.ReasonNodeRepair, r.Describe())
+	c.Metrics.Disruption(string(cmd.Reason), "started")
+	c.Metrics.NodeRepaired(n.NodePool, string(r.Condition.Type))
+	c.Metrics.Disruption(string(cmd.Reason), "completed")
+	c.Log.Info("rebooting an unhealthy node", "Node", n.Name, "NodeClaim", n.NodeClaim.Name, "condition", r.Condition.Type, "status", r.Condition.Status)
+	return nil
+}
+
+// repairing says why a repair command's node goes, and bounds its drain
+// as the repair policy says.
+func (c *Controller) repairing(ctx context.Context, cmd *inflight) error {
+	r := cmd.Repair
+	if r == nil {
+		return nil
+	}
+	n := cmd.Nodes[0]
+	if r.DrainBound != nil && n.NodeClaim != nil {
+		if err := intent.TerminateBy(ctx, c.Client, n.NodeClaim, c.Clock.Now().Add(*r.DrainBound)); err != nil {
+			return fmt.Errorf("bounding the drain of node %s: %w", n.Name, err)
+		}
+	}
+	c.event(n, corev1.EventTypeWarning, v1.ReasonNodeRepair, r.Describe())
+	c.Metrics.NodeRepaired(n.NodePool, string(r.Condition.Type))
+	c.Log.Info("repairing an unhealthy node", "Node", n.Name, "condition", r.Condition.Type, "status", r.Condition.Status,
+		"since", r.Condition.LastTransitionTime.Time)
+	return nil
 }
 
 // rollback untaints the command's nodes and deletes the replacements it
@@ -470,9 +511,17 @@ func (c *Controller) report(snap *state.Snapshot, dec *Decision) {
 	for _, n := range snap.Nodes {
 		byName[n.Name] = n
 	}
+	if c.warned == nil {
+		c.warned = map[string]string{}
+	}
 	for name := range c.said {
 		if byName[name] == nil {
 			delete(c.said, name)
+		}
+	}
+	for name := range c.warned {
+		if byName[name] == nil {
+			delete(c.warned, name)
 		}
 	}
 	for _, b := range dec.Blocked {
@@ -490,8 +539,35 @@ func (c *Controller) report(snap *state.Snapshot, dec *Decision) {
 			continue
 		}
 		c.said[b.Node] = key
-		if n := byName[b.Node]; n != nil && n.NodeClaim != nil {
+		n := byName[b.Node]
+		switch {
+		case n == nil:
+		case b.Method == v1.DisruptionReasonUnhealthy:
+			// An unhealthy node that stays: a warning, on the node too.
+			c.event(n, corev1.EventTypeWarning, v1.ReasonNodeRepairBlocked, msg)
+		case n.NodeClaim != nil:
 			c.Recorder.Event(n.NodeClaim, corev1.EventTypeNormal, v1.ReasonDisruptionBlocked, msg)
+		}
+	}
+	c.reportHealth(byName, dec)
+}
+
+// reportHealth says once of each node failing within its repair
+// toleration when it is repaired unless it recovers, and records each
+// NodePool's unhealthy nodes.
+func (c *Controller) reportHealth(byName map[string]*state.Node, dec *Decision) {
+	for _, p := range dec.Health {
+		c.Metrics.NodePoolHealth(p.Name, len(p.Unhealthy), p.Held())
+		for _, u := range p.Unhealthy {
+			n := byName[u.Node.Name]
+			if n == nil || !n.Initialized() || !c.Clock.Now().Before(u.Due) {
+				continue
+			}
+			msg := fmt.Sprintf("%s; it is repaired at %s unless it recovers", u.Describe(), u.Due.UTC().Format(time.RFC3339))
+			if c.warned[n.Name] != msg {
+				c.warned[n.Name] = msg
+				c.event(n, corev1.EventTypeWarning, v1.ReasonNodeUnhealthy, msg)
+			}
 		}
 	}
 }

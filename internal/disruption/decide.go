@@ -17,6 +17,7 @@ import (
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
 	"github.com/nodewright/nodewright/internal/state/budget"
+	"github.com/nodewright/nodewright/internal/state/nodepoolhealth"
 )
 
 // Options tune a decision.
@@ -43,6 +44,10 @@ type Options struct {
 	// Empty, Underutilized); all when empty. A plan of a rollout asks
 	// for the methods a change sets off.
 	Methods []v1.DisruptionReason
+	// Repair are node repair's policies: a node one matches past its
+	// toleration is repaired first of all methods. None: no repair (or
+	// repair of its own, outside disruption).
+	Repair []nodepoolhealth.Policy
 	// PodDeletionCostManagement: nodewright writes pods' pod deletion cost
 	// (the feature gate), so it does not weigh consolidation by it.
 	PodDeletionCostManagement bool
@@ -74,6 +79,8 @@ type Command struct {
 	Unplaced []*scheduling.UnschedulablePod
 	// Moves are the pods the plan puts on nodes that stay.
 	Moves []*scheduling.ExistingPlacement
+	// Repair is what node repair found and does, for an Unhealthy command.
+	Repair *Repair
 	// Static marks a command on a static NodePool's node: once the node
 	// is tainted it no longer counts as one of the pool's replicas, so the
 	// static controller launches its replacement from the template; the
@@ -102,6 +109,8 @@ type Decision struct {
 	// PricePerHour is what the NodePools' nodes cost now;
 	// PricePerHourAfter what they will cost once the commands are done.
 	PricePerHour, PricePerHourAfter float64
+	// Health is each NodePool's unhealthy nodes, by the repair policies.
+	Health map[string]*nodepoolhealth.Pool
 }
 
 // decider holds one decision's working state.
@@ -119,14 +128,23 @@ type decider struct {
 	allowSet map[string]map[v1.DisruptionReason]budget.Allowance
 	// next are nodes a method could take but leaves to a later round.
 	next map[string]v1.DisruptionReason
+	// pools is the NodePools' health by the repair policies (health()).
+	pools map[string]*nodepoolhealth.Pool
 }
 
-// Decide chooses what to disrupt now: expired NodeClaims (one per
+// Decide chooses what to disrupt now: an unhealthy node (one per
+// decision, the repair policies in opts), expired NodeClaims (one per
 // decision, budgets do not apply), drifted ones (one per decision, empty
 // and oldest first), every empty node the budgets allow (one command),
 // then the consolidation command with the best savings per moved pod.
 func Decide(s *state.Snapshot, opts Options) *Decision {
 	d, candidates := newDecider(s, opts)
+	if opts.runs(v1.DisruptionReasonUnhealthy) {
+		d.repair(candidates)
+		if len(opts.Repair) > 0 {
+			d.out.Health = d.health()
+		}
+	}
 	if opts.runs(v1.DisruptionReasonExpired) {
 		d.expiration(candidates)
 	}
@@ -224,7 +242,7 @@ func (d *decider) explainRest(s *state.Snapshot) {
 			continue
 		}
 		switch {
-		case n.Deleting() || n.Disrupted() || d.opts.InFlight[n.Name]:
+		case n.Deleting() || n.Disrupted() || n.Rebooting() || d.opts.InFlight[n.Name]:
 			d.block(n, Blocked{Reason: BlockedInProgress})
 		case d.next[n.Name] != "":
 			d.block(n, Blocked{Reason: BlockedNextRound, Method: d.next[n.Name]})
@@ -252,7 +270,9 @@ func newDecider(s *state.Snapshot, opts Options) (*decider, []*state.Node) {
 	var candidates []*state.Node
 	for _, n := range s.Candidates() {
 		d.nodes[n.NodePool]++
-		if n.Deleting() || n.Disrupted() || opts.InFlight[n.Name] {
+		// A node being rebooted is out of service like one being
+		// replaced, and no other method takes it meanwhile.
+		if n.Deleting() || n.Disrupted() || n.Rebooting() || opts.InFlight[n.Name] {
 			d.disrupt[n.NodePool]++
 			continue
 		}
@@ -349,7 +369,7 @@ func (d *decider) reschedule(nodes []*state.Node) (*scheduling.Plan, int) {
 func (d *decider) expiration(candidates []*state.Node) {
 	var expired []*state.Node
 	for _, n := range candidates {
-		if at, ok := n.ExpiresAt(); !ok || d.now.Before(at) {
+		if at, ok := n.ExpiresAt(); d.taken[n.Name] || !ok || d.now.Before(at) {
 			continue
 		}
 		d.out.Eligible[n.NodePool]++

@@ -21,6 +21,8 @@ func Revalidate(s *state.Snapshot, old *Command, opts Options) (*Command, string
 		return stillEmpty(old, cands)
 	case old.Reason == v1.DisruptionReasonUnderutilized:
 		return d.stillConsolidates(old, cands)
+	case old.Reason == v1.DisruptionReasonUnhealthy:
+		return d.stillUnhealthy(cands[0].node)
 	case old.Static:
 		d.out = &Decision{}
 		d.staticCommand(old.Reason, cands[0].node)
@@ -63,7 +65,10 @@ func (d *decider) stillCandidates(s *state.Snapshot, old *Command) ([]candidate,
 // stillDisruptable says why a node can no longer be disrupted for the
 // reason: what blocks it, or what the reason no longer finds.
 func (d *decider) stillDisruptable(n *state.Node, reason v1.DisruptionReason) string {
-	if reason != v1.DisruptionReasonExpired {
+	if n.Rebooting() {
+		return fmt.Sprintf("node %s is being rebooted", n.Name)
+	}
+	if reason != v1.DisruptionReasonExpired && reason != v1.DisruptionReasonUnhealthy {
 		forceful := reason == v1.DisruptionReasonDrifted && n.NodeClaim != nil && n.NodeClaim.Spec.TerminationGracePeriod != nil
 		if bs := hardBlockers(n, forceful); len(bs) > 0 {
 			return fmt.Sprintf("node %s: %s", n.Name, bs[0])

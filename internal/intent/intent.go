@@ -1,7 +1,8 @@
 // Package intent writes what a decision decided, in one place for every
 // controller that decides: the NodeClaims of a plan (the provisioner's
 // new nodes, a static NodePool's replicas, disruption's replacements) and
-// the karpenter.sh/disrupted taint on nodes being disrupted or drained.
+// the karpenter.sh/disrupted taint on nodes being disrupted or drained,
+// a drain's deadline, and node repair's request to reboot a node.
 // The per-object controllers act on what it writes.
 package intent
 
@@ -16,6 +17,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -130,12 +133,23 @@ func (w *NodeClaims) await(ctx context.Context, names []string, shows func(nc *v
 }
 
 // SetDisrupted adds (on) or removes karpenter.sh/disrupted:NoSchedule on
-// a node, reading it afresh and patching with optimistic locking, so a
-// stale copy never overwrites newer taints; the only writer of that
-// taint. Whether the taint is there is read from the fresh node, never
-// from the caller's copy (which may predate the taint). A node that is
-// gone needs nothing.
+// a node; the only writer of that taint (setTaint).
 func SetDisrupted(ctx context.Context, kube client.Client, node *corev1.Node, on bool) error {
+	return setTaint(ctx, kube, node, v1.TaintKeyDisrupted, on)
+}
+
+// SetRebooting adds (on) or removes karpenter.sh/rebooting:NoSchedule on
+// a node node repair reboots; the only writer of that taint (setTaint).
+func SetRebooting(ctx context.Context, kube client.Client, node *corev1.Node, on bool) error {
+	return setTaint(ctx, kube, node, v1.TaintKeyRebooting, on)
+}
+
+// setTaint adds (on) or removes the NoSchedule taint of key on a node,
+// reading it afresh and patching with optimistic locking, so a stale copy
+// never overwrites newer taints. Whether the taint is there is read from
+// the fresh node, never from the caller's copy (which may predate the
+// taint). A node that is gone needs nothing.
+func setTaint(ctx context.Context, kube client.Client, node *corev1.Node, key string, on bool) error {
 	if node == nil {
 		return nil
 	}
@@ -143,20 +157,68 @@ func SetDisrupted(ctx context.Context, kube client.Client, node *corev1.Node, on
 	if err := kube.Get(ctx, client.ObjectKeyFromObject(node), fresh); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	if disrupted(fresh) == on {
+	has := slices.ContainsFunc(fresh.Spec.Taints, func(t corev1.Taint) bool { return t.Key == key })
+	if has == on {
 		return nil
 	}
 	before := fresh.DeepCopy()
-	fresh.Spec.Taints = slices.DeleteFunc(fresh.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1.TaintKeyDisrupted })
+	fresh.Spec.Taints = slices.DeleteFunc(fresh.Spec.Taints, func(t corev1.Taint) bool { return t.Key == key })
 	if on {
-		fresh.Spec.Taints = append(fresh.Spec.Taints, corev1.Taint{Key: v1.TaintKeyDisrupted, Effect: corev1.TaintEffectNoSchedule})
+		fresh.Spec.Taints = append(fresh.Spec.Taints, corev1.Taint{Key: key, Effect: corev1.TaintEffectNoSchedule})
 	}
 	if err := kube.Patch(ctx, fresh, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("tainting node %s %s (%v): %w", node.Name, v1.TaintKeyDisrupted, on, err)
+		return fmt.Errorf("tainting node %s %s (%v): %w", node.Name, key, on, err)
 	}
 	return nil
 }
 
-func disrupted(node *corev1.Node) bool {
-	return slices.ContainsFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1.TaintKeyDisrupted })
+// TerminateBy records on a NodeClaim when the drain of its node stops
+// waiting for pods (karpenter.sh/nodeclaim-termination-timestamp),
+// unless an earlier time is already set.
+func TerminateBy(ctx context.Context, kube client.Client, nc *v1.NodeClaim, at time.Time) error {
+	if old, err := time.Parse(time.RFC3339, nc.Annotations[v1.AnnotationTerminationTimestamp]); err == nil && !old.After(at) {
+		return nil
+	}
+	nc = nc.DeepCopy()
+	before := nc.DeepCopy()
+	if nc.Annotations == nil {
+		nc.Annotations = map[string]string{}
+	}
+	nc.Annotations[v1.AnnotationTerminationTimestamp] = at.UTC().Format(time.RFC3339)
+	return client.IgnoreNotFound(kube.Patch(ctx, nc, client.MergeFrom(before)))
+}
+
+// RequestReboot asks for a NodeClaim's node to be rebooted by node
+// repair: karpenter.sh/reboot-termination-grace-period is its drain's
+// bound (removed when nil: the drain waits for every pod), and the
+// Rebooting condition turns True with reason RebootRequested and why.
+// The reboot controller carries the request out and owns the condition
+// from then on. A NodeClaim that is already rebooting is left as it is.
+func RequestReboot(ctx context.Context, kube client.Client, nc *v1.NodeClaim, bound *time.Duration, why string, now time.Time) error {
+	fresh := &v1.NodeClaim{}
+	if err := kube.Get(ctx, client.ObjectKeyFromObject(nc), fresh); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if meta.IsStatusConditionTrue(fresh.Status.Conditions, v1.ConditionRebooting) || !fresh.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	before := fresh.DeepCopy()
+	if fresh.Annotations == nil {
+		fresh.Annotations = map[string]string{}
+	}
+	delete(fresh.Annotations, v1.AnnotationRebootTerminationGracePeriod)
+	delete(fresh.Annotations, v1.AnnotationRebootPreBootID)
+	if bound != nil {
+		fresh.Annotations[v1.AnnotationRebootTerminationGracePeriod] = bound.String()
+	}
+	if err := kube.Patch(ctx, fresh, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	before = fresh.DeepCopy()
+	meta.SetStatusCondition(&fresh.Status.Conditions, metav1.Condition{Type: v1.ConditionRebooting, Status: metav1.ConditionTrue,
+		Reason: v1.ReasonRebootRequested, Message: why, ObservedGeneration: fresh.Generation, LastTransitionTime: metav1.NewTime(now)})
+	if err := kube.Status().Patch(ctx, fresh, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	return nil
 }

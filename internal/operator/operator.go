@@ -34,12 +34,14 @@ import (
 	"github.com/nodewright/nodewright/internal/aws/sdk"
 	"github.com/nodewright/nodewright/internal/deletioncost"
 	"github.com/nodewright/nodewright/internal/disruption"
+	"github.com/nodewright/nodewright/internal/drain"
 	"github.com/nodewright/nodewright/internal/lifecycle"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/nodeoverlay"
 	"github.com/nodewright/nodewright/internal/nodepool"
 	"github.com/nodewright/nodewright/internal/operator/rbac"
 	"github.com/nodewright/nodewright/internal/provisioning"
+	"github.com/nodewright/nodewright/internal/reboot"
 	"github.com/nodewright/nodewright/internal/repair"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state/listing"
@@ -96,6 +98,10 @@ type Config struct {
 	NodeRepair     bool
 	RepairInterval time.Duration
 	Repair         nodepoolhealth.Tolerations
+	// LegacyNodeRepair repairs outside disruption: the NodeClaim of a
+	// node unhealthy past its toleration is deleted at once, without
+	// budgets, replacements launched first or reboots.
+	LegacyNodeRepair bool
 	// Interruption consumes an SQS queue of EC2 and AWS Health events
 	// (no queue: off).
 	Interruption interruption.Options
@@ -324,7 +330,7 @@ func (w *wiring) nodeClaimControllers(ctx context.Context) error {
 	}
 	terminator := &termination.Controller{
 		Client: w.mgr.GetClient(), Cloud: w.cloud, Recorder: w.recorder, Clock: w.clk, Poll: w.cfg.Lifecycle.Poll,
-		Drainer: &termination.Drainer{Client: w.mgr.GetClient(), Recorder: w.recorder, Clock: w.clk},
+		Drainer: &drain.Drainer{Client: w.mgr.GetClient(), Recorder: w.recorder, Clock: w.clk},
 	}
 	if err := terminator.SetupWithManager(w.mgr); err != nil {
 		return err
@@ -361,6 +367,9 @@ func (w *wiring) deciders(context.Context) error {
 	dcfg := w.cfg.Disruption
 	dcfg.DefaultSpread = w.cfg.DefaultSpread
 	dcfg.PodDeletionCostManagement = w.cfg.PodDeletionCostManagement
+	if w.cfg.NodeRepair && !w.cfg.LegacyNodeRepair {
+		dcfg.Repair = w.cfg.Repair.Policies()
+	}
 	if w.cfg.PodDeletionCostManagement {
 		costs := &deletioncost.Controller{Client: w.cached, Clock: w.clk, Metrics: w.metrics, Log: w.log.WithName("deletioncost"), Interval: time.Minute, MaxNodes: 50}
 		if err := costs.SetupWithManager(w.mgr); err != nil {
@@ -386,6 +395,14 @@ func (w *wiring) nodeControllers(context.Context) error {
 	}
 	if !w.cfg.NodeRepair {
 		return nil
+	}
+	if !w.cfg.LegacyNodeRepair {
+		poll, issueWithin, timeout := reboot.Defaults()
+		return (&reboot.Controller{
+			Client: w.mgr.GetClient(), Cloud: w.cloud, Recorder: w.recorder, Clock: w.clk, Concurrency: w.cfg.Concurrency,
+			Drainer: &drain.Drainer{Client: w.mgr.GetClient(), Recorder: w.recorder, Clock: w.clk},
+			Poll:    poll, IssueWithin: issueWithin, Timeout: timeout,
+		}).SetupWithManager(w.mgr)
 	}
 	return w.mgr.Add(&repair.Controller{
 		Client: w.cached, Recorder: w.recorder, Clock: w.clk, Metrics: w.metrics, Log: w.log.WithName("repair"),

@@ -158,6 +158,12 @@ func (n *Node) Disrupted() bool {
 	return slices.ContainsFunc(n.Taints(), func(t corev1.Taint) bool { return t.Key == v1.TaintKeyDisrupted })
 }
 
+// Rebooting reports a node node repair is rebooting (its NodeClaim's
+// Rebooting condition is True).
+func (n *Node) Rebooting() bool {
+	return n.NodeClaim != nil && conditionTrue(n.NodeClaim.Status.Conditions, v1.ConditionRebooting)
+}
+
 // Reschedulable are the node's pods that need a place elsewhere when it
 // goes: not DaemonSet pods (the DaemonSet runs them wherever it runs),
 // not static (mirror) pods.

@@ -1,3 +1,8 @@
+// Package termination ends a node nodewright launched once its NodeClaim
+// or Node is deleted: it fences the node (karpenter.sh/disrupted:
+// NoSchedule), drains it through the Eviction API (internal/drain) up to
+// the NodeClaim's deadline, terminates the instance, and removes the
+// finalizers.
 package termination
 
 import (
@@ -18,6 +23,8 @@ import (
 
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
+	"github.com/nodewright/nodewright/internal/drain"
+	"github.com/nodewright/nodewright/internal/intent"
 	"github.com/nodewright/nodewright/internal/state/listing"
 )
 
@@ -35,7 +42,7 @@ type InstanceDeleter interface {
 type Controller struct {
 	Client   client.Client
 	Cloud    InstanceDeleter
-	Drainer  *Drainer
+	Drainer  *drain.Drainer
 	Recorder record.EventRecorder
 	Clock    clock.PassiveClock
 	// Poll is how soon a node still draining or terminating is looked at
@@ -100,7 +107,11 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, nc *v1.NodeCl
 	if nc != nil {
 		owner = nc
 	}
-	return c.Drainer.Drain(ctx, node, owner, deadline(node, nc))
+	// Nothing new lands on the node while it drains.
+	if err := intent.SetDisrupted(ctx, c.Client, node, true); err != nil {
+		return false, err
+	}
+	return c.Drainer.Drain(ctx, node, owner, deadline(node, nc), drain.Options{})
 }
 
 // deleteClaim deletes the NodeClaim of a drained node deleted on its own,

@@ -21,6 +21,7 @@ import (
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/provider"
 	"github.com/nodewright/nodewright/internal/aws/sdk"
+	"github.com/nodewright/nodewright/internal/intent"
 	"github.com/nodewright/nodewright/internal/loop"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/state/listing"
@@ -259,15 +260,7 @@ func (c *Controller) setDeadline(ctx context.Context, nc *v1.NodeClaim, deadline
 	if deadline.IsZero() {
 		return nil
 	}
-	if at, err := time.Parse(time.RFC3339, nc.Annotations[v1.AnnotationTerminationTimestamp]); err == nil && !at.After(deadline) {
-		return nil
-	}
-	before := nc.DeepCopy()
-	if nc.Annotations == nil {
-		nc.Annotations = map[string]string{}
-	}
-	nc.Annotations[v1.AnnotationTerminationTimestamp] = deadline.UTC().Format(time.RFC3339)
-	return client.IgnoreNotFound(c.Client.Patch(ctx, nc, client.MergeFrom(before)))
+	return intent.TerminateBy(ctx, c.Client, nc, deadline)
 }
 
 // node is the NodeClaim's node, if it has registered.

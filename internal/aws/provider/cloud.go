@@ -176,6 +176,11 @@ func (c *CloudProvider) Delete(ctx context.Context, providerID string) error {
 	return c.Launcher.Delete(ctx, providerID)
 }
 
+// Reboot reboots the instance of a provider ID nodewright launched.
+func (c *CloudProvider) Reboot(ctx context.Context, providerID string) error {
+	return c.Launcher.Reboot(ctx, providerID)
+}
+
 // List returns the cluster's instances.
 func (c *CloudProvider) List(ctx context.Context) ([]*cloudprovider.Instance, error) {
 	return c.Launcher.List(ctx)

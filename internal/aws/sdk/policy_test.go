@@ -201,7 +201,7 @@ func TestControllerPolicyTouchesOnlyWhatNodewrightMade(t *testing.T) {
 		":launch-template/*":  {awsv1.LabelEC2NodeClass},
 		":instance-profile/*": {awsv1.LabelEC2NodeClass},
 	}
-	destructive := sets.New("ec2:TerminateInstances", "ec2:DeleteLaunchTemplate", "iam:DeleteInstanceProfile",
+	destructive := sets.New("ec2:TerminateInstances", "ec2:RebootInstances", "ec2:DeleteLaunchTemplate", "iam:DeleteInstanceProfile",
 		"iam:RemoveRoleFromInstanceProfile", "iam:AddRoleToInstanceProfile", "iam:TagInstanceProfile")
 	seen := sets.New[string]()
 	for _, s := range stmts {

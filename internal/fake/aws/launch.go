@@ -566,8 +566,12 @@ type Instance struct {
 	// ConsoleOutput is what the instance printed, such as the kubelet's
 	// errors when it cannot register.
 	ConsoleOutput string
-	stateSince    time.Time
-	reclaimAt     time.Time
+	// Reboots counts the reboots RebootInstances asked for; RebootedAt
+	// is when the last was asked (its kubelet boots again from then).
+	Reboots    int
+	RebootedAt time.Time
+	stateSince time.Time
+	reclaimAt  time.Time
 }
 
 // Instances returns copies of the account's instances, in launch order.
@@ -674,6 +678,34 @@ func (e *EC2) TerminateInstances(ctx context.Context, in *ec2.TerminateInstances
 		})
 	}
 	return out, nil
+}
+
+// RebootInstances reboots running instances: each keeps its id and
+// state, and its operating system starts again (Reboots, RebootedAt).
+// An instance that is not running cannot be rebooted.
+func (e *EC2) RebootInstances(ctx context.Context, in *ec2.RebootInstancesInput, _ ...func(*ec2.Options)) (*ec2.RebootInstancesOutput, error) {
+	if err := e.account.call(ctx, apiCall{action: "RebootInstances", ec2: true}); err != nil {
+		return nil, err
+	}
+	a := e.account
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.advance()
+	for _, id := range in.InstanceIds {
+		inst := a.instance(id)
+		if inst == nil {
+			return nil, apiError("InvalidInstanceID.NotFound", fmt.Sprintf("The instance ID '%s' does not exist", id))
+		}
+		if inst.State.Name != ec2types.InstanceStateNameRunning {
+			return nil, apiError("IncorrectState", fmt.Sprintf("The instance '%s' is not in a state from which it can be rebooted", id))
+		}
+	}
+	for _, id := range in.InstanceIds {
+		inst := a.instance(id)
+		inst.Reboots++
+		inst.RebootedAt = a.clock.Now()
+	}
+	return &ec2.RebootInstancesOutput{}, nil
 }
 
 // CreateTags adds or replaces tags on instances.

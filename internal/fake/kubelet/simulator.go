@@ -195,6 +195,15 @@ func (s *Simulator) tickInstance(ctx context.Context, g *errgroup.Group, inst si
 		if s.bootDue(inst) {
 			g.Go(func() error { return s.boot(ctx, inst, providerID) })
 		}
+	case node.Status.NodeInfo.BootID != "" && node.Status.NodeInfo.BootID != bootID(inst):
+		// The instance was rebooted: down until its boot delay has
+		// passed since, then up with a new boot ID.
+		switch {
+		case s.Clock.Since(inst.RebootedAt) >= s.bootDelay(aws.ToString(inst.InstanceId)):
+			g.Go(func() error { return s.bootAgain(ctx, inst, node.DeepCopy()) })
+		case reportsReady(node):
+			g.Go(func() error { return s.goDown(ctx, node.DeepCopy()) })
+		}
 	case s.heartbeatDue(node):
 		g.Go(func() error { return s.heartbeat(ctx, node.DeepCopy()) })
 	}
@@ -314,9 +323,59 @@ func (s *Simulator) nodeFor(inst simaws.Instance, providerID string, reg *Regist
 		Spec:       corev1.NodeSpec{ProviderID: providerID, Taints: taints},
 		Status: corev1.NodeStatus{
 			Capacity: capacity.List(), Allocatable: allocatable.List(),
-			NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.34.3", OperatingSystem: "linux", Architecture: spec.Arch},
+			NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.34.3", OperatingSystem: "linux", Architecture: spec.Arch, BootID: bootID(inst)},
 		},
 	}
+}
+
+// bootID is the boot ID of an instance's current boot: another after
+// each reboot.
+func bootID(inst simaws.Instance) string {
+	sum := sha256.Sum256(fmt.Appendf(nil, "%s/%d", aws.ToString(inst.InstanceId), inst.Reboots))
+	return fmt.Sprintf("%x-%x-%x-%x-%x", sum[0:4], sum[4:6], sum[6:8], sum[8:10], sum[10:16])
+}
+
+func reportsReady(node *corev1.Node) bool {
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// goDown reports a node whose instance is rebooting not Ready, as
+// kube-controller-manager would once its kubelet stops reporting.
+func (s *Simulator) goDown(ctx context.Context, node *corev1.Node) error {
+	before := node.DeepCopy()
+	now := metav1.NewTime(s.Clock.Now())
+	for i := range node.Status.Conditions {
+		if c := &node.Status.Conditions[i]; c.Type == corev1.NodeReady {
+			c.Status, c.Reason, c.Message = corev1.ConditionUnknown, "NodeStatusUnknown", "the simulated kubelet stopped posting node status: the instance is rebooting"
+			c.LastHeartbeatTime, c.LastTransitionTime = now, now
+		}
+	}
+	return client.IgnoreNotFound(s.Kube.Status().Patch(ctx, node, client.MergeFrom(before)))
+}
+
+// bootAgain brings a rebooted node back: the reboot mended what the
+// node's ConditionsAnnotation had it report, and its kubelet reports a
+// new boot ID and Ready.
+func (s *Simulator) bootAgain(ctx context.Context, inst simaws.Instance, node *corev1.Node) error {
+	if _, ok := node.Annotations[ConditionsAnnotation]; ok {
+		before := node.DeepCopy()
+		delete(node.Annotations, ConditionsAnnotation)
+		if err := s.Kube.Patch(ctx, node, client.MergeFrom(before)); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+	}
+	before := node.DeepCopy()
+	node.Status.NodeInfo.BootID = bootID(inst)
+	if err := s.Kube.Status().Patch(ctx, node, client.MergeFrom(before)); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	s.Log.Info("node booted again", "Node", node.Name, "instance", aws.ToString(inst.InstanceId), "bootID", node.Status.NodeInfo.BootID)
+	return s.heartbeat(ctx, node)
 }
 
 // ConditionsAnnotation on a Node makes its simulated kubelet report those

@@ -23,12 +23,39 @@ import (
 )
 
 // Policy makes a node unhealthy: its condition in the status for longer
-// than the toleration.
+// than the toleration. Action is what repair does about it; DrainBound
+// how long the drain waits for pods whose eviction is refused (a
+// PodDisruptionBudget, do-not-disrupt) before it goes on without them.
+// Without a bound the NodeClaim's terminationGracePeriod is the bound,
+// and without either such pods hold repair back.
 type Policy struct {
 	Condition  corev1.NodeConditionType
 	Status     corev1.ConditionStatus
 	Toleration time.Duration
+	Action     Action
+	DrainBound *time.Duration
 }
+
+// Action is what node repair does to a node a policy matches.
+type Action string
+
+const (
+	// Replace launches a replacement and deletes the NodeClaim.
+	Replace Action = "ReplaceNode"
+	// Reboot drains the node and reboots its instance; a node rebooted
+	// within RebootWindow is replaced instead.
+	Reboot Action = "RebootNode"
+)
+
+// RebootWindow is how long after a reboot that worked another failure
+// of the node is repaired by replacing it: a reboot is tried once a day.
+const RebootWindow = 24 * time.Hour
+
+// RepairDrain is how long the drain of a node repair replaces or reboots
+// waits for pods whose eviction is refused, when the failure leaves its
+// pods running (a failing agent condition); a node whose kubelet is not
+// Ready runs no pods, and its drain does not wait for them.
+const RepairDrain = 10 * time.Minute
 
 // Conditions the EKS node monitoring agent sets on nodes.
 const (
@@ -48,6 +75,10 @@ type Tolerations struct {
 	Accelerator time.Duration
 	// Agent: the node monitoring agent's other conditions False.
 	Agent time.Duration
+	// Reboot: a failing kernel, container runtime or network (the node
+	// monitoring agent's KernelReady, ContainerRuntimeReady and
+	// NetworkingReady False) is repaired by rebooting the node first.
+	Reboot bool
 }
 
 // DefaultTolerations are the reference's: 30 minutes, 10 for accelerators.
@@ -57,14 +88,20 @@ func DefaultTolerations() Tolerations {
 
 // Policies are the policies the tolerations make.
 func (t Tolerations) Policies() []Policy {
+	none, drain := new(time.Duration), new(time.Duration)
+	*drain = RepairDrain
+	rebootable := Replace
+	if t.Reboot {
+		rebootable = Reboot
+	}
 	return []Policy{
-		{corev1.NodeReady, corev1.ConditionFalse, t.Ready},
-		{corev1.NodeReady, corev1.ConditionUnknown, t.Ready},
-		{ConditionAcceleratedHardwareReady, corev1.ConditionFalse, t.Accelerator},
-		{ConditionStorageReady, corev1.ConditionFalse, t.Agent},
-		{ConditionNetworkingReady, corev1.ConditionFalse, t.Agent},
-		{ConditionKernelReady, corev1.ConditionFalse, t.Agent},
-		{ConditionContainerRuntimeReady, corev1.ConditionFalse, t.Agent},
+		{corev1.NodeReady, corev1.ConditionFalse, t.Ready, Replace, none},
+		{corev1.NodeReady, corev1.ConditionUnknown, t.Ready, Replace, none},
+		{ConditionAcceleratedHardwareReady, corev1.ConditionFalse, t.Accelerator, Replace, drain},
+		{ConditionStorageReady, corev1.ConditionFalse, t.Agent, Replace, drain},
+		{ConditionNetworkingReady, corev1.ConditionFalse, t.Agent, rebootable, drain},
+		{ConditionKernelReady, corev1.ConditionFalse, t.Agent, rebootable, drain},
+		{ConditionContainerRuntimeReady, corev1.ConditionFalse, t.Agent, rebootable, drain},
 	}
 }
 
@@ -90,6 +127,8 @@ type Unhealthy struct {
 	// ends and the node is replaced.
 	Condition corev1.NodeCondition
 	Due       time.Time
+	// Policy is the policy that matched.
+	Policy Policy
 	// DoNotRepair: the Node or its NodeClaim is annotated
 	// karpenter.sh/do-not-repair=true; it still counts as unhealthy.
 	DoNotRepair bool
@@ -169,7 +208,7 @@ func unhealthy(n *corev1.Node, policies []Policy) (Unhealthy, bool) {
 			}
 			due := c.LastTransitionTime.Add(pol.Toleration)
 			if !found || due.Before(out.Due) {
-				out, found = Unhealthy{Node: n, Condition: c, Due: due}, true
+				out, found = Unhealthy{Node: n, Condition: c, Due: due, Policy: pol}, true
 			}
 		}
 	}

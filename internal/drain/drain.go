@@ -1,7 +1,8 @@
-// Package termination drains a node before its NodeClaim's instance goes:
-// it taints the node karpenter.sh/disrupted:NoSchedule and evicts its pods
-// through the Eviction API in tiers, so PodDisruptionBudgets hold.
-package termination
+// Package drain empties a node of its pods through the Eviction API, in
+// tiers, so PodDisruptionBudgets hold: before its NodeClaim's instance
+// goes (termination), or before node repair reboots it. The caller fences
+// the node first, with its own taint.
+package drain
 
 import (
 	"context"
@@ -18,10 +19,9 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
-	"github.com/nodewright/nodewright/internal/intent"
 )
 
-// Drainer evicts the pods of nodes being terminated.
+// Drainer evicts the pods of nodes being terminated or rebooted.
 type Drainer struct {
 	Client   client.Client
 	Recorder record.EventRecorder
@@ -50,37 +50,48 @@ func ownedByDaemonSet(p *corev1.Pod) bool {
 	return false
 }
 
-// Drain taints the node and evicts the pods of its lowest non-empty tier;
-// pods marked karpenter.sh/do-not-disrupt wait for the deadline. At the
-// deadline (non-zero: terminationGracePeriod after deletion) the remaining
-// pods are deleted. It returns done=true once only pods that need no
-// eviction remain (mirror pods, finished pods).
-func (d *Drainer) Drain(ctx context.Context, node *corev1.Node, owner client.Object, deadline time.Time) (bool, error) {
-	if err := d.taint(ctx, node); err != nil {
-		return false, err
-	}
+// Options say what a drain waits for and does at its deadline.
+type Options struct {
+	// KeepDaemonSets leaves DaemonSet pods on the node (a reboot brings
+	// them back up there); a termination evicts them last.
+	KeepDaemonSets bool
+	// LeaveAtDeadline stops at the deadline and leaves the pods that are
+	// still there (they ride a reboot out); a termination deletes them.
+	LeaveAtDeadline bool
+}
+
+// Drain evicts the pods of the node's lowest non-empty tier; pods marked
+// karpenter.sh/do-not-disrupt wait for the deadline. At the deadline
+// (non-zero) the pods left are deleted, or left (opts). It returns
+// done=true once only pods that need no eviction remain (mirror pods,
+// finished pods, DaemonSet pods when kept), or the deadline passed and
+// the pods are left.
+func (d *Drainer) Drain(ctx context.Context, node *corev1.Node, owner client.Object, deadline time.Time, opts Options) (bool, error) {
 	pods := &corev1.PodList{}
 	if err := d.Client.List(ctx, pods, client.MatchingFields{"spec.nodeName": node.Name}); err != nil {
 		return false, fmt.Errorf("listing the pods of node %s: %w", node.Name, err)
 	}
 	pastDeadline := !deadline.IsZero() && !d.Clock.Now().Before(deadline)
-	remaining := needingEviction(pods.Items)
-	if len(remaining) == 0 {
+	remaining := needingEviction(pods.Items, opts.KeepDaemonSets)
+	switch {
+	case len(remaining) == 0:
 		return true, nil
-	}
-	if pastDeadline {
+	case pastDeadline && opts.LeaveAtDeadline:
+		return true, nil
+	case pastDeadline:
 		return false, d.deleteAtDeadline(ctx, node, remaining)
 	}
 	return false, d.evictTier(ctx, owner, remaining, lowestTier(remaining))
 }
 
-// needingEviction are the pods a drain waits for: all but mirror pods and
-// finished ones.
-func needingEviction(pods []corev1.Pod) []*corev1.Pod {
+// needingEviction are the pods a drain waits for: all but mirror pods,
+// finished ones and, when kept, DaemonSet pods.
+func needingEviction(pods []corev1.Pod, keepDaemonSets bool) []*corev1.Pod {
 	var out []*corev1.Pod
 	for i := range pods {
 		p := &pods[i]
-		if p.Annotations[corev1.MirrorPodAnnotationKey] != "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		if p.Annotations[corev1.MirrorPodAnnotationKey] != "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed ||
+			(keepDaemonSets && ownedByDaemonSet(p)) {
 			continue
 		}
 		out = append(out, p)
@@ -144,13 +155,4 @@ func (d *Drainer) evict(ctx context.Context, p *corev1.Pod, owner client.Object)
 		return nil
 	}
 	return fmt.Errorf("evicting pod %s/%s: %w", p.Namespace, p.Name, err)
-}
-
-// taint adds karpenter.sh/disrupted:NoSchedule so nothing new lands.
-func (d *Drainer) taint(ctx context.Context, node *corev1.Node) error {
-	if err := intent.SetDisrupted(ctx, d.Client, node, true); err != nil {
-		return err
-	}
-	logf.FromContext(ctx).V(1).Info("node tainted for draining", "Node", node.Name, "taint", v1.TaintKeyDisrupted+":NoSchedule")
-	return nil
 }
