@@ -148,6 +148,8 @@ control plane.`,
 	f.DurationVar(&cfg.Repair.Accelerator, "node-repair-accelerator-after", cfg.Repair.Accelerator, "replace a node whose AcceleratedHardwareReady condition has been False this long")
 	f.DurationVar(&cfg.Repair.Agent, "node-repair-agent-after", cfg.Repair.Agent,
 		"replace a node whose KernelReady, ContainerRuntimeReady, StorageReady or NetworkingReady condition has been False this long")
+	f.DurationVar(&cfg.Repair.Drain, "node-repair-drain", cfg.Repair.Drain,
+		"how long the drain of a node repaired for a failing agent or accelerator condition (its pods still run) waits for pods whose eviction is refused; a NodeClaim's shorter terminationGracePeriod wins")
 	f.DurationVar(&cfg.UnavailableOfferingTTL, "unavailable-offering-ttl", cfg.UnavailableOfferingTTL,
 		"leave an offering (capacity type, instance type, zone) that ran out of capacity or was interrupted out of launches and plans this long")
 	f.StringVar(&cfg.Interruption.Queue, "interruption-queue", "",

@@ -86,9 +86,10 @@ func controllerArgs(cfg operator.Config, metricsAddr string) []string {
 		"--enable-profiling=" + strconv.FormatBool(cfg.Profiling),
 		"--node-repair=" + strconv.FormatBool(cfg.NodeRepair), "--node-repair-ready-after", cfg.Repair.Ready.String(),
 		"--node-repair-accelerator-after", cfg.Repair.Accelerator.String(), "--node-repair-agent-after", cfg.Repair.Agent.String(),
+		"--node-repair-drain", cfg.Repair.Drain.String(), "--legacy-node-repair=" + strconv.FormatBool(cfg.LegacyNodeRepair),
 		"--unavailable-offering-ttl", cfg.UnavailableOfferingTTL.String(),
 		"--interruption-queue", cfg.Interruption.Queue, "--interruption-act-on-rebalance=" + strconv.FormatBool(cfg.Interruption.ActOnRebalance),
-		"--aws-feature-gates", "NodeClassCEL=" + strconv.FormatBool(cfg.NodeClassCEL),
+		"--aws-feature-gates", "NodeClassCEL=" + strconv.FormatBool(cfg.NodeClassCEL) + ",RebootForRepair=" + strconv.FormatBool(cfg.Repair.Reboot),
 		"--feature-gates", "PodDeletionCostManagement=" + strconv.FormatBool(cfg.PodDeletionCostManagement),
 	}
 }

@@ -119,6 +119,8 @@ func DefaultOptions() Options {
 	// A failing node is replaced after a minute, not half an hour: a
 	// scenario shows repair in the time it takes to watch.
 	cfg.Repair.Ready, cfg.Repair.Agent, cfg.Repair.Accelerator = SimRepairAfter, SimRepairAfter, SimRepairAfter
+	// A repair drain waits 10 s for pods whose eviction is refused.
+	cfg.Repair.Drain = 10 * time.Second
 	cfg.RepairInterval = 2 * time.Second
 	// The account's EventBridge rules feed an interruption queue, and
 	// nodewright reads it, as an installation following the README does.

@@ -401,10 +401,10 @@ func failingCondition(n *corev1.Node) (string, bool) {
 }
 
 // disrupting reports a node being disrupted: tainted karpenter.sh/disrupted
-// or being deleted.
+// (or karpenter.sh/rebooting) or being deleted.
 func disrupting(n *corev1.Node) bool {
 	for _, t := range n.Spec.Taints {
-		if t.Key == v1.TaintKeyDisrupted {
+		if t.Key == v1.TaintKeyDisrupted || t.Key == v1.TaintKeyRebooting {
 			return true
 		}
 	}
@@ -424,7 +424,8 @@ func (r *snapshotReader) readDisruptions(ctx context.Context) error {
 // disruptionReasons are the events that tell what disruption did.
 var disruptionReasons = map[string]bool{"DisruptionLaunching": true, "DisruptionTerminating": true, "DisruptionRolledBack": true, "DisruptionCancelled": true,
 	"StaticScaledDown": true, "NodeRepair": true, "SpotInterrupted": true, "SpotRebalanceRecommendation": true, "CapacityReservationInterrupted": true,
-	"InstanceScheduledChange": true, "InstanceStopping": true, "InstanceTerminating": true}
+	"InstanceScheduledChange": true, "InstanceStopping": true, "InstanceTerminating": true,
+	"NodeRebooting": true, "NodeRebooted": true, "NodeRebootFailed": true}
 
 // disruptions lists the disruption events on NodeClaims, oldest first.
 func (s *Sim) disruptions(ctx context.Context) ([]string, error) {

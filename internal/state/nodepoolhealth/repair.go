@@ -51,10 +51,11 @@ const (
 // of the node is repaired by replacing it: a reboot is tried once a day.
 const RebootWindow = 24 * time.Hour
 
-// RepairDrain is how long the drain of a node repair replaces or reboots
-// waits for pods whose eviction is refused, when the failure leaves its
-// pods running (a failing agent condition); a node whose kubelet is not
-// Ready runs no pods, and its drain does not wait for them.
+// RepairDrain is how long, by default, the drain of a node repair
+// replaces or reboots waits for pods whose eviction is refused, when the
+// failure leaves its pods running (a failing agent condition); a node
+// whose kubelet is not Ready runs no pods, and its drain does not wait
+// for them.
 const RepairDrain = 10 * time.Minute
 
 // Conditions the EKS node monitoring agent sets on nodes.
@@ -75,6 +76,10 @@ type Tolerations struct {
 	Accelerator time.Duration
 	// Agent: the node monitoring agent's other conditions False.
 	Agent time.Duration
+	// Drain bounds the drain of a node whose pods still run (a failing
+	// agent or accelerator condition): how long it waits for pods whose
+	// eviction is refused.
+	Drain time.Duration
 	// Reboot: a failing kernel, container runtime or network (the node
 	// monitoring agent's KernelReady, ContainerRuntimeReady and
 	// NetworkingReady False) is repaired by rebooting the node first.
@@ -83,13 +88,13 @@ type Tolerations struct {
 
 // DefaultTolerations are the reference's: 30 minutes, 10 for accelerators.
 func DefaultTolerations() Tolerations {
-	return Tolerations{Ready: 30 * time.Minute, Accelerator: 10 * time.Minute, Agent: 30 * time.Minute}
+	return Tolerations{Ready: 30 * time.Minute, Accelerator: 10 * time.Minute, Agent: 30 * time.Minute, Drain: RepairDrain}
 }
 
 // Policies are the policies the tolerations make.
 func (t Tolerations) Policies() []Policy {
 	none, drain := new(time.Duration), new(time.Duration)
-	*drain = RepairDrain
+	*drain = t.Drain
 	rebootable := Replace
 	if t.Reboot {
 		rebootable = Reboot
@@ -111,6 +116,9 @@ func (t Tolerations) Validate() error {
 		if d <= 0 {
 			return fmt.Errorf("%s must be a positive duration, got %s", name, d)
 		}
+	}
+	if t.Drain < 0 {
+		return fmt.Errorf("--node-repair-drain must be a duration of zero or more, got %s", t.Drain)
 	}
 	return nil
 }

@@ -82,6 +82,81 @@ func TestNodeRepair(t *testing.T) {
 	}
 }
 
+// With RebootForRepair, a node whose node monitoring agent reports
+// KernelReady=False past its toleration is rebooted, not replaced: its
+// pod's PodDisruptionBudget (maxUnavailable 0) holds the drain until the
+// repair drain's bound, the pod rides the reboot out, the node comes back
+// with a new boot ID and without the failure, the fence comes off, and
+// the NodeClaim says the reboot succeeded. No NodeClaim is replaced.
+func TestNodeRepairReboots(t *testing.T) {
+	name, manifest, err := scenarios.Load("repair")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim := harness.Start(t, func(o *runner.Options) {
+		o.Operator.Repair.Agent, o.Operator.Repair.Reboot = 10*time.Second, true
+	})
+	kernel := runner.Step{Name: "kernel fails", Manifest: []byte("apiVersion: sim.nodewright.dev/v1\nkind: KubeletFailure\nmetadata: {name: kernel}\n" +
+		"spec: {nodePool: default, nodes: 1, conditions: {KernelReady: \"False\"}}\n")}
+	ctx := context.Background()
+	results, err := sim.RunSteps(ctx, []runner.Step{{Name: name, Manifest: manifest}, kernel}, 4*time.Minute, time.Minute, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, after := results[0].Snapshot, results[1].Snapshot
+	if !before.Done() || !after.Done() {
+		t.Fatalf("not every pod ran: before %d/%d, after %d/%d", before.RunningPods, before.Pods, after.RunningPods, after.Pods)
+	}
+	for _, want := range []string{"NodeRepair: node ", "NodeRebooting: ", "NodeRebooted: "} {
+		if n := harness.Mention(results[1].Disruptions, want); n != 1 {
+			t.Errorf("%d events %q, want 1: %v", n, want, results[1].Disruptions)
+		}
+	}
+	if harness.Mention(results[1].Disruptions, "rebooting it") != 1 || harness.Mention(results[1].Disruptions, "DisruptionTerminating") != 0 {
+		t.Errorf("want a reboot, no termination: %v", results[1].Disruptions)
+	}
+	now := harness.ClaimNames(after)
+	for name := range harness.ClaimNames(before) {
+		if !now[name] {
+			t.Errorf("NodeClaim %s was replaced", name)
+		}
+	}
+	claims := &v1.NodeClaimList{}
+	if err := sim.Kube.List(ctx, claims); err != nil {
+		t.Fatal(err)
+	}
+	rebooted := 0
+	for _, nc := range claims.Items {
+		c := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionRebooting)
+		if c == nil {
+			continue
+		}
+		rebooted++
+		if c.Status != metav1.ConditionFalse || c.Reason != v1.ReasonRebootSucceeded || nc.Annotations[v1.AnnotationRebootPreBootID] != "" {
+			t.Errorf("NodeClaim %s: Rebooting %s/%s %q, annotations %v", nc.Name, c.Status, c.Reason, c.Message, nc.Annotations)
+		}
+	}
+	if rebooted != 1 {
+		t.Errorf("%d NodeClaims were rebooted, want 1", rebooted)
+	}
+	nodes := &corev1.NodeList{}
+	if err := sim.Kube.List(ctx, nodes); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes.Items {
+		if n.Annotations[kubelet.ConditionsAnnotation] != "" || slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1.TaintKeyRebooting }) {
+			t.Errorf("node %s still fails or is fenced: %v %v", n.Name, n.Annotations, n.Spec.Taints)
+		}
+	}
+	reboots := 0
+	for _, inst := range sim.Account.Instances() {
+		reboots += inst.Reboots
+	}
+	if reboots != 1 {
+		t.Errorf("%d instance reboots, want 1", reboots)
+	}
+}
+
 // Changing the EC2NodeClass drifts every node; they are replaced one at a
 // time (the budget) without ever breaking the PodDisruptionBudget.
 func TestDrift(t *testing.T) {
