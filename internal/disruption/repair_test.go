@@ -42,7 +42,9 @@ func TestRepairReplacesAnUnhealthyNodeFirst(t *testing.T) {
 	}
 	c.node("sick", "m5.large", failing(corev1.NodeReady, corev1.ConditionFalse, now.Add(-31*time.Minute)))
 	c.pods("sick", 2, "500m", "1Gi")
-	c.node("old", "m5.large", func(_ *corev1.Node, nc *v1.NodeClaim) { nc.CreationTimestamp = metav1.NewTime(now.Add(-800 * time.Hour)) })
+	c.node("old", "m5.large", func(_ *corev1.Node, nc *v1.NodeClaim) {
+		nc.CreationTimestamp = metav1.NewTime(now.Add(-800 * time.Hour))
+	})
 	c.pool.Spec.Disruption.ConsolidateAfter = v1.Never
 	d := c.decide(repairing(false))
 	if len(d.Commands) < 1 || d.Commands[0].Reason != v1.DisruptionReasonUnhealthy || d.Commands[0].NodeNames()[0] != "sick" || d.Commands[0].Pods != 2 || len(d.Commands[0].Unplaced) != 0 {
@@ -89,11 +91,15 @@ func TestRepairBlockers(t *testing.T) {
 		c.pool.Spec.Disruption.ConsolidateAfter = v1.Never
 		return c
 	}
-	c := build(func(n *corev1.Node, _ *v1.NodeClaim) { n.Annotations = map[string]string{v1.AnnotationDoNotRepair: "true"} })
+	c := build(func(n *corev1.Node, _ *v1.NodeClaim) {
+		n.Annotations = map[string]string{v1.AnnotationDoNotRepair: "true"}
+	})
 	if d := c.decide(repairing(false)); len(d.Commands) != 0 || !strings.Contains(blocked(d, "sick"), v1.AnnotationDoNotRepair) {
 		t.Errorf("do-not-repair: commands %q, blocked %q", commands(d), blocked(d, "sick"))
 	}
-	c = build(func(n *corev1.Node, _ *v1.NodeClaim) { n.Annotations = map[string]string{v1.AnnotationDoNotDisrupt: "true"} })
+	c = build(func(n *corev1.Node, _ *v1.NodeClaim) {
+		n.Annotations = map[string]string{v1.AnnotationDoNotDisrupt: "true"}
+	})
 	if d := c.decide(repairing(false)); !strings.HasPrefix(commands(d), "Unhealthy[sick]") {
 		t.Errorf("do-not-disrupt does not hold repair: %q", commands(d))
 	}

@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -38,6 +39,9 @@ import (
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/charts"
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
+	"github.com/nodewright/nodewright/internal/aws/provider"
+	"github.com/nodewright/nodewright/internal/aws/userdata"
+	"github.com/nodewright/nodewright/internal/cloudprovider"
 	"github.com/nodewright/nodewright/internal/controlplane"
 	"github.com/nodewright/nodewright/internal/fake/account"
 	"github.com/nodewright/nodewright/internal/fake/runner"
@@ -418,6 +422,17 @@ func TestAgainstMoto(t *testing.T) {
 		}
 		if it := nc.Labels[corev1.LabelInstanceTypeStable]; string(inst.InstanceType) != it || it == "" {
 			t.Errorf("NodeClaim %s is labelled %q, its instance is %s", nc.Name, it, inst.InstanceType)
+		}
+	}
+	// Node repair's reboot, through the SDK against moto: nodewright's own
+	// instance reboots; the instances it did not launch are refused.
+	rebooter := provider.New(m.EC2, nil, userdata.Cluster{Name: motoCluster}, clock.RealClock{})
+	if err := rebooter.Reboot(ctx, launched[0].Status.ProviderID); err != nil {
+		t.Errorf("rebooting nodewright's instance of NodeClaim %s: %v", launched[0].Name, err)
+	}
+	for id, what := range m.Foreign {
+		if err := rebooter.Reboot(ctx, "aws:///us-east-1a/"+id); !cloudprovider.IsNotOwned(err) {
+			t.Errorf("rebooting instance %s (%s): %v, want refused as not nodewright's", id, what, err)
 		}
 	}
 	lts, err := m.EC2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{Filters: []ec2types.Filter{

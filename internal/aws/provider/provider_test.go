@@ -303,10 +303,10 @@ func TestLaunchTemplatesAreRemembered(t *testing.T) {
 	}
 }
 
-// Only what nodewright launched is listed and terminated: instances of the
-// cluster without nodewright's tags (a managed node group's), another
-// cluster's, and untagged ones are neither listed nor terminated, even by
-// a NodeClaim that points at one.
+// Only what nodewright launched is listed, rebooted and terminated:
+// instances of the cluster without nodewright's tags (a managed node
+// group's), another cluster's, and untagged ones are neither listed,
+// rebooted nor terminated, even by a NodeClaim that points at one.
 func TestForeignInstancesAreNeverTouched(t *testing.T) {
 	f := setup(t)
 	ctx := context.Background()
@@ -335,11 +335,17 @@ func TestForeignInstancesAreNeverTouched(t *testing.T) {
 		if !cloudprovider.IsNotOwned(err) {
 			t.Errorf("Delete of the %s instance: %v, want NotOwned", what, err)
 		}
+		if err := f.provider.Reboot(ctx, "aws:///us-east-1a/"+id); !cloudprovider.IsNotOwned(err) {
+			t.Errorf("Reboot of the %s instance: %v, want NotOwned", what, err)
+		}
 	}
 	for _, inst := range f.account.Instances() {
-		if *inst.InstanceId != ours.InstanceID && inst.State.Name != "running" {
-			t.Errorf("instance %s was touched: %s", *inst.InstanceId, inst.State.Name)
+		if *inst.InstanceId != ours.InstanceID && (inst.State.Name != "running" || inst.Reboots != 0) {
+			t.Errorf("instance %s was touched: %s, %d reboots", *inst.InstanceId, inst.State.Name, inst.Reboots)
 		}
+	}
+	if err := f.provider.Reboot(ctx, ours.ProviderID); err != nil {
+		t.Errorf("Reboot of nodewright's own instance: %v", err)
 	}
 	if err := f.provider.Delete(ctx, ours.ProviderID); err != nil {
 		t.Errorf("Delete of nodewright's own instance: %v", err)
