@@ -35,7 +35,6 @@ import (
 	"github.com/nodewright/nodewright/internal/cloudprovider"
 	"github.com/nodewright/nodewright/internal/drain"
 	"github.com/nodewright/nodewright/internal/intent"
-	"github.com/nodewright/nodewright/internal/state/listing"
 )
 
 // Rebooter reboots the instance of a provider ID nodewright launched.
@@ -249,19 +248,19 @@ func (c *Controller) setCondition(ctx context.Context, nc *v1.NodeClaim, status 
 	return client.IgnoreNotFound(c.Client.Status().Patch(ctx, nc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})))
 }
 
-// nodeOf is the NodeClaim's node, by provider ID.
+// nodeOf is the NodeClaim's node (status.nodeName, with its provider ID).
 func (c *Controller) nodeOf(ctx context.Context, nc *v1.NodeClaim) (*corev1.Node, error) {
-	if nc.Status.ProviderID == "" {
+	if nc.Status.NodeName == "" {
 		return nil, nil
 	}
-	nodes := &corev1.NodeList{}
-	if err := c.Client.List(ctx, nodes, client.MatchingFields{listing.NodeProviderID: nc.Status.ProviderID}); err != nil {
-		return nil, err
+	node := &corev1.Node{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: nc.Status.NodeName}, node); err != nil {
+		return nil, client.IgnoreNotFound(err)
 	}
-	if len(nodes.Items) == 0 {
+	if node.Spec.ProviderID != nc.Status.ProviderID || !node.DeletionTimestamp.IsZero() {
 		return nil, nil
 	}
-	return &nodes.Items[0], nil
+	return node, nil
 }
 
 func ready(node *corev1.Node) bool {
