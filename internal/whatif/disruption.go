@@ -9,6 +9,7 @@ import (
 
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/disruption"
+	"github.com/nodewright/nodewright/internal/state/nodepoolhealth"
 )
 
 // DisruptionReport is what the disruption controller would do now with
@@ -54,7 +55,11 @@ func Disrupt(o *Objects, resolver *nodeclass.Resolver) (*DisruptionReport, error
 	if err != nil {
 		return nil, err
 	}
-	d := disruption.Decide(snap, disruption.DefaultOptions())
+	// Node repair at its default tolerations is the first method, as in
+	// the controller (a node pairs with its NodeClaim to be repaired).
+	opts := disruption.DefaultOptions()
+	opts.Repair = nodepoolhealth.DefaultTolerations().Policies()
+	d := disruption.Decide(snap, opts)
 	r := &DisruptionReport{Disruptions: []DisruptionCommand{}, Blocked: []BlockedNode{}, Warnings: append([]string{}, warnings...),
 		PricePerHour: round(d.PricePerHour), PricePerHourAfter: round(d.PricePerHourAfter)}
 	for _, c := range d.Commands {
