@@ -57,7 +57,7 @@ func TestRebootThatDoesNotComeBackIsReplaced(t *testing.T) {
 		if err := e.kube.Status().Patch(ctx, node, client.MergeFrom(before)); err != nil {
 			t.Fatal(err)
 		}
-		e.waitFor(t, "NodeClaim "+name+" to name its node", func(ctx context.Context) (bool, error) {
+		e.waitFor(t, "NodeClaim "+name+" to name its node", func(context.Context) (bool, error) {
 			return e.claim(t, name).Status.NodeName == node.Name, nil
 		})
 		if err := intent.RequestReboot(ctx, e.kube, e.claim(t, name), bound, "rebooting for KernelReady=False", clk.Now()); err != nil {
