@@ -1,5 +1,5 @@
-// Package crds embeds the CustomResourceDefinitions generated from ../v1 and
-// ../aws/v1 by controller-gen, so tests, the simulator and installers apply
+// Package crds embeds the CustomResourceDefinitions generated from ../v1,
+// ../v1alpha1, ../aws/v1 and ../autoscaling/v1beta1 by controller-gen, so tests, the simulator and installers apply
 // exactly what was generated.
 package crds
 
@@ -19,7 +19,8 @@ import (
 //go:embed *.yaml
 var files embed.FS
 
-// All returns the CRDs nodewright serves: NodePool, NodeClaim and EC2NodeClass.
+// All returns the CRDs nodewright serves: NodePool, NodeClaim,
+// EC2NodeClass, NodeOverlay and CapacityBuffer.
 func All() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	names, err := fs.Glob(files, "*.yaml")
 	if err != nil {

@@ -46,6 +46,10 @@ func TestCRDNamesMatchKarpenter(t *testing.T) {
 			Plural: "nodeoverlays", Singular: "nodeoverlay", Kind: "NodeOverlay", ListKind: "NodeOverlayList",
 			ShortNames: []string{"overlays"}, Categories: karpenter,
 		}, apiextensionsv1.ClusterScoped, true},
+		"capacitybuffers.autoscaling.x-k8s.io": {"autoscaling.x-k8s.io", "v1beta1", apiextensionsv1.CustomResourceDefinitionNames{
+			Plural: "capacitybuffers", Singular: "capacitybuffer", Kind: "CapacityBuffer", ListKind: "CapacityBufferList",
+			ShortNames: []string{"cb"}, Categories: []string{"autoscaling"},
+		}, apiextensionsv1.NamespaceScoped, true},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("CRD identities (-want +got):\n%s", diff)

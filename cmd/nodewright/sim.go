@@ -39,6 +39,7 @@ type simFlags struct {
 	spotInterruptions            string
 	awsEndpoint, aliasRoot       string
 	interruptionNotice           time.Duration
+	gates, awsGates              string
 }
 
 func newSimCommand() *cobra.Command {
@@ -72,6 +73,8 @@ is enough), or a manifest file.`,
 	f.DurationVar(&fl.stall, "stall", 30*time.Second, "stop when nothing has changed for this long")
 	f.DurationVar(&fl.bootDelay, "boot-delay", 2*time.Second, "how long a simulated instance takes to start its kubelet")
 	f.DurationVar(&fl.bootJitter, "boot-jitter", 0, "add up to this much to each instance's boot delay, so nodes become Ready at different times")
+	f.StringVar(&fl.gates, "feature-gates", "", "the controllers' feature gates, as nodewright controller --feature-gates (such as CapacityBuffer=true)")
+	f.StringVar(&fl.awsGates, "aws-feature-gates", "", "the controllers' AWS feature gates, as nodewright controller --aws-feature-gates (such as RebootForRepair=true)")
 	f.DurationVar(&fl.repairAfter, "node-repair-after", runner.SimRepairAfter, "replace a node whose kubelet or node monitoring agent has reported it failing this long (nodewright controller's default: 30m, 10m for accelerators)")
 	f.BoolVar(&fl.noNomination, "no-nomination", false, "do not tell kube-scheduler where the plan put each pod (no nominatedNodeName, no NominatedNodeNameForExpectation gate)")
 	f.BoolVar(&fl.noCCM, "no-cloud-controller-manager", false, "do not run the simulated cloud controller manager (S2)")
@@ -231,6 +234,12 @@ func (fl *simFlags) options(assets string) (runner.Options, func(), error) {
 	opts.Faults, opts.NoCapacity = fl.faults, fl.noCapacity
 	opts.InterruptionNotice = fl.interruptionNotice
 	opts.Operator.AMIAliasParameterRoot = fl.aliasRoot
+	if err := featureGates(&opts.Operator, fl.gates); err != nil {
+		return opts, closeLog, err
+	}
+	if err := awsFeatureGates(&opts.Operator, fl.awsGates); err != nil {
+		return opts, closeLog, err
+	}
 	if err := fl.parsedOptions(&opts); err != nil {
 		return opts, closeLog, err
 	}

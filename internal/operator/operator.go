@@ -24,6 +24,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/nodewright/nodewright/api/autoscaling/v1beta1"
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/api/v1alpha1"
@@ -32,6 +33,7 @@ import (
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/aws/provider"
 	"github.com/nodewright/nodewright/internal/aws/sdk"
+	"github.com/nodewright/nodewright/internal/capacitybuffer"
 	"github.com/nodewright/nodewright/internal/deletioncost"
 	"github.com/nodewright/nodewright/internal/disruption"
 	"github.com/nodewright/nodewright/internal/drain"
@@ -44,6 +46,7 @@ import (
 	"github.com/nodewright/nodewright/internal/reboot"
 	"github.com/nodewright/nodewright/internal/repair"
 	"github.com/nodewright/nodewright/internal/scheduling"
+	"github.com/nodewright/nodewright/internal/state/bufferroom"
 	"github.com/nodewright/nodewright/internal/state/listing"
 	"github.com/nodewright/nodewright/internal/state/nodepoolhealth"
 	"github.com/nodewright/nodewright/internal/static"
@@ -115,6 +118,9 @@ type Config struct {
 	// nodewright writes controller.kubernetes.io/pod-deletion-cost on the
 	// ReplicaSet pods of its nodes.
 	PodDeletionCostManagement bool
+	// CapacityBuffer is the feature gate of the same name: CapacityBuffers
+	// (autoscaling.x-k8s.io) keep room for pods to come.
+	CapacityBuffer bool
 	// KubeQPS and KubeBurst bound the requests per second to the API
 	// server (client-go's token bucket).
 	KubeQPS   float32
@@ -148,10 +154,20 @@ type Clouds struct {
 	SQS sdk.SQS
 }
 
-// Scheme knows the Kubernetes types and nodewright's.
-func Scheme() (*runtime.Scheme, error) {
+// Scheme knows the Kubernetes types and nodewright's, CapacityBuffer
+// included.
+func Scheme() (*runtime.Scheme, error) { return scheme(true) }
+
+// scheme knows the Kubernetes types and nodewright's; CapacityBuffer only
+// with buffers: the controllers' cache lists what its scheme knows, so
+// with the CapacityBuffer feature gate off no buffer is read.
+func scheme(buffers bool) (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, v1alpha1.AddToScheme, awsv1.AddToScheme} {
+	adds := []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, v1alpha1.AddToScheme, awsv1.AddToScheme}
+	if buffers {
+		adds = append(adds, v1beta1.AddToScheme)
+	}
+	for _, add := range adds {
 		if err := add(s); err != nil {
 			return nil, err
 		}
@@ -191,7 +207,7 @@ func New(ctx context.Context, rc *rest.Config, cfg Config, clouds Clouds, clk cl
 // newManager makes the controller manager, with its client's rate limits
 // and request metrics, and checks the identity has the chart's RBAC.
 func newManager(ctx context.Context, rc *rest.Config, cfg Config, log logr.Logger) (manager.Manager, error) {
-	scheme, err := Scheme()
+	scheme, err := scheme(cfg.CapacityBuffer)
 	if err != nil {
 		return nil, err
 	}
@@ -226,6 +242,9 @@ func newManager(ctx context.Context, rc *rest.Config, cfg Config, log logr.Logge
 	if cfg.PodDeletionCostManagement {
 		gated = append(gated, rbac.PodDeletionCost)
 	}
+	if cfg.CapacityBuffer {
+		gated = append(gated, rbac.CapacityBuffer...)
+	}
 	if err := rbac.Check(ctx, mgr.GetClient(), leaseNamespace, gated...); err != nil {
 		return nil, err
 	}
@@ -253,7 +272,10 @@ type wiring struct {
 	metrics       *metrics.Metrics
 	registrations *nodepoolhealth.Registrations
 	drifts        *nodepoolhealth.DriftReplacements
-	cached        listing.Cached
+	// rooms is what the provisioner found of the CapacityBuffers' pods;
+	// nil with the gate off.
+	rooms  *bufferroom.Rooms
+	cached listing.Cached
 	// nominator remembers the provisioner's plans and nominates their
 	// pods; nil when pods are not nominated.
 	nominator *provisioning.Nominator
@@ -349,10 +371,17 @@ func (w *wiring) deciders(context.Context) error {
 			return err
 		}
 	}
+	if w.cfg.CapacityBuffer {
+		w.rooms = bufferroom.New()
+		buffers := &capacitybuffer.Controller{Client: w.mgr.GetClient(), Clock: w.clk, Rooms: w.rooms, Resync: 30 * time.Second}
+		if err := buffers.SetupWithManager(w.mgr); err != nil {
+			return err
+		}
+	}
 	prov := &provisioning.Provisioner{
 		Client: w.cached, NodeClasses: w.cloud, Recorder: w.recorder,
 		Batcher: provisioning.NewBatcher(w.cfg.BatchIdle, w.cfg.BatchMax, w.clk), Retry: 2 * time.Second, Clock: w.clk, Metrics: w.metrics, Log: w.log.WithName("provisioner"),
-		Registrations: w.registrations, Nominator: w.nominator, DefaultSpread: w.cfg.DefaultSpread,
+		Registrations: w.registrations, Nominator: w.nominator, DefaultSpread: w.cfg.DefaultSpread, Rooms: w.rooms,
 	}
 	if err := prov.SetupWithManager(w.mgr); err != nil {
 		return err

@@ -22,11 +22,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/nodewright/nodewright/api/autoscaling/v1beta1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/intent"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
+	"github.com/nodewright/nodewright/internal/state/bufferroom"
 	"github.com/nodewright/nodewright/internal/state/listing"
 	"github.com/nodewright/nodewright/internal/state/nodepoolhealth"
 )
@@ -54,6 +56,9 @@ type Provisioner struct {
 	// Nominator tells kube-scheduler where the plan put each pod; nil
 	// leaves the choice to kube-scheduler.
 	Nominator *Nominator
+	// Rooms records what each plan found of the CapacityBuffers' pods;
+	// nil without buffers.
+	Rooms *bufferroom.Rooms
 
 	// said is what each pending pod was last told (FailedScheduling), and
 	// when: a pod is told again when the reason changes, or after Resay.
@@ -99,13 +104,13 @@ func (p *Provisioner) nominateExisting(ctx context.Context, snap *state.Snapshot
 	}
 	for _, e := range plan.Existing {
 		if !registered[e.Node] {
-			for _, pod := range e.Pods {
+			for _, pod := range notVirtual(e.Pods) {
 				p.Recorder.Eventf(pod, corev1.EventTypeNormal, v1.ReasonNominated, "pod should schedule on NodeClaim %s (launching)", e.Node)
 			}
 			p.Nominator.Plan(e.Node, e.Pods)
 			continue
 		}
-		marked := slices.DeleteFunc(slices.Clone(e.Pods), func(pod *corev1.Pod) bool { return !state.MarkedUnschedulable(pod) })
+		marked := slices.DeleteFunc(notVirtual(e.Pods), func(pod *corev1.Pod) bool { return !state.MarkedUnschedulable(pod) })
 		for _, pod := range marked {
 			p.Recorder.Eventf(pod, corev1.EventTypeNormal, v1.ReasonNominated, "pod should schedule on node %s", e.Node)
 		}
@@ -142,10 +147,21 @@ func (p *Provisioner) SetupWithManager(mgr manager.Manager) error {
 			}
 		},
 	}
-	if err := builder.ControllerManagedBy(mgr).Named("provisioner.trigger").For(&corev1.Pod{}).
+	b := builder.ControllerManagedBy(mgr).Named("provisioner.trigger").For(&corev1.Pod{}).
 		Watches(&v1.NodeClaim{}, deleted).Watches(&corev1.Node{}, deleted).
-		Watches(&v1.NodePool{}, changed).Watches(p.NodeClasses.NodeClassObject(), changed).
-		Complete(reconcile.Func(p.podChanged)); err != nil {
+		Watches(&v1.NodePool{}, changed).Watches(p.NodeClasses.NodeClassObject(), changed)
+	if p.Rooms != nil {
+		// A buffer resolved anew may need room.
+		b = b.Watches(&v1beta1.CapacityBuffer{}, handler.Funcs{
+			CreateFunc: func(context.Context, event.CreateEvent, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				p.Batcher.Trigger()
+			},
+			UpdateFunc: func(context.Context, event.UpdateEvent, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				p.Batcher.Trigger()
+			},
+		})
+	}
+	if err := b.Complete(reconcile.Func(p.podChanged)); err != nil {
 		return err
 	}
 	return mgr.Add(manager.RunnableFunc(p.run))
@@ -296,7 +312,7 @@ func (p *Provisioner) Provision(ctx context.Context) (time.Duration, error) {
 		// launches take seconds; the decision waits for them.
 		return p.Retry, nil
 	}
-	if !slices.ContainsFunc(listed.Pods, state.Pending) && !slices.ContainsFunc(listed.NodeClaims, deleting) {
+	if !slices.ContainsFunc(listed.Pods, state.Pending) && !slices.ContainsFunc(listed.NodeClaims, deleting) && len(listed.CapacityBuffers) == 0 {
 		return 0, nil
 	}
 	classes, err := p.NodeClasses.ResolveNodeClasses(ctx, listed.NodePools)
@@ -320,7 +336,7 @@ func (p *Provisioner) Provision(ctx context.Context) (time.Duration, error) {
 		p.Nominator.Plan(nc.Name, planned.Pods)
 		p.Log.Info("created NodeClaim", "NodeClaim", nc.Name, "nodePool", planned.NodePool, "pods", len(planned.Pods),
 			"cheapestInstanceType", planned.InstanceType.Name, "instanceTypes", len(planned.InstanceTypes), "requests", planned.Requests.String())
-		for _, pod := range planned.Pods {
+		for _, pod := range notVirtual(planned.Pods) {
 			p.Recorder.Eventf(pod, corev1.EventTypeNormal, v1.ReasonNominated, "pod should schedule on NodeClaim %s (%s)", nc.Name, planned.InstanceType.Name)
 		}
 	}); err != nil {
@@ -330,8 +346,62 @@ func (p *Provisioner) Provision(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	for _, f := range plan.Fallbacks {
-		p.Recorder.Event(f.Pod, corev1.EventTypeNormal, v1.ReasonNodePoolFallback, describeFallback(f))
+		if !state.Virtual(f.Pod) {
+			p.Recorder.Event(f.Pod, corev1.EventTypeNormal, v1.ReasonNodePoolFallback, describeFallback(f))
+		}
 	}
+	p.Rooms.Record(rooms(snap, plan))
+	reasons := p.explain(snap, plan)
+	// Pods expected on nodes still coming up are looked at again: if
+	// kube-scheduler has not bound them once the node is up, they are
+	// planned anew. Buffers are looked at again every BufferRetry: pods
+	// that took their room leave them to refill.
+	retry := p.retryAfter(snap, plan, reasons)
+	if len(snap.Buffers) > 0 && (retry == 0 || retry > BufferRetry) {
+		retry = BufferRetry
+	}
+	return retry, nil
+}
+
+// BufferRetry is how often the CapacityBuffers' room is looked at again
+// while there are buffers.
+const BufferRetry = 15 * time.Second
+
+// notVirtual are the pods that are not a buffer's.
+func notVirtual(pods []*corev1.Pod) []*corev1.Pod {
+	return slices.DeleteFunc(slices.Clone(pods), state.Virtual)
+}
+
+// rooms are what the plan found of each buffer's pods.
+func rooms(snap *state.Snapshot, plan *scheduling.Plan) map[types.NamespacedName]bufferroom.Room {
+	out := make(map[types.NamespacedName]bufferroom.Room, len(snap.Buffers))
+	for _, b := range snap.Buffers {
+		out[b.Buffer] = bufferroom.Room{Pods: b.Pods, Hosted: b.Hosted}
+	}
+	add := func(pods []*corev1.Pod, f func(*bufferroom.Room)) {
+		for _, pod := range pods {
+			if r, ok := out[state.BufferOf(pod)]; ok && state.Virtual(pod) {
+				f(&r)
+				out[state.BufferOf(pod)] = r
+			}
+		}
+	}
+	for _, nc := range plan.NodeClaims {
+		add(nc.Pods, func(r *bufferroom.Room) { r.Launched++ })
+	}
+	for _, e := range plan.Existing {
+		add(e.Pods, func(r *bufferroom.Room) { r.Hosted++ })
+	}
+	for _, u := range plan.Unschedulable {
+		add([]*corev1.Pod{u.Pod}, func(r *bufferroom.Room) { r.Failed++ })
+	}
+	return out
+}
+
+// explain tells each pod the plan left without a place why, on its own
+// events (a buffer's pod says so in the buffer's Provisioning condition
+// instead), and logs it once per workload; it returns the reasons.
+func (p *Provisioner) explain(snap *state.Snapshot, plan *scheduling.Plan) map[*corev1.Pod]string {
 	skipped := snap.SkippedSummary()
 	reasonOf := func(u *scheduling.UnschedulablePod) string {
 		switch {
@@ -342,20 +412,17 @@ func (p *Provisioner) Provision(ctx context.Context) (time.Duration, error) {
 		}
 		return u.Reason
 	}
-	// Each pod says why on its own events; the log says it once per
-	// workload.
 	reasons := make(map[*corev1.Pod]string, len(plan.Unschedulable))
 	for _, u := range plan.Unschedulable {
-		reasons[u.Pod] = reasonOf(u)
+		if !state.Virtual(u.Pod) {
+			reasons[u.Pod] = reasonOf(u)
+		}
 	}
 	p.tell(reasons)
 	for _, g := range state.GroupPods(plan.Unschedulable, func(u *scheduling.UnschedulablePod) *corev1.Pod { return u.Pod }, reasonOf) {
 		p.Log.V(1).Info("pods cannot be scheduled", "workload", g.Workload.String(), "pods", len(g.Pods), "reason", reasons[g.Pods[0]])
 	}
-	// Pods expected on nodes still coming up are looked at again: if
-	// kube-scheduler has not bound them once the node is up, they are
-	// planned anew.
-	return p.retryAfter(snap, plan, reasons), nil
+	return reasons
 }
 
 // podKeys names pods, for the log.

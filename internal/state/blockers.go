@@ -116,13 +116,15 @@ func (s *Snapshot) blockers(n *Node) []Blocker {
 	}
 	waiting := map[*corev1.Pod]bool{}
 	for _, p := range append(slices.Clone(s.nominated[n.Name]), n.Expected...) {
-		waiting[p] = true
+		if !Virtual(p) {
+			waiting[p] = true
+		}
 	}
 	if len(waiting) > 0 {
 		out = append(out, Blocker{Reason: BlockNominated, Pods: len(waiting)})
 	}
 	for _, p := range n.Pods {
-		if mirror(p) {
+		if mirror(p) || Virtual(p) {
 			continue
 		}
 		if b, ok := doNotDisrupt(p, s.Now); ok {

@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nodewright/nodewright/api/autoscaling/v1beta1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/api/v1alpha1"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
@@ -49,6 +50,10 @@ type Objects struct {
 	StorageClasses []*storagev1.StorageClass
 	// CSINodes report how many volumes of each CSI driver nodes attach.
 	CSINodes []*storagev1.CSINode
+	// CapacityBuffers keep room for pods to come (listed with the
+	// CapacityBuffer feature gate), with the PodTemplates they resolved to.
+	CapacityBuffers []*v1beta1.CapacityBuffer
+	PodTemplates    []*corev1.PodTemplate
 }
 
 // Options are the facts from outside the objects.
@@ -100,7 +105,8 @@ type Backoff struct {
 // Snapshot is the cluster as decisions see it.
 type Snapshot struct {
 	Now time.Time
-	// Pending are the pods nodewright should find room for.
+	// Pending are the pods nodewright should find room for: the
+	// CapacityBuffers' pods (Virtual) that no node has room for among them.
 	Pending []*corev1.Pod
 	// Leaving are the pods of nodes being deleted that will need room
 	// elsewhere: room is found for them before they are evicted, as for
@@ -136,6 +142,8 @@ type Snapshot struct {
 	// nominated are nodes that pending pods are nominated to.
 	nominated map[string][]*corev1.Pod
 	expected  int
+	// Buffers say, per CapacityBuffer, how many of its pods have room.
+	Buffers []BufferRoom
 }
 
 // Build makes the snapshot.
@@ -149,10 +157,15 @@ func Build(o Objects, opts Options) *Snapshot {
 	s.Nodes = pair(o.NodeClaims, o.Nodes, pods.bound)
 	s.lifetimes(o.NodePools, opts.NodeClasses, opts.NodesWithoutClaims)
 	s.Usage = usage(s.Nodes)
-	s.Pending = s.expect(pods.pending, opts)
+	virtual := virtualPods(o.CapacityBuffers, o.PodTemplates)
+	s.Pending = s.expect(slices.Concat(pods.pending, virtual), opts)
 	s.Leaving = s.leaving(pods.restarting)
 	types := s.nodePools(o, opts)
 	s.sizeNodes(types, o.CSINodes, opts.Catalog)
+	if len(virtual) > 0 {
+		s.hostBuffers(virtual)
+		s.sizeNodes(types, o.CSINodes, opts.Catalog)
+	}
 	return s
 }
 

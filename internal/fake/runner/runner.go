@@ -258,6 +258,9 @@ func (s *Sim) prepareControllers(ctx context.Context, opts Options) error {
 	if opts.Operator.PodDeletionCostManagement {
 		gates = append(gates, "podDeletionCostManagement")
 	}
+	if opts.Operator.CapacityBuffer {
+		gates = append(gates, "capacityBuffer")
+	}
 	controllerConfig, err := charts.InstallRBAC(ctx, s.Kube, s.Plane.Config, opts.Operator.ClusterName, gates...)
 	if err != nil {
 		return err

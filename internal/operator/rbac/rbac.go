@@ -41,6 +41,17 @@ func Chart() (Rules, error) {
 // gate): patching pods' annotations.
 var PodDeletionCost = rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"patch"}}
 
+// CapacityBuffer is what the CapacityBuffer feature gate needs beyond the
+// chart's default rules (the chart grants it with the gate): reading
+// buffers and writing their status, keeping their PodTemplates, and
+// reading the workloads they name.
+var CapacityBuffer = []rbacv1.PolicyRule{
+	{APIGroups: []string{"autoscaling.x-k8s.io"}, Resources: []string{"capacitybuffers"}, Verbs: []string{"get", "list", "watch"}},
+	{APIGroups: []string{"autoscaling.x-k8s.io"}, Resources: []string{"capacitybuffers/status"}, Verbs: []string{"patch", "update"}},
+	{APIGroups: []string{""}, Resources: []string{"podtemplates"}, Verbs: []string{"get", "list", "watch", "create", "update", "patch"}},
+	{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "replicasets"}, Verbs: []string{"get", "list", "watch"}},
+}
+
 // Check asks the API server whether the client's user may do everything
 // the chart's ClusterRole grants, and what its Role grants in namespace
 // (the leader lease's; "" without leader election), and names what it

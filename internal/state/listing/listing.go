@@ -11,10 +11,12 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nodewright/nodewright/api/autoscaling/v1beta1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/api/v1alpha1"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
@@ -36,7 +38,8 @@ type Cached struct {
 // List reads every NodePool, NodeClaim, Node, Pod,
 // DaemonSet, PodDisruptionBudget, Namespace, PersistentVolumeClaim,
 // PersistentVolume, StorageClass and NodeOverlay (none when the cluster
-// does not have the NodeOverlay CRD).
+// does not have the NodeOverlay CRD), and the CapacityBuffers with their
+// PodTemplates (listBuffers).
 //
 // From a cache, the pods are the cache's own objects, not copies (copying
 // tens of thousands of pods for every decision would cost more than the
@@ -109,7 +112,33 @@ func List(ctx context.Context, kube client.Reader) (*Listed, error) {
 	default:
 		out.Overlays = Pointers(overlays.Items)
 	}
+	if err := listBuffers(ctx, kube, out); err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+// listBuffers reads the CapacityBuffers and, when there are any, the
+// PodTemplates they resolve to. A client whose scheme does not know
+// CapacityBuffer (the CapacityBuffer feature gate is off), or a cluster
+// without the CRD, has none.
+func listBuffers(ctx context.Context, kube client.Reader, out *Listed) error {
+	buffers := &v1beta1.CapacityBufferList{}
+	switch err := kube.List(ctx, buffers); {
+	case runtime.IsNotRegisteredError(err) || meta.IsNoMatchError(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("listing CapacityBuffers: %w", err)
+	case len(buffers.Items) == 0:
+		return nil
+	}
+	out.CapacityBuffers = Pointers(buffers.Items)
+	templates := &corev1.PodTemplateList{}
+	if err := kube.List(ctx, templates); err != nil {
+		return fmt.Errorf("listing PodTemplates: %w", err)
+	}
+	out.PodTemplates = Pointers(templates.Items)
+	return nil
 }
 
 // podStore is the pod informer's store of a Cached client whose informer
