@@ -77,6 +77,28 @@ spec:
   priceAdjustment: "-10%"
 `
 
+const validCapacityBuffer = `
+apiVersion: autoscaling.x-k8s.io/v1beta1
+kind: CapacityBuffer
+metadata:
+  name: placeholder
+  namespace: default
+spec:
+  podTemplateRef: {name: web}
+  replicas: 3
+`
+
+var invalidCapacityBuffers = []invalid{
+	{"podTemplateRef without replicas or limits", validCapacityBuffer, `spec: {replicas: null}`,
+		"spec", "If podTemplateRef is set, replicas or limits must also be set"},
+	{"podTemplateRef and scalableRef", validCapacityBuffer, `spec: {scalableRef: {apiGroup: apps, kind: Deployment, name: web}}`,
+		"spec", "You must define either PodTemplateRef or ScalableRef, but not both"},
+	{"negative replicas", validCapacityBuffer, `spec: {replicas: -1}`,
+		"spec.replicas", "should be greater than or equal to 0"},
+	{"negative percentage", validCapacityBuffer, `spec: {podTemplateRef: null, scalableRef: {kind: Deployment, name: web}, percentage: -5}`,
+		"spec.percentage", "should be greater than or equal to 0"},
+}
+
 // invalid is an object the API server must reject: a valid base object with
 // a JSON merge patch (in YAML) applied, and where and why it is rejected.
 type invalid struct {
@@ -350,6 +372,7 @@ func TestInvalidObjectsAreRejected(t *testing.T) {
 	}
 	for kind, cases := range map[string][]invalid{
 		"EC2NodeClass": invalidNodeClasses, "NodePool": invalidNodePools, "NodeClaim": invalidNodeClaims, "NodeOverlay": invalidNodeOverlays,
+		"CapacityBuffer": invalidCapacityBuffers,
 	} {
 		for i, tc := range cases {
 			t.Run(kind+"/"+tc.name, func(t *testing.T) {
@@ -369,7 +392,7 @@ func TestInvalidObjectsAreRejected(t *testing.T) {
 // The base objects themselves are valid, so each rejection above is caused
 // by its patch alone.
 func TestValidBasesAreAccepted(t *testing.T) {
-	for _, base := range []string{validNodeClass, validNodePool, validNodeClaim, validNodeOverlay} {
+	for _, base := range []string{validNodeClass, validNodePool, validNodeClaim, validNodeOverlay, validCapacityBuffer} {
 		obj := patched(t, base, "{}")
 		obj.SetName("valid-base")
 		if err := kube.Create(context.Background(), obj); err != nil {

@@ -307,3 +307,44 @@ func TestSimulateDisruptionOfAChange(t *testing.T) {
 		t.Errorf("nodes past their NodePool's expireAfter do not expire: %v\n%s", err, out)
 	}
 }
+
+// simulate reads CapacityBuffers as their controller resolves them: a
+// buffer of a Deployment keeps room for its replicas of the Deployment's
+// pod (counted apart from the pods placed); one whose PodTemplate is not
+// among the manifests keeps none, and says so.
+func TestSimulateCapacityBuffer(t *testing.T) {
+	out, err := run("simulate", "-f", "../../scenarios/capacity-buffer.yaml", "-o", "json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	var report struct {
+		NodeClaims []struct {
+			Pods       []string `json:"pods"`
+			BufferPods int      `json:"bufferPods"`
+		} `json:"nodeClaims"`
+	}
+	if err := json.Unmarshal([]byte(out), &report); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	pods, buffer := 0, 0
+	for _, c := range report.NodeClaims {
+		pods, buffer = pods+len(c.Pods), buffer+c.BufferPods
+	}
+	if pods != 2 || buffer != 4 {
+		t.Errorf("%d pods and %d buffer pods planned, want 2 and 4:\n%s", pods, buffer, out)
+	}
+	dir := t.TempDir()
+	manifest, err := os.ReadFile("../../scenarios/capacity-buffer.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := string(manifest) + "---\napiVersion: autoscaling.x-k8s.io/v1beta1\nkind: CapacityBuffer\nmetadata: {name: batch}\nspec: {podTemplateRef: {name: batch}, replicas: 2}\n"
+	if err := os.WriteFile(filepath.Join(dir, "m.yaml"), []byte(missing), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err = run("simulate", "-f", filepath.Join(dir, "m.yaml"))
+	if err != nil || !strings.Contains(out, "CapacityBuffer default/batch keeps no room: PodTemplate default/batch (spec.podTemplateRef) is not among the manifests") ||
+		!strings.Contains(out, "room for 4 CapacityBuffer pods") {
+		t.Errorf("a buffer without its PodTemplate: %v\n%s", err, out)
+	}
+}

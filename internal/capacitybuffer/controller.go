@@ -9,7 +9,6 @@ package capacitybuffer
 import (
 	"context"
 	"fmt"
-	"math"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -17,10 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -30,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/nodewright/nodewright/api/autoscaling/v1beta1"
+	"github.com/nodewright/nodewright/internal/state"
 	"github.com/nodewright/nodewright/internal/state/bufferroom"
 )
 
@@ -197,53 +195,12 @@ func workload(obj client.Object) (*corev1.PodTemplateSpec, int32) {
 	return &corev1.PodTemplateSpec{}, 0
 }
 
-// count is how many pods the buffer keeps room for: spec.replicas, or a
-// percentage of the workload's replicas (rounded up, at least one), the
-// larger of the two; no more than fit in spec.limits. With limits alone,
-// as many as fit. workloadReplicas is -1 without a workload.
+// count resolves the buffer to its PodTemplate and how many pods
+// (state.BufferReplicas); workloadReplicas is -1 without a workload.
 func count(b *v1beta1.CapacityBuffer, t *corev1.PodTemplate, workloadReplicas int32) resolved {
-	n := int64(-1)
-	if b.Spec.Replicas != nil {
-		n = int64(*b.Spec.Replicas)
+	n, err := state.BufferReplicas(b.Spec, &t.Template.Spec, workloadReplicas)
+	if err != nil {
+		return resolved{reason: v1beta1.ReasonResolutionFailed, message: fmt.Sprintf("PodTemplate %s: %v", t.Name, err)}
 	}
-	if pct := b.Spec.Percentage; pct != nil && workloadReplicas >= 0 {
-		share := int64(math.Ceil(float64(*pct) * float64(workloadReplicas) / 100))
-		if *pct > 0 && workloadReplicas > 0 {
-			share = max(share, 1)
-		}
-		n = max(n, share)
-	}
-	if len(b.Spec.Limits) > 0 {
-		fit, ok := fitting(b.Spec.Limits, &corev1.Pod{Spec: t.Template.Spec})
-		if !ok {
-			return resolved{reason: v1beta1.ReasonResolutionFailed, message: fmt.Sprintf("spec.limits bound none of the resources PodTemplate %s's pod requests", t.Name)}
-		}
-		if n < 0 {
-			n = fit
-		}
-		n = min(n, fit)
-	}
-	n = min(max(n, 0), math.MaxInt32)
-	return resolved{template: t, replicas: int32(n), reason: v1beta1.ReasonResolved, message: "Pod template resolved successfully"}
-}
-
-// fitting is how many of the pod fit in the limits; false when no limit
-// bounds a resource the pod requests.
-func fitting(limits corev1.ResourceList, pod *corev1.Pod) (int64, bool) {
-	requests := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
-	fit, bounded := int64(math.MaxInt32), false
-	for name, limit := range limits {
-		req, ok := requests[name]
-		if !ok || req.IsZero() {
-			continue
-		}
-		bounded = true
-		fit = min(fit, chunks(limit, req))
-	}
-	return fit, bounded
-}
-
-// chunks is how many of req fit in limit.
-func chunks(limit, req resource.Quantity) int64 {
-	return limit.MilliValue() / req.MilliValue()
+	return resolved{template: t, replicas: n, reason: v1beta1.ReasonResolved, message: "Pod template resolved successfully"}
 }

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	resourcehelper "k8s.io/component-helpers/resource"
 	"k8s.io/utils/ptr"
 
 	"github.com/nodewright/nodewright/api/autoscaling/v1beta1"
@@ -150,4 +152,51 @@ func (s *Snapshot) hostBuffers(virtual []*corev1.Pod) {
 		s.Buffers = append(s.Buffers, *r)
 	}
 	slices.SortFunc(s.Buffers, func(a, b BufferRoom) int { return strings.Compare(a.Buffer.String(), b.Buffer.String()) })
+}
+
+// BufferReplicas is how many pods a CapacityBuffer keeps room for:
+// spec.replicas, or a percentage of its workload's replicas (rounded up,
+// at least one), the larger of the two; no more than fit in spec.limits;
+// with limits alone, as many as fit. workloadReplicas is -1 without a
+// workload. Limits that bound none of the resources the pod requests are
+// an error.
+func BufferReplicas(spec v1beta1.CapacityBufferSpec, pod *corev1.PodSpec, workloadReplicas int32) (int32, error) {
+	n := int64(-1)
+	if spec.Replicas != nil {
+		n = int64(*spec.Replicas)
+	}
+	if pct := spec.Percentage; pct != nil && workloadReplicas >= 0 {
+		share := int64(math.Ceil(float64(*pct) * float64(workloadReplicas) / 100))
+		if *pct > 0 && workloadReplicas > 0 {
+			share = max(share, 1)
+		}
+		n = max(n, share)
+	}
+	if len(spec.Limits) > 0 {
+		fit, ok := fitting(spec.Limits, pod)
+		if !ok {
+			return 0, errors.New("spec.limits bound none of the resources its pod requests")
+		}
+		if n < 0 {
+			n = fit
+		}
+		n = min(n, fit)
+	}
+	return int32(min(max(n, 0), math.MaxInt32)), nil
+}
+
+// fitting is how many of the pod fit in the limits; false when no limit
+// bounds a resource the pod requests.
+func fitting(limits corev1.ResourceList, pod *corev1.PodSpec) (int64, bool) {
+	requests := resourcehelper.PodRequests(&corev1.Pod{Spec: *pod}, resourcehelper.PodResourcesOptions{})
+	fit, bounded := int64(math.MaxInt32), false
+	for name, limit := range limits {
+		req, ok := requests[name]
+		if !ok || req.IsZero() {
+			continue
+		}
+		bounded = true
+		fit = min(fit, limit.MilliValue()/req.MilliValue())
+	}
+	return fit, bounded
 }

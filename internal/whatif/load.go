@@ -5,6 +5,7 @@
 package whatif
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,6 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodewright/nodewright/api/autoscaling/v1beta1"
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	"github.com/nodewright/nodewright/api/crds"
 	v1 "github.com/nodewright/nodewright/api/v1"
@@ -66,12 +68,20 @@ type Objects struct {
 	// DefaultSpread are kube-scheduler's default topology spread
 	// constraints, when its configuration is given.
 	DefaultSpread scheduling.SpreadDefaults
+	// CapacityBuffers keep room for pods to come, with the PodTemplates
+	// they name; workloads are the Deployments, StatefulSets and
+	// ReplicaSets read, for buffers that name one.
+	CapacityBuffers []*v1beta1.CapacityBuffer
+	PodTemplates    []*corev1.PodTemplate
+	workloads       map[string]workload
 }
 
-// State are the objects as state.Build reads them.
+// State are the objects as state.Build reads them (CapacityBuffers
+// resolved as their controller would).
 func (o *Objects) State() state.Objects {
+	buffers, templates, _ := o.buffers()
 	return state.Objects{NodePools: o.NodePools, NodeClaims: o.NodeClaims, Nodes: o.Nodes, Pods: o.Pods, DaemonSets: o.DaemonSets, PDBs: o.PDBs, Overlays: o.Overlays, Namespaces: o.Namespaces,
-		PVCs: o.PVCs, PVs: o.PVs, StorageClasses: o.StorageClasses, CSINodes: o.CSINodes}
+		PVCs: o.PVCs, PVs: o.PVs, StorageClasses: o.StorageClasses, CSINodes: o.CSINodes, CapacityBuffers: buffers, PodTemplates: templates}
 }
 
 func (o *Objects) now() time.Time {
@@ -96,7 +106,8 @@ func (s Skipped) String() string {
 
 // ReadKinds are the kinds Load reads.
 const ReadKinds = "NodePools, NodeClaims, EC2NodeClasses, NodeOverlays, Pods and their workloads (Deployment, StatefulSet, ReplicaSet, Job), " +
-	"DaemonSets, Nodes, PodDisruptionBudgets, Namespaces, volumes (PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode), the aws-auth ConfigMap, Lists of them"
+	"DaemonSets, Nodes, PodDisruptionBudgets, Namespaces, volumes (PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode), " +
+	"CapacityBuffers and PodTemplates, the aws-auth ConfigMap, Lists of them"
 
 // Load reads multi-document YAML (or JSON). name labels errors and
 // skipped documents (a file name); errors say the line a document starts
@@ -139,7 +150,7 @@ type position struct {
 // unknown field is an error), into the types the controller lists.
 var decoder = func() runtime.Decoder {
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, v1alpha1.AddToScheme, awsv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, v1alpha1.AddToScheme, awsv1.AddToScheme, v1beta1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			panic(err) // the schemes of compiled-in types always register
 		}
@@ -234,6 +245,7 @@ var readVersions = map[string]string{
 	"Pod": "v1", "Node": "v1", "Namespace": "v1", "ConfigMap": "v1", "PersistentVolumeClaim": "v1", "PersistentVolume": "v1",
 	"Deployment": "apps/v1", "StatefulSet": "apps/v1", "ReplicaSet": "apps/v1", "DaemonSet": "apps/v1", "Job": "batch/v1",
 	"PodDisruptionBudget": "policy/v1", "StorageClass": "storage.k8s.io/v1", "CSINode": "storage.k8s.io/v1",
+	"CapacityBuffer": "autoscaling.x-k8s.io/v1beta1", "PodTemplate": "v1",
 }
 
 // readers add an object of each kind simulate reads, checking what the
@@ -284,6 +296,12 @@ var readers = map[string]func(*Objects, runtime.Object) (bool, error){
 	"ReplicaSet": func(o *Objects, obj runtime.Object) (bool, error) {
 		rs := obj.(*appsv1.ReplicaSet)
 		return true, o.addWorkload("apps/v1", "ReplicaSet", rs.ObjectMeta, rs.Spec.Replicas, rs.Spec.Template)
+	},
+	"CapacityBuffer": func(o *Objects, obj runtime.Object) (bool, error) {
+		return true, o.addBuffer(obj.(*v1beta1.CapacityBuffer))
+	},
+	"PodTemplate": func(o *Objects, obj runtime.Object) (bool, error) {
+		return appended(&o.PodTemplates, inDefault(obj.(*corev1.PodTemplate)))
 	},
 	"Job": func(o *Objects, obj runtime.Object) (bool, error) {
 		j := obj.(*batchv1.Job)
@@ -344,6 +362,10 @@ func (o *Objects) addWorkload(apiVersion, kind string, meta metav1.ObjectMeta, r
 		return err
 	}
 	o.expand(apiVersion, kind, meta, replicas, tmpl)
+	if o.workloads == nil {
+		o.workloads = map[string]workload{}
+	}
+	o.workloads[workloadKey(cmp.Or(meta.Namespace, metav1.NamespaceDefault), kind, meta.Name)] = workload{template: tmpl, replicas: ptr.Deref(replicas, 1)}
 	return nil
 }
 

@@ -33,6 +33,8 @@ type NodeClaimReport struct {
 	InstanceTypes []string            `json:"instanceTypes"`
 	Requests      corev1.ResourceList `json:"requests"`
 	Pods          []string            `json:"pods"`
+	// BufferPods counts the CapacityBuffers' pods it keeps room for.
+	BufferPods int `json:"bufferPods,omitempty"`
 }
 
 // ExistingNodeReport lists the pending pods planned onto an existing node.
@@ -64,7 +66,7 @@ func NewReport(res *Result) *Report {
 		r.NodeClaims = append(r.NodeClaims, NodeClaimReport{
 			Name: c.Name, NodePool: c.NodePool, InstanceType: c.InstanceType.Name,
 			CapacityType: c.Offering.CapacityType, Zone: c.Offering.Zone, PricePerHour: c.Offering.Price,
-			InstanceTypes: names, Requests: c.Requests.List(), Pods: podNames(c.Pods),
+			InstanceTypes: names, Requests: c.Requests.List(), Pods: podNames(c.Pods), BufferPods: buffered(c.Pods),
 		})
 	}
 	for _, e := range res.Plan.Existing {
@@ -80,22 +82,36 @@ func NewReport(res *Result) *Report {
 	return r
 }
 
+// podNames names the pods that are not a CapacityBuffer's.
 func podNames(pods []*corev1.Pod) []string {
-	out := make([]string, len(pods))
-	for i, p := range pods {
-		out[i] = p.Namespace + "/" + p.Name
+	out := make([]string, 0, len(pods))
+	for _, p := range pods {
+		if !state.Virtual(p) {
+			out = append(out, p.Namespace+"/"+p.Name)
+		}
 	}
 	return out
+}
+
+// buffered counts the CapacityBuffers' pods.
+func buffered(pods []*corev1.Pod) int {
+	n := 0
+	for _, p := range pods {
+		if state.Virtual(p) {
+			n++
+		}
+	}
+	return n
 }
 
 // WriteTable prints the report for people.
 func (r *Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	pods := 0
+	pods, buffer := 0, 0
 	if len(r.NodeClaims) > 0 {
 		fmt.Fprintln(tw, "NODECLAIM\tNODEPOOL\tINSTANCE TYPE\tCAPACITY\tZONE\t$/HOUR\tPODS\tREQUESTS")
 		for _, c := range r.NodeClaims {
-			pods += len(c.Pods)
+			pods, buffer = pods+len(c.Pods), buffer+c.BufferPods
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.4f\t%d\t%s\n", c.Name, c.NodePool, c.InstanceType, c.CapacityType, c.Zone, c.PricePerHour, len(c.Pods), scheduling.MustResources(c.Requests))
 		}
 	}
@@ -106,7 +122,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\n%d NodeClaims, %d pods placed, $%.4f/hour\n", len(r.NodeClaims), pods, r.TotalPricePerHour)
+	room := ""
+	if buffer > 0 {
+		room = fmt.Sprintf(", room for %d CapacityBuffer pods", buffer)
+	}
+	fmt.Fprintf(w, "\n%d NodeClaims, %d pods placed%s, $%.4f/hour\n", len(r.NodeClaims), pods, room, r.TotalPricePerHour)
 	for _, warning := range r.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", warning)
 	}

@@ -100,6 +100,8 @@ func Snapshot(o *Objects, resolver *nodeclass.Resolver) (*state.Snapshot, []stri
 	}
 	snap := state.Build(o.State(), state.Options{Now: o.now(), NodeClasses: classes, NodesWithoutClaims: true, DefaultSpread: o.DefaultSpread,
 		Catalog: instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: DefaultZones})})
+	_, _, bufferWarnings := o.buffers()
+	warnings = append(warnings, bufferWarnings...)
 	for _, sk := range snap.Skipped {
 		if sk.Reason == state.SkipNodeClassNotFound {
 			warnings = append(warnings, fmt.Sprintf("NodePool %s: EC2NodeClass %s is not among the inputs; it launches nothing", sk.NodePool, sk.NodeClass))
