@@ -6,7 +6,9 @@ package drain
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,6 +21,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/metrics"
 )
 
 // Drainer evicts the pods of nodes being terminated or rebooted.
@@ -26,6 +29,8 @@ type Drainer struct {
 	Client   client.Client
 	Recorder record.EventRecorder
 	Clock    clock.PassiveClock
+	// Metrics counts the eviction requests (nil: not counted).
+	Metrics *metrics.Metrics
 }
 
 // tier orders eviction: ordinary pods, then DaemonSet pods, then critical
@@ -143,6 +148,11 @@ func (d *Drainer) evictTier(ctx context.Context, owner client.Object, pods []*co
 func (d *Drainer) evict(ctx context.Context, p *corev1.Pod, owner client.Object) error {
 	eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
 	err := d.Client.SubResource("eviction").Create(ctx, p, eviction)
+	code := http.StatusCreated
+	if status := apierrors.APIStatus(nil); errors.As(err, &status) {
+		code = int(status.Status().Code)
+	}
+	d.Metrics.EvictionRequest(code)
 	switch {
 	case err == nil:
 		logf.FromContext(ctx).Info("evicted pod", "pod", client.ObjectKeyFromObject(p), "Node", p.Spec.NodeName)

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,9 +28,13 @@ type compat struct {
 	received             *prometheus.CounterVec   // message_type
 	deleted              prometheus.Counter
 	queueDuration        prometheus.Histogram
-	buildInfo            *prometheus.GaugeVec   // version, goversion, goarch, commit
-	deletionCostWrites   *prometheus.CounterVec // result
-	deletionCostPending  *prometheus.GaugeVec   // nodepool
+	buildInfo            *prometheus.GaugeVec     // version, goversion, goarch, commit
+	deletionCostWrites   *prometheus.CounterVec   // result
+	deletionCostPending  *prometheus.GaugeVec     // nodepool
+	reboots              *prometheus.CounterVec   // result
+	rebootDuration       *prometheus.HistogramVec // result
+	rebootRecovery       prometheus.Histogram
+	evictions            *prometheus.CounterVec // code
 }
 
 func newCompat() compat {
@@ -64,6 +69,12 @@ func newCompat() compat {
 			"Pod deletion cost annotations written or left, by result (updated, skipped_unchanged, skipped_notfound, skipped_conflict, error).", "result"),
 		deletionCostPending: gauge("pod_deletion_cost_nodes_with_pending_annotation_writes",
 			"Nodes whose pods' pod deletion cost is still to be written, by NodePool.", "nodepool"),
+		reboots: counter("nodes_reboots_total", "Reboots node repair asked for, by result (succeeded, provider_error, recovery_timeout, invalid_request).", "result"),
+		rebootDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "karpenter", Name: "nodes_reboot_duration_seconds",
+			Help: "Time from a reboot's request to its end, by result.", Buckets: prometheus.ExponentialBuckets(10, 2, 8)}, []string{"result"}),
+		rebootRecovery: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "karpenter", Name: "nodes_reboot_recovery_duration_seconds",
+			Help: "Time from a reboot being issued to the node being back and Ready.", Buckets: prometheus.ExponentialBuckets(10, 2, 8)}),
+		evictions: counter("pods_eviction_requests_total", "Eviction requests a drain made, by the HTTP status code of the answer.", "code"),
 	}
 }
 
@@ -84,6 +95,10 @@ func (c *compat) register(reg prometheus.Registerer, errp *error) {
 	c.buildInfo = register(reg, c.buildInfo, errp)
 	c.deletionCostWrites = register(reg, c.deletionCostWrites, errp)
 	c.deletionCostPending = register(reg, c.deletionCostPending, errp)
+	c.reboots = register(reg, c.reboots, errp)
+	c.rebootDuration = register(reg, c.rebootDuration, errp)
+	c.rebootRecovery = register(reg, c.rebootRecovery, errp)
+	c.evictions = register(reg, c.evictions, errp)
 	v := version.Get()
 	c.buildInfo.WithLabelValues(v.Version, v.GoVersion, runtime.GOARCH, v.Commit).Set(1)
 }
@@ -186,4 +201,34 @@ func (m *Metrics) DeletionCostPending(pending map[string]int) {
 	for pool, n := range pending {
 		m.compat.deletionCostPending.WithLabelValues(pool).Set(float64(n))
 	}
+}
+
+// Reboot results, the result label of the reboot series.
+const (
+	RebootSucceeded       = "succeeded"
+	RebootProviderError   = "provider_error"
+	RebootRecoveryTimeout = "recovery_timeout"
+	RebootInvalidRequest  = "invalid_request"
+)
+
+// Reboot counts a reboot that ended, and how long it took from its
+// request; recovery (a succeeded one's) is from its issue to Ready.
+func (m *Metrics) Reboot(result string, took, recovery time.Duration) {
+	if m == nil {
+		return
+	}
+	m.compat.reboots.WithLabelValues(result).Inc()
+	m.compat.rebootDuration.WithLabelValues(result).Observe(took.Seconds())
+	if result == RebootSucceeded {
+		m.compat.rebootRecovery.Observe(recovery.Seconds())
+	}
+}
+
+// EvictionRequest counts an eviction request by the HTTP status code of
+// its answer.
+func (m *Metrics) EvictionRequest(code int) {
+	if m == nil {
+		return
+	}
+	m.compat.evictions.WithLabelValues(strconv.Itoa(code)).Inc()
 }

@@ -4,12 +4,15 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/pprof"
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -18,6 +21,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -293,6 +297,9 @@ func newWiring(ctx context.Context, mgr manager.Manager, cfg Config, clouds Clou
 	if err != nil {
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
+	if err := serveCluster(mgr, clk); err != nil {
+		return nil, err
+	}
 	w := &wiring{mgr: mgr, cfg: cfg, clouds: clouds, clk: clk, log: log, recorder: mgr.GetEventRecorderFor("nodewright"), metrics: m,
 		registrations: nodepoolhealth.NewRegistrations(), drifts: nodepoolhealth.NewDriftReplacements(), cached: listing.Cached{Client: mgr.GetClient(), Cache: mgr.GetCache()},
 		resolver: &nodeclass.Resolver{EC2: clouds.EC2, SSM: clouds.SSM, IAM: clouds.IAM, ClusterName: cfg.ClusterName, KubernetesVersion: cfg.KubernetesVersion,
@@ -352,7 +359,7 @@ func (w *wiring) nodeClaimControllers(ctx context.Context) error {
 	}
 	terminator := &termination.Controller{
 		Client: w.mgr.GetClient(), Cloud: w.cloud, Recorder: w.recorder, Clock: w.clk, Poll: w.cfg.Lifecycle.Poll,
-		Drainer: &drain.Drainer{Client: w.mgr.GetClient(), Recorder: w.recorder, Clock: w.clk},
+		Drainer: &drain.Drainer{Client: w.mgr.GetClient(), Recorder: w.recorder, Clock: w.clk, Metrics: w.metrics},
 	}
 	if err := terminator.SetupWithManager(w.mgr); err != nil {
 		return err
@@ -429,14 +436,43 @@ func (w *wiring) nodeControllers(context.Context) error {
 		poll, issueWithin, timeout := reboot.Defaults()
 		return (&reboot.Controller{
 			Client: w.mgr.GetClient(), Cloud: w.cloud, Recorder: w.recorder, Clock: w.clk, Concurrency: w.cfg.Concurrency,
-			Drainer: &drain.Drainer{Client: w.mgr.GetClient(), Recorder: w.recorder, Clock: w.clk},
-			Poll:    poll, IssueWithin: issueWithin, Timeout: timeout,
+			Drainer: &drain.Drainer{Client: w.mgr.GetClient(), Recorder: w.recorder, Clock: w.clk, Metrics: w.metrics},
+			Poll:    poll, IssueWithin: issueWithin, Timeout: timeout, Metrics: w.metrics,
 		}).SetupWithManager(w.mgr)
 	}
 	return w.mgr.Add(&repair.Controller{
 		Client: w.cached, Recorder: w.recorder, Clock: w.clk, Metrics: w.metrics, Log: w.log.WithName("repair"),
 		Interval: w.cfg.RepairInterval, Tolerations: w.cfg.Repair,
 	})
+}
+
+// serveCluster serves the per-node and per-pod series from the manager's
+// cache at each scrape. A collector an earlier manager of this process
+// registered (tests run several) gives way to this one's.
+func serveCluster(mgr manager.Manager, clk clock.PassiveClock) error {
+	collector := metrics.NewClusterCollector(func() ([]*corev1.Node, []*corev1.Pod, func(*corev1.Node) bool, bool) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		nodes, pods := &corev1.NodeList{}, &corev1.PodList{}
+		if err := mgr.GetCache().List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
+			return nil, nil, nil, false
+		}
+		if err := mgr.GetCache().List(ctx, pods, client.UnsafeDisableDeepCopy); err != nil {
+			return nil, nil, nil, false
+		}
+		managed := func(n *corev1.Node) bool { return n.Labels[v1.LabelNodePool] != "" }
+		return listing.Pointers(nodes.Items), listing.Pointers(pods.Items), managed, true
+	}, clk.Now)
+	err := ctrlmetrics.Registry.Register(collector)
+	var already prometheus.AlreadyRegisteredError
+	if errors.As(err, &already) {
+		ctrlmetrics.Registry.Unregister(already.ExistingCollector)
+		err = ctrlmetrics.Registry.Register(collector)
+	}
+	if err != nil {
+		return fmt.Errorf("registering the per-node metrics: %w", err)
+	}
+	return nil
 }
 
 // profiling is the handlers of Go's profiles, when enabled.

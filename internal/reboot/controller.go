@@ -15,11 +15,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -35,6 +37,7 @@ import (
 	"github.com/nodewright/nodewright/internal/cloudprovider"
 	"github.com/nodewright/nodewright/internal/drain"
 	"github.com/nodewright/nodewright/internal/intent"
+	"github.com/nodewright/nodewright/internal/metrics"
 )
 
 // Rebooter reboots the instance of a provider ID nodewright launched.
@@ -63,6 +66,12 @@ type Controller struct {
 	Timeout time.Duration
 	// Concurrency is how many NodeClaims are looked at at once.
 	Concurrency int
+	Metrics     *metrics.Metrics
+
+	mu sync.Mutex
+	// requested is when each reboot in progress was requested, by
+	// NodeClaim UID (for its duration once it ends).
+	requested map[types.UID]time.Time
 }
 
 // Defaults are the reference's timing.
@@ -97,7 +106,10 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	if node == nil {
-		return reconcile.Result{}, c.fail(ctx, nc, nil, "its node is gone", true)
+		return reconcile.Result{}, c.fail(ctx, nc, nil, metrics.RebootProviderError, "its node is gone", true)
+	}
+	if cond.Reason == v1.ReasonRebootRequested {
+		c.remember(nc.UID, cond.LastTransitionTime.Time)
 	}
 	if cond.Reason == v1.ReasonRebootIssued {
 		return c.observe(ctx, nc, node, cond)
@@ -113,7 +125,7 @@ func (c *Controller) issue(ctx context.Context, nc *v1.NodeClaim, node *corev1.N
 	if err != nil {
 		// The request itself is wrong: the node is neither rebooted nor
 		// replaced for it.
-		return reconcile.Result{}, c.fail(ctx, nc, node, err.Error(), false)
+		return reconcile.Result{}, c.fail(ctx, nc, node, metrics.RebootInvalidRequest, err.Error(), false)
 	}
 	if err := intent.SetRebooting(ctx, c.Client, node, true); err != nil {
 		return reconcile.Result{}, err
@@ -149,9 +161,9 @@ func (c *Controller) notIssued(ctx context.Context, nc *v1.NodeClaim, node *core
 	var notOwned *cloudprovider.NotOwnedError
 	switch {
 	case errors.As(err, &notOwned):
-		return reconcile.Result{}, c.fail(ctx, nc, node, "rebooting its instance: "+err.Error(), false)
+		return reconcile.Result{}, c.fail(ctx, nc, node, metrics.RebootProviderError, "rebooting its instance: "+err.Error(), false)
 	case cloudprovider.IsNotFound(err) || c.Clock.Since(requested) > c.IssueWithin:
-		return reconcile.Result{}, c.fail(ctx, nc, node, "rebooting its instance: "+err.Error(), true)
+		return reconcile.Result{}, c.fail(ctx, nc, node, metrics.RebootProviderError, "rebooting its instance: "+err.Error(), true)
 	}
 	logf.FromContext(ctx).Error(err, "rebooting an instance; retrying", "NodeClaim", nc.Name)
 	return reconcile.Result{RequeueAfter: c.Poll}, nil
@@ -171,6 +183,8 @@ func (c *Controller) observe(ctx context.Context, nc *v1.NodeClaim, node *corev1
 				return reconcile.Result{}, err
 			}
 			c.Recorder.Eventf(nc, corev1.EventTypeNormal, v1.ReasonNodeRebooted, "node %s booted again (boot ID %s) and is Ready", node.Name, now)
+			issued := cond.LastTransitionTime.Time
+			c.Metrics.Reboot(metrics.RebootSucceeded, c.Clock.Since(c.forget(nc.UID, issued)), c.Clock.Since(issued))
 			return reconcile.Result{}, c.setCondition(ctx, nc, metav1.ConditionFalse, v1.ReasonRebootSucceeded,
 				fmt.Sprintf("node %s booted again (boot ID %q, was %q) and is Ready", node.Name, now, pre))
 		}
@@ -180,7 +194,7 @@ func (c *Controller) observe(ctx context.Context, nc *v1.NodeClaim, node *corev1
 		if booted {
 			what = "booted again but did not become Ready"
 		}
-		return reconcile.Result{}, c.fail(ctx, nc, node, fmt.Sprintf("node %s %s within %s of the reboot", node.Name, what, c.Timeout), true)
+		return reconcile.Result{}, c.fail(ctx, nc, node, metrics.RebootRecoveryTimeout, fmt.Sprintf("node %s %s within %s of the reboot", node.Name, what, c.Timeout), true)
 	}
 	return reconcile.Result{RequeueAfter: c.Poll}, nil
 }
@@ -188,10 +202,11 @@ func (c *Controller) observe(ctx context.Context, nc *v1.NodeClaim, node *corev1
 // fail ends a reboot that did not work: the fence comes off, Rebooting
 // turns False (RebootFailed), and unless keep the NodeClaim is deleted,
 // so the node is replaced.
-func (c *Controller) fail(ctx context.Context, nc *v1.NodeClaim, node *corev1.Node, why string, replace bool) error {
+func (c *Controller) fail(ctx context.Context, nc *v1.NodeClaim, node *corev1.Node, result, why string, replace bool) error {
 	if err := intent.SetRebooting(ctx, c.Client, node, false); err != nil {
 		return err
 	}
+	c.Metrics.Reboot(result, c.Clock.Since(c.forget(nc.UID, c.Clock.Now())), 0)
 	if err := c.annotate(ctx, nc, ""); err != nil {
 		return err
 	}
@@ -204,6 +219,31 @@ func (c *Controller) fail(ctx context.Context, nc *v1.NodeClaim, node *corev1.No
 		return err
 	}
 	return client.IgnoreNotFound(c.Client.Delete(ctx, nc))
+}
+
+// remember notes when a reboot was requested.
+func (c *Controller) remember(uid types.UID, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.requested == nil {
+		c.requested = map[types.UID]time.Time{}
+	}
+	if _, ok := c.requested[uid]; !ok {
+		c.requested[uid] = at
+	}
+}
+
+// forget returns when a reboot was requested (or, not known since a
+// restart, otherwise) and forgets it.
+func (c *Controller) forget(uid types.UID, otherwise time.Time) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at, ok := c.requested[uid]
+	delete(c.requested, uid)
+	if !ok {
+		return otherwise
+	}
+	return at
 }
 
 // drainDeadline is when the drain before the reboot stops waiting: the

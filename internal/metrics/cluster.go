@@ -1,0 +1,180 @@
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
+)
+
+// Cluster is what the per-node and per-pod series are read from at each
+// scrape: the nodes and pods the controller's cache holds, and whether
+// nodewright manages each node. false: not known yet (the cache is
+// starting), and no series are served.
+type Cluster func() (nodes []*corev1.Node, pods []*corev1.Pod, managed func(*corev1.Node) bool, ok bool)
+
+// Well-known node labels the reference's per-node and per-pod series
+// carry, as label names.
+var nodeLabels = []struct{ key, name string }{
+	{"karpenter.sh/nodepool", "nodepool"}, {corev1.LabelTopologyZone, "zone"}, {corev1.LabelTopologyRegion, "region"},
+	{corev1.LabelInstanceTypeStable, "instance_type"}, {corev1.LabelArchStable, "arch"}, {corev1.LabelOSStable, "os"},
+	{"karpenter.sh/capacity-type", "capacity_type"}, {"karpenter.k8s.aws/instance-category", "instance_category"},
+	{"karpenter.k8s.aws/instance-family", "instance_family"}, {"karpenter.k8s.aws/instance-generation", "instance_generation"},
+	{"karpenter.k8s.aws/instance-size", "instance_size"},
+}
+
+// clusterCollector serves the reference's per-node gauges
+// (karpenter_nodes_allocatable, _total_pod_requests, _total_pod_limits,
+// _total_daemon_requests, _total_daemon_limits, _system_overhead,
+// _current_lifetime_seconds) and karpenter_pods_state, computed at each
+// scrape from the cache: nothing is kept between scrapes, so a node or
+// pod that is gone leaves no series behind.
+type clusterCollector struct {
+	cluster                                        Cluster
+	now                                            func() time.Time
+	allocatable, podRequests, podLimits, daemonReq *prometheus.Desc
+	daemonLimits, overhead, lifetime, podState     *prometheus.Desc
+}
+
+// NewClusterCollector makes the collector of the per-node and per-pod
+// series.
+func NewClusterCollector(cluster Cluster, now func() time.Time) prometheus.Collector {
+	labels := make([]string, 0, len(nodeLabels)+3)
+	for _, l := range nodeLabels {
+		labels = append(labels, l.name)
+	}
+	labels = append(labels, "node_name", "phase", "managed")
+	withResource := append(append([]string(nil), labels...), "resource_type")
+	desc := func(name, help string, labels []string) *prometheus.Desc {
+		return prometheus.NewDesc("karpenter_nodes_"+name, help, labels, nil)
+	}
+	return &clusterCollector{
+		cluster: cluster, now: now,
+		allocatable:  desc("allocatable", "What a node offers pods, by resource.", withResource),
+		podRequests:  desc("total_pod_requests", "What the pods on a node (not DaemonSet pods) request, by resource.", withResource),
+		podLimits:    desc("total_pod_limits", "The limits of the pods on a node (not DaemonSet pods), by resource.", withResource),
+		daemonReq:    desc("total_daemon_requests", "What the DaemonSet pods on a node request, by resource.", withResource),
+		daemonLimits: desc("total_daemon_limits", "The limits of the DaemonSet pods on a node, by resource.", withResource),
+		overhead:     desc("system_overhead", "What a node reserves for the system (capacity less allocatable), by resource.", withResource),
+		lifetime:     desc("current_lifetime_seconds", "How long a node has existed.", labels),
+		podState: prometheus.NewDesc("karpenter_pods_state", "1 per pod, labelled with where it is and how it is.",
+			[]string{"name", "namespace", "owner", "node", "scheduled", "nodepool", "zone", "arch", "capacity_type", "instance_type", "phase", "ready", "managed"}, nil),
+	}
+}
+
+func (c *clusterCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.allocatable, c.podRequests, c.podLimits, c.daemonReq, c.daemonLimits, c.overhead, c.lifetime, c.podState} {
+		ch <- d
+	}
+}
+
+func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
+	nodes, pods, managed, ok := c.cluster()
+	if !ok {
+		return
+	}
+	byNode := make(map[string][]*corev1.Pod, len(nodes))
+	for _, p := range pods {
+		if p.Spec.NodeName != "" && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
+		}
+	}
+	nodeByName := make(map[string]*corev1.Node, len(nodes))
+	for _, n := range nodes {
+		nodeByName[n.Name] = n
+		c.collectNode(ch, n, byNode[n.Name], managed(n))
+	}
+	for _, p := range pods {
+		c.collectPod(ch, p, nodeByName[p.Spec.NodeName], managed)
+	}
+}
+
+// collectNode sends one node's series.
+func (c *clusterCollector) collectNode(ch chan<- prometheus.Metric, n *corev1.Node, pods []*corev1.Pod, managed bool) {
+	labels := make([]string, 0, len(nodeLabels)+4)
+	for _, l := range nodeLabels {
+		labels = append(labels, n.Labels[l.key])
+	}
+	labels = append(labels, n.Name, string(n.Status.Phase), boolLabel(managed))
+	var podReq, podLim, dsReq, dsLim corev1.ResourceList
+	for _, p := range pods {
+		req := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
+		lim := resourcehelper.PodLimits(p, resourcehelper.PodResourcesOptions{})
+		if ownedByDaemonSet(p) {
+			dsReq, dsLim = add(dsReq, req), add(dsLim, lim)
+		} else {
+			podReq, podLim = add(podReq, req), add(podLim, lim)
+		}
+	}
+	overhead := corev1.ResourceList{}
+	for name, capacity := range n.Status.Capacity {
+		if alloc, ok := n.Status.Allocatable[name]; ok {
+			capacity.Sub(alloc)
+			overhead[name] = capacity
+		}
+	}
+	for desc, list := range map[*prometheus.Desc]corev1.ResourceList{c.allocatable: n.Status.Allocatable, c.podRequests: podReq, c.podLimits: podLim,
+		c.daemonReq: dsReq, c.daemonLimits: dsLim, c.overhead: overhead} {
+		for name, q := range list {
+			ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, value(q), append(labels, string(name))...)
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(c.lifetime, prometheus.GaugeValue, c.now().Sub(n.CreationTimestamp.Time).Seconds(), labels...)
+}
+
+// collectPod sends a pod's state.
+func (c *clusterCollector) collectPod(ch chan<- prometheus.Metric, p *corev1.Pod, n *corev1.Node, managed func(*corev1.Node) bool) {
+	owner := ""
+	if len(p.OwnerReferences) > 0 {
+		owner = p.OwnerReferences[0].Kind + "/" + p.OwnerReferences[0].Name
+	}
+	var pool, zone, arch, ct, it string
+	isManaged := false
+	if n != nil {
+		pool, zone, arch = n.Labels["karpenter.sh/nodepool"], n.Labels[corev1.LabelTopologyZone], n.Labels[corev1.LabelArchStable]
+		ct, it = n.Labels["karpenter.sh/capacity-type"], n.Labels[corev1.LabelInstanceTypeStable]
+		isManaged = managed(n)
+	}
+	ready := false
+	for _, cond := range p.Status.Conditions {
+		if cond.Type == corev1.PodReady {
+			ready = cond.Status == corev1.ConditionTrue
+		}
+	}
+	ch <- prometheus.MustNewConstMetric(c.podState, prometheus.GaugeValue, 1, p.Name, p.Namespace, owner, p.Spec.NodeName,
+		boolLabel(p.Spec.NodeName != ""), pool, zone, arch, ct, it, string(p.Status.Phase), boolLabel(ready), boolLabel(isManaged))
+}
+
+func add(to, more corev1.ResourceList) corev1.ResourceList {
+	if to == nil {
+		to = corev1.ResourceList{}
+	}
+	for name, q := range more {
+		sum := to[name]
+		sum.Add(q)
+		to[name] = sum
+	}
+	return to
+}
+
+// value is a quantity as a series value: cores for CPU, a count or bytes
+// otherwise.
+func value(q resource.Quantity) float64 { return q.AsApproximateFloat64() }
+
+func boolLabel(b bool) string {
+	if b {
+		return "true"
+	}
+	return "false"
+}
+
+func ownedByDaemonSet(p *corev1.Pod) bool {
+	for _, o := range p.OwnerReferences {
+		if o.Kind == "DaemonSet" {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,100 @@
+package metrics_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodewright/nodewright/internal/metrics"
+)
+
+// The reference's per-node gauges and pod state are read from the
+// cluster at each scrape: what a node offers and reserves, what its pods
+// and its DaemonSet pods request apart, how old it is; one series per
+// pod; nothing of a node that is gone.
+func TestClusterSeries(t *testing.T) {
+	now := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", CreationTimestamp: metav1.NewTime(now.Add(-time.Hour)),
+		Labels: map[string]string{"karpenter.sh/nodepool": "default", corev1.LabelTopologyZone: "us-east-1a", corev1.LabelInstanceTypeStable: "m5.large"}}}
+	node.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+	node.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1930m")}
+	pod := func(name, cpu string, daemon bool) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}, Spec: corev1.PodSpec{NodeName: "n1",
+			Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}}}
+		p.Status.Phase = corev1.PodRunning
+		if daemon {
+			p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "ds"}}
+		}
+		return p
+	}
+	nodes, pods := []*corev1.Node{node}, []*corev1.Pod{pod("a", "500m", false), pod("b", "250m", false), pod("ds-1", "100m", true)}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(metrics.NewClusterCollector(func() ([]*corev1.Node, []*corev1.Pod, func(*corev1.Node) bool, bool) {
+		return nodes, pods, func(n *corev1.Node) bool { return n.Labels["karpenter.sh/nodepool"] != "" }, true
+	}, func() time.Time { return now }))
+	labels := `arch="",capacity_type="",instance_category="",instance_family="",instance_generation="",instance_size="",instance_type="m5.large",managed="true",node_name="n1",nodepool="default",os="",phase="",region="",zone="us-east-1a"`
+	cpu := strings.Replace(labels, `,zone=`, `,resource_type="cpu",zone=`, 1)
+	want := `
+# HELP karpenter_nodes_allocatable What a node offers pods, by resource.
+# TYPE karpenter_nodes_allocatable gauge
+karpenter_nodes_allocatable{` + cpu + `} 1.93
+# HELP karpenter_nodes_total_pod_requests What the pods on a node (not DaemonSet pods) request, by resource.
+# TYPE karpenter_nodes_total_pod_requests gauge
+karpenter_nodes_total_pod_requests{` + cpu + `} 0.75
+# HELP karpenter_nodes_total_daemon_requests What the DaemonSet pods on a node request, by resource.
+# TYPE karpenter_nodes_total_daemon_requests gauge
+karpenter_nodes_total_daemon_requests{` + cpu + `} 0.1
+# HELP karpenter_nodes_system_overhead What a node reserves for the system (capacity less allocatable), by resource.
+# TYPE karpenter_nodes_system_overhead gauge
+karpenter_nodes_system_overhead{` + cpu + `} 0.07
+# HELP karpenter_nodes_current_lifetime_seconds How long a node has existed.
+# TYPE karpenter_nodes_current_lifetime_seconds gauge
+karpenter_nodes_current_lifetime_seconds{` + labels + `} 3600
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "karpenter_nodes_allocatable", "karpenter_nodes_total_pod_requests",
+		"karpenter_nodes_total_daemon_requests", "karpenter_nodes_system_overhead", "karpenter_nodes_current_lifetime_seconds"); err != nil {
+		t.Error(err)
+	}
+	if n, err := testutil.GatherAndCount(reg, "karpenter_pods_state"); err != nil || n != 3 {
+		t.Errorf("karpenter_pods_state: %d series, %v", n, err)
+	}
+	nodes, pods = nil, nil
+	if n, err := testutil.GatherAndCount(reg, "karpenter_nodes_allocatable", "karpenter_pods_state"); err != nil || n != 0 {
+		t.Errorf("after the node and pods went: %d series, %v", n, err)
+	}
+}
+
+// Reboots and eviction requests are counted under the reference's names.
+func TestRebootAndEvictionSeries(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Reboot(metrics.RebootSucceeded, 90*time.Second, 30*time.Second)
+	m.Reboot(metrics.RebootRecoveryTimeout, 25*time.Minute, 0)
+	m.EvictionRequest(201)
+	m.EvictionRequest(429)
+	want := `
+# HELP karpenter_nodes_reboots_total Reboots node repair asked for, by result (succeeded, provider_error, recovery_timeout, invalid_request).
+# TYPE karpenter_nodes_reboots_total counter
+karpenter_nodes_reboots_total{result="recovery_timeout"} 1
+karpenter_nodes_reboots_total{result="succeeded"} 1
+# HELP karpenter_pods_eviction_requests_total Eviction requests a drain made, by the HTTP status code of the answer.
+# TYPE karpenter_pods_eviction_requests_total counter
+karpenter_pods_eviction_requests_total{code="201"} 1
+karpenter_pods_eviction_requests_total{code="429"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "karpenter_nodes_reboots_total", "karpenter_pods_eviction_requests_total"); err != nil {
+		t.Error(err)
+	}
+	if n, err := testutil.GatherAndCount(reg, "karpenter_nodes_reboot_recovery_duration_seconds"); err != nil || n != 1 {
+		t.Errorf("recovery durations: %d, %v", n, err)
+	}
+}
