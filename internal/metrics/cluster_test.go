@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/internal/metrics"
+	"github.com/nodewright/nodewright/internal/scheduling"
 )
 
 // The reference's per-node gauges and pod state are read from the
@@ -96,5 +97,40 @@ karpenter_pods_eviction_requests_total{code="429"} 1
 	}
 	if n, err := testutil.GatherAndCount(reg, "karpenter_nodes_reboot_recovery_duration_seconds"); err != nil || n != 1 {
 		t.Errorf("recovery durations: %d, %v", n, err)
+	}
+}
+
+// Cloud provider calls are timed by method, failures counted by error
+// kind, and instance types shown with their offerings.
+func TestCloudProviderSeries(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.CloudProviderCall("Create", time.Second, "")
+	m.CloudProviderCall("Create", time.Second, "InsufficientCapacityError")
+	capacity, _ := scheduling.ParseResources(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("8Gi")})
+	it := &scheduling.InstanceType{Name: "m5.large", Capacity: capacity,
+		Offerings: []scheduling.Offering{{CapacityType: "spot", Zone: "us-east-1a", Price: 0.04, Available: true}, {CapacityType: "on-demand", Zone: "us-east-1a", Price: 0.096}}}
+	m.InstanceTypes([]*scheduling.InstanceType{it})
+	want := `
+# HELP karpenter_cloudprovider_errors_total Cloud provider calls that failed, by method and error kind.
+# TYPE karpenter_cloudprovider_errors_total counter
+karpenter_cloudprovider_errors_total{controller="",error="InsufficientCapacityError",method="Create",provider="aws"} 1
+# HELP karpenter_cloudprovider_instance_type_cpu_cores vCPUs of an instance type.
+# TYPE karpenter_cloudprovider_instance_type_cpu_cores gauge
+karpenter_cloudprovider_instance_type_cpu_cores{instance_type="m5.large"} 2
+# HELP karpenter_cloudprovider_instance_type_offering_available 1 when an offering can be launched now, 0 when not (no capacity, not offered).
+# TYPE karpenter_cloudprovider_instance_type_offering_available gauge
+karpenter_cloudprovider_instance_type_offering_available{capacity_type="on-demand",instance_type="m5.large",zone="us-east-1a"} 0
+karpenter_cloudprovider_instance_type_offering_available{capacity_type="spot",instance_type="m5.large",zone="us-east-1a"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "karpenter_cloudprovider_errors_total", "karpenter_cloudprovider_instance_type_cpu_cores",
+		"karpenter_cloudprovider_instance_type_offering_available"); err != nil {
+		t.Error(err)
+	}
+	if n, err := testutil.GatherAndCount(reg, "karpenter_cloudprovider_duration_seconds"); err != nil || n != 1 {
+		t.Errorf("durations: %d series, %v", n, err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/version"
 )
 
@@ -34,7 +35,12 @@ type compat struct {
 	reboots              *prometheus.CounterVec   // result
 	rebootDuration       *prometheus.HistogramVec // result
 	rebootRecovery       prometheus.Histogram
-	evictions            *prometheus.CounterVec // code
+	evictions            *prometheus.CounterVec   // code
+	cloudDuration        *prometheus.HistogramVec // controller, method, provider
+	cloudErrors          *prometheus.CounterVec   // controller, method, provider, error
+	typeCPU, typeMemory  *prometheus.GaugeVec     // instance_type
+	offeringAvailable    *prometheus.GaugeVec     // capacity_type, instance_type, zone
+	offeringPrice        *prometheus.GaugeVec     // capacity_type, instance_type, zone
 }
 
 func newCompat() compat {
@@ -75,6 +81,16 @@ func newCompat() compat {
 		rebootRecovery: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "karpenter", Name: "nodes_reboot_recovery_duration_seconds",
 			Help: "Time from a reboot being issued to the node being back and Ready.", Buckets: prometheus.ExponentialBuckets(10, 2, 8)}),
 		evictions: counter("pods_eviction_requests_total", "Eviction requests a drain made, by the HTTP status code of the answer.", "code"),
+		cloudDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "karpenter", Subsystem: "cloudprovider", Name: "duration_seconds",
+			Help: "Time a cloud provider call takes, by method (the controller label is left empty).", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)},
+			[]string{"controller", "method", "provider"}),
+		cloudErrors: counter("cloudprovider_errors_total", "Cloud provider calls that failed, by method and error kind.", "controller", "method", "provider", "error"),
+		typeCPU:     gauge("cloudprovider_instance_type_cpu_cores", "vCPUs of an instance type.", "instance_type"),
+		typeMemory:  gauge("cloudprovider_instance_type_memory_bytes", "Memory of an instance type, in bytes.", "instance_type"),
+		offeringAvailable: gauge("cloudprovider_instance_type_offering_available", "1 when an offering can be launched now, 0 when not (no capacity, not offered).",
+			"capacity_type", "instance_type", "zone"),
+		offeringPrice: gauge("cloudprovider_instance_type_offering_price_estimate", "An offering's price per hour, as nodewright decides with it.",
+			"capacity_type", "instance_type", "zone"),
 	}
 }
 
@@ -99,6 +115,12 @@ func (c *compat) register(reg prometheus.Registerer, errp *error) {
 	c.rebootDuration = register(reg, c.rebootDuration, errp)
 	c.rebootRecovery = register(reg, c.rebootRecovery, errp)
 	c.evictions = register(reg, c.evictions, errp)
+	c.cloudDuration = register(reg, c.cloudDuration, errp)
+	c.cloudErrors = register(reg, c.cloudErrors, errp)
+	c.typeCPU = register(reg, c.typeCPU, errp)
+	c.typeMemory = register(reg, c.typeMemory, errp)
+	c.offeringAvailable = register(reg, c.offeringAvailable, errp)
+	c.offeringPrice = register(reg, c.offeringPrice, errp)
 	v := version.Get()
 	c.buildInfo.WithLabelValues(v.Version, v.GoVersion, runtime.GOARCH, v.Commit).Set(1)
 }
@@ -231,4 +253,39 @@ func (m *Metrics) EvictionRequest(code int) {
 		return
 	}
 	m.compat.evictions.WithLabelValues(strconv.Itoa(code)).Inc()
+}
+
+// CloudProvider is the provider label of the cloud provider series.
+const CloudProvider = "aws"
+
+// CloudProviderCall records a cloud provider call: its duration, and its
+// error kind when it failed ("": it did not).
+func (m *Metrics) CloudProviderCall(method string, took time.Duration, errKind string) {
+	if m == nil {
+		return
+	}
+	m.compat.cloudDuration.WithLabelValues("", method, CloudProvider).Observe(took.Seconds())
+	if errKind != "" {
+		m.compat.cloudErrors.WithLabelValues("", method, CloudProvider, errKind).Inc()
+	}
+}
+
+// InstanceTypes shows instance types: their vCPUs and memory, and each
+// offering's availability and price.
+func (m *Metrics) InstanceTypes(types []*scheduling.InstanceType) {
+	if m == nil {
+		return
+	}
+	for _, it := range types {
+		m.compat.typeCPU.WithLabelValues(it.Name).Set(float64(it.Capacity.CPU()) / 1000)
+		m.compat.typeMemory.WithLabelValues(it.Name).Set(float64(it.Capacity.Memory()))
+		for _, o := range it.Offerings {
+			available := 0.0
+			if o.Available {
+				available = 1
+			}
+			m.compat.offeringAvailable.WithLabelValues(o.CapacityType, it.Name, o.Zone).Set(available)
+			m.compat.offeringPrice.WithLabelValues(o.CapacityType, it.Name, o.Zone).Set(o.Price)
+		}
+	}
 }

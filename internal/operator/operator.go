@@ -312,6 +312,7 @@ func newWiring(ctx context.Context, mgr manager.Manager, cfg Config, clouds Clou
 	w.cloud = &provider.CloudProvider{
 		Kube:     mgr.GetClient(),
 		Launcher: w.launcher,
+		Metrics:  w.metrics,
 		Types: &instancetypes.Cache{
 			Provider: &instancetypes.Provider{EC2: clouds.EC2, Pricing: clouds.Pricing, Region: cfg.Region, Clock: clk},
 			Clock:    clk, TTL: cfg.InstanceTypeTTL,

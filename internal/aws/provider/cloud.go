@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -15,6 +18,7 @@ import (
 	"github.com/nodewright/nodewright/internal/aws/kubeletconfig"
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
+	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
 )
@@ -25,11 +29,39 @@ type CloudProvider struct {
 	Kube     client.Reader
 	Launcher *Launcher
 	Types    *instancetypes.Cache
-	memo     typesMemo
+	// Metrics times the calls (karpenter_cloudprovider_*) and shows the
+	// instance types' offerings (nil: not recorded).
+	Metrics *metrics.Metrics
+	memo    typesMemo
+	// shown is what the offering series last showed: the unavailable
+	// offerings' signature, per EC2NodeClass settings.
+	shownMu sync.Mutex
+	shown   map[string]string
+}
+
+// observe records a call's duration and, when it failed, its error kind.
+func (c *CloudProvider) observe(method string, start time.Time, err error) {
+	c.Metrics.CloudProviderCall(method, time.Since(start), errorKind(err))
+}
+
+// errorKind names an error as the reference's error label does.
+func errorKind(err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case cloudprovider.IsNotFound(err):
+		return "NodeClaimNotFoundError"
+	case cloudprovider.IsInsufficientCapacity(err):
+		return "InsufficientCapacityError"
+	case cloudprovider.IsNodeClassNotReady(err):
+		return "NodeClassNotReadyError"
+	}
+	return "error"
 }
 
 // Create launches the instance of a NodeClaim.
-func (c *CloudProvider) Create(ctx context.Context, claim *v1.NodeClaim) (*cloudprovider.Instance, error) {
+func (c *CloudProvider) Create(ctx context.Context, claim *v1.NodeClaim) (_ *cloudprovider.Instance, err error) {
+	defer func(start time.Time) { c.observe("Create", start, err) }(time.Now())
 	class, err := c.nodeClass(ctx, claim)
 	if err != nil {
 		return nil, err
@@ -44,7 +76,8 @@ func (c *CloudProvider) Create(ctx context.Context, claim *v1.NodeClaim) (*cloud
 // InstanceTypes are the instance types an EC2NodeClass can launch: offered
 // in the zones of its subnets, with allocatable from its kubelet settings
 // and prices that leave out offerings recently without capacity.
-func (c *CloudProvider) InstanceTypes(ctx context.Context, class *awsv1.EC2NodeClass) ([]*scheduling.InstanceType, error) {
+func (c *CloudProvider) InstanceTypes(ctx context.Context, class *awsv1.EC2NodeClass) (_ []*scheduling.InstanceType, err error) {
+	defer func(start time.Time) { c.observe("GetInstanceTypes", start, err) }(time.Now())
 	specs, err := c.Types.Specs(ctx)
 	if err != nil && specs == nil {
 		return nil, fmt.Errorf("reading instance types: %w", err)
@@ -66,7 +99,32 @@ func (c *CloudProvider) InstanceTypes(ctx context.Context, class *awsv1.EC2NodeC
 		return nil, fmt.Errorf("EC2NodeClass %s: %w", class.Name, err)
 	}
 	opts := instancetypes.Options{Zones: zoneList, Kubelet: kubelet, Reservations: reservations, Needs: instancetypes.NeedsOf(class)}
-	return withUnavailable(c.memo.get(specs, opts), c.Launcher.unavailable.current()), nil
+	unavailable := c.Launcher.unavailable.current()
+	built, key := c.memo.get(specs, opts)
+	types := withUnavailable(built, unavailable)
+	c.show(key, types, unavailable)
+	return types, nil
+}
+
+// show sets the instance type series when the types of a node class's
+// settings, or the offerings out of capacity, changed since they were
+// last shown.
+func (c *CloudProvider) show(key string, types []*scheduling.InstanceType, unavailable map[string]bool) {
+	if c.Metrics == nil {
+		return
+	}
+	sig := strings.Join(slices.Sorted(maps.Keys(unavailable)), ",")
+	c.shownMu.Lock()
+	if c.shown == nil {
+		c.shown = map[string]string{}
+	}
+	old, seen := c.shown[key]
+	c.shown[key] = sig
+	c.shownMu.Unlock()
+	if seen && old == sig {
+		return
+	}
+	c.Metrics.InstanceTypes(types)
 }
 
 // withUnavailable marks the offerings recently without capacity
@@ -102,26 +160,26 @@ type typesMemo struct {
 	built map[string][]*scheduling.InstanceType
 }
 
-func (m *typesMemo) get(specs []instancetypes.Spec, opts instancetypes.Options) []*scheduling.InstanceType {
+func (m *typesMemo) get(specs []instancetypes.Spec, opts instancetypes.Options) ([]*scheduling.InstanceType, string) {
 	if len(specs) == 0 {
-		return nil
+		return nil, ""
 	}
 	settings, err := json.Marshal(opts)
 	if err != nil {
-		return instancetypes.InstanceTypes(specs, opts)
+		return instancetypes.InstanceTypes(specs, opts), ""
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.specs != &specs[0] || len(m.built) > 64 { // a new catalog, or settings pile up
 		m.specs, m.built = &specs[0], map[string][]*scheduling.InstanceType{}
 	}
-	key := string(settings)
+	key := fmt.Sprintf("%p/%s", &specs[0], settings)
 	if types, ok := m.built[key]; ok {
-		return types
+		return types, key
 	}
 	types := instancetypes.InstanceTypes(specs, opts)
 	m.built[key] = types
-	return types
+	return types, key
 }
 
 // NodeClassObject is the kind NodePools name: EC2NodeClass.
@@ -167,22 +225,26 @@ func (c *CloudProvider) NodeClass(ctx context.Context, name string) (*cloudprovi
 }
 
 // Get returns a NodeClaim's instance.
-func (c *CloudProvider) Get(ctx context.Context, providerID string) (*cloudprovider.Instance, error) {
+func (c *CloudProvider) Get(ctx context.Context, providerID string) (_ *cloudprovider.Instance, err error) {
+	defer func(start time.Time) { c.observe("Get", start, err) }(time.Now())
 	return c.Launcher.Get(ctx, providerID)
 }
 
 // Delete terminates an instance (NotFound once it is gone).
-func (c *CloudProvider) Delete(ctx context.Context, providerID string) error {
+func (c *CloudProvider) Delete(ctx context.Context, providerID string) (err error) {
+	defer func(start time.Time) { c.observe("Delete", start, err) }(time.Now())
 	return c.Launcher.Delete(ctx, providerID)
 }
 
 // Reboot reboots the instance of a provider ID nodewright launched.
-func (c *CloudProvider) Reboot(ctx context.Context, providerID string) error {
+func (c *CloudProvider) Reboot(ctx context.Context, providerID string) (err error) {
+	defer func(start time.Time) { c.observe("Reboot", start, err) }(time.Now())
 	return c.Launcher.Reboot(ctx, providerID)
 }
 
 // List returns the cluster's instances.
-func (c *CloudProvider) List(ctx context.Context) ([]*cloudprovider.Instance, error) {
+func (c *CloudProvider) List(ctx context.Context) (_ []*cloudprovider.Instance, err error) {
+	defer func(start time.Time) { c.observe("List", start, err) }(time.Now())
 	return c.Launcher.List(ctx)
 }
 
