@@ -260,7 +260,7 @@ func fieldsBehind(reason string, snap *state.Snapshot, n *state.Node, fields map
 	}
 	// The cloud's rules: AMI, subnet, security groups, placement group.
 	key := map[string]string{"AMIDrifted": "spec.amiSelectorTerms", "SubnetDrifted": "spec.subnetSelectorTerms",
-		"SecurityGroupDrifted": "spec.securityGroupSelectorTerms", "PlacementGroupDrifted": "spec.placementGroupSelector"}[reason]
+		"SecurityGroupDrifted": "spec.securityGroupSelectorTerms", "PlacementGroupDrifted": "spec.placementGroup"}[reason]
 	return filtered(class, func(f string) bool { return key != "" && strings.HasPrefix(f, key) })
 }
 

@@ -586,12 +586,12 @@ spec:
 	if r = plan(""); len(r.NodeClaims) != 1 || !strings.HasPrefix(r.NodeClaims[0].InstanceType, "t") {
 		t.Fatalf("no launch settings: planned %+v; want the cheapest, a burstable type", r.NodeClaims)
 	}
-	r = plan("  placementGroupSelector: {name: nodewright-cluster}")
+	r = plan("  placementGroup: {name: nodewright-cluster}")
 	if len(r.NodeClaims) != 1 || strings.HasPrefix(r.NodeClaims[0].InstanceType, "t") {
 		t.Errorf("cluster placement group: planned %+v; want one node of a type cluster groups take (not burstable)", r.NodeClaims)
 	}
-	r = plan("  placementGroupSelector: {name: no-such-group}")
-	if len(r.NodeClaims) != 0 || !strings.Contains(strings.Join(r.Warnings, "\n"), "placementGroupSelector selects no available placement group") {
+	r = plan("  placementGroup: {name: no-such-group}")
+	if len(r.NodeClaims) != 0 || !strings.Contains(strings.Join(r.Warnings, "\n"), "placementGroup selects no available placement group") {
 		t.Errorf("missing placement group: planned %+v, warnings %v; want nothing planned and the reason", r.NodeClaims, r.Warnings)
 	}
 }

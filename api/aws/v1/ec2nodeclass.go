@@ -40,7 +40,7 @@ type EC2NodeClassList struct {
 //
 // +kubebuilder:validation:XValidation:rule="has(self.role) != has(self.instanceProfile)",message="set exactly one of role (the node IAM role; nodewright manages an instance profile for it) or instanceProfile (an existing instance profile)"
 // +kubebuilder:validation:XValidation:rule="has(self.amiFamily) || self.amiSelectorTerms.exists(t, has(t.alias))",message="amiFamily is required unless amiSelectorTerms uses an alias such as al2023@latest; set it to AL2, AL2023, Bottlerocket, Custom, Windows2019, Windows2022 or Windows2025",fieldPath=".amiFamily"
-// +kubebuilder:validation:XValidation:rule="!has(self.amiFamily) || self.amiFamily == 'Custom' || self.amiSelectorTerms.all(t, !has(t.alias) || t.alias.find('^[^@]+') == self.amiFamily.lowerAscii())",message="amiFamily must be the alias's family (alias al2023@latest means amiFamily AL2023) or Custom; or leave amiFamily out and it is taken from the alias",fieldPath=".amiFamily"
+// +kubebuilder:validation:XValidation:rule="!has(self.amiFamily) || self.amiFamily == 'Custom' || self.amiSelectorTerms.all(t, !has(t.alias) || t.alias.find('^[^@]+') == self.amiFamily.lowerAscii() || (t.alias.find('^[^@]+') == 'bottlerocket-fips' && self.amiFamily == 'Bottlerocket'))",message="amiFamily must be the alias's family (alias al2023@latest means amiFamily AL2023, bottlerocket-fips Bottlerocket) or Custom; or leave amiFamily out and it is taken from the alias",fieldPath=".amiFamily"
 type EC2NodeClassSpec struct {
 	// SubnetSelectorTerms select the subnets nodes launch into. Terms are
 	// ORed; the fields of one term are ANDed.
@@ -59,15 +59,16 @@ type EC2NodeClassSpec struct {
 	// +kubebuilder:validation:MaxItems=30
 	// +optional
 	CapacityReservationSelectorTerms []CapacityReservationSelectorTerm `json:"capacityReservationSelectorTerms,omitempty"`
-	// PlacementGroupSelector names the placement group (by name or id)
-	// nodes launch into: cluster, partition or spread. Only instance types
-	// the group's strategy supports are used; nodes carry the
+	// PlacementGroup names the placement group (by name or id) nodes
+	// launch into: cluster, partition or spread; in a partition group,
+	// partition pins them to one partition. Only instance types the
+	// group's strategy supports are used; nodes carry the
 	// karpenter.k8s.aws/placement-group-id label (and, in a partition
 	// group, placement-group-partition).
-	// +kubebuilder:validation:XValidation:rule="has(self.name) || has(self.id)",message="placementGroupSelector needs name or id"
-	// +kubebuilder:validation:XValidation:rule="!(has(self.name) && has(self.id))",message="placementGroupSelector takes name or id, not both"
+	// +kubebuilder:validation:XValidation:rule="has(self.name) || has(self.id)",message="placementGroup needs name or id"
+	// +kubebuilder:validation:XValidation:rule="!(has(self.name) && has(self.id))",message="placementGroup takes name or id, not both"
 	// +optional
-	PlacementGroupSelector *PlacementGroupSelector `json:"placementGroupSelector,omitempty"`
+	PlacementGroup *PlacementGroupSelector `json:"placementGroup,omitempty"`
 	// AssociatePublicIPAddress overrides the subnet's public IP setting
 	// for the primary network interface.
 	// +optional
@@ -172,10 +173,18 @@ type PlacementGroupSelector struct {
 	// +kubebuilder:validation:MaxLength=255
 	// +optional
 	Name *string `json:"name,omitempty"`
-	// ID is the placement group's id, such as pg-0123abcd.
+	// ID is the placement group's id, such as pg-0123abcd (a group
+	// shared from another account is named by id).
 	// +kubebuilder:validation:Pattern="^pg-[0-9a-z]+$"
 	// +optional
 	ID *string `json:"id,omitempty"`
+	// Partition is the partition of a partition placement group every
+	// node launches into; without it EC2 spreads them over the
+	// partitions.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=7
+	// +optional
+	Partition *int32 `json:"partition,omitempty"`
 }
 
 // NetworkInterface is one network interface of a node.
@@ -259,7 +268,7 @@ type SubnetSelectorTerm struct {
 // SecurityGroupSelectorTerm selects security groups by tags, id or name.
 //
 // +kubebuilder:validation:XValidation:rule="has(self.tags) || has(self.id) || has(self.name)",message="each securityGroupSelectorTerm needs tags, id or name"
-// +kubebuilder:validation:XValidation:rule="!has(self.id) || !(has(self.tags) || has(self.name))",message="id selects one security group and cannot be combined with tags or name in the same term; put them in separate terms"
+// +kubebuilder:validation:XValidation:rule="!has(self.id) || !(has(self.tags) || has(self.name) || has(self.vpcID))",message="id selects one security group and cannot be combined with tags, name or vpcID in the same term; put them in separate terms"
 // +kubebuilder:validation:XValidation:rule="!(has(self.name) && has(self.tags))",message="name selects security groups by group name and cannot be combined with tags in the same term; put them in separate terms"
 type SecurityGroupSelectorTerm struct {
 	// Tags the security group must carry; the value "*" matches any value.
@@ -275,6 +284,11 @@ type SecurityGroupSelectorTerm struct {
 	// +kubebuilder:validation:MaxLength=255
 	// +optional
 	Name string `json:"name,omitempty"`
+	// VPCID narrows a term of tags or name to the security groups of one
+	// VPC (names repeat across VPCs).
+	// +kubebuilder:validation:Pattern="^vpc-[0-9a-z]+$"
+	// +optional
+	VPCID string `json:"vpcID,omitempty"`
 }
 
 // CapacityReservationSelectorTerm selects capacity reservations by tags,
@@ -313,10 +327,11 @@ type CapacityReservationSelectorTerm struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.ssmParameter) || !(has(self.id) || has(self.alias) || has(self.name) || has(self.owner) || has(self.tags))",message="ssmParameter cannot be combined with other fields in the same term"
 type AMISelectorTerm struct {
 	// Alias selects the EKS-optimized AMIs of a family: family@version,
-	// such as al2023@latest, al2@v20240807 or bottlerocket@v1.20.0.
+	// such as al2023@latest, al2@v20240807 or bottlerocket@v1.20.0
+	// (bottlerocket-fips: Bottlerocket's FIPS variant).
 	// +kubebuilder:validation:MaxLength=30
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]+@.+$')",message="alias must be family@version, such as al2023@latest or bottlerocket@v1.20.0"
-	// +kubebuilder:validation:XValidation:rule="self.find('^[^@]+') in ['al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022', 'windows2025']",message="unknown alias family; use al2, al2023, bottlerocket, windows2019, windows2022 or windows2025"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9-]+@.+$')",message="alias must be family@version, such as al2023@latest or bottlerocket@v1.20.0"
+	// +kubebuilder:validation:XValidation:rule="self.find('^[^@]+') in ['al2', 'al2023', 'bottlerocket', 'bottlerocket-fips', 'windows2019', 'windows2022', 'windows2025']",message="unknown alias family; use al2, al2023, bottlerocket, bottlerocket-fips, windows2019, windows2022 or windows2025"
 	// +kubebuilder:validation:XValidation:rule="!self.startsWith('windows') || self.endsWith('@latest')",message="Windows aliases can only use the version latest"
 	// +optional
 	Alias string `json:"alias,omitempty"`

@@ -78,6 +78,9 @@ type Needs struct {
 	// PlacementGroup nodes launch in: its strategy must be supported, and
 	// instance types carry its id label (and partitions).
 	PlacementGroup *awsv1.PlacementGroup `json:",omitempty"`
+	// Partition is the one partition of a partition group nodes launch
+	// into (0: any).
+	Partition int32 `json:",omitempty"`
 }
 
 // NeedsOf are the needs of an EC2NodeClass, its placement group resolved.
@@ -92,8 +95,11 @@ func NeedsOf(class *awsv1.EC2NodeClass) Needs {
 		n.NestedVirtualization = true
 	}
 	n.NitroEnclaves = class.Spec.EnclaveOptions != nil && class.Spec.EnclaveOptions.Enabled
-	if class.Spec.PlacementGroupSelector != nil {
+	if sel := class.Spec.PlacementGroup; sel != nil {
 		n.PlacementGroup = class.Status.PlacementGroup
+		if sel.Partition != nil {
+			n.Partition = *sel.Partition
+		}
 	}
 	return n
 }
@@ -155,7 +161,10 @@ func (n Needs) placementLabels(reqs scheduling.Requirements) {
 		return
 	}
 	reqs.Add(scheduling.NewRequirement(awsv1.LabelPlacementGroupID, corev1.NodeSelectorOpIn, pg.ID))
-	if pg.Strategy == StrategyPartition && pg.PartitionCount > 0 {
+	switch {
+	case pg.Strategy == StrategyPartition && n.Partition > 0:
+		reqs.Add(scheduling.NewRequirement(awsv1.LabelPlacementGroupPartition, corev1.NodeSelectorOpIn, strconv.Itoa(int(n.Partition))))
+	case pg.Strategy == StrategyPartition && pg.PartitionCount > 0:
 		partitions := make([]string, 0, pg.PartitionCount)
 		for i := int32(1); i <= pg.PartitionCount; i++ {
 			partitions = append(partitions, strconv.Itoa(int(i)))

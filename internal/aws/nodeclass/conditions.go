@@ -155,14 +155,17 @@ func describeSubnetTerms(terms []awsv1.SubnetSelectorTerm) string {
 func describeGroupTerms(terms []awsv1.SecurityGroupSelectorTerm) string {
 	parts := make([]string, 0, len(terms))
 	for _, t := range terms {
+		part := describeTags(t.Tags)
 		switch {
 		case t.ID != "":
-			parts = append(parts, "id "+t.ID)
+			part = "id " + t.ID
 		case t.Name != "":
-			parts = append(parts, "name "+t.Name)
-		default:
-			parts = append(parts, describeTags(t.Tags))
+			part = "name " + t.Name
 		}
+		if t.VPCID != "" {
+			part += " in " + t.VPCID
+		}
+		parts = append(parts, part)
 	}
 	return "[" + strings.Join(parts, "; ") + "]"
 }

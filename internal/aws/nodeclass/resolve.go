@@ -110,6 +110,9 @@ func (r *Resolver) SecurityGroups(ctx context.Context, nc *awsv1.EC2NodeClass) (
 		if term.Name != "" {
 			in.Filters = append(in.Filters, ec2types.Filter{Name: aws.String("group-name"), Values: []string{term.Name}})
 		}
+		if term.VPCID != "" {
+			in.Filters = append(in.Filters, ec2types.Filter{Name: aws.String("vpc-id"), Values: []string{term.VPCID}})
+		}
 		out, err := r.EC2.DescribeSecurityGroups(ctx, in)
 		if err != nil {
 			return nil, fmt.Errorf("describing security groups: %w", err)
@@ -201,10 +204,13 @@ func AliasParameters(root, alias, k string) ([]string, error) {
 				params = append(params, fmt.Sprintf(root+"/eks/optimized-ami/%s/amazon-linux-2023/%s/standard/amazon-eks-node-al2023-%s-standard-%s-%s/image_id", k, arch, arch, k, version))
 			}
 		}
-	case "bottlerocket":
-		v := strings.TrimPrefix(version, "v")
+	case "bottlerocket", "bottlerocket-fips":
+		v, variant := strings.TrimPrefix(version, "v"), k
+		if family == "bottlerocket-fips" {
+			variant += "-fips"
+		}
 		for _, arch := range []string{"x86_64", "arm64"} {
-			params = append(params, fmt.Sprintf(root+"/bottlerocket/aws-k8s-%s/%s/%s/image_id", k, arch, v))
+			params = append(params, fmt.Sprintf(root+"/bottlerocket/aws-k8s-%s/%s/%s/image_id", variant, arch, v))
 		}
 	default:
 		return nil, fmt.Errorf("alias %s: resolving the %s family is not supported", alias, family)

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/utils/ptr"
@@ -65,6 +67,27 @@ func TestSubnetsAndSecurityGroups(t *testing.T) {
 	}
 }
 
+// A security group name repeats across VPCs: vpcID narrows a term to
+// one VPC's group.
+func TestSecurityGroupsOfOneVPC(t *testing.T) {
+	a := simaws.NewAccount()
+	a.Seed()
+	for _, vpc := range []string{"vpc-0aaa", "vpc-0bbb"} {
+		a.AddSecurityGroup(ec2types.SecurityGroup{GroupId: aws.String("sg-0" + vpc[5:]), GroupName: aws.String("k8s-node"), VpcId: aws.String(vpc)})
+	}
+	r, ctx := &nodeclass.Resolver{EC2: a.EC2(), SSM: a.SSM(), KubernetesVersion: simaws.KubernetesVersion}, context.Background()
+	nc := nodeClass()
+	nc.Spec.SecurityGroupSelectorTerms = []awsv1.SecurityGroupSelectorTerm{{Name: "k8s-node", VPCID: "vpc-0bbb"}}
+	groups, err := r.SecurityGroups(ctx, nc)
+	if err != nil || len(groups) != 1 || groups[0].ID != "sg-0bbb" {
+		t.Errorf("k8s-node in vpc-0bbb: %+v, %v", groups, err)
+	}
+	nc.Spec.SecurityGroupSelectorTerms[0].VPCID = ""
+	if groups, _ := r.SecurityGroups(ctx, nc); len(groups) != 2 {
+		t.Errorf("k8s-node in any VPC: %+v", groups)
+	}
+}
+
 func TestAMIs(t *testing.T) {
 	r, ctx := resolver(), context.Background()
 	for _, tc := range []struct {
@@ -75,6 +98,7 @@ func TestAMIs(t *testing.T) {
 		{"al2023 alias", awsv1.AMISelectorTerm{Alias: "al2023@latest"}, map[string]string{"amd64": "ami-al2023x8664", "arm64": "ami-al2023arm64"}},
 		{"al2 alias", awsv1.AMISelectorTerm{Alias: "al2@latest"}, map[string]string{"amd64": "ami-al2x8664", "arm64": "ami-al2arm64"}},
 		{"bottlerocket alias", awsv1.AMISelectorTerm{Alias: "bottlerocket@latest"}, map[string]string{"amd64": "ami-bottlerocketx8664", "arm64": "ami-bottlerocketarm64"}},
+		{"bottlerocket FIPS alias", awsv1.AMISelectorTerm{Alias: "bottlerocket-fips@latest"}, map[string]string{"amd64": "ami-bottlerocketfipsx8664", "arm64": "ami-bottlerocketfipsarm64"}},
 		{"pinned version not published", awsv1.AMISelectorTerm{Alias: "al2023@v20200101"}, map[string]string{}},
 		{"custom id (S5: x86_64 only)", awsv1.AMISelectorTerm{ID: "ami-0a1b2c3d4e5f60001"}, map[string]string{"amd64": "ami-0a1b2c3d4e5f60001"}},
 		{"name and owner", awsv1.AMISelectorTerm{Name: "custom-al2023-*", Owner: "111122223333"}, map[string]string{"arm64": "ami-0a1b2c3d4e5f60002"}},
@@ -181,5 +205,18 @@ func TestNoAMIMessage(t *testing.T) {
 	}
 	if msg := r.NoAMIMessage(nodeClass(awsv1.AMISelectorTerm{ID: "ami-123"})); !strings.Contains(msg, "describe-images") {
 		t.Errorf("id term: %q", msg)
+	}
+}
+
+// A bottlerocket-fips alias boots Bottlerocket (its user data and
+// settings), reading the FIPS variant's AMI parameters.
+func TestBottlerocketFIPSAlias(t *testing.T) {
+	nc := nodeClass(awsv1.AMISelectorTerm{Alias: "bottlerocket-fips@latest"})
+	if f := nodeclass.Family(nc); f != awsv1.AMIFamilyBottlerocket {
+		t.Errorf("family %s, want Bottlerocket", f)
+	}
+	params, err := nodeclass.AliasParameters("", "bottlerocket-fips@v1.30.0", "1.34")
+	if err != nil || len(params) != 2 || params[0] != "/aws/service/bottlerocket/aws-k8s-1.34-fips/x86_64/1.30.0/image_id" {
+		t.Errorf("parameters %v, %v", params, err)
 	}
 }

@@ -57,6 +57,7 @@ var securityGroupFilters = resourceFilters[ec2types.SecurityGroup]{
 	fields: map[string]func(ec2types.SecurityGroup) string{
 		"group-id":   func(g ec2types.SecurityGroup) string { return deref(g.GroupId) },
 		"group-name": func(g ec2types.SecurityGroup) string { return deref(g.GroupName) },
+		"vpc-id":     func(g ec2types.SecurityGroup) string { return deref(g.VpcId) },
 	},
 	tags: func(g ec2types.SecurityGroup) []ec2types.Tag { return g.Tags },
 }

@@ -81,6 +81,7 @@ func aliasImages() []aliasImage {
 			{"al2", fmt.Sprintf("/aws/service/eks/optimized-ami/%s/amazon-linux-2%s/recommended/image_id", KubernetesVersion, arch.al2Suffix)},
 			{"al2023", fmt.Sprintf("/aws/service/eks/optimized-ami/%s/amazon-linux-2023/%s/standard/recommended/image_id", KubernetesVersion, arch.name)},
 			{"bottlerocket", fmt.Sprintf("/aws/service/bottlerocket/aws-k8s-%s/%s/latest/image_id", KubernetesVersion, arch.name)},
+			{"bottlerocketfips", fmt.Sprintf("/aws/service/bottlerocket/aws-k8s-%s-fips/%s/latest/image_id", KubernetesVersion, arch.name)},
 		} {
 			id := fmt.Sprintf("ami-%s%s", f.family, idPart(arch.name))
 			out = append(out, aliasImage{parameter: f.parameter, image: ec2types.Image{
