@@ -17,7 +17,7 @@ import (
 // ReadCluster reads what the rules need from a running cluster:
 // NodePools and EC2NodeClasses with their status, NodeClaims, Nodes, pods
 // (pending ones are diagnosed, bound ones fill their nodes), DaemonSets,
-// PodDisruptionBudgets,
+// PodDisruptionBudgets, CapacityBuffers with their PodTemplates,
 // the aws-auth ConfigMap and warning events.
 func ReadCluster(ctx context.Context, kube client.Reader) (*whatif.Objects, []corev1.Event, error) {
 	listed, err := listing.List(ctx, kube)
@@ -29,7 +29,7 @@ func ReadCluster(ctx context.Context, kube client.Reader) (*whatif.Objects, []co
 		return nil, nil, fmt.Errorf("listing EC2NodeClasses: %w", err)
 	}
 	o := &whatif.Objects{NodePools: listed.NodePools, EC2NodeClasses: listing.Pointers(classes.Items), NodeClaims: listed.NodeClaims, Nodes: listed.Nodes,
-		Pods: listed.Pods, DaemonSets: listed.DaemonSets, PDBs: listed.PDBs}
+		Pods: listed.Pods, DaemonSets: listed.DaemonSets, PDBs: listed.PDBs, CapacityBuffers: listed.CapacityBuffers, PodTemplates: listed.PodTemplates}
 	events := &corev1.EventList{}
 	if err := kube.List(ctx, events, client.MatchingFields{"type": corev1.EventTypeWarning}); err != nil {
 		return nil, nil, fmt.Errorf("listing events: %w", err)

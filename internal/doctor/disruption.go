@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/nodewright/nodewright/api/autoscaling/v1beta1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/state/nodepoolhealth"
 )
@@ -24,6 +25,8 @@ import (
 // nodes repair replaces, or holds.
 func disruptionRules(r *Report, in Input) {
 	repairRules(r, in)
+	rebootRules(r, in)
+	bufferRules(r, in)
 	for _, pdb := range in.Objects.PDBs {
 		if f, ok := pdbNeverAllows(pdb, in.Objects.Pods); ok {
 			r.add(f)
@@ -141,5 +144,43 @@ func repairRules(r *Report, in Input) {
 				Evidence: fmt.Sprintf("Node %s status.conditions %s=%s %s: %s", u.Node.Name, u.Condition.Type, u.Condition.Status, u.Condition.Reason, u.Condition.Message),
 				Fix:      fmt.Sprintf("kubectl describe node %s (the kubelet's or the node monitoring agent's reason); to replace it at once: kubectl delete nodeclaim %s", u.Node.Name, u.NodeClaim.Name)})
 		}
+	}
+}
+
+// rebootRules report the reboots node repair asked for that failed and
+// left the node as it was (a reboot that failed otherwise replaced it).
+func rebootRules(r *Report, in Input) {
+	for _, nc := range in.Objects.NodeClaims {
+		c := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionRebooting)
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1.ReasonRebootFailed || !nc.DeletionTimestamp.IsZero() {
+			continue
+		}
+		r.add(Finding{Code: CodeNodeRebootFailed, Severity: Warning, Object: "NodeClaim/" + nc.Name,
+			Message:  "node repair's reboot of this node failed and the node was kept: " + c.Message,
+			Evidence: fmt.Sprintf("NodeClaim %s status.conditions Rebooting=False %s at %s", nc.Name, c.Reason, c.LastTransitionTime.UTC().Format(time.RFC3339)),
+			Fix: fmt.Sprintf("if the node still fails, replace it: kubectl delete nodeclaim %s; an instance nodewright did not launch is never rebooted, "+
+				"and %s must be a duration such as 5m", nc.Name, v1.AnnotationRebootTerminationGracePeriod)})
+	}
+}
+
+// bufferRules report the CapacityBuffers that keep no room: their pod
+// template or workload cannot be resolved.
+func bufferRules(r *Report, in Input) {
+	for _, b := range in.Objects.CapacityBuffers {
+		c := meta.FindStatusCondition(b.Status.Conditions, v1beta1.ConditionReadyForProvisioning)
+		if c == nil || c.Status != metav1.ConditionFalse {
+			continue
+		}
+		fix := "fix spec.podTemplateRef or spec.scalableRef to name an object of namespace " + b.Namespace
+		switch c.Reason {
+		case v1beta1.ReasonPodTemplateNotFound:
+			fix = fmt.Sprintf("create the PodTemplate in namespace %s (kubectl create -f) or point spec.podTemplateRef at one", b.Namespace)
+		case v1beta1.ReasonScalableRefNotFound:
+			fix = fmt.Sprintf("point spec.scalableRef at a Deployment, StatefulSet or ReplicaSet of namespace %s", b.Namespace)
+		}
+		r.add(Finding{Code: CodeCapacityBufferNotReady, Severity: Warning, Object: "CapacityBuffer/" + b.Namespace + "/" + b.Name,
+			Message:  "the buffer keeps no room: " + c.Message,
+			Evidence: fmt.Sprintf("CapacityBuffer %s/%s status.conditions ReadyForProvisioning=False %s", b.Namespace, b.Name, c.Reason),
+			Fix:      fix})
 	}
 }

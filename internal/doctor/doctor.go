@@ -41,6 +41,8 @@ const (
 	CodeUserDataFormatNotRead     = "userdata-format-not-read-by-family"
 	CodeUserDataSettingOverridden = "userdata-kubelet-setting-overridden"
 	CodeStartupTaintNeverRemoved  = "startup-taint-never-removed"
+	CodeNodeRebootFailed          = "node-reboot-failed"
+	CodeCapacityBufferNotReady    = "capacity-buffer-not-ready"
 )
 
 // Codes are every finding code.
@@ -49,6 +51,7 @@ var Codes = []string{
 	CodeAMIArchitectureMismatch, CodePodIncompatible, CodeCloudProviderTaint, CodeStartupTaintNotRemoved,
 	CodeExtendedResource, CodeRegistrationTimeouts, CodePDBNeverAllows, CodeNodeNeverDisrupted, CodeNodeUnhealthy, CodeNodeRepairHeld,
 	CodeCheckFailed, CodeStalePrices, CodeUserDataFormatNotRead, CodeUserDataSettingOverridden, CodeStartupTaintNeverRemoved,
+	CodeNodeRebootFailed, CodeCapacityBufferNotReady,
 }
 
 // Finding is one diagnosis.

@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	"github.com/nodewright/nodewright/api/autoscaling/v1beta1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/fake/account"
 	simaws "github.com/nodewright/nodewright/internal/fake/aws"
@@ -548,4 +549,30 @@ func TestPricesRule(t *testing.T) {
 	expectOne(t, r, CodeStalePrices, Warning, "EC2NodeClass/default", "BuiltInPrices", "published 2026-07-06", "since", "pricing:GetProducts", "ec2:DescribeSpotPriceHistory")
 	nc.Status.Conditions[0].Status = metav1.ConditionTrue
 	expectNone(t, diagnose(t, Input{Objects: &whatif.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{nc}}}), CodeStalePrices)
+}
+
+// A reboot that failed and kept the node is reported with how to replace
+// it; a reboot that worked, or one whose NodeClaim is being replaced,
+// is not.
+func TestNodeRebootFailedRule(t *testing.T) {
+	n := node("ip-10-0-0-7", "m5.large", "default", time.Hour)
+	failed := metav1.Condition{Type: v1.ConditionRebooting, Status: metav1.ConditionFalse, Reason: v1.ReasonRebootFailed, LastTransitionTime: metav1.NewTime(now),
+		Message: "the reboot failed: annotation karpenter.sh/reboot-termination-grace-period=\"-5m\" is not a duration of zero or more (such as 5m)"}
+	r := diagnose(t, Input{Objects: &whatif.Objects{Nodes: []*corev1.Node{n}, NodeClaims: []*v1.NodeClaim{claimFor(n, failed)}}})
+	expectOne(t, r, CodeNodeRebootFailed, Warning, "NodeClaim/default-abcde", "reboot of this node failed", "-5m", "kubectl delete nodeclaim default-abcde")
+	succeeded := failed
+	succeeded.Reason = v1.ReasonRebootSucceeded
+	expectNone(t, diagnose(t, Input{Objects: &whatif.Objects{Nodes: []*corev1.Node{n}, NodeClaims: []*v1.NodeClaim{claimFor(n, succeeded)}}}), CodeNodeRebootFailed)
+}
+
+// A CapacityBuffer whose pod template cannot be found keeps no room, and
+// doctor says which object to create.
+func TestCapacityBufferNotReadyRule(t *testing.T) {
+	b := &v1beta1.CapacityBuffer{ObjectMeta: metav1.ObjectMeta{Name: "headroom", Namespace: "web"}}
+	b.Status.Conditions = []metav1.Condition{{Type: v1beta1.ConditionReadyForProvisioning, Status: metav1.ConditionFalse, Reason: v1beta1.ReasonPodTemplateNotFound,
+		Message: "PodTemplate web/api (spec.podTemplateRef) does not exist"}}
+	r := diagnose(t, Input{Objects: &whatif.Objects{CapacityBuffers: []*v1beta1.CapacityBuffer{b}}})
+	expectOne(t, r, CodeCapacityBufferNotReady, Warning, "CapacityBuffer/web/headroom", "keeps no room", "web/api", "create the PodTemplate in namespace web")
+	b.Status.Conditions[0].Status = metav1.ConditionTrue
+	expectNone(t, diagnose(t, Input{Objects: &whatif.Objects{CapacityBuffers: []*v1beta1.CapacityBuffer{b}}}), CodeCapacityBufferNotReady)
 }
