@@ -468,7 +468,7 @@ func (s *Sim) failKubelets(ctx context.Context, js []byte) error {
 		want--
 	}
 	if want > 0 {
-		return fmt.Errorf("KubeletFailure: NodePool %s has %d healthy nodes fewer than spec.nodes %d", f.Spec.NodePool, want, max(f.Spec.Nodes, 1))
+		return fmt.Errorf("KubeletFailure: NodePool %s has %d healthy nodes, fewer than spec.nodes %d", f.Spec.NodePool, max(f.Spec.Nodes, 1)-want, max(f.Spec.Nodes, 1))
 	}
 	return nil
 }
