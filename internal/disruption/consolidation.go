@@ -72,7 +72,7 @@ func (d *decider) consolidationCandidates(nodes []*state.Node) []candidate {
 			d.block(n, *why)
 			continue
 		}
-		d.out.Eligible[n.NodePool]++
+		d.eligible(n, v1.DisruptionReasonUnderutilized)
 		cands = append(cands, candidate{node: n, price: price, pods: len(n.Reschedulable()), used: used(n), cost: n.DisruptionCost(d.now, !d.opts.PodDeletionCostManagement)})
 	}
 	slices.SortFunc(cands, func(a, b candidate) int {

@@ -591,5 +591,10 @@ func (c *Controller) record(took time.Duration, snap *state.Snapshot, dec *Decis
 			savings[n.NodePool] += cmd.Savings / float64(len(cmd.Nodes))
 		}
 	}
+	eligibleBy := map[string]int{}
+	for reason, n := range dec.EligibleBy {
+		eligibleBy[string(reason)] = n
+	}
 	c.Metrics.DisruptionDecision(took, dec.Eligible, allowed, blocked, savings)
+	c.Metrics.EligibleByReason(eligibleBy)
 }

@@ -104,8 +104,10 @@ type Decision struct {
 	Blocked  []Blocked
 	// Allowances are the budgets per NodePool and reason.
 	Allowances []budget.Allowance
-	// Eligible counts, per NodePool, the nodes a method could act on now.
-	Eligible map[string]int
+	// Eligible counts, per NodePool, the nodes a method could act on now;
+	// EligibleBy per method.
+	Eligible   map[string]int
+	EligibleBy map[v1.DisruptionReason]int
 	// PricePerHour is what the NodePools' nodes cost now;
 	// PricePerHourAfter what they will cost once the commands are done.
 	PricePerHour, PricePerHourAfter float64
@@ -259,7 +261,7 @@ func (d *decider) explainRest(s *state.Snapshot) {
 func newDecider(s *state.Snapshot, opts Options) (*decider, []*state.Node) {
 	d := &decider{s: s, opts: opts, now: s.Now, prices: map[string]map[string]*scheduling.InstanceType{}, taken: map[string]bool{},
 		nodes: map[string]int{}, disrupt: map[string]int{}, used: map[string]map[v1.DisruptionReason]int{},
-		out: &Decision{Eligible: map[string]int{}}, blocked: map[string]bool{}, allowSet: map[string]map[v1.DisruptionReason]budget.Allowance{},
+		out: &Decision{Eligible: map[string]int{}, EligibleBy: map[v1.DisruptionReason]int{}}, blocked: map[string]bool{}, allowSet: map[string]map[v1.DisruptionReason]budget.Allowance{},
 		next: map[string]v1.DisruptionReason{}}
 	for _, np := range s.NodePools {
 		d.prices[np.Name] = map[string]*scheduling.InstanceType{}
@@ -310,6 +312,15 @@ func (d *decider) use(n *state.Node, reason v1.DisruptionReason) {
 	}
 	d.disrupt[n.NodePool]++
 	d.taken[n.Name] = true
+}
+
+// eligible counts a node a method could act on now.
+func (d *decider) eligible(n *state.Node, method v1.DisruptionReason) {
+	if d.out.Eligible == nil {
+		d.out.Eligible, d.out.EligibleBy = map[string]int{}, map[v1.DisruptionReason]int{}
+	}
+	d.out.Eligible[n.NodePool]++
+	d.out.EligibleBy[method]++
 }
 
 // block records why a node stays (the first reason found for it).
@@ -372,7 +383,7 @@ func (d *decider) expiration(candidates []*state.Node) {
 		if at, ok := n.ExpiresAt(); d.taken[n.Name] || !ok || d.now.Before(at) {
 			continue
 		}
-		d.out.Eligible[n.NodePool]++
+		d.eligible(n, v1.DisruptionReasonExpired)
 		expired = append(expired, n)
 	}
 	slices.SortFunc(expired, oldestFirst)
@@ -467,7 +478,7 @@ func (d *decider) drift(candidates []*state.Node) {
 			d.block(n, Blocked{Reason: BlockedByNode, Blocker: bs[0], Method: v1.DisruptionReasonDrifted})
 			continue
 		}
-		d.out.Eligible[n.NodePool]++
+		d.eligible(n, v1.DisruptionReasonDrifted)
 		found = append(found, n)
 	}
 	slices.SortFunc(found, func(a, b *state.Node) int {
@@ -545,7 +556,7 @@ func (d *decider) emptiness(candidates []*state.Node) {
 			d.block(n, why)
 			continue
 		}
-		d.out.Eligible[n.NodePool]++
+		d.eligible(n, v1.DisruptionReasonEmpty)
 		if a := d.allowance(n.NodePool, v1.DisruptionReasonEmpty); a.Allowed < 1 {
 			d.block(n, Blocked{Reason: BlockedByBudget, Allowance: a, Method: v1.DisruptionReasonEmpty})
 			continue

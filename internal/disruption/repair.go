@@ -96,7 +96,7 @@ func (d *decider) repair(candidates []*state.Node) {
 			d.block(n, why)
 			continue
 		}
-		d.out.Eligible[n.NodePool]++
+		d.eligible(n, v1.DisruptionReasonUnhealthy)
 		due[n.Name] = u.Due
 		found = append(found, n)
 	}

@@ -57,6 +57,9 @@ func TestRepairReplacesAnUnhealthyNodeFirst(t *testing.T) {
 	if d.Health["default"] == nil || len(d.Health["default"].Unhealthy) != 1 {
 		t.Errorf("health %v", d.Health)
 	}
+	if d.EligibleBy[v1.DisruptionReasonUnhealthy] != 1 || d.EligibleBy[v1.DisruptionReasonExpired] != 1 {
+		t.Errorf("eligible by method %v, want one unhealthy and one expired", d.EligibleBy)
+	}
 	if got := commands(d); !strings.Contains(got, "Expired[old]") {
 		t.Errorf("commands %q: expiration goes on beside repair", got)
 	}

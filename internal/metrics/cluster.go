@@ -28,7 +28,8 @@ var nodeLabels = []struct{ key, name string }{
 // clusterCollector serves the reference's per-node gauges
 // (karpenter_nodes_allocatable, _total_pod_requests, _total_pod_limits,
 // _total_daemon_requests, _total_daemon_limits, _system_overhead,
-// _current_lifetime_seconds) and karpenter_pods_state, computed at each
+// _current_lifetime_seconds), karpenter_pods_state and the pods'
+// karpenter_pods_unbound_time_seconds and _unstarted_time_seconds, computed at each
 // scrape from the cache: nothing is kept between scrapes, so a node or
 // pod that is gone leaves no series behind.
 type clusterCollector struct {
@@ -36,6 +37,7 @@ type clusterCollector struct {
 	now                                            func() time.Time
 	allocatable, podRequests, podLimits, daemonReq *prometheus.Desc
 	daemonLimits, overhead, lifetime, podState     *prometheus.Desc
+	unbound, unstarted                             *prometheus.Desc
 }
 
 // NewClusterCollector makes the collector of the per-node and per-pod
@@ -59,13 +61,17 @@ func NewClusterCollector(cluster Cluster, now func() time.Time) prometheus.Colle
 		daemonLimits: desc("total_daemon_limits", "The limits of the DaemonSet pods on a node, by resource.", withResource),
 		overhead:     desc("system_overhead", "What a node reserves for the system (capacity less allocatable), by resource.", withResource),
 		lifetime:     desc("current_lifetime_seconds", "How long a node has existed.", labels),
+		unbound: prometheus.NewDesc("karpenter_pods_unbound_time_seconds", "How long a pod not bound to a node yet has existed.",
+			[]string{"name", "namespace"}, nil),
+		unstarted: prometheus.NewDesc("karpenter_pods_unstarted_time_seconds", "How long a pod not running yet has existed.",
+			[]string{"name", "namespace"}, nil),
 		podState: prometheus.NewDesc("karpenter_pods_state", "1 per pod, labelled with where it is and how it is.",
 			[]string{"name", "namespace", "owner", "node", "scheduled", "nodepool", "zone", "arch", "capacity_type", "instance_type", "phase", "ready", "managed"}, nil),
 	}
 }
 
 func (c *clusterCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.allocatable, c.podRequests, c.podLimits, c.daemonReq, c.daemonLimits, c.overhead, c.lifetime, c.podState} {
+	for _, d := range []*prometheus.Desc{c.allocatable, c.podRequests, c.podLimits, c.daemonReq, c.daemonLimits, c.overhead, c.lifetime, c.podState, c.unbound, c.unstarted} {
 		ch <- d
 	}
 }
@@ -145,6 +151,14 @@ func (c *clusterCollector) collectPod(ch chan<- prometheus.Metric, p *corev1.Pod
 	}
 	ch <- prometheus.MustNewConstMetric(c.podState, prometheus.GaugeValue, 1, p.Name, p.Namespace, owner, p.Spec.NodeName,
 		boolLabel(p.Spec.NodeName != ""), pool, zone, arch, ct, it, string(p.Status.Phase), boolLabel(ready), boolLabel(isManaged))
+	if !p.DeletionTimestamp.IsZero() || p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return
+	}
+	age := c.now().Sub(p.CreationTimestamp.Time).Seconds()
+	if p.Spec.NodeName == "" {
+		ch <- prometheus.MustNewConstMetric(c.unbound, prometheus.GaugeValue, age, p.Name, p.Namespace)
+	}
+	ch <- prometheus.MustNewConstMetric(c.unstarted, prometheus.GaugeValue, age, p.Name, p.Namespace)
 }
 
 func add(to, more corev1.ResourceList) corev1.ResourceList {

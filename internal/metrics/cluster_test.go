@@ -34,7 +34,9 @@ func TestClusterSeries(t *testing.T) {
 		}
 		return p
 	}
-	nodes, pods := []*corev1.Node{node}, []*corev1.Pod{pod("a", "500m", false), pod("b", "250m", false), pod("ds-1", "100m", true)}
+	pending := pod("p", "1", false)
+	pending.Spec.NodeName, pending.Status.Phase, pending.CreationTimestamp = "", corev1.PodPending, metav1.NewTime(now.Add(-90*time.Second))
+	nodes, pods := []*corev1.Node{node}, []*corev1.Pod{pod("a", "500m", false), pod("b", "250m", false), pod("ds-1", "100m", true), pending}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(metrics.NewClusterCollector(func() ([]*corev1.Node, []*corev1.Pod, func(*corev1.Node) bool, bool) {
 		return nodes, pods, func(n *corev1.Node) bool { return n.Labels["karpenter.sh/nodepool"] != "" }, true
@@ -62,7 +64,18 @@ karpenter_nodes_current_lifetime_seconds{` + labels + `} 3600
 		"karpenter_nodes_total_daemon_requests", "karpenter_nodes_system_overhead", "karpenter_nodes_current_lifetime_seconds"); err != nil {
 		t.Error(err)
 	}
-	if n, err := testutil.GatherAndCount(reg, "karpenter_pods_state"); err != nil || n != 3 {
+	unbound := `
+# HELP karpenter_pods_unbound_time_seconds How long a pod not bound to a node yet has existed.
+# TYPE karpenter_pods_unbound_time_seconds gauge
+karpenter_pods_unbound_time_seconds{name="p",namespace="default"} 90
+# HELP karpenter_pods_unstarted_time_seconds How long a pod not running yet has existed.
+# TYPE karpenter_pods_unstarted_time_seconds gauge
+karpenter_pods_unstarted_time_seconds{name="p",namespace="default"} 90
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(unbound), "karpenter_pods_unbound_time_seconds", "karpenter_pods_unstarted_time_seconds"); err != nil {
+		t.Error(err)
+	}
+	if n, err := testutil.GatherAndCount(reg, "karpenter_pods_state"); err != nil || n != 4 {
 		t.Errorf("karpenter_pods_state: %d series, %v", n, err)
 	}
 	nodes, pods = nil, nil
@@ -82,6 +95,7 @@ func TestRebootAndEvictionSeries(t *testing.T) {
 	m.Reboot(metrics.RebootRecoveryTimeout, 25*time.Minute, 0)
 	m.EvictionRequest(201)
 	m.EvictionRequest(429)
+	m.EligibleByReason(map[string]int{"Drifted": 2})
 	want := `
 # HELP karpenter_nodes_reboots_total Reboots node repair asked for, by result (succeeded, provider_error, recovery_timeout, invalid_request).
 # TYPE karpenter_nodes_reboots_total counter
@@ -91,8 +105,16 @@ karpenter_nodes_reboots_total{result="succeeded"} 1
 # TYPE karpenter_pods_eviction_requests_total counter
 karpenter_pods_eviction_requests_total{code="201"} 1
 karpenter_pods_eviction_requests_total{code="429"} 1
+# HELP karpenter_voluntary_disruption_eligible_nodes Nodes a disruption method could act on at the last decision, by reason.
+# TYPE karpenter_voluntary_disruption_eligible_nodes gauge
+karpenter_voluntary_disruption_eligible_nodes{reason="drifted"} 2
+karpenter_voluntary_disruption_eligible_nodes{reason="empty"} 0
+karpenter_voluntary_disruption_eligible_nodes{reason="expired"} 0
+karpenter_voluntary_disruption_eligible_nodes{reason="underutilized"} 0
+karpenter_voluntary_disruption_eligible_nodes{reason="unhealthy"} 0
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "karpenter_nodes_reboots_total", "karpenter_pods_eviction_requests_total"); err != nil {
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "karpenter_nodes_reboots_total", "karpenter_pods_eviction_requests_total",
+		"karpenter_voluntary_disruption_eligible_nodes"); err != nil {
 		t.Error(err)
 	}
 	if n, err := testutil.GatherAndCount(reg, "karpenter_nodes_reboot_recovery_duration_seconds"); err != nil || n != 1 {

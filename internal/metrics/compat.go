@@ -41,6 +41,7 @@ type compat struct {
 	typeCPU, typeMemory  *prometheus.GaugeVec     // instance_type
 	offeringAvailable    *prometheus.GaugeVec     // capacity_type, instance_type, zone
 	offeringPrice        *prometheus.GaugeVec     // capacity_type, instance_type, zone
+	eligibleNodes        *prometheus.GaugeVec     // reason
 }
 
 func newCompat() compat {
@@ -89,6 +90,7 @@ func newCompat() compat {
 		typeMemory:  gauge("cloudprovider_instance_type_memory_bytes", "Memory of an instance type, in bytes.", "instance_type"),
 		offeringAvailable: gauge("cloudprovider_instance_type_offering_available", "1 when an offering can be launched now, 0 when not (no capacity, not offered).",
 			"capacity_type", "instance_type", "zone"),
+		eligibleNodes: gauge("voluntary_disruption_eligible_nodes", "Nodes a disruption method could act on at the last decision, by reason.", "reason"),
 		offeringPrice: gauge("cloudprovider_instance_type_offering_price_estimate", "An offering's price per hour, as nodewright decides with it.",
 			"capacity_type", "instance_type", "zone"),
 	}
@@ -121,6 +123,7 @@ func (c *compat) register(reg prometheus.Registerer, errp *error) {
 	c.typeMemory = register(reg, c.typeMemory, errp)
 	c.offeringAvailable = register(reg, c.offeringAvailable, errp)
 	c.offeringPrice = register(reg, c.offeringPrice, errp)
+	c.eligibleNodes = register(reg, c.eligibleNodes, errp)
 	v := version.Get()
 	c.buildInfo.WithLabelValues(v.Version, v.GoVersion, runtime.GOARCH, v.Commit).Set(1)
 }
@@ -287,5 +290,20 @@ func (m *Metrics) InstanceTypes(types []*scheduling.InstanceType) {
 			m.compat.offeringAvailable.WithLabelValues(o.CapacityType, it.Name, o.Zone).Set(available)
 			m.compat.offeringPrice.WithLabelValues(o.CapacityType, it.Name, o.Zone).Set(o.Price)
 		}
+	}
+}
+
+// disruptionReasons are the reasons the eligible-nodes series always has
+// (0 when no node is eligible).
+var disruptionReasons = []string{"Unhealthy", "Expired", "Drifted", "Empty", "Underutilized"}
+
+// EligibleByReason sets how many nodes each disruption method could act
+// on at the last decision.
+func (m *Metrics) EligibleByReason(eligible map[string]int) {
+	if m == nil {
+		return
+	}
+	for _, r := range disruptionReasons {
+		m.compat.eligibleNodes.WithLabelValues(ReasonLabel(r)).Set(float64(eligible[r]))
 	}
 }
