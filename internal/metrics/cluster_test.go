@@ -156,3 +156,44 @@ karpenter_cloudprovider_instance_type_offering_available{capacity_type="spot",in
 		t.Errorf("durations: %d series, %v", n, err)
 	}
 }
+
+// A pod's binding and its first Ready are timed from its creation, once
+// each: a pod Ready again after a restart does not start again.
+func TestPodStartSeries(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	created := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", UID: "uid-a", CreationTimestamp: metav1.NewTime(created)}}
+	with := func(conds ...corev1.PodCondition) *corev1.Pod {
+		p := pod.DeepCopy()
+		p.Status.Conditions = conds
+		return p
+	}
+	scheduled := corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(created.Add(2 * time.Second))}
+	ready := corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(created.Add(9 * time.Second))}
+	unready := corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionFalse}
+	m.PodChanged(with(), with(scheduled))
+	m.PodChanged(with(scheduled), with(scheduled, ready))
+	m.PodChanged(with(scheduled, ready), with(scheduled, unready))
+	m.PodChanged(with(scheduled, unready), with(scheduled, ready))
+	want := `
+# HELP karpenter_pods_startup_duration_seconds Time from a pod's creation to its being Ready.
+# TYPE karpenter_pods_startup_duration_seconds summary
+karpenter_pods_startup_duration_seconds{quantile="0"} 9
+karpenter_pods_startup_duration_seconds{quantile="0.5"} 9
+karpenter_pods_startup_duration_seconds{quantile="0.9"} 9
+karpenter_pods_startup_duration_seconds{quantile="0.99"} 9
+karpenter_pods_startup_duration_seconds{quantile="1"} 9
+karpenter_pods_startup_duration_seconds_sum 9
+karpenter_pods_startup_duration_seconds_count 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "karpenter_pods_startup_duration_seconds"); err != nil {
+		t.Error(err)
+	}
+	if n, err := testutil.GatherAndCount(reg, "karpenter_pods_bound_duration_seconds"); err != nil || n != 1 {
+		t.Errorf("bound durations: %d, %v", n, err)
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/version"
@@ -42,6 +44,8 @@ type compat struct {
 	offeringAvailable    *prometheus.GaugeVec     // capacity_type, instance_type, zone
 	offeringPrice        *prometheus.GaugeVec     // capacity_type, instance_type, zone
 	eligibleNodes        *prometheus.GaugeVec     // reason
+	podStartup           prometheus.Summary
+	podBound             prometheus.Histogram
 }
 
 func newCompat() compat {
@@ -90,6 +94,10 @@ func newCompat() compat {
 		typeMemory:  gauge("cloudprovider_instance_type_memory_bytes", "Memory of an instance type, in bytes.", "instance_type"),
 		offeringAvailable: gauge("cloudprovider_instance_type_offering_available", "1 when an offering can be launched now, 0 when not (no capacity, not offered).",
 			"capacity_type", "instance_type", "zone"),
+		podStartup: prometheus.NewSummary(prometheus.SummaryOpts{Namespace: "karpenter", Subsystem: "pods", Name: "startup_duration_seconds",
+			Help: "Time from a pod's creation to its being Ready.", Objectives: map[float64]float64{0: 0, 0.5: 0.05, 0.9: 0.01, 0.99: 0.001, 1: 0}}),
+		podBound: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "karpenter", Subsystem: "pods", Name: "bound_duration_seconds",
+			Help: "Time from a pod's creation to its being bound to a node.", Buckets: prometheus.ExponentialBuckets(0.25, 2, 14)}),
 		eligibleNodes: gauge("voluntary_disruption_eligible_nodes", "Nodes a disruption method could act on at the last decision, by reason.", "reason"),
 		offeringPrice: gauge("cloudprovider_instance_type_offering_price_estimate", "An offering's price per hour, as nodewright decides with it.",
 			"capacity_type", "instance_type", "zone"),
@@ -124,6 +132,8 @@ func (c *compat) register(reg prometheus.Registerer, errp *error) {
 	c.offeringAvailable = register(reg, c.offeringAvailable, errp)
 	c.offeringPrice = register(reg, c.offeringPrice, errp)
 	c.eligibleNodes = register(reg, c.eligibleNodes, errp)
+	c.podStartup = register(reg, c.podStartup, errp)
+	c.podBound = register(reg, c.podBound, errp)
 	v := version.Get()
 	c.buildInfo.WithLabelValues(v.Version, v.GoVersion, runtime.GOARCH, v.Commit).Set(1)
 }
@@ -306,4 +316,47 @@ func (m *Metrics) EligibleByReason(eligible map[string]int) {
 	for _, r := range disruptionReasons {
 		m.compat.eligibleNodes.WithLabelValues(ReasonLabel(r)).Set(float64(eligible[r]))
 	}
+}
+
+// PodChanged observes a pod's update: the time from its creation to its
+// binding, and to its first Ready, when this update is the one that
+// brought it there.
+func (m *Metrics) PodChanged(before, after *corev1.Pod) {
+	if m == nil {
+		return
+	}
+	if at, ok := becameTrue(before, after, corev1.PodScheduled); ok {
+		m.compat.podBound.Observe(at.Sub(after.CreationTimestamp.Time).Seconds())
+	}
+	if at, ok := becameTrue(before, after, corev1.PodReady); ok {
+		if _, again := m.started.LoadOrStore(after.UID, true); !again {
+			m.compat.podStartup.Observe(at.Sub(after.CreationTimestamp.Time).Seconds())
+		}
+	}
+}
+
+// PodGone forgets a deleted pod (it started once: a later Ready of the
+// same pod is a recovery, not a start).
+func (m *Metrics) PodGone(uid types.UID) {
+	if m != nil {
+		m.started.Delete(uid)
+	}
+}
+
+// becameTrue is when a pod condition turned True in this update.
+func becameTrue(before, after *corev1.Pod, t corev1.PodConditionType) (time.Time, bool) {
+	was, is := podCondition(before, t), podCondition(after, t)
+	if is == nil || is.Status != corev1.ConditionTrue || (was != nil && was.Status == corev1.ConditionTrue) {
+		return time.Time{}, false
+	}
+	return is.LastTransitionTime.Time, true
+}
+
+func podCondition(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition {
+	for i := range p.Status.Conditions {
+		if p.Status.Conditions[i].Type == t {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ package metrics
 
 import (
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -36,6 +37,8 @@ type Metrics struct {
 	priceSince  *prometheus.GaugeVec // kind
 	// compat are the reference's series.
 	compat compat
+	// started are the pods seen Ready once (by UID), until deleted.
+	started sync.Map
 }
 
 // New creates the metrics and registers them; collectors already

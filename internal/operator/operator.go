@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -300,6 +301,9 @@ func newWiring(ctx context.Context, mgr manager.Manager, cfg Config, clouds Clou
 	if err := serveCluster(mgr, clk); err != nil {
 		return nil, err
 	}
+	if err := observePods(ctx, mgr, m); err != nil {
+		return nil, err
+	}
 	w := &wiring{mgr: mgr, cfg: cfg, clouds: clouds, clk: clk, log: log, recorder: mgr.GetEventRecorderFor("nodewright"), metrics: m,
 		registrations: nodepoolhealth.NewRegistrations(), drifts: nodepoolhealth.NewDriftReplacements(), cached: listing.Cached{Client: mgr.GetClient(), Cache: mgr.GetCache()},
 		resolver: &nodeclass.Resolver{EC2: clouds.EC2, SSM: clouds.SSM, IAM: clouds.IAM, ClusterName: cfg.ClusterName, KubernetesVersion: cfg.KubernetesVersion,
@@ -474,6 +478,33 @@ func serveCluster(mgr manager.Manager, clk clock.PassiveClock) error {
 		return fmt.Errorf("registering the per-node metrics: %w", err)
 	}
 	return nil
+}
+
+// observePods times pods' binding and start from the cache's pod updates
+// (karpenter_pods_bound_duration_seconds, _startup_duration_seconds).
+func observePods(ctx context.Context, mgr manager.Manager, m *metrics.Metrics) error {
+	inf, err := mgr.GetCache().GetInformer(ctx, &corev1.Pod{})
+	if err != nil {
+		return fmt.Errorf("watching pods for their start times: %w", err)
+	}
+	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(before, after any) {
+			b, okB := before.(*corev1.Pod)
+			a, okA := after.(*corev1.Pod)
+			if okB && okA {
+				m.PodChanged(b, a)
+			}
+		},
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if p, ok := obj.(*corev1.Pod); ok {
+				m.PodGone(p.UID)
+			}
+		},
+	})
+	return err
 }
 
 // profiling is the handlers of Go's profiles, when enabled.
