@@ -252,7 +252,11 @@ func (c *Controller) start(ctx context.Context, snap *state.Snapshot, cmd *infli
 		}
 	}
 	c.Metrics.Disruption(string(cmd.Reason), "started")
-	c.Metrics.DisruptionCarriedOut(string(cmd.Reason), len(cmd.Replacements) > 0 || cmd.Static, len(cmd.Nodes))
+	pools := make([]string, 0, len(cmd.Nodes))
+	for _, n := range cmd.Nodes {
+		pools = append(pools, n.NodePool)
+	}
+	c.Metrics.DisruptionCarriedOut(string(cmd.Reason), len(cmd.Replacements) > 0 || cmd.Static, pools)
 	what := describe(cmd.Command)
 	writer := &intent.NodeClaims{Client: c.Client, Metrics: c.Metrics, Reason: string(cmd.Reason)}
 	created, err := writer.Create(ctx, snap, cmd.Replacements, func(nc *v1.NodeClaim, _ *scheduling.PlannedNodeClaim) {
@@ -581,10 +585,12 @@ func (c *Controller) record(took time.Duration, snap *state.Snapshot, dec *Decis
 	for _, b := range dec.Blocked {
 		blocked[[3]string{pools[b.Node], string(b.Method), string(b.Reason)}]++
 	}
-	allowed := map[[2]string]int{}
+	allowed, consuming := map[[2]string]int{}, map[[2]string]int{}
 	for _, a := range dec.Allowances {
 		allowed[[2]string{a.NodePool, string(a.Reason)}] = min(a.Allowed, 1<<30)
+		consuming[[2]string{a.NodePool, string(a.Reason)}] = a.Disrupting
 	}
+	c.Metrics.BudgetsConsumed(consuming)
 	savings := map[string]float64{}
 	for _, cmd := range c.commands {
 		for _, n := range cmd.Nodes {

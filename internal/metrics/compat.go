@@ -25,6 +25,8 @@ type compat struct {
 	nodesCreated         *prometheus.CounterVec   // nodepool, zone
 	nodesTerminated      *prometheus.CounterVec   // nodepool, zone
 	decisions            *prometheus.CounterVec   // decision, reason, consolidation_type
+	decisionsByPool      *prometheus.CounterVec   // nodepool, decision, reason, consolidation_type
+	consuming            *prometheus.GaugeVec     // nodepool, reason
 	allowed              *prometheus.GaugeVec     // nodepool, reason
 	usage, limit         *prometheus.GaugeVec     // resource_type, nodepool
 	scheduling           *prometheus.HistogramVec // controller
@@ -65,6 +67,10 @@ func newCompat() compat {
 		nodesTerminated: counter("nodes_terminated_total", "Nodes whose NodeClaim's instance is gone, by NodePool and zone.", "nodepool", "zone"),
 		decisions: counter("voluntary_disruption_decisions_total", "Disruption commands carried out, by decision (replace, delete), reason and consolidation type (single, multi).",
 			"decision", "reason", "consolidation_type"),
+		decisionsByPool: counter("voluntary_disruption_decisions_by_nodepool_total", "Disruption commands carried out, by NodePool, decision, reason and consolidation type.",
+			"nodepool", "decision", "reason", "consolidation_type"),
+		consuming: gauge("nodepools_nodes_consuming_budgets", "A NodePool's nodes that count against its disruption budgets now (being disrupted or deleted), by reason.",
+			"nodepool", "reason"),
 		allowed: gauge("nodepools_allowed_disruptions", "Nodes a NodePool's budgets allow to be disrupted now, by reason.", "nodepool", "reason"),
 		usage:   gauge("nodepools_usage", "Resources a NodePool's NodeClaims hold.", "resource_type", "nodepool"),
 		limit:   gauge("nodepools_limit", "A NodePool's limits.", "resource_type", "nodepool"),
@@ -111,6 +117,8 @@ func (c *compat) register(reg prometheus.Registerer, errp *error) {
 	c.nodesCreated = register(reg, c.nodesCreated, errp)
 	c.nodesTerminated = register(reg, c.nodesTerminated, errp)
 	c.decisions = register(reg, c.decisions, errp)
+	c.decisionsByPool = register(reg, c.decisionsByPool, errp)
+	c.consuming = register(reg, c.consuming, errp)
 	c.allowed = register(reg, c.allowed, errp)
 	c.usage = register(reg, c.usage, errp)
 	c.limit = register(reg, c.limit, errp)
@@ -166,7 +174,7 @@ func (m *Metrics) NodeClaimDisrupted(reason, pool, capacityType, policy string, 
 
 // DisruptionCarriedOut counts a disruption command started: a replacement
 // or a deletion, of one node or several (consolidation: single, multi).
-func (m *Metrics) DisruptionCarriedOut(reason string, replaces bool, nodes int) {
+func (m *Metrics) DisruptionCarriedOut(reason string, replaces bool, nodePools []string) {
 	if m == nil {
 		return
 	}
@@ -177,11 +185,30 @@ func (m *Metrics) DisruptionCarriedOut(reason string, replaces bool, nodes int) 
 	consolidation := ""
 	if reason == "Underutilized" {
 		consolidation = "single"
-		if nodes > 1 {
+		if len(nodePools) > 1 {
 			consolidation = "multi"
 		}
 	}
 	m.compat.decisions.WithLabelValues(decision, ReasonLabel(reason), consolidation).Inc()
+	seen := map[string]bool{}
+	for _, pool := range nodePools {
+		if !seen[pool] {
+			seen[pool] = true
+			m.compat.decisionsByPool.WithLabelValues(pool, decision, ReasonLabel(reason), consolidation).Inc()
+		}
+	}
+}
+
+// BudgetsConsumed sets, per NodePool and reason, how many of its nodes
+// count against its budgets now (those being disrupted or deleted).
+func (m *Metrics) BudgetsConsumed(consuming map[[2]string]int) {
+	if m == nil {
+		return
+	}
+	m.compat.consuming.Reset()
+	for k, n := range consuming {
+		m.compat.consuming.WithLabelValues(k[0], ReasonLabel(k[1])).Set(float64(n))
+	}
 }
 
 // NodePoolResources records what a NodePool's NodeClaims hold and its

@@ -25,9 +25,10 @@ func TestReferenceSeries(t *testing.T) {
 	m.NodeClaimRegistered("default", "us-east-1a", time.Second)
 	m.NodeClaimTerminated("default", "spot", "us-east-1a", true)
 	m.NodeClaimTerminated("default", "spot", "us-east-1b", false)
-	m.DisruptionCarriedOut("Underutilized", true, 1)
-	m.DisruptionCarriedOut("Underutilized", false, 3)
-	m.DisruptionCarriedOut("Drifted", true, 1)
+	m.DisruptionCarriedOut("Underutilized", true, []string{"default"})
+	m.DisruptionCarriedOut("Underutilized", false, []string{"default", "default", "gpu"})
+	m.DisruptionCarriedOut("Drifted", true, []string{"default"})
+	m.BudgetsConsumed(map[[2]string]int{{"default", "Drifted"}: 1})
 	m.NodeClaimDisrupted("Drifted", "default", "spot", "WhenEmptyOrUnderutilized", false)
 	m.DisruptionDecision(time.Millisecond, nil, map[[2]string]int{{"default", "Drifted"}: 2}, nil, nil)
 	m.InterruptionMessage("instance_terminating", 2*time.Second)
@@ -59,6 +60,15 @@ karpenter_nodes_terminated_total{nodepool="default",zone="us-east-1a"} 1
 karpenter_voluntary_disruption_decisions_total{consolidation_type="",decision="replace",reason="drifted"} 1
 karpenter_voluntary_disruption_decisions_total{consolidation_type="multi",decision="delete",reason="underutilized"} 1
 karpenter_voluntary_disruption_decisions_total{consolidation_type="single",decision="replace",reason="underutilized"} 1
+# HELP karpenter_voluntary_disruption_decisions_by_nodepool_total Disruption commands carried out, by NodePool, decision, reason and consolidation type.
+# TYPE karpenter_voluntary_disruption_decisions_by_nodepool_total counter
+karpenter_voluntary_disruption_decisions_by_nodepool_total{consolidation_type="",decision="replace",nodepool="default",reason="drifted"} 1
+karpenter_voluntary_disruption_decisions_by_nodepool_total{consolidation_type="multi",decision="delete",nodepool="default",reason="underutilized"} 1
+karpenter_voluntary_disruption_decisions_by_nodepool_total{consolidation_type="multi",decision="delete",nodepool="gpu",reason="underutilized"} 1
+karpenter_voluntary_disruption_decisions_by_nodepool_total{consolidation_type="single",decision="replace",nodepool="default",reason="underutilized"} 1
+# HELP karpenter_nodepools_nodes_consuming_budgets A NodePool's nodes that count against its disruption budgets now (being disrupted or deleted), by reason.
+# TYPE karpenter_nodepools_nodes_consuming_budgets gauge
+karpenter_nodepools_nodes_consuming_budgets{nodepool="default",reason="drifted"} 1
 # HELP karpenter_nodepools_allowed_disruptions Nodes a NodePool's budgets allow to be disrupted now, by reason.
 # TYPE karpenter_nodepools_allowed_disruptions gauge
 karpenter_nodepools_allowed_disruptions{nodepool="default",reason="drifted"} 2
@@ -79,6 +89,7 @@ karpenter_interruption_deleted_messages_total 1
 `
 	names := []string{"karpenter_nodeclaims_created_total", "karpenter_nodeclaims_disrupted_total", "karpenter_nodeclaims_terminated_total",
 		"karpenter_nodes_created_total", "karpenter_nodes_terminated_total", "karpenter_voluntary_disruption_decisions_total",
+		"karpenter_voluntary_disruption_decisions_by_nodepool_total", "karpenter_nodepools_nodes_consuming_budgets",
 		"karpenter_nodepools_allowed_disruptions", "karpenter_nodepools_usage", "karpenter_nodepools_limit",
 		"karpenter_interruption_received_messages_total", "karpenter_interruption_deleted_messages_total"}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
