@@ -48,6 +48,9 @@ type compat struct {
 	eligibleNodes        *prometheus.GaugeVec     // reason
 	podStartup           prometheus.Summary
 	podBound             prometheus.Histogram
+	provStartup          prometheus.Histogram
+	provBound            prometheus.Histogram
+	decided              prometheus.Histogram
 }
 
 func newCompat() compat {
@@ -104,6 +107,12 @@ func newCompat() compat {
 			Help: "Time from a pod's creation to its being Ready.", Objectives: map[float64]float64{0: 0, 0.5: 0.05, 0.9: 0.01, 0.99: 0.001, 1: 0}}),
 		podBound: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "karpenter", Subsystem: "pods", Name: "bound_duration_seconds",
 			Help: "Time from a pod's creation to its being bound to a node.", Buckets: prometheus.ExponentialBuckets(0.25, 2, 14)}),
+		provStartup: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "karpenter", Subsystem: "pods", Name: "provisioning_startup_duration_seconds",
+			Help: "Time from the creation to the first Ready of a pod nodewright planned room for.", Buckets: prometheus.ExponentialBuckets(0.25, 2, 14)}),
+		provBound: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "karpenter", Subsystem: "pods", Name: "provisioning_bound_duration_seconds",
+			Help: "Time from the creation to the binding of a pod nodewright planned room for.", Buckets: prometheus.ExponentialBuckets(0.25, 2, 14)}),
+		decided: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "karpenter", Subsystem: "pods", Name: "scheduling_decision_duration_seconds",
+			Help: "Time from a pending pod's creation to the first decision that planned room for it.", Buckets: prometheus.ExponentialBuckets(0.25, 2, 14)}),
 		eligibleNodes: gauge("voluntary_disruption_eligible_nodes", "Nodes a disruption method could act on at the last decision, by reason.", "reason"),
 		offeringPrice: gauge("cloudprovider_instance_type_offering_price_estimate", "An offering's price per hour, as nodewright decides with it.",
 			"capacity_type", "instance_type", "zone"),
@@ -142,6 +151,9 @@ func (c *compat) register(reg prometheus.Registerer, errp *error) {
 	c.eligibleNodes = register(reg, c.eligibleNodes, errp)
 	c.podStartup = register(reg, c.podStartup, errp)
 	c.podBound = register(reg, c.podBound, errp)
+	c.provStartup = register(reg, c.provStartup, errp)
+	c.provBound = register(reg, c.provBound, errp)
+	c.decided = register(reg, c.decided, errp)
 	v := version.Get()
 	c.buildInfo.WithLabelValues(v.Version, v.GoVersion, runtime.GOARCH, v.Commit).Set(1)
 }
@@ -352,12 +364,34 @@ func (m *Metrics) PodChanged(before, after *corev1.Pod) {
 	if m == nil {
 		return
 	}
+	_, planned := m.planned.Load(after.UID)
 	if at, ok := becameTrue(before, after, corev1.PodScheduled); ok {
 		m.compat.podBound.Observe(at.Sub(after.CreationTimestamp.Time).Seconds())
+		if planned {
+			m.compat.provBound.Observe(at.Sub(after.CreationTimestamp.Time).Seconds())
+		}
 	}
 	if at, ok := becameTrue(before, after, corev1.PodReady); ok {
 		if _, again := m.started.LoadOrStore(after.UID, true); !again {
 			m.compat.podStartup.Observe(at.Sub(after.CreationTimestamp.Time).Seconds())
+			if planned {
+				m.compat.provStartup.Observe(at.Sub(after.CreationTimestamp.Time).Seconds())
+				m.planned.Delete(after.UID)
+			}
+		}
+	}
+}
+
+// PodsPlanned records the pods a provisioning decision planned room for
+// at now: the first time for each, how long after its creation; their
+// binding and start count in the provisioning series too.
+func (m *Metrics) PodsPlanned(pods []*corev1.Pod, now time.Time) {
+	if m == nil {
+		return
+	}
+	for _, p := range pods {
+		if _, again := m.planned.LoadOrStore(p.UID, true); !again {
+			m.compat.decided.Observe(now.Sub(p.CreationTimestamp.Time).Seconds())
 		}
 	}
 }
@@ -367,6 +401,7 @@ func (m *Metrics) PodChanged(before, after *corev1.Pod) {
 func (m *Metrics) PodGone(uid types.UID) {
 	if m != nil {
 		m.started.Delete(uid)
+		m.planned.Delete(uid)
 	}
 }
 

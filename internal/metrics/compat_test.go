@@ -95,9 +95,13 @@ karpenter_interruption_deleted_messages_total 1
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
 		t.Error(err)
 	}
-	for _, name := range []string{"karpenter_build_info", "karpenter_scheduler_scheduling_duration_seconds", "karpenter_interruption_message_queue_duration_seconds"} {
-		if n, err := testutil.GatherAndCount(reg, name); err != nil || n == 0 {
-			t.Errorf("%s: %d series, %v", name, n, err)
+	if n, err := testutil.GatherAndCount(reg, "karpenter_build_info"); err != nil || n != 1 {
+		t.Errorf("karpenter_build_info: %d series, %v", n, err)
+	}
+	observed := observations(t, reg)
+	for name, want := range map[string]uint64{"karpenter_scheduler_scheduling_duration_seconds": 1, "karpenter_interruption_message_queue_duration_seconds": 2} {
+		if observed[name] != want {
+			t.Errorf("%s: %d observations, want %d", name, observed[name], want)
 		}
 	}
 }

@@ -37,8 +37,9 @@ type Metrics struct {
 	priceSince  *prometheus.GaugeVec // kind
 	// compat are the reference's series.
 	compat compat
-	// started are the pods seen Ready once (by UID), until deleted.
-	started sync.Map
+	// started are the pods seen Ready once (by UID), until deleted;
+	// planned those a provisioning decision planned room for.
+	started, planned sync.Map
 }
 
 // New creates the metrics and registers them; collectors already

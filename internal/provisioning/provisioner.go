@@ -351,6 +351,7 @@ func (p *Provisioner) Provision(ctx context.Context) (time.Duration, error) {
 		}
 	}
 	p.Rooms.Record(rooms(snap, plan))
+	p.Metrics.PodsPlanned(planned(plan), now)
 	reasons := p.explain(snap, plan)
 	// Pods expected on nodes still coming up are looked at again: if
 	// kube-scheduler has not bound them once the node is up, they are
@@ -366,6 +367,19 @@ func (p *Provisioner) Provision(ctx context.Context) (time.Duration, error) {
 // BufferRetry is how often the CapacityBuffers' room is looked at again
 // while there are buffers.
 const BufferRetry = 15 * time.Second
+
+// planned are the real pods a plan found room for, on new NodeClaims or
+// nodes there.
+func planned(plan *scheduling.Plan) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, nc := range plan.NodeClaims {
+		out = append(out, notVirtual(nc.Pods)...)
+	}
+	for _, e := range plan.Existing {
+		out = append(out, notVirtual(e.Pods)...)
+	}
+	return out
+}
 
 // notVirtual are the pods that are not a buffer's.
 func notVirtual(pods []*corev1.Pod) []*corev1.Pod {
