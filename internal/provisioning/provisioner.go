@@ -371,7 +371,14 @@ const BufferRetry = 15 * time.Second
 // planned are the real pods a plan found room for, on new NodeClaims or
 // nodes there.
 func planned(plan *scheduling.Plan) []*corev1.Pod {
-	var out []*corev1.Pod
+	n := 0
+	for _, nc := range plan.NodeClaims {
+		n += len(nc.Pods)
+	}
+	for _, e := range plan.Existing {
+		n += len(e.Pods)
+	}
+	out := make([]*corev1.Pod, 0, n)
 	for _, nc := range plan.NodeClaims {
 		out = append(out, notVirtual(nc.Pods)...)
 	}
