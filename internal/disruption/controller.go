@@ -226,6 +226,7 @@ func (c *Controller) step(ctx context.Context, snap *state.Snapshot, cmd *inflig
 		fresh, why := Revalidate(snap, cmd.Command, opts)
 		if fresh == nil {
 			c.Metrics.Disruption(string(cmd.Reason), "cancelled")
+			c.Metrics.ValidationFailed(string(cmd.Reason), len(cmd.Nodes))
 			c.Log.Info("cancelled a disruption", "reason", cmd.Reason, "nodes", cmd.NodeNames(), "why", why)
 			for _, n := range cmd.Nodes {
 				c.event(n, corev1.EventTypeNormal, v1.ReasonDisruptionCancelled, fmt.Sprintf("%s disruption cancelled: %s", cmd.Reason, why))
@@ -601,6 +602,12 @@ func (c *Controller) record(took time.Duration, snap *state.Snapshot, dec *Decis
 	for reason, n := range dec.EligibleBy {
 		eligibleBy[string(reason)] = n
 	}
+	methods := map[string]time.Duration{}
+	for reason, d := range dec.Took {
+		methods[string(reason)] = d
+	}
 	c.Metrics.DisruptionDecision(took, dec.Eligible, allowed, blocked, savings)
 	c.Metrics.EligibleByReason(eligibleBy)
+	c.Metrics.MethodsTook(methods)
+	c.Metrics.NodePoolCosts(dec.CostPerHour)
 }

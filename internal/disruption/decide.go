@@ -113,6 +113,11 @@ type Decision struct {
 	PricePerHour, PricePerHourAfter float64
 	// Health is each NodePool's unhealthy nodes, by the repair policies.
 	Health map[string]*nodepoolhealth.Pool
+	// Took is how long each method took to decide (wall time: a
+	// measurement, never an input to the decision).
+	Took map[v1.DisruptionReason]time.Duration
+	// CostPerHour is what each NodePool's nodes cost now.
+	CostPerHour map[string]float64
 }
 
 // decider holds one decision's working state.
@@ -142,16 +147,16 @@ type decider struct {
 func Decide(s *state.Snapshot, opts Options) *Decision {
 	d, candidates := newDecider(s, opts)
 	if opts.runs(v1.DisruptionReasonUnhealthy) {
-		d.repair(candidates)
+		d.timed(v1.DisruptionReasonUnhealthy, func() { d.repair(candidates) })
 		if len(opts.Repair) > 0 {
 			d.out.Health = d.health()
 		}
 	}
 	if opts.runs(v1.DisruptionReasonExpired) {
-		d.expiration(candidates)
+		d.timed(v1.DisruptionReasonExpired, func() { d.expiration(candidates) })
 	}
 	if opts.runs(v1.DisruptionReasonDrifted) {
-		d.drift(candidates)
+		d.timed(v1.DisruptionReasonDrifted, func() { d.drift(candidates) })
 	}
 	d.consolidate(d.leaveStatic(candidates))
 	d.explainRest(s)
@@ -182,10 +187,10 @@ func (d *decider) consolidate(candidates []*state.Node) {
 		d.consolidationWaits(candidates, Blocked{Reason: BlockedConsolidationInFlight})
 	default:
 		if empty {
-			d.emptiness(candidates)
+			d.timed(v1.DisruptionReasonEmpty, func() { d.emptiness(candidates) })
 		}
 		if under {
-			d.consolidation(candidates)
+			d.timed(v1.DisruptionReasonUnderutilized, func() { d.consolidation(candidates) })
 		}
 	}
 }
@@ -237,9 +242,11 @@ func (d *decider) explainRest(s *state.Snapshot) {
 		}
 		d.out.PricePerHourAfter += c.ReplacementPrice - c.PricePerHour
 	}
+	d.out.CostPerHour = map[string]float64{}
 	for _, n := range s.Candidates() {
 		p, _ := d.price(n)
 		d.out.PricePerHour += p
+		d.out.CostPerHour[n.NodePool] += p
 		if inCommand[n.Name] || d.blocked[n.Name] {
 			continue
 		}
@@ -312,6 +319,16 @@ func (d *decider) use(n *state.Node, reason v1.DisruptionReason) {
 	}
 	d.disrupt[n.NodePool]++
 	d.taken[n.Name] = true
+}
+
+// timed runs a method and records how long it took.
+func (d *decider) timed(method v1.DisruptionReason, run func()) {
+	start := time.Now()
+	run()
+	if d.out.Took == nil {
+		d.out.Took = map[v1.DisruptionReason]time.Duration{}
+	}
+	d.out.Took[method] += time.Since(start)
 }
 
 // eligible counts a node a method could act on now.

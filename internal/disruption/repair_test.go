@@ -60,6 +60,9 @@ func TestRepairReplacesAnUnhealthyNodeFirst(t *testing.T) {
 	if d.EligibleBy[v1.DisruptionReasonUnhealthy] != 1 || d.EligibleBy[v1.DisruptionReasonExpired] != 1 {
 		t.Errorf("eligible by method %v, want one unhealthy and one expired", d.EligibleBy)
 	}
+	if _, timed := d.Took[v1.DisruptionReasonUnhealthy]; !timed || d.CostPerHour["default"] <= 0 || d.CostPerHour["default"] != d.PricePerHour {
+		t.Errorf("methods timed %v, cost %v of %f", d.Took, d.CostPerHour, d.PricePerHour)
+	}
 	if got := commands(d); !strings.Contains(got, "Expired[old]") {
 		t.Errorf("commands %q: expiration goes on beside repair", got)
 	}

@@ -46,6 +46,10 @@ type compat struct {
 	offeringAvailable    *prometheus.GaugeVec     // capacity_type, instance_type, zone
 	offeringPrice        *prometheus.GaugeVec     // capacity_type, instance_type, zone
 	eligibleNodes        *prometheus.GaugeVec     // reason
+	evaluation           *prometheus.HistogramVec // reason, consolidation_type
+	failedValidations    *prometheus.CounterVec   // consolidation_type
+	poolCost             *prometheus.GaugeVec     // nodepool
+	unschedulable        *prometheus.GaugeVec     // controller
 	podStartup           prometheus.Summary
 	podBound             prometheus.Histogram
 	provStartup          prometheus.Histogram
@@ -113,6 +117,13 @@ func newCompat() compat {
 			Help: "Time from the creation to the binding of a pod nodewright planned room for.", Buckets: prometheus.ExponentialBuckets(0.25, 2, 14)}),
 		decided: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "karpenter", Subsystem: "pods", Name: "scheduling_decision_duration_seconds",
 			Help: "Time from a pending pod's creation to the first decision that planned room for it.", Buckets: prometheus.ExponentialBuckets(0.25, 2, 14)}),
+		evaluation: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "karpenter", Subsystem: "voluntary_disruption", Name: "decision_evaluation_duration_seconds",
+			Help: "Time a disruption method takes to decide, by reason (consolidation_type is left empty).", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)},
+			[]string{"reason", "consolidation_type"}),
+		failedValidations: counter("voluntary_disruption_failed_validations_total",
+			"Consolidation commands that no longer held when checked again before being carried out, by consolidation type.", "consolidation_type"),
+		poolCost:      gauge("nodepools_cost_total", "What a NodePool's nodes cost per hour now, by their offerings' prices.", "nodepool"),
+		unschedulable: gauge("scheduler_unschedulable_pods_count", "Pods the last provisioning decision found no place for.", "controller"),
 		eligibleNodes: gauge("voluntary_disruption_eligible_nodes", "Nodes a disruption method could act on at the last decision, by reason.", "reason"),
 		offeringPrice: gauge("cloudprovider_instance_type_offering_price_estimate", "An offering's price per hour, as nodewright decides with it.",
 			"capacity_type", "instance_type", "zone"),
@@ -149,6 +160,10 @@ func (c *compat) register(reg prometheus.Registerer, errp *error) {
 	c.offeringAvailable = register(reg, c.offeringAvailable, errp)
 	c.offeringPrice = register(reg, c.offeringPrice, errp)
 	c.eligibleNodes = register(reg, c.eligibleNodes, errp)
+	c.evaluation = register(reg, c.evaluation, errp)
+	c.failedValidations = register(reg, c.failedValidations, errp)
+	c.poolCost = register(reg, c.poolCost, errp)
+	c.unschedulable = register(reg, c.unschedulable, errp)
 	c.podStartup = register(reg, c.podStartup, errp)
 	c.podBound = register(reg, c.podBound, errp)
 	c.provStartup = register(reg, c.provStartup, errp)
@@ -421,4 +436,38 @@ func podCondition(p *corev1.Pod, t corev1.PodConditionType) *corev1.PodCondition
 		}
 	}
 	return nil
+}
+
+// MethodsTook records how long each disruption method took to decide.
+func (m *Metrics) MethodsTook(took map[string]time.Duration) {
+	if m == nil {
+		return
+	}
+	for reason, d := range took {
+		m.compat.evaluation.WithLabelValues(ReasonLabel(reason), "").Observe(d.Seconds())
+	}
+}
+
+// ValidationFailed counts a consolidation command that no longer held
+// when checked again (nodes: how many it would have disrupted).
+func (m *Metrics) ValidationFailed(reason string, nodes int) {
+	if m == nil || (reason != "Underutilized" && reason != "Empty") {
+		return
+	}
+	kind := "single"
+	if nodes > 1 {
+		kind = "multi"
+	}
+	m.compat.failedValidations.WithLabelValues(kind).Inc()
+}
+
+// NodePoolCosts sets what each NodePool's nodes cost per hour.
+func (m *Metrics) NodePoolCosts(costs map[string]float64) {
+	if m == nil {
+		return
+	}
+	m.compat.poolCost.Reset()
+	for pool, c := range costs {
+		m.compat.poolCost.WithLabelValues(pool).Set(c)
+	}
 }

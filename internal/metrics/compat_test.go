@@ -35,7 +35,11 @@ func TestReferenceSeries(t *testing.T) {
 	m.InterruptionMessage("spot_interruption", time.Second)
 	m.InterruptionMessageDeleted()
 	m.NodePoolResources("default", map[string]float64{"cpu": 4, "nodes": 2}, map[string]float64{"cpu": 100})
-	m.Decision(time.Millisecond, 0)
+	m.Decision(time.Millisecond, 3)
+	m.ValidationFailed("Underutilized", 2)
+	m.ValidationFailed("Drifted", 1) // not a consolidation
+	m.NodePoolCosts(map[string]float64{"default": 0.25})
+	m.MethodsTook(map[string]time.Duration{"Drifted": time.Millisecond})
 
 	want := `
 # HELP karpenter_nodeclaims_created_total NodeClaims created, by why (provisioned, or the disruption a replacement is for) and NodePool.
@@ -69,6 +73,15 @@ karpenter_voluntary_disruption_decisions_by_nodepool_total{consolidation_type="s
 # HELP karpenter_nodepools_nodes_consuming_budgets A NodePool's nodes that count against its disruption budgets now (being disrupted or deleted), by reason.
 # TYPE karpenter_nodepools_nodes_consuming_budgets gauge
 karpenter_nodepools_nodes_consuming_budgets{nodepool="default",reason="drifted"} 1
+# HELP karpenter_voluntary_disruption_failed_validations_total Consolidation commands that no longer held when checked again before being carried out, by consolidation type.
+# TYPE karpenter_voluntary_disruption_failed_validations_total counter
+karpenter_voluntary_disruption_failed_validations_total{consolidation_type="multi"} 1
+# HELP karpenter_nodepools_cost_total What a NodePool's nodes cost per hour now, by their offerings' prices.
+# TYPE karpenter_nodepools_cost_total gauge
+karpenter_nodepools_cost_total{nodepool="default"} 0.25
+# HELP karpenter_scheduler_unschedulable_pods_count Pods the last provisioning decision found no place for.
+# TYPE karpenter_scheduler_unschedulable_pods_count gauge
+karpenter_scheduler_unschedulable_pods_count{controller="provisioner"} 3
 # HELP karpenter_nodepools_allowed_disruptions Nodes a NodePool's budgets allow to be disrupted now, by reason.
 # TYPE karpenter_nodepools_allowed_disruptions gauge
 karpenter_nodepools_allowed_disruptions{nodepool="default",reason="drifted"} 2
@@ -90,6 +103,7 @@ karpenter_interruption_deleted_messages_total 1
 	names := []string{"karpenter_nodeclaims_created_total", "karpenter_nodeclaims_disrupted_total", "karpenter_nodeclaims_terminated_total",
 		"karpenter_nodes_created_total", "karpenter_nodes_terminated_total", "karpenter_voluntary_disruption_decisions_total",
 		"karpenter_voluntary_disruption_decisions_by_nodepool_total", "karpenter_nodepools_nodes_consuming_budgets",
+		"karpenter_voluntary_disruption_failed_validations_total", "karpenter_nodepools_cost_total", "karpenter_scheduler_unschedulable_pods_count",
 		"karpenter_nodepools_allowed_disruptions", "karpenter_nodepools_usage", "karpenter_nodepools_limit",
 		"karpenter_interruption_received_messages_total", "karpenter_interruption_deleted_messages_total"}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
@@ -99,7 +113,8 @@ karpenter_interruption_deleted_messages_total 1
 		t.Errorf("karpenter_build_info: %d series, %v", n, err)
 	}
 	observed := observations(t, reg)
-	for name, want := range map[string]uint64{"karpenter_scheduler_scheduling_duration_seconds": 1, "karpenter_interruption_message_queue_duration_seconds": 2} {
+	for name, want := range map[string]uint64{"karpenter_scheduler_scheduling_duration_seconds": 1, "karpenter_interruption_message_queue_duration_seconds": 2,
+		"karpenter_voluntary_disruption_decision_evaluation_duration_seconds": 1} {
 		if observed[name] != want {
 			t.Errorf("%s: %d observations, want %d", name, observed[name], want)
 		}

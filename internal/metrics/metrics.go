@@ -63,7 +63,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		pending: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "nodewright", Name: "pods_pending",
 			Help: "Pods waiting for capacity at the last provisioning decision."}),
 		disruptions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "nodewright", Name: "disruption_decisions_total",
-			Help: "Disruption commands by reason (Empty, Underutilized, Drifted, Expired) and outcome (decided, started, cancelled, rolled_back, completed)."}, []string{"reason", "outcome"}),
+			Help: "Disruption commands by reason (Unhealthy, Expired, Drifted, Empty, Underutilized) and outcome (decided, started, cancelled, rolled_back, completed)."}, []string{"reason", "outcome"}),
 		eligible: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "nodewright", Name: "disruption_eligible_nodes",
 			Help: "Nodes a disruption method could act on at the last decision."}, []string{"nodepool"}),
 		savings: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "nodewright", Name: "disruption_estimated_savings_per_hour",
@@ -182,6 +182,7 @@ func (m *Metrics) Decision(d time.Duration, pending int) {
 		m.decision.Observe(d.Seconds())
 		m.pending.Set(float64(pending))
 		m.compat.scheduling.WithLabelValues("provisioner").Observe(d.Seconds())
+		m.compat.unschedulable.WithLabelValues("provisioner").Set(float64(pending))
 	}
 }
 
