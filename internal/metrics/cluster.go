@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
 )
 
@@ -38,11 +39,14 @@ type clusterCollector struct {
 	allocatable, podRequests, podLimits, daemonReq *prometheus.Desc
 	daemonLimits, overhead, lifetime, podState     *prometheus.Desc
 	unbound, unstarted                             *prometheus.Desc
+	provUnbound, provUnstarted, undecided          *prometheus.Desc
+	// planned reports a pod a provisioning decision planned room for.
+	planned func(types.UID) bool
 }
 
 // NewClusterCollector makes the collector of the per-node and per-pod
 // series.
-func NewClusterCollector(cluster Cluster, now func() time.Time) prometheus.Collector {
+func NewClusterCollector(cluster Cluster, now func() time.Time, planned func(types.UID) bool) prometheus.Collector {
 	labels := make([]string, 0, len(nodeLabels)+3)
 	for _, l := range nodeLabels {
 		labels = append(labels, l.name)
@@ -53,7 +57,13 @@ func NewClusterCollector(cluster Cluster, now func() time.Time) prometheus.Colle
 		return prometheus.NewDesc("karpenter_nodes_"+name, help, labels, nil)
 	}
 	return &clusterCollector{
-		cluster: cluster, now: now,
+		cluster: cluster, now: now, planned: planned,
+		provUnbound: prometheus.NewDesc("karpenter_pods_provisioning_unbound_time_seconds", "How long a pod nodewright planned room for, not bound yet, has existed.",
+			[]string{"name", "namespace"}, nil),
+		provUnstarted: prometheus.NewDesc("karpenter_pods_provisioning_unstarted_time_seconds", "How long a pod nodewright planned room for, not running yet, has existed.",
+			[]string{"name", "namespace"}, nil),
+		undecided: prometheus.NewDesc("karpenter_pods_provisioning_scheduling_undecided_time_seconds", "How long a pending pod no provisioning decision has planned room for yet has existed.",
+			[]string{"name", "namespace"}, nil),
 		allocatable:  desc("allocatable", "What a node offers pods, by resource.", withResource),
 		podRequests:  desc("total_pod_requests", "What the pods on a node (not DaemonSet pods) request, by resource.", withResource),
 		podLimits:    desc("total_pod_limits", "The limits of the pods on a node (not DaemonSet pods), by resource.", withResource),
@@ -71,7 +81,8 @@ func NewClusterCollector(cluster Cluster, now func() time.Time) prometheus.Colle
 }
 
 func (c *clusterCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.allocatable, c.podRequests, c.podLimits, c.daemonReq, c.daemonLimits, c.overhead, c.lifetime, c.podState, c.unbound, c.unstarted} {
+	for _, d := range []*prometheus.Desc{c.allocatable, c.podRequests, c.podLimits, c.daemonReq, c.daemonLimits, c.overhead, c.lifetime, c.podState, c.unbound, c.unstarted,
+		c.provUnbound, c.provUnstarted, c.undecided} {
 		ch <- d
 	}
 }
@@ -155,10 +166,19 @@ func (c *clusterCollector) collectPod(ch chan<- prometheus.Metric, p *corev1.Pod
 		return
 	}
 	age := c.now().Sub(p.CreationTimestamp.Time).Seconds()
+	planned := c.planned != nil && c.planned(p.UID)
 	if p.Spec.NodeName == "" {
 		ch <- prometheus.MustNewConstMetric(c.unbound, prometheus.GaugeValue, age, p.Name, p.Namespace)
+		if planned {
+			ch <- prometheus.MustNewConstMetric(c.provUnbound, prometheus.GaugeValue, age, p.Name, p.Namespace)
+		} else {
+			ch <- prometheus.MustNewConstMetric(c.undecided, prometheus.GaugeValue, age, p.Name, p.Namespace)
+		}
 	}
 	ch <- prometheus.MustNewConstMetric(c.unstarted, prometheus.GaugeValue, age, p.Name, p.Namespace)
+	if planned {
+		ch <- prometheus.MustNewConstMetric(c.provUnstarted, prometheus.GaugeValue, age, p.Name, p.Namespace)
+	}
 }
 
 func add(to, more corev1.ResourceList) corev1.ResourceList {

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/scheduling"
@@ -36,11 +37,14 @@ func TestClusterSeries(t *testing.T) {
 	}
 	pending := pod("p", "1", false)
 	pending.Spec.NodeName, pending.Status.Phase, pending.CreationTimestamp = "", corev1.PodPending, metav1.NewTime(now.Add(-90*time.Second))
-	nodes, pods := []*corev1.Node{node}, []*corev1.Pod{pod("a", "500m", false), pod("b", "250m", false), pod("ds-1", "100m", true), pending}
+	pending.UID = "uid-p"
+	undecided := pod("q", "1", false)
+	undecided.Spec.NodeName, undecided.Status.Phase, undecided.CreationTimestamp = "", corev1.PodPending, metav1.NewTime(now.Add(-30*time.Second))
+	nodes, pods := []*corev1.Node{node}, []*corev1.Pod{pod("a", "500m", false), pod("b", "250m", false), pod("ds-1", "100m", true), pending, undecided}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(metrics.NewClusterCollector(func() ([]*corev1.Node, []*corev1.Pod, func(*corev1.Node) bool, bool) {
 		return nodes, pods, func(n *corev1.Node) bool { return n.Labels["karpenter.sh/nodepool"] != "" }, true
-	}, func() time.Time { return now }))
+	}, func() time.Time { return now }, func(uid types.UID) bool { return uid == "uid-p" }))
 	labels := `arch="",capacity_type="",instance_category="",instance_family="",instance_generation="",instance_size="",instance_type="m5.large",managed="true",node_name="n1",nodepool="default",os="",phase="",region="",zone="us-east-1a"`
 	cpu := strings.Replace(labels, `,zone=`, `,resource_type="cpu",zone=`, 1)
 	want := `
@@ -68,14 +72,23 @@ karpenter_nodes_current_lifetime_seconds{` + labels + `} 3600
 # HELP karpenter_pods_unbound_time_seconds How long a pod not bound to a node yet has existed.
 # TYPE karpenter_pods_unbound_time_seconds gauge
 karpenter_pods_unbound_time_seconds{name="p",namespace="default"} 90
+karpenter_pods_unbound_time_seconds{name="q",namespace="default"} 30
 # HELP karpenter_pods_unstarted_time_seconds How long a pod not running yet has existed.
 # TYPE karpenter_pods_unstarted_time_seconds gauge
 karpenter_pods_unstarted_time_seconds{name="p",namespace="default"} 90
+karpenter_pods_unstarted_time_seconds{name="q",namespace="default"} 30
+# HELP karpenter_pods_provisioning_unbound_time_seconds How long a pod nodewright planned room for, not bound yet, has existed.
+# TYPE karpenter_pods_provisioning_unbound_time_seconds gauge
+karpenter_pods_provisioning_unbound_time_seconds{name="p",namespace="default"} 90
+# HELP karpenter_pods_provisioning_scheduling_undecided_time_seconds How long a pending pod no provisioning decision has planned room for yet has existed.
+# TYPE karpenter_pods_provisioning_scheduling_undecided_time_seconds gauge
+karpenter_pods_provisioning_scheduling_undecided_time_seconds{name="q",namespace="default"} 30
 `
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(unbound), "karpenter_pods_unbound_time_seconds", "karpenter_pods_unstarted_time_seconds"); err != nil {
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(unbound), "karpenter_pods_unbound_time_seconds", "karpenter_pods_unstarted_time_seconds",
+		"karpenter_pods_provisioning_unbound_time_seconds", "karpenter_pods_provisioning_scheduling_undecided_time_seconds"); err != nil {
 		t.Error(err)
 	}
-	if n, err := testutil.GatherAndCount(reg, "karpenter_pods_state"); err != nil || n != 4 {
+	if n, err := testutil.GatherAndCount(reg, "karpenter_pods_state"); err != nil || n != 5 {
 		t.Errorf("karpenter_pods_state: %d series, %v", n, err)
 	}
 	nodes, pods = nil, nil

@@ -471,3 +471,13 @@ func (m *Metrics) NodePoolCosts(costs map[string]float64) {
 		m.compat.poolCost.WithLabelValues(pool).Set(c)
 	}
 }
+
+// Planned reports a pod a provisioning decision planned room for (and
+// that has not started yet).
+func (m *Metrics) Planned(uid types.UID) bool {
+	if m == nil {
+		return false
+	}
+	_, ok := m.planned.Load(uid)
+	return ok
+}

@@ -298,7 +298,7 @@ func newWiring(ctx context.Context, mgr manager.Manager, cfg Config, clouds Clou
 	if err != nil {
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
-	if err := serveCluster(mgr, clk); err != nil {
+	if err := serveCluster(mgr, clk, m); err != nil {
 		return nil, err
 	}
 	if err := observePods(ctx, mgr, m); err != nil {
@@ -454,7 +454,7 @@ func (w *wiring) nodeControllers(context.Context) error {
 // serveCluster serves the per-node and per-pod series from the manager's
 // cache at each scrape. A collector an earlier manager of this process
 // registered (tests run several) gives way to this one's.
-func serveCluster(mgr manager.Manager, clk clock.PassiveClock) error {
+func serveCluster(mgr manager.Manager, clk clock.PassiveClock, m *metrics.Metrics) error {
 	collector := metrics.NewClusterCollector(func() ([]*corev1.Node, []*corev1.Pod, func(*corev1.Node) bool, bool) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -467,7 +467,7 @@ func serveCluster(mgr manager.Manager, clk clock.PassiveClock) error {
 		}
 		managed := func(n *corev1.Node) bool { return n.Labels[v1.LabelNodePool] != "" }
 		return listing.Pointers(nodes.Items), listing.Pointers(pods.Items), managed, true
-	}, clk.Now)
+	}, clk.Now, m.Planned)
 	err := ctrlmetrics.Registry.Register(collector)
 	var already prometheus.AlreadyRegisteredError
 	if errors.As(err, &already) {
