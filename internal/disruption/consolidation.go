@@ -286,10 +286,22 @@ func (d *decider) evaluateUpTo(cands []candidate, most int) (*Command, Blocked) 
 	if cmd.Savings < MinSavings {
 		return nil, Blocked{Reason: BlockedNoCheaperPlacement, Now: price, Replacement: cmd.ReplacementPrice, Method: v1.DisruptionReasonUnderutilized}
 	}
-	if s, balanced := d.balanced(cmd); balanced && s < 1 {
-		return nil, Blocked{Reason: BlockedPolicy, Policy: v1.ConsolidationPolicyBalanced, Score: s, Method: v1.DisruptionReasonUnderutilized}
+	if s, balanced := d.balanced(cmd); balanced {
+		d.out.Scores = append(d.out.Scores, Score{NodePool: cmd.Nodes[0].NodePool, Score: s, Approved: s >= 1, Moves: cmd.Pods})
+		if s < 1 {
+			return nil, Blocked{Reason: BlockedPolicy, Policy: v1.ConsolidationPolicyBalanced, Score: s, Method: v1.DisruptionReasonUnderutilized}
+		}
 	}
 	return cmd, Blocked{}
+}
+
+// Score is a consolidation command the Balanced policy weighed: its
+// score, whether that approved it (1 or more), and the pods it moves.
+type Score struct {
+	NodePool string
+	Score    float64
+	Approved bool
+	Moves    int
 }
 
 // balanced scores a command for NodePools with the Balanced policy: the

@@ -118,6 +118,8 @@ type Decision struct {
 	Took map[v1.DisruptionReason]time.Duration
 	// CostPerHour is what each NodePool's nodes cost now.
 	CostPerHour map[string]float64
+	// Scores are the consolidation commands the Balanced policy weighed.
+	Scores []Score
 }
 
 // decider holds one decision's working state.

@@ -365,6 +365,14 @@ func TestBalanced(t *testing.T) {
 			}
 		}
 	}
+	// The scores it weighed are kept, the busy node's rejected.
+	rejected := false
+	for _, s := range d.Scores {
+		rejected = rejected || (!s.Approved && s.Score < 1 && s.Moves == 30)
+	}
+	if !rejected {
+		t.Errorf("scores %+v, want the busy node's 30 pods rejected", d.Scores)
+	}
 }
 
 func pdb(allowed int32, app string) *policyv1.PodDisruptionBudget {

@@ -50,6 +50,8 @@ type compat struct {
 	failedValidations    *prometheus.CounterVec   // consolidation_type
 	poolCost             *prometheus.GaugeVec     // nodepool
 	unschedulable        *prometheus.GaugeVec     // controller
+	score                *prometheus.HistogramVec // decision, nodepool, policy
+	moves                *prometheus.CounterVec   // decision, nodepool, policy
 	podStartup           prometheus.Summary
 	podBound             prometheus.Histogram
 	provStartup          prometheus.Histogram
@@ -124,6 +126,10 @@ func newCompat() compat {
 			"Consolidation commands that no longer held when checked again before being carried out, by consolidation type.", "consolidation_type"),
 		poolCost:      gauge("nodepools_cost_total", "What a NodePool's nodes cost per hour now, by their offerings' prices.", "nodepool"),
 		unschedulable: gauge("scheduler_unschedulable_pods_count", "Pods the last provisioning decision found no place for.", "controller"),
+		score: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "karpenter", Name: "consolidation_score",
+			Help: "Scores of the consolidation commands the Balanced policy weighed (1 or more approves), by decision.", Buckets: []float64{.1, .25, .33, .5, 1, 2, 5, 10}},
+			[]string{"decision", "nodepool", "policy"}),
+		moves:         counter("consolidation_moves_total", "Pods the consolidation commands the Balanced policy weighed would move, by decision.", "decision", "nodepool", "policy"),
 		eligibleNodes: gauge("voluntary_disruption_eligible_nodes", "Nodes a disruption method could act on at the last decision, by reason.", "reason"),
 		offeringPrice: gauge("cloudprovider_instance_type_offering_price_estimate", "An offering's price per hour, as nodewright decides with it.",
 			"capacity_type", "instance_type", "zone"),
@@ -164,6 +170,8 @@ func (c *compat) register(reg prometheus.Registerer, errp *error) {
 	c.failedValidations = register(reg, c.failedValidations, errp)
 	c.poolCost = register(reg, c.poolCost, errp)
 	c.unschedulable = register(reg, c.unschedulable, errp)
+	c.score = register(reg, c.score, errp)
+	c.moves = register(reg, c.moves, errp)
 	c.podStartup = register(reg, c.podStartup, errp)
 	c.podBound = register(reg, c.podBound, errp)
 	c.provStartup = register(reg, c.provStartup, errp)
@@ -480,4 +488,18 @@ func (m *Metrics) Planned(uid types.UID) bool {
 	}
 	_, ok := m.planned.Load(uid)
 	return ok
+}
+
+// ConsolidationScored records a consolidation command the Balanced policy
+// weighed: its score and the pods it moves, approved or rejected.
+func (m *Metrics) ConsolidationScored(pool string, score float64, approved bool, moves int) {
+	if m == nil {
+		return
+	}
+	decision := "rejected"
+	if approved {
+		decision = "approved"
+	}
+	m.compat.score.WithLabelValues(decision, pool, "Balanced").Observe(score)
+	m.compat.moves.WithLabelValues(decision, pool, "Balanced").Add(float64(moves))
 }

@@ -40,6 +40,7 @@ func TestReferenceSeries(t *testing.T) {
 	m.ValidationFailed("Drifted", 1) // not a consolidation
 	m.NodePoolCosts(map[string]float64{"default": 0.25})
 	m.MethodsTook(map[string]time.Duration{"Drifted": time.Millisecond})
+	m.ConsolidationScored("default", 0.4, false, 30)
 
 	want := `
 # HELP karpenter_nodeclaims_created_total NodeClaims created, by why (provisioned, or the disruption a replacement is for) and NodePool.
@@ -82,6 +83,9 @@ karpenter_nodepools_cost_total{nodepool="default"} 0.25
 # HELP karpenter_scheduler_unschedulable_pods_count Pods the last provisioning decision found no place for.
 # TYPE karpenter_scheduler_unschedulable_pods_count gauge
 karpenter_scheduler_unschedulable_pods_count{controller="provisioner"} 3
+# HELP karpenter_consolidation_moves_total Pods the consolidation commands the Balanced policy weighed would move, by decision.
+# TYPE karpenter_consolidation_moves_total counter
+karpenter_consolidation_moves_total{decision="rejected",nodepool="default",policy="Balanced"} 30
 # HELP karpenter_nodepools_allowed_disruptions Nodes a NodePool's budgets allow to be disrupted now, by reason.
 # TYPE karpenter_nodepools_allowed_disruptions gauge
 karpenter_nodepools_allowed_disruptions{nodepool="default",reason="drifted"} 2
@@ -104,6 +108,7 @@ karpenter_interruption_deleted_messages_total 1
 		"karpenter_nodes_created_total", "karpenter_nodes_terminated_total", "karpenter_voluntary_disruption_decisions_total",
 		"karpenter_voluntary_disruption_decisions_by_nodepool_total", "karpenter_nodepools_nodes_consuming_budgets",
 		"karpenter_voluntary_disruption_failed_validations_total", "karpenter_nodepools_cost_total", "karpenter_scheduler_unschedulable_pods_count",
+		"karpenter_consolidation_moves_total",
 		"karpenter_nodepools_allowed_disruptions", "karpenter_nodepools_usage", "karpenter_nodepools_limit",
 		"karpenter_interruption_received_messages_total", "karpenter_interruption_deleted_messages_total"}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
@@ -114,7 +119,7 @@ karpenter_interruption_deleted_messages_total 1
 	}
 	observed := observations(t, reg)
 	for name, want := range map[string]uint64{"karpenter_scheduler_scheduling_duration_seconds": 1, "karpenter_interruption_message_queue_duration_seconds": 2,
-		"karpenter_voluntary_disruption_decision_evaluation_duration_seconds": 1} {
+		"karpenter_voluntary_disruption_decision_evaluation_duration_seconds": 1, "karpenter_consolidation_score": 1} {
 		if observed[name] != want {
 			t.Errorf("%s: %d observations, want %d", name, observed[name], want)
 		}
