@@ -22,6 +22,7 @@ import (
 
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/metrics"
+	"github.com/nodewright/nodewright/internal/state"
 )
 
 // Drainer evicts the pods of nodes being terminated or rebooted.
@@ -37,22 +38,13 @@ type Drainer struct {
 // pods, then critical DaemonSet pods.
 func tier(p *corev1.Pod) int {
 	t := 0
-	if ownedByDaemonSet(p) {
+	if state.OwnedByDaemonSet(p) {
 		t++
 	}
 	if p.Spec.PriorityClassName == "system-cluster-critical" || p.Spec.PriorityClassName == "system-node-critical" {
 		t += 2
 	}
 	return t
-}
-
-func ownedByDaemonSet(p *corev1.Pod) bool {
-	for _, o := range p.OwnerReferences {
-		if o.Kind == "DaemonSet" {
-			return true
-		}
-	}
-	return false
 }
 
 // Options say what a drain waits for and does at its deadline.
@@ -96,7 +88,7 @@ func needingEviction(pods []corev1.Pod, keepDaemonSets bool) []*corev1.Pod {
 	for i := range pods {
 		p := &pods[i]
 		if p.Annotations[corev1.MirrorPodAnnotationKey] != "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed ||
-			(keepDaemonSets && ownedByDaemonSet(p)) {
+			(keepDaemonSets && state.OwnedByDaemonSet(p)) {
 			continue
 		}
 		out = append(out, p)

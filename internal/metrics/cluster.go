@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	resourcehelper "k8s.io/component-helpers/resource"
+
+	"github.com/nodewright/nodewright/internal/state"
 )
 
 // Cluster is what the per-node and per-pod series are read from at each
@@ -119,7 +121,7 @@ func (c *clusterCollector) collectNode(ch chan<- prometheus.Metric, n *corev1.No
 	for _, p := range pods {
 		req := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
 		lim := resourcehelper.PodLimits(p, resourcehelper.PodResourcesOptions{})
-		if ownedByDaemonSet(p) {
+		if state.OwnedByDaemonSet(p) {
 			dsReq, dsLim = add(dsReq, req), add(dsLim, lim)
 		} else {
 			podReq, podLim = add(podReq, req), add(podLim, lim)
@@ -202,13 +204,4 @@ func boolLabel(b bool) string {
 		return "true"
 	}
 	return "false"
-}
-
-func ownedByDaemonSet(p *corev1.Pod) bool {
-	for _, o := range p.OwnerReferences {
-		if o.Kind == "DaemonSet" {
-			return true
-		}
-	}
-	return false
 }
