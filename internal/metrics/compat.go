@@ -50,6 +50,8 @@ type compat struct {
 	failedValidations    *prometheus.CounterVec   // consolidation_type
 	poolCost             *prometheus.GaugeVec     // nodepool
 	unschedulable        *prometheus.GaugeVec     // controller
+	ignored              prometheus.Gauge
+	byZone               *prometheus.GaugeVec     // controller, zone
 	score                *prometheus.HistogramVec // decision, nodepool, policy
 	moves                *prometheus.CounterVec   // decision, nodepool, policy
 	podStartup           prometheus.Summary
@@ -125,7 +127,12 @@ func newCompat() compat {
 		failedValidations: counter("voluntary_disruption_failed_validations_total",
 			"Consolidation commands that no longer held when checked again before being carried out, by consolidation type.", "consolidation_type"),
 		poolCost:      gauge("nodepools_cost_total", "What a NodePool's nodes cost per hour now, by their offerings' prices.", "nodepool"),
-		unschedulable: gauge("scheduler_unschedulable_pods_count", "Pods the last provisioning decision found no place for.", "controller"),
+		unschedulable: gauge("scheduler_unschedulable_pods_count", "Pods the last provisioning decision found no place for (but those it ignored).", "controller"),
+		ignored: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: "karpenter", Subsystem: "scheduler", Name: "ignored_pods_count",
+			Help: "Pending pods the last provisioning decision tried no NodePool for: their own volume claims or terms keep them off every node."}),
+		byZone: gauge("scheduler_pending_pods_by_effective_zone_count",
+			"The last provisioning decision's pods by the zone their node selector, required node affinity and volumes leave them (a zone, flexible: more than one, none).",
+			"controller", "zone"),
 		score: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "karpenter", Name: "consolidation_score",
 			Help: "Scores of the consolidation commands the Balanced policy weighed (1 or more approves), by decision.", Buckets: []float64{.1, .25, .33, .5, 1, 2, 5, 10}},
 			[]string{"decision", "nodepool", "policy"}),
@@ -170,6 +177,8 @@ func (c *compat) register(reg prometheus.Registerer, errp *error) {
 	c.failedValidations = register(reg, c.failedValidations, errp)
 	c.poolCost = register(reg, c.poolCost, errp)
 	c.unschedulable = register(reg, c.unschedulable, errp)
+	c.ignored = register(reg, c.ignored, errp)
+	c.byZone = register(reg, c.byZone, errp)
 	c.score = register(reg, c.score, errp)
 	c.moves = register(reg, c.moves, errp)
 	c.podStartup = register(reg, c.podStartup, errp)

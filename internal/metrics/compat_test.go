@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/nodewright/nodewright/internal/metrics"
+	"github.com/nodewright/nodewright/internal/scheduling"
 )
 
 // What happens to NodeClaims, disruption and the interruption queue is
@@ -35,7 +36,10 @@ func TestReferenceSeries(t *testing.T) {
 	m.InterruptionMessage("spot_interruption", time.Second)
 	m.InterruptionMessageDeleted()
 	m.NodePoolResources("default", map[string]float64{"cpu": 4, "nodes": 2}, map[string]float64{"cpu": 100})
-	m.Decision(time.Millisecond, 3)
+	m.Decision(time.Millisecond, &scheduling.Plan{
+		Unschedulable: []*scheduling.UnschedulablePod{{}, {}, {}, {Ignored: true}},
+		PendingByZone: map[string]int{"us-east-1a": 2, scheduling.ZoneFlexible: 5},
+	})
 	m.ValidationFailed("Underutilized", 2)
 	m.ValidationFailed("Drifted", 1) // not a consolidation
 	m.NodePoolCosts(map[string]float64{"default": 0.25})
@@ -80,9 +84,16 @@ karpenter_voluntary_disruption_failed_validations_total{consolidation_type="mult
 # HELP karpenter_nodepools_cost_total What a NodePool's nodes cost per hour now, by their offerings' prices.
 # TYPE karpenter_nodepools_cost_total gauge
 karpenter_nodepools_cost_total{nodepool="default"} 0.25
-# HELP karpenter_scheduler_unschedulable_pods_count Pods the last provisioning decision found no place for.
+# HELP karpenter_scheduler_unschedulable_pods_count Pods the last provisioning decision found no place for (but those it ignored).
 # TYPE karpenter_scheduler_unschedulable_pods_count gauge
 karpenter_scheduler_unschedulable_pods_count{controller="provisioner"} 3
+# HELP karpenter_scheduler_ignored_pods_count Pending pods the last provisioning decision tried no NodePool for: their own volume claims or terms keep them off every node.
+# TYPE karpenter_scheduler_ignored_pods_count gauge
+karpenter_scheduler_ignored_pods_count 1
+# HELP karpenter_scheduler_pending_pods_by_effective_zone_count The last provisioning decision's pods by the zone their node selector, required node affinity and volumes leave them (a zone, flexible: more than one, none).
+# TYPE karpenter_scheduler_pending_pods_by_effective_zone_count gauge
+karpenter_scheduler_pending_pods_by_effective_zone_count{controller="provisioner",zone="flexible"} 5
+karpenter_scheduler_pending_pods_by_effective_zone_count{controller="provisioner",zone="us-east-1a"} 2
 # HELP karpenter_consolidation_moves_total Pods the consolidation commands the Balanced policy weighed would move, by decision.
 # TYPE karpenter_consolidation_moves_total counter
 karpenter_consolidation_moves_total{decision="rejected",nodepool="default",policy="Balanced"} 30
@@ -108,7 +119,7 @@ karpenter_interruption_deleted_messages_total 1
 		"karpenter_nodes_created_total", "karpenter_nodes_terminated_total", "karpenter_voluntary_disruption_decisions_total",
 		"karpenter_voluntary_disruption_decisions_by_nodepool_total", "karpenter_nodepools_nodes_consuming_budgets",
 		"karpenter_voluntary_disruption_failed_validations_total", "karpenter_nodepools_cost_total", "karpenter_scheduler_unschedulable_pods_count",
-		"karpenter_consolidation_moves_total",
+		"karpenter_scheduler_ignored_pods_count", "karpenter_scheduler_pending_pods_by_effective_zone_count", "karpenter_consolidation_moves_total",
 		"karpenter_nodepools_allowed_disruptions", "karpenter_nodepools_usage", "karpenter_nodepools_limit",
 		"karpenter_interruption_received_messages_total", "karpenter_interruption_deleted_messages_total"}
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
@@ -123,5 +134,40 @@ karpenter_interruption_deleted_messages_total 1
 		if observed[name] != want {
 			t.Errorf("%s: %d observations, want %d", name, observed[name], want)
 		}
+	}
+}
+
+// A scheduling decision that is running shows its pods and how long it
+// has run, under its own scheduling_id; its series go when it ends.
+func TestSchedulingRunsWhileTheyRun(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	first := m.SchedulingStarted("provisioner", 120, clock)
+	now = now.Add(1500 * time.Millisecond)
+	second := m.SchedulingStarted("provisioner", 7, clock)
+	now = now.Add(500 * time.Millisecond)
+	want := `
+# HELP karpenter_scheduler_queue_depth Pods a scheduling decision running now was given and has not decided yet.
+# TYPE karpenter_scheduler_queue_depth gauge
+karpenter_scheduler_queue_depth{controller="provisioner",scheduling_id="1"} 120
+karpenter_scheduler_queue_depth{controller="provisioner",scheduling_id="2"} 7
+# HELP karpenter_scheduler_unfinished_work_seconds How long a scheduling decision running now has run.
+# TYPE karpenter_scheduler_unfinished_work_seconds gauge
+karpenter_scheduler_unfinished_work_seconds{controller="provisioner",scheduling_id="1"} 2
+karpenter_scheduler_unfinished_work_seconds{controller="provisioner",scheduling_id="2"} 0.5
+`
+	names := []string{"karpenter_scheduler_queue_depth", "karpenter_scheduler_unfinished_work_seconds"}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
+		t.Error(err)
+	}
+	first()
+	second()
+	if n, err := testutil.GatherAndCount(reg, names...); err != nil || n != 0 {
+		t.Errorf("%d series left after both decisions ended (%v), want 0", n, err)
 	}
 }

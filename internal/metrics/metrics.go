@@ -37,6 +37,7 @@ type Metrics struct {
 	priceSince  *prometheus.GaugeVec // kind
 	// compat are the reference's series.
 	compat compat
+	runs   *runs
 	// started are the pods seen Ready once (by UID), until deleted;
 	// planned those a provisioning decision planned room for.
 	started, planned sync.Map
@@ -93,6 +94,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		priceSince: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "nodewright", Name: "prices_source_since_timestamp_seconds",
 			Help: "When the prices in use, by kind, came from their source."}, []string{"kind"}),
 		compat: newCompat(),
+		runs:   newRuns(),
 	}
 	var err error
 	m.created = register(reg, m.created, &err)
@@ -119,6 +121,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	m.priceSource = register(reg, m.priceSource, &err)
 	m.priceSince = register(reg, m.priceSince, &err)
 	m.compat.register(reg, &err)
+	m.runs = register(reg, m.runs, &err)
 	return m, err
 }
 
@@ -173,16 +176,6 @@ func (m *Metrics) NodeClaimTerminated(pool, capacityType, zone string, hadNode b
 		if hadNode {
 			m.compat.nodesTerminated.WithLabelValues(pool, zone).Inc()
 		}
-	}
-}
-
-// Decision records a provisioning decision and the pods it left pending.
-func (m *Metrics) Decision(d time.Duration, pending int) {
-	if m != nil {
-		m.decision.Observe(d.Seconds())
-		m.pending.Set(float64(pending))
-		m.compat.scheduling.WithLabelValues("provisioner").Observe(d.Seconds())
-		m.compat.unschedulable.WithLabelValues("provisioner").Set(float64(pending))
 	}
 }
 

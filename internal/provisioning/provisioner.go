@@ -324,9 +324,11 @@ func (p *Provisioner) Provision(ctx context.Context) (time.Duration, error) {
 		Planned: p.Nominator.Planned(), NominationGrace: NominationGrace, PlannedAt: p.Nominator.PlannedAt(), UnseenGrace: UnseenGrace,
 		DefaultSpread: p.DefaultSpread})
 	started := p.Clock.Now()
+	done := p.Metrics.SchedulingStarted("provisioner", len(snap.Pending), p.Clock.Now)
 	plan := scheduling.Solve(snap.Input(nil))
+	done()
 	took := p.Clock.Since(started)
-	p.Metrics.Decision(took, len(plan.Unschedulable))
+	p.Metrics.Decision(took, plan)
 	p.Log.Info("computed a plan", "pendingPods", len(snap.Pending), "leavingPods", len(snap.Leaving), "newNodeClaims", len(plan.NodeClaims), "unschedulablePods", len(plan.Unschedulable), "duration", took)
 	if debug := p.Log.V(1); debug.Enabled() && len(snap.Pending) > 0 && len(snap.Pending) <= 20 {
 		debug.Info("pending pods planned", "pods", podKeys(snap.Pending), "onExisting", len(plan.Existing))

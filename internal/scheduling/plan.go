@@ -27,6 +27,21 @@ type Plan struct {
 	// after NodePools of more weight that admit them could not take
 	// them (no capacity, limits reached).
 	Fallbacks []*Fallback
+	// PendingByZone counts the pods to place (but those Ignored) by the
+	// zone their node selector, required node affinity and volumes
+	// leave them: a zone's name, ZoneFlexible or ZoneNone.
+	PendingByZone map[string]int
+}
+
+// Ignored counts the unschedulable pods no NodePool was tried for.
+func (p *Plan) Ignored() int {
+	n := 0
+	for _, u := range p.Unschedulable {
+		if u.Ignored {
+			n++
+		}
+	}
+	return n
 }
 
 // Fallback is a pod a NodePool of more weight admits but could not take.
@@ -77,6 +92,9 @@ type UnschedulablePod struct {
 	Reason string
 	// Refusals say, NodePool by NodePool, why none took the pod.
 	Refusals []Refusal
+	// Ignored: the pod itself keeps it off every node (a volume claim it
+	// cannot use, a term that cannot be read), so no NodePool was tried.
+	Ignored bool
 }
 
 // Refusal is why a NodePool takes no new NodeClaim for a pod: Reason for

@@ -202,6 +202,8 @@ func newSolver(in Input) *solver {
 		s.addTarget(t)
 		s.plan.Existing = append(s.plan.Existing, &ExistingPlacement{Node: n.Name})
 	}
+	universe := zoneUniverse(s.pools)
+	s.plan.PendingByZone = map[string]int{}
 	for _, pod := range in.Pods {
 		p := newPodInfo(pod)
 		// Spread constraints count the nodes the pod's own node selector
@@ -210,7 +212,7 @@ func newSolver(in Input) *solver {
 		nodeTerms := p.terms
 		if v := in.Volumes[pod]; v != nil {
 			if v.Refused != "" {
-				s.plan.Unschedulable = append(s.plan.Unschedulable, &UnschedulablePod{Pod: pod, Reason: v.Refused})
+				s.plan.Unschedulable = append(s.plan.Unschedulable, &UnschedulablePod{Pod: pod, Reason: v.Refused, Ignored: true})
 				continue
 			}
 			p.addVolumeTerms(v.Terms)
@@ -218,9 +220,10 @@ func newSolver(in Input) *solver {
 		}
 		terms, err := s.topo.termsOf(pod, nodeTerms)
 		if err != nil {
-			s.plan.Unschedulable = append(s.plan.Unschedulable, &UnschedulablePod{Pod: pod, Reason: err.Error()})
+			s.plan.Unschedulable = append(s.plan.Unschedulable, &UnschedulablePod{Pod: pod, Reason: err.Error(), Ignored: true})
 			continue
 		}
+		s.plan.PendingByZone[effectiveZone(p, universe)]++
 		p.topology = terms
 		p.buildPreferences()
 		p.class = monotoneClass(p)
