@@ -23,31 +23,7 @@ func (s *solver) domains(p *podInfo, t *target, reqs Requirements, explain bool)
 	if len(terms) == 0 && len(p.repelledBy) == 0 && len(p.countedBy) == 0 {
 		return nil, "", true
 	}
-	var byKey []*keyConstraints
-	get := func(key string) *keyConstraints {
-		for _, kc := range byKey {
-			if kc.key == key {
-				return kc
-			}
-		}
-		kc := &keyConstraints{key: key}
-		byKey = append(byKey, kc)
-		return kc
-	}
-	for _, term := range terms {
-		kc := get(term.group.key)
-		kc.terms = append(kc.terms, term)
-	}
-	for _, g := range p.repelledBy {
-		kc := get(g.key)
-		kc.repelled = append(kc.repelled, g)
-	}
-	for _, g := range p.countedBy {
-		kc := get(g.key)
-		kc.counted = append(kc.counted, g)
-	}
-	sort.Slice(byKey, func(i, j int) bool { return byKey[i].key < byKey[j].key })
-
+	byKey := constraintsByKey(p, terms)
 	var pins Requirements
 	for _, kc := range byKey {
 		key := kc.key
@@ -82,6 +58,36 @@ func (s *solver) domains(p *podInfo, t *target, reqs Requirements, explain bool)
 		}
 	}
 	return pins, "", true
+}
+
+// constraintsByKey gathers a pod's topology terms and the groups that
+// repel or count it by topology key, in key order.
+func constraintsByKey(p *podInfo, terms []*topologyTerm) []*keyConstraints {
+	var byKey []*keyConstraints
+	get := func(key string) *keyConstraints {
+		for _, kc := range byKey {
+			if kc.key == key {
+				return kc
+			}
+		}
+		kc := &keyConstraints{key: key}
+		byKey = append(byKey, kc)
+		return kc
+	}
+	for _, term := range terms {
+		kc := get(term.group.key)
+		kc.terms = append(kc.terms, term)
+	}
+	for _, g := range p.repelledBy {
+		kc := get(g.key)
+		kc.repelled = append(kc.repelled, g)
+	}
+	for _, g := range p.countedBy {
+		kc := get(g.key)
+		kc.counted = append(kc.counted, g)
+	}
+	sort.Slice(byKey, func(i, j int) bool { return byKey[i].key < byKey[j].key })
+	return byKey
 }
 
 func onlyAntiAffinity(terms []*topologyTerm) bool {

@@ -378,6 +378,20 @@ func (pk *packer) solve() (x, duals []float64, ok bool) {
 	if err != nil {
 		return nil, nil, false
 	}
+	pi, ok := dualPrices(a, c, x, k, p)
+	if !ok {
+		return nil, nil, false
+	}
+	duals = make([]float64, k)
+	for i := range duals {
+		duals[i] = max(0, pi.AtVec(i))
+	}
+	return x[:p], duals, true
+}
+
+// dualPrices solves Bᵀπ = c_B for the optimal basis: the positive columns
+// of x, completed with surplus columns (the last k of a) while fewer than k.
+func dualPrices(a *mat.Dense, c, x []float64, k, p int) (*mat.VecDense, bool) {
 	var basis []int
 	var ortho [][]float64
 	independent := func(j int) bool {
@@ -404,7 +418,7 @@ func (pk *packer) solve() (x, duals []float64, ok bool) {
 		}
 	}
 	if len(basis) < k {
-		return nil, nil, false
+		return nil, false
 	}
 	bt := mat.NewDense(k, k, nil)
 	cb := mat.NewVecDense(k, nil)
@@ -414,15 +428,11 @@ func (pk *packer) solve() (x, duals []float64, ok bool) {
 		}
 		cb.SetVec(r, c[j])
 	}
-	var pi mat.VecDense
+	pi := mat.NewVecDense(k, nil)
 	if err := pi.SolveVec(bt, cb); err != nil {
-		return nil, nil, false
+		return nil, false
 	}
-	duals = make([]float64, k)
-	for i := range duals {
-		duals[i] = max(0, pi.AtVec(i))
-	}
-	return x[:p], duals, true
+	return pi, true
 }
 
 // priced is a knapsack's answer for one type.

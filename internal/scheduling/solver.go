@@ -202,6 +202,33 @@ func newSolver(in Input) *solver {
 		s.addTarget(t)
 		s.plan.Existing = append(s.plan.Existing, &ExistingPlacement{Node: n.Name})
 	}
+	s.addPending(in, attachLimited)
+	// Placed pods' anti-affinity counts too.
+	for _, p := range existingPods {
+		terms, err := s.topo.termsOf(p.pod, p.terms)
+		if err == nil {
+			p.topology = terms
+		}
+	}
+	for _, p := range append(existingPods, s.pods...) {
+		p.classify(s.topo)
+	}
+	for _, t := range s.targets {
+		for _, p := range t.pods {
+			s.record(p, t)
+		}
+	}
+	sortPods(s.pods)
+	for _, p := range s.pods {
+		s.remaining = s.remaining.Add(p.requests)
+	}
+	return s
+}
+
+// addPending takes the pods to place: those their own volumes or terms
+// keep off every node are ignored (unschedulable at once), the others
+// counted by effective zone and queued.
+func (s *solver) addPending(in Input, attachLimited bool) {
 	universe := zoneUniverse(s.pools)
 	s.plan.PendingByZone = map[string]int{}
 	for _, pod := range in.Pods {
@@ -234,26 +261,6 @@ func newSolver(in Input) *solver {
 		}
 		s.pods = append(s.pods, p)
 	}
-	// Placed pods' anti-affinity counts too.
-	for _, p := range existingPods {
-		terms, err := s.topo.termsOf(p.pod, p.terms)
-		if err == nil {
-			p.topology = terms
-		}
-	}
-	for _, p := range append(existingPods, s.pods...) {
-		p.classify(s.topo)
-	}
-	for _, t := range s.targets {
-		for _, p := range t.pods {
-			s.record(p, t)
-		}
-	}
-	sortPods(s.pods)
-	for _, p := range s.pods {
-		s.remaining = s.remaining.Add(p.requests)
-	}
-	return s
 }
 
 // schedule places one pod, relaxing its preferences one at a time when it
