@@ -16,7 +16,7 @@ build: ## Build the nodewright binary into ./bin/nodewright
 sim: build controlplane ## Set up, then run nodewright end to end on this machine (SCENARIO=healthy|s1..s5)
 	./bin/nodewright sim --scenario $(or $(SCENARIO),healthy)
 
-controlplane: ## Install etcd and build kube-apiserver, kube-scheduler, kube-controller-manager, kubectl (cached)
+controlplane: ## Build etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kubectl from their modules (cached)
 	./hack/controlplane.sh
 
 test: ## Set up the control plane if needed, then run every test with the race detector

@@ -1,7 +1,7 @@
 // Command controlplane builds the Kubernetes control plane nodewright's
-// tests and simulation run (kube-apiserver, kube-scheduler,
-// kube-controller-manager, kubectl) into DIR/k8s-<version>, links etcd
-// from PATH beside them, and prints that directory (KUBEBUILDER_ASSETS).
+// tests and simulation run (etcd, kube-apiserver, kube-scheduler,
+// kube-controller-manager, kubectl) into DIR/k8s-<version>, each from its
+// pinned module, and prints that directory (KUBEBUILDER_ASSETS).
 //
 //	go run ./hack/controlplane -dir bin
 package main

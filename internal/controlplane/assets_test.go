@@ -11,11 +11,11 @@ import (
 	"github.com/nodewright/nodewright/internal/controlplane"
 )
 
-// fakeTools puts a go that records its arguments and writes the -o file,
-// and an etcd, on an otherwise empty PATH.
-func fakeTools(t *testing.T, withGo, withEtcd bool) (bin, record string) {
+// fakeGo puts a go that records its arguments and writes the -o file on
+// an otherwise empty PATH (none when withGo is false).
+func fakeGo(t *testing.T, withGo bool) (record string) {
 	t.Helper()
-	bin = t.TempDir()
+	bin := t.TempDir()
 	record = filepath.Join(t.TempDir(), "go-calls")
 	if withGo {
 		script := "#!/bin/sh\necho \"$PWD $*\" >> " + record + "\nwhile [ $# -gt 0 ]; do if [ \"$1\" = -o ]; then echo built > \"$2\"; fi; shift; done\n"
@@ -23,37 +23,34 @@ func fakeTools(t *testing.T, withGo, withEtcd bool) (bin, record string) {
 			t.Fatal(err)
 		}
 	}
-	if withEtcd {
-		if err := os.WriteFile(filepath.Join(bin, "etcd"), []byte("#!/bin/sh\n"), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
 	t.Setenv("PATH", bin)
-	return bin, record
+	return record
 }
 
-// Without Go or etcd, installing says exactly what is needed and where to
-// get it.
+// Without Go, installing says exactly what is needed, where to get it and
+// what it builds.
 func TestInstallSaysWhatItNeeds(t *testing.T) {
-	fakeTools(t, false, false)
+	fakeGo(t, false)
 	err := controlplane.Install(context.Background(), t.TempDir(), &bytes.Buffer{})
-	for _, want := range []string{"the Go toolchain (go 1.25 or newer on PATH", "https://go.dev/dl/", "etcd on PATH", "apt-get install etcd-server", controlplane.Version()} {
+	for _, want := range []string{"the Go toolchain (go 1.26 or newer on PATH", "https://go.dev/dl/", "etcd " + controlplane.EtcdVersion(), controlplane.Version()} {
 		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("Install without go or etcd: %v; want it to say %q", err, want)
+			t.Errorf("Install without go: %v; want it to say %q", err, want)
 		}
 	}
-	fakeTools(t, true, false)
-	err = controlplane.Install(context.Background(), t.TempDir(), &bytes.Buffer{})
-	if err == nil || strings.Contains(err.Error(), "Go toolchain") || !strings.Contains(err.Error(), "etcd") {
-		t.Errorf("Install without etcd: %v; want it to name etcd only", err)
-	}
 }
 
-// Install builds each missing binary from the pinned module with progress,
-// links etcd, and builds nothing the second time.
+// Install builds each missing binary from its pinned module with progress
+// (etcd from etcd's own module, replacing a link to a system etcd that an
+// earlier version left), and builds nothing the second time.
 func TestInstallBuildsWhatIsMissing(t *testing.T) {
-	bin, record := fakeTools(t, true, true)
+	record := fakeGo(t, true)
 	dir := controlplane.AssetsIn(t.TempDir())
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/usr/bin/etcd", filepath.Join(dir, "etcd")); err != nil {
+		t.Fatal(err)
+	}
 	var progress bytes.Buffer
 	if err := controlplane.Install(context.Background(), dir, &progress); err != nil {
 		t.Fatal(err)
@@ -64,21 +61,25 @@ func TestInstallBuildsWhatIsMissing(t *testing.T) {
 		t.Fatalf("go was called %d times, want %d: %s", len(lines), len(controlplane.Binaries), calls)
 	}
 	for i, b := range controlplane.Binaries {
-		if !strings.Contains(lines[i], "build -trimpath") || !strings.HasSuffix(lines[i], "k8s.io/kubernetes/cmd/"+b) {
+		pkg, version, files := "k8s.io/kubernetes/cmd/"+b, controlplane.Version(), []string{"go.mod", "go.sum", "tools.go"}
+		if b == "etcd" {
+			pkg, version, files = ".", controlplane.EtcdVersion(), []string{"go.mod", "go.sum", "main.go"}
+		}
+		if !strings.Contains(lines[i], "build -trimpath") || !strings.HasSuffix(lines[i], " "+pkg) {
 			t.Errorf("call %d: %s", i, lines[i])
 		}
-		if !strings.Contains(progress.String(), "building "+b+" "+controlplane.Version()) {
+		if !strings.Contains(progress.String(), "building "+b+" "+version) {
 			t.Errorf("no progress for %s in %q", b, progress.String())
 		}
-	}
-	src := strings.Fields(lines[0])[0]
-	for _, f := range []string{"go.mod", "go.sum", "tools.go"} {
-		if _, err := os.Stat(filepath.Join(src, f)); err != nil {
-			t.Errorf("the module's %s was not written where go ran: %v", f, err)
+		src := strings.Fields(lines[i])[0]
+		for _, f := range files {
+			if _, err := os.Stat(filepath.Join(src, f)); err != nil {
+				t.Errorf("%s: the module's %s was not written where go ran: %v", b, f, err)
+			}
 		}
 	}
-	if target, err := os.Readlink(filepath.Join(dir, "etcd")); err != nil || target != filepath.Join(bin, "etcd") {
-		t.Errorf("etcd link %q (%v)", target, err)
+	if fi, err := os.Lstat(filepath.Join(dir, "etcd")); err != nil || !fi.Mode().IsRegular() {
+		t.Errorf("etcd is not a built file: %v %v", fi, err)
 	}
 	if !controlplane.HasAssets(dir) {
 		t.Error("the installed directory is not complete")
