@@ -63,12 +63,11 @@ bench: ## Measure the scheduler on workloads A and B (pods/s, nodes, $/h, peak m
 
 BENCH_E2E_PODS ?= 1000 10000 50000
 
-bench-e2e: build controlplane ## Run the scale scenario end to end at each size of BENCH_E2E_PODS and print its figures
-	@for n in $(BENCH_E2E_PODS); do \
-		echo "== $$n pods"; \
-		./bin/nodewright sim --scenario scale --pods $$n --timeout $$(( 120 + n / 50 ))s --stall 2m 2>/dev/null \
-			| sed -n '/^scale:/,$$p' || true; \
-	done
+BENCH_E2E_FLAGS ?=
+
+bench-e2e: build controlplane ## Per size of BENCH_E2E_PODS: nodewright's time to every pod Running against the nodes-already-there baseline, and its costs (BENCH_E2E_FLAGS: -busy, -no-aws-limits)
+	go build -o bin/benche2e ./hack/benche2e
+	./bin/benche2e -nodewright bin/nodewright -pods "$$(echo $(BENCH_E2E_PODS) | tr ' ' ,)" $(BENCH_E2E_FLAGS)
 
 reference-examples: controlplane ## Apply every object of the reference AWS provider's examples/v1 (REFERENCE=its checkout) to nodewright's CRDs
 	@test -d "$(REFERENCE)/examples/v1" || { echo "set REFERENCE to a checkout of the reference AWS provider (it has examples/v1)"; exit 2; }

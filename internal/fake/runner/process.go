@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -171,6 +172,41 @@ func (s *Sim) controllerRSS() int64 {
 		return 0
 	}
 	return PeakRSSFromStatus(string(data))
+}
+
+// cpuSeconds is the CPU time the process that runs the controllers has
+// spent so far (0 when it cannot be read).
+func (s *Sim) cpuSeconds() float64 {
+	pid := "self"
+	if s.controller != nil {
+		pid = strconv.Itoa(s.controller.Process.Pid)
+	}
+	data, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0
+	}
+	return CPUSecondsFromStat(string(data))
+}
+
+// CPUSecondsFromStat reads utime and stime from a /proc/PID/stat, in
+// seconds (at Linux's 100 clock ticks a second).
+func CPUSecondsFromStat(stat string) float64 {
+	// The command name (field 2) is in parentheses and may hold spaces:
+	// fields are counted after its closing one.
+	end := strings.LastIndexByte(stat, ')')
+	if end < 0 {
+		return 0
+	}
+	f := strings.Fields(stat[end+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	utime, err1 := strconv.ParseFloat(f[11], 64)
+	stime, err2 := strconv.ParseFloat(f[12], 64)
+	if err1 != nil || err2 != nil {
+		return 0
+	}
+	return (utime + stime) / 100
 }
 
 // processRequests reads nodewright_kube_requests_total from the

@@ -504,6 +504,9 @@ type Figures struct {
 	// controllers, in bytes, and Process names it.
 	PeakRSS int64  `json:"peakRSSBytes"`
 	Process string `json:"process"`
+	// CPUSeconds is the CPU time (user and system) that process spent
+	// during the step.
+	CPUSeconds float64 `json:"cpuSeconds"`
 	// AWSCalls and AWSThrottled are the calls to the simulated AWS
 	// account during the step (attempts, retries included) and those it
 	// throttled, by action.
@@ -536,7 +539,7 @@ func (s *Sim) RunSteps(ctx context.Context, steps []Step, timeout, stall time.Du
 	var out []StepResult
 	seen := 0
 	for _, st := range steps {
-		before, awsBefore := s.requestCounts(ctx), s.Account.Stats()
+		before, awsBefore, cpuBefore := s.requestCounts(ctx), s.Account.Stats(), s.cpuSeconds()
 		if err := s.Apply(ctx, st.Name, st.Manifest); err != nil {
 			return out, err
 		}
@@ -559,6 +562,7 @@ func (s *Sim) RunSteps(ctx context.Context, steps []Step, timeout, stall time.Du
 			res.Figures.AWSCalls, res.Figures.AWSThrottled = since(awsAfter.CallsBy, awsBefore.CallsBy), since(awsAfter.ThrottledBy, awsBefore.ThrottledBy)
 		}
 		res.Figures.PeakRSS, res.Figures.Process = peakRSS(), s.processName()
+		res.Figures.CPUSeconds = s.cpuSeconds() - cpuBefore
 		if s.controller != nil {
 			res.Figures.PeakRSS = s.controllerRSS()
 		}

@@ -649,8 +649,8 @@ func WriteFigures(w io.Writer, f Figures) {
 		}
 		return d.String()
 	}
-	fmt.Fprintf(w, "Figures: first node Ready after %s, every pod Running after %s; %d NodeClaims; peak RSS %d MiB (%s)\n",
-		since(f.FirstNodeReady), since(f.AllRunning), f.NodeClaims, f.PeakRSS>>20, f.Process)
+	fmt.Fprintf(w, "Figures: first node Ready after %s, every pod Running after %s; %d NodeClaims; peak RSS %d MiB, %.1f CPU seconds (%s)\n",
+		since(f.FirstNodeReady), since(f.AllRunning), f.NodeClaims, f.PeakRSS>>20, f.CPUSeconds, f.Process)
 	keys := make([]string, 0, len(f.Requests))
 	total := 0.0
 	for k, n := range f.Requests {

@@ -1,0 +1,343 @@
+// Command benche2e measures nodewright end to end at each size against the
+// same control plane with the nodes already there, and prints per size:
+// the time until every pod is Running with nodewright launching the nodes,
+// the baseline's time with the nodes present (a static NodePool made
+// before the pods), their ratio, the first node Ready, NodeClaims, $/h,
+// the controller's peak RSS and CPU seconds, nodewright's API writes per
+// pod and per NodeClaim, and the AWS calls.
+//
+//	go run ./hack/benche2e -pods 1000,10000 -nodewright bin/nodewright [-busy] [-no-aws-limits]
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nodewright/nodewright/internal/aws/instancetypes"
+	"github.com/nodewright/nodewright/internal/controlplane"
+	"github.com/nodewright/nodewright/internal/fake/account"
+	"github.com/nodewright/nodewright/internal/fake/runner"
+	"github.com/nodewright/nodewright/scenarios"
+)
+
+// baselineType is the instance type of the baseline's nodes, and
+// baselineFill how much of their CPU the pods may take: the baseline
+// holds every pod with room to spare, as a cluster sized by hand does.
+const (
+	baselineType = "m5.2xlarge"
+	baselineFill = 0.85
+)
+
+type config struct {
+	sizes        []int
+	nodewright   string
+	busy         bool
+	noAWSLimits  bool
+	skipBaseline bool
+	logDir       string
+}
+
+func main() {
+	var cfg config
+	pods := flag.String("pods", "1000,10000,50000", "sizes to measure, in pods, comma-separated")
+	flag.StringVar(&cfg.nodewright, "nodewright", "bin/nodewright", "the nodewright binary the controllers run from (in their own process)")
+	flag.BoolVar(&cfg.busy, "busy", false, "keep one core busy (a shell spinning) during every run, as another tenant of a shared machine would")
+	flag.BoolVar(&cfg.noAWSLimits, "no-aws-limits", false, "run the simulated account without EC2's request limits and with instances booting at once (0 s instead of 2 s)")
+	flag.BoolVar(&cfg.skipBaseline, "no-baseline", false, "measure nodewright only")
+	flag.StringVar(&cfg.logDir, "work-dir", "", "keep each run's kubeconfig and component logs under this directory")
+	flag.Parse()
+	for _, s := range strings.Split(*pods, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			fail(fmt.Errorf("-pods %q: use positive counts separated by commas", *pods))
+		}
+		cfg.sizes = append(cfg.sizes, n)
+	}
+	ctrllog.SetLogger(logr.Discard())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, cfg, os.Stdout); err != nil {
+		fail(err)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "benche2e:", err)
+	os.Exit(1)
+}
+
+// row is one size's figures.
+type row struct {
+	pods     int
+	nw, base runner.Figures
+	price    float64
+	baseline int // the baseline's nodes
+	err      error
+}
+
+func run(ctx context.Context, cfg config, out io.Writer) error {
+	nodewright, err := filepath.Abs(cfg.nodewright)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(nodewright); err != nil {
+		return fmt.Errorf("-nodewright: %w (make build makes it)", err)
+	}
+	assets, err := controlplane.FindAssets()
+	if err != nil {
+		return err
+	}
+	if err := controlplane.Install(ctx, assets, os.Stderr); err != nil {
+		return err
+	}
+	if cfg.busy {
+		burner := exec.CommandContext(ctx, "sh", "-c", "while :; do :; done")
+		if err := burner.Start(); err != nil {
+			return err
+		}
+		defer func() { _ = burner.Process.Kill(); _ = burner.Wait() }()
+	}
+	_, manifest, err := scenarios.Load("scale")
+	if err != nil {
+		return err
+	}
+	var rows []row
+	for _, n := range cfg.sizes {
+		r := measure(ctx, cfg, assets, nodewright, manifest, n)
+		if r.err != nil {
+			fmt.Fprintf(os.Stderr, "benche2e: %d pods: %v\n", n, r.err)
+		}
+		rows = append(rows, r)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	write(out, cfg, rows)
+	return nil
+}
+
+// measure runs one size: nodewright launching the nodes, then the
+// baseline.
+func measure(ctx context.Context, cfg config, assets, nodewright string, manifest []byte, n int) row {
+	r := row{pods: n}
+	scaled, err := scenarios.WithPods(manifest, n)
+	if err != nil {
+		r.err = err
+		return r
+	}
+	timeout := 2*time.Minute + time.Duration(n/50)*time.Second
+	fmt.Fprintf(os.Stderr, "benche2e: %d pods, nodewright launching the nodes\n", n)
+	results, err := simulate(ctx, cfg, assets, nodewright, fmt.Sprintf("nodewright-%d", n), []runner.Step{{Name: "scale", Manifest: scaled}}, timeout)
+	if len(results) > 0 {
+		r.nw, r.price = results[0].Figures, results[0].Snapshot.PricePerHour
+	}
+	if err != nil || cfg.skipBaseline {
+		r.err = err
+		return r
+	}
+	nodes, workload, err := baseline(scaled)
+	if err != nil {
+		r.err = err
+		return r
+	}
+	r.baseline = nodes
+	fmt.Fprintf(os.Stderr, "benche2e: %d pods, baseline: %d %s nodes made first\n", n, nodes, baselineType)
+	steps := []runner.Step{{Name: "baseline-nodes", Manifest: baselineNodes(scaled, nodes)}, {Name: "baseline-pods", Manifest: workload}}
+	results, err = simulate(ctx, cfg, assets, nodewright, fmt.Sprintf("baseline-%d", n), steps, timeout+time.Duration(nodes/5)*time.Second)
+	if len(results) > 1 {
+		r.base = results[1].Figures
+	}
+	r.err = err
+	return r
+}
+
+// simulate runs the steps on a new simulation, the controllers in their
+// own process.
+func simulate(ctx context.Context, cfg config, assets, nodewright, name string, steps []runner.Step, timeout time.Duration) ([]runner.StepResult, error) {
+	opts := runner.DefaultOptions()
+	opts.AssetsDir, opts.ControllerProcess = assets, nodewright
+	if cfg.logDir != "" {
+		opts.WorkDir = filepath.Join(cfg.logDir, name)
+		if err := os.MkdirAll(opts.WorkDir, 0o750); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.noAWSLimits {
+		opts.Faults.RateLimits, opts.BootDelay = 0, 0
+	}
+	sim, err := runner.Start(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	results, err := sim.RunSteps(ctx, steps, timeout, 2*time.Minute, nil)
+	return results, errors.Join(err, sim.Stop())
+}
+
+// baseline sizes the baseline for a scaled manifest: enough nodes of
+// baselineType for its pods' CPU at baselineFill, and the manifest's
+// workloads alone.
+func baseline(manifest []byte) (int, []byte, error) {
+	types, err := instancetypes.Load(instancetypes.Options{Zones: account.Zones()})
+	if err != nil {
+		return 0, nil, err
+	}
+	var allocatable int64
+	for _, it := range types {
+		if it.Name == baselineType {
+			allocatable = it.Allocatable.CPU()
+		}
+	}
+	if allocatable == 0 {
+		return 0, nil, fmt.Errorf("%s is not in the catalog", baselineType)
+	}
+	var milli int64
+	var workload bytes.Buffer
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(manifest)))
+	for {
+		doc, err := reader.Read()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return 0, nil, err
+		}
+		var d appsv1.Deployment
+		if err := yaml.Unmarshal(doc, &d); err != nil || d.Kind != "Deployment" {
+			continue
+		}
+		replicas := int64(1)
+		if d.Spec.Replicas != nil {
+			replicas = int64(*d.Spec.Replicas)
+		}
+		for _, c := range d.Spec.Template.Spec.Containers {
+			milli += replicas * c.Resources.Requests.Cpu().MilliValue()
+		}
+		workload.WriteString("---\n")
+		workload.Write(doc)
+	}
+	nodes := int(math.Ceil(float64(milli) / (float64(allocatable) * baselineFill)))
+	return max(nodes, 1), workload.Bytes(), nil
+}
+
+// baselineNodes is the scaled manifest's EC2NodeClass and aws-auth with a
+// static NodePool of nodes baselineType on-demand nodes instead of its
+// NodePool and workloads, and one pod (a step is done when its pods run
+// on Ready nodes: it needs one).
+func baselineNodes(manifest []byte, nodes int) []byte {
+	var out bytes.Buffer
+	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(manifest)))
+	for {
+		doc, err := reader.Read()
+		if err != nil {
+			break
+		}
+		var meta struct{ Kind string }
+		if yaml.Unmarshal(doc, &meta) == nil && (meta.Kind == "EC2NodeClass" || meta.Kind == "ConfigMap") {
+			out.WriteString("---\n")
+			out.Write(doc)
+		}
+	}
+	fmt.Fprintf(&out, `---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: baseline
+spec:
+  replicas: %d
+  limits:
+    nodes: "%d"
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: node.kubernetes.io/instance-type, operator: In, values: [%q]}
+        - {key: karpenter.sh/capacity-type, operator: In, values: ["on-demand"]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: nodes-ready, namespace: default}
+spec:
+  containers:
+    - {name: app, image: public.ecr.aws/docker/library/busybox:latest, resources: {requests: {cpu: 100m, memory: 128Mi}}}
+`, nodes, nodes, baselineType)
+	return out.Bytes()
+}
+
+// writes are the API requests of f that change something.
+func writes(f runner.Figures) float64 {
+	total := 0.0
+	for k, n := range f.Requests {
+		switch strings.Fields(k)[0] {
+		case "create", "update", "patch", "delete", "deletecollection":
+			total += n
+		}
+	}
+	return total
+}
+
+func write(out io.Writer, cfg config, rows []row) {
+	conditions := "EC2's default request limits, 2 s boot"
+	if cfg.noAWSLimits {
+		conditions = "no EC2 request limits, 0 s boot"
+	}
+	if cfg.busy {
+		conditions += ", one core kept busy"
+	}
+	fmt.Fprintf(out, "\nnodewright end to end (%s); baseline: the same pods on %s nodes made before them\n\n", conditions, baselineType)
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "pods\tall Running\tbaseline\tratio\tfirst Ready\tNodeClaims\t$/h\tpeak RSS MiB\tCPU s\twrites/pod\twrites/NodeClaim\tAWS calls\tbaseline nodes\t")
+	for _, r := range rows {
+		ratio, base := "-", "-"
+		if r.base.AllRunning > 0 {
+			base = seconds(r.base.AllRunning)
+			if r.nw.AllRunning > 0 {
+				ratio = fmt.Sprintf("%.2f", r.nw.AllRunning.Seconds()/r.base.AllRunning.Seconds())
+			}
+		}
+		calls := 0
+		for _, c := range r.nw.AWSCalls {
+			calls += c
+		}
+		wr := writes(r.nw)
+		perClaim := 0.0
+		if r.nw.NodeClaims > 0 {
+			perClaim = wr / float64(r.nw.NodeClaims)
+		}
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%d\t%.2f\t%d\t%.1f\t%.2f\t%.1f\t%d\t%d\t\n", r.pods, seconds(r.nw.AllRunning), base, ratio, seconds(r.nw.FirstNodeReady),
+			r.nw.NodeClaims, r.price, r.nw.PeakRSS>>20, r.nw.CPUSeconds, wr/float64(r.pods), perClaim, calls, r.baseline)
+	}
+	_ = w.Flush()
+	for _, r := range rows {
+		if r.err != nil {
+			fmt.Fprintf(out, "%d pods: %v\n", r.pods, r.err)
+		}
+	}
+}
+
+// seconds prints a duration in whole seconds, "never" for zero.
+func seconds(d time.Duration) string {
+	if d == 0 {
+		return "never"
+	}
+	return fmt.Sprintf("%.0f s", d.Seconds())
+}
