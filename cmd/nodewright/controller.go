@@ -132,6 +132,7 @@ control plane.`,
 	f.IntVar(&cfg.KubeBurst, "kube-client-burst", cfg.KubeBurst, "requests to the Kubernetes API server in a burst above --kube-client-qps")
 	f.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "objects each controller reconciles at once (NodeClaims launched, registered and terminated in parallel)")
 	f.DurationVar(&cfg.Lifecycle.Poll, "nodeclaim-poll", cfg.Lifecycle.Poll, "look at a NodeClaim that is not Ready again this often")
+	f.BoolVar(&cfg.LaunchBatching, "launch-batching", cfg.LaunchBatching, "launch the NodeClaims of a decision that would launch identically in one EC2 fleet (at most 100), idempotent across restarts")
 	f.BoolVar(&cfg.NominatePods, "nominate-pods", cfg.NominatePods, "set pending pods' status.nominatedNodeName to the node planned for them, so kube-scheduler follows the plan")
 	f.BoolVar(&cfg.SkipUserDataValidation, "unsafe-skip-userdata-validation", false, "launch nodes even when their user data would keep them from registering")
 	f.DurationVar(&cfg.Disruption.Poll, "disruption-poll", cfg.Disruption.Poll, "decide what to disrupt this often")

@@ -29,7 +29,10 @@ type Instance struct {
 	Labels map[string]string
 	// NodeClaim and NodePool are read from the instance's tags.
 	NodeClaim, NodePool string
-	LaunchTime          time.Time
+	// LaunchBatch is the launch batch the instance was launched in
+	// (AnnotationLaunchBatch's ID), if any.
+	LaunchBatch string
+	LaunchTime  time.Time
 	// SubnetID and SecurityGroupIDs are the instance's network placement.
 	SubnetID         string
 	SecurityGroupIDs []string

@@ -57,6 +57,9 @@ func DefaultConfig() Config {
 // the Eviction API). A replacement that fails rolls the command back.
 type Controller struct {
 	Client client.Client
+	// LaunchBatching puts the NodeClaims it makes that would launch
+	// identically in launch batches.
+	LaunchBatching bool
 	// NodeClasses resolves the NodePools' node classes.
 	NodeClasses   listing.NodeClassResolver
 	Registrations *nodepoolhealth.Registrations
@@ -259,7 +262,7 @@ func (c *Controller) start(ctx context.Context, snap *state.Snapshot, cmd *infli
 	}
 	c.Metrics.DisruptionCarriedOut(string(cmd.Reason), len(cmd.Replacements) > 0 || cmd.Static, pools)
 	what := describe(cmd.Command)
-	writer := &intent.NodeClaims{Client: c.Client, Metrics: c.Metrics, Reason: string(cmd.Reason)}
+	writer := &intent.NodeClaims{Client: c.Client, Metrics: c.Metrics, Reason: string(cmd.Reason), Batch: c.LaunchBatching}
 	created, err := writer.Create(ctx, snap, cmd.Replacements, func(nc *v1.NodeClaim, _ *scheduling.PlannedNodeClaim) {
 		c.Recorder.Eventf(nc, corev1.EventTypeNormal, v1.ReasonDisruptionReplacement, "replaces %s (%s)", strings.Join(cmd.NodeNames(), ", "), cmd.Reason)
 	})

@@ -9,6 +9,7 @@ package intent
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -19,10 +20,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/cloudprovider"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
@@ -43,6 +46,9 @@ type NodeClaims struct {
 	// Reason is why the NodeClaims are made, for metrics: the disruption
 	// reason of replacements; provisioned when empty.
 	Reason string
+	// Batch puts the NodeClaims that would launch identically in launch
+	// batches (cloudprovider.AnnotationLaunchBatch).
+	Batch bool
 }
 
 // Created is called for each NodeClaim once it is created, with the
@@ -63,6 +69,9 @@ func (w *NodeClaims) Create(ctx context.Context, snap *state.Snapshot, planned [
 			return nil, fmt.Errorf("planned a NodeClaim for NodePool %s, which the snapshot does not hold", p.NodePool)
 		}
 		claims[i] = state.NodeClaimFor(np, snap.NodeClassOf(np), p)
+	}
+	if w.Batch {
+		batch(claims)
 	}
 	var (
 		mu   sync.Mutex
@@ -221,4 +230,54 @@ func RequestReboot(ctx context.Context, kube client.Client, nc *v1.NodeClaim, bo
 		return client.IgnoreNotFound(err)
 	}
 	return nil
+}
+
+// batch writes the launch batch of each group of NodeClaims that would
+// launch identically (the same NodePool, requirements, labels,
+// annotations, taints and node class: their requests may differ), at most
+// cloudprovider.MaxLaunchBatch a batch. NodeClaims that may launch into a
+// capacity reservation launch on their own: each targets a reservation.
+func batch(claims []*v1.NodeClaim) {
+	groups := map[string][]*v1.NodeClaim{}
+	var keys []string
+	for _, nc := range claims {
+		if mayReserve(nc) {
+			continue
+		}
+		key := launchKey(nc)
+		if _, ok := groups[key]; !ok {
+			keys = append(keys, key)
+		}
+		groups[key] = append(groups[key], nc)
+	}
+	for _, key := range keys {
+		for members := range slices.Chunk(groups[key], cloudprovider.MaxLaunchBatch) {
+			if len(members) < 2 {
+				continue
+			}
+			b := cloudprovider.LaunchBatch{ID: string(uuid.NewUUID()), Size: len(members)}
+			for _, nc := range members {
+				nc.Annotations[cloudprovider.AnnotationLaunchBatch] = b.String()
+			}
+		}
+	}
+}
+
+// mayReserve reports a NodeClaim whose requirements admit reserved
+// capacity (or do not name a capacity type).
+func mayReserve(nc *v1.NodeClaim) bool {
+	for _, r := range nc.Spec.Requirements {
+		if r.Key == v1.LabelCapacityType {
+			return scheduling.NewRequirement(r.Key, r.Operator, r.Values...).Has(v1.CapacityTypeReserved)
+		}
+	}
+	return true
+}
+
+// launchKey is what makes two NodeClaims launch identically.
+func launchKey(nc *v1.NodeClaim) string {
+	spec := nc.Spec.DeepCopy()
+	spec.Resources = v1.ResourceRequirements{}
+	data, _ := json.Marshal([]any{nc.Labels, nc.Annotations, spec}) // maps marshal in key order
+	return string(data)
 }

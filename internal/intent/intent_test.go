@@ -2,6 +2,7 @@ package intent_test
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"testing"
 
@@ -10,9 +11,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/cloudprovider"
 	"github.com/nodewright/nodewright/internal/controlplane"
 	"github.com/nodewright/nodewright/internal/intent"
 	"github.com/nodewright/nodewright/internal/operator/optest"
+	"github.com/nodewright/nodewright/internal/scheduling"
+	"github.com/nodewright/nodewright/internal/state"
 )
 
 // The disrupted taint follows what the caller asks whatever its copy of
@@ -52,5 +56,84 @@ func TestSetDisruptedReadsTheNodeAfresh(t *testing.T) {
 	}
 	if err := intent.SetDisrupted(ctx, kube, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "gone"}}, true); err != nil {
 		t.Errorf("a node that is gone: %v", err)
+	}
+}
+
+// The NodeClaims of a plan that would launch identically share a launch
+// batch (at most cloudprovider.MaxLaunchBatch each), written when they
+// are created; a NodeClaim unlike the others, one that may launch into a
+// capacity reservation, and every NodeClaim of a writer without Batch
+// have none.
+func TestNodeClaimsOfAPlanShareLaunchBatches(t *testing.T) {
+	plane := controlplane.StartForTest(t, controlplane.Options{})
+	kube, _ := optest.Direct(t, plane)
+	ctx := context.Background()
+	pool := func(name string) *v1.NodePool {
+		np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}
+		np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}}
+		if err := kube.Create(ctx, np); err != nil {
+			t.Fatal(err)
+		}
+		return np
+	}
+	snap := &state.Snapshot{Pools: map[string]*v1.NodePool{"general": pool("general"), "reserved": pool("reserved")}}
+	planned := func(pool, typ string, capacityTypes ...string) *scheduling.PlannedNodeClaim {
+		reqs := scheduling.Requirements{}
+		reqs.Add(scheduling.NewRequirement(scheduling.LabelInstanceType, corev1.NodeSelectorOpIn, typ))
+		if len(capacityTypes) > 0 {
+			reqs.Add(scheduling.NewRequirement(v1.LabelCapacityType, corev1.NodeSelectorOpIn, capacityTypes...))
+		}
+		return &scheduling.PlannedNodeClaim{NodePool: pool, Requirements: reqs, Requests: scheduling.Resources{int64(1000 + len(typ))}}
+	}
+	var plan []*scheduling.PlannedNodeClaim
+	for range 150 {
+		plan = append(plan, planned("general", "m5.large", "spot", "on-demand"))
+	}
+	plan = append(plan, planned("general", "c5.large", "spot", "on-demand"), planned("reserved", "m5.large", "reserved", "on-demand"), planned("reserved", "m5.large"))
+	names, err := (&intent.NodeClaims{Client: kube, Batch: true}).Create(ctx, snap, plan, nil)
+	if err != nil || len(names) != len(plan) {
+		t.Fatalf("created %d of %d: %v", len(names), len(plan), err)
+	}
+	list := &v1.NodeClaimList{}
+	if err := kube.List(ctx, list); err != nil {
+		t.Fatal(err)
+	}
+	sizes := map[string]int{}
+	for _, nc := range list.Items {
+		b, ok, err := cloudprovider.LaunchBatchOf(nc.Name, nc.Annotations)
+		if err != nil {
+			t.Fatal(err)
+		}
+		typ := nc.Spec.Requirements[slices.IndexFunc(nc.Spec.Requirements, func(r v1.NodeSelectorRequirementWithMinValues) bool {
+			return r.Key == scheduling.LabelInstanceType
+		})].Values[0]
+		if wantBatch := nc.Labels[v1.LabelNodePool] == "general" && typ == "m5.large"; ok != wantBatch {
+			t.Errorf("%s (%s, %s): batch %v, want a batch: %v", nc.Name, nc.Labels[v1.LabelNodePool], typ, b, wantBatch)
+		}
+		if ok {
+			sizes[b.ID]++
+			if b.Size > cloudprovider.MaxLaunchBatch {
+				t.Errorf("%s: batch of %d", nc.Name, b.Size)
+			}
+		}
+	}
+	counts := slices.Sorted(maps.Values(sizes))
+	if !slices.Equal(counts, []int{50, 100}) {
+		t.Errorf("batches of %v NodeClaims, want 50 and 100", counts)
+	}
+
+	names, err = (&intent.NodeClaims{Client: kube}).Create(ctx, snap, plan[:3], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		nc := &v1.NodeClaim{}
+		if err := kube.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := nc.Annotations[cloudprovider.AnnotationLaunchBatch]; ok {
+			t.Errorf("%s has a launch batch from a writer without Batch", name)
+		}
 	}
 }

@@ -94,14 +94,23 @@ func (g *GarbageCollector) orphanedInstances(ctx context.Context, claims []v1.No
 
 // claimedSince looks again whether a NodeClaim has the instance: a launch
 // records its provider ID right after CreateFleet, so one written since
-// the list is not missed.
+// the list is not missed. An instance of a launch batch is kept while a
+// NodeClaim of the batch has no instance yet (it may be the one to take
+// it).
 func (g *GarbageCollector) claimedSince(ctx context.Context, inst *cloudprovider.Instance) (bool, error) {
 	fresh := &v1.NodeClaimList{}
 	if err := g.Client.List(ctx, fresh); err != nil {
 		return false, err
 	}
 	return slices.ContainsFunc(fresh.Items, func(nc v1.NodeClaim) bool {
-		return nc.Status.ProviderID == inst.ProviderID || (inst.NodeClaim != "" && nc.Name == inst.NodeClaim && nc.Status.ProviderID == "")
+		if nc.Status.ProviderID == inst.ProviderID {
+			return true
+		}
+		if nc.Status.ProviderID != "" {
+			return false
+		}
+		batch, _, _ := cloudprovider.LaunchBatchOf(nc.Name, nc.Annotations)
+		return (inst.NodeClaim != "" && nc.Name == inst.NodeClaim) || (inst.LaunchBatch != "" && batch.ID == inst.LaunchBatch)
 	}), nil
 }
 

@@ -113,6 +113,9 @@ type Config struct {
 	// Interruption consumes an SQS queue of EC2 and AWS Health events
 	// (no queue: off).
 	Interruption interruption.Options
+	// LaunchBatching launches the NodeClaims of a decision that would
+	// launch identically in one call (cloudprovider.AnnotationLaunchBatch).
+	LaunchBatching bool
 	// NominatePods sets pending pods' status.nominatedNodeName to the node
 	// planned for them once it exists, so kube-scheduler follows the plan.
 	NominatePods bool
@@ -142,7 +145,7 @@ func DefaultConfig() Config {
 		BatchIdle: time.Second, BatchMax: 10 * time.Second, NodeClassRefresh: 5 * time.Minute, InstanceTypeTTL: 5 * time.Minute,
 		GCInterval: time.Minute, GCGrace: 30 * time.Second, UnavailableOfferingTTL: provider.UnavailableOfferingTTL,
 		MetricsAddr: ":8080", HealthAddr: ":8081", LeaderElectionNamespace: "kube-system",
-		Disruption: disruption.DefaultConfig(), NominatePods: true,
+		Disruption: disruption.DefaultConfig(), NominatePods: true, LaunchBatching: true,
 		NodeRepair: true, RepairInterval: 10 * time.Second, Repair: nodepoolhealth.DefaultTolerations(), Interruption: interruption.DefaultOptions(""),
 		KubeQPS: 200, KubeBurst: 300, Concurrency: 50,
 	}
@@ -393,14 +396,14 @@ func (w *wiring) deciders(context.Context) error {
 	prov := &provisioning.Provisioner{
 		Client: w.cached, NodeClasses: w.cloud, Recorder: w.recorder,
 		Batcher: provisioning.NewBatcher(w.cfg.BatchIdle, w.cfg.BatchMax, w.clk), Retry: 2 * time.Second, Clock: w.clk, Metrics: w.metrics, Log: w.log.WithName("provisioner"),
-		Registrations: w.registrations, Nominator: w.nominator, DefaultSpread: w.cfg.DefaultSpread, Rooms: w.rooms,
+		Registrations: w.registrations, Nominator: w.nominator, DefaultSpread: w.cfg.DefaultSpread, Rooms: w.rooms, LaunchBatching: w.cfg.LaunchBatching,
 	}
 	if err := prov.SetupWithManager(w.mgr); err != nil {
 		return err
 	}
 	keeper := &static.Controller{
 		Client: w.cached, NodeClasses: w.cloud, Registrations: w.registrations, Recorder: w.recorder, Clock: w.clk,
-		Metrics: w.metrics, Log: w.log.WithName("static"), Retry: 30 * time.Second,
+		Metrics: w.metrics, Log: w.log.WithName("static"), Retry: 30 * time.Second, LaunchBatching: w.cfg.LaunchBatching,
 	}
 	if err := keeper.SetupWithManager(w.mgr); err != nil {
 		return err
@@ -419,7 +422,7 @@ func (w *wiring) deciders(context.Context) error {
 	}
 	disrupt := &disruption.Controller{
 		Client: w.cached, NodeClasses: w.cloud, Registrations: w.registrations, Drifts: w.drifts, Recorder: w.recorder, Clock: w.clk,
-		Metrics: w.metrics, Log: w.log.WithName("disruption"), Config: dcfg,
+		Metrics: w.metrics, Log: w.log.WithName("disruption"), Config: dcfg, LaunchBatching: w.cfg.LaunchBatching,
 	}
 	return disrupt.SetupWithManager(w.mgr)
 }

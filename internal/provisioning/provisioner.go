@@ -37,6 +37,9 @@ import (
 // scheduling engine plans for them.
 type Provisioner struct {
 	Client client.Client
+	// LaunchBatching puts the NodeClaims it makes that would launch
+	// identically in launch batches.
+	LaunchBatching bool
 	// DefaultSpread are kube-scheduler's default topology spread
 	// constraints (none when not configured).
 	DefaultSpread scheduling.SpreadDefaults
@@ -333,7 +336,7 @@ func (p *Provisioner) Provision(ctx context.Context) (time.Duration, error) {
 	if debug := p.Log.V(1); debug.Enabled() && len(snap.Pending) > 0 && len(snap.Pending) <= 20 {
 		debug.Info("pending pods planned", "pods", podKeys(snap.Pending), "onExisting", len(plan.Existing))
 	}
-	writer := &intent.NodeClaims{Client: p.Client, Metrics: p.Metrics}
+	writer := &intent.NodeClaims{Client: p.Client, Metrics: p.Metrics, Batch: p.LaunchBatching}
 	if _, err := writer.Create(ctx, snap, plan.NodeClaims, func(nc *v1.NodeClaim, planned *scheduling.PlannedNodeClaim) {
 		p.Nominator.Plan(nc.Name, planned.Pods)
 		p.Log.Info("created NodeClaim", "NodeClaim", nc.Name, "nodePool", planned.NodePool, "pods", len(planned.Pods),

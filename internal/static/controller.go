@@ -31,6 +31,9 @@ import (
 // Controller keeps static NodePools at their replicas.
 type Controller struct {
 	Client client.Client
+	// LaunchBatching puts the NodeClaims it makes that would launch
+	// identically in launch batches.
+	LaunchBatching bool
 	// NodeClasses resolves the NodePools' node classes.
 	NodeClasses   listing.NodeClassResolver
 	Registrations *nodepoolhealth.Registrations
@@ -102,7 +105,7 @@ func (c *Controller) launch(ctx context.Context, np *v1.NodePool, d *Decision, s
 	if len(d.Launch) == 0 {
 		return nil
 	}
-	writer := &intent.NodeClaims{Client: c.Client, Metrics: c.Metrics}
+	writer := &intent.NodeClaims{Client: c.Client, Metrics: c.Metrics, Batch: c.LaunchBatching}
 	created, err := writer.Create(ctx, snap, d.Launch, func(nc *v1.NodeClaim, planned *scheduling.PlannedNodeClaim) {
 		c.Log.Info("created NodeClaim", "NodeClaim", nc.Name, "nodePool", np.Name, "cheapestInstanceType", planned.InstanceType.Name,
 			"instanceTypes", len(planned.InstanceTypes), "replicas", d.Replicas)
@@ -123,7 +126,7 @@ func (c *Controller) remove(ctx context.Context, np *v1.NodePool, d *Decision) e
 	}
 	var deleted []string
 	defer func() {
-		writer := &intent.NodeClaims{Client: c.Client, Metrics: c.Metrics}
+		writer := &intent.NodeClaims{Client: c.Client, Metrics: c.Metrics, Batch: c.LaunchBatching}
 		if err := writer.AwaitDeleted(ctx, deleted); err != nil {
 			c.Log.Info("NodeClaims just deleted", "error", err.Error())
 		}

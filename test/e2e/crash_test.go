@@ -19,6 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/aws/provider"
+	simaws "github.com/nodewright/nodewright/internal/fake/aws"
 	"github.com/nodewright/nodewright/internal/fake/runner"
 	"github.com/nodewright/nodewright/test/e2e/harness"
 )
@@ -199,13 +201,18 @@ func TestCrashCampaign(t *testing.T) {
 		owned[nc.Status.ProviderID] = true
 	}
 	launched := map[string][]string{} // NodeClaim → its instances, ever
-	orphans := 0
+	orphans, batched, spare := 0, 0, 0
 	for _, inst := range sim.Account.Instances() {
 		id := aws.ToString(inst.InstanceId)
-		for _, tag := range inst.Tags {
-			if aws.ToString(tag.Key) == "karpenter.sh/nodeclaim" {
-				launched[aws.ToString(tag.Value)] = append(launched[aws.ToString(tag.Value)], id)
-			}
+		claim, batch := tagOf(inst.Tags, provider.TagNodeClaim), tagOf(inst.Tags, provider.TagLaunchBatch)
+		switch {
+		case batch != "" && claim == batch:
+			spare++ // a batch's instance no NodeClaim took
+		case claim != "":
+			launched[claim] = append(launched[claim], id)
+		}
+		if batch != "" {
+			batched++
 		}
 		live := inst.State.Name == ec2types.InstanceStateNamePending || inst.State.Name == ec2types.InstanceStateNameRunning
 		if live && !owned["aws:///"+aws.ToString(inst.Placement.AvailabilityZone)+"/"+id] {
@@ -225,8 +232,8 @@ func TestCrashCampaign(t *testing.T) {
 	for _, v := range violations {
 		t.Errorf("the PodDisruptionBudget was broken: %s", v)
 	}
-	t.Logf("%d kills (seed %d): %d pods Running on %d nodes, %d NodeClaims launched over the run, %d orphaned instances, %d NodeClaims with two instances, %d PDB violations, controller peak RSS %d MiB",
-		kills, seed, snap.RunningPods, snap.Nodes, len(launched), orphans, duplicates, len(violations), peak>>20)
+	t.Logf("%d kills (seed %d): %d pods Running on %d nodes, %d NodeClaims launched over the run (%d instances in launch batches, %d of them taken by no NodeClaim and collected), %d orphaned instances, %d NodeClaims with two instances, %d PDB violations, controller peak RSS %d MiB",
+		kills, seed, snap.RunningPods, snap.Nodes, len(launched), batched, spare, orphans, duplicates, len(violations), peak>>20)
 }
 
 // killMoment brings about the moment of the next kill, waits for it and
@@ -262,11 +269,22 @@ func killMoment(ctx context.Context, t *testing.T, sim *runner.Sim, rnd *rand.Ra
 	case n < 4:
 		random()
 		return "random"
-	case n == 4, n == 5:
+	case n == 4:
 		scale(t, sim, "filler", min(filler()+15, 80))
 		if until(20*time.Second, func(nc *v1.NodeClaim) bool { return nc.Status.ProviderID == "" && nc.DeletionTimestamp.IsZero() }) {
 			time.Sleep(time.Duration(rnd.IntN(200)) * time.Millisecond)
 			return "launching"
+		}
+	case n == 5:
+		// Between a launch batch's fleet and its NodeClaims taking their
+		// instances: an instance of the batch no NodeClaim has taken yet.
+		scale(t, sim, "filler", min(filler()+15, 80))
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) {
+			if slices.ContainsFunc(sim.Account.Instances(), untakenBatchInstance) {
+				return "launching a batch"
+			}
+			time.Sleep(5 * time.Millisecond)
 		}
 	case n == 6:
 		scale(t, sim, "filler", max(filler()-25, 0))
@@ -280,6 +298,23 @@ func killMoment(ctx context.Context, t *testing.T, sim *runner.Sim, rnd *rand.Ra
 	}
 	random()
 	return "random (phase did not come)"
+}
+
+// untakenBatchInstance is a live instance of a launch batch no NodeClaim
+// has taken yet: its NodeClaim tag still holds the batch's ID.
+func untakenBatchInstance(inst simaws.Instance) bool {
+	batch := tagOf(inst.Tags, provider.TagLaunchBatch)
+	return batch != "" && tagOf(inst.Tags, provider.TagNodeClaim) == batch &&
+		(inst.State.Name == ec2types.InstanceStateNamePending || inst.State.Name == ec2types.InstanceStateNameRunning)
+}
+
+func tagOf(tags []ec2types.Tag, key string) string {
+	for _, t := range tags {
+		if aws.ToString(t.Key) == key {
+			return aws.ToString(t.Value)
+		}
+	}
+	return ""
 }
 
 func scale(t *testing.T, sim *runner.Sim, name string, replicas int32) {

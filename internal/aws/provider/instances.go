@@ -187,6 +187,7 @@ func instanceOf(inst ec2types.Instance, types []*scheduling.InstanceType) *cloud
 		out.SecurityGroupIDs = append(out.SecurityGroupIDs, aws.ToString(g.GroupId))
 	}
 	out.NodeClaim, out.NodePool = claimAndPool(inst.Tags)
+	out.LaunchBatch = tagValue(inst.Tags, TagLaunchBatch)
 	addTypeDetails(out, types)
 	return out
 }

@@ -53,6 +53,8 @@ type Launcher struct {
 	// content is in their name): a launch uses one without describing
 	// it. A launch that finds one gone forgets it and makes it again.
 	templates sync.Map
+	// batches are the launch batches launched or read.
+	batches batches
 	// Specs are the instance types' specifications, to evaluate
 	// spec.kubelet's expressions for the types launched (the embedded
 	// catalog when nil).
@@ -94,6 +96,18 @@ func (p *Launcher) Create(ctx context.Context, claim *v1.NodeClaim, class *awsv1
 		}
 		types = prices.Apply(types)
 	}
+	batch, batched, err := cloudprovider.LaunchBatchOf(claim.Name, claim.Annotations)
+	if err != nil {
+		return nil, err
+	}
+	if batched {
+		inst, handled, err := p.createInBatch(ctx, claim, class, types, batch)
+		if handled {
+			return inst, err
+		}
+		// The batch launched nothing for want of capacity: the NodeClaim
+		// tries the other capacity types on its own.
+	}
 	token := clientToken(claim)
 	inst, capacityType, err := p.launch(ctx, claim, class, types, token)
 	var said []string // what each capacity type tried answered
@@ -106,6 +120,12 @@ func (p *Launcher) Create(ctx context.Context, claim *v1.NodeClaim, class *awsv1
 	}
 	if cloudprovider.IsInsufficientCapacity(err) && len(said) > 0 {
 		err = &cloudprovider.InsufficientCapacityError{Message: strings.Join(said, "; then ")}
+	}
+	if hasCode(err, "IdempotentParameterMismatch") {
+		// Launched before (then a restart) with a request that differs
+		// from this one (the offerings or subnets changed since): the
+		// instance is found by its tag, never launched again.
+		err = &cloudprovider.InsufficientCapacityError{Message: fmt.Sprintf("an earlier launch of NodeClaim %s left no instance", claim.Name)}
 	}
 	if cloudprovider.IsInsufficientCapacity(err) {
 		// Asked again for a NodeClaim it launched a moment ago (read
@@ -880,7 +900,7 @@ func (p *Launcher) tags(claim *v1.NodeClaim, class *awsv1.EC2NodeClass) map[stri
 	tags[awsv1.LabelEC2NodeClass] = class.Name
 	if _, named := tags["Name"]; !named {
 		// The EC2 console's name column: which node this is.
-		tags["Name"] = claim.Labels[v1.LabelNodePool] + "/" + claim.Name
+		tags["Name"] = nodeNameTag(claim.Labels[v1.LabelNodePool], claim.Name)
 	}
 	return tags
 }

@@ -29,10 +29,12 @@ type Account struct {
 	templates      map[string]*launchTemplate
 	instances      []*Instance
 	fleets         map[string]*ec2.CreateFleetOutput
-	unavailable    map[string]bool
-	accessEntries  map[string]string // principal ARN → type
-	reservations   []*ec2types.CapacityReservation
-	placement      []ec2types.PlacementGroup
+	// fleetRequests are the requests of fleets, by client token.
+	fleetRequests map[string]string
+	unavailable   map[string]bool
+	accessEntries map[string]string // principal ARN → type
+	reservations  []*ec2types.CapacityReservation
+	placement     []ec2types.PlacementGroup
 	// partition is the last partition each partition group placed an
 	// instance in.
 	partition map[string]int32
@@ -58,7 +60,7 @@ type Account struct {
 func NewAccount() *Account {
 	return &Account{
 		parameters: map[string]string{}, roles: map[string]bool{}, profiles: map[string]*iamtypes.InstanceProfile{},
-		templates: map[string]*launchTemplate{}, fleets: map[string]*ec2.CreateFleetOutput{}, unavailable: map[string]bool{},
+		templates: map[string]*launchTemplate{}, fleets: map[string]*ec2.CreateFleetOutput{}, fleetRequests: map[string]string{}, unavailable: map[string]bool{},
 		accessEntries: map[string]string{}, partition: map[string]int32{},
 		clock: clock.RealClock{},
 	}

@@ -2,6 +2,7 @@ package aws
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
@@ -177,7 +178,8 @@ type candidate struct {
 // CreateFleet launches instances (type instant) from the cheapest
 // overrides that have capacity; overrides made unavailable answer
 // InsufficientInstanceCapacity. A repeated ClientToken returns the first
-// call's result without launching again.
+// call's result without launching again, or, with a request that differs
+// from the first, IdempotentParameterMismatch.
 func (e *EC2) CreateFleet(ctx context.Context, in *ec2.CreateFleetInput, _ ...func(*ec2.Options)) (*ec2.CreateFleetOutput, error) {
 	if err := e.account.call(ctx, ec2Call("CreateFleet")); err != nil {
 		return nil, err
@@ -194,7 +196,11 @@ func (e *EC2) CreateFleet(ctx context.Context, in *ec2.CreateFleetInput, _ ...fu
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	token := aws.ToString(in.ClientToken)
+	request := canonicalFleetRequest(in)
 	if prior, ok := a.fleets[token]; ok && token != "" {
+		if a.fleetRequests[token] != request {
+			return nil, apiError("IdempotentParameterMismatch", fmt.Sprintf("The client token %s was used with a request that differs from this one", token))
+		}
 		return prior, nil
 	}
 	out, err := a.createFleet(in, specs)
@@ -202,9 +208,31 @@ func (e *EC2) CreateFleet(ctx context.Context, in *ec2.CreateFleetInput, _ ...fu
 		return nil, err
 	}
 	if token != "" {
-		a.fleets[token] = out
+		a.fleets[token], a.fleetRequests[token] = out, request
 	}
 	return out, nil
+}
+
+// canonicalFleetRequest is a CreateFleet request without its client
+// token, its launch template configurations and their overrides in one
+// order: two calls that ask for the same have the same.
+func canonicalFleetRequest(in *ec2.CreateFleetInput) string {
+	keys := make([]string, len(in.LaunchTemplateConfigs))
+	for i, lc := range in.LaunchTemplateConfigs {
+		overrides := slices.Clone(lc.Overrides)
+		slices.SortFunc(overrides, func(a, b ec2types.FleetLaunchTemplateOverridesRequest) int {
+			ja, _ := json.Marshal(a)
+			jb, _ := json.Marshal(b)
+			return strings.Compare(string(ja), string(jb))
+		})
+		lc.Overrides = overrides
+		data, _ := json.Marshal(lc)
+		keys[i] = string(data)
+	}
+	slices.Sort(keys)
+	data, _ := json.Marshal([]any{in.Type, in.TargetCapacitySpecification, in.TagSpecifications, in.SpotOptions, in.OnDemandOptions,
+		in.ReservedCapacityOptions, in.Context, in.ValidFrom, in.ValidUntil, keys})
+	return string(data)
 }
 
 // createFleet launches what a CreateFleet call asks for. The caller holds
@@ -220,11 +248,12 @@ func (a *Account) createFleet(in *ec2.CreateFleetInput, specs []instancetypes.Sp
 		return nil, err
 	}
 	orderCandidates(candidates, prioritized(in))
+	// The best candidate launches as many as it can, then the next.
+	launched := 0
 	for _, c := range candidates {
-		if len(out.Instances) >= req.want {
-			break
+		for launched < req.want && a.launchCandidate(c, req, out) {
+			launched++
 		}
-		a.launchCandidate(c, req, out)
 	}
 	return out, nil
 }
@@ -320,18 +349,19 @@ func orderCandidates(candidates []candidate, byPriority bool) {
 
 // launchCandidate launches an instance of a candidate into the fleet's
 // output, or adds why it cannot to the output's errors.
-func (a *Account) launchCandidate(c candidate, req fleetRequest, out *ec2.CreateFleetOutput) {
+func (a *Account) launchCandidate(c candidate, req fleetRequest, out *ec2.CreateFleetOutput) bool {
 	zone := a.zoneOf(c.override)
 	site, code, msg := a.admit(c, req, zone)
 	if code != "" {
 		out.Errors = append(out.Errors, fleetError(c.override, code, msg, req.lifecycle))
-		return
+		return false
 	}
 	inst := a.launch(c, site.placement, req.lifecycle, req.tags)
 	if site.reservation != nil {
 		takeReservation(inst, site.reservation, req.interruptible)
 	}
 	out.Instances = append(out.Instances, fleetInstance(inst, req.lifecycle, zone))
+	return true
 }
 
 // launchSite is where an admitted candidate launches: its placement and

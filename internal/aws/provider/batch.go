@@ -1,0 +1,239 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/cloudprovider"
+	"github.com/nodewright/nodewright/internal/scheduling"
+)
+
+// TagLaunchBatch tags the instances of a launch batch with the batch's ID.
+// Until an instance is given to a NodeClaim, its karpenter.sh/nodeclaim
+// tag holds the batch's ID too.
+const TagLaunchBatch = "nodewright.dev/launch-batch"
+
+// batchTTL is how long a launch batch's instances are remembered after
+// its launch; a member asking later reads them from EC2 again.
+const batchTTL = time.Hour
+
+// batches are the launch batches this process has launched or read.
+type batches struct {
+	mu   sync.Mutex
+	byID map[string]*launchBatch
+}
+
+// launchBatch is one launch batch's instances and which NodeClaim holds
+// each. Its members take it one at a time.
+type launchBatch struct {
+	mu       sync.Mutex
+	loadedAt time.Time
+	// instances are the batch's live instances by ID; individually: the
+	// batch launched none for want of capacity, and its members launch
+	// on their own.
+	instances    map[string]ec2types.Instance
+	individually bool
+}
+
+func (b *batches) get(id string, now time.Time) *launchBatch {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.byID == nil {
+		b.byID = map[string]*launchBatch{}
+	}
+	for k, lb := range b.byID {
+		if lb.mu.TryLock() {
+			if !lb.loadedAt.IsZero() && now.Sub(lb.loadedAt) > batchTTL {
+				delete(b.byID, k)
+			}
+			lb.mu.Unlock()
+		}
+	}
+	lb := b.byID[id]
+	if lb == nil {
+		lb = &launchBatch{}
+		b.byID[id] = lb
+	}
+	return lb
+}
+
+// holder is the NodeClaim an instance of the batch was given to ("": none
+// yet).
+func holder(inst ec2types.Instance, batch string) string {
+	if name := tagValue(inst.Tags, TagNodeClaim); name != batch {
+		return name
+	}
+	return ""
+}
+
+// createInBatch gives a NodeClaim of a launch batch its instance: the
+// batch's instances are launched by the first member to ask (one fleet of
+// the batch's size, with the batch's ID as client token), or read again
+// (a later member, or after a restart); the NodeClaim takes the instance
+// tagged with its name, else the first free one, which is tagged with its
+// name before it is returned. handled is false when the batch launched
+// nothing for want of capacity: the NodeClaim then launches on its own.
+func (p *Launcher) createInBatch(ctx context.Context, claim *v1.NodeClaim, class *awsv1.EC2NodeClass, types []*scheduling.InstanceType,
+	batch cloudprovider.LaunchBatch) (_ *cloudprovider.Instance, handled bool, _ error) {
+	lb := p.batches.get(batch.ID, p.clock.Now())
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	if lb.loadedAt.IsZero() {
+		if err := p.loadBatch(ctx, lb, claim, class, types, batch); err != nil {
+			return nil, true, err
+		}
+	}
+	if lb.individually {
+		return nil, false, nil
+	}
+	ids := make([]string, 0, len(lb.instances))
+	for id := range lb.instances {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	chosen := ""
+	for _, id := range ids {
+		if holder(lb.instances[id], batch.ID) == claim.Name {
+			chosen = id
+			break
+		}
+	}
+	if chosen == "" {
+		for _, id := range ids {
+			if holder(lb.instances[id], batch.ID) == "" {
+				chosen = id
+				break
+			}
+		}
+	}
+	if chosen == "" {
+		return nil, true, &cloudprovider.InsufficientCapacityError{Message: fmt.Sprintf("launch batch %s of %d NodeClaims got %d instances, every one held by another NodeClaim", batch.ID, batch.Size, len(ids))}
+	}
+	inst := lb.instances[chosen]
+	if holder(inst, batch.ID) == "" {
+		tags := map[string]string{TagNodeClaim: claim.Name}
+		if tagValue(inst.Tags, "Name") == nodeNameTag(claim.Labels[v1.LabelNodePool], batch.ID) {
+			tags["Name"] = nodeNameTag(claim.Labels[v1.LabelNodePool], claim.Name)
+		}
+		list := tagSpecifications(tags, ec2types.ResourceTypeInstance)[0].Tags
+		if _, err := p.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{chosen}, Tags: list}); err != nil {
+			return nil, true, fmt.Errorf("launching NodeClaim %s: tagging instance %s of launch batch %s with it: %w", claim.Name, chosen, batch.ID, err)
+		}
+		inst.Tags = withTags(inst.Tags, list)
+		lb.instances[chosen] = inst
+	}
+	return instanceOf(inst, types), true, nil
+}
+
+// loadBatch launches the batch's instances, or finds them: EC2 answers a
+// client token it has seen with that call's result, and a token seen with
+// another request (the offerings or subnets changed since) with
+// IdempotentParameterMismatch, after which the batch's instances are
+// found by its tag.
+func (p *Launcher) loadBatch(ctx context.Context, lb *launchBatch, claim *v1.NodeClaim, class *awsv1.EC2NodeClass, types []*scheduling.InstanceType,
+	batch cloudprovider.LaunchBatch) error {
+	l, err := p.plan(ctx, claim, class, types)
+	if err != nil {
+		return err
+	}
+	configs, err := l.configs(ctx, p)
+	if err != nil {
+		return fmt.Errorf("launching NodeClaim %s: %w", claim.Name, err)
+	}
+	var ids []string
+	var launchErr error
+	if len(configs) == 0 {
+		launchErr = &cloudprovider.InsufficientCapacityError{Message: fmt.Sprintf("no %s offering of NodeClaim %s's instance types is available in a zone with a subnet", l.capacityType, claim.Name)}
+	} else {
+		in := l.fleetInput(p.batchTags(claim, class, batch), batch.ID, configs)
+		in.TargetCapacitySpecification.TotalTargetCapacity = aws.Int32(int32(batch.Size)) //nolint:gosec // at most MaxLaunchBatch
+		out, err := p.createFleet(ctx, l, in)
+		switch {
+		case hasCode(err, "IdempotentParameterMismatch"):
+			// Launched before, with a request that differs from this one.
+		case err != nil:
+			return err
+		default:
+			for _, group := range out.Instances {
+				ids = append(ids, group.InstanceIds...)
+			}
+			if _, err := p.launched(l, out); err != nil && len(ids) == 0 {
+				launchErr = err
+			}
+		}
+	}
+	instances, err := p.batchInstances(ctx, batch.ID, ids)
+	if err != nil {
+		return err
+	}
+	lb.instances, lb.loadedAt = instances, p.clock.Now()
+	if len(instances) == 0 && launchErr != nil {
+		if !cloudprovider.IsInsufficientCapacity(launchErr) {
+			lb.loadedAt = time.Time{}
+			return launchErr
+		}
+		lb.individually = true
+	}
+	return nil
+}
+
+// batchInstances reads the batch's live instances: those launched (ids),
+// or, without ids, those tagged with the batch.
+func (p *Launcher) batchInstances(ctx context.Context, batch string, ids []string) (map[string]ec2types.Instance, error) {
+	in := &ec2.DescribeInstancesInput{InstanceIds: ids}
+	if len(ids) == 0 {
+		in.Filters = append(p.ownedFilters(), ec2types.Filter{Name: aws.String("tag:" + TagLaunchBatch), Values: []string{batch}})
+	}
+	out := map[string]ec2types.Instance{}
+	pages := ec2.NewDescribeInstancesPaginator(p.ec2, in)
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("reading the instances of launch batch %s: %w", batch, err)
+		}
+		for _, r := range page.Reservations {
+			for _, inst := range r.Instances {
+				if inst.State != nil && (inst.State.Name == ec2types.InstanceStateNameTerminated || inst.State.Name == ec2types.InstanceStateNameShuttingDown) {
+					continue
+				}
+				if p.owns(inst.Tags) && tagValue(inst.Tags, TagLaunchBatch) == batch {
+					out[aws.ToString(inst.InstanceId)] = inst
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// batchTags are the tags a launch batch's instances launch with: a
+// NodeClaim's, with the batch's ID for the NodeClaim until one takes the
+// instance.
+func (p *Launcher) batchTags(claim *v1.NodeClaim, class *awsv1.EC2NodeClass, batch cloudprovider.LaunchBatch) map[string]string {
+	tags := p.tags(claim, class)
+	tags[TagNodeClaim] = batch.ID
+	tags[TagLaunchBatch] = batch.ID
+	if tags["Name"] == nodeNameTag(claim.Labels[v1.LabelNodePool], claim.Name) {
+		tags["Name"] = nodeNameTag(claim.Labels[v1.LabelNodePool], batch.ID)
+	}
+	return tags
+}
+
+// nodeNameTag is the Name tag of a NodeClaim's instance: NODEPOOL/NODECLAIM.
+func nodeNameTag(pool, claim string) string { return pool + "/" + claim }
+
+// withTags is tags with set's keys set to set's values.
+func withTags(tags, set []ec2types.Tag) []ec2types.Tag {
+	out := slices.DeleteFunc(slices.Clone(tags), func(t ec2types.Tag) bool {
+		return slices.ContainsFunc(set, func(s ec2types.Tag) bool { return aws.ToString(s.Key) == aws.ToString(t.Key) })
+	})
+	return append(out, set...)
+}

@@ -1,0 +1,87 @@
+package lifecycle_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/cloudprovider"
+	"github.com/nodewright/nodewright/internal/controlplane"
+	"github.com/nodewright/nodewright/internal/lifecycle"
+	"github.com/nodewright/nodewright/internal/operator/optest"
+)
+
+// instances is a cloud of listed instances that records deletions.
+type instances struct {
+	listed  []*cloudprovider.Instance
+	deleted map[string]bool
+}
+
+func (c *instances) List(context.Context) ([]*cloudprovider.Instance, error) { return c.listed, nil }
+func (c *instances) Get(_ context.Context, id string) (*cloudprovider.Instance, error) {
+	for _, inst := range c.listed {
+		if inst.ProviderID == id {
+			return inst, nil
+		}
+	}
+	return nil, &cloudprovider.NotFoundError{Message: id}
+}
+func (c *instances) Delete(_ context.Context, id string) error {
+	c.deleted[id] = true
+	return nil
+}
+
+// An instance of a launch batch that no NodeClaim records is kept while a
+// NodeClaim of its batch has no instance yet (it may be the one to take
+// it), and collected once none has: a batch launched for NodeClaims
+// deleted before their launch leaves nothing behind.
+func TestGarbageCollectionOfLaunchBatches(t *testing.T) {
+	plane := controlplane.StartForTest(t, controlplane.Options{})
+	kube, _ := optest.Direct(t, plane)
+	ctx := context.Background()
+	now := clocktesting.NewFakeClock(time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC))
+	launched := now.Now().Add(-time.Hour)
+	batchInstance := func(id, batch string) *cloudprovider.Instance {
+		return &cloudprovider.Instance{ProviderID: "aws:///us-east-1a/" + id, InstanceID: id, NodeClaim: batch, LaunchBatch: batch, LaunchTime: launched}
+	}
+	cloud := &instances{deleted: map[string]bool{}, listed: []*cloudprovider.Instance{
+		batchInstance("i-waiting", "b-waiting"), batchInstance("i-spare", "b-done"), batchInstance("i-taken", "b-done"),
+	}}
+	member := func(name, batch, providerID string) {
+		nc := newClaim(name)
+		nc.Annotations = map[string]string{cloudprovider.AnnotationLaunchBatch: batch + "/2"}
+		if err := kube.Create(ctx, nc); err != nil {
+			t.Fatal(err)
+		}
+		if providerID != "" {
+			nc.Status.ProviderID = providerID
+			if err := kube.Status().Update(ctx, nc); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	member("waiting", "b-waiting", "")
+	member("taken", "b-done", "aws:///us-east-1a/i-taken")
+	gc := &lifecycle.GarbageCollector{Client: kube, Cloud: cloud, Clock: now, Grace: time.Minute, Log: logr.Discard()}
+	if err := gc.Collect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"aws:///us-east-1a/i-spare": true}
+	if len(cloud.deleted) != 1 || !cloud.deleted["aws:///us-east-1a/i-spare"] {
+		t.Errorf("deleted %v, want %v: the spare instance of a batch whose NodeClaims all have theirs", cloud.deleted, want)
+	}
+	if err := kube.Delete(ctx, &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "waiting"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := gc.Collect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !cloud.deleted["aws:///us-east-1a/i-waiting"] {
+		t.Errorf("deleted %v: the batch's last NodeClaim without an instance is gone, so is the reason to keep i-waiting", cloud.deleted)
+	}
+}
