@@ -12,6 +12,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -22,6 +23,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -328,10 +330,32 @@ func write(out io.Writer, cfg config, rows []row) {
 	}
 	_ = w.Flush()
 	for _, r := range rows {
+		fmt.Fprintf(out, "%d pods, nodewright's writes: %s\n", r.pods, topWrites(r.nw, 8))
 		if r.err != nil {
 			fmt.Fprintf(out, "%d pods: %v\n", r.pods, r.err)
 		}
 	}
+}
+
+// topWrites are the n most frequent writes of f, as "COUNT VERB RESOURCE".
+func topWrites(f runner.Figures, n int) string {
+	type write struct {
+		what  string
+		count float64
+	}
+	var all []write
+	for k, c := range f.Requests {
+		switch strings.Fields(k)[0] {
+		case "create", "update", "patch", "delete", "deletecollection":
+			all = append(all, write{k, c})
+		}
+	}
+	slices.SortFunc(all, func(a, b write) int { return cmp.Compare(b.count, a.count) })
+	parts := make([]string, 0, n)
+	for _, w := range all[:min(n, len(all))] {
+		parts = append(parts, fmt.Sprintf("%.0f %s", w.count, w.what))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // seconds prints a duration in whole seconds, "never" for zero.

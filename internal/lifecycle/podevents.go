@@ -20,30 +20,39 @@ import (
 	"github.com/nodewright/nodewright/internal/state/listing"
 )
 
-// PodEvents records on a NodeClaim when a pod was last bound to its node
-// or left it (status.lastPodEventTime, which consolidateAfter counts
-// from). It writes that field only, at most once per Dedupe.
+// PodEvents records on a NodeClaim when a pod last left its node
+// (status.lastPodEventTime, which consolidateAfter counts from, with the
+// binding times of the pods still there: state.Node.LastPodEvent). It
+// writes that field only, at most once per Dedupe. Bindings are not
+// written: the pods bound say when they were, so a scale-up of thousands
+// of pods costs no write.
 type PodEvents struct {
 	Client client.Client
 	Clock  clock.PassiveClock
 	Dedupe time.Duration
 }
 
-// SetupWithManager watches pods being bound, finishing or deleted.
+// SetupWithManager watches pods leaving their node.
 func (p *PodEvents) SetupWithManager(mgr manager.Manager) error {
 	changed := predicate.Funcs{
-		CreateFunc: func(e event.CreateEvent) bool { return e.Object.(*corev1.Pod).Spec.NodeName != "" },
-		DeleteFunc: func(e event.DeleteEvent) bool { return e.Object.(*corev1.Pod).Spec.NodeName != "" },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			before, after := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
-			return after.Spec.NodeName != "" && (before.Spec.NodeName != after.Spec.NodeName || finished(before) != finished(after))
-		},
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		DeleteFunc: func(e event.DeleteEvent) bool { return PodLeft(nil, e.Object.(*corev1.Pod)) },
+		UpdateFunc: func(e event.UpdateEvent) bool { return PodLeft(e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)) },
 	}
 	return builder.ControllerManagedBy(mgr).Named("nodeclaim.podevents").
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: o.(*corev1.Pod).Spec.NodeName}}}
 		}), builder.WithPredicates(changed)).
 		Complete(p)
+}
+
+// PodLeft reports a pod of a node that finished or is being deleted (no
+// before: deleted).
+func PodLeft(before, after *corev1.Pod) bool {
+	if after.Spec.NodeName == "" {
+		return false
+	}
+	return before == nil || (!finished(before) && finished(after))
 }
 
 func finished(p *corev1.Pod) bool {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -143,8 +144,12 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if class != nil {
 		np.Status.NodeClassObservedGeneration = class.Generation
 	}
-	if err := c.Client.Status().Patch(ctx, np, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-		return reconcile.Result{}, fmt.Errorf("patching the status of NodePool %s: %w", np.Name, err)
+	// An unchanged status is not written: a patch would still cost the
+	// API server a request for each of the many events that lead here.
+	if !equality.Semantic.DeepEqual(before.Status, np.Status) {
+		if err := c.Client.Status().Patch(ctx, np, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+			return reconcile.Result{}, fmt.Errorf("patching the status of NodePool %s: %w", np.Name, err)
+		}
 	}
 	if rolling {
 		// Budget windows open and close with time, not with objects.

@@ -500,3 +500,39 @@ func deletingClaim(nc *v1.NodeClaim) {
 	at := metav1.NewTime(now.Add(-time.Second))
 	nc.DeletionTimestamp, nc.Finalizers = &at, []string{v1.TerminationFinalizer}
 }
+
+// A node's last pod event is the latest of its NodeClaim's record (pods
+// that left) and its pods' bindings: the PodScheduled condition, or, for
+// a pod created with its node already set, its creation.
+func TestLastPodEvent(t *testing.T) {
+	at := func(d time.Duration) time.Time { return now.Add(-d).Truncate(time.Second) }
+	scheduled := func(when time.Time) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(when)}}
+		}
+	}
+	created := func(when time.Time) func(*corev1.Pod) { return func(p *corev1.Pod) { p.CreationTimestamp = metav1.NewTime(when) } }
+	left := func(when time.Time) func(*v1.NodeClaim) {
+		return func(nc *v1.NodeClaim) { nc.Status.LastPodEventTime = metav1.NewTime(when) }
+	}
+	for _, c := range []struct {
+		name  string
+		pods  []*corev1.Pod
+		claim func(*v1.NodeClaim)
+		want  time.Time
+	}{
+		{"bound by the scheduler", []*corev1.Pod{pod("a", on("ip-a"), created(at(time.Hour)), scheduled(at(10 * time.Minute)))}, left(at(30 * time.Minute)), at(10 * time.Minute)},
+		{"created on the node", []*corev1.Pod{pod("a", on("ip-a"), created(at(5 * time.Minute)))}, left(at(30 * time.Minute)), at(5 * time.Minute)},
+		{"a pod left last", []*corev1.Pod{pod("a", on("ip-a"), created(at(time.Hour)), scheduled(at(time.Hour)))}, left(at(2 * time.Minute)), at(2 * time.Minute)},
+	} {
+		s := state.Build(state.Objects{
+			NodePools:  []*v1.NodePool{nodePool("default", "default")},
+			NodeClaims: []*v1.NodeClaim{claim("default-a", "default", launchedAs("ip-a"), initialized(at(2*time.Hour)), c.claim)},
+			Nodes:      []*corev1.Node{node("ip-a", "default")},
+			Pods:       c.pods,
+		}, state.Options{Now: now, NodeClasses: ready()})
+		if got := s.Nodes[0].LastPodEvent(); !got.Equal(c.want) {
+			t.Errorf("%s: last pod event %s, want %s", c.name, got, c.want)
+		}
+	}
+}
