@@ -511,7 +511,9 @@ func TestLastPodEvent(t *testing.T) {
 			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(when)}}
 		}
 	}
-	created := func(when time.Time) func(*corev1.Pod) { return func(p *corev1.Pod) { p.CreationTimestamp = metav1.NewTime(when) } }
+	created := func(when time.Time) func(*corev1.Pod) {
+		return func(p *corev1.Pod) { p.CreationTimestamp = metav1.NewTime(when) }
+	}
 	left := func(when time.Time) func(*v1.NodeClaim) {
 		return func(nc *v1.NodeClaim) { nc.Status.LastPodEventTime = metav1.NewTime(when) }
 	}
@@ -521,8 +523,8 @@ func TestLastPodEvent(t *testing.T) {
 		claim func(*v1.NodeClaim)
 		want  time.Time
 	}{
-		{"bound by the scheduler", []*corev1.Pod{pod("a", on("ip-a"), created(at(time.Hour)), scheduled(at(10 * time.Minute)))}, left(at(30 * time.Minute)), at(10 * time.Minute)},
-		{"created on the node", []*corev1.Pod{pod("a", on("ip-a"), created(at(5 * time.Minute)))}, left(at(30 * time.Minute)), at(5 * time.Minute)},
+		{"bound by the scheduler", []*corev1.Pod{pod("a", on("ip-a"), created(at(time.Hour)), scheduled(at(10*time.Minute)))}, left(at(30 * time.Minute)), at(10 * time.Minute)},
+		{"created on the node", []*corev1.Pod{pod("a", on("ip-a"), created(at(5*time.Minute)))}, left(at(30 * time.Minute)), at(5 * time.Minute)},
 		{"a pod left last", []*corev1.Pod{pod("a", on("ip-a"), created(at(time.Hour)), scheduled(at(time.Hour)))}, left(at(2 * time.Minute)), at(2 * time.Minute)},
 	} {
 		s := state.Build(state.Objects{
