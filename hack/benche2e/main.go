@@ -56,6 +56,7 @@ type config struct {
 	busy         bool
 	noAWSLimits  bool
 	skipBaseline bool
+	noNomination bool
 	logDir       string
 }
 
@@ -66,6 +67,7 @@ func main() {
 	flag.BoolVar(&cfg.busy, "busy", false, "keep one core busy (a shell spinning) during every run, as another tenant of a shared machine would")
 	flag.BoolVar(&cfg.noAWSLimits, "no-aws-limits", false, "run the simulated account without EC2's request limits and with instances booting at once (0 s instead of 2 s)")
 	flag.BoolVar(&cfg.skipBaseline, "no-baseline", false, "measure nodewright only")
+	flag.BoolVar(&cfg.noNomination, "no-nomination", false, "nodewright does not tell kube-scheduler where the plan put each pod (no nominatedNodeName, no NominatedNodeNameForExpectation gate)")
 	flag.StringVar(&cfg.logDir, "work-dir", "", "keep each run's kubeconfig and component logs under this directory")
 	flag.Parse()
 	for _, s := range strings.Split(*pods, ",") {
@@ -187,6 +189,7 @@ func simulate(ctx context.Context, cfg config, assets, nodewright, name string, 
 	if cfg.noAWSLimits {
 		opts.Faults.RateLimits, opts.BootDelay = 0, 0
 	}
+	opts.NoNominationGate, opts.Operator.NominatePods = cfg.noNomination, !cfg.noNomination
 	sim, err := runner.Start(ctx, opts)
 	if err != nil {
 		return nil, err
@@ -304,6 +307,9 @@ func write(out io.Writer, cfg config, rows []row) {
 	}
 	if cfg.busy {
 		conditions += ", one core kept busy"
+	}
+	if cfg.noNomination {
+		conditions += ", no nominatedNodeName"
 	}
 	fmt.Fprintf(out, "\nnodewright end to end (%s); baseline: the same pods on %s nodes made before them\n\n", conditions, baselineType)
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
