@@ -71,7 +71,7 @@ func (w *NodeClaims) Create(ctx context.Context, snap *state.Snapshot, planned [
 		claims[i] = state.NodeClaimFor(np, snap.NodeClassOf(np), p)
 	}
 	if w.Batch {
-		batch(claims)
+		batch(claims, planned)
 	}
 	var (
 		mu   sync.Mutex
@@ -237,11 +237,11 @@ func RequestReboot(ctx context.Context, kube client.Client, nc *v1.NodeClaim, bo
 // annotations, taints and node class: their requests may differ), at most
 // cloudprovider.MaxLaunchBatch a batch. NodeClaims that may launch into a
 // capacity reservation launch on their own: each targets a reservation.
-func batch(claims []*v1.NodeClaim) {
+func batch(claims []*v1.NodeClaim, planned []*scheduling.PlannedNodeClaim) {
 	groups := map[string][]*v1.NodeClaim{}
 	var keys []string
-	for _, nc := range claims {
-		if mayReserve(nc) {
+	for i, nc := range claims {
+		if mayReserve(nc, planned[i].InstanceTypes) {
 			continue
 		}
 		key := launchKey(nc)
@@ -263,15 +263,18 @@ func batch(claims []*v1.NodeClaim) {
 	}
 }
 
-// mayReserve reports a NodeClaim whose requirements admit reserved
-// capacity (or do not name a capacity type).
-func mayReserve(nc *v1.NodeClaim) bool {
+// mayReserve reports a NodeClaim that may launch into a capacity
+// reservation: its requirements admit reserved capacity (or name no
+// capacity type) and one of its instance types has a reserved offering.
+func mayReserve(nc *v1.NodeClaim, types []*scheduling.InstanceType) bool {
 	for _, r := range nc.Spec.Requirements {
-		if r.Key == v1.LabelCapacityType {
-			return scheduling.NewRequirement(r.Key, r.Operator, r.Values...).Has(v1.CapacityTypeReserved)
+		if r.Key == v1.LabelCapacityType && !scheduling.NewRequirement(r.Key, r.Operator, r.Values...).Has(v1.CapacityTypeReserved) {
+			return false
 		}
 	}
-	return true
+	return slices.ContainsFunc(types, func(it *scheduling.InstanceType) bool {
+		return slices.ContainsFunc(it.Offerings, func(o scheduling.Offering) bool { return o.CapacityType == v1.CapacityTypeReserved })
+	})
 }
 
 // launchKey is what makes two NodeClaims launch identically.

@@ -62,8 +62,9 @@ func TestSetDisruptedReadsTheNodeAfresh(t *testing.T) {
 // The NodeClaims of a plan that would launch identically share a launch
 // batch (at most cloudprovider.MaxLaunchBatch each), written when they
 // are created; a NodeClaim unlike the others, one that may launch into a
-// capacity reservation, and every NodeClaim of a writer without Batch
-// have none.
+// capacity reservation (its requirements admit reserved capacity and an
+// instance type has a reserved offering), and every NodeClaim of a writer
+// without Batch have none.
 func TestNodeClaimsOfAPlanShareLaunchBatches(t *testing.T) {
 	plane := controlplane.StartForTest(t, controlplane.Options{})
 	kube, _ := optest.Direct(t, plane)
@@ -78,19 +79,26 @@ func TestNodeClaimsOfAPlanShareLaunchBatches(t *testing.T) {
 		return np
 	}
 	snap := &state.Snapshot{Pools: map[string]*v1.NodePool{"general": pool("general"), "reserved": pool("reserved")}}
-	planned := func(pool, typ string, capacityTypes ...string) *scheduling.PlannedNodeClaim {
+	reservable := []*scheduling.InstanceType{{Name: "m5.large", Offerings: []scheduling.Offering{
+		{Zone: "us-east-1a", CapacityType: v1.CapacityTypeReserved, ReservationID: "cr-1", ReservationCapacity: 2},
+		{Zone: "us-east-1a", CapacityType: v1.CapacityTypeOnDemand},
+	}}}
+	planned := func(pool, typ string, types []*scheduling.InstanceType, capacityTypes ...string) *scheduling.PlannedNodeClaim {
 		reqs := scheduling.Requirements{}
 		reqs.Add(scheduling.NewRequirement(scheduling.LabelInstanceType, corev1.NodeSelectorOpIn, typ))
 		if len(capacityTypes) > 0 {
 			reqs.Add(scheduling.NewRequirement(v1.LabelCapacityType, corev1.NodeSelectorOpIn, capacityTypes...))
 		}
-		return &scheduling.PlannedNodeClaim{NodePool: pool, Requirements: reqs, Requests: scheduling.Resources{int64(1000 + len(typ))}}
+		return &scheduling.PlannedNodeClaim{NodePool: pool, Requirements: reqs, Requests: scheduling.Resources{int64(1000 + len(typ))}, InstanceTypes: types}
 	}
 	var plan []*scheduling.PlannedNodeClaim
 	for range 150 {
-		plan = append(plan, planned("general", "m5.large", "spot", "on-demand"))
+		plan = append(plan, planned("general", "m5.large", reservable, "spot", "on-demand"))
 	}
-	plan = append(plan, planned("general", "c5.large", "spot", "on-demand"), planned("reserved", "m5.large", "reserved", "on-demand"), planned("reserved", "m5.large"))
+	plan = append(plan, planned("general", "c5.large", nil, "spot", "on-demand"),
+		planned("reserved", "m5.large", reservable, "reserved", "on-demand"), planned("reserved", "m5.large", reservable, "reserved", "on-demand"),
+		planned("reserved", "m5.large", reservable), planned("reserved", "m5.large", reservable),
+		planned("reserved", "c5.large", nil), planned("reserved", "c5.large", nil))
 	names, err := (&intent.NodeClaims{Client: kube, Batch: true}).Create(ctx, snap, plan, nil)
 	if err != nil || len(names) != len(plan) {
 		t.Fatalf("created %d of %d: %v", len(names), len(plan), err)
@@ -108,7 +116,7 @@ func TestNodeClaimsOfAPlanShareLaunchBatches(t *testing.T) {
 		typ := nc.Spec.Requirements[slices.IndexFunc(nc.Spec.Requirements, func(r v1.NodeSelectorRequirementWithMinValues) bool {
 			return r.Key == scheduling.LabelInstanceType
 		})].Values[0]
-		if wantBatch := nc.Labels[v1.LabelNodePool] == "general" && typ == "m5.large"; ok != wantBatch {
+		if wantBatch := typ == "m5.large" && nc.Labels[v1.LabelNodePool] == "general" || typ == "c5.large" && nc.Labels[v1.LabelNodePool] == "reserved"; ok != wantBatch {
 			t.Errorf("%s (%s, %s): batch %v, want a batch: %v", nc.Name, nc.Labels[v1.LabelNodePool], typ, b, wantBatch)
 		}
 		if ok {
@@ -119,8 +127,8 @@ func TestNodeClaimsOfAPlanShareLaunchBatches(t *testing.T) {
 		}
 	}
 	counts := slices.Sorted(maps.Values(sizes))
-	if !slices.Equal(counts, []int{50, 100}) {
-		t.Errorf("batches of %v NodeClaims, want 50 and 100", counts)
+	if !slices.Equal(counts, []int{2, 50, 100}) {
+		t.Errorf("batches of %v NodeClaims, want 2 (the c5.large that cannot reserve), 50 and 100", counts)
 	}
 
 	names, err = (&intent.NodeClaims{Client: kube}).Create(ctx, snap, plan[:3], nil)
