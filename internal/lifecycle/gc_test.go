@@ -47,7 +47,7 @@ func TestGarbageCollectionOfLaunchBatches(t *testing.T) {
 	now := clocktesting.NewFakeClock(time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC))
 	launched := now.Now().Add(-time.Hour)
 	batchInstance := func(id, batch string) *cloudprovider.Instance {
-		return &cloudprovider.Instance{ProviderID: "aws:///us-east-1a/" + id, InstanceID: id, NodeClaim: batch, LaunchBatch: batch, LaunchTime: launched}
+		return &cloudprovider.Instance{ProviderID: "aws:///us-east-1a/" + id, InstanceID: id, NodeClaim: "launch-batch/" + batch, LaunchBatch: batch, LaunchTime: launched}
 	}
 	cloud := &instances{deleted: map[string]bool{}, listed: []*cloudprovider.Instance{
 		batchInstance("i-waiting", "b-waiting"), batchInstance("i-spare", "b-done"), batchInstance("i-taken", "b-done"),

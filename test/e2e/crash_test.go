@@ -206,7 +206,7 @@ func TestCrashCampaign(t *testing.T) {
 		id := aws.ToString(inst.InstanceId)
 		claim, batch := tagOf(inst.Tags, provider.TagNodeClaim), tagOf(inst.Tags, provider.TagLaunchBatch)
 		switch {
-		case batch != "" && claim == batch:
+		case batch != "" && claim == provider.Untaken(batch):
 			spare++ // a batch's instance no NodeClaim took
 		case claim != "":
 			launched[claim] = append(launched[claim], id)
@@ -301,10 +301,10 @@ func killMoment(ctx context.Context, t *testing.T, sim *runner.Sim, rnd *rand.Ra
 }
 
 // untakenBatchInstance is a live instance of a launch batch no NodeClaim
-// has taken yet: its NodeClaim tag still holds the batch's ID.
+// has taken yet: its NodeClaim tag still says so.
 func untakenBatchInstance(inst simaws.Instance) bool {
 	batch := tagOf(inst.Tags, provider.TagLaunchBatch)
-	return batch != "" && tagOf(inst.Tags, provider.TagNodeClaim) == batch &&
+	return batch != "" && tagOf(inst.Tags, provider.TagNodeClaim) == provider.Untaken(batch) &&
 		(inst.State.Name == ec2types.InstanceStateNamePending || inst.State.Name == ec2types.InstanceStateNameRunning)
 }
 

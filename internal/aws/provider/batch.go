@@ -19,8 +19,12 @@ import (
 
 // TagLaunchBatch tags the instances of a launch batch with the batch's ID.
 // Until an instance is given to a NodeClaim, its karpenter.sh/nodeclaim
-// tag holds the batch's ID too.
+// tag is Untaken(ID), which no NodeClaim's name can be (names have no /).
 const TagLaunchBatch = "nodewright.dev/launch-batch"
+
+// Untaken is the karpenter.sh/nodeclaim tag of a launch batch's instance
+// no NodeClaim has taken yet.
+func Untaken(batch string) string { return "launch-batch/" + batch }
 
 // batchTTL is how long a launch batch's instances are remembered after
 // its launch; a member asking later reads them from EC2 again.
@@ -69,7 +73,7 @@ func (b *batches) get(id string, now time.Time) *launchBatch {
 // holder is the NodeClaim an instance of the batch was given to ("": none
 // yet).
 func holder(inst ec2types.Instance, batch string) string {
-	if name := tagValue(inst.Tags, TagNodeClaim); name != batch {
+	if name := tagValue(inst.Tags, TagNodeClaim); name != Untaken(batch) {
 		return name
 	}
 	return ""
@@ -121,7 +125,7 @@ func (p *Launcher) createInBatch(ctx context.Context, claim *v1.NodeClaim, class
 	inst := lb.instances[chosen]
 	if holder(inst, batch.ID) == "" {
 		tags := map[string]string{TagNodeClaim: claim.Name}
-		if tagValue(inst.Tags, "Name") == nodeNameTag(claim.Labels[v1.LabelNodePool], batch.ID) {
+		if tagValue(inst.Tags, "Name") == nodeNameTag(claim.Labels[v1.LabelNodePool], Untaken(batch.ID)) {
 			tags["Name"] = nodeNameTag(claim.Labels[v1.LabelNodePool], claim.Name)
 		}
 		list := tagSpecifications(tags, ec2types.ResourceTypeInstance)[0].Tags
@@ -215,14 +219,14 @@ func (p *Launcher) batchInstances(ctx context.Context, batch string, ids []strin
 }
 
 // batchTags are the tags a launch batch's instances launch with: a
-// NodeClaim's, with the batch's ID for the NodeClaim until one takes the
+// NodeClaim's, with Untaken(ID) for the NodeClaim until one takes the
 // instance.
 func (p *Launcher) batchTags(claim *v1.NodeClaim, class *awsv1.EC2NodeClass, batch cloudprovider.LaunchBatch) map[string]string {
 	tags := p.tags(claim, class)
-	tags[TagNodeClaim] = batch.ID
+	tags[TagNodeClaim] = Untaken(batch.ID)
 	tags[TagLaunchBatch] = batch.ID
 	if tags["Name"] == nodeNameTag(claim.Labels[v1.LabelNodePool], claim.Name) {
-		tags["Name"] = nodeNameTag(claim.Labels[v1.LabelNodePool], batch.ID)
+		tags["Name"] = nodeNameTag(claim.Labels[v1.LabelNodePool], Untaken(batch.ID))
 	}
 	return tags
 }

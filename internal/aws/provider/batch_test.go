@@ -129,7 +129,7 @@ func TestLaunchBatchLeavesForeignInstancesAlone(t *testing.T) {
 	ctx := context.Background()
 	b := cloudprovider.LaunchBatch{ID: "batch-2", Size: 2}
 	foreign := f.account.AddInstance("m5.large", "us-east-1a", "", map[string]string{
-		"kubernetes.io/cluster/other": "owned", v1.LabelNodePool: "default", provider.TagNodeClaim: b.ID, provider.TagLaunchBatch: b.ID,
+		"kubernetes.io/cluster/other": "owned", v1.LabelNodePool: "default", provider.TagNodeClaim: provider.Untaken(b.ID), provider.TagLaunchBatch: b.ID,
 		awsv1.LabelEC2NodeClass: "default",
 	})
 	// The batch's fleet was refused before this process asked (a request
@@ -143,7 +143,7 @@ func TestLaunchBatchLeavesForeignInstancesAlone(t *testing.T) {
 	if err != nil || inst.InstanceID == foreign {
 		t.Fatalf("second member: %+v, %v; want its own instance, never the foreign %s", inst, err, foreign)
 	}
-	if tags := tagsOf(f.account, foreign); tags[provider.TagNodeClaim] != b.ID {
+	if tags := tagsOf(f.account, foreign); tags[provider.TagNodeClaim] != provider.Untaken(b.ID) {
 		t.Errorf("the foreign instance was retagged: %v", tags)
 	}
 }

@@ -743,6 +743,9 @@ func (e *EC2) CreateTags(ctx context.Context, in *ec2.CreateTagsInput, _ ...func
 	if err := e.account.call(ctx, ec2Call("CreateTags")); err != nil {
 		return nil, err
 	}
+	if len(in.Resources) == 0 || len(in.Tags) == 0 {
+		return nil, apiError("MissingParameter", "The request must contain the parameters ResourceId and Tag")
+	}
 	a := e.account
 	a.mu.Lock()
 	defer a.mu.Unlock()

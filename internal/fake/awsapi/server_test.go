@@ -205,6 +205,17 @@ func TestEC2OverHTTPMatchesTheAccount(t *testing.T) {
 	if got["karpenter.sh/nodeclaim"] != "general-abcde" {
 		t.Errorf("the instance's tags over HTTP: %v", got)
 	}
+
+	// Tags set over HTTP reach the instance in the account.
+	if _, err := client.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{id}, Tags: []ec2types.Tag{{Key: aws.String("karpenter.sh/nodeclaim"), Value: aws.String("general-fghij")}}}); err != nil {
+		t.Fatal(err)
+	}
+	instances, _ = direct.DescribeInstances(ctx, instancesIn)
+	for _, tag := range instances.Reservations[0].Instances[0].Tags {
+		if aws.ToString(tag.Key) == "karpenter.sh/nodeclaim" && aws.ToString(tag.Value) != "general-fghij" {
+			t.Errorf("CreateTags over HTTP left the instance's NodeClaim tag at %s", aws.ToString(tag.Value))
+		}
+	}
 }
 
 // Errors arrive as the SDK's API errors, with EC2's codes.
