@@ -57,6 +57,7 @@ type config struct {
 	noAWSLimits  bool
 	skipBaseline bool
 	noNomination bool
+	reference    string
 	logDir       string
 }
 
@@ -67,6 +68,7 @@ func main() {
 	flag.BoolVar(&cfg.busy, "busy", false, "keep one core busy (a shell spinning) during every run, as another tenant of a shared machine would")
 	flag.BoolVar(&cfg.noAWSLimits, "no-aws-limits", false, "run the simulated account without EC2's request limits and with instances booting at once (0 s instead of 2 s)")
 	flag.BoolVar(&cfg.skipBaseline, "no-baseline", false, "measure nodewright only")
+	flag.StringVar(&cfg.reference, "reference", "", "also run the reference autoscaler's KWOK provider with KWOK, from this directory (hack/reference/build.sh makes bin/reference), on the same control plane and workload")
 	flag.BoolVar(&cfg.noNomination, "no-nomination", false, "nodewright does not tell kube-scheduler where the plan put each pod (no nominatedNodeName, no NominatedNodeNameForExpectation gate)")
 	flag.StringVar(&cfg.logDir, "work-dir", "", "keep each run's kubeconfig and component logs under this directory")
 	flag.Parse()
@@ -96,7 +98,53 @@ type row struct {
 	nw, base runner.Figures
 	price    float64
 	baseline int // the baseline's nodes
-	err      error
+	ref      referenceFigures
+	// nwLine and baseLine are when each share of the pods was Running.
+	nwLine, baseLine timeline
+	err              error
+}
+
+// shares are the shares of the pods a timeline records.
+var shares = []float64{0.25, 0.5, 0.75, 0.9}
+
+// timeline is when each share of the pods first showed Running, and when
+// every NodeClaim first showed Ready.
+type timeline struct {
+	running    []time.Duration
+	claimsDone time.Duration
+}
+
+// record reads a snapshot of the watch into the timeline.
+func (t *timeline) record(s *runner.Snapshot) {
+	if t.running == nil {
+		t.running = make([]time.Duration, len(shares))
+	}
+	for i, share := range shares {
+		if t.running[i] == 0 && s.Pods > 0 && float64(s.RunningPods) >= share*float64(s.Pods) {
+			t.running[i] = s.Elapsed
+		}
+	}
+	ready := 0
+	for _, c := range s.NodeClaims {
+		if c.Phase == "Ready" {
+			ready++
+		}
+	}
+	if t.claimsDone == 0 && len(s.NodeClaims) > 0 && ready == len(s.NodeClaims) && s.PendingPods == 0 {
+		t.claimsDone = s.Elapsed
+	}
+}
+
+func (t timeline) String() string {
+	parts := make([]string, 0, len(shares)+1)
+	for i, share := range shares {
+		at := time.Duration(0)
+		if i < len(t.running) {
+			at = t.running[i]
+		}
+		parts = append(parts, fmt.Sprintf("%.0f%% %s", share*100, seconds(at)))
+	}
+	return strings.Join(parts, ", ") + "; every NodeClaim Ready and no pod pending " + seconds(t.claimsDone)
 }
 
 func run(ctx context.Context, cfg config, out io.Writer) error {
@@ -151,11 +199,11 @@ func measure(ctx context.Context, cfg config, assets, nodewright string, manifes
 	}
 	timeout := 2*time.Minute + time.Duration(n/50)*time.Second
 	fmt.Fprintf(os.Stderr, "benche2e: %d pods, nodewright launching the nodes\n", n)
-	results, err := simulate(ctx, cfg, assets, nodewright, fmt.Sprintf("nodewright-%d", n), []runner.Step{{Name: "scale", Manifest: scaled}}, timeout)
+	results, err := simulate(ctx, cfg, assets, nodewright, fmt.Sprintf("nodewright-%d", n), []runner.Step{{Name: "scale", Manifest: scaled}}, timeout, r.nwLine.record)
 	if len(results) > 0 {
 		r.nw, r.price = results[0].Figures, results[0].Snapshot.PricePerHour
 	}
-	if err != nil || cfg.skipBaseline {
+	if err != nil {
 		r.err = err
 		return r
 	}
@@ -164,10 +212,30 @@ func measure(ctx context.Context, cfg config, assets, nodewright string, manifes
 		r.err = err
 		return r
 	}
+	if cfg.reference != "" {
+		fmt.Fprintf(os.Stderr, "benche2e: %d pods, the reference (its KWOK provider, KWOK)\n", n)
+		if r.ref, err = runReference(ctx, cfg, assets, cfg.reference, workload, n, timeout); err != nil {
+			r.err = err
+		}
+	}
+	if cfg.skipBaseline {
+		return r
+	}
 	r.baseline = nodes
 	fmt.Fprintf(os.Stderr, "benche2e: %d pods, baseline: %d %s nodes made first\n", n, nodes, baselineType)
 	steps := []runner.Step{{Name: "baseline-nodes", Manifest: baselineNodes(scaled, nodes)}, {Name: "baseline-pods", Manifest: workload}}
-	results, err = simulate(ctx, cfg, assets, nodewright, fmt.Sprintf("baseline-%d", n), steps, timeout+time.Duration(nodes/5)*time.Second)
+	step, last := 0, time.Duration(0)
+	results, err = simulate(ctx, cfg, assets, nodewright, fmt.Sprintf("baseline-%d", n), steps, timeout+time.Duration(nodes/5)*time.Second, func(s *runner.Snapshot) {
+		// The first step makes the nodes, the second the pods: each
+		// step's watch counts its time from its start.
+		if s.Elapsed < last {
+			step++
+		}
+		last = s.Elapsed
+		if step == 1 {
+			r.baseLine.record(s)
+		}
+	})
 	if len(results) > 1 {
 		r.base = results[1].Figures
 	}
@@ -177,7 +245,7 @@ func measure(ctx context.Context, cfg config, assets, nodewright string, manifes
 
 // simulate runs the steps on a new simulation, the controllers in their
 // own process.
-func simulate(ctx context.Context, cfg config, assets, nodewright, name string, steps []runner.Step, timeout time.Duration) ([]runner.StepResult, error) {
+func simulate(ctx context.Context, cfg config, assets, nodewright, name string, steps []runner.Step, timeout time.Duration, progress func(*runner.Snapshot)) ([]runner.StepResult, error) {
 	opts := runner.DefaultOptions()
 	opts.AssetsDir, opts.ControllerProcess = assets, nodewright
 	if cfg.logDir != "" {
@@ -194,7 +262,7 @@ func simulate(ctx context.Context, cfg config, assets, nodewright, name string, 
 	if err != nil {
 		return nil, err
 	}
-	results, err := sim.RunSteps(ctx, steps, timeout, 2*time.Minute, nil)
+	results, err := sim.RunSteps(ctx, steps, timeout, 2*time.Minute, progress)
 	return results, errors.Join(err, sim.Stop())
 }
 
@@ -335,7 +403,22 @@ func write(out io.Writer, cfg config, rows []row) {
 			r.nw.NodeClaims, r.price, r.nw.PeakRSS>>20, r.nw.CPUSeconds, wr/float64(r.pods), perClaim, calls, r.baseline)
 	}
 	_ = w.Flush()
+	if cfg.reference != "" {
+		fmt.Fprintf(out, "\nthe reference (its KWOK provider and KWOK: no cloud API, no boot delay) on the same control plane and pods\n\n")
+		w = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(w, "pods\tnodewright\treference\tratio\treference nodes\treference peak RSS MiB\treference CPU s\t")
+		for _, r := range rows {
+			ratio := "-"
+			if r.ref.allRunning > 0 && r.nw.AllRunning > 0 {
+				ratio = fmt.Sprintf("%.2f", r.nw.AllRunning.Seconds()/r.ref.allRunning.Seconds())
+			}
+			fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d\t%d\t%.1f\t\n", r.pods, seconds(r.nw.AllRunning), seconds(r.ref.allRunning), ratio, r.ref.nodes, r.ref.peakRSS>>20, r.ref.cpuSeconds)
+		}
+		_ = w.Flush()
+	}
 	for _, r := range rows {
+		fmt.Fprintf(out, "%d pods, Running: nodewright %s\n", r.pods, r.nwLine)
+		fmt.Fprintf(out, "%d pods, Running: baseline   %s\n", r.pods, r.baseLine)
 		fmt.Fprintf(out, "%d pods, nodewright's writes: %s\n", r.pods, topWrites(r.nw, 8))
 		if r.err != nil {
 			fmt.Fprintf(out, "%d pods: %v\n", r.pods, r.err)

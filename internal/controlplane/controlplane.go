@@ -57,6 +57,9 @@ type Options struct {
 	// 50s, when zero). Simulated kubelets that report less often than real
 	// ones need a longer one.
 	NodeMonitorGracePeriod time.Duration
+	// CRDs are installed instead of nodewright's when not nil (another
+	// autoscaler's, to run it on the same control plane).
+	CRDs []*apiextensionsv1.CustomResourceDefinition
 }
 
 // ComponentQPS and ComponentBurst are the API client rates of
@@ -103,9 +106,11 @@ func Start(ctx context.Context, opts Options) (_ *ControlPlane, err error) {
 			err = errors.Join(err, cp.Stop())
 		}
 	}()
-	crdList, err := crds.All()
-	if err != nil {
-		return nil, err
+	crdList := opts.CRDs
+	if crdList == nil {
+		if crdList, err = crds.All(); err != nil {
+			return nil, err
+		}
 	}
 	if cp.reaper, err = startReaper(); err != nil {
 		return nil, err
