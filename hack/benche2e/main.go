@@ -32,6 +32,7 @@ import (
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/utils/ptr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
 
@@ -124,13 +125,8 @@ func (t *timeline) record(s *runner.Snapshot) {
 			t.running[i] = s.Elapsed
 		}
 	}
-	ready := 0
-	for _, c := range s.NodeClaims {
-		if c.Phase == "Ready" {
-			ready++
-		}
-	}
-	if t.claimsDone == 0 && len(s.NodeClaims) > 0 && ready == len(s.NodeClaims) && s.PendingPods == 0 {
+	allReady := !slices.ContainsFunc(s.NodeClaims, func(c runner.NodeClaim) bool { return c.Phase != "Ready" })
+	if t.claimsDone == 0 && len(s.NodeClaims) > 0 && allReady && s.PendingPods == 0 {
 		t.claimsDone = s.Elapsed
 	}
 }
@@ -148,18 +144,8 @@ func (t timeline) String() string {
 }
 
 func run(ctx context.Context, cfg config, out io.Writer) error {
-	nodewright, err := filepath.Abs(cfg.nodewright)
+	nodewright, assets, err := programs(ctx, cfg)
 	if err != nil {
-		return err
-	}
-	if _, err := os.Stat(nodewright); err != nil {
-		return fmt.Errorf("-nodewright: %w (make build makes it)", err)
-	}
-	assets, err := controlplane.FindAssets()
-	if err != nil {
-		return err
-	}
-	if err := controlplane.Install(ctx, assets, os.Stderr); err != nil {
 		return err
 	}
 	if cfg.busy {
@@ -186,6 +172,21 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	}
 	write(out, cfg, rows)
 	return nil
+}
+
+// programs are the nodewright binary and the control plane's directory
+// (built when missing).
+func programs(ctx context.Context, cfg config) (nodewright, assets string, err error) {
+	if nodewright, err = filepath.Abs(cfg.nodewright); err != nil {
+		return "", "", err
+	}
+	if _, err := os.Stat(nodewright); err != nil {
+		return "", "", fmt.Errorf("-nodewright: %w (make build makes it)", err)
+	}
+	if assets, err = controlplane.FindAssets(); err != nil {
+		return "", "", err
+	}
+	return nodewright, assets, controlplane.Install(ctx, assets, os.Stderr)
 }
 
 // measure runs one size: nodewright launching the nodes, then the
@@ -222,10 +223,16 @@ func measure(ctx context.Context, cfg config, assets, nodewright string, manifes
 		return r
 	}
 	r.baseline = nodes
-	fmt.Fprintf(os.Stderr, "benche2e: %d pods, baseline: %d %s nodes made first\n", n, nodes, baselineType)
-	steps := []runner.Step{{Name: "baseline-nodes", Manifest: baselineNodes(scaled, nodes)}, {Name: "baseline-pods", Manifest: workload}}
+	r.err = measureBaseline(ctx, cfg, assets, nodewright, &r, scaled, workload, timeout)
+	return r
+}
+
+// measureBaseline runs the baseline of a size: its nodes, then its pods.
+func measureBaseline(ctx context.Context, cfg config, assets, nodewright string, r *row, scaled, workload []byte, timeout time.Duration) error {
+	fmt.Fprintf(os.Stderr, "benche2e: %d pods, baseline: %d %s nodes made first\n", r.pods, r.baseline, baselineType)
+	steps := []runner.Step{{Name: "baseline-nodes", Manifest: baselineNodes(scaled, r.baseline)}, {Name: "baseline-pods", Manifest: workload}}
 	step, last := 0, time.Duration(0)
-	results, err = simulate(ctx, cfg, assets, nodewright, fmt.Sprintf("baseline-%d", n), steps, timeout+time.Duration(nodes/5)*time.Second, func(s *runner.Snapshot) {
+	results, err := simulate(ctx, cfg, assets, nodewright, fmt.Sprintf("baseline-%d", r.pods), steps, timeout+time.Duration(r.baseline/5)*time.Second, func(s *runner.Snapshot) {
 		// The first step makes the nodes, the second the pods: each
 		// step's watch counts its time from its start.
 		if s.Elapsed < last {
@@ -239,8 +246,7 @@ func measure(ctx context.Context, cfg config, assets, nodewright string, manifes
 	if len(results) > 1 {
 		r.base = results[1].Figures
 	}
-	r.err = err
-	return r
+	return err
 }
 
 // simulate runs the steps on a new simulation, the controllers in their
@@ -283,13 +289,24 @@ func baseline(manifest []byte) (int, []byte, error) {
 	if allocatable == 0 {
 		return 0, nil, fmt.Errorf("%s is not in the catalog", baselineType)
 	}
+	milli, workload, err := deployments(manifest)
+	if err != nil {
+		return 0, nil, err
+	}
+	nodes := int(math.Ceil(float64(milli) / (float64(allocatable) * baselineFill)))
+	return max(nodes, 1), workload, nil
+}
+
+// deployments are a manifest's Deployments and the CPU (in millicores)
+// their pods request.
+func deployments(manifest []byte) (int64, []byte, error) {
 	var milli int64
 	var workload bytes.Buffer
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(manifest)))
 	for {
 		doc, err := reader.Read()
 		if errors.Is(err, io.EOF) {
-			break
+			return milli, workload.Bytes(), nil
 		}
 		if err != nil {
 			return 0, nil, err
@@ -298,18 +315,13 @@ func baseline(manifest []byte) (int, []byte, error) {
 		if err := yaml.Unmarshal(doc, &d); err != nil || d.Kind != "Deployment" {
 			continue
 		}
-		replicas := int64(1)
-		if d.Spec.Replicas != nil {
-			replicas = int64(*d.Spec.Replicas)
-		}
+		replicas := int64(ptr.Deref(d.Spec.Replicas, 1))
 		for _, c := range d.Spec.Template.Spec.Containers {
 			milli += replicas * c.Resources.Requests.Cpu().MilliValue()
 		}
 		workload.WriteString("---\n")
 		workload.Write(doc)
 	}
-	nodes := int(math.Ceil(float64(milli) / (float64(allocatable) * baselineFill)))
-	return max(nodes, 1), workload.Bytes(), nil
 }
 
 // baselineNodes is the scaled manifest's EC2NodeClass and aws-auth with a
@@ -369,52 +381,15 @@ func writes(f runner.Figures) float64 {
 }
 
 func write(out io.Writer, cfg config, rows []row) {
-	conditions := "EC2's default request limits, 2 s boot"
-	if cfg.noAWSLimits {
-		conditions = "no EC2 request limits, 0 s boot"
-	}
-	if cfg.busy {
-		conditions += ", one core kept busy"
-	}
-	if cfg.noNomination {
-		conditions += ", no nominatedNodeName"
-	}
-	fmt.Fprintf(out, "\nnodewright end to end (%s); baseline: the same pods on %s nodes made before them\n\n", conditions, baselineType)
+	fmt.Fprintf(out, "\nnodewright end to end (%s); baseline: the same pods on %s nodes made before them\n\n", conditions(cfg), baselineType)
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "pods\tall Running\tbaseline\tratio\tfirst Ready\tNodeClaims\t$/h\tpeak RSS MiB\tCPU s\twrites/pod\twrites/NodeClaim\tAWS calls\tbaseline nodes\t")
 	for _, r := range rows {
-		ratio, base := "-", "-"
-		if r.base.AllRunning > 0 {
-			base = seconds(r.base.AllRunning)
-			if r.nw.AllRunning > 0 {
-				ratio = fmt.Sprintf("%.2f", r.nw.AllRunning.Seconds()/r.base.AllRunning.Seconds())
-			}
-		}
-		calls := 0
-		for _, c := range r.nw.AWSCalls {
-			calls += c
-		}
-		wr := writes(r.nw)
-		perClaim := 0.0
-		if r.nw.NodeClaims > 0 {
-			perClaim = wr / float64(r.nw.NodeClaims)
-		}
-		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%d\t%.2f\t%d\t%.1f\t%.2f\t%.1f\t%d\t%d\t\n", r.pods, seconds(r.nw.AllRunning), base, ratio, seconds(r.nw.FirstNodeReady),
-			r.nw.NodeClaims, r.price, r.nw.PeakRSS>>20, r.nw.CPUSeconds, wr/float64(r.pods), perClaim, calls, r.baseline)
+		writeRow(w, r)
 	}
 	_ = w.Flush()
 	if cfg.reference != "" {
-		fmt.Fprintf(out, "\nthe reference (its KWOK provider and KWOK: no cloud API, no boot delay) on the same control plane and pods\n\n")
-		w = tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(w, "pods\tnodewright\treference\tratio\treference nodes\treference peak RSS MiB\treference CPU s\t")
-		for _, r := range rows {
-			ratio := "-"
-			if r.ref.allRunning > 0 && r.nw.AllRunning > 0 {
-				ratio = fmt.Sprintf("%.2f", r.nw.AllRunning.Seconds()/r.ref.allRunning.Seconds())
-			}
-			fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d\t%d\t%.1f\t\n", r.pods, seconds(r.nw.AllRunning), seconds(r.ref.allRunning), ratio, r.ref.nodes, r.ref.peakRSS>>20, r.ref.cpuSeconds)
-		}
-		_ = w.Flush()
+		writeReference(out, rows)
 	}
 	for _, r := range rows {
 		fmt.Fprintf(out, "%d pods, Running: nodewright %s\n", r.pods, r.nwLine)
@@ -424,6 +399,60 @@ func write(out io.Writer, cfg config, rows []row) {
 			fmt.Fprintf(out, "%d pods: %v\n", r.pods, r.err)
 		}
 	}
+}
+
+// conditions say how the runs were made.
+func conditions(cfg config) string {
+	out := "EC2's default request limits, 2 s boot"
+	if cfg.noAWSLimits {
+		out = "no EC2 request limits, 0 s boot"
+	}
+	if cfg.busy {
+		out += ", one core kept busy"
+	}
+	if cfg.noNomination {
+		out += ", no nominatedNodeName"
+	}
+	return out
+}
+
+// writeRow prints one size's figures.
+func writeRow(w io.Writer, r row) {
+	base := "-"
+	if r.base.AllRunning > 0 {
+		base = seconds(r.base.AllRunning)
+	}
+	calls := 0
+	for _, c := range r.nw.AWSCalls {
+		calls += c
+	}
+	wr := writes(r.nw)
+	perClaim := 0.0
+	if r.nw.NodeClaims > 0 {
+		perClaim = wr / float64(r.nw.NodeClaims)
+	}
+	fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%d\t%.2f\t%d\t%.1f\t%.2f\t%.1f\t%d\t%d\t\n", r.pods, seconds(r.nw.AllRunning), base, ratio(r.nw.AllRunning, r.base.AllRunning),
+		seconds(r.nw.FirstNodeReady), r.nw.NodeClaims, r.price, r.nw.PeakRSS>>20, r.nw.CPUSeconds, wr/float64(r.pods), perClaim, calls, r.baseline)
+}
+
+// writeReference prints the reference's figures beside nodewright's.
+func writeReference(out io.Writer, rows []row) {
+	fmt.Fprintf(out, "\nthe reference (its KWOK provider and KWOK: no cloud API, no boot delay) on the same control plane and pods\n\n")
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "pods\tnodewright\treference\tratio\treference nodes\treference peak RSS MiB\treference CPU s\t")
+	for _, r := range rows {
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%d\t%d\t%.1f\t\n", r.pods, seconds(r.nw.AllRunning), seconds(r.ref.allRunning), ratio(r.nw.AllRunning, r.ref.allRunning),
+			r.ref.nodes, r.ref.peakRSS>>20, r.ref.cpuSeconds)
+	}
+	_ = w.Flush()
+}
+
+// ratio is a ÷ b, "-" when either is unknown.
+func ratio(a, b time.Duration) string {
+	if a == 0 || b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", a.Seconds()/b.Seconds())
 }
 
 // topWrites are the n most frequent writes of f, as "COUNT VERB RESOURCE".

@@ -100,36 +100,47 @@ func runReference(ctx context.Context, cfg config, assets, dir string, workload 
 	if err := applyAll(ctx, kube, workload); err != nil {
 		return f, err
 	}
-	deadline := start.Add(timeout)
-	for {
-		running, err := runningPods(ctx, kube)
-		if err != nil {
-			return f, err
-		}
-		if running >= pods {
-			f.allRunning = time.Since(start)
-			break
-		}
-		if time.Now().After(deadline) {
-			return f, fmt.Errorf("the reference: %d of %d pods Running after %s", running, pods, timeout)
-		}
-		if provider.ProcessState != nil {
-			return f, fmt.Errorf("the reference's provider exited: see %s", filepath.Join(logs, "reference.log"))
-		}
-		time.Sleep(time.Second)
+	if err := awaitRunning(ctx, kube, provider, pods, start.Add(timeout), filepath.Join(logs, "reference.log")); err != nil {
+		return f, err
 	}
+	f.allRunning = time.Since(start)
 	nodes := &corev1.NodeList{}
 	if err := kube.List(ctx, nodes); err == nil {
 		f.nodes = len(nodes.Items)
 	}
-	pid := strconv.Itoa(provider.Process.Pid)
-	if data, err := os.ReadFile("/proc/" + pid + "/status"); err == nil {
-		f.peakRSS = runner.PeakRSSFromStatus(string(data))
-	}
-	if data, err := os.ReadFile("/proc/" + pid + "/stat"); err == nil {
-		f.cpuSeconds = runner.CPUSecondsFromStat(string(data))
-	}
+	f.peakRSS, f.cpuSeconds = processFigures(provider.Process.Pid)
 	return f, nil
+}
+
+// awaitRunning waits until the pods are Running, the deadline passes or
+// the provider exits.
+func awaitRunning(ctx context.Context, kube client.Client, provider *exec.Cmd, pods int, deadline time.Time, log string) error {
+	for {
+		running, err := runningPods(ctx, kube)
+		switch {
+		case err != nil:
+			return err
+		case running >= pods:
+			return nil
+		case time.Now().After(deadline):
+			return fmt.Errorf("the reference: %d of %d pods Running by the deadline", running, pods)
+		case provider.ProcessState != nil:
+			return fmt.Errorf("the reference's provider exited: see %s", log)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// processFigures are a process's peak RSS and CPU seconds so far.
+func processFigures(pid int) (peakRSS int64, cpuSeconds float64) {
+	proc := "/proc/" + strconv.Itoa(pid)
+	if data, err := os.ReadFile(proc + "/status"); err == nil {
+		peakRSS = runner.PeakRSSFromStatus(string(data))
+	}
+	if data, err := os.ReadFile(proc + "/stat"); err == nil {
+		cpuSeconds = runner.CPUSecondsFromStat(string(data))
+	}
+	return peakRSS, cpuSeconds
 }
 
 // startReferenceKWOK runs KWOK on the nodes the reference's KWOK provider

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -99,43 +100,48 @@ func (p *Launcher) createInBatch(ctx context.Context, claim *v1.NodeClaim, class
 	if lb.individually {
 		return nil, false, nil
 	}
-	ids := make([]string, 0, len(lb.instances))
-	for id := range lb.instances {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	chosen := ""
-	for _, id := range ids {
-		if holder(lb.instances[id], batch.ID) == claim.Name {
-			chosen = id
-			break
-		}
-	}
+	chosen := lb.choose(claim.Name, batch.ID)
 	if chosen == "" {
-		for _, id := range ids {
-			if holder(lb.instances[id], batch.ID) == "" {
-				chosen = id
-				break
-			}
-		}
+		return nil, true, &cloudprovider.InsufficientCapacityError{Message: fmt.Sprintf("launch batch %s of %d NodeClaims got %d instances, every one held by another NodeClaim",
+			batch.ID, batch.Size, len(lb.instances))}
 	}
-	if chosen == "" {
-		return nil, true, &cloudprovider.InsufficientCapacityError{Message: fmt.Sprintf("launch batch %s of %d NodeClaims got %d instances, every one held by another NodeClaim", batch.ID, batch.Size, len(ids))}
+	if err := p.take(ctx, lb, chosen, claim, batch.ID); err != nil {
+		return nil, true, err
 	}
-	inst := lb.instances[chosen]
-	if holder(inst, batch.ID) == "" {
-		tags := map[string]string{TagNodeClaim: claim.Name}
-		if tagValue(inst.Tags, "Name") == nodeNameTag(claim.Labels[v1.LabelNodePool], Untaken(batch.ID)) {
-			tags["Name"] = nodeNameTag(claim.Labels[v1.LabelNodePool], claim.Name)
-		}
-		list := tagSpecifications(tags, ec2types.ResourceTypeInstance)[0].Tags
-		if _, err := p.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{chosen}, Tags: list}); err != nil {
-			return nil, true, fmt.Errorf("launching NodeClaim %s: tagging instance %s of launch batch %s with it: %w", claim.Name, chosen, batch.ID, err)
-		}
-		inst.Tags = withTags(inst.Tags, list)
-		lb.instances[chosen] = inst
+	return instanceOf(lb.instances[chosen], types), true, nil
+}
+
+// choose is the instance a NodeClaim holds (tagged with its name), else
+// the first free one, in ID order ("": none).
+func (lb *launchBatch) choose(claim, batch string) string {
+	ids := slices.Sorted(maps.Keys(lb.instances))
+	if i := slices.IndexFunc(ids, func(id string) bool { return holder(lb.instances[id], batch) == claim }); i >= 0 {
+		return ids[i]
 	}
-	return instanceOf(inst, types), true, nil
+	if i := slices.IndexFunc(ids, func(id string) bool { return holder(lb.instances[id], batch) == "" }); i >= 0 {
+		return ids[i]
+	}
+	return ""
+}
+
+// take tags a free instance of the batch with the NodeClaim's name (and
+// its Name tag, when it still says untaken), in EC2 and in lb.
+func (p *Launcher) take(ctx context.Context, lb *launchBatch, id string, claim *v1.NodeClaim, batch string) error {
+	inst := lb.instances[id]
+	if holder(inst, batch) != "" {
+		return nil
+	}
+	tags := map[string]string{TagNodeClaim: claim.Name}
+	if tagValue(inst.Tags, "Name") == nodeNameTag(claim.Labels[v1.LabelNodePool], Untaken(batch)) {
+		tags["Name"] = nodeNameTag(claim.Labels[v1.LabelNodePool], claim.Name)
+	}
+	list := tagSpecifications(tags, ec2types.ResourceTypeInstance)[0].Tags
+	if _, err := p.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{id}, Tags: list}); err != nil {
+		return fmt.Errorf("launching NodeClaim %s: tagging instance %s of launch batch %s with it: %w", claim.Name, id, batch, err)
+	}
+	inst.Tags = withTags(inst.Tags, list)
+	lb.instances[id] = inst
+	return nil
 }
 
 // loadBatch launches the batch's instances, or finds them: EC2 answers a
@@ -149,31 +155,9 @@ func (p *Launcher) loadBatch(ctx context.Context, lb *launchBatch, claim *v1.Nod
 	if err != nil {
 		return err
 	}
-	configs, err := l.configs(ctx, p)
+	ids, launchErr, err := p.launchBatch(ctx, l, batch)
 	if err != nil {
-		return fmt.Errorf("launching NodeClaim %s: %w", claim.Name, err)
-	}
-	var ids []string
-	var launchErr error
-	if len(configs) == 0 {
-		launchErr = &cloudprovider.InsufficientCapacityError{Message: fmt.Sprintf("no %s offering of NodeClaim %s's instance types is available in a zone with a subnet", l.capacityType, claim.Name)}
-	} else {
-		in := l.fleetInput(p.batchTags(claim, class, batch), batch.ID, configs)
-		in.TargetCapacitySpecification.TotalTargetCapacity = aws.Int32(int32(batch.Size)) //nolint:gosec // at most MaxLaunchBatch
-		out, err := p.createFleet(ctx, l, in)
-		switch {
-		case hasCode(err, "IdempotentParameterMismatch"):
-			// Launched before, with a request that differs from this one.
-		case err != nil:
-			return err
-		default:
-			for _, group := range out.Instances {
-				ids = append(ids, group.InstanceIds...)
-			}
-			if _, err := p.launched(l, out); err != nil && len(ids) == 0 {
-				launchErr = err
-			}
-		}
+		return err
 	}
 	instances, err := p.batchInstances(ctx, batch.ID, ids)
 	if err != nil {
@@ -188,6 +172,37 @@ func (p *Launcher) loadBatch(ctx context.Context, lb *launchBatch, claim *v1.Nod
 		lb.individually = true
 	}
 	return nil
+}
+
+// launchBatch asks EC2 for the batch's fleet and returns the instances it
+// launched, or why it launched none (launchErr: no capacity, no offering
+// left); no ids and no error after IdempotentParameterMismatch (launched
+// before, with a request that differs from this one).
+func (p *Launcher) launchBatch(ctx context.Context, l *launchPlan, batch cloudprovider.LaunchBatch) (ids []string, launchErr, err error) {
+	configs, err := l.configs(ctx, p)
+	if err != nil {
+		return nil, nil, fmt.Errorf("launching NodeClaim %s: %w", l.claim.Name, err)
+	}
+	if len(configs) == 0 {
+		return nil, &cloudprovider.InsufficientCapacityError{Message: fmt.Sprintf("no %s offering of NodeClaim %s's instance types is available in a zone with a subnet",
+			l.capacityType, l.claim.Name)}, nil
+	}
+	in := l.fleetInput(p.batchTags(l.claim, l.class, batch), batch.ID, configs)
+	in.TargetCapacitySpecification.TotalTargetCapacity = aws.Int32(int32(batch.Size)) //nolint:gosec // at most MaxLaunchBatch
+	out, err := p.createFleet(ctx, l, in)
+	if hasCode(err, "IdempotentParameterMismatch") {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, group := range out.Instances {
+		ids = append(ids, group.InstanceIds...)
+	}
+	if _, err := p.launched(l, out); err != nil && len(ids) == 0 {
+		launchErr = err
+	}
+	return ids, launchErr, nil
 }
 
 // batchInstances reads the batch's live instances: those launched (ids),
@@ -206,16 +221,18 @@ func (p *Launcher) batchInstances(ctx context.Context, batch string, ids []strin
 		}
 		for _, r := range page.Reservations {
 			for _, inst := range r.Instances {
-				if inst.State != nil && (inst.State.Name == ec2types.InstanceStateNameTerminated || inst.State.Name == ec2types.InstanceStateNameShuttingDown) {
-					continue
-				}
-				if p.owns(inst.Tags) && tagValue(inst.Tags, TagLaunchBatch) == batch {
+				if live(inst) && p.owns(inst.Tags) && tagValue(inst.Tags, TagLaunchBatch) == batch {
 					out[aws.ToString(inst.InstanceId)] = inst
 				}
 			}
 		}
 	}
 	return out, nil
+}
+
+// live reports an instance neither shutting down nor terminated.
+func live(inst ec2types.Instance) bool {
+	return inst.State == nil || (inst.State.Name != ec2types.InstanceStateNameTerminated && inst.State.Name != ec2types.InstanceStateNameShuttingDown)
 }
 
 // batchTags are the tags a launch batch's instances launch with: a
