@@ -20,11 +20,12 @@ import (
 	"github.com/nodewright/nodewright/internal/state/listing"
 )
 
-// PodEvents records on a NodeClaim when a pod last left its node
-// (status.lastPodEventTime, which consolidateAfter counts from, with the
-// binding times of the pods still there: state.Node.LastPodEvent). It
-// writes that field only, at most once per Dedupe. Bindings are not
-// written: the pods bound say when they were, so a scale-up of thousands
+// PodEvents records on a NodeClaim when a pod last left its node or was
+// made on it with its node set (status.lastPodEventTime, which
+// consolidateAfter counts from, with the binding times of the pods
+// kube-scheduler bound there: state.Node.LastPodEvent). It writes that
+// field only, at most once per Dedupe. kube-scheduler's bindings are not
+// written: the pods say when they were bound, so a scale-up of thousands
 // of pods costs no write.
 type PodEvents struct {
 	Client client.Client
@@ -32,10 +33,10 @@ type PodEvents struct {
 	Dedupe time.Duration
 }
 
-// SetupWithManager watches pods leaving their node.
+// SetupWithManager watches pods made on a node and pods leaving theirs.
 func (p *PodEvents) SetupWithManager(mgr manager.Manager) error {
 	changed := predicate.Funcs{
-		CreateFunc: func(event.CreateEvent) bool { return false },
+		CreateFunc: func(e event.CreateEvent) bool { return MadeOnNode(e.Object.(*corev1.Pod)) },
 		DeleteFunc: func(e event.DeleteEvent) bool { return PodLeft(nil, e.Object.(*corev1.Pod)) },
 		UpdateFunc: func(e event.UpdateEvent) bool { return PodLeft(e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)) },
 	}
@@ -45,6 +46,10 @@ func (p *PodEvents) SetupWithManager(mgr manager.Manager) error {
 		}), builder.WithPredicates(changed)).
 		Complete(p)
 }
+
+// MadeOnNode reports a pod created with its node set: nothing on it says
+// when it was bound until its kubelet reports.
+func MadeOnNode(p *corev1.Pod) bool { return p.Spec.NodeName != "" && !finished(p) }
 
 // PodLeft reports a pod of a node that finished or is being deleted (no
 // before: deleted).

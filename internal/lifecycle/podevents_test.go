@@ -11,8 +11,9 @@ import (
 )
 
 // A NodeClaim's pod-event time is written for pods that leave its node
-// (finish or are deleted), never for pods bound to it: their binding is
-// on the pod, so a scale-up costs no NodeClaim write.
+// (finish or are deleted) and for pods made on it, never for pods
+// kube-scheduler binds to it: their binding is on the pod, so a scale-up
+// costs no NodeClaim write.
 func TestPodEventsAreWrittenForPodsThatLeave(t *testing.T) {
 	bound := &corev1.Pod{Spec: corev1.PodSpec{NodeName: "ip-a"}}
 	pending := &corev1.Pod{}
@@ -36,5 +37,8 @@ func TestPodEventsAreWrittenForPodsThatLeave(t *testing.T) {
 		if got := lifecycle.PodLeft(c.before, c.after); got != c.want {
 			t.Errorf("%s: PodLeft = %v, want %v", c.name, got, c.want)
 		}
+	}
+	if !lifecycle.MadeOnNode(bound) || lifecycle.MadeOnNode(pending) || lifecycle.MadeOnNode(done) {
+		t.Error("MadeOnNode: want true for a pod created with its node only")
 	}
 }

@@ -105,23 +105,19 @@ func (n *Node) InitializedAt() time.Time {
 }
 
 // LastPodEvent is when a pod was last bound to or removed from the node:
-// the NodeClaim's record (of pods that left), or the latest pod scheduled
-// there (its PodScheduled condition; created there, for a pod made with
-// its node set).
+// the NodeClaim's record (of pods that left, or were made with the node
+// set), or the latest pod kube-scheduler bound there (its PodScheduled
+// condition).
 func (n *Node) LastPodEvent() time.Time {
 	var last time.Time
 	if n.NodeClaim != nil {
 		last = n.NodeClaim.Status.LastPodEventTime.Time
 	}
 	for _, p := range n.Pods {
-		bound := p.CreationTimestamp.Time
 		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue {
-				bound = c.LastTransitionTime.Time
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue && c.LastTransitionTime.After(last) {
+				last = c.LastTransitionTime.Time
 			}
-		}
-		if bound.After(last) {
-			last = bound
 		}
 	}
 	return last

@@ -502,8 +502,8 @@ func deletingClaim(nc *v1.NodeClaim) {
 }
 
 // A node's last pod event is the latest of its NodeClaim's record (pods
-// that left) and its pods' bindings: the PodScheduled condition, or, for
-// a pod created with its node already set, its creation.
+// that left, pods made on it) and its pods' bindings by kube-scheduler
+// (the PodScheduled condition).
 func TestLastPodEvent(t *testing.T) {
 	at := func(d time.Duration) time.Time { return now.Add(-d).Truncate(time.Second) }
 	scheduled := func(when time.Time) func(*corev1.Pod) {
@@ -524,7 +524,8 @@ func TestLastPodEvent(t *testing.T) {
 		want  time.Time
 	}{
 		{"bound by the scheduler", []*corev1.Pod{pod("a", on("ip-a"), created(at(time.Hour)), scheduled(at(10*time.Minute)))}, left(at(30 * time.Minute)), at(10 * time.Minute)},
-		{"created on the node", []*corev1.Pod{pod("a", on("ip-a"), created(at(5*time.Minute)))}, left(at(30 * time.Minute)), at(5 * time.Minute)},
+		{"made on the node: the record", []*corev1.Pod{pod("a", on("ip-a"), created(at(5*time.Minute)))}, left(at(5 * time.Minute)), at(5 * time.Minute)},
+		{"a pod not bound by kube-scheduler does not count itself", []*corev1.Pod{pod("a", on("ip-a"), created(at(time.Minute)))}, left(at(30 * time.Minute)), at(30 * time.Minute)},
 		{"a pod left last", []*corev1.Pod{pod("a", on("ip-a"), created(at(time.Hour)), scheduled(at(time.Hour)))}, left(at(2 * time.Minute)), at(2 * time.Minute)},
 	} {
 		s := state.Build(state.Objects{
