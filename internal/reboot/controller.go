@@ -72,6 +72,11 @@ type Controller struct {
 	// requested is when each reboot in progress was requested, by
 	// NodeClaim UID (for its duration once it ends).
 	requested map[types.UID]time.Time
+	// issued are the reboots this process issued, by NodeClaim and the
+	// boot ID it rebooted from: a condition write that fails after the
+	// reboot (a conflict on a busy API server) is retried without
+	// rebooting again.
+	issued sync.Map
 }
 
 // Defaults are the reference's timing.
@@ -143,10 +148,12 @@ func (c *Controller) issue(ctx context.Context, nc *v1.NodeClaim, node *corev1.N
 	}
 	// A boot ID that changed since it was recorded: the reboot was issued
 	// before a restart of nodewright, and is not issued again.
-	if !recorded || node.Status.NodeInfo.BootID == pre {
+	key := string(nc.UID) + "/" + pre
+	if _, done := c.issued.Load(key); !done && (!recorded || node.Status.NodeInfo.BootID == pre) {
 		if err := c.Cloud.Reboot(ctx, nc.Status.ProviderID); err != nil {
 			return c.notIssued(ctx, nc, node, requested, err)
 		}
+		c.issued.Store(key, true)
 	}
 	c.Recorder.Eventf(nc, corev1.EventTypeNormal, v1.ReasonNodeRebooting, "drained node %s and rebooted its instance; waiting for it to boot again and be Ready", node.Name)
 	logf.FromContext(ctx).Info("rebooted an unhealthy node", "Node", node.Name, "NodeClaim", nc.Name, "bootID", pre)
