@@ -157,8 +157,13 @@ func (c *Controller) issue(ctx context.Context, nc *v1.NodeClaim, node *corev1.N
 	}
 	c.Recorder.Eventf(nc, corev1.EventTypeNormal, v1.ReasonNodeRebooting, "drained node %s and rebooted its instance; waiting for it to boot again and be Ready", node.Name)
 	logf.FromContext(ctx).Info("rebooted an unhealthy node", "Node", node.Name, "NodeClaim", nc.Name, "bootID", pre)
-	return reconcile.Result{RequeueAfter: c.Poll}, c.setCondition(ctx, nc, metav1.ConditionTrue, v1.ReasonRebootIssued,
-		fmt.Sprintf("instance rebooted at %s; waiting for a boot ID other than %q and Ready", c.Clock.Now().UTC().Format(time.RFC3339), pre))
+	if err := c.setCondition(ctx, nc, metav1.ConditionTrue, v1.ReasonRebootIssued,
+		fmt.Sprintf("instance rebooted at %s; waiting for a boot ID other than %q and Ready", c.Clock.Now().UTC().Format(time.RFC3339), pre)); err != nil {
+		return reconcile.Result{}, err
+	}
+	// The condition says so from now on: nothing to remember.
+	c.issued.Delete(key)
+	return reconcile.Result{RequeueAfter: c.Poll}, nil
 }
 
 // notIssued retries a reboot the cloud refused, until IssueWithin after
