@@ -2,16 +2,20 @@ package lifecycle_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
@@ -126,4 +130,70 @@ func TestRebootThatDoesNotComeBackIsReplaced(t *testing.T) {
 	if cond := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionRebooting); cond == nil || cond.Reason != v1.ReasonRebootFailed || !nc.DeletionTimestamp.IsZero() || fenced(node) || reboots() != 1 {
 		t.Errorf("a malformed bound: Rebooting %+v, deleting %v, fenced %v, %d reboots", cond, !nc.DeletionTimestamp.IsZero(), fenced(node), reboots())
 	}
+}
+
+// A reboot whose condition write fails after the instance was rebooted
+// (a conflict on a busy API server) is retried without rebooting the
+// instance again: the next pass records the reboot it already issued.
+func TestRebootIsIssuedOnceWhenItsConditionWriteFails(t *testing.T) {
+	e := &env{}
+	o := optest.Start(t, optest.Options{Configure: func(cfg *operator.Config) { cfg.NodeRepair = false }})
+	o.DefaultNodeClass(t)
+	e.Env, e.kube, e.account = o, o.Kube, o.Account
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(time.Now())
+	said := record.NewFakeRecorder(100)
+	failures := 1
+	scheme, err := operator.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	watching, err := client.NewWithWatch(o.Plane.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conflicting := interceptor.NewClient(watching, interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			if nc, ok := obj.(*v1.NodeClaim); ok && failures > 0 && sub == "status" && rebootIssued(nc) {
+				failures--
+				return apierrors.NewConflict(schema.GroupResource{Group: v1.Group, Resource: "nodeclaims"}, nc.Name, errors.New("the object has been modified"))
+			}
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	})
+	poll, issueWithin, timeout := reboot.Defaults()
+	c := &reboot.Controller{Client: conflicting, Cloud: provider.New(e.account.EC2(), nil, userdata.Cluster{Name: account.ClusterName}, clk),
+		Drainer: &drain.Drainer{Client: e.kube, Recorder: said, Clock: clk}, Recorder: said, Clock: clk, Poll: poll, IssueWithin: issueWithin, Timeout: timeout}
+	node := e.launched(t, "flaky")
+	before := node.DeepCopy()
+	node.Status.NodeInfo.BootID = "boot-flaky"
+	if err := e.kube.Status().Patch(ctx, node, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor(t, "NodeClaim flaky to name its node", func(context.Context) (bool, error) {
+		return e.claim(t, "flaky").Status.NodeName == node.Name, nil
+	})
+	if err := intent.RequestReboot(ctx, e.kube, e.claim(t, "flaky"), ptr.To(time.Duration(0)), "rebooting for KernelReady=False", clk.Now()); err != nil {
+		t.Fatal(err)
+	}
+	req := reconcile.Request{NamespacedName: client.ObjectKey{Name: "flaky"}}
+	if _, err := c.Reconcile(ctx, req); !apierrors.IsConflict(err) {
+		t.Fatalf("the first pass: %v, want the injected conflict", err)
+	}
+	if _, err := c.Reconcile(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	reboots := 0
+	for _, inst := range e.account.Instances() {
+		reboots += inst.Reboots
+	}
+	cond := meta.FindStatusCondition(e.claim(t, "flaky").Status.Conditions, v1.ConditionRebooting)
+	if reboots != 1 || cond == nil || cond.Reason != v1.ReasonRebootIssued {
+		t.Errorf("after a failed condition write and a retry: %d reboots, Rebooting %+v; want 1 reboot and RebootIssued", reboots, cond)
+	}
+}
+
+func rebootIssued(nc *v1.NodeClaim) bool {
+	cond := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionRebooting)
+	return cond != nil && cond.Reason == v1.ReasonRebootIssued
 }
