@@ -108,11 +108,14 @@ type row struct {
 // shares are the shares of the pods a timeline records.
 var shares = []float64{0.25, 0.5, 0.75, 0.9}
 
-// timeline is when each share of the pods first showed Running, and when
-// every NodeClaim first showed Ready.
+// timeline is when each share of the pods first showed Running, when
+// every NodeClaim first showed Ready, and how long pending pods waited
+// for each thing (pod-seconds by runner.Snapshot.Waiting's keys).
 type timeline struct {
 	running    []time.Duration
 	claimsDone time.Duration
+	waited     map[string]float64
+	last       time.Duration
 }
 
 // record reads a snapshot of the watch into the timeline.
@@ -125,6 +128,13 @@ func (t *timeline) record(s *runner.Snapshot) {
 			t.running[i] = s.Elapsed
 		}
 	}
+	if t.waited == nil {
+		t.waited = map[string]float64{}
+	}
+	for why, n := range s.Waiting {
+		t.waited[why] += float64(n) * (s.Elapsed - t.last).Seconds()
+	}
+	t.last = s.Elapsed
 	allReady := !slices.ContainsFunc(s.NodeClaims, func(c runner.NodeClaim) bool { return c.Phase != "Ready" })
 	if t.claimsDone == 0 && len(s.NodeClaims) > 0 && allReady && s.PendingPods == 0 {
 		t.claimsDone = s.Elapsed
@@ -140,7 +150,14 @@ func (t timeline) String() string {
 		}
 		parts = append(parts, fmt.Sprintf("%.0f%% %s", share*100, seconds(at)))
 	}
-	return strings.Join(parts, ", ") + "; every NodeClaim Ready and no pod pending " + seconds(t.claimsDone)
+	waited := make([]string, 0, len(runner.WaitingFor))
+	for _, why := range runner.WaitingFor {
+		if t.waited[why] > 0 {
+			waited = append(waited, fmt.Sprintf("%s %.0f", why, t.waited[why]))
+		}
+	}
+	return strings.Join(parts, ", ") + "; every NodeClaim Ready and no pod pending " + seconds(t.claimsDone) +
+		"; pod-seconds pending: " + strings.Join(waited, ", ")
 }
 
 func run(ctx context.Context, cfg config, out io.Writer) error {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -14,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
@@ -29,8 +31,10 @@ type Snapshot struct {
 	PendingPods int           `json:"pendingPods"`
 	// Waiting counts the pending pods by what they wait for: "unplaceable"
 	// (nodewright said why it cannot place them: see Problems),
-	// "nominated" (a node is planned or coming up for them), "bound" (on
-	// a node, not started yet) and "unscheduled" (none of these yet).
+	// "nominated" (a node is planned or coming up for them),
+	// "nominated-ready" (nominated to a node that is Ready and untainted:
+	// waiting for kube-scheduler to bind them), "bound" (on a node, not
+	// started yet) and "unscheduled" (none of these yet).
 	Waiting      map[string]int `json:"waiting,omitempty"`
 	NodeClaims   []NodeClaim    `json:"nodeClaims"`
 	Nodes        int            `json:"nodes"`
@@ -65,6 +69,10 @@ type NodeClaim struct {
 	Phase string `json:"phase"`
 }
 
+// WaitingFor are the keys of Snapshot.Waiting, in the order a pod goes
+// through them.
+var WaitingFor = []string{"unplaceable", "unscheduled", "nominated", "nominated-ready", "bound"}
+
 func (s *Snapshot) wait(why string) {
 	if s.Waiting == nil {
 		s.Waiting = map[string]int{}
@@ -86,7 +94,7 @@ func (e *NotConvergedError) Error() string {
 		phases[c.Phase]++
 	}
 	var waiting, claims []string
-	for _, why := range []string{"unplaceable", "nominated", "bound", "unscheduled"} {
+	for _, why := range WaitingFor {
 		if n := s.Waiting[why]; n > 0 {
 			waiting = append(waiting, fmt.Sprintf("%d %s", n, why))
 		}
@@ -183,13 +191,23 @@ func (r *snapshotReader) readPods(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	nodes := &corev1.NodeList{}
+	if err := r.sim.cache.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
+		return err
+	}
+	open := sets.New[string]()
+	for i := range nodes.Items {
+		if takesPods(&nodes.Items[i]) {
+			open.Insert(nodes.Items[i].Name)
+		}
+	}
 	var unplaceablePods []unplaceablePod
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		if p.Namespace == "kube-system" {
 			continue
 		}
-		if reason, unplaceable := r.snap.countPod(p, reasons); unplaceable {
+		if reason, unplaceable := r.snap.countPod(p, reasons, open); unplaceable {
 			unplaceablePods = append(unplaceablePods, unplaceablePod{p, reason})
 		}
 	}
@@ -203,7 +221,7 @@ func (r *snapshotReader) readPods(ctx context.Context) error {
 // countPod counts a pod as running or pending, and a pending one by what
 // it waits for. It returns the reason nodewright gave for not placing the
 // pod, if it gave one.
-func (s *Snapshot) countPod(p *corev1.Pod, reasons map[string]string) (string, bool) {
+func (s *Snapshot) countPod(p *corev1.Pod, reasons map[string]string, open sets.Set[string]) (string, bool) {
 	s.Pods++
 	if p.Status.Phase == corev1.PodRunning {
 		s.RunningPods++
@@ -211,18 +229,33 @@ func (s *Snapshot) countPod(p *corev1.Pod, reasons map[string]string) (string, b
 	}
 	s.PendingPods++
 	reason, unplaceable := reasons[p.Namespace+"/"+p.Name]
-	s.wait(waitingFor(p, unplaceable))
+	s.wait(waitingFor(p, unplaceable, open))
 	return reason, unplaceable
+}
+
+// takesPods reports a node that is Ready and has no taint that keeps
+// pods off.
+func takesPods(n *corev1.Node) bool {
+	if _, failing := failingCondition(n); failing || !n.DeletionTimestamp.IsZero() || n.Spec.Unschedulable {
+		return false
+	}
+	ready := slices.ContainsFunc(n.Status.Conditions, func(c corev1.NodeCondition) bool {
+		return c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue
+	})
+	fenced := slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Effect != corev1.TaintEffectPreferNoSchedule })
+	return ready && !fenced
 }
 
 // waitingFor is what a pending pod waits for, as Snapshot.Waiting counts
 // it.
-func waitingFor(p *corev1.Pod, unplaceable bool) string {
+func waitingFor(p *corev1.Pod, unplaceable bool, open sets.Set[string]) string {
 	switch {
 	case p.Spec.NodeName != "":
 		return "bound"
 	case unplaceable:
 		return "unplaceable"
+	case open.Has(p.Status.NominatedNodeName):
+		return "nominated-ready"
 	case p.Status.NominatedNodeName != "":
 		return "nominated"
 	}
