@@ -18,6 +18,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
@@ -58,6 +59,7 @@ type config struct {
 	noAWSLimits  bool
 	skipBaseline bool
 	noNomination bool
+	nominateMax  int
 	reference    string
 	logDir       string
 }
@@ -71,6 +73,7 @@ func main() {
 	flag.BoolVar(&cfg.skipBaseline, "no-baseline", false, "measure nodewright only")
 	flag.StringVar(&cfg.reference, "reference", "", "also run the reference autoscaler's KWOK provider with KWOK, from this directory (hack/reference/build.sh makes bin/reference), on the same control plane and workload")
 	flag.BoolVar(&cfg.noNomination, "no-nomination", false, "nodewright does not tell kube-scheduler where the plan put each pod (no nominatedNodeName, no NominatedNodeNameForExpectation gate)")
+	flag.IntVar(&cfg.nominateMax, "nominate-pods-max", -1, "nodewright's --nominate-pods-max (0: nominate every decision's pods; default: nodewright's default)")
 	flag.StringVar(&cfg.logDir, "work-dir", "", "keep each run's kubeconfig and component logs under this directory")
 	flag.Parse()
 	for _, s := range strings.Split(*pods, ",") {
@@ -116,13 +119,49 @@ type timeline struct {
 	claimsDone time.Duration
 	waited     map[string]float64
 	last       time.Duration
+	// queued is how long pods sat in each of kube-scheduler's queues
+	// (pod-seconds by its scheduler_pending_pods' queue label), and
+	// attempts its scheduling attempts by result during the run.
+	queued, attempts, attemptsBefore map[string]float64
 }
 
-// record reads a snapshot of the watch into the timeline.
-func (t *timeline) record(s *runner.Snapshot) {
-	if t.running == nil {
-		t.running = make([]time.Duration, len(shares))
+// schedulerView is what kube-scheduler's metrics say at one moment.
+type schedulerView struct {
+	pending, attempts map[string]float64
+}
+
+// readScheduler reads kube-scheduler's queues and attempts (empty when its
+// metrics cannot be read).
+func readScheduler(ctx context.Context, plane *controlplane.ControlPlane) schedulerView {
+	v := schedulerView{pending: map[string]float64{}, attempts: map[string]float64{}}
+	families, err := plane.Metrics(ctx, "kube-scheduler")
+	if err != nil {
+		return v
 	}
+	sum := func(family, label string, into map[string]float64) {
+		for _, m := range families[family].GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label {
+					into[l.GetValue()] += m.GetGauge().GetValue() + m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	sum("scheduler_pending_pods", "queue", v.pending)
+	sum("scheduler_schedule_attempts_total", "result", v.attempts)
+	return v
+}
+
+// record reads a snapshot of the watch and kube-scheduler's view at that
+// moment into the timeline.
+func (t *timeline) record(s *runner.Snapshot, v schedulerView) {
+	if t.running == nil {
+		t.running, t.queued, t.attemptsBefore = make([]time.Duration, len(shares)), map[string]float64{}, v.attempts
+	}
+	for queue, n := range v.pending {
+		t.queued[queue] += n * (s.Elapsed - t.last).Seconds()
+	}
+	t.attempts = v.attempts
 	for i, share := range shares {
 		if t.running[i] == 0 && s.Pods > 0 && float64(s.RunningPods) >= share*float64(s.Pods) {
 			t.running[i] = s.Elapsed
@@ -157,7 +196,20 @@ func (t timeline) String() string {
 		}
 	}
 	return strings.Join(parts, ", ") + "; every NodeClaim Ready and no pod pending " + seconds(t.claimsDone) +
-		"; pod-seconds pending: " + strings.Join(waited, ", ")
+		"; pod-seconds pending: " + strings.Join(waited, ", ") + "; kube-scheduler: " + t.scheduler()
+}
+
+// scheduler says how long pods sat in kube-scheduler's queues and how
+// often it tried to schedule them.
+func (t timeline) scheduler() string {
+	var queued, attempts []string
+	for _, q := range slices.Sorted(maps.Keys(t.queued)) {
+		queued = append(queued, fmt.Sprintf("%s %.0f", q, t.queued[q]))
+	}
+	for _, r := range slices.Sorted(maps.Keys(t.attempts)) {
+		attempts = append(attempts, fmt.Sprintf("%s %.0f", r, t.attempts[r]-t.attemptsBefore[r]))
+	}
+	return "pod-seconds queued " + strings.Join(queued, ", ") + "; attempts " + strings.Join(attempts, ", ")
 }
 
 func run(ctx context.Context, cfg config, out io.Writer) error {
@@ -218,6 +270,7 @@ func measure(ctx context.Context, cfg config, assets, nodewright string, manifes
 	timeout := 2*time.Minute + time.Duration(n/50)*time.Second
 	fmt.Fprintf(os.Stderr, "benche2e: %d pods, nodewright launching the nodes\n", n)
 	results, err := simulate(ctx, cfg, assets, nodewright, fmt.Sprintf("nodewright-%d", n), []runner.Step{{Name: "scale", Manifest: scaled}}, timeout, r.nwLine.record)
+
 	if len(results) > 0 {
 		r.nw, r.price = results[0].Figures, results[0].Snapshot.PricePerHour
 	}
@@ -249,7 +302,7 @@ func measureBaseline(ctx context.Context, cfg config, assets, nodewright string,
 	fmt.Fprintf(os.Stderr, "benche2e: %d pods, baseline: %d %s nodes made first\n", r.pods, r.baseline, baselineType)
 	steps := []runner.Step{{Name: "baseline-nodes", Manifest: baselineNodes(scaled, r.baseline)}, {Name: "baseline-pods", Manifest: workload}}
 	step, last := 0, time.Duration(0)
-	results, err := simulate(ctx, cfg, assets, nodewright, fmt.Sprintf("baseline-%d", r.pods), steps, timeout+time.Duration(r.baseline/5)*time.Second, func(s *runner.Snapshot) {
+	results, err := simulate(ctx, cfg, assets, nodewright, fmt.Sprintf("baseline-%d", r.pods), steps, timeout+time.Duration(r.baseline/5)*time.Second, func(s *runner.Snapshot, v schedulerView) {
 		// The first step makes the nodes, the second the pods: each
 		// step's watch counts its time from its start.
 		if s.Elapsed < last {
@@ -257,7 +310,7 @@ func measureBaseline(ctx context.Context, cfg config, assets, nodewright string,
 		}
 		last = s.Elapsed
 		if step == 1 {
-			r.baseLine.record(s)
+			r.baseLine.record(s, v)
 		}
 	})
 	if len(results) > 1 {
@@ -268,7 +321,7 @@ func measureBaseline(ctx context.Context, cfg config, assets, nodewright string,
 
 // simulate runs the steps on a new simulation, the controllers in their
 // own process.
-func simulate(ctx context.Context, cfg config, assets, nodewright, name string, steps []runner.Step, timeout time.Duration, progress func(*runner.Snapshot)) ([]runner.StepResult, error) {
+func simulate(ctx context.Context, cfg config, assets, nodewright, name string, steps []runner.Step, timeout time.Duration, progress func(*runner.Snapshot, schedulerView)) ([]runner.StepResult, error) {
 	opts := runner.DefaultOptions()
 	opts.AssetsDir, opts.ControllerProcess = assets, nodewright
 	if cfg.logDir != "" {
@@ -281,11 +334,14 @@ func simulate(ctx context.Context, cfg config, assets, nodewright, name string, 
 		opts.Faults.RateLimits, opts.BootDelay = 0, 0
 	}
 	opts.NoNominationGate, opts.Operator.NominatePods = cfg.noNomination, !cfg.noNomination
+	if cfg.nominateMax >= 0 {
+		opts.Operator.NominatePodsMax = cfg.nominateMax
+	}
 	sim, err := runner.Start(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	results, err := sim.RunSteps(ctx, steps, timeout, 2*time.Minute, progress)
+	results, err := sim.RunSteps(ctx, steps, timeout, 2*time.Minute, func(s *runner.Snapshot) { progress(s, readScheduler(ctx, sim.Plane)) })
 	return results, errors.Join(err, sim.Stop())
 }
 
@@ -411,6 +467,11 @@ func write(out io.Writer, cfg config, rows []row) {
 	for _, r := range rows {
 		fmt.Fprintf(out, "%d pods, Running: nodewright %s\n", r.pods, r.nwLine)
 		fmt.Fprintf(out, "%d pods, Running: baseline   %s\n", r.pods, r.baseLine)
+		fmt.Fprintf(out, "%d pods, control plane CPU s: nodewright %s; baseline %s", r.pods, planeCPU(r.nw.ControlPlaneCPUSeconds), planeCPU(r.base.ControlPlaneCPUSeconds))
+		if cfg.reference != "" {
+			fmt.Fprintf(out, "; reference %s", planeCPU(r.ref.plane))
+		}
+		fmt.Fprintln(out)
 		fmt.Fprintf(out, "%d pods, nodewright's writes: %s\n", r.pods, topWrites(r.nw, 8))
 		if r.err != nil {
 			fmt.Fprintf(out, "%d pods: %v\n", r.pods, r.err)
@@ -429,6 +490,9 @@ func conditions(cfg config) string {
 	}
 	if cfg.noNomination {
 		out += ", no nominatedNodeName"
+	}
+	if cfg.nominateMax >= 0 {
+		out += fmt.Sprintf(", --nominate-pods-max %d", cfg.nominateMax)
 	}
 	return out
 }
@@ -462,6 +526,18 @@ func writeReference(out io.Writer, rows []row) {
 			r.ref.nodes, r.ref.peakRSS>>20, r.ref.cpuSeconds)
 	}
 	_ = w.Flush()
+}
+
+// planeCPU prints the CPU seconds of the control plane's programs.
+func planeCPU(spent map[string]float64) string {
+	if len(spent) == 0 {
+		return "-"
+	}
+	parts := make([]string, 0, len(controlplane.Components))
+	for _, name := range controlplane.Components {
+		parts = append(parts, fmt.Sprintf("%s %.1f", name, spent[name]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // ratio is a ÷ b, "-" when either is unknown.

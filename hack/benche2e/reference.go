@@ -53,6 +53,9 @@ type referenceFigures struct {
 	nodes      int
 	peakRSS    int64
 	cpuSeconds float64
+	// plane is the CPU time the control plane's programs spent while the
+	// pods came up.
+	plane map[string]float64
 }
 
 // runReference runs the reference autoscaler's KWOK provider and the KWOK
@@ -96,14 +99,17 @@ func runReference(ctx context.Context, cfg config, assets, dir string, workload 
 	if err := applyAll(ctx, kube, []byte(referenceNodePool)); err != nil {
 		return f, err
 	}
-	start := time.Now()
+	start, planeBefore := time.Now(), plane.CPUSeconds()
 	if err := applyAll(ctx, kube, workload); err != nil {
 		return f, err
 	}
 	if err := awaitRunning(ctx, kube, provider, pods, start.Add(timeout), filepath.Join(logs, "reference.log")); err != nil {
 		return f, err
 	}
-	f.allRunning = time.Since(start)
+	f.allRunning, f.plane = time.Since(start), map[string]float64{}
+	for name, spent := range plane.CPUSeconds() {
+		f.plane[name] = spent - planeBefore[name]
+	}
 	nodes := &corev1.NodeList{}
 	if err := kube.List(ctx, nodes); err == nil {
 		f.nodes = len(nodes.Items)
@@ -137,10 +143,7 @@ func processFigures(pid int) (peakRSS int64, cpuSeconds float64) {
 	if data, err := os.ReadFile(proc + "/status"); err == nil {
 		peakRSS = runner.PeakRSSFromStatus(string(data))
 	}
-	if data, err := os.ReadFile(proc + "/stat"); err == nil {
-		cpuSeconds = runner.CPUSecondsFromStat(string(data))
-	}
-	return peakRSS, cpuSeconds
+	return peakRSS, controlplane.ProcessCPUSeconds(pid)
 }
 
 // startReferenceKWOK runs KWOK on the nodes the reference's KWOK provider

@@ -14,6 +14,9 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 )
 
 // component is a control-plane process other than etcd and kube-apiserver.
@@ -71,14 +74,40 @@ func (cp *ControlPlane) startComponent(ctx context.Context, assets, name string,
 	return c.waitHealthy(ctx, port, timeout)
 }
 
+// loopback reaches a component's secure port: it serves a self-signed
+// certificate on loopback.
+var loopback = &http.Client{
+	Timeout:   5 * time.Second,
+	Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // loopback, the component's own self-signed certificate
+}
+
+// Metrics reads the /metrics of a component started with the control
+// plane ("kube-scheduler", "kube-controller-manager"), by family name.
+func (cp *ControlPlane) Metrics(ctx context.Context, name string) (map[string]*dto.MetricFamily, error) {
+	url := cp.MetricsURL(name)
+	if url == "" {
+		return nil, fmt.Errorf("%s is not running in this control plane", name)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := loopback.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("reading the metrics of %s: %w", name, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("reading the metrics of %s: %s", name, resp.Status)
+	}
+	var parser expfmt.TextParser
+	return parser.TextToMetricFamilies(resp.Body)
+}
+
 // waitHealthy polls /healthz until it answers ok, the process exits or the
 // timeout passes; failures quote the end of the component's log.
 func (c *component) waitHealthy(ctx context.Context, port int, timeout time.Duration) error {
-	client := &http.Client{
-		Timeout: 2 * time.Second,
-		// The component serves a self-signed certificate on loopback.
-		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // loopback health probe
-	}
+	client := loopback
 	url := fmt.Sprintf("https://127.0.0.1:%d/healthz", port)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

@@ -329,5 +329,23 @@ func (cp *ControlPlane) MetricsURL(name string) string {
 	return ""
 }
 
+// Components are the programs a control plane may run, as CPUSeconds
+// names them.
+var Components = []string{"etcd", "kube-apiserver", "kube-scheduler", "kube-controller-manager"}
+
+// CPUSeconds is the CPU time each program of the control plane has spent
+// so far, by its name in Components.
+func (cp *ControlPlane) CPUSeconds() map[string]float64 {
+	out := map[string]float64{}
+	for _, c := range childProcesses() {
+		// The kernel keeps the first 15 bytes of a command's name.
+		i := slices.IndexFunc(Components, func(name string) bool { return strings.HasPrefix(name, c.name) })
+		if i >= 0 {
+			out[Components[i]] += c.cpu
+		}
+	}
+	return out
+}
+
 // WorkDir is where the kubeconfig and the component logs are.
 func (cp *ControlPlane) WorkDir() string { return cp.workDir }

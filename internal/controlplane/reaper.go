@@ -1,6 +1,7 @@
 package controlplane
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -75,6 +76,7 @@ func children() map[int]string {
 
 type child struct {
 	name string
+	cpu  float64
 	// leader: the process leads its own process group (envtest starts
 	// etcd and kube-apiserver so), which the reaper can end whole
 	// without touching this process's group.
@@ -93,7 +95,7 @@ func childProcesses() map[int]child {
 		}
 		st, ok := parseStat(string(data))
 		if ok && st.ppid == self {
-			out[st.pid] = child{name: st.comm, leader: st.pgrp == st.pid}
+			out[st.pid] = child{name: st.comm, cpu: st.cpu, leader: st.pgrp == st.pid}
 		}
 	}
 	return out
@@ -103,6 +105,8 @@ func childProcesses() map[int]child {
 type procStat struct {
 	pid, ppid, pgrp int
 	comm            string
+	// cpu is the CPU time (user and system) spent so far, in seconds.
+	cpu float64
 }
 
 // parseStat reads a /proc/PID/stat line; ok is false when it is not one.
@@ -112,16 +116,31 @@ func parseStat(s string) (_ procStat, ok bool) {
 	if open < 0 || end < open {
 		return procStat{}, false
 	}
-	// state ppid pgrp ...
+	// state ppid pgrp session tty tpgid flags minflt cminflt majflt
+	// cmajflt utime stime ...
 	fields := strings.Fields(s[end+1:])
-	if len(fields) < 3 {
+	if len(fields) < 13 {
 		return procStat{}, false
 	}
 	pid, err1 := strconv.Atoi(strings.TrimSpace(s[:open]))
 	ppid, err2 := strconv.Atoi(fields[1])
 	pgrp, err3 := strconv.Atoi(fields[2])
-	if err1 != nil || err2 != nil || err3 != nil {
+	utime, err4 := strconv.ParseFloat(fields[11], 64)
+	stime, err5 := strconv.ParseFloat(fields[12], 64)
+	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 		return procStat{}, false
 	}
-	return procStat{pid: pid, ppid: ppid, pgrp: pgrp, comm: s[open+1 : end]}, true
+	// Linux counts CPU time in ticks of 1/100 s.
+	return procStat{pid: pid, ppid: ppid, pgrp: pgrp, comm: s[open+1 : end], cpu: (utime + stime) / 100}, true
+}
+
+// ProcessCPUSeconds is the CPU time (user and system) process pid has
+// spent so far, in seconds; 0 when it cannot be read.
+func ProcessCPUSeconds(pid int) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	st, _ := parseStat(string(data))
+	return st.cpu
 }

@@ -106,3 +106,19 @@ func alive(pid int) bool {
 	i := strings.LastIndexByte(s, ')')
 	return i < 0 || !strings.HasPrefix(strings.TrimSpace(s[i+1:]), "Z")
 }
+
+// A process's CPU time is its user and system ticks, counted after its
+// command name however many spaces and parentheses that holds; a line
+// that is not a whole stat reads as nothing.
+func TestParseStatReadsCPUTime(t *testing.T) {
+	st, ok := parseStat("4903 (nodewright (ctl) x) S 1 4903 4903 0 -1 4194560 51000 0 0 0 2350 415 0 0 20 0 14 0 4829472 3133440 344")
+	if !ok || st.cpu != 27.65 || st.comm != "nodewright (ctl) x" || st.ppid != 1 {
+		t.Errorf("parsed %+v (ok %v), want CPU 27.65 s (2350 user + 415 system ticks) of nodewright (ctl) x, parent 1", st, ok)
+	}
+	if _, ok := parseStat("4903 (truncated"); ok {
+		t.Error("a truncated stat was read")
+	}
+	if got := ProcessCPUSeconds(os.Getpid()); got <= 0 {
+		t.Errorf("this process's CPU time = %v, want more than 0", got)
+	}
+}

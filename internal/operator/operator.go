@@ -119,6 +119,10 @@ type Config struct {
 	// NominatePods sets pending pods' status.nominatedNodeName to the node
 	// planned for them once it exists, so kube-scheduler follows the plan.
 	NominatePods bool
+	// NominatePodsMax is the most pods a decision may plan for them to be
+	// nominated (0: no limit): past it the hint costs kube-scheduler more
+	// than it saves (provisioning.Nominator).
+	NominatePodsMax int
 	// NodeClassCEL is the AWS feature gate of the same name: EC2NodeClass
 	// spec.kubelet may hold CEL expressions.
 	NodeClassCEL bool
@@ -145,7 +149,7 @@ func DefaultConfig() Config {
 		BatchIdle: time.Second, BatchMax: 10 * time.Second, NodeClassRefresh: 5 * time.Minute, InstanceTypeTTL: 5 * time.Minute,
 		GCInterval: time.Minute, GCGrace: 30 * time.Second, UnavailableOfferingTTL: provider.UnavailableOfferingTTL,
 		MetricsAddr: ":8080", HealthAddr: ":8081", LeaderElectionNamespace: "kube-system",
-		Disruption: disruption.DefaultConfig(), NominatePods: true, LaunchBatching: true,
+		Disruption: disruption.DefaultConfig(), NominatePods: true, NominatePodsMax: 100, LaunchBatching: true,
 		NodeRepair: true, RepairInterval: 10 * time.Second, Repair: nodepoolhealth.DefaultTolerations(), Interruption: interruption.DefaultOptions(""),
 		KubeQPS: 200, KubeBurst: 300, Concurrency: 50,
 	}
@@ -312,7 +316,7 @@ func newWiring(ctx context.Context, mgr manager.Manager, cfg Config, clouds Clou
 		resolver: &nodeclass.Resolver{EC2: clouds.EC2, SSM: clouds.SSM, IAM: clouds.IAM, ClusterName: cfg.ClusterName, KubernetesVersion: cfg.KubernetesVersion,
 			AliasParameterRoot: cfg.AMIAliasParameterRoot}}
 	if cfg.NominatePods {
-		w.nominator = &provisioning.Nominator{Client: mgr.GetClient(), Clock: clk, TTL: cfg.Lifecycle.RegistrationTimeout + time.Minute}
+		w.nominator = &provisioning.Nominator{Client: mgr.GetClient(), Clock: clk, TTL: cfg.Lifecycle.RegistrationTimeout + time.Minute, MaxPods: cfg.NominatePodsMax}
 	}
 	w.launcher = provider.New(clouds.EC2, w.resolver, cluster, clk)
 	w.launcher.SetUnavailableOfferingTTL(cfg.UnavailableOfferingTTL)

@@ -27,11 +27,22 @@ import (
 // its room, so pods land where the plan put them even when nodes become
 // Ready at different times (KEP-1923; KEP-5278 lets other components set
 // the field, behind the NominatedNodeNameForExpectation feature gate).
+//
+// The hint has a price: kube-scheduler evaluates every node that has
+// pods nominated to it twice in each scheduling attempt (with and
+// without them), so thousands of nominated pods slow every attempt down.
+// A decision that plans more than MaxPods pods is remembered (it keeps
+// the pods from being planned twice) but not written: kube-scheduler
+// places those pods as the nodes come, and consolidation removes a node
+// its placement left surplus.
 type Nominator struct {
 	Client client.Client
 	Clock  clock.PassiveClock
 	// TTL is how long a plan is remembered.
 	TTL time.Duration
+	// MaxPods is the most pods a decision may plan for its pods to be
+	// nominated (0: no limit).
+	MaxPods int
 
 	mu    sync.Mutex
 	plans map[string]plan // NodeClaim name → its pods
@@ -42,11 +53,19 @@ type Nominator struct {
 type plan struct {
 	pods []types.NamespacedName
 	at   time.Time
+	// quiet plans are remembered, not written to the pods.
+	quiet bool
 }
 
-// Plan remembers that pods are planned onto a NodeClaim (or, when node
-// is set, onto an existing node: nominated at once).
-func (n *Nominator) Plan(claim string, pods []*corev1.Pod) {
+// Hints reports whether a decision that planned this many pods has them
+// nominated.
+func (n *Nominator) Hints(planned int) bool {
+	return n != nil && (n.MaxPods == 0 || planned <= n.MaxPods)
+}
+
+// Plan remembers that pods are planned onto a NodeClaim; with hint, they
+// are nominated to its node once it exists.
+func (n *Nominator) Plan(claim string, pods []*corev1.Pod, hint bool) {
 	if n == nil {
 		return
 	}
@@ -56,7 +75,7 @@ func (n *Nominator) Plan(claim string, pods []*corev1.Pod) {
 		n.plans, n.target = map[string]plan{}, map[types.NamespacedName]string{}
 	}
 	p := n.plans[claim]
-	p.at = n.Clock.Now()
+	p.at, p.quiet = n.Clock.Now(), !hint
 	for _, pod := range pods {
 		key := client.ObjectKeyFromObject(pod)
 		if old, ok := n.target[key]; ok && old != claim {
@@ -129,11 +148,15 @@ func (n *Nominator) NominateTo(ctx context.Context, claim, node string) error {
 		return nil
 	}
 	n.mu.Lock()
-	pods := slices.Clone(n.plans[claim].pods)
+	pods, quiet := slices.Clone(n.plans[claim].pods), n.plans[claim].quiet
 	n.mu.Unlock()
 	var placed []types.NamespacedName
 	for _, key := range pods {
-		done, err := n.nominate(ctx, key, node)
+		nominate := n.nominate
+		if quiet {
+			nominate = n.placed
+		}
+		done, err := nominate(ctx, key, node)
 		if err != nil {
 			return err
 		}
@@ -177,6 +200,16 @@ func (n *Nominator) nominate(ctx context.Context, key types.NamespacedName, node
 	}
 	logf.FromContext(ctx).V(1).Info("nominated node for pod", "pod", key, "Node", node)
 	return false, nil
+}
+
+// placed reports a pod that is bound or gone (it needs no plan any more),
+// writing nothing: the node argument is that of nominate.
+func (n *Nominator) placed(ctx context.Context, key types.NamespacedName, _ string) (bool, error) {
+	pod := &corev1.Pod{}
+	if err := n.Client.Get(ctx, key, pod); err != nil {
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+	}
+	return pod.Spec.NodeName != "" || !pod.DeletionTimestamp.IsZero(), nil
 }
 
 // Planned are the pods planned onto NodeClaims that have no node yet,

@@ -100,7 +100,7 @@ const UnseenGrace = time.Minute
 // kube-scheduler has found no node for (the others it places itself when
 // it gets to them), and remembers those planned onto NodeClaims still in
 // flight.
-func (p *Provisioner) nominateExisting(ctx context.Context, snap *state.Snapshot, plan *scheduling.Plan) error {
+func (p *Provisioner) nominateExisting(ctx context.Context, snap *state.Snapshot, plan *scheduling.Plan, hint bool) error {
 	registered := map[string]bool{}
 	for _, n := range snap.Nodes {
 		registered[n.Name] = n.Registered()
@@ -110,18 +110,34 @@ func (p *Provisioner) nominateExisting(ctx context.Context, snap *state.Snapshot
 			for _, pod := range notVirtual(e.Pods) {
 				p.Recorder.Eventf(pod, corev1.EventTypeNormal, v1.ReasonNominated, "pod should schedule on NodeClaim %s (launching)", e.Node)
 			}
-			p.Nominator.Plan(e.Node, e.Pods)
+			p.Nominator.Plan(e.Node, e.Pods, hint)
 			continue
 		}
 		marked := slices.DeleteFunc(notVirtual(e.Pods), func(pod *corev1.Pod) bool { return !state.MarkedUnschedulable(pod) })
 		for _, pod := range marked {
 			p.Recorder.Eventf(pod, corev1.EventTypeNormal, v1.ReasonNominated, "pod should schedule on node %s", e.Node)
 		}
+		if !hint {
+			continue
+		}
 		if err := p.Nominator.Nominate(ctx, e.Node, marked); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// plannedPods counts the pods a plan places on new NodeClaims and on
+// existing nodes.
+func plannedPods(plan *scheduling.Plan) int {
+	n := 0
+	for _, nc := range plan.NodeClaims {
+		n += len(nc.Pods)
+	}
+	for _, e := range plan.Existing {
+		n += len(e.Pods)
+	}
+	return n
 }
 
 // SetupWithManager watches pods (pending ones open a batch) and NodeClaims
@@ -337,8 +353,9 @@ func (p *Provisioner) Provision(ctx context.Context) (time.Duration, error) {
 		debug.Info("pending pods planned", "pods", podKeys(snap.Pending), "onExisting", len(plan.Existing))
 	}
 	writer := &intent.NodeClaims{Client: p.Client, Metrics: p.Metrics, Batch: p.LaunchBatching}
+	hint := p.Nominator.Hints(plannedPods(plan))
 	if _, err := writer.Create(ctx, snap, plan.NodeClaims, func(nc *v1.NodeClaim, planned *scheduling.PlannedNodeClaim) {
-		p.Nominator.Plan(nc.Name, planned.Pods)
+		p.Nominator.Plan(nc.Name, planned.Pods, hint)
 		p.Log.Info("created NodeClaim", "NodeClaim", nc.Name, "nodePool", planned.NodePool, "pods", len(planned.Pods),
 			"cheapestInstanceType", planned.InstanceType.Name, "instanceTypes", len(planned.InstanceTypes), "requests", planned.Requests.String())
 		for _, pod := range notVirtual(planned.Pods) {
@@ -347,7 +364,7 @@ func (p *Provisioner) Provision(ctx context.Context) (time.Duration, error) {
 	}); err != nil {
 		return 0, err
 	}
-	if err := p.nominateExisting(ctx, snap, plan); err != nil {
+	if err := p.nominateExisting(ctx, snap, plan, hint); err != nil {
 		return 0, err
 	}
 	for _, f := range plan.Fallbacks {

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -82,7 +81,8 @@ func controllerArgs(cfg operator.Config, metricsAddr string) []string {
 		"--replacement-timeout", cfg.Disruption.ReplacementTimeout.String(), "--drift-failure-limit", strconv.Itoa(cfg.Disruption.DriftFailureLimit),
 		"--kube-client-qps", strconv.FormatFloat(float64(cfg.KubeQPS), 'f', -1, 32), "--kube-client-burst", strconv.Itoa(cfg.KubeBurst),
 		"--concurrency", strconv.Itoa(cfg.Concurrency),
-		"--nominate-pods=" + strconv.FormatBool(cfg.NominatePods),
+		"--nominate-pods=" + strconv.FormatBool(cfg.NominatePods), "--nominate-pods-max", strconv.Itoa(cfg.NominatePodsMax),
+		"--launch-batching=" + strconv.FormatBool(cfg.LaunchBatching),
 		"--unsafe-skip-userdata-validation=" + strconv.FormatBool(cfg.SkipUserDataValidation),
 		"--enable-profiling=" + strconv.FormatBool(cfg.Profiling),
 		"--node-repair=" + strconv.FormatBool(cfg.NodeRepair), "--node-repair-ready-after", cfg.Repair.Ready.String(),
@@ -177,36 +177,11 @@ func (s *Sim) controllerRSS() int64 {
 // cpuSeconds is the CPU time the process that runs the controllers has
 // spent so far (0 when it cannot be read).
 func (s *Sim) cpuSeconds() float64 {
-	pid := "self"
+	pid := os.Getpid()
 	if s.controller != nil {
-		pid = strconv.Itoa(s.controller.Process.Pid)
+		pid = s.controller.Process.Pid
 	}
-	data, err := os.ReadFile("/proc/" + pid + "/stat")
-	if err != nil {
-		return 0
-	}
-	return CPUSecondsFromStat(string(data))
-}
-
-// CPUSecondsFromStat reads utime and stime from a /proc/PID/stat, in
-// seconds (at Linux's 100 clock ticks a second).
-func CPUSecondsFromStat(stat string) float64 {
-	// The command name (field 2) is in parentheses and may hold spaces:
-	// fields are counted after its closing one.
-	end := strings.LastIndexByte(stat, ')')
-	if end < 0 {
-		return 0
-	}
-	f := strings.Fields(stat[end+1:])
-	if len(f) < 13 {
-		return 0
-	}
-	utime, err1 := strconv.ParseFloat(f[11], 64)
-	stime, err2 := strconv.ParseFloat(f[12], 64)
-	if err1 != nil || err2 != nil {
-		return 0
-	}
-	return (utime + stime) / 100
+	return controlplane.ProcessCPUSeconds(pid)
 }
 
 // processRequests reads nodewright_kube_requests_total from the

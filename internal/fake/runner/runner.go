@@ -507,6 +507,9 @@ type Figures struct {
 	// CPUSeconds is the CPU time (user and system) that process spent
 	// during the step.
 	CPUSeconds float64 `json:"cpuSeconds"`
+	// ControlPlaneCPUSeconds is the CPU time each program of the control
+	// plane spent during the step, by controlplane.Components' names.
+	ControlPlaneCPUSeconds map[string]float64 `json:"controlPlaneCPUSeconds"`
 	// AWSCalls and AWSThrottled are the calls to the simulated AWS
 	// account during the step (attempts, retries included) and those it
 	// throttled, by action.
@@ -539,7 +542,7 @@ func (s *Sim) RunSteps(ctx context.Context, steps []Step, timeout, stall time.Du
 	var out []StepResult
 	seen := 0
 	for _, st := range steps {
-		before, awsBefore, cpuBefore := s.requestCounts(ctx), s.Account.Stats(), s.cpuSeconds()
+		before, awsBefore, cpuBefore, planeBefore := s.requestCounts(ctx), s.Account.Stats(), s.cpuSeconds(), s.Plane.CPUSeconds()
 		if err := s.Apply(ctx, st.Name, st.Manifest); err != nil {
 			return out, err
 		}
@@ -563,6 +566,10 @@ func (s *Sim) RunSteps(ctx context.Context, steps []Step, timeout, stall time.Du
 		}
 		res.Figures.PeakRSS, res.Figures.Process = peakRSS(), s.processName()
 		res.Figures.CPUSeconds = s.cpuSeconds() - cpuBefore
+		res.Figures.ControlPlaneCPUSeconds = map[string]float64{}
+		for name, spent := range s.Plane.CPUSeconds() {
+			res.Figures.ControlPlaneCPUSeconds[name] = spent - planeBefore[name]
+		}
 		if s.controller != nil {
 			res.Figures.PeakRSS = s.controllerRSS()
 		}
