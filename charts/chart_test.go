@@ -107,13 +107,13 @@ func TestValuesAreChecked(t *testing.T) {
 func TestSettingsBecomeFlags(t *testing.T) {
 	objs := render(t, settings(map[string]any{
 		"clusterEndpoint": "https://api.internal:443", "region": "eu-west-1", "interruptionQueue": "prod-interruptions",
-		"launchTimeout": "7m", "logFormat": "console",
+		"launchTimeout": "7m", "logFormat": "console", "nominatePodsMax": 20,
 	}))
 	dep := find(t, objs, "Deployment")
 	containers, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers")
 	args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
 	for _, want := range []string{"controller", "--cluster-name=prod", "--cluster-endpoint=https://api.internal:443", "--region=eu-west-1",
-		"--interruption-queue=prod-interruptions", "--launch-timeout=7m", "--log-format=console", "--leader-elect=true",
+		"--interruption-queue=prod-interruptions", "--launch-timeout=7m", "--log-format=console", "--nominate-pods-max=20", "--leader-elect=true",
 		"--leader-election-namespace=nodewright"} {
 		if !slices.Contains(args, want) {
 			t.Errorf("args %v lack %s", args, want)
