@@ -60,6 +60,7 @@ type config struct {
 	skipBaseline bool
 	noNomination bool
 	nominateMax  int
+	profile      bool
 	reference    string
 	logDir       string
 }
@@ -74,6 +75,7 @@ func main() {
 	flag.StringVar(&cfg.reference, "reference", "", "also run the reference autoscaler's KWOK provider with KWOK, from this directory (hack/reference/build.sh makes bin/reference), on the same control plane and workload")
 	flag.BoolVar(&cfg.noNomination, "no-nomination", false, "nodewright does not tell kube-scheduler where the plan put each pod (no nominatedNodeName, no NominatedNodeNameForExpectation gate)")
 	flag.IntVar(&cfg.nominateMax, "nominate-pods-max", -1, "nodewright's --nominate-pods-max (0: nominate every decision's pods; default: nodewright's default)")
+	flag.BoolVar(&cfg.profile, "profile", false, "serve nodewright's Go profiles (/debug/pprof/ on its metrics address, named in its log)")
 	flag.StringVar(&cfg.logDir, "work-dir", "", "keep each run's kubeconfig and component logs under this directory")
 	flag.Parse()
 	for _, s := range strings.Split(*pods, ",") {
@@ -337,6 +339,7 @@ func simulate(ctx context.Context, cfg config, assets, nodewright, name string, 
 	if cfg.nominateMax >= 0 {
 		opts.Operator.NominatePodsMax = cfg.nominateMax
 	}
+	opts.Operator.Profiling = cfg.profile
 	sim, err := runner.Start(ctx, opts)
 	if err != nil {
 		return nil, err

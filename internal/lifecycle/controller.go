@@ -111,7 +111,7 @@ func (c *Controller) claimOfNode(ctx context.Context, o client.Object) []reconci
 		return nil
 	}
 	claims := &v1.NodeClaimList{}
-	if err := c.Client.List(ctx, claims, client.MatchingFields{listing.NodeClaimProviderID: node.Spec.ProviderID}); err != nil {
+	if err := c.Client.List(ctx, claims, client.MatchingFields{listing.NodeClaimProviderID: node.Spec.ProviderID}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	out := make([]reconcile.Request, 0, len(claims.Items))

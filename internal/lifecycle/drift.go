@@ -153,7 +153,7 @@ func ownByPool(nc *v1.NodeClaim, np *v1.NodePool) {
 // claimsOfPool wakes the NodeClaims of a changed NodePool (drift).
 func (c *Controller) claimsOfPool(ctx context.Context, o client.Object) []reconcile.Request {
 	claims := &v1.NodeClaimList{}
-	if err := c.Client.List(ctx, claims, client.MatchingLabels{v1.LabelNodePool: o.GetName()}); err != nil {
+	if err := c.Client.List(ctx, claims, client.MatchingLabels{v1.LabelNodePool: o.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	return requests(claims.Items, func(*v1.NodeClaim) bool { return true })
@@ -162,7 +162,7 @@ func (c *Controller) claimsOfPool(ctx context.Context, o client.Object) []reconc
 // claimsOfClass wakes the NodeClaims of a changed EC2NodeClass (drift).
 func (c *Controller) claimsOfClass(ctx context.Context, o client.Object) []reconcile.Request {
 	claims := &v1.NodeClaimList{}
-	if err := c.Client.List(ctx, claims); err != nil {
+	if err := c.Client.List(ctx, claims, client.UnsafeDisableDeepCopy); err != nil {
 		return nil
 	}
 	return requests(claims.Items, func(nc *v1.NodeClaim) bool {

@@ -108,11 +108,13 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	before := np.DeepCopy()
 	claims := &v1.NodeClaimList{}
-	if err := c.Client.List(ctx, claims, client.MatchingLabels{v1.LabelNodePool: np.Name}); err != nil {
+	// Read only, and listed on each of the many events that lead here:
+	// the cache's objects themselves, not copies.
+	if err := c.Client.List(ctx, claims, client.MatchingLabels{v1.LabelNodePool: np.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, err
 	}
 	nodes := &corev1.NodeList{}
-	if err := c.Client.List(ctx, nodes, client.MatchingLabels{v1.LabelNodePool: np.Name}); err != nil {
+	if err := c.Client.List(ctx, nodes, client.MatchingLabels{v1.LabelNodePool: np.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, err
 	}
 	resources := corev1.ResourceList{"nodes": *resource.NewQuantity(0, resource.DecimalSI)}

@@ -119,9 +119,9 @@ type Config struct {
 	// NominatePods sets pending pods' status.nominatedNodeName to the node
 	// planned for them once it exists, so kube-scheduler follows the plan.
 	NominatePods bool
-	// NominatePodsMax is the most pods a decision may plan for them to be
-	// nominated (0: no limit): past it the hint costs kube-scheduler more
-	// than it saves (provisioning.Nominator).
+	// NominatePodsMax is the most pods that may wait for a node for a
+	// decision's pods to be nominated (0: no limit): past it the hint
+	// costs kube-scheduler more than it saves (provisioning.Nominator).
 	NominatePodsMax int
 	// NodeClassCEL is the AWS feature gate of the same name: EC2NodeClass
 	// spec.kubelet may hold CEL expressions.
@@ -232,9 +232,8 @@ func newManager(ctx context.Context, rc *rest.Config, cfg Config, log logr.Logge
 	requests.Wrap(rc)
 	mgr, err := ctrl.NewManager(rc, ctrl.Options{
 		Scheme: scheme,
-		// The cache keeps what the controllers read, without the managed
-		// fields no controller looks at (a third of a pod's size).
-		Cache:                   cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
+		// The cache keeps what the controllers read (trim).
+		Cache:                   cache.Options{DefaultTransform: trim},
 		Logger:                  log,
 		Metrics:                 metricsserver.Options{BindAddress: cfg.MetricsAddr, ExtraHandlers: profiling(cfg.Profiling)},
 		HealthProbeBindAddress:  cfg.HealthAddr,

@@ -31,16 +31,17 @@ import (
 // The hint has a price: kube-scheduler evaluates every node that has
 // pods nominated to it twice in each scheduling attempt (with and
 // without them), so thousands of nominated pods slow every attempt down.
-// A decision that plans more than MaxPods pods is remembered (it keeps
-// the pods from being planned twice) but not written: kube-scheduler
-// places those pods as the nodes come, and consolidation removes a node
-// its placement left surplus.
+// While more than MaxPods pods wait for a node, a decision's plan is
+// remembered (it keeps the pods from being planned twice) but not
+// written: kube-scheduler places those pods as the nodes come, and
+// consolidation removes a node its placement left surplus.
 type Nominator struct {
 	Client client.Client
 	Clock  clock.PassiveClock
 	// TTL is how long a plan is remembered.
 	TTL time.Duration
-	// MaxPods is the most pods a decision may plan for its pods to be
+	// MaxPods is the most pods that may wait for a node (pending, or
+	// planned onto a node not up yet) for a decision's pods to be
 	// nominated (0: no limit).
 	MaxPods int
 
@@ -57,8 +58,8 @@ type plan struct {
 	quiet bool
 }
 
-// Hints reports whether a decision that planned this many pods has them
-// nominated.
+// Hints reports whether a decision made while this many pods wait for a
+// node has its pods nominated.
 func (n *Nominator) Hints(planned int) bool {
 	return n != nil && (n.MaxPods == 0 || planned <= n.MaxPods)
 }

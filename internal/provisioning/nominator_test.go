@@ -15,11 +15,11 @@ import (
 	"github.com/nodewright/nodewright/internal/provisioning"
 )
 
-// A decision that plans more pods than MaxPods is remembered (its pods
-// stay planned onto their NodeClaim) but writes nothing to the pods; a
-// decision within the limit has its pods nominated to the node once it
-// exists. A bound pod leaves either plan.
-func TestLargeDecisionsAreNotNominated(t *testing.T) {
+// A decision made while more pods than MaxPods wait for a node is
+// remembered (its pods stay planned onto their NodeClaim) but writes
+// nothing to the pods; one made within the limit has its pods nominated
+// to the node once it exists. A bound pod leaves either plan.
+func TestPodsAreNotNominatedWhileManyWait(t *testing.T) {
 	plane := controlplane.StartForTest(t, controlplane.Options{})
 	kube, _ := optest.Direct(t, plane)
 	ctx := context.Background()

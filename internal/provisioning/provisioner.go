@@ -127,19 +127,6 @@ func (p *Provisioner) nominateExisting(ctx context.Context, snap *state.Snapshot
 	return nil
 }
 
-// plannedPods counts the pods a plan places on new NodeClaims and on
-// existing nodes.
-func plannedPods(plan *scheduling.Plan) int {
-	n := 0
-	for _, nc := range plan.NodeClaims {
-		n += len(nc.Pods)
-	}
-	for _, e := range plan.Existing {
-		n += len(e.Pods)
-	}
-	return n
-}
-
 // SetupWithManager watches pods (pending ones open a batch) and NodeClaims
 // and nodes being deleted or gone (their pods need a new plan), and runs
 // the batch loop with the manager.
@@ -353,7 +340,8 @@ func (p *Provisioner) Provision(ctx context.Context) (time.Duration, error) {
 		debug.Info("pending pods planned", "pods", podKeys(snap.Pending), "onExisting", len(plan.Existing))
 	}
 	writer := &intent.NodeClaims{Client: p.Client, Metrics: p.Metrics, Batch: p.LaunchBatching}
-	hint := p.Nominator.Hints(plannedPods(plan))
+	// Pods waiting at once bound how many may be nominated at once.
+	hint := p.Nominator.Hints(len(snap.Pending) + snap.Expecting())
 	if _, err := writer.Create(ctx, snap, plan.NodeClaims, func(nc *v1.NodeClaim, planned *scheduling.PlannedNodeClaim) {
 		p.Nominator.Plan(nc.Name, planned.Pods, hint)
 		p.Log.Info("created NodeClaim", "NodeClaim", nc.Name, "nodePool", planned.NodePool, "pods", len(planned.Pods),
