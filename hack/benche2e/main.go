@@ -204,7 +204,7 @@ func (t timeline) String() string {
 // scheduler says how long pods sat in kube-scheduler's queues and how
 // often it tried to schedule them.
 func (t timeline) scheduler() string {
-	var queued, attempts []string
+	queued, attempts := make([]string, 0, len(t.queued)), make([]string, 0, len(t.attempts))
 	for _, q := range slices.Sorted(maps.Keys(t.queued)) {
 		queued = append(queued, fmt.Sprintf("%s %.0f", q, t.queued[q]))
 	}
