@@ -152,7 +152,15 @@ func TestRebootIsIssuedOnceWhenItsConditionWriteFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var stale *v1.NodeClaim
 	conflicting := interceptor.NewClient(watching, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if nc, ok := obj.(*v1.NodeClaim); ok && stale != nil && key.Name == stale.Name {
+				stale.DeepCopyInto(nc)
+				return nil
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 			if nc, ok := obj.(*v1.NodeClaim); ok && failures > 0 && sub == "status" && rebootIssued(nc) {
 				failures--
@@ -180,16 +188,32 @@ func TestRebootIsIssuedOnceWhenItsConditionWriteFails(t *testing.T) {
 	if _, err := c.Reconcile(ctx, req); !apierrors.IsConflict(err) {
 		t.Fatalf("the first pass: %v, want the injected conflict", err)
 	}
+	// As a lagging cache would show it after the write: requested, its
+	// boot ID recorded, not yet issued.
+	requested := e.claim(t, "flaky")
 	if _, err := c.Reconcile(ctx, req); err != nil {
 		t.Fatal(err)
 	}
-	reboots := 0
-	for _, inst := range e.account.Instances() {
-		reboots += inst.Reboots
+	reboots := func() int {
+		n := 0
+		for _, inst := range e.account.Instances() {
+			n += inst.Reboots
+		}
+		return n
 	}
 	cond := meta.FindStatusCondition(e.claim(t, "flaky").Status.Conditions, v1.ConditionRebooting)
-	if reboots != 1 || cond == nil || cond.Reason != v1.ReasonRebootIssued {
-		t.Errorf("after a failed condition write and a retry: %d reboots, Rebooting %+v; want 1 reboot and RebootIssued", reboots, cond)
+	if reboots() != 1 || cond == nil || cond.Reason != v1.ReasonRebootIssued {
+		t.Errorf("after a failed condition write and a retry: %d reboots, Rebooting %+v; want 1 reboot and RebootIssued", reboots(), cond)
+	}
+	stale = requested
+	// Its condition write conflicts (the object moved on); the reboot
+	// must not have been issued before it.
+	if _, err := c.Reconcile(ctx, req); err != nil && !apierrors.IsConflict(err) {
+		t.Fatal(err)
+	}
+	stale = nil
+	if reboots() != 1 {
+		t.Errorf("a pass that read the NodeClaim from before the condition was written rebooted again: %d reboots", reboots())
 	}
 }
 

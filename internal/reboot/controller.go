@@ -73,9 +73,10 @@ type Controller struct {
 	// NodeClaim UID (for its duration once it ends).
 	requested map[types.UID]time.Time
 	// issued are the reboots this process issued, by NodeClaim and the
-	// boot ID it rebooted from: a condition write that fails after the
-	// reboot (a conflict on a busy API server) is retried without
-	// rebooting again.
+	// boot ID it rebooted from, until a read shows them recorded: a
+	// condition write that fails after the reboot (a conflict on a busy
+	// API server), or a cache that does not show the write yet, does not
+	// reboot the instance again.
 	issued sync.Map
 }
 
@@ -161,8 +162,8 @@ func (c *Controller) issue(ctx context.Context, nc *v1.NodeClaim, node *corev1.N
 		fmt.Sprintf("instance rebooted at %s; waiting for a boot ID other than %q and Ready", c.Clock.Now().UTC().Format(time.RFC3339), pre)); err != nil {
 		return reconcile.Result{}, err
 	}
-	// The condition says so from now on: nothing to remember.
-	c.issued.Delete(key)
+	// Remembered until a read shows the condition (observe): a cache that
+	// lags the write still shows the request.
 	return reconcile.Result{RequeueAfter: c.Poll}, nil
 }
 
@@ -185,6 +186,8 @@ func (c *Controller) notIssued(ctx context.Context, nc *v1.NodeClaim, node *core
 // comes off) and be Ready (the reboot succeeded), or for the timeout.
 func (c *Controller) observe(ctx context.Context, nc *v1.NodeClaim, node *corev1.Node, cond *metav1.Condition) (reconcile.Result, error) {
 	pre, now := nc.Annotations[v1.AnnotationRebootPreBootID], node.Status.NodeInfo.BootID
+	// The condition records the reboot from now on.
+	c.issued.Delete(string(nc.UID) + "/" + pre)
 	booted := now != "" && now != pre
 	if booted {
 		if err := intent.SetRebooting(ctx, c.Client, node, false); err != nil {
