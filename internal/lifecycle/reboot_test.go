@@ -37,10 +37,7 @@ import (
 // replaced. A request whose drain bound cannot be read fails without a
 // reboot and without replacing the node.
 func TestRebootThatDoesNotComeBackIsReplaced(t *testing.T) {
-	e := &env{}
-	o := optest.Start(t, optest.Options{Configure: func(cfg *operator.Config) { cfg.NodeRepair = false }})
-	o.DefaultNodeClass(t)
-	e.Env, e.kube, e.account = o, o.Kube, o.Account
+	e, _ := startRebooting(t)
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(time.Now())
 	said := record.NewFakeRecorder(100)
@@ -136,10 +133,7 @@ func TestRebootThatDoesNotComeBackIsReplaced(t *testing.T) {
 // (a conflict on a busy API server) is retried without rebooting the
 // instance again: the next pass records the reboot it already issued.
 func TestRebootIsIssuedOnceWhenItsConditionWriteFails(t *testing.T) {
-	e := &env{}
-	o := optest.Start(t, optest.Options{Configure: func(cfg *operator.Config) { cfg.NodeRepair = false }})
-	o.DefaultNodeClass(t)
-	e.Env, e.kube, e.account = o, o.Kube, o.Account
+	e, o := startRebooting(t)
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(time.Now())
 	said := record.NewFakeRecorder(100)
@@ -215,6 +209,15 @@ func TestRebootIsIssuedOnceWhenItsConditionWriteFails(t *testing.T) {
 	if reboots() != 1 {
 		t.Errorf("a pass that read the NodeClaim from before the condition was written rebooted again: %d reboots", reboots())
 	}
+}
+
+// startRebooting runs the operator without node repair: the tests drive
+// the reboot controller themselves.
+func startRebooting(t *testing.T) (*env, *optest.Env) {
+	t.Helper()
+	o := optest.Start(t, optest.Options{Configure: func(cfg *operator.Config) { cfg.NodeRepair = false }})
+	o.DefaultNodeClass(t)
+	return &env{Env: o, kube: o.Kube, account: o.Account}, o
 }
 
 func rebootIssued(nc *v1.NodeClaim) bool {

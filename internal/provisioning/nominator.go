@@ -102,7 +102,7 @@ func (n *Nominator) Nominate(ctx context.Context, node string, pods []*corev1.Po
 	}
 	n.mu.Unlock()
 	for _, pod := range pods {
-		if _, err := n.nominate(ctx, client.ObjectKeyFromObject(pod), node); err != nil {
+		if _, err := n.nominate(ctx, client.ObjectKeyFromObject(pod), node, true); err != nil {
 			return err
 		}
 	}
@@ -153,11 +153,7 @@ func (n *Nominator) NominateTo(ctx context.Context, claim, node string) error {
 	n.mu.Unlock()
 	var placed []types.NamespacedName
 	for _, key := range pods {
-		nominate := n.nominate
-		if quiet {
-			nominate = n.placed
-		}
-		done, err := nominate(ctx, key, node)
+		done, err := n.nominate(ctx, key, node, !quiet)
 		if err != nil {
 			return err
 		}
@@ -178,9 +174,10 @@ func (n *Nominator) NominateTo(ctx context.Context, claim, node string) error {
 	return nil
 }
 
-// nominate sets a pending pod's status.nominatedNodeName; done when the
-// pod is bound or gone and needs no plan any more.
-func (n *Nominator) nominate(ctx context.Context, key types.NamespacedName, node string) (bool, error) {
+// nominate sets a pending pod's status.nominatedNodeName (unless not
+// write: a quiet plan only learns whether its pod was placed); done when
+// the pod is bound or gone and needs no plan any more.
+func (n *Nominator) nominate(ctx context.Context, key types.NamespacedName, node string, write bool) (bool, error) {
 	pod := &corev1.Pod{}
 	if err := n.Client.Get(ctx, key, pod); err != nil {
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
@@ -188,7 +185,7 @@ func (n *Nominator) nominate(ctx context.Context, key types.NamespacedName, node
 	if pod.Spec.NodeName != "" || !pod.DeletionTimestamp.IsZero() {
 		return true, nil
 	}
-	if pod.Status.NominatedNodeName == node {
+	if !write || pod.Status.NominatedNodeName == node {
 		return false, nil
 	}
 	before := pod.DeepCopy()
@@ -201,16 +198,6 @@ func (n *Nominator) nominate(ctx context.Context, key types.NamespacedName, node
 	}
 	logf.FromContext(ctx).V(1).Info("nominated node for pod", "pod", key, "Node", node)
 	return false, nil
-}
-
-// placed reports a pod that is bound or gone (it needs no plan any more),
-// writing nothing: the node argument is that of nominate.
-func (n *Nominator) placed(ctx context.Context, key types.NamespacedName, _ string) (bool, error) {
-	pod := &corev1.Pod{}
-	if err := n.Client.Get(ctx, key, pod); err != nil {
-		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
-	}
-	return pod.Spec.NodeName != "" || !pod.DeletionTimestamp.IsZero(), nil
 }
 
 // Planned are the pods planned onto NodeClaims that have no node yet,
