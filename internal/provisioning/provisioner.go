@@ -97,23 +97,28 @@ const NominationGrace = 10 * time.Second
 const UnseenGrace = time.Minute
 
 // nominateExisting nominates the pods planned onto existing nodes that
-// kube-scheduler has found no node for (the others it places itself when
-// it gets to them), and remembers those planned onto NodeClaims still in
-// flight.
+// kube-scheduler has found no node for, and remembers the others: those
+// planned onto NodeClaims still in flight, and those kube-scheduler has
+// not tried yet (it places them itself when it gets to them; the plan
+// keeps their room meanwhile so that no decision plans them again).
 func (p *Provisioner) nominateExisting(ctx context.Context, snap *state.Snapshot, plan *scheduling.Plan, hint bool) error {
-	registered := map[string]bool{}
+	byName := make(map[string]*state.Node, len(snap.Nodes))
 	for _, n := range snap.Nodes {
-		registered[n.Name] = n.Registered()
+		byName[n.Name] = n
 	}
 	for _, e := range plan.Existing {
-		if !registered[e.Node] {
+		n := byName[e.Node]
+		if n == nil || !n.Registered() {
 			for _, pod := range notVirtual(e.Pods) {
 				p.Recorder.Eventf(pod, corev1.EventTypeNormal, v1.ReasonNominated, "pod should schedule on NodeClaim %s (launching)", e.Node)
 			}
 			p.Nominator.Plan(e.Node, e.Pods, hint)
 			continue
 		}
-		marked := slices.DeleteFunc(notVirtual(e.Pods), func(pod *corev1.Pod) bool { return !state.MarkedUnschedulable(pod) })
+		marked, fresh := splitMarked(notVirtual(e.Pods))
+		if n.NodeClaim != nil {
+			p.Nominator.Plan(n.NodeClaim.Name, fresh, false)
+		}
 		for _, pod := range marked {
 			p.Recorder.Eventf(pod, corev1.EventTypeNormal, v1.ReasonNominated, "pod should schedule on node %s", e.Node)
 		}
@@ -125,6 +130,19 @@ func (p *Provisioner) nominateExisting(ctx context.Context, snap *state.Snapshot
 		}
 	}
 	return nil
+}
+
+// splitMarked parts pods kube-scheduler has found no node for from
+// those it has not tried yet.
+func splitMarked(pods []*corev1.Pod) (marked, fresh []*corev1.Pod) {
+	for _, pod := range pods {
+		if state.MarkedUnschedulable(pod) {
+			marked = append(marked, pod)
+		} else {
+			fresh = append(fresh, pod)
+		}
+	}
+	return marked, fresh
 }
 
 // SetupWithManager watches pods (pending ones open a batch) and NodeClaims
@@ -256,7 +274,7 @@ func (p *Provisioner) run(ctx context.Context) error {
 // long each time up to MaxRetry, and no later than the end of a
 // registration backoff (those pods launch then).
 func (p *Provisioner) retryAfter(snap *state.Snapshot, plan *scheduling.Plan, reasons map[*corev1.Pod]string) time.Duration {
-	if len(plan.Unschedulable) == 0 && snap.Expecting() == 0 {
+	if len(plan.Unschedulable) == 0 && snap.Rechecks() == 0 {
 		p.same, p.lastKey = 0, ""
 		return 0
 	}
@@ -266,7 +284,7 @@ func (p *Provisioner) retryAfter(snap *state.Snapshot, plan *scheduling.Plan, re
 	}
 	slices.Sort(keys)
 	key := strings.Join(keys, "\n")
-	if len(plan.NodeClaims) > 0 || snap.Expecting() > 0 || key != p.lastKey {
+	if len(plan.NodeClaims) > 0 || snap.Rechecks() > 0 || key != p.lastKey {
 		p.same, p.lastKey = 0, key
 		return p.Retry
 	}

@@ -144,6 +144,7 @@ func (s *Snapshot) hostBuffers(virtual []*corev1.Pod) {
 			} else {
 				n.Expected = append(n.Expected, p)
 				s.expected++
+				s.rechecks++
 			}
 		}
 	}

@@ -142,6 +142,9 @@ type Snapshot struct {
 	// nominated are nodes that pending pods are nominated to.
 	nominated map[string][]*corev1.Pod
 	expected  int
+	// rechecks are the expected pods whose place is judged again after a
+	// time rather than on an event.
+	rechecks int
 	// Buffers say, per CapacityBuffer, how many of its pods have room.
 	Buffers []BufferRoom
 }
@@ -253,8 +256,10 @@ func (s *Snapshot) NodeClassOf(np *v1.NodePool) *cloudprovider.NodeClass {
 }
 
 // expect keeps pending pods planned or nominated onto a node that is
-// still launching or initializing (or initialized less than the grace
-// ago) on that node, as pods it expects; the others stay pending.
+// still launching or initializing on that node, as pods it expects; the
+// others stay pending. Once the node is initialized, a pod kube-scheduler
+// has not looked at yet stays its own until kube-scheduler finds no room
+// for it (an event); one it found no room for before stays for the grace.
 func (s *Snapshot) expect(pending []*corev1.Pod, opts Options) []*corev1.Pod {
 	if len(opts.Planned) == 0 && !slices.ContainsFunc(pending, func(p *corev1.Pod) bool { return p.Status.NominatedNodeName != "" }) {
 		return pending
@@ -277,16 +282,29 @@ func (s *Snapshot) expect(pending []*corev1.Pod, opts Options) []*corev1.Pod {
 			// Its NodeClaim was created a moment ago and the cache does
 			// not show it yet: planning the pod again would launch twice.
 			s.expected++
+			s.rechecks++
 			continue
 		}
-		if n == nil || n.Deleting() || (n.Initialized() && opts.Now.Sub(n.InitializedAt()) >= opts.NominationGrace) {
+		if n == nil || n.Deleting() || !waitsFor(p, n, opts) {
 			out = append(out, p)
 			continue
 		}
 		n.Expected = append(n.Expected, p)
 		s.expected++
+		if MarkedUnschedulable(p) {
+			s.rechecks++
+		}
 	}
 	return out
+}
+
+// waitsFor reports whether a pod planned onto a node still counts as
+// the node's: while the node comes up, and after as long as kube-scheduler
+// has not found it no room (at 50,000 pods its queue takes minutes to
+// reach every pod: planning them again meanwhile would cost much and
+// change nothing), or within the grace when it had.
+func waitsFor(p *corev1.Pod, n *Node, opts Options) bool {
+	return !n.Initialized() || !MarkedUnschedulable(p) || opts.Now.Sub(n.InitializedAt()) < opts.NominationGrace
 }
 
 // namespaceLabels are the labels of the namespaces, and of those pods are
@@ -313,6 +331,13 @@ func namespaceLabels(namespaces []*corev1.Namespace, pods []*corev1.Pod) map[str
 // Expecting counts the pending pods that count as a launching or
 // initializing node's: a decision must look again once that node is up.
 func (s *Snapshot) Expecting() int { return s.expected }
+
+// Rechecks counts the expected pods whose place a decision must judge
+// again after a time: those kube-scheduler found no room for (pending
+// again NominationGrace after their node initialized) and those planned
+// onto a NodeClaim the cache does not show yet. The others change only
+// on an event (kube-scheduler finds no room for them, their node goes).
+func (s *Snapshot) Rechecks() int { return s.rechecks }
 
 // Usage is each NodePool's capacity in use, with "nodes" its node count:
 // one per NodeClaim (being deleted or not: it still costs), and one per

@@ -434,6 +434,36 @@ func TestPlannedPodsStayPlanned(t *testing.T) {
 	}
 }
 
+// A pod kube-scheduler has not tried yet stays the node's it was planned
+// onto after the node initialized, for as long as kube-scheduler takes to
+// get to it: only its finding no room makes the pod pending again, and
+// only then does a decision need to look again after a time.
+func TestUntriedPodsWaitForKubeScheduler(t *testing.T) {
+	untried := pod("untried", func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending })
+	objs := state.Objects{
+		NodePools:  []*v1.NodePool{nodePool("default", "default")},
+		NodeClaims: []*v1.NodeClaim{claim("c", "default", launchedAs("n"), initialized(now.Add(-time.Hour)))},
+		Nodes:      []*corev1.Node{node("n", "default")},
+		Pods:       []*corev1.Pod{untried},
+	}
+	opts := state.Options{Now: now, Planned: map[types.NamespacedName]string{{Namespace: "default", Name: "untried"}: "c"}, NominationGrace: time.Minute}
+	s := state.Build(objs, opts)
+	if len(s.Pending) != 0 || s.Expecting() != 1 || s.Rechecks() != 0 {
+		t.Errorf("pending %v, expecting %d, rechecks %d; want the untried pod waiting on its node an hour after it initialized, with nothing to look at again",
+			podNames(s.Pending), s.Expecting(), s.Rechecks())
+	}
+	unschedulable(untried)
+	s = state.Build(objs, opts)
+	if got := podNames(s.Pending); !slices.Equal(got, []string{"untried"}) {
+		t.Errorf("pending %v once kube-scheduler found no room for it, want it planned again", got)
+	}
+	objs.NodeClaims[0].Status.Conditions = nil
+	initialized(now.Add(-time.Second))(objs.NodeClaims[0])
+	if s = state.Build(objs, opts); len(s.Pending) != 0 || s.Rechecks() != 1 {
+		t.Errorf("pending %v, rechecks %d within the grace; want it waiting and looked at again", podNames(s.Pending), s.Rechecks())
+	}
+}
+
 // Pods planned onto a NodeClaim created a moment ago that the cache does
 // not show yet wait for it (a loaded machine's cache can lag) rather than
 // being planned again, for UnseenGrace; after that, or when it was never
