@@ -198,10 +198,13 @@ func (d *decider) consolidate(candidates []*state.Node) {
 }
 
 // scalingUp counts the pods of a scale-up in progress: pods counted as
-// launching nodes' until those nodes run them or, when there are none,
-// pending pods the scheduler places on nodes or new NodeClaims.
+// launching nodes' and pending pods kube-scheduler has not tried yet (it
+// places them on a node, or nodewright launches one); when there are
+// none, the pending pods the scheduler places on nodes or new NodeClaims.
+// At tens of thousands of pending pods, planning them all in every round
+// to learn what their count already says would cost more than the round.
 func scalingUp(s *state.Snapshot) int {
-	pods := s.Expecting()
+	pods := s.Expecting() + untried(s.Pending)
 	if pods > 0 || len(s.Pending) == 0 {
 		return pods // a scale-up is under way: no need to plan the rest to know
 	}
@@ -213,6 +216,18 @@ func scalingUp(s *state.Snapshot) int {
 		pods += len(e.Pods)
 	}
 	return pods
+}
+
+// untried counts the pods kube-scheduler has not tried to place yet
+// (a CapacityBuffer's pods are never tried).
+func untried(pods []*corev1.Pod) int {
+	n := 0
+	for _, p := range pods {
+		if !state.MarkedUnschedulable(p) && !state.Virtual(p) {
+			n++
+		}
+	}
+	return n
 }
 
 // consolidationWaits explains the nodes consolidation would look at while

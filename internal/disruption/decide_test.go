@@ -500,6 +500,18 @@ func TestConsolidationWaitsForScaleUp(t *testing.T) {
 	if d := c.decide(); len(d.Commands) == 0 {
 		t.Errorf("a pending pod no NodePool can take should not hold consolidation back: blocked %q, %q", blocked(d, "empty"), blocked(d, "a"))
 	}
+
+	// kube-scheduler has not tried the pods yet: they are a scale-up under
+	// way whether or not a plan would place them.
+	for i := range 3 {
+		fresh := pending(fmt.Sprintf("fresh-%d", i), map[string]string{"pod-type": "armapps"})
+		fresh.Status.Conditions = nil
+		c.objs.Pods = append(c.objs.Pods, fresh)
+	}
+	d = c.decide()
+	if len(d.Commands) != 0 || !strings.Contains(blocked(d, "empty"), "3 pending pods are being placed") {
+		t.Errorf("pods kube-scheduler has not tried: commands %q, blocked %q; want consolidation waiting for the 3 of them", commands(d), blocked(d, "empty"))
+	}
 }
 
 // A static NodePool's nodes are never consolidated; a drifted or expired

@@ -41,9 +41,10 @@ type Cached struct {
 // does not have the NodeOverlay CRD), and the CapacityBuffers with their
 // PodTemplates (listBuffers).
 //
-// From a cache, the pods are the cache's own objects, not copies (copying
-// tens of thousands of pods for every decision would cost more than the
-// decision): callers read them and never change them. From a Cached
+// From a cache, the pods, NodeClaims and nodes are the cache's own
+// objects, not copies (copying tens of thousands of pods and thousands of
+// NodeClaims for every decision would cost more than the decision):
+// callers read them and never change them. From a Cached
 // client they come from the informer's store, without the list of pod
 // structs a List call builds (50 MB at 45,000 pods, every decision).
 func List(ctx context.Context, kube client.Reader) (*Listed, error) {
@@ -56,12 +57,13 @@ func List(ctx context.Context, kube client.Reader) (*Listed, error) {
 		pdbs   policyv1.PodDisruptionBudgetList
 	)
 	store := podStore(ctx, kube)
+	uncopied := []client.ListOption{client.UnsafeDisableDeepCopy}
 	for _, l := range []struct {
 		what string
 		list client.ObjectList
 		opts []client.ListOption
-	}{{"NodePools", &pools, nil}, {"NodeClaims", &claims, nil}, {"Nodes", &nodes, nil},
-		{"Pods", &pods, []client.ListOption{client.UnsafeDisableDeepCopy}}, {"DaemonSets", &sets, nil}, {"PodDisruptionBudgets", &pdbs, nil}} {
+	}{{"NodePools", &pools, nil}, {"NodeClaims", &claims, uncopied}, {"Nodes", &nodes, uncopied},
+		{"Pods", &pods, uncopied}, {"DaemonSets", &sets, nil}, {"PodDisruptionBudgets", &pdbs, nil}} {
 		if l.what == "Pods" && store != nil {
 			continue
 		}
