@@ -58,6 +58,7 @@ type config struct {
 	busy         bool
 	noAWSLimits  bool
 	skipBaseline bool
+	onlyBaseline bool
 	noNomination bool
 	nominateMax  int
 	profile      bool
@@ -72,6 +73,7 @@ func main() {
 	flag.BoolVar(&cfg.busy, "busy", false, "keep one core busy (a shell spinning) during every run, as another tenant of a shared machine would")
 	flag.BoolVar(&cfg.noAWSLimits, "no-aws-limits", false, "run the simulated account without EC2's request limits and with instances booting at once (0 s instead of 2 s)")
 	flag.BoolVar(&cfg.skipBaseline, "no-baseline", false, "measure nodewright only")
+	flag.BoolVar(&cfg.onlyBaseline, "only-baseline", false, "measure the baseline only (at 50,000 pods each run takes the better part of an hour)")
 	flag.StringVar(&cfg.reference, "reference", "", "also run the reference autoscaler's KWOK provider with KWOK, from this directory (hack/reference/build.sh makes bin/reference), on the same control plane and workload")
 	flag.BoolVar(&cfg.noNomination, "no-nomination", false, "nodewright does not tell kube-scheduler where the plan put each pod (no nominatedNodeName, no NominatedNodeNameForExpectation gate)")
 	flag.IntVar(&cfg.nominateMax, "nominate-pods-max", -1, "nodewright's --nominate-pods-max (0: nominate every decision's pods; default: nodewright's default)")
@@ -84,6 +86,9 @@ func main() {
 			fail(fmt.Errorf("-pods %q: use positive counts separated by commas", *pods))
 		}
 		cfg.sizes = append(cfg.sizes, n)
+	}
+	if cfg.skipBaseline && cfg.onlyBaseline {
+		fail(errors.New("-no-baseline and -only-baseline leave nothing to measure: use one"))
 	}
 	ctrllog.SetLogger(logr.Discard())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -270,15 +275,16 @@ func measure(ctx context.Context, cfg config, assets, nodewright string, manifes
 		return r
 	}
 	timeout := 2*time.Minute + time.Duration(n/50)*time.Second
-	fmt.Fprintf(os.Stderr, "benche2e: %d pods, nodewright launching the nodes\n", n)
-	results, err := simulate(ctx, cfg, assets, nodewright, fmt.Sprintf("nodewright-%d", n), []runner.Step{{Name: "scale", Manifest: scaled}}, timeout, r.nwLine.record)
-
-	if len(results) > 0 {
-		r.nw, r.price = results[0].Figures, results[0].Snapshot.PricePerHour
-	}
-	if err != nil {
-		r.err = err
-		return r
+	if !cfg.onlyBaseline {
+		fmt.Fprintf(os.Stderr, "benche2e: %d pods, nodewright launching the nodes\n", n)
+		results, err := simulate(ctx, cfg, assets, nodewright, fmt.Sprintf("nodewright-%d", n), []runner.Step{{Name: "scale", Manifest: scaled}}, timeout, r.nwLine.record)
+		if len(results) > 0 {
+			r.nw, r.price = results[0].Figures, results[0].Snapshot.PricePerHour
+		}
+		if err != nil {
+			r.err = err
+			return r
+		}
 	}
 	nodes, workload, err := baseline(scaled)
 	if err != nil {
