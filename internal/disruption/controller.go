@@ -107,8 +107,12 @@ func (c *Controller) SetupWithManager(mgr manager.Manager) error {
 	return mgr.Add(manager.RunnableFunc(c.run))
 }
 
+// pace bounds the share of time rounds take: after a round longer than
+// a pace-th of the poll, the next waits pace times its length.
+const pace = 4
+
 func (c *Controller) run(ctx context.Context) error {
-	loop.Every(ctx, c.Clock, c.Config.Poll, true, func(ctx context.Context) {
+	loop.Paced(ctx, c.Clock, c.Config.Poll, pace, func(ctx context.Context) {
 		if err := c.Reconcile(ctx); err != nil && ctx.Err() == nil {
 			c.Log.Error(err, "disruption")
 		}

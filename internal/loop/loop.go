@@ -27,6 +27,20 @@ func Every(ctx context.Context, clk clock.WithTicker, interval time.Duration, no
 	}
 }
 
+// Paced is Every, except that after a round that took longer than a
+// rest-th of the interval it waits rest times the round's length before
+// the next: work that grows with the cluster then takes at most about a
+// rest-th of a core, instead of running back to back.
+func Paced(ctx context.Context, clk clock.WithTicker, interval time.Duration, rest int, f func(context.Context)) {
+	Every(ctx, clk, interval, true, func(ctx context.Context) {
+		start := clk.Now()
+		f(ctx)
+		if pause := time.Duration(rest) * clk.Since(start); pause > interval {
+			Wait(ctx, clk, pause)
+		}
+	})
+}
+
 // Wait waits d on clk; false when ctx ended first.
 func Wait(ctx context.Context, clk clock.Clock, d time.Duration) bool {
 	select {

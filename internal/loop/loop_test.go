@@ -54,3 +54,35 @@ func TestWait(t *testing.T) {
 		t.Error("Wait returned true for an ended context")
 	}
 }
+
+// After a round that took half the interval, Paced waits four times the
+// round's length (two intervals) before the next.
+func TestPacedRestsAfterALongRound(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	at := make(chan time.Time, 10)
+	first := true
+	go loop.Paced(ctx, clk, time.Minute, 4, func(context.Context) {
+		at <- clk.Now()
+		if first {
+			first = false
+			clk.Step(30 * time.Second) // the first round takes 30 s
+		}
+	})
+	var runs []time.Time
+	for step := 0; len(runs) < 2 && step < 10_000; step++ {
+		select {
+		case t := <-at:
+			runs = append(runs, t)
+		case <-time.After(time.Millisecond):
+			clk.Step(5 * time.Second)
+		}
+	}
+	if len(runs) < 2 {
+		t.Fatalf("%d rounds, want 2", len(runs))
+	}
+	if gap := runs[1].Sub(runs[0]); gap < 150*time.Second {
+		t.Errorf("the round after a 30 s one started %v after it, want at least 2m30s (30 s, then 2 minutes' rest)", gap)
+	}
+}

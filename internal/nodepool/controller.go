@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -55,15 +56,32 @@ type NodeClasses interface {
 	NodeClassObject() client.Object
 }
 
+// Gather is how long a NodeClaim's or node's change waits for others of
+// the same NodePool before its status is recomputed: a scale-up changes
+// thousands of NodeClaims several times each, and each recomputation
+// reads them all.
+const Gather = 2 * time.Second
+
 // SetupWithManager registers the controller; NodeClaim and EC2NodeClass
-// changes wake the NodePools they concern.
+// changes wake the NodePools they concern (NodeClaims' and nodes' after
+// Gather, together).
 func (c *Controller) SetupWithManager(mgr manager.Manager) error {
-	ofPool := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+	gather := func(o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 		if pool := o.GetLabels()[v1.LabelNodePool]; pool != "" {
-			return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: pool}}}
+			q.AddAfter(reconcile.Request{NamespacedName: client.ObjectKey{Name: pool}}, Gather)
 		}
-		return nil
-	})
+	}
+	ofPool := handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			gather(e.Object, q)
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			gather(e.ObjectNew, q)
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			gather(e.Object, q)
+		},
+	}
 	return builder.ControllerManagedBy(mgr).Named("nodepool.status").For(&v1.NodePool{}).
 		Watches(&v1.NodeClaim{}, ofPool).Watches(&corev1.Node{}, ofPool, builder.WithPredicates(predicate.Funcs{UpdateFunc: conditionsChanged})).
 		Watches(c.NodeClasses.NodeClassObject(), handler.EnqueueRequestsFromMapFunc(c.poolsOfClass)).
