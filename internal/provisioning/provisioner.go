@@ -116,7 +116,7 @@ func (p *Provisioner) nominateExisting(ctx context.Context, snap *state.Snapshot
 			continue
 		}
 		marked, fresh := splitMarked(notVirtual(e.Pods))
-		if n.NodeClaim != nil {
+		if n.NodeClaim != nil && len(fresh) > 0 {
 			p.Nominator.Plan(n.NodeClaim.Name, fresh, false)
 		}
 		for _, pod := range marked {
