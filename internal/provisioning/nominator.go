@@ -200,8 +200,8 @@ func (n *Nominator) nominate(ctx context.Context, key types.NamespacedName, node
 	return false, nil
 }
 
-// Planned are the pods planned onto NodeClaims that have no node yet,
-// with their NodeClaim.
+// Planned are the pods planned onto NodeClaims and not bound yet as far
+// as the plans know, with their NodeClaim.
 func (n *Nominator) Planned() map[types.NamespacedName]string {
 	if n == nil {
 		return nil

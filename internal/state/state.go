@@ -78,13 +78,17 @@ type Options struct {
 	// NodePool's types are not at hand.
 	Catalog []*scheduling.InstanceType
 	// Planned are pending pods an earlier decision planned onto a
-	// NodeClaim (by name) not yet registered. With the pods nominated to
-	// a node (status.nominatedNodeName), they count as that node's while
-	// it launches and initializes, and NominationGrace after: decisions
-	// do not move them, and no room is planned twice.
+	// NodeClaim (by name): one in flight, or a registered one whose node
+	// had room for pods kube-scheduler had not tried. With the pods
+	// nominated to a node (status.nominatedNodeName), they count as that
+	// node's while it launches and initializes, and after as long as
+	// kube-scheduler has not found them no room (NominationGrace after
+	// the node initialized when it had): decisions do not move them, and
+	// no room is planned twice.
 	Planned         map[types.NamespacedName]string
 	NominationGrace time.Duration
-	// PlannedAt is when each NodeClaim of Planned was created: its pods
+	// PlannedAt is when pods were last planned onto each NodeClaim of
+	// Planned (a new one's creation): its pods
 	// wait for it while the cache does not show it yet, for up to
 	// UnseenGrace, rather than being planned again.
 	PlannedAt   map[string]time.Time
