@@ -155,6 +155,18 @@ var blockedSays = map[BlockedReason]func(Blocked) string{
 	},
 }
 
+// sameAs is what a node's report is told apart by: its message, but
+// for the reasons whose details move while nothing changes for the node
+// (consolidateAfter's deadline with every pod event, a scale-up's count
+// of pending pods with every round), only the reason: each node is told
+// once that it waits for them, not once a round.
+func (b Blocked) sameAs(msg string) string {
+	if b.Reason == BlockedConsolidateAfter || b.Reason == BlockedScaleUp {
+		return string(b.Reason) + string(b.Blocker.Reason)
+	}
+	return msg
+}
+
 func (b Blocked) consolidateAfter() string {
 	switch {
 	case b.Err != nil:

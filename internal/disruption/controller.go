@@ -541,12 +541,7 @@ func (c *Controller) report(snap *state.Snapshot, dec *Decision) {
 			continue // its own events tell how it goes
 		}
 		msg := b.String()
-		// consolidateAfter's deadline moves with every pod event; report
-		// the reason, not each new time.
-		key := string(b.Reason) + string(b.Blocker.Reason)
-		if b.Reason != BlockedConsolidateAfter {
-			key = msg
-		}
+		key := b.sameAs(msg)
 		if c.said[b.Node] == key {
 			continue
 		}

@@ -237,6 +237,28 @@ func TestReplacementFailureRollsBack(t *testing.T) {
 	}
 }
 
+// Consolidation waiting for a scale-up tells each node so once, not once
+// a round as the count of pending pods moves.
+func TestScaleUpIsToldOncePerNode(t *testing.T) {
+	e := startController(t)
+	e.node(t, "big", "m5.4xlarge", nil)
+	pending := func(name string) {
+		e.create(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}}}})
+	}
+	pending("wait-1")
+	e.reconcile(t)
+	if events := e.events(); !has(events, "DisruptionBlocked", "1 pending pods are being placed") {
+		t.Fatalf("no DisruptionBlocked for the scale-up: %v", events)
+	}
+	pending("wait-2")
+	e.reconcile(t)
+	if again := e.events(); has(again, "DisruptionBlocked") {
+		t.Errorf("DisruptionBlocked repeated for the same scale-up with another count of pods: %v", again)
+	}
+}
+
 // A replacement the API server refuses to create rolls the command back
 // once: the node is untainted and says why, and the command is not
 // started again every round (a new decision, after its validation delay,
