@@ -3,6 +3,7 @@ package provisioning
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -54,8 +55,9 @@ type Nominator struct {
 type plan struct {
 	pods []types.NamespacedName
 	at   time.Time
-	// quiet plans are remembered, not written to the pods.
-	quiet bool
+	// quiet are the pods remembered, not written: planned by a decision
+	// made while many pods waited, or not tried by kube-scheduler yet.
+	quiet map[types.NamespacedName]bool
 }
 
 // Hints reports whether a decision made while this many pods wait for a
@@ -76,7 +78,10 @@ func (n *Nominator) Plan(claim string, pods []*corev1.Pod, hint bool) {
 		n.plans, n.target = map[string]plan{}, map[types.NamespacedName]string{}
 	}
 	p := n.plans[claim]
-	p.at, p.quiet = n.Clock.Now(), !hint
+	p.at = n.Clock.Now()
+	if p.quiet == nil {
+		p.quiet = map[types.NamespacedName]bool{}
+	}
 	for _, pod := range pods {
 		key := client.ObjectKeyFromObject(pod)
 		if old, ok := n.target[key]; ok && old != claim {
@@ -85,6 +90,11 @@ func (n *Nominator) Plan(claim string, pods []*corev1.Pod, hint bool) {
 		n.target[key] = claim
 		if !slices.Contains(p.pods, key) {
 			p.pods = append(p.pods, key)
+		}
+		if hint {
+			delete(p.quiet, key)
+		} else {
+			p.quiet[key] = true
 		}
 	}
 	n.plans[claim] = p
@@ -149,11 +159,11 @@ func (n *Nominator) NominateTo(ctx context.Context, claim, node string) error {
 		return nil
 	}
 	n.mu.Lock()
-	pods, quiet := slices.Clone(n.plans[claim].pods), n.plans[claim].quiet
+	pods, quiet := slices.Clone(n.plans[claim].pods), maps.Clone(n.plans[claim].quiet)
 	n.mu.Unlock()
 	var placed []types.NamespacedName
 	for _, key := range pods {
-		done, err := n.nominate(ctx, key, node, !quiet)
+		done, err := n.nominate(ctx, key, node, !quiet[key])
 		if err != nil {
 			return err
 		}
@@ -244,6 +254,7 @@ func (n *Nominator) unplan(key types.NamespacedName) {
 	delete(n.target, key)
 	p := n.plans[claim]
 	p.pods = slices.DeleteFunc(p.pods, func(k types.NamespacedName) bool { return k == key })
+	delete(p.quiet, key)
 	n.plans[claim] = p
 }
 

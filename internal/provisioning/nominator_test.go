@@ -49,8 +49,11 @@ func TestPodsAreNotNominatedWhileManyWait(t *testing.T) {
 	small, large := made("small-0", "small-1"), made("large-0", "large-1", "large-2")
 	n.Plan("claim-small", small, n.Hints(len(small)))
 	n.Plan("claim-large", large, n.Hints(len(large)))
-	if got := len(n.Planned()); got != 5 {
-		t.Fatalf("%d pods planned, want all 5 remembered", got)
+	// A pod added quietly to a plan does not make the plan's other pods
+	// quiet.
+	n.Plan("claim-small", made("small-2"), false)
+	if got := len(n.Planned()); got != 6 {
+		t.Fatalf("%d pods planned, want all 6 remembered", got)
 	}
 	for claim, node := range map[string]string{"claim-small": "node-small", "claim-large": "node-large"} {
 		if err := n.NominateTo(ctx, claim, node); err != nil {
@@ -62,7 +65,7 @@ func TestPodsAreNotNominatedWhileManyWait(t *testing.T) {
 			t.Errorf("pod %s of the small decision nominated to %q, want node-small", p.Name, got)
 		}
 	}
-	for _, p := range large {
+	for _, p := range append(large, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "small-2"}}) {
 		if got := nominatedTo(p.Name); got != "" {
 			t.Errorf("pod %s of the large decision nominated to %q, want no nomination", p.Name, got)
 		}

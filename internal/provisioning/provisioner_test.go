@@ -410,3 +410,78 @@ func TestPlannedPodsAreNominatedBeforeTheNodeTakesPods(t *testing.T) {
 		}
 	}
 }
+
+// Pods planned onto a registered node that kube-scheduler has not tried
+// yet keep their room there: the next decision does not plan them again,
+// so a larger pod that comes after them gets a NodeClaim of its own
+// instead of their room (and them a NodeClaim they do not need). No
+// kube-scheduler runs: the pods are never tried.
+func TestUntriedPodsKeepTheirRoomOnANode(t *testing.T) {
+	e := optest.Start(t, optest.Options{})
+	e.DefaultNodeClass(t)
+	e.Create(t, nodePool("general", nil, in("kubernetes.io/arch", "amd64"), in("karpenter.k8s.aws/instance-category", "c", "m", "r")))
+	e.Create(t, pod("seed", nil))
+	var claim v1.NodeClaim
+	e.WaitFor(t, "a launched NodeClaim", func(context.Context) (bool, error) {
+		list := claims(t, e)
+		if len(list) == 1 && list[0].Status.ProviderID != "" {
+			claim = list[0]
+			return true, nil
+		}
+		return false, nil
+	})
+	ctx := context.Background()
+	name := "ip-10-0-0-1.ec2.internal"
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name, corev1.LabelArchStable: "amd64"}},
+		Spec:       corev1.NodeSpec{ProviderID: claim.Status.ProviderID, Taints: []corev1.Taint{{Key: v1.TaintKeyUnregistered, Effect: corev1.TaintEffectNoExecute}}},
+	}
+	e.Create(t, node)
+	created := node.DeepCopy()
+	node.Status.Capacity, node.Status.Allocatable = claim.Status.Capacity, claim.Status.Allocatable
+	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+	if err := e.Kube.Status().Patch(ctx, node, client.MergeFrom(created)); err != nil {
+		t.Fatal(err)
+	}
+	e.WaitFor(t, "the NodeClaim registered", func(ctx context.Context) (bool, error) {
+		nc := &v1.NodeClaim{}
+		err := e.Kube.Get(ctx, client.ObjectKeyFromObject(&claim), nc)
+		return err == nil && nc.Status.NodeName == name, err
+	})
+
+	// Three small pods fill most of the node's room left by the seed.
+	room := claim.Status.Allocatable.Cpu().MilliValue() - 500
+	small := resource.NewMilliQuantity((room-100)/3, resource.DecimalSI)
+	var smalls []string
+	for i := range 3 {
+		p := pod(fmt.Sprintf("small-%d", i), nil)
+		p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: *small}
+		e.Create(t, p)
+		smalls = append(smalls, p.Name)
+	}
+	afterDecisions(t, e, 1)
+	if got := claims(t, e); len(got) != 1 {
+		t.Fatalf("%d NodeClaims after the small pods, want the one: they fit on its node", len(got))
+	}
+	// A larger pod comes: it alone needs a new node.
+	large := pod("large", nil)
+	large.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(room-200, resource.DecimalSI)}
+	e.Create(t, large)
+	var nominated map[string][]string
+	e.WaitFor(t, "the large pod planned", func(ctx context.Context) (bool, error) {
+		var err error
+		nominated, err = nominations(ctx, e)
+		return len(nominated["large"]) > 0, err
+	})
+	for _, p := range smalls {
+		if got := nominated[p]; len(got) > 0 {
+			t.Errorf("pod %s was planned again, onto %v: it had room on node %s", p, got, name)
+		}
+	}
+	if got := nominated["large"]; len(got) != 1 || got[0] == name || got[0] == claim.Name {
+		t.Errorf("the large pod was planned onto %v, want the new NodeClaim only", got)
+	}
+	if got := len(claims(t, e)); got != 2 {
+		t.Errorf("%d NodeClaims, want 2", got)
+	}
+}
