@@ -157,12 +157,20 @@ var blockedSays = map[BlockedReason]func(Blocked) string{
 
 // sameAs is what a node's report is told apart by: its message, but
 // for the reasons whose details move while nothing changes for the node
-// (consolidateAfter's deadline with every pod event, a scale-up's count
-// of pending pods with every round), only the reason: each node is told
-// once that it waits for them, not once a round.
+// (consolidateAfter's deadline with every pod event, the pending pods of
+// a scale-up or nominated to the node, a budget's or a
+// PodDisruptionBudget's count), only the reason: each node is told once
+// that it waits for them, not once a round.
 func (b Blocked) sameAs(msg string) string {
-	if b.Reason == BlockedConsolidateAfter || b.Reason == BlockedScaleUp {
-		return string(b.Reason) + string(b.Blocker.Reason)
+	switch {
+	case b.Reason == BlockedConsolidateAfter:
+		return fmt.Sprint(b.Reason, b.Never, b.Err != nil)
+	case b.Reason == BlockedScaleUp:
+		return string(b.Reason)
+	case b.Reason == BlockedByBudget:
+		return string(b.Reason) + string(b.Method)
+	case b.Reason == BlockedByNode && (b.Blocker.Reason == state.BlockNominated || b.Blocker.Reason == state.BlockPDB):
+		return string(b.Reason) + string(b.Blocker.Reason) + b.Blocker.PDB
 	}
 	return msg
 }

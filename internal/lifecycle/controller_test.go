@@ -3,15 +3,12 @@ package lifecycle_test
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -139,46 +136,9 @@ func (e *env) boot(t *testing.T, nc *v1.NodeClaim, userData string, extraTaints 
 	return node
 }
 
-// logLines collects structured log lines, safe for concurrent use.
-type logLines struct {
-	mu    sync.Mutex
-	lines []map[string]any
-}
-
-func (l *logLines) logger(t *testing.T) logr.Logger {
-	return funcr.NewJSON(func(obj string) {
-		var entry map[string]any
-		if err := json.Unmarshal([]byte(obj), &entry); err != nil {
-			t.Errorf("log line is not JSON: %s", obj)
-			return
-		}
-		l.mu.Lock()
-		l.lines = append(l.lines, entry)
-		l.mu.Unlock()
-	}, funcr.Options{})
-}
-
-// find returns the first line with the message whose NodeClaim is name.
-func (l *logLines) find(msg, nodeClaim string) map[string]any {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, e := range l.lines {
-		if e["msg"] != msg {
-			continue
-		}
-		if ref, ok := e["NodeClaim"].(map[string]any); ok && ref["name"] == nodeClaim {
-			return e
-		}
-		if e["NodeClaim"] == nodeClaim {
-			return e
-		}
-	}
-	return nil
-}
-
 func TestLaunchRegisterInitializeTerminate(t *testing.T) {
-	logs := &logLines{}
-	e := startLogging(t, logs.logger(t))
+	logs := &optest.Logs{}
+	e := startLogging(t, logs.Logger(t))
 	ctx := context.Background()
 	cilium := corev1.Taint{Key: "node.cilium.io/agent-not-ready", Value: "true", Effect: corev1.TaintEffectNoExecute}
 	e.create(t, newClaim("general-a", cilium))
@@ -283,7 +243,7 @@ func TestLaunchRegisterInitializeTerminate(t *testing.T) {
 		"deleted node":          {"Node"},
 		"terminated NodeClaim":  {"providerID"},
 	} {
-		entry := logs.find(msg, "general-a")
+		entry := logs.Find(msg, "general-a")
 		if entry == nil {
 			t.Errorf("no log line %q for NodeClaim general-a", msg)
 			continue
@@ -294,7 +254,7 @@ func TestLaunchRegisterInitializeTerminate(t *testing.T) {
 			}
 		}
 	}
-	if entry := logs.find("launched NodeClaim", "general-a"); entry != nil && (entry["instanceType"] != "m5.large" || entry["providerID"] != nc.Status.ProviderID) {
+	if entry := logs.Find("launched NodeClaim", "general-a"); entry != nil && (entry["instanceType"] != "m5.large" || entry["providerID"] != nc.Status.ProviderID) {
 		t.Errorf("launch logged as %v", entry)
 	}
 }

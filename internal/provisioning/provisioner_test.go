@@ -417,7 +417,8 @@ func TestPlannedPodsAreNominatedBeforeTheNodeTakesPods(t *testing.T) {
 // instead of their room (and them a NodeClaim they do not need). No
 // kube-scheduler runs: the pods are never tried.
 func TestUntriedPodsKeepTheirRoomOnANode(t *testing.T) {
-	e := optest.Start(t, optest.Options{})
+	logs := &optest.Logs{}
+	e := optest.Start(t, optest.Options{Log: logs.Logger(t)})
 	e.DefaultNodeClass(t)
 	e.Create(t, nodePool("general", nil, in("kubernetes.io/arch", "amd64"), in("karpenter.k8s.aws/instance-category", "c", "m", "r")))
 	e.Create(t, pod("seed", nil))
@@ -459,7 +460,14 @@ func TestUntriedPodsKeepTheirRoomOnANode(t *testing.T) {
 		e.Create(t, p)
 		smalls = append(smalls, p.Name)
 	}
-	afterDecisions(t, e, 1)
+	e.WaitFor(t, "a decision planning the three small pods", func(context.Context) (bool, error) {
+		for _, line := range logs.With("computed a plan") {
+			if line["pendingPods"] == float64(3) {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
 	if got := claims(t, e); len(got) != 1 {
 		t.Fatalf("%d NodeClaims after the small pods, want the one: they fit on its node", len(got))
 	}
