@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -63,6 +64,9 @@ type Provisioner struct {
 	// nil without buffers.
 	Rooms *bufferroom.Rooms
 
+	// nominatedEvents bounds the Nominated events (NominatedEventsPerSecond,
+	// NominatedEventsBurst).
+	nominatedEvents flowcontrol.PassiveRateLimiter
 	// said is what each pending pod was last told (FailedScheduling), and
 	// when: a pod is told again when the reason changes, or after Resay.
 	said map[types.UID]saying
@@ -96,6 +100,26 @@ const NominationGrace = 10 * time.Second
 // intent.CacheWait) before they are planned again.
 const UnseenGrace = time.Minute
 
+// Nominated events (where the plan put a pod) are limited: a scale-up of
+// tens of thousands of pods would otherwise cost the API server a write
+// per pod for an event few read. The first NominatedEventsBurst pods of a
+// burst are told, then NominatedEventsPerSecond a second; the log's
+// "created NodeClaim" lines and the metrics count every planned pod.
+const (
+	NominatedEventsPerSecond = 10
+	NominatedEventsBurst     = 100
+)
+
+// nominatedEvent records a Nominated event on the pod within the limit.
+func (p *Provisioner) nominatedEvent(pod *corev1.Pod, format string, args ...any) {
+	if p.nominatedEvents == nil {
+		p.nominatedEvents = flowcontrol.NewTokenBucketPassiveRateLimiterWithClock(NominatedEventsPerSecond, NominatedEventsBurst, p.Clock)
+	}
+	if p.nominatedEvents.TryAccept() {
+		p.Recorder.Eventf(pod, corev1.EventTypeNormal, v1.ReasonNominated, format, args...)
+	}
+}
+
 // nominateExisting nominates the pods planned onto existing nodes that
 // kube-scheduler has found no node for, and remembers the others: those
 // planned onto NodeClaims still in flight, and those kube-scheduler has
@@ -110,7 +134,7 @@ func (p *Provisioner) nominateExisting(ctx context.Context, snap *state.Snapshot
 		n := byName[e.Node]
 		if n == nil || !n.Registered() {
 			for _, pod := range notVirtual(e.Pods) {
-				p.Recorder.Eventf(pod, corev1.EventTypeNormal, v1.ReasonNominated, "pod should schedule on NodeClaim %s (launching)", e.Node)
+				p.nominatedEvent(pod, "pod should schedule on NodeClaim %s (launching)", e.Node)
 			}
 			p.Nominator.Plan(e.Node, e.Pods, hint)
 			continue
@@ -120,7 +144,7 @@ func (p *Provisioner) nominateExisting(ctx context.Context, snap *state.Snapshot
 			p.Nominator.Plan(n.NodeClaim.Name, fresh, false)
 		}
 		for _, pod := range marked {
-			p.Recorder.Eventf(pod, corev1.EventTypeNormal, v1.ReasonNominated, "pod should schedule on node %s", e.Node)
+			p.nominatedEvent(pod, "pod should schedule on node %s", e.Node)
 		}
 		if !hint {
 			continue
@@ -365,7 +389,7 @@ func (p *Provisioner) Provision(ctx context.Context) (time.Duration, error) {
 		p.Log.Info("created NodeClaim", "NodeClaim", nc.Name, "nodePool", planned.NodePool, "pods", len(planned.Pods),
 			"cheapestInstanceType", planned.InstanceType.Name, "instanceTypes", len(planned.InstanceTypes), "requests", planned.Requests.String())
 		for _, pod := range notVirtual(planned.Pods) {
-			p.Recorder.Eventf(pod, corev1.EventTypeNormal, v1.ReasonNominated, "pod should schedule on NodeClaim %s (%s)", nc.Name, planned.InstanceType.Name)
+			p.nominatedEvent(pod, "pod should schedule on NodeClaim %s (%s)", nc.Name, planned.InstanceType.Name)
 		}
 	}); err != nil {
 		return 0, err
