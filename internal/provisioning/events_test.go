@@ -1,6 +1,7 @@
 package provisioning
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -18,9 +19,12 @@ func TestNominatedEventsAreLimited(t *testing.T) {
 	p := &Provisioner{Recorder: rec, Clock: clk}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}}
 	tell := func(n int) int {
+		// NodeClaims are created, and their pods told, in parallel.
+		var wg sync.WaitGroup
 		for range n {
-			p.nominatedEvent(pod, "pod should schedule on NodeClaim %s", "general-x")
+			wg.Go(func() { p.nominatedEvent(pod, "pod should schedule on NodeClaim %s", "general-x") })
 		}
+		wg.Wait()
 		told := len(rec.Events)
 		for range told {
 			<-rec.Events

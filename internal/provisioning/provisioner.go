@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -66,7 +67,8 @@ type Provisioner struct {
 
 	// nominatedEvents bounds the Nominated events (NominatedEventsPerSecond,
 	// NominatedEventsBurst).
-	nominatedEvents flowcontrol.PassiveRateLimiter
+	nominatedEvents     flowcontrol.PassiveRateLimiter
+	nominatedEventsOnce sync.Once
 	// said is what each pending pod was last told (FailedScheduling), and
 	// when: a pod is told again when the reason changes, or after Resay.
 	said map[types.UID]saying
@@ -112,9 +114,10 @@ const (
 
 // nominatedEvent records a Nominated event on the pod within the limit.
 func (p *Provisioner) nominatedEvent(pod *corev1.Pod, format string, args ...any) {
-	if p.nominatedEvents == nil {
+	// NodeClaims are created, and their pods told, in parallel.
+	p.nominatedEventsOnce.Do(func() {
 		p.nominatedEvents = flowcontrol.NewTokenBucketPassiveRateLimiterWithClock(NominatedEventsPerSecond, NominatedEventsBurst, p.Clock)
-	}
+	})
 	if p.nominatedEvents.TryAccept() {
 		p.Recorder.Eventf(pod, corev1.EventTypeNormal, v1.ReasonNominated, format, args...)
 	}
