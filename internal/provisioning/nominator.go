@@ -3,7 +3,6 @@ package provisioning
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -11,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,7 +57,7 @@ type plan struct {
 	at   time.Time
 	// quiet are the pods remembered, not written: planned by a decision
 	// made while many pods waited, or not tried by kube-scheduler yet.
-	quiet map[types.NamespacedName]bool
+	quiet sets.Set[types.NamespacedName]
 }
 
 // Hints reports whether a decision made while this many pods wait for a
@@ -80,7 +80,7 @@ func (n *Nominator) Plan(claim string, pods []*corev1.Pod, hint bool) {
 	p := n.plans[claim]
 	p.at = n.Clock.Now()
 	if p.quiet == nil {
-		p.quiet = map[types.NamespacedName]bool{}
+		p.quiet = sets.New[types.NamespacedName]()
 	}
 	for _, pod := range pods {
 		key := client.ObjectKeyFromObject(pod)
@@ -92,9 +92,9 @@ func (n *Nominator) Plan(claim string, pods []*corev1.Pod, hint bool) {
 			p.pods = append(p.pods, key)
 		}
 		if hint {
-			delete(p.quiet, key)
+			p.quiet.Delete(key)
 		} else {
-			p.quiet[key] = true
+			p.quiet.Insert(key)
 		}
 	}
 	n.plans[claim] = p
@@ -159,11 +159,11 @@ func (n *Nominator) NominateTo(ctx context.Context, claim, node string) error {
 		return nil
 	}
 	n.mu.Lock()
-	pods, quiet := slices.Clone(n.plans[claim].pods), maps.Clone(n.plans[claim].quiet)
+	pods, quiet := slices.Clone(n.plans[claim].pods), n.plans[claim].quiet.Clone()
 	n.mu.Unlock()
 	var placed []types.NamespacedName
 	for _, key := range pods {
-		done, err := n.nominate(ctx, key, node, !quiet[key])
+		done, err := n.nominate(ctx, key, node, !quiet.Has(key))
 		if err != nil {
 			return err
 		}
@@ -254,7 +254,7 @@ func (n *Nominator) unplan(key types.NamespacedName) {
 	delete(n.target, key)
 	p := n.plans[claim]
 	p.pods = slices.DeleteFunc(p.pods, func(k types.NamespacedName) bool { return k == key })
-	delete(p.quiet, key)
+	p.quiet.Delete(key)
 	n.plans[claim] = p
 }
 

@@ -333,15 +333,7 @@ func TestPlannedPodsAreNominatedBeforeTheNodeTakesPods(t *testing.T) {
 	for _, name := range []string{"web-0", "web-1"} {
 		e.Create(t, pod(name, nil))
 	}
-	var claim v1.NodeClaim
-	e.WaitFor(t, "a launched NodeClaim", func(context.Context) (bool, error) {
-		list := claims(t, e)
-		if len(list) == 1 && list[0].Status.ProviderID != "" {
-			claim = list[0]
-			return true, nil
-		}
-		return false, nil
-	})
+	claim := launchedClaim(t, e)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	kube := kubernetes.NewForConfigOrDie(e.Plane.Config)
@@ -357,22 +349,8 @@ func TestPlannedPodsAreNominatedBeforeTheNodeTakesPods(t *testing.T) {
 	}
 	defer nodes.Stop()
 
-	// The kubelet registers the node with karpenter.sh/unregistered.
 	name := "ip-10-0-0-1.ec2.internal"
-	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name, corev1.LabelArchStable: "amd64"}},
-		Spec: corev1.NodeSpec{ProviderID: claim.Status.ProviderID, Taints: []corev1.Taint{
-			{Key: v1.TaintKeyUnregistered, Effect: corev1.TaintEffectNoExecute},
-		}},
-	}
-	e.Create(t, node)
-	created := node.DeepCopy()
-	node.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("29")}
-	node.Status.Allocatable = node.Status.Capacity
-	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-	if err := e.Kube.Status().Patch(ctx, node, client.MergeFrom(created)); err != nil {
-		t.Fatal(err)
-	}
+	bootNode(t, e, &claim, name, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi"), corev1.ResourcePods: resource.MustParse("29")})
 
 	revision := func(o metav1.Object) uint64 {
 		n, err := strconv.ParseUint(o.GetResourceVersion(), 10, 64)
@@ -422,28 +400,9 @@ func TestUntriedPodsKeepTheirRoomOnANode(t *testing.T) {
 	e.DefaultNodeClass(t)
 	e.Create(t, nodePool("general", nil, in("kubernetes.io/arch", "amd64"), in("karpenter.k8s.aws/instance-category", "c", "m", "r")))
 	e.Create(t, pod("seed", nil))
-	var claim v1.NodeClaim
-	e.WaitFor(t, "a launched NodeClaim", func(context.Context) (bool, error) {
-		list := claims(t, e)
-		if len(list) == 1 && list[0].Status.ProviderID != "" {
-			claim = list[0]
-			return true, nil
-		}
-		return false, nil
-	})
-	ctx := context.Background()
+	claim := launchedClaim(t, e)
 	name := "ip-10-0-0-1.ec2.internal"
-	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name, corev1.LabelArchStable: "amd64"}},
-		Spec:       corev1.NodeSpec{ProviderID: claim.Status.ProviderID, Taints: []corev1.Taint{{Key: v1.TaintKeyUnregistered, Effect: corev1.TaintEffectNoExecute}}},
-	}
-	e.Create(t, node)
-	created := node.DeepCopy()
-	node.Status.Capacity, node.Status.Allocatable = claim.Status.Capacity, claim.Status.Allocatable
-	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-	if err := e.Kube.Status().Patch(ctx, node, client.MergeFrom(created)); err != nil {
-		t.Fatal(err)
-	}
+	bootNode(t, e, &claim, name, claim.Status.Allocatable)
 	e.WaitFor(t, "the NodeClaim registered", func(ctx context.Context) (bool, error) {
 		nc := &v1.NodeClaim{}
 		err := e.Kube.Get(ctx, client.ObjectKeyFromObject(&claim), nc)
@@ -491,5 +450,38 @@ func TestUntriedPodsKeepTheirRoomOnANode(t *testing.T) {
 	}
 	if got := len(claims(t, e)); got != 2 {
 		t.Errorf("%d NodeClaims, want 2", got)
+	}
+}
+
+// launchedClaim waits for the one NodeClaim to launch and returns it.
+func launchedClaim(t *testing.T, e *optest.Env) v1.NodeClaim {
+	t.Helper()
+	var claim v1.NodeClaim
+	e.WaitFor(t, "a launched NodeClaim", func(context.Context) (bool, error) {
+		list := claims(t, e)
+		if len(list) == 1 && list[0].Status.ProviderID != "" {
+			claim = list[0]
+			return true, nil
+		}
+		return false, nil
+	})
+	return claim
+}
+
+// bootNode does what the kubelet of the NodeClaim's instance does: it
+// registers the node with karpenter.sh/unregistered, then reports it
+// Ready with the allocatable resources.
+func bootNode(t *testing.T, e *optest.Env, claim *v1.NodeClaim, name string, allocatable corev1.ResourceList) {
+	t.Helper()
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{corev1.LabelHostname: name, corev1.LabelArchStable: "amd64"}},
+		Spec:       corev1.NodeSpec{ProviderID: claim.Status.ProviderID, Taints: []corev1.Taint{{Key: v1.TaintKeyUnregistered, Effect: corev1.TaintEffectNoExecute}}},
+	}
+	e.Create(t, node)
+	created := node.DeepCopy()
+	node.Status.Capacity, node.Status.Allocatable = allocatable, allocatable
+	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+	if err := e.Kube.Status().Patch(context.Background(), node, client.MergeFrom(created)); err != nil {
+		t.Fatal(err)
 	}
 }
