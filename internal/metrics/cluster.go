@@ -1,9 +1,11 @@
 package metrics
 
 import (
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
@@ -36,15 +38,21 @@ var nodeLabels = []struct{ key, name string }{
 // scrape from the cache: nothing is kept between scrapes, so a node or
 // pod that is gone leaves no series behind.
 type clusterCollector struct {
-	cluster                                        Cluster
-	now                                            func() time.Time
-	allocatable, podRequests, podLimits, daemonReq *prometheus.Desc
-	daemonLimits, overhead, lifetime, podState     *prometheus.Desc
-	unbound, unstarted                             *prometheus.Desc
-	provUnbound, provUnstarted, undecided          *prometheus.Desc
+	cluster Cluster
+	now     func() time.Time
+	// nodeLabels and withResource are the label names of the per-node
+	// families, podState's those of karpenter_pods_state.
+	nodeLabels, withResource, podState             []string
+	allocatable, podRequests, podLimits, daemonReq gaugeFamily
+	daemonLimits, overhead, lifetime, state        gaugeFamily
+	unbound, unstarted, provUnbound, provUnstarted gaugeFamily
+	undecided                                      gaugeFamily
 	// planned reports a pod a provisioning decision planned room for.
 	planned func(types.UID) bool
 }
+
+// podKey are the label names of the per-pod time series.
+var podKey = []string{"name", "namespace"}
 
 // NewClusterCollector makes the collector of the per-node and per-pod
 // series.
@@ -54,38 +62,33 @@ func NewClusterCollector(cluster Cluster, now func() time.Time, planned func(typ
 		labels = append(labels, l.name)
 	}
 	labels = append(labels, "node_name", "phase", "managed")
-	withResource := append(append([]string(nil), labels...), "resource_type")
-	desc := func(name, help string, labels []string) *prometheus.Desc {
-		return prometheus.NewDesc("karpenter_nodes_"+name, help, labels, nil)
+	withResource := append(slices.Clone(labels), "resource_type")
+	node := func(name, help string) gaugeFamily {
+		return newGaugeFamily("karpenter_nodes_"+name, help, withResource)
 	}
+	podState := []string{"name", "namespace", "owner", "node", "scheduled", "nodepool", "zone", "arch", "capacity_type", "instance_type", "phase", "ready", "managed"}
 	return &clusterCollector{
-		cluster: cluster, now: now, planned: planned,
-		provUnbound: prometheus.NewDesc("karpenter_pods_provisioning_unbound_time_seconds", "How long a pod nodewright planned room for, not bound yet, has existed.",
-			[]string{"name", "namespace"}, nil),
-		provUnstarted: prometheus.NewDesc("karpenter_pods_provisioning_unstarted_time_seconds", "How long a pod nodewright planned room for, not running yet, has existed.",
-			[]string{"name", "namespace"}, nil),
-		undecided: prometheus.NewDesc("karpenter_pods_provisioning_scheduling_undecided_time_seconds", "How long a pending pod no provisioning decision has planned room for yet has existed.",
-			[]string{"name", "namespace"}, nil),
-		allocatable:  desc("allocatable", "What a node offers pods, by resource.", withResource),
-		podRequests:  desc("total_pod_requests", "What the pods on a node (not DaemonSet pods) request, by resource.", withResource),
-		podLimits:    desc("total_pod_limits", "The limits of the pods on a node (not DaemonSet pods), by resource.", withResource),
-		daemonReq:    desc("total_daemon_requests", "What the DaemonSet pods on a node request, by resource.", withResource),
-		daemonLimits: desc("total_daemon_limits", "The limits of the DaemonSet pods on a node, by resource.", withResource),
-		overhead:     desc("system_overhead", "What a node reserves for the system (capacity less allocatable), by resource.", withResource),
-		lifetime:     desc("current_lifetime_seconds", "How long a node has existed.", labels),
-		unbound: prometheus.NewDesc("karpenter_pods_unbound_time_seconds", "How long a pod not bound to a node yet has existed.",
-			[]string{"name", "namespace"}, nil),
-		unstarted: prometheus.NewDesc("karpenter_pods_unstarted_time_seconds", "How long a pod not running yet has existed.",
-			[]string{"name", "namespace"}, nil),
-		podState: prometheus.NewDesc("karpenter_pods_state", "1 per pod, labelled with where it is and how it is.",
-			[]string{"name", "namespace", "owner", "node", "scheduled", "nodepool", "zone", "arch", "capacity_type", "instance_type", "phase", "ready", "managed"}, nil),
+		cluster: cluster, now: now, planned: planned, nodeLabels: labels, withResource: withResource, podState: podState,
+		provUnbound:   newGaugeFamily("karpenter_pods_provisioning_unbound_time_seconds", "How long a pod nodewright planned room for, not bound yet, has existed.", podKey),
+		provUnstarted: newGaugeFamily("karpenter_pods_provisioning_unstarted_time_seconds", "How long a pod nodewright planned room for, not running yet, has existed.", podKey),
+		undecided:     newGaugeFamily("karpenter_pods_provisioning_scheduling_undecided_time_seconds", "How long a pending pod no provisioning decision has planned room for yet has existed.", podKey),
+		allocatable:   node("allocatable", "What a node offers pods, by resource."),
+		podRequests:   node("total_pod_requests", "What the pods on a node (not DaemonSet pods) request, by resource."),
+		podLimits:     node("total_pod_limits", "The limits of the pods on a node (not DaemonSet pods), by resource."),
+		daemonReq:     node("total_daemon_requests", "What the DaemonSet pods on a node request, by resource."),
+		daemonLimits:  node("total_daemon_limits", "The limits of the DaemonSet pods on a node, by resource."),
+		overhead:      node("system_overhead", "What a node reserves for the system (capacity less allocatable), by resource."),
+		lifetime:      newGaugeFamily("karpenter_nodes_current_lifetime_seconds", "How long a node has existed.", labels),
+		unbound:       newGaugeFamily("karpenter_pods_unbound_time_seconds", "How long a pod not bound to a node yet has existed.", podKey),
+		unstarted:     newGaugeFamily("karpenter_pods_unstarted_time_seconds", "How long a pod not running yet has existed.", podKey),
+		state:         newGaugeFamily("karpenter_pods_state", "1 per pod, labelled with where it is and how it is.", podState),
 	}
 }
 
 func (c *clusterCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.allocatable, c.podRequests, c.podLimits, c.daemonReq, c.daemonLimits, c.overhead, c.lifetime, c.podState, c.unbound, c.unstarted,
+	for _, f := range []gaugeFamily{c.allocatable, c.podRequests, c.podLimits, c.daemonReq, c.daemonLimits, c.overhead, c.lifetime, c.state, c.unbound, c.unstarted,
 		c.provUnbound, c.provUnstarted, c.undecided} {
-		ch <- d
+		ch <- f.desc
 	}
 }
 
@@ -100,51 +103,69 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 			byNode[p.Spec.NodeName] = append(byNode[p.Spec.NodeName], p)
 		}
 	}
+	l := labelPairs{}
 	nodeByName := make(map[string]*corev1.Node, len(nodes))
 	for _, n := range nodes {
 		nodeByName[n.Name] = n
-		c.collectNode(ch, n, byNode[n.Name], managed(n))
+		c.collectNode(ch, l, n, byNode[n.Name], managed(n))
 	}
 	for _, p := range pods {
-		c.collectPod(ch, p, nodeByName[p.Spec.NodeName], managed)
+		c.collectPod(ch, l, p, nodeByName[p.Spec.NodeName], managed)
 	}
 }
 
 // collectNode sends one node's series.
-func (c *clusterCollector) collectNode(ch chan<- prometheus.Metric, n *corev1.Node, pods []*corev1.Pod, managed bool) {
-	labels := make([]string, 0, len(nodeLabels)+4)
-	for _, l := range nodeLabels {
-		labels = append(labels, n.Labels[l.key])
+func (c *clusterCollector) collectNode(ch chan<- prometheus.Metric, l labelPairs, n *corev1.Node, pods []*corev1.Pod, managed bool) {
+	values := make([]string, 0, len(nodeLabels)+3)
+	for _, nl := range nodeLabels {
+		values = append(values, n.Labels[nl.key])
 	}
-	labels = append(labels, n.Name, string(n.Status.Phase), boolLabel(managed))
-	var podReq, podLim, dsReq, dsLim corev1.ResourceList
+	labels := l.pairs(c.nodeLabels, append(values, n.Name, string(n.Status.Phase), boolLabel(managed))...)
+	withResource := make([]*dto.LabelPair, len(labels)+1)
+	copy(withResource, labels)
+	podReq, podLim, dsReq, dsLim := podTotals(pods)
+	for _, f := range []struct {
+		family gaugeFamily
+		list   corev1.ResourceList
+	}{{c.allocatable, n.Status.Allocatable}, {c.podRequests, podReq}, {c.podLimits, podLim}, {c.daemonReq, dsReq}, {c.daemonLimits, dsLim}, {c.overhead, overhead(n)}} {
+		for name, q := range f.list {
+			withResource[len(labels)] = l.pair("resource_type", string(name))
+			ch <- f.family.series(value(q), withResource...)
+		}
+	}
+	ch <- c.lifetime.series(c.now().Sub(n.CreationTimestamp.Time).Seconds(), labels...)
+}
+
+// podTotals are what pods request and their limits, DaemonSet pods apart.
+func podTotals(pods []*corev1.Pod) (podReq, podLim, dsReq, dsLim corev1.ResourceList) {
+	req, lim := corev1.ResourceList{}, corev1.ResourceList{}
 	for _, p := range pods {
-		req := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{})
-		lim := resourcehelper.PodLimits(p, resourcehelper.PodResourcesOptions{})
+		req = resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{Reuse: req})
+		lim = resourcehelper.PodLimits(p, resourcehelper.PodResourcesOptions{Reuse: lim})
 		if state.OwnedByDaemonSet(p) {
 			dsReq, dsLim = add(dsReq, req), add(dsLim, lim)
 		} else {
 			podReq, podLim = add(podReq, req), add(podLim, lim)
 		}
 	}
-	overhead := corev1.ResourceList{}
+	return podReq, podLim, dsReq, dsLim
+}
+
+// overhead is what a node reserves for the system: capacity less
+// allocatable.
+func overhead(n *corev1.Node) corev1.ResourceList {
+	out := corev1.ResourceList{}
 	for name, capacity := range n.Status.Capacity {
 		if alloc, ok := n.Status.Allocatable[name]; ok {
 			capacity.Sub(alloc)
-			overhead[name] = capacity
+			out[name] = capacity
 		}
 	}
-	for desc, list := range map[*prometheus.Desc]corev1.ResourceList{c.allocatable: n.Status.Allocatable, c.podRequests: podReq, c.podLimits: podLim,
-		c.daemonReq: dsReq, c.daemonLimits: dsLim, c.overhead: overhead} {
-		for name, q := range list {
-			ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, value(q), append(labels, string(name))...)
-		}
-	}
-	ch <- prometheus.MustNewConstMetric(c.lifetime, prometheus.GaugeValue, c.now().Sub(n.CreationTimestamp.Time).Seconds(), labels...)
+	return out
 }
 
 // collectPod sends a pod's state.
-func (c *clusterCollector) collectPod(ch chan<- prometheus.Metric, p *corev1.Pod, n *corev1.Node, managed func(*corev1.Node) bool) {
+func (c *clusterCollector) collectPod(ch chan<- prometheus.Metric, l labelPairs, p *corev1.Pod, n *corev1.Node, managed func(*corev1.Node) bool) {
 	owner := ""
 	if len(p.OwnerReferences) > 0 {
 		owner = p.OwnerReferences[0].Kind + "/" + p.OwnerReferences[0].Name
@@ -162,24 +183,25 @@ func (c *clusterCollector) collectPod(ch chan<- prometheus.Metric, p *corev1.Pod
 			ready = cond.Status == corev1.ConditionTrue
 		}
 	}
-	ch <- prometheus.MustNewConstMetric(c.podState, prometheus.GaugeValue, 1, p.Name, p.Namespace, owner, p.Spec.NodeName,
-		boolLabel(p.Spec.NodeName != ""), pool, zone, arch, ct, it, string(p.Status.Phase), boolLabel(ready), boolLabel(isManaged))
+	ch <- c.state.series(1, l.pairs(c.podState, p.Name, p.Namespace, owner, p.Spec.NodeName,
+		boolLabel(p.Spec.NodeName != ""), pool, zone, arch, ct, it, string(p.Status.Phase), boolLabel(ready), boolLabel(isManaged))...)
 	if !p.DeletionTimestamp.IsZero() || p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 		return
 	}
 	age := c.now().Sub(p.CreationTimestamp.Time).Seconds()
 	planned := c.planned != nil && c.planned(p.UID)
+	key := l.pairs(podKey, p.Name, p.Namespace)
 	if p.Spec.NodeName == "" {
-		ch <- prometheus.MustNewConstMetric(c.unbound, prometheus.GaugeValue, age, p.Name, p.Namespace)
+		ch <- c.unbound.series(age, key...)
 		if planned {
-			ch <- prometheus.MustNewConstMetric(c.provUnbound, prometheus.GaugeValue, age, p.Name, p.Namespace)
+			ch <- c.provUnbound.series(age, key...)
 		} else {
-			ch <- prometheus.MustNewConstMetric(c.undecided, prometheus.GaugeValue, age, p.Name, p.Namespace)
+			ch <- c.undecided.series(age, key...)
 		}
 	}
-	ch <- prometheus.MustNewConstMetric(c.unstarted, prometheus.GaugeValue, age, p.Name, p.Namespace)
+	ch <- c.unstarted.series(age, key...)
 	if planned {
-		ch <- prometheus.MustNewConstMetric(c.provUnstarted, prometheus.GaugeValue, age, p.Name, p.Namespace)
+		ch <- c.provUnstarted.series(age, key...)
 	}
 }
 
