@@ -152,18 +152,22 @@ func (n *Nominator) Reconcile(ctx context.Context, req reconcile.Request) (recon
 // lifecycle calls it when it registers the node, before the node can take
 // pods: kube-scheduler then counts the planned pods as taking their room
 // from the first moment, and pods planned onto nodes not up yet cannot
-// take it. The plan is remembered until its pods are bound: a cache that
-// does not show the nomination yet does not make them pending again.
+// take it. A pod planned quietly is nominated too once no more than
+// MaxPods planned pods wait: the last nodes of a large scale-up keep the
+// room planned for their pods. The plan is remembered until its pods are
+// bound: a cache that does not show the nomination yet does not make them
+// pending again.
 func (n *Nominator) NominateTo(ctx context.Context, claim, node string) error {
 	if n == nil {
 		return nil
 	}
 	n.mu.Lock()
 	pods, quiet := slices.Clone(n.plans[claim].pods), n.plans[claim].quiet.Clone()
+	few := n.Hints(len(n.target))
 	n.mu.Unlock()
 	var placed []types.NamespacedName
 	for _, key := range pods {
-		done, err := n.nominate(ctx, key, node, !quiet.Has(key))
+		done, err := n.nominate(ctx, key, node, few || !quiet.Has(key))
 		if err != nil {
 			return err
 		}

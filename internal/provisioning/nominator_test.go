@@ -2,6 +2,7 @@ package provisioning_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,5 +83,25 @@ func TestPodsAreNotNominatedWhileManyWait(t *testing.T) {
 	planned := n.Planned()
 	if _, ok := planned[client.ObjectKeyFromObject(large[0])]; ok || planned[client.ObjectKeyFromObject(large[1])] != "claim-large" {
 		t.Errorf("after large-0 was bound: planned %v, want large-1 and large-2 still on claim-large, large-0 gone", planned)
+	}
+
+	// The small pods are bound: two planned pods wait, no more than
+	// MaxPods, and the large decision's quiet pods are nominated when its
+	// node comes.
+	for _, p := range append(small, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "small-2"}}) {
+		binding := &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: p.Name}, Target: corev1.ObjectReference{Kind: "Node", Name: "node-small"}}
+		if err := kube.SubResource("binding").Create(ctx, p, binding); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, claim := range []string{"claim-small", "claim-large"} {
+		if err := n.NominateTo(ctx, claim, strings.Replace(claim, "claim", "node", 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range large[1:] {
+		if got := nominatedTo(p.Name); got != "node-large" {
+			t.Errorf("pod %s planned quietly, with two planned pods waiting: nominated to %q, want node-large", p.Name, got)
+		}
 	}
 }
