@@ -232,8 +232,8 @@ func newManager(ctx context.Context, rc *rest.Config, cfg Config, log logr.Logge
 	requests.Wrap(rc)
 	mgr, err := ctrl.NewManager(rc, ctrl.Options{
 		Scheme: scheme,
-		// The cache keeps what the controllers read (trim).
-		Cache:                   cache.Options{DefaultTransform: trim},
+		// The cache keeps what the controllers read (newTrim).
+		Cache:                   cache.Options{DefaultTransform: newTrim()},
 		Logger:                  log,
 		Metrics:                 metricsserver.Options{BindAddress: cfg.MetricsAddr, ExtraHandlers: profiling(cfg.Profiling)},
 		HealthProbeBindAddress:  cfg.HealthAddr,
