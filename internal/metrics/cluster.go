@@ -40,9 +40,10 @@ var nodeLabels = []struct{ key, name string }{
 type clusterCollector struct {
 	cluster Cluster
 	now     func() time.Time
-	// nodeLabels and withResource are the label names of the per-node
-	// families, podState's those of karpenter_pods_state.
-	nodeLabels, withResource, podState             []string
+	// nodeLabels are the label names of the per-node families (with
+	// resource_type last where they are by resource), podState those of
+	// karpenter_pods_state.
+	nodeLabels, podState                           []string
 	allocatable, podRequests, podLimits, daemonReq gaugeFamily
 	daemonLimits, overhead, lifetime, state        gaugeFamily
 	unbound, unstarted, provUnbound, provUnstarted gaugeFamily
@@ -68,7 +69,7 @@ func NewClusterCollector(cluster Cluster, now func() time.Time, planned func(typ
 	}
 	podState := []string{"name", "namespace", "owner", "node", "scheduled", "nodepool", "zone", "arch", "capacity_type", "instance_type", "phase", "ready", "managed"}
 	return &clusterCollector{
-		cluster: cluster, now: now, planned: planned, nodeLabels: labels, withResource: withResource, podState: podState,
+		cluster: cluster, now: now, planned: planned, nodeLabels: labels, podState: podState,
 		provUnbound:   newGaugeFamily("karpenter_pods_provisioning_unbound_time_seconds", "How long a pod nodewright planned room for, not bound yet, has existed.", podKey),
 		provUnstarted: newGaugeFamily("karpenter_pods_provisioning_unstarted_time_seconds", "How long a pod nodewright planned room for, not running yet, has existed.", podKey),
 		undecided:     newGaugeFamily("karpenter_pods_provisioning_scheduling_undecided_time_seconds", "How long a pending pod no provisioning decision has planned room for yet has existed.", podKey),
