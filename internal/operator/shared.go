@@ -9,6 +9,8 @@ import (
 	"unique"
 
 	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/nodewright/nodewright/api/v1"
 )
 
 // sharedPartsMax bounds the parts remembered: past it the table starts
@@ -19,7 +21,7 @@ const sharedPartsMax = 20_000
 // hold equal: the pods of one Deployment have the same container
 // resources, labels, node selector, tolerations and owner. A Go map of a
 // few entries takes over 500 bytes, so at 50,000 pods this is tens of
-// megabytes. The cache's objects are never changed (readers get deep
+// megabytes; NodeClaims planned together list the same instance types. The cache's objects are never changed (readers get deep
 // copies or promise not to write), so pods can share them.
 type sharedParts struct {
 	mu    sync.Mutex
@@ -49,6 +51,18 @@ func (s *sharedParts) pod(p *corev1.Pod) {
 	p.Labels = sharedStrings(s, p.Labels)
 	p.Spec.NodeSelector = sharedStrings(s, p.Spec.NodeSelector)
 	internStrings(p)
+}
+
+// nodeClaim replaces a NodeClaim's requirement values by an equal list
+// another NodeClaim holds: the claims of one decision list the same
+// instance types, hundreds of names each.
+func (s *sharedParts) nodeClaim(nc *v1.NodeClaim) {
+	for i := range nc.Spec.Requirements {
+		r := &nc.Spec.Requirements[i]
+		if len(r.Values) > 1 {
+			r.Values = shared(s, "values", r.Key+"\x00"+strings.Join(r.Values, "\x00"), r.Values)
+		}
+	}
 }
 
 // internStrings gives a pod's strings that many pods hold equal one copy

@@ -6,6 +6,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+
+	v1 "github.com/nodewright/nodewright/api/v1"
 )
 
 // newTrim makes the cache's transform: every object loses its managed fields
@@ -18,15 +20,18 @@ import (
 // kube-scheduler left it) and Ready (the pods' metrics). At tens of
 // thousands of pods the rest (images, commands, environment, probes,
 // mounts, service account token volumes) is most of what the controller
-// would hold in memory. Pods share the parts they hold equal
-// (sharedParts).
+// would hold in memory. Pods share the parts they hold equal, and
+// NodeClaims their requirements' equal value lists (sharedParts).
 func newTrim() toolscache.TransformFunc {
 	parts := &sharedParts{}
 	return func(obj any) (any, error) {
 		obj, err := cache.TransformStripManagedFields()(obj)
-		if pod, ok := obj.(*corev1.Pod); ok {
-			trimPod(pod)
-			parts.pod(pod)
+		switch o := obj.(type) {
+		case *corev1.Pod:
+			trimPod(o)
+			parts.pod(o)
+		case *v1.NodeClaim:
+			parts.nodeClaim(o)
 		}
 		return obj, err
 	}

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/scheduling"
 )
 
@@ -139,6 +140,42 @@ func TestCachedPodsShareEqualParts(t *testing.T) {
 	changed.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("2")
 	if b.Labels["app"] != "web" || b.Spec.Containers[0].Resources.Requests.Cpu().String() != "500m" {
 		t.Errorf("changing a copy of one cached pod changed another: labels %v, requests %v", b.Labels, b.Spec.Containers[0].Resources.Requests)
+	}
+}
+
+// NodeClaims planned together list the same instance types: the cache
+// holds one list for them, and a copy a controller changes is its own.
+func TestCachedNodeClaimsShareInstanceTypeLists(t *testing.T) {
+	transform := newTrim()
+	cached := func(name string, types ...string) *v1.NodeClaim {
+		nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		nc.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
+			{Key: scheduling.LabelInstanceType, Operator: corev1.NodeSelectorOpIn, Values: types},
+			{Key: v1.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{"spot", "on-demand"}},
+		}
+		obj, err := transform(nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return obj.(*v1.NodeClaim)
+	}
+	a := cached("general-a", "c6a.2xlarge", "m6a.2xlarge", "c5.2xlarge")
+	b := cached("general-b", "c6a.2xlarge", "m6a.2xlarge", "c5.2xlarge")
+	other := cached("general-c", "c6a.4xlarge", "m6a.4xlarge")
+	same := func(x, y []string) bool { return &x[0] == &y[0] }
+	if !same(a.Spec.Requirements[0].Values, b.Spec.Requirements[0].Values) || !same(a.Spec.Requirements[1].Values, b.Spec.Requirements[1].Values) {
+		t.Error("two NodeClaims listing the same instance types and capacity types hold two copies of the lists, want one")
+	}
+	if same(a.Spec.Requirements[0].Values, other.Spec.Requirements[0].Values) {
+		t.Error("a NodeClaim of 4xlarge types shares the list of one of 2xlarge types")
+	}
+	if got := other.Spec.Requirements[0].Values; !slices.Equal(got, []string{"c6a.4xlarge", "m6a.4xlarge"}) {
+		t.Errorf("the third NodeClaim lists %v, want its own types", got)
+	}
+	changed := a.DeepCopy()
+	changed.Spec.Requirements[0].Values[0] = "r6a.2xlarge"
+	if got := b.Spec.Requirements[0].Values[0]; got != "c6a.2xlarge" {
+		t.Errorf("changing a copy of one cached NodeClaim changed another's first type to %s", got)
 	}
 }
 

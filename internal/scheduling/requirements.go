@@ -3,6 +3,7 @@ package scheduling
 import (
 	"fmt"
 	"sort"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -23,9 +24,42 @@ func NewRequirements(reqs ...corev1.NodeSelectorRequirement) Requirements {
 func LabelRequirements(labels map[string]string) Requirements {
 	out := make(Requirements, len(labels))
 	for k, v := range labels {
-		out.Add(NewRequirement(k, corev1.NodeSelectorOpIn, v))
+		if k == LabelHostname { // one node's own
+			out[k] = NewRequirement(k, corev1.NodeSelectorOpIn, v)
+			continue
+		}
+		out[k] = labelRequirements.get(k, v)
 	}
 	return out
+}
+
+// labelRequirements holds the requirements LabelRequirements made, one per
+// label and value: a decision reads every node's labels, and thousands of
+// nodes share most of theirs (NodePool, zone, architecture, instance
+// type's), so they share the requirement (a Requirement is not changed
+// once made). Past labelRequirementsMax (labels of many values, or of
+// nodes long gone) the table starts again.
+var labelRequirements = &labelTable{}
+
+const labelRequirementsMax = 20_000
+
+type labelTable struct {
+	mu   sync.Mutex
+	reqs map[[2]string]*Requirement
+}
+
+func (t *labelTable) get(key, value string) *Requirement {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if r, ok := t.reqs[[2]string{key, value}]; ok {
+		return r
+	}
+	if t.reqs == nil || len(t.reqs) >= labelRequirementsMax {
+		t.reqs = map[[2]string]*Requirement{}
+	}
+	r := NewRequirement(key, corev1.NodeSelectorOpIn, value)
+	t.reqs[[2]string{key, value}] = r
+	return r
 }
 
 // Add narrows the requirements by r.

@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -706,20 +707,7 @@ func (s *solver) finish() *Plan {
 			byNode[t.name].Pods = pods
 			continue
 		}
-		types := t.pool.allThatFit(t)
-		prices := make(map[*InstanceType]Offering, len(types))
-		for _, it := range types {
-			prices[it], _ = it.CheapestOffering(t.reqs)
-		}
-		sort.SliceStable(types, func(i, j int) bool {
-			if prices[types[i]].Price != prices[types[j]].Price {
-				return prices[types[i]].Price < prices[types[j]].Price
-			}
-			return types[i].Name < types[j].Name
-		})
-		if len(types) > MaxInstanceTypes {
-			types = types[:MaxInstanceTypes]
-		}
+		types, cheapest := cheapestFirst(t.pool.allThatFit(t), t.reqs)
 		names := make([]string, len(types))
 		for i, it := range types {
 			names[i] = it.Name
@@ -729,10 +717,37 @@ func (s *solver) finish() *Plan {
 		s.plan.NodeClaims = append(s.plan.NodeClaims, &PlannedNodeClaim{
 			Name: t.name, NodePool: t.pool.Name, Requirements: reqs, InstanceTypes: types,
 			Requests: t.requests, DaemonOverhead: t.daemon, Pods: pods,
-			InstanceType: types[0], Offering: prices[types[0]],
+			InstanceType: types[0], Offering: cheapest,
 		})
 	}
 	return s.plan
+}
+
+// cheapestFirst orders instance types by the price of their cheapest
+// offering that meets reqs (then by name), keeps at most MaxInstanceTypes
+// and returns the first one's offering.
+func cheapestFirst(types []*InstanceType, reqs Requirements) ([]*InstanceType, Offering) {
+	type priced struct {
+		it    *InstanceType
+		price float64
+	}
+	ranked := make([]priced, len(types))
+	for i, it := range types {
+		o, _ := it.CheapestOffering(reqs)
+		ranked[i] = priced{it, o.Price}
+	}
+	slices.SortStableFunc(ranked, func(a, b priced) int {
+		if c := cmp.Compare(a.price, b.price); c != 0 {
+			return c
+		}
+		return strings.Compare(a.it.Name, b.it.Name)
+	})
+	types = types[:min(len(ranked), MaxInstanceTypes)]
+	for i := range types {
+		types[i] = ranked[i].it
+	}
+	cheapest, _ := types[0].CheapestOffering(reqs)
+	return types, cheapest
 }
 
 // limitOf reads a resource limit, or reports that there is none.
