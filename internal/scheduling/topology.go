@@ -163,20 +163,24 @@ func (t *topology) spreadGroup(kind topologyKind, key string, namespaces map[str
 // constraints' node inclusion). Terms that cannot be parsed are reported
 // as errors.
 func (t *topology) termsOf(p *corev1.Pod, nodeTerms []Requirements) ([]*topologyTerm, error) {
+	spread := t.defaults.For(p)
+	var affinity []affinityTerm
+	if a := p.Spec.Affinity; a != nil {
+		affinity = podAffinityTerms(a)
+	}
+	if len(spread) == 0 && len(affinity) == 0 {
+		return nil, nil // most pods: nothing to allocate
+	}
 	var terms []*topologyTerm
 	own := map[string]bool{p.Namespace: true}
-	for _, c := range t.defaults.For(p) {
+	for _, c := range spread {
 		term, err := t.spreadTerm(p, c, own, nodeTerms)
 		if err != nil {
 			return nil, err
 		}
 		terms = append(terms, term)
 	}
-	a := p.Spec.Affinity
-	if a == nil {
-		return terms, nil
-	}
-	for _, at := range podAffinityTerms(a) {
+	for _, at := range affinity {
 		term, err := t.affinityTerm(at, own)
 		if err != nil {
 			return nil, err
