@@ -186,7 +186,16 @@ func (h hostPort) conflicts(o hostPort) bool {
 // containers (the larger of their peak and the running sum), sidecars and
 // pod overhead, plus one pod.
 func PodRequests(pod *corev1.Pod) (Resources, []string) {
-	r, unknown := ParseResources(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}))
+	var r Resources
+	var unknown []string
+	if spec := &pod.Spec; len(spec.Containers) == 1 && len(spec.InitContainers) == 0 && spec.Overhead == nil && spec.Resources == nil {
+		// One container and nothing else: its requests are the pod's
+		// (without the lists the general sum builds, for every pod of
+		// every decision).
+		r, unknown = ParseResources(spec.Containers[0].Resources.Requests)
+	} else {
+		r, unknown = ParseResources(resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{}))
+	}
 	r[podsIndex]++
 	return r, unknown
 }
@@ -213,18 +222,27 @@ func newPodInfo(pod *corev1.Pod) *podInfo {
 		reqs.AddAll(NewRequirements(normalized(t.MatchExpressions)...))
 		p.terms = append(p.terms, reqs)
 	}
-	for _, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
-		for _, port := range c.Ports {
-			if port.HostPort > 0 {
-				protocol := port.Protocol
-				if protocol == "" {
-					protocol = corev1.ProtocolTCP
+	p.hostPorts = appendHostPorts(nil, pod)
+	return p
+}
+
+// appendHostPorts appends the host ports the pod's containers and init
+// containers take.
+func appendHostPorts(ports []hostPort, pod *corev1.Pod) []hostPort {
+	for _, containers := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range containers {
+			for _, port := range c.Ports {
+				if port.HostPort > 0 {
+					protocol := port.Protocol
+					if protocol == "" {
+						protocol = corev1.ProtocolTCP
+					}
+					ports = append(ports, hostPort{protocol: protocol, ip: port.HostIP, port: port.HostPort})
 				}
-				p.hostPorts = append(p.hostPorts, hostPort{protocol: protocol, ip: port.HostIP, port: port.HostPort})
 			}
 		}
 	}
-	return p
+	return ports
 }
 
 // deprecatedLabels are the beta and failure-domain labels Kubernetes

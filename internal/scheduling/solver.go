@@ -187,13 +187,24 @@ func newSolver(in Input) *solver {
 		}
 		return nodes[i].Name < nodes[j].Name
 	})
+	// Placed pods with spread or pod (anti-)affinity terms of their own
+	// get a podInfo (their terms count); the others, most of them, only
+	// add their requests and host ports, and count in the groups that
+	// select them.
 	var existingPods []*podInfo
+	existing := make([]*target, len(nodes))
 	attachLimited := false
-	for _, n := range nodes {
+	for i, n := range nodes {
 		attachLimited = attachLimited || len(n.VolumeLimits) > 0
 		t := &target{name: n.Name, existing: true, reqs: n.Requirements, taints: n.Taints, allocatable: n.Allocatable, volumeLimits: n.VolumeLimits}
 		t.attach(n.Attached)
 		for _, pod := range n.Pods {
+			if !s.topo.hasTerms(pod) {
+				requests, _ := PodRequests(pod)
+				t.requests = t.requests.Add(requests)
+				t.ports = appendHostPorts(t.ports, pod)
+				continue
+			}
 			p := newPodInfo(pod)
 			t.requests = t.requests.Add(p.requests)
 			t.ports = append(t.ports, p.hostPorts...)
@@ -201,6 +212,7 @@ func newSolver(in Input) *solver {
 			existingPods = append(existingPods, p)
 		}
 		s.addTarget(t)
+		existing[i] = t
 		s.plan.Existing = append(s.plan.Existing, &ExistingPlacement{Node: n.Name})
 	}
 	s.addPending(in, attachLimited)
@@ -214,9 +226,14 @@ func newSolver(in Input) *solver {
 	for _, p := range append(existingPods, s.pods...) {
 		p.classify(s.topo)
 	}
-	for _, t := range s.targets {
+	for i, t := range existing {
 		for _, p := range t.pods {
 			s.record(p, t)
+		}
+		for _, pod := range nodes[i].Pods {
+			if !s.topo.hasTerms(pod) {
+				s.recordPlaced(pod, t)
+			}
 		}
 	}
 	sortPods(s.pods)
@@ -629,6 +646,19 @@ func (s *solver) record(p *podInfo, t *target) {
 			if d, ok := t.domain(term.group.key); ok {
 				term.group.inverse.record(d)
 			}
+		}
+	}
+}
+
+// recordPlaced counts a placed pod without terms of its own in every group
+// that selects it, as classify and record do for a podInfo.
+func (s *solver) recordPlaced(pod *corev1.Pod, t *target) {
+	for _, g := range s.topo.ordered {
+		if g.kind == kindInverseAntiAffinity || !g.selects(pod) {
+			continue
+		}
+		if d, ok := t.domain(g.key); ok && s.counts(g, t) {
+			g.record(d)
 		}
 	}
 }

@@ -133,13 +133,19 @@ func (d SpreadDefaults) validate() error {
 	return nil
 }
 
+// apply reports whether the defaults spread the pod: it sets no
+// constraints, and a controller owns it and its labels.
+func (d SpreadDefaults) apply(p *corev1.Pod) bool {
+	return len(p.Spec.TopologySpreadConstraints) == 0 && len(d) > 0 && metav1.GetControllerOf(p) != nil && len(p.Labels) > 0
+}
+
 // For are the constraints a pod is scheduled with: its own, or, when it
 // sets none and a controller owns it, the defaults selecting the pods of
 // its controller (its labels, which hold its ReplicaSet's or
 // StatefulSet's selector). A pod without a controller (nor so a selector
 // kube-scheduler could deduce) gets none.
 func (d SpreadDefaults) For(p *corev1.Pod) []corev1.TopologySpreadConstraint {
-	if len(p.Spec.TopologySpreadConstraints) > 0 || len(d) == 0 || metav1.GetControllerOf(p) == nil || len(p.Labels) == 0 {
+	if !d.apply(p) {
 		return p.Spec.TopologySpreadConstraints
 	}
 	out := slices.Clone(d)

@@ -157,11 +157,21 @@ func (t *topology) spreadGroup(kind topologyKind, key string, namespaces map[str
 	return g
 }
 
+// hasTerms reports whether a pod has spread or pod (anti-)affinity terms
+// (its own, or the default spread).
+func (t *topology) hasTerms(p *corev1.Pod) bool {
+	if a := p.Spec.Affinity; a != nil && (a.PodAffinity != nil || a.PodAntiAffinity != nil) {
+		return true
+	}
+	return len(p.Spec.TopologySpreadConstraints) > 0 || t.defaults.apply(p)
+}
+
 // termsOf registers the groups of a pod's spread constraints and pod
-// (anti-)affinity terms and returns the pod's terms. nodeTerms are the
+// (anti)affinity terms and returns the pod's terms. nodeTerms are the
 // pod's node selector and required node affinity (for the spread
 // constraints' node inclusion). Terms that cannot be parsed are reported
 // as errors.
+
 func (t *topology) termsOf(p *corev1.Pod, nodeTerms []Requirements) ([]*topologyTerm, error) {
 	spread := t.defaults.For(p)
 	var affinity []affinityTerm
