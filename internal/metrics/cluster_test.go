@@ -1,12 +1,17 @@
 package metrics_test
 
 import (
+	"bytes"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,8 +46,7 @@ func TestClusterSeries(t *testing.T) {
 	undecided := pod("q", "1", false)
 	undecided.Spec.NodeName, undecided.Status.Phase, undecided.CreationTimestamp = "", corev1.PodPending, metav1.NewTime(now.Add(-30*time.Second))
 	nodes, pods := []*corev1.Node{node}, []*corev1.Pod{pod("a", "500m", false), pod("b", "250m", false), pod("ds-1", "100m", true), pending, undecided}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(metrics.NewClusterCollector(func() ([]*corev1.Node, []*corev1.Pod, func(*corev1.Node) bool, bool) {
+	reg := scraped(t, metrics.NewClusterSeries(func() ([]*corev1.Node, []*corev1.Pod, func(*corev1.Node) bool, bool) {
 		return nodes, pods, func(n *corev1.Node) bool { return n.Labels["karpenter.sh/nodepool"] != "" }, true
 	}, func() time.Time { return now }, func(uid types.UID) bool { return uid == "uid-p" }))
 	labels := `arch="",capacity_type="",instance_category="",instance_family="",instance_generation="",instance_size="",instance_type="m5.large",managed="true",node_name="n1",nodepool="default",os="",phase="",region="",zone="us-east-1a"`
@@ -95,6 +99,30 @@ karpenter_pods_provisioning_scheduling_undecided_time_seconds{name="q",namespace
 	if n, err := testutil.GatherAndCount(reg, "karpenter_nodes_allocatable", "karpenter_pods_state"); err != nil || n != 0 {
 		t.Errorf("after the node and pods went: %d series, %v", n, err)
 	}
+}
+
+// scraped gathers what the series write, parsed as a scraper parses it:
+// the text must be valid exposition format, each family's series together.
+func scraped(t *testing.T, series *metrics.ClusterSeries) prometheus.Gatherer {
+	return prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
+		var text bytes.Buffer
+		if _, err := series.WriteTo(&text); err != nil {
+			return nil, err
+		}
+		var parser expfmt.TextParser
+		families, err := parser.TextToMetricFamilies(&text)
+		if err != nil {
+			t.Errorf("the series are not valid exposition format: %v", err)
+			return nil, err
+		}
+		// In the order a registry gathers them: families by name, series
+		// by labels (the text's order is the cache's).
+		out := slices.SortedFunc(maps.Values(families), func(a, b *dto.MetricFamily) int { return strings.Compare(a.GetName(), b.GetName()) })
+		for _, f := range out {
+			slices.SortFunc(f.Metric, func(a, b *dto.Metric) int { return strings.Compare(a.String(), b.String()) })
+		}
+		return out, nil
+	})
 }
 
 // Reboots and eviction requests are counted under the reference's names.

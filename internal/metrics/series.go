@@ -1,84 +1,119 @@
 package metrics
 
 import (
+	"bufio"
+	"math"
 	"slices"
-
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
+	"strconv"
+	"strings"
 )
 
-// gaugeFamily is a gauge family with a series per node or pod, built at
-// each scrape. The client library's const metrics copy every label name
-// and value into a pair of their own for each series: at 50,000 pods a
-// scrape allocated over 200 MB that way. Here a scrape makes one pair per
-// distinct name and value and the series share them.
-type gaugeFamily struct {
-	desc *prometheus.Desc
-	// at[i] is where the i-th label (in the order given) sorts: a series'
-	// pairs are kept sorted by name, as the registry wants them.
-	at []int
+// family is a gauge family written in the text exposition format.
+type family struct {
+	name, help string
+	labels     []string
+	// sorted are the labels' indexes by name: series are written with
+	// their labels sorted, as a registry writes them.
+	sorted []int
 }
 
-func newGaugeFamily(name, help string, labels []string) gaugeFamily {
-	sorted := slices.Clone(labels)
-	slices.Sort(sorted)
-	at := make([]int, len(labels))
-	for i, l := range labels {
-		at[i], _ = slices.BinarySearch(sorted, l)
+func newFamily(name, help string, labels []string) family {
+	sorted := make([]int, len(labels))
+	for i := range sorted {
+		sorted[i] = i
 	}
-	return gaugeFamily{desc: prometheus.NewDesc(name, help, labels, nil), at: at}
+	slices.SortFunc(sorted, func(a, b int) int { return strings.Compare(labels[a], labels[b]) })
+	return family{name: name, help: help, labels: labels, sorted: sorted}
 }
 
-// series is one series of the family: its label pairs are given in the
-// family's label order.
-func (f gaugeFamily) series(value float64, pairs ...*dto.LabelPair) prometheus.Metric {
-	s := &gaugeSeries{desc: f.desc, labels: make([]*dto.LabelPair, len(pairs)), value: value}
-	for i, p := range pairs {
-		s.labels[f.at[i]] = p
+// textWriter writes gauge series in the text exposition format, a
+// family's header before its first series. The first error is kept and
+// ends the writing.
+type textWriter struct {
+	w       *bufio.Writer
+	last    *family
+	written int64
+	err     error
+	scratch []byte
+}
+
+// series writes one series of f; values are in the order of f's labels.
+// The series of a family are written together.
+func (t *textWriter) series(f *family, value float64, values ...string) {
+	if t.err != nil {
+		return
 	}
-	s.gauge.Value = &s.value
-	return s
-}
-
-// gaugeSeries is a series whose label pairs are shared: they are never
-// changed once written.
-type gaugeSeries struct {
-	desc   *prometheus.Desc
-	labels []*dto.LabelPair
-	value  float64
-	gauge  dto.Gauge
-}
-
-func (s *gaugeSeries) Desc() *prometheus.Desc { return s.desc }
-
-func (s *gaugeSeries) Write(m *dto.Metric) error {
-	m.Label, m.Gauge = s.labels, &s.gauge
-	return nil
-}
-
-// labelPairs hands out one label pair per name and value for a scrape.
-type labelPairs map[[2]string]*dto.LabelPair
-
-// pair is the label pair of a name and a value.
-func (l labelPairs) pair(name, value string) *dto.LabelPair {
-	key := [2]string{name, value}
-	if p, ok := l[key]; ok {
-		return p
+	b := t.scratch[:0]
+	if t.last != f {
+		t.last = f
+		b = append(b, "# HELP "...)
+		b = append(b, f.name...)
+		b = append(b, ' ')
+		b = appendEscaped(b, f.help, false)
+		b = append(b, "\n# TYPE "...)
+		b = append(b, f.name...)
+		b = append(b, " gauge\n"...)
 	}
-	p := &struct {
-		dto.LabelPair
-		key [2]string
-	}{key: key}
-	p.Name, p.Value = &p.key[0], &p.key[1]
-	l[key] = &p.LabelPair
-	return &p.LabelPair
+	b = append(b, f.name...)
+	for n, i := range f.sorted {
+		if n == 0 {
+			b = append(b, '{')
+		} else {
+			b = append(b, ',')
+		}
+		b = append(b, f.labels[i]...)
+		b = append(b, `="`...)
+		b = appendEscaped(b, values[i], true)
+		b = append(b, '"')
+	}
+	if len(f.labels) > 0 {
+		b = append(b, '}')
+	}
+	b = append(b, ' ')
+	b = appendFloat(b, value)
+	b = append(b, '\n')
+	n, err := t.w.Write(b)
+	t.written += int64(n)
+	t.err, t.scratch = err, b
 }
 
-// pairs are the pairs of names and their values, in order.
-func (l labelPairs) pairs(names []string, values ...string) []*dto.LabelPair {
-	out := make([]*dto.LabelPair, len(names))
-	for i, name := range names {
-		out[i] = l.pair(name, values[i])
+func (t *textWriter) flush() error {
+	if t.err != nil {
+		return t.err
 	}
-	return out
+	return t.w.Flush()
+}
+
+// appendEscaped escapes a label value (backslash, double quote, line feed)
+// or a help text (backslash, line feed).
+func appendEscaped(b []byte, s string, quoted bool) []byte {
+	if !strings.ContainsAny(s, "\\\"\n") {
+		return append(b, s...)
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\\':
+			b = append(b, `\\`...)
+		case c == '\n':
+			b = append(b, `\n`...)
+		case c == '"' && quoted:
+			b = append(b, `\"`...)
+		default:
+			b = append(b, c)
+		}
+	}
+	return b
+}
+
+// appendFloat writes a value as the exposition format spells it.
+func appendFloat(b []byte, v float64) []byte {
+	switch {
+	case math.IsInf(v, 1):
+		return append(b, "+Inf"...)
+	case math.IsInf(v, -1):
+		return append(b, "-Inf"...)
+	case math.IsNaN(v):
+		return append(b, "NaN"...)
+	}
+	return strconv.AppendFloat(b, v, 'g', -1, 64)
 }

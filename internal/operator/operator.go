@@ -4,14 +4,12 @@ package operator
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/pprof"
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -200,11 +198,12 @@ func New(ctx context.Context, rc *rest.Config, cfg Config, clouds Clouds, clk cl
 	if cfg.Interruption.Queue != "" && clouds.SQS == nil {
 		return nil, fmt.Errorf("--interruption-queue %s: no SQS client", cfg.Interruption.Queue)
 	}
-	mgr, err := newManager(ctx, rc, cfg, log)
+	series := &clusterSeries{}
+	mgr, err := newManager(ctx, rc, cfg, series, log)
 	if err != nil {
 		return nil, err
 	}
-	w, err := newWiring(ctx, mgr, cfg, clouds, clk, log)
+	w, err := newWiring(ctx, mgr, cfg, clouds, clk, series, log)
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +217,7 @@ func New(ctx context.Context, rc *rest.Config, cfg Config, clouds Clouds, clk cl
 
 // newManager makes the controller manager, with its client's rate limits
 // and request metrics, and checks the identity has the chart's RBAC.
-func newManager(ctx context.Context, rc *rest.Config, cfg Config, log logr.Logger) (manager.Manager, error) {
+func newManager(ctx context.Context, rc *rest.Config, cfg Config, series *clusterSeries, log logr.Logger) (manager.Manager, error) {
 	scheme, err := scheme(cfg.CapacityBuffer)
 	if err != nil {
 		return nil, err
@@ -235,7 +234,7 @@ func newManager(ctx context.Context, rc *rest.Config, cfg Config, log logr.Logge
 		// The cache keeps what the controllers read (newTrim).
 		Cache:                   cache.Options{DefaultTransform: newTrim()},
 		Logger:                  log,
-		Metrics:                 metricsserver.Options{BindAddress: cfg.MetricsAddr, ExtraHandlers: profiling(cfg.Profiling)},
+		Metrics:                 metricsserver.Options{BindAddress: cfg.MetricsAddr, ExtraHandlers: profiling(cfg.Profiling), FilterProvider: series.filter},
 		HealthProbeBindAddress:  cfg.HealthAddr,
 		LeaderElection:          cfg.LeaderElection,
 		LeaderElectionID:        "nodewright-leader",
@@ -292,7 +291,7 @@ type wiring struct {
 	nominator *provisioning.Nominator
 }
 
-func newWiring(ctx context.Context, mgr manager.Manager, cfg Config, clouds Clouds, clk clock.WithTicker, log logr.Logger) (*wiring, error) {
+func newWiring(ctx context.Context, mgr manager.Manager, cfg Config, clouds Clouds, clk clock.WithTicker, series *clusterSeries, log logr.Logger) (*wiring, error) {
 	cluster, err := provider.ClusterFromEKS(ctx, clouds.EKS, cfg.ClusterName)
 	if err != nil {
 		return nil, err
@@ -304,9 +303,7 @@ func newWiring(ctx context.Context, mgr manager.Manager, cfg Config, clouds Clou
 	if err != nil {
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
-	if err := serveCluster(mgr, clk, m); err != nil {
-		return nil, err
-	}
+	series.series.Store(clusterSeriesOf(mgr, clk, m))
 	if err := observePods(ctx, mgr, m); err != nil {
 		return nil, err
 	}
@@ -457,11 +454,10 @@ func (w *wiring) nodeControllers(context.Context) error {
 	})
 }
 
-// serveCluster serves the per-node and per-pod series from the manager's
-// cache at each scrape. A collector an earlier manager of this process
-// registered (tests run several) gives way to this one's.
-func serveCluster(mgr manager.Manager, clk clock.PassiveClock, m *metrics.Metrics) error {
-	collector := metrics.NewClusterCollector(func() ([]*corev1.Node, []*corev1.Pod, func(*corev1.Node) bool, bool) {
+// clusterSeriesOf are the per-node and per-pod series of the manager's
+// cache, read at each scrape.
+func clusterSeriesOf(mgr manager.Manager, clk clock.PassiveClock, m *metrics.Metrics) *metrics.ClusterSeries {
+	return metrics.NewClusterSeries(func() ([]*corev1.Node, []*corev1.Pod, func(*corev1.Node) bool, bool) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		nodes, pods := &corev1.NodeList{}, &corev1.PodList{}
@@ -474,16 +470,6 @@ func serveCluster(mgr manager.Manager, clk clock.PassiveClock, m *metrics.Metric
 		managed := func(n *corev1.Node) bool { return n.Labels[v1.LabelNodePool] != "" }
 		return listing.Pointers(nodes.Items), listing.Pointers(pods.Items), managed, true
 	}, clk.Now, m.Planned)
-	err := ctrlmetrics.Registry.Register(collector)
-	var already prometheus.AlreadyRegisteredError
-	if errors.As(err, &already) {
-		ctrlmetrics.Registry.Unregister(already.ExistingCollector)
-		err = ctrlmetrics.Registry.Register(collector)
-	}
-	if err != nil {
-		return fmt.Errorf("registering the per-node metrics: %w", err)
-	}
-	return nil
 }
 
 // observePods times pods' binding and start from the cache's pod updates
