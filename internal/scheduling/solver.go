@@ -187,43 +187,60 @@ func newSolver(in Input) *solver {
 		}
 		return nodes[i].Name < nodes[j].Name
 	})
-	// Placed pods with spread or pod (anti-)affinity terms of their own
-	// get a podInfo (their terms count); the others, most of them, only
-	// add their requests and host ports, and count in the groups that
-	// select them.
-	var existingPods []*podInfo
 	existing := make([]*target, len(nodes))
 	attachLimited := false
 	for i, n := range nodes {
 		attachLimited = attachLimited || len(n.VolumeLimits) > 0
-		t := &target{name: n.Name, existing: true, reqs: n.Requirements, taints: n.Taints, allocatable: n.Allocatable, volumeLimits: n.VolumeLimits}
-		t.attach(n.Attached)
-		for _, pod := range n.Pods {
-			if !s.topo.hasTerms(pod) {
-				requests, _ := PodRequests(pod)
-				t.requests = t.requests.Add(requests)
-				t.ports = appendHostPorts(t.ports, pod)
-				continue
-			}
-			p := newPodInfo(pod)
-			t.requests = t.requests.Add(p.requests)
-			t.ports = append(t.ports, p.hostPorts...)
-			t.pods = append(t.pods, p)
-			existingPods = append(existingPods, p)
-		}
-		s.addTarget(t)
-		existing[i] = t
+		existing[i] = s.existingTarget(n)
+		s.addTarget(existing[i])
 		s.plan.Existing = append(s.plan.Existing, &ExistingPlacement{Node: n.Name})
 	}
 	s.addPending(in, attachLimited)
-	// Placed pods' anti-affinity counts too.
-	for _, p := range existingPods {
+	s.countPlaced(nodes, existing)
+	sortPods(s.pods)
+	for _, p := range s.pods {
+		s.remaining = s.remaining.Add(p.requests)
+	}
+	return s
+}
+
+// existingTarget is a node as a target, holding its pods' requests and
+// host ports. Pods with spread or pod (anti-)affinity terms of their own
+// get a podInfo (their terms count); the others, most of them, are only
+// counted in the groups that select them (countPlaced).
+func (s *solver) existingTarget(n *Node) *target {
+	t := &target{name: n.Name, existing: true, reqs: n.Requirements, taints: n.Taints, allocatable: n.Allocatable, volumeLimits: n.VolumeLimits}
+	t.attach(n.Attached)
+	for _, pod := range n.Pods {
+		if !s.topo.hasTerms(pod) {
+			requests, _ := PodRequests(pod)
+			t.requests = t.requests.Add(requests)
+			t.ports = appendHostPorts(t.ports, pod)
+			continue
+		}
+		p := newPodInfo(pod)
+		t.requests = t.requests.Add(p.requests)
+		t.ports = append(t.ports, p.hostPorts...)
+		t.pods = append(t.pods, p)
+	}
+	return t
+}
+
+// countPlaced counts the nodes' pods in the topology groups that select
+// them, once the pending pods made their groups; the terms of those with
+// terms (anti-affinity) count too.
+func (s *solver) countPlaced(nodes []*Node, existing []*target) {
+	var withTerms []*podInfo
+	for _, t := range existing {
+		withTerms = append(withTerms, t.pods...)
+	}
+	for _, p := range withTerms {
 		terms, err := s.topo.termsOf(p.pod, p.terms)
 		if err == nil {
 			p.topology = terms
 		}
 	}
-	for _, p := range append(existingPods, s.pods...) {
+	for _, p := range append(withTerms, s.pods...) {
 		p.classify(s.topo)
 	}
 	for i, t := range existing {
@@ -236,11 +253,6 @@ func newSolver(in Input) *solver {
 			}
 		}
 	}
-	sortPods(s.pods)
-	for _, p := range s.pods {
-		s.remaining = s.remaining.Add(p.requests)
-	}
-	return s
 }
 
 // addPending takes the pods to place: those their own volumes or terms
