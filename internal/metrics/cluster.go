@@ -112,6 +112,7 @@ func (c *ClusterSeries) writeNodes(out *textWriter, nodes []*corev1.Node, pods [
 	labels := make([][]string, len(nodes))
 	lists := make([][6]corev1.ResourceList, len(nodes))
 	for i, n := range nodes {
+		// Room for one more value: resource_type, appended per series.
 		values := make([]string, 0, len(nodeLabels)+4)
 		for _, nl := range nodeLabels {
 			values = append(values, n.Labels[nl.key])

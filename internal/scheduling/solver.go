@@ -247,10 +247,15 @@ func (s *solver) countPlaced(nodes []*Node, existing []*target) {
 		for _, p := range t.pods {
 			s.record(p, t)
 		}
+		// t.pods are the node's pods with terms, in the node's order: the
+		// others are counted without a podInfo.
+		next := 0
 		for _, pod := range nodes[i].Pods {
-			if !s.topo.hasTerms(pod) {
-				s.recordPlaced(pod, t)
+			if next < len(t.pods) && t.pods[next].pod == pod {
+				next++
+				continue
 			}
+			s.recordPlaced(pod, t)
 		}
 	}
 }
