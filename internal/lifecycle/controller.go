@@ -87,7 +87,10 @@ type Controller struct {
 	// registered, before it can take pods, so the pods planned onto the
 	// NodeClaim are nominated to it first (the provisioner's nominator).
 	Nominations Nominations
-	networks    networks
+	// APIReader reads objects past the cache, after a write failed on
+	// a cached copy older than the API server's; Client when nil.
+	APIReader client.Reader
+	instances instanceFacts
 	// launched holds the instance of each NodeClaim launched by this
 	// process until the cache shows its provider ID: a reconcile that
 	// reads the NodeClaim before then records that instance instead of
@@ -133,7 +136,26 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.addFinalizer(ctx, nc); err != nil {
 		return reconcile.Result{}, err
 	}
-	return c.advance(ctx, nc)
+	res, err := c.advance(ctx, nc)
+	if !apierrors.IsConflict(err) {
+		return res, err
+	}
+	// Decided on a cached NodeClaim older than the API server's (the
+	// cache lags a busy API server): decided again at once on the
+	// current one, rather than after the error's backoff.
+	fresh := &v1.NodeClaim{}
+	if gerr := c.reader().Get(ctx, req.NamespacedName, fresh); gerr != nil || !fresh.DeletionTimestamp.IsZero() {
+		return res, err
+	}
+	return c.advance(ctx, fresh)
+}
+
+// reader reads past the cache.
+func (c *Controller) reader() client.Reader {
+	if c.APIReader != nil {
+		return c.APIReader
+	}
+	return c.Client
 }
 
 // addFinalizer holds a new NodeClaim until its node and instance are
@@ -244,6 +266,11 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim, now metav1.Ti
 		inst = known.(*cloudprovider.Instance)
 	} else if inst, err = c.Cloud.Create(ctx, nc); err == nil {
 		c.launched.Store(nc.UID, inst)
+		if inst.SubnetID != "" {
+			// The launch answered where the instance runs and that it
+			// is nodewright's: registration and drift need not ask.
+			c.instances.remember(inst)
+		}
 	}
 	switch {
 	case cloudprovider.IsInsufficientCapacity(err) || cloudprovider.IsNodeClassNotReady(err):
@@ -353,11 +380,11 @@ func restoreRegistered(nc *v1.NodeClaim, node *corev1.Node, now metav1.Time) {
 // launch it (it lacks nodewright's tags); nil when nodewright did or the
 // instance is gone.
 func (c *Controller) foreignInstance(ctx context.Context, nc *v1.NodeClaim) (*cloudprovider.Instance, error) {
-	inst, err := c.Cloud.Get(ctx, nc.Status.ProviderID)
+	inst, err := c.instances.get(ctx, c.Cloud, nc.Status.ProviderID)
 	switch {
-	case err != nil && !cloudprovider.IsNotFound(err):
+	case err != nil:
 		return nil, fmt.Errorf("finding the instance of NodeClaim %s: %w", nc.Name, err)
-	case err == nil && inst.Foreign:
+	case inst != nil && inst.Foreign:
 		return inst, nil
 	}
 	return nil, nil
@@ -365,8 +392,29 @@ func (c *Controller) foreignInstance(ctx context.Context, nc *v1.NodeClaim) (*cl
 
 // takeOver makes the node the NodeClaim's: it records the taints the node
 // registered with, adds the finalizer, the NodeClaim as owner, its labels
-// and taints, and marks the node registered.
+// and taints, and marks the node registered. A patch refused because the
+// node changed since it was read (the kubelet's status, the cloud
+// controller manager's taint) is made again on the node read afresh.
 func (c *Controller) takeOver(ctx context.Context, nc *v1.NodeClaim, node *corev1.Node, registeredWith string) error {
+	err := c.patchTakenOver(ctx, nc, node, registeredWith)
+	for tries := 1; apierrors.IsConflict(err) && tries < takeOverTries; tries++ {
+		fresh := &corev1.Node{}
+		if gerr := c.reader().Get(ctx, client.ObjectKeyFromObject(node), fresh); gerr != nil {
+			return fmt.Errorf("registering %s for NodeClaim %s: %w", describeNode(node), nc.Name, gerr)
+		}
+		*node = *fresh
+		if node.Labels[v1.LabelRegistered] == "true" {
+			return nil // registered meanwhile by another reconcile
+		}
+		err = c.patchTakenOver(ctx, nc, node, registeredWith)
+	}
+	return err
+}
+
+// takeOverTries bounds the registration patches of one reconcile.
+const takeOverTries = 3
+
+func (c *Controller) patchTakenOver(ctx context.Context, nc *v1.NodeClaim, node *corev1.Node, registeredWith string) error {
 	before := node.DeepCopy()
 	if node.Annotations == nil {
 		node.Annotations = map[string]string{}
@@ -386,8 +434,8 @@ func (c *Controller) takeOver(ctx context.Context, nc *v1.NodeClaim, node *corev
 	node.Labels[v1.LabelRegistered] = "true"
 	// The patch carries the node's resourceVersion: if another component
 	// (the cloud controller manager removing its uninitialized taint) wrote
-	// the node since it was read, the patch fails and registration is
-	// retried on the fresh node, so a removed taint is never written back.
+	// the node since it was read, the patch fails and is made again on the
+	// current node, so a removed taint is never written back.
 	if err := c.Client.Patch(ctx, node, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("registering %s for NodeClaim %s: %w", describeNode(node), nc.Name, err)
 	}
@@ -629,7 +677,9 @@ func (c *Controller) terminate(ctx context.Context, nc *v1.NodeClaim) (reconcile
 	}
 	if slices.ContainsFunc(nodes.Items, func(n corev1.Node) bool { return n.DeletionTimestamp.IsZero() }) {
 		// Before a node is deleted: is it on an instance nodewright
-		// launched? (Deleting the instance checks again.)
+		// launched? Asked of the cloud now, not of what it said earlier
+		// (deleting the instance checks again).
+		c.instances.forget(nc.Status.ProviderID)
 		inst, err := c.foreignInstance(ctx, nc)
 		if err != nil {
 			return reconcile.Result{}, err
@@ -689,7 +739,7 @@ func (c *Controller) release(ctx context.Context, nc *v1.NodeClaim) (reconcile.R
 		return reconcile.Result{}, err
 	}
 	c.launched.Delete(nc.UID)
-	c.networks.forget(nc.Status.ProviderID)
+	c.instances.forget(nc.Status.ProviderID)
 	c.Metrics.NodeClaimTerminated(nc.Labels[v1.LabelNodePool], nc.Labels[v1.LabelCapacityType], nc.Labels[corev1.LabelTopologyZone], nc.Status.NodeName != "")
 	logf.FromContext(ctx).Info("terminated NodeClaim", "providerID", nc.Status.ProviderID)
 	return reconcile.Result{}, nil

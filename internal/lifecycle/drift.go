@@ -18,15 +18,18 @@ import (
 	"github.com/nodewright/nodewright/internal/state"
 )
 
-// networks caches where each instance runs: its subnet and security
-// groups do not change for its life, so the cloud is asked once per
-// instance (and the instance forgotten when its NodeClaim is released).
-type networks struct {
+// instanceFacts caches what the cloud says of each instance that does
+// not change for its life: its subnet and security groups, and whether
+// nodewright launched it. The cloud is asked once per instance (not at
+// all for one this process launched: Create answered it), and the
+// instance is forgotten when its NodeClaim is released.
+type instanceFacts struct {
 	mu   sync.Mutex
 	byID map[string]*cloudprovider.Instance
 }
 
-func (n *networks) get(ctx context.Context, cloud CloudProvider, providerID string) (*cloudprovider.Instance, error) {
+// get is the instance's facts; nil when the instance is gone.
+func (n *instanceFacts) get(ctx context.Context, cloud CloudProvider, providerID string) (*cloudprovider.Instance, error) {
 	n.mu.Lock()
 	inst, ok := n.byID[providerID]
 	n.mu.Unlock()
@@ -42,18 +45,25 @@ func (n *networks) get(ctx context.Context, cloud CloudProvider, providerID stri
 		}
 		return nil, err
 	}
-	net := &cloudprovider.Instance{ProviderID: providerID, SubnetID: inst.SubnetID, SecurityGroupIDs: inst.SecurityGroupIDs}
+	return n.remember(inst), nil
+}
+
+// remember keeps an instance's facts as the cloud answered them and
+// returns them.
+func (n *instanceFacts) remember(inst *cloudprovider.Instance) *cloudprovider.Instance {
+	facts := &cloudprovider.Instance{ProviderID: inst.ProviderID, InstanceID: inst.InstanceID, SubnetID: inst.SubnetID,
+		SecurityGroupIDs: inst.SecurityGroupIDs, Foreign: inst.Foreign}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.byID == nil {
 		n.byID = map[string]*cloudprovider.Instance{}
 	}
-	n.byID[providerID] = net
-	return net, nil
+	n.byID[inst.ProviderID] = facts
+	return facts
 }
 
 // forget drops an instance that is gone.
-func (n *networks) forget(providerID string) {
+func (n *instanceFacts) forget(providerID string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	delete(n.byID, providerID)
@@ -134,7 +144,7 @@ func (c *Controller) networkOf(ctx context.Context, nc *v1.NodeClaim, class *clo
 	if class == nil || class.Drift == nil {
 		return nil, nil
 	}
-	inst, err := c.networks.get(ctx, c.Cloud, nc.Status.ProviderID)
+	inst, err := c.instances.get(ctx, c.Cloud, nc.Status.ProviderID)
 	if err != nil {
 		return nil, fmt.Errorf("reading the network of NodeClaim %s's instance: %w", nc.Name, err)
 	}

@@ -4,12 +4,14 @@ import (
 	"errors"
 
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -20,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
@@ -175,3 +178,87 @@ func TestALostLaunchRecordIsNotLaunchedAgain(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// The kubelet writes its node's status right after registering: a
+// registration decided on the cached node then meets a newer node. It is
+// made again at once on the node read afresh, in the same reconcile, not
+// after an error and its backoff (which at a thousand nodes queue behind
+// one another for seconds).
+func TestRegistrationAfterAHeartbeatIsMadeAgainAtOnce(t *testing.T) {
+	var mu sync.Mutex
+	var conflicted, registeredIn types.UID
+	e := startIntercepted(t, func(direct client.Client) interceptor.Funcs {
+		return interceptor.Funcs{Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			node, ok := obj.(*corev1.Node)
+			if !ok || node.Labels[v1.LabelRegistered] != "true" {
+				return c.Patch(ctx, obj, patch, opts...)
+			}
+			id := controller.ReconcileIDFromContext(ctx)
+			mu.Lock()
+			first := conflicted == ""
+			if first {
+				conflicted = id
+			}
+			mu.Unlock()
+			if first {
+				// The kubelet's heartbeat lands between nodewright's read
+				// and its write.
+				fresh := &corev1.Node{}
+				if err := direct.Get(ctx, client.ObjectKeyFromObject(node), fresh); err != nil {
+					t.Error(err)
+				}
+				before := fresh.DeepCopy()
+				beat := metav1.NewTime(time.Now().Add(time.Second))
+				for i := range fresh.Status.Conditions {
+					fresh.Status.Conditions[i].LastHeartbeatTime = beat
+				}
+				if len(fresh.Status.Conditions) == 0 {
+					fresh.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: beat, LastTransitionTime: beat}}
+				}
+				if err := direct.Status().Patch(ctx, fresh, client.MergeFrom(before)); err != nil {
+					t.Error(err)
+				}
+			}
+			err := c.Patch(ctx, obj, patch, opts...)
+			if err == nil {
+				mu.Lock()
+				registeredIn = id
+				mu.Unlock()
+			}
+			return err
+		}}
+	})
+	e.DefaultNodeClass(t)
+	e.create(t, newClaim("heartbeat"))
+	e.waitCondition(t, "heartbeat", v1.ConditionLaunched, metav1.ConditionTrue)
+	node := e.boot(t, e.claim(t, "heartbeat"), "")
+	e.waitCondition(t, "heartbeat", v1.ConditionRegistered, metav1.ConditionTrue)
+	mu.Lock()
+	defer mu.Unlock()
+	if conflicted == "" || registeredIn != conflicted {
+		t.Errorf("the registration that met the heartbeat was reconcile %q, the one written %q: want one reconcile", conflicted, registeredIn)
+	}
+	if err := e.kube.Get(context.Background(), client.ObjectKeyFromObject(node), node); err != nil {
+		t.Fatal(err)
+	}
+	if node.Labels[v1.LabelRegistered] != "true" || !slices.Contains(node.Finalizers, v1.TerminationFinalizer) {
+		t.Errorf("node after registration: labels %v, finalizers %v", node.Labels, node.Finalizers)
+	}
+}
+
+// A NodeClaim this process launched is registered and initialized
+// without describing its instance again: the launch answered where it
+// runs and that it is nodewright's. (At a scale-up of hundreds of nodes,
+// those reads met EC2's request limits and held registrations back.)
+func TestALaunchedInstanceIsNotDescribedAgainToRegister(t *testing.T) {
+	e := startIntercepted(t, func(client.Client) interceptor.Funcs { return interceptor.Funcs{} })
+	e.DefaultNodeClass(t)
+	e.create(t, newClaim("known"))
+	e.waitCondition(t, "known", v1.ConditionLaunched, metav1.ConditionTrue)
+	described := e.account.Stats().CallsBy["DescribeInstances"]
+	e.boot(t, e.claim(t, "known"), "")
+	e.waitCondition(t, "known", v1.ConditionInitialized, metav1.ConditionTrue)
+	if n := e.account.Stats().CallsBy["DescribeInstances"] - described; n != 0 {
+		t.Errorf("DescribeInstances called %d times to register and initialize a NodeClaim this process launched, want 0", n)
+	}
+}

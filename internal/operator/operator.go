@@ -354,7 +354,8 @@ func (w *wiring) cloudControllers(ctx context.Context) error {
 // the lifecycle, pod events, termination and garbage collection.
 func (w *wiring) nodeClaimControllers(ctx context.Context) error {
 	life := &lifecycle.Controller{
-		Client: w.mgr.GetClient(), Cloud: w.cloud, Recorder: w.recorder, Clock: w.clk, Options: w.cfg.Lifecycle, Metrics: w.metrics, Registrations: w.registrations,
+		Client: w.mgr.GetClient(), APIReader: w.mgr.GetAPIReader(), Cloud: w.cloud, Recorder: w.recorder, Clock: w.clk, Options: w.cfg.Lifecycle, Metrics: w.metrics,
+		Registrations: w.registrations,
 	}
 	if w.nominator != nil {
 		life.Nominations = w.nominator

@@ -127,11 +127,21 @@ func (s *Simulator) Run(ctx context.Context, interval time.Duration) error {
 		s.catalog[sp.Name] = sp
 	}
 	s.mu.Unlock()
+	// Nodes and pods tick apart, as kubelets are apart: a node boots on
+	// time while thousands of pods start on the nodes already up.
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return s.every(gctx, interval, "simulated kubelets' nodes", s.tickNodes) })
+	g.Go(func() error { return s.every(gctx, interval, "simulated kubelets' pods", s.tickPods) })
+	return g.Wait()
+}
+
+// every runs tick every interval until ctx ends, logging its errors.
+func (s *Simulator) every(ctx context.Context, interval time.Duration, what string, tick func(context.Context) error) error {
 	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	for {
-		if err := s.Tick(ctx); err != nil && ctx.Err() == nil {
-			s.Log.Error(err, "simulated kubelets")
+		if err := tick(ctx); err != nil && ctx.Err() == nil {
+			s.Log.Error(err, what)
 		}
 		select {
 		case <-ctx.Done():
@@ -141,10 +151,10 @@ func (s *Simulator) Run(ctx context.Context, interval time.Duration) error {
 	}
 }
 
-// Tick boots due running instances, removes the nodes of terminated ones,
-// keeps nodes of running ones Ready and their pods running. Its API
-// writes run on up to Workers goroutines.
-func (s *Simulator) Tick(ctx context.Context) error {
+// tickNodes boots due running instances, removes the nodes of terminated
+// ones and keeps nodes of running ones Ready. Its API writes run on up to
+// Workers goroutines.
+func (s *Simulator) tickNodes(ctx context.Context) error {
 	byProvider, err := s.nodesByProvider(ctx)
 	if err != nil {
 		return err
@@ -160,6 +170,14 @@ func (s *Simulator) Tick(ctx context.Context) error {
 		providerID := "aws:///" + aws.ToString(inst.Placement.AvailabilityZone) + "/" + aws.ToString(inst.InstanceId)
 		s.tickInstance(gctx, g, inst, byProvider[providerID], providerID)
 	}
+	return g.Wait()
+}
+
+// tickPods starts the pods bound to simulated nodes and removes the ones
+// being deleted, on up to Workers goroutines.
+func (s *Simulator) tickPods(ctx context.Context) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(cmp.Or(s.Workers, 64))
 	if err := s.runPods(gctx, g); err != nil {
 		return errors.Join(err, g.Wait())
 	}
