@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -38,7 +39,8 @@ type batches struct {
 }
 
 // launchBatch is one launch batch's instances and which NodeClaim holds
-// each. Its members take it one at a time.
+// each. Its members choose their instances one at a time, and tag them
+// at once.
 type launchBatch struct {
 	mu       sync.Mutex
 	loadedAt time.Time
@@ -47,6 +49,9 @@ type launchBatch struct {
 	// on their own.
 	instances    map[string]ec2types.Instance
 	individually bool
+	// chosen are the instances chosen by a NodeClaim whose tag on the
+	// instance is being written: no other member chooses them.
+	chosen map[string]string // instance ID → NodeClaim
 }
 
 func (b *batches) get(id string, now time.Time) *launchBatch {
@@ -90,58 +95,83 @@ func holder(inst ec2types.Instance, batch string) string {
 func (p *Launcher) createInBatch(ctx context.Context, claim *v1.NodeClaim, class *awsv1.EC2NodeClass, types []*scheduling.InstanceType,
 	batch cloudprovider.LaunchBatch) (_ *cloudprovider.Instance, handled bool, _ error) {
 	lb := p.batches.get(batch.ID, p.clock.Now())
+	id, inst, handled, err := p.chooseInBatch(ctx, lb, claim, class, types, batch)
+	if id == "" {
+		return nil, handled, err
+	}
+	// Tagged outside the batch's lock: its members write their tags at
+	// once, not one after another (CreateTags is one call per tag value).
+	inst, err = p.take(ctx, inst, claim, batch.ID)
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	delete(lb.chosen, id)
+	if err != nil {
+		return nil, true, err
+	}
+	lb.instances[id] = inst
+	return instanceOf(inst, types), true, nil
+}
+
+// chooseInBatch loads the batch when no member has (launching it, or
+// reading it after a restart) and chooses the NodeClaim's instance: id
+// is "" when the batch has none for it (handled false: the batch launched
+// nothing for want of capacity, and the NodeClaim launches on its own).
+func (p *Launcher) chooseInBatch(ctx context.Context, lb *launchBatch, claim *v1.NodeClaim, class *awsv1.EC2NodeClass, types []*scheduling.InstanceType,
+	batch cloudprovider.LaunchBatch) (id string, _ ec2types.Instance, handled bool, _ error) {
 	lb.mu.Lock()
 	defer lb.mu.Unlock()
 	if lb.loadedAt.IsZero() {
 		if err := p.loadBatch(ctx, lb, claim, class, types, batch); err != nil {
-			return nil, true, err
+			return "", ec2types.Instance{}, true, err
 		}
 	}
 	if lb.individually {
-		return nil, false, nil
+		return "", ec2types.Instance{}, false, nil
 	}
-	chosen := lb.choose(claim.Name, batch.ID)
-	if chosen == "" {
-		return nil, true, &cloudprovider.InsufficientCapacityError{Message: fmt.Sprintf("launch batch %s of %d NodeClaims got %d instances, every one held by another NodeClaim",
+	id = lb.choose(claim.Name, batch.ID)
+	if id == "" {
+		return "", ec2types.Instance{}, true, &cloudprovider.InsufficientCapacityError{Message: fmt.Sprintf("launch batch %s of %d NodeClaims got %d instances, every one held by another NodeClaim",
 			batch.ID, batch.Size, len(lb.instances))}
 	}
-	if err := p.take(ctx, lb, chosen, claim, batch.ID); err != nil {
-		return nil, true, err
+	if lb.chosen == nil {
+		lb.chosen = map[string]string{}
 	}
-	return instanceOf(lb.instances[chosen], types), true, nil
+	lb.chosen[id] = claim.Name
+	return id, lb.instances[id], true, nil
 }
 
-// choose is the instance a NodeClaim holds (tagged with its name), else
-// the first free one, in ID order ("": none).
+// choose is the instance a NodeClaim holds (tagged with its name, or
+// chosen by it), else the first free one, in ID order ("": none).
 func (lb *launchBatch) choose(claim, batch string) string {
 	ids := slices.Sorted(maps.Keys(lb.instances))
-	if i := slices.IndexFunc(ids, func(id string) bool { return holder(lb.instances[id], batch) == claim }); i >= 0 {
+	holderOf := func(id string) string { return cmp.Or(lb.chosen[id], holder(lb.instances[id], batch)) }
+	if i := slices.IndexFunc(ids, func(id string) bool { return holderOf(id) == claim }); i >= 0 {
 		return ids[i]
 	}
-	if i := slices.IndexFunc(ids, func(id string) bool { return holder(lb.instances[id], batch) == "" }); i >= 0 {
+	if i := slices.IndexFunc(ids, func(id string) bool { return holderOf(id) == "" }); i >= 0 {
 		return ids[i]
 	}
 	return ""
 }
 
 // take tags a free instance of the batch with the NodeClaim's name (and
-// its Name tag, when it still says untaken), in EC2 and in lb.
-func (p *Launcher) take(ctx context.Context, lb *launchBatch, id string, claim *v1.NodeClaim, batch string) error {
-	inst := lb.instances[id]
+// its Name tag, when it still says untaken) in EC2, and returns it so
+// tagged.
+func (p *Launcher) take(ctx context.Context, inst ec2types.Instance, claim *v1.NodeClaim, batch string) (ec2types.Instance, error) {
 	if holder(inst, batch) != "" {
-		return nil
+		return inst, nil
 	}
+	id := aws.ToString(inst.InstanceId)
 	tags := map[string]string{TagNodeClaim: claim.Name}
 	if tagValue(inst.Tags, "Name") == nodeNameTag(claim.Labels[v1.LabelNodePool], Untaken(batch)) {
 		tags["Name"] = nodeNameTag(claim.Labels[v1.LabelNodePool], claim.Name)
 	}
 	list := tagSpecifications(tags, ec2types.ResourceTypeInstance)[0].Tags
 	if _, err := p.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{id}, Tags: list}); err != nil {
-		return fmt.Errorf("launching NodeClaim %s: tagging instance %s of launch batch %s with it: %w", claim.Name, id, batch, err)
+		return inst, fmt.Errorf("launching NodeClaim %s: tagging instance %s of launch batch %s with it: %w", claim.Name, id, batch, err)
 	}
 	inst.Tags = withTags(inst.Tags, list)
-	lb.instances[id] = inst
-	return nil
+	return inst, nil
 }
 
 // loadBatch launches the batch's instances, or finds them: EC2 answers a

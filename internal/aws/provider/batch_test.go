@@ -3,9 +3,11 @@ package provider_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -16,6 +18,7 @@ import (
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/provider"
+	"github.com/nodewright/nodewright/internal/aws/sdk"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
 	"github.com/nodewright/nodewright/internal/fake/account"
 	simaws "github.com/nodewright/nodewright/internal/fake/aws"
@@ -166,4 +169,66 @@ func TestLaunchBatchWithoutCapacity(t *testing.T) {
 	if n := len(f.account.Instances()); n != 3 {
 		t.Errorf("%d instances, want 3", n)
 	}
+}
+
+// meetingTags holds each CreateTags call until n are waiting at once.
+type meetingTags struct {
+	sdk.EC2
+	meet    chan struct{}
+	once    sync.Once
+	n       int
+	waiting int
+	mu      sync.Mutex
+}
+
+func (m *meetingTags) CreateTags(ctx context.Context, in *ec2.CreateTagsInput, opts ...func(*ec2.Options)) (*ec2.CreateTagsOutput, error) {
+	m.mu.Lock()
+	m.waiting++
+	if m.waiting == m.n {
+		m.once.Do(func() { close(m.meet) })
+	}
+	m.mu.Unlock()
+	select {
+	case <-m.meet:
+	case <-time.After(30 * time.Second):
+		return nil, errors.New("no other member of the batch tagged its instance meanwhile")
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return m.EC2.CreateTags(ctx, in, opts...)
+}
+
+// The members of a launch batch tag their instances at once, not one
+// after another behind the batch: at a large scale-up, EC2's CreateTags
+// limit makes each tag a wait, and the controller's workers all waited
+// on one batch. Each still gets an instance of its own.
+func TestLaunchBatchMembersTagTheirInstancesAtOnce(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	b := cloudprovider.LaunchBatch{ID: "batch-4", Size: 4}
+	tags := &meetingTags{EC2: f.account.EC2(), meet: make(chan struct{}), n: b.Size}
+	l := provider.New(tags, f.resolver, f.cluster, clock.RealClock{})
+	got := map[string]string{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range b.Size {
+		name := fmt.Sprintf("t-%d", i)
+		wg.Go(func() {
+			inst, err := l.Create(ctx, batchClaim(name, b), f.class, f.types)
+			if err != nil {
+				t.Errorf("%s: %v", name, err)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if other, ok := got[inst.InstanceID]; ok {
+				t.Errorf("%s and %s both got instance %s", other, name, inst.InstanceID)
+			}
+			got[inst.InstanceID] = name
+			if held := tagsOf(f.account, inst.InstanceID)[provider.TagNodeClaim]; held != name {
+				t.Errorf("%s's instance %s is tagged for %q", name, inst.InstanceID, held)
+			}
+		})
+	}
+	wg.Wait()
 }
