@@ -126,10 +126,34 @@ type timeline struct {
 	claimsDone time.Duration
 	waited     map[string]float64
 	last       time.Duration
+	// existed is how many pods existed at each snapshot: the control
+	// plane's ReplicaSet controller creates them as fast as it can.
+	existed []podsAt
 	// queued is how long pods sat in each of kube-scheduler's queues
 	// (pod-seconds by its scheduler_pending_pods' queue label), and
 	// attempts its scheduling attempts by result during the run.
 	queued, attempts, attemptsBefore map[string]float64
+}
+
+// podsAt is how many pods existed at a moment of the run.
+type podsAt struct {
+	at   time.Duration
+	pods int
+}
+
+// created is when each share of the most pods the run saw at once (and
+// all of them) existed.
+func (t timeline) created() string {
+	if len(t.existed) == 0 {
+		return "-"
+	}
+	most := slices.MaxFunc(t.existed, func(a, b podsAt) int { return a.pods - b.pods }).pods
+	parts := make([]string, 0, len(shares)+1)
+	for _, share := range append(slices.Clone(shares), 1) {
+		i := slices.IndexFunc(t.existed, func(p podsAt) bool { return float64(p.pods) >= share*float64(most) })
+		parts = append(parts, fmt.Sprintf("%.0f%% %s", share*100, seconds(t.existed[i].at)))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // schedulerView is what kube-scheduler's metrics say at one moment.
@@ -169,6 +193,7 @@ func (t *timeline) record(s *runner.Snapshot, v schedulerView) {
 		t.queued[queue] += n * (s.Elapsed - t.last).Seconds()
 	}
 	t.attempts = v.attempts
+	t.existed = append(t.existed, podsAt{at: s.Elapsed, pods: s.Pods})
 	for i, share := range shares {
 		if t.running[i] == 0 && s.Pods > 0 && float64(s.RunningPods) >= share*float64(s.Pods) {
 			t.running[i] = s.Elapsed
@@ -203,7 +228,7 @@ func (t timeline) String() string {
 		}
 	}
 	return strings.Join(parts, ", ") + "; every NodeClaim Ready and no pod pending " + seconds(t.claimsDone) +
-		"; pod-seconds pending: " + strings.Join(waited, ", ") + "; kube-scheduler: " + t.scheduler()
+		"; pod-seconds pending: " + strings.Join(waited, ", ") + "; pods created " + t.created() + "; kube-scheduler: " + t.scheduler()
 }
 
 // scheduler says how long pods sat in kube-scheduler's queues and how

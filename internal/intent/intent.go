@@ -58,9 +58,10 @@ type Created func(nc *v1.NodeClaim, planned *scheduling.PlannedNodeClaim)
 
 // Create makes the NodeClaim of every planned node from its NodePool's
 // template and node class as the snapshot has them (owner reference,
-// labels, drift hashes), creates them in parallel, and waits until the
-// cache shows them. It returns the names created, in plan order, also
-// when it fails part way (those stay: each is a node the plan wanted).
+// labels, drift hashes, the termination finalizer), creates them in
+// parallel, and waits until the cache shows them. It returns the names
+// created, in plan order, also when it fails part way (those stay: each
+// is a node the plan wanted).
 func (w *NodeClaims) Create(ctx context.Context, snap *state.Snapshot, planned []*scheduling.PlannedNodeClaim, created Created) ([]string, error) {
 	claims := make([]*v1.NodeClaim, len(planned))
 	for i, p := range planned {
@@ -69,6 +70,9 @@ func (w *NodeClaims) Create(ctx context.Context, snap *state.Snapshot, planned [
 			return nil, fmt.Errorf("planned a NodeClaim for NodePool %s, which the snapshot does not hold", p.NodePool)
 		}
 		claims[i] = state.NodeClaimFor(np, snap.NodeClassOf(np), p)
+		// Made with the finalizer the lifecycle adds before it launches
+		// anything: one write less per NodeClaim.
+		claims[i].Finalizers = []string{v1.TerminationFinalizer}
 	}
 	if w.Batch {
 		batch(claims, planned)

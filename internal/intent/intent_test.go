@@ -109,6 +109,9 @@ func TestNodeClaimsOfAPlanShareLaunchBatches(t *testing.T) {
 	}
 	sizes := map[string]int{}
 	for _, nc := range list.Items {
+		if !slices.Contains(nc.Finalizers, v1.TerminationFinalizer) {
+			t.Errorf("%s was created without %s: the lifecycle would write it before launching", nc.Name, v1.TerminationFinalizer)
+		}
 		b, ok, err := cloudprovider.LaunchBatchOf(nc.Name, nc.Annotations)
 		if err != nil {
 			t.Fatal(err)
