@@ -129,6 +129,8 @@ type timeline struct {
 	// existed is how many pods existed at each snapshot: the control
 	// plane's ReplicaSet controller creates them as fast as it can.
 	existed []podsAt
+	// workload is how many pods the run's Deployments ask for.
+	workload int
 	// queued is how long pods sat in each of kube-scheduler's queues
 	// (pod-seconds by its scheduler_pending_pods' queue label), and
 	// attempts its scheduling attempts by result during the run.
@@ -141,17 +143,16 @@ type podsAt struct {
 	pods int
 }
 
-// created is when each share of the most pods the run saw at once (and
-// all of them) existed.
+// created is when each share of the workload's pods (and all of them)
+// existed.
 func (t timeline) created() string {
-	if len(t.existed) == 0 {
-		return "-"
-	}
-	most := slices.MaxFunc(t.existed, func(a, b podsAt) int { return a.pods - b.pods }).pods
 	parts := make([]string, 0, len(shares)+1)
 	for _, share := range append(slices.Clone(shares), 1) {
-		i := slices.IndexFunc(t.existed, func(p podsAt) bool { return float64(p.pods) >= share*float64(most) })
-		parts = append(parts, fmt.Sprintf("%.0f%% %s", share*100, seconds(t.existed[i].at)))
+		at := time.Duration(0)
+		if i := slices.IndexFunc(t.existed, func(p podsAt) bool { return float64(p.pods) >= share*float64(t.workload) }); i >= 0 {
+			at = t.existed[i].at
+		}
+		parts = append(parts, fmt.Sprintf("%.0f%% %s", share*100, seconds(at)))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -293,7 +294,7 @@ func programs(ctx context.Context, cfg config) (nodewright, assets string, err e
 // measure runs one size: nodewright launching the nodes, then the
 // baseline.
 func measure(ctx context.Context, cfg config, assets, nodewright string, manifest []byte, n int) row {
-	r := row{pods: n}
+	r := row{pods: n, nwLine: timeline{workload: n}, baseLine: timeline{workload: n}}
 	scaled, err := scenarios.WithPods(manifest, n)
 	if err != nil {
 		r.err = err

@@ -4,6 +4,7 @@
 package lifecycle
 
 import (
+	"strconv"
 	"context"
 	"fmt"
 	"slices"
@@ -96,6 +97,9 @@ type Controller struct {
 	// reads the NodeClaim before then records that instance instead of
 	// asking the cloud again.
 	launched sync.Map // NodeClaim UID → *cloudprovider.Instance
+	// wrote holds the resourceVersion of this process's last write of
+	// each NodeClaim until the cache shows it.
+	wrote sync.Map // NodeClaim UID → uint64
 }
 
 // SetupWithManager registers the controller and the Node index it uses;
@@ -133,6 +137,14 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !nc.DeletionTimestamp.IsZero() {
 		return c.finalize(ctx, nc)
 	}
+	if c.behind(nc) {
+		// The cache does not show this process's last write yet (the
+		// event of a write made before it, of the node or of the
+		// NodeClaim's metadata, woke it): that write's own event
+		// brings the NodeClaim back; deciding now would redo the write
+		// on what it replaced.
+		return reconcile.Result{RequeueAfter: c.Options.Poll}, nil
+	}
 	if err := c.addFinalizer(ctx, nc); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -148,6 +160,29 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return res, err
 	}
 	return c.advance(ctx, fresh)
+}
+
+// behind reports whether nc is older than this process's last write of
+// it. Resource versions are compared as the API server's numbers; one
+// that is not a number is never behind.
+func (c *Controller) behind(nc *v1.NodeClaim) bool {
+	w, ok := c.wrote.Load(nc.UID)
+	if !ok {
+		return false
+	}
+	rv, err := strconv.ParseUint(nc.ResourceVersion, 10, 64)
+	if err != nil || rv >= w.(uint64) {
+		c.wrote.Delete(nc.UID)
+		return false
+	}
+	return true
+}
+
+// written records a write of nc (its resourceVersion as written).
+func (c *Controller) written(nc *v1.NodeClaim) {
+	if rv, err := strconv.ParseUint(nc.ResourceVersion, 10, 64); err == nil {
+		c.wrote.Store(nc.UID, rv)
+	}
 }
 
 // reader reads past the cache.
@@ -227,6 +262,7 @@ func (c *Controller) patch(ctx context.Context, before, nc *v1.NodeClaim) error 
 		if err := c.Client.Patch(ctx, nc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 			return fmt.Errorf("patching NodeClaim %s: %w", nc.Name, err)
 		}
+		c.written(nc)
 		nc.Status = status
 		before = before.DeepCopy()
 		before.ResourceVersion = nc.ResourceVersion
@@ -237,6 +273,7 @@ func (c *Controller) patch(ctx context.Context, before, nc *v1.NodeClaim) error 
 	if err := c.Client.Status().Patch(ctx, nc, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("patching the status of NodeClaim %s: %w", nc.Name, err)
 	}
+	c.written(nc)
 	return nil
 }
 
@@ -739,6 +776,7 @@ func (c *Controller) release(ctx context.Context, nc *v1.NodeClaim) (reconcile.R
 		return reconcile.Result{}, err
 	}
 	c.launched.Delete(nc.UID)
+	c.wrote.Delete(nc.UID)
 	c.instances.forget(nc.Status.ProviderID)
 	c.Metrics.NodeClaimTerminated(nc.Labels[v1.LabelNodePool], nc.Labels[v1.LabelCapacityType], nc.Labels[corev1.LabelTopologyZone], nc.Status.NodeName != "")
 	logf.FromContext(ctx).Info("terminated NodeClaim", "providerID", nc.Status.ProviderID)
