@@ -4,10 +4,10 @@
 package lifecycle
 
 import (
-	"strconv"
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
