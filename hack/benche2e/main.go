@@ -20,6 +20,7 @@ import (
 	"io"
 	"maps"
 	"math"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -27,12 +28,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
@@ -62,8 +65,11 @@ type config struct {
 	noNomination bool
 	nominateMax  int
 	profile      bool
-	reference    string
-	logDir       string
+	// profileAPIServer: a CPU profile of kube-apiserver during each run's
+	// pods, into its work directory.
+	profileAPIServer bool
+	reference        string
+	logDir           string
 }
 
 func main() {
@@ -79,6 +85,8 @@ func main() {
 	flag.IntVar(&cfg.nominateMax, "nominate-pods-max", -1, "nodewright's --nominate-pods-max (0: nominate every decision's pods; default: nodewright's default)")
 	flag.BoolVar(&cfg.profile, "profile", false, "serve nodewright's Go profiles (/debug/pprof/ on its metrics address, named in its log)")
 	flag.StringVar(&cfg.logDir, "work-dir", "", "keep each run's kubeconfig and component logs under this directory")
+	flag.BoolVar(&cfg.profileAPIServer, "profile-apiserver", false, "with -work-dir: write a CPU profile of kube-apiserver, "+
+		apiServerProfile.String()+" from "+apiServerProfileAfter.String()+" into each run's pods, to kube-apiserver.cpu.pprof in the run's directory")
 	flag.Parse()
 	for _, s := range strings.Split(*pods, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -86,6 +94,9 @@ func main() {
 			fail(fmt.Errorf("-pods %q: use positive counts separated by commas", *pods))
 		}
 		cfg.sizes = append(cfg.sizes, n)
+	}
+	if cfg.profileAPIServer && cfg.logDir == "" {
+		fail(errors.New("-profile-apiserver writes into each run's directory: give -work-dir"))
 	}
 	if cfg.skipBaseline && cfg.onlyBaseline {
 		fail(errors.New("-no-baseline and -only-baseline leave nothing to measure: use one"))
@@ -376,8 +387,61 @@ func simulate(ctx context.Context, cfg config, assets, nodewright, name string, 
 	if err != nil {
 		return nil, err
 	}
-	results, err := sim.RunSteps(ctx, steps, timeout, 2*time.Minute, func(s *runner.Snapshot) { progress(s, readScheduler(ctx, sim.Plane)) })
-	return results, errors.Join(err, sim.Stop())
+	var profiled sync.WaitGroup
+	var profileErr error
+	step, last := 0, time.Duration(0)
+	results, err := sim.RunSteps(ctx, steps, timeout, 2*time.Minute, func(s *runner.Snapshot) {
+		if s.Elapsed < last {
+			step++ // each step's watch counts its time from its start
+		}
+		if cfg.profileAPIServer && step == len(steps)-1 && last < apiServerProfileAfter && s.Elapsed >= apiServerProfileAfter {
+			profiled.Go(func() {
+				profileErr = profileAPIServer(ctx, sim.Plane, filepath.Join(opts.WorkDir, "kube-apiserver.cpu.pprof"))
+			})
+		}
+		last = s.Elapsed
+		progress(s, readScheduler(ctx, sim.Plane))
+	})
+	profiled.Wait()
+	return results, errors.Join(err, profileErr, sim.Stop())
+}
+
+// The kube-apiserver profile of -profile-apiserver: how long, from when
+// into the pods' step.
+const (
+	apiServerProfile      = 90 * time.Second
+	apiServerProfileAfter = 15 * time.Second
+)
+
+// profileAPIServer writes a CPU profile of the control plane's
+// kube-apiserver (its /debug/pprof/profile) to path.
+func profileAPIServer(ctx context.Context, plane *controlplane.ControlPlane, path string) error {
+	httpClient, err := rest.HTTPClientFor(plane.Config)
+	if err != nil {
+		return err
+	}
+	url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%.0f", strings.TrimSuffix(plane.Config.Host, "/"), apiServerProfile.Seconds())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("profiling kube-apiserver: %w", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("profiling kube-apiserver: %s", resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		_ = f.Close()
+		return fmt.Errorf("profiling kube-apiserver: %w", err)
+	}
+	return f.Close()
 }
 
 // baseline sizes the baseline for a scaled manifest: enough nodes of
