@@ -5,6 +5,7 @@ package lifecycle
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -373,7 +374,12 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim, now metav1.
 			return nil, err
 		}
 	}
-	if err := c.takeOver(ctx, nc, node, registeredWith); err != nil {
+	if err := c.takeOver(ctx, nc, node, registeredWith); errors.Is(err, errRegisteredMeanwhile) {
+		// Another reconcile registered it since the cache's copy: its
+		// registration is recorded, not counted again.
+		restoreRegistered(nc, node, now)
+		return node, nil
+	} else if err != nil {
 		return nil, err
 	}
 	c.registered(ctx, nc, node, now, registeredWith, hadUnregistered)
@@ -441,12 +447,16 @@ func (c *Controller) takeOver(ctx context.Context, nc *v1.NodeClaim, node *corev
 		}
 		*node = *fresh
 		if node.Labels[v1.LabelRegistered] == "true" {
-			return nil // registered meanwhile by another reconcile
+			return errRegisteredMeanwhile
 		}
 		err = c.patchTakenOver(ctx, nc, node, registeredWith)
 	}
 	return err
 }
+
+// errRegisteredMeanwhile: the node read afresh was registered by an
+// earlier reconcile whose write the cache did not show yet.
+var errRegisteredMeanwhile = errors.New("registered meanwhile")
 
 // takeOverTries bounds the registration patches of one reconcile.
 const takeOverTries = 3
