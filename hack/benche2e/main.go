@@ -498,8 +498,12 @@ func deployments(manifest []byte) (int64, []byte, error) {
 
 // baselineNodes is the scaled manifest's EC2NodeClass and aws-auth with a
 // static NodePool of nodes baselineType on-demand nodes instead of its
-// NodePool and workloads, and one pod (a step is done when its pods run
-// on Ready nodes: it needs one).
+// NodePool and workloads, and a Deployment of one pod (a step is done when
+// its pods run on Ready nodes: it needs one). Not a bare pod: a pod bound
+// the moment karpenter.sh/unregistered leaves a node can be deleted by
+// kube-controller-manager's taint-eviction controller while its copy of
+// the node still shows the taint (kubernetes/kubernetes#119862), and only
+// a controller makes it again.
 func baselineNodes(manifest []byte, nodes int) []byte {
 	var out bytes.Buffer
 	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(manifest)))
@@ -530,12 +534,17 @@ spec:
         - {key: node.kubernetes.io/instance-type, operator: In, values: [%q]}
         - {key: karpenter.sh/capacity-type, operator: In, values: ["on-demand"]}
 ---
-apiVersion: v1
-kind: Pod
+apiVersion: apps/v1
+kind: Deployment
 metadata: {name: nodes-ready, namespace: default}
 spec:
-  containers:
-    - {name: app, image: public.ecr.aws/docker/library/busybox:latest, resources: {requests: {cpu: 100m, memory: 128Mi}}}
+  replicas: 1
+  selector: {matchLabels: {app: nodes-ready}}
+  template:
+    metadata: {labels: {app: nodes-ready}}
+    spec:
+      containers:
+        - {name: app, image: public.ecr.aws/docker/library/busybox:latest, resources: {requests: {cpu: 100m, memory: 128Mi}}}
 `, nodes, nodes, baselineType)
 	return out.Bytes()
 }

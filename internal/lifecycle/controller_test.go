@@ -9,6 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -35,6 +36,8 @@ type env struct {
 	*optest.Env
 	kube    client.Client
 	account *simaws.Account
+	// registry holds the lifecycle's metrics (startIntercepted only).
+	registry *prometheus.Registry
 }
 
 // start runs the operator against kube-apiserver and kube-controller-manager

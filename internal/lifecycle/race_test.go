@@ -5,10 +5,12 @@ import (
 
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -33,6 +35,7 @@ import (
 	"github.com/nodewright/nodewright/internal/fake/account"
 	simaws "github.com/nodewright/nodewright/internal/fake/aws"
 	"github.com/nodewright/nodewright/internal/lifecycle"
+	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/operator/optest"
 	"github.com/nodewright/nodewright/internal/state/listing"
 	"github.com/nodewright/nodewright/internal/state/nodepoolhealth"
@@ -75,8 +78,14 @@ func startIntercepted(t *testing.T, funcs func(direct client.Client) interceptor
 	if err := listing.Index(ctx, mgr.GetFieldIndexer()); err != nil {
 		t.Fatal(err)
 	}
+	registry := prometheus.NewRegistry()
+	m, err := metrics.New(registry)
+	if err != nil {
+		t.Fatal(err)
+	}
 	life := &lifecycle.Controller{
-		Client: mgr.GetClient(), Recorder: recorder, Clock: clock.RealClock{}, Options: opts, Registrations: nodepoolhealth.NewRegistrations(),
+		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Metrics: m,
+		Recorder: recorder, Clock: clock.RealClock{}, Options: opts, Registrations: nodepoolhealth.NewRegistrations(),
 		Cloud: &provider.CloudProvider{Kube: mgr.GetClient(), Launcher: provider.New(a.EC2(), resolver, cluster, clock.RealClock{}),
 			Types: &instancetypes.Cache{Provider: &instancetypes.Provider{EC2: a.EC2(), Pricing: a.Pricing(), Region: account.Region}, Clock: clock.RealClock{}, TTL: time.Hour}},
 	}
@@ -85,7 +94,25 @@ func startIntercepted(t *testing.T, funcs func(direct client.Client) interceptor
 	}
 	optest.RunManager(t, ctx, cancel, mgr)
 
-	return &env{Env: &optest.Env{Kube: direct, Account: a, Plane: plane}, kube: direct, account: a}
+	return &env{Env: &optest.Env{Kube: direct, Account: a, Plane: plane}, kube: direct, account: a, registry: registry}
+}
+
+// counted is the value of one of the lifecycle's counters (startIntercepted).
+func (e *env) counted(t *testing.T, name string) float64 {
+	t.Helper()
+	families, err := e.registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() == name {
+			for _, m := range f.GetMetric() {
+				total += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return total
 }
 
 // S2's race: the cloud controller manager removes its uninitialized taint
@@ -260,5 +287,81 @@ func TestALaunchedInstanceIsNotDescribedAgainToRegister(t *testing.T) {
 	e.waitCondition(t, "known", v1.ConditionInitialized, metav1.ConditionTrue)
 	if n := e.account.Stats().CallsBy["DescribeInstances"] - described; n != 0 {
 		t.Errorf("DescribeInstances called %d times to register and initialize a NodeClaim this process launched, want 0", n)
+	}
+}
+
+// A reconcile that reads the node from a cache still showing it
+// unregistered, after an earlier reconcile registered it, meets a
+// conflict, reads the node afresh and finds it registered: the
+// registration is recorded, not made and counted a second time. The
+// interceptor plays the stale cache: the first list after the
+// registration returns the node as it was before.
+func TestARegistrationMadeMeanwhileIsNotCountedAgain(t *testing.T) {
+	var mu sync.Mutex
+	var old *corev1.Node
+	var registered, staleServed, conflicts int
+	e := startIntercepted(t, func(client.Client) interceptor.Funcs {
+		return interceptor.Funcs{
+			List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+				if err := c.List(ctx, list, opts...); err != nil {
+					return err
+				}
+				nodes, ok := list.(*corev1.NodeList)
+				if !ok || len(nodes.Items) != 1 {
+					return nil
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case old == nil && nodes.Items[0].Labels[v1.LabelRegistered] != "true":
+					old = nodes.Items[0].DeepCopy()
+				case old != nil && registered > 0 && staleServed == 0:
+					nodes.Items[0] = *old.DeepCopy()
+					staleServed++
+				}
+				return nil
+			},
+			Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+				_, ok := obj.(*corev1.Node)
+				// A registration's patch is the one that adds the label.
+				data, derr := patch.Data(obj)
+				registration := ok && derr == nil && strings.Contains(string(data), v1.LabelRegistered)
+				err := c.Patch(ctx, obj, patch, opts...)
+				if registration {
+					mu.Lock()
+					defer mu.Unlock()
+					if err == nil {
+						registered++
+					} else if apierrors.IsConflict(err) && staleServed > 0 {
+						conflicts++
+					}
+				}
+				return err
+			},
+		}
+	})
+	e.DefaultNodeClass(t)
+	e.create(t, newClaim("twice"))
+	e.waitCondition(t, "twice", v1.ConditionLaunched, metav1.ConditionTrue)
+	e.boot(t, e.claim(t, "twice"), "")
+	e.waitCondition(t, "twice", v1.ConditionRegistered, metav1.ConditionTrue)
+	e.waitFor(t, "a reconcile to read the stale node and meet the conflict", func(context.Context) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return conflicts > 0, nil
+	})
+	// Counting again would follow the conflict at once (one read and one
+	// patch); a second count within seconds would be the bug.
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		if n := e.counted(t, "nodewright_nodeclaims_registered_total"); n != 1 {
+			t.Fatalf("nodewright_nodeclaims_registered_total is %v for one registration", n)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if registered != 1 {
+		t.Errorf("the node's registration was written %d times", registered)
 	}
 }

@@ -232,3 +232,39 @@ func TestLaunchBatchMembersTagTheirInstancesAtOnce(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// Launch batches whose members together outnumber EC2's CreateTags
+// bucket (100 requests) tag their instances without one refused call:
+// the members beyond the launcher's burst wait for their turn rather than
+// meet RequestLimitExceeded, which after the SDK's retries would fail
+// their launches.
+func TestLaunchBatchesLargerThanTheTagBucketAreNeverThrottled(t *testing.T) {
+	f := setup(t)
+	f.account.SetFaults(simaws.Faults{RateLimits: 1})
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	members := 0
+	for i := range 120 {
+		b := cloudprovider.LaunchBatch{ID: fmt.Sprintf("batch-big-%d", i%2), Size: 60}
+		name := fmt.Sprintf("big-%d", i)
+		members++
+		wg.Go(func() {
+			inst, err := f.provider.Create(ctx, batchClaim(name, b), f.class, f.types)
+			if err != nil {
+				t.Errorf("%s: %v", name, err)
+				return
+			}
+			if held := tagsOf(f.account, inst.InstanceID)[provider.TagNodeClaim]; held != name {
+				t.Errorf("%s's instance %s is tagged for %q", name, inst.InstanceID, held)
+			}
+		})
+	}
+	wg.Wait()
+	stats := f.account.Stats()
+	if n := stats.CallsBy["CreateTags"]; n != members {
+		t.Errorf("%d CreateTags calls for %d members", n, members)
+	}
+	if n := stats.ThrottledBy["CreateTags"]; n > 0 {
+		t.Errorf("EC2 refused %d of the batch's CreateTags calls with RequestLimitExceeded", n)
+	}
+}

@@ -25,6 +25,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/utils/clock"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
@@ -55,6 +56,8 @@ type Launcher struct {
 	templates sync.Map
 	// batches are the launch batches launched or read.
 	batches batches
+	// tagging paces CreateTags (see TagRequestsPerSecond).
+	tagging flowcontrol.RateLimiter
 	// Specs are the instance types' specifications, to evaluate
 	// spec.kubelet's expressions for the types launched (the embedded
 	// catalog when nil).
@@ -63,8 +66,20 @@ type Launcher struct {
 
 // New returns the launcher of a cluster.
 func New(ec2API sdk.EC2, resolver *nodeclass.Resolver, cluster userdata.Cluster, c clock.PassiveClock) *Launcher {
-	return &Launcher{ec2: ec2API, resolver: resolver, cluster: cluster, unavailable: newUnavailableOfferings(c, UnavailableOfferingTTL), clock: c}
+	return &Launcher{ec2: ec2API, resolver: resolver, cluster: cluster, unavailable: newUnavailableOfferings(c, UnavailableOfferingTTL), clock: c,
+		tagging: flowcontrol.NewTokenBucketRateLimiter(TagRequestsPerSecond, TagBurst)}
 }
+
+// TagRequestsPerSecond and TagBurst pace this process's CreateTags calls
+// below EC2's default bucket for the action (100 requests, refilled at 10
+// a second), leaving a tenth to the account's other callers: the members
+// of a large launch batch, which tag their instances at once, wait here
+// for their turn instead of failing with RequestLimitExceeded once the
+// SDK's retries are spent.
+const (
+	TagRequestsPerSecond = 9
+	TagBurst             = 90
+)
 
 // SetUnavailableOfferingTTL sets how long an offering that ran out of
 // capacity is left out (UnavailableOfferingTTL by default).
