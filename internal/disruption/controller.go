@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -80,6 +81,9 @@ type Controller struct {
 	// said is the last DisruptionBlocked message per node, so each is
 	// reported once; warned the last NodeUnhealthy message per node.
 	said, warned map[string]string
+	// waiting are the NodePools told that consolidation waits for the
+	// scale-up under way.
+	waiting sets.Set[string]
 }
 
 // phase is how far a command has come.
@@ -536,9 +540,16 @@ func (c *Controller) report(snap *state.Snapshot, dec *Decision) {
 			delete(c.warned, name)
 		}
 	}
+	scaleUp := map[string]Blocked{}
 	for _, b := range dec.Blocked {
-		if b.Reason == BlockedInProgress {
-			continue // its own events tell how it goes
+		if b.passing() {
+			continue
+		}
+		if b.Reason == BlockedScaleUp {
+			if n := byName[b.Node]; n != nil && snap.Pools[n.NodePool] != nil {
+				scaleUp[n.NodePool] = b
+			}
+			continue
 		}
 		msg := b.String()
 		key := b.sameAs(msg)
@@ -556,7 +567,29 @@ func (c *Controller) report(snap *state.Snapshot, dec *Decision) {
 			c.Recorder.Event(n.NodeClaim, corev1.EventTypeNormal, v1.ReasonDisruptionBlocked, msg)
 		}
 	}
+	c.reportScaleUp(snap, scaleUp)
 	c.reportHealth(byName, dec)
+}
+
+// reportScaleUp tells each NodePool once per scale-up, rather than each
+// of its nodes, that consolidation waits for the pending pods being
+// placed: every node waits alike.
+func (c *Controller) reportScaleUp(snap *state.Snapshot, scaleUp map[string]Blocked) {
+	if c.waiting == nil {
+		c.waiting = sets.New[string]()
+	}
+	for name := range c.waiting {
+		if _, ok := scaleUp[name]; !ok {
+			c.waiting.Delete(name)
+		}
+	}
+	for name, b := range scaleUp {
+		if c.waiting.Has(name) {
+			continue
+		}
+		c.waiting.Insert(name)
+		c.Recorder.Event(snap.Pools[name], corev1.EventTypeNormal, v1.ReasonDisruptionBlocked, "consolidation of this NodePool's nodes waits: "+b.String())
+	}
 }
 
 // reportHealth says once of each node failing within its repair

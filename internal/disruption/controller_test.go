@@ -72,6 +72,7 @@ func startController(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	e := &env{kube: kube, clock: clocktesting.NewFakeClock(time.Now()), recorder: record.NewFakeRecorder(100)}
+	e.recorder.IncludeObject = true
 	e.ctrl = &disruption.Controller{
 		Client: kube, NodeClasses: classes{kube: kube, types: types}, Registrations: nodepoolhealth.NewRegistrations(), Recorder: e.recorder, Clock: e.clock, Log: logr.Discard(),
 		Config: disruption.Config{Options: disruption.DefaultOptions(), Poll: time.Second, ValidationDelay: 15 * time.Second, ReplacementTimeout: 10 * time.Minute},
@@ -237,11 +238,13 @@ func TestReplacementFailureRollsBack(t *testing.T) {
 	}
 }
 
-// Consolidation waiting for a scale-up tells each node so once, not once
-// a round as the count of pending pods moves.
-func TestScaleUpIsToldOncePerNode(t *testing.T) {
+// Consolidation waiting for a scale-up is told once on the NodePool: not
+// on each of its nodes, which all wait alike, nor once a round as the
+// count of pending pods moves.
+func TestScaleUpIsToldOncePerNodePool(t *testing.T) {
 	e := startController(t)
 	e.node(t, "big", "m5.4xlarge", nil)
+	e.node(t, "big-2", "m5.4xlarge", nil)
 	pending := func(name string) {
 		e.create(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x", Resources: corev1.ResourceRequirements{
@@ -249,8 +252,12 @@ func TestScaleUpIsToldOncePerNode(t *testing.T) {
 	}
 	pending("wait-1")
 	e.reconcile(t)
-	if events := e.events(); !has(events, "DisruptionBlocked", "1 pending pods are being placed") {
-		t.Fatalf("no DisruptionBlocked for the scale-up: %v", events)
+	events := e.events()
+	if !has(events, "DisruptionBlocked", "1 pending pods are being placed", "kind=NodePool") {
+		t.Fatalf("no DisruptionBlocked on the NodePool for the scale-up: %v", events)
+	}
+	if has(events, "DisruptionBlocked", "kind=NodeClaim") || has(events, "DisruptionBlocked", "kind=Node,") {
+		t.Errorf("the scale-up was told on the nodes: %v", events)
 	}
 	pending("wait-2")
 	e.reconcile(t)
