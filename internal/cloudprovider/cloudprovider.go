@@ -75,6 +75,26 @@ func IsNodeClassNotReady(err error) bool {
 	return errors.As(err, &e)
 }
 
+// RetryLaterError says the call waits for the provider's own request
+// budget (nothing was sent): the caller tries again After, without
+// counting it a failure.
+type RetryLaterError struct {
+	Message string
+	After   time.Duration
+}
+
+func (e *RetryLaterError) Error() string { return "retry later: " + e.Message }
+
+// RetryAfter is when a RetryLaterError says to try again; false for any
+// other error.
+func RetryAfter(err error) (time.Duration, bool) {
+	var e *RetryLaterError
+	if errors.As(err, &e) {
+		return e.After, true
+	}
+	return 0, false
+}
+
 // NotOwnedError says the instance is not one the provider launched (it
 // lacks the provider's ownership tags); it is left alone.
 type NotOwnedError struct{ Message string }

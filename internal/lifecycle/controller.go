@@ -232,6 +232,9 @@ func (c *Controller) advance(ctx context.Context, nc *v1.NodeClaim) (reconcile.R
 	if err := c.patch(ctx, before, nc); err != nil {
 		return reconcile.Result{}, err
 	}
+	if after, ok := cloudprovider.RetryAfter(launchErr); ok {
+		return reconcile.Result{RequeueAfter: after}, nil
+	}
 	if launchErr != nil {
 		return reconcile.Result{}, launchErr
 	}
@@ -290,6 +293,11 @@ func equalLabels(a, b map[string]string) bool {
 	return true
 }
 
+func isRetryLater(err error) bool {
+	_, ok := cloudprovider.RetryAfter(err)
+	return ok
+}
+
 // launch creates the instance once. Capacity and node class problems
 // delete the NodeClaim so the provisioner can try elsewhere; other errors
 // are retried.
@@ -319,6 +327,9 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim, now metav1.Ti
 		c.Recorder.Eventf(nc, corev1.EventTypeWarning, reason, "deleting NodeClaim %s, it cannot be launched: %v", nc.Name, err)
 		logf.FromContext(ctx).Info("deleting NodeClaim, it cannot be launched", "reason", reason, "error", err.Error())
 		return true, client.IgnoreNotFound(c.Client.Delete(ctx, nc))
+	case isRetryLater(err):
+		// Nothing was sent: no failure to record, nothing to write.
+		return false, err
 	case err != nil:
 		set(&nc.Status.Conditions, now, nc.Generation, v1.ConditionLaunched, metav1.ConditionUnknown, v1.ReasonLaunchFailed, err.Error())
 		return false, fmt.Errorf("launching NodeClaim %s: %w", nc.Name, err)

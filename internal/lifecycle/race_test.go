@@ -31,6 +31,7 @@ import (
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/aws/provider"
+	"github.com/nodewright/nodewright/internal/cloudprovider"
 	"github.com/nodewright/nodewright/internal/controlplane"
 	"github.com/nodewright/nodewright/internal/fake/account"
 	simaws "github.com/nodewright/nodewright/internal/fake/aws"
@@ -47,6 +48,13 @@ const uninitialized = "node.cloudprovider.kubernetes.io/uninitialized"
 // controller) against a real control plane, its client's calls going
 // through the interceptor funcs makes from a direct client.
 func startIntercepted(t *testing.T, funcs func(direct client.Client) interceptor.Funcs) *env {
+	t.Helper()
+	return startInterceptedCloud(t, funcs, nil)
+}
+
+// startInterceptedCloud is startIntercepted with the lifecycle's cloud
+// provider wrapped by wrap (unless nil).
+func startInterceptedCloud(t *testing.T, funcs func(direct client.Client) interceptor.Funcs, wrap func(lifecycle.CloudProvider) lifecycle.CloudProvider) *env {
 	t.Helper()
 	plane := controlplane.StartForTest(t, controlplane.Options{ControllerManager: true})
 	direct, scheme := optest.Direct(t, plane)
@@ -88,6 +96,9 @@ func startIntercepted(t *testing.T, funcs func(direct client.Client) interceptor
 		Recorder: recorder, Clock: clock.RealClock{}, Options: opts, Registrations: nodepoolhealth.NewRegistrations(),
 		Cloud: &provider.CloudProvider{Kube: mgr.GetClient(), Launcher: provider.New(a.EC2(), resolver, cluster, clock.RealClock{}),
 			Types: &instancetypes.Cache{Provider: &instancetypes.Provider{EC2: a.EC2(), Pricing: a.Pricing(), Region: account.Region}, Clock: clock.RealClock{}, TTL: time.Hour}},
+	}
+	if wrap != nil {
+		life.Cloud = wrap(life.Cloud)
 	}
 	if err := life.SetupWithManager(ctx, mgr); err != nil {
 		t.Fatal(err)
@@ -363,5 +374,64 @@ func TestARegistrationMadeMeanwhileIsNotCountedAgain(t *testing.T) {
 	defer mu.Unlock()
 	if registered != 1 {
 		t.Errorf("the node's registration was written %d times", registered)
+	}
+}
+
+// laterCloud tells the first launches to retry later, as a launcher out of
+// its own request budget does.
+type laterCloud struct {
+	lifecycle.CloudProvider
+	mu         sync.Mutex
+	left, told int
+}
+
+func (c *laterCloud) Create(ctx context.Context, nc *v1.NodeClaim) (*cloudprovider.Instance, error) {
+	c.mu.Lock()
+	if c.left > 0 {
+		c.left--
+		c.told++
+		c.mu.Unlock()
+		return nil, &cloudprovider.RetryLaterError{Message: "waiting its turn", After: 100 * time.Millisecond}
+	}
+	c.mu.Unlock()
+	return c.CloudProvider.Create(ctx, nc)
+}
+
+// A launch told to wait for the launcher's request budget is tried again
+// when told, as a wait and not a failure: no LaunchFailed condition (a
+// NodeClaim status write each time) and one instance once it goes
+// through.
+func TestALaunchToldToRetryLaterIsNotAFailure(t *testing.T) {
+	later := &laterCloud{left: 3}
+	var mu sync.Mutex
+	var failed []string
+	e := startInterceptedCloud(t, func(client.Client) interceptor.Funcs {
+		return interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			if nc, ok := obj.(*v1.NodeClaim); ok {
+				if cond := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionLaunched); cond != nil && cond.Reason == v1.ReasonLaunchFailed {
+					mu.Lock()
+					failed = append(failed, cond.Message)
+					mu.Unlock()
+				}
+			}
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		}}
+	}, func(c lifecycle.CloudProvider) lifecycle.CloudProvider { later.CloudProvider = c; return later })
+	e.DefaultNodeClass(t)
+	e.create(t, newClaim("later"))
+	e.waitCondition(t, "later", v1.ConditionLaunched, metav1.ConditionTrue)
+	later.mu.Lock()
+	told := later.told
+	later.mu.Unlock()
+	if told != 3 {
+		t.Errorf("the launch was told to retry later %d times, want 3", told)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(failed) > 0 {
+		t.Errorf("waiting to launch was written as a failure: %v", failed)
+	}
+	if n := len(e.account.Instances()); n != 1 {
+		t.Errorf("%d instances for one NodeClaim", n)
 	}
 }

@@ -167,8 +167,9 @@ func (p *Launcher) take(ctx context.Context, inst ec2types.Instance, claim *v1.N
 		tags["Name"] = nodeNameTag(claim.Labels[v1.LabelNodePool], claim.Name)
 	}
 	list := tagSpecifications(tags, ec2types.ResourceTypeInstance)[0].Tags
-	if err := p.tagging.Wait(ctx); err != nil {
-		return inst, fmt.Errorf("launching NodeClaim %s: waiting to tag instance %s of launch batch %s: %w", claim.Name, id, batch, err)
+	if !p.tagging.TryAccept() {
+		return inst, &cloudprovider.RetryLaterError{After: tagRetry,
+			Message: fmt.Sprintf("NodeClaim %s waits its turn to tag instance %s of launch batch %s (CreateTags is paced at %d a second)", claim.Name, id, batch, TagRequestsPerSecond)}
 	}
 	if _, err := p.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{id}, Tags: list}); err != nil {
 		return inst, fmt.Errorf("launching NodeClaim %s: tagging instance %s of launch batch %s with it: %w", claim.Name, id, batch, err)

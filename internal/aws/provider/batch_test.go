@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -235,14 +236,15 @@ func TestLaunchBatchMembersTagTheirInstancesAtOnce(t *testing.T) {
 
 // Launch batches whose members together outnumber EC2's CreateTags
 // bucket (100 requests) tag their instances without one refused call:
-// the members beyond the launcher's burst wait for their turn rather than
-// meet RequestLimitExceeded, which after the SDK's retries would fail
-// their launches.
+// the members beyond the launcher's burst are told to try again later
+// (and come back when told) rather than meet RequestLimitExceeded, which
+// after the SDK's retries would fail their launches.
 func TestLaunchBatchesLargerThanTheTagBucketAreNeverThrottled(t *testing.T) {
 	f := setup(t)
 	f.account.SetFaults(simaws.Faults{RateLimits: 1})
 	ctx := context.Background()
 	var wg sync.WaitGroup
+	var waited atomic.Int32
 	members := 0
 	for i := range 120 {
 		b := cloudprovider.LaunchBatch{ID: fmt.Sprintf("batch-big-%d", i%2), Size: 60}
@@ -250,6 +252,11 @@ func TestLaunchBatchesLargerThanTheTagBucketAreNeverThrottled(t *testing.T) {
 		members++
 		wg.Go(func() {
 			inst, err := f.provider.Create(ctx, batchClaim(name, b), f.class, f.types)
+			for after, later := cloudprovider.RetryAfter(err); later; after, later = cloudprovider.RetryAfter(err) {
+				waited.Add(1)
+				time.Sleep(after)
+				inst, err = f.provider.Create(ctx, batchClaim(name, b), f.class, f.types)
+			}
 			if err != nil {
 				t.Errorf("%s: %v", name, err)
 				return
@@ -266,5 +273,8 @@ func TestLaunchBatchesLargerThanTheTagBucketAreNeverThrottled(t *testing.T) {
 	}
 	if n := stats.ThrottledBy["CreateTags"]; n > 0 {
 		t.Errorf("EC2 refused %d of the batch's CreateTags calls with RequestLimitExceeded", n)
+	}
+	if waited.Load() == 0 {
+		t.Errorf("no member of %d was told to wait for its turn to tag", members)
 	}
 }

@@ -72,13 +72,14 @@ func New(ec2API sdk.EC2, resolver *nodeclass.Resolver, cluster userdata.Cluster,
 
 // TagRequestsPerSecond and TagBurst pace this process's CreateTags calls
 // below EC2's default bucket for the action (100 requests, refilled at 10
-// a second), leaving a tenth to the account's other callers: the members
-// of a large launch batch, which tag their instances at once, wait here
-// for their turn instead of failing with RequestLimitExceeded once the
-// SDK's retries are spent.
+// a second), leaving a tenth to the account's other callers: a member of
+// a large launch batch that finds no token left is told to try again
+// after tagRetry (a cloudprovider.RetryLaterError) instead of meeting
+// RequestLimitExceeded, and holds no worker while it waits.
 const (
 	TagRequestsPerSecond = 9
 	TagBurst             = 90
+	tagRetry             = time.Second
 )
 
 // SetUnavailableOfferingTTL sets how long an offering that ran out of
