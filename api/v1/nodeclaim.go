@@ -220,8 +220,11 @@ const (
 	ReasonLaunched = "Launched"
 	// ReasonNodeClassNotReady: the EC2NodeClass a NodePool or NodeClaim
 	// refers to is not ready.
-	ReasonNodeClassNotReady        = "NodeClassNotReady"
-	ReasonLaunchFailed             = "LaunchFailed"
+	ReasonNodeClassNotReady = "NodeClassNotReady"
+	ReasonLaunchFailed      = "LaunchFailed"
+	// ReasonLaunchWaiting: the launch waits for the provider's own request
+	// budget (nothing was sent yet) and is tried again shortly.
+	ReasonLaunchWaiting            = "LaunchWaiting"
 	ReasonRegistered               = "Registered"
 	ReasonNodeNotFound             = "NodeNotFound"
 	ReasonMultipleNodesFound       = "MultipleNodesFound"

@@ -85,6 +85,12 @@ type RetryLaterError struct {
 
 func (e *RetryLaterError) Error() string { return "retry later: " + e.Message }
 
+// IsRetryLater reports a RetryLaterError.
+func IsRetryLater(err error) bool {
+	_, ok := RetryAfter(err)
+	return ok
+}
+
 // RetryAfter is when a RetryLaterError says to try again; false for any
 // other error.
 func RetryAfter(err error) (time.Duration, bool) {

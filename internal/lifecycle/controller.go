@@ -293,11 +293,6 @@ func equalLabels(a, b map[string]string) bool {
 	return true
 }
 
-func isRetryLater(err error) bool {
-	_, ok := cloudprovider.RetryAfter(err)
-	return ok
-}
-
 // launch creates the instance once. Capacity and node class problems
 // delete the NodeClaim so the provisioner can try elsewhere; other errors
 // are retried.
@@ -327,8 +322,11 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim, now metav1.Ti
 		c.Recorder.Eventf(nc, corev1.EventTypeWarning, reason, "deleting NodeClaim %s, it cannot be launched: %v", nc.Name, err)
 		logf.FromContext(ctx).Info("deleting NodeClaim, it cannot be launched", "reason", reason, "error", err.Error())
 		return true, client.IgnoreNotFound(c.Client.Delete(ctx, nc))
-	case isRetryLater(err):
-		// Nothing was sent: no failure to record, nothing to write.
+	case cloudprovider.IsRetryLater(err):
+		// Nothing was sent: not a failure, but the NodeClaim says why it
+		// is not launched yet (one write: the message stays the same
+		// while it waits).
+		set(&nc.Status.Conditions, now, nc.Generation, v1.ConditionLaunched, metav1.ConditionUnknown, v1.ReasonLaunchWaiting, err.Error())
 		return false, err
 	case err != nil:
 		set(&nc.Status.Conditions, now, nc.Generation, v1.ConditionLaunched, metav1.ConditionUnknown, v1.ReasonLaunchFailed, err.Error())

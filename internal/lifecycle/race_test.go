@@ -398,21 +398,27 @@ func (c *laterCloud) Create(ctx context.Context, nc *v1.NodeClaim) (*cloudprovid
 }
 
 // A launch told to wait for the launcher's request budget is tried again
-// when told, as a wait and not a failure: no LaunchFailed condition (a
-// NodeClaim status write each time) and one instance once it goes
-// through.
+// when told, as a wait and not a failure: the NodeClaim says it waits
+// (Launched Unknown, LaunchWaiting, written once however often it is told
+// again), never LaunchFailed (a status write each time, with the error's
+// backoff), and gets one instance once it goes through.
 func TestALaunchToldToRetryLaterIsNotAFailure(t *testing.T) {
 	later := &laterCloud{left: 3}
 	var mu sync.Mutex
 	var failed []string
+	waiting := 0
 	e := startInterceptedCloud(t, func(client.Client) interceptor.Funcs {
 		return interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
 			if nc, ok := obj.(*v1.NodeClaim); ok {
-				if cond := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionLaunched); cond != nil && cond.Reason == v1.ReasonLaunchFailed {
-					mu.Lock()
+				cond := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionLaunched)
+				mu.Lock()
+				switch {
+				case cond != nil && cond.Reason == v1.ReasonLaunchFailed:
 					failed = append(failed, cond.Message)
-					mu.Unlock()
+				case cond != nil && cond.Reason == v1.ReasonLaunchWaiting && cond.Status == metav1.ConditionUnknown && strings.Contains(cond.Message, "waiting its turn"):
+					waiting++
 				}
+				mu.Unlock()
 			}
 			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 		}}
@@ -430,6 +436,9 @@ func TestALaunchToldToRetryLaterIsNotAFailure(t *testing.T) {
 	defer mu.Unlock()
 	if len(failed) > 0 {
 		t.Errorf("waiting to launch was written as a failure: %v", failed)
+	}
+	if waiting != 1 {
+		t.Errorf("the wait was written %d times, want once", waiting)
 	}
 	if n := len(e.account.Instances()); n != 1 {
 		t.Errorf("%d instances for one NodeClaim", n)

@@ -169,7 +169,8 @@ func (p *Launcher) take(ctx context.Context, inst ec2types.Instance, claim *v1.N
 	list := tagSpecifications(tags, ec2types.ResourceTypeInstance)[0].Tags
 	if !p.tagging.TryAccept() {
 		return inst, &cloudprovider.RetryLaterError{After: tagRetry,
-			Message: fmt.Sprintf("NodeClaim %s waits its turn to tag instance %s of launch batch %s (CreateTags is paced at %d a second)", claim.Name, id, batch, TagRequestsPerSecond)}
+			Message: fmt.Sprintf("NodeClaim %s waits its turn to tag its instance of launch batch %s: nodewright paces CreateTags at %d a second, under EC2's request limit for it",
+				claim.Name, batch, tagRequestsPerSecond)}
 	}
 	if _, err := p.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{id}, Tags: list}); err != nil {
 		return inst, fmt.Errorf("launching NodeClaim %s: tagging instance %s of launch batch %s with it: %w", claim.Name, id, batch, err)

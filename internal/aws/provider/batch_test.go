@@ -245,11 +245,10 @@ func TestLaunchBatchesLargerThanTheTagBucketAreNeverThrottled(t *testing.T) {
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	var waited atomic.Int32
-	members := 0
-	for i := range 120 {
+	const members = 120
+	for i := range members {
 		b := cloudprovider.LaunchBatch{ID: fmt.Sprintf("batch-big-%d", i%2), Size: 60}
 		name := fmt.Sprintf("big-%d", i)
-		members++
 		wg.Go(func() {
 			inst, err := f.provider.Create(ctx, batchClaim(name, b), f.class, f.types)
 			for after, later := cloudprovider.RetryAfter(err); later; after, later = cloudprovider.RetryAfter(err) {

@@ -56,7 +56,7 @@ type Launcher struct {
 	templates sync.Map
 	// batches are the launch batches launched or read.
 	batches batches
-	// tagging paces CreateTags (see TagRequestsPerSecond).
+	// tagging paces CreateTags (see tagRequestsPerSecond).
 	tagging flowcontrol.RateLimiter
 	// Specs are the instance types' specifications, to evaluate
 	// spec.kubelet's expressions for the types launched (the embedded
@@ -67,18 +67,18 @@ type Launcher struct {
 // New returns the launcher of a cluster.
 func New(ec2API sdk.EC2, resolver *nodeclass.Resolver, cluster userdata.Cluster, c clock.PassiveClock) *Launcher {
 	return &Launcher{ec2: ec2API, resolver: resolver, cluster: cluster, unavailable: newUnavailableOfferings(c, UnavailableOfferingTTL), clock: c,
-		tagging: flowcontrol.NewTokenBucketRateLimiter(TagRequestsPerSecond, TagBurst)}
+		tagging: flowcontrol.NewTokenBucketRateLimiter(tagRequestsPerSecond, tagBurst)}
 }
 
-// TagRequestsPerSecond and TagBurst pace this process's CreateTags calls
+// tagRequestsPerSecond and tagBurst pace this process's CreateTags calls
 // below EC2's default bucket for the action (100 requests, refilled at 10
 // a second), leaving a tenth to the account's other callers: a member of
 // a large launch batch that finds no token left is told to try again
 // after tagRetry (a cloudprovider.RetryLaterError) instead of meeting
 // RequestLimitExceeded, and holds no worker while it waits.
 const (
-	TagRequestsPerSecond = 9
-	TagBurst             = 90
+	tagRequestsPerSecond = 9
+	tagBurst             = 90
 	tagRetry             = time.Second
 )
 
