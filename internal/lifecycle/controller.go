@@ -514,7 +514,7 @@ func syncedTaints(node *corev1.Node, nc *v1.NodeClaim) []corev1.Taint {
 func (c *Controller) registered(ctx context.Context, nc *v1.NodeClaim, node *corev1.Node, now metav1.Time, registeredWith string, hadUnregistered bool) {
 	reason, msg := registrationOutcome(node, registeredWith, hadUnregistered)
 	set(&nc.Status.Conditions, now, nc.Generation, v1.ConditionRegistered, metav1.ConditionTrue, reason, msg)
-	c.Registrations.Record(nc.Labels[v1.LabelNodePool], now.Time, true, "")
+	c.Registrations.Registered(nc.Labels[v1.LabelNodePool])
 	c.Metrics.NodeClaimRegistered(nc.Labels[v1.LabelNodePool], nc.Labels[corev1.LabelTopologyZone], now.Sub(nc.CreationTimestamp.Time))
 	log := logf.FromContext(ctx).WithValues("Node", node.Name)
 	if !hadUnregistered {
@@ -689,7 +689,7 @@ func (c *Controller) registrationFailed(ctx context.Context, nc *v1.NodeClaim) e
 	} else if err == nil {
 		c.Registrations.RestoreFrom(np)
 	}
-	c.Registrations.Record(pool, c.Clock.Now(), false, cause)
+	c.Registrations.TimedOut(pool, string(nc.UID), c.Clock.Now(), cause)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package lifecycle_test
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -482,11 +483,16 @@ func TestRegistrationTimeoutMarksTheNodePool(t *testing.T) {
 		err := e.Kube.Get(ctx, client.ObjectKey{Name: "never"}, &v1.NodeClaim{})
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
+	seen := ""
 	e.WaitFor(t, "NodeRegistrationHealthy=False on the NodePool", func(ctx context.Context) (bool, error) {
 		if err := e.Kube.Get(ctx, client.ObjectKeyFromObject(pool), pool); err != nil {
 			return false, err
 		}
 		c := meta.FindStatusCondition(pool.Status.Conditions, v1.ConditionNodeRegistrationHealthy)
+		if now := fmt.Sprint(c); now != seen {
+			seen = now
+			t.Logf("NodeRegistrationHealthy: %s", now)
+		}
 		return c != nil && c.Status == metav1.ConditionFalse && strings.Contains(c.Message, "aws-auth") &&
 			strings.Contains(c.Message, "1 NodeClaim(s) in a row") && strings.Contains(c.Message, "launches back off until"), nil
 	})

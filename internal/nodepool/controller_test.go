@@ -20,11 +20,16 @@ func TestBackoffDoublesUpToAnHour(t *testing.T) {
 func TestRegistrationsBackOff(t *testing.T) {
 	r := nodepoolhealth.NewRegistrations()
 	last := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
-	if !r.Record("a", last.Add(-time.Hour), false, "cause") {
+	if !r.TimedOut("a", "x", last.Add(-time.Hour), "cause") {
 		t.Error("a first timeout changes nothing")
 	}
-	r.Record("a", last.Add(-time.Minute), false, "cause")
-	r.Record("a", last, false, "cause")
+	r.TimedOut("a", "y", last.Add(-time.Minute), "cause")
+	r.TimedOut("a", "z", last, "cause")
+	// A NodeClaim reconciled again before its deletion is seen is one
+	// timeout, not two.
+	if r.TimedOut("a", "z", last.Add(time.Second), "cause") {
+		t.Error("the same NodeClaim's timeout counted twice")
+	}
 	b, ok := r.Backoffs()["a"]
 	if !ok || b.Failures != 3 || !b.Until.Equal(last.Add(4*time.Minute)) {
 		t.Errorf("after 3 timeouts: %+v, %v", b, ok)
@@ -33,12 +38,16 @@ func TestRegistrationsBackOff(t *testing.T) {
 	if b := r.Backoffs()["a"]; b.Failures != 3 {
 		t.Errorf("a backoff from status replaced the one recorded since: %+v", b)
 	}
-	if !r.Record("a", last, true, "") {
+	if !r.Registered("a") {
 		t.Error("a registration after timeouts changes nothing")
 	}
-	if r.Record("a", last, true, "") {
+	if r.Registered("a") {
 		t.Error("a second registration in a row changes something")
 	}
+	if !r.TimedOut("a", "z", last, "cause") || r.Backoffs()["a"].Failures != 1 {
+		t.Errorf("a NodeClaim timing out after a registration starts a new count: %+v", r.Backoffs()["a"])
+	}
+	r.Registered("a")
 	if b, ok := r.Backoffs()["a"]; !ok || !b.Until.IsZero() {
 		t.Errorf("after a registration: %+v %v, want known with no backoff", b, ok)
 	}

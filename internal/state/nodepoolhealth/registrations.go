@@ -4,6 +4,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/sets"
+
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/state"
 )
@@ -17,6 +19,10 @@ import (
 type Registrations struct {
 	mu    sync.Mutex
 	pools map[string]Registration
+	// counted are the NodeClaims whose timeouts are counted in pools,
+	// per NodePool: a NodeClaim reconciled again before its deletion
+	// reached the cache times out once.
+	counted map[string]sets.Set[string]
 }
 
 // Registration is what is known of a NodePool's registrations: how many
@@ -29,23 +35,37 @@ type Registration struct {
 }
 
 // NewRegistrations makes an empty record.
-func NewRegistrations() *Registrations { return &Registrations{pools: map[string]Registration{}} }
+func NewRegistrations() *Registrations {
+	return &Registrations{pools: map[string]Registration{}, counted: map[string]sets.Set[string]{}}
+}
 
-// Record notes a node of the NodePool registering (healthy) or a
-// NodeClaim of it timing out unregistered with the likely cause. It
-// reports whether anything changed.
-func (r *Registrations) Record(pool string, now time.Time, healthy bool, cause string) bool {
+// Registered notes a node of the NodePool registering, which ends its
+// backoff. It reports whether anything changed.
+func (r *Registrations) Registered(pool string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	cur, known := r.pools[pool]
-	if healthy {
-		if known && cur.Failures == 0 {
-			return false
-		}
-		r.pools[pool] = Registration{}
-		return true
+	delete(r.counted, pool)
+	if cur, known := r.pools[pool]; known && cur.Failures == 0 {
+		return false
 	}
-	r.pools[pool] = Registration{Failures: cur.Failures + 1, Last: now, Cause: cause}
+	r.pools[pool] = Registration{}
+	return true
+}
+
+// TimedOut notes the NodePool's NodeClaim claim timing out unregistered,
+// with the likely cause. A NodeClaim counts once however often it is
+// told; it reports whether anything changed.
+func (r *Registrations) TimedOut(pool, claim string, now time.Time, cause string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.counted[pool].Has(claim) {
+		return false
+	}
+	if r.counted[pool] == nil {
+		r.counted[pool] = sets.New[string]()
+	}
+	r.counted[pool].Insert(claim)
+	r.pools[pool] = Registration{Failures: r.pools[pool].Failures + 1, Last: now, Cause: cause}
 	return true
 }
 
