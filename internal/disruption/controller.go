@@ -104,6 +104,10 @@ type inflight struct {
 	// names of the NodeClaims launched for it.
 	claims       []string
 	replacements []string
+	// rolledBack is set once the command's rollback was counted and told:
+	// a rollback that failed half-way is taken up again next round, and
+	// counted once.
+	rolledBack bool
 }
 
 // SetupWithManager runs the controller with the manager (when leader).
@@ -435,17 +439,11 @@ func (c *Controller) repairing(ctx context.Context, cmd *inflight) error {
 // rollback untaints the command's nodes and deletes the replacements it
 // launched, saying why.
 func (c *Controller) rollback(ctx context.Context, snap *state.Snapshot, cmd *inflight, why string) error {
-	c.Metrics.Disruption(string(cmd.Reason), "rolled_back")
-	c.Log.Info("rolled back a disruption", "reason", cmd.Reason, "nodes", cmd.NodeNames(), "why", why)
-	if cmd.Reason == v1.DisruptionReasonDrifted {
-		pool, cause := cmd.Nodes[0].NodePool, why
-		if reg, ok := c.Registrations.Get(pool); ok && reg.Failures > 0 {
-			cause += "; the most likely cause of its last node that did not register: " + reg.Cause
-		}
-		c.Drifts.Record(pool, snap.Now, false, cause)
+	if !cmd.rolledBack {
+		c.rolledBack(cmd, snap.Now, why)
+		cmd.rolledBack = true
 	}
 	for _, n := range cmd.Nodes {
-		c.event(n, corev1.EventTypeWarning, v1.ReasonDisruptionRolledBack, fmt.Sprintf("%s disruption rolled back, the node stays: %s", cmd.Reason, why))
 		for _, cur := range snap.Nodes {
 			if cur.Name == n.Name && cur.Node != nil {
 				if err := c.setTaint(ctx, cur.Node, false); err != nil {
@@ -462,6 +460,23 @@ func (c *Controller) rollback(ctx context.Context, snap *state.Snapshot, cmd *in
 		}
 	}
 	return nil
+}
+
+// rolledBack counts and tells a command's rollback; a drift
+// replacement's failure counts towards pausing its NodePool's drift.
+func (c *Controller) rolledBack(cmd *inflight, now time.Time, why string) {
+	c.Metrics.Disruption(string(cmd.Reason), "rolled_back")
+	c.Log.Info("rolled back a disruption", "reason", cmd.Reason, "nodes", cmd.NodeNames(), "why", why)
+	if cmd.Reason == v1.DisruptionReasonDrifted {
+		pool, cause := cmd.Nodes[0].NodePool, why
+		if reg, ok := c.Registrations.Get(pool); ok && reg.Failures > 0 {
+			cause += "; the most likely cause of its last node that did not register: " + reg.Cause
+		}
+		c.Drifts.Record(pool, now, false, cause)
+	}
+	for _, n := range cmd.Nodes {
+		c.event(n, corev1.EventTypeWarning, v1.ReasonDisruptionRolledBack, fmt.Sprintf("%s disruption rolled back, the node stays: %s", cmd.Reason, why))
+	}
 }
 
 // untaintOrphans removes karpenter.sh/disrupted from nodes that no

@@ -2,6 +2,7 @@ package disruption_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -10,14 +11,17 @@ import (
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
@@ -57,7 +61,60 @@ func (c classes) ResolveNodeClasses(ctx context.Context, _ []*v1.NodePool) (map[
 	return out, nil
 }
 
+// A rollback that fails half-way (its node's untaint conflicts with
+// another write) is taken up again next round, and told once.
+func TestARollbackTakenUpAgainIsToldOnce(t *testing.T) {
+	e := startController(t)
+	ctx := context.Background()
+	e.node(t, "big", "m5.4xlarge", nil)
+	e.reconcile(t) // decides
+	e.clock.Step(16 * time.Second)
+	e.reconcile(t) // validates, taints, launches the replacement
+	claims := &v1.NodeClaimList{}
+	if err := e.kube.List(ctx, claims); err != nil {
+		t.Fatal(err)
+	}
+	watching, err := client.NewWithWatch(e.plane.Config, client.Options{Scheme: e.kube.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conflicts := 1
+	e.ctrl.Client = interceptor.NewClient(watching, interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if _, isNode := obj.(*corev1.Node); isNode && obj.GetName() == "big" && conflicts > 0 {
+				conflicts--
+				return apierrors.NewConflict(schema.GroupResource{Resource: "nodes"}, "big", errors.New("the object has been modified"))
+			}
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+	})
+	for i := range claims.Items {
+		if !strings.HasPrefix(claims.Items[i].Name, "nc-") {
+			if err := e.kube.Delete(ctx, &claims.Items[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := e.ctrl.Reconcile(ctx); !apierrors.IsConflict(err) {
+		t.Fatalf("the rollback's first round: %v, want the injected conflict", err)
+	}
+	e.reconcile(t)
+	if tainted(t, e.kube, "big") {
+		t.Error("the node stays tainted after the rollback was taken up again")
+	}
+	told := 0
+	for _, ev := range e.events() {
+		if strings.Contains(ev, "DisruptionRolledBack") {
+			told++
+		}
+	}
+	if told != 2 {
+		t.Errorf("DisruptionRolledBack told %d times, want once on the node and once on its NodeClaim", told)
+	}
+}
+
 type env struct {
+	plane    *controlplane.ControlPlane
 	kube     client.Client
 	clock    *clocktesting.FakeClock
 	recorder *record.FakeRecorder
@@ -71,7 +128,7 @@ func startController(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{kube: kube, clock: clocktesting.NewFakeClock(time.Now()), recorder: record.NewFakeRecorder(100)}
+	e := &env{plane: plane, kube: kube, clock: clocktesting.NewFakeClock(time.Now()), recorder: record.NewFakeRecorder(100)}
 	e.recorder.IncludeObject = true
 	e.ctrl = &disruption.Controller{
 		Client: kube, NodeClasses: classes{kube: kube, types: types}, Registrations: nodepoolhealth.NewRegistrations(), Recorder: e.recorder, Clock: e.clock, Log: logr.Discard(),

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/retry"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -46,7 +47,11 @@ func TestRebootThatDoesNotComeBackIsReplaced(t *testing.T) {
 		Drainer: &drain.Drainer{Client: e.kube, Recorder: said, Clock: clk}, Recorder: said, Clock: clk, Poll: poll, IssueWithin: issueWithin, Timeout: timeout}
 	pass := func(name string) {
 		t.Helper()
-		if _, err := c.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: name}}); err != nil {
+		// A conflict is retried, as the manager retries it.
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			_, err := c.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: name}})
+			return err
+		}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -61,7 +66,9 @@ func TestRebootThatDoesNotComeBackIsReplaced(t *testing.T) {
 		e.waitFor(t, "NodeClaim "+name+" to name its node", func(context.Context) (bool, error) {
 			return e.claim(t, name).Status.NodeName == node.Name, nil
 		})
-		if err := intent.RequestReboot(ctx, e.kube, e.claim(t, name), bound, "rebooting for KernelReady=False", clk.Now()); err != nil {
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			return intent.RequestReboot(ctx, e.kube, e.claim(t, name), bound, "rebooting for KernelReady=False", clk.Now())
+		}); err != nil {
 			t.Fatal(err)
 		}
 		return node

@@ -145,8 +145,9 @@ func TestUnhealthyNodeIsRepaired(t *testing.T) {
 		t.Fatalf("the healthy node's NodeClaim: %v", err)
 	}
 	e.fail(t, node, corev1.NodeReady, corev1.ConditionFalse)
-	// Within its toleration it stays.
-	e.clock.SetTime(time.Now())
+	// Within its toleration it stays: the clock reads the moment the
+	// condition was stored with, however long the write took.
+	e.clock.SetTime(readyChanged(t, e, node))
 	e.pass(t)
 	nc := &v1.NodeClaim{}
 	if err := e.kube.Get(ctx, client.ObjectKey{Name: "sick"}, nc); err != nil || !nc.DeletionTimestamp.IsZero() {
@@ -313,4 +314,21 @@ func TestRepairKeepsToTheBudgets(t *testing.T) {
 	}
 	e.pass(t)
 	e.gone(t, "sick")
+}
+
+// readyChanged is when the node's Ready condition last changed, as
+// stored.
+func readyChanged(t *testing.T, e *repairing, node *corev1.Node) time.Time {
+	t.Helper()
+	fresh := &corev1.Node{}
+	if err := e.kube.Get(context.Background(), client.ObjectKeyFromObject(node), fresh); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range fresh.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.LastTransitionTime.Time
+		}
+	}
+	t.Fatalf("node %s has no Ready condition", node.Name)
+	return time.Time{}
 }

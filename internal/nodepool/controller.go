@@ -183,13 +183,16 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // timeouts, and the backoff itself in status.registrationBackoff. Without
 // a record (nothing happened since the controller started) the backoff in
 // status is taken up again, so a restart or a new leader backs off as the
-// last one did, and the condition stays as it was, True when new.
+// last one did and says so; without either the condition stays as it
+// was, True when new.
 func (c *Controller) registrationHealth(np *v1.NodePool, now metav1.Time) {
 	reg, known := c.Registrations.Get(np.Name)
+	if !known && np.Status.RegistrationBackoff != nil {
+		c.Registrations.RestoreFrom(np)
+		reg, known = c.Registrations.Get(np.Name)
+	}
 	if !known {
-		if np.Status.RegistrationBackoff != nil {
-			c.Registrations.RestoreFrom(np)
-		} else if meta.FindStatusCondition(np.Status.Conditions, v1.ConditionNodeRegistrationHealthy) == nil {
+		if meta.FindStatusCondition(np.Status.Conditions, v1.ConditionNodeRegistrationHealthy) == nil {
 			setCondition(np, now, v1.ConditionNodeRegistrationHealthy, true, "", "")
 		}
 		return

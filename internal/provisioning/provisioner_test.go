@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -280,6 +281,13 @@ func TestBackoffInStatusHoldsAcrossRestarts(t *testing.T) {
 		}
 		np.Status.RegistrationBackoff = &v1.RegistrationBackoff{Failures: 3, LastTimeout: metav1.NewTime(until.Add(-4 * time.Minute)), Until: metav1.NewTime(until), Cause: "kubelet: Unauthorized"}
 		return e.Kube.Status().Update(ctx, np) == nil, nil
+	})
+	// The operator's cache shows the backoff once its NodePool controller
+	// has taken it up.
+	e.WaitFor(t, "the backoff taken up", func(ctx context.Context) (bool, error) {
+		err := e.Kube.Get(ctx, client.ObjectKeyFromObject(np), np)
+		c := meta.FindStatusCondition(np.Status.Conditions, v1.ConditionNodeRegistrationHealthy)
+		return err == nil && c != nil && c.Status == metav1.ConditionFalse && strings.Contains(c.Message, "3 NodeClaim(s) in a row"), err
 	})
 	told := func(name string) []corev1.Event {
 		events := &corev1.EventList{}

@@ -230,7 +230,15 @@ func TestRebalanceAndStateChanges(t *testing.T) {
 				t.Errorf("offerings marked for a rebalance or a stop: %v", e.marked.get())
 			}
 			// The instance terminates later: its NodeClaim is being deleted
-			// already, and the message is done with quietly.
+			// already (as the controller's cache shows it), and the message
+			// is done with quietly.
+			if err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+				seen := &v1.NodeClaim{}
+				err := e.cached.Get(ctx, client.ObjectKey{Name: "stopped"}, seen)
+				return err == nil && !seen.DeletionTimestamp.IsZero(), err
+			}); err != nil {
+				t.Fatalf("the controller's cache does not show NodeClaim stopped being deleted: %v", err)
+			}
 			e.send(t, event("EC2 Instance State-change Notification", "aws.ec2", at, `{"instance-id":"i-00000000000000002","state":"terminated"}`))
 			e.waitDrained(t)
 			if events := e.events(); events != "" {
