@@ -70,6 +70,11 @@ type config struct {
 	profileAPIServer bool
 	reference        string
 	logDir           string
+	// memLimit is GOMEMLIMIT for nodewright's process alone.
+	memLimit string
+	// timeout, when set, is how long each run waits for its pods instead
+	// of the default by size.
+	timeout time.Duration
 }
 
 func main() {
@@ -87,7 +92,15 @@ func main() {
 	flag.StringVar(&cfg.logDir, "work-dir", "", "keep each run's kubeconfig and component logs under this directory")
 	flag.BoolVar(&cfg.profileAPIServer, "profile-apiserver", false, "with -work-dir: write a CPU profile of kube-apiserver, "+
 		apiServerProfile.String()+" from "+apiServerProfileAfter.String()+" into each run's pods, to kube-apiserver.cpu.pprof in the run's directory")
+	flag.StringVar(&cfg.memLimit, "controller-gomemlimit", "", "GOMEMLIMIT for nodewright's process alone (400MiB, say), as a Deployment's env sets it; "+
+		"the control plane and the simulated kubelets keep Go's default")
+	flag.DurationVar(&cfg.timeout, "timeout", 0, "how long each run waits for every pod to run (default: 2 minutes plus a second per 50 pods; "+
+		"the baseline gets a second more per 5 of its nodes)")
 	flag.Parse()
+	if limit, ok := os.LookupEnv("GOMEMLIMIT"); ok {
+		fail(fmt.Errorf("GOMEMLIMIT=%s is set: it would hold kube-apiserver, etcd, kube-scheduler and the simulated kubelets to it too, "+
+			"and their garbage collection would then measure the limit instead of nodewright; unset it and give -controller-gomemlimit %s", limit, limit))
+	}
 	for _, s := range strings.Split(*pods, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n <= 0 {
@@ -311,7 +324,7 @@ func measure(ctx context.Context, cfg config, assets, nodewright string, manifes
 		r.err = err
 		return r
 	}
-	timeout := 2*time.Minute + time.Duration(n/50)*time.Second
+	timeout := cmp.Or(cfg.timeout, 2*time.Minute+time.Duration(n/50)*time.Second)
 	if !cfg.onlyBaseline {
 		fmt.Fprintf(os.Stderr, "benche2e: %d pods, nodewright launching the nodes\n", n)
 		results, err := simulate(ctx, cfg, assets, nodewright, fmt.Sprintf("nodewright-%d", n), []runner.Step{{Name: "scale", Manifest: scaled}}, timeout, r.nwLine.record)
@@ -369,6 +382,9 @@ func measureBaseline(ctx context.Context, cfg config, assets, nodewright string,
 func simulate(ctx context.Context, cfg config, assets, nodewright, name string, steps []runner.Step, timeout time.Duration, progress func(*runner.Snapshot, schedulerView)) ([]runner.StepResult, error) {
 	opts := runner.DefaultOptions()
 	opts.AssetsDir, opts.ControllerProcess = assets, nodewright
+	if cfg.memLimit != "" {
+		opts.ControllerEnv = append(opts.ControllerEnv, "GOMEMLIMIT="+cfg.memLimit)
+	}
 	if cfg.logDir != "" {
 		opts.WorkDir = filepath.Join(cfg.logDir, name)
 		if err := os.MkdirAll(opts.WorkDir, 0o750); err != nil {

@@ -22,6 +22,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -554,11 +555,10 @@ func (c *CloudControllerManager) Tick(ctx context.Context) error {
 		if c.Clock.Since(node.CreationTimestamp.Time) < c.Delay {
 			continue
 		}
-		at := slices.IndexFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == UninitializedTaint })
-		if at < 0 {
+		if !slices.ContainsFunc(node.Spec.Taints, isUninitialized) {
 			continue
 		}
-		g.Go(func() error { return c.removeTaint(gctx, node.Name, at) })
+		g.Go(func() error { return c.removeTaint(gctx, node.Name) })
 	}
 	return g.Wait()
 }
@@ -571,16 +571,23 @@ func (c *CloudControllerManager) reader() client.Reader {
 	return c.Kube
 }
 
-// removeTaint removes the uninitialized taint, at index at of the node's
-// taints, if it is still where it was read: the test fails the patch when
-// others changed the taints since (nodewright removing
-// karpenter.sh/unregistered), and the next tick reads again.
-func (c *CloudControllerManager) removeTaint(ctx context.Context, name string, at int) error {
-	patch := fmt.Sprintf(`[{"op":"test","path":"/spec/taints/%d/key","value":%q},{"op":"remove","path":"/spec/taints/%d"}]`, at, UninitializedTaint, at)
-	target := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	err := c.Kube.Patch(ctx, target, client.RawPatch(types.JSONPatchType, []byte(patch)))
-	if err := client.IgnoreNotFound(err); err != nil && !apierrors.IsInvalid(err) && !apierrors.IsConflict(err) && !apierrors.IsBadRequest(err) {
-		return err
-	}
-	return nil
+// removeTaint removes the uninitialized taint as the cloud node
+// controller does: on the node read afresh, written back with its
+// resourceVersion, read and written again when others changed the node
+// meanwhile (nodewright taking it over, the kubelet's heartbeat).
+func (c *CloudControllerManager) removeTaint(ctx context.Context, name string) error {
+	return client.IgnoreNotFound(retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		node := &corev1.Node{}
+		if err := c.Kube.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+			return err
+		}
+		taints := slices.DeleteFunc(slices.Clone(node.Spec.Taints), isUninitialized)
+		if len(taints) == len(node.Spec.Taints) {
+			return nil
+		}
+		node.Spec.Taints = taints
+		return c.Kube.Update(ctx, node)
+	}))
 }
+
+func isUninitialized(t corev1.Taint) bool { return t.Key == UninitializedTaint }

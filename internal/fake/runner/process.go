@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -115,7 +116,7 @@ func (s *Sim) StartController(path string, cfg operator.Config) error {
 		return err
 	}
 	cmd := exec.Command(path, controllerArgs(cfg, s.controllerMetrics)...) //nolint:gosec,noctx // nodewright's own binary; Stop ends it
-	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+s.controllerKubeconfig), s.AWSEnv()...)
+	cmd.Env = slices.Concat(os.Environ(), []string{"KUBECONFIG=" + s.controllerKubeconfig}, s.AWSEnv(), s.controllerEnv)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	s.controllerPath, s.controllerConfig = path, cfg

@@ -79,6 +79,10 @@ type Options struct {
 	// account's HTTP endpoint (empty: in this process, on the account's
 	// in-process APIs).
 	ControllerProcess string
+	// ControllerEnv is added to the controller process's environment
+	// (GOMEMLIMIT=400MiB, say): what a Deployment's env would set for
+	// nodewright alone, not for the control plane or this process.
+	ControllerEnv []string
 	// AWSEndpoint, when set, is an AWS account reached over its API
 	// (moto, LocalStack, an account of one's own) that the simulation
 	// runs against instead of the simulated one: the controllers run in
@@ -152,6 +156,7 @@ type Sim struct {
 	controllerDone    chan struct{}
 	controllerMetrics string
 	controllerPath    string
+	controllerEnv     []string
 	startControllers  func() error
 	// controllerKubeconfig impersonates the chart's service account.
 	controllerKubeconfig string
@@ -271,6 +276,7 @@ func (s *Sim) prepareControllers(ctx context.Context, opts Options) error {
 			if s.controllerKubeconfig, err = charts.WriteKubeconfig(s.Plane.KubeconfigPath); err != nil {
 				return err
 			}
+			s.controllerEnv = opts.ControllerEnv
 			return s.StartController(opts.ControllerProcess, opts.Operator)
 		}
 		mgr, err := Operator(ctx, controllerConfig, opts.Operator, s.Account, opts.Log.WithName("operator"))
