@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
@@ -104,11 +105,14 @@ type Controller struct {
 }
 
 // SetupWithManager registers the controller and the Node index it uses;
-// Node changes wake the NodeClaim they belong to.
+// Node changes wake the NodeClaim they belong to, a NodePool's spec
+// changes all of its NodeClaims (drift). Its status changes wake none:
+// at a few thousand NodeClaims each status write of the NodePool would
+// queue all of them ahead of the one whose node just registered.
 func (c *Controller) SetupWithManager(_ context.Context, mgr manager.Manager) error {
 	return ctrl.ControllerManagedBy(mgr).Named("nodeclaim.lifecycle").For(&v1.NodeClaim{}).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.claimOfNode)).
-		Watches(&v1.NodePool{}, handler.EnqueueRequestsFromMapFunc(c.claimsOfPool)).
+		Watches(&v1.NodePool{}, handler.EnqueueRequestsFromMapFunc(c.claimsOfPool), ctrl.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(c.Cloud.NodeClassObject(), handler.EnqueueRequestsFromMapFunc(c.claimsOfClass)).
 		Complete(c)
 }
@@ -521,7 +525,8 @@ func (c *Controller) registered(ctx context.Context, nc *v1.NodeClaim, node *cor
 		c.Recorder.Event(nc, corev1.EventTypeWarning, reason, msg)
 		log.Info("registered NodeClaim without "+v1.TaintKeyUnregistered, "registeredWithTaints", registeredWith, "reason", reason)
 	} else {
-		log.Info("registered NodeClaim", "after", now.Sub(nc.CreationTimestamp.Time))
+		// nodeAge: how long the node waited to be registered.
+		log.Info("registered NodeClaim", "after", now.Sub(nc.CreationTimestamp.Time), "nodeAge", now.Sub(node.CreationTimestamp.Time))
 	}
 }
 

@@ -242,7 +242,7 @@ func TestLaunchRegisterInitializeTerminate(t *testing.T) {
 	// Each step is logged as a structured line naming the NodeClaim.
 	for msg, keys := range map[string][]string{
 		"launched NodeClaim":    {"providerID", "instanceType", "zone", "capacityType"},
-		"registered NodeClaim":  {"Node", "after"},
+		"registered NodeClaim":  {"Node", "after", "nodeAge"},
 		"initialized NodeClaim": {"Node"},
 		"deleted node":          {"Node"},
 		"terminated NodeClaim":  {"providerID"},
@@ -626,6 +626,33 @@ func TestNodeClaimsBecomeTheirNodePools(t *testing.T) {
 		err := e.kube.Get(ctx, client.ObjectKey{Name: "older"}, &v1.NodeClaim{})
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
+}
+
+// A change of a NodePool's template wakes its NodeClaims, which then
+// show that they no longer match it (its status changes wake none).
+func TestANodePoolTemplateChangeDriftsItsNodeClaims(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	pool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	pool.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{{Key: "team", Operator: corev1.NodeSelectorOpIn, Values: []string{"a", "b"}}}
+	pool.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"}
+	e.create(t, pool)
+	e.launched(t, "team-a")
+	e.waitCondition(t, "team-a", v1.ConditionInitialized, metav1.ConditionTrue)
+	if c := meta.FindStatusCondition(e.claim(t, "team-a").Status.Conditions, v1.ConditionDrifted); c != nil {
+		t.Fatalf("drifted before its NodePool changed: %+v", c)
+	}
+	if err := e.kube.Get(ctx, client.ObjectKeyFromObject(pool), pool); err != nil {
+		t.Fatal(err)
+	}
+	pool.Spec.Template.Spec.Requirements[0].Values = []string{"b"}
+	if err := e.kube.Update(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	drifted := e.waitCondition(t, "team-a", v1.ConditionDrifted, metav1.ConditionTrue)
+	if drifted.Reason != v1.ReasonRequirementsDrifted || !strings.Contains(drifted.Message, "team=a") {
+		t.Errorf("drift after the NodePool stopped admitting team=a: %+v", drifted)
+	}
 }
 
 // A NodeClaim that points at an instance nodewright did not launch (a
