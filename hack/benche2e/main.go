@@ -25,6 +25,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -101,6 +102,12 @@ func main() {
 		fail(fmt.Errorf("GOMEMLIMIT=%s is set: it would hold kube-apiserver, etcd, kube-scheduler and the simulated kubelets to it too, "+
 			"and their garbage collection would then measure the limit instead of nodewright; unset it and give -controller-gomemlimit %s", limit, limit))
 	}
+	if cfg.memLimit != "" && !goMemLimit.MatchString(cfg.memLimit) {
+		fail(fmt.Errorf("-controller-gomemlimit %q: give a size as GOMEMLIMIT takes it, bytes with an optional B, KiB, MiB, GiB or TiB (400MiB, say)", cfg.memLimit))
+	}
+	if cfg.timeout < 0 {
+		fail(fmt.Errorf("-timeout %s: give a positive duration, or 0 for the default by size", cfg.timeout))
+	}
 	for _, s := range strings.Split(*pods, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n <= 0 {
@@ -121,6 +128,10 @@ func main() {
 		fail(err)
 	}
 }
+
+// goMemLimit is what the Go runtime accepts as GOMEMLIMIT; it stops a
+// program started with anything else.
+var goMemLimit = regexp.MustCompile(`^[0-9]+(B|KiB|MiB|GiB|TiB)?$`)
 
 func fail(err error) {
 	fmt.Fprintln(os.Stderr, "benche2e:", err)

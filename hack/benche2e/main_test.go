@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -43,5 +45,21 @@ func TestBaselineIsSizedForThePods(t *testing.T) {
 	// its ReplicaSet if it is deleted.
 	if strings.Contains(first, "name: general") || strings.Count(first, "kind: Deployment") != 1 {
 		t.Errorf("the baseline's first step keeps the scenario's NodePool or workloads:\n%s", first)
+	}
+}
+
+// -controller-gomemlimit takes the sizes the Go runtime takes as
+// GOMEMLIMIT (a program given another value stops before its first line);
+// each value is tried on this test binary too.
+func TestControllerMemoryLimitIsWhatGoTakes(t *testing.T) {
+	for v, ok := range map[string]bool{"400MiB": true, "1GiB": true, "419430400": true, "512B": true, "400MB": false, "400Mi": false, "-1": false, "1.5GiB": false} {
+		if got := goMemLimit.MatchString(v); got != ok {
+			t.Errorf("-controller-gomemlimit %q accepted %v, want %v", v, got, ok)
+		}
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "GOMEMLIMIT="+v)
+		if err := cmd.Run(); (err == nil) != ok {
+			t.Errorf("a Go program started with GOMEMLIMIT=%q: %v (want it to run: %v)", v, err, ok)
+		}
 	}
 }

@@ -628,8 +628,8 @@ func TestNodeClaimsBecomeTheirNodePools(t *testing.T) {
 	})
 }
 
-// A change of a NodePool's template wakes its NodeClaims, which then
-// show that they no longer match it (its status changes wake none).
+// A change of a NodePool's template wakes its NodeClaims (a Ready one
+// does not poll), which then show that they no longer match it.
 func TestANodePoolTemplateChangeDriftsItsNodeClaims(t *testing.T) {
 	e := start(t)
 	ctx := context.Background()
