@@ -27,8 +27,12 @@ type Instance struct {
 	// Labels the node will carry: instance type, zone, capacity type and
 	// the instance type's labels.
 	Labels map[string]string
-	// NodeClaim and NodePool are read from the instance's tags.
+	// NodeClaim and NodePool are read from the instance's tags; NodeClaim
+	// is "" for an instance of a launch batch whose tag does not name
+	// its NodeClaim yet.
 	NodeClaim, NodePool string
+	// Name is the instance's Name tag.
+	Name string
 	// LaunchBatch is the launch batch the instance was launched in
 	// (AnnotationLaunchBatch's ID), if any.
 	LaunchBatch string

@@ -18,17 +18,23 @@ import (
 	"github.com/nodewright/nodewright/internal/loop"
 )
 
-// InstanceLister lists the cluster's instances, finds and deletes them.
+// InstanceLister lists the cluster's instances, finds and deletes them,
+// and tags a launch batch's instance with the NodeClaim that recorded it
+// (a cloudprovider.RetryLaterError when it cannot be sent before ctx's
+// deadline).
 type InstanceLister interface {
 	List(ctx context.Context) ([]*cloudprovider.Instance, error)
 	Get(ctx context.Context, providerID string) (*cloudprovider.Instance, error)
 	Delete(ctx context.Context, providerID string) error
+	TagHolder(ctx context.Context, inst *cloudprovider.Instance, claim string) error
 }
 
-// GarbageCollector removes what lost its counterpart: instances of this
-// cluster without a NodeClaim (after a grace period, so a launch that has
-// not recorded its provider ID yet is spared), and NodeClaims whose
-// instance is gone.
+// GarbageCollector keeps instances and NodeClaims in step: it removes
+// what lost its counterpart — instances of this cluster without a
+// NodeClaim (after a grace period, so a launch that has not recorded its
+// provider ID yet is spared), and NodeClaims whose instance is gone — and
+// tags each instance of a launch batch with the NodeClaim that recorded
+// it (its launch returns before the tag is written).
 type GarbageCollector struct {
 	Client   client.Client
 	Cloud    InstanceLister
@@ -50,7 +56,8 @@ func (g *GarbageCollector) Start(ctx context.Context) error {
 }
 
 // Collect makes one pass: instances without a NodeClaim are terminated,
-// NodeClaims without an instance deleted.
+// NodeClaims without an instance deleted, launch batches' instances
+// tagged with their NodeClaims.
 func (g *GarbageCollector) Collect(ctx context.Context) error {
 	// The cache's own objects, not copies (thousands of NodeClaims each
 	// pass): they are read, and what is deleted or told is a copy.
@@ -65,7 +72,41 @@ func (g *GarbageCollector) Collect(ctx context.Context) error {
 	if err := g.orphanedInstances(ctx, claims.Items, instances); err != nil {
 		return err
 	}
-	return g.orphanedClaims(ctx, claims.Items, instances)
+	if err := g.orphanedClaims(ctx, claims.Items, instances); err != nil {
+		return err
+	}
+	return g.tagHolders(ctx, claims.Items, instances)
+}
+
+// tagHolders tags the instances of launch batches that a NodeClaim
+// recorded but whose tag does not name it yet. A pass spends at most half
+// an interval waiting for CreateTags' pace; the next pass tags the rest.
+func (g *GarbageCollector) tagHolders(ctx context.Context, claims []v1.NodeClaim, instances []*cloudprovider.Instance) error {
+	holders := map[string]string{}
+	for _, nc := range claims {
+		if nc.Status.ProviderID != "" {
+			holders[nc.Status.ProviderID] = nc.Name
+		}
+	}
+	if g.Interval > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, g.Interval/2)
+		defer cancel()
+	}
+	for _, inst := range instances {
+		claim := holders[inst.ProviderID]
+		if inst.LaunchBatch == "" || inst.NodeClaim != "" || claim == "" {
+			continue
+		}
+		err := g.Cloud.TagHolder(ctx, inst, claim)
+		if cloudprovider.IsRetryLater(err) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // orphanedInstances terminates the instances no NodeClaim records, once

@@ -2,6 +2,7 @@ package lifecycle_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -16,10 +17,12 @@ import (
 	"github.com/nodewright/nodewright/internal/operator/optest"
 )
 
-// instances is a cloud of listed instances that records deletions.
+// instances is a cloud of listed instances that records deletions and
+// tags.
 type instances struct {
 	listed  []*cloudprovider.Instance
 	deleted map[string]bool
+	tags    []string // "INSTANCE=NODECLAIM", in order
 }
 
 func (c *instances) List(context.Context) ([]*cloudprovider.Instance, error) { return c.listed, nil }
@@ -35,11 +38,17 @@ func (c *instances) Delete(_ context.Context, id string) error {
 	c.deleted[id] = true
 	return nil
 }
+func (c *instances) TagHolder(_ context.Context, inst *cloudprovider.Instance, claim string) error {
+	c.tags = append(c.tags, inst.InstanceID+"="+claim)
+	inst.NodeClaim = claim
+	return nil
+}
 
 // An instance of a launch batch that no NodeClaim records is kept while a
 // NodeClaim of its batch has no instance yet (it may be the one to take
 // it), and collected once none has: a batch launched for NodeClaims
-// deleted before their launch leaves nothing behind.
+// deleted before their launch leaves nothing behind. The instance a
+// NodeClaim recorded is tagged with its name, once.
 func TestGarbageCollectionOfLaunchBatches(t *testing.T) {
 	plane := controlplane.StartForTest(t, controlplane.Options{})
 	kube, _ := optest.Direct(t, plane)
@@ -47,7 +56,7 @@ func TestGarbageCollectionOfLaunchBatches(t *testing.T) {
 	now := clocktesting.NewFakeClock(time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC))
 	launched := now.Now().Add(-time.Hour)
 	batchInstance := func(id, batch string) *cloudprovider.Instance {
-		return &cloudprovider.Instance{ProviderID: "aws:///us-east-1a/" + id, InstanceID: id, NodeClaim: "launch-batch/" + batch, LaunchBatch: batch, LaunchTime: launched}
+		return &cloudprovider.Instance{ProviderID: "aws:///us-east-1a/" + id, InstanceID: id, LaunchBatch: batch, LaunchTime: launched}
 	}
 	cloud := &instances{deleted: map[string]bool{}, listed: []*cloudprovider.Instance{
 		batchInstance("i-waiting", "b-waiting"), batchInstance("i-spare", "b-done"), batchInstance("i-taken", "b-done"),
@@ -75,6 +84,9 @@ func TestGarbageCollectionOfLaunchBatches(t *testing.T) {
 	if len(cloud.deleted) != 1 || !cloud.deleted["aws:///us-east-1a/i-spare"] {
 		t.Errorf("deleted %v, want %v: the spare instance of a batch whose NodeClaims all have theirs", cloud.deleted, want)
 	}
+	if want := []string{"i-taken=taken"}; !slices.Equal(cloud.tags, want) {
+		t.Errorf("tagged %v, want %v: the instance its NodeClaim recorded, and no other", cloud.tags, want)
+	}
 	if err := kube.Delete(ctx, &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "waiting"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -83,5 +95,8 @@ func TestGarbageCollectionOfLaunchBatches(t *testing.T) {
 	}
 	if !cloud.deleted["aws:///us-east-1a/i-waiting"] {
 		t.Errorf("deleted %v: the batch's last NodeClaim without an instance is gone, so is the reason to keep i-waiting", cloud.deleted)
+	}
+	if len(cloud.tags) != 1 {
+		t.Errorf("tagged %v: a tag already naming its NodeClaim is not written again", cloud.tags)
 	}
 }

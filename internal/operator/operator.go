@@ -326,6 +326,7 @@ func newWiring(ctx context.Context, mgr manager.Manager, cfg Config, clouds Clou
 		},
 	}
 	w.launcher.Specs = w.cloud.Types.Specs
+	w.launcher.Recorded = w.cloud.RecordedInBatch
 	return w, nil
 }
 

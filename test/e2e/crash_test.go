@@ -196,15 +196,18 @@ func TestCrashCampaign(t *testing.T) {
 	if err := sim.Kube.List(ctx, claims); err != nil {
 		t.Fatal(err)
 	}
-	owned := map[string]bool{}
+	owned := map[string]string{} // provider ID → the NodeClaim recording it
 	for _, nc := range claims.Items {
-		owned[nc.Status.ProviderID] = true
+		owned[nc.Status.ProviderID] = nc.Name
 	}
 	launched := map[string][]string{} // NodeClaim → its instances, ever
 	orphans, batched, spare := 0, 0, 0
 	for _, inst := range sim.Account.Instances() {
 		id := aws.ToString(inst.InstanceId)
 		claim, batch := tagOf(inst.Tags, provider.TagNodeClaim), tagOf(inst.Tags, provider.TagLaunchBatch)
+		if recorder := owned[providerIDOf(inst)]; batch != "" && claim == provider.Untaken(batch) && recorder != "" {
+			claim = recorder // recorded, not tagged yet
+		}
 		switch {
 		case batch != "" && claim == provider.Untaken(batch):
 			spare++ // a batch's instance no NodeClaim took
@@ -215,7 +218,7 @@ func TestCrashCampaign(t *testing.T) {
 			batched++
 		}
 		live := inst.State.Name == ec2types.InstanceStateNamePending || inst.State.Name == ec2types.InstanceStateNameRunning
-		if live && !owned["aws:///"+aws.ToString(inst.Placement.AvailabilityZone)+"/"+id] {
+		if live && owned[providerIDOf(inst)] == "" {
 			orphans++
 			t.Errorf("instance %s (%s) runs without a NodeClaim", id, inst.State.Name)
 		}
@@ -276,12 +279,13 @@ func killMoment(ctx context.Context, t *testing.T, sim *runner.Sim, rnd *rand.Ra
 			return "launching"
 		}
 	case n == 5:
-		// Between a launch batch's fleet and its NodeClaims taking their
-		// instances: an instance of the batch no NodeClaim has taken yet.
+		// Between a launch batch's fleet and its NodeClaims recording
+		// their instances: an instance of the batch no NodeClaim has
+		// recorded yet.
 		scale(t, sim, "filler", min(filler()+15, 80))
 		deadline := time.Now().Add(20 * time.Second)
 		for time.Now().Before(deadline) {
-			if slices.ContainsFunc(sim.Account.Instances(), untakenBatchInstance) {
+			if unrecordedBatchInstance(ctx, sim) {
 				return "launching a batch"
 			}
 			time.Sleep(5 * time.Millisecond)
@@ -300,12 +304,34 @@ func killMoment(ctx context.Context, t *testing.T, sim *runner.Sim, rnd *rand.Ra
 	return "random (phase did not come)"
 }
 
-// untakenBatchInstance is a live instance of a launch batch no NodeClaim
-// has taken yet: its NodeClaim tag still says so.
-func untakenBatchInstance(inst simaws.Instance) bool {
-	batch := tagOf(inst.Tags, provider.TagLaunchBatch)
-	return batch != "" && tagOf(inst.Tags, provider.TagNodeClaim) == provider.Untaken(batch) &&
-		(inst.State.Name == ec2types.InstanceStateNamePending || inst.State.Name == ec2types.InstanceStateNameRunning)
+// unrecordedBatchInstance says a live instance of a launch batch is
+// recorded by no NodeClaim yet.
+func unrecordedBatchInstance(ctx context.Context, sim *runner.Sim) bool {
+	var untaken []string
+	for _, inst := range sim.Account.Instances() {
+		batch := tagOf(inst.Tags, provider.TagLaunchBatch)
+		if batch != "" && tagOf(inst.Tags, provider.TagNodeClaim) == provider.Untaken(batch) &&
+			(inst.State.Name == ec2types.InstanceStateNamePending || inst.State.Name == ec2types.InstanceStateNameRunning) {
+			untaken = append(untaken, providerIDOf(inst))
+		}
+	}
+	if len(untaken) == 0 {
+		return false
+	}
+	claims := &v1.NodeClaimList{}
+	if err := sim.Kube.List(ctx, claims); err != nil {
+		return false
+	}
+	recorded := map[string]bool{}
+	for _, nc := range claims.Items {
+		recorded[nc.Status.ProviderID] = true
+	}
+	return slices.ContainsFunc(untaken, func(id string) bool { return !recorded[id] })
+}
+
+// providerIDOf is an instance's provider ID.
+func providerIDOf(inst simaws.Instance) string {
+	return "aws:///" + aws.ToString(inst.Placement.AvailabilityZone) + "/" + aws.ToString(inst.InstanceId)
 }
 
 func tagOf(tags []ec2types.Tag, key string) string {

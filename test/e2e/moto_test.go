@@ -403,8 +403,9 @@ func TestAgainstMoto(t *testing.T) {
 		}
 		return len(launched) > 0 && len(launched) == len(claims.Items), nil
 	})
-	ours := m.instances(t, ec2types.Filter{Name: aws.String("tag-key"), Values: []string{"karpenter.sh/nodeclaim"}},
-		ec2types.Filter{Name: aws.String("tag:kubernetes.io/cluster/" + motoCluster), Values: []string{"owned"}})
+	// An instance launched in a launch batch is tagged with its NodeClaim
+	// by garbage collection, after its launch.
+	ours := m.taggedWithTheirNodeClaims(t, motoCluster, launched)
 	for _, nc := range launched {
 		_, id, _ := strings.Cut(strings.TrimPrefix(nc.Status.ProviderID, "aws:///"), "/")
 		inst, ok := ours[id]
@@ -499,6 +500,18 @@ func TestSimAgainstMoto(t *testing.T) {
 	}
 	ctx := context.Background()
 	m.foreignUntouched(t)
+	claims := &v1.NodeClaimList{}
+	if err := sim.Kube.List(ctx, claims); err != nil {
+		t.Fatal(err)
+	}
+	batched := 0
+	for _, nc := range claims.Items {
+		if _, ok := nc.Annotations[cloudprovider.AnnotationLaunchBatch]; ok {
+			batched++
+		}
+	}
+	t.Logf("%d of %d NodeClaims launched in launch batches", batched, len(claims.Items))
+	m.taggedWithTheirNodeClaims(t, account.ClusterName, claims.Items)
 	ours := m.instances(t, ec2types.Filter{Name: aws.String("tag-key"), Values: []string{"karpenter.sh/nodeclaim"}},
 		ec2types.Filter{Name: aws.String("tag:kubernetes.io/cluster/" + account.ClusterName), Values: []string{"owned"}},
 		ec2types.Filter{Name: aws.String("instance-state-name"), Values: []string{"running"}})
@@ -552,6 +565,31 @@ func TestS1AtRuntimeAgainstMoto(t *testing.T) {
 		t.Errorf("the NodeClaims do not say the node registered without karpenter.sh/unregistered: %v", snap.Problems)
 	}
 	m.foreignUntouched(t)
+}
+
+// taggedWithTheirNodeClaims waits until the instance of each NodeClaim
+// carries its name (karpenter.sh/nodeclaim), and returns the cluster's
+// instances by ID.
+func (m *motoAccount) taggedWithTheirNodeClaims(t *testing.T, cluster string, claims []v1.NodeClaim) map[string]ec2types.Instance {
+	t.Helper()
+	var ours map[string]ec2types.Instance
+	var untagged []string
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, 3*time.Minute, true, func(context.Context) (bool, error) {
+		ours = m.instances(t, ec2types.Filter{Name: aws.String("tag-key"), Values: []string{"karpenter.sh/nodeclaim"}},
+			ec2types.Filter{Name: aws.String("tag:kubernetes.io/cluster/" + cluster), Values: []string{"owned"}})
+		untagged = nil
+		for _, nc := range claims {
+			_, id, _ := strings.Cut(strings.TrimPrefix(nc.Status.ProviderID, "aws:///"), "/")
+			if tagMap(ours[id].Tags)["karpenter.sh/nodeclaim"] != nc.Name {
+				untagged = append(untagged, nc.Name+"@"+id)
+			}
+		}
+		return len(untagged) == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for each NodeClaim's instance to be tagged with its name: %v; not tagged: %v", err, untagged)
+	}
+	return ours
 }
 
 // againstMoto edits a simulation's options to run against moto, set up

@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -28,9 +27,13 @@ const TagLaunchBatch = "nodewright.dev/launch-batch"
 // no NodeClaim has taken yet.
 func Untaken(batch string) string { return "launch-batch/" + batch }
 
-// batchTTL is how long a launch batch's instances are remembered after
-// its launch; a member asking later reads them from EC2 again.
+// batchTTL is how long a launch batch is remembered after a member last
+// asked for its instance; a member asking later reads it again.
 const batchTTL = time.Hour
+
+// Recorded are the instances of a launch batch its NodeClaims recorded as
+// theirs (status.providerID): instance ID → NodeClaim name.
+type Recorded func(ctx context.Context, batch string) (map[string]string, error)
 
 // batches are the launch batches this process has launched or read.
 type batches struct {
@@ -39,19 +42,21 @@ type batches struct {
 }
 
 // launchBatch is one launch batch's instances and which NodeClaim holds
-// each. Its members choose their instances one at a time, and tag them
-// at once.
+// each. Its members choose their instances one at a time, under its lock.
 type launchBatch struct {
 	mu       sync.Mutex
 	loadedAt time.Time
+	usedAt   time.Time
 	// instances are the batch's live instances by ID; individually: the
 	// batch launched none for want of capacity, and its members launch
 	// on their own.
 	instances    map[string]ec2types.Instance
 	individually bool
-	// chosen are the instances chosen by a NodeClaim whose tag on the
-	// instance is being written: no other member chooses them.
-	chosen map[string]string // instance ID → NodeClaim
+	// held are the instances a NodeClaim holds, by ID: recorded on it or
+	// tagged with its name when the batch was loaded, or chosen by it in
+	// this process since (kept while the batch is: a choice is recorded
+	// only once its launch returns).
+	held map[string]string
 }
 
 func (b *batches) get(id string, now time.Time) *launchBatch {
@@ -62,7 +67,7 @@ func (b *batches) get(id string, now time.Time) *launchBatch {
 	}
 	for k, lb := range b.byID {
 		if lb.mu.TryLock() {
-			if !lb.loadedAt.IsZero() && now.Sub(lb.loadedAt) > batchTTL {
+			if !lb.usedAt.IsZero() && now.Sub(lb.usedAt) > batchTTL {
 				delete(b.byID, k)
 			}
 			lb.mu.Unlock()
@@ -76,8 +81,8 @@ func (b *batches) get(id string, now time.Time) *launchBatch {
 	return lb
 }
 
-// holder is the NodeClaim an instance of the batch was given to ("": none
-// yet).
+// holder is the NodeClaim an instance of the batch is tagged with ("":
+// none yet).
 func holder(inst ec2types.Instance, batch string) string {
 	if name := tagValue(inst.Tags, TagNodeClaim); name != Untaken(batch) {
 		return name
@@ -89,94 +94,71 @@ func holder(inst ec2types.Instance, batch string) string {
 // batch's instances are launched by the first member to ask (one fleet of
 // the batch's size, with the batch's ID as client token), or read again
 // (a later member, or after a restart); the NodeClaim takes the instance
-// tagged with its name, else the first free one, which is tagged with its
-// name before it is returned. handled is false when the batch launched
+// it holds, else the first one no NodeClaim holds. Nothing is written:
+// the NodeClaim records its instance (status.providerID) once this
+// returns, and garbage collection tags the instance with it later. A
+// restart between the choice and the record finds the instance held by
+// no one, and chooses again. handled is false when the batch launched
 // nothing for want of capacity: the NodeClaim then launches on its own.
 func (p *Launcher) createInBatch(ctx context.Context, claim *v1.NodeClaim, class *awsv1.EC2NodeClass, types []*scheduling.InstanceType,
 	batch cloudprovider.LaunchBatch) (_ *cloudprovider.Instance, handled bool, _ error) {
-	lb := p.batches.get(batch.ID, p.clock.Now())
-	id, inst, handled, err := p.chooseInBatch(ctx, lb, claim, class, types, batch)
-	if id == "" {
-		return nil, handled, err
-	}
-	// Tagged outside the batch's lock: its members write their tags at
-	// once, not one after another (CreateTags is one call per tag value).
-	inst, err = p.take(ctx, inst, claim, batch.ID)
+	now := p.clock.Now()
+	lb := p.batches.get(batch.ID, now)
 	lb.mu.Lock()
 	defer lb.mu.Unlock()
-	delete(lb.chosen, id)
-	if err != nil {
-		return nil, true, err
-	}
-	lb.instances[id] = inst
-	return instanceOf(inst, types), true, nil
-}
-
-// chooseInBatch loads the batch when no member has (launching it, or
-// reading it after a restart) and chooses the NodeClaim's instance: id
-// is "" when the batch has none for it (handled false: the batch launched
-// nothing for want of capacity, and the NodeClaim launches on its own).
-func (p *Launcher) chooseInBatch(ctx context.Context, lb *launchBatch, claim *v1.NodeClaim, class *awsv1.EC2NodeClass, types []*scheduling.InstanceType,
-	batch cloudprovider.LaunchBatch) (id string, _ ec2types.Instance, handled bool, _ error) {
-	lb.mu.Lock()
-	defer lb.mu.Unlock()
+	lb.usedAt = now
 	if lb.loadedAt.IsZero() {
 		if err := p.loadBatch(ctx, lb, claim, class, types, batch); err != nil {
-			return "", ec2types.Instance{}, true, err
+			return nil, true, err
 		}
 	}
 	if lb.individually {
-		return "", ec2types.Instance{}, false, nil
+		return nil, false, nil
 	}
-	id = lb.choose(claim.Name, batch.ID)
+	id := lb.choose(claim.Name)
 	if id == "" {
-		return "", ec2types.Instance{}, true, &cloudprovider.InsufficientCapacityError{Message: fmt.Sprintf("launch batch %s of %d NodeClaims got %d instances, every one held by another NodeClaim",
+		return nil, true, &cloudprovider.InsufficientCapacityError{Message: fmt.Sprintf("launch batch %s of %d NodeClaims got %d instances, every one held by another NodeClaim",
 			batch.ID, batch.Size, len(lb.instances))}
 	}
-	if lb.chosen == nil {
-		lb.chosen = map[string]string{}
-	}
-	lb.chosen[id] = claim.Name
-	return id, lb.instances[id], true, nil
+	inst := instanceOf(lb.instances[id], types)
+	inst.NodeClaim = claim.Name
+	return inst, true, nil
 }
 
-// choose is the instance a NodeClaim holds (tagged with its name, or
-// chosen by it), else the first free one, in ID order ("": none).
-func (lb *launchBatch) choose(claim, batch string) string {
+// choose is the instance a NodeClaim holds, else the first one no
+// NodeClaim holds in ID order, which it then holds ("": none).
+func (lb *launchBatch) choose(claim string) string {
 	ids := slices.Sorted(maps.Keys(lb.instances))
-	holderOf := func(id string) string { return cmp.Or(lb.chosen[id], holder(lb.instances[id], batch)) }
-	if i := slices.IndexFunc(ids, func(id string) bool { return holderOf(id) == claim }); i >= 0 {
+	if i := slices.IndexFunc(ids, func(id string) bool { return lb.held[id] == claim }); i >= 0 {
 		return ids[i]
 	}
-	if i := slices.IndexFunc(ids, func(id string) bool { return holderOf(id) == "" }); i >= 0 {
-		return ids[i]
+	i := slices.IndexFunc(ids, func(id string) bool { return lb.held[id] == "" })
+	if i < 0 {
+		return ""
 	}
-	return ""
+	lb.held[ids[i]] = claim
+	return ids[i]
 }
 
-// take tags a free instance of the batch with the NodeClaim's name (and
-// its Name tag, when it still says untaken) in EC2, and returns it so
-// tagged.
-func (p *Launcher) take(ctx context.Context, inst ec2types.Instance, claim *v1.NodeClaim, batch string) (ec2types.Instance, error) {
-	if holder(inst, batch) != "" {
-		return inst, nil
+// TagHolder writes on an instance of a launch batch the NodeClaim that
+// recorded it: its karpenter.sh/nodeclaim tag, and its Name tag when that
+// still names the batch. Calls are paced under EC2's request limit for
+// CreateTags (tagRequestsPerSecond); one that would wait past ctx's
+// deadline returns a cloudprovider.RetryLaterError and sends nothing.
+func (p *Launcher) TagHolder(ctx context.Context, inst *cloudprovider.Instance, claim string) error {
+	tags := map[string]string{TagNodeClaim: claim}
+	if inst.Name == nodeNameTag(inst.NodePool, Untaken(inst.LaunchBatch)) {
+		tags["Name"] = nodeNameTag(inst.NodePool, claim)
 	}
-	id := aws.ToString(inst.InstanceId)
-	tags := map[string]string{TagNodeClaim: claim.Name}
-	if tagValue(inst.Tags, "Name") == nodeNameTag(claim.Labels[v1.LabelNodePool], Untaken(batch)) {
-		tags["Name"] = nodeNameTag(claim.Labels[v1.LabelNodePool], claim.Name)
+	if err := p.tagging.Wait(ctx); err != nil {
+		return &cloudprovider.RetryLaterError{After: tagRetry, Message: fmt.Sprintf("instance %s of NodeClaim %s waits its turn to be tagged: nodewright paces CreateTags at %d a second, under EC2's request limit for it",
+			inst.InstanceID, claim, tagRequestsPerSecond)}
 	}
 	list := tagSpecifications(tags, ec2types.ResourceTypeInstance)[0].Tags
-	if !p.tagging.TryAccept() {
-		return inst, &cloudprovider.RetryLaterError{After: tagRetry,
-			Message: fmt.Sprintf("NodeClaim %s waits its turn to tag its instance of launch batch %s: nodewright paces CreateTags at %d a second, under EC2's request limit for it",
-				claim.Name, batch, tagRequestsPerSecond)}
+	if _, err := p.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{inst.InstanceID}, Tags: list}); err != nil {
+		return fmt.Errorf("tagging instance %s of launch batch %s with its NodeClaim %s: %w", inst.InstanceID, inst.LaunchBatch, claim, err)
 	}
-	if _, err := p.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{id}, Tags: list}); err != nil {
-		return inst, fmt.Errorf("launching NodeClaim %s: tagging instance %s of launch batch %s with it: %w", claim.Name, id, batch, err)
-	}
-	inst.Tags = withTags(inst.Tags, list)
-	return inst, nil
+	return nil
 }
 
 // loadBatch launches the batch's instances, or finds them: EC2 answers a
@@ -198,7 +180,11 @@ func (p *Launcher) loadBatch(ctx context.Context, lb *launchBatch, claim *v1.Nod
 	if err != nil {
 		return err
 	}
-	lb.instances, lb.loadedAt = instances, p.clock.Now()
+	held, err := p.heldIn(ctx, batch.ID, instances)
+	if err != nil {
+		return err
+	}
+	lb.instances, lb.held, lb.loadedAt = instances, held, p.clock.Now()
 	if len(instances) == 0 && launchErr != nil {
 		if !cloudprovider.IsInsufficientCapacity(launchErr) {
 			lb.loadedAt = time.Time{}
@@ -207,6 +193,30 @@ func (p *Launcher) loadBatch(ctx context.Context, lb *launchBatch, claim *v1.Nod
 		lb.individually = true
 	}
 	return nil
+}
+
+// heldIn are the batch's instances held by a NodeClaim: tagged with its
+// name, or recorded on it.
+func (p *Launcher) heldIn(ctx context.Context, batch string, instances map[string]ec2types.Instance) (map[string]string, error) {
+	held := map[string]string{}
+	for id, inst := range instances {
+		if name := holder(inst, batch); name != "" {
+			held[id] = name
+		}
+	}
+	if p.Recorded == nil || len(instances) == 0 {
+		return held, nil
+	}
+	recorded, err := p.Recorded(ctx, batch)
+	if err != nil {
+		return nil, fmt.Errorf("reading which NodeClaims of launch batch %s hold an instance: %w", batch, err)
+	}
+	for id, name := range recorded {
+		if _, ok := instances[id]; ok {
+			held[id] = name
+		}
+	}
+	return held, nil
 }
 
 // launchBatch asks EC2 for the batch's fleet and returns the instances it
@@ -285,11 +295,3 @@ func (p *Launcher) batchTags(claim *v1.NodeClaim, class *awsv1.EC2NodeClass, bat
 
 // nodeNameTag is the Name tag of a NodeClaim's instance: NODEPOOL/NODECLAIM.
 func nodeNameTag(pool, claim string) string { return pool + "/" + claim }
-
-// withTags is tags with set's keys set to set's values.
-func withTags(tags, set []ec2types.Tag) []ec2types.Tag {
-	out := slices.DeleteFunc(slices.Clone(tags), func(t ec2types.Tag) bool {
-		return slices.ContainsFunc(set, func(s ec2types.Tag) bool { return aws.ToString(s.Key) == aws.ToString(t.Key) })
-	})
-	return append(out, set...)
-}

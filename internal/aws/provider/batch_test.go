@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -19,7 +18,6 @@ import (
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/provider"
-	"github.com/nodewright/nodewright/internal/aws/sdk"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
 	"github.com/nodewright/nodewright/internal/fake/account"
 	simaws "github.com/nodewright/nodewright/internal/fake/aws"
@@ -47,16 +45,18 @@ func tagsOf(a *simaws.Account, id string) map[string]string {
 }
 
 // The NodeClaims of a launch batch launch in one fleet, each gets an
-// instance of its own tagged with its name, and asking again, in this
-// process or after a restart (a new launcher) and whether or not the
-// request is still the same, returns the same instance: nothing is ever
-// launched twice. A NodeClaim beyond the batch's size gets no instance.
+// instance of its own without a tag written on the way (the record is
+// the NodeClaim's status.providerID, written by its caller), and asking
+// again, in this process or after a restart (a new launcher that reads
+// the records) and whether or not the request is still the same, returns
+// the same instance: nothing is ever launched twice. A NodeClaim beyond
+// the batch's size gets no instance.
 func TestLaunchBatch(t *testing.T) {
 	f := setup(t)
 	ctx := context.Background()
 	b := cloudprovider.LaunchBatch{ID: "batch-1", Size: 4}
 	names := []string{"m-0", "m-1", "m-2", "m-3"}
-	fleets := f.account.Stats().CallsBy["CreateFleet"]
+	before := f.account.Stats().CallsBy
 	got := make([]*cloudprovider.Instance, len(names))
 	var wg sync.WaitGroup
 	for i, name := range names {
@@ -73,18 +73,24 @@ func TestLaunchBatch(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	if n := f.account.Stats().CallsBy["CreateFleet"] - fleets; n != 1 {
+	after := f.account.Stats().CallsBy
+	if n := after["CreateFleet"] - before["CreateFleet"]; n != 1 {
 		t.Errorf("%d CreateFleet calls for a batch of 4, want 1", n)
 	}
+	if n := after["CreateTags"] - before["CreateTags"]; n != 0 {
+		t.Errorf("%d CreateTags calls on the launch path, want none", n)
+	}
 	held := map[string]string{}
+	records := map[string]string{}
 	for i, inst := range got {
 		if other, ok := held[inst.InstanceID]; ok {
 			t.Errorf("%s and %s both got instance %s", other, names[i], inst.InstanceID)
 		}
 		held[inst.InstanceID] = names[i]
+		records[inst.InstanceID] = names[i]
 		tags := tagsOf(f.account, inst.InstanceID)
-		if tags[provider.TagNodeClaim] != names[i] || tags["Name"] != "default/"+names[i] || tags[provider.TagLaunchBatch] != b.ID || inst.NodeClaim != names[i] {
-			t.Errorf("%s's instance %s: tags %v", names[i], inst.InstanceID, tags)
+		if tags[provider.TagNodeClaim] != provider.Untaken(b.ID) || tags["Name"] != "default/"+provider.Untaken(b.ID) || tags[provider.TagLaunchBatch] != b.ID || inst.NodeClaim != names[i] {
+			t.Errorf("%s's instance %s (NodeClaim %q): tags %v, want the batch's until garbage collection tags it", names[i], inst.InstanceID, inst.NodeClaim, tags)
 		}
 	}
 
@@ -102,7 +108,9 @@ func TestLaunchBatch(t *testing.T) {
 	}
 	again("asked again", f.provider)
 	restarted := func() *provider.Launcher {
-		return provider.New(f.account.EC2(), f.resolver, f.cluster, clock.RealClock{})
+		l := provider.New(f.account.EC2(), f.resolver, f.cluster, clock.RealClock{})
+		l.Recorded = recordsOf(b.ID, records)
+		return l
 	}
 	again("after a restart", restarted())
 	// After a restart with a request that differs (the class's tags
@@ -120,6 +128,64 @@ func TestLaunchBatch(t *testing.T) {
 	_, err = restarted().Create(ctx, batchClaim("m-4", b), f.class, f.types)
 	if !cloudprovider.IsInsufficientCapacity(err) || !strings.Contains(err.Error(), b.ID) {
 		t.Errorf("a fifth NodeClaim of a batch of 4: %v, want InsufficientCapacity naming the batch", err)
+	}
+	if n := len(f.account.Instances()); n != 4 {
+		t.Errorf("%d instances in the account, want the batch's 4", n)
+	}
+}
+
+// recordsOf reads records (instance ID → NodeClaim) as a batch's
+// NodeClaims would show them.
+func recordsOf(batch string, records map[string]string) provider.Recorded {
+	return func(_ context.Context, id string) (map[string]string, error) {
+		if id != batch {
+			return nil, nil
+		}
+		return maps.Clone(records), nil
+	}
+}
+
+// A restart between members choosing their instances and recording them
+// loses the choices that were not recorded: after it, the members whose
+// instance is recorded (on the NodeClaim, or by the tag garbage
+// collection wrote from it) keep it, and the others share the rest, one
+// each, whatever order they ask in. No instance is held twice and none is
+// launched again.
+func TestLaunchBatchAfterARestartBeforeTheRecords(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	b := cloudprovider.LaunchBatch{ID: "batch-r", Size: 4}
+	first := map[string]*cloudprovider.Instance{}
+	for _, name := range []string{"r-0", "r-1", "r-2", "r-3"} {
+		inst, err := f.provider.Create(ctx, batchClaim(name, b), f.class, f.types)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first[name] = inst
+	}
+	// r-0 recorded its instance; r-1's was recorded and tagged since; the
+	// process ended before r-2 and r-3 recorded theirs.
+	if err := f.provider.TagHolder(ctx, first["r-1"], "r-1"); err != nil {
+		t.Fatal(err)
+	}
+	l := provider.New(f.account.EC2(), f.resolver, f.cluster, clock.RealClock{})
+	l.Recorded = recordsOf(b.ID, map[string]string{first["r-0"].InstanceID: "r-0", first["r-1"].InstanceID: "r-1"})
+	held := map[string]string{first["r-0"].InstanceID: "r-0", first["r-1"].InstanceID: "r-1"}
+	for _, name := range []string{"r-3", "r-2", "r-1"} {
+		inst, err := l.Create(ctx, batchClaim(name, b), f.class, f.types)
+		if err != nil {
+			t.Fatalf("%s after the restart: %v", name, err)
+		}
+		if name == "r-1" {
+			if inst.InstanceID != first["r-1"].InstanceID {
+				t.Errorf("r-1 after the restart got %s, want the instance tagged with it, %s", inst.InstanceID, first["r-1"].InstanceID)
+			}
+			continue
+		}
+		if other, ok := held[inst.InstanceID]; ok {
+			t.Errorf("%s after the restart got %s, held by %s", name, inst.InstanceID, other)
+		}
+		held[inst.InstanceID] = name
 	}
 	if n := len(f.account.Instances()); n != 4 {
 		t.Errorf("%d instances in the account, want the batch's 4", n)
@@ -172,108 +238,69 @@ func TestLaunchBatchWithoutCapacity(t *testing.T) {
 	}
 }
 
-// meetingTags holds each CreateTags call until n are waiting at once.
-type meetingTags struct {
-	sdk.EC2
-	meet    chan struct{}
-	once    sync.Once
-	n       int
-	waiting int
-	mu      sync.Mutex
-}
-
-func (m *meetingTags) CreateTags(ctx context.Context, in *ec2.CreateTagsInput, opts ...func(*ec2.Options)) (*ec2.CreateTagsOutput, error) {
-	m.mu.Lock()
-	m.waiting++
-	if m.waiting == m.n {
-		m.once.Do(func() { close(m.meet) })
-	}
-	m.mu.Unlock()
-	select {
-	case <-m.meet:
-	case <-time.After(30 * time.Second):
-		return nil, errors.New("no other member of the batch tagged its instance meanwhile")
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	return m.EC2.CreateTags(ctx, in, opts...)
-}
-
-// The members of a launch batch tag their instances at once, not one
-// after another behind the batch: at a large scale-up, EC2's CreateTags
-// limit makes each tag a wait, and the controller's workers all waited
-// on one batch. Each still gets an instance of its own.
-func TestLaunchBatchMembersTagTheirInstancesAtOnce(t *testing.T) {
-	f := setup(t)
-	ctx := context.Background()
-	b := cloudprovider.LaunchBatch{ID: "batch-4", Size: 4}
-	tags := &meetingTags{EC2: f.account.EC2(), meet: make(chan struct{}), n: b.Size}
-	l := provider.New(tags, f.resolver, f.cluster, clock.RealClock{})
-	got := map[string]string{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for i := range b.Size {
-		name := fmt.Sprintf("t-%d", i)
-		wg.Go(func() {
-			inst, err := l.Create(ctx, batchClaim(name, b), f.class, f.types)
-			if err != nil {
-				t.Errorf("%s: %v", name, err)
-				return
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if other, ok := got[inst.InstanceID]; ok {
-				t.Errorf("%s and %s both got instance %s", other, name, inst.InstanceID)
-			}
-			got[inst.InstanceID] = name
-			if held := tagsOf(f.account, inst.InstanceID)[provider.TagNodeClaim]; held != name {
-				t.Errorf("%s's instance %s is tagged for %q", name, inst.InstanceID, held)
-			}
-		})
-	}
-	wg.Wait()
-}
-
-// Launch batches whose members together outnumber EC2's CreateTags
-// bucket (100 requests) tag their instances without one refused call:
-// the members beyond the launcher's burst are told to try again later
-// (and come back when told) rather than meet RequestLimitExceeded, which
-// after the SDK's retries would fail their launches.
-func TestLaunchBatchesLargerThanTheTagBucketAreNeverThrottled(t *testing.T) {
+// Garbage collection tags launch batches' instances with their
+// NodeClaims after their launch. More instances than EC2's CreateTags
+// bucket (100 requests) are tagged without one refused call, the Name tag
+// following, and a call that cannot have its turn before its deadline
+// sends nothing.
+func TestTagHolderIsPacedUnderTheTagBucket(t *testing.T) {
 	f := setup(t)
 	f.account.SetFaults(simaws.Faults{RateLimits: 1})
 	ctx := context.Background()
-	var wg sync.WaitGroup
-	var waited atomic.Int32
 	const members = 120
+	type member struct {
+		name string
+		inst *cloudprovider.Instance
+	}
+	var launched []member
 	for i := range members {
 		b := cloudprovider.LaunchBatch{ID: fmt.Sprintf("batch-big-%d", i%2), Size: 60}
 		name := fmt.Sprintf("big-%d", i)
-		wg.Go(func() {
-			inst, err := f.provider.Create(ctx, batchClaim(name, b), f.class, f.types)
-			for after, later := cloudprovider.RetryAfter(err); later; after, later = cloudprovider.RetryAfter(err) {
-				waited.Add(1)
-				time.Sleep(after)
-				inst, err = f.provider.Create(ctx, batchClaim(name, b), f.class, f.types)
-			}
-			if err != nil {
-				t.Errorf("%s: %v", name, err)
-				return
-			}
-			if held := tagsOf(f.account, inst.InstanceID)[provider.TagNodeClaim]; held != name {
-				t.Errorf("%s's instance %s is tagged for %q", name, inst.InstanceID, held)
-			}
-		})
+		inst, err := f.provider.Create(ctx, batchClaim(name, b), f.class, f.types)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		launched = append(launched, member{name, inst})
 	}
-	wg.Wait()
+	listed, err := f.provider.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]*cloudprovider.Instance{}
+	for _, inst := range listed {
+		if inst.NodeClaim != "" {
+			t.Errorf("instance %s lists as NodeClaim %q's before it is tagged", inst.InstanceID, inst.NodeClaim)
+		}
+		byID[inst.InstanceID] = inst
+	}
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	before := f.account.Stats().CallsBy["CreateTags"]
+	if err := f.provider.TagHolder(canceled, byID[launched[0].inst.InstanceID], launched[0].name); !cloudprovider.IsRetryLater(err) {
+		t.Errorf("a tag that cannot have its turn before its deadline: %v, want RetryLater", err)
+	}
+	if n := f.account.Stats().CallsBy["CreateTags"] - before; n != 0 {
+		t.Errorf("%d CreateTags calls sent past the deadline", n)
+	}
+	for _, m := range launched {
+		if err := f.provider.TagHolder(ctx, byID[m.inst.InstanceID], m.name); err != nil {
+			t.Fatalf("%s: %v", m.name, err)
+		}
+		if tags := tagsOf(f.account, m.inst.InstanceID); tags[provider.TagNodeClaim] != m.name || tags["Name"] != "default/"+m.name {
+			t.Errorf("%s's instance %s is tagged %v", m.name, m.inst.InstanceID, tags)
+		}
+	}
 	stats := f.account.Stats()
-	if n := stats.CallsBy["CreateTags"]; n != members {
-		t.Errorf("%d CreateTags calls for %d members", n, members)
-	}
 	if n := stats.ThrottledBy["CreateTags"]; n > 0 {
-		t.Errorf("EC2 refused %d of the batch's CreateTags calls with RequestLimitExceeded", n)
+		t.Errorf("EC2 refused %d CreateTags calls with RequestLimitExceeded", n)
 	}
-	if waited.Load() == 0 {
-		t.Errorf("no member of %d was told to wait for its turn to tag", members)
+	listed, err = f.provider.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, inst := range listed {
+		if inst.NodeClaim == "" {
+			t.Errorf("instance %s lists without its NodeClaim after it is tagged", inst.InstanceID)
+		}
 	}
 }

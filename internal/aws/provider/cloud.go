@@ -248,6 +248,37 @@ func (c *CloudProvider) List(ctx context.Context) (_ []*cloudprovider.Instance, 
 	return c.Launcher.List(ctx)
 }
 
+// TagHolder tags an instance of a launch batch with the NodeClaim that
+// recorded it.
+func (c *CloudProvider) TagHolder(ctx context.Context, inst *cloudprovider.Instance, claim string) (err error) {
+	defer func(start time.Time) { c.observe("TagHolder", start, err) }(time.Now())
+	return c.Launcher.TagHolder(ctx, inst, claim)
+}
+
+// RecordedInBatch are the instances of a launch batch its NodeClaims
+// recorded (status.providerID), by instance ID: read from the NodeClaims
+// as the client sees them (the manager's cache, synced before a leader
+// acts).
+func (c *CloudProvider) RecordedInBatch(ctx context.Context, batch string) (map[string]string, error) {
+	claims := &v1.NodeClaimList{}
+	if err := c.Kube.List(ctx, claims, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, nc := range claims.Items {
+		if nc.Status.ProviderID == "" {
+			continue
+		}
+		if b, ok, _ := cloudprovider.LaunchBatchOf(nc.Name, nc.Annotations); !ok || b.ID != batch {
+			continue
+		}
+		if _, id, err := ParseProviderID(nc.Status.ProviderID); err == nil {
+			out[id] = nc.Name
+		}
+	}
+	return out, nil
+}
+
 func (c *CloudProvider) nodeClass(ctx context.Context, claim *v1.NodeClaim) (*awsv1.EC2NodeClass, error) {
 	ref := claim.Spec.NodeClassRef
 	if ref == nil || ref.Kind != "EC2NodeClass" || ref.Group != awsv1.Group {

@@ -187,7 +187,10 @@ func instanceOf(inst ec2types.Instance, types []*scheduling.InstanceType) *cloud
 		out.SecurityGroupIDs = append(out.SecurityGroupIDs, aws.ToString(g.GroupId))
 	}
 	out.NodeClaim, out.NodePool = claimAndPool(inst.Tags)
-	out.LaunchBatch = tagValue(inst.Tags, TagLaunchBatch)
+	out.LaunchBatch, out.Name = tagValue(inst.Tags, TagLaunchBatch), tagValue(inst.Tags, "Name")
+	if out.LaunchBatch != "" && out.NodeClaim == Untaken(out.LaunchBatch) {
+		out.NodeClaim = ""
+	}
 	addTypeDetails(out, types)
 	return out
 }

@@ -58,6 +58,9 @@ type Launcher struct {
 	batches batches
 	// tagging paces CreateTags (see tagRequestsPerSecond).
 	tagging flowcontrol.RateLimiter
+	// Recorded reads which instances of a launch batch its NodeClaims
+	// recorded, when this process loads the batch (nil: none did).
+	Recorded Recorded
 	// Specs are the instance types' specifications, to evaluate
 	// spec.kubelet's expressions for the types launched (the embedded
 	// catalog when nil).
@@ -71,11 +74,11 @@ func New(ec2API sdk.EC2, resolver *nodeclass.Resolver, cluster userdata.Cluster,
 }
 
 // tagRequestsPerSecond and tagBurst pace this process's CreateTags calls
-// below EC2's default bucket for the action (100 requests, refilled at 10
-// a second), leaving a tenth to the account's other callers: a member of
-// a large launch batch that finds no token left is told to try again
-// after tagRetry (a cloudprovider.RetryLaterError) instead of meeting
-// RequestLimitExceeded, and holds no worker while it waits.
+// (the NodeClaim tags of launch batches' instances, written after their
+// launch) below EC2's default bucket for the action (100 requests,
+// refilled at 10 a second), leaving a tenth to the account's other
+// callers; a caller that cannot wait for its turn is told to come back
+// after tagRetry.
 const (
 	tagRequestsPerSecond = 9
 	tagBurst             = 90

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
-	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/aws/provider"
 	simaws "github.com/nodewright/nodewright/internal/fake/aws"
@@ -288,24 +287,22 @@ func (m *EC2Machines) completeProfile(ctx context.Context, inst ec2types.Instanc
 	return true, nil
 }
 
-// nodeClassOf is the EC2NodeClass of the instance's NodeClaim; claimed
-// says the instance names a NodeClaim (nil class: not readable yet).
+// nodeClassOf is the EC2NodeClass the instance's tag names; claimed says
+// the instance names one (nil class: not readable yet). The class is read
+// from the tag nodewright launches every instance with: the NodeClaim tag
+// of a launch batch's instance names its NodeClaim only later.
 func (m *EC2Machines) nodeClassOf(ctx context.Context, inst ec2types.Instance) (*awsv1.EC2NodeClass, bool, error) {
 	name := ""
 	for _, t := range inst.Tags {
-		if aws.ToString(t.Key) == "karpenter.sh/nodeclaim" {
+		if aws.ToString(t.Key) == awsv1.LabelEC2NodeClass {
 			name = aws.ToString(t.Value)
 		}
 	}
 	if name == "" {
 		return nil, false, nil
 	}
-	nc := &v1.NodeClaim{}
-	if err := m.Kube.Get(ctx, client.ObjectKey{Name: name}, nc); err != nil || nc.Spec.NodeClassRef == nil {
-		return nil, true, client.IgnoreNotFound(err)
-	}
 	class := &awsv1.EC2NodeClass{}
-	if err := m.Kube.Get(ctx, client.ObjectKey{Name: nc.Spec.NodeClassRef.Name}, class); err != nil || class.Status.InstanceProfile == "" {
+	if err := m.Kube.Get(ctx, client.ObjectKey{Name: name}, class); err != nil || class.Status.InstanceProfile == "" {
 		return nil, true, client.IgnoreNotFound(err)
 	}
 	return class, true, nil
