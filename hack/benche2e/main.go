@@ -608,6 +608,9 @@ func write(out io.Writer, cfg config, rows []row) {
 		}
 		fmt.Fprintln(out)
 		fmt.Fprintf(out, "%d pods, nodewright's writes: %s\n", r.pods, topWrites(r.nw, 8))
+		if len(r.nw.RequestSeconds) > 0 {
+			fmt.Fprintf(out, "%d pods, nodewright's waits on kube-apiserver (mean per request): %s\n", r.pods, topWaits(r.nw, 8))
+		}
 		if r.err != nil {
 			fmt.Fprintf(out, "%d pods: %v\n", r.pods, r.err)
 		}
@@ -700,6 +703,31 @@ func topWrites(f runner.Figures, n int) string {
 	parts := make([]string, 0, n)
 	for _, w := range all[:min(n, len(all))] {
 		parts = append(parts, fmt.Sprintf("%.0f %s", w.count, w.what))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// topWaits are the n kinds of request nodewright waited longest for in
+// all, each with its mean wait, after the total over every request.
+func topWaits(f runner.Figures, n int) string {
+	type wait struct {
+		what    string
+		seconds float64
+	}
+	var all []wait
+	total := 0.0
+	for k, s := range f.RequestSeconds {
+		all = append(all, wait{k, s})
+		total += s
+	}
+	slices.SortFunc(all, func(a, b wait) int { return cmp.Compare(b.seconds, a.seconds) })
+	parts := []string{fmt.Sprintf("%.0f s in all", total)}
+	for _, w := range all[:min(n, len(all))] {
+		mean := 0.0
+		if c := f.Requests[w.what]; c > 0 {
+			mean = w.seconds / c
+		}
+		parts = append(parts, fmt.Sprintf("%s %.0f s (%.0f ms)", w.what, w.seconds, mean*1000))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -3,6 +3,7 @@ package metrics
 import (
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -12,27 +13,42 @@ import (
 // KubeRequests counts the requests a process sends to the Kubernetes API
 // server, by verb (get, list, watch, create, update, patch, delete) and
 // resource ("pods", "nodeclaims/status"), as
-// nodewright_kube_requests_total.
+// nodewright_kube_requests_total, and times those that are not watches
+// (from sending the request to its response's headers) as
+// nodewright_kube_request_duration_seconds: how long the process waits
+// for the API server, apart from its own client-side rate limit.
 type KubeRequests struct {
-	total *prometheus.CounterVec
+	total    *prometheus.CounterVec
+	duration *prometheus.HistogramVec
 }
 
-// NewKubeRequests registers the counter (reusing one registered before).
+// NewKubeRequests registers the counter and the histogram (reusing those
+// registered before).
 func NewKubeRequests(reg prometheus.Registerer) (*KubeRequests, error) {
 	var err error
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "nodewright", Name: "kube_requests_total",
 		Help: "Requests sent to the Kubernetes API server, by verb and resource."}, []string{"verb", "resource"})
 	c = register(reg, c, &err)
-	return &KubeRequests{total: c}, err
+	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "nodewright", Name: "kube_request_duration_seconds",
+		Help:    "How long the Kubernetes API server took to answer a request (watches left out), by verb and resource.",
+		Buckets: prometheus.ExponentialBuckets(0.005, 2, 12)}, []string{"verb", "resource"})
+	h = register(reg, h, &err)
+	return &KubeRequests{total: c, duration: h}, err
 }
 
-// Wrap counts every request a client made from rc sends.
+// Wrap counts and times every request a client made from rc sends.
 func (k *KubeRequests) Wrap(rc *rest.Config) {
 	rc.Wrap(func(next http.RoundTripper) http.RoundTripper {
 		return roundTripper(func(req *http.Request) (*http.Response, error) {
 			verb, resource := Classify(req.Method, req.URL.Path, req.URL.Query().Get("watch"))
 			k.total.WithLabelValues(verb, resource).Inc()
-			return next.RoundTrip(req)
+			if verb == "watch" {
+				return next.RoundTrip(req)
+			}
+			start := time.Now()
+			resp, err := next.RoundTrip(req)
+			k.duration.WithLabelValues(verb, resource).Observe(time.Since(start).Seconds())
+			return resp, err
 		})
 	})
 }
@@ -118,10 +134,22 @@ func readVerb(watch string, named bool) string {
 
 // Counts returns the requests counted so far by "verb resource".
 func (k *KubeRequests) Counts() map[string]float64 {
+	return byVerbAndResource(k.total, func(m *dto.Metric) float64 { return m.GetCounter().GetValue() })
+}
+
+// Seconds returns the time the requests timed so far took in all, by
+// "verb resource".
+func (k *KubeRequests) Seconds() map[string]float64 {
+	return byVerbAndResource(k.duration, func(m *dto.Metric) float64 { return m.GetHistogram().GetSampleSum() })
+}
+
+// byVerbAndResource sums value over a collector's series by "verb
+// resource".
+func byVerbAndResource(c prometheus.Collector, value func(*dto.Metric) float64) map[string]float64 {
 	out := map[string]float64{}
 	ch := make(chan prometheus.Metric, 64)
 	go func() {
-		k.total.Collect(ch)
+		c.Collect(ch)
 		close(ch)
 	}()
 	for m := range ch {
@@ -129,11 +157,22 @@ func (k *KubeRequests) Counts() map[string]float64 {
 		if err := m.Write(&pb); err != nil {
 			continue
 		}
-		labels := map[string]string{}
-		for _, l := range pb.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		out[labels["verb"]+" "+labels["resource"]] += pb.GetCounter().GetValue()
+		out[VerbAndResource(pb.GetLabel())] += value(&pb)
 	}
 	return out
+}
+
+// VerbAndResource is the "verb resource" key of a series of
+// nodewright_kube_requests_total or nodewright_kube_request_duration_seconds.
+func VerbAndResource(labels []*dto.LabelPair) string {
+	var verb, resource string
+	for _, l := range labels {
+		switch l.GetName() {
+		case "verb":
+			verb = l.GetValue()
+		case "resource":
+			resource = l.GetValue()
+		}
+	}
+	return verb + " " + resource
 }

@@ -24,6 +24,7 @@ import (
 
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/controlplane"
+	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/fake/account"
 	"github.com/nodewright/nodewright/internal/fake/awsapi"
 	"github.com/nodewright/nodewright/internal/fake/kubelet"
@@ -185,36 +186,32 @@ func (s *Sim) cpuSeconds() float64 {
 	return controlplane.ProcessCPUSeconds(pid)
 }
 
-// processRequests reads nodewright_kube_requests_total from the
-// controller process's /metrics.
-func (s *Sim) processRequests(ctx context.Context) (map[string]float64, error) {
+// processRequests reads nodewright_kube_requests_total and the sums of
+// nodewright_kube_request_duration_seconds from the controller process's
+// /metrics, by "verb resource".
+func (s *Sim) processRequests(ctx context.Context) (counts, seconds map[string]float64, _ error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.controllerMetrics+"/metrics", nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer func() { _ = resp.Body.Close() }()
 	var parser expfmt.TextParser
 	families, err := parser.TextToMetricFamilies(resp.Body)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := map[string]float64{}
-	family, ok := families["nodewright_kube_requests_total"]
-	if !ok {
-		return out, nil
+	counts, seconds = map[string]float64{}, map[string]float64{}
+	for _, m := range families["nodewright_kube_requests_total"].GetMetric() {
+		counts[metrics.VerbAndResource(m.GetLabel())] += m.GetCounter().GetValue()
 	}
-	for _, m := range family.GetMetric() {
-		labels := map[string]string{}
-		for _, l := range m.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		out[labels["verb"]+" "+labels["resource"]] += m.GetCounter().GetValue()
+	for _, m := range families["nodewright_kube_request_duration_seconds"].GetMetric() {
+		seconds[metrics.VerbAndResource(m.GetLabel())] += m.GetHistogram().GetSampleSum()
 	}
-	return out, nil
+	return counts, seconds, nil
 }
 
 // processName says where the controllers ran, for the figures.

@@ -506,6 +506,10 @@ type Figures struct {
 	// Requests are nodewright's requests to the API server during the
 	// step, by "verb resource".
 	Requests map[string]float64 `json:"requests"`
+	// RequestSeconds are the seconds nodewright waited for the API
+	// server's answers during the step (watches left out), by "verb
+	// resource".
+	RequestSeconds map[string]float64 `json:"requestSeconds,omitempty"`
 	// PeakRSS is the peak resident memory of the process that ran the
 	// controllers, in bytes, and Process names it.
 	PeakRSS int64  `json:"peakRSSBytes"`
@@ -548,7 +552,8 @@ func (s *Sim) RunSteps(ctx context.Context, steps []Step, timeout, stall time.Du
 	var out []StepResult
 	seen := 0
 	for _, st := range steps {
-		before, awsBefore, cpuBefore, planeBefore := s.requestCounts(ctx), s.Account.Stats(), s.cpuSeconds(), s.Plane.CPUSeconds()
+		before, secondsBefore := s.requestCounts(ctx)
+		awsBefore, cpuBefore, planeBefore := s.Account.Stats(), s.cpuSeconds(), s.Plane.CPUSeconds()
 		if err := s.Apply(ctx, st.Name, st.Manifest); err != nil {
 			return out, err
 		}
@@ -558,12 +563,8 @@ func (s *Sim) RunSteps(ctx context.Context, steps []Step, timeout, stall time.Du
 			return out, err
 		}
 		res := StepResult{Name: st.Name, Snapshot: snap, Disruptions: []string{}, Figures: s.figures}
-		res.Figures.Requests = map[string]float64{}
-		for k, n := range s.requestCounts(ctx) {
-			if d := n - before[k]; d > 0 {
-				res.Figures.Requests[k] = d
-			}
-		}
+		counts, seconds := s.requestCounts(ctx)
+		res.Figures.Requests, res.Figures.RequestSeconds = grown(counts, before), grown(seconds, secondsBefore)
 		if s.external {
 			res.Figures.ExternalAWS = s.AWSEndpoint
 		} else {
@@ -602,17 +603,29 @@ func since(now, before map[string]int) map[string]int {
 	return out
 }
 
-// requestCounts are nodewright's requests to the API server so far, by
-// "verb resource" (nil when they cannot be read).
-func (s *Sim) requestCounts(ctx context.Context) map[string]float64 {
-	if s.controller != nil {
-		counts, err := s.processRequests(ctx)
-		if err != nil {
-			return nil
+// grown is the values of now that grew since before.
+func grown(now, before map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, n := range now {
+		if d := n - before[k]; d > 0 {
+			out[k] = d
 		}
-		return counts
 	}
-	return s.requests.Counts()
+	return out
+}
+
+// requestCounts are nodewright's requests to the API server so far, and
+// the seconds it waited for their answers, by "verb resource" (nil when
+// they cannot be read).
+func (s *Sim) requestCounts(ctx context.Context) (counts, seconds map[string]float64) {
+	if s.controller != nil {
+		counts, seconds, err := s.processRequests(ctx)
+		if err != nil {
+			return nil, nil
+		}
+		return counts, seconds
+	}
+	return s.requests.Counts(), s.requests.Seconds()
 }
 
 // peakRSS is this process's peak resident memory (VmHWM), in bytes.
