@@ -60,7 +60,9 @@ const UninitializedTaint = "node.cloudprovider.kubernetes.io/uninitialized"
 type Simulator struct {
 	Kube client.Client
 	// Reader lists pods, nodes and the aws-auth ConfigMap; Kube when nil.
-	// A cache keeps a large simulation from listing every pod each tick.
+	// A cache indexed by IndexPods keeps a large simulation from going
+	// through every pod each tick: it lists only the pods its kubelets
+	// have to start or remove.
 	Reader client.Reader
 	// Account holds the instances the kubelets run on: the simulated
 	// account, or an EC2 endpoint's instances (EC2Machines).
@@ -462,15 +464,34 @@ func (s *Simulator) heartbeat(ctx context.Context, node *corev1.Node) error {
 	return client.IgnoreNotFound(s.Kube.Status().Patch(ctx, node, client.MergeFrom(before)))
 }
 
+// PodWork indexes the pods on simulated nodes by what their kubelet has
+// to do: "start" (not Running yet) or "remove" (being deleted).
+const PodWork = "simulated.kubelet/work"
+
+// IndexPods registers the PodWork index of pods on a cache.
+func IndexPods(ctx context.Context, indexer client.FieldIndexer) error {
+	return indexer.IndexField(ctx, &corev1.Pod{}, PodWork, func(o client.Object) []string {
+		pod := o.(*corev1.Pod)
+		switch {
+		case !onSimulatedNode(pod):
+			return nil
+		case !pod.DeletionTimestamp.IsZero():
+			return []string{"remove"}
+		case pod.Status.Phase != corev1.PodRunning:
+			return []string{"start"}
+		}
+		return nil
+	})
+}
+
 // runPods marks the pods bound to simulated nodes Running and Ready, and
 // removes the pods being deleted from them, on g.
 func (s *Simulator) runPods(ctx context.Context, g *errgroup.Group) error {
-	// The listed objects are the cache's: copied before any change.
-	pods := &corev1.PodList{}
-	if err := s.reader().List(ctx, pods, client.UnsafeDisableDeepCopy); err != nil {
+	pods, err := s.podsWithWork(ctx)
+	if err != nil {
 		return err
 	}
-	remove, start := s.podsToChange(pods.Items)
+	remove, start := s.podsToChange(pods)
 	for _, pod := range remove {
 		g.Go(func() error {
 			return client.IgnoreNotFound(s.Kube.Delete(ctx, pod.DeepCopy(), client.GracePeriodSeconds(0)))
@@ -480,6 +501,28 @@ func (s *Simulator) runPods(ctx context.Context, g *errgroup.Group) error {
 		g.Go(func() error { return s.start(ctx, pod.DeepCopy()) })
 	}
 	return nil
+}
+
+// podsWithWork are the pods the kubelets may have to start or remove: on
+// a Reader, those PodWork indexes (the cache's objects, copied before any
+// change); without one, every pod.
+func (s *Simulator) podsWithWork(ctx context.Context) ([]corev1.Pod, error) {
+	if s.Reader == nil {
+		all := &corev1.PodList{}
+		if err := s.Kube.List(ctx, all); err != nil {
+			return nil, err
+		}
+		return all.Items, nil
+	}
+	var pods []corev1.Pod
+	for _, work := range []string{"remove", "start"} {
+		some := &corev1.PodList{}
+		if err := s.Reader.List(ctx, some, client.MatchingFields{PodWork: work}, client.UnsafeDisableDeepCopy); err != nil {
+			return nil, fmt.Errorf("listing the pods to %s (a Reader needs IndexPods' index): %w", work, err)
+		}
+		pods = append(pods, some.Items...)
+	}
+	return pods, nil
 }
 
 // podsToChange sorts out the pods on simulated nodes: those being deleted

@@ -231,6 +231,9 @@ func (s *Sim) connect(ctx context.Context, _ Options) error {
 	if s.cache, err = watchCache(s.Plane.Config, scheme); err != nil {
 		return err
 	}
+	if err := kubelet.IndexPods(ctx, s.cache); err != nil {
+		return err
+	}
 	s.goRun(func() error { return s.cache.Start(ctx) })
 	if !s.cache.WaitForCacheSync(ctx) {
 		return errors.New("the simulation's cache did not sync")
