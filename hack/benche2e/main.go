@@ -714,15 +714,17 @@ func topWaits(f runner.Figures, n int) string {
 		what    string
 		seconds float64
 	}
-	var all []wait
+	all := make([]wait, 0, len(f.RequestSeconds))
 	total := 0.0
 	for k, s := range f.RequestSeconds {
 		all = append(all, wait{k, s})
 		total += s
 	}
 	slices.SortFunc(all, func(a, b wait) int { return cmp.Compare(b.seconds, a.seconds) })
-	parts := []string{fmt.Sprintf("%.0f s in all", total)}
-	for _, w := range all[:min(n, len(all))] {
+	top := all[:min(n, len(all))]
+	parts := make([]string, 0, 1+len(top))
+	parts = append(parts, fmt.Sprintf("%.0f s in all", total))
+	for _, w := range top {
 		mean := 0.0
 		if c := f.Requests[w.what]; c > 0 {
 			mean = w.seconds / c

@@ -24,10 +24,10 @@ import (
 
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/controlplane"
-	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/fake/account"
 	"github.com/nodewright/nodewright/internal/fake/awsapi"
 	"github.com/nodewright/nodewright/internal/fake/kubelet"
+	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/operator"
 )
 
