@@ -15,11 +15,13 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	appsv1 "k8s.io/api/apps/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/provider"
+	"github.com/nodewright/nodewright/internal/cloudprovider"
 	simaws "github.com/nodewright/nodewright/internal/fake/aws"
 	"github.com/nodewright/nodewright/internal/fake/runner"
 	"github.com/nodewright/nodewright/test/e2e/harness"
@@ -159,6 +161,19 @@ func TestCrashCampaign(t *testing.T) {
 		}
 	}()
 
+	// Every instance a NodeClaim recorded (status.providerID), sampled
+	// all along: a launch batch's instance is tagged with its NodeClaim
+	// only after the record, and may be terminated before.
+	records := newRecords()
+	recorded := make(chan struct{})
+	go func() {
+		defer close(recorded)
+		for sampling.Err() == nil {
+			records.sample(sampling, sim)
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+
 	// Kill the controller while the filler scales up (launches,
 	// registration) and down (consolidation drains web's nodes), round
 	// after round: at random moments, or aimed at a phase (a NodeClaim
@@ -191,43 +206,62 @@ func TestCrashCampaign(t *testing.T) {
 	time.Sleep(gc.Operator.GCGrace + 2*gc.Operator.GCInterval)
 	stopSampling()
 	<-sampled
+	<-recorded
 
 	claims := &v1.NodeClaimList{}
 	if err := sim.Kube.List(ctx, claims); err != nil {
 		t.Fatal(err)
 	}
-	owned := map[string]string{} // provider ID → the NodeClaim recording it
+	owned := map[string]bool{} // the provider IDs NodeClaims record now
 	for _, nc := range claims.Items {
-		owned[nc.Status.ProviderID] = nc.Name
+		owned[nc.Status.ProviderID] = true
 	}
+	records.sample(ctx, sim)
 	launched := map[string][]string{} // NodeClaim → its instances, ever
 	orphans, batched, spare := 0, 0, 0
+	perBatch, spareBy := map[string]int{}, map[string]int{}
 	for _, inst := range sim.Account.Instances() {
-		id := aws.ToString(inst.InstanceId)
+		id, pid := aws.ToString(inst.InstanceId), providerIDOf(inst)
 		claim, batch := tagOf(inst.Tags, provider.TagNodeClaim), tagOf(inst.Tags, provider.TagLaunchBatch)
-		if recorder := owned[providerIDOf(inst)]; batch != "" && claim == provider.Untaken(batch) && recorder != "" {
-			claim = recorder // recorded, not tagged yet
+		holders := records.byInstance[pid]
+		if batch != "" && claim == provider.Untaken(batch) {
+			claim = "" // not tagged (yet): its records say who held it
+		}
+		if claim != "" && !holders.Has(claim) {
+			holders = holders.Clone().Insert(claim)
 		}
 		switch {
-		case batch != "" && claim == provider.Untaken(batch):
+		case holders.Len() > 1:
+			t.Errorf("instance %s was held by %d NodeClaims: %v", id, holders.Len(), sets.List(holders))
+		case holders.Len() == 1:
+			launched[sets.List(holders)[0]] = append(launched[sets.List(holders)[0]], id)
+		case batch != "":
 			spare++ // a batch's instance no NodeClaim took
-		case claim != "":
-			launched[claim] = append(launched[claim], id)
+			spareBy[batch]++
 		}
 		if batch != "" {
 			batched++
+			perBatch[batch]++
 		}
 		live := inst.State.Name == ec2types.InstanceStateNamePending || inst.State.Name == ec2types.InstanceStateNameRunning
-		if live && owned[providerIDOf(inst)] == "" {
+		if live && !owned[pid] {
 			orphans++
 			t.Errorf("instance %s (%s) runs without a NodeClaim", id, inst.State.Name)
 		}
 	}
 	duplicates := 0
 	for claim, ids := range launched {
-		if len(ids) > 1 {
+		if len(ids) > 1 || records.byClaim[claim].Len() > 1 {
 			duplicates++
-			t.Errorf("NodeClaim %s launched %d instances: %v", claim, len(ids), ids)
+			t.Errorf("NodeClaim %s launched %d instances: %v (recorded %v)", claim, len(ids), ids, sets.List(records.byClaim[claim]))
+		}
+	}
+	for batch, n := range perBatch {
+		if size := records.batchSize[batch]; size > 0 && n > size {
+			t.Errorf("launch batch %s of %d NodeClaims launched %d instances", batch, size, n)
+		}
+		if spareBy[batch] > 0 {
+			t.Logf("launch batch %s of %d NodeClaims: %d instances, %d taken by no NodeClaim", batch, records.batchSize[batch], n, spareBy[batch])
 		}
 	}
 	mu.Lock()
@@ -237,6 +271,45 @@ func TestCrashCampaign(t *testing.T) {
 	}
 	t.Logf("%d kills (seed %d): %d pods Running on %d nodes, %d NodeClaims launched over the run (%d instances in launch batches, %d of them taken by no NodeClaim and collected), %d orphaned instances, %d NodeClaims with two instances, %d PDB violations, controller peak RSS %d MiB",
 		kills, seed, snap.RunningPods, snap.Nodes, len(launched), batched, spare, orphans, duplicates, len(violations), peak>>20)
+}
+
+// records are the provider IDs NodeClaims recorded over a run, each way
+// round, and the size of each launch batch seen.
+type records struct {
+	mu         sync.Mutex
+	byInstance map[string]sets.Set[string] // provider ID → NodeClaims
+	byClaim    map[string]sets.Set[string] // NodeClaim → provider IDs
+	batchSize  map[string]int
+}
+
+func newRecords() *records {
+	return &records{byInstance: map[string]sets.Set[string]{}, byClaim: map[string]sets.Set[string]{}, batchSize: map[string]int{}}
+}
+
+// sample adds what the NodeClaims record now.
+func (r *records) sample(ctx context.Context, sim *runner.Sim) {
+	claims := &v1.NodeClaimList{}
+	if err := sim.Kube.List(ctx, claims); err != nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, nc := range claims.Items {
+		if b, ok, _ := cloudprovider.LaunchBatchOf(nc.Name, nc.Annotations); ok {
+			r.batchSize[b.ID] = b.Size
+		}
+		if nc.Status.ProviderID == "" {
+			continue
+		}
+		if r.byInstance[nc.Status.ProviderID] == nil {
+			r.byInstance[nc.Status.ProviderID] = sets.New[string]()
+		}
+		if r.byClaim[nc.Name] == nil {
+			r.byClaim[nc.Name] = sets.New[string]()
+		}
+		r.byInstance[nc.Status.ProviderID].Insert(nc.Name)
+		r.byClaim[nc.Name].Insert(nc.Status.ProviderID)
+	}
 }
 
 // killMoment brings about the moment of the next kill, waits for it and
