@@ -753,9 +753,15 @@ func (c *Controller) terminate(ctx context.Context, nc *v1.NodeClaim) (reconcile
 	if err := c.deleteNodes(ctx, nodes.Items); err != nil {
 		return reconcile.Result{}, err
 	}
-	if len(nodes.Items) > 0 {
-		return reconcile.Result{RequeueAfter: c.Options.Poll}, nil // draining
+	if slices.ContainsFunc(nodes.Items, func(n corev1.Node) bool { return controllerutil.ContainsFinalizer(&n, v1.TerminationFinalizer) }) {
+		// The termination controller drains the node and terminates
+		// the instance; the node's deletion brings the NodeClaim back.
+		return reconcile.Result{RequeueAfter: c.Options.Poll}, nil
 	}
+	// No node to drain: none, or only nodes this NodeClaim never took
+	// over (its kubelet registered before the NodeClaim recorded the
+	// instance, or before the NodeClaim was deleted), which nothing
+	// drains and whose kubelet registers again while the instance runs.
 	return c.terminateInstance(ctx, nc)
 }
 

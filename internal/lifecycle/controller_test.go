@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -461,6 +462,38 @@ func TestDeletingTheNodeTerminatesIt(t *testing.T) {
 			}
 		}
 		return apierrors.IsNotFound(errNode) && apierrors.IsNotFound(errClaim), nil
+	})
+}
+
+// A NodeClaim deleted while its instance's kubelet has registered a node
+// the NodeClaim never took over (no finalizer of nodewright's: nothing to
+// drain) has its instance terminated at once, without waiting for that
+// node to go: a kubelet registers its node again each time it is deleted
+// while the instance runs, and here another controller's finalizer keeps
+// the node.
+func TestDeletingANodeClaimDoesNotWaitForANodeItNeverTookOver(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	e.create(t, newClaim("early"))
+	e.waitCondition(t, "early", v1.ConditionLaunched, metav1.ConditionTrue)
+	nc := e.claim(t, "early")
+	if err := e.kube.Delete(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ip-10-0-0-early", Finalizers: []string{"example.com/keep"}},
+		Spec: corev1.NodeSpec{ProviderID: nc.Status.ProviderID, Taints: []corev1.Taint{{Key: v1.TaintKeyUnregistered, Effect: corev1.TaintEffectNoExecute}}}}
+	e.create(t, node)
+	t.Cleanup(func() {
+		_ = e.kube.Patch(context.Background(), node, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`)))
+	})
+	e.waitFor(t, "the instance terminated and the NodeClaim gone", func(ctx context.Context) (bool, error) {
+		for _, inst := range e.account.Instances() {
+			if inst.State.Name != "terminated" && inst.State.Name != "shutting-down" {
+				return false, nil
+			}
+		}
+		err := e.kube.Get(ctx, client.ObjectKey{Name: "early"}, &v1.NodeClaim{})
+		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
 }
 
