@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -44,6 +45,56 @@ type Controller struct {
 	// Retry is how long a NodePool that could not launch all it misses
 	// waits before it tries again.
 	Retry time.Duration
+
+	// created holds the NodeClaims this controller created until its
+	// cache shows them (for up to createdTTL): a decision made on a cache
+	// behind the API server counts them instead of creating them again.
+	createdMu sync.Mutex
+	created   map[string]createdClaim
+}
+
+// createdClaim is a NodeClaim created, and when.
+type createdClaim struct {
+	claim *v1.NodeClaim
+	at    time.Time
+}
+
+// createdTTL is how long a NodeClaim created is counted while the cache
+// does not show it (deleted again before the cache showed it, it stops
+// counting then).
+const createdTTL = time.Minute
+
+// withCreated adds to the NodeClaims listed those this controller created
+// that the list does not show yet, and forgets those it shows or that are
+// older than createdTTL.
+func (c *Controller) withCreated(listed []*v1.NodeClaim, now time.Time) []*v1.NodeClaim {
+	c.createdMu.Lock()
+	defer c.createdMu.Unlock()
+	if len(c.created) == 0 {
+		return listed
+	}
+	shown := make(map[string]bool, len(listed))
+	for _, nc := range listed {
+		shown[nc.Name] = true
+	}
+	for name, cr := range c.created {
+		if shown[name] || now.Sub(cr.at) > createdTTL {
+			delete(c.created, name)
+			continue
+		}
+		listed = append(listed, cr.claim)
+	}
+	return listed
+}
+
+// remember records a NodeClaim created at now.
+func (c *Controller) remember(nc *v1.NodeClaim, now time.Time) {
+	c.createdMu.Lock()
+	defer c.createdMu.Unlock()
+	if c.created == nil {
+		c.created = map[string]createdClaim{}
+	}
+	c.created[nc.Name] = createdClaim{claim: nc.DeepCopy(), at: now}
 }
 
 // SetupWithManager registers the controller: a NodePool's changes, its
@@ -81,6 +132,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	now := c.Clock.Now()
+	listed.NodeClaims = c.withCreated(listed.NodeClaims, now)
 	snap := state.Build(listed.Objects, state.Options{Now: now, NodeClasses: classes, Backoff: c.Registrations.Backoffs()})
 	d := Decide(snap, np.Name)
 	if d == nil {
@@ -107,6 +159,7 @@ func (c *Controller) launch(ctx context.Context, np *v1.NodePool, d *Decision, s
 	}
 	writer := &intent.NodeClaims{Client: c.Client, Metrics: c.Metrics, Batch: c.LaunchBatching}
 	created, err := writer.Create(ctx, snap, d.Launch, func(nc *v1.NodeClaim, planned *scheduling.PlannedNodeClaim) {
+		c.remember(nc, c.Clock.Now())
 		c.Log.Info("created NodeClaim", "NodeClaim", nc.Name, "nodePool", np.Name, "cheapestInstanceType", planned.InstanceType.Name,
 			"instanceTypes", len(planned.InstanceTypes), "replicas", d.Replicas)
 	})
