@@ -332,8 +332,10 @@ func motoWait(t *testing.T, limit time.Duration, what string, cond func(context.
 // clients resolves the EC2NodeClass (subnets, security groups, AMIs from
 // SSM parameters, an instance profile it makes for the role), launches
 // the pending pods' NodeClaims with launch templates and CreateFleet —
-// without the Pricing API, which moto lacks, by the built-in prices — and
-// tags the instances as its own; garbage collection terminates an
+// without the Pricing API, which moto lacks, by the built-in prices; three
+// identical NodeClaims as one launch batch — and tags the instances as its
+// own, the batch's with their NodeClaims after the launch (garbage
+// collection's CreateTags); garbage collection terminates an
 // instance whose NodeClaim vanished and leaves alone the instances it did
 // not launch (a managed node group's, another cluster's, an untagged
 // one); deleting the NodePool and EC2NodeClass leaves no instance, launch
@@ -367,10 +369,24 @@ func TestAgainstMoto(t *testing.T) {
 	labels := map[string]string{"app": "web"}
 	deploy := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"}, Spec: appsv1.DeploymentSpec{
 		Replicas: ptr.To[int32](3), Selector: &metav1.LabelSelector{MatchLabels: labels},
+		// One pod per node: three identical NodeClaims, launched as one
+		// launch batch, whose instances garbage collection then tags.
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "busybox",
-			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}}},
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}},
+			Affinity: &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+				LabelSelector: &metav1.LabelSelector{MatchLabels: labels}, TopologyKey: corev1.LabelHostname}}}}}},
 	}}
-	for _, obj := range []client.Object{class, pool, deploy} {
+	// The pods wait before the NodePool exists, so that one decision
+	// plans all three.
+	if err := kube.Create(ctx, deploy); err != nil {
+		t.Fatal(err)
+	}
+	motoWait(t, 2*time.Minute, "the Deployment's three pods", func(ctx context.Context) (bool, error) {
+		pods := &corev1.PodList{}
+		err := kube.List(ctx, pods, client.InNamespace("default"), client.MatchingLabels(labels))
+		return err == nil && len(pods.Items) == 3, err
+	})
+	for _, obj := range []client.Object{class, pool} {
 		if err := kube.Create(ctx, obj); err != nil {
 			t.Fatal(err)
 		}
@@ -403,8 +419,15 @@ func TestAgainstMoto(t *testing.T) {
 		}
 		return len(launched) > 0 && len(launched) == len(claims.Items), nil
 	})
-	// An instance launched in a launch batch is tagged with its NodeClaim
-	// by garbage collection, after its launch.
+	// The three NodeClaims launched as one launch batch; garbage
+	// collection tags each instance with its NodeClaim after the launch.
+	batches := map[string]int{}
+	for _, nc := range launched {
+		batches[nc.Annotations[cloudprovider.AnnotationLaunchBatch]]++
+	}
+	if len(launched) != 3 || len(batches) != 1 || batches[""] != 0 {
+		t.Errorf("%d NodeClaims launched in launch batches %v, want 3 in one", len(launched), batches)
+	}
 	ours := m.taggedWithTheirNodeClaims(t, motoCluster, launched)
 	for _, nc := range launched {
 		_, id, _ := strings.Cut(strings.TrimPrefix(nc.Status.ProviderID, "aws:///"), "/")
