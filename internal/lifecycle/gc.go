@@ -88,9 +88,10 @@ func (g *GarbageCollector) tagHolders(ctx context.Context, claims []v1.NodeClaim
 			holders[nc.Status.ProviderID] = nc.Name
 		}
 	}
+	budget := ctx
 	if g.Interval > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, g.Interval/2)
+		budget, cancel = context.WithTimeout(ctx, g.Interval/2)
 		defer cancel()
 	}
 	for _, inst := range instances {
@@ -98,9 +99,9 @@ func (g *GarbageCollector) tagHolders(ctx context.Context, claims []v1.NodeClaim
 		if inst.LaunchBatch == "" || inst.NodeClaim != "" || claim == "" {
 			continue
 		}
-		err := g.Cloud.TagHolder(ctx, inst, claim)
-		if cloudprovider.IsRetryLater(err) {
-			return nil
+		err := g.Cloud.TagHolder(budget, inst, claim)
+		if cloudprovider.IsRetryLater(err) || (err != nil && budget.Err() != nil && ctx.Err() == nil) {
+			return nil // the pass's time for tags is spent: the next pass tags the rest
 		}
 		if err != nil {
 			return err

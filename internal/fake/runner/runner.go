@@ -567,7 +567,7 @@ func (s *Sim) RunSteps(ctx context.Context, steps []Step, timeout, stall time.Du
 		}
 		res := StepResult{Name: st.Name, Snapshot: snap, Disruptions: []string{}, Figures: s.figures}
 		counts, seconds := s.requestCounts(ctx)
-		res.Figures.Requests, res.Figures.RequestSeconds = grown(counts, before), grown(seconds, secondsBefore)
+		res.Figures.Requests, res.Figures.RequestSeconds = since(counts, before), since(seconds, secondsBefore)
 		if s.external {
 			res.Figures.ExternalAWS = s.AWSEndpoint
 		} else {
@@ -595,20 +595,9 @@ func (s *Sim) RunSteps(ctx context.Context, steps []Step, timeout, stall time.Du
 	return out, nil
 }
 
-// since is the counts of now that grew after before.
-func since(now, before map[string]int) map[string]int {
-	out := map[string]int{}
-	for k, n := range now {
-		if d := n - before[k]; d > 0 {
-			out[k] = d
-		}
-	}
-	return out
-}
-
-// grown is the values of now that grew since before.
-func grown(now, before map[string]float64) map[string]float64 {
-	out := map[string]float64{}
+// since is the values of now that grew after before.
+func since[N int | float64](now, before map[string]N) map[string]N {
+	out := map[string]N{}
 	for k, n := range now {
 		if d := n - before[k]; d > 0 {
 			out[k] = d
