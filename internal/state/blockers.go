@@ -93,7 +93,7 @@ func (n *Node) Blockers() []Blocker { return n.blockers }
 func (s *Snapshot) Candidates() []*Node {
 	var out []*Node
 	for _, n := range s.Nodes {
-		if n.Managed() && n.Registered() && s.Pools[n.NodePool] != nil {
+		if n.Managed() && n.Registered() && !n.AwaitingItsNodeClaim() && s.Pools[n.NodePool] != nil {
 			out = append(out, n)
 		}
 	}

@@ -76,6 +76,19 @@ func (n *Node) Managed() bool { return n.NodePool != "" }
 // Registered reports a NodeClaim whose node exists (or a node without one).
 func (n *Node) Registered() bool { return n.Node != nil }
 
+// AwaitingItsNodeClaim reports a node of a NodePool that joined before
+// its NodeClaim recorded the instance (EC2 starts an instance before
+// CreateFleet answers, and a launch batch's member records its instance
+// after the call): still tainted karpenter.sh/unregistered, never
+// registered, paired with no NodeClaim. It is a launching NodeClaim's
+// node, not one of its own: it offers no room, is never disrupted, and
+// counts in its NodePool's usage only beyond the NodePool's NodeClaims
+// still launching.
+func (n *Node) AwaitingItsNodeClaim() bool {
+	return n.NodeClaim == nil && n.Node != nil && n.NodePool != "" && n.Node.Labels[v1.LabelRegistered] != "true" &&
+		slices.ContainsFunc(n.Node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1.TaintKeyUnregistered })
+}
+
 // Deleting reports a node or NodeClaim being deleted.
 func (n *Node) Deleting() bool {
 	return (n.Node != nil && !n.Node.DeletionTimestamp.IsZero()) || (n.NodeClaim != nil && !n.NodeClaim.DeletionTimestamp.IsZero())
@@ -88,7 +101,7 @@ func (n *Node) Deleting() bool {
 // initialized when it was created).
 func (n *Node) Initialized() bool {
 	if n.NodeClaim == nil {
-		return n.Node != nil && (n.Node.Labels[v1.LabelInitialized] == "true" || n.Node.Labels[v1.LabelRegistered] == "")
+		return n.Node != nil && !n.AwaitingItsNodeClaim() && (n.Node.Labels[v1.LabelInitialized] == "true" || n.Node.Labels[v1.LabelRegistered] == "")
 	}
 	return n.Node != nil && conditionTrue(n.NodeClaim.Status.Conditions, v1.ConditionInitialized)
 }
@@ -191,7 +204,7 @@ func (n *Node) Scheduling() *scheduling.Node { return n.sched }
 // NodeClaims; a NodeClaim in flight offers its status's allocatable, or
 // the least any instance type it lists offers.
 func (n *Node) schedulingNode(poolTypes, catalog []*scheduling.InstanceType) *scheduling.Node {
-	if n.Deleting() {
+	if n.Deleting() || n.AwaitingItsNodeClaim() {
 		return nil
 	}
 	if n.Node != nil {

@@ -345,17 +345,31 @@ func (s *Snapshot) Rechecks() int { return s.rechecks }
 
 // Usage is each NodePool's capacity in use, with "nodes" its node count:
 // one per NodeClaim (being deleted or not: it still costs), and one per
-// node of the NodePool without a NodeClaim.
+// node of the NodePool without a NodeClaim, but for the nodes awaiting
+// the NodeClaims still launching (Node.AwaitingItsNodeClaim).
 func Usage(claims []*v1.NodeClaim, nodes []*corev1.Node) map[string]corev1.ResourceList {
 	return usage(pair(claims, nodes, nil))
 }
 
 func usage(nodes []*Node) map[string]corev1.ResourceList {
+	// A NodeClaim that has not recorded its instance may have a node
+	// already: each such NodeClaim covers one node awaiting its NodeClaim.
+	launching := map[string]int{}
+	for _, n := range nodes {
+		if n.NodeClaim != nil && n.NodeClaim.Status.ProviderID == "" && n.NodeClaim.DeletionTimestamp.IsZero() {
+			launching[n.NodePool]++
+		}
+	}
 	out := map[string]corev1.ResourceList{}
 	for _, n := range nodes {
-		if n.NodePool != "" {
-			out[n.NodePool] = scheduling.AddNodeUsage(out[n.NodePool], n.Capacity())
+		if n.NodePool == "" {
+			continue
 		}
+		if n.AwaitingItsNodeClaim() && launching[n.NodePool] > 0 {
+			launching[n.NodePool]--
+			continue
+		}
+		out[n.NodePool] = scheduling.AddNodeUsage(out[n.NodePool], n.Capacity())
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package state_test
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -566,6 +567,57 @@ func TestLastPodEvent(t *testing.T) {
 		}, state.Options{Now: now, NodeClasses: ready()})
 		if got := s.Nodes[0].LastPodEvent(); !got.Equal(c.want) {
 			t.Errorf("%s: last pod event %s, want %s", c.name, got, c.want)
+		}
+	}
+}
+
+// A node that joined before its NodeClaim recorded the instance (EC2
+// starts instances before CreateFleet answers) is that NodeClaim's: it is
+// counted once in its NodePool's limits, offers no room of its own and is
+// no disruption candidate. Nodes beyond the NodeClaims still launching
+// count, as does a node of the NodePool that is not tainted
+// karpenter.sh/unregistered.
+func TestANodeAwaitingItsNodeClaimCountsOnce(t *testing.T) {
+	unregistered := func(n *corev1.Node) {
+		n.Spec.Taints = []corev1.Taint{{Key: v1.TaintKeyUnregistered, Effect: corev1.TaintEffectNoExecute}}
+	}
+	for name, tc := range map[string]struct {
+		launching, early int
+		wantNodes        int64
+	}{
+		"as many early nodes as launching NodeClaims": {launching: 2, early: 2, wantNodes: 2 + 1},
+		"one more early node than launching":          {launching: 1, early: 2, wantNodes: 1 + 1 + 1},
+		"no NodeClaim launching":                      {launching: 0, early: 1, wantNodes: 1 + 1},
+	} {
+		o := state.Objects{NodePools: []*v1.NodePool{nodePool("default", "default")}, Nodes: []*corev1.Node{node("ip-user", "default")}}
+		for i := range tc.launching {
+			o.NodeClaims = append(o.NodeClaims, claim(fmt.Sprintf("default-%d", i), "default"))
+		}
+		for i := range tc.early {
+			o.Nodes = append(o.Nodes, node(fmt.Sprintf("ip-early-%d", i), "default", unregistered))
+		}
+		// A pod that tolerates every taint would fit the early nodes.
+		o.Pods = []*corev1.Pod{pod("anywhere", unschedulable, func(p *corev1.Pod) {
+			p.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+		})}
+		s := state.Build(o, state.Options{Now: now, NodeClasses: ready()})
+		if got := s.Usage["default"]["nodes"]; got.Value() != tc.wantNodes {
+			t.Errorf("%s: NodePool default counts %d nodes, want %d: %v", name, got.Value(), tc.wantNodes, s.Usage)
+		}
+		if d := cmp.Diff(state.Usage(o.NodeClaims, o.Nodes), s.Usage); d != "" {
+			t.Errorf("%s: Usage and the snapshot disagree:\n%s", name, d)
+		}
+		var candidates []string
+		for _, n := range s.Candidates() {
+			candidates = append(candidates, n.Name)
+		}
+		if d := cmp.Diff([]string{"ip-user"}, candidates); d != "" {
+			t.Errorf("%s: disruption candidates (-want +got):\n%s", name, d)
+		}
+		for _, n := range s.Input(nil).Nodes {
+			if strings.HasPrefix(n.Name, "ip-early") {
+				t.Errorf("%s: the scheduler is offered %s, a node awaiting its NodeClaim", name, n.Name)
+			}
 		}
 	}
 }
