@@ -607,7 +607,13 @@ func write(out io.Writer, cfg config, rows []row) {
 			fmt.Fprintf(out, "; reference %s", planeCPU(r.ref.plane))
 		}
 		fmt.Fprintln(out)
-		fmt.Fprintf(out, "%d pods, nodewright's writes: %s\n", r.pods, topWrites(r.nw, 8))
+		fmt.Fprintf(out, "%d pods, nodewright's writes: %s\n", r.pods, topWrites(r.nw.Requests, 8))
+		if len(r.nw.APIServerRequests) > 0 {
+			fmt.Fprintf(out, "%d pods, kube-apiserver's writes from every client: nodewright %s; baseline %s\n", r.pods,
+				topWrites(r.nw.APIServerRequests, 8), topWrites(r.base.APIServerRequests, 8))
+			fmt.Fprintf(out, "%d pods, kube-apiserver's watch events: nodewright %s; baseline %s\n", r.pods,
+				topWatchEvents(r.nw.APIServerWatchEvents, 5), topWatchEvents(r.base.APIServerWatchEvents, 5))
+		}
 		if len(r.nw.RequestSeconds) > 0 {
 			fmt.Fprintf(out, "%d pods, nodewright's waits on kube-apiserver (mean per request): %s\n", r.pods, topWaits(r.nw, 8))
 		}
@@ -686,23 +692,48 @@ func ratio(a, b time.Duration) string {
 	return fmt.Sprintf("%.2f", a.Seconds()/b.Seconds())
 }
 
-// topWrites are the n most frequent writes of f, as "COUNT VERB RESOURCE".
-func topWrites(f runner.Figures, n int) string {
+// topWrites are the n most frequent writes among requests (by "verb
+// resource"), as "COUNT VERB RESOURCE", after the number of writes in all.
+func topWrites(requests map[string]float64, n int) string {
 	type write struct {
 		what  string
 		count float64
 	}
 	var all []write
-	for k, c := range f.Requests {
+	total := 0.0
+	for k, c := range requests {
 		switch strings.Fields(k)[0] {
-		case "create", "update", "patch", "delete", "deletecollection":
+		case "create", "update", "patch", "apply", "delete", "deletecollection":
 			all = append(all, write{k, c})
+			total += c
 		}
 	}
-	slices.SortFunc(all, func(a, b write) int { return cmp.Compare(b.count, a.count) })
-	parts := make([]string, 0, n)
+	slices.SortFunc(all, func(a, b write) int { return cmp.Or(cmp.Compare(b.count, a.count), strings.Compare(a.what, b.what)) })
+	parts := make([]string, 0, 1+n)
+	parts = append(parts, fmt.Sprintf("%.0f in all", total))
 	for _, w := range all[:min(n, len(all))] {
 		parts = append(parts, fmt.Sprintf("%.0f %s", w.count, w.what))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// topWatchEvents are the n resources kube-apiserver sent the most watch
+// events of, with their megabytes, after the events in all.
+func topWatchEvents(events map[string]float64, n int) string {
+	var kinds []string
+	total, bytes := 0.0, 0.0
+	for k, c := range events {
+		if strings.HasSuffix(k, " bytes") {
+			bytes += c
+			continue
+		}
+		kinds = append(kinds, k)
+		total += c
+	}
+	slices.SortFunc(kinds, func(a, b string) int { return cmp.Or(cmp.Compare(events[b], events[a]), strings.Compare(a, b)) })
+	parts := []string{fmt.Sprintf("%.0f in all (%.0f MB)", total, bytes/1e6)}
+	for _, k := range kinds[:min(n, len(kinds))] {
+		parts = append(parts, fmt.Sprintf("%.0f %s (%.0f MB)", events[k], k, events[k+" bytes"]/1e6))
 	}
 	return strings.Join(parts, ", ")
 }

@@ -61,6 +61,12 @@ func TestHealthyWithTheControllerInItsOwnProcess(t *testing.T) {
 	if f.Requests["create nodeclaims"] < 1 || f.RequestsPerNodeClaim() <= 0 {
 		t.Errorf("the controller process's requests were not read: %v", f.Requests)
 	}
+	// kube-apiserver's own count holds every client's: nodewright's
+	// NodeClaims, the kubelets' nodes, and the watch events they caused.
+	if f.APIServerRequests["create nodeclaims"] < f.Requests["create nodeclaims"] || f.APIServerRequests["create nodes"] < 1 ||
+		f.APIServerWatchEvents["nodeclaims"] < 1 || f.APIServerWatchEvents["nodeclaims bytes"] <= 0 {
+		t.Errorf("kube-apiserver's requests %v and watch events %v do not hold the step's NodeClaims and nodes", f.APIServerRequests, f.APIServerWatchEvents)
+	}
 	instances := 0
 	for _, inst := range sim.Account.Instances() {
 		if inst.State.Name == "running" {

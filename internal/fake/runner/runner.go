@@ -513,6 +513,12 @@ type Figures struct {
 	// server's answers during the step (watches left out), by "verb
 	// resource".
 	RequestSeconds map[string]float64 `json:"requestSeconds,omitempty"`
+	// APIServerRequests are every client's requests to kube-apiserver
+	// during the step (watches left out), by "verb resource[/subresource]",
+	// as kube-apiserver counts them; APIServerWatchEvents the watch events
+	// it sent, by resource, and their bytes under "RESOURCE bytes".
+	APIServerRequests    map[string]float64 `json:"apiServerRequests,omitempty"`
+	APIServerWatchEvents map[string]float64 `json:"apiServerWatchEvents,omitempty"`
 	// PeakRSS is the peak resident memory of the process that ran the
 	// controllers, in bytes, and Process names it.
 	PeakRSS int64  `json:"peakRSSBytes"`
@@ -556,6 +562,7 @@ func (s *Sim) RunSteps(ctx context.Context, steps []Step, timeout, stall time.Du
 	seen := 0
 	for _, st := range steps {
 		before, secondsBefore := s.requestCounts(ctx)
+		planeBeforeRequests, watchBefore, _ := s.planeRequests(ctx) // unread metrics: no such figures
 		awsBefore, cpuBefore, planeBefore := s.Account.Stats(), s.cpuSeconds(), s.Plane.CPUSeconds()
 		if err := s.Apply(ctx, st.Name, st.Manifest); err != nil {
 			return out, err
@@ -568,6 +575,9 @@ func (s *Sim) RunSteps(ctx context.Context, steps []Step, timeout, stall time.Du
 		res := StepResult{Name: st.Name, Snapshot: snap, Disruptions: []string{}, Figures: s.figures}
 		counts, seconds := s.requestCounts(ctx)
 		res.Figures.Requests, res.Figures.RequestSeconds = since(counts, before), since(seconds, secondsBefore)
+		if planeRequests, watchEvents, err := s.planeRequests(ctx); err == nil && planeBeforeRequests != nil {
+			res.Figures.APIServerRequests, res.Figures.APIServerWatchEvents = since(planeRequests, planeBeforeRequests), since(watchEvents, watchBefore)
+		}
 		if s.external {
 			res.Figures.ExternalAWS = s.AWSEndpoint
 		} else {
