@@ -731,8 +731,10 @@ func topWatchEvents(events map[string]float64, n int) string {
 		total += c
 	}
 	slices.SortFunc(kinds, func(a, b string) int { return cmp.Or(cmp.Compare(events[b], events[a]), strings.Compare(a, b)) })
-	parts := []string{fmt.Sprintf("%.0f in all (%.0f MB)", total, bytes/1e6)}
-	for _, k := range kinds[:min(n, len(kinds))] {
+	top := kinds[:min(n, len(kinds))]
+	parts := make([]string, 0, 1+len(top))
+	parts = append(parts, fmt.Sprintf("%.0f in all (%.0f MB)", total, bytes/1e6))
+	for _, k := range top {
 		parts = append(parts, fmt.Sprintf("%.0f %s (%.0f MB)", events[k], k, events[k+" bytes"]/1e6))
 	}
 	return strings.Join(parts, ", ")
