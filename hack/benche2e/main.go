@@ -20,7 +20,6 @@ import (
 	"io"
 	"maps"
 	"math"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -36,7 +35,6 @@ import (
 	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
@@ -66,9 +64,12 @@ type config struct {
 	noNomination bool
 	nominateMax  int
 	profile      bool
-	// profileAPIServer: a CPU profile of kube-apiserver during each run's
-	// pods, into its work directory.
+	// profileAPIServer, profileScheduler: a CPU profile of kube-apiserver,
+	// of kube-scheduler, during each run's pods from profileAt, into its
+	// work directory.
 	profileAPIServer bool
+	profileScheduler bool
+	profileAt        time.Duration
 	reference        string
 	logDir           string
 	// memLimit is GOMEMLIMIT for nodewright's process alone.
@@ -91,8 +92,10 @@ func main() {
 	flag.IntVar(&cfg.nominateMax, "nominate-pods-max", -1, "nodewright's --nominate-pods-max (0: nominate every decision's pods; default: nodewright's default)")
 	flag.BoolVar(&cfg.profile, "profile", false, "serve nodewright's Go profiles (/debug/pprof/ on its metrics address, named in its log)")
 	flag.StringVar(&cfg.logDir, "work-dir", "", "keep each run's kubeconfig and component logs under this directory")
-	flag.BoolVar(&cfg.profileAPIServer, "profile-apiserver", false, "with -work-dir: write a CPU profile of kube-apiserver, "+
-		apiServerProfile.String()+" from "+apiServerProfileAfter.String()+" into each run's pods, to kube-apiserver.cpu.pprof in the run's directory")
+	flag.BoolVar(&cfg.profileAPIServer, "profile-apiserver", false, "with -work-dir: write a CPU profile of kube-apiserver over "+
+		controlPlaneProfile.String()+" from -profile-at into each run's pods, to kube-apiserver.cpu.pprof in the run's directory")
+	flag.BoolVar(&cfg.profileScheduler, "profile-scheduler", false, "with -work-dir: the same of kube-scheduler, to kube-scheduler.cpu.pprof")
+	flag.DurationVar(&cfg.profileAt, "profile-at", 15*time.Second, "when into each run's pods the profiles of -profile-apiserver and -profile-scheduler start")
 	flag.StringVar(&cfg.memLimit, "controller-gomemlimit", "", "GOMEMLIMIT for nodewright's process alone (400MiB, say), as a Deployment's env sets it; "+
 		"the control plane and the simulated kubelets keep Go's default")
 	flag.DurationVar(&cfg.timeout, "timeout", 0, "how long each run waits for every pod to run (default: 2 minutes plus a second per 50 pods; "+
@@ -115,8 +118,11 @@ func main() {
 		}
 		cfg.sizes = append(cfg.sizes, n)
 	}
-	if cfg.profileAPIServer && cfg.logDir == "" {
-		fail(errors.New("-profile-apiserver writes into each run's directory: give -work-dir"))
+	if (cfg.profileAPIServer || cfg.profileScheduler) && cfg.logDir == "" {
+		fail(errors.New("-profile-apiserver and -profile-scheduler write into each run's directory: give -work-dir"))
+	}
+	if cfg.profileAt < 0 {
+		fail(fmt.Errorf("-profile-at %s: give how long into the pods, 0 or more", cfg.profileAt))
 	}
 	if cfg.skipBaseline && cfg.onlyBaseline {
 		fail(errors.New("-no-baseline and -only-baseline leave nothing to measure: use one"))
@@ -415,58 +421,57 @@ func simulate(ctx context.Context, cfg config, assets, nodewright, name string, 
 		return nil, err
 	}
 	var profiled sync.WaitGroup
-	var profileErr error
+	profileErrs := make(chan error, 2)
 	step, last := 0, time.Duration(0)
 	results, err := sim.RunSteps(ctx, steps, timeout, 2*time.Minute, func(s *runner.Snapshot) {
 		if s.Elapsed < last {
 			step++ // each step's watch counts its time from its start
 		}
-		if cfg.profileAPIServer && step == len(steps)-1 && last < apiServerProfileAfter && s.Elapsed >= apiServerProfileAfter {
-			profiled.Go(func() {
-				profileErr = profileAPIServer(ctx, sim.Plane, filepath.Join(opts.WorkDir, "kube-apiserver.cpu.pprof"))
-			})
+		if step == len(steps)-1 && last < cfg.profileAt && s.Elapsed >= cfg.profileAt {
+			for _, name := range cfg.profiled() {
+				profiled.Go(func() {
+					if err := profile(ctx, sim.Plane, name, filepath.Join(opts.WorkDir, name+".cpu.pprof")); err != nil {
+						profileErrs <- err
+					}
+				})
+			}
 		}
 		last = s.Elapsed
 		progress(s, readScheduler(ctx, sim.Plane))
 	})
 	profiled.Wait()
-	return results, errors.Join(err, profileErr, sim.Stop())
+	close(profileErrs)
+	for perr := range profileErrs {
+		err = errors.Join(err, perr)
+	}
+	return results, errors.Join(err, sim.Stop())
 }
 
-// The kube-apiserver profile of -profile-apiserver: how long, from when
-// into the pods' step.
-const (
-	apiServerProfile      = 90 * time.Second
-	apiServerProfileAfter = 15 * time.Second
-)
+// controlPlaneProfile is how long the profiles of -profile-apiserver and
+// -profile-scheduler take.
+const controlPlaneProfile = 90 * time.Second
 
-// profileAPIServer writes a CPU profile of the control plane's
-// kube-apiserver (its /debug/pprof/profile) to path.
-func profileAPIServer(ctx context.Context, plane *controlplane.ControlPlane, path string) error {
-	httpClient, err := rest.HTTPClientFor(plane.Config)
-	if err != nil {
-		return err
+// profiled are the programs of the control plane to profile.
+func (c config) profiled() []string {
+	var out []string
+	if c.profileAPIServer {
+		out = append(out, "kube-apiserver")
 	}
-	url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%.0f", strings.TrimSuffix(plane.Config.Host, "/"), apiServerProfile.Seconds())
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
+	if c.profileScheduler {
+		out = append(out, "kube-scheduler")
 	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("profiling kube-apiserver: %w", err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("profiling kube-apiserver: %s", resp.Status)
-	}
+	return out
+}
+
+// profile writes a CPU profile of a program of the control plane to path.
+func profile(ctx context.Context, plane *controlplane.ControlPlane, name, path string) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(f, resp.Body); err != nil {
+	if err := plane.Profile(ctx, name, controlPlaneProfile, f); err != nil {
 		_ = f.Close()
-		return fmt.Errorf("profiling kube-apiserver: %w", err)
+		return err
 	}
 	return f.Close()
 }

@@ -6,17 +6,20 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+	"k8s.io/client-go/rest"
 )
 
 // component is a control-plane process other than etcd and kube-apiserver.
@@ -43,8 +46,9 @@ func (cp *ControlPlane) startComponent(ctx context.Context, assets, name string,
 		"--bind-address=127.0.0.1",
 		"--secure-port="+strconv.Itoa(port),
 		"--cert-dir="+certDir,
-		// Its metrics are readable without credentials (loopback only).
-		"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+		// Its metrics and profiles are readable without credentials
+		// (loopback only).
+		"--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics,/debug/pprof/*",
 	)
 	c := &component{
 		name:    name,
@@ -102,6 +106,47 @@ func (cp *ControlPlane) Metrics(ctx context.Context, name string) (map[string]*d
 	}
 	var parser expfmt.TextParser
 	return parser.TextToMetricFamilies(resp.Body)
+}
+
+// Profile writes a CPU profile of a program of the control plane
+// ("kube-apiserver", "kube-scheduler", "kube-controller-manager") over
+// the next d to w: its /debug/pprof/profile.
+func (cp *ControlPlane) Profile(ctx context.Context, name string, d time.Duration, w io.Writer) error {
+	path := fmt.Sprintf("/debug/pprof/profile?seconds=%.0f", d.Seconds())
+	var (
+		url        string
+		httpClient *http.Client
+	)
+	if name == "kube-apiserver" {
+		c, err := rest.HTTPClientFor(cp.Config)
+		if err != nil {
+			return err
+		}
+		url, httpClient = strings.TrimSuffix(cp.Config.Host, "/")+path, c
+	} else {
+		metrics := cp.MetricsURL(name)
+		if metrics == "" {
+			return fmt.Errorf("%s is not running in this control plane", name)
+		}
+		url = strings.TrimSuffix(metrics, "/metrics") + path
+		httpClient = &http.Client{Transport: loopback.Transport} // no timeout: the profile takes d
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("profiling %s: %w", name, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("profiling %s: %s", name, resp.Status)
+	}
+	if _, err := io.Copy(w, resp.Body); err != nil {
+		return fmt.Errorf("profiling %s: %w", name, err)
+	}
+	return nil
 }
 
 // waitHealthy polls /healthz until it answers ok, the process exits or the

@@ -1,7 +1,9 @@
 package controlplane_test
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"strings"
 	"testing"
 	"time"
@@ -127,5 +129,26 @@ func TestMissingBinariesNameTheFix(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "kube-controller-manager") {
 		t.Errorf("error %q names kube-controller-manager, which was not asked for", err)
+	}
+}
+
+// Each program of the control plane gives a CPU profile (the bench's
+// -profile-apiserver and -profile-scheduler): a gzipped pprof, not an
+// authorization error.
+func TestProfiles(t *testing.T) {
+	cp := controlplane.StartForTest(t, controlplane.Options{Scheduler: true})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, name := range []string{"kube-apiserver", "kube-scheduler"} {
+		var out bytes.Buffer
+		if err := cp.Profile(ctx, name, time.Second, &out); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !bytes.HasPrefix(out.Bytes(), []byte{0x1f, 0x8b}) {
+			t.Errorf("%s's profile is not a gzipped pprof: %.80q", name, out.String())
+		}
+	}
+	if err := cp.Profile(ctx, "kube-controller-manager", time.Second, io.Discard); err == nil {
+		t.Error("profiling a program this control plane does not run did not fail")
 	}
 }
