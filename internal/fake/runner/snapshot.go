@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -510,7 +511,7 @@ func (s *Sim) podReasons(ctx context.Context) (map[string]string, error) {
 			continue
 		}
 		key := ev.InvolvedObject.Namespace + "/" + ev.InvolvedObject.Name
-		if cur, ok := latest[key]; !ok || ev.LastTimestamp.After(cur.LastTimestamp.Time) {
+		if cur, ok := latest[key]; !ok || Newer(ev, cur) {
 			latest[key] = ev
 		}
 	}
@@ -519,6 +520,19 @@ func (s *Sim) podReasons(ctx context.Context) (map[string]string, error) {
 		out[k] = ev.Message
 	}
 	return out, nil
+}
+
+// Newer reports whether event a was last said after event b. Their
+// lastTimestamps count whole seconds: two reasons given within one second
+// are told apart by the order of their writes (resourceVersion, which
+// this simulation's etcd numbers in order).
+func Newer(a, b corev1.Event) bool {
+	if !a.LastTimestamp.Equal(&b.LastTimestamp) {
+		return a.LastTimestamp.After(b.LastTimestamp.Time)
+	}
+	ra, errA := strconv.ParseUint(a.ResourceVersion, 10, 64)
+	rb, errB := strconv.ParseUint(b.ResourceVersion, 10, 64)
+	return errA == nil && errB == nil && ra > rb
 }
 
 // Watch takes a snapshot every second and hands it to progress, until

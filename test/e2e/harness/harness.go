@@ -243,7 +243,7 @@ func WhyNodeClaimsStay(t *testing.T, sim *runner.Sim, snap *runner.Snapshot) map
 		if ev.InvolvedObject.Kind != "NodeClaim" || ev.Reason != "DisruptionBlocked" || !claims[name] {
 			continue
 		}
-		if cur, ok := latest[name]; !ok || cur.LastTimestamp.Before(&ev.LastTimestamp) {
+		if cur, ok := latest[name]; !ok || runner.Newer(ev, cur) {
 			latest[name] = ev
 		}
 	}
