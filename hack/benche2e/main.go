@@ -421,13 +421,15 @@ func simulate(ctx context.Context, cfg config, assets, nodewright, name string, 
 		return nil, err
 	}
 	var profiled sync.WaitGroup
-	profileErrs := make(chan error, 2)
+	profileErrs := make(chan error, len(cfg.profiled()))
+	profiling := false // the profiles have started (once, in the pods' step)
 	step, last := 0, time.Duration(0)
 	results, err := sim.RunSteps(ctx, steps, timeout, 2*time.Minute, func(s *runner.Snapshot) {
 		if s.Elapsed < last {
 			step++ // each step's watch counts its time from its start
 		}
-		if step == len(steps)-1 && last < cfg.profileAt && s.Elapsed >= cfg.profileAt {
+		if !profiling && step == len(steps)-1 && s.Elapsed >= cfg.profileAt {
+			profiling = true
 			for _, name := range cfg.profiled() {
 				profiled.Go(func() {
 					if err := profile(ctx, sim.Plane, name, filepath.Join(opts.WorkDir, name+".cpu.pprof")); err != nil {
@@ -440,6 +442,9 @@ func simulate(ctx context.Context, cfg config, assets, nodewright, name string, 
 		progress(s, readScheduler(ctx, sim.Plane))
 	})
 	profiled.Wait()
+	if len(cfg.profiled()) > 0 && !profiling {
+		err = errors.Join(err, fmt.Errorf("%s: no profile: the pods ran for less than -profile-at %s", name, cfg.profileAt))
+	}
 	close(profileErrs)
 	for perr := range profileErrs {
 		err = errors.Join(err, perr)

@@ -112,7 +112,7 @@ func (cp *ControlPlane) Metrics(ctx context.Context, name string) (map[string]*d
 // ("kube-apiserver", "kube-scheduler", "kube-controller-manager") over
 // the next d to w: its /debug/pprof/profile.
 func (cp *ControlPlane) Profile(ctx context.Context, name string, d time.Duration, w io.Writer) error {
-	path := fmt.Sprintf("/debug/pprof/profile?seconds=%.0f", d.Seconds())
+	path := fmt.Sprintf("/debug/pprof/profile?seconds=%d", max(1, int(d.Round(time.Second).Seconds()))) // 0 would mean 30 s
 	var (
 		url        string
 		httpClient *http.Client

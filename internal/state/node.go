@@ -80,10 +80,10 @@ func (n *Node) Registered() bool { return n.Node != nil }
 // its NodeClaim recorded the instance (EC2 starts an instance before
 // CreateFleet answers, and a launch batch's member records its instance
 // after the call): still tainted karpenter.sh/unregistered, never
-// registered, paired with no NodeClaim. It is a launching NodeClaim's
-// node, not one of its own: it offers no room, is never disrupted, and
-// counts in its NodePool's usage only beyond the NodePool's NodeClaims
-// still launching.
+// registered, paired with no NodeClaim. It is taken for a launching
+// NodeClaim's node, not one of its own: it offers no room and is never
+// disrupted; in its NodePool's usage a NodeClaim of the NodePool made
+// before it and without a node yet counts it (usage).
 func (n *Node) AwaitingItsNodeClaim() bool {
 	return n.NodeClaim == nil && n.Node != nil && n.NodePool != "" && n.Node.Labels[v1.LabelRegistered] != "true" &&
 		slices.ContainsFunc(n.Node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1.TaintKeyUnregistered })

@@ -9,6 +9,7 @@
 package state
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 	"strings"
@@ -346,30 +347,62 @@ func (s *Snapshot) Rechecks() int { return s.rechecks }
 // Usage is each NodePool's capacity in use, with "nodes" its node count:
 // one per NodeClaim (being deleted or not: it still costs), and one per
 // node of the NodePool without a NodeClaim, but for the nodes awaiting
-// the NodeClaims still launching (Node.AwaitingItsNodeClaim).
+// a NodeClaim that has no node yet (Node.AwaitingItsNodeClaim), which
+// count as that NodeClaim's.
 func Usage(claims []*v1.NodeClaim, nodes []*corev1.Node) map[string]corev1.ResourceList {
 	return usage(pair(claims, nodes, nil))
 }
 
 func usage(nodes []*Node) map[string]corev1.ResourceList {
-	// A NodeClaim that has not recorded its instance may have a node
-	// already: each such NodeClaim covers one node awaiting its NodeClaim.
-	launching := map[string]int{}
-	for _, n := range nodes {
-		if n.NodeClaim != nil && n.NodeClaim.Status.ProviderID == "" && n.NodeClaim.DeletionTimestamp.IsZero() {
-			launching[n.NodePool]++
-		}
-	}
+	covering := coveringClaims(nodes)
 	out := map[string]corev1.ResourceList{}
 	for _, n := range nodes {
 		if n.NodePool == "" {
 			continue
 		}
-		if n.AwaitingItsNodeClaim() && launching[n.NodePool] > 0 {
-			launching[n.NodePool]--
+		claim, covered := covering[n]
+		if !covered {
+			out[n.NodePool] = scheduling.AddNodeUsage(out[n.NodePool], n.Capacity())
 			continue
 		}
-		out[n.NodePool] = scheduling.AddNodeUsage(out[n.NodePool], n.Capacity())
+		// Its NodeClaim counts the node; the node's capacity stands for
+		// the NodeClaim's until the launch records it.
+		if len(claim.NodeClaim.Status.Capacity) == 0 {
+			nodes := out[n.NodePool]["nodes"]
+			out[n.NodePool] = scheduling.AddNodeUsage(out[n.NodePool], n.Capacity())
+			out[n.NodePool]["nodes"] = nodes
+		}
+	}
+	return out
+}
+
+// coveringClaims matches the nodes awaiting their NodeClaim with the
+// NodeClaims of their NodePool that have no node yet: each such
+// NodeClaim covers at most one node created after it, the oldest first.
+// A node no NodeClaim covers counts as a node of its own.
+func coveringClaims(nodes []*Node) map[*Node]*Node {
+	claims, early := map[string][]*Node{}, map[string][]*Node{}
+	for _, n := range nodes {
+		switch {
+		case n.NodeClaim != nil && n.Node == nil && n.NodeClaim.DeletionTimestamp.IsZero():
+			claims[n.NodePool] = append(claims[n.NodePool], n)
+		case n.AwaitingItsNodeClaim():
+			early[n.NodePool] = append(early[n.NodePool], n)
+		}
+	}
+	oldestFirst := func(created func(*Node) time.Time) func(a, b *Node) int {
+		return func(a, b *Node) int { return cmp.Or(created(a).Compare(created(b)), strings.Compare(a.Name, b.Name)) }
+	}
+	out := map[*Node]*Node{}
+	for pool, waiting := range early {
+		free := claims[pool]
+		slices.SortFunc(free, oldestFirst(func(n *Node) time.Time { return n.NodeClaim.CreationTimestamp.Time }))
+		slices.SortFunc(waiting, oldestFirst(func(n *Node) time.Time { return n.Node.CreationTimestamp.Time }))
+		for _, node := range waiting {
+			if len(free) > 0 && !free[0].NodeClaim.CreationTimestamp.After(node.Node.CreationTimestamp.Time) {
+				out[node], free = free[0], free[1:]
+			}
+		}
 	}
 	return out
 }

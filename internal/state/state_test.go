@@ -573,25 +573,35 @@ func TestLastPodEvent(t *testing.T) {
 
 // A node that joined before its NodeClaim recorded the instance (EC2
 // starts instances before CreateFleet answers) is that NodeClaim's: it is
-// counted once in its NodePool's limits, offers no room of its own and is
-// no disruption candidate. Nodes beyond the NodeClaims still launching
-// count, as does a node of the NodePool that is not tainted
-// karpenter.sh/unregistered.
+// counted once in its NodePool's limits, with its capacity for the
+// NodeClaim's, offers no room of its own and is no disruption candidate.
+// Nodes beyond the NodeClaims still launching count, as do nodes older
+// than every launching NodeClaim and nodes of the NodePool that are not
+// tainted karpenter.sh/unregistered.
 func TestANodeAwaitingItsNodeClaimCountsOnce(t *testing.T) {
 	unregistered := func(n *corev1.Node) {
 		n.Spec.Taints = []corev1.Taint{{Key: v1.TaintKeyUnregistered, Effect: corev1.TaintEffectNoExecute}}
 	}
+	// Nodes are made an hour ago; a launching NodeClaim knows no capacity.
+	launching := func(made time.Time) func(*v1.NodeClaim) {
+		return func(nc *v1.NodeClaim) {
+			nc.CreationTimestamp, nc.Status.Capacity, nc.Status.Allocatable = metav1.NewTime(made), nil, nil
+		}
+	}
 	for name, tc := range map[string]struct {
 		launching, early int
+		claimsMade       time.Time
 		wantNodes        int64
+		wantCPU          int64
 	}{
-		"as many early nodes as launching NodeClaims": {launching: 2, early: 2, wantNodes: 2 + 1},
-		"one more early node than launching":          {launching: 1, early: 2, wantNodes: 1 + 1 + 1},
-		"no NodeClaim launching":                      {launching: 0, early: 1, wantNodes: 1 + 1},
+		"as many early nodes as launching NodeClaims": {launching: 2, early: 2, claimsMade: now.Add(-2 * time.Hour), wantNodes: 2 + 1, wantCPU: 2 * (2 + 1)},
+		"one more early node than launching":          {launching: 1, early: 2, claimsMade: now.Add(-2 * time.Hour), wantNodes: 1 + 1 + 1, wantCPU: 2 * (2 + 1)},
+		"no NodeClaim launching":                      {launching: 0, early: 1, wantNodes: 1 + 1, wantCPU: 2 * (1 + 1)},
+		"a NodeClaim made after the early node":       {launching: 1, early: 1, claimsMade: now, wantNodes: 1 + 1 + 1, wantCPU: 2 * (1 + 1)},
 	} {
 		o := state.Objects{NodePools: []*v1.NodePool{nodePool("default", "default")}, Nodes: []*corev1.Node{node("ip-user", "default")}}
 		for i := range tc.launching {
-			o.NodeClaims = append(o.NodeClaims, claim(fmt.Sprintf("default-%d", i), "default"))
+			o.NodeClaims = append(o.NodeClaims, claim(fmt.Sprintf("default-%d", i), "default", launching(tc.claimsMade)))
 		}
 		for i := range tc.early {
 			o.Nodes = append(o.Nodes, node(fmt.Sprintf("ip-early-%d", i), "default", unregistered))
@@ -603,6 +613,9 @@ func TestANodeAwaitingItsNodeClaimCountsOnce(t *testing.T) {
 		s := state.Build(o, state.Options{Now: now, NodeClasses: ready()})
 		if got := s.Usage["default"]["nodes"]; got.Value() != tc.wantNodes {
 			t.Errorf("%s: NodePool default counts %d nodes, want %d: %v", name, got.Value(), tc.wantNodes, s.Usage)
+		}
+		if got := s.Usage["default"][corev1.ResourceCPU]; got.Value() != tc.wantCPU {
+			t.Errorf("%s: NodePool default counts %d CPUs, want %d (a launching NodeClaim's early node stands for its capacity): %v", name, got.Value(), tc.wantCPU, s.Usage)
 		}
 		if d := cmp.Diff(state.Usage(o.NodeClaims, o.Nodes), s.Usage); d != "" {
 			t.Errorf("%s: Usage and the snapshot disagree:\n%s", name, d)
