@@ -619,10 +619,13 @@ func write(out io.Writer, cfg config, rows []row) {
 		fmt.Fprintln(out)
 		fmt.Fprintf(out, "%d pods, nodewright's writes: %s\n", r.pods, topWrites(r.nw.Requests, 8))
 		if len(r.nw.APIServerRequests) > 0 {
-			fmt.Fprintf(out, "%d pods, kube-apiserver's writes from every client: nodewright %s; baseline %s\n", r.pods,
-				topWrites(r.nw.APIServerRequests, 8), topWrites(r.base.APIServerRequests, 8))
-			fmt.Fprintf(out, "%d pods, kube-apiserver's watch events: nodewright %s; baseline %s\n", r.pods,
-				topWatchEvents(r.nw.APIServerWatchEvents, 5), topWatchEvents(r.base.APIServerWatchEvents, 5))
+			writes, events := topWrites(r.nw.APIServerRequests, 8), topWatchEvents(r.nw.APIServerWatchEvents, 5)
+			if len(r.base.APIServerRequests) > 0 {
+				writes += "; baseline " + topWrites(r.base.APIServerRequests, 8)
+				events += "; baseline " + topWatchEvents(r.base.APIServerWatchEvents, 5)
+			}
+			fmt.Fprintf(out, "%d pods, kube-apiserver's writes from every client: nodewright %s\n", r.pods, writes)
+			fmt.Fprintf(out, "%d pods, kube-apiserver's watch events: nodewright %s\n", r.pods, events)
 		}
 		if len(r.nw.RequestSeconds) > 0 {
 			fmt.Fprintf(out, "%d pods, nodewright's waits on kube-apiserver (mean per request): %s\n", r.pods, topWaits(r.nw, 8))

@@ -85,68 +85,71 @@ var loopback = &http.Client{
 	Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec // loopback, the component's own self-signed certificate
 }
 
-// Metrics reads the /metrics of a component started with the control
-// plane ("kube-scheduler", "kube-controller-manager"), by family name.
+// Metrics reads the /metrics of a program of the control plane
+// ("kube-apiserver", "kube-scheduler", "kube-controller-manager"), by
+// family name.
 func (cp *ControlPlane) Metrics(ctx context.Context, name string) (map[string]*dto.MetricFamily, error) {
-	url := cp.MetricsURL(name)
-	if url == "" {
-		return nil, fmt.Errorf("%s is not running in this control plane", name)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := loopback.Do(req)
+	body, err := cp.get(ctx, name, "/metrics", metricsTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("reading the metrics of %s: %w", name, err)
 	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("reading the metrics of %s: %s", name, resp.Status)
-	}
+	defer func() { _ = body.Close() }()
 	var parser expfmt.TextParser
-	return parser.TextToMetricFamilies(resp.Body)
+	return parser.TextToMetricFamilies(body)
 }
 
-// Profile writes a CPU profile of a program of the control plane
-// ("kube-apiserver", "kube-scheduler", "kube-controller-manager") over
+// metricsTimeout bounds a read of /metrics (kube-apiserver's is large
+// and slow to write at 50,000 pods).
+const metricsTimeout = 30 * time.Second
+
+// Profile writes a CPU profile of a program of the control plane over
 // the next d to w: its /debug/pprof/profile.
 func (cp *ControlPlane) Profile(ctx context.Context, name string, d time.Duration, w io.Writer) error {
-	path := fmt.Sprintf("/debug/pprof/profile?seconds=%d", max(1, int(d.Round(time.Second).Seconds()))) // 0 would mean 30 s
-	var (
-		url        string
-		httpClient *http.Client
-	)
-	if name == "kube-apiserver" {
-		c, err := rest.HTTPClientFor(cp.Config)
-		if err != nil {
-			return err
-		}
-		url, httpClient = strings.TrimSuffix(cp.Config.Host, "/")+path, c
-	} else {
-		metrics := cp.MetricsURL(name)
-		if metrics == "" {
-			return fmt.Errorf("%s is not running in this control plane", name)
-		}
-		url = strings.TrimSuffix(metrics, "/metrics") + path
-		httpClient = &http.Client{Transport: loopback.Transport} // no timeout: the profile takes d
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := httpClient.Do(req)
+	seconds := max(1, int(d.Round(time.Second).Seconds())) // 0 would mean 30 s
+	body, err := cp.get(ctx, name, fmt.Sprintf("/debug/pprof/profile?seconds=%d", seconds), 0)
 	if err != nil {
 		return fmt.Errorf("profiling %s: %w", name, err)
 	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("profiling %s: %s", name, resp.Status)
-	}
-	if _, err := io.Copy(w, resp.Body); err != nil {
+	defer func() { _ = body.Close() }()
+	if _, err := io.Copy(w, body); err != nil {
 		return fmt.Errorf("profiling %s: %w", name, err)
 	}
 	return nil
+}
+
+// get answers a GET of path on a program of the control plane:
+// kube-apiserver with the control plane's credentials, the others on
+// their loopback secure port; timeout 0 waits as long as ctx.
+func (cp *ControlPlane) get(ctx context.Context, name, path string, timeout time.Duration) (io.ReadCloser, error) {
+	var base string
+	httpClient := &http.Client{Transport: loopback.Transport, Timeout: timeout}
+	if name == "kube-apiserver" {
+		c, err := rest.HTTPClientFor(cp.Config)
+		if err != nil {
+			return nil, err
+		}
+		c.Timeout = timeout
+		base, httpClient = strings.TrimSuffix(cp.Config.Host, "/"), c
+	} else {
+		metrics := cp.MetricsURL(name)
+		if metrics == "" {
+			return nil, fmt.Errorf("%s is not running in this control plane", name)
+		}
+		base = strings.TrimSuffix(metrics, "/metrics")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+path, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		_ = resp.Body.Close()
+		return nil, errors.New(resp.Status)
+	}
+	return resp.Body, nil
 }
 
 // waitHealthy polls /healthz until it answers ok, the process exits or the

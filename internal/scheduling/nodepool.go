@@ -46,6 +46,16 @@ func NodePoolFromObject(np *v1.NodePool, types []*InstanceType, amis []AMI, usag
 // AddNodeUsage adds a node's (or NodeClaim's) capacity, and one to
 // "nodes", to a NodePool's usage, which it returns (made when nil).
 func AddNodeUsage(usage, capacity corev1.ResourceList) corev1.ResourceList {
+	usage = AddCapacity(usage, capacity)
+	nodes := usage["nodes"]
+	nodes.Add(*resource.NewQuantity(1, resource.DecimalSI))
+	usage["nodes"] = nodes
+	return usage
+}
+
+// AddCapacity adds capacity to a NodePool's usage without counting a
+// node, and returns the usage (made when nil).
+func AddCapacity(usage, capacity corev1.ResourceList) corev1.ResourceList {
 	if usage == nil {
 		usage = corev1.ResourceList{}
 	}
@@ -54,8 +64,5 @@ func AddNodeUsage(usage, capacity corev1.ResourceList) corev1.ResourceList {
 		sum.Add(q)
 		usage[k] = sum
 	}
-	nodes := usage["nodes"]
-	nodes.Add(*resource.NewQuantity(1, resource.DecimalSI))
-	usage["nodes"] = nodes
 	return usage
 }

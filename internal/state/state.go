@@ -368,9 +368,7 @@ func usage(nodes []*Node) map[string]corev1.ResourceList {
 		// Its NodeClaim counts the node; the node's capacity stands for
 		// the NodeClaim's until the launch records it.
 		if len(claim.NodeClaim.Status.Capacity) == 0 {
-			nodes := out[n.NodePool]["nodes"]
-			out[n.NodePool] = scheduling.AddNodeUsage(out[n.NodePool], n.Capacity())
-			out[n.NodePool]["nodes"] = nodes
+			out[n.NodePool] = scheduling.AddCapacity(out[n.NodePool], n.Capacity())
 		}
 	}
 	return out
@@ -390,16 +388,16 @@ func coveringClaims(nodes []*Node) map[*Node]*Node {
 			early[n.NodePool] = append(early[n.NodePool], n)
 		}
 	}
-	oldestFirst := func(created func(*Node) time.Time) func(a, b *Node) int {
-		return func(a, b *Node) int { return cmp.Or(created(a).Compare(created(b)), strings.Compare(a.Name, b.Name)) }
+	oldestFirst := func(a, b *Node) int {
+		return cmp.Or(a.CreatedAt().Compare(b.CreatedAt()), strings.Compare(a.Name, b.Name))
 	}
 	out := map[*Node]*Node{}
 	for pool, waiting := range early {
 		free := claims[pool]
-		slices.SortFunc(free, oldestFirst(func(n *Node) time.Time { return n.NodeClaim.CreationTimestamp.Time }))
-		slices.SortFunc(waiting, oldestFirst(func(n *Node) time.Time { return n.Node.CreationTimestamp.Time }))
+		slices.SortFunc(free, oldestFirst)
+		slices.SortFunc(waiting, oldestFirst)
 		for _, node := range waiting {
-			if len(free) > 0 && !free[0].NodeClaim.CreationTimestamp.After(node.Node.CreationTimestamp.Time) {
+			if len(free) > 0 && !free[0].CreatedAt().After(node.CreatedAt()) {
 				out[node], free = free[0], free[1:]
 			}
 		}

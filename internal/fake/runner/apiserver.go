@@ -2,13 +2,9 @@ package runner
 
 import (
 	"context"
-	"fmt"
-	"net/http"
 	"strings"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"k8s.io/client-go/rest"
 )
 
 // planeRequests reads kube-apiserver's own counters: the requests of
@@ -16,26 +12,9 @@ import (
 // nodewright) by "verb resource[/subresource]", watches left out, and the
 // watch events it sent, by resource. A step's figures are their growth.
 func (s *Sim) planeRequests(ctx context.Context) (requests, watchEvents map[string]float64, _ error) {
-	httpClient, err := rest.HTTPClientFor(s.Plane.Config)
+	families, err := s.Plane.Metrics(ctx, "kube-apiserver")
 	if err != nil {
 		return nil, nil, err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(s.Plane.Config.Host, "/")+"/metrics", nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	resp, err := httpClient.Do(req)
-	if err != nil {
-		return nil, nil, fmt.Errorf("reading kube-apiserver's metrics: %w", err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return nil, nil, fmt.Errorf("reading kube-apiserver's metrics: %s", resp.Status)
-	}
-	var parser expfmt.TextParser
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return nil, nil, fmt.Errorf("reading kube-apiserver's metrics: %w", err)
 	}
 	return APIServerRequests(families), APIServerWatchEvents(families), nil
 }
