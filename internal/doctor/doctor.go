@@ -43,6 +43,11 @@ const (
 	CodeStartupTaintNeverRemoved  = "startup-taint-never-removed"
 	CodeNodeRebootFailed          = "node-reboot-failed"
 	CodeCapacityBufferNotReady    = "capacity-buffer-not-ready"
+	CodeAMINotFound               = "ami-not-found"
+	CodeNotChecked                = "not-checked"
+	CodeNodeClassNotFound         = "nodeclass-not-found"
+	CodeKubeletConfigRefused      = "kubelet-configuration-refused"
+	CodeUserDataTooLarge          = "userdata-too-large"
 )
 
 // Codes are every finding code.
@@ -51,7 +56,8 @@ var Codes = []string{
 	CodeAMIArchitectureMismatch, CodePodIncompatible, CodeCloudProviderTaint, CodeStartupTaintNotRemoved,
 	CodeExtendedResource, CodeRegistrationTimeouts, CodePDBNeverAllows, CodeNodeNeverDisrupted, CodeNodeUnhealthy, CodeNodeRepairHeld,
 	CodeCheckFailed, CodeStalePrices, CodeUserDataFormatNotRead, CodeUserDataSettingOverridden, CodeStartupTaintNeverRemoved,
-	CodeNodeRebootFailed, CodeCapacityBufferNotReady,
+	CodeNodeRebootFailed, CodeCapacityBufferNotReady, CodeAMINotFound, CodeNotChecked,
+	CodeNodeClassNotFound, CodeKubeletConfigRefused, CodeUserDataTooLarge,
 }
 
 // Finding is one diagnosis.
@@ -100,12 +106,40 @@ func (r *Report) sort() {
 	}
 }
 
+// Summary counts the findings by severity, and the checks that did not
+// run: "no findings" is said only when there are none at all.
+func (r *Report) Summary() string {
+	counts := map[Severity]int{}
+	notChecked := 0
+	for _, f := range r.Findings {
+		if f.Code == CodeNotChecked || f.Code == CodeCheckFailed {
+			notChecked++
+		}
+		counts[f.Severity]++
+	}
+	parts := []string{plural(counts[Error], "error"), plural(counts[Warning], "warning"), plural(counts[Info], "note")}
+	s := strings.Join(parts, ", ")
+	if notChecked > 0 {
+		s += fmt.Sprintf("; %s did not run (%s, %s), so this is not a clean bill of health", plural(notChecked, "check"), CodeNotChecked, CodeCheckFailed)
+	}
+	return s
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return "1 " + word
+	}
+	return fmt.Sprintf("%d %ss", n, word)
+}
+
 // WriteTable prints findings for people.
 func (r *Report) WriteTable(w interface{ Write([]byte) (int, error) }) {
 	if len(r.Findings) == 0 {
-		fmt.Fprintln(w, "no findings: nothing keeps nodes from registering, initializing or scheduling")
+		fmt.Fprintln(w, "no findings: every check ran, and nothing keeps nodes from registering, initializing or scheduling")
 		return
 	}
+	fmt.Fprintln(w, r.Summary())
+	fmt.Fprintln(w)
 	for _, f := range r.Findings {
 		fmt.Fprintf(w, "%s  %s  %s\n", strings.ToUpper(string(f.Severity)), f.Code, f.Object)
 		fmt.Fprintf(w, "  %s\n", wrap(f.Message, "  "))

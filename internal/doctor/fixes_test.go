@@ -27,7 +27,7 @@ func TestMain(m *testing.M) {
 }
 
 var (
-	verbs  = regexp.MustCompile(`(?i)\b(add|set|remove|change|raise|lower|create|delete|drop|use|give|map|replace|tag|allow|let|move|wait|correct|point|make|select|install|label|mark|keep|restart|check|write|quote)\b`)
+	verbs  = regexp.MustCompile(`(?i)\b(add|set|remove|change|raise|lower|create|delete|drop|use|give|map|replace|tag|allow|let|move|wait|correct|point|make|select|install|label|mark|keep|restart|check|write|quote|run|shrink)\b`)
 	fields = regexp.MustCompile(`\b(spec|data|metadata|status)\.|\b(NodePool|EC2NodeClass|ConfigMap|PodDisruptionBudget|Deployment|StatefulSet|Pod|pod|node|Node|DaemonSet|access entry|role|toleration|taint|annotation|label|user ?data|userData)\b`)
 )
 

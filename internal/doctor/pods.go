@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/scheduling"
@@ -15,11 +16,11 @@ import (
 	"github.com/nodewright/nodewright/internal/whatif"
 )
 
-// podRule runs the scheduling engine and reports the workloads whose pods
-// fit no NodePool (one finding per workload and account, with its pod
-// count), naming the closest NodePool and what to change in it or in
-// the pods. Pods blocked only by a missing AMI are left to
-// ami-architecture-mismatch.
+// podRule runs the planning step simulate and the controller run and
+// reports every pod it leaves without a place, with its reason as the
+// controller would give it (one finding per workload and reason, with its
+// pod count; bare pods per namespace), naming the closest NodePool and
+// what to change in it or in the pods.
 func podRule(r *Report, in Input) error {
 	var resolver *nodeclass.Resolver
 	if in.Cloud != nil {
@@ -41,25 +42,76 @@ func podRule(r *Report, in Input) error {
 	for _, u := range res.Plan.Unschedulable {
 		first[u.Pod] = u
 	}
-	groups := state.GroupPods(res.Plan.Unschedulable, func(u *scheduling.UnschedulablePod) *corev1.Pod { return u.Pod },
-		func(u *scheduling.UnschedulablePod) string { return u.Reason })
+	reasonOf := func(u *scheduling.UnschedulablePod) string { return res.Snapshot.ReasonFor(u.Reason) }
+	groups := bareByNamespace(state.GroupPods(res.Plan.Unschedulable, func(u *scheduling.UnschedulablePod) *corev1.Pod { return u.Pod }, reasonOf),
+		func(p *corev1.Pod) string { return reasonOf(first[p]) })
 	for _, g := range groups {
 		u := first[g.Pods[0]]
-		closest, ok := closestRefusal(u.Refusals)
-		if ok && closest.NoAMI {
-			continue
-		}
-		what := g.Describe()
-		msg := fmt.Sprintf("%s fit no NodePool: %s", what, u.Reason)
-		fix := "create a NodePool whose requirements, taints and limits admit the pod"
-		if ok {
+		reason := reasonOf(u)
+		what := describeGroup(g)
+		msg := fmt.Sprintf("%s fit no NodePool: %s", what, reason)
+		fix := noPoolFix(in, res.Snapshot)
+		if closest, ok := closestRefusal(u.Refusals); ok {
 			msg = fmt.Sprintf("%s fit no NodePool; the closest is NodePool %s: %s", what, closest.NodePool, closest.Reason)
-			fix = fixFor(closest, pools[closest.NodePool], objects[closest.NodePool], g)
+			fix = fixFor(closest, pools[closest.NodePool], objects[closest.NodePool], g, in)
 		}
-		r.add(Finding{Code: CodePodIncompatible, Severity: Error, Object: g.Workload.Object(), Message: msg,
-			Evidence: podNames(g) + ": " + u.Reason, Fix: fix})
+		r.add(Finding{Code: CodePodIncompatible, Severity: Error, Object: groupObject(g), Message: msg,
+			Evidence: podNames(g) + ": " + reason, Fix: fix})
 	}
 	return nil
+}
+
+// bareByNamespace joins the groups of bare pods (no workload) of one
+// namespace with the same reason: thousands of them are one finding,
+// not thousands. A joined group's Workload is named "".
+func bareByNamespace(groups []state.PodGroup, reason func(*corev1.Pod) string) []state.PodGroup {
+	out := make([]state.PodGroup, 0, len(groups))
+	index := map[string]int{}
+	for _, g := range groups {
+		if g.Workload.Kind != "Pod" {
+			out = append(out, g)
+			continue
+		}
+		key := g.Workload.Namespace + "\x00" + reason(g.Pods[0])
+		i, ok := index[key]
+		if !ok {
+			index[key] = len(out)
+			out = append(out, g)
+			continue
+		}
+		out[i].Workload.Name = ""
+		out[i].Pods = append(out[i].Pods, g.Pods...)
+	}
+	return out
+}
+
+// describeGroup names a group of pods for a message.
+func describeGroup(g state.PodGroup) string {
+	if g.Workload.Kind == "Pod" && g.Workload.Name == "" {
+		return fmt.Sprintf("%d bare pods (of no workload) in namespace %s", len(g.Pods), g.Workload.Namespace)
+	}
+	return g.Describe()
+}
+
+// groupObject is the object a group's finding is about: its workload,
+// or, for bare pods joined by namespace, the namespace.
+func groupObject(g state.PodGroup) string {
+	if g.Workload.Kind == "Pod" && g.Workload.Name == "" {
+		return "Namespace/" + g.Workload.Namespace
+	}
+	return g.Workload.Object()
+}
+
+// noPoolFix is what to do when no NodePool was tried at all: each
+// NodePool says why it launches nothing.
+func noPoolFix(in Input, snap *state.Snapshot) string {
+	if len(in.Objects.NodePools) == 0 {
+		return "create a NodePool (karpenter.sh/v1) whose requirements, taints and limits admit the pods, with a nodeClassRef to an EC2NodeClass"
+	}
+	if len(snap.Skipped) > 0 {
+		return "make the NodePools launch again: the findings on each NodePool and EC2NodeClass named above say what to change (" + snap.SkippedSummary() + ")"
+	}
+	return "create a NodePool whose requirements, taints and limits admit the pod"
 }
 
 // podNames lists up to three of a group's pods.
@@ -105,12 +157,17 @@ func closestRefusal(refusals []scheduling.Refusal) (scheduling.Refusal, bool) {
 
 // fixFor is what to change so that the NodePool takes the group's pods:
 // the object, the field and a value that works.
-func fixFor(r scheduling.Refusal, pool *scheduling.NodePool, np *v1.NodePool, g state.PodGroup) string {
+func fixFor(r scheduling.Refusal, pool *scheduling.NodePool, np *v1.NodePool, g state.PodGroup, in Input) string {
 	pods := g.Workload.String()
-	if g.Workload.Kind != "Pod" {
+	switch {
+	case g.Workload.Kind == "Pod" && g.Workload.Name == "":
+		pods = "the pods'"
+	case g.Workload.Kind != "Pod":
 		pods += "'s pod template"
 	}
 	switch {
+	case r.NoAMI:
+		return noAMIFix(r, np, in)
 	case r.Conflict != nil:
 		c := r.Conflict
 		podWants := strings.Join(c.Pod.Values(), ", ")
@@ -149,7 +206,117 @@ func fixFor(r scheduling.Refusal, pool *scheduling.NodePool, np *v1.NodePool, g 
 	case r.HostPort:
 		return fmt.Sprintf("change the hostPort in %s's containers: a DaemonSet's pods hold it on every node of NodePool %s", pods, r.NodePool)
 	}
-	return fmt.Sprintf("change NodePool %s's spec.template.spec.requirements or %s's scheduling constraints so that some instance type meets both", r.NodePool, pods)
+	if pool != nil {
+		if fix := constraintFix(r, pool, g.Pods[0], pods); fix != "" {
+			return fix
+		}
+	}
+	return fmt.Sprintf("change NodePool %s's spec.template.spec.requirements (now %s) or %s's spec.nodeSelector/affinity so that some instance type meets both",
+		r.NodePool, describePoolRequirements(pool), pods)
+}
+
+// noAMIFix: the NodePool's instance types that would take the pods have
+// no AMI in its EC2NodeClass.
+func noAMIFix(r scheduling.Refusal, np *v1.NodePool, in Input) string {
+	if np == nil || np.Spec.Template.Spec.NodeClassRef == nil {
+		return "add an AMI of the instance types' architecture to the EC2NodeClass's spec.amiSelectorTerms"
+	}
+	class := np.Spec.Template.Spec.NodeClassRef.Name
+	var nc *awsv1.EC2NodeClass
+	for _, c := range in.Objects.EC2NodeClasses {
+		if c.Name == class {
+			nc = c
+		}
+	}
+	archs := []string{}
+	for _, a := range []string{"amd64", "arm64"} {
+		if strings.Contains(r.Reason, a) {
+			archs = append(archs, a)
+		}
+	}
+	if nc == nil || len(archs) == 0 {
+		return fmt.Sprintf("add an AMI of the instance types' architecture to EC2NodeClass %s's spec.amiSelectorTerms", class)
+	}
+	return fmt.Sprintf("add an AMI for %s to EC2NodeClass %s's spec.amiSelectorTerms: %s", strings.Join(archs, " and "), class, amiTermFor(nc, archs))
+}
+
+// constraintFix: no instance type meets both the NodePool's requirements
+// and the pod's selectors. It names the catalog's types the pod's own
+// selectors admit and the NodePool requirement that keeps them out, with
+// the values that would let them in.
+func constraintFix(r scheduling.Refusal, pool *scheduling.NodePool, pod *corev1.Pod, pods string) string {
+	catalog, err := catalogTypes()
+	if err != nil {
+		return ""
+	}
+	podReqs := podRequirements(pod)
+	delete(podReqs, corev1.LabelTopologyZone)
+	var fitting []*scheduling.InstanceType
+	for _, it := range catalog {
+		if it.Compatible(podReqs) {
+			fitting = append(fitting, it)
+		}
+	}
+	if len(fitting) == 0 {
+		return fmt.Sprintf("no instance type of the catalog meets %s's own spec.nodeSelector/affinity (%s): correct them", pods, describeReqs(podReqs))
+	}
+	for _, key := range pool.Requirements.Keys() {
+		req := pool.Requirements[key]
+		var admitted []string
+		keeps := false
+		for _, it := range fitting {
+			v, ok := it.Requirements[key].Single()
+			if !ok {
+				continue
+			}
+			if req.Has(v) {
+				keeps = true
+				break
+			}
+			admitted = append(admitted, v)
+		}
+		if keeps || len(admitted) == 0 {
+			continue
+		}
+		admitted = uniqueSorted(admitted)
+		return fmt.Sprintf("in NodePool %s's spec.template.spec.requirements, %s admits none of the instance types %s's spec.nodeSelector/affinity asks for (%s): add %s to its values, "+
+			"or give these pods a NodePool of their own; or change %s's selectors to what NodePool %s provides", r.NodePool, req, pods, fitting[0].Name,
+			strings.Join(admitted[:min(4, len(admitted))], ", "), pods, r.NodePool)
+	}
+	return ""
+}
+
+// podRequirements are a pod's node selector and its first required node
+// affinity term, as requirements.
+func podRequirements(pod *corev1.Pod) scheduling.Requirements {
+	reqs := scheduling.LabelRequirements(pod.Spec.NodeSelector)
+	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		if terms := a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms; len(terms) > 0 {
+			reqs.AddAll(scheduling.NewRequirements(terms[0].MatchExpressions...))
+		}
+	}
+	return reqs
+}
+
+func describeReqs(reqs scheduling.Requirements) string {
+	parts := []string{}
+	for _, key := range reqs.Keys() {
+		parts = append(parts, reqs[key].String())
+	}
+	return strings.Join(parts, "; ")
+}
+
+func describePoolRequirements(pool *scheduling.NodePool) string {
+	if pool == nil {
+		return "unknown"
+	}
+	parts := []string{}
+	for _, key := range pool.Requirements.Keys() {
+		if key != v1.LabelNodePool {
+			parts = append(parts, pool.Requirements[key].String())
+		}
+	}
+	return "[" + strings.Join(parts, "; ") + "]"
 }
 
 // sizeFix: the pods ask for more than any of the NodePool's instance

@@ -72,12 +72,15 @@ func awsAuthMappings(r *Report, awsAuth *corev1.ConfigMap) ([]roleMapping, bool)
 type nodeRoleCheck struct {
 	class *awsv1.EC2NodeClass
 	role  string
+	arn   string
 	obj   string
 	fix   string
 	// entriesKnown is set when the account could say whether the role has
 	// an access entry; entryNote says what it found.
 	entriesKnown bool
 	entryNote    string
+	// entriesWhy says why the access entries are not known.
+	entriesWhy string
 }
 
 // checkNodeRole reports an EC2NodeClass whose node role may not join the
@@ -91,12 +94,15 @@ func checkNodeRole(ctx context.Context, r *Report, in Input, nc *awsv1.EC2NodeCl
 		noAWSAuthRule(r, chk)
 		return
 	}
-	exact, others := roleMappingOf(mappings, chk.role)
-	if exact == nil {
+	exact, pathed, others := roleMappingOf(mappings, chk.role)
+	switch {
+	case exact != nil:
+		incompleteMappingRule(r, chk, exact)
+	case pathed != nil:
+		pathedMappingRule(r, chk, pathed)
+	default:
 		unmappedRoleRule(ctx, r, in, chk, mappings, others)
-		return
 	}
-	incompleteMappingRule(r, chk, exact)
 }
 
 // roleToCheck reads an EC2NodeClass's node role and its EKS access entry.
@@ -122,8 +128,20 @@ func roleToCheck(ctx context.Context, r *Report, in Input, nc *awsv1.EC2NodeClas
 	}
 	entriesKnown := in.Cloud != nil && in.Cloud.AccessEntries != nil && entryErr == nil
 	return nodeRoleCheck{class: nc, role: role, obj: "EC2NodeClass/" + nc.Name,
-		fix:          fmt.Sprintf("add to data.mapRoles of ConfigMap kube-system/aws-auth:\n- rolearn: %s\n  username: %s\n  groups:\n    - system:bootstrappers\n    - system:nodes\n(or create an EKS access entry of type EC2_LINUX for %s)", arn, nodeUsername, arn),
-		entriesKnown: entriesKnown, entryNote: accessEntryNote(entryType, entriesKnown)}, true
+		arn:          arn,
+		fix:          fmt.Sprintf("add to data.mapRoles of ConfigMap kube-system/aws-auth:\n%s\n(or create an EKS access entry of type EC2_LINUX for %s)", mappingYAML(arn), arn),
+		entriesKnown: entriesKnown, entryNote: accessEntryNote(entryType, entriesKnown), entriesWhy: entriesWhy(in.Cloud, entryErr)}, true
+}
+
+// entriesWhy says why a node role's access entry is not known.
+func entriesWhy(cloud *Cloud, err error) string {
+	if cloud == nil || cloud.AccessEntries == nil {
+		return "no account was given (--cloud)"
+	}
+	if err != nil {
+		return "its EKS access entry could not be read (see check-failed)"
+	}
+	return ""
 }
 
 // accessEntryNote says what is known of a node role's access entry, for
@@ -143,9 +161,10 @@ func accessEntryNote(entryType string, entriesKnown bool) string {
 // note that it could not be checked.
 func noAWSAuthRule(r *Report, chk nodeRoleCheck) {
 	if !chk.entriesKnown {
-		r.add(Finding{Code: CodeNodeRoleNotMapped, Severity: Info, Object: chk.obj,
-			Message: fmt.Sprintf("the aws-auth ConfigMap is not among the inputs and no account was given (--cloud), so whether node role %s may join the cluster is unchecked; unmapped, its nodes' kubelets get Unauthorized and never register", chk.role),
-			Fix:     chk.fix})
+		r.add(Finding{Code: CodeNotChecked, Severity: Info, Object: chk.obj,
+			Message:  fmt.Sprintf("whether node role %s may join the cluster is not checked: the aws-auth ConfigMap is not among the inputs and %s; unmapped, its nodes' kubelets get Unauthorized and never register", chk.role, chk.entriesWhy),
+			Evidence: "no ConfigMap kube-system/aws-auth among the inputs; " + chk.entriesWhy,
+			Fix:      "add it with -f (kubectl -n kube-system get configmap aws-auth -o yaml | nodewright doctor -f - -f ...), run doctor against the cluster, or give --cloud aws --cluster-name CLUSTER to read the access entries; nodes need:\n" + chk.fix})
 		return
 	}
 	r.add(Finding{Code: CodeNodeRoleNotMapped, Severity: Error, Object: chk.obj,
@@ -154,19 +173,34 @@ func noAWSAuthRule(r *Report, chk nodeRoleCheck) {
 }
 
 // roleMappingOf finds the aws-auth mapping of a role (the last, if there
-// are several) and the names of the other roles mapped with group
-// system:nodes.
-func roleMappingOf(mappings []roleMapping, role string) (*roleMapping, []string) {
-	var exact *roleMapping
-	var others []string
+// are several): exact, by the role's ARN without an IAM path, which is
+// how EKS matches it; pathed, by an ARN with a path
+// (role/eks/nodes/NAME), which EKS never matches; and the names of the
+// other roles mapped with group system:nodes.
+func roleMappingOf(mappings []roleMapping, role string) (exact, pathed *roleMapping, others []string) {
 	for i, m := range mappings {
-		if strings.HasSuffix(m.RoleARN, ":role/"+role) || strings.HasSuffix(m.RoleARN, "/"+role) {
+		_, rest, ok := strings.Cut(m.RoleARN, ":role/")
+		switch {
+		case ok && rest == role:
 			exact = &mappings[i]
-		} else if slices.Contains(m.Groups, "system:nodes") {
+		case ok && strings.HasSuffix(rest, "/"+role):
+			pathed = &mappings[i]
+		case slices.Contains(m.Groups, "system:nodes"):
 			others = append(others, m.RoleARN[strings.LastIndex(m.RoleARN, "/")+1:])
 		}
 	}
-	return exact, others
+	return exact, pathed, others
+}
+
+// pathedMappingRule reports a node role aws-auth maps by an ARN with its
+// IAM path: EKS compares the ARN the node authenticates with, which has
+// no path, so the entry never matches and nodes get Unauthorized.
+func pathedMappingRule(r *Report, chk nodeRoleCheck, pathed *roleMapping) {
+	r.add(Finding{Code: CodeNodeRoleNotMapped, Severity: Error, Object: chk.obj,
+		Message: fmt.Sprintf("aws-auth maps node role %s as %s, with its IAM path: EKS matches a role by its ARN without the path, so the entry never matches, and the nodes' kubelets get Unauthorized and never register%s",
+			chk.role, pathed.RoleARN, chk.entryNote),
+		Evidence: fmt.Sprintf("aws-auth mapRoles entry rolearn: %s", pathed.RoleARN),
+		Fix:      fmt.Sprintf("in data.mapRoles of ConfigMap kube-system/aws-auth, replace rolearn: %s with rolearn: %s (the same role, without the path)", pathed.RoleARN, chk.arn)})
 }
 
 // unmappedRoleRule reports a node role aws-auth does not map, with what
@@ -219,7 +253,8 @@ func incompleteMappingRule(r *Report, chk nodeRoleCheck, exact *roleMapping) {
 	}
 	r.add(Finding{Code: CodeNodeRoleNotMapped, Severity: Error, Object: chk.obj,
 		Message:  fmt.Sprintf("aws-auth maps node role %s without %s, so its nodes cannot register", chk.role, strings.Join(missing, " and ")),
-		Evidence: fmt.Sprintf("aws-auth mapRoles entry %s: username %q, groups %v", exact.RoleARN, exact.Username, exact.Groups), Fix: chk.fix})
+		Evidence: fmt.Sprintf("aws-auth mapRoles entry %s: username %q, groups %v", exact.RoleARN, exact.Username, exact.Groups),
+		Fix:      "in data.mapRoles of ConfigMap kube-system/aws-auth, replace the entry of " + exact.RoleARN + " with:\n" + mappingYAML(exact.RoleARN)})
 }
 
 // nodeRole is the EC2NodeClass's role, or its instance profile's role
@@ -233,9 +268,10 @@ func nodeRole(ctx context.Context, r *Report, cloud *Cloud, nc *awsv1.EC2NodeCla
 	}
 	profile := *nc.Spec.InstanceProfile
 	if cloud == nil || cloud.InstanceProfiles == nil {
-		r.add(Finding{Code: CodeNodeRoleNotMapped, Severity: Info, Object: "EC2NodeClass/" + nc.Name,
-			Message: fmt.Sprintf("the role of instance profile %s is only known to AWS, so whether it is mapped in aws-auth is unchecked", profile),
-			Fix:     "run nodewright doctor with --cloud aws to read the instance profile"})
+		r.add(Finding{Code: CodeNotChecked, Severity: Info, Object: "EC2NodeClass/" + nc.Name,
+			Message:  fmt.Sprintf("whether the node role may join the cluster is not checked: the role of instance profile %s is known only to AWS", profile),
+			Evidence: fmt.Sprintf("EC2NodeClass %s spec.instanceProfile: %s", nc.Name, profile),
+			Fix:      "run nodewright doctor with --cloud aws --cluster-name CLUSTER to read the instance profile"})
 		return "", nil
 	}
 	out, err := cloud.InstanceProfiles.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(profile)})
@@ -287,6 +323,11 @@ func accountOf(cloud *Cloud, mappings []roleMapping) string {
 		}
 	}
 	return accountIDUnknown
+}
+
+// mappingYAML is the aws-auth entry a node role needs.
+func mappingYAML(arn string) string {
+	return fmt.Sprintf("- rolearn: %s\n  username: %s\n  groups:\n    - system:bootstrappers\n    - system:nodes", arn, nodeUsername)
 }
 
 func mappedARNs(ms []roleMapping) []string {

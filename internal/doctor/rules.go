@@ -1,9 +1,11 @@
 package doctor
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,6 +40,9 @@ type Input struct {
 	// Grace is how long a node may keep a taint another component
 	// removes; DefaultGrace when zero.
 	Grace time.Duration
+	// FromCluster: the objects are a cluster's, not manifests, so what
+	// is missing from them does not exist.
+	FromCluster bool
 }
 
 // InstanceProfiles is the part of IAM doctor reads.
@@ -80,7 +85,12 @@ func Diagnose(ctx context.Context, in Input) (*Report, error) {
 	if in.Cloud != nil && in.Cloud.Unavailable != nil {
 		r.add(checkFailed("Cluster/"+in.clusterName(), "the EKS cluster (the AMI aliases' Kubernetes version and the account)", "eks:DescribeCluster", in.Cloud.Unavailable))
 	}
+	// Rules about the input itself: what they find is about the objects,
+	// and every one runs whatever the others find.
 	userDataRules(r, in.Objects)
+	kubeletRule(r, in.Objects)
+	userDataSizeRule(r, in.Objects)
+	nodeClassRefRule(r, in)
 	startupTaintRule(r, in.Objects)
 	// A rule that cannot finish (an AWS call refused, say) is a finding
 	// of its own; every other rule still reports.
@@ -95,8 +105,14 @@ func Diagnose(ctx context.Context, in Input) (*Report, error) {
 		{"why registrations time out", "ec2:GetConsoleOutput", func() error { return registrationTimeoutRule(ctx, r, in) }},
 	} {
 		if err := rule.run(); err != nil {
-			if rule.grant == "" {
-				return nil, err
+			if rule.grant == "" || in.Cloud == nil {
+				// No AWS call failed: the input kept the rule from
+				// running, and says so.
+				r.add(Finding{Code: CodeNotChecked, Severity: Warning, Object: "Cluster/" + in.clusterName(),
+					Message:  "could not check " + rule.what + ": " + err.Error(),
+					Evidence: "the other checks ran",
+					Fix:      "correct what the message names in the input and run nodewright doctor again"})
+				continue
 			}
 			r.add(checkFailed("Cluster/"+in.clusterName(), rule.what, rule.grant, err))
 		}
@@ -154,7 +170,7 @@ func userDataRules(r *Report, o *whatif.Objects) {
 		if nc.Spec.UserData != nil {
 			ud = *nc.Spec.UserData
 		}
-		for _, f := range userdata.Validate(nodeclass.Family(nc), ud) {
+		for _, f := range nodeclass.UserDataFindings(nc) {
 			code := f.Code
 			if overrideCodes[code] {
 				code = CodeUserDataOverridesTaints
@@ -192,110 +208,56 @@ func evidence(ud, code string) string {
 	return "spec.userData: " + strings.Join(lines, " | ")
 }
 
-// amiArchitectureRule finds NodePools that allow an architecture their
-// EC2NodeClass has no AMI for.
-func amiArchitectureRule(ctx context.Context, r *Report, in Input) error {
-	classes := classesByName(in.Objects)
-	for _, np := range in.Objects.NodePools {
-		ref := np.Spec.Template.Spec.NodeClassRef
-		if ref == nil || classes[ref.Name] == nil {
-			continue
-		}
-		nc := classes[ref.Name]
-		amiArchs, source, err := archsOf(ctx, in.Cloud, nc)
-		if err != nil {
-			r.add(checkFailed("NodePool/"+np.Name, "the architectures of EC2NodeClass "+nc.Name+"'s AMIs", "ec2:DescribeImages and ssm:GetParameter", err))
-			continue
-		}
-		if source == "" {
-			continue
-		}
-		wanted := []string{"amd64", "arm64"}
-		explicit := false
-		for _, req := range np.Spec.Template.Spec.Requirements {
-			if req.Key == corev1.LabelArchStable && req.Operator == corev1.NodeSelectorOpIn {
-				wanted, explicit = req.Values, true
-			}
-		}
-		var missing []string
-		for _, a := range wanted {
-			if !amiArchs[a] {
-				missing = append(missing, a)
-			}
-		}
-		// A NodePool that does not restrict the architecture only fails
-		// when no architecture at all has an AMI.
-		if len(missing) == 0 || (!explicit && len(missing) < len(wanted)) {
-			continue
-		}
-		have := make([]string, 0, len(amiArchs))
-		for a := range amiArchs {
-			have = append(have, a)
-		}
-		sort.Strings(have)
-		haveText := strings.Join(have, ", ")
-		if haveText == "" {
-			haveText = "no architecture: they select no AMI"
-		}
-		r.add(Finding{
-			Code: CodeAMIArchitectureMismatch, Severity: Error, Object: "NodePool/" + np.Name,
-			Message: fmt.Sprintf("NodePool %s allows %s, but EC2NodeClass %s has no AMI for %s (its AMIs are for %s), so those instance types are never launched and pods that need them stay pending",
-				np.Name, strings.Join(wanted, ", "), nc.Name, strings.Join(missing, ", "), haveText),
-			Evidence: fmt.Sprintf("EC2NodeClass %s amiSelectorTerms %s: AMIs for %s (%s)", nc.Name, nodeclass.DescribeAMITerms(nc.Spec.AMISelectorTerms), haveText, source),
-			Fix: fmt.Sprintf("add an AMI for %s to EC2NodeClass %s's amiSelectorTerms (an alias such as al2023@latest covers both architectures), or point NodePool %s at an EC2NodeClass that has one, or restrict its kubernetes.io/arch requirement to %s",
-				strings.Join(missing, ", "), nc.Name, np.Name, haveText),
-		})
-	}
-	return nil
-}
-
-// archsOf returns the architectures of an EC2NodeClass's AMIs and where
-// they were learnt: resolved in the account, read from the status a
-// controller wrote, or known from an alias. An empty source means unknown.
-func archsOf(ctx context.Context, cloud *Cloud, nc *awsv1.EC2NodeClass) (map[string]bool, string, error) {
-	out := map[string]bool{}
-	addReqs := func(reqs []corev1.NodeSelectorRequirement) {
-		for _, req := range reqs {
-			if req.Key != corev1.LabelArchStable {
-				continue
-			}
-			for _, v := range req.Values {
-				out[v] = true
-			}
-		}
-	}
-	switch {
-	case cloud != nil && cloud.Resolver != nil:
-		amis, err := cloud.Resolver.AMIs(ctx, nc)
-		if err != nil {
-			return nil, "", fmt.Errorf("resolving the AMIs of EC2NodeClass %s: %w", nc.Name, err)
-		}
-		for _, a := range amis {
-			addReqs(a.Requirements)
-		}
-		return out, "resolved in the account", nil
-	case len(nc.Status.AMIs) > 0:
-		for _, a := range nc.Status.AMIs {
-			addReqs(a.Requirements)
-		}
-		return out, "from status.amis", nil
-	}
-	for _, t := range nc.Spec.AMISelectorTerms {
-		if t.Alias == "" {
-			return nil, "", nil // ids, names and tags are only known to the account
-		}
-		out["amd64"] = true
-		if !strings.HasPrefix(t.Alias, "windows") {
-			out["arm64"] = true
-		}
-	}
-	return out, "the alias's EKS-optimized AMIs", nil
-}
-
 func classesByName(o *whatif.Objects) map[string]*awsv1.EC2NodeClass {
 	out := map[string]*awsv1.EC2NodeClass{}
 	for _, nc := range o.EC2NodeClasses {
 		out[nc.Name] = nc
 	}
 	return out
+}
+
+// nodeClassRefRule reports NodePools whose nodeClassRef names an
+// EC2NodeClass that does not exist, with the nearest existing name: such
+// a NodePool launches nothing. In manifests that hold no EC2NodeClass at
+// all, it is only not checked.
+func nodeClassRefRule(r *Report, in Input) {
+	classes := classesByName(in.Objects)
+	names := slices.Sorted(maps.Keys(classes))
+	for _, np := range in.Objects.NodePools {
+		ref := np.Spec.Template.Spec.NodeClassRef
+		if ref == nil || classes[ref.Name] != nil {
+			continue
+		}
+		obj := "NodePool/" + np.Name
+		if len(classes) == 0 && !in.FromCluster {
+			r.add(Finding{Code: CodeNotChecked, Severity: Info, Object: obj,
+				Message:  fmt.Sprintf("NodePool %s's EC2NodeClass %s is not among the inputs, so nothing about the nodes it launches (user data, AMIs, role) is checked", np.Name, ref.Name),
+				Evidence: fmt.Sprintf("spec.template.spec.nodeClassRef.name: %s; no EC2NodeClass among the inputs", ref.Name),
+				Fix:      fmt.Sprintf("add EC2NodeClass %s with -f (kubectl get ec2nodeclass %s -o yaml), or run nodewright doctor against the cluster", ref.Name, ref.Name)})
+			continue
+		}
+		fix := fmt.Sprintf("create EC2NodeClass %s, or set NodePool %s's spec.template.spec.nodeClassRef.name to one that exists (%s)", ref.Name, np.Name, strings.Join(names, ", "))
+		if near := nearest(ref.Name, names); near != "" {
+			fix = fmt.Sprintf("set NodePool %s's spec.template.spec.nodeClassRef.name to %s (did you mean %s?), or create EC2NodeClass %s", np.Name, near, near, ref.Name)
+		}
+		if len(names) == 0 {
+			fix = fmt.Sprintf("create EC2NodeClass %s (karpenter.k8s.aws/v1)", ref.Name)
+		}
+		r.add(Finding{Code: CodeNodeClassNotFound, Severity: Error, Object: obj,
+			Message:  fmt.Sprintf("NodePool %s's nodeClassRef names EC2NodeClass %s, which does not exist, so the NodePool launches nothing and its pods stay pending", np.Name, ref.Name),
+			Evidence: fmt.Sprintf("spec.template.spec.nodeClassRef.name: %s; EC2NodeClasses: %s", ref.Name, cmp.Or(strings.Join(names, ", "), "none")),
+			Fix:      fix})
+	}
+}
+
+// nearest is the name closest to a misspelt one (at most a third of it
+// changed), or "".
+func nearest(name string, names []string) string {
+	best, bestDist := "", len(name)/3+1
+	for _, n := range names {
+		if d := editDistance(strings.ToLower(name), strings.ToLower(n)); d < bestDist {
+			best, bestDist = n, d
+		}
+	}
+	return best
 }

@@ -52,11 +52,15 @@ func TestUserDataRule(t *testing.T) {
 		{"AL2023 given TOML", awsv1.AMIFamilyAL2023, "[settings.kubernetes]\nimage-gc-high-threshold-percent = 80\n", CodeUserDataFormatNotRead, Warning, "does not read Bottlerocket TOML"},
 		// Settings nodewright's own configuration overwrites are lost.
 		{"AL2023 maxPods", awsv1.AMIFamilyAL2023, nodeConfig + "    config:\n      maxPods: 110\n", CodeUserDataSettingOverridden, Warning, "spec.kubelet.maxPods"},
-		{"AL2023 clusterDNS", awsv1.AMIFamilyAL2023, nodeConfig + "    config:\n      clusterDNS: [10.0.0.10]\n", CodeUserDataSettingOverridden, Warning, "spec.kubelet.clusterDNS"},
+		{"AL2023 clusterDNS other than spec.kubelet's", awsv1.AMIFamilyAL2023, nodeConfig + "    config:\n      clusterDNS: [10.0.0.10]\n", CodeUserDataSettingOverridden, Warning, "spec.kubelet.clusterDNS"},
 		{"Bottlerocket max-pods", awsv1.AMIFamilyBottlerocket, "[settings.kubernetes]\nmax-pods = 110\n", CodeUserDataSettingOverridden, Warning, "spec.kubelet.maxPods"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := diagnose(t, Input{Objects: &whatif.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{class("c", tc.family, tc.userData)}}})
+			nc := class("c", tc.family, tc.userData)
+			if strings.Contains(tc.name, "clusterDNS") {
+				nc.Spec.Kubelet = awsv1.KubeletConfiguration{"clusterDNS": {Raw: []byte(`["10.100.0.10"]`)}}
+			}
+			r := diagnose(t, Input{Objects: &whatif.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{nc}}})
 			fs := only(r, tc.code)
 			if len(fs) == 0 || fs[0].Severity != tc.severity || fs[0].Object != "EC2NodeClass/c" {
 				t.Fatalf("want %s %s on EC2NodeClass/c, got %+v", tc.severity, tc.code, r.Findings)
@@ -73,8 +77,12 @@ func TestUserDataRule(t *testing.T) {
 		{awsv1.AMIFamilyAL2, "#!/bin/bash\necho tuned > /etc/motd\n"},
 		{awsv1.AMIFamilyBottlerocket, "[settings.kubernetes]\nimage-gc-high-threshold-percent = 80\n"},
 		{awsv1.AMIFamilyCustom, "#!/bin/bash\n/etc/eks/bootstrap.sh c --kubelet-extra-args '--register-with-taints=karpenter.sh/unregistered:NoExecute'\n"},
+		// The generated clusterDNS not known, or equal: nothing is lost.
+		{awsv1.AMIFamilyAL2023, nodeConfig + "    config:\n      clusterDNS: [10.100.0.10]\n"},
 	} {
-		r := diagnose(t, Input{Objects: &whatif.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{class("c", tc.family, tc.userData)}}})
+		nc := class("c", tc.family, tc.userData)
+		nc.Spec.Kubelet = awsv1.KubeletConfiguration{"clusterDNS": {Raw: []byte(`["10.100.0.10"]`)}}
+		r := diagnose(t, Input{Objects: &whatif.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{nc}}})
 		if len(r.Findings) != 0 {
 			t.Errorf("%s %q: unexpected findings %+v", tc.family, tc.userData, r.Findings)
 		}
@@ -132,7 +140,8 @@ func TestNodeRoleRule(t *testing.T) {
 	})
 	t.Run("no aws-auth and no account: unchecked", func(t *testing.T) {
 		r := diagnose(t, Input{Objects: objects(nil, withRole(account.NodeRole))})
-		expectOne(t, r, CodeNodeRoleNotMapped, Info, "EC2NodeClass/default", "unchecked")
+		expectOne(t, r, CodeNotChecked, Info, "EC2NodeClass/default", "not checked", "aws-auth")
+		expectNone(t, r, CodeNodeRoleNotMapped)
 		if r.HasErrors() {
 			t.Error("an unchecked mapping is an error")
 		}
@@ -176,22 +185,23 @@ func TestAMIArchitectureRule(t *testing.T) {
 	}
 	t.Run("resolved in the account", func(t *testing.T) {
 		r := diagnose(t, Input{Objects: objects(byID(), pool("arm64", "arm", "arm64")), Cloud: simCloud(t, nil)})
-		expectOne(t, r, CodeAMIArchitectureMismatch, Error, "NodePool/arm64", "no AMI for arm64", "amd64", "id ami-0a1b2c3d4e5f60001", "al2023@latest")
+		expectOne(t, r, CodeAMIArchitectureMismatch, Error, "NodePool/arm64", "no AMI for arm64", "amd64", "id ami-0a1b2c3d4e5f60001", "- alias: al2@latest")
 	})
 	t.Run("from the status", func(t *testing.T) {
 		nc := byID()
 		nc.Status.AMIs = []awsv1.AMI{{ID: "ami-0a1b2c3d4e5f60001", Requirements: []corev1.NodeSelectorRequirement{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}}}}
 		r := diagnose(t, Input{Objects: objects(nc, pool("arm64", "arm", "arm64"))})
-		expectOne(t, r, CodeAMIArchitectureMismatch, Error, "NodePool/arm64", "from status.amis")
+		expectOne(t, r, CodeAMIArchitectureMismatch, Error, "NodePool/arm64", "(status.amis)")
 		expectNone(t, diagnose(t, Input{Objects: objects(nc, pool("x86", "arm", "amd64"))}), CodeAMIArchitectureMismatch)
 	})
 	t.Run("an alias has both architectures", func(t *testing.T) {
 		r := diagnose(t, Input{Objects: objects(class("arm", awsv1.AMIFamilyAL2023, ""), pool("arm64", "arm", "arm64"))})
 		expectNone(t, r, CodeAMIArchitectureMismatch)
 	})
-	t.Run("ids are unknown offline", func(t *testing.T) {
+	t.Run("ids are unknown offline, and said so", func(t *testing.T) {
 		r := diagnose(t, Input{Objects: objects(byID(), pool("arm64", "arm", "arm64"))})
 		expectNone(t, r, CodeAMIArchitectureMismatch, CodePodIncompatible)
+		expectOne(t, r, CodeNotChecked, Info, "EC2NodeClass/arm", "id ami-0a1b2c3d4e5f60001", "--cloud aws")
 	})
 	t.Run("a NodePool open to any architecture", func(t *testing.T) {
 		r := diagnose(t, Input{Objects: objects(byID(), pool("any", "arm")), Cloud: simCloud(t, nil)})
@@ -255,7 +265,8 @@ func TestPodIncompatibleRule(t *testing.T) {
 		nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{ID: "ami-0a1b2c3d4e5f60001"}}
 		o := &whatif.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{nc}, NodePools: []*v1.NodePool{pool("arm", "default", "arm64")}, Pods: []*corev1.Pod{pod("p", nil, "1")}}
 		r := diagnose(t, Input{Objects: o, Cloud: simCloud(t, nil)})
-		expectNone(t, r, CodePodIncompatible)
+		// The planner's own reason on the pod, the cause and its fix on the NodePool.
+		expectOne(t, r, CodePodIncompatible, Error, "Pod/default/p", "no AMI for arm64 in EC2NodeClass default", "- alias: al2@latest")
 		expectOne(t, r, CodeAMIArchitectureMismatch, Error, "NodePool/arm")
 	})
 }
@@ -319,8 +330,11 @@ func TestStartupTaintNeverRemovedRule(t *testing.T) {
 		ds.Spec.Template.Spec.Tolerations = tolerations
 		return ds
 	}
-	r := diagnose(t, Input{Objects: &whatif.Objects{NodePools: []*v1.NodePool{np}}})
-	expectOne(t, r, CodeStartupTaintNeverRemoved, Warning, "NodePool/default", "node.cilium.io/agent-not-ready=true:NoExecute", "no DaemonSets")
+	classes := []*awsv1.EC2NodeClass{class("default", awsv1.AMIFamilyAL2023, "")}
+	// No DaemonSet among the inputs: nothing is known, and it is said so.
+	r := diagnose(t, Input{Objects: &whatif.Objects{NodePools: []*v1.NodePool{np}, EC2NodeClasses: classes}})
+	expectNone(t, r, CodeStartupTaintNeverRemoved)
+	expectOne(t, r, CodeNotChecked, Info, "NodePool/default", "node.cilium.io/agent-not-ready=true:NoExecute", "no DaemonSets", "-f -")
 	other := daemonSet(corev1.Toleration{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists})
 	r = diagnose(t, Input{Objects: &whatif.Objects{NodePools: []*v1.NodePool{np}, DaemonSets: []*appsv1.DaemonSet{other}}})
 	expectOne(t, r, CodeStartupTaintNeverRemoved, Error, "NodePool/default", "none of the 1 DaemonSets tolerates it", "startupTaints")
@@ -514,7 +528,8 @@ func TestDoctorDegradesPerCheck(t *testing.T) {
 	})
 	t.Run("no aws-auth: unchecked, not an error", func(t *testing.T) {
 		r := diagnose(t, Input{Objects: &whatif.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{nc}}, Cloud: cloud})
-		expectOne(t, r, CodeNodeRoleNotMapped, Info, "EC2NodeClass/default", "unchecked")
+		expectOne(t, r, CodeNotChecked, Info, "EC2NodeClass/default", "not checked", "could not be read")
+		expectNone(t, r, CodeNodeRoleNotMapped)
 	})
 	t.Run("the cluster cannot be described", func(t *testing.T) {
 		broken := &Cloud{ClusterName: "prod", Unavailable: errors.New("describing EKS cluster prod: AccessDeniedException")}
@@ -575,4 +590,18 @@ func TestCapacityBufferNotReadyRule(t *testing.T) {
 	expectOne(t, r, CodeCapacityBufferNotReady, Warning, "CapacityBuffer/web/headroom", "keeps no room", "web/api", "create the PodTemplate in namespace web")
 	b.Status.Conditions[0].Status = metav1.ConditionTrue
 	expectNone(t, diagnose(t, Input{Objects: &whatif.Objects{CapacityBuffers: []*v1beta1.CapacityBuffer{b}}}), CodeCapacityBufferNotReady)
+}
+
+// An id the account lacks selects no AMI: said as such, with the terms
+// and a value to use, not as an architecture "for no architecture".
+func TestAMINotFoundInTheAccount(t *testing.T) {
+	nc := class("payments", awsv1.AMIFamilyAL2023, "")
+	nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{ID: "ami-0badc0ffee0000001"}}
+	o := &whatif.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{nc}, NodePools: []*v1.NodePool{pool("checkout", "payments", "arm64")}}
+	r := diagnose(t, Input{Objects: o, Cloud: simCloud(t, nil)})
+	f := expectOne(t, r, CodeAMINotFound, Error, "EC2NodeClass/payments", "id ami-0badc0ffee0000001", "- alias: al2023@latest")
+	if strings.Contains(f.Message+f.Fix, "no architecture") {
+		t.Errorf("garbled: %+v", f)
+	}
+	expectNone(t, r, CodeAMIArchitectureMismatch)
 }

@@ -23,15 +23,20 @@ func startupTaintRule(r *Report, o *whatif.Objects) {
 			if slices.ContainsFunc(o.DaemonSets, func(ds *appsv1.DaemonSet) bool { return tolerates(ds.Spec.Template.Spec.Tolerations, taint) }) {
 				continue
 			}
-			sev, seen := Error, fmt.Sprintf("none of the %d DaemonSets tolerates it", len(o.DaemonSets))
 			if len(o.DaemonSets) == 0 {
-				sev, seen = Warning, "the input has no DaemonSets (run doctor against the cluster, or add its DaemonSets with -f, to be sure)"
+				// Nothing is known of the agents: say what was not checked.
+				r.add(Finding{Code: CodeNotChecked, Severity: Info, Object: "NodePool/" + np.Name,
+					Message: fmt.Sprintf("whether an agent removes NodePool %s's startup taint %s is not checked: the input has no DaemonSets, and an agent runs on a node as a DaemonSet pod that tolerates the taint; if none does, the node never initializes",
+						np.Name, taintText(taint)),
+					Evidence: fmt.Sprintf("spec.template.spec.startupTaints: %s; no DaemonSet among the inputs", taintText(taint)),
+					Fix:      "run nodewright doctor against the cluster, or add the agent's DaemonSet manifest with -f (kubectl get daemonsets -A -o yaml | nodewright doctor -f - -f ...)"})
+				continue
 			}
-			r.add(Finding{Code: CodeStartupTaintNeverRemoved, Severity: sev, Object: "NodePool/" + np.Name,
+			r.add(Finding{Code: CodeStartupTaintNeverRemoved, Severity: Error, Object: "NodePool/" + np.Name,
 				Message: fmt.Sprintf("NodePool %s's startup taint %s is removed by nothing: no DaemonSet pod tolerates it, so no agent runs on a new node to remove it; the node never initializes, is never consolidated, and pods wait for it",
 					np.Name, taintText(taint)),
-				Evidence: fmt.Sprintf("spec.template.spec.startupTaints: %s; %s", taintText(taint), seen),
-				Fix: fmt.Sprintf("install the agent that removes %s (its DaemonSet must tolerate the taint), or delete it from NodePool %s's spec.template.spec.startupTaints",
+				Evidence: fmt.Sprintf("spec.template.spec.startupTaints: %s; none of the %d DaemonSets tolerates it", taintText(taint), len(o.DaemonSets)),
+				Fix: fmt.Sprintf("install the agent that removes %s (its DaemonSet must tolerate the taint), or, if it is meant to stay, move it from NodePool %s's spec.template.spec.startupTaints to spec.template.spec.taints",
 					taint.Key, np.Name)})
 		}
 	}

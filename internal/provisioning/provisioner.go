@@ -478,16 +478,7 @@ func rooms(snap *state.Snapshot, plan *scheduling.Plan) map[types.NamespacedName
 // events (a buffer's pod says so in the buffer's Provisioning condition
 // instead), and logs it once per workload; it returns the reasons.
 func (p *Provisioner) explain(snap *state.Snapshot, plan *scheduling.Plan) map[*corev1.Pod]string {
-	skipped := snap.SkippedSummary()
-	reasonOf := func(u *scheduling.UnschedulablePod) string {
-		switch {
-		case skipped != "" && len(snap.NodePools) == 0:
-			return skipped
-		case skipped != "":
-			return u.Reason + "; " + skipped
-		}
-		return u.Reason
-	}
+	reasonOf := func(u *scheduling.UnschedulablePod) string { return snap.ReasonFor(u.Reason) }
 	reasons := make(map[*corev1.Pod]string, len(plan.Unschedulable))
 	for _, u := range plan.Unschedulable {
 		if !state.Virtual(u.Pod) {

@@ -66,6 +66,21 @@ func (s SkippedNodePool) String() string {
 	return fmt.Sprintf("NodePool %s: %s", s.NodePool, s.Reason)
 }
 
+// ReasonFor is why a pod the plan left without a place has none, as its
+// event says: the planner's reason, then why NodePools launch nothing (in
+// place of the planner's when no NodePool could be tried at all). The
+// controller, simulate and doctor all say it this way.
+func (s *Snapshot) ReasonFor(planned string) string {
+	skipped := s.SkippedSummary()
+	switch {
+	case skipped != "" && len(s.NodePools) == 0:
+		return skipped
+	case skipped != "":
+		return planned + "; " + skipped
+	}
+	return planned
+}
+
 // SkippedSummary joins why NodePools launch nothing, for a pod's event.
 func (s *Snapshot) SkippedSummary() string {
 	parts := make([]string, 0, len(s.Skipped))

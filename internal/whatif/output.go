@@ -76,7 +76,7 @@ func NewReport(res *Result) *Report {
 	}
 	for _, u := range res.Plan.Unschedulable {
 		r.Unschedulable = append(r.Unschedulable, UnschedulableReport{Pod: u.Pod.Namespace + "/" + u.Pod.Name,
-			Workload: state.WorkloadOf(u.Pod).String(), Reason: u.Reason, pod: u.Pod})
+			Workload: state.WorkloadOf(u.Pod).String(), Reason: res.Snapshot.ReasonFor(u.Reason), pod: u.Pod})
 	}
 	r.TotalPricePerHour = math.Round(res.Plan.Price()*1e5) / 1e5
 	return r

@@ -22,6 +22,7 @@ func cluster(t *testing.T, budgets string, pods ...int) *whatif.Objects {
 kind: EC2NodeClass
 metadata: {name: default}
 spec:
+  amiFamily: AL2023
   amiSelectorTerms: [{alias: al2023@latest}]
   role: node
   subnetSelectorTerms: [{tags: {a: b}}]
@@ -257,6 +258,7 @@ func TestPlanAMIChange(t *testing.T) {
 kind: EC2NodeClass
 metadata: {name: default}
 spec:
+  amiFamily: AL2023
   amiSelectorTerms: `+tc.terms+`
   role: node
   subnetSelectorTerms: [{tags: {a: b}}]

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
@@ -81,6 +82,14 @@ func Snapshot(o *Objects, resolver *nodeclass.Resolver) (*state.Snapshot, []stri
 		}
 		if r.warning != "" {
 			warnings = append(warnings, r.warning)
+		}
+		// What the controller refuses (ValidationSucceeded=False:
+		// spec.kubelet, spec.userData) launches nothing, as there.
+		if v := nodeclass.OfflineValidation(nc); v.Status != metav1.ConditionTrue {
+			rc := nodeclass.Rules(nc)
+			rc.NotReady = &cloudprovider.NotReady{Condition: v.Type, Reason: v.Reason, Message: fmt.Sprintf("is not ready (%s: %s)", v.Reason, v.Message)}
+			classes[nc.Name] = rc
+			continue
 		}
 		needs := instancetypes.NeedsOf(nc)
 		if r.placement != nil {
@@ -176,9 +185,11 @@ func resolve(r *nodeclass.Resolver, nc *awsv1.EC2NodeClass) (resolved, error) {
 }
 
 // fromStatus reads the AMIs and zones a controller resolved into an
-// EC2NodeClass's status; when there are none, any architecture and zone.
-// The status does not say how much room capacity reservations have left,
-// so none is planned.
+// EC2NodeClass's status; without them (a manifest), the architectures
+// its terms name (an alias, an AMI name), and when a term names none (an
+// id, tags), every architecture, with a warning that says so. The status
+// does not say how much room capacity reservations have left, so none is
+// planned.
 func fromStatus(_ *nodeclass.Resolver, nc *awsv1.EC2NodeClass) (resolved, error) {
 	amis := make([]scheduling.AMI, 0, len(nc.Status.AMIs))
 	for _, a := range nc.Status.AMIs {
@@ -186,9 +197,15 @@ func fromStatus(_ *nodeclass.Resolver, nc *awsv1.EC2NodeClass) (resolved, error)
 	}
 	warning := ""
 	if len(amis) == 0 {
+		known := nodeclass.ArchitecturesOf(nc)
+		archs := known.Archs
+		if !known.Known {
+			archs = []string{"amd64", "arm64"}
+			warning = fmt.Sprintf("EC2NodeClass %s: the architecture of %s is known only to the account (a manifest has no status.amis), so every architecture is planned; a cluster's dump, or an account (--cloud), says which its amiSelectorTerms select",
+				nc.Name, strings.Join(known.Unknown, ", "))
+		}
 		amis = []scheduling.AMI{{ID: "unresolved", Requirements: scheduling.NewRequirements(
-			corev1.NodeSelectorRequirement{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64", "arm64"}})}}
-		warning = fmt.Sprintf("EC2NodeClass %s: its status names no AMIs (a manifest has none), so every architecture is planned; a cluster's dump, or an account (--cloud), says which its amiSelectorTerms select", nc.Name)
+			corev1.NodeSelectorRequirement{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: archs})}}
 	}
 	zones := make([]string, 0, len(nc.Status.Subnets))
 	for _, s := range nc.Status.Subnets {

@@ -248,6 +248,7 @@ func TestRunWithoutAnAccountReadsTheStatus(t *testing.T) {
 kind: EC2NodeClass
 metadata: {name: default}
 spec:
+  amiFamily: AL2023
   amiSelectorTerms: [{id: ami-0123456789abcdef0}]
   role: r
   subnetSelectorTerms: [{id: subnet-1}]

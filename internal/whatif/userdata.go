@@ -87,11 +87,7 @@ func RenderUserData(o *Objects, nodePool, instanceType string, cluster userdata.
 	if err != nil {
 		return nil, fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
 	}
-	user := ""
-	if nc.Spec.UserData != nil {
-		user = *nc.Spec.UserData
-	}
-	return &RenderedUserData{NodePool: np.Name, NodeClass: nc.Name, Family: family, InstanceType: it.Name, UserData: out, Findings: userdata.Validate(family, user)}, nil
+	return &RenderedUserData{NodePool: np.Name, NodeClass: nc.Name, Family: family, InstanceType: it.Name, UserData: out, Findings: nodeclass.UserDataFindings(nc)}, nil
 }
 
 // catalogRegion is the region the built-in catalog's prices are for.

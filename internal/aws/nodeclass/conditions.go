@@ -61,20 +61,7 @@ func Conditions(nc *awsv1.EC2NodeClass, r Resolution) []metav1.Condition {
 		profile = metav1.Condition{Type: awsv1.ConditionInstanceProfileReady, Status: metav1.ConditionFalse, Reason: awsv1.ReasonInstanceProfileNotReady, Message: r.ProfileErr.Error()}
 	}
 	conds = append(conds, profile)
-	validation := metav1.Condition{Type: awsv1.ConditionValidationSucceeded, Status: metav1.ConditionTrue, Reason: awsv1.ReasonValid}
-	var errs []string
-	for _, f := range r.Findings {
-		if f.Severity == userdata.Error {
-			errs = append(errs, f.Code+": "+f.Explain())
-		}
-	}
-	if bad := kubeletValidation(nc, r); bad != nil {
-		validation = *bad
-	} else if len(errs) > 0 {
-		validation = metav1.Condition{Type: awsv1.ConditionValidationSucceeded, Status: metav1.ConditionFalse, Reason: awsv1.ReasonUserDataInvalid,
-			Message: "spec.userData would keep nodes from registering, so nothing is launched from this EC2NodeClass: " + strings.Join(errs, "; ")}
-	}
-	conds = append(conds, validation, placementCondition(nc, r))
+	conds = append(conds, Validation(nc, r), placementCondition(nc, r))
 	var notReady []string
 	for _, c := range conds {
 		if c.Status != metav1.ConditionTrue {
@@ -91,6 +78,48 @@ func Conditions(nc *awsv1.EC2NodeClass, r Resolution) []metav1.Condition {
 		conds = append(conds, PricesCondition(*r.Prices))
 	}
 	return conds
+}
+
+// Validation is the ValidationSucceeded condition: False when spec.kubelet
+// is refused (kubeletValidation) or spec.userData has an error finding
+// (r.Findings), else True. It reads nothing but the object and r, so the
+// offline tools set it as the controller does.
+func Validation(nc *awsv1.EC2NodeClass, r Resolution) metav1.Condition {
+	if bad := kubeletValidation(nc, r); bad != nil {
+		return *bad
+	}
+	var errs []string
+	for _, f := range r.Findings {
+		if f.Severity == userdata.Error {
+			errs = append(errs, f.Code+": "+f.Explain())
+		}
+	}
+	if len(errs) > 0 {
+		return metav1.Condition{Type: awsv1.ConditionValidationSucceeded, Status: metav1.ConditionFalse, Reason: awsv1.ReasonUserDataInvalid,
+			Message: "spec.userData would keep nodes from registering, so nothing is launched from this EC2NodeClass: " + strings.Join(errs, "; ")}
+	}
+	return metav1.Condition{Type: awsv1.ConditionValidationSucceeded, Status: metav1.ConditionTrue, Reason: awsv1.ReasonValid}
+}
+
+// OfflineValidation is Validation as the controller would set it, from
+// the object alone: its user data validated as the controller does
+// (errors stop launches), spec.kubelet's expressions allowed.
+func OfflineValidation(nc *awsv1.EC2NodeClass) metav1.Condition {
+	return Validation(nc, Resolution{Findings: UserDataFindings(nc), KubeletExpressions: true})
+}
+
+// UserDataFindings validate an EC2NodeClass's spec.userData for its AMI
+// family, knowing the kube-dns address when spec.kubelet sets it.
+func UserDataFindings(nc *awsv1.EC2NodeClass) []userdata.Finding {
+	userData := ""
+	if nc.Spec.UserData != nil {
+		userData = *nc.Spec.UserData
+	}
+	known := userdata.Known{}
+	if k, err := kubeletconfig.Parse(nc.Spec.Kubelet); err == nil && k != nil && len(k.ClusterDNS) == 1 {
+		known.ClusterDNS = k.ClusterDNS[0]
+	}
+	return userdata.ValidateWith(Family(nc), userData, known)
 }
 
 // reservationsCondition says which capacity reservations were found. It

@@ -187,11 +187,7 @@ func (c *Controller) resolve(ctx context.Context, nc *awsv1.EC2NodeClass) Resolu
 		c.Metrics.PriceSource("on_demand", string(st.OnDemand.Source), sources, st.OnDemand.Since)
 		c.Metrics.PriceSource("spot", string(st.Spot.Source), sources, st.Spot.Since)
 	}
-	userData := ""
-	if nc.Spec.UserData != nil {
-		userData = *nc.Spec.UserData
-	}
-	res.Findings = userdata.Validate(Family(nc), userData)
+	res.Findings = UserDataFindings(nc)
 	if c.SkipUserDataValidation {
 		for i := range res.Findings {
 			res.Findings[i].Severity = userdata.Warning

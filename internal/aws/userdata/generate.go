@@ -46,6 +46,32 @@ const boundary = "//"
 // bootstrap, user parts first, generated parts last. Custom user data is
 // returned unchanged.
 func Generate(family string, c Cluster, n Node, userData string) (string, error) {
+	out, err := generate(family, c, n, userData)
+	if err != nil {
+		return "", err
+	}
+	if len(out) > MaxSize {
+		return "", &TooLargeError{Size: len(out), UserSize: len(userData)}
+	}
+	return out, nil
+}
+
+// MaxSize is the most user data EC2 accepts, in bytes before base64
+// encoding (16 KB); RunInstances, CreateFleet and launch templates refuse
+// more.
+const MaxSize = 16 * 1024
+
+// TooLargeError is user data over MaxSize once nodewright's bootstrap is
+// merged into the EC2NodeClass's.
+type TooLargeError struct{ Size, UserSize int }
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("the user data would be %d bytes with nodewright's bootstrap merged in (spec.userData is %d of them), over EC2's limit of %d bytes before base64 encoding, so EC2 would refuse every launch; "+
+		"shrink spec.userData by %d bytes or more: fetch large scripts or files at boot (from S3 or a container image) instead of inlining them, or compress them (gzip and base64)",
+		e.Size, e.UserSize, MaxSize, e.Size-MaxSize)
+}
+
+func generate(family string, c Cluster, n Node, userData string) (string, error) {
 	taints := append(append([]corev1.Taint(nil), n.Taints...), corev1.Taint{Key: "karpenter.sh/unregistered", Effect: corev1.TaintEffectNoExecute})
 	labels := kubeletLabels(n.Labels)
 	switch family {

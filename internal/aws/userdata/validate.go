@@ -21,18 +21,36 @@ import (
 // asked for. Nodes of every family but Custom get nodewright's own
 // registration (generated after the user's part); Custom user data must
 // register karpenter.sh/unregistered:NoExecute itself.
-func Validate(family, userData string) []Finding {
+func Validate(family, userData string) []Finding { return ValidateWith(family, userData, Known{}) }
+
+// Known are the values nodewright's own configuration gives a node, when
+// they are known: a user's setting equal to them loses nothing.
+type Known struct {
+	// ClusterDNS is the kube-dns address the generated configuration
+	// sets (spec.kubelet.clusterDNS, else the cluster's); "" when not
+	// known, and a user's clusterDNS is then not reported.
+	ClusterDNS string
+}
+
+// ValidateWith is Validate knowing what nodewright's own configuration
+// sets.
+func ValidateWith(family, userData string, known Known) []Finding {
 	if strings.TrimSpace(userData) == "" {
 		if family == awsv1.AMIFamilyCustom {
 			return []Finding{missingUnregistered(nil, "the user data is empty")}
 		}
 		return nil
 	}
+	if len(userData) > MaxSize {
+		return []Finding{{Code: CodeTooLarge, Severity: Error,
+			Message: fmt.Sprintf("spec.userData is %d bytes, over EC2's limit of %d bytes (before base64 encoding) even before nodewright's bootstrap is merged in, so EC2 would refuse every launch", len(userData), MaxSize),
+			Fix:     fmt.Sprintf("shrink spec.userData by %d bytes or more (and leave room for the bootstrap nodewright merges in, about 1–3 KB): fetch large scripts or files at boot (from S3 or a container image) instead of inlining them, or compress them (gzip and base64)", len(userData)-MaxSize)}}
+	}
 	parts, err := Split([]byte(userData))
 	if err != nil {
 		return []Finding{{Code: CodeUnreadable, Severity: Error, Message: fmt.Sprintf("the user data cannot be read as a node would read it: %v", err), Fix: fixUnreadable}}
 	}
-	v := &validation{family: family}
+	v := &validation{family: family, known: known}
 	for _, p := range parts {
 		if validate, ok := partValidators[p.ContentType]; ok {
 			validate(v, p.Body)
@@ -119,6 +137,7 @@ func (v *validation) whyUnregistered() string {
 
 type validation struct {
 	family   string
+	known    Known
 	findings []Finding
 	// registered are the taints the user data itself registers with, when
 	// it registers any (Custom); ignored are taints asked for in arguments
@@ -220,8 +239,8 @@ func (v *validation) nodeadmFlags(flags []string) {
 		v.add(CodeFlagsOverrideTaints, Error,
 			fmt.Sprintf("spec.kubelet.flags passes %q: nodeadm appends user flags after the configuration nodewright generates, and a kubelet flag overrides the configuration's registerWithTaints, so the node would register with only %s and lose %s (and every NodePool taint and startupTaint) — it would never be matched to its NodeClaim",
 				flag.text, strings.Join(taints, ", "), UnregisteredTaint),
-			fmt.Sprintf("remove %q from the nodeadm NodeConfig's spec.kubelet.flags and move %s to the NodePool's startupTaints (or taints):\n%s",
-				flag.text, strings.Join(taints, ", "), StartupTaintsYAML(taints)))
+			fmt.Sprintf("remove %q from the nodeadm NodeConfig's spec.kubelet.flags and move %s to the NodePool (taints that stay in spec.template.spec.taints, taints an agent removes in startupTaints):\n%s",
+				flag.text, strings.Join(taints, ", "), TaintsYAML(taints)))
 	}
 }
 
@@ -239,10 +258,24 @@ var generatedBottlerocket = []struct{ key, source, fix string }{
 // which nodeadm merges after the user's, always sets.
 var generatedSettings = []struct{ key, field string }{{"maxPods", "spec.kubelet.maxPods"}, {"clusterDNS", "spec.kubelet.clusterDNS"}}
 
+// sameAsGenerated reports a user's kubelet setting that equals what the
+// generated configuration sets, or, for clusterDNS, one whose generated
+// value is not known: nothing is lost, or nothing can be said.
+func (v *validation) sameAsGenerated(key string, value any) bool {
+	switch key {
+	case "clusterDNS":
+		list, _ := value.([]any)
+		return v.known.ClusterDNS == "" || len(list) == 1 && fmt.Sprint(list[0]) == v.known.ClusterDNS
+	case "cluster-dns-ip":
+		return v.known.ClusterDNS == "" || fmt.Sprint(value) == v.known.ClusterDNS
+	}
+	return false
+}
+
 func (v *validation) nodeadmConfig(config map[string]any) {
 	if !v.custom() {
 		for _, s := range generatedSettings {
-			if value, ok := config[s.key]; ok {
+			if value, ok := config[s.key]; ok && !v.sameAsGenerated(s.key, value) {
 				v.add(CodeSettingOverridden, Warning,
 					fmt.Sprintf("kubelet %s = %v in the user data's NodeConfig never takes effect: nodeadm merges the NodeConfig nodewright generates after it, and that one always sets %s", s.key, value, s.key),
 					fmt.Sprintf("remove %s from the NodeConfig's spec.kubelet.config and set the EC2NodeClass's %s instead", s.key, s.field))
@@ -273,7 +306,7 @@ func (v *validation) nodeadmConfig(config map[string]any) {
 	v.add(CodeConfigTaintsReplaced, Warning,
 		fmt.Sprintf("spec.kubelet.config.registerWithTaints (%s) is replaced by the list nodewright generates (nodeadm merges documents in order and replaces lists), so these taints are silently dropped",
 			strings.Join(taints, ", ")),
-		"remove registerWithTaints from the nodeadm NodeConfig and move the taints to the NodePool's startupTaints (or taints):\n"+StartupTaintsYAML(taints))
+		"remove registerWithTaints from the nodeadm NodeConfig and move the taints to the NodePool (taints that stay in spec.template.spec.taints, taints an agent removes in startupTaints):\n"+TaintsYAML(taints))
 }
 
 // BootstrapOptions are bootstrap.sh's options that take a value as the
@@ -418,7 +451,7 @@ func (v *validation) bottlerocket(body []byte) {
 	}
 	if !v.custom() {
 		for _, s := range generatedBottlerocket {
-			if value, ok := doc.Settings.Kubernetes[s.key]; ok {
+			if value, ok := doc.Settings.Kubernetes[s.key]; ok && !v.sameAsGenerated(s.key, value) {
 				v.add(CodeSettingOverridden, Warning,
 					fmt.Sprintf("settings.kubernetes.%s = %v in the user data never takes effect: nodewright overwrites it with the value it works out from %s when it merges its own settings into the node's", s.key, value, s.source),
 					fmt.Sprintf("remove %s from [settings.kubernetes]%s", s.key, s.fix))
@@ -445,7 +478,7 @@ func (v *validation) bottlerocket(body []byte) {
 	v.add(CodeBottlerocketTaints, Warning,
 		fmt.Sprintf("settings.kubernetes.node-taints (%s) is replaced by the taints nodewright generates, so these taints are silently dropped",
 			strings.Join(taints, ", ")),
-		"remove settings.kubernetes.node-taints and move the taints to the NodePool's startupTaints (or taints):\n"+StartupTaintsYAML(taints))
+		"remove settings.kubernetes.node-taints and move the taints to the NodePool (taints that stay in spec.template.spec.taints, taints an agent removes in startupTaints):\n"+TaintsYAML(taints))
 }
 
 // flagValue is a --register-with-taints flag and its value.
