@@ -307,4 +307,3 @@ func archsOf(ctx context.Context, cloud *Cloud, nc *awsv1.EC2NodeClass) (amiArch
 	out.source, out.unknown = known.Source, known.Unknown
 	return out, nil
 }
-

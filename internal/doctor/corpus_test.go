@@ -218,7 +218,7 @@ func s3Cases() []corpusCase {
 		{"single quotes inside double", "--kubelet-extra-args \"--register-with-taints='karpenter.sh/unregistered:NoExecute'\""},
 	} {
 		out = append(out, corpusCase{shape: "S3 AL2 bootstrap " + shape.name,
-			broken: custom("#!/bin/bash\n/etc/eks/bootstrap.sh payments-prod " + shape.line + "\n") + "---\n" + pool, twin: twin,
+			broken: custom("#!/bin/bash\n/etc/eks/bootstrap.sh payments-prod "+shape.line+"\n") + "---\n" + pool, twin: twin,
 			code: CodeBootstrapArgsMalformed, object: "EC2NodeClass/payments", blocksLaunch: true, fix: []string{"--kubelet-extra-args"}})
 	}
 	out = append(out, corpusCase{shape: "S3 Custom without the taint",
@@ -279,7 +279,7 @@ func s5Cases() []corpusCase {
 				broken: corpusClass("graviton", "AL2023", a.term, "", a.status) + "---\n" + corpusPool("ci-arm", "graviton", p.reqs),
 				twin:   corpusClass("graviton", "AL2023", "alias: al2023@latest", "", "") + "---\n" + corpusPool("ci-arm", "graviton", p.reqs),
 				code:   CodeAMIArchitectureMismatch, object: "NodePool/ci-arm", blocksLaunch: true,
-				fix:    []string{"add an AMI for arm64 to EC2NodeClass graviton's spec.amiSelectorTerms", a.fix}})
+				fix: []string{"add an AMI for arm64 to EC2NodeClass graviton's spec.amiSelectorTerms", a.fix}})
 		}
 	}
 	// Both architectures asked for by name, only one has an AMI: the fix

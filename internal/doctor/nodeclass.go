@@ -3,9 +3,9 @@ package doctor
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
-	"fmt"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
