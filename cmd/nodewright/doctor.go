@@ -61,7 +61,7 @@ Exit status 1 when any finding is an error.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringArrayVarP(&fl.files, "filename", "f", nil, "manifest file (repeatable); without it, the cluster of the kubeconfig")
+	f.StringArrayVarP(&fl.files, "filename", "f", nil, "manifest file, directory (its .yaml, .yml and .json files, recursively) or - for standard input (repeatable); without it, the cluster of the kubeconfig")
 	f.StringVar(&fl.cloud, "cloud", "", "also read an AWS account: sim or aws")
 	outputFlag(cmd, &fl.output, "table")
 	f.StringVar(&fl.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG or ~/.kube/config)")
@@ -81,7 +81,7 @@ func runDoctor(cmd *cobra.Command, fl doctorFlags) error {
 	in := doctor.Input{Grace: fl.grace, Now: time.Now()}
 	kubeconfigPath := ""
 	if len(fl.files) > 0 {
-		objs, err := loadFiles(cmd.ErrOrStderr(), fl.files)
+		objs, err := loadFiles(cmd, fl.files)
 		if err != nil {
 			return err
 		}
@@ -104,6 +104,7 @@ func runDoctor(cmd *cobra.Command, fl doctorFlags) error {
 		if in.Objects, in.Events, err = doctor.ReadCluster(ctx, kube); err != nil {
 			return fmt.Errorf("reading the cluster at %s: %w", rc.Host, err)
 		}
+		in.FromCluster = true
 	}
 	cloud, err := doctorCloud(ctx, fl, kubeconfigPath)
 	if err != nil {

@@ -38,7 +38,7 @@ with the workloads and why.`,
 			if err := checkOutput(output, "table"); err != nil {
 				return err
 			}
-			objs, err := loadInput(cmd.ErrOrStderr(), files, now, schedulerConfig)
+			objs, err := loadInput(cmd, files, now, schedulerConfig)
 			if err != nil {
 				return err
 			}
@@ -70,7 +70,7 @@ with the workloads and why.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "the cluster: a dump or manifests (repeatable)")
+	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "the cluster: a dump or manifests: a file, a directory or - for standard input (repeatable)")
 	cmd.Flags().StringArrayVar(&changes, "change", nil, "NodePools and EC2NodeClasses as you mean to apply them (repeatable)")
 	outputFlag(cmd, &output, "table")
 	cmd.Flags().StringVar(&now, "now", "", "plan as at this time (RFC 3339; default: now)")

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -48,7 +47,7 @@ for every other node of a NodePool the one reason it stays.`,
 			if now != "" && !disrupt {
 				return fmt.Errorf("--now applies to --disruption only")
 			}
-			objs, err := loadInput(cmd.ErrOrStderr(), files, now, schedulerConfig)
+			objs, err := loadInput(cmd, files, now, schedulerConfig)
 			if err != nil {
 				return err
 			}
@@ -77,7 +76,7 @@ for every other node of a NodePool the one reason it stays.`,
 			return report.WriteTable(cmd.OutOrStdout())
 		},
 	}
-	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "manifest file (repeatable)")
+	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "manifest file, directory (recursively) or - for standard input (repeatable)")
 	outputFlag(cmd, &output, "table")
 	cmd.Flags().BoolVar(&disrupt, "disruption", false, "print what disruption would do now instead of what would be launched")
 	cmd.Flags().StringVar(&now, "now", "", "with --disruption, decide as at this time (RFC 3339; default: now)")
@@ -102,8 +101,8 @@ func simulateResolver(cloud string) (*nodeclass.Resolver, error) {
 
 // loadInput reads the manifests, the scheduler configuration (none when
 // empty) and the time decisions are made at (now when empty).
-func loadInput(w io.Writer, files []string, now, schedulerConfig string) (*whatif.Objects, error) {
-	objs, err := loadFiles(w, files)
+func loadInput(cmd *cobra.Command, files []string, now, schedulerConfig string) (*whatif.Objects, error) {
+	objs, err := loadFiles(cmd, files)
 	if err != nil {
 		return nil, err
 	}
@@ -120,18 +119,14 @@ func loadInput(w io.Writer, files []string, now, schedulerConfig string) (*whati
 
 // loadFiles reads manifests, warning on w about each document it does not
 // read.
-func loadFiles(w io.Writer, files []string) (*whatif.Objects, error) {
-	objs := &whatif.Objects{}
-	for _, name := range files {
-		f, err := os.Open(name)
-		if err != nil {
-			return nil, err
-		}
-		err = objs.Load(name, f)
-		_ = f.Close()
-		if err != nil {
-			return nil, err
-		}
+func loadFiles(cmd *cobra.Command, files []string) (*whatif.Objects, error) {
+	w := cmd.ErrOrStderr()
+	objs, err := whatif.LoadPaths(files, cmd.InOrStdin())
+	if err != nil {
+		return nil, err
+	}
+	for _, ignored := range objs.Ignored {
+		fmt.Fprintln(w, "warning: skipped", ignored)
 	}
 	warnSkipped(w, objs.Skipped)
 	if len(objs.Skipped) > 0 {

@@ -40,7 +40,7 @@ and the command fails.`,
 			if cluster.CABundle == "" {
 				fmt.Fprintln(cmd.ErrOrStderr(), "no --cluster-ca: the user data carries no cluster CA certificate, and a node launched with it would not trust the API server")
 			}
-			objs, err := loadFiles(cmd.ErrOrStderr(), files)
+			objs, err := loadFiles(cmd, files)
 			if err != nil {
 				return err
 			}
@@ -63,7 +63,7 @@ and the command fails.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "manifest file (repeatable)")
+	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "manifest file, directory (recursively) or - for standard input (repeatable)")
 	cmd.Flags().StringVar(&nodePool, "nodepool", "", "the NodePool whose nodes' user data to print")
 	cmd.Flags().StringVar(&instanceType, "instance-type", "", "render for this instance type (it sets the pod limit); the cheapest the NodePool admits when unset")
 	cmd.Flags().StringVar(&cluster.Name, "cluster-name", "", "the EKS cluster's name (required)")

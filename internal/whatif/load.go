@@ -48,9 +48,14 @@ type Objects struct {
 	PDBs       []*policyv1.PodDisruptionBudget
 	// Skipped are the documents Load did not read.
 	Skipped []Skipped
-	// used counts the documents read; at is where Load is.
-	used int
-	at   position
+	// Ignored are the files of a directory (-f DIR) that hold nothing
+	// nodewright reads, each with what it holds.
+	Ignored []string
+	// used counts the documents read; at is where Load is; where, where
+	// each object read was.
+	used  int
+	at    position
+	where map[string]position
 	// Overlays change the price and capacity of instance types.
 	Overlays []*v1alpha1.NodeOverlay
 	// Namespaces, with their labels, for pod affinity namespace selectors.
@@ -131,12 +136,12 @@ func (o *Objects) Load(name string, r io.Reader) error {
 	if o.used == used {
 		var held []string
 		for _, s := range o.Skipped[skipped:] {
-			held = append(held, s.Kind+" "+s.Name)
+			held = append(held, strings.TrimSpace(s.Kind+" "+s.Name))
 		}
 		if len(held) == 0 {
-			return fmt.Errorf("%s: no documents (nodewright reads %s)", name, ReadKinds)
+			return &NothingReadError{Held: []string{"no documents"}, msg: fmt.Sprintf("%s: no documents (nodewright reads %s)", name, ReadKinds)}
 		}
-		return fmt.Errorf("%s: nothing nodewright reads in it (%s); it reads %s", name, strings.Join(held, ", "), ReadKinds)
+		return &NothingReadError{Held: held, msg: fmt.Sprintf("%s: nothing nodewright reads in it (%s); it reads %s", name, strings.Join(held, ", "), ReadKinds)}
 	}
 	return nil
 }
@@ -176,6 +181,11 @@ func (o *Objects) add(doc []byte) error {
 	read, err := o.decode(doc, head.TypeMeta, head.Metadata.Name)
 	if err != nil {
 		return err
+	}
+	if read {
+		if err := o.remember(head.Kind, head.Metadata.Namespace, head.Metadata.Name); err != nil {
+			return err
+		}
 	}
 	if !read {
 		o.Skipped = append(o.Skipped, Skipped{File: o.at.file, Line: o.at.line, Kind: head.Kind, Name: head.Metadata.Name})

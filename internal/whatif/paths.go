@@ -1,0 +1,144 @@
+package whatif
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Stdin is the path that names standard input (kubectl get ... -o yaml |
+// nodewright doctor -f -).
+const Stdin = "-"
+
+// NothingReadError is a file that holds no document nodewright reads.
+type NothingReadError struct {
+	// Held are the kinds and names the file holds.
+	Held []string
+	msg  string
+}
+
+func (e *NothingReadError) Error() string { return e.msg }
+
+// LoadPaths reads manifests from files, directories (recursively: their
+// .yaml, .yml and .json files, in name order) and standard input ("-",
+// once). In a directory a file with nothing nodewright reads (a
+// kustomization, a Service) is skipped and listed; given by name it is
+// an error. The same object in two places is an error naming both.
+func LoadPaths(paths []string, stdin io.Reader) (*Objects, error) {
+	o := &Objects{}
+	readStdin := false
+	for _, path := range paths {
+		if path == Stdin {
+			if readStdin {
+				return nil, errors.New("-f -: standard input can be read once")
+			}
+			readStdin = true
+			if err := o.Load("<stdin>", stdin); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		info, err := os.Stat(path)
+		if err != nil {
+			return nil, fmt.Errorf("-f %s: %w", path, err)
+		}
+		if !info.IsDir() {
+			if err := o.loadFile(path); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err := o.loadDir(path); err != nil {
+			return nil, err
+		}
+	}
+	return o, nil
+}
+
+// loadDir reads a directory's manifests, recursively.
+func (o *Objects) loadDir(dir string) error {
+	var files []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && path != dir && strings.HasPrefix(d.Name(), ".") {
+			return filepath.SkipDir // .git and the like
+		}
+		switch strings.ToLower(filepath.Ext(path)) {
+		case ".yaml", ".yml", ".json":
+			if !d.IsDir() {
+				files = append(files, path)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("-f %s: %w", dir, err)
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("-f %s: the directory holds no .yaml, .yml or .json file", dir)
+	}
+	slices.Sort(files)
+	read := 0
+	for _, f := range files {
+		skipped := len(o.Skipped)
+		err := o.loadFile(f)
+		var nothing *NothingReadError
+		switch {
+		case errors.As(err, &nothing):
+			o.Ignored = append(o.Ignored, fmt.Sprintf("%s: nothing nodewright reads (%s)", f, strings.Join(nothing.Held, ", ")))
+			o.Skipped = o.Skipped[:skipped]
+		case err != nil:
+			return err
+		default:
+			read++
+		}
+	}
+	if read == 0 {
+		return fmt.Errorf("-f %s: none of its %d files holds a document nodewright reads (%s)", dir, len(files), ReadKinds)
+	}
+	return nil
+}
+
+func (o *Objects) loadFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return o.Load(path, f)
+}
+
+// clusterScoped are the kinds read that have no namespace.
+var clusterScoped = map[string]bool{"NodePool": true, "NodeClaim": true, "EC2NodeClass": true, "NodeOverlay": true, "Node": true,
+	"Namespace": true, "PersistentVolume": true, "StorageClass": true, "CSINode": true}
+
+// remember records where an object was read, and refuses a second one of
+// the same kind and name: which of two the user meant is not
+// nodewright's to guess.
+func (o *Objects) remember(kind, namespace, name string) error {
+	if clusterScoped[kind] {
+		namespace = ""
+	} else if namespace == "" {
+		namespace = "default"
+	}
+	key := kind + "/" + namespace + "/" + name
+	if o.where == nil {
+		o.where = map[string]position{}
+	}
+	if first, ok := o.where[key]; ok {
+		what := kind + " " + name
+		if namespace != "" {
+			what = kind + " " + namespace + "/" + name
+		}
+		return fmt.Errorf("%s is also in %s:%d: the same object twice; remove one of them", what, first.file, first.line)
+	}
+	o.where[key] = o.at
+	return nil
+}
