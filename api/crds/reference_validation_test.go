@@ -10,6 +10,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/nodewright/nodewright/api/crds"
 )
 
 // The reference's own CRD validation tests (Karpenter's and its AWS
@@ -129,6 +131,7 @@ func TestReferenceValidationCases(t *testing.T) {
 			}
 			if c.update == "" {
 				verdict(t, "creating", err, c.accept)
+				offlineAgrees(t, obj, err)
 				if err == nil && c.want != "" {
 					path, value, _ := strings.Cut(c.want, "=")
 					got, _, _ := unstructured.NestedString(obj.Object, strings.Split(path, ".")...)
@@ -148,6 +151,26 @@ func TestReferenceValidationCases(t *testing.T) {
 			}
 			verdict(t, "updating", kube.Update(ctx, changed, uopts...), c.accept)
 		})
+	}
+}
+
+// offlineAgrees: the offline tools (crds.Validate, as doctor, simulate
+// and plan read manifests) accept what the API server accepted and refuse
+// what it refused, in its words.
+func offlineAgrees(t *testing.T, obj *unstructured.Unstructured, server error) {
+	t.Helper()
+	local := obj.DeepCopy().Object
+	if _, err := crds.Default(local); err != nil {
+		t.Fatal(err)
+	}
+	_, offline := crds.Validate(context.Background(), local)
+	switch {
+	case server == nil && offline != nil:
+		t.Errorf("the API server accepts; offline validation refuses: %v", offline)
+	case server != nil && offline == nil && !strings.Contains(server.Error(), "field not declared in schema") && !strings.Contains(server.Error(), "unknown field"):
+		t.Errorf("the API server refuses (%v); offline validation accepts", server)
+	case server != nil && offline != nil && !strings.Contains(server.Error(), offline.Error()):
+		t.Errorf("offline validation refuses in other words:\n  API server: %v\n  offline:    %v", server, offline)
 	}
 }
 

@@ -314,10 +314,10 @@ func otherCases() []corpusCase {
 			broken: corpusClass("payments", "AL2023", "alias: al2023@latest", "  kubelet:\n    imageGCHighThresholdPercent: 40\n    imageGCLowThresholdPercent: 60\n", "") + "---\n" + pool,
 			twin:   corpusClass("payments", "AL2023", "alias: al2023@latest", "  kubelet:\n    imageGCHighThresholdPercent: 85\n    imageGCLowThresholdPercent: 60\n", "") + "---\n" + pool,
 			code:   CodeKubeletConfigRefused, object: "EC2NodeClass/payments", blocksLaunch: true, fix: []string{"spec.kubelet"}},
-		{shape: "a pod selector no instance type of the NodePool meets",
-			broken: good + "---\n" + corpusPool("checkout", "payments", "        - {key: karpenter.k8s.aws/instance-family, operator: In, values: [m6i]}\n") +
+		{shape: "a pod selector no instance type of the NodePool meets", noCommon: true,
+			broken: good + "---\n" + goodAWSAuth + "---\n" + corpusDaemonSet + "---\n" + corpusPool("checkout", "payments", "        - {key: karpenter.k8s.aws/instance-family, operator: In, values: [m6i]}\n") +
 				"---\n" + strings.Replace(corpusWorkload, "nodeSelector: {team: payments}", "nodeSelector: {team: payments, kubernetes.io/arch: arm64}", 1),
-			twin: good + "---\n" + corpusPool("checkout", "payments", "        - {key: karpenter.k8s.aws/instance-family, operator: In, values: [m6i, m7g]}\n") +
+			twin: good + "---\n" + goodAWSAuth + "---\n" + corpusDaemonSet + "---\n" + corpusPool("checkout", "payments", "        - {key: karpenter.k8s.aws/instance-family, operator: In, values: [m6i, m7g]}\n") +
 				"---\n" + strings.Replace(corpusWorkload, "nodeSelector: {team: payments}", "nodeSelector: {team: payments, kubernetes.io/arch: arm64}", 1),
 			code: CodePodIncompatible, object: "Deployment/payments/checkout", blocksLaunch: true, fix: []string{"karpenter.k8s.aws/instance-family", "add ", "to its values"}},
 	}

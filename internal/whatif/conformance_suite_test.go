@@ -1,6 +1,7 @@
 package whatif_test
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -24,6 +25,7 @@ spec:
     metadata: {labels: {team: a}}
     spec:
       nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements: []
 ` + pod("p", "", "", "{nodeSelector: {team: b}}"),
 		want: []expectation{notScheduled("p"), newNodes(0)},
 	},
@@ -561,6 +563,7 @@ spec:
   template:
     spec:
       nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements: []
       startupTaints: [{key: foo.com/taint, value: tainted, effect: NoSchedule}]
 ` + suiteNode{name: "n1", pool: "default", itype: "m5.4xlarge", startupTaints: "[{key: foo.com/taint, value: tainted, effect: NoSchedule}]",
 			taints: "[{key: foo.com/taint, value: tainted, effect: NoSchedule}, {key: node.kubernetes.io/not-ready, effect: NoSchedule}]"}.yaml() +
@@ -576,6 +579,7 @@ spec:
   template:
     spec:
       nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements: []
       startupTaints: [{key: ignore-me, value: nothing-to-see-here, effect: NoSchedule}]
 ` + suiteNode{name: "n1", pool: "default", initialized: true, startupTaints: "[{key: ignore-me, value: nothing-to-see-here, effect: NoSchedule}]",
 			taints: "[{key: ignore-me, value: nothing-to-see-here, effect: NoSchedule}]"}.yaml() +
@@ -970,9 +974,7 @@ func suitePool(name, labels, reqs string) string {
 		fmt.Fprintf(&b, "    metadata: {labels: %s}\n", labels)
 	}
 	b.WriteString("    spec:\n      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}\n")
-	if reqs != "" {
-		fmt.Fprintf(&b, "      requirements: %s\n", reqs)
-	}
+	fmt.Fprintf(&b, "      requirements: %s\n", cmp.Or(reqs, "[]"))
 	return b.String()
 }
 

@@ -53,6 +53,7 @@ spec:
   template:
     spec:
       nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements: []
 `
 
 // outcome is where a case's pods went.

@@ -1,6 +1,7 @@
 package whatif_test
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -48,9 +49,7 @@ func topoPool(name, labels, requirements, more string) string {
 		fmt.Fprintf(&b, "    metadata: {labels: %s}\n", labels)
 	}
 	b.WriteString("    spec:\n      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}\n")
-	if requirements != "" {
-		fmt.Fprintf(&b, "      requirements: %s\n", requirements)
-	}
+	fmt.Fprintf(&b, "      requirements: %s\n", cmp.Or(requirements, "[]"))
 	b.WriteString(more)
 	return b.String()
 }

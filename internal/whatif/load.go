@@ -6,6 +6,7 @@ package whatif
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
@@ -215,7 +217,7 @@ func (o *Objects) decode(doc []byte, tm metav1.TypeMeta, name string) (bool, err
 	if readers[tm.Kind] == nil {
 		return false, nil // not read, so not decoded: its fields are not nodewright's to judge
 	}
-	doc, err := defaulted(doc)
+	doc, fields, err := defaulted(doc)
 	if err != nil {
 		return false, fmt.Errorf("%s %s: %w", tm.Kind, name, err)
 	}
@@ -225,6 +227,14 @@ func (o *Objects) decode(doc []byte, tm metav1.TypeMeta, name string) (bool, err
 		return false, fmt.Errorf("%s %s: apiVersion %s is not one nodewright reads (%s)", tm.Kind, name, tm.APIVersion, readVersions[tm.Kind])
 	case err != nil:
 		return false, fmt.Errorf("decoding %s %s: %w", tm.Kind, name, err)
+	}
+	// What the API server would refuse is refused here, by its schema and
+	// CEL rules and in its words (unknown fields, above, first, as
+	// kubectl's strict field validation does).
+	if fields != nil {
+		if _, err := crds.Validate(context.Background(), fields); err != nil {
+			return false, err
+		}
 	}
 	reader := readers[gvk.Kind]
 	if reader == nil {
@@ -236,17 +246,25 @@ func (o *Objects) decode(doc []byte, tm metav1.TypeMeta, name string) (bool, err
 // defaulted is a document of one of nodewright's CRDs with the defaults
 // the CRD's schema declares filled in, as the API server fills them in on
 // create (so a manifest and a dump of the object it makes read the
-// same); any other document as it is.
-func defaulted(doc []byte) ([]byte, error) {
+// same), and its fields to validate; any other document as it is, and no
+// fields.
+func defaulted(doc []byte) ([]byte, map[string]any, error) {
+	data, err := yaml.YAMLToJSON(doc)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Whole numbers as int64, as the API server decodes them: its
+	// validation rules tell integers from floats.
 	var obj map[string]any
-	if err := yaml.Unmarshal(doc, &obj); err != nil {
-		return nil, err
+	if err := utiljson.Unmarshal(data, &obj); err != nil {
+		return nil, nil, err
 	}
 	ours, err := crds.Default(obj)
 	if err != nil || !ours {
-		return doc, err
+		return doc, nil, err
 	}
-	return json.Marshal(obj)
+	out, err := json.Marshal(obj)
+	return out, obj, err
 }
 
 // readVersions name the apiVersion of each kind simulate reads.
@@ -334,18 +352,13 @@ func inDefault[T metav1.Object](obj T) T {
 	return obj
 }
 
+// addNodePool and addNodeClaim add what the CRD's own validation passed.
 func (o *Objects) addNodePool(np *v1.NodePool) error {
-	if err := checkRequirements("NodePool", np.Name, "spec.template.spec.requirements", np.Spec.Template.Spec.Requirements); err != nil {
-		return err
-	}
 	o.NodePools = append(o.NodePools, np)
 	return nil
 }
 
 func (o *Objects) addNodeClaim(nc *v1.NodeClaim) error {
-	if err := checkRequirements("NodeClaim", nc.Name, "spec.requirements", nc.Spec.Requirements); err != nil {
-		return err
-	}
 	o.NodeClaims = append(o.NodeClaims, nc)
 	return nil
 }
@@ -402,17 +415,6 @@ func (o *Objects) expand(apiVersion, kind string, meta metav1.ObjectMeta, replic
 		pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: meta.Name, Controller: ptr.To(true)}}
 		o.Pods = append(o.Pods, defaultNamespace(pod))
 	}
-}
-
-// checkRequirements refuses what the API server would: an unknown
-// operator, In without values, a comparison without one integer.
-func checkRequirements(kind, name, field string, reqs []v1.NodeSelectorRequirementWithMinValues) error {
-	for i, r := range reqs {
-		if err := scheduling.ValidateOperator(r.Operator, r.Values); err != nil {
-			return fmt.Errorf("%s %s: %s[%d] (key %s): %w", kind, name, field, i, r.Key, err)
-		}
-	}
-	return nil
 }
 
 // checkOverlay refuses what the API server would of an overlay's

@@ -139,3 +139,25 @@ func FuzzLoad(f *testing.F) {
 		}
 	})
 }
+
+// What kubectl apply refuses is refused offline, by the CRD's own schema
+// and CEL rules (apiextensions' validators), in the API server's words:
+// the shapes users write by mistake.
+func TestWhatTheAPIServerRefusesIsRefusedOffline(t *testing.T) {
+	for _, c := range []struct{ change, want string }{
+		{"disruption: {consolidateAfter: 5 minutes}", `NodePool.karpenter.sh "checkout" is invalid: spec.disruption.consolidateAfter: Invalid value:`},
+		{"template: {spec: {expireAfter: 30d, nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: payments}, requirements: []}}", "spec.template.spec.expireAfter: Invalid value:"},
+		{"disruption: {budgets: [{nodes: \"150%\"}]}", "spec.disruption.budgets[0].nodes: Invalid value:"},
+		{"template: {spec: {nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: payments}, requirements: [{key: karpenter.k8s.aws/instance-cpu, operator: Gt, values: [\"-1\"]}]}}", "spec.template.spec.requirements[0]: Invalid value:"},
+		{"template: {spec: {nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: payments}, requirements: [], taints: [{key: dedicated, effect: NoScheduled}]}}", "spec.template.spec.taints[0].effect"},
+	} {
+		doc := strings.Replace(pathsPool, "spec:\n  template:", "spec:\n  "+c.change+"\n  template:", 1)
+		if strings.HasPrefix(c.change, "template:") {
+			doc = "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: checkout}\nspec:\n  " + c.change + "\n"
+		}
+		err := (&whatif.Objects{}).Load("pools.yaml", strings.NewReader(doc))
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "pools.yaml:1: ") {
+			t.Errorf("%s: %v, want %q", c.change, err, c.want)
+		}
+	}
+}

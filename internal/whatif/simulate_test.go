@@ -143,15 +143,16 @@ func TestDocumentsNotReadAreNamed(t *testing.T) {
 	}
 }
 
-// Requirements the API server would refuse are refused, naming the
-// object, the field and the fix, never read as matching nothing.
+// Requirements the API server would refuse are refused in its words
+// (the CRD's schema and rules), naming the object and the field, never
+// read as matching nothing.
 func TestBadRequirementsAreRefused(t *testing.T) {
 	pool := "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: np}\nspec: {template: {spec: {nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: d}, requirements: [%s]}}}\n"
 	pod := "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}], affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [%s]}]}}}}\n"
 	for _, c := range []struct{ doc, want string }{
-		{fmt.Sprintf(pool, "{key: a, operator: Equals, values: [x]}"), `NodePool np: spec.template.spec.requirements[0] (key a): unknown operator "Equals": use In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte or Lte`},
-		{fmt.Sprintf(pool, "{key: karpenter.k8s.aws/instance-cpu, operator: Gte, values: [four]}"), `operator Gte takes an integer value, got "four"`},
-		{fmt.Sprintf(pool, "{key: karpenter.k8s.aws/instance-cpu, operator: Lt}"), "operator Lt takes exactly one integer value, got 0 values"},
+		{fmt.Sprintf(pool, "{key: a, operator: Equals, values: [x]}"), `NodePool.karpenter.sh "np" is invalid: spec.template.spec.requirements[0].operator: Unsupported value: "Equals": supported values: "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"`},
+		{fmt.Sprintf(pool, "{key: karpenter.k8s.aws/instance-cpu, operator: Gte, values: [four]}"), `NodePool.karpenter.sh "np" is invalid: spec.template.spec.requirements[0]: Invalid value: "object": operators Gt, Lt, Gte and Lte take exactly one whole number`},
+		{fmt.Sprintf(pool, "{key: karpenter.k8s.aws/instance-cpu, operator: Lt}"), `NodePool.karpenter.sh "np" is invalid: spec.template.spec.requirements[0]: Invalid value: "object": operators Gt, Lt, Gte and Lte take exactly one whole number`},
 		{fmt.Sprintf(pod, "{key: karpenter.k8s.aws/instance-cpu, operator: Gte, values: ['4']}"), "Pod p: spec.affinity.nodeAffinity (key karpenter.k8s.aws/instance-cpu): operator Gte is a NodePool's, not a pod's: use Gt or Lt"},
 	} {
 		err := (&whatif.Objects{}).Load("bad.yaml", strings.NewReader(c.doc))
@@ -560,6 +561,7 @@ spec:
   template:
     spec:
       nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements: []
 ---
 apiVersion: v1
 kind: Pod
