@@ -1,11 +1,15 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/nodewright/nodewright/internal/doctor"
 	"github.com/nodewright/nodewright/internal/whatif"
 )
 
@@ -56,16 +60,24 @@ with the workloads and why.`,
 			if err != nil {
 				return err
 			}
+			introduced, err := introducedFindings(cmd.Context(), objs, change)
+			if err != nil {
+				return err
+			}
 			if output != "table" {
-				err = writeStructured(cmd.OutOrStdout(), output, report)
+				err = writeStructured(cmd.OutOrStdout(), output, planOutput{PlanReport: report, Introduced: introduced})
 			} else {
 				err = report.WriteTable(cmd.OutOrStdout())
+				writeIntroduced(cmd.OutOrStdout(), introduced)
 			}
 			if err != nil {
 				return err
 			}
 			if n := len(report.Unplaced); n > 0 {
 				return fmt.Errorf("the change leaves pods of %d workload(s) without a place (listed above); change nothing yet", n)
+			}
+			if (&doctor.Report{Findings: introduced}).HasErrors() {
+				return fmt.Errorf("the change brings in what keeps nodes from registering or pods from a place (listed above); change nothing yet")
 			}
 			return nil
 		},
@@ -88,4 +100,50 @@ func loadChange(change *whatif.Change, name string) error {
 	}
 	defer f.Close()
 	return change.LoadChange(name, f)
+}
+
+// planOutput is a plan with what doctor finds that the change brings in.
+type planOutput struct {
+	*whatif.PlanReport
+	Introduced []doctor.Finding `json:"introduced"`
+}
+
+// introducedFindings are doctor's findings on the changed objects that it
+// does not make on the cluster as it is: a change that brings in one of
+// the field reports' failures (user data that drops the registration
+// taint, an AMI without the pools' architecture) is named before it is
+// made. Checks that could not run are left out: they did not run before
+// either.
+func introducedFindings(ctx context.Context, objs *whatif.Objects, change *whatif.Change) ([]doctor.Finding, error) {
+	now := objs.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	before, err := doctor.Diagnose(ctx, doctor.Input{Objects: objs, Now: now})
+	if err != nil {
+		return nil, err
+	}
+	after, err := doctor.Diagnose(ctx, doctor.Input{Objects: change.Applied(objs), Now: now})
+	if err != nil {
+		return nil, err
+	}
+	had := map[string]bool{}
+	for _, f := range before.Findings {
+		had[f.Code+" "+f.Object] = true
+	}
+	introduced := []doctor.Finding{}
+	for _, f := range after.Findings {
+		if f.Severity != doctor.Info && f.Code != doctor.CodeNotChecked && !had[f.Code+" "+f.Object] {
+			introduced = append(introduced, f)
+		}
+	}
+	return introduced, nil
+}
+
+func writeIntroduced(w io.Writer, introduced []doctor.Finding) {
+	if len(introduced) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nThe change brings in %d finding(s) of nodewright doctor:\n\n", len(introduced))
+	(&doctor.Report{Findings: introduced}).WriteTable(w)
 }

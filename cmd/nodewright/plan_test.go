@@ -126,3 +126,65 @@ func TestManySkippedAreCounted(t *testing.T) {
 		t.Errorf("warnings:\n%s", b.String())
 	}
 }
+
+// A change that brings in a field report's failure is named before it is
+// made, with doctor's finding, and plan fails: new user data that
+// registers the node with a taint of its own (S1), a new AMI without the
+// NodePool's architecture (S5).
+func TestPlanNamesTheFailuresAChangeBringsIn(t *testing.T) {
+	class := func(extra string) string {
+		return `apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  role: KarpenterNodeRole-nodewright-sim
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: nodewright-sim}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: nodewright-sim}}]
+` + extra
+	}
+	dir := t.TempDir()
+	for _, tc := range []struct{ name, change, code string }{
+		{"S1", class("  amiSelectorTerms: [{alias: al2023@latest}]\n  userData: |\n    apiVersion: node.eks.aws/v1alpha1\n    kind: NodeConfig\n    spec:\n      kubelet:\n        flags: [\"--register-with-taints=dedicated=ci:NoSchedule\"]\n"),
+			"userdata-overrides-registration-taints"},
+		{"S5", class("  amiFamily: AL2023\n  amiSelectorTerms: [{name: amazon-eks-node-al2023-arm64-standard-1.34-*}]\n"), "ami-architecture-mismatch"},
+	} {
+		path := filepath.Join(dir, tc.name+".yaml")
+		if err := os.WriteFile(path, []byte(tc.change), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := newRootCommand()
+		var out, errs strings.Builder
+		cmd.SetOut(&out)
+		cmd.SetErr(&errs)
+		cmd.SetArgs([]string{"plan", "-f", "testdata/drift-dump.yaml", "--change", path, "--now", "2026-11-25T18:30:00Z", "-o", "json"})
+		err := cmd.Execute()
+		if err == nil || !strings.Contains(err.Error(), "change nothing yet") {
+			t.Errorf("%s: %v; want the plan refused", tc.name, err)
+		}
+		var r struct {
+			Introduced []struct{ Code, Object, Fix string }
+		}
+		if err := json.Unmarshal([]byte(out.String()), &r); err != nil {
+			t.Fatalf("%v\n%s", err, out.String())
+		}
+		found := false
+		for _, f := range r.Introduced {
+			found = found || f.Code == tc.code && f.Fix != ""
+		}
+		if !found {
+			t.Errorf("%s: introduced %+v; want %s", tc.name, r.Introduced, tc.code)
+		}
+	}
+	// The drift scenario's own change (a tag) brings in nothing.
+	cmd := newRootCommand()
+	var out strings.Builder
+	cmd.SetOut(&out)
+	cmd.SetErr(&strings.Builder{})
+	cmd.SetArgs([]string{"plan", "-f", "testdata/drift-dump.yaml", "--change", "../../scenarios/drift.then-1.yaml", "--now", "2026-11-25T18:30:00Z", "-o", "json"})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), `"introduced": []`) && !strings.Contains(out.String(), `"introduced":[]`) {
+		t.Errorf("a tag brings in findings: %s", out.String()[strings.Index(out.String(), "introduced"):])
+	}
+}

@@ -9,8 +9,11 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 )
 
 // Change is the NodePools and EC2NodeClasses a user means to apply: each
@@ -62,6 +65,12 @@ type ChangedObject struct {
 // apply returns the objects with the change made (the input is left as
 // it is), and what it changed. A changed EC2NodeClass without a status
 // keeps the cluster's, less what its changed selector terms make unknown.
+// Applied are the objects with the change made, as Plan plans them.
+func (c *Change) Applied(o *Objects) *Objects {
+	out, _, _ := c.apply(o)
+	return out
+}
+
 func (c *Change) apply(o *Objects) (*Objects, []ChangedObject, []string) {
 	out := *o
 	out.NodePools = slices.Clone(o.NodePools)
@@ -121,14 +130,23 @@ func statusAfter(old, changed *awsv1.EC2NodeClass, fields []string) (awsv1.EC2No
 			archs[archOf(a)] = append(archs[archOf(a)], a)
 		}
 		st.AMIs = nil
-		for _, arch := range slices.Sorted(maps.Keys(archs)) {
-			tmpl := archs[arch][0]
+		// The new terms' architectures where they name them (an alias, an
+		// AMI name), else those the nodes run.
+		wanted := slices.Sorted(maps.Keys(archs))
+		if known := nodeclass.ArchitecturesOf(&awsv1.EC2NodeClass{Spec: changed.Spec}); known.Known {
+			wanted = known.Archs
+		}
+		for _, arch := range wanted {
+			reqs := []corev1.NodeSelectorRequirement{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{arch}}}
+			if len(archs[arch]) > 0 {
+				reqs = archs[arch][0].Requirements
+			}
 			ids := termIDs(changed.Spec.AMISelectorTerms)
 			if len(ids) == 0 {
 				ids = []string{UnresolvedAMI}
 			}
 			for _, id := range ids {
-				st.AMIs = append(st.AMIs, awsv1.AMI{ID: id, Name: id, Requirements: tmpl.Requirements})
+				st.AMIs = append(st.AMIs, awsv1.AMI{ID: id, Name: id, Requirements: reqs})
 			}
 		}
 		if len(termIDs(changed.Spec.AMISelectorTerms)) == 0 {

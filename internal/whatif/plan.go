@@ -11,8 +11,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
+	"github.com/nodewright/nodewright/internal/cloudprovider"
 	"github.com/nodewright/nodewright/internal/disruption"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
@@ -135,9 +137,13 @@ var planMethods = []v1.DisruptionReason{v1.DisruptionReasonDrifted, v1.Disruptio
 // controller would carry it out: each round is what its disruption
 // decides with the rounds before it done, at the time they are done.
 func Plan(o *Objects, change *Change, resolver *nodeclass.Resolver, timings Timings) (*PlanReport, error) {
+	o, restamped := Restamped(o)
 	before, warnings, err := Snapshot(o, resolver)
 	if err != nil {
 		return nil, err
+	}
+	if restamped > 0 {
+		warnings = append(warnings, fmt.Sprintf("%d NodeClaim(s) carry drift hashes of another hashing (the reference's, an earlier nodewright's) or none: planned as restamped from the NodePools and EC2NodeClasses as they are now, as nodewright does when it takes them over, so the change is what drifts them", restamped))
 	}
 	after, changed, more := change.apply(o)
 	warnings = append(warnings, more...)
@@ -172,6 +178,42 @@ func (t Timings) assumptions() []string {
 		fmt.Sprintf("an instance takes %s to terminate (--termination-time)", t.Termination),
 		"the nodes of a round are replaced at once, as many as the budgets allow; the next round starts when they are gone",
 	}
+}
+
+// Restamped are the objects with their NodeClaims restamped as the
+// controller restamps them when it takes a cluster over (state.Restamp:
+// hashes of another hashing, or none, become those of the NodePool and
+// EC2NodeClass as they are; a NodeClaim already drifted keeps its
+// drift), and how many were.
+func Restamped(o *Objects) (*Objects, int) {
+	pools := map[string]*v1.NodePool{}
+	for _, np := range o.NodePools {
+		pools[np.Name] = np
+	}
+	classes := map[string]*awsv1.EC2NodeClass{}
+	for _, nc := range o.EC2NodeClasses {
+		classes[nc.Name] = nc
+	}
+	out := *o
+	out.NodeClaims = make([]*v1.NodeClaim, len(o.NodeClaims))
+	n := 0
+	for i, claim := range o.NodeClaims {
+		out.NodeClaims[i] = claim
+		np := pools[claim.Labels[v1.LabelNodePool]]
+		if np == nil || !claim.DeletionTimestamp.IsZero() {
+			continue
+		}
+		var class *cloudprovider.NodeClass
+		if ref := claim.Spec.NodeClassRef; ref != nil && classes[ref.Name] != nil && ref.Kind == nodeclass.Kind {
+			class = nodeclass.Rules(classes[ref.Name])
+		}
+		c := claim.DeepCopy()
+		if state.Restamp(c, np, class) {
+			out.NodeClaims[i] = c
+			n++
+		}
+	}
+	return &out, n
 }
 
 // working is a copy of the objects a plan changes as rounds go by.

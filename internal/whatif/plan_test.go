@@ -2,6 +2,7 @@ package whatif_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -329,5 +330,61 @@ func TestPlanKeepsPausedDrift(t *testing.T) {
 	r, err = whatif.Plan(objs, change(t, fmt.Sprintf(categoryC, `[{nodes: "1"}]`)), nil, whatif.DefaultTimings())
 	if err != nil || len(r.Rounds) != 1 {
 		t.Errorf("a change to the paused NodePool resumes its drift: %v, rounds %+v, blocked %+v", err, r.Rounds, r.Blocked)
+	}
+}
+
+// A cluster the reference runs today: its NodeClaims carry its own drift
+// hashes (other hash versions), or none. The controller restamps them
+// when it takes the cluster over, so a change of spec.userData or
+// spec.tags then drifts every node of the class; plan says the same.
+func TestPlanOnAClusterTheReferenceRuns(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+	}{
+		{"the reference's hashes", map[string]string{"karpenter.sh/nodepool-hash": "6821555240504398462", "karpenter.sh/nodepool-hash-version": "v3",
+			"karpenter.k8s.aws/ec2nodeclass-hash": "15616957348189460630", "karpenter.k8s.aws/ec2nodeclass-hash-version": "v4"}},
+		{"no hashes", nil},
+	} {
+		for _, edit := range []struct{ field, spec string }{
+			{"spec.userData", "  userData: |\n    #!/bin/bash\n    echo tuned > /etc/motd\n"},
+			{"spec.tags", "  tags: {team: payments}\n"},
+		} {
+			objs := cluster(t, `[{nodes: "100%"}]`, 1, 1)
+			for i, node := range objs.Nodes {
+				objs.NodeClaims = append(objs.NodeClaims, &v1.NodeClaim{
+					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("default-%d", i), Labels: map[string]string{v1.LabelNodePool: "default"}, Annotations: tc.annotations},
+					Spec:       v1.NodeClaimSpec{NodeClassRef: &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}},
+					Status: v1.NodeClaimStatus{ProviderID: node.Spec.ProviderID, NodeName: node.Name, ImageID: "ami-old",
+						Conditions: []metav1.Condition{{Type: v1.ConditionInitialized, Status: metav1.ConditionTrue, Reason: "Initialized"}}},
+				})
+			}
+			c := change(t, `apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  amiFamily: AL2023
+  amiSelectorTerms: [{alias: al2023@latest}]
+  role: node
+  subnetSelectorTerms: [{tags: {a: b}}]
+  securityGroupSelectorTerms: [{tags: {a: b}}]
+`+edit.spec)
+			r, err := whatif.Plan(objs, c, nil, whatif.DefaultTimings())
+			if err != nil {
+				t.Fatal(err)
+			}
+			drifted := 0
+			for _, n := range r.Nodes {
+				if n.Drifted && n.Reason == v1.ReasonNodeClassDrifted && slices.Contains(n.Fields, edit.field) {
+					drifted++
+				}
+			}
+			if drifted != 2 {
+				t.Errorf("%s, %s changed: %d of 2 nodes drift; nodes %+v", tc.name, edit.field, drifted, r.Nodes)
+			}
+			if !strings.Contains(strings.Join(r.Warnings, "\n"), "2 NodeClaim(s) carry drift hashes of another hashing") {
+				t.Errorf("%s: the restamp is not said: %v", tc.name, r.Warnings)
+			}
+		}
 	}
 }
