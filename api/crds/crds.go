@@ -8,6 +8,8 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"math"
+	"strings"
 	"sync"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
@@ -17,6 +19,9 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"sigs.k8s.io/yaml"
 )
@@ -88,9 +93,16 @@ func Validate(ctx context.Context, obj map[string]any) (bool, error) {
 			spec[k] = val
 		}
 	}
-	errs := apiservervalidation.ValidateCustomResource(nil, spec, v.schema)
+	u := &unstructured.Unstructured{Object: spec}
+	errs := apimachineryvalidation.ValidateObjectMetaAccessor(u, v.namespaced, apimachineryvalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
+	errs = append(errs, apiservervalidation.ValidateCustomResource(nil, spec, v.schema)...)
+	errs = append(errs, v.scaleErrors(spec)...)
 	errs = append(errs, listtype.ValidateListSetsAndMaps(nil, v.structural, spec)...)
-	if len(errs) == 0 {
+	// As kube-apiserver: CEL rules run unless an error makes the object
+	// unfit for them, which is then said.
+	if blocking(errs) {
+		errs = append(errs, field.Invalid(nil, nil, "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"))
+	} else {
 		celErrs, _ := v.cel.Validate(ctx, nil, v.structural, spec, nil, celconfig.RuntimeCELCostBudget)
 		errs = append(errs, celErrs...)
 	}
@@ -104,12 +116,46 @@ func Validate(ctx context.Context, obj map[string]any) (bool, error) {
 	return true, fmt.Errorf("%s.%s %q is invalid: %w", kind, v.group, name, errs.ToAggregate())
 }
 
+// blocking reports errors after which kube-apiserver does not run a
+// CRD's CEL rules: a value not supported, required, too long, too many,
+// of the wrong type.
+func blocking(errs field.ErrorList) bool {
+	for _, e := range errs {
+		switch e.Type {
+		case field.ErrorTypeNotSupported, field.ErrorTypeRequired, field.ErrorTypeTooLong, field.ErrorTypeTooMany, field.ErrorTypeTypeInvalid:
+			return true
+		}
+	}
+	return false
+}
+
+// scaleErrors are kube-apiserver's checks of the replicas a scale
+// subresource reads: a whole number from 0 to the largest int32.
+func (v *validator) scaleErrors(obj map[string]any) field.ErrorList {
+	if v.specReplicasPath == "" {
+		return nil
+	}
+	path := strings.TrimPrefix(v.specReplicasPath, ".")
+	replicas, _, err := unstructured.NestedInt64(obj, strings.Split(path, ".")...)
+	switch {
+	case err != nil:
+		return field.ErrorList{field.Invalid(field.NewPath(v.specReplicasPath), replicas, err.Error())}
+	case replicas < 0:
+		return field.ErrorList{field.Invalid(field.NewPath(v.specReplicasPath), replicas, "should be a non-negative integer")}
+	case replicas > math.MaxInt32:
+		return field.ErrorList{field.Invalid(field.NewPath(v.specReplicasPath), replicas, fmt.Sprintf("should be less than or equal to %v", math.MaxInt32))}
+	}
+	return nil
+}
+
 // validator is a CRD version's schema, structural and CEL validators.
 type validator struct {
-	group      string
-	schema     apiservervalidation.SchemaValidator
-	structural *structuralschema.Structural
-	cel        *cel.Validator
+	group            string
+	namespaced       bool
+	specReplicasPath string
+	schema           apiservervalidation.SchemaValidator
+	structural       *structuralschema.Structural
+	cel              *cel.Validator
 }
 
 // validators are the CRDs' validators by apiVersion and kind.
@@ -136,8 +182,12 @@ var validators = sync.OnceValues(func() (map[string]*validator, error) {
 			if err != nil {
 				return nil, fmt.Errorf("CRD %s version %s: %w", crd.Name, v.Name, err)
 			}
-			out[crd.Spec.Group+"/"+v.Name+"/"+crd.Spec.Names.Kind] = &validator{group: crd.Spec.Group, schema: sv, structural: s,
+			val := &validator{group: crd.Spec.Group, namespaced: crd.Spec.Scope == apiextensionsv1.NamespaceScoped, schema: sv, structural: s,
 				cel: cel.NewValidator(s, true, celconfig.PerCallLimit)}
+			if v.Subresources != nil && v.Subresources.Scale != nil {
+				val.specReplicasPath = v.Subresources.Scale.SpecReplicasPath
+			}
+			out[crd.Spec.Group+"/"+v.Name+"/"+crd.Spec.Names.Kind] = val
 		}
 	}
 	return out, nil

@@ -120,7 +120,7 @@ func TestHelpListsTheCommands(t *testing.T) {
 // resolves them in the simulated account, where S5's AMI is amd64 only.
 func TestSimulateJSON(t *testing.T) {
 	out, err := run("simulate", "-f", "../../scenarios/s5-arm64-pool.yaml")
-	if err != nil || !strings.Contains(out, "1 pods cannot be scheduled") || !strings.Contains(out, "EC2NodeClass arm: its status names no AMIs") {
+	if err != nil || !strings.Contains(out, "1 pods cannot be scheduled") || !strings.Contains(out, "EC2NodeClass arm: the architecture of id ami-0a1b2c3d4e5f60001 is known only to the account") {
 		t.Errorf("from the input alone: %v\n%s", err, out)
 	}
 	out, err = run("simulate", "--cloud", "sim", "-f", "../../scenarios/s5-arm64-pool.yaml", "-o", "json")
