@@ -150,7 +150,7 @@ func TestBadRequirementsAreRefused(t *testing.T) {
 	pool := "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: np}\nspec: {template: {spec: {nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: d}, requirements: [%s]}}}\n"
 	pod := "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}], affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [%s]}]}}}}\n"
 	for _, c := range []struct{ doc, want string }{
-		{fmt.Sprintf(pool, "{key: a, operator: Equals, values: [x]}"), `NodePool.karpenter.sh "np" is invalid: spec.template.spec.requirements[0].operator: Unsupported value: "Equals": supported values: "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"`},
+		{fmt.Sprintf(pool, "{key: a, operator: Equals, values: [x]}"), `NodePool.karpenter.sh "np" is invalid: [spec.template.spec.requirements[0].operator: Unsupported value: "Equals": supported values: "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"`},
 		{fmt.Sprintf(pool, "{key: karpenter.k8s.aws/instance-cpu, operator: Gte, values: [four]}"), `NodePool.karpenter.sh "np" is invalid: spec.template.spec.requirements[0]: Invalid value: "object": operators Gt, Lt, Gte and Lte take exactly one whole number`},
 		{fmt.Sprintf(pool, "{key: karpenter.k8s.aws/instance-cpu, operator: Lt}"), `NodePool.karpenter.sh "np" is invalid: spec.template.spec.requirements[0]: Invalid value: "object": operators Gt, Lt, Gte and Lte take exactly one whole number`},
 		{fmt.Sprintf(pod, "{key: karpenter.k8s.aws/instance-cpu, operator: Gte, values: ['4']}"), "Pod p: spec.affinity.nodeAffinity (key karpenter.k8s.aws/instance-cpu): operator Gte is a NodePool's, not a pod's: use Gt or Lt"},
