@@ -20,7 +20,9 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/listtype"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 	"sigs.k8s.io/yaml"
@@ -94,6 +96,13 @@ func Validate(ctx context.Context, obj map[string]any) (bool, error) {
 		}
 	}
 	u := &unstructured.Unstructured{Object: spec}
+	if v.namespaced && u.GetNamespace() == "" {
+		// kubectl puts an object without a namespace in its context's,
+		// default unless set.
+		u.Object = runtime.DeepCopyJSON(spec)
+		u.SetNamespace(metav1.NamespaceDefault)
+		spec = u.Object
+	}
 	errs := apimachineryvalidation.ValidateObjectMetaAccessor(u, v.namespaced, apimachineryvalidation.NameIsDNSSubdomain, field.NewPath("metadata"))
 	errs = append(errs, apiservervalidation.ValidateCustomResource(nil, spec, v.schema)...)
 	errs = append(errs, v.scaleErrors(spec)...)

@@ -161,7 +161,7 @@ func fixFor(r scheduling.Refusal, pool *scheduling.NodePool, np *v1.NodePool, g 
 	pods := g.Workload.String()
 	switch {
 	case g.Workload.Kind == "Pod" && g.Workload.Name == "":
-		pods = "the pods'"
+		pods = "each bare pod"
 	case g.Workload.Kind != "Pod":
 		pods += "'s pod template"
 	}

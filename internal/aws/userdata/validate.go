@@ -1,17 +1,12 @@
 package userdata
 
 import (
-	"bufio"
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
-	"sigs.k8s.io/yaml"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 )
@@ -57,6 +52,7 @@ func ValidateWith(family, userData string, known Known) []Finding {
 		}
 		v.format(p)
 	}
+	v.nodeadm(userData, parts)
 	if family == awsv1.AMIFamilyCustom && !v.registersUnregistered() {
 		v.findings = append(v.findings, missingUnregistered(v.registered, v.whyUnregistered()))
 	}
@@ -66,10 +62,9 @@ func ValidateWith(family, userData string, known Known) []Finding {
 // partValidators check the user data parts of each content type that can
 // set the node's taints.
 var partValidators = map[string]func(*validation, []byte){
-	ContentTypeNodeadm: (*validation).nodeadm,
-	ContentTypeShell:   (*validation).shell,
-	ContentTypeText:    (*validation).shell,
-	ContentTypeTOML:    (*validation).bottlerocket,
+	ContentTypeShell: (*validation).shell,
+	ContentTypeText:  (*validation).shell,
+	ContentTypeTOML:  (*validation).bottlerocket,
 }
 
 // familyFormats say, per AMI family, what its bootstrap does with each
@@ -201,46 +196,88 @@ type nodeConfig struct {
 	} `json:"spec"`
 }
 
-func (v *validation) nodeadm(body []byte) {
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(body)))
-	for {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			return
-		}
+// nodeadm reads the user data as nodeadm will on the node (ReadNodeadm):
+// on AL2023 as nodewright merges it (the user's parts at the top level,
+// nodewright's NodeConfig last), on Custom as written.
+func (v *validation) nodeadm(userData string, parts []Part) {
+	hasNodeConfig := false
+	for _, p := range parts {
+		hasNodeConfig = hasNodeConfig || p.ContentType == ContentTypeNodeadm
+	}
+	var data []byte
+	switch {
+	case v.family == awsv1.AMIFamilyAL2023:
+		merged, err := mimeDocument(userData, ContentTypeNodeadm, generatedPlaceholder)
 		if err != nil {
-			v.add(CodeUnreadable, Error, fmt.Sprintf("a nodeadm document cannot be read: %v", err), fixUnreadable)
-			return
+			return // reported as unreadable already
 		}
-		var nc nodeConfig
-		if err := yaml.Unmarshal(doc, &nc); err != nil {
-			v.add(CodeUnreadable, Error, fmt.Sprintf("a nodeadm document cannot be read: %v", err), fixUnreadable)
-			return
+		data = []byte(merged)
+	case v.custom() && hasNodeConfig:
+		data = []byte(userData)
+	default:
+		return
+	}
+	view, err := ReadNodeadm(data)
+	if err != nil {
+		v.add(CodeUnreadable, Error, fmt.Sprintf("nodeadm cannot read the user data, so `nodeadm init` fails and the node never joins: %v", err), fixUnreadable)
+		return
+	}
+	for _, d := range view.Dropped {
+		v.add(CodeFormatNotRead, Warning, "a NodeConfig nodeadm never reads: "+d+", so the settings in it are silently lost",
+			"put each NodeConfig in a MIME part of its own (Content-Type: application/node.eks.aws) at the top level of the user data, one YAML document per part")
+	}
+	if v.custom() && !view.Found {
+		v.add(CodeUnreadable, Error, "the user data holds a NodeConfig only where nodeadm never reads it ("+strings.Join(view.Dropped, "; ")+"), so `nodeadm init` finds none, fails, and the node never joins",
+			"put the NodeConfig in a top-level MIME part (Content-Type: application/node.eks.aws), its first YAML document")
+		return
+	}
+	v.nodeadmFlags(view)
+	v.nodeadmConfig(view.Config)
+}
+
+// generatedPlaceholder stands for the NodeConfig nodewright merges last:
+// it sets what the validation does not judge.
+const generatedPlaceholder = "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec: {}\n"
+
+// nodeadmFlags: the kubelet registers with the taints of the last
+// --register-with-taints flag, which beats the configuration nodewright
+// generates. A flag that keeps karpenter.sh/unregistered registers the
+// node as nodewright needs (nodewright adds the NodePool's taints when it
+// registers the node); its other taints are then unknown to the NodePool.
+func (v *validation) nodeadmFlags(view *Nodeadm) {
+	if flags := registerFlags(view.Flags); len(flags) > 0 {
+		v.registerFlag(flags[len(flags)-1])
+	}
+	if v.custom() {
+		return
+	}
+	for _, s := range []struct{ flag, field string }{{"--max-pods", "spec.kubelet.maxPods"}, {"--cluster-dns", "spec.kubelet.clusterDNS"}} {
+		if values := FlagValues(view.Flags, s.flag); len(values) > 0 && !v.sameAsGenerated(strings.TrimPrefix(s.flag, "--"), values[len(values)-1]) {
+			v.add(CodeSettingOverridden, Warning,
+				fmt.Sprintf("spec.kubelet.flags passes %s=%s: a kubelet flag beats every configuration file, the one nodewright generates included, so the node runs with it while nodewright plans with %s's value", s.flag, values[len(values)-1], s.field),
+				fmt.Sprintf("remove %s from the NodeConfig's spec.kubelet.flags and set the EC2NodeClass's %s instead", s.flag, s.field))
 		}
-		if nc.Kind != "NodeConfig" {
-			continue
-		}
-		v.nodeadmFlags(nc.Spec.Kubelet.Flags)
-		v.nodeadmConfig(nc.Spec.Kubelet.Config)
 	}
 }
 
-func (v *validation) nodeadmFlags(flags []string) {
-	words := make([]string, 0, len(flags))
-	for _, f := range flags {
-		words = append(words, strings.Fields(f)...)
-	}
-	for _, flag := range registerFlags(words) {
-		taints := splitTaints(flag.value)
-		if v.custom() {
-			v.registered = append(v.registered, taints...)
-			continue
-		}
+// registerFlag judges the --register-with-taints flag the kubelet uses.
+func (v *validation) registerFlag(last flagValue) {
+	taints := splitTaints(last.value)
+	switch {
+	case v.custom():
+		v.registered = append(v.registered, taints...)
+	case !contains(taints, UnregisteredTaint):
 		v.add(CodeFlagsOverrideTaints, Error,
 			fmt.Sprintf("spec.kubelet.flags passes %q: nodeadm appends user flags after the configuration nodewright generates, and a kubelet flag overrides the configuration's registerWithTaints, so the node would register with only %s and lose %s (and every NodePool taint and startupTaint) — it would never be matched to its NodeClaim",
-				flag.text, strings.Join(taints, ", "), UnregisteredTaint),
+				last.text, strings.Join(taints, ", "), UnregisteredTaint),
 			fmt.Sprintf("remove %q from the nodeadm NodeConfig's spec.kubelet.flags and move %s to the NodePool (taints that stay in spec.template.spec.taints, taints an agent removes in startupTaints):\n%s",
-				flag.text, strings.Join(taints, ", "), TaintsYAML(taints)))
+				last.text, strings.Join(taints, ", "), TaintsYAML(taints)))
+	case len(taints) > 1:
+		others := slices.DeleteFunc(slices.Clone(taints), func(t string) bool { return t == UnregisteredTaint })
+		v.add(CodeConfigTaintsReplaced, Warning,
+			fmt.Sprintf("spec.kubelet.flags passes %q: the node registers with %s (so nodewright still matches it to its NodeClaim and adds the NodePool's taints), but %s are not the NodePool's: nodewright plans pods onto the node as if it had none of them",
+				last.text, UnregisteredTaint, strings.Join(others, ", ")),
+			fmt.Sprintf("remove %q from the NodeConfig's spec.kubelet.flags and move %s to the NodePool:\n%s", last.text, strings.Join(others, ", "), TaintsYAML(others)))
 	}
 }
 
@@ -266,6 +303,8 @@ func (v *validation) sameAsGenerated(key string, value any) bool {
 	case "clusterDNS":
 		list, _ := value.([]any)
 		return v.known.ClusterDNS == "" || len(list) == 1 && fmt.Sprint(list[0]) == v.known.ClusterDNS
+	case "cluster-dns":
+		return v.known.ClusterDNS == "" || fmt.Sprint(value) == v.known.ClusterDNS
 	case "cluster-dns-ip":
 		return v.known.ClusterDNS == "" || fmt.Sprint(value) == v.known.ClusterDNS
 	}
@@ -462,15 +501,11 @@ func (v *validation) bottlerocket(body []byte) {
 	if len(nodeTaints) == 0 {
 		return
 	}
-	var taints []string
-	for key, value := range nodeTaints {
-		values, _ := value.([]any)
-		for _, item := range values {
-			s, _ := item.(string)
-			taints = append(taints, key+"="+s)
-		}
+	taints, err := BottlerocketTaints(nodeTaints)
+	if err != nil {
+		v.add(CodeUnreadable, Error, "Bottlerocket refuses the user data's settings, so the node never joins: "+err.Error(), fixUnreadable)
+		return
 	}
-	sort.Strings(taints)
 	if v.custom() {
 		v.registered = append(v.registered, taints...)
 		return

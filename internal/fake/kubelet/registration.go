@@ -4,21 +4,14 @@
 package kubelet
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/base64"
-	"errors"
 	"fmt"
-	"io"
-	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
 	corev1 "k8s.io/api/core/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	"github.com/nodewright/nodewright/internal/aws/kubeletconfig"
@@ -59,92 +52,43 @@ func Read(family, encoded string) (*Registration, error) {
 	case awsv1.AMIFamilyBottlerocket:
 		return bottlerocket(parts)
 	case awsv1.AMIFamilyAL2023:
-		return nodeadm(parts)
+		return nodeadm(data)
 	}
 	// AL2 runs the scripts; Custom is read as written: nodeadm documents
 	// if there are any, else scripts.
 	for _, p := range parts {
 		if family == awsv1.AMIFamilyCustom && p.ContentType == userdata.ContentTypeNodeadm {
-			return nodeadm(parts)
+			return nodeadm(data)
 		}
 	}
 	return scripts(parts)
 }
 
-// nodeadm merges NodeConfig documents in order: kubelet.config deep-merged
-// with later values winning and lists replaced, kubelet.flags appended.
-// Flags override the configuration on the kubelet.
-func nodeadm(parts []userdata.Part) (*Registration, error) {
-	merged := &nodeConfigs{config: map[string]any{}}
-	for _, p := range parts {
-		if p.ContentType != userdata.ContentTypeNodeadm {
-			continue
-		}
-		if err := merged.add(p.Body); err != nil {
-			return nil, err
-		}
+// nodeadm reads the user data as nodeadm does (userdata.ReadNodeadm, the
+// reader validation and doctor use): the kubelet's configuration and its
+// flags, a flag beating the configuration.
+func nodeadm(data []byte) (*Registration, error) {
+	view, err := userdata.ReadNodeadm(data)
+	if err != nil {
+		return nil, &NoKubeletError{Reason: "nodeadm init fails: " + err.Error()}
 	}
-	if !merged.found {
-		return nil, &NoKubeletError{Reason: "no nodeadm NodeConfig in the user data"}
+	if !view.Found {
+		return nil, &NoKubeletError{Reason: "nodeadm init finds no NodeConfig it reads in the user data"}
 	}
 	reg := &Registration{Labels: map[string]string{}, ExternalCloudProvider: true}
-	reg.Taints = configTaints(merged.config)
-	if v, ok := merged.config["maxPods"].(float64); ok {
+	reg.Taints = configTaints(view.Config)
+	if v, ok := view.Config["maxPods"].(float64); ok {
 		reg.MaxPods = int32(v)
 	}
 	reg.Reserved = kubeletconfig.Config{
-		KubeReserved: stringMap(merged.config["kubeReserved"]), SystemReserved: stringMap(merged.config["systemReserved"]),
-		EvictionHard: stringMap(merged.config["evictionHard"]),
+		KubeReserved: stringMap(view.Config["kubeReserved"]), SystemReserved: stringMap(view.Config["systemReserved"]),
+		EvictionHard: stringMap(view.Config["evictionHard"]),
 	}
-	if v, ok := merged.config["podsPerCore"].(float64); ok {
+	if v, ok := view.Config["podsPerCore"].(float64); ok {
 		reg.Reserved.PodsPerCore = ptr.To(int32(v))
 	}
-	applyFlags(reg, flagWords(merged.flags))
+	applyFlags(reg, view.Flags)
 	return reg, nil
-}
-
-// nodeConfigs are the kubelet settings of NodeConfig documents, merged as
-// nodeadm merges them; found says there was at least one.
-type nodeConfigs struct {
-	config map[string]any
-	flags  []string
-	found  bool
-}
-
-// nodeConfig is the part of a nodeadm NodeConfig the kubelet reads.
-type nodeConfig struct {
-	Kind string `json:"kind"`
-	Spec struct {
-		Kubelet struct {
-			Config map[string]any `json:"config"`
-			Flags  []string       `json:"flags"`
-		} `json:"kubelet"`
-	} `json:"spec"`
-}
-
-// add merges the NodeConfig documents of a nodeadm part, in order; other
-// kinds of document are skipped.
-func (n *nodeConfigs) add(body []byte) error {
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(body)))
-	for {
-		doc, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return &NoKubeletError{Reason: "nodeadm cannot read a NodeConfig: " + err.Error()}
-		}
-		var nc nodeConfig
-		if err := yaml.Unmarshal(doc, &nc); err != nil {
-			return &NoKubeletError{Reason: "nodeadm cannot read a NodeConfig: " + err.Error()}
-		}
-		if nc.Kind != "NodeConfig" {
-			continue
-		}
-		n.found = true
-		merge(n.config, nc.Spec.Kubelet.Config)
-		n.flags = append(n.flags, nc.Spec.Kubelet.Flags...)
-	}
 }
 
 // configTaints are the taints of the kubelet configuration's
@@ -185,29 +129,6 @@ func flagMap(value, sep string) map[string]string {
 		}
 	}
 	return out
-}
-
-// flagWords splits kubelet flags, each possibly several words, into words.
-func flagWords(flags []string) []string {
-	words := make([]string, 0, len(flags))
-	for _, f := range flags {
-		words = append(words, strings.Fields(f)...)
-	}
-	return words
-}
-
-// merge deep-merges src into dst: maps merge, everything else (lists
-// included) is replaced.
-func merge(dst, src map[string]any) {
-	for k, v := range src {
-		if sm, ok := v.(map[string]any); ok {
-			if dm, ok := dst[k].(map[string]any); ok {
-				merge(dm, sm)
-				continue
-			}
-		}
-		dst[k] = v
-	}
 }
 
 // applyFlags applies kubelet flags; the last occurrence of a flag wins and
@@ -309,12 +230,12 @@ func bottlerocket(parts []userdata.Part) (*Registration, error) {
 	var doc struct {
 		Settings struct {
 			Kubernetes struct {
-				NodeLabels     map[string]string   `toml:"node-labels"`
-				NodeTaints     map[string][]string `toml:"node-taints"`
-				MaxPods        int32               `toml:"max-pods"`
-				KubeReserved   map[string]string   `toml:"kube-reserved"`
-				SystemReserved map[string]string   `toml:"system-reserved"`
-				EvictionHard   map[string]string   `toml:"eviction-hard"`
+				NodeLabels     map[string]string `toml:"node-labels"`
+				NodeTaints     map[string]any    `toml:"node-taints"`
+				MaxPods        int32             `toml:"max-pods"`
+				KubeReserved   map[string]string `toml:"kube-reserved"`
+				SystemReserved map[string]string `toml:"system-reserved"`
+				EvictionHard   map[string]string `toml:"eviction-hard"`
 			} `toml:"kubernetes"`
 		} `toml:"settings"`
 	}
@@ -327,17 +248,11 @@ func bottlerocket(parts []userdata.Part) (*Registration, error) {
 	for key, v := range k.NodeLabels {
 		reg.Labels[key] = v
 	}
-	keys := make([]string, 0, len(k.NodeTaints))
-	for key := range k.NodeTaints {
-		keys = append(keys, key)
+	taints, err := userdata.BottlerocketTaints(k.NodeTaints)
+	if err != nil {
+		return nil, &NoKubeletError{Reason: "Bottlerocket refuses its settings: " + err.Error()}
 	}
-	sort.Strings(keys)
-	for _, key := range keys {
-		for _, v := range k.NodeTaints[key] {
-			value, effect, _ := strings.Cut(v, ":")
-			reg.Taints = append(reg.Taints, corev1.Taint{Key: key, Value: value, Effect: corev1.TaintEffect(effect)})
-		}
-	}
+	reg.Taints = parseTaints(strings.Join(taints, ","))
 	return reg, nil
 }
 
