@@ -73,6 +73,8 @@ type Finding struct {
 
 // Report is the findings, most serious first.
 type Report struct {
+	// Summary counts the findings and says when a check did not run.
+	Summary  string    `json:"summary"`
 	Findings []Finding `json:"findings"`
 }
 
@@ -104,11 +106,12 @@ func (r *Report) sort() {
 	if r.Findings == nil {
 		r.Findings = []Finding{}
 	}
+	r.Summary = r.Counts()
 }
 
-// Summary counts the findings by severity, and the checks that did not
+// Counts counts the findings by severity, and the checks that did not
 // run: "no findings" is said only when there are none at all.
-func (r *Report) Summary() string {
+func (r *Report) Counts() string {
 	counts := map[Severity]int{}
 	notChecked := 0
 	for _, f := range r.Findings {
@@ -138,7 +141,7 @@ func (r *Report) WriteTable(w interface{ Write([]byte) (int, error) }) {
 		fmt.Fprintln(w, "no findings: every check ran, and nothing keeps nodes from registering, initializing or scheduling")
 		return
 	}
-	fmt.Fprintln(w, r.Summary())
+	fmt.Fprintln(w, r.Counts())
 	fmt.Fprintln(w)
 	for _, f := range r.Findings {
 		fmt.Fprintf(w, "%s  %s  %s\n", strings.ToUpper(string(f.Severity)), f.Code, f.Object)

@@ -58,3 +58,20 @@ func FuzzCommands(f *testing.F) {
 		}
 	})
 }
+
+// Whatever the user data, reading it as nodeadm does not panic, and
+// what it reads as the kubelet's taints can be listed.
+func FuzzReadNodeadm(f *testing.F) {
+	for _, seed := range []string{"", "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec: {kubelet: {flags: ['--register-with-taints=\"a:NoSchedule\"']}}\n",
+		"MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"//\"\n\n--//\nContent-Type: application/node.eks.aws\n\nkind: NodeConfig\n---\nkind: NodeConfig\n--//--\n",
+		"MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"//\"\n\n--//\nContent-Type: multipart/mixed; boundary=\"x\"\n\n--x\n--x--\n--//--\n"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, data string) {
+		n, err := ReadNodeadm([]byte(data))
+		if err == nil {
+			n.RegistrationTaints()
+		}
+		_, _ = BottlerocketTaints(map[string]any{"k": data, "l": []any{data}})
+	})
+}
