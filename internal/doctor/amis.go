@@ -180,6 +180,10 @@ func amiTermFor(nc *awsv1.EC2NodeClass, archs []string) string {
 // swapArch is an AMI name that names another architecture in place of
 // the one it names, or "".
 func swapArch(name, arch string) string {
+	// Only the published families' names are known to exist for both.
+	if !strings.HasPrefix(name, "amazon-eks-") && !strings.HasPrefix(name, "bottlerocket-") {
+		return ""
+	}
 	pairs := map[string][2]string{"arm64": {"x86_64", "arm64"}, "amd64": {"arm64", "x86_64"}}
 	p, ok := pairs[arch]
 	if !ok || !strings.Contains(name, p[0]) {
