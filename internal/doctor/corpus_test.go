@@ -369,10 +369,8 @@ func TestCorpus(t *testing.T) {
 							t.Errorf("%s's fix lacks %q:\n%s", tc.code, frag, f.Fix)
 						}
 					}
-				} else {
-					if len(fs) > 0 || r.HasErrors() {
-						t.Errorf("the twin has findings: %+v", r.Findings)
-					}
+				} else if len(fs) > 0 || r.HasErrors() {
+					t.Errorf("the twin has findings: %+v", r.Findings)
 				}
 				total++
 				if agree(t, o, r, side.broken && tc.blocksLaunch) {

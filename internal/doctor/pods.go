@@ -299,8 +299,9 @@ func podRequirements(pod *corev1.Pod) scheduling.Requirements {
 }
 
 func describeReqs(reqs scheduling.Requirements) string {
-	parts := []string{}
-	for _, key := range reqs.Keys() {
+	keys := reqs.Keys()
+	parts := make([]string, 0, len(keys))
+	for _, key := range keys {
 		parts = append(parts, reqs[key].String())
 	}
 	return strings.Join(parts, "; ")

@@ -62,14 +62,15 @@ type ChangedObject struct {
 	Fields []string `json:"fields"`
 }
 
-// apply returns the objects with the change made (the input is left as
-// it is), and what it changed. A changed EC2NodeClass without a status
-// keeps the cluster's, less what its changed selector terms make unknown.
 // Applied are the objects with the change made, as Plan plans them.
 func (c *Change) Applied(o *Objects) *Objects {
 	out, _, _ := c.apply(o)
 	return out
 }
+
+// apply returns the objects with the change made (the input is left as
+// it is), and what it changed. A changed EC2NodeClass without a status
+// keeps the cluster's, less what its changed selector terms make unknown.
 
 func (c *Change) apply(o *Objects) (*Objects, []ChangedObject, []string) {
 	out := *o

@@ -279,8 +279,10 @@ var readVersions = map[string]string{
 // readers add an object of each kind simulate reads, checking what the
 // API server would refuse; false: the object is not read after all.
 var readers = map[string]func(*Objects, runtime.Object) (bool, error){
-	"NodePool":  func(o *Objects, obj runtime.Object) (bool, error) { return true, o.addNodePool(obj.(*v1.NodePool)) },
-	"NodeClaim": func(o *Objects, obj runtime.Object) (bool, error) { return true, o.addNodeClaim(obj.(*v1.NodeClaim)) },
+	"NodePool": func(o *Objects, obj runtime.Object) (bool, error) { return appended(&o.NodePools, obj.(*v1.NodePool)) },
+	"NodeClaim": func(o *Objects, obj runtime.Object) (bool, error) {
+		return appended(&o.NodeClaims, obj.(*v1.NodeClaim))
+	},
 	"NodeOverlay": func(o *Objects, obj runtime.Object) (bool, error) {
 		return true, o.addOverlay(obj.(*v1alpha1.NodeOverlay))
 	},
@@ -350,17 +352,6 @@ func inDefault[T metav1.Object](obj T) T {
 		obj.SetNamespace("default")
 	}
 	return obj
-}
-
-// addNodePool and addNodeClaim add what the CRD's own validation passed.
-func (o *Objects) addNodePool(np *v1.NodePool) error {
-	o.NodePools = append(o.NodePools, np)
-	return nil
-}
-
-func (o *Objects) addNodeClaim(nc *v1.NodeClaim) error {
-	o.NodeClaims = append(o.NodeClaims, nc)
-	return nil
 }
 
 func (o *Objects) addOverlay(ov *v1alpha1.NodeOverlay) error {

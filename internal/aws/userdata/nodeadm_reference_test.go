@@ -258,7 +258,7 @@ func TestNodeadmReadsAsTheRealOne(t *testing.T) {
 			for _, f := range theirs.Kubelet.Flags {
 				words = append(words, userdata.SystemdWords(f)...)
 			}
-			if !reflect.DeepEqual(ours.Flags, words) && !(len(ours.Flags) == 0 && len(words) == 0) {
+			if !reflect.DeepEqual(ours.Flags, words) && (len(ours.Flags) != 0 || len(words) != 0) {
 				t.Errorf("%s: kubelet flags\n  nodewright: %q\n  nodeadm:    %q", c.name, ours.Flags, words)
 				ok = false
 			}

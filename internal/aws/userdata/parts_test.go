@@ -67,7 +67,7 @@ func FuzzReadNodeadm(f *testing.F) {
 		"MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"//\"\n\n--//\nContent-Type: multipart/mixed; boundary=\"x\"\n\n--x\n--x--\n--//--\n"} {
 		f.Add(seed)
 	}
-	f.Fuzz(func(t *testing.T, data string) {
+	f.Fuzz(func(_ *testing.T, data string) {
 		n, err := ReadNodeadm([]byte(data))
 		if err == nil {
 			n.RegistrationTaints()
