@@ -58,17 +58,17 @@ func All() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 // server does when the object is created. False: the object is not of a
 // kind and version the CRDs serve.
 func Default(obj map[string]any) (bool, error) {
-	schemas, err := structurals()
+	vs, err := validators()
 	if err != nil {
 		return false, err
 	}
 	apiVersion, _ := obj["apiVersion"].(string)
 	kind, _ := obj["kind"].(string)
-	s := schemas[apiVersion+"/"+kind]
-	if s == nil {
+	v := vs[apiVersion+"/"+kind]
+	if v == nil {
 		return false, nil
 	}
-	defaulting.Default(obj, s)
+	defaulting.Default(obj, v.structural)
 	return true, nil
 }
 
@@ -167,7 +167,8 @@ type validator struct {
 	cel              *cel.Validator
 }
 
-// validators are the CRDs' validators by apiVersion and kind.
+// validators are the CRDs' schemas and validators by apiVersion and kind,
+// compiled once.
 var validators = sync.OnceValues(func() (map[string]*validator, error) {
 	all, err := All()
 	if err != nil {
@@ -197,32 +198,6 @@ var validators = sync.OnceValues(func() (map[string]*validator, error) {
 				val.specReplicasPath = v.Subresources.Scale.SpecReplicasPath
 			}
 			out[crd.Spec.Group+"/"+v.Name+"/"+crd.Spec.Names.Kind] = val
-		}
-	}
-	return out, nil
-})
-
-// structurals are the CRDs' schemas by apiVersion and kind.
-var structurals = sync.OnceValues(func() (map[string]*structuralschema.Structural, error) {
-	all, err := All()
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]*structuralschema.Structural{}
-	for _, crd := range all {
-		for _, v := range crd.Spec.Versions {
-			if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
-				continue
-			}
-			internal := &apiextensions.JSONSchemaProps{}
-			if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(v.Schema.OpenAPIV3Schema, internal, nil); err != nil {
-				return nil, fmt.Errorf("CRD %s version %s: %w", crd.Name, v.Name, err)
-			}
-			s, err := structuralschema.NewStructural(internal)
-			if err != nil {
-				return nil, fmt.Errorf("CRD %s version %s: %w", crd.Name, v.Name, err)
-			}
-			out[crd.Spec.Group+"/"+v.Name+"/"+crd.Spec.Names.Kind] = s
 		}
 	}
 	return out, nil

@@ -260,6 +260,19 @@ func constraintFix(r scheduling.Refusal, pool *scheduling.NodePool, pod *corev1.
 	if len(fitting) == 0 {
 		return fmt.Sprintf("no instance type of the catalog meets %s's own spec.nodeSelector/affinity (%s): correct them", pods, describeReqs(podReqs))
 	}
+	req, admitted, ok := excludingRequirement(pool, fitting)
+	if !ok {
+		return ""
+	}
+	return fmt.Sprintf("in NodePool %s's spec.template.spec.requirements, %s admits none of the instance types %s's spec.nodeSelector/affinity asks for (%s): add %s to its values, "+
+		"or give these pods a NodePool of their own; or change %s's selectors to what NodePool %s provides", r.NodePool, req, pods, fitting[0].Name,
+		strings.Join(admitted[:min(4, len(admitted))], ", "), pods, r.NodePool)
+}
+
+// excludingRequirement is the first of a NodePool's requirements that
+// admits none of the instance types given, with the values they have for
+// its key, sorted; false when every requirement admits one of them.
+func excludingRequirement(pool *scheduling.NodePool, fitting []*scheduling.InstanceType) (*scheduling.Requirement, []string, bool) {
 	for _, key := range pool.Requirements.Keys() {
 		req := pool.Requirements[key]
 		var admitted []string
@@ -275,15 +288,11 @@ func constraintFix(r scheduling.Refusal, pool *scheduling.NodePool, pod *corev1.
 			}
 			admitted = append(admitted, v)
 		}
-		if keeps || len(admitted) == 0 {
-			continue
+		if !keeps && len(admitted) > 0 {
+			return req, uniqueSorted(admitted), true
 		}
-		admitted = uniqueSorted(admitted)
-		return fmt.Sprintf("in NodePool %s's spec.template.spec.requirements, %s admits none of the instance types %s's spec.nodeSelector/affinity asks for (%s): add %s to its values, "+
-			"or give these pods a NodePool of their own; or change %s's selectors to what NodePool %s provides", r.NodePool, req, pods, fitting[0].Name,
-			strings.Join(admitted[:min(4, len(admitted))], ", "), pods, r.NodePool)
 	}
-	return ""
+	return nil, nil, false
 }
 
 // podRequirements are a pod's node selector and its first required node
@@ -345,30 +354,12 @@ func sizeFix(r scheduling.Refusal, pool *scheduling.NodePool, pods string) strin
 	if len(fitting) == 0 {
 		return fmt.Sprintf("%slower %s's resources.requests: the most one of NodePool %s's instance types leaves for a pod beside its DaemonSets is %s", lacks, pods, r.NodePool, room)
 	}
-	for _, key := range pool.Requirements.Keys() {
-		req := pool.Requirements[key]
-		var admitted []string
-		keeps := false
-		for _, it := range fitting {
-			v, ok := it.Requirements[key].Single()
-			if !ok {
-				continue
-			}
-			if req.Has(v) {
-				keeps = true
-				break
-			}
-			admitted = append(admitted, v)
-		}
-		if keeps || len(admitted) == 0 {
-			continue
-		}
-		admitted = uniqueSorted(admitted)
+	if req, admitted, ok := excludingRequirement(pool, fitting); ok {
 		names := make([]string, 0, 4)
 		for _, it := range fitting[:min(4, len(fitting))] {
 			names = append(names, it.Name)
 		}
-		change := fmt.Sprintf("replace it with %s In [%s]", key, strings.Join(admitted[:min(4, len(admitted))], ", "))
+		change := fmt.Sprintf("replace it with %s In [%s]", req.Key, strings.Join(admitted[:min(4, len(admitted))], ", "))
 		if current := req.Values(); len(current) > 0 {
 			change = fmt.Sprintf("set its values to [%s]", strings.Join(uniqueSorted(append(slices.Clone(current), admitted[:min(4, len(admitted))]...)), ", "))
 		}

@@ -76,7 +76,6 @@ func nodeadm(data []byte) (*Registration, error) {
 		return nil, &NoKubeletError{Reason: "nodeadm init finds no NodeConfig it reads in the user data"}
 	}
 	reg := &Registration{Labels: map[string]string{}, ExternalCloudProvider: true}
-	reg.Taints = configTaints(view.Config)
 	if v, ok := view.Config["maxPods"].(float64); ok {
 		reg.MaxPods = int32(v)
 	}
@@ -88,22 +87,12 @@ func nodeadm(data []byte) (*Registration, error) {
 		reg.Reserved.PodsPerCore = ptr.To(int32(v))
 	}
 	applyFlags(reg, view.Flags)
-	return reg, nil
-}
-
-// configTaints are the taints of the kubelet configuration's
-// registerWithTaints.
-func configTaints(config map[string]any) []corev1.Taint {
-	raw, _ := config["registerWithTaints"].([]any)
-	taints := make([]corev1.Taint, 0, len(raw))
-	for _, item := range raw {
-		m, _ := item.(map[string]any)
-		key, _ := m["key"].(string)
-		value, _ := m["value"].(string)
-		effect, _ := m["effect"].(string)
-		taints = append(taints, corev1.Taint{Key: key, Value: value, Effect: corev1.TaintEffect(effect)})
+	// The taints as nodeadm's reader says the kubelet takes them: the last
+	// flag's, else the configuration's.
+	if taints, _ := view.RegistrationTaints(); len(taints) > 0 {
+		reg.Taints = parseTaints(strings.Join(taints, ","))
 	}
-	return taints
+	return reg, nil
 }
 
 // stringMap reads a map of the configuration as strings (nil when it is
