@@ -215,7 +215,9 @@ func s3Cases() []corpusCase {
 	var out []corpusCase
 	for _, shape := range []struct{ name, line string }{
 		{"--opt=value", "--kubelet-extra-args='--register-with-taints=karpenter.sh/unregistered:NoExecute'"},
-		{"single quotes inside double", "--kubelet-extra-args \"--register-with-taints='karpenter.sh/unregistered:NoExecute'\""},
+		{"a single-quoted part with a space", "--kubelet-extra-args \"--node-labels 'team=payments, tier=a' --register-with-taints=karpenter.sh/unregistered:NoExecute\""},
+		{"--kubelet-extra-args twice", "--kubelet-extra-args '--register-with-taints=karpenter.sh/unregistered:NoExecute' --kubelet-extra-args '--node-labels=team=payments'"},
+		{"a trailing option without its value", "--kubelet-extra-args '--register-with-taints=karpenter.sh/unregistered:NoExecute' --apiserver-endpoint"},
 	} {
 		out = append(out, corpusCase{shape: "S3 AL2 bootstrap " + shape.name,
 			broken: custom("#!/bin/bash\n/etc/eks/bootstrap.sh payments-prod "+shape.line+"\n") + "---\n" + pool, twin: twin,

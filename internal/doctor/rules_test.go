@@ -41,7 +41,7 @@ func TestUserDataRule(t *testing.T) {
 		{"Bottlerocket node-taints", awsv1.AMIFamilyBottlerocket, "[settings.kubernetes.node-taints]\n\"dedicated\" = [\"ci:NoSchedule\"]\n", CodeUserDataOverridesTaints, Warning, "node-taints"},
 		{"unreadable MIME", awsv1.AMIFamilyAL2023, "MIME-Version: 1.0\nContent-Type: multipart/mixed\n\nbody", CodeUserDataOverridesTaints, Error, "MIME"},
 		{"bootstrap.sh --opt=value", awsv1.AMIFamilyCustom, "#!/bin/bash\n/etc/eks/bootstrap.sh c --kubelet-extra-args='--register-with-taints=karpenter.sh/unregistered:NoExecute'\n", CodeBootstrapArgsMalformed, Error, "--kubelet-extra-args VALUE"},
-		{"single quotes inside", awsv1.AMIFamilyCustom, "#!/bin/bash\n/etc/eks/bootstrap.sh c --kubelet-extra-args \"--register-with-taints='karpenter.sh/unregistered:NoExecute'\"\n", CodeBootstrapArgsMalformed, Error, "double quotes"},
+		{"single-quoted part with a space", awsv1.AMIFamilyCustom, "#!/bin/bash\n/etc/eks/bootstrap.sh c --kubelet-extra-args \"--register-with-taints 'karpenter.sh/unregistered:NoExecute,dedicated=ci:NoSchedule' --node-labels 'team=ci, tier=a'\"\n", CodeBootstrapArgsMalformed, Warning, "double quotes"},
 		{"Custom without the taint", awsv1.AMIFamilyCustom, "#!/bin/bash\n/etc/eks/bootstrap.sh c\n", CodeCustomMissingUnregistered, Error, "karpenter.sh/unregistered:NoExecute"},
 		{"Custom with the old taint name", awsv1.AMIFamilyCustom, "#!/bin/bash\n/etc/eks/bootstrap.sh c --kubelet-extra-args '--register-with-taints=karpenter.sh/uninitialized:NoExecute'\n", CodeCustomMissingUnregistered, Error, "old name"},
 		// Settings in a format the family does not read are lost.

@@ -2,6 +2,7 @@ package userdata
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 )
 
@@ -46,6 +47,9 @@ func FuzzSplit(f *testing.F) {
 func FuzzCommands(f *testing.F) {
 	f.Add("/etc/eks/bootstrap.sh c --kubelet-extra-args '--node-labels=a=b'\n")
 	f.Add("x=\"$(echo a)\"; /etc/eks/bootstrap.sh \"$x\" --apiserver-endpoint=${URL}\n")
+	for _, call := range bootstrapCalls {
+		f.Add(call)
+	}
 	f.Fuzz(func(t *testing.T, script string) {
 		cmds, err := Commands([]byte(script))
 		if err != nil {
@@ -54,6 +58,9 @@ func FuzzCommands(f *testing.F) {
 		for _, c := range cmds {
 			if len(c.Args) != len(c.Raw) {
 				t.Fatalf("%d arguments but %d raw words", len(c.Args), len(c.Raw))
+			}
+			if b := ReadBootstrap(c); b.Set && b.Fails == "" && len(b.Intended) > 0 && len(b.KubeletArgs) == 0 && !strings.Contains(b.ExtraArgs, "'") {
+				t.Fatalf("kubelet arguments %q lost without a single quote to cut them", b.ExtraArgs)
 			}
 		}
 	})

@@ -3,6 +3,7 @@ package userdata
 import (
 	"bytes"
 	"path"
+	"strconv"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -59,11 +60,15 @@ func writePart(b *strings.Builder, part syntax.WordPart) {
 	case *syntax.Lit:
 		b.WriteString(unescape(p.Value))
 	case *syntax.SglQuoted:
-		b.WriteString(p.Value)
+		if p.Dollar {
+			b.WriteString(ansiC(p.Value))
+		} else {
+			b.WriteString(p.Value)
+		}
 	case *syntax.DblQuoted:
 		for _, inner := range p.Parts {
 			if lit, ok := inner.(*syntax.Lit); ok {
-				b.WriteString(lit.Value)
+				b.WriteString(unescapeDouble(lit.Value))
 				continue
 			}
 			writePart(b, inner)
@@ -91,6 +96,64 @@ func unescape(s string) string {
 		}
 		escaped = false
 		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// unescapeDouble resolves the escapes bash honours inside double quotes:
+// a backslash before $, `, ", \ or a newline; any other backslash stays.
+func unescapeDouble(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+1 < len(s) && strings.IndexByte("$`\"\\\n", s[i+1]) >= 0 {
+			i++
+			if s[i] != '\n' {
+				b.WriteByte(s[i])
+			}
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// ansiC resolves the escapes of a $'...' string.
+func ansiC(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	simple := map[byte]string{'n': "\n", 't': "\t", 'r': "\r", 'a': "\a", 'b': "\b", 'f': "\f", 'v': "\v", 'e': "\x1b", 'E': "\x1b", '\\': "\\", '\'': "'", '"': "\"", '?': "?"}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' || i+1 >= len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		i++
+		if r, ok := simple[s[i]]; ok {
+			b.WriteString(r)
+			continue
+		}
+		base, digits := 8, "01234567"
+		start, limit := i, i+3
+		if s[i] == 'x' {
+			base, digits, start, limit = 16, "0123456789abcdefABCDEF", i+1, i+3
+		}
+		end := start
+		for end < len(s) && end < limit && strings.IndexByte(digits, s[end]) >= 0 {
+			end++
+		}
+		if end == start {
+			b.WriteByte('\\')
+			b.WriteByte(s[i])
+			continue
+		}
+		n, _ := strconv.ParseUint(s[start:end], base, 8)
+		b.WriteByte(byte(n))
+		i = end - 1
 	}
 	return b.String()
 }

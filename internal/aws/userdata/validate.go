@@ -138,6 +138,8 @@ type validation struct {
 	// it registers any (Custom); ignored are taints asked for in arguments
 	// bootstrap.sh does not understand.
 	registered, ignored []string
+	// bootstrapped: a bootstrap.sh call has started the kubelet.
+	bootstrapped bool
 }
 
 func (v *validation) add(code string, severity Severity, message, fix string) {
@@ -348,14 +350,6 @@ func (v *validation) nodeadmConfig(config map[string]any) {
 		"remove registerWithTaints from the nodeadm NodeConfig and move the taints to the NodePool (taints that stay in spec.template.spec.taints, taints an agent removes in startupTaints):\n"+TaintsYAML(taints))
 }
 
-// BootstrapOptions are bootstrap.sh's options that take a value as the
-// next word.
-var BootstrapOptions = []string{
-	"--kubelet-extra-args", "--b64-cluster-ca", "--apiserver-endpoint", "--dns-cluster-ip", "--use-max-pods",
-	"--container-runtime", "--ip-family", "--service-ipv6-cidr", "--enable-docker-bridge", "--aws-api-retry-attempts",
-	"--docker-config-json", "--pause-container-account", "--pause-container-version", "--enable-local-outpost", "--cluster-id",
-}
-
 func (v *validation) shell(body []byte) {
 	cmds, err := Commands(body)
 	if err != nil {
@@ -372,12 +366,20 @@ func (v *validation) shell(body []byte) {
 	}
 }
 
-// bootstrapCall checks a call of bootstrap.sh in the user data: its
-// options, and the taints its kubelet arguments register.
+// bootstrapCall checks a call of bootstrap.sh in the user data, read as
+// the script reads its arguments: its options, and the taints the kubelet
+// it starts registers with. Only the first call starts the kubelet (a
+// later one finds it running), so a Custom node registers with the first
+// call's taints.
 func (v *validation) bootstrapCall(c Command) {
-	taints := registeredTaints(v.bootstrapArgs(c))
+	b := ReadBootstrap(c)
+	v.bootstrapOptions(c, b)
+	taints := lastTaints(b.KubeletArgs)
 	if v.custom() {
-		v.registered = append(v.registered, taints...)
+		if !v.bootstrapped && b.Fails == "" {
+			v.registered = append(v.registered, taints...)
+		}
+		v.bootstrapped = true
 		return
 	}
 	if v.family == awsv1.AMIFamilyAL2 {
@@ -385,59 +387,78 @@ func (v *validation) bootstrapCall(c Command) {
 	}
 }
 
-// bootstrapArgs checks the options of a bootstrap.sh call and returns the
-// kubelet arguments it passes.
-func (v *validation) bootstrapArgs(c Command) []string {
-	var extraArgs []string
-	for i := 0; i < len(c.Args); i++ {
-		arg := c.Args[i]
-		if name, value, ok := strings.Cut(arg, "="); ok && contains(BootstrapOptions, name) {
-			v.joinedOption(c.Raw[i], name, value)
-			continue
-		}
-		if contains(BootstrapOptions, arg) && i+1 < len(c.Args) {
-			if arg == "--kubelet-extra-args" {
-				extraArgs = append(extraArgs, v.kubeletExtraArgs(c.Raw[i+1], c.Args[i+1])...)
-			}
-			i++
-		}
+// bootstrapOptions reports what bootstrap.sh makes of a call differently
+// from what its author meant.
+func (v *validation) bootstrapOptions(c Command, b *Bootstrap) {
+	if b.Fails != "" {
+		v.add(CodeBootstrapArgsMalformed, Error,
+			fmt.Sprintf("%s stops before it starts the kubelet: %s, so the node never joins", c.Name, b.Fails),
+			"call bootstrap.sh as: /etc/eks/bootstrap.sh CLUSTER_NAME --kubelet-extra-args '...'")
 	}
-	return extraArgs
+	for _, i := range b.JoinedOptions {
+		name, value, _ := strings.Cut(c.Args[i], "=")
+		v.joinedOption(c.Raw[i], name, value, len(b.Positional) > 0 && b.Positional[0] == i)
+	}
+	if len(b.Replaced) > 0 {
+		all := append(slices.Clone(b.Replaced), b.ExtraArgs)
+		v.add(CodeBootstrapArgsMalformed, Warning,
+			fmt.Sprintf("bootstrap.sh is given --kubelet-extra-args %d times and keeps only the last (%q): the kubelet never gets %s",
+				len(all), b.ExtraArgs, quoteEach(b.Replaced)),
+			fmt.Sprintf("pass every kubelet argument in one --kubelet-extra-args '%s'", strings.Join(all, " ")))
+	}
+	if b.Cut() {
+		severity := Warning
+		if !slices.Equal(lastTaints(b.KubeletArgs), lastTaints(b.Intended)) {
+			severity = Error
+		}
+		v.add(CodeBootstrapArgsMalformed, severity,
+			fmt.Sprintf("--kubelet-extra-args %q: bootstrap.sh writes the value inside single quotes in a systemd drop-in (Environment='KUBELET_EXTRA_ARGS=...'), so a single-quoted part with a space in it ends that quoting and cuts the value: the kubelet gets %s instead of %s",
+				b.ExtraArgs, quoteEach(b.KubeletArgs), quoteEach(b.Intended)),
+			fmt.Sprintf("use double quotes inside: --kubelet-extra-args '%s'", strings.ReplaceAll(b.ExtraArgs, `'`, `"`)))
+	}
+}
+
+// lastTaints are the taints of the last --register-with-taints flag in
+// kubelet arguments: the kubelet keeps the last value of a flag.
+func lastTaints(args []string) []string {
+	values := FlagValues(args, "--register-with-taints")
+	if len(values) == 0 {
+		return nil
+	}
+	return splitTaints(values[len(values)-1])
+}
+
+func quoteEach(words []string) string {
+	if len(words) == 0 {
+		return "nothing"
+	}
+	quoted := make([]string, len(words))
+	for i, w := range words {
+		quoted[i] = fmt.Sprintf("%q", w)
+	}
+	return "[" + strings.Join(quoted, " ") + "]"
 }
 
 // joinedOption reports a bootstrap.sh option written as --name=VALUE,
-// which bootstrap.sh ignores; taints in ignored kubelet arguments are
-// remembered for the explanation of a Custom node's missing taint.
-func (v *validation) joinedOption(raw, name, value string) {
+// which bootstrap.sh does not understand and keeps as a positional
+// argument (the cluster name, when it comes first); taints in ignored
+// kubelet arguments are remembered for the explanation of a Custom node's
+// missing taint.
+func (v *validation) joinedOption(raw, name, value string, first bool) {
+	taken := "so it ignores it"
+	if first {
+		taken = "so it takes it as the cluster name"
+	}
 	v.add(CodeBootstrapArgsMalformed, Error,
-		fmt.Sprintf("bootstrap.sh is called with %s: bootstrap.sh takes its options as two words (%s VALUE), and does not understand the %s=VALUE form, so it ignores it",
-			raw, name, name),
+		fmt.Sprintf("bootstrap.sh is called with %s: bootstrap.sh takes its options as two words (%s VALUE), and does not understand the %s=VALUE form, %s",
+			raw, name, name, taken),
 		fmt.Sprintf("write %s '%s'", name, strings.NewReplacer(`'`, "", `"`, "", "karpenter.sh/uninitialized", "karpenter.sh/unregistered").Replace(value)))
 	if name != "--kubelet-extra-args" {
 		return
 	}
-	for _, flag := range registerFlags(strings.Fields(value)) {
-		v.ignored = append(v.ignored, splitTaints(strings.NewReplacer(`"`, "", `'`, "").Replace(flag.value))...)
+	for _, flag := range registerFlags(SystemdWords(value)) {
+		v.ignored = append(v.ignored, splitTaints(flag.value)...)
 	}
-}
-
-// kubeletExtraArgs checks the value of --kubelet-extra-args and returns
-// the arguments the kubelet gets.
-func (v *validation) kubeletExtraArgs(raw, value string) []string {
-	v.nestedQuotes(raw, value)
-	// systemd removes the double quotes when it starts the kubelet.
-	return strings.Fields(strings.ReplaceAll(value, `"`, ""))
-}
-
-// registeredTaints are the taints of the --register-with-taints flags in
-// kubelet arguments.
-func registeredTaints(args []string) []string {
-	flags := registerFlags(args)
-	taints := make([]string, 0, len(flags))
-	for _, flag := range flags {
-		taints = append(taints, splitTaints(flag.value)...)
-	}
-	return taints
 }
 
 // userCallsBootstrap reports AL2 user data that runs bootstrap.sh itself,
@@ -451,29 +472,6 @@ func (v *validation) userCallsBootstrap(c Command, taints []string) {
 		fmt.Sprintf("the user data runs %s itself: it starts the kubelet before the bootstrap.sh call nodewright generates, and the node registers %s — not with %s or the NodePool's taints — so it would never be matched to its NodeClaim",
 			c.Name, registers, UnregisteredTaint),
 		"remove the bootstrap.sh call from spec.userData; put kubelet settings in the EC2NodeClass's spec.kubelet and taints in the NodePool's startupTaints (or taints)")
-}
-
-// nestedQuotes reports single quotes inside --kubelet-extra-args:
-// bootstrap.sh writes the value into a systemd drop-in as
-// Environment='KUBELET_EXTRA_ARGS=VALUE', where a single quote ends the
-// quoting, so the kubelet gets quote characters inside a value or a cut
-// argument. (Double quotes are fine: systemd removes them.)
-func (v *validation) nestedQuotes(raw, value string) {
-	if strings.Contains(value, `'`) {
-		v.add(CodeBootstrapArgsMalformed, Error,
-			fmt.Sprintf("%s: bootstrap.sh puts the kubelet arguments inside single quotes in a systemd drop-in, so the single quotes inside them end that quoting and the kubelet gets %q",
-				raw, firstTaint(value)),
-			fmt.Sprintf("use double quotes inside: --kubelet-extra-args '%s'", strings.ReplaceAll(value, `'`, `"`)))
-	}
-}
-
-func firstTaint(extraArgs string) string {
-	for _, f := range registerFlags(strings.Fields(extraArgs)) {
-		if ts := splitTaints(f.value); len(ts) > 0 {
-			return ts[0]
-		}
-	}
-	return extraArgs
 }
 
 func (v *validation) bottlerocket(body []byte) {

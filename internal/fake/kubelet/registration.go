@@ -172,11 +172,10 @@ func parseTaints(value string) []corev1.Taint {
 }
 
 // scripts runs the shell parts: the first bootstrap.sh call starts the
-// kubelet, with the kubelet arguments of its --kubelet-extra-args (two
-// words; the --opt=value form is not understood and ignored). systemd
-// passes those arguments on, splitting at spaces and removing double
-// quotes. Taints only apply when the Node is created, so later calls do
-// not change the registration.
+// kubelet, with the kubelet arguments bootstrap.sh makes of its
+// --kubelet-extra-args (userdata.ReadBootstrap: the last value, through
+// the systemd drop-in). Taints only apply when the Node is created, so
+// later calls do not change the registration.
 func scripts(parts []userdata.Part) (*Registration, error) {
 	for _, p := range parts {
 		if p.ContentType != userdata.ContentTypeShell && p.ContentType != userdata.ContentTypeText {
@@ -187,29 +186,19 @@ func scripts(parts []userdata.Part) (*Registration, error) {
 			return nil, &NoKubeletError{Reason: "a user data script does not run: " + err.Error()}
 		}
 		for _, c := range cmds {
-			if userdata.IsBootstrap(c.Name) {
-				return bootstrapRegistration(c), nil
+			if !userdata.IsBootstrap(c.Name) {
+				continue
 			}
+			b := userdata.ReadBootstrap(c)
+			if b.Fails != "" {
+				return nil, &NoKubeletError{Reason: "bootstrap.sh stops: " + b.Fails}
+			}
+			reg := &Registration{Labels: map[string]string{}, ExternalCloudProvider: true}
+			applyFlags(reg, b.KubeletArgs)
+			return reg, nil
 		}
 	}
 	return nil, &NoKubeletError{Reason: "no script runs /etc/eks/bootstrap.sh"}
-}
-
-// bootstrapRegistration is the registration of a kubelet that a
-// bootstrap.sh call starts.
-func bootstrapRegistration(c userdata.Command) *Registration {
-	reg := &Registration{Labels: map[string]string{}, ExternalCloudProvider: true}
-	for i := 0; i < len(c.Args); i++ {
-		arg := c.Args[i]
-		if !contains(userdata.BootstrapOptions, arg) || i+1 >= len(c.Args) {
-			continue // positional, or an option bootstrap.sh does not understand
-		}
-		if arg == "--kubelet-extra-args" {
-			applyFlags(reg, strings.Fields(strings.ReplaceAll(c.Args[i+1], `"`, "")))
-		}
-		i++
-	}
-	return reg
 }
 
 func bottlerocket(parts []userdata.Part) (*Registration, error) {

@@ -48,6 +48,26 @@ func TestValidationAndTheKubeletAgreeOnShapes(t *testing.T) {
 				"    flags: [\"--register-with-taints=karpenter.sh/unregistered:NoExecute\"]\n--==I==--\n--==B==--\n", false, ""},
 		{"Bottlerocket single-string taint", awsv1.AMIFamilyBottlerocket,
 			"[settings.kubernetes.node-taints]\n\"dedicated\" = \"ci:NoSchedule\"\n", true, userdata.CodeBottlerocketTaints},
+		// AL2 bootstrap.sh, as the script reads its arguments and systemd
+		// the drop-in it writes.
+		{"Custom bootstrap.sh, the taint in single quotes inside", awsv1.AMIFamilyCustom,
+			"#!/bin/bash\n/etc/eks/bootstrap.sh prod-eu --kubelet-extra-args \"--register-with-taints='karpenter.sh/unregistered:NoExecute'\"\n", true, ""},
+		{"Custom bootstrap.sh, double quotes inside", awsv1.AMIFamilyCustom,
+			"#!/bin/bash\n/etc/eks/bootstrap.sh prod-eu --kubelet-extra-args '--register-with-taints \"karpenter.sh/unregistered:NoExecute\" --node-labels \"team=ci\"'\n", true, ""},
+		{"Custom bootstrap.sh, a single-quoted part with a space", awsv1.AMIFamilyCustom,
+			"#!/bin/bash\n/etc/eks/bootstrap.sh prod-eu --kubelet-extra-args \"--node-labels 'team=ci, tier=a' --register-with-taints=karpenter.sh/unregistered:NoExecute\"\n", false, ""},
+		{"Custom bootstrap.sh, --kubelet-extra-args twice", awsv1.AMIFamilyCustom,
+			"#!/bin/bash\n/etc/eks/bootstrap.sh prod-eu --kubelet-extra-args '--register-with-taints=karpenter.sh/unregistered:NoExecute' \\\n  --kubelet-extra-args '--node-labels=team=ci'\n", false, ""},
+		{"Custom bootstrap.sh, the taint flag twice", awsv1.AMIFamilyCustom,
+			"#!/bin/bash\n/etc/eks/bootstrap.sh prod-eu --kubelet-extra-args '--register-with-taints=dedicated=ci:NoSchedule --register-with-taints=karpenter.sh/unregistered:NoExecute'\n", true, ""},
+		{"Custom bootstrap.sh --kubelet-extra-args=VALUE", awsv1.AMIFamilyCustom,
+			"#!/bin/bash\n/etc/eks/bootstrap.sh prod-eu --kubelet-extra-args='--register-with-taints=karpenter.sh/unregistered:NoExecute'\n", false, ""},
+		{"Custom bootstrap.sh called twice", awsv1.AMIFamilyCustom,
+			"#!/bin/bash\nB=/etc/eks/bootstrap.sh\n/etc/eks/bootstrap.sh prod-eu --kubelet-extra-args '--register-with-taints=karpenter.sh/unregistered:NoExecute'\n/etc/eks/bootstrap.sh prod-eu\n", true, ""},
+		{"Custom bootstrap.sh with a trailing option", awsv1.AMIFamilyCustom,
+			"#!/bin/bash\n/etc/eks/bootstrap.sh prod-eu --kubelet-extra-args '--register-with-taints=karpenter.sh/unregistered:NoExecute' --b64-cluster-ca\n", false, ""},
+		{"Custom bootstrap.sh with a cut that keeps the taint", awsv1.AMIFamilyCustom,
+			"#!/bin/bash\n/etc/eks/bootstrap.sh prod-eu --kubelet-extra-args \"--register-with-taints=karpenter.sh/unregistered:NoExecute --node-labels 'team=ci, tier=a'\"\n", true, userdata.CodeBootstrapArgsMalformed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			findings := userdata.Validate(tc.family, tc.userData)
