@@ -1,6 +1,8 @@
 package cloudprovider
 
 import (
+	corev1 "k8s.io/api/core/v1"
+
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/scheduling"
 )
@@ -27,6 +29,10 @@ type NodeClass struct {
 	// Drift are the cloud's drift rules for the class's NodeClaims; nil:
 	// none beyond the stamp.
 	Drift Drifter
+	// RegistrationTaints are taints every node of the class registers with
+	// beyond its NodePool's (its user data asks for them, and nothing
+	// removes them): its nodes are planned with them.
+	RegistrationTaints []corev1.Taint
 }
 
 // NotReady is why a node class cannot launch: the condition that says so

@@ -53,6 +53,9 @@ type NodePool struct {
 	Requirements  Requirements
 	Taints        []corev1.Taint
 	StartupTaints []corev1.Taint
+	// UserDataTaints are those of Taints the node class's user data
+	// registers every node with (for messages).
+	UserDataTaints []corev1.Taint
 	// Limits cap the pool's total capacity ("nodes" counts nodes); nil
 	// means unlimited.
 	Limits corev1.ResourceList

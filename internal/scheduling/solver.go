@@ -560,7 +560,11 @@ func (s *solver) newClaim(p *podInfo, pl *pool) (*target, change, Refusal) {
 		return nil, change{}, Refusal{Reason: "a static NodePool (spec.replicas) keeps its replicas and launches no node for pods", Static: true}
 	}
 	if taint, ok := p.tolerates(pl.Taints); !ok {
-		return nil, change{}, Refusal{Reason: "taint " + taintString(taint) + " not tolerated", Taint: &taint}
+		reason := "taint " + taintString(taint) + " not tolerated"
+		if slices.ContainsFunc(pl.UserDataTaints, func(t corev1.Taint) bool { return t.MatchTaint(&taint) }) {
+			reason += " (EC2NodeClass " + pl.NodeClass + "'s user data registers every node with it)"
+		}
+		return nil, change{}, Refusal{Reason: reason, Taint: &taint}
 	}
 	if pl.nodesLimit >= 0 && pl.nodes >= pl.nodesLimit {
 		return nil, change{}, Refusal{Reason: fmt.Sprintf("limit of %d nodes reached", pl.nodesLimit), LimitReached: true}

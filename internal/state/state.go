@@ -222,6 +222,7 @@ func (s *Snapshot) nodePools(o Objects, opts Options) map[string][]*scheduling.I
 		}
 		types[np.Name] = ApplyOverlays(np, class.InstanceTypes, overlays, s.OverlayEffects)
 		sp := scheduling.NodePoolFromObject(np, types[np.Name], class.AMIs, s.Usage[np.Name])
+		withUserDataTaints(sp, class.RegistrationTaints)
 		if sp.Static {
 			s.Static[np.Name] = sp
 		}
@@ -248,6 +249,17 @@ func (s *Snapshot) sizeNodes(types map[string][]*scheduling.InstanceType, csi []
 			n.Unsized = true
 		}
 		n.blockers = s.blockers(n)
+	}
+}
+
+// withUserDataTaints adds to a NodePool the taints its node class's user
+// data registers every node with: its nodes have them too.
+func withUserDataTaints(sp *scheduling.NodePool, taints []corev1.Taint) {
+	for _, t := range taints {
+		if !slices.ContainsFunc(sp.Taints, func(have corev1.Taint) bool { return have.MatchTaint(&t) }) {
+			sp.Taints = append(slices.Clip(sp.Taints), t)
+			sp.UserDataTaints = append(sp.UserDataTaints, t)
+		}
 	}
 }
 

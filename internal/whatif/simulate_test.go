@@ -685,3 +685,36 @@ func simulated() *nodeclass.Resolver {
 	a.Seed()
 	return &nodeclass.Resolver{EC2: a.EC2(), SSM: a.SSM(), KubernetesVersion: simaws.KubernetesVersion}
 }
+
+// A taint the EC2NodeClass's user data registers every node with (a
+// nodeadm flag that keeps karpenter.sh/unregistered and adds its own) is
+// on every node of its NodePools: pods that do not tolerate it are not
+// planned there — launched, their nodes would never take them, and
+// another would be launched for them, and another — and pods that
+// tolerate it are.
+func TestUserDataTaintsArePlanned(t *testing.T) {
+	class := strings.Replace(defaultNodeClass, "spec:\n", `spec:
+  userData: |
+    apiVersion: node.eks.aws/v1alpha1
+    kind: NodeConfig
+    spec:
+      kubelet:
+        flags: ["--register-with-taints=karpenter.sh/unregistered:NoExecute,dedicated=ci:NoSchedule"]
+`, 1)
+	pod := "apiVersion: v1\nkind: Pod\nmetadata: {name: %s, namespace: default}\nspec: {containers: [{name: c, resources: {requests: {cpu: 100m}}}]%s}\n"
+	objs := &whatif.Objects{}
+	manifest := class + "---\n" + amd64Pool + "---\n" + fmt.Sprintf(pod, "plain", "") + "---\n" +
+		fmt.Sprintf(pod, "tolerant", ", tolerations: [{key: dedicated, operator: Equal, value: ci, effect: NoSchedule}]")
+	if err := objs.Load("taints.yaml", strings.NewReader(manifest)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := whatif.RunWith(objs, simulated())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := whatif.NewReport(res)
+	if len(r.NodeClaims) != 1 || len(r.Unschedulable) != 1 || r.Unschedulable[0].Pod != "default/plain" ||
+		!strings.Contains(r.Unschedulable[0].Reason, "taint dedicated=ci:NoSchedule not tolerated (EC2NodeClass default's user data registers every node with it)") {
+		t.Errorf("want one NodeClaim for the tolerant pod and the plain one refused for the user data's taint: %+v, %+v", r.NodeClaims, r.Unschedulable)
+	}
+}

@@ -7,9 +7,11 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/aws/userdata"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
@@ -62,7 +64,8 @@ func Resolved(class *awsv1.EC2NodeClass, types []*scheduling.InstanceType) *clou
 // offline tools start from, resolving its instance types and AMIs their
 // own way.
 func Rules(class *awsv1.EC2NodeClass) *cloudprovider.NodeClass {
-	return &cloudprovider.NodeClass{Kind: Kind, Name: class.Name, Generation: class.Generation, Stamp: Stamp(class), Drift: Drift{Class: class}}
+	return &cloudprovider.NodeClass{Kind: Kind, Name: class.Name, Generation: class.Generation, Stamp: Stamp(class), Drift: Drift{Class: class},
+		RegistrationTaints: userdata.ExtraTaints(Family(class), ptr.Deref(class.Spec.UserData, ""))}
 }
 
 // AMIsOf are the EC2NodeClass's resolved AMIs (its status) as the

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/pelletier/go-toml/v2"
+	corev1 "k8s.io/api/core/v1"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 )
@@ -53,10 +55,76 @@ func ValidateWith(family, userData string, known Known) []Finding {
 		v.format(p)
 	}
 	v.nodeadm(userData, parts)
-	if family == awsv1.AMIFamilyCustom && !v.registersUnregistered() {
-		v.findings = append(v.findings, missingUnregistered(v.registered, v.whyUnregistered()))
+	if family == awsv1.AMIFamilyCustom {
+		if !v.registersUnregistered() {
+			v.findings = append(v.findings, missingUnregistered(v.registered, v.whyUnregistered()))
+		} else {
+			v.extra = slices.DeleteFunc(slices.Clone(v.registered), func(t string) bool { return t == UnregisteredTaint })
+		}
 	}
 	return v.findings
+}
+
+// ExtraTaints are the taints a node of the family registers with from
+// its user data beyond nodewright's own (karpenter.sh/unregistered and the
+// NodePool's), when it registers as nodewright needs: a Custom node's own
+// taints, or those a nodeadm flag adds beside karpenter.sh/unregistered.
+// Nothing removes them, so every node of the EC2NodeClass has them.
+func ExtraTaints(family, userData string) []corev1.Taint {
+	key := family + "\x00" + userData
+	extraTaintsCache.Lock()
+	cached, ok := extraTaintsCache.m[key]
+	extraTaintsCache.Unlock()
+	if ok {
+		return cached
+	}
+	var out []corev1.Taint
+	if strings.TrimSpace(userData) != "" && len(userData) <= MaxSize {
+		if parts, err := Split([]byte(userData)); err == nil {
+			v := &validation{family: family}
+			for _, p := range parts {
+				if validate, ok := partValidators[p.ContentType]; ok {
+					validate(v, p.Body)
+				}
+			}
+			v.nodeadm(userData, parts)
+			if family == awsv1.AMIFamilyCustom && v.registersUnregistered() {
+				v.extra = slices.DeleteFunc(slices.Clone(v.registered), func(t string) bool { return t == UnregisteredTaint })
+			}
+			for _, t := range v.extra {
+				if taint, err := ParseTaint(t); err == nil {
+					out = append(out, taint)
+				}
+			}
+		}
+	}
+	extraTaintsCache.Lock()
+	if len(extraTaintsCache.m) >= 512 || extraTaintsCache.m == nil {
+		extraTaintsCache.m = map[string][]corev1.Taint{} // classes' user data changed that often: start again
+	}
+	extraTaintsCache.m[key] = out
+	extraTaintsCache.Unlock()
+	return out
+}
+
+// extraTaintsCache keeps ExtraTaints by family and user data: every
+// snapshot asks for each EC2NodeClass's.
+var extraTaintsCache struct {
+	sync.Mutex
+	m map[string][]corev1.Taint
+}
+
+// ParseTaint reads a kubelet taint, key[=value]:Effect.
+func ParseTaint(s string) (corev1.Taint, error) {
+	keyValue, effect, ok := strings.Cut(s, ":")
+	key, value, _ := strings.Cut(keyValue, "=")
+	switch e := corev1.TaintEffect(effect); {
+	case !ok || key == "":
+		return corev1.Taint{}, fmt.Errorf("taint %q is not key[=value]:Effect", s)
+	case e != corev1.TaintEffectNoSchedule && e != corev1.TaintEffectPreferNoSchedule && e != corev1.TaintEffectNoExecute:
+		return corev1.Taint{}, fmt.Errorf("taint %q has no valid effect", s)
+	}
+	return corev1.Taint{Key: key, Value: value, Effect: corev1.TaintEffect(effect)}, nil
 }
 
 // partValidators check the user data parts of each content type that can
@@ -140,6 +208,8 @@ type validation struct {
 	registered, ignored []string
 	// bootstrapped: a bootstrap.sh call has started the kubelet.
 	bootstrapped bool
+	// extra are taints the node registers with beyond nodewright's.
+	extra []string
 }
 
 func (v *validation) add(code string, severity Severity, message, fix string) {
@@ -276,8 +346,9 @@ func (v *validation) registerFlag(last flagValue) {
 				last.text, strings.Join(taints, ", "), TaintsYAML(taints)))
 	case len(taints) > 1:
 		others := slices.DeleteFunc(slices.Clone(taints), func(t string) bool { return t == UnregisteredTaint })
+		v.extra = others
 		v.add(CodeConfigTaintsReplaced, Warning,
-			fmt.Sprintf("spec.kubelet.flags passes %q: the node registers with %s (so nodewright still matches it to its NodeClaim and adds the NodePool's taints), but %s are not the NodePool's: nodewright plans pods onto the node as if it had none of them",
+			fmt.Sprintf("spec.kubelet.flags passes %q: the node registers with %s (so nodewright still matches it to its NodeClaim and adds the NodePool's taints), but %s are not the NodePool's: they stay on every node of the EC2NodeClass, so nodewright places on its NodePools only pods that tolerate them",
 				last.text, UnregisteredTaint, strings.Join(others, ", ")),
 			fmt.Sprintf("remove %q from the NodeConfig's spec.kubelet.flags and move %s to the NodePool:\n%s", last.text, strings.Join(others, ", "), TaintsYAML(others)))
 	}
@@ -393,7 +464,7 @@ func (v *validation) bootstrapOptions(c Command, b *Bootstrap) {
 	if b.Fails != "" {
 		v.add(CodeBootstrapArgsMalformed, Error,
 			fmt.Sprintf("%s stops before it starts the kubelet: %s, so the node never joins", c.Name, b.Fails),
-			"call bootstrap.sh as: /etc/eks/bootstrap.sh CLUSTER_NAME --kubelet-extra-args '...'")
+			"correct the call to the form /etc/eks/bootstrap.sh CLUSTER_NAME --kubelet-extra-args '...', each option followed by its value")
 	}
 	for _, i := range b.JoinedOptions {
 		name, value, _ := strings.Cut(c.Args[i], "=")
@@ -402,9 +473,9 @@ func (v *validation) bootstrapOptions(c Command, b *Bootstrap) {
 	if len(b.Replaced) > 0 {
 		all := append(slices.Clone(b.Replaced), b.ExtraArgs)
 		v.add(CodeBootstrapArgsMalformed, Warning,
-			fmt.Sprintf("bootstrap.sh is given --kubelet-extra-args %d times and keeps only the last (%q): the kubelet never gets %s",
-				len(all), b.ExtraArgs, quoteEach(b.Replaced)),
-			fmt.Sprintf("pass every kubelet argument in one --kubelet-extra-args '%s'", strings.Join(all, " ")))
+			fmt.Sprintf("bootstrap.sh is given --kubelet-extra-args %d times and keeps only the last: the kubelet never gets %s",
+				len(all), quoteEach(SystemdWords(strings.Join(b.Replaced, " ")))),
+			fmt.Sprintf("replace them with one option: --kubelet-extra-args '%s'", strings.Join(all, " ")))
 	}
 	if b.Cut() {
 		severity := Warning
@@ -412,9 +483,9 @@ func (v *validation) bootstrapOptions(c Command, b *Bootstrap) {
 			severity = Error
 		}
 		v.add(CodeBootstrapArgsMalformed, severity,
-			fmt.Sprintf("--kubelet-extra-args %q: bootstrap.sh writes the value inside single quotes in a systemd drop-in (Environment='KUBELET_EXTRA_ARGS=...'), so a single-quoted part with a space in it ends that quoting and cuts the value: the kubelet gets %s instead of %s",
-				b.ExtraArgs, quoteEach(b.KubeletArgs), quoteEach(b.Intended)),
-			fmt.Sprintf("use double quotes inside: --kubelet-extra-args '%s'", strings.ReplaceAll(b.ExtraArgs, `'`, `"`)))
+			fmt.Sprintf("a single-quoted part of --kubelet-extra-args holds a space: bootstrap.sh writes the value inside single quotes in a systemd drop-in (Environment='KUBELET_EXTRA_ARGS=...'), where that quote ends the quoting and the space cuts the value, so the kubelet never gets %s",
+				quoteEach(slices.DeleteFunc(slices.Clone(b.Intended), func(w string) bool { return slices.Contains(b.KubeletArgs, w) }))),
+			fmt.Sprintf("write the value with double quotes inside: --kubelet-extra-args '%s'", strings.ReplaceAll(b.ExtraArgs, `'`, `"`)))
 	}
 }
 

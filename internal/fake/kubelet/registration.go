@@ -20,8 +20,11 @@ import (
 
 // Registration is how the kubelet registers its Node.
 type Registration struct {
-	Labels  map[string]string
-	Taints  []corev1.Taint
+	Labels map[string]string
+	Taints []corev1.Taint
+	// MaxPods is the pod count the kubelet runs with (0: the instance
+	// type's default); Reserved.MaxPods the one its kube-reserved was
+	// worked out from.
 	MaxPods int32
 	// Reserved is what the kubelet keeps from pods, as it read it: its
 	// kubeReserved, systemReserved, evictionHard and podsPerCore (the
@@ -76,12 +79,15 @@ func nodeadm(data []byte) (*Registration, error) {
 		return nil, &NoKubeletError{Reason: "nodeadm init finds no NodeConfig it reads in the user data"}
 	}
 	reg := &Registration{Labels: map[string]string{}, ExternalCloudProvider: true}
-	if v, ok := view.Config["maxPods"].(float64); ok {
-		reg.MaxPods = int32(v)
-	}
 	reg.Reserved = kubeletconfig.Config{
 		KubeReserved: stringMap(view.Config["kubeReserved"]), SystemReserved: stringMap(view.Config["systemReserved"]),
 		EvictionHard: stringMap(view.Config["evictionHard"]),
+	}
+	if v, ok := view.Config["maxPods"].(float64); ok {
+		// nodeadm works out kube-reserved from the configuration's
+		// maxPods; a --max-pods flag changes only the pod count.
+		reg.MaxPods = int32(v)
+		reg.Reserved.MaxPods = ptr.To(reg.MaxPods)
 	}
 	if v, ok := view.Config["podsPerCore"].(float64); ok {
 		reg.Reserved.PodsPerCore = ptr.To(int32(v))
@@ -223,6 +229,9 @@ func bottlerocket(parts []userdata.Part) (*Registration, error) {
 	k := doc.Settings.Kubernetes
 	reg := &Registration{Labels: map[string]string{}, MaxPods: k.MaxPods, ExternalCloudProvider: true,
 		Reserved: kubeletconfig.Config{KubeReserved: k.KubeReserved, SystemReserved: k.SystemReserved, EvictionHard: k.EvictionHard}}
+	if k.MaxPods > 0 {
+		reg.Reserved.MaxPods = ptr.To(k.MaxPods)
+	}
 	for key, v := range k.NodeLabels {
 		reg.Labels[key] = v
 	}

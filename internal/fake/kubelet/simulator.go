@@ -20,11 +20,11 @@ import (
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -333,17 +333,20 @@ func (s *Simulator) nodeFor(inst simaws.Instance, providerID string, reg *Regist
 	}
 	// The kubelet keeps what it was told to reserve: the node's
 	// allocatable follows the user data, whatever nodewright planned.
+	// Its pod count is the one it runs with (a --max-pods flag
+	// included); its kube-reserved was worked out by the bootstrap from
+	// the configuration's.
 	reserved := reg.Reserved
-	if reg.MaxPods > 0 {
-		reserved.MaxPods = ptr.To(reg.MaxPods)
-	}
 	it := instancetypes.InstanceTypes([]instancetypes.Spec{spec}, instancetypes.Options{Zones: []string{zone}, Kubelet: &reserved})[0]
-	capacity, allocatable := it.Capacity, it.Allocatable
+	capacity, allocatable := it.Capacity.List(), it.Allocatable.List()
+	if reg.MaxPods > 0 {
+		capacity[corev1.ResourcePods], allocatable[corev1.ResourcePods] = *resource.NewQuantity(int64(reg.MaxPods), resource.DecimalSI), *resource.NewQuantity(int64(reg.MaxPods), resource.DecimalSI)
+	}
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 		Spec:       corev1.NodeSpec{ProviderID: providerID, Taints: taints},
 		Status: corev1.NodeStatus{
-			Capacity: capacity.List(), Allocatable: allocatable.List(),
+			Capacity: capacity, Allocatable: allocatable,
 			NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.34.3", OperatingSystem: "linux", Architecture: spec.Arch, BootID: bootID(inst)},
 		},
 	}

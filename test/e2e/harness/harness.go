@@ -102,6 +102,13 @@ func Run(t *testing.T, scenario string, edit func(*runner.Options)) (*runner.Sim
 	if err != nil {
 		t.Fatal(err)
 	}
+	return RunManifest(t, name, manifest, edit)
+}
+
+// RunManifest starts a simulation, applies a manifest and watches it
+// settle.
+func RunManifest(t *testing.T, name string, manifest []byte, edit func(*runner.Options)) (*runner.Sim, *runner.Snapshot) {
+	t.Helper()
 	// A NodeClaim whose instance boots late is a change still to come:
 	// the watch waits that long past 30 s without change before it calls
 	// the cluster stalled.

@@ -1,0 +1,136 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/aws/userdata/userdatatest"
+	"github.com/nodewright/nodewright/internal/fake/runner"
+	"github.com/nodewright/nodewright/test/e2e/harness"
+)
+
+// shapeManifest is one EC2NodeClass, NodePool and Deployment per shape of
+// user data, each pool's pod selecting its own nodes and tolerating
+// whatever taint the user data gives them, in the sim's
+// account; the Custom classes use its own AL2 AMI, or its AL2023 one
+// (arm64) for a NodeConfig.
+func shapeManifest(t *testing.T) []byte {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString(awsAuthForSim)
+	for i, s := range userdatatest.Shapes {
+		term := map[string]string{awsv1.AMIFamilyAL2023: "alias: al2023@latest", awsv1.AMIFamilyBottlerocket: "alias: bottlerocket@latest",
+			awsv1.AMIFamilyAL2: "alias: al2@latest", awsv1.AMIFamilyCustom: "id: ami-0a1b2c3d4e5f60001"}[s.Family]
+		arch := "amd64"
+		if s.Family == awsv1.AMIFamilyCustom && strings.Contains(s.UserData, "NodeConfig") {
+			// nodeadm's user data on the account's own AL2023 AMI.
+			term, arch = "id: ami-0a1b2c3d4e5f60002", "arm64"
+		}
+		ud, err := yaml.Marshal(map[string]string{"userData": s.UserData})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, `---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: shape-%[1]d}
+spec:
+  amiFamily: %[2]s
+  amiSelectorTerms: [{%[3]s}]
+  role: KarpenterNodeRole-nodewright-sim
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: nodewright-sim}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: nodewright-sim}}]
+  %[4]s
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: shape-%[1]d}
+spec:
+  template:
+    metadata: {labels: {shape: "%[1]d"}}
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: shape-%[1]d}
+      requirements: [{key: kubernetes.io/arch, operator: In, values: [%[5]s]}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: shape-%[1]d, namespace: default}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: shape-%[1]d}}
+  template:
+    metadata: {labels: {app: shape-%[1]d}}
+    spec:
+      nodeSelector: {shape: "%[1]d"}
+      tolerations: [{operator: Exists}]
+      containers: [{name: app, image: app, resources: {requests: {cpu: 100m, memory: 128Mi}}}]
+`, i, s.Family, term, strings.TrimSpace(strings.ReplaceAll(string(ud), "\n", "\n  ")), arch)
+	}
+	return []byte(b.String())
+}
+
+const awsAuthForSim = `apiVersion: v1
+kind: ConfigMap
+metadata: {name: aws-auth, namespace: kube-system}
+data:
+  mapRoles: |
+    - rolearn: arn:aws:iam::111122223333:role/KarpenterNodeRole-nodewright-sim
+      username: system:node:{{EC2PrivateDNSName}}
+      groups: [system:bootstrappers, system:nodes]
+`
+
+// TestUserDataShapesAtRuntime: every shape of user data launched at once
+// in the simulation, its validation switched off so that each node shows
+// what it does with its user data. The node joins and its pod runs
+// exactly for the shapes the node's readers register with
+// karpenter.sh/unregistered, and doctor, run on the cluster, reports an
+// error on exactly the other EC2NodeClasses: doctor, the simulated node
+// and the controller's validation agree at runtime.
+func TestUserDataShapesAtRuntime(t *testing.T) {
+	sim, _ := harness.RunManifest(t, "shapes.yaml", shapeManifest(t), func(o *runner.Options) { o.Operator.SkipUserDataValidation = true })
+	// The node of a shape registers as nodewright needs when its NodeClaim
+	// is Registered, not for want of karpenter.sh/unregistered.
+	claims := &v1.NodeClaimList{}
+	if err := sim.Kube.List(context.Background(), claims); err != nil {
+		t.Fatal(err)
+	}
+	joins, launched := map[string]bool{}, map[string]int{}
+	for _, c := range claims.Items {
+		launched[c.Labels[v1.LabelNodePool]]++
+		if cond := meta.FindStatusCondition(c.Status.Conditions, v1.ConditionRegistered); cond != nil && cond.Status == metav1.ConditionTrue && cond.Reason == v1.ReasonRegistered {
+			joins[c.Labels[v1.LabelNodePool]] = true
+		}
+	}
+	findings, _ := doctor(t, sim)
+	refused := map[string]bool{}
+	for _, f := range findings {
+		if f.Severity == "error" && strings.HasPrefix(f.Object, "EC2NodeClass/") {
+			refused[strings.TrimPrefix(f.Object, "EC2NodeClass/")] = true
+		}
+	}
+	agreed := 0
+	for i, s := range userdatatest.Shapes {
+		name := fmt.Sprintf("shape-%d", i)
+		if launched[name] > 1 {
+			t.Errorf("%s (%s): %d NodeClaims for one pod", name, s.Name, launched[name])
+		}
+		if joins[name] != s.Registers {
+			t.Errorf("%s (%s): its node registers with karpenter.sh/unregistered: %v, want %v", name, s.Name, joins[name], s.Registers)
+		}
+		if refused[name] == joins[name] {
+			t.Errorf("%s (%s): doctor reports an error: %v, the node registers: %v", name, s.Name, refused[name], joins[name])
+		} else {
+			agreed++
+		}
+	}
+	t.Logf("NodeClaims per shape: %v", launched)
+	t.Logf("%d shapes of user data at runtime: doctor and the running simulation agree on %d", len(userdatatest.Shapes), agreed)
+}
