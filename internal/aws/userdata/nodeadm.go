@@ -3,6 +3,8 @@ package userdata
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -42,6 +44,10 @@ type Nodeadm struct {
 // nodeadm fail (a NodeConfig part that cannot be decoded).
 func ReadNodeadm(data []byte) (*Nodeadm, error) {
 	n := &Nodeadm{Config: map[string]any{}}
+	data, err := unwrapNodeadm(data)
+	if err != nil {
+		return n, err
+	}
 	msg, err := mail.ReadMessage(bytes.NewReader(data))
 	var mediaType string
 	var params map[string]string
@@ -245,5 +251,26 @@ func BottlerocketTaints(nodeTaints map[string]any) ([]string, error) {
 		}
 	}
 	slices.Sort(out)
+	return out, nil
+}
+
+// unwrapNodeadm undoes what nodeadm undoes before it reads user data (as
+// its releases since 2025 do): user data that is base64 as a whole is
+// decoded, and gzip is decompressed.
+func unwrapNodeadm(data []byte) ([]byte, error) {
+	if decoded, err := base64.StdEncoding.DecodeString(string(data)); err == nil {
+		data = decoded
+	}
+	if len(data) < 2 || data[0] != 0x1f || data[1] != 0x8b {
+		return data, nil
+	}
+	r, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("the user data starts as gzip but cannot be decompressed: %w", err)
+	}
+	out, err := io.ReadAll(io.LimitReader(r, 1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("the user data starts as gzip but cannot be decompressed: %w", err)
+	}
 	return out, nil
 }

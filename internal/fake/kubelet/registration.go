@@ -242,12 +242,3 @@ func bottlerocket(parts []userdata.Part) (*Registration, error) {
 	reg.Taints = parseTaints(strings.Join(taints, ","))
 	return reg, nil
 }
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
