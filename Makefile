@@ -4,7 +4,7 @@ SHELL := /usr/bin/env bash -o pipefail
 GOLANGCI_LINT_VERSION := v2.15.0
 LINT := bin/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
-.PHONY: all build test e2e-moto generate verify lint controlplane clean bench bench-e2e bench-reference crash sim reference-examples image chart
+.PHONY: all build test e2e-moto generate verify lint controlplane clean bench bench-e2e bench-reference crash sim image chart
 
 all: build
 
@@ -73,11 +73,6 @@ bench-reference: build controlplane ## bench-e2e with the reference autoscaler (
 	./hack/reference/build.sh
 	go build -o bin/benche2e ./hack/benche2e
 	./bin/benche2e -nodewright bin/nodewright -pods "$$(echo $(BENCH_E2E_PODS) | tr ' ' ,)" -reference bin/reference $(BENCH_E2E_FLAGS)
-
-reference-examples: controlplane ## Apply every object of the reference AWS provider's examples/v1 (REFERENCE=its checkout) to nodewright's CRDs
-	@test -d "$(REFERENCE)/examples/v1" || { echo "set REFERENCE to a checkout of the reference AWS provider (it has examples/v1)"; exit 2; }
-	assets="$$(./hack/controlplane.sh)" && KUBEBUILDER_ASSETS="$$assets" NODEWRIGHT_REFERENCE_EXAMPLES="$(abspath $(REFERENCE))/examples/v1" \
-		go test -count=1 -run 'TestReferenceExample' -v ./api/crds/ | grep -v '^=== RUN'
 
 CRASH_KILLS ?= 200
 

@@ -22,6 +22,7 @@ import (
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/api/v1alpha1"
+	"github.com/nodewright/nodewright/internal/referencetest"
 )
 
 // typedFor returns an empty Go object for the API kinds nodewright defines.
@@ -159,46 +160,41 @@ var sameDuration = cmp.Transformer("duration", func(s string) string {
 	return s
 })
 
-// Every object of the reference's examples (our rendering of each shape
-// they show) applies to our CRDs unchanged, with strict field validation.
-func TestReferenceExamplesApply(t *testing.T) {
-	applyStrictly(t, apiDocuments(t, "testdata/reference-examples.yaml"), 20)
-}
-
-// With NODEWRIGHT_REFERENCE_EXAMPLES naming a checkout's examples/v1
-// directory of the reference's AWS provider (make reference-examples),
-// every object of every file there applies to our CRDs unchanged.
+// Every object of every file of the reference's examples/v1 (the AWS
+// provider's module, through the module proxy), of its newest release
+// and of its long-term support line, applies to nodewright's CRDs
+// unchanged, with strict field validation; the one object the
+// reference's own CRDs refuse is refused too.
 func TestReferenceExampleFilesApply(t *testing.T) {
-	dir := os.Getenv("NODEWRIGHT_REFERENCE_EXAMPLES")
-	if dir == "" {
-		t.Skip("NODEWRIGHT_REFERENCE_EXAMPLES is not set (make reference-examples REFERENCE=DIR)")
+	for _, version := range []string{referencetest.AWSProviderNew, referencetest.AWSProviderLTS} {
+		t.Run(version, func(t *testing.T) {
+			dir := filepath.Join(referencetest.ModuleDir(t, referencetest.AWSProvider, version), "examples", "v1")
+			docs := apiDocuments(t, filepath.Join(dir, "*.yaml"))
+			// Objects of the examples that the reference's own CRDs refuse
+			// too: nodeClassRef.group "karpenter.k8s.aws/v1" (the pattern
+			// ^[^/]*$).
+			refused := map[string]string{"windows-custom-userdata.yaml/NodePool/windows2022": "should match '^[^/]*$'"}
+			for name, fragment := range refused {
+				js, ok := docs[name]
+				if !ok {
+					t.Fatalf("%s is not among the examples any more", name)
+				}
+				delete(docs, name)
+				obj := &unstructured.Unstructured{}
+				if err := obj.UnmarshalJSON(js); err != nil {
+					t.Fatal(err)
+				}
+				err := kube.Create(context.Background(), obj, client.FieldValidation("Strict"))
+				if err == nil {
+					_ = kube.Delete(context.Background(), obj)
+					t.Errorf("%s applied; the reference's CRDs refuse it", name)
+				} else if !strings.Contains(err.Error(), fragment) {
+					t.Errorf("%s: %v, want it refused with %q", name, err, fragment)
+				}
+			}
+			applyStrictly(t, docs, 40)
+		})
 	}
-	docs := apiDocuments(t, filepath.Join(dir, "*.yaml"))
-	// Objects of the examples that the reference's own CRDs refuse too.
-	refused := map[string]string{
-		// nodeClassRef.group "karpenter.k8s.aws/v1": the reference's
-		// NodePool CRD has pattern ^[^/]*$ on the group.
-		"windows-custom-userdata.yaml/NodePool/windows2022": "group is an API group without a version",
-	}
-	for name, fragment := range refused {
-		js, ok := docs[name]
-		if !ok {
-			continue
-		}
-		delete(docs, name)
-		obj := &unstructured.Unstructured{}
-		if err := obj.UnmarshalJSON(js); err != nil {
-			t.Fatal(err)
-		}
-		err := kube.Create(context.Background(), obj, client.FieldValidation("Strict"))
-		if err == nil {
-			_ = kube.Delete(context.Background(), obj)
-			t.Errorf("%s applied; the reference's CRDs refuse it", name)
-		} else if !strings.Contains(err.Error(), fragment) {
-			t.Errorf("%s: %v, want it refused with %q", name, err, fragment)
-		}
-	}
-	applyStrictly(t, docs, 20)
 }
 
 // applyStrictly creates each object with strict field validation and

@@ -100,9 +100,9 @@ spec:
 	for _, want := range []string{
 		`The NodePool "bad" is invalid`,
 		"spec.weight", "should be greater than or equal to 1",
-		"spec.disruption.consolidateAfter", "must be a duration such as 30s, 15m or 720h, or Never",
-		"spec.template.spec.requirements[0]", "operator In needs at least one value",
-		"spec.template.metadata.labels", "label kubernetes.io/hostname is set by the kubelet",
+		"spec.disruption.consolidateAfter", "should match '^(([0-9]+(s|m|h))+|Never)$'",
+		"spec.template.spec.requirements", "a requirement with operator In needs at least one value",
+		"spec.template.metadata.labels", "kubernetes.io/hostname is every node's own name",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("kubectl's message lacks %q:\n%s", want, out)
@@ -153,7 +153,7 @@ func TestKubectlGetShowsWhatMatters(t *testing.T) {
 		want []string
 	}{
 		{[]string{"get", "nodeclaims"}, []string{"NAME", "TYPE", "CAPACITY", "ZONE", "NODE", "READY", "AGE", "printed", "m5.large", "spot", "us-east-1b", "ip-10-0-2-7.ec2.internal", "False"}},
-		{[]string{"get", "nodeclaims", "-o", "wide"}, []string{"IMAGEID", "ID", "NODEPOOL", "NODECLASS", "DRIFTED", "REASON", "ami-0123456789abcdef0", "aws:///us-east-1b/i-0fedcba9876543210", "general", "default", "True", "NotInitialized"}},
+		{[]string{"get", "nodeclaims", "-o", "wide"}, []string{"IMAGEID", "ID", "NODEPOOL", "NODECLASS", "DRIFTED", "ami-0123456789abcdef0", "aws:///us-east-1b/i-0fedcba9876543210", "general", "default", "True"}},
 		{[]string{"get", "nodepools", "-o", "wide"}, []string{"NODECLASS", "NODES", "READY", "AGE", "WEIGHT", "printed", "default", "7"}},
 		{[]string{"get", "ec2nodeclasses", "-o", "wide"}, []string{"READY", "AGE", "ROLE", "printed", "KarpenterNodeRole-nodewright-sim"}},
 		{[]string{"get", "ec2nc"}, []string{"printed"}},

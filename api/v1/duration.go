@@ -9,8 +9,7 @@ import (
 // "1h30m") or the word "Never". It is kept as written so that manifests
 // round-trip unchanged; Parse interprets it.
 //
-// +kubebuilder:validation:MaxLength=32
-// +kubebuilder:validation:XValidation:rule="self == 'Never' || self.matches('^([0-9]+(s|m|h))+$')",message="must be a duration such as 30s, 15m or 720h, or Never"
+// +kubebuilder:validation:Pattern=`^(([0-9]+(s|m|h))+|Never)$`
 type NillableDuration string
 
 // Never disables whatever the duration schedules.

@@ -22,7 +22,6 @@ import (
 // +kubebuilder:printcolumn:name="NodePool",type="string",JSONPath=".metadata.labels.karpenter\\.sh/nodepool",priority=1
 // +kubebuilder:printcolumn:name="NodeClass",type="string",JSONPath=".spec.nodeClassRef.name",priority=1
 // +kubebuilder:printcolumn:name="Drifted",type="string",JSONPath=".status.conditions[?(@.type==\"Drifted\")].status",priority=1
-// +kubebuilder:printcolumn:name="Reason",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].reason",priority=1
 type NodeClaim struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -46,26 +45,22 @@ type NodeClaimList struct {
 // NodeClaimSpec is what the launched node must satisfy.
 type NodeClaimSpec struct {
 	// Taints the node carries for its whole life.
-	// +kubebuilder:validation:MaxItems=100
-	// +kubebuilder:validation:items:XValidation:rule="self.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute']",message="taint effect must be NoSchedule, PreferNoSchedule or NoExecute",fieldPath=".effect"
-	// +kubebuilder:validation:items:XValidation:rule="size(self.key) <= 316 && self.key.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$')",message="taint key must be an optional DNS prefix and '/', then a name of letters, digits, '-', '_' and '.', such as example.com/dedicated",fieldPath=".key"
-	// +kubebuilder:validation:items:XValidation:rule="!has(self.value) || size(self.value) <= 63 && self.value.matches('^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$')",message="taint value must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit",fieldPath=".value"
+	// +listType=atomic
 	// +optional
 	Taints []corev1.Taint `json:"taints,omitempty"`
 	// StartupTaints are expected on the node while it starts and are removed
 	// by another component (a CNI or device plugin, for example) once it is
 	// ready. Pods need not tolerate them to be scheduled onto new capacity.
-	// +kubebuilder:validation:MaxItems=100
-	// +kubebuilder:validation:items:XValidation:rule="self.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute']",message="taint effect must be NoSchedule, PreferNoSchedule or NoExecute",fieldPath=".effect"
-	// +kubebuilder:validation:items:XValidation:rule="size(self.key) <= 316 && self.key.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$')",message="taint key must be an optional DNS prefix and '/', then a name of letters, digits, '-', '_' and '.', such as example.com/dedicated",fieldPath=".key"
-	// +kubebuilder:validation:items:XValidation:rule="!has(self.value) || size(self.value) <= 63 && self.value.matches('^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$')",message="taint value must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit",fieldPath=".value"
+	// +listType=atomic
 	// +optional
 	StartupTaints []corev1.Taint `json:"startupTaints,omitempty"`
 	// Requirements constrain the node's labels: instance type, zone,
 	// capacity type, architecture and any other label.
+	// +kubebuilder:validation:XValidation:rule="self.all(x, x.operator == 'In' ? x.values.size() != 0 : true)",message="a requirement with operator In needs at least one value"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, (x.operator == 'Gt' || x.operator == 'Lt' || x.operator == 'Gte' || x.operator == 'Lte') ? (x.values.size() == 1 && int(x.values[0]) >= 0) : true)",message="operators Gt, Lt, Gte and Lte take exactly one whole number of 0 or more, such as [\"4\"]"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, (x.operator == 'In' && has(x.minValues)) ? x.values.size() >= x.minValues : true)",message="minValues cannot be larger than the number of values the requirement lists"
+	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=100
-	// +kubebuilder:validation:items:XValidation:rule="!self.key.matches('^([^/]*[.])?karpenter[.]sh/') || self.key in ['karpenter.sh/capacity-type', 'karpenter.sh/nodepool']",message="of the karpenter.sh labels only karpenter.sh/capacity-type and karpenter.sh/nodepool can be required",fieldPath=".key"
-	// +kubebuilder:validation:items:XValidation:rule="!self.key.matches('^([^/]*[.])?karpenter[.]k8s[.]aws/') || self.key in ['karpenter.k8s.aws/instance-tenancy', 'karpenter.k8s.aws/capacity-reservation-type', 'karpenter.k8s.aws/capacity-reservation-id', 'karpenter.k8s.aws/capacity-reservation-interruptible', 'karpenter.k8s.aws/ec2nodeclass', 'karpenter.k8s.aws/instance-encryption-in-transit-supported', 'karpenter.k8s.aws/nitro-sandbox', 'karpenter.k8s.aws/instance-category', 'karpenter.k8s.aws/instance-hypervisor', 'karpenter.k8s.aws/instance-family', 'karpenter.k8s.aws/instance-generation', 'karpenter.k8s.aws/instance-local-nvme', 'karpenter.k8s.aws/instance-size', 'karpenter.k8s.aws/instance-cpu', 'karpenter.k8s.aws/instance-cpu-manufacturer', 'karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz', 'karpenter.k8s.aws/instance-memory', 'karpenter.k8s.aws/instance-ebs-bandwidth', 'karpenter.k8s.aws/instance-network-bandwidth', 'karpenter.k8s.aws/instance-gpu-name', 'karpenter.k8s.aws/instance-gpu-manufacturer', 'karpenter.k8s.aws/instance-gpu-count', 'karpenter.k8s.aws/instance-gpu-memory', 'karpenter.k8s.aws/instance-accelerator-name', 'karpenter.k8s.aws/instance-accelerator-manufacturer', 'karpenter.k8s.aws/instance-accelerator-count', 'karpenter.k8s.aws/instance-capability-flex', 'karpenter.k8s.aws/placement-group-id', 'karpenter.k8s.aws/placement-group-partition']",message="of the karpenter.k8s.aws labels only the well-known ones (instance-family, instance-size, instance-cpu, ...) can be required",fieldPath=".key"
 	// +required
 	Requirements []NodeSelectorRequirementWithMinValues `json:"requirements"`
 	// Resources the node must have room for.
@@ -77,8 +72,7 @@ type NodeClaimSpec struct {
 	// TerminationGracePeriod bounds how long draining the node may take;
 	// pods still running at the deadline are deleted.
 	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+(s|m|h))+$')",message="must be a duration such as 30s, 10m or 48h"
+	// +kubebuilder:validation:Pattern=`^([0-9]+(s|m|h))+$`
 	// +optional
 	TerminationGracePeriod *metav1.Duration `json:"terminationGracePeriod,omitempty"`
 	// ExpireAfter is how long after creation the node is replaced, or Never.
@@ -98,15 +92,9 @@ type ResourceRequirements struct {
 // NodeSelectorRequirementWithMinValues is a node selector requirement that
 // may also demand a minimum number of distinct values (for example at least
 // five instance types) among the candidates.
-//
-// +kubebuilder:validation:XValidation:rule="self.operator != 'In' || (has(self.values) && size(self.values) > 0)",message="operator In needs at least one value"
-// +kubebuilder:validation:XValidation:rule="!(self.operator in ['Exists', 'DoesNotExist']) || !has(self.values) || size(self.values) == 0",message="operators Exists and DoesNotExist take no values"
-// +kubebuilder:validation:XValidation:rule="!(self.operator in ['Gt', 'Lt', 'Gte', 'Lte']) || (has(self.values) && size(self.values) == 1 && self.values[0].matches('^[0-9]+$'))",message="operators Gt, Lt, Gte and Lte take exactly one whole number of 0 or more, such as [\"4\"]"
-// +kubebuilder:validation:XValidation:rule="!has(self.minValues) || self.operator != 'In' || (has(self.values) && self.minValues <= size(self.values))",message="minValues cannot be larger than the number of values the requirement lists"
 type NodeSelectorRequirementWithMinValues struct {
 	// Key is the label key the requirement applies to.
 	// +kubebuilder:validation:MaxLength=316
-	// +kubebuilder:validation:XValidation:rule="self.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$')",message="key must be a label key: an optional DNS prefix and '/', then a name of letters, digits, '-', '_' and '.'"
 	// +required
 	Key string `json:"key"`
 	// Operator relates the key to the values: In, NotIn, Exists,
@@ -117,8 +105,6 @@ type NodeSelectorRequirementWithMinValues struct {
 	Operator corev1.NodeSelectorOperator `json:"operator"`
 	// Values for In and NotIn (any number), Gt, Lt, Gte and Lte (one
 	// integer).
-	// +kubebuilder:validation:MaxItems=2000
-	// +kubebuilder:validation:items:MaxLength=63
 	// +listType=atomic
 	// +optional
 	Values []string `json:"values,omitempty"`
@@ -140,18 +126,15 @@ func (r NodeSelectorRequirementWithMinValues) NodeSelectorRequirement() corev1.N
 type NodeClassReference struct {
 	// Group of the node class, karpenter.k8s.aws for EC2NodeClass.
 	// +kubebuilder:validation:XValidation:rule="self != ''",message="group must name the node class's API group, such as karpenter.k8s.aws"
-	// +kubebuilder:validation:XValidation:rule="!self.contains('/')",message="group is an API group without a version, such as karpenter.k8s.aws (not karpenter.k8s.aws/v1)"
-	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[^/]*$`
 	// +required
 	Group string `json:"group"`
 	// Kind of the node class, such as EC2NodeClass.
 	// +kubebuilder:validation:XValidation:rule="self != ''",message="kind must name the node class's kind, such as EC2NodeClass"
-	// +kubebuilder:validation:MaxLength=63
 	// +required
 	Kind string `json:"kind"`
 	// Name of the node class.
 	// +kubebuilder:validation:XValidation:rule="self != ''",message="name must name an existing node class"
-	// +kubebuilder:validation:MaxLength=253
 	// +required
 	Name string `json:"name"`
 }
@@ -221,7 +204,10 @@ const (
 	// ReasonNodeClassNotReady: the EC2NodeClass a NodePool or NodeClaim
 	// refers to is not ready.
 	ReasonNodeClassNotReady = "NodeClassNotReady"
-	ReasonLaunchFailed      = "LaunchFailed"
+	// ReasonValidationFailed: a NodePool the API server admitted holds a
+	// label, requirement or taint no node can carry.
+	ReasonValidationFailed = "ValidationFailed"
+	ReasonLaunchFailed     = "LaunchFailed"
 	// ReasonLaunchWaiting: the launch waits for the provider's own request
 	// budget (nothing was sent yet) and is tried again shortly.
 	ReasonLaunchWaiting            = "LaunchWaiting"

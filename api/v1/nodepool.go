@@ -16,7 +16,7 @@ import (
 // +kubebuilder:printcolumn:name="NodeClass",type="string",JSONPath=".spec.template.spec.nodeClassRef.name"
 // +kubebuilder:printcolumn:name="Nodes",type="string",JSONPath=".status.nodes"
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status"
-// +kubebuilder:printcolumn:name="Rollout",type="string",JSONPath=".status.conditions[?(@.type==\"RolloutInProgress\")].message"
+// +kubebuilder:printcolumn:name="Rollout",type="string",JSONPath=".status.conditions[?(@.type==\"RolloutInProgress\")].message",priority=1
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
 // +kubebuilder:printcolumn:name="Weight",type="integer",JSONPath=".spec.weight",priority=1
 // +kubebuilder:printcolumn:name="CPU",type="string",JSONPath=".status.resources.cpu",priority=1
@@ -43,7 +43,7 @@ type NodePoolList struct {
 // NodePoolSpec is the desired shape and behaviour of a NodePool.
 //
 // +kubebuilder:validation:XValidation:rule="has(self.replicas) == has(oldSelf.replicas)",message="replicas cannot be set or unset on an existing NodePool: a static NodePool (replicas set) cannot become dynamic, nor the reverse; create another NodePool instead"
-// +kubebuilder:validation:XValidation:rule="!has(self.replicas) || !has(self.limits) || self.limits.all(k, k == 'nodes')",message="a static NodePool (replicas set) supports only limits.nodes; remove the other limits"
+// +kubebuilder:validation:XValidation:rule="!has(self.replicas) || (!has(self.limits) || size(self.limits) == 0 || (size(self.limits) == 1 && 'nodes' in self.limits))",message="a static NodePool (replicas set) supports only limits.nodes; remove the other limits"
 // +kubebuilder:validation:XValidation:rule="!has(self.replicas) || !has(self.weight)",message="a static NodePool (replicas set) has no weight: it does not launch for pods; remove weight"
 type NodePoolSpec struct {
 	// Replicas makes the NodePool static: it keeps exactly this many
@@ -86,16 +86,11 @@ type TemplateObjectMeta struct {
 	// Labels are applied to every node of the pool. Labels that the kubelet,
 	// the cloud or nodewright set themselves cannot be chosen here.
 	// +kubebuilder:validation:MaxProperties=100
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k != 'kubernetes.io/hostname')",message="label kubernetes.io/hostname is set by the kubelet to the node's own name; remove it from the template"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k != 'karpenter.sh/nodepool')",message="label karpenter.sh/nodepool is set automatically to the NodePool's name; remove it from the template"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 316 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$'))",message="label keys must be an optional DNS prefix and '/', then a name of letters, digits, '-', '_' and '.'"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 63 && self[k].matches('^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$'))",message="label values must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.matches('^([^/]*[.])?karpenter[.]sh/') || k in ['karpenter.sh/capacity-type', 'karpenter.sh/nodepool'])",message="labels in the karpenter.sh domain are set by nodewright; only karpenter.sh/capacity-type may be set (karpenter.sh/do-not-sync-taints belongs on the node, through the kubelet's --node-labels)"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.matches('^([^/]*[.])?karpenter[.]k8s[.]aws/') || k in ['karpenter.k8s.aws/instance-tenancy', 'karpenter.k8s.aws/capacity-reservation-type', 'karpenter.k8s.aws/capacity-reservation-id', 'karpenter.k8s.aws/capacity-reservation-interruptible', 'karpenter.k8s.aws/ec2nodeclass', 'karpenter.k8s.aws/instance-encryption-in-transit-supported', 'karpenter.k8s.aws/nitro-sandbox', 'karpenter.k8s.aws/instance-category', 'karpenter.k8s.aws/instance-hypervisor', 'karpenter.k8s.aws/instance-family', 'karpenter.k8s.aws/instance-generation', 'karpenter.k8s.aws/instance-local-nvme', 'karpenter.k8s.aws/instance-size', 'karpenter.k8s.aws/instance-cpu', 'karpenter.k8s.aws/instance-cpu-manufacturer', 'karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz', 'karpenter.k8s.aws/instance-memory', 'karpenter.k8s.aws/instance-ebs-bandwidth', 'karpenter.k8s.aws/instance-network-bandwidth', 'karpenter.k8s.aws/instance-gpu-name', 'karpenter.k8s.aws/instance-gpu-manufacturer', 'karpenter.k8s.aws/instance-gpu-count', 'karpenter.k8s.aws/instance-gpu-memory', 'karpenter.k8s.aws/instance-accelerator-name', 'karpenter.k8s.aws/instance-accelerator-manufacturer', 'karpenter.k8s.aws/instance-accelerator-count', 'karpenter.k8s.aws/instance-capability-flex', 'karpenter.k8s.aws/placement-group-id', 'karpenter.k8s.aws/placement-group-partition'])",message="of the karpenter.k8s.aws labels only the well-known ones (instance-family, instance-size, capacity-reservation-id, ...) may be set"
+	// +mapType=atomic
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
 	// Annotations are applied to every node of the pool.
-	// +kubebuilder:validation:MaxProperties=100
+	// +mapType=granular
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
@@ -103,28 +98,22 @@ type TemplateObjectMeta struct {
 // NodeClaimTemplateSpec is the spec every NodeClaim of a pool starts from.
 type NodeClaimTemplateSpec struct {
 	// Taints the nodes carry; pods must tolerate them.
-	// +kubebuilder:validation:MaxItems=100
-	// +kubebuilder:validation:items:XValidation:rule="self.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute']",message="taint effect must be NoSchedule, PreferNoSchedule or NoExecute",fieldPath=".effect"
-	// +kubebuilder:validation:items:XValidation:rule="size(self.key) <= 316 && self.key.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$')",message="taint key must be an optional DNS prefix and '/', then a name of letters, digits, '-', '_' and '.', such as example.com/dedicated",fieldPath=".key"
-	// +kubebuilder:validation:items:XValidation:rule="!has(self.value) || size(self.value) <= 63 && self.value.matches('^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$')",message="taint value must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit",fieldPath=".value"
+	// +listType=atomic
 	// +optional
 	Taints []corev1.Taint `json:"taints,omitempty"`
 	// StartupTaints are present while a node starts and removed by another
 	// component (a CNI or device plugin, for example) once it is ready.
 	// Pods need not tolerate them.
-	// +kubebuilder:validation:MaxItems=100
-	// +kubebuilder:validation:items:XValidation:rule="self.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute']",message="taint effect must be NoSchedule, PreferNoSchedule or NoExecute",fieldPath=".effect"
-	// +kubebuilder:validation:items:XValidation:rule="size(self.key) <= 316 && self.key.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$')",message="taint key must be an optional DNS prefix and '/', then a name of letters, digits, '-', '_' and '.', such as example.com/dedicated",fieldPath=".key"
-	// +kubebuilder:validation:items:XValidation:rule="!has(self.value) || size(self.value) <= 63 && self.value.matches('^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$')",message="taint value must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit",fieldPath=".value"
+	// +listType=atomic
 	// +optional
 	StartupTaints []corev1.Taint `json:"startupTaints,omitempty"`
 	// Requirements constrain the nodes' labels: instance types, zones,
 	// capacity types, architectures and any other label.
+	// +kubebuilder:validation:XValidation:rule="self.all(x, x.operator == 'In' ? x.values.size() != 0 : true)",message="a requirement with operator In needs at least one value"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, (x.operator == 'Gt' || x.operator == 'Lt' || x.operator == 'Gte' || x.operator == 'Lte') ? (x.values.size() == 1 && int(x.values[0]) >= 0) : true)",message="operators Gt, Lt, Gte and Lte take exactly one whole number of 0 or more, such as [\"4\"]"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, (x.operator == 'In' && has(x.minValues)) ? x.values.size() >= x.minValues : true)",message="minValues cannot be larger than the number of values the requirement lists"
+	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=100
-	// +kubebuilder:validation:items:XValidation:rule="self.key != 'kubernetes.io/hostname'",message="kubernetes.io/hostname cannot be required: every node gets its own name; use pod anti-affinity or topology spread to spread pods",fieldPath=".key"
-	// +kubebuilder:validation:items:XValidation:rule="self.key != 'karpenter.sh/nodepool'",message="karpenter.sh/nodepool is set to the NodePool's own name and cannot be required here",fieldPath=".key"
-	// +kubebuilder:validation:items:XValidation:rule="!self.key.matches('^([^/]*[.])?karpenter[.]sh/') || self.key == 'karpenter.sh/capacity-type'",message="of the karpenter.sh labels only karpenter.sh/capacity-type can be required",fieldPath=".key"
-	// +kubebuilder:validation:items:XValidation:rule="!self.key.matches('^([^/]*[.])?karpenter[.]k8s[.]aws/') || self.key in ['karpenter.k8s.aws/instance-tenancy', 'karpenter.k8s.aws/capacity-reservation-type', 'karpenter.k8s.aws/capacity-reservation-id', 'karpenter.k8s.aws/capacity-reservation-interruptible', 'karpenter.k8s.aws/ec2nodeclass', 'karpenter.k8s.aws/instance-encryption-in-transit-supported', 'karpenter.k8s.aws/nitro-sandbox', 'karpenter.k8s.aws/instance-category', 'karpenter.k8s.aws/instance-hypervisor', 'karpenter.k8s.aws/instance-family', 'karpenter.k8s.aws/instance-generation', 'karpenter.k8s.aws/instance-local-nvme', 'karpenter.k8s.aws/instance-size', 'karpenter.k8s.aws/instance-cpu', 'karpenter.k8s.aws/instance-cpu-manufacturer', 'karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz', 'karpenter.k8s.aws/instance-memory', 'karpenter.k8s.aws/instance-ebs-bandwidth', 'karpenter.k8s.aws/instance-network-bandwidth', 'karpenter.k8s.aws/instance-gpu-name', 'karpenter.k8s.aws/instance-gpu-manufacturer', 'karpenter.k8s.aws/instance-gpu-count', 'karpenter.k8s.aws/instance-gpu-memory', 'karpenter.k8s.aws/instance-accelerator-name', 'karpenter.k8s.aws/instance-accelerator-manufacturer', 'karpenter.k8s.aws/instance-accelerator-count', 'karpenter.k8s.aws/instance-capability-flex', 'karpenter.k8s.aws/placement-group-id', 'karpenter.k8s.aws/placement-group-partition']",message="of the karpenter.k8s.aws labels only the well-known ones (instance-family, instance-size, instance-cpu, ...) can be required",fieldPath=".key"
 	// +required
 	Requirements []NodeSelectorRequirementWithMinValues `json:"requirements"`
 	// NodeClassRef names the EC2NodeClass the nodes are launched with.
@@ -135,8 +124,7 @@ type NodeClaimTemplateSpec struct {
 	// TerminationGracePeriod bounds how long draining a node may take;
 	// pods still running at the deadline are deleted.
 	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+(s|m|h))+$')",message="must be a duration such as 30s, 10m or 48h"
+	// +kubebuilder:validation:Pattern=`^([0-9]+(s|m|h))+$`
 	// +optional
 	TerminationGracePeriod *metav1.Duration `json:"terminationGracePeriod,omitempty"`
 	// ExpireAfter is how long after creation a node is replaced, or Never.
@@ -178,6 +166,8 @@ type Disruption struct {
 	// are active the most restrictive applies.
 	// +kubebuilder:default:={{nodes: "10%"}}
 	// +kubebuilder:validation:MaxItems=50
+	// +kubebuilder:validation:XValidation:rule="self.all(x, has(x.schedule) == has(x.duration))",message="schedule and duration must be set together: schedule says when the budget window opens, duration how long it stays open"
+	// +listType=atomic
 	// +optional
 	Budgets []Budget `json:"budgets,omitempty"`
 }
@@ -201,31 +191,26 @@ const (
 
 // Budget limits the number of nodes of a pool disrupted at once, always or
 // during a scheduled window.
-//
-// +kubebuilder:validation:XValidation:rule="has(self.schedule) == has(self.duration)",message="schedule and duration must be set together: schedule says when the budget window opens, duration how long it stays open"
 type Budget struct {
 	// Reasons limits the budget to these disruption reasons; all when empty.
-	// +kubebuilder:validation:MaxItems=3
+	// +kubebuilder:validation:MaxItems=50
 	// +listType=set
 	// +optional
 	Reasons []DisruptionReason `json:"reasons,omitempty"`
 	// Nodes is how many nodes may be disrupted at once: a count such as "5"
 	// or a percentage of the pool's nodes such as "10%" (rounded up).
 	// +kubebuilder:default:="10%"
-	// +kubebuilder:validation:MaxLength=8
-	// +kubebuilder:validation:XValidation:rule="self.matches('^((100|[0-9]{1,2})%|[0-9]+)$')",message="must be a whole number of nodes such as 5, or a percentage from 0% to 100% such as 10%"
-	// +optional
+	// +kubebuilder:validation:Pattern=`^((100|[0-9]{1,2})%|[0-9]+)$`
+	// +required
 	Nodes string `json:"nodes,omitempty"`
 	// Schedule is a UTC cron schedule (five fields, or @daily and the like)
 	// at which the budget window opens.
-	// +kubebuilder:validation:MaxLength=128
-	// +kubebuilder:validation:XValidation:rule="self.matches('^@(annually|yearly|monthly|weekly|daily|midnight|hourly)$') || self.matches('^ *[^ ]+( +[^ ]+){4} *$')",message="must be a cron schedule of five fields (minute hour day-of-month month day-of-week) such as \"0 9 * * 1-5\", or @yearly, @monthly, @weekly, @daily or @hourly"
+	// +kubebuilder:validation:Pattern=`^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))|((.+)\s(.+)\s(.+)\s(.+)\s(.+))$`
 	// +optional
 	Schedule *string `json:"schedule,omitempty"`
 	// Duration is how long the window stays open after each scheduled start.
 	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="self.matches('^([0-9]+h|[0-9]+m|[0-9]+h[0-9]+m)(0s)?$')",message="must be whole hours and minutes such as 8h or 1h30m"
+	// +kubebuilder:validation:Pattern=`^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$`
 	// +optional
 	Duration *metav1.Duration `json:"duration,omitempty"`
 }
@@ -234,6 +219,7 @@ type Budget struct {
 type NodePoolStatus struct {
 	// Nodes is how many NodeClaims the pool has (those being deleted
 	// included), the count kubectl scale reads.
+	// +kubebuilder:default=0
 	// +optional
 	Nodes int64 `json:"nodes"`
 	// Resources is the total capacity of the pool's nodes, with "nodes"

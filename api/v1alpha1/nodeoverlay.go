@@ -19,7 +19,6 @@ import (
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status"
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
 // +kubebuilder:printcolumn:name="Weight",type="integer",JSONPath=".spec.weight",priority=1
-// +kubebuilder:printcolumn:name="Reason",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].reason",priority=1
 type NodeOverlay struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -47,29 +46,28 @@ type NodeOverlaySpec struct {
 	// applies to, by their labels (instance type, family, zone, capacity
 	// type, ...), the NodePool (karpenter.sh/nodepool) or the NodePool's
 	// template labels. Empty, it applies to every instance type.
+	// +kubebuilder:validation:XValidation:rule="self.all(x, x.operator == 'NotIn' ? x.values.size() != 0 : true)",message="a requirement with operator NotIn needs at least one value"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, x.operator == 'In' ? x.values.size() != 0 : true)",message="a requirement with operator In needs at least one value"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, (x.operator == 'Gt' || x.operator == 'Lt' || x.operator == 'Gte' || x.operator == 'Lte') ? (x.values.size() == 1 && int(x.values[0]) >= 0) : true)",message="operators Gt, Lt, Gte and Lte take exactly one whole number of 0 or more, such as [\"4\"]"
+	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=100
-	// +kubebuilder:validation:items:XValidation:rule="self.key != 'kubernetes.io/hostname'",message="kubernetes.io/hostname names one node, not an instance type",fieldPath=".key"
-	// +kubebuilder:validation:items:XValidation:rule="!self.key.matches('^([^/]*[.])?karpenter[.]sh/') || self.key in ['karpenter.sh/capacity-type', 'karpenter.sh/nodepool']",message="of the karpenter.sh labels only karpenter.sh/capacity-type and karpenter.sh/nodepool can be required",fieldPath=".key"
-	// +kubebuilder:validation:items:XValidation:rule="!self.key.matches('^([^/]*[.])?karpenter[.]k8s[.]aws/') || self.key in ['karpenter.k8s.aws/ec2nodeclass', 'karpenter.k8s.aws/instance-encryption-in-transit-supported', 'karpenter.k8s.aws/nitro-sandbox', 'karpenter.k8s.aws/instance-category', 'karpenter.k8s.aws/instance-hypervisor', 'karpenter.k8s.aws/instance-family', 'karpenter.k8s.aws/instance-generation', 'karpenter.k8s.aws/instance-local-nvme', 'karpenter.k8s.aws/instance-size', 'karpenter.k8s.aws/instance-cpu', 'karpenter.k8s.aws/instance-cpu-manufacturer', 'karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz', 'karpenter.k8s.aws/instance-memory', 'karpenter.k8s.aws/instance-ebs-bandwidth', 'karpenter.k8s.aws/instance-network-bandwidth', 'karpenter.k8s.aws/instance-gpu-name', 'karpenter.k8s.aws/instance-gpu-manufacturer', 'karpenter.k8s.aws/instance-gpu-count', 'karpenter.k8s.aws/instance-gpu-memory', 'karpenter.k8s.aws/instance-accelerator-name', 'karpenter.k8s.aws/instance-accelerator-manufacturer', 'karpenter.k8s.aws/instance-accelerator-count', 'karpenter.k8s.aws/instance-capability-flex']",message="of the karpenter.k8s.aws labels only those describing the instance type (instance-family, instance-cpu, ...) can be required",fieldPath=".key"
 	// +required
 	Requirements []NodeSelectorRequirement `json:"requirements"`
 	// Price replaces the hourly price of the selected offerings: a decimal
 	// number such as "0.10", in the pricing's currency.
-	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9]+([.][0-9]+)?$')",message="price must be a decimal number of 0 or more, such as 0.10"
+	// +kubebuilder:validation:Pattern=`^\d+(\.\d+)?$`
 	// +optional
 	Price *string `json:"price,omitempty"`
 	// PriceAdjustment changes the hourly price of the selected offerings:
 	// by an amount ("+0.05", "-0.02") or a percentage ("+10%", or "-15%"
 	// down to "-100%").
-	// +kubebuilder:validation:MaxLength=32
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[+-]([0-9]+([.][0-9]+)?|[.][0-9]+)$') || self.matches('^[+]([0-9]+([.][0-9]+)?|[.][0-9]+)%$') || self.matches('^-(100([.]0+)?|[0-9]{1,2}([.][0-9]+)?)%$')",message="priceAdjustment must be a signed amount such as +0.05 or -0.02, or a signed percentage such as +10% or -15% (at most -100%)"
+	// +kubebuilder:validation:Pattern=`^(([+-]{1}(\d*\.?\d+))|(\+{1}\d*\.?\d+%)|(^(-\d{1,2}(\.\d+)?%)$)|(-100%))$`
 	// +optional
 	PriceAdjustment *string `json:"priceAdjustment,omitempty"`
 	// Capacity adds extended resources (hugepages-2Mi, a device plugin's
 	// resource) to the selected instance types; it cannot change cpu,
 	// memory, ephemeral-storage or pods.
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['cpu', 'memory', 'ephemeral-storage', 'pods']))",message="capacity adds extended resources; cpu, memory, ephemeral-storage and pods come from the instance type"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, !(x in ['cpu', 'memory', 'ephemeral-storage', 'pods']))",message="capacity adds extended resources; cpu, memory, ephemeral-storage and pods come from the instance type"
 	// +optional
 	Capacity corev1.ResourceList `json:"capacity,omitempty"`
 	// Weight orders overlays selecting the same instance type: each field
@@ -81,14 +79,9 @@ type NodeOverlaySpec struct {
 }
 
 // NodeSelectorRequirement is one requirement of an overlay.
-//
-// +kubebuilder:validation:XValidation:rule="!(self.operator in ['In', 'NotIn']) || (has(self.values) && size(self.values) > 0)",message="operators In and NotIn need at least one value"
-// +kubebuilder:validation:XValidation:rule="!(self.operator in ['Exists', 'DoesNotExist']) || !has(self.values) || size(self.values) == 0",message="operators Exists and DoesNotExist take no values"
-// +kubebuilder:validation:XValidation:rule="!(self.operator in ['Gt', 'Lt', 'Gte', 'Lte']) || (has(self.values) && size(self.values) == 1 && self.values[0].matches('^[0-9]+$'))",message="operators Gt, Lt, Gte and Lte take exactly one whole number of 0 or more, such as [\"4\"]"
 type NodeSelectorRequirement struct {
 	// Key is the label key the requirement applies to.
 	// +kubebuilder:validation:MaxLength=316
-	// +kubebuilder:validation:XValidation:rule="self.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$')",message="key must be a label key: an optional DNS prefix and '/', then a name of letters, digits, '-', '_' and '.'"
 	// +required
 	Key string `json:"key"`
 	// Operator relates the key to the values.
@@ -97,8 +90,6 @@ type NodeSelectorRequirement struct {
 	Operator corev1.NodeSelectorOperator `json:"operator"`
 	// Values for In and NotIn (any number), Gt, Lt, Gte and Lte (one
 	// integer).
-	// +kubebuilder:validation:MaxItems=2000
-	// +kubebuilder:validation:items:MaxLength=63
 	// +listType=atomic
 	// +optional
 	Values []string `json:"values,omitempty"`

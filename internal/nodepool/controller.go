@@ -149,7 +149,12 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	setCondition(np, now, v1.ConditionNodeClassReady, classReady, v1.ReasonNodeClassNotReady, classMsg)
-	setCondition(np, now, v1.ConditionValidationSucceeded, true, "", "")
+	invalid := np.RuntimeValidate()
+	invalidMsg := ""
+	if invalid != nil {
+		invalidMsg = invalid.Error()
+	}
+	setCondition(np, now, v1.ConditionValidationSucceeded, invalid == nil, v1.ReasonValidationFailed, invalidMsg)
 	c.registrationHealth(np, now)
 	health := nodepoolhealth.Assess(listing.Pointers(claims.Items), listing.Pointers(nodes.Items), nodepoolhealth.DefaultTolerations().Policies())[np.Name]
 	repairHeld, heldWhy := health != nil && health.Held(), ""
@@ -159,8 +164,11 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	setCondition(np, now, v1.ConditionNodeRepairAllowed, !repairHeld, v1.ReasonTooManyUnhealthyNodes, heldWhy)
 	c.driftHealth(np, class, now)
 	rolling := c.rollout(np, listing.Pointers(claims.Items), listing.Pointers(nodes.Items), now)
-	ready := classReady
-	setCondition(np, now, v1.ConditionReady, ready, v1.ReasonNodeClassNotReady, classMsg)
+	if invalid != nil {
+		setCondition(np, now, v1.ConditionReady, false, v1.ReasonValidationFailed, invalidMsg)
+	} else {
+		setCondition(np, now, v1.ConditionReady, classReady, v1.ReasonNodeClassNotReady, classMsg)
+	}
 	if class != nil {
 		np.Status.NodeClassObservedGeneration = class.Generation
 	}

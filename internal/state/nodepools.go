@@ -25,6 +25,7 @@ const (
 	SkipNodeClassNotReady   SkipReason = "NodeClassNotReady"
 	SkipRegistrationBackoff SkipReason = "RegistrationBackoff"
 	SkipNotReady            SkipReason = "NotReady"
+	SkipValidationFailed    SkipReason = "ValidationFailed"
 )
 
 // SkippedNodePool is a NodePool that launches nothing now, and why.
@@ -59,6 +60,8 @@ func (s SkippedNodePool) String() string {
 		return fmt.Sprintf("NodePool %s: %s %s %s", s.NodePool, s.NodeClassKind, s.NodeClass, s.Detail)
 	case SkipNotReady:
 		return fmt.Sprintf("NodePool %s is not ready (%s)", s.NodePool, s.Detail)
+	case SkipValidationFailed:
+		return fmt.Sprintf("NodePool %s is invalid (ValidationSucceeded=False): %s", s.NodePool, s.Detail)
 	case SkipRegistrationBackoff:
 		return fmt.Sprintf("NodePool %s: launches back off until %s after %d registration timeout(s) in a row (see its NodeRegistrationHealthy condition)",
 			s.NodePool, s.Until.UTC().Format(time.RFC3339), s.Failures)
@@ -106,6 +109,9 @@ func launchable(np *v1.NodePool, opts Options) (*SkippedNodePool, *cloudprovider
 	ref := np.Spec.Template.Spec.NodeClassRef
 	if ref == nil {
 		return skip(SkipNoNodeClassRef, "", "")
+	}
+	if err := np.RuntimeValidate(); err != nil {
+		return skip(SkipValidationFailed, ref.Name, err.Error())
 	}
 	b, known := opts.Backoff[np.Name]
 	if rb := np.Status.RegistrationBackoff; !known && rb != nil {

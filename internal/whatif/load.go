@@ -226,7 +226,7 @@ func (o *Objects) decode(doc []byte, tm metav1.TypeMeta, name string) (bool, err
 	case runtime.IsNotRegisteredError(err):
 		return false, fmt.Errorf("%s %s: apiVersion %s is not one nodewright reads (%s)", tm.Kind, name, tm.APIVersion, readVersions[tm.Kind])
 	case err != nil:
-		return false, fmt.Errorf("decoding %s %s: %w", tm.Kind, name, err)
+		return false, fmt.Errorf("decoding %s %s: %w%s", tm.Kind, name, err, formerFields(tm.Kind, err))
 	}
 	// What the API server would refuse is refused here, by its schema and
 	// CEL rules and in its words (unknown fields, above, first, as
@@ -241,6 +241,24 @@ func (o *Objects) decode(doc []byte, tm metav1.TypeMeta, name string) (bool, err
 		return false, nil
 	}
 	return reader(o, obj)
+}
+
+// formerFields are fields earlier nodewright releases had and the
+// reference's API does not: what to write instead.
+var formerFieldFixes = []struct{ kind, field, fix string }{
+	{"EC2NodeClass", `"spec.placementGroup"`, "spec.placementGroup was nodewright's own name for the field; the API's is spec.placementGroupSelector (name or id): " +
+		"rename it, and move a partition to the NodePool as the requirement {key: karpenter.k8s.aws/placement-group-partition, operator: In, values: [\"N\"]}"},
+	{"EC2NodeClass", `.vpcID"`, "securityGroupSelectorTerms[].vpcID was nodewright's own field; the API has none: select the groups by id, " +
+		"or by tags only that VPC's groups carry"},
+}
+
+func formerFields(kind string, err error) string {
+	for _, f := range formerFieldFixes {
+		if f.kind == kind && strings.Contains(err.Error(), "unknown field") && strings.Contains(err.Error(), f.field) {
+			return ": " + f.fix
+		}
+	}
+	return ""
 }
 
 // defaulted is a document of one of nodewright's CRDs with the defaults

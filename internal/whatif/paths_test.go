@@ -148,7 +148,7 @@ func TestWhatTheAPIServerRefusesIsRefusedOffline(t *testing.T) {
 		{"disruption: {consolidateAfter: 5 minutes}", `NodePool.karpenter.sh "checkout" is invalid: spec.disruption.consolidateAfter: Invalid value:`},
 		{"template: {spec: {expireAfter: 30d, nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: payments}, requirements: []}}", "spec.template.spec.expireAfter: Invalid value:"},
 		{"disruption: {budgets: [{nodes: \"150%\"}]}", "spec.disruption.budgets[0].nodes: Invalid value:"},
-		{"template: {spec: {nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: payments}, requirements: [{key: karpenter.k8s.aws/instance-cpu, operator: Gt, values: [\"-1\"]}]}}", "spec.template.spec.requirements[0]: Invalid value:"},
+		{"template: {spec: {nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: payments}, requirements: [{key: karpenter.k8s.aws/instance-cpu, operator: Gt, values: [\"-1\"]}]}}", "spec.template.spec.requirements: Invalid value:"},
 		{"template: {spec: {nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: payments}, requirements: [], taints: [{key: dedicated, effect: NoScheduled}]}}", "spec.template.spec.taints[0].effect"},
 	} {
 		doc := strings.Replace(pathsPool, "spec:\n  template:", "spec:\n  "+c.change+"\n  template:", 1)

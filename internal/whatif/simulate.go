@@ -100,7 +100,7 @@ func Snapshot(o *Objects, resolver *nodeclass.Resolver) (*state.Snapshot, []stri
 			return nil, nil, fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
 		}
 		types := instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: r.zones, Kubelet: kubelet, Reservations: r.reservations, Needs: needs})
-		if resolver != nil && nc.Spec.PlacementGroup != nil && r.placement == nil {
+		if resolver != nil && nc.Spec.PlacementGroupSelector != nil && r.placement == nil {
 			types = nil // not Ready: the controller launches nothing from it
 		}
 		rc := nodeclass.Rules(nc)
@@ -157,7 +157,7 @@ func resolve(r *nodeclass.Resolver, nc *awsv1.EC2NodeClass) (resolved, error) {
 		return resolved{}, fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
 	}
 	var warnings []string
-	if nc.Spec.PlacementGroup != nil && placement == nil {
+	if nc.Spec.PlacementGroupSelector != nil && placement == nil {
 		warnings = append(warnings, fmt.Sprintf("EC2NodeClass %s: placementGroup selects no available placement group in the account; it launches nothing", nc.Name))
 	}
 	if len(amis) == 0 {

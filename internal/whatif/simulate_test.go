@@ -151,8 +151,8 @@ func TestBadRequirementsAreRefused(t *testing.T) {
 	pod := "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c}], affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [%s]}]}}}}\n"
 	for _, c := range []struct{ doc, want string }{
 		{fmt.Sprintf(pool, "{key: a, operator: Equals, values: [x]}"), `NodePool.karpenter.sh "np" is invalid: [spec.template.spec.requirements[0].operator: Unsupported value: "Equals": supported values: "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte"`},
-		{fmt.Sprintf(pool, "{key: karpenter.k8s.aws/instance-cpu, operator: Gte, values: [four]}"), `NodePool.karpenter.sh "np" is invalid: spec.template.spec.requirements[0]: Invalid value: "object": operators Gt, Lt, Gte and Lte take exactly one whole number`},
-		{fmt.Sprintf(pool, "{key: karpenter.k8s.aws/instance-cpu, operator: Lt}"), `NodePool.karpenter.sh "np" is invalid: spec.template.spec.requirements[0]: Invalid value: "object": operators Gt, Lt, Gte and Lte take exactly one whole number`},
+		{fmt.Sprintf(pool, "{key: karpenter.k8s.aws/instance-cpu, operator: Gte, values: [four]}"), `NodePool.karpenter.sh "np" is invalid: spec.template.spec.requirements: Invalid value: "array": type conversion error from 'string' to 'int' evaluating rule: operators Gt, Lt, Gte and Lte take exactly one whole number`},
+		{fmt.Sprintf(pool, "{key: karpenter.k8s.aws/instance-cpu, operator: Lt}"), `NodePool.karpenter.sh "np" is invalid: spec.template.spec.requirements: Invalid value: "array": no such key: values evaluating rule: operators Gt, Lt, Gte and Lte take exactly one whole number`},
 		{fmt.Sprintf(pod, "{key: karpenter.k8s.aws/instance-cpu, operator: Gte, values: ['4']}"), "Pod p: spec.affinity.nodeAffinity (key karpenter.k8s.aws/instance-cpu): operator Gte is a NodePool's, not a pod's: use Gt or Lt"},
 	} {
 		err := (&whatif.Objects{}).Load("bad.yaml", strings.NewReader(c.doc))
@@ -589,11 +589,11 @@ spec:
 	if r = plan(""); len(r.NodeClaims) != 1 || !strings.HasPrefix(r.NodeClaims[0].InstanceType, "t") {
 		t.Fatalf("no launch settings: planned %+v; want the cheapest, a burstable type", r.NodeClaims)
 	}
-	r = plan("  placementGroup: {name: nodewright-cluster}")
+	r = plan("  placementGroupSelector: {name: nodewright-cluster}")
 	if len(r.NodeClaims) != 1 || strings.HasPrefix(r.NodeClaims[0].InstanceType, "t") {
 		t.Errorf("cluster placement group: planned %+v; want one node of a type cluster groups take (not burstable)", r.NodeClaims)
 	}
-	r = plan("  placementGroup: {name: no-such-group}")
+	r = plan("  placementGroupSelector: {name: no-such-group}")
 	if len(r.NodeClaims) != 0 || !strings.Contains(strings.Join(r.Warnings, "\n"), "placementGroup selects no available placement group") {
 		t.Errorf("missing placement group: planned %+v, warnings %v; want nothing planned and the reason", r.NodeClaims, r.Warnings)
 	}
@@ -716,5 +716,39 @@ func TestUserDataTaintsArePlanned(t *testing.T) {
 	if len(r.NodeClaims) != 1 || len(r.Unschedulable) != 1 || r.Unschedulable[0].Pod != "default/plain" ||
 		!strings.Contains(r.Unschedulable[0].Reason, "taint dedicated=ci:NoSchedule not tolerated (EC2NodeClass default's user data registers every node with it)") {
 		t.Errorf("want one NodeClaim for the tolerant pod and the plain one refused for the user data's taint: %+v, %+v", r.NodeClaims, r.Unschedulable)
+	}
+}
+
+// A field an earlier nodewright release named its own way is refused
+// with the API's name for it and how to move its value.
+func TestFormerFieldsSayWhatToWrite(t *testing.T) {
+	for field, want := range map[string]string{
+		"  placementGroup: {name: training, partition: 2}\n":               "spec.placementGroupSelector",
+		"  securityGroupSelectorTerms: [{name: nodes, vpcID: vpc-0abc}]\n": "select the groups by id",
+	} {
+		doc := strings.Replace(defaultNodeClass, "  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: nodewright-sim}}]\n", "", 1) + field
+		err := (&whatif.Objects{}).Load("class.yaml", strings.NewReader(doc))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", field, err, want)
+		}
+	}
+}
+
+// A NodePool whose label no node can carry launches nothing, in simulate
+// as in the controller, and its pods say why.
+func TestInvalidNodePoolLaunchesNothing(t *testing.T) {
+	pool := strings.Replace(amd64Pool, "  template:\n", "  template:\n    metadata: {labels: {\"spaces are not allowed\": bar}}\n", 1)
+	pod := "apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: default}\nspec: {containers: [{name: c, resources: {requests: {cpu: 100m}}}]}\n"
+	objs := &whatif.Objects{}
+	if err := objs.Load("pool.yaml", strings.NewReader(defaultNodeClass+"---\n"+pool+"---\n"+pod)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := whatif.RunWith(objs, simulated())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := whatif.NewReport(res)
+	if len(r.NodeClaims) != 0 || len(r.Unschedulable) != 1 || !strings.Contains(r.Unschedulable[0].Reason, "NodePool general is invalid (ValidationSucceeded=False): spec.template.metadata.labels[spaces are not allowed]") {
+		t.Errorf("want nothing launched and the pod told why: %+v, %+v", r.NodeClaims, r.Unschedulable)
 	}
 }

@@ -16,13 +16,12 @@ import (
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status"
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
 // +kubebuilder:printcolumn:name="Role",type="string",JSONPath=".spec.role",priority=1
-// +kubebuilder:printcolumn:name="Reason",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].reason",priority=1
 type EC2NodeClass struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	// +required
-	Spec EC2NodeClassSpec `json:"spec"`
+	// +optional
+	Spec EC2NodeClassSpec `json:"spec,omitempty"`
 	// +optional
 	Status EC2NodeClassStatus `json:"status,omitzero"`
 }
@@ -38,37 +37,49 @@ type EC2NodeClassList struct {
 
 // EC2NodeClassSpec is the desired AWS configuration of nodes.
 //
-// +kubebuilder:validation:XValidation:rule="has(self.role) != has(self.instanceProfile)",message="set exactly one of role (the node IAM role; nodewright manages an instance profile for it) or instanceProfile (an existing instance profile)"
-// +kubebuilder:validation:XValidation:rule="has(self.amiFamily) || self.amiSelectorTerms.exists(t, has(t.alias))",message="amiFamily is required unless amiSelectorTerms uses an alias such as al2023@latest; set it to AL2, AL2023, Bottlerocket, Custom, Windows2019, Windows2022 or Windows2025",fieldPath=".amiFamily"
-// +kubebuilder:validation:XValidation:rule="!has(self.amiFamily) || self.amiFamily == 'Custom' || self.amiSelectorTerms.all(t, !has(t.alias) || t.alias.find('^[^@]+') == self.amiFamily.lowerAscii() || (t.alias.find('^[^@]+') == 'bottlerocket-fips' && self.amiFamily == 'Bottlerocket'))",message="amiFamily must be the alias's family (alias al2023@latest means amiFamily AL2023, bottlerocket-fips Bottlerocket) or Custom; or leave amiFamily out and it is taken from the alias",fieldPath=".amiFamily"
+// +kubebuilder:validation:XValidation:rule="(has(self.role) && !has(self.instanceProfile)) || (!has(self.role) && has(self.instanceProfile))",message="set exactly one of role (the node IAM role; nodewright manages an instance profile for it) or instanceProfile (an existing instance profile)"
+// +kubebuilder:validation:XValidation:rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == 'al2') ? (self.amiFamily == 'Custom' || self.amiFamily == 'AL2') : true)",message="with an al2@ alias, amiFamily must be AL2 or Custom (or left out: the alias gives it)"
+// +kubebuilder:validation:XValidation:rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == 'al2023') ? (self.amiFamily == 'Custom' || self.amiFamily == 'AL2023') : true)",message="with an al2023@ alias, amiFamily must be AL2023 or Custom (or left out: the alias gives it)"
+// +kubebuilder:validation:XValidation:rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == 'bottlerocket') ? (self.amiFamily == 'Custom' || self.amiFamily == 'Bottlerocket') : true)",message="with a bottlerocket@ alias, amiFamily must be Bottlerocket or Custom (or left out: the alias gives it)"
+// +kubebuilder:validation:XValidation:rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == 'windows2019') ? (self.amiFamily == 'Custom' || self.amiFamily == 'Windows2019') : true)",message="with a windows2019@ alias, amiFamily must be Windows2019 or Custom (or left out: the alias gives it)"
+// +kubebuilder:validation:XValidation:rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == 'windows2022') ? (self.amiFamily == 'Custom' || self.amiFamily == 'Windows2022') : true)",message="with a windows2022@ alias, amiFamily must be Windows2022 or Custom (or left out: the alias gives it)"
+// +kubebuilder:validation:XValidation:rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == 'windows2025') ? (self.amiFamily == 'Custom' || self.amiFamily == 'Windows2025') : true)",message="with a windows2025@ alias, amiFamily must be Windows2025 or Custom (or left out: the alias gives it)"
+// +kubebuilder:validation:XValidation:rule="self.amiSelectorTerms.exists(x, has(x.alias)) ? true : has(self.amiFamily)",message="amiFamily is required unless amiSelectorTerms uses an alias such as al2023@latest; set it to AL2, AL2023, Bottlerocket, Custom, Windows2019, Windows2022 or Windows2025"
 type EC2NodeClassSpec struct {
 	// SubnetSelectorTerms select the subnets nodes launch into. Terms are
 	// ORed; the fields of one term are ANDed.
-	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:XValidation:rule="self.size() != 0",message="subnetSelectorTerms cannot be empty: select the subnets nodes launch into, by tags or id"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, has(x.tags) || has(x.id))",message="each subnetSelectorTerm needs tags or id"
+	// +kubebuilder:validation:XValidation:rule="!self.all(x, has(x.id) && has(x.tags))",message="id selects one subnet and cannot be combined with tags in the same term; put them in separate terms"
 	// +kubebuilder:validation:MaxItems=30
 	// +required
 	SubnetSelectorTerms []SubnetSelectorTerm `json:"subnetSelectorTerms"`
 	// SecurityGroupSelectorTerms select the security groups of nodes. Terms
 	// are ORed; the fields of one term are ANDed.
-	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:XValidation:rule="self.size() != 0",message="securityGroupSelectorTerms cannot be empty: select the nodes' security groups by tags, id or name"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, has(x.tags) || has(x.id) || has(x.name))",message="each securityGroupSelectorTerm needs tags, id or name"
+	// +kubebuilder:validation:XValidation:rule="!self.all(x, has(x.id) && (has(x.tags) || has(x.name)))",message="id selects one security group and cannot be combined with tags or name in the same term; put them in separate terms"
+	// +kubebuilder:validation:XValidation:rule="!self.all(x, has(x.name) && (has(x.tags) || has(x.id)))",message="name selects security groups by group name and cannot be combined with tags or id in the same term; put them in separate terms"
 	// +kubebuilder:validation:MaxItems=30
 	// +required
 	SecurityGroupSelectorTerms []SecurityGroupSelectorTerm `json:"securityGroupSelectorTerms"`
 	// CapacityReservationSelectorTerms select On-Demand Capacity
 	// Reservations nodes may launch into.
+	// +kubebuilder:validation:XValidation:rule="self.all(x, has(x.tags) || has(x.id) || has(x.instanceMatchCriteria))",message="each capacityReservationSelectorTerm needs tags, id or instanceMatchCriteria"
+	// +kubebuilder:validation:XValidation:rule="!self.all(x, has(x.id) && (has(x.tags) || has(x.ownerID) || has(x.instanceMatchCriteria)))",message="id selects one capacity reservation and cannot be combined with other fields in the same term"
 	// +kubebuilder:validation:MaxItems=30
 	// +optional
 	CapacityReservationSelectorTerms []CapacityReservationSelectorTerm `json:"capacityReservationSelectorTerms,omitempty"`
-	// PlacementGroup names the placement group (by name or id) nodes
-	// launch into: cluster, partition or spread; in a partition group,
-	// partition pins them to one partition. Only instance types the
-	// group's strategy supports are used; nodes carry the
+	// PlacementGroupSelector names the placement group (by name or id)
+	// nodes launch into: cluster, partition or spread. Only instance
+	// types the group's strategy supports are used; nodes carry the
 	// karpenter.k8s.aws/placement-group-id label (and, in a partition
-	// group, placement-group-partition).
-	// +kubebuilder:validation:XValidation:rule="has(self.name) || has(self.id)",message="placementGroup needs name or id"
-	// +kubebuilder:validation:XValidation:rule="!(has(self.name) && has(self.id))",message="placementGroup takes name or id, not both"
+	// group, karpenter.k8s.aws/placement-group-partition, the partition
+	// EC2 put them in).
+	// +kubebuilder:validation:XValidation:rule="has(self.name) || has(self.id)",message="placementGroupSelector needs name or id"
+	// +kubebuilder:validation:XValidation:rule="!(has(self.name) && has(self.id))",message="placementGroupSelector takes name or id, not both"
 	// +optional
-	PlacementGroup *PlacementGroupSelector `json:"placementGroup,omitempty"`
+	PlacementGroupSelector *PlacementGroupSelector `json:"placementGroupSelector,omitempty"`
 	// AssociatePublicIPAddress overrides the subnet's public IP setting
 	// for the primary network interface.
 	// +optional
@@ -81,9 +92,12 @@ type EC2NodeClassSpec struct {
 	// AMISelectorTerms select the AMIs nodes boot from: an alias for the
 	// EKS-optimized AMIs (al2023@latest), or ids, names, tags or SSM
 	// parameters. Terms are ORed.
+	// +kubebuilder:validation:XValidation:rule="self.all(x, has(x.tags) || has(x.id) || has(x.name) || has(x.alias) || has(x.ssmParameter))",message="each amiSelectorTerm needs one of alias, id, name, tags or ssmParameter"
+	// +kubebuilder:validation:XValidation:rule="!self.exists(x, has(x.id) && (has(x.alias) || has(x.tags) || has(x.name) || has(x.owner)))",message="id selects one AMI and cannot be combined with other fields in the same term; put other selectors in a separate term"
+	// +kubebuilder:validation:XValidation:rule="!self.exists(x, has(x.alias) && (has(x.id) || has(x.tags) || has(x.name) || has(x.owner)))",message="alias cannot be combined with other fields in the same term"
+	// +kubebuilder:validation:XValidation:rule="!(self.exists(x, has(x.alias)) && self.size() != 1)",message="an alias term must be the only amiSelectorTerm: the alias already selects an AMI for every architecture"
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=30
-	// +kubebuilder:validation:XValidation:rule="!self.exists(t, has(t.alias)) || self.size() == 1",message="an alias term must be the only amiSelectorTerm: the alias already selects an AMI for every architecture"
 	// +required
 	AMISelectorTerms []AMISelectorTerm `json:"amiSelectorTerms"`
 	// AMIFamily decides the user data format and default disks. Taken from
@@ -97,21 +111,22 @@ type EC2NodeClassSpec struct {
 	UserData *string `json:"userData,omitempty"`
 	// Role is the node IAM role; nodewright creates and manages an instance
 	// profile for it. Exclusive with instanceProfile.
-	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:XValidation:rule="self != ''",message="role cannot be empty; name the node IAM role, such as KarpenterNodeRole-<cluster>"
 	// +optional
 	Role string `json:"role,omitempty"`
 	// InstanceProfile is an existing instance profile whose role nodes use.
 	// Exclusive with role.
-	// +kubebuilder:validation:MaxLength=128
 	// +kubebuilder:validation:XValidation:rule="self != ''",message="instanceProfile cannot be empty"
 	// +optional
 	InstanceProfile *string `json:"instanceProfile,omitempty"`
 	// Tags are applied to instances, volumes, network interfaces and launch
 	// templates.
-	// +kubebuilder:validation:MaxProperties=50
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k != '' && size(k) <= 128 && size(self[k]) <= 256)",message="tag keys must be 1 to 128 characters and values at most 256"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('kubernetes.io/cluster') && !(k in ['karpenter.sh/nodepool', 'karpenter.sh/nodeclaim', 'karpenter.k8s.aws/ec2nodeclass', 'eks:eks-cluster-name']))",message="tags kubernetes.io/cluster/*, karpenter.sh/nodepool, karpenter.sh/nodeclaim, karpenter.k8s.aws/ec2nodeclass and eks:eks-cluster-name are set by nodewright to find its own instances; remove them from spec.tags"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k != '')",message="tag keys cannot be empty"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k !='eks:eks-cluster-name')",message="the tag eks:eks-cluster-name is set by nodewright; remove it from spec.tags"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.startsWith('kubernetes.io/cluster') )",message="tags kubernetes.io/cluster/* are set by nodewright to find its own instances; remove them from spec.tags"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k != 'karpenter.sh/nodepool')",message="the tag karpenter.sh/nodepool is set by nodewright to find its own instances; remove it from spec.tags"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k !='karpenter.sh/nodeclaim')",message="the tag karpenter.sh/nodeclaim is set by nodewright to find its own instances; remove it from spec.tags"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k !='karpenter.k8s.aws/ec2nodeclass')",message="the tag karpenter.k8s.aws/ec2nodeclass is set by nodewright to find its own instances; remove it from spec.tags"
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
 	// Kubelet is the nodes' kubelet configuration (see
@@ -122,7 +137,7 @@ type EC2NodeClassSpec struct {
 	// BlockDeviceMappings are the nodes' disks; the AMI family's defaults
 	// apply when empty.
 	// +kubebuilder:validation:MaxItems=50
-	// +kubebuilder:validation:XValidation:rule="self.filter(m, has(m.rootVolume) && m.rootVolume).size() <= 1",message="at most one block device mapping can be the rootVolume"
+	// +kubebuilder:validation:XValidation:rule="self.filter(x, has(x.rootVolume)?x.rootVolume==true:false).size() <= 1",message="at most one block device mapping can be the rootVolume"
 	// +optional
 	BlockDeviceMappings []*BlockDeviceMapping `json:"blockDeviceMappings,omitempty"`
 	// InstanceStorePolicy RAID0 combines instance-store disks into one
@@ -136,9 +151,8 @@ type EC2NodeClassSpec struct {
 	// types with those network cards, device indexes and EFA interfaces
 	// are used.
 	// +kubebuilder:validation:MaxItems=150
-	// +kubebuilder:validation:XValidation:rule="self.size() == 0 || self.exists(n, n.networkCardIndex == 0 && n.deviceIndex == 0 && n.interfaceType == 'interface')",message="networkInterfaces must include the primary interface: networkCardIndex 0, deviceIndex 0, interfaceType interface"
-	// +kubebuilder:validation:XValidation:rule="self.all(n, self.filter(m, m.networkCardIndex == n.networkCardIndex && m.deviceIndex == n.deviceIndex).size() == 1)",message="networkInterfaces cannot repeat a networkCardIndex and deviceIndex pair"
-	// +kubebuilder:validation:XValidation:rule="self.all(n, n.interfaceType != 'efa-only' || self.filter(m, m.networkCardIndex == n.networkCardIndex && m.interfaceType == 'efa-only').size() == 1)",message="networkInterfaces can have at most one efa-only interface per network card"
+	// +kubebuilder:validation:XValidation:rule="self.size() == 0 || self.exists(x, x.deviceIndex == 0 && x.networkCardIndex == 0 && x.interfaceType == 'interface')",message="networkInterfaces must include the primary interface: networkCardIndex 0, deviceIndex 0, interfaceType interface"
+	// +kubebuilder:validation:XValidation:rule="self.all(x, self.filter(y, x.networkCardIndex == y.networkCardIndex && x.deviceIndex == y.deviceIndex).size() == 1 && (x.interfaceType != 'efa-only' || self.filter(y, x.networkCardIndex == y.networkCardIndex && y.interfaceType == 'efa-only').size() == 1))",message="networkInterfaces cannot repeat a networkCardIndex and deviceIndex pair, and can have at most one efa-only interface per network card"
 	// +optional
 	NetworkInterfaces []*NetworkInterface `json:"networkInterfaces,omitempty"`
 	// DetailedMonitoring enables one-minute CloudWatch metrics.
@@ -170,7 +184,6 @@ type EC2NodeClassSpec struct {
 type PlacementGroupSelector struct {
 	// Name is the placement group's name.
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=255
 	// +optional
 	Name *string `json:"name,omitempty"`
 	// ID is the placement group's id, such as pg-0123abcd (a group
@@ -178,13 +191,6 @@ type PlacementGroupSelector struct {
 	// +kubebuilder:validation:Pattern="^pg-[0-9a-z]+$"
 	// +optional
 	ID *string `json:"id,omitempty"`
-	// Partition is the partition of a partition placement group every
-	// node launches into; without it EC2 spreads them over the
-	// partitions.
-	// +kubebuilder:validation:Minimum=1
-	// +kubebuilder:validation:Maximum=7
-	// +optional
-	Partition *int32 `json:"partition,omitempty"`
 }
 
 // NetworkInterface is one network interface of a node.
@@ -250,9 +256,6 @@ type EnclaveOptions struct {
 }
 
 // SubnetSelectorTerm selects subnets by tags or by id.
-//
-// +kubebuilder:validation:XValidation:rule="has(self.tags) || has(self.id)",message="each subnetSelectorTerm needs tags or id"
-// +kubebuilder:validation:XValidation:rule="!(has(self.id) && has(self.tags))",message="id selects one subnet and cannot be combined with tags in the same term; put them in separate terms"
 type SubnetSelectorTerm struct {
 	// Tags the subnet must carry; the value "*" matches any value.
 	// +kubebuilder:validation:MaxProperties=20
@@ -260,16 +263,12 @@ type SubnetSelectorTerm struct {
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
 	// ID is a subnet id such as subnet-0123abcd.
-	// +kubebuilder:validation:Pattern="^subnet-[0-9a-z]+$"
+	// +kubebuilder:validation:Pattern="subnet-[0-9a-z]+"
 	// +optional
 	ID string `json:"id,omitempty"`
 }
 
 // SecurityGroupSelectorTerm selects security groups by tags, id or name.
-//
-// +kubebuilder:validation:XValidation:rule="has(self.tags) || has(self.id) || has(self.name)",message="each securityGroupSelectorTerm needs tags, id or name"
-// +kubebuilder:validation:XValidation:rule="!has(self.id) || !(has(self.tags) || has(self.name) || has(self.vpcID))",message="id selects one security group and cannot be combined with tags, name or vpcID in the same term; put them in separate terms"
-// +kubebuilder:validation:XValidation:rule="!(has(self.name) && has(self.tags))",message="name selects security groups by group name and cannot be combined with tags in the same term; put them in separate terms"
 type SecurityGroupSelectorTerm struct {
 	// Tags the security group must carry; the value "*" matches any value.
 	// +kubebuilder:validation:MaxProperties=20
@@ -277,25 +276,16 @@ type SecurityGroupSelectorTerm struct {
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
 	// ID is a security group id such as sg-0123abcd.
-	// +kubebuilder:validation:Pattern="^sg-[0-9a-z]+$"
+	// +kubebuilder:validation:Pattern="sg-[0-9a-z]+"
 	// +optional
 	ID string `json:"id,omitempty"`
 	// Name is the security group's group name (not its Name tag).
-	// +kubebuilder:validation:MaxLength=255
 	// +optional
 	Name string `json:"name,omitempty"`
-	// VPCID narrows a term of tags or name to the security groups of one
-	// VPC (names repeat across VPCs).
-	// +kubebuilder:validation:Pattern="^vpc-[0-9a-z]+$"
-	// +optional
-	VPCID string `json:"vpcID,omitempty"`
 }
 
 // CapacityReservationSelectorTerm selects capacity reservations by tags,
 // id or instance match criteria.
-//
-// +kubebuilder:validation:XValidation:rule="has(self.tags) || has(self.id) || has(self.instanceMatchCriteria)",message="each capacityReservationSelectorTerm needs tags, id or instanceMatchCriteria"
-// +kubebuilder:validation:XValidation:rule="!(has(self.id) && (has(self.tags) || has(self.ownerID) || has(self.instanceMatchCriteria)))",message="id selects one capacity reservation and cannot be combined with other fields in the same term"
 type CapacityReservationSelectorTerm struct {
 	// Tags the reservation must carry.
 	// +kubebuilder:validation:MaxProperties=20
@@ -320,32 +310,24 @@ type CapacityReservationSelectorTerm struct {
 
 // AMISelectorTerm selects AMIs by alias, id, name (and owner), tags or an
 // SSM parameter.
-//
-// +kubebuilder:validation:XValidation:rule="has(self.alias) || has(self.id) || has(self.name) || has(self.tags) || has(self.ssmParameter)",message="each amiSelectorTerm needs one of alias, id, name, tags or ssmParameter"
-// +kubebuilder:validation:XValidation:rule="!has(self.id) || !(has(self.alias) || has(self.name) || has(self.owner) || has(self.tags) || has(self.ssmParameter))",message="id selects one AMI and cannot be combined with other fields in the same term; put other selectors in a separate term"
-// +kubebuilder:validation:XValidation:rule="!has(self.alias) || !(has(self.id) || has(self.name) || has(self.owner) || has(self.tags) || has(self.ssmParameter))",message="alias cannot be combined with other fields in the same term"
-// +kubebuilder:validation:XValidation:rule="!has(self.ssmParameter) || !(has(self.id) || has(self.alias) || has(self.name) || has(self.owner) || has(self.tags))",message="ssmParameter cannot be combined with other fields in the same term"
 type AMISelectorTerm struct {
 	// Alias selects the EKS-optimized AMIs of a family: family@version,
-	// such as al2023@latest, al2@v20240807 or bottlerocket@v1.20.0
-	// (bottlerocket-fips: Bottlerocket's FIPS variant).
+	// such as al2023@latest, al2@v20240807 or bottlerocket@v1.20.0.
 	// +kubebuilder:validation:MaxLength=30
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9-]+@.+$')",message="alias must be family@version, such as al2023@latest or bottlerocket@v1.20.0"
-	// +kubebuilder:validation:XValidation:rule="self.find('^[^@]+') in ['al2', 'al2023', 'bottlerocket', 'bottlerocket-fips', 'windows2019', 'windows2022', 'windows2025']",message="unknown alias family; use al2, al2023, bottlerocket, bottlerocket-fips, windows2019, windows2022 or windows2025"
-	// +kubebuilder:validation:XValidation:rule="!self.startsWith('windows') || self.endsWith('@latest')",message="Windows aliases can only use the version latest"
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-zA-Z0-9]+@.+$')",message="alias must be family@version, such as al2023@latest or bottlerocket@v1.20.0"
+	// +kubebuilder:validation:XValidation:rule="self.split('@')[0] in ['al2','al2023','bottlerocket','windows2019','windows2022','windows2025']",message="unknown alias family; use al2, al2023, bottlerocket, windows2019, windows2022 or windows2025"
+	// +kubebuilder:validation:XValidation:rule="self.split('@')[0] in ['windows2019','windows2022','windows2025'] ? self.split('@')[1] == 'latest' : true",message="Windows aliases can only use the version latest"
 	// +optional
 	Alias string `json:"alias,omitempty"`
 	// ID is an AMI id such as ami-0123abcd.
-	// +kubebuilder:validation:Pattern="^ami-[0-9a-z]+$"
+	// +kubebuilder:validation:Pattern="ami-[0-9a-z]+"
 	// +optional
 	ID string `json:"id,omitempty"`
 	// Name is the AMI name (not its Name tag); wildcards are allowed.
-	// +kubebuilder:validation:MaxLength=128
 	// +optional
 	Name string `json:"name,omitempty"`
 	// Owner restricts name and tag matches to an account id, self, amazon
 	// or aws-marketplace.
-	// +kubebuilder:validation:MaxLength=64
 	// +optional
 	Owner string `json:"owner,omitempty"`
 	// Tags the AMI must carry; the value "*" matches any value.
@@ -354,7 +336,6 @@ type AMISelectorTerm struct {
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
 	// SSMParameter names an SSM parameter whose value is an AMI id.
-	// +kubebuilder:validation:MaxLength=2048
 	// +optional
 	SSMParameter string `json:"ssmParameter,omitempty"`
 }
@@ -382,6 +363,8 @@ type BlockDeviceMapping struct {
 	// +optional
 	DeviceName *string `json:"deviceName,omitempty"`
 	// EBS configures the EBS volume of the device.
+	// +kubebuilder:validation:XValidation:rule="has(self.snapshotID) || has(self.volumeSize)",message="an EBS volume needs volumeSize or snapshotID"
+	// +kubebuilder:validation:XValidation:rule="!has(self.volumeInitializationRate) || (has(self.snapshotID) && self.snapshotID != '')",message="volumeInitializationRate needs snapshotID: it is how fast a volume is filled from its snapshot"
 	// +optional
 	EBS *BlockDevice `json:"ebs,omitempty"`
 	// RootVolume mounts this device as the kubelet's root directory; at
@@ -391,9 +374,6 @@ type BlockDeviceMapping struct {
 }
 
 // BlockDevice is an EBS volume.
-//
-// +kubebuilder:validation:XValidation:rule="has(self.snapshotID) || has(self.volumeSize)",message="an EBS volume needs volumeSize or snapshotID"
-// +kubebuilder:validation:XValidation:rule="!has(self.volumeInitializationRate) || (has(self.snapshotID) && size(self.snapshotID) > 0)",message="volumeInitializationRate needs snapshotID: it is how fast a volume is filled from its snapshot"
 type BlockDevice struct {
 	// DeleteOnTermination deletes the volume with the instance.
 	// +optional
@@ -402,27 +382,20 @@ type BlockDevice struct {
 	// +optional
 	Encrypted *bool `json:"encrypted,omitempty"`
 	// IOPS for io1, io2 and gp3 volumes.
-	// +kubebuilder:validation:Minimum=100
-	// +kubebuilder:validation:Maximum=256000
 	// +optional
 	IOPS *int64 `json:"iops,omitempty"`
 	// KMSKeyID is the KMS key (ARN) used for encryption.
 	// +optional
 	KMSKeyID *string `json:"kmsKeyID,omitempty"`
 	// SnapshotID is the EBS snapshot the volume is created from.
-	// +kubebuilder:validation:Pattern="^snap-[0-9a-z]+$"
 	// +optional
 	SnapshotID *string `json:"snapshotID,omitempty"`
 	// Throughput in MiB/s for gp3 volumes.
-	// +kubebuilder:validation:Minimum=125
-	// +kubebuilder:validation:Maximum=2000
 	// +optional
 	Throughput *int64 `json:"throughput,omitempty"`
 	// VolumeSize such as 20Gi, 100G or 1Ti.
 	// +kubebuilder:validation:Type=string
-	// +kubebuilder:validation:MaxLength=16
-	// +kubebuilder:validation:XValidation:rule="self.matches('^[1-9][0-9]*(Gi|G|Ti|T)$')",message="volumeSize must be a whole number of Gi, G, Ti or T, such as 20Gi, 100G or 1Ti"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('^[1-9][0-9]*(Gi|G|Ti|T)$') || self.matches('^([1-9][0-9]{0,3}|[1-4][0-9]{4}|5[0-8][0-9]{3}|59000)Gi$') || self.matches('^([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-3][0-9]{3}|64000)G$') || self.matches('^([1-9]|[1-4][0-9]|5[0-8])Ti$') || self.matches('^([1-9]|[1-5][0-9]|6[0-4])T$')",message="volumeSize is at most 64T (64000G, 58Ti or 59000Gi), the largest EBS volume"
+	// +kubebuilder:validation:Pattern="^((?:[1-9][0-9]{0,3}|[1-4][0-9]{4}|[5][0-8][0-9]{3}|59000)Gi|(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|[6][0-3][0-9]{3}|64000)G|([1-9]||[1-5][0-7]|58)Ti|([1-9]||[1-5][0-9]|6[0-3]|64)T)$"
 	// +optional
 	VolumeSize *string `json:"volumeSize,omitempty"`
 	// VolumeType is the EBS volume type.
@@ -492,8 +465,6 @@ type EC2NodeClassStatus struct {
 	// CapacityReservationsReady and PricesCurrent (which Ready does not
 	// include: without a reservation nodes launch as spot or on-demand,
 	// without the Pricing API with built-in or last known prices).
-	// +listType=map
-	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }

@@ -313,8 +313,8 @@ func (in *EC2NodeClassSpec) DeepCopyInto(out *EC2NodeClassSpec) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
-	if in.PlacementGroup != nil {
-		in, out := &in.PlacementGroup, &out.PlacementGroup
+	if in.PlacementGroupSelector != nil {
+		in, out := &in.PlacementGroupSelector, &out.PlacementGroupSelector
 		*out = new(PlacementGroupSelector)
 		(*in).DeepCopyInto(*out)
 	}
@@ -596,11 +596,6 @@ func (in *PlacementGroupSelector) DeepCopyInto(out *PlacementGroupSelector) {
 	if in.ID != nil {
 		in, out := &in.ID, &out.ID
 		*out = new(string)
-		**out = **in
-	}
-	if in.Partition != nil {
-		in, out := &in.Partition, &out.Partition
-		*out = new(int32)
 		**out = **in
 	}
 }

@@ -95,11 +95,8 @@ func NeedsOf(class *awsv1.EC2NodeClass) Needs {
 		n.NestedVirtualization = true
 	}
 	n.NitroEnclaves = class.Spec.EnclaveOptions != nil && class.Spec.EnclaveOptions.Enabled
-	if sel := class.Spec.PlacementGroup; sel != nil {
+	if class.Spec.PlacementGroupSelector != nil {
 		n.PlacementGroup = class.Status.PlacementGroup
-		if sel.Partition != nil {
-			n.Partition = *sel.Partition
-		}
 	}
 	return n
 }

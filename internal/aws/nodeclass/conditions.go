@@ -191,9 +191,6 @@ func describeGroupTerms(terms []awsv1.SecurityGroupSelectorTerm) string {
 		case t.Name != "":
 			part = "name " + t.Name
 		}
-		if t.VPCID != "" {
-			part += " in " + t.VPCID
-		}
 		parts = append(parts, part)
 	}
 	return "[" + strings.Join(parts, "; ") + "]"

@@ -67,7 +67,7 @@ func TestConditions(t *testing.T) {
 // the fix; once resolved, the condition names the group and its strategy.
 func TestPlacementGroupCondition(t *testing.T) {
 	nc := nodeClass(awsv1.AMISelectorTerm{Alias: "al2023@latest"})
-	nc.Spec.PlacementGroup = &awsv1.PlacementGroupSelector{Name: ptr.To("training")}
+	nc.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelector{Name: ptr.To("training")}
 	r := nodeclass.Resolution{Subnets: []nodeclass.Subnet{{}}, SecurityGroups: []awsv1.SecurityGroup{{}}, AMIs: []awsv1.AMI{{}}, InstanceProfile: "p"}
 	conds := nodeclass.Conditions(nc, r)
 	pg, ready := meta.FindStatusCondition(conds, awsv1.ConditionPlacementGroupReady), meta.FindStatusCondition(conds, awsv1.ConditionReady)

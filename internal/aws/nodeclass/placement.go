@@ -12,10 +12,10 @@ import (
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 )
 
-// PlacementGroup resolves placementGroup to the available
+// PlacementGroup resolves placementGroupSelector to the available
 // placement group it names; nil without a selector or when none matches.
 func (r *Resolver) PlacementGroup(ctx context.Context, nc *awsv1.EC2NodeClass) (*awsv1.PlacementGroup, error) {
-	sel := nc.Spec.PlacementGroup
+	sel := nc.Spec.PlacementGroupSelector
 	if sel == nil {
 		return nil, nil
 	}
@@ -39,10 +39,6 @@ func (r *Resolver) PlacementGroup(ctx context.Context, nc *awsv1.EC2NodeClass) (
 		pg := &awsv1.PlacementGroup{
 			ID: aws.ToString(g.GroupId), Name: aws.ToString(g.GroupName), Strategy: string(g.Strategy), PartitionCount: aws.ToInt32(g.PartitionCount),
 		}
-		if p := sel.Partition; p != nil && (pg.Strategy != string(ec2types.PlacementStrategyPartition) || *p > pg.PartitionCount) {
-			return nil, fmt.Errorf("spec.placementGroup.partition %d: placement group %s (%s strategy, %d partitions) has no such partition; "+
-				"partition is only for a partition group, from 1 to its partition count", *p, pg.Name, pg.Strategy, pg.PartitionCount)
-		}
 		return pg, nil
 	}
 	return nil, nil
@@ -57,25 +53,22 @@ func describePlacement(sel *awsv1.PlacementGroupSelector) string {
 
 // placementCondition says which placement group nodes launch in.
 func placementCondition(nc *awsv1.EC2NodeClass, r Resolution) metav1.Condition {
-	sel := nc.Spec.PlacementGroup
+	sel := nc.Spec.PlacementGroupSelector
 	switch {
 	case sel == nil:
 		return metav1.Condition{Type: awsv1.ConditionPlacementGroupReady, Status: metav1.ConditionTrue, Reason: awsv1.ReasonResolved,
-			Message: "no placementGroup: nodes launch outside placement groups"}
+			Message: "no placementGroupSelector: nodes launch outside placement groups"}
 	case r.PlacementErr != nil:
 		return metav1.Condition{Type: awsv1.ConditionPlacementGroupReady, Status: metav1.ConditionFalse, Reason: awsv1.ReasonResolutionFailed, Message: r.PlacementErr.Error()}
 	case r.PlacementGroup == nil:
 		return metav1.Condition{Type: awsv1.ConditionPlacementGroupReady, Status: metav1.ConditionFalse, Reason: awsv1.ReasonPlacementGroupNotFound,
-			Message: "no available placement group has spec.placementGroup " + describePlacement(sel) +
+			Message: "no available placement group has spec.placementGroupSelector " + describePlacement(sel) +
 				"; create it (aws ec2 create-placement-group) or fix the selector; nothing launches from this EC2NodeClass until it exists"}
 	}
 	pg := r.PlacementGroup
 	msg := fmt.Sprintf("placement group %s (%s, %s strategy)", pg.ID, pg.Name, pg.Strategy)
 	if pg.Strategy == "partition" {
 		msg += fmt.Sprintf(", %d partitions", pg.PartitionCount)
-	}
-	if sel.Partition != nil {
-		msg += fmt.Sprintf("; nodes launch into partition %d", *sel.Partition)
 	}
 	return metav1.Condition{Type: awsv1.ConditionPlacementGroupReady, Status: metav1.ConditionTrue, Reason: awsv1.ReasonResolved, Message: msg}
 }

@@ -110,9 +110,6 @@ func (r *Resolver) SecurityGroups(ctx context.Context, nc *awsv1.EC2NodeClass) (
 		if term.Name != "" {
 			in.Filters = append(in.Filters, ec2types.Filter{Name: aws.String("group-name"), Values: []string{term.Name}})
 		}
-		if term.VPCID != "" {
-			in.Filters = append(in.Filters, ec2types.Filter{Name: aws.String("vpc-id"), Values: []string{term.VPCID}})
-		}
 		out, err := r.EC2.DescribeSecurityGroups(ctx, in)
 		if err != nil {
 			return nil, fmt.Errorf("describing security groups: %w", err)

@@ -67,9 +67,9 @@ func TestSubnetsAndSecurityGroups(t *testing.T) {
 	}
 }
 
-// A security group name repeats across VPCs: vpcID narrows a term to
-// one VPC's group.
-func TestSecurityGroupsOfOneVPC(t *testing.T) {
+// A security group name repeats across VPCs: a term of name selects
+// the groups of that name in every VPC, as EC2's group-name filter does.
+func TestSecurityGroupNameInEveryVPC(t *testing.T) {
 	a := simaws.NewAccount()
 	a.Seed()
 	for _, vpc := range []string{"vpc-0aaa", "vpc-0bbb"} {
@@ -77,14 +77,9 @@ func TestSecurityGroupsOfOneVPC(t *testing.T) {
 	}
 	r, ctx := &nodeclass.Resolver{EC2: a.EC2(), SSM: a.SSM(), KubernetesVersion: simaws.KubernetesVersion}, context.Background()
 	nc := nodeClass()
-	nc.Spec.SecurityGroupSelectorTerms = []awsv1.SecurityGroupSelectorTerm{{Name: "k8s-node", VPCID: "vpc-0bbb"}}
-	groups, err := r.SecurityGroups(ctx, nc)
-	if err != nil || len(groups) != 1 || groups[0].ID != "sg-0bbb" {
-		t.Errorf("k8s-node in vpc-0bbb: %+v, %v", groups, err)
-	}
-	nc.Spec.SecurityGroupSelectorTerms[0].VPCID = ""
-	if groups, _ := r.SecurityGroups(ctx, nc); len(groups) != 2 {
-		t.Errorf("k8s-node in any VPC: %+v", groups)
+	nc.Spec.SecurityGroupSelectorTerms = []awsv1.SecurityGroupSelectorTerm{{Name: "k8s-node"}}
+	if groups, err := r.SecurityGroups(ctx, nc); err != nil || len(groups) != 2 {
+		t.Errorf("k8s-node in any VPC: %+v, %v", groups, err)
 	}
 }
 

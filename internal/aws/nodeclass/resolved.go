@@ -117,7 +117,7 @@ func (d Drift) Drifted(claim *v1.NodeClaim, labels map[string]string, inst *clou
 
 func (d Drift) placementGroup(_ *v1.NodeClaim, labels map[string]string, _ *cloudprovider.Instance) cloudprovider.Drift {
 	pg, have := d.Class.Status.PlacementGroup, labels[awsv1.LabelPlacementGroupID]
-	if pg == nil || d.Class.Spec.PlacementGroup == nil || have == "" || have == pg.ID {
+	if pg == nil || d.Class.Spec.PlacementGroupSelector == nil || have == "" || have == pg.ID {
 		return cloudprovider.Drift{}
 	}
 	return cloudprovider.Drift{Reason: awsv1.ReasonPlacementGroupDrifted,

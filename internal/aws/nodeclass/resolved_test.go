@@ -63,8 +63,8 @@ func TestLaunchSettingsDrift(t *testing.T) {
 			s.ConnectionTracking = &awsv1.ConnectionTracking{UDPTimeout: new(int32)}
 		},
 		"ipPrefixCount": func(s *awsv1.EC2NodeClassSpec) { s.IPPrefixCount = new(int32) },
-		"placementGroup": func(s *awsv1.EC2NodeClassSpec) {
-			s.PlacementGroup = &awsv1.PlacementGroupSelector{ID: new(string)}
+		"placementGroupSelector": func(s *awsv1.EC2NodeClassSpec) {
+			s.PlacementGroupSelector = &awsv1.PlacementGroupSelector{ID: new(string)}
 		},
 	} {
 		changed := class.DeepCopy()
@@ -73,7 +73,7 @@ func TestLaunchSettingsDrift(t *testing.T) {
 			t.Errorf("%s set: drift %+v, want %s", name, d, v1.ReasonNodeClassDrifted)
 		}
 	}
-	class.Spec.PlacementGroup = &awsv1.PlacementGroupSelector{Name: new(string)}
+	class.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelector{Name: new(string)}
 	class.Status.PlacementGroup = &awsv1.PlacementGroup{ID: "pg-0new", Name: "training", Strategy: "cluster"}
 	nc = state.NodeClaimFor(pool(), nodeclass.Rules(class), &scheduling.PlannedNodeClaim{})
 	if d := state.Drift(nc, map[string]string{awsv1.LabelPlacementGroupID: "pg-0new"}, nil, nodeclass.Rules(class), nil); d.Drifted() {

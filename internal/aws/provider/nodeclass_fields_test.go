@@ -8,8 +8,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
@@ -192,7 +190,7 @@ func TestPrimaryInterfaceAndConnectionTracking(t *testing.T) {
 // gets partition 2. Types the strategy does not take are left out.
 func TestPartitionPlacementGroup(t *testing.T) {
 	f := setup(t)
-	f.class.Spec.PlacementGroup = &awsv1.PlacementGroupSelector{Name: ptr.To(simaws.PartitionPlacementGroup)}
+	f.class.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelector{Name: ptr.To(simaws.PartitionPlacementGroup)}
 	types := f.classTypes(t)
 	pg := f.class.Status.PlacementGroup
 	if pg == nil || pg.Strategy != "partition" || pg.PartitionCount != 3 {
@@ -220,33 +218,22 @@ func TestPartitionPlacementGroup(t *testing.T) {
 	}
 }
 
-// spec.placementGroup.partition pins every node of a partition group to
-// that partition: the launch names it, the types require it, the nodes
-// carry it. A partition the group lacks, or a partition of a group of
-// another strategy, is refused on PlacementGroupReady, naming the field.
+// In a partition placement group a NodeClaim that requires one
+// partition (karpenter.k8s.aws/placement-group-partition In [2], from its
+// NodePool's or its pods' requirements) launches into it; the types offer
+// every partition of the group, and the node carries its own.
 func TestPlacementGroupPartition(t *testing.T) {
 	f := setup(t)
-	f.class.Spec.PlacementGroup = &awsv1.PlacementGroupSelector{Name: ptr.To(simaws.PartitionPlacementGroup), Partition: ptr.To[int32](2)}
+	f.class.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelector{Name: ptr.To(simaws.PartitionPlacementGroup)}
 	types := f.classTypes(t)
 	for _, it := range types {
-		if p := it.Requirements[awsv1.LabelPlacementGroupPartition]; p.Len() != 1 || !p.Has("2") {
-			t.Fatalf("instance type %s requires partitions %v; want only 2", it.Name, p)
+		if p := it.Requirements[awsv1.LabelPlacementGroupPartition]; p.Len() != 3 {
+			t.Fatalf("instance type %s offers partitions %v; want the group's 3", it.Name, p)
 		}
 	}
-	inst, err := f.provider.Create(context.Background(), claim("p", in(scheduling.LabelInstanceType, "m5.large")), f.class, types)
+	inst, err := f.provider.Create(context.Background(), claim("p", in(scheduling.LabelInstanceType, "m5.large"), in(awsv1.LabelPlacementGroupPartition, "2")), f.class, types)
 	if err != nil || inst.Labels[awsv1.LabelPlacementGroupPartition] != "2" {
 		t.Fatalf("launched %v (%v); want partition 2", inst, err)
-	}
-	for name, sel := range map[string]*awsv1.PlacementGroupSelector{
-		"partition 4 of 3": {Name: ptr.To(simaws.PartitionPlacementGroup), Partition: ptr.To[int32](4)},
-		"a cluster group":  {Name: ptr.To(simaws.ClusterPlacementGroup), Partition: ptr.To[int32](1)},
-	} {
-		f.class.Spec.PlacementGroup = sel
-		resolve(t, f.resolver, f.class)
-		c := meta.FindStatusCondition(f.class.Status.Conditions, awsv1.ConditionPlacementGroupReady)
-		if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "spec.placementGroup.partition") {
-			t.Errorf("%s: PlacementGroupReady %+v", name, c)
-		}
 	}
 }
 
@@ -254,11 +241,11 @@ func TestPlacementGroupPartition(t *testing.T) {
 // spread group takes seven instances per zone, then EC2 refuses.
 func TestClusterAndSpreadPlacementGroups(t *testing.T) {
 	f := setup(t)
-	f.class.Spec.PlacementGroup = &awsv1.PlacementGroupSelector{Name: ptr.To(simaws.ClusterPlacementGroup)}
+	f.class.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelector{Name: ptr.To(simaws.ClusterPlacementGroup)}
 	if names := typeNames(f.classTypes(t)); names["t3.large"] || !names["m5.large"] {
 		t.Errorf("cluster group: t3.large %v, m5.large %v; want burstable types left out", names["t3.large"], names["m5.large"])
 	}
-	f.class.Spec.PlacementGroup = &awsv1.PlacementGroupSelector{Name: ptr.To(simaws.SpreadPlacementGroup)}
+	f.class.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelector{Name: ptr.To(simaws.SpreadPlacementGroup)}
 	types := f.classTypes(t)
 	ctx := context.Background()
 	for i := range 7 {

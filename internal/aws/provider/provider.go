@@ -821,18 +821,13 @@ func networkInterfaces(class *awsv1.EC2NodeClass) []ec2types.LaunchTemplateInsta
 }
 
 // placement puts a node in the EC2NodeClass's placement group, and in a
-// partition group in the partition the EC2NodeClass names, or else the
-// one its NodeClaim requires, if just one.
+// partition group in the partition its NodeClaim requires, if just one.
 func placement(claim *v1.NodeClaim, class *awsv1.EC2NodeClass) *ec2types.LaunchTemplatePlacementRequest {
 	pg := class.Status.PlacementGroup
-	if pg == nil || class.Spec.PlacementGroup == nil {
+	if pg == nil || class.Spec.PlacementGroupSelector == nil {
 		return nil
 	}
 	p := &ec2types.LaunchTemplatePlacementRequest{GroupId: aws.String(pg.ID)}
-	if part := class.Spec.PlacementGroup.Partition; part != nil {
-		p.PartitionNumber = aws.Int32(*part)
-		return p
-	}
 	for _, r := range claim.Spec.Requirements {
 		if r.Key == awsv1.LabelPlacementGroupPartition && r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
 			if n, err := strconv.ParseInt(r.Values[0], 10, 32); err == nil {
