@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	"github.com/nodewright/nodewright/internal/aws/kubeletconfig"
 )
 
@@ -113,4 +114,49 @@ func TestReferenceKubeletConfigurationCases(t *testing.T) {
 		t.Errorf("want at least 4 problems reported, got %v", err)
 	}
 	t.Logf("%s%d cases: nodewright agrees on %d", file, len(cases), agreed)
+}
+
+// The v1.14 LTS line refused these spec.kubelet values at apply time
+// (its CRD typed the field; v1.14.3's ec2nodeclass_validation_cel
+// "Kubelet" cases); v1.15 admits the open map and its controller reports
+// each on ValidationSucceeded with reason InvalidKubeletConfiguration, as
+// nodewright does. The succeeding cases of the same context succeed.
+func TestV114KubeletCasesAreReportedAsV115Does(t *testing.T) {
+	for _, c := range []struct {
+		name, doc string
+		fails     bool
+	}{
+		{"should fail on kubeReserved with invalid keys", `{kubeReserved: {pods: "2"}}`, true},
+		{"should fail on systemReserved with invalid keys", `{systemReserved: {pods: "2"}}`, true},
+		{"should succeed on evictionHard with valid keys", `{evictionHard: {memory.available: 5%, nodefs.available: 10%, nodefs.inodesFree: 15%, imagefs.available: 5%, imagefs.inodesFree: 5%, pid.available: 5%}}`, false},
+		{"should fail on evictionHard with invalid keys", `{evictionHard: {memory: 5%}}`, true},
+		{"should fail on invalid formatted percentage value in evictionHard", `{evictionHard: {memory.available: 5%3}}`, true},
+		{"should fail on invalid percentage value (too large) in evictionHard", `{evictionHard: {memory.available: 110%}}`, true},
+		{"should fail on invalid quantity value in evictionHard", `{evictionHard: {memory.available: 110GB}}`, true},
+		{"should succeed on evictionSoft with valid keys", `{evictionSoft: {memory.available: 5%, nodefs.available: 10%, nodefs.inodesFree: 15%, imagefs.available: 5%, imagefs.inodesFree: 5%, pid.available: 5%},
+			evictionSoftGracePeriod: {memory.available: 1m0s, nodefs.available: 1m30s, nodefs.inodesFree: 5m0s, imagefs.available: 1h0m0s, imagefs.inodesFree: 24h0m0s, pid.available: 1m0s}}`, false},
+		{"should fail on evictionSoft with invalid keys", `{evictionSoft: {memory: 5%}, evictionSoftGracePeriod: {memory: 1m0s}}`, true},
+		{"should fail on invalid formatted percentage value in evictionSoft", `{evictionSoft: {memory.available: 5%3}, evictionSoftGracePeriod: {memory.available: 1m0s}}`, true},
+		{"should fail on invalid percentage value (too large) in evictionSoft", `{evictionSoft: {memory.available: 110%}, evictionSoftGracePeriod: {memory.available: 1m0s}}`, true},
+		{"should fail on invalid quantity value in evictionSoft", `{evictionSoft: {memory.available: 110GB}, evictionSoftGracePeriod: {memory.available: 1m0s}}`, true},
+		{"should fail when eviction soft doesn't have matching grace period", `{evictionSoft: {memory.available: 200Mi}}`, true},
+		{"should succeed on a valid imageGCHighThresholdPercent", `{imageGCHighThresholdPercent: 10}`, false},
+		{"should fail when imageGCHighThresholdPercent is less than imageGCLowThresholdPercent", `{imageGCHighThresholdPercent: 50, imageGCLowThresholdPercent: 60}`, true},
+		{"should fail when imageGCLowThresholdPercent is greather than imageGCHighThresheldPercent", `{imageGCHighThresholdPercent: 50, imageGCLowThresholdPercent: 60}`, true},
+		{"should succeed on evictionSoftGracePeriod with valid keys", `{evictionSoft: {memory.available: 5%, nodefs.available: 10%, nodefs.inodesFree: 15%, imagefs.available: 5%, imagefs.inodesFree: 5%, pid.available: 5%},
+			evictionSoftGracePeriod: {memory.available: 1m0s, nodefs.available: 1m30s, nodefs.inodesFree: 5m0s, imagefs.available: 1h0m0s, imagefs.inodesFree: 24h0m0s, pid.available: 1m0s}}`, false},
+		{"should fail on evictionSoftGracePeriod with invalid keys", `{evictionSoftGracePeriod: {memory: 1m0s}}`, true},
+		{"should fail when eviction soft grace period doesn't have matching threshold", `{evictionSoftGracePeriod: {memory.available: 1m0s}}`, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := kubeletconfig.Parse(config(t, c.doc))
+			var bad *kubeletconfig.Error
+			switch {
+			case !c.fails && err != nil:
+				t.Errorf("refused: %v", err)
+			case c.fails && (!errors.As(err, &bad) || bad.Reason != awsv1.ReasonInvalidKubeletConfiguration):
+				t.Errorf("want ValidationSucceeded=False with reason %s, got %v", awsv1.ReasonInvalidKubeletConfiguration, err)
+			}
+		})
+	}
 }
