@@ -287,7 +287,7 @@ func karpenterNodePoolCases() []refCase {
 		rejected(d+"should fail when creating multiple budgets where one doesn't have both schedule and duration", np,
 			budget(`{nodes: "10", duration: 20m0s}, {nodes: "10", schedule: "* * * * *", duration: 20m0s}, {nodes: "10"}`)),
 	)
-	for _, r := range []string{"Drifted", "Underutilized", "Empty"} {
+	for _, r := range []string{"Drifted", "Underutilized", "Empty", "Unhealthy"} {
 		cs = append(cs, accepted(d+"should succeed when creating a budget with valid reasons > should allow disruption reason "+r, np,
 			budget(`{nodes: "10", schedule: "* * * * *", duration: 20m0s, reasons: [`+r+`]}`)))
 	}
@@ -764,6 +764,15 @@ func awsNodeClassCases() []refCase {
 	for _, w := range []string{"Windows2019", "Windows2022", "Windows2025"} {
 		cs = append(cs, rejected(am+"should fail when specifying non-latest versions with Windows aliases > "+w, nc, ami(`[{alias: "`+strings.ToLower(w)+`@v1.0.0"}]`)))
 	}
+
+	// EnclaveOptions (v1.15).
+	en := f + "should allow enclave options > "
+	cs = append(cs,
+		accepted(en+"when omitted", nc, `{}`),
+		accepted(en+"when enabled", nc, `spec: {enclaveOptions: {enabled: true}}`),
+		accepted(en+"when disabled", nc, `spec: {enclaveOptions: {enabled: false}}`),
+		rejected(f+"should reject enclave options when enabled is omitted", nc, `spec: {enclaveOptions: {}}`),
+	)
 
 	// Kubelet: an open map the API server only stores.
 	kl := f + "Kubelet > "
