@@ -14,7 +14,6 @@ func Family(nc *awsv1.EC2NodeClass) string {
 	}
 	for _, t := range nc.Spec.AMISelectorTerms {
 		if family, _, ok := strings.Cut(t.Alias, "@"); ok {
-			family = strings.TrimSuffix(family, "-fips") // bottlerocket-fips boots as Bottlerocket
 			for _, f := range []string{awsv1.AMIFamilyAL2, awsv1.AMIFamilyAL2023, awsv1.AMIFamilyBottlerocket, awsv1.AMIFamilyWindows2019, awsv1.AMIFamilyWindows2022, awsv1.AMIFamilyWindows2025} {
 				if strings.EqualFold(f, family) {
 					return f

@@ -201,13 +201,10 @@ func AliasParameters(root, alias, k string) ([]string, error) {
 				params = append(params, fmt.Sprintf(root+"/eks/optimized-ami/%s/amazon-linux-2023/%s/standard/amazon-eks-node-al2023-%s-standard-%s-%s/image_id", k, arch, arch, k, version))
 			}
 		}
-	case "bottlerocket", "bottlerocket-fips":
-		v, variant := strings.TrimPrefix(version, "v"), k
-		if family == "bottlerocket-fips" {
-			variant += "-fips"
-		}
+	case "bottlerocket":
+		v := strings.TrimPrefix(version, "v")
 		for _, arch := range []string{"x86_64", "arm64"} {
-			params = append(params, fmt.Sprintf(root+"/bottlerocket/aws-k8s-%s/%s/%s/image_id", variant, arch, v))
+			params = append(params, fmt.Sprintf(root+"/bottlerocket/aws-k8s-%s/%s/%s/image_id", k, arch, v))
 		}
 	default:
 		return nil, fmt.Errorf("alias %s: resolving the %s family is not supported", alias, family)

@@ -93,7 +93,6 @@ func TestAMIs(t *testing.T) {
 		{"al2023 alias", awsv1.AMISelectorTerm{Alias: "al2023@latest"}, map[string]string{"amd64": "ami-al2023x8664", "arm64": "ami-al2023arm64"}},
 		{"al2 alias", awsv1.AMISelectorTerm{Alias: "al2@latest"}, map[string]string{"amd64": "ami-al2x8664", "arm64": "ami-al2arm64"}},
 		{"bottlerocket alias", awsv1.AMISelectorTerm{Alias: "bottlerocket@latest"}, map[string]string{"amd64": "ami-bottlerocketx8664", "arm64": "ami-bottlerocketarm64"}},
-		{"bottlerocket FIPS alias", awsv1.AMISelectorTerm{Alias: "bottlerocket-fips@latest"}, map[string]string{"amd64": "ami-bottlerocketfipsx8664", "arm64": "ami-bottlerocketfipsarm64"}},
 		{"pinned version not published", awsv1.AMISelectorTerm{Alias: "al2023@v20200101"}, map[string]string{}},
 		{"custom id (S5: x86_64 only)", awsv1.AMISelectorTerm{ID: "ami-0a1b2c3d4e5f60001"}, map[string]string{"amd64": "ami-0a1b2c3d4e5f60001"}},
 		{"name and owner", awsv1.AMISelectorTerm{Name: "custom-al2023-*", Owner: "111122223333"}, map[string]string{"arm64": "ami-0a1b2c3d4e5f60002"}},
@@ -203,15 +202,3 @@ func TestNoAMIMessage(t *testing.T) {
 	}
 }
 
-// A bottlerocket-fips alias boots Bottlerocket (its user data and
-// settings), reading the FIPS variant's AMI parameters.
-func TestBottlerocketFIPSAlias(t *testing.T) {
-	nc := nodeClass(awsv1.AMISelectorTerm{Alias: "bottlerocket-fips@latest"})
-	if f := nodeclass.Family(nc); f != awsv1.AMIFamilyBottlerocket {
-		t.Errorf("family %s, want Bottlerocket", f)
-	}
-	params, err := nodeclass.AliasParameters("", "bottlerocket-fips@v1.30.0", "1.34")
-	if err != nil || len(params) != 2 || params[0] != "/aws/service/bottlerocket/aws-k8s-1.34-fips/x86_64/1.30.0/image_id" {
-		t.Errorf("parameters %v, %v", params, err)
-	}
-}
