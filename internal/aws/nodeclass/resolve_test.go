@@ -201,4 +201,3 @@ func TestNoAMIMessage(t *testing.T) {
 		t.Errorf("id term: %q", msg)
 	}
 }
-
