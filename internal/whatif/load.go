@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"time"
 
@@ -22,7 +23,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
@@ -233,7 +236,7 @@ func (o *Objects) decode(doc []byte, tm metav1.TypeMeta, name string) (bool, err
 	// kubectl's strict field validation does).
 	if fields != nil {
 		if _, err := crds.Validate(context.Background(), fields); err != nil {
-			return false, err
+			return false, withPatternHints(err)
 		}
 	}
 	reader := readers[gvk.Kind]
@@ -241,6 +244,48 @@ func (o *Objects) decode(doc []byte, tm metav1.TypeMeta, name string) (bool, err
 		return false, nil
 	}
 	return reader(o, obj)
+}
+
+// patternHints say in words what the API's patterns ask of a field (the
+// API server names only the pattern), by the end of the field's path.
+var patternHints = []struct {
+	suffix *regexp.Regexp
+	hint   string
+}{
+	{regexp.MustCompile(`\.budgets\[\d+\]\.nodes$`), "a whole number of nodes such as 5, or a percentage from 0% to 100% such as 10%"},
+	{regexp.MustCompile(`\.budgets\[\d+\]\.duration$`), "whole hours and minutes such as 8h or 1h30m"},
+	{regexp.MustCompile(`\.budgets\[\d+\]\.schedule$`), "a cron schedule of five fields (minute hour day-of-month month day-of-week) such as \"0 9 * * 1-5\", or @daily, @weekly and the like"},
+	{regexp.MustCompile(`\.(consolidateAfter|expireAfter)$`), "a duration such as 30s, 15m or 720h, or Never"},
+	{regexp.MustCompile(`\.terminationGracePeriod$`), "a duration such as 30s, 10m or 48h"},
+	{regexp.MustCompile(`\.ebs\.volumeSize$`), "a whole number of Gi, G, Ti or T such as 20Gi or 1Ti, at most 64T (64000G, 58Ti or 59000Gi)"},
+	{regexp.MustCompile(`\.nodeClassRef\.group$`), "an API group without a version, such as karpenter.k8s.aws (not karpenter.k8s.aws/v1)"},
+	{regexp.MustCompile(`(aints\[\d+\]\.key|requirements\[\d+\]\.key)$`), "an optional DNS prefix and '/', then a name of letters, digits, '-', '_' and '.', such as example.com/dedicated"},
+	{regexp.MustCompile(`(aints\[\d+\]\.value|requirements\[\d+\]\.values|labels\[[^]]+\])$`), "at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit"},
+}
+
+// withPatternHints adds to a refusal what each pattern it quotes means.
+func withPatternHints(err error) error {
+	var agg utilerrors.Aggregate
+	if !errors.As(err, &agg) {
+		return err
+	}
+	var hints []string
+	for _, e := range agg.Errors() {
+		var fe *field.Error
+		if !errors.As(e, &fe) || !strings.Contains(fe.Detail, "should match") {
+			continue
+		}
+		for _, h := range patternHints {
+			if h.suffix.MatchString(fe.Field) {
+				hints = append(hints, fe.Field+" takes "+h.hint)
+				break
+			}
+		}
+	}
+	if len(hints) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w (%s)", err, strings.Join(hints, "; "))
 }
 
 // formerFields are fields earlier nodewright releases had and the

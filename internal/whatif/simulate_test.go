@@ -752,3 +752,24 @@ func TestInvalidNodePoolLaunchesNothing(t *testing.T) {
 		t.Errorf("want nothing launched and the pod told why: %+v, %+v", r.NodeClaims, r.Unschedulable)
 	}
 }
+
+// A value the API's pattern refuses is refused with the API server's
+// words, and what the pattern asks for said in words.
+func TestPatternRefusalsSayWhatTheFieldTakes(t *testing.T) {
+	for patch, want := range map[string]string{
+		"  disruption: {consolidateAfter: 5 minutes}\n":    "spec.disruption.consolidateAfter takes a duration such as 30s, 15m or 720h, or Never",
+		"  disruption: {budgets: [{nodes: ten}]}\n":        "spec.disruption.budgets[0].nodes takes a whole number of nodes such as 5",
+		"  template:\n    spec:\n      expireAfter: 30d\n": "spec.template.spec.expireAfter takes a duration",
+	} {
+		doc := amd64Pool
+		if strings.HasPrefix(patch, "  template:") {
+			doc = strings.Replace(doc, "    spec:\n", "    spec:\n      expireAfter: 30d\n", 1)
+		} else {
+			doc += patch
+		}
+		err := (&whatif.Objects{}).Load("pool.yaml", strings.NewReader(doc))
+		if err == nil || !strings.Contains(err.Error(), "should match") || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want the API server's words and %q", patch, err, want)
+		}
+	}
+}
