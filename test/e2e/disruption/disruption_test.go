@@ -26,7 +26,11 @@ import (
 // A workload scales down: emptied nodes are deleted, the rest
 // consolidated, and the cluster ends cheaper with every pod Running.
 func TestConsolidation(t *testing.T) {
-	_, results := harness.RunSteps(t, "consolidation", 3*time.Minute, nil)
+	// The scale-down's 20 pods terminate for up to their grace period,
+	// and the watch counts a terminating pod as running: wait that long
+	// too before calling the step settled, so consolidation (which waits
+	// for them) is seen on a loaded machine.
+	_, results := harness.RunSteps(t, "consolidation", 4*time.Minute, func(o *runner.Options) { o.Settle = 50 * time.Second })
 	before, after := results[0].Snapshot, results[1].Snapshot
 	if !before.Done() || !after.Done() {
 		t.Fatalf("not every pod ran: before %d/%d, after %d/%d", before.RunningPods, before.Pods, after.RunningPods, after.Pods)
