@@ -554,17 +554,23 @@ func (p *podInfo) shapesIn(pl *pool) []*shapes {
 	return sets
 }
 
+// untolerated says why a pod cannot have a pool's node for a taint, and
+// where the taint comes from when the pool does not declare it.
+func untolerated(pl *pool, taint corev1.Taint) string {
+	reason := "taint " + taintString(taint) + " not tolerated"
+	if slices.ContainsFunc(pl.UserDataTaints, func(t corev1.Taint) bool { return t.MatchTaint(&taint) }) {
+		reason += " (EC2NodeClass " + pl.NodeClass + "'s user data registers every node with it)"
+	}
+	return reason
+}
+
 // newClaim opens a NodeClaim from a pool for p, or says why it cannot.
 func (s *solver) newClaim(p *podInfo, pl *pool) (*target, change, Refusal) {
 	if pl.Static {
 		return nil, change{}, Refusal{Reason: "a static NodePool (spec.replicas) keeps its replicas and launches no node for pods", Static: true}
 	}
 	if taint, ok := p.tolerates(pl.Taints); !ok {
-		reason := "taint " + taintString(taint) + " not tolerated"
-		if slices.ContainsFunc(pl.UserDataTaints, func(t corev1.Taint) bool { return t.MatchTaint(&taint) }) {
-			reason += " (EC2NodeClass " + pl.NodeClass + "'s user data registers every node with it)"
-		}
-		return nil, change{}, Refusal{Reason: reason, Taint: &taint}
+		return nil, change{}, Refusal{Reason: untolerated(pl, taint), Taint: &taint}
 	}
 	if pl.nodesLimit >= 0 && pl.nodes >= pl.nodesLimit {
 		return nil, change{}, Refusal{Reason: fmt.Sprintf("limit of %d nodes reached", pl.nodesLimit), LimitReached: true}

@@ -25,7 +25,7 @@ import (
 func shapeManifest(t *testing.T) []byte {
 	t.Helper()
 	var b strings.Builder
-	b.WriteString(awsAuthForSim)
+	b.WriteString(harness.AWSAuth)
 	for i, s := range userdatatest.Shapes {
 		term := map[string]string{awsv1.AMIFamilyAL2023: "alias: al2023@latest", awsv1.AMIFamilyBottlerocket: "alias: bottlerocket@latest",
 			awsv1.AMIFamilyAL2: "alias: al2@latest", awsv1.AMIFamilyCustom: "id: ami-0a1b2c3d4e5f60001"}[s.Family]
@@ -76,16 +76,6 @@ spec:
 	}
 	return []byte(b.String())
 }
-
-const awsAuthForSim = `apiVersion: v1
-kind: ConfigMap
-metadata: {name: aws-auth, namespace: kube-system}
-data:
-  mapRoles: |
-    - rolearn: arn:aws:iam::111122223333:role/KarpenterNodeRole-nodewright-sim
-      username: system:node:{{EC2PrivateDNSName}}
-      groups: [system:bootstrappers, system:nodes]
-`
 
 // TestUserDataShapesAtRuntime: every shape of user data launched at once
 // in the simulation, its validation switched off so that each node shows

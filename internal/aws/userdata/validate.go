@@ -47,6 +47,13 @@ func ValidateWith(family, userData string, known Known) []Finding {
 	if err != nil {
 		return []Finding{{Code: CodeUnreadable, Severity: Error, Message: fmt.Sprintf("the user data cannot be read as a node would read it: %v", err), Fix: fixUnreadable}}
 	}
+	return validateParts(family, userData, parts, known).findings
+}
+
+// validateParts reads the parts of user data as the node does and judges
+// them: the findings, and the taints the node registers with beyond
+// nodewright's.
+func validateParts(family, userData string, parts []Part, known Known) *validation {
 	v := &validation{family: family, known: known}
 	for _, p := range parts {
 		if validate, ok := partValidators[p.ContentType]; ok {
@@ -62,7 +69,7 @@ func ValidateWith(family, userData string, known Known) []Finding {
 			v.extra = slices.DeleteFunc(slices.Clone(v.registered), func(t string) bool { return t == UnregisteredTaint })
 		}
 	}
-	return v.findings
+	return v
 }
 
 // ExtraTaints are the taints a node of the family registers with from
@@ -81,17 +88,7 @@ func ExtraTaints(family, userData string) []corev1.Taint {
 	var out []corev1.Taint
 	if strings.TrimSpace(userData) != "" && len(userData) <= MaxSize {
 		if parts, err := Split([]byte(userData)); err == nil {
-			v := &validation{family: family}
-			for _, p := range parts {
-				if validate, ok := partValidators[p.ContentType]; ok {
-					validate(v, p.Body)
-				}
-			}
-			v.nodeadm(userData, parts)
-			if family == awsv1.AMIFamilyCustom && v.registersUnregistered() {
-				v.extra = slices.DeleteFunc(slices.Clone(v.registered), func(t string) bool { return t == UnregisteredTaint })
-			}
-			for _, t := range v.extra {
+			for _, t := range validateParts(family, userData, parts, Known{}).extra {
 				if taint, err := ParseTaint(t); err == nil {
 					out = append(out, taint)
 				}
