@@ -376,7 +376,8 @@ func (pl *pool) addDaemonSets(daemonSets []*appsv1.DaemonSet) {
 // instanceTypeLabel reports whether instance types, not NodePools, set a
 // label.
 func instanceTypeLabel(key string) bool {
-	return strings.HasPrefix(key, "karpenter.k8s.aws/instance-") || key == LabelInstanceType || key == LabelArch || key == LabelOS
+	return strings.HasPrefix(key, "karpenter.k8s.aws/instance-") || key == LabelInstanceType || key == LabelArch || key == LabelOS ||
+		key == corev1.LabelWindowsBuild
 }
 
 func minValuesMet(types []*InstanceType, reqs Requirements) bool {

@@ -23,6 +23,8 @@ var resourceNames = [...]corev1.ResourceName{
 	"vpc.amazonaws.com/efa",
 	"habana.ai/gaudi",
 	"vpc.amazonaws.com/pod-eni",
+	// The IPv4 addresses of Windows nodes' pods.
+	"vpc.amazonaws.com/PrivateIPv4Address",
 	// Huge pages exist on a node only as configured (NodeOverlay capacity
 	// says so to the scheduler).
 	"hugepages-2Mi",

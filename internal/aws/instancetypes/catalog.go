@@ -143,17 +143,17 @@ func InstanceTypes(specs []Spec, opts Options) []*scheduling.InstanceType {
 
 // VarsOf is what spec.kubelet's expressions read of an instance type.
 func VarsOf(s Spec) kubeletconfig.Vars {
-	return kubeletconfig.Vars{InstanceType: s.Name, VCPUs: s.VCPU, MemoryMiB: s.MemoryMiB, DefaultENIs: s.MaxENIs, IPsPerENI: s.IPv4PerENI, MaxPods: pods(s, nil)}
+	return kubeletconfig.Vars{InstanceType: s.Name, VCPUs: s.VCPU, MemoryMiB: s.MemoryMiB, DefaultENIs: s.MaxENIs, IPsPerENI: s.IPv4PerENI, MaxPods: pods(s, nil, false)}
 }
 
 // convert makes the scheduling instance type of a catalog entry: its
 // labels, capacity and allocatable, and its offerings in the zones and
 // reservations of opts.
 func convert(s Spec, opts Options) *scheduling.InstanceType {
-	capacity := capacityOf(s, opts.Kubelet)
+	capacity := capacityOf(s, opts.Kubelet, opts.Needs.WindowsBuild)
 	it := &scheduling.InstanceType{
 		Name:         s.Name,
-		Requirements: scheduling.LabelRequirements(labelsOf(s)),
+		Requirements: scheduling.LabelRequirements(labelsOf(s, opts.Needs.WindowsBuild)),
 		Capacity:     capacity,
 		Allocatable:  capacity.Sub(overhead(s, capacity, opts.Kubelet)),
 	}
@@ -253,8 +253,9 @@ func SpotPrice(instanceType, zone string, onDemand float64) float64 {
 // category m, generation 7; u-6tb1 is category u, generation 1.
 var familyPattern = regexp.MustCompile(`^([a-z]+)(?:-[0-9]+[a-z]+)?([0-9]+)`)
 
-// labelsOf returns the well-known labels of an instance type.
-func labelsOf(s Spec) map[string]string {
+// labelsOf returns the well-known labels of an instance type, for nodes
+// of a Windows build ("" for Linux).
+func labelsOf(s Spec, windowsBuild string) map[string]string {
 	family, size, _ := strings.Cut(s.Name, ".")
 	labels := map[string]string{
 		scheduling.LabelInstanceType:         s.Name,
@@ -268,6 +269,9 @@ func labelsOf(s Spec) map[string]string {
 		awsv1.Group + "/instance-hypervisor": s.Hypervisor,
 		awsv1.Group + "/instance-bare-metal": strconv.FormatBool(s.BareMetal),
 	}
+	if windowsBuild != "" {
+		labels[scheduling.LabelOS], labels[corev1.LabelWindowsBuild] = "windows", windowsBuild
+	}
 	if m := familyPattern.FindStringSubmatch(family); m != nil {
 		labels[awsv1.Group+"/instance-category"] = m[1]
 		labels[awsv1.Group+"/instance-generation"] = m[2]
@@ -276,8 +280,10 @@ func labelsOf(s Spec) map[string]string {
 }
 
 // capacityOf is what the node reports: CPU, memory less the VM overhead,
-// the pod limit, a 20Gi root volume and GPUs.
-func capacityOf(s Spec, kubelet *kubeletconfig.Config) scheduling.Resources {
+// the pod limit, a 20Gi root volume and GPUs; a Windows node (of
+// windowsBuild) a 50Gi root volume, and the IPv4 addresses its pods can have, one per
+// address of its primary network interface but its own.
+func capacityOf(s Spec, kubelet *kubeletconfig.Config, windowsBuild string) scheduling.Resources {
 	memMiB := s.MemoryMiB - int64(math.Ceil(float64(s.MemoryMiB)*0.075))
 	if s.Arch == "arm64" {
 		memMiB -= 64
@@ -285,8 +291,12 @@ func capacityOf(s Spec, kubelet *kubeletconfig.Config) scheduling.Resources {
 	list := corev1.ResourceList{
 		corev1.ResourceCPU:              *resource.NewQuantity(s.VCPU, resource.DecimalSI),
 		corev1.ResourceMemory:           *resource.NewQuantity(memMiB*mib, resource.BinarySI),
-		corev1.ResourcePods:             *resource.NewQuantity(pods(s, kubelet), resource.DecimalSI),
+		corev1.ResourcePods:             *resource.NewQuantity(pods(s, kubelet, windowsBuild != ""), resource.DecimalSI),
 		corev1.ResourceEphemeralStorage: resource.MustParse("20Gi"),
+	}
+	if windowsBuild != "" {
+		list[corev1.ResourceEphemeralStorage] = resource.MustParse("50Gi") // the Windows root volume
+		list[PrivateIPv4Address] = *resource.NewQuantity(max(s.IPv4PerENI-1, 0), resource.DecimalSI)
 	}
 	if s.GPU > 0 {
 		list[GPUResource(s.Name)] = *resource.NewQuantity(s.GPU, resource.DecimalSI)
@@ -296,6 +306,11 @@ func capacityOf(s Spec, kubelet *kubeletconfig.Config) scheduling.Resources {
 }
 
 const mib = 1 << 20
+
+// PrivateIPv4Address is the resource Windows nodes advertise their pods'
+// IPv4 addresses as (the VPC resource controller adds a request of one
+// to each Windows pod).
+const PrivateIPv4Address corev1.ResourceName = "vpc.amazonaws.com/PrivateIPv4Address"
 
 // GPUResource is the extended resource an instance type's GPUs (or
 // accelerators) are advertised as by their device plugin.
@@ -310,13 +325,14 @@ func GPUResource(name string) corev1.ResourceName {
 	}
 }
 
-// pods is maxPods if set, else the ENI limit, capped by podsPerCore.
-func pods(s Spec, kubelet *kubeletconfig.Config) int64 {
+// pods is maxPods if set, else the ENI limit (110 on Windows, whose pods'
+// addresses are counted apart), capped by podsPerCore.
+func pods(s Spec, kubelet *kubeletconfig.Config, windows bool) int64 {
 	if kubelet != nil && kubelet.MaxPods != nil {
 		return int64(*kubelet.MaxPods)
 	}
 	n := int64(defaultPods)
-	if s.MaxENIs > 0 && s.IPv4PerENI > 0 {
+	if s.MaxENIs > 0 && s.IPv4PerENI > 0 && !windows {
 		n = s.MaxENIs*(s.IPv4PerENI-1) + 2
 	}
 	if kubelet != nil && kubelet.PodsPerCore != nil && *kubelet.PodsPerCore > 0 {

@@ -72,3 +72,37 @@ func TestLabelsAndOfferings(t *testing.T) {
 		t.Error("spot prices must be fixed per type and zone, and differ between zones")
 	}
 }
+
+// Windows nodes (the reference's Windows families): amd64 types only,
+// labelled with the OS and build, 110 pods whatever the ENIs, a 50Gi
+// root volume, and the primary interface's addresses but one for pods.
+func TestWindowsInstanceTypes(t *testing.T) {
+	types := byName(t, Options{Zones: []string{"us-east-1a"}, Needs: Needs{WindowsBuild: "10.0.20348"}})
+	if _, ok := types["m6g.large"]; ok {
+		t.Error("arm64 types are offered for Windows")
+	}
+	m5 := types["m5.large"]
+	if m5 == nil {
+		t.Fatal("m5.large is not offered for Windows")
+	}
+	for key, want := range map[string]string{"kubernetes.io/os": "windows", "node.kubernetes.io/windows-build": "10.0.20348"} {
+		if v, _ := m5.Requirements[key].Single(); v != want {
+			t.Errorf("%s = %q, want %q", key, v, want)
+		}
+	}
+	// 110 pods: kube-reserved 11*110+255 = 1465Mi, so 7577Mi-1465Mi-100Mi; m5.large's primary
+	// interface takes 10 addresses, 9 for pods.
+	want := scheduling.MustParseResources("cpu=1930m,memory=6012Mi,pods=110,ephemeral-storage=44Gi,vpc.amazonaws.com/PrivateIPv4Address=9")
+	if m5.Allocatable != want {
+		t.Errorf("m5.large allocatable %s, want %s", m5.Allocatable, want)
+	}
+	linux := byName(t, Options{Zones: []string{"us-east-1a"}})["m5.large"]
+	if _, ok := linux.Requirements["node.kubernetes.io/windows-build"]; ok || hasAddresses(linux) {
+		t.Errorf("a Linux type has Windows labels or addresses: %v", linux.Requirements)
+	}
+}
+
+func hasAddresses(it *scheduling.InstanceType) bool {
+	q, ok := it.Capacity.List()[PrivateIPv4Address]
+	return ok && !q.IsZero()
+}

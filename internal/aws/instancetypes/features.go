@@ -81,6 +81,13 @@ type Needs struct {
 	// Partition is the one partition of a partition group nodes launch
 	// into (0: any).
 	Partition int32 `json:",omitempty"`
+	// WindowsBuild: nodes run Windows of this build (the Windows AMI
+	// families). Windows runs on amd64 types only; they are labelled
+	// kubernetes.io/os windows and node.kubernetes.io/windows-build, run
+	// 110 pods whatever their network interfaces take, and advertise the
+	// IPv4 addresses their pods can have
+	// (vpc.amazonaws.com/PrivateIPv4Address).
+	WindowsBuild string `json:",omitempty"`
 }
 
 // NeedsOf are the needs of an EC2NodeClass, its placement group resolved.
@@ -98,6 +105,7 @@ func NeedsOf(class *awsv1.EC2NodeClass) Needs {
 	if class.Spec.PlacementGroupSelector != nil {
 		n.PlacementGroup = class.Status.PlacementGroup
 	}
+	n.WindowsBuild = awsv1.WindowsBuild(awsv1.FamilyOf(class))
 	return n
 }
 
@@ -112,6 +120,9 @@ func (n Needs) Unmet(s Spec) string {
 // unmetFeature says which needed feature an instance type lacks: nested
 // virtualization, Nitro, or the placement group's strategy.
 func (n Needs) unmetFeature(s Spec) string {
+	if n.WindowsBuild != "" && s.Arch != "amd64" {
+		return "Windows (amd64 only)"
+	}
 	if n.NestedVirtualization && !s.NestedVirtualization {
 		return "nested virtualization"
 	}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -161,7 +162,7 @@ func (r *Resolver) AMIs(ctx context.Context, nc *awsv1.EC2NodeClass) ([]awsv1.AM
 		}
 		images = append(images, found...)
 	}
-	return newestPerRequirements(images), nil
+	return newestPerRequirements(images, awsv1.WindowsBuild(Family(nc))), nil
 }
 
 // aliasImages resolves family@version through SSM.
@@ -206,6 +207,12 @@ func AliasParameters(root, alias, k string) ([]string, error) {
 		for _, arch := range []string{"x86_64", "arm64"} {
 			params = append(params, fmt.Sprintf(root+"/bottlerocket/aws-k8s-%s/%s/%s/image_id", k, arch, v))
 		}
+	case "windows2019", "windows2022", "windows2025":
+		// Windows publishes only the latest image of each release.
+		if family == "windows2025" && minorBelow(k, 35) {
+			return nil, fmt.Errorf("alias %s: Windows Server 2025 EKS-optimized AMIs are published for Kubernetes 1.35 and later, and the cluster runs %s; use windows2022@latest, or upgrade the cluster", alias, k)
+		}
+		params = append(params, fmt.Sprintf(root+"/ami-windows-latest/Windows_Server-%s-English-Core-EKS_Optimized-%s/image_id", strings.TrimPrefix(family, "windows"), k))
 	default:
 		return nil, fmt.Errorf("alias %s: resolving the %s family is not supported", alias, family)
 	}
@@ -269,7 +276,18 @@ func architecture(a ec2types.ArchitectureValues) string {
 	return string(a)
 }
 
-func newestPerRequirements(images []ec2types.Image) []awsv1.AMI {
+// minorBelow reports whether a Kubernetes version ("1.34") is older than
+// 1.<minor>; false when it cannot be read.
+func minorBelow(version string, minor int) bool {
+	_, m, ok := strings.Cut(version, ".")
+	n, err := strconv.Atoi(m)
+	return ok && err == nil && n < minor
+}
+
+// newestPerRequirements keeps the newest image per architecture; the
+// images of a Windows family (windowsBuild set) boot Windows nodes of
+// that build, which their requirements say.
+func newestPerRequirements(images []ec2types.Image, windowsBuild string) []awsv1.AMI {
 	best := map[string]ec2types.Image{}
 	for _, img := range images {
 		arch := architecture(img.Architecture)
@@ -286,10 +304,13 @@ func newestPerRequirements(images []ec2types.Image) []awsv1.AMI {
 	out := make([]awsv1.AMI, 0, len(archs))
 	for _, arch := range archs {
 		img := best[arch]
-		out = append(out, awsv1.AMI{
-			ID: aws.ToString(img.ImageId), Name: aws.ToString(img.Name), Deprecated: deprecated(img),
-			Requirements: []corev1.NodeSelectorRequirement{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{arch}}},
-		})
+		reqs := []corev1.NodeSelectorRequirement{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{arch}}}
+		if windowsBuild != "" {
+			reqs = append(reqs,
+				corev1.NodeSelectorRequirement{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{string(corev1.Windows)}},
+				corev1.NodeSelectorRequirement{Key: corev1.LabelWindowsBuild, Operator: corev1.NodeSelectorOpIn, Values: []string{windowsBuild}})
+		}
+		out = append(out, awsv1.AMI{ID: aws.ToString(img.ImageId), Name: aws.ToString(img.Name), Deprecated: deprecated(img), Requirements: reqs})
 	}
 	return out
 }

@@ -201,3 +201,36 @@ func TestNoAMIMessage(t *testing.T) {
 		t.Errorf("id term: %q", msg)
 	}
 }
+
+// Windows aliases read the latest image of their release from
+// /aws/service/ami-windows-latest; the AMI boots Windows nodes of the
+// release's build, amd64 only. Windows Server 2025 images exist for
+// Kubernetes 1.35 on.
+func TestWindowsAliases(t *testing.T) {
+	r, ctx := resolver(), context.Background()
+	amis, err := r.AMIs(ctx, nodeClass(awsv1.AMISelectorTerm{Alias: "windows2022@latest"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(amis) != 1 || amis[0].ID != "ami-windows2022x8664" {
+		t.Fatalf("AMIs %+v", amis)
+	}
+	reqs := map[string][]string{}
+	for _, r := range amis[0].Requirements {
+		reqs[r.Key] = r.Values
+	}
+	want := map[string][]string{"kubernetes.io/arch": {"amd64"}, "kubernetes.io/os": {"windows"}, "node.kubernetes.io/windows-build": {"10.0.20348"}}
+	if diff := cmp.Diff(want, reqs); diff != "" {
+		t.Errorf("requirements (-want +got):\n%s", diff)
+	}
+	params, err := nodeclass.AliasParameters("", "windows2019@latest", "1.33")
+	if err != nil || len(params) != 1 || params[0] != "/aws/service/ami-windows-latest/Windows_Server-2019-English-Core-EKS_Optimized-1.33/image_id" {
+		t.Errorf("windows2019 parameters %v, %v", params, err)
+	}
+	if _, err := nodeclass.AliasParameters("", "windows2025@latest", "1.34"); err == nil || !strings.Contains(err.Error(), "1.35") {
+		t.Errorf("windows2025 on Kubernetes 1.34: %v", err)
+	}
+	if params, err := nodeclass.AliasParameters("", "windows2025@latest", "1.35"); err != nil || len(params) != 1 {
+		t.Errorf("windows2025 on Kubernetes 1.35: %v, %v", params, err)
+	}
+}

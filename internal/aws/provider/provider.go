@@ -763,8 +763,18 @@ func metadataOptions(class *awsv1.EC2NodeClass) *ec2types.LaunchTemplateInstance
 }
 
 // blockDeviceMappings are the EC2NodeClass's EBS volumes; mappings
-// without one are left out.
+// without one are left out. A Windows node without any boots from a
+// 50Gi encrypted gp3 /dev/sda1 (the Windows AMIs' own root volume is
+// 30Gi, which the images and their layers outgrow).
 func blockDeviceMappings(class *awsv1.EC2NodeClass) []ec2types.LaunchTemplateBlockDeviceMappingRequest {
+	if len(class.Spec.BlockDeviceMappings) == 0 && awsv1.IsWindows(nodeclass.Family(class)) {
+		return []ec2types.LaunchTemplateBlockDeviceMappingRequest{{
+			DeviceName: aws.String(WindowsRootDevice),
+			Ebs: &ec2types.LaunchTemplateEbsBlockDeviceRequest{
+				VolumeSize: aws.Int32(WindowsRootGiB), VolumeType: ec2types.VolumeTypeGp3, Encrypted: aws.Bool(true), DeleteOnTermination: aws.Bool(true),
+			},
+		}}
+	}
 	var out []ec2types.LaunchTemplateBlockDeviceMappingRequest
 	for _, bdm := range class.Spec.BlockDeviceMappings {
 		if bdm == nil || bdm.EBS == nil {
@@ -782,6 +792,13 @@ func blockDeviceMappings(class *awsv1.EC2NodeClass) []ec2types.LaunchTemplateBlo
 	}
 	return out
 }
+
+// The root volume of Windows nodes when the EC2NodeClass has no
+// blockDeviceMappings.
+const (
+	WindowsRootDevice = "/dev/sda1"
+	WindowsRootGiB    = 50
+)
 
 // networkInterfaces are the interfaces a node launches with: those of
 // spec.networkInterfaces, else the primary one; each in the EC2NodeClass's

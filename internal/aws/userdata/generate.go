@@ -87,6 +87,8 @@ func generate(family string, c Cluster, n Node, userData string) (string, error)
 		return mimeDocument(userData, ContentTypeNodeadm, nodeConfig)
 	case awsv1.AMIFamilyBottlerocket:
 		return bottlerocketSettings(c, n, labels, taints, userData)
+	case awsv1.AMIFamilyWindows2019, awsv1.AMIFamilyWindows2022, awsv1.AMIFamilyWindows2025:
+		return windowsScript(c, n, labels, taints, userData), nil
 	}
 	return "", fmt.Errorf("user data for amiFamily %s is not supported", family)
 }

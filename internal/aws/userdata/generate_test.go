@@ -95,7 +95,7 @@ func TestGeneratedDocuments(t *testing.T) {
 	if strings.Contains(generated, "kubernetes.io/arch") {
 		t.Errorf("labels in the kubernetes.io domain must not be passed to the kubelet:\n%s", generated)
 	}
-	if _, err := Generate("Windows2022", testCluster, testNode, ""); err == nil {
+	if _, err := Generate("Plan9", testCluster, testNode, ""); err == nil {
 		t.Error("unsupported families must be refused, not given empty user data")
 	}
 }

@@ -43,6 +43,9 @@ func ValidateWith(family, userData string, known Known) []Finding {
 			Message: fmt.Sprintf("spec.userData is %d bytes, over EC2's limit of %d bytes (before base64 encoding) even before nodewright's bootstrap is merged in, so EC2 would refuse every launch", len(userData), MaxSize),
 			Fix:     fmt.Sprintf("shrink spec.userData by %d bytes or more (and leave room for the bootstrap nodewright merges in, about 1–3 KB): fetch large scripts or files at boot (from S3 or a container image) instead of inlining them, or compress them (gzip and base64)", len(userData)-MaxSize)}}
 	}
+	if windowsUserData(family, userData) {
+		return validateWindows(family, userData).findings
+	}
 	parts, err := Split([]byte(userData))
 	if err != nil {
 		return []Finding{{Code: CodeUnreadable, Severity: Error, Message: fmt.Sprintf("the user data cannot be read as a node would read it: %v", err), Fix: fixUnreadable}}
@@ -85,14 +88,20 @@ func ExtraTaints(family, userData string) []corev1.Taint {
 	if ok {
 		return cached
 	}
-	var out []corev1.Taint
-	if strings.TrimSpace(userData) != "" && len(userData) <= MaxSize {
+	var extra []string
+	switch {
+	case strings.TrimSpace(userData) == "" || len(userData) > MaxSize:
+	case windowsUserData(family, userData):
+		extra = validateWindows(family, userData).extra
+	default:
 		if parts, err := Split([]byte(userData)); err == nil {
-			for _, t := range validateParts(family, userData, parts, Known{}).extra {
-				if taint, err := ParseTaint(t); err == nil {
-					out = append(out, taint)
-				}
-			}
+			extra = validateParts(family, userData, parts, Known{}).extra
+		}
+	}
+	var out []corev1.Taint
+	for _, t := range extra {
+		if taint, err := ParseTaint(t); err == nil {
+			out = append(out, taint)
 		}
 	}
 	extraTaintsCache.Lock()

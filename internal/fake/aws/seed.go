@@ -91,6 +91,18 @@ func aliasImages() []aliasImage {
 			}})
 		}
 	}
+	// Windows: amd64 only, the latest image of each release.
+	for _, release := range []string{"2019", "2022", "2025"} {
+		out = append(out, aliasImage{
+			parameter: fmt.Sprintf("/aws/service/ami-windows-latest/Windows_Server-%s-English-Core-EKS_Optimized-%s/image_id", release, KubernetesVersion),
+			image: ec2types.Image{
+				ImageId: aws.String("ami-windows" + release + "x8664"), Name: aws.String(fmt.Sprintf("Windows_Server-%s-English-Core-EKS_Optimized-%s-2026.11.12", release, KubernetesVersion)),
+				Architecture: ec2types.ArchitectureValuesX8664, Platform: ec2types.PlatformValuesWindows, PlatformDetails: aws.String("Windows"),
+				OwnerId: aws.String("801119661308"), ImageOwnerAlias: aws.String("amazon"),
+				CreationDate: aws.String("2026-11-12T00:00:00.000Z"), State: ec2types.ImageStateAvailable,
+			},
+		})
+	}
 	return out
 }
 
@@ -115,6 +127,7 @@ func (a *Account) RoleARN(role string) string {
 func (a *Account) ImageFamily(id string) string {
 	for _, f := range []struct{ prefix, family string }{
 		{"ami-al2023", awsv1.AMIFamilyAL2023}, {"ami-al2", awsv1.AMIFamilyAL2}, {"ami-bottlerocket", awsv1.AMIFamilyBottlerocket},
+		{"ami-windows2019", awsv1.AMIFamilyWindows2019}, {"ami-windows2022", awsv1.AMIFamilyWindows2022}, {"ami-windows2025", awsv1.AMIFamilyWindows2025},
 	} {
 		if strings.HasPrefix(id, f.prefix) {
 			return f.family

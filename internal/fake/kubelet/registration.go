@@ -30,6 +30,8 @@ type Registration struct {
 	// kubeReserved, systemReserved, evictionHard and podsPerCore (the
 	// rest of the configuration does not change the node's capacity).
 	Reserved kubeletconfig.Config
+	// Windows: the node runs Windows (its user data was PowerShell).
+	Windows bool
 	// ExternalCloudProvider: the kubelet runs with --cloud-provider=external
 	// and so adds node.cloudprovider.kubernetes.io/uninitialized until the
 	// cloud controller manager initialises the node.
@@ -46,6 +48,9 @@ func Read(family, encoded string) (*Registration, error) {
 	data, err := base64.StdEncoding.DecodeString(encoded)
 	if err != nil {
 		return nil, fmt.Errorf("user data is not base64: %w", err)
+	}
+	if awsv1.IsWindows(family) || family == awsv1.AMIFamilyCustom && userdata.IsPowerShell(data) {
+		return windows(data)
 	}
 	parts, err := userdata.Split(data)
 	if err != nil {
@@ -205,6 +210,28 @@ func scripts(parts []userdata.Part) (*Registration, error) {
 		}
 	}
 	return nil, &NoKubeletError{Reason: "no script runs /etc/eks/bootstrap.sh"}
+}
+
+// windows runs the PowerShell EC2Launch finds (userdata.ReadPowerShell):
+// the first call of Start-EKSBootstrap.ps1 joins the cluster with the
+// kubelet arguments of its -KubeletExtraArgs.
+func windows(data []byte) (*Registration, error) {
+	ps := userdata.ReadPowerShell(data)
+	switch {
+	case !ps.Tagged:
+		return nil, &NoKubeletError{Reason: "EC2Launch runs no PowerShell: the user data has no <powershell> block"}
+	case ps.Unparsable != "":
+		return nil, &NoKubeletError{Reason: "PowerShell cannot parse the user data, so none of it runs: " + ps.Unparsable}
+	}
+	for _, call := range ps.Calls {
+		if call.Fails != "" {
+			continue // PowerShell stops that statement and goes on
+		}
+		reg := &Registration{Labels: map[string]string{}, Windows: true, ExternalCloudProvider: true}
+		applyFlags(reg, call.KubeletArgs)
+		return reg, nil
+	}
+	return nil, &NoKubeletError{Reason: "no line runs Start-EKSBootstrap.ps1"}
 }
 
 func bottlerocket(parts []userdata.Part) (*Registration, error) {

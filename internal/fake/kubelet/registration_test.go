@@ -50,7 +50,7 @@ func scenarioClass(t *testing.T, file string) *awsv1.EC2NodeClass {
 }
 
 func TestHealthyFamiliesRegisterTheRequiredTaint(t *testing.T) {
-	for _, family := range []string{awsv1.AMIFamilyAL2, awsv1.AMIFamilyAL2023, awsv1.AMIFamilyBottlerocket} {
+	for _, family := range []string{awsv1.AMIFamilyAL2, awsv1.AMIFamilyAL2023, awsv1.AMIFamilyBottlerocket, awsv1.AMIFamilyWindows2019, awsv1.AMIFamilyWindows2022, awsv1.AMIFamilyWindows2025} {
 		t.Run(family, func(t *testing.T) {
 			reg, err := kubelet.Read(family, launched(t, family, ""))
 			if err != nil {
@@ -61,6 +61,9 @@ func TestHealthyFamiliesRegisterTheRequiredTaint(t *testing.T) {
 			}
 			if reg.Labels["team"] != "a" || reg.Labels["karpenter.sh/nodepool"] != "default" || reg.MaxPods != 29 || !reg.ExternalCloudProvider {
 				t.Errorf("registration %+v", reg)
+			}
+			if reg.Windows != awsv1.IsWindows(family) {
+				t.Errorf("runs Windows: %v", reg.Windows)
 			}
 		})
 	}

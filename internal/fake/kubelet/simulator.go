@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
 	"github.com/nodewright/nodewright/internal/fake/account"
 	simaws "github.com/nodewright/nodewright/internal/fake/aws"
@@ -256,11 +257,12 @@ func (s *Simulator) boot(ctx context.Context, inst simaws.Instance, providerID s
 	if !mapped {
 		return fail(fmt.Sprintf("kubelet: Unauthorized: the instance's role %s is not mapped in the cluster's aws-auth ConfigMap (mapRoles) or an access entry, so the API server refuses the node's credentials", inst.Role))
 	}
-	reg, err := Read(s.Account.Family(inst), inst.UserData)
+	family := s.Account.Family(inst)
+	reg, err := Read(family, inst.UserData)
 	if err != nil {
 		return fail(err.Error())
 	}
-	node := s.nodeFor(inst, providerID, reg)
+	node := s.nodeFor(inst, providerID, reg, awsv1.WindowsBuild(family))
 	if err := s.Kube.Create(ctx, node); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return nil
@@ -274,7 +276,7 @@ func (s *Simulator) boot(ctx context.Context, inst simaws.Instance, providerID s
 // the role with the system:nodes group in aws-auth mapRoles.
 func (s *Simulator) roleMapped(ctx context.Context, role string) (bool, error) {
 	arn := s.Account.RoleARN(role)
-	if t, ok := s.Account.AccessEntryType(arn); ok && t == "EC2_LINUX" {
+	if t, ok := s.Account.AccessEntryType(arn); ok && (t == "EC2_LINUX" || t == "EC2_WINDOWS") {
 		return true, nil
 	}
 	cm := &corev1.ConfigMap{}
@@ -309,22 +311,31 @@ func mapsToNodes(mapRoles, arn string) bool {
 // the instance, its labels and the well-known ones, the registration taints
 // (plus the cloud provider's uninitialized taint), capacity and
 // allocatable of the instance type.
-func (s *Simulator) nodeFor(inst simaws.Instance, providerID string, reg *Registration) *corev1.Node {
+func (s *Simulator) nodeFor(inst simaws.Instance, providerID string, reg *Registration, windowsBuild string) *corev1.Node {
 	name := aws.ToString(inst.PrivateDnsName)
 	zone := aws.ToString(inst.Placement.AvailabilityZone)
+	os := "linux"
+	if reg.Windows {
+		os = "windows"
+	}
 	labels := map[string]string{
-		corev1.LabelHostname: name, corev1.LabelOSStable: "linux", corev1.LabelTopologyZone: zone,
+		corev1.LabelHostname: name, corev1.LabelOSStable: os, corev1.LabelTopologyZone: zone,
 		corev1.LabelTopologyRegion: account.Region, corev1.LabelInstanceTypeStable: string(inst.InstanceType),
+	}
+	spec := s.catalog[string(inst.InstanceType)]
+	if reg.Windows && windowsBuild != "" && spec.Arch == "amd64" {
+		labels[corev1.LabelWindowsBuild] = windowsBuild // the kubelet reads it from the host
+	} else {
+		windowsBuild = ""
 	}
 	for k, v := range reg.Labels {
 		labels[k] = v
 	}
-	spec := s.catalog[string(inst.InstanceType)]
 	labels[corev1.LabelArchStable] = spec.Arch
 	// The deprecated labels the kubelet (os, arch) and the cloud node
 	// controller (zone, region, instance type) still set beside the
 	// current ones.
-	labels["beta.kubernetes.io/os"], labels["beta.kubernetes.io/arch"] = "linux", spec.Arch
+	labels["beta.kubernetes.io/os"], labels["beta.kubernetes.io/arch"] = os, spec.Arch
 	labels[corev1.LabelFailureDomainBetaZone], labels[corev1.LabelFailureDomainBetaRegion] = zone, account.Region
 	labels[corev1.LabelInstanceType] = string(inst.InstanceType)
 	taints := append([]corev1.Taint(nil), reg.Taints...)
@@ -337,7 +348,7 @@ func (s *Simulator) nodeFor(inst simaws.Instance, providerID string, reg *Regist
 	// included); its kube-reserved was worked out by the bootstrap from
 	// the configuration's.
 	reserved := reg.Reserved
-	it := instancetypes.InstanceTypes([]instancetypes.Spec{spec}, instancetypes.Options{Zones: []string{zone}, Kubelet: &reserved})[0]
+	it := instancetypes.InstanceTypes([]instancetypes.Spec{spec}, instancetypes.Options{Zones: []string{zone}, Kubelet: &reserved, Needs: instancetypes.Needs{WindowsBuild: windowsBuild}})[0]
 	capacity, allocatable := it.Capacity.List(), it.Allocatable.List()
 	if reg.MaxPods > 0 {
 		capacity[corev1.ResourcePods], allocatable[corev1.ResourcePods] = *resource.NewQuantity(int64(reg.MaxPods), resource.DecimalSI), *resource.NewQuantity(int64(reg.MaxPods), resource.DecimalSI)
@@ -347,7 +358,7 @@ func (s *Simulator) nodeFor(inst simaws.Instance, providerID string, reg *Regist
 		Spec:       corev1.NodeSpec{ProviderID: providerID, Taints: taints},
 		Status: corev1.NodeStatus{
 			Capacity: capacity, Allocatable: allocatable,
-			NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.34.3", OperatingSystem: "linux", Architecture: spec.Arch, BootID: bootID(inst)},
+			NodeInfo: corev1.NodeSystemInfo{KubeletVersion: "v1.34.3", OperatingSystem: os, Architecture: spec.Arch, BootID: bootID(inst)},
 		},
 	}
 }

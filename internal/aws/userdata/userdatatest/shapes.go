@@ -69,4 +69,27 @@ var Shapes = []Shape{
 		"#!/bin/bash\n/etc/eks/bootstrap.sh prod-eu --kubelet-extra-args '--register-with-taints=karpenter.sh/unregistered:NoExecute' --b64-cluster-ca\n", false, ""},
 	{"Custom bootstrap.sh with a cut that keeps the taint", awsv1.AMIFamilyCustom,
 		"#!/bin/bash\n/etc/eks/bootstrap.sh prod-eu --kubelet-extra-args \"--register-with-taints=karpenter.sh/unregistered:NoExecute --node-labels 'team=ci, tier=a'\"\n", true, userdata.CodeBootstrapArgsMalformed},
+	// Windows: EC2Launch runs the first <powershell> block, PowerShell
+	// parses all of it before running any, and Start-EKSBootstrap.ps1
+	// binds its parameters as PowerShell does.
+	{"Windows PowerShell commands", awsv1.AMIFamilyWindows2022,
+		"New-Item -Path 'C:\\temp\\' -ItemType Directory\nNew-Item -Path 'C:\\temp\\sample.txt' -ItemType File\n", true, ""},
+	{"Windows user data with its own <powershell> tags", awsv1.AMIFamilyWindows2022,
+		"<powershell>\nNew-Item -Path 'C:\\temp\\' -ItemType Directory\n</powershell>\n", false, ""},
+	{"Windows user data with <persist>", awsv1.AMIFamilyWindows2022,
+		"Set-TimeZone -Id 'UTC'\n<persist>true</persist>\n", false, ""},
+	{"Windows user data that runs the bootstrap itself", awsv1.AMIFamilyWindows2022,
+		"& \"$env:ProgramFiles\\Amazon\\EKS\\Start-EKSBootstrap.ps1\" -EKSClusterName 'prod-eu' -KubeletExtraArgs '--node-labels=team=ci'\n", false, ""},
+	{"Windows user data with a string left open", awsv1.AMIFamilyWindows2022,
+		"Write-Host \"starting\n", false, ""},
+	{"Windows user data that is a shell script", awsv1.AMIFamilyWindows2022,
+		"#!/bin/bash\necho hello\n", true, userdata.CodeFormatNotRead},
+	{"Custom Windows, the bootstrap through a variable", awsv1.AMIFamilyCustom,
+		"<powershell>\n[string]$EKSBootstrapScriptFile = \"$env:ProgramFiles\\Amazon\\EKS\\Start-EKSBootstrap.ps1\"\n& $EKSBootstrapScriptFile -EKSClusterName 'prod-eu' -KubeletExtraArgs '--register-with-taints=karpenter.sh/unregistered:NoExecute --node-labels=team=ci'\n</powershell>\n", true, ""},
+	{"Custom Windows, a shortened parameter and inner double quotes", awsv1.AMIFamilyCustom,
+		"<powershell>\n& 'C:\\Program Files\\Amazon\\EKS\\Start-EKSBootstrap.ps1' -EKSCluster prod-eu `\n  -KubeletExtraArgs \"--register-with-taints=`\"karpenter.sh/unregistered:NoExecute`\"\"\n</powershell>\n", true, ""},
+	{"Custom Windows, a parameter the script does not have", awsv1.AMIFamilyCustom,
+		"<powershell>\n& 'C:\\Program Files\\Amazon\\EKS\\Start-EKSBootstrap.ps1' -ClusterName prod-eu -KubeletExtraArgs '--register-with-taints=karpenter.sh/unregistered:NoExecute'\n</powershell>\n", false, ""},
+	{"Custom Windows without the unregistered taint", awsv1.AMIFamilyCustom,
+		"<powershell>\n& 'C:\\Program Files\\Amazon\\EKS\\Start-EKSBootstrap.ps1' -EKSClusterName prod-eu -KubeletExtraArgs '--register-with-taints=os=windows:NoSchedule'\n</powershell>\n", false, ""},
 }

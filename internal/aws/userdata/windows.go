@@ -1,0 +1,461 @@
+package userdata
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Windows user data is PowerShell between <powershell> and </powershell>
+// tags: EC2Launch runs what is between the first opening tag and the
+// first closing one. The EKS-optimized Windows AMIs join the cluster by
+// running Start-EKSBootstrap.ps1, whose -KubeletExtraArgs string the
+// kubelet service is started with.
+
+// The bootstrap script's path as the generated user data names it, and
+// its file name.
+const (
+	windowsScriptPath = `$env:ProgramFiles\Amazon\EKS\Start-EKSBootstrap.ps1`
+	windowsScriptName = "start-eksbootstrap.ps1"
+)
+
+// windowsScript writes the user data of a Windows node: the user's
+// PowerShell, then the bootstrap, in one <powershell> block.
+func windowsScript(c Cluster, n Node, labels map[string]string, taints []corev1.Taint, userData string) string {
+	extra := []string{}
+	if len(labels) > 0 {
+		extra = append(extra, "--node-labels="+sortedLabels(labels))
+	}
+	extra = append(extra, "--register-with-taints="+taintList(taints), fmt.Sprintf("--max-pods=%d", n.MaxPods))
+	extra = append(extra, kubeletFlags(n.Kubelet)...)
+	var b strings.Builder
+	b.WriteString("<powershell>\n")
+	if strings.TrimSpace(userData) != "" {
+		b.WriteString(strings.TrimRight(userData, "\n") + "\n")
+	}
+	fmt.Fprintf(&b, "[string]$EKSBootstrapScriptFile = \"%s\"\n", windowsScriptPath)
+	fmt.Fprintf(&b, "& $EKSBootstrapScriptFile -EKSClusterName %s -APIServerEndpoint %s -Base64ClusterCA %s -KubeletExtraArgs %s -DNSClusterIP %s\n",
+		psQuote(c.Name), psQuote(c.Endpoint), psQuote(c.CABundle), psQuote(strings.Join(extra, " ")), psQuote(clusterDNS(c, n)))
+	b.WriteString("</powershell>\n")
+	return b.String()
+}
+
+// psQuote writes a PowerShell single-quoted string: nothing in it is
+// expanded; a quote is doubled.
+func psQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// WindowsBootstrapParameters are the parameters of Start-EKSBootstrap.ps1
+// (the EKS user guide's "bootstrap script configuration parameters" of
+// the Windows AMIs), in the order they are declared.
+var WindowsBootstrapParameters = []string{
+	"EKSClusterName", "KubeletExtraArgs", "KubeProxyExtraArgs", "APIServerEndpoint", "Base64ClusterCA",
+	"DNSClusterIP", "ContainerRuntime", "ServiceCIDR", "ExcludedSnatCIDRs",
+}
+
+// PowerShell is what a Windows node makes of its user data.
+type PowerShell struct {
+	// Tagged: the user data has a <powershell> block; EC2Launch runs
+	// nothing else.
+	Tagged bool
+	// Unparsable says why PowerShell cannot parse the script it is
+	// given ("" when it can): then none of it runs.
+	Unparsable string
+	// Calls are the calls of Start-EKSBootstrap.ps1, in order: the first
+	// joins the cluster and starts the kubelet.
+	Calls []WindowsBootstrap
+}
+
+// WindowsBootstrap is one call of Start-EKSBootstrap.ps1 as the script
+// binds it.
+type WindowsBootstrap struct {
+	// Text is the call as written.
+	Text string
+	// Params are the bound parameters, by their declared names.
+	Params map[string]string
+	// KubeletArgs are the words of -KubeletExtraArgs as the kubelet
+	// service receives them.
+	KubeletArgs []string
+	// Fails says why PowerShell does not run the script ("" when it
+	// does): an unknown or ambiguous parameter, no cluster name.
+	Fails string
+}
+
+var powershellBlock = regexp.MustCompile(`(?is)<powershell>(.*?)</powershell>`)
+
+// ReadPowerShell reads Windows user data as EC2Launch and PowerShell do:
+// the script between the first <powershell> and </powershell> tags
+// (the whole text when it has none), parsed as a whole before any of it
+// runs.
+func ReadPowerShell(data []byte) *PowerShell {
+	text := string(data)
+	out := &PowerShell{}
+	if m := powershellBlock.FindStringSubmatch(text); m != nil {
+		out.Tagged, text = true, m[1]
+	}
+	statements, err := psStatements(text)
+	if err != nil {
+		out.Unparsable = err.Error()
+		return out
+	}
+	vars := map[string]string{"env:programfiles": `C:\Program Files`}
+	for _, st := range statements {
+		if name, value, ok := psAssignment(st, vars); ok {
+			vars[name] = value
+			continue
+		}
+		if call, ok := psBootstrapCall(st, vars); ok {
+			out.Calls = append(out.Calls, call)
+		}
+	}
+	return out
+}
+
+// IsPowerShell reports whether user data is a Windows <powershell> block.
+func IsPowerShell(data []byte) bool {
+	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(string(data))), "<powershell>")
+}
+
+// psWord is one word of a PowerShell statement: its value (quotes
+// removed, escapes and known variables expanded) and its text.
+type psWord struct {
+	value, text string
+	// quoted: the word was a string, never a parameter name.
+	quoted bool
+	// unknown: it expands a variable whose value is not known.
+	unknown bool
+}
+
+// psStatements splits a script into statements of words: newlines and
+// semicolons end a statement (a backtick at the end of a line continues
+// it); # starts a comment, <# ... #> a block comment. A '<' that starts
+// a word (a tag such as <powershell> or <persist>) is a parse error in
+// PowerShell, as is a string left open.
+func psStatements(script string) ([][]psWord, error) {
+	var out [][]psWord
+	var cur []psWord
+	end := func() {
+		if len(cur) > 0 {
+			out = append(out, cur)
+		}
+		cur = nil
+	}
+	line := 1
+	for i := 0; i < len(script); {
+		c := script[i]
+		switch {
+		case c == '\n':
+			line++
+			end()
+			i++
+		case c == ';':
+			end()
+			i++
+		case c == ' ' || c == '\t' || c == '\r':
+			i++
+		case c == '`' && i+1 < len(script) && (script[i+1] == '\n' || script[i+1] == '\r'):
+			i += 2
+		case strings.HasPrefix(script[i:], "<#"):
+			j := strings.Index(script[i:], "#>")
+			if j < 0 {
+				return nil, fmt.Errorf("line %d: the block comment <# is never closed", line)
+			}
+			line += strings.Count(script[i:i+j], "\n")
+			i += j + 2
+		case c == '#':
+			for i < len(script) && script[i] != '\n' {
+				i++
+			}
+		case c == '<':
+			tag, _, _ := strings.Cut(script[i:], "\n")
+			return nil, fmt.Errorf("line %d: %q: PowerShell reserves the '<' operator, so a tag inside the script does not parse", line, strings.TrimSpace(tag))
+		default:
+			w, n, err := psReadWord(script[i:])
+			if err != nil {
+				return nil, fmt.Errorf("line %d: %w", line, err)
+			}
+			line += strings.Count(script[i:i+n], "\n")
+			cur = append(cur, w)
+			i += n
+		}
+	}
+	end()
+	return out, nil
+}
+
+// psReadWord reads one word: bare text, a '...' string (” is a quote)
+// or a "..." string (`x escapes; "" is a quote; $variables expand), or a
+// mix of them with nothing between.
+func psReadWord(s string) (psWord, int, error) {
+	var w psWord
+	var val strings.Builder
+	i := 0
+	for i < len(s) {
+		c := s[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == ';':
+			w.value, w.text = val.String(), s[:i]
+			return w, i, nil
+		case c == '\'':
+			j, err := psSingle(s[i:], &val)
+			if err != nil {
+				return w, 0, err
+			}
+			w.quoted = true
+			i += j
+		case c == '"':
+			j, err := psDouble(s[i:], &val, &w)
+			if err != nil {
+				return w, 0, err
+			}
+			w.quoted = true
+			i += j
+		case c == '`' && i+1 < len(s):
+			val.WriteByte(s[i+1])
+			i += 2
+		default:
+			val.WriteByte(c)
+			i++
+		}
+	}
+	w.value, w.text = val.String(), s
+	return w, i, nil
+}
+
+func psSingle(s string, val *strings.Builder) (int, error) {
+	for i := 1; i < len(s); i++ {
+		if s[i] != '\'' {
+			val.WriteByte(s[i])
+			continue
+		}
+		if i+1 < len(s) && s[i+1] == '\'' {
+			val.WriteByte('\'')
+			i++
+			continue
+		}
+		return i + 1, nil
+	}
+	return 0, fmt.Errorf("the string %s is never closed", firstLine(s))
+}
+
+func psDouble(s string, val *strings.Builder, w *psWord) (int, error) {
+	for i := 1; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '`' && i+1 < len(s):
+			val.WriteString(psEscape(s[i+1]))
+			i++
+		case c == '"' && i+1 < len(s) && s[i+1] == '"':
+			val.WriteByte('"')
+			i++
+		case c == '"':
+			return i + 1, nil
+		case c == '$':
+			name, n := psVariableName(s[i+1:])
+			if name == "" {
+				val.WriteByte('$')
+				continue
+			}
+			val.WriteString("${" + name + "}")
+			w.unknown = true
+			i += n
+		default:
+			val.WriteByte(c)
+		}
+	}
+	return 0, fmt.Errorf("the string %s is never closed", firstLine(s))
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+// psEscape is what a backtick escape in a double-quoted string stands for.
+func psEscape(c byte) string {
+	switch c {
+	case 'n':
+		return "\n"
+	case 't':
+		return "\t"
+	case 'r':
+		return "\r"
+	case '0':
+		return "\x00"
+	}
+	return string(c)
+}
+
+var psVariable = regexp.MustCompile(`^(?:\{([^}]+)\}|((?:env:)?[A-Za-z_][A-Za-z0-9_]*))`)
+
+// psVariableName reads the name of a variable after '$': $name, $env:NAME,
+// ${name}; the name (lower case) and the characters read.
+func psVariableName(s string) (string, int) {
+	m := psVariable.FindStringSubmatch(s)
+	if m == nil {
+		return "", 0
+	}
+	return strings.ToLower(m[1] + m[2]), len(m[0])
+}
+
+// psExpand replaces the ${name} a double-quoted string left with the
+// values of known variables; ok is false when one is not known.
+func psExpand(w psWord, vars map[string]string) (string, bool) {
+	if !w.unknown {
+		if name, n := psVariableName(strings.TrimPrefix(w.value, "$")); strings.HasPrefix(w.value, "$") && !w.quoted && n == len(w.value)-1 {
+			v, ok := vars[name]
+			return v, ok
+		}
+		return w.value, true
+	}
+	ok := true
+	out := regexp.MustCompile(`\$\{([^}]+)\}`).ReplaceAllStringFunc(w.value, func(ref string) string {
+		v, known := vars[ref[2:len(ref)-1]]
+		ok = ok && known
+		return v
+	})
+	return out, ok
+}
+
+// psAssignment reads `[type]$name = value` with a value known here.
+func psAssignment(st []psWord, vars map[string]string) (string, string, bool) {
+	words := st
+	if len(words) > 0 && strings.HasPrefix(words[0].text, "[") && strings.HasSuffix(words[0].text, "]") {
+		words = words[1:]
+	}
+	if cast, rest, ok := strings.Cut(st[0].text, "]$"); ok && strings.HasPrefix(cast, "[") {
+		words = append([]psWord{{value: "$" + rest, text: "$" + rest}}, st[1:]...)
+	}
+	if len(words) != 3 || words[1].text != "=" || !strings.HasPrefix(words[0].text, "$") {
+		return "", "", false
+	}
+	name, n := psVariableName(words[0].text[1:])
+	if name == "" || n != len(words[0].text)-1 {
+		return "", "", false
+	}
+	value, known := psExpand(words[2], vars)
+	return name, value, known
+}
+
+// psBootstrapCall reads a statement that runs Start-EKSBootstrap.ps1 (by
+// its path, or a variable that holds it, after & or . or alone) and binds
+// its parameters as PowerShell does: -Name value or -Name:value, names in
+// any case and shortened to a unique prefix; a value without a name goes
+// to the next parameter not bound, in declared order.
+func psBootstrapCall(st []psWord, vars map[string]string) (WindowsBootstrap, bool) {
+	words := st
+	if len(words) > 1 && (words[0].text == "&" || words[0].text == ".") {
+		words = words[1:]
+	}
+	target, _ := psExpand(words[0], vars)
+	if !strings.HasSuffix(strings.ToLower(strings.ReplaceAll(target, "/", `\`)), `\`+windowsScriptName) && strings.ToLower(target) != windowsScriptName {
+		return WindowsBootstrap{}, false
+	}
+	texts := make([]string, len(st))
+	for i, w := range st {
+		texts[i] = w.text
+	}
+	call := WindowsBootstrap{Text: strings.Join(texts, " "), Params: map[string]string{}}
+	args := words[1:]
+	var positional []string
+	for i := 0; i < len(args); i++ {
+		w := args[i]
+		if w.quoted || !strings.HasPrefix(w.text, "-") || len(w.text) < 2 {
+			v, _ := psExpand(w, vars)
+			positional = append(positional, v)
+			continue
+		}
+		name, value, inline := strings.Cut(w.text[1:], ":")
+		param, why := psParameter(name)
+		if why != "" {
+			call.Fails = why
+			return call, true
+		}
+		if inline {
+			v, _ := psExpand(psWord{value: value, text: value}, vars)
+			call.Params[param] = v
+			continue
+		}
+		if i+1 >= len(args) {
+			call.Fails = fmt.Sprintf("-%s is given no value (PowerShell stops: missing an argument for parameter '%s')", name, param)
+			return call, true
+		}
+		i++
+		v, _ := psExpand(args[i], vars)
+		call.Params[param] = v
+	}
+	for _, v := range positional {
+		bound := false
+		for _, p := range WindowsBootstrapParameters {
+			if _, ok := call.Params[p]; !ok {
+				call.Params[p], bound = v, true
+				break
+			}
+		}
+		if !bound {
+			call.Fails = fmt.Sprintf("a positional value %q matches no parameter (PowerShell stops)", v)
+			return call, true
+		}
+	}
+	if strings.TrimSpace(call.Params["EKSClusterName"]) == "" {
+		call.Fails = "-EKSClusterName, which the script requires, is not given"
+		return call, true
+	}
+	call.KubeletArgs = ServiceWords(call.Params["KubeletExtraArgs"])
+	return call, true
+}
+
+// psParameter is the declared parameter a name given to the script
+// binds to: the same name in any case, or the one parameter it is a
+// prefix of; why says why PowerShell refuses it.
+func psParameter(name string) (string, string) {
+	var matches []string
+	for _, p := range WindowsBootstrapParameters {
+		if strings.EqualFold(p, name) {
+			return p, ""
+		}
+		if len(name) <= len(p) && strings.EqualFold(p[:len(name)], name) {
+			matches = append(matches, p)
+		}
+	}
+	switch len(matches) {
+	case 1:
+		return matches[0], ""
+	case 0:
+		return "", fmt.Sprintf("-%s is not a parameter of Start-EKSBootstrap.ps1 (PowerShell stops: a parameter cannot be found that matches parameter name '%s'); it takes -%s", name, name, strings.Join(WindowsBootstrapParameters, ", -"))
+	}
+	return "", fmt.Sprintf("-%s is ambiguous: it could be -%s (PowerShell stops)", name, strings.Join(matches, " or -"))
+}
+
+// ServiceWords splits a Windows service's command line as the program
+// receives it: words apart at spaces, double quotes group and are
+// removed (\" is a quote), single quotes are characters like any other.
+func ServiceWords(s string) []string {
+	var out []string
+	var cur strings.Builder
+	inWord, quoted := false, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '\\' && i+1 < len(s) && s[i+1] == '"':
+			cur.WriteByte('"')
+			inWord = true
+			i++
+		case c == '"':
+			quoted, inWord = !quoted, true
+		case (c == ' ' || c == '\t' || c == '\n' || c == '\r') && !quoted:
+			if inWord {
+				out = append(out, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			cur.WriteByte(c)
+			inWord = true
+		}
+	}
+	if inWord {
+		out = append(out, cur.String())
+	}
+	return out
+}
