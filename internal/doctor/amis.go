@@ -270,13 +270,17 @@ func describeRequirements(np *v1.NodePool) string {
 }
 
 // catalogTypes are the built-in catalog's instance types, in the zones
-// plans use offline.
+// plans use offline: for Linux nodes, and for Windows nodes of each build.
 var catalogTypes = sync.OnceValues(func() ([]*scheduling.InstanceType, error) {
 	specs, err := instancetypes.Catalog()
 	if err != nil {
 		return nil, err
 	}
-	return instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: whatif.DefaultZones}), nil
+	out := instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: whatif.DefaultZones})
+	for _, build := range []string{awsv1.Windows2019Build, awsv1.Windows2022Build, awsv1.Windows2025Build} {
+		out = append(out, instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: whatif.DefaultZones, Needs: instancetypes.Needs{Windows: true, WindowsBuild: build}})...)
+	}
+	return out, nil
 })
 
 // archsOf returns the architectures of an EC2NodeClass's AMIs: resolved

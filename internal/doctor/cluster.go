@@ -18,7 +18,7 @@ import (
 // NodePools and EC2NodeClasses with their status, NodeClaims, Nodes, pods
 // (pending ones are diagnosed, bound ones fill their nodes), DaemonSets,
 // PodDisruptionBudgets, CapacityBuffers with their PodTemplates,
-// the aws-auth ConfigMap and warning events.
+// the aws-auth and amazon-vpc-cni ConfigMaps and warning events.
 func ReadCluster(ctx context.Context, kube client.Reader) (*whatif.Objects, []corev1.Event, error) {
 	listed, err := listing.List(ctx, kube)
 	if err != nil {
@@ -34,12 +34,14 @@ func ReadCluster(ctx context.Context, kube client.Reader) (*whatif.Objects, []co
 	if err := kube.List(ctx, events, client.MatchingFields{"type": corev1.EventTypeWarning}); err != nil {
 		return nil, nil, fmt.Errorf("listing events: %w", err)
 	}
-	cm := &corev1.ConfigMap{}
-	switch err := kube.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: "aws-auth"}, cm); {
-	case err == nil:
-		o.AWSAuth = cm
-	case !apierrors.IsNotFound(err):
-		return nil, nil, fmt.Errorf("reading ConfigMap kube-system/aws-auth: %w", err)
+	for name, dst := range map[string]**corev1.ConfigMap{"aws-auth": &o.AWSAuth, "amazon-vpc-cni": &o.VPCCNI} {
+		cm := &corev1.ConfigMap{}
+		switch err := kube.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: name}, cm); {
+		case err == nil:
+			*dst = cm
+		case !apierrors.IsNotFound(err):
+			return nil, nil, fmt.Errorf("reading ConfigMap kube-system/%s: %w", name, err)
+		}
 	}
 	return o, events.Items, nil
 }

@@ -58,6 +58,7 @@ func podRule(r *Report, in Input) error {
 		r.add(Finding{Code: CodePodIncompatible, Severity: Error, Object: groupObject(g), Message: msg,
 			Evidence: podNames(g) + ": " + reason, Fix: fix})
 	}
+	windowsPlacementRule(r, res.Plan)
 	return nil
 }
 

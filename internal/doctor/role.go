@@ -71,10 +71,12 @@ func awsAuthMappings(r *Report, awsAuth *corev1.ConfigMap) ([]roleMapping, bool)
 // are made of.
 type nodeRoleCheck struct {
 	class *awsv1.EC2NodeClass
-	role  string
-	arn   string
-	obj   string
-	fix   string
+	// windows: the class launches Windows nodes.
+	windows bool
+	role    string
+	arn     string
+	obj     string
+	fix     string
 	// entriesKnown is set when the account could say whether the role has
 	// an access entry; entryNote says what it found.
 	entriesKnown bool
@@ -123,14 +125,22 @@ func roleToCheck(ctx context.Context, r *Report, in Input, nc *awsv1.EC2NodeClas
 		r.add(checkFailed("EC2NodeClass/"+nc.Name, "the EKS access entry of node role "+role, "eks:DescribeAccessEntry on cluster "+in.Cloud.ClusterName+
 			"'s access entries (a cluster in CONFIG_MAP authentication mode has none: aws-auth alone decides, and is checked)", entryErr))
 	}
-	if entryType == accessEntryLinux {
+	windows := awsv1.IsWindows(awsv1.FamilyOf(nc))
+	if entryType == accessEntryLinux || entryType == accessEntryWindows {
+		if f, ok := windowsRoleFinding(nodeRoleCheck{class: nc, role: role, arn: arn, obj: "EC2NodeClass/" + nc.Name}, nil, entryType); ok {
+			r.add(f)
+		}
 		return nodeRoleCheck{}, false
 	}
+	entry := accessEntryLinux
+	if windows {
+		entry = accessEntryWindows
+	}
 	entriesKnown := in.Cloud != nil && in.Cloud.AccessEntries != nil && entryErr == nil
-	return nodeRoleCheck{class: nc, role: role, obj: "EC2NodeClass/" + nc.Name,
+	return nodeRoleCheck{class: nc, role: role, obj: "EC2NodeClass/" + nc.Name, windows: windows,
 		arn:          arn,
-		fix:          fmt.Sprintf("add to data.mapRoles of ConfigMap kube-system/aws-auth:\n%s\n(or create an EKS access entry of type EC2_LINUX for %s)", mappingYAML(arn), arn),
-		entriesKnown: entriesKnown, entryNote: accessEntryNote(entryType, entriesKnown), entriesWhy: entriesWhy(in.Cloud, entryErr)}, true
+		fix:          fmt.Sprintf("add to data.mapRoles of ConfigMap kube-system/aws-auth:\n%s\n(or create an EKS access entry of type %s for %s)", mappingYAML(arn, windows), entry, arn),
+		entriesKnown: entriesKnown, entryNote: accessEntryNote(entryType, entry, entriesKnown), entriesWhy: entriesWhy(in.Cloud, entryErr)}, true
 }
 
 // entriesWhy says why a node role's access entry is not known.
@@ -146,10 +156,10 @@ func entriesWhy(cloud *Cloud, err error) string {
 
 // accessEntryNote says what is known of a node role's access entry, for
 // the findings' messages.
-func accessEntryNote(entryType string, entriesKnown bool) string {
+func accessEntryNote(entryType, want string, entriesKnown bool) string {
 	switch {
 	case entryType != "":
-		return fmt.Sprintf("; its EKS access entry is of type %s, but nodes need type EC2_LINUX", entryType)
+		return fmt.Sprintf("; its EKS access entry is of type %s, but nodes need type %s", entryType, want)
 	case entriesKnown:
 		return "; it has no EKS access entry either"
 	}
@@ -249,12 +259,15 @@ func incompleteMappingRule(r *Report, chk nodeRoleCheck, exact *roleMapping) {
 		missing = append(missing, fmt.Sprintf("username %s (it is %q)", nodeUsername, exact.Username))
 	}
 	if len(missing) == 0 {
+		if f, ok := windowsRoleFinding(chk, exact.Groups, ""); ok {
+			r.add(f)
+		}
 		return
 	}
 	r.add(Finding{Code: CodeNodeRoleNotMapped, Severity: Error, Object: chk.obj,
 		Message:  fmt.Sprintf("aws-auth maps node role %s without %s, so its nodes cannot register", chk.role, strings.Join(missing, " and ")),
 		Evidence: fmt.Sprintf("aws-auth mapRoles entry %s: username %q, groups %v", exact.RoleARN, exact.Username, exact.Groups),
-		Fix:      "in data.mapRoles of ConfigMap kube-system/aws-auth, replace the entry of " + exact.RoleARN + " with:\n" + mappingYAML(exact.RoleARN)})
+		Fix:      "in data.mapRoles of ConfigMap kube-system/aws-auth, replace the entry of " + exact.RoleARN + " with:\n" + mappingYAML(exact.RoleARN, chk.windows)})
 }
 
 // nodeRole is the EC2NodeClass's role, or its instance profile's role
@@ -326,8 +339,12 @@ func accountOf(cloud *Cloud, mappings []roleMapping) string {
 }
 
 // mappingYAML is the aws-auth entry a node role needs.
-func mappingYAML(arn string) string {
-	return fmt.Sprintf("- rolearn: %s\n  username: %s\n  groups:\n    - system:bootstrappers\n    - system:nodes", arn, nodeUsername)
+func mappingYAML(arn string, windows bool) string {
+	out := fmt.Sprintf("- rolearn: %s\n  username: %s\n  groups:\n    - system:bootstrappers\n    - system:nodes", arn, nodeUsername)
+	if windows {
+		out += "\n    - " + windowsKubeProxyGroup
+	}
+	return out
 }
 
 func mappedARNs(ms []roleMapping) []string {

@@ -92,6 +92,7 @@ func Diagnose(ctx context.Context, in Input) (*Report, error) {
 	userDataSizeRule(r, in.Objects)
 	nodeClassRefRule(r, in)
 	startupTaintRule(r, in.Objects)
+	windowsIPAMRule(r, in)
 	// A rule that cannot finish (an AWS call refused, say) is a finding
 	// of its own; every other rule still reports.
 	for _, rule := range []struct {
@@ -158,7 +159,7 @@ func pricesRule(r *Report, in Input) {
 // registration taints are replaced".
 var overrideCodes = map[string]bool{
 	userdata.CodeFlagsOverrideTaints: true, userdata.CodeConfigTaintsReplaced: true,
-	userdata.CodeUserCallsBootstrap: true, userdata.CodeBottlerocketTaints: true,
+	userdata.CodeUserCallsBootstrap: true, userdata.CodeBottlerocketTaints: true, userdata.CodeWindowsUserCallsBootstrap: true,
 	userdata.CodeUnreadable: true,
 }
 
@@ -189,7 +190,7 @@ func userDataRules(r *Report, o *whatif.Objects) {
 
 // evidence quotes the lines of user data a finding is about.
 func evidence(ud, code string) string {
-	tokens := []string{"register-with-taints", "registerWithTaints", "bootstrap.sh", "node-taints", "[settings.kubernetes"}
+	tokens := []string{"register-with-taints", "registerWithTaints", "bootstrap.sh", "node-taints", "[settings.kubernetes", "Start-EKSBootstrap", "powershell>", "<persist>"}
 	var lines []string
 	for _, line := range strings.Split(ud, "\n") {
 		for _, t := range tokens {

@@ -73,6 +73,9 @@ type Objects struct {
 	CSINodes []*storagev1.CSINode
 	// AWSAuth is the kube-system/aws-auth ConfigMap, when given.
 	AWSAuth *corev1.ConfigMap
+	// VPCCNI is the VPC CNI's kube-system/amazon-vpc-cni ConfigMap, when
+	// given: whether pods on Windows nodes get addresses.
+	VPCCNI *corev1.ConfigMap
 	// Now is the time decisions are made at; the current time when zero.
 	Now time.Time
 	// DefaultSpread are kube-scheduler's default topology spread
@@ -102,7 +105,7 @@ func (o *Objects) now() time.Time {
 }
 
 // Skipped is a document Load did not read: a kind nodewright has no use
-// for (a Service, a ConfigMap other than aws-auth, ...).
+// for (a Service, a ConfigMap other than aws-auth and amazon-vpc-cni, ...).
 type Skipped struct {
 	File string
 	Line int
@@ -117,7 +120,7 @@ func (s Skipped) String() string {
 // ReadKinds are the kinds Load reads.
 const ReadKinds = "NodePools, NodeClaims, EC2NodeClasses, NodeOverlays, Pods and their workloads (Deployment, StatefulSet, ReplicaSet, Job), " +
 	"DaemonSets, Nodes, PodDisruptionBudgets, Namespaces, volumes (PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode), " +
-	"CapacityBuffers and PodTemplates, the aws-auth ConfigMap, Lists of them"
+	"CapacityBuffers and PodTemplates, the aws-auth and amazon-vpc-cni ConfigMaps, Lists of them"
 
 // Load reads multi-document YAML (or JSON). name labels errors and
 // skipped documents (a file name); errors say the line a document starts
@@ -446,12 +449,20 @@ func (o *Objects) addWorkload(apiVersion, kind string, meta metav1.ObjectMeta, r
 	return nil
 }
 
-// addConfigMap reads the aws-auth ConfigMap, and no other.
+// addConfigMap reads the aws-auth and amazon-vpc-cni ConfigMaps of
+// kube-system, and no other.
 func (o *Objects) addConfigMap(cm *corev1.ConfigMap) bool {
-	if cm.Name != "aws-auth" || (cm.Namespace != "" && cm.Namespace != metav1.NamespaceSystem) {
+	if cm.Namespace != "" && cm.Namespace != metav1.NamespaceSystem {
 		return false
 	}
-	o.AWSAuth = cm
+	switch cm.Name {
+	case "aws-auth":
+		o.AWSAuth = cm
+	case "amazon-vpc-cni":
+		o.VPCCNI = cm
+	default:
+		return false
+	}
 	return true
 }
 

@@ -20,19 +20,22 @@ import (
 // shapeManifest is one EC2NodeClass, NodePool and Deployment per shape of
 // user data, each pool's pod selecting its own nodes and tolerating
 // whatever taint the user data gives them, in the sim's
-// account; the Custom classes use its own AL2 AMI, or its AL2023 one
-// (arm64) for a NodeConfig.
+// account; the Custom classes use its own AL2 AMI, its AL2023 one
+// (arm64) for a NodeConfig, or the Windows one for PowerShell.
 func shapeManifest(t *testing.T) []byte {
 	t.Helper()
 	var b strings.Builder
 	b.WriteString(harness.AWSAuth)
 	for i, s := range userdatatest.Shapes {
 		term := map[string]string{awsv1.AMIFamilyAL2023: "alias: al2023@latest", awsv1.AMIFamilyBottlerocket: "alias: bottlerocket@latest",
-			awsv1.AMIFamilyAL2: "alias: al2@latest", awsv1.AMIFamilyCustom: "id: ami-0a1b2c3d4e5f60001"}[s.Family]
+			awsv1.AMIFamilyAL2: "alias: al2@latest", awsv1.AMIFamilyCustom: "id: ami-0a1b2c3d4e5f60001", awsv1.AMIFamilyWindows2022: "alias: windows2022@latest"}[s.Family]
 		arch := "amd64"
 		if s.Family == awsv1.AMIFamilyCustom && strings.Contains(s.UserData, "NodeConfig") {
 			// nodeadm's user data on the account's own AL2023 AMI.
 			term, arch = "id: ami-0a1b2c3d4e5f60002", "arm64"
+		}
+		if s.Family == awsv1.AMIFamilyCustom && strings.HasPrefix(s.UserData, "<powershell>") {
+			term = "id: ami-windows2022x8664" // the account's Windows AMI, its user data written whole
 		}
 		ud, err := yaml.Marshal(map[string]string{"userData": s.UserData})
 		if err != nil {

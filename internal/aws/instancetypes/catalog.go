@@ -150,10 +150,10 @@ func VarsOf(s Spec) kubeletconfig.Vars {
 // labels, capacity and allocatable, and its offerings in the zones and
 // reservations of opts.
 func convert(s Spec, opts Options) *scheduling.InstanceType {
-	capacity := capacityOf(s, opts.Kubelet, opts.Needs.WindowsBuild)
+	capacity := capacityOf(s, opts.Kubelet, opts.Needs.Windows)
 	it := &scheduling.InstanceType{
 		Name:         s.Name,
-		Requirements: scheduling.LabelRequirements(labelsOf(s, opts.Needs.WindowsBuild)),
+		Requirements: scheduling.LabelRequirements(labelsOf(s, opts.Needs)),
 		Capacity:     capacity,
 		Allocatable:  capacity.Sub(overhead(s, capacity, opts.Kubelet)),
 	}
@@ -253,9 +253,9 @@ func SpotPrice(instanceType, zone string, onDemand float64) float64 {
 // category m, generation 7; u-6tb1 is category u, generation 1.
 var familyPattern = regexp.MustCompile(`^([a-z]+)(?:-[0-9]+[a-z]+)?([0-9]+)`)
 
-// labelsOf returns the well-known labels of an instance type, for nodes
-// of a Windows build ("" for Linux).
-func labelsOf(s Spec, windowsBuild string) map[string]string {
+// labelsOf returns the well-known labels of an instance type, for Linux
+// or Windows nodes as needs say.
+func labelsOf(s Spec, needs Needs) map[string]string {
 	family, size, _ := strings.Cut(s.Name, ".")
 	labels := map[string]string{
 		scheduling.LabelInstanceType:         s.Name,
@@ -269,8 +269,11 @@ func labelsOf(s Spec, windowsBuild string) map[string]string {
 		awsv1.Group + "/instance-hypervisor": s.Hypervisor,
 		awsv1.Group + "/instance-bare-metal": strconv.FormatBool(s.BareMetal),
 	}
-	if windowsBuild != "" {
-		labels[scheduling.LabelOS], labels[corev1.LabelWindowsBuild] = "windows", windowsBuild
+	if needs.Windows {
+		labels[scheduling.LabelOS] = string(corev1.Windows)
+	}
+	if needs.Windows && needs.WindowsBuild != "" {
+		labels[corev1.LabelWindowsBuild] = needs.WindowsBuild
 	}
 	if m := familyPattern.FindStringSubmatch(family); m != nil {
 		labels[awsv1.Group+"/instance-category"] = m[1]
@@ -280,10 +283,10 @@ func labelsOf(s Spec, windowsBuild string) map[string]string {
 }
 
 // capacityOf is what the node reports: CPU, memory less the VM overhead,
-// the pod limit, a 20Gi root volume and GPUs; a Windows node (of
-// windowsBuild) a 50Gi root volume, and the IPv4 addresses its pods can have, one per
-// address of its primary network interface but its own.
-func capacityOf(s Spec, kubelet *kubeletconfig.Config, windowsBuild string) scheduling.Resources {
+// the pod limit, a 20Gi root volume and GPUs; a Windows node a 50Gi
+// root volume, and the IPv4 addresses its pods can have, one per address
+// of its primary network interface but its own.
+func capacityOf(s Spec, kubelet *kubeletconfig.Config, windows bool) scheduling.Resources {
 	memMiB := s.MemoryMiB - int64(math.Ceil(float64(s.MemoryMiB)*0.075))
 	if s.Arch == "arm64" {
 		memMiB -= 64
@@ -291,10 +294,10 @@ func capacityOf(s Spec, kubelet *kubeletconfig.Config, windowsBuild string) sche
 	list := corev1.ResourceList{
 		corev1.ResourceCPU:              *resource.NewQuantity(s.VCPU, resource.DecimalSI),
 		corev1.ResourceMemory:           *resource.NewQuantity(memMiB*mib, resource.BinarySI),
-		corev1.ResourcePods:             *resource.NewQuantity(pods(s, kubelet, windowsBuild != ""), resource.DecimalSI),
+		corev1.ResourcePods:             *resource.NewQuantity(pods(s, kubelet, windows), resource.DecimalSI),
 		corev1.ResourceEphemeralStorage: resource.MustParse("20Gi"),
 	}
-	if windowsBuild != "" {
+	if windows {
 		list[corev1.ResourceEphemeralStorage] = resource.MustParse("50Gi") // the Windows root volume
 		list[PrivateIPv4Address] = *resource.NewQuantity(max(s.IPv4PerENI-1, 0), resource.DecimalSI)
 	}

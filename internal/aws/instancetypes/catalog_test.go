@@ -77,7 +77,7 @@ func TestLabelsAndOfferings(t *testing.T) {
 // labelled with the OS and build, 110 pods whatever the ENIs, a 50Gi
 // root volume, and the primary interface's addresses but one for pods.
 func TestWindowsInstanceTypes(t *testing.T) {
-	types := byName(t, Options{Zones: []string{"us-east-1a"}, Needs: Needs{WindowsBuild: "10.0.20348"}})
+	types := byName(t, Options{Zones: []string{"us-east-1a"}, Needs: Needs{Windows: true, WindowsBuild: "10.0.20348"}})
 	if _, ok := types["m6g.large"]; ok {
 		t.Error("arm64 types are offered for Windows")
 	}

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	"github.com/nodewright/nodewright/internal/aws/userdata"
 	"github.com/nodewright/nodewright/internal/scheduling"
 )
 
@@ -81,12 +82,14 @@ type Needs struct {
 	// Partition is the one partition of a partition group nodes launch
 	// into (0: any).
 	Partition int32 `json:",omitempty"`
-	// WindowsBuild: nodes run Windows of this build (the Windows AMI
-	// families). Windows runs on amd64 types only; they are labelled
-	// kubernetes.io/os windows and node.kubernetes.io/windows-build, run
+	// Windows: nodes run Windows (the Windows AMI families, or Custom
+	// AMIs booted with PowerShell user data), of WindowsBuild when it is
+	// known. Windows runs on amd64 types only; they are labelled
+	// kubernetes.io/os windows (and node.kubernetes.io/windows-build), run
 	// 110 pods whatever their network interfaces take, and advertise the
 	// IPv4 addresses their pods can have
 	// (vpc.amazonaws.com/PrivateIPv4Address).
+	Windows      bool   `json:",omitempty"`
 	WindowsBuild string `json:",omitempty"`
 }
 
@@ -105,7 +108,7 @@ func NeedsOf(class *awsv1.EC2NodeClass) Needs {
 	if class.Spec.PlacementGroupSelector != nil {
 		n.PlacementGroup = class.Status.PlacementGroup
 	}
-	n.WindowsBuild = awsv1.WindowsBuild(awsv1.FamilyOf(class))
+	n.Windows, n.WindowsBuild = WindowsOf(class)
 	return n
 }
 
@@ -120,7 +123,7 @@ func (n Needs) Unmet(s Spec) string {
 // unmetFeature says which needed feature an instance type lacks: nested
 // virtualization, Nitro, or the placement group's strategy.
 func (n Needs) unmetFeature(s Spec) string {
-	if n.WindowsBuild != "" && s.Arch != "amd64" {
+	if n.Windows && s.Arch != "amd64" {
 		return "Windows (amd64 only)"
 	}
 	if n.NestedVirtualization && !s.NestedVirtualization {
@@ -179,4 +182,33 @@ func (n Needs) placementLabels(reqs scheduling.Requirements) {
 		}
 		reqs.Add(scheduling.NewRequirement(awsv1.LabelPlacementGroupPartition, corev1.NodeSelectorOpIn, partitions...))
 	}
+}
+
+// WindowsOf says whether an EC2NodeClass's nodes run Windows, and of
+// which build when that is known: a Windows family's release, or a
+// Custom AMI booted with PowerShell user data whose resolved AMIs' names
+// name the release (the EKS-optimized Windows names do,
+// Windows_Server-2022-English-Core-EKS_Optimized-1.34-...).
+func WindowsOf(class *awsv1.EC2NodeClass) (bool, string) {
+	family := awsv1.FamilyOf(class)
+	if awsv1.IsWindows(family) {
+		return true, awsv1.WindowsBuild(family)
+	}
+	if family != awsv1.AMIFamilyCustom || class.Spec.UserData == nil || !userdata.IsPowerShell([]byte(*class.Spec.UserData)) {
+		return false, ""
+	}
+	builds := map[string]bool{}
+	for _, ami := range class.Status.AMIs {
+		for _, release := range []string{awsv1.AMIFamilyWindows2019, awsv1.AMIFamilyWindows2022, awsv1.AMIFamilyWindows2025} {
+			if strings.Contains(ami.Name, "Windows_Server-"+strings.TrimPrefix(release, "Windows")) {
+				builds[awsv1.WindowsBuild(release)] = true
+			}
+		}
+	}
+	if len(builds) == 1 {
+		for b := range builds {
+			return true, b
+		}
+	}
+	return true, ""
 }

@@ -90,6 +90,10 @@ type Simulator struct {
 	// the patch was based on, so a tick that reads a cache not yet showing
 	// the patch does not send it again.
 	started map[types.UID]string
+	// windowsNodes are the nodes registered as Windows; noIP the pods on
+	// them told they have no address (VPC CNI's Windows IPAM is off).
+	windowsNodes map[string]bool
+	noIP         map[types.UID]bool
 }
 
 func (s *Simulator) reader() client.Reader {
@@ -127,6 +131,7 @@ func (s *Simulator) Run(ctx context.Context, interval time.Duration) error {
 	}
 	s.mu.Lock()
 	s.failed, s.catalog, s.started = map[string]string{}, map[string]instancetypes.Spec{}, map[types.UID]string{}
+	s.windowsNodes, s.noIP = map[string]bool{}, map[types.UID]bool{}
 	for _, sp := range specs {
 		s.catalog[sp.Name] = sp
 	}
@@ -263,6 +268,11 @@ func (s *Simulator) boot(ctx context.Context, inst simaws.Instance, providerID s
 		return fail(err.Error())
 	}
 	node := s.nodeFor(inst, providerID, reg, awsv1.WindowsBuild(family))
+	if reg.Windows {
+		s.mu.Lock()
+		s.windowsNodes[node.Name] = true
+		s.mu.Unlock()
+	}
 	if err := s.Kube.Create(ctx, node); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return nil
@@ -323,10 +333,8 @@ func (s *Simulator) nodeFor(inst simaws.Instance, providerID string, reg *Regist
 		corev1.LabelTopologyRegion: account.Region, corev1.LabelInstanceTypeStable: string(inst.InstanceType),
 	}
 	spec := s.catalog[string(inst.InstanceType)]
-	if reg.Windows && windowsBuild != "" && spec.Arch == "amd64" {
+	if reg.Windows && windowsBuild != "" {
 		labels[corev1.LabelWindowsBuild] = windowsBuild // the kubelet reads it from the host
-	} else {
-		windowsBuild = ""
 	}
 	for k, v := range reg.Labels {
 		labels[k] = v
@@ -348,8 +356,13 @@ func (s *Simulator) nodeFor(inst simaws.Instance, providerID string, reg *Regist
 	// included); its kube-reserved was worked out by the bootstrap from
 	// the configuration's.
 	reserved := reg.Reserved
-	it := instancetypes.InstanceTypes([]instancetypes.Spec{spec}, instancetypes.Options{Zones: []string{zone}, Kubelet: &reserved, Needs: instancetypes.Needs{WindowsBuild: windowsBuild}})[0]
+	it := instancetypes.InstanceTypes([]instancetypes.Spec{spec}, instancetypes.Options{Zones: []string{zone}, Kubelet: &reserved, Needs: instancetypes.Needs{Windows: reg.Windows && spec.Arch == "amd64"}})[0]
 	capacity, allocatable := it.Capacity.List(), it.Allocatable.List()
+	for name, q := range allocatable {
+		if q.Sign() < 0 {
+			allocatable[name] = *resource.NewQuantity(0, q.Format) // the kubelet reserves no more than there is
+		}
+	}
 	if reg.MaxPods > 0 {
 		capacity[corev1.ResourcePods], allocatable[corev1.ResourcePods] = *resource.NewQuantity(int64(reg.MaxPods), resource.DecimalSI), *resource.NewQuantity(int64(reg.MaxPods), resource.DecimalSI)
 	}
@@ -511,6 +524,10 @@ func (s *Simulator) runPods(ctx context.Context, g *errgroup.Group) error {
 			return client.IgnoreNotFound(s.Kube.Delete(ctx, pod.DeepCopy(), client.GracePeriodSeconds(0)))
 		})
 	}
+	start, err = s.withAddresses(ctx, g, start)
+	if err != nil {
+		return err
+	}
 	for _, pod := range start {
 		g.Go(func() error { return s.start(ctx, pod.DeepCopy()) })
 	}
@@ -562,6 +579,62 @@ func (s *Simulator) podsToChange(pods []corev1.Pod) (remove, start []*corev1.Pod
 	}
 	s.started = live
 	return remove, start
+}
+
+// WindowsIPAMKey is the setting of the VPC CNI's ConfigMap
+// (kube-system/amazon-vpc-cni) that gives Windows pods IP addresses.
+const WindowsIPAMKey = "enable-windows-ipam"
+
+// withAddresses keeps the pods that get an IP address: a pod on a
+// Windows node gets one only when the VPC CNI's Windows IPAM is on;
+// otherwise its sandbox is never created (a warning event says so, once
+// per pod) and it stays Pending, as on EKS.
+func (s *Simulator) withAddresses(ctx context.Context, g *errgroup.Group, pods []*corev1.Pod) ([]*corev1.Pod, error) {
+	s.mu.Lock()
+	var windows []*corev1.Pod
+	out := slices.DeleteFunc(slices.Clone(pods), func(p *corev1.Pod) bool {
+		if s.windowsNodes[p.Spec.NodeName] {
+			windows = append(windows, p)
+			return true
+		}
+		return false
+	})
+	s.mu.Unlock()
+	if len(windows) == 0 {
+		return out, nil
+	}
+	cm := &corev1.ConfigMap{}
+	err := s.Kube.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: "amazon-vpc-cni"}, cm)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("reading ConfigMap kube-system/amazon-vpc-cni: %w", err)
+	}
+	if err == nil && cm.Data[WindowsIPAMKey] == "true" {
+		return append(out, windows...), nil
+	}
+	for _, pod := range windows {
+		s.mu.Lock()
+		told := s.noIP[pod.UID]
+		s.noIP[pod.UID] = true
+		delete(s.started, pod.UID) // not started: tried again next tick
+		s.mu.Unlock()
+		if !told {
+			g.Go(func() error { return s.noAddress(ctx, pod) })
+		}
+	}
+	return out, nil
+}
+
+// noAddress records why a pod on a Windows node does not start.
+func (s *Simulator) noAddress(ctx context.Context, pod *corev1.Pod) error {
+	now := metav1.NewTime(s.Clock.Now())
+	ev := &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{GenerateName: pod.Name + ".", Namespace: pod.Namespace},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: pod.Namespace, Name: pod.Name, UID: pod.UID},
+		Type:           corev1.EventTypeWarning, Reason: "FailedCreatePodSandBox",
+		Message: "Failed to create pod sandbox: the VPC CNI assigns no IP address to pods on Windows nodes: ConfigMap kube-system/amazon-vpc-cni does not set " + WindowsIPAMKey + `: "true"`,
+		Source:  corev1.EventSource{Component: "kubelet", Host: pod.Spec.NodeName}, FirstTimestamp: now, LastTimestamp: now, Count: 1,
+	}
+	return s.Kube.Create(ctx, ev)
 }
 
 // onSimulatedNode reports whether a pod is bound to a node of the
