@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/nodewright/nodewright/internal/aws/userdata"
 )
 
 // Severity of a finding.
@@ -48,6 +50,8 @@ const (
 	CodeNodeClassNotFound         = "nodeclass-not-found"
 	CodeKubeletConfigRefused      = "kubelet-configuration-refused"
 	CodeUserDataTooLarge          = "userdata-too-large"
+	CodeWindowsUserDataUnparsable = userdata.CodeWindowsUnparsable
+	CodeWindowsBootstrapCallFails = userdata.CodeWindowsBootstrapArgsFailed
 )
 
 // Codes are every finding code.
@@ -58,6 +62,7 @@ var Codes = []string{
 	CodeCheckFailed, CodeStalePrices, CodeUserDataFormatNotRead, CodeUserDataSettingOverridden, CodeStartupTaintNeverRemoved,
 	CodeNodeRebootFailed, CodeCapacityBufferNotReady, CodeAMINotFound, CodeNotChecked,
 	CodeNodeClassNotFound, CodeKubeletConfigRefused, CodeUserDataTooLarge,
+	CodeWindowsUserDataUnparsable, CodeWindowsBootstrapCallFails, CodeWindowsIPAMOff, CodeWindowsProxyGroup, CodeLinuxPodOnWindows,
 }
 
 // Finding is one diagnosis.

@@ -63,7 +63,7 @@ func windowsIPAMRule(r *Report, in Input) {
 		r.add(Finding{Code: CodeNotChecked, Severity: Info, Object: vpcCNIObjectName,
 			Message:  fmt.Sprintf("whether pods on Windows nodes get IP addresses is not checked: %s, and ConfigMap kube-system/amazon-vpc-cni is not among the inputs; without %s: \"true\" in it, %s", which, windowsIPAMKey, windowsIPAMConsequence),
 			Evidence: "no ConfigMap kube-system/amazon-vpc-cni among the inputs",
-			Fix:      "add it with -f (kubectl -n kube-system get configmap amazon-vpc-cni -o yaml | nodewright doctor -f - -f ...), or run doctor against the cluster"})
+			Fix:      "add ConfigMap kube-system/amazon-vpc-cni to the inputs with -f (kubectl -n kube-system get configmap amazon-vpc-cni -o yaml | nodewright doctor -f - -f ...), or run doctor against the cluster"})
 	case cm == nil:
 		r.add(Finding{Code: CodeWindowsIPAMOff, Severity: Error, Object: vpcCNIObjectName,
 			Message:  fmt.Sprintf("%s, and the cluster has no ConfigMap kube-system/amazon-vpc-cni: %s", which, windowsIPAMConsequence),

@@ -60,7 +60,9 @@ func RenderUserData(o *Objects, nodePool, instanceType string, cluster userdata.
 	if err != nil {
 		return nil, fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
 	}
-	types, err := instancetypes.Load(instancetypes.Options{Zones: zonesFor(np, nc), Kubelet: kubelet})
+	needs := instancetypes.Needs{}
+	needs.Windows, needs.WindowsBuild = instancetypes.WindowsOf(nc)
+	types, err := instancetypes.Load(instancetypes.Options{Zones: zonesFor(np, nc), Kubelet: kubelet, Needs: needs})
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,102 @@
+package doctor
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/fake/account"
+	"github.com/nodewright/nodewright/internal/whatif"
+)
+
+func windowsClass(name, userData string) *awsv1.EC2NodeClass {
+	nc := class(name, awsv1.AMIFamilyWindows2022, userData)
+	nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "windows2022@latest"}}
+	nc.Spec.Role = account.NodeRole
+	return nc
+}
+
+func vpcCNI(data map[string]string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "amazon-vpc-cni", Namespace: "kube-system"}, Data: data}
+}
+
+
+func windowsObjects(nc *awsv1.EC2NodeClass, cni *corev1.ConfigMap, mapRoles string) *whatif.Objects {
+	return &whatif.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{nc}, NodePools: []*v1.NodePool{pool("win", nc.Name)}, VPCCNI: cni, AWSAuth: awsAuth(mapRoles)}
+}
+
+func TestWindowsUserDataRules(t *testing.T) {
+	withGroup := strings.Replace(nodeRoleMapping, "system:nodes]", "system:nodes, eks:kube-proxy-windows]", 1)
+	on := vpcCNI(map[string]string{"enable-windows-ipam": "true"})
+	t.Run("its own <powershell> tags", func(t *testing.T) {
+		r := diagnose(t, Input{Objects: windowsObjects(windowsClass("win", "<powershell>\nSet-TimeZone -Id 'UTC'\n</powershell>\n"), on, withGroup)})
+		expectOne(t, r, CodeWindowsUserDataUnparsable, Error, "EC2NodeClass/win", `"<powershell>"`, "remove the <powershell>", "spec.userData: <powershell> | </powershell>")
+	})
+	t.Run("Custom PowerShell with a parameter the script does not have", func(t *testing.T) {
+		nc := class("win", awsv1.AMIFamilyCustom, "<powershell>\n& 'C:\\Program Files\\Amazon\\EKS\\Start-EKSBootstrap.ps1' -ClusterName prod -KubeletExtraArgs '--register-with-taints=karpenter.sh/unregistered:NoExecute'\n</powershell>\n")
+		nc.Spec.Role = account.NodeRole
+		r := diagnose(t, Input{Objects: windowsObjects(nc, on, withGroup)})
+		expectOne(t, r, CodeWindowsBootstrapCallFails, Error, "EC2NodeClass/win", "-ClusterName is not a parameter", "-EKSClusterName 'NAME'")
+	})
+	t.Run("plain PowerShell, IPAM on, the kube-proxy group: nothing", func(t *testing.T) {
+		r := diagnose(t, Input{Objects: windowsObjects(windowsClass("win", "Set-TimeZone -Id 'UTC'\n"), on, withGroup)})
+		expectNone(t, r, CodeWindowsUserDataUnparsable, CodeWindowsBootstrapCallFails, CodeWindowsIPAMOff, CodeWindowsProxyGroup, CodeNotChecked)
+	})
+}
+
+func TestWindowsIPAMRule(t *testing.T) {
+	withGroup := strings.Replace(nodeRoleMapping, "system:nodes]", "system:nodes, eks:kube-proxy-windows]", 1)
+	t.Run("off", func(t *testing.T) {
+		r := diagnose(t, Input{Objects: windowsObjects(windowsClass("win", ""), vpcCNI(map[string]string{"enable-windows-ipam": "false"}), withGroup)})
+		expectOne(t, r, CodeWindowsIPAMOff, Error, vpcCNIObjectName, "NodePool win launches Windows nodes", `is "false"`, `"enable-windows-ipam":"true"`)
+	})
+	t.Run("no ConfigMap in a cluster", func(t *testing.T) {
+		r := diagnose(t, Input{Objects: windowsObjects(windowsClass("win", ""), nil, withGroup), FromCluster: true})
+		expectOne(t, r, CodeWindowsIPAMOff, Error, vpcCNIObjectName, "has no ConfigMap kube-system/amazon-vpc-cni")
+	})
+	t.Run("no ConfigMap among manifests", func(t *testing.T) {
+		r := diagnose(t, Input{Objects: windowsObjects(windowsClass("win", ""), nil, withGroup)})
+		expectOne(t, r, CodeNotChecked, Info, vpcCNIObjectName, "kubectl -n kube-system get configmap amazon-vpc-cni -o yaml")
+	})
+	t.Run("no Windows NodePool", func(t *testing.T) {
+		o := windowsObjects(class("linux", awsv1.AMIFamilyAL2023, ""), nil, nodeRoleMapping)
+		o.NodePools[0] = pool("linux", "linux")
+		r := diagnose(t, Input{Objects: o})
+		expectNone(t, r, CodeWindowsIPAMOff, CodeNotChecked)
+	})
+}
+
+func TestWindowsNodeRoleRule(t *testing.T) {
+	on := vpcCNI(map[string]string{"enable-windows-ipam": "true"})
+	t.Run("aws-auth without eks:kube-proxy-windows", func(t *testing.T) {
+		r := diagnose(t, Input{Objects: windowsObjects(windowsClass("win", ""), on, nodeRoleMapping)})
+		expectOne(t, r, CodeWindowsProxyGroup, Warning, "EC2NodeClass/win", "without the group eks:kube-proxy-windows", "system:nodes and eks:kube-proxy-windows")
+		expectNone(t, r, CodeNodeRoleNotMapped)
+	})
+	t.Run("unmapped: the fix has the Windows group and access entry type", func(t *testing.T) {
+		r := diagnose(t, Input{Objects: windowsObjects(windowsClass("win", ""), on, strings.ReplaceAll(nodeRoleMapping, "KarpenterNodeRole", "OtherRole"))})
+		expectOne(t, r, CodeNodeRoleNotMapped, Error, "EC2NodeClass/win", "- eks:kube-proxy-windows", "EC2_WINDOWS")
+	})
+	t.Run("a Linux class needs no Windows group", func(t *testing.T) {
+		nc := class("linux", awsv1.AMIFamilyAL2023, "")
+		nc.Spec.Role = account.NodeRole
+		r := diagnose(t, Input{Objects: &whatif.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{nc}, AWSAuth: awsAuth(nodeRoleMapping)}})
+		expectNone(t, r, CodeWindowsProxyGroup, CodeNodeRoleNotMapped)
+	})
+}
+
+func TestLinuxPodOnWindowsRule(t *testing.T) {
+	withGroup := strings.Replace(nodeRoleMapping, "system:nodes]", "system:nodes, eks:kube-proxy-windows]", 1)
+	o := windowsObjects(windowsClass("win", ""), vpcCNI(map[string]string{"enable-windows-ipam": "true"}), withGroup)
+	o.Pods = []*corev1.Pod{pod("web-0", nil, "500m"), pod("iis-0", map[string]string{"kubernetes.io/os": "windows"}, "500m")}
+	r := diagnose(t, Input{Objects: o})
+	f := expectOne(t, r, CodeLinuxPodOnWindows, Warning, "Pod/default/web-0", "planned onto Windows nodes of NodePool win", "nodeSelector kubernetes.io/os: linux", "taint NodePool win (os=windows:NoSchedule)")
+	if strings.Contains(f.Evidence, "iis-0") || !strings.Contains(f.Evidence, "web-0") {
+		t.Errorf("evidence names the wrong pods: %s", f.Evidence)
+	}
+}
+
