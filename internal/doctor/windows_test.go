@@ -24,7 +24,6 @@ func vpcCNI(data map[string]string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "amazon-vpc-cni", Namespace: "kube-system"}, Data: data}
 }
 
-
 func windowsObjects(nc *awsv1.EC2NodeClass, cni *corev1.ConfigMap, mapRoles string) *whatif.Objects {
 	return &whatif.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{nc}, NodePools: []*v1.NodePool{pool("win", nc.Name)}, VPCCNI: cni, AWSAuth: awsAuth(mapRoles)}
 }
@@ -99,4 +98,3 @@ func TestLinuxPodOnWindowsRule(t *testing.T) {
 		t.Errorf("evidence names the wrong pods: %s", f.Evidence)
 	}
 }
-

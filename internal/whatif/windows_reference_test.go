@@ -3,6 +3,7 @@ package whatif_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -77,7 +78,7 @@ spec:
 					labels[key], _ = c.InstanceType.Requirements[key].Single()
 				}
 				if labels[corev1.LabelOSStable] != "windows" || labels[corev1.LabelWindowsBuild] != build || labels[corev1.LabelArchStable] != "amd64" ||
-					!strings.Contains("cmr", labels["karpenter.k8s.aws/instance-category"]) {
+					!slices.Contains([]string{"c", "m", "r"}, labels["karpenter.k8s.aws/instance-category"]) {
 					t.Errorf("NodeClaim of NodePool %s on %s: %v", c.NodePool, c.InstanceType.Name, labels)
 				}
 				for _, p := range c.Pods {
