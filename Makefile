@@ -13,7 +13,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo deve
 build: ## Build the nodewright binary into ./bin/nodewright
 	go build -ldflags "-X github.com/nodewright/nodewright/internal/version.version=$(VERSION)" -o bin/nodewright ./cmd/nodewright
 
-sim: build controlplane ## Set up, then run nodewright end to end on this machine (SCENARIO=healthy|s1..s5)
+sim: build controlplane ## Set up, then run nodewright end to end on this machine (SCENARIO=healthy|s1..s5|windows|...)
 	./bin/nodewright sim --scenario $(or $(SCENARIO),healthy)
 
 controlplane: ## Build etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kubectl from their modules (cached)
