@@ -62,7 +62,7 @@ var Codes = []string{
 	CodeCheckFailed, CodeStalePrices, CodeUserDataFormatNotRead, CodeUserDataSettingOverridden, CodeStartupTaintNeverRemoved,
 	CodeNodeRebootFailed, CodeCapacityBufferNotReady, CodeAMINotFound, CodeNotChecked,
 	CodeNodeClassNotFound, CodeKubeletConfigRefused, CodeUserDataTooLarge,
-	CodeWindowsUserDataUnparsable, CodeWindowsBootstrapCallFails, CodeWindowsIPAMOff, CodeWindowsProxyGroup, CodeLinuxPodOnWindows,
+	CodeWindowsUserDataUnparsable, CodeWindowsBootstrapCallFails, CodeWindowsIPAMOff, CodeWindowsProxyGroup, CodeLinuxPodOnWindows, CodeDaemonSetOnWindows, CodeWindowsPodOnLinux,
 }
 
 // Finding is one diagnosis.

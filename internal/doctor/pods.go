@@ -59,6 +59,7 @@ func podRule(r *Report, in Input) error {
 			Evidence: podNames(g) + ": " + reason, Fix: fix})
 	}
 	windowsPlacementRule(r, res.Plan)
+	windowsDaemonSetRule(r, in, res.Snapshot.NodePools)
 	return nil
 }
 

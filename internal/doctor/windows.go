@@ -19,6 +19,8 @@ const (
 	CodeWindowsIPAMOff         = "windows-ipam-not-enabled"
 	CodeWindowsProxyGroup      = "windows-node-role-without-kube-proxy-group"
 	CodeLinuxPodOnWindows      = "pod-without-os-placed-on-windows"
+	CodeDaemonSetOnWindows     = "daemonset-without-os-runs-on-windows"
+	CodeWindowsPodOnLinux      = "windows-pod-placed-on-linux"
 	vpcCNIObjectName           = "ConfigMap/kube-system/amazon-vpc-cni"
 	windowsIPAMKey             = "enable-windows-ipam"
 	windowsKubeProxyGroup      = "eks:kube-proxy-windows"
@@ -88,19 +90,36 @@ func windowsPlacementRule(r *Report, plan *scheduling.Plan) {
 		pod  *corev1.Pod
 		pool string
 	}
-	var items []placed
+	var items, windowsImages []placed
 	for _, c := range plan.NodeClaims {
 		if c.InstanceType == nil {
 			continue
 		}
-		if os, _ := c.InstanceType.Requirements[scheduling.LabelOS].Single(); os != string(corev1.Windows) {
-			continue
-		}
+		os, _ := c.InstanceType.Requirements[scheduling.LabelOS].Single()
 		for _, p := range c.Pods {
-			if _, asks := podRequirements(p)[scheduling.LabelOS]; !asks {
+			if _, asks := podRequirements(p)[scheduling.LabelOS]; asks {
+				continue
+			}
+			switch {
+			case os == string(corev1.Windows):
 				items = append(items, placed{p, c.NodePool})
+			case windowsImage(p) != "":
+				windowsImages = append(windowsImages, placed{p, c.NodePool})
 			}
 		}
+	}
+	for _, g := range state.GroupPods(windowsImages, func(it placed) *corev1.Pod { return it.pod }, func(it placed) string { return it.pool }) {
+		pool := ""
+		for _, it := range windowsImages {
+			if it.pod == g.Pods[0] {
+				pool = it.pool
+			}
+		}
+		r.add(Finding{Code: CodeWindowsPodOnLinux, Severity: Warning, Object: groupObject(g),
+			Message: fmt.Sprintf("%s run the Windows image %s and are planned onto Linux nodes of NodePool %s: they do not select kubernetes.io/os, and a Windows image does not run on Linux",
+				describeGroup(g), windowsImage(g.Pods[0]), pool),
+			Evidence: podNames(g) + ": no kubernetes.io/os in nodeSelector or required node affinity",
+			Fix:      "set nodeSelector kubernetes.io/os: windows in the workload's pod template, with a toleration of the Windows NodePool's taints; create a NodePool of a Windows EC2NodeClass (amiFamily Windows2022, alias windows2022@latest) if there is none"})
 	}
 	for _, g := range state.GroupPods(items, func(it placed) *corev1.Pod { return it.pod }, func(it placed) string { return it.pool }) {
 		pool := ""
@@ -139,4 +158,47 @@ func windowsRoleFinding(chk nodeRoleCheck, groups []string, entryType string) (F
 			true
 	}
 	return Finding{}, false
+}
+
+// windowsDaemonSetRule reports DaemonSets that do not select
+// kubernetes.io/os and whose pods the planner sees running on a Windows
+// NodePool's nodes (they tolerate its taints): Linux agents written for
+// Linux nodes alone, whose pods on Windows nodes never start, and whose
+// requests nodewright keeps free on every Windows node.
+func windowsDaemonSetRule(r *Report, in Input, pools []*scheduling.NodePool) {
+	windows := windowsPools(in.Objects)
+	for _, ds := range in.Objects.DaemonSets {
+		pod := &corev1.Pod{ObjectMeta: ds.Spec.Template.ObjectMeta, Spec: ds.Spec.Template.Spec}
+		if _, asks := podRequirements(pod)[scheduling.LabelOS]; asks {
+			continue
+		}
+		var on []string
+		for _, np := range pools {
+			if windows[np.Name] != nil && scheduling.DaemonSetRunsOn(np, ds) {
+				on = append(on, np.Name)
+			}
+		}
+		if len(on) == 0 {
+			continue
+		}
+		obj := fmt.Sprintf("DaemonSet/%s/%s", ds.Namespace, ds.Name)
+		r.add(Finding{Code: CodeDaemonSetOnWindows, Severity: Warning, Object: obj,
+			Message: fmt.Sprintf("this DaemonSet selects no operating system and tolerates NodePool %s, so its pods land on Windows nodes as well: a Linux-only image never starts there, and nodewright reserves its requests on each of those nodes",
+				strings.Join(on, ", ")),
+			Evidence: fmt.Sprintf("DaemonSet %s/%s: no kubernetes.io/os in spec.template.spec.nodeSelector or required node affinity", ds.Namespace, ds.Name),
+			Fix:      fmt.Sprintf("set spec.template.spec.nodeSelector kubernetes.io/os: linux on %s so that its pods stay on Linux nodes (kubernetes.io/os: windows instead when it ships a Windows image)", ds.Name)})
+	}
+}
+
+// windowsImage is the first image of a pod that is built for Windows by
+// its name (Windows Server Core, Nano Server, Microsoft's windows
+// repositories), "" when none is.
+func windowsImage(pod *corev1.Pod) string {
+	for _, c := range append(slices.Clone(pod.Spec.InitContainers), pod.Spec.Containers...) {
+		image := strings.ToLower(c.Image)
+		if strings.Contains(image, "servercore") || strings.Contains(image, "nanoserver") || strings.HasPrefix(image, "mcr.microsoft.com/windows") {
+			return c.Image
+		}
+	}
+	return ""
 }

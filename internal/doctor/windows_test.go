@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -96,5 +97,38 @@ func TestLinuxPodOnWindowsRule(t *testing.T) {
 	f := expectOne(t, r, CodeLinuxPodOnWindows, Warning, "Pod/default/web-0", "planned onto Windows nodes of NodePool win", "nodeSelector kubernetes.io/os: linux", "taint NodePool win (os=windows:NoSchedule)")
 	if strings.Contains(f.Evidence, "iis-0") || !strings.Contains(f.Evidence, "web-0") {
 		t.Errorf("evidence names the wrong pods: %s", f.Evidence)
+	}
+}
+
+func TestDaemonSetOnWindowsRule(t *testing.T) {
+	withGroup := strings.Replace(nodeRoleMapping, "system:nodes]", "system:nodes, eks:kube-proxy-windows]", 1)
+	daemonSet := func(name string, selector map[string]string, tolerations ...corev1.Toleration) *appsv1.DaemonSet {
+		ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system"}}
+		ds.Spec.Template.Spec = corev1.PodSpec{NodeSelector: selector, Tolerations: tolerations, Containers: []corev1.Container{{Name: "c", Image: name}}}
+		return ds
+	}
+	o := windowsObjects(windowsClass("win", ""), vpcCNI(map[string]string{"enable-windows-ipam": "true"}), withGroup)
+	o.NodePools[0].Spec.Template.Spec.Taints = []corev1.Taint{{Key: "os", Value: "windows", Effect: corev1.TaintEffectNoSchedule}}
+	o.DaemonSets = []*appsv1.DaemonSet{
+		daemonSet("fluent-bit", nil, corev1.Toleration{Operator: corev1.TolerationOpExists}),
+		daemonSet("aws-node", map[string]string{"kubernetes.io/os": "linux"}, corev1.Toleration{Operator: corev1.TolerationOpExists}),
+		daemonSet("node-exporter", nil), // does not tolerate os=windows
+		daemonSet("windows-exporter", map[string]string{"kubernetes.io/os": "windows"}, corev1.Toleration{Operator: corev1.TolerationOpExists}),
+	}
+	r := diagnose(t, Input{Objects: o})
+	expectOne(t, r, CodeDaemonSetOnWindows, Warning, "DaemonSet/kube-system/fluent-bit", "tolerates NodePool win", "nodeSelector kubernetes.io/os: linux on fluent-bit")
+}
+
+func TestWindowsPodOnLinuxRule(t *testing.T) {
+	linux := class("linux", awsv1.AMIFamilyAL2023, "")
+	linux.Spec.Role = account.NodeRole
+	o := &whatif.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{linux}, NodePools: []*v1.NodePool{pool("general", "linux")}, AWSAuth: awsAuth(nodeRoleMapping)}
+	iis := pod("iis-0", nil, "500m")
+	iis.Spec.Containers[0].Image = "mcr.microsoft.com/windows/servercore/iis:windowsservercore-ltsc2022"
+	o.Pods = []*corev1.Pod{iis, pod("web-0", nil, "500m")}
+	r := diagnose(t, Input{Objects: o})
+	f := expectOne(t, r, CodeWindowsPodOnLinux, Warning, "Pod/default/iis-0", "planned onto Linux nodes of NodePool general", "kubernetes.io/os: windows")
+	if strings.Contains(f.Evidence, "web-0") {
+		t.Errorf("a Linux pod is named: %s", f.Evidence)
 	}
 }

@@ -324,23 +324,8 @@ func labelsCompatible(it *InstanceType, reqs Requirements) bool {
 // alone: they are the pool's own copies with that much less allocatable.
 func (pl *pool) addDaemonSets(daemonSets []*appsv1.DaemonSet) {
 	extra := map[*InstanceType]Resources{}
-	// A node of the pool gets these labels once it registers and
-	// initializes; DaemonSets that wait for them still run on it.
-	reqs := pl.Requirements.Copy()
-	reqs.Add(NewRequirement(v1.LabelRegistered, corev1.NodeSelectorOpIn, "true"))
-	reqs.Add(NewRequirement(v1.LabelInitialized, corev1.NodeSelectorOpIn, "true"))
 	for _, ds := range daemonSets {
-		pod := &corev1.Pod{ObjectMeta: ds.Spec.Template.ObjectMeta, Spec: ds.Spec.Template.Spec}
-		p := newPodInfo(pod)
-		if _, ok := tolerates(p.tolerations, pl.Taints, false); !ok {
-			continue
-		}
-		var terms []Requirements
-		for _, term := range p.terms {
-			if reqs.Compatible(term, pl.provides) == nil {
-				terms = append(terms, term)
-			}
-		}
+		p, terms := pl.daemonSetTerms(ds)
 		if len(terms) == 0 {
 			continue
 		}
@@ -371,6 +356,44 @@ func (pl *pool) addDaemonSets(daemonSets []*appsv1.DaemonSet) {
 			pl.launchable[i] = &cp
 		}
 	}
+}
+
+// daemonSetTerms are the node affinity terms of a DaemonSet's pods that
+// the pool's nodes meet (none when its pods do not run there: they do not
+// tolerate the pool's taints, or select other nodes). A node of the pool
+// gets the registered and initialized labels once it is up; DaemonSets
+// that wait for them still run on it.
+func (pl *pool) daemonSetTerms(ds *appsv1.DaemonSet) (*podInfo, []Requirements) {
+	reqs := pl.Requirements.Copy()
+	reqs.Add(NewRequirement(v1.LabelRegistered, corev1.NodeSelectorOpIn, "true"))
+	reqs.Add(NewRequirement(v1.LabelInitialized, corev1.NodeSelectorOpIn, "true"))
+	p := newPodInfo(&corev1.Pod{ObjectMeta: ds.Spec.Template.ObjectMeta, Spec: ds.Spec.Template.Spec})
+	if _, ok := tolerates(p.tolerations, pl.Taints, false); !ok {
+		return p, nil
+	}
+	var terms []Requirements
+	for _, term := range p.terms {
+		if reqs.Compatible(term, pl.provides) == nil {
+			terms = append(terms, term)
+		}
+	}
+	return p, terms
+}
+
+// DaemonSetRunsOn reports whether a DaemonSet's pods run on nodes of a
+// NodePool (of one of its instance types), as the planner counts their
+// overhead there.
+func DaemonSetRunsOn(np *NodePool, ds *appsv1.DaemonSet) bool {
+	pl := newPool(np, nil)
+	_, terms := pl.daemonSetTerms(ds)
+	for _, it := range pl.launchable {
+		for _, term := range terms {
+			if labelsCompatible(it, term) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // instanceTypeLabel reports whether instance types, not NodePools, set a
