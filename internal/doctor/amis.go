@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -59,8 +60,9 @@ func amiArchitectureRule(ctx context.Context, r *Report, in Input) error {
 type amiArchs struct {
 	archs  map[string]bool
 	source string
-	// none says why the class selects no AMI at all (in the account).
-	none string
+	// none says why the class selects no AMI at all (in the account);
+	// fix, when set, what to change.
+	none, fix string
 	// unknown are the terms only the account could resolve; the archs
 	// are then a lower bound.
 	unknown []string
@@ -71,6 +73,11 @@ type amiArchs struct {
 // account.
 func reportAMIsUnknown(r *Report, in Input, nc *awsv1.EC2NodeClass, have amiArchs) {
 	switch {
+	case have.none != "" && have.fix != "":
+		r.add(Finding{Code: CodeAMINotFound, Severity: Error, Object: "EC2NodeClass/" + nc.Name,
+			Message:  fmt.Sprintf("EC2NodeClass %s's spec.amiSelectorTerms name no AMI for this cluster (%s), so nothing is launched from it and the pods of every NodePool using it stay pending", nc.Name, have.none),
+			Evidence: fmt.Sprintf("EC2NodeClass %s amiSelectorTerms %s", nc.Name, nodeclass.DescribeAMITerms(nc.Spec.AMISelectorTerms)),
+			Fix:      fmt.Sprintf("in EC2NodeClass %s's spec.amiSelectorTerms, %s", nc.Name, have.fix)})
 	case have.none != "":
 		r.add(Finding{Code: CodeAMINotFound, Severity: Error, Object: "EC2NodeClass/" + nc.Name,
 			Message:  fmt.Sprintf("EC2NodeClass %s's spec.amiSelectorTerms select no AMI in the account, so nothing is launched from it and the pods of every NodePool using it stay pending", nc.Name),
@@ -167,6 +174,13 @@ func archFix(in Input, np *v1.NodePool, nc *awsv1.EC2NodeClass, missing, have []
 // class's status names one for another architecture, else the family's
 // alias (both architectures).
 func amiTermFor(nc *awsv1.EC2NodeClass, archs []string) string {
+	if family := nodeclass.Family(nc); awsv1.IsWindows(family) {
+		term := fmt.Sprintf("- alias: %s@latest (amd64: Windows has no arm64 AMIs)", strings.ToLower(family))
+		if family == awsv1.AMIFamilyWindows2025 {
+			term += ", or - alias: windows2022@latest before Kubernetes 1.35"
+		}
+		return term
+	}
 	if len(archs) == 1 {
 		for _, a := range nc.Status.AMIs {
 			if name := swapArch(a.Name, archs[0]); name != "" {
@@ -290,6 +304,11 @@ func archsOf(ctx context.Context, cloud *Cloud, nc *awsv1.EC2NodeClass) (amiArch
 	out := amiArchs{archs: map[string]bool{}}
 	if cloud != nil && cloud.Resolver != nil {
 		amis, err := cloud.Resolver.AMIs(ctx, nc)
+		var aliasErr *nodeclass.AliasError
+		if errors.As(err, &aliasErr) {
+			out.none, out.fix = aliasErr.Reason, aliasErr.Fix
+			return out, nil
+		}
 		if err != nil {
 			return out, fmt.Errorf("resolving the AMIs of EC2NodeClass %s: %w", nc.Name, err)
 		}

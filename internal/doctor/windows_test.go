@@ -132,3 +132,15 @@ func TestWindowsPodOnLinuxRule(t *testing.T) {
 		t.Errorf("a Linux pod is named: %s", f.Evidence)
 	}
 }
+
+// windows2025@latest on a cluster before Kubernetes 1.35 names no AMI:
+// an error with what to use instead, not a failed check.
+func TestWindows2025BeforeKubernetes135(t *testing.T) {
+	withGroup := strings.Replace(nodeRoleMapping, "system:nodes]", "system:nodes, eks:kube-proxy-windows]", 1)
+	nc := windowsClass("win", "")
+	nc.Spec.AMIFamily = nil
+	nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "windows2025@latest"}}
+	r := diagnose(t, Input{Objects: windowsObjects(nc, vpcCNI(map[string]string{"enable-windows-ipam": "true"}), withGroup), Cloud: simCloud(t, nil)})
+	expectOne(t, r, CodeAMINotFound, Error, "EC2NodeClass/win", "Kubernetes 1.35 and later", "windows2022@latest")
+	expectNone(t, r, CodeCheckFailed)
+}

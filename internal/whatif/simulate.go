@@ -2,6 +2,7 @@ package whatif
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -141,7 +142,8 @@ type resolved struct {
 func resolve(r *nodeclass.Resolver, nc *awsv1.EC2NodeClass) (resolved, error) {
 	ctx := context.Background()
 	amis, err := r.AMIs(ctx, nc)
-	if err != nil {
+	var aliasErr *nodeclass.AliasError
+	if err != nil && !errors.As(err, &aliasErr) {
 		return resolved{}, fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
 	}
 	subnets, err := r.Subnets(ctx, nc)
@@ -160,7 +162,10 @@ func resolve(r *nodeclass.Resolver, nc *awsv1.EC2NodeClass) (resolved, error) {
 	if nc.Spec.PlacementGroupSelector != nil && placement == nil {
 		warnings = append(warnings, fmt.Sprintf("EC2NodeClass %s: placementGroup selects no available placement group in the account; it launches nothing", nc.Name))
 	}
-	if len(amis) == 0 {
+	switch {
+	case aliasErr != nil:
+		warnings = append(warnings, fmt.Sprintf("EC2NodeClass %s: %v; it launches nothing", nc.Name, aliasErr))
+	case len(amis) == 0:
 		warnings = append(warnings, fmt.Sprintf("EC2NodeClass %s: amiSelectorTerms select no AMI in the account", nc.Name))
 	}
 	if len(subnets) == 0 {

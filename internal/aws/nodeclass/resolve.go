@@ -210,14 +210,21 @@ func AliasParameters(root, alias, k string) ([]string, error) {
 	case "windows2019", "windows2022", "windows2025":
 		// Windows publishes only the latest image of each release.
 		if family == "windows2025" && minorBelow(k, 35) {
-			return nil, fmt.Errorf("alias %s: Windows Server 2025 EKS-optimized AMIs are published for Kubernetes 1.35 and later, and the cluster runs %s; use windows2022@latest, or upgrade the cluster", alias, k)
+			return nil, &AliasError{Alias: alias, Reason: fmt.Sprintf("Windows Server 2025 EKS-optimized AMIs are published for Kubernetes 1.35 and later, and the cluster runs %s", k),
+				Fix: "use the alias windows2022@latest (amiFamily Windows2022), or upgrade the cluster to Kubernetes 1.35"}
 		}
 		params = append(params, fmt.Sprintf(root+"/ami-windows-latest/Windows_Server-%s-English-Core-EKS_Optimized-%s/image_id", strings.TrimPrefix(family, "windows"), k))
 	default:
-		return nil, fmt.Errorf("alias %s: resolving the %s family is not supported", alias, family)
+		return nil, &AliasError{Alias: alias, Reason: fmt.Sprintf("the %s family has no EKS-optimized AMIs", family), Fix: "use one of the families al2023, al2, bottlerocket, windows2019, windows2022, windows2025"}
 	}
 	return params, nil
 }
+
+// AliasError is an alias that names no AMI for the cluster: nothing is
+// launched from its EC2NodeClass until it changes.
+type AliasError struct{ Alias, Reason, Fix string }
+
+func (e *AliasError) Error() string { return fmt.Sprintf("alias %s: %s; %s", e.Alias, e.Reason, e.Fix) }
 
 // NoAMIMessage says why amiSelectorTerms select no AMI and what to do:
 // for aliases, the SSM parameters read and the Kubernetes version they
