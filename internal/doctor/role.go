@@ -16,6 +16,7 @@ import (
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/aws/instancetypes"
 )
 
 // The aws-auth mapping every node role needs.
@@ -125,7 +126,7 @@ func roleToCheck(ctx context.Context, r *Report, in Input, nc *awsv1.EC2NodeClas
 		r.add(checkFailed("EC2NodeClass/"+nc.Name, "the EKS access entry of node role "+role, "eks:DescribeAccessEntry on cluster "+in.Cloud.ClusterName+
 			"'s access entries (a cluster in CONFIG_MAP authentication mode has none: aws-auth alone decides, and is checked)", entryErr))
 	}
-	windows := awsv1.IsWindows(awsv1.FamilyOf(nc))
+	windows, _ := instancetypes.WindowsOf(nc)
 	if entryType == accessEntryLinux || entryType == accessEntryWindows {
 		if f, ok := windowsRoleFinding(nodeRoleCheck{class: nc, role: role, arn: arn, obj: "EC2NodeClass/" + nc.Name}, nil, entryType); ok {
 			r.add(f)

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	"github.com/nodewright/nodewright/internal/aws/instancetypes"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
 	"github.com/nodewright/nodewright/internal/whatif"
@@ -36,7 +37,7 @@ const (
 func windowsPools(o *whatif.Objects) map[string]*awsv1.EC2NodeClass {
 	classes := map[string]*awsv1.EC2NodeClass{}
 	for _, nc := range o.EC2NodeClasses {
-		if awsv1.IsWindows(awsv1.FamilyOf(nc)) {
+		if windows, _ := instancetypes.WindowsOf(nc); windows {
 			classes[nc.Name] = nc
 		}
 	}
@@ -141,7 +142,7 @@ func windowsPlacementRule(r *Report, plan *scheduling.Plan) {
 // access entry for the kube-proxy group Windows nodes need beside
 // system:nodes.
 func windowsRoleFinding(chk nodeRoleCheck, groups []string, entryType string) (Finding, bool) {
-	if !awsv1.IsWindows(awsv1.FamilyOf(chk.class)) {
+	if windows, _ := instancetypes.WindowsOf(chk.class); !windows {
 		return Finding{}, false
 	}
 	switch {

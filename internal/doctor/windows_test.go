@@ -40,7 +40,8 @@ func TestWindowsUserDataRules(t *testing.T) {
 		nc := class("win", awsv1.AMIFamilyCustom, "<powershell>\n& 'C:\\Program Files\\Amazon\\EKS\\Start-EKSBootstrap.ps1' -ClusterName prod -KubeletExtraArgs '--register-with-taints=karpenter.sh/unregistered:NoExecute'\n</powershell>\n")
 		nc.Spec.Role = account.NodeRole
 		r := diagnose(t, Input{Objects: windowsObjects(nc, on, withGroup)})
-		expectOne(t, r, CodeWindowsBootstrapCallFails, Error, "EC2NodeClass/win", "-ClusterName is not a parameter", "-EKSClusterName 'NAME'")
+		expectOne(t, r, CodeWindowsBootstrapCallFails, Warning, "EC2NodeClass/win", "-ClusterName is not a parameter", "-EKSClusterName 'NAME'")
+		expectOne(t, r, CodeCustomMissingUnregistered, Error, "EC2NodeClass/win", "no call of Start-EKSBootstrap.ps1 runs")
 	})
 	t.Run("plain PowerShell, IPAM on, the kube-proxy group: nothing", func(t *testing.T) {
 		r := diagnose(t, Input{Objects: windowsObjects(windowsClass("win", "Set-TimeZone -Id 'UTC'\n"), on, withGroup)})

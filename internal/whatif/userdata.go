@@ -79,7 +79,7 @@ func RenderUserData(o *Objects, nodePool, instanceType string, cluster userdata.
 		}
 		for _, s := range specs {
 			if s.Name == it.Name {
-				if kubelet, err = kubelet.For(instancetypes.VarsOf(s)); err != nil {
+				if kubelet, err = kubelet.For(instancetypes.VarsOf(s, needs.Windows)); err != nil {
 					return nil, fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
 				}
 			}

@@ -130,7 +130,7 @@ func InstanceTypes(specs []Spec, opts Options) []*scheduling.InstanceType {
 		}
 		o := opts
 		if opts.Kubelet.HasExpressions() {
-			k, err := opts.Kubelet.For(VarsOf(s))
+			k, err := opts.Kubelet.For(VarsOf(s, opts.Needs.Windows))
 			if err != nil {
 				continue // the EC2NodeClass says why (KubeletExpressionEvaluationFailed)
 			}
@@ -141,9 +141,10 @@ func InstanceTypes(specs []Spec, opts Options) []*scheduling.InstanceType {
 	return out
 }
 
-// VarsOf is what spec.kubelet's expressions read of an instance type.
-func VarsOf(s Spec) kubeletconfig.Vars {
-	return kubeletconfig.Vars{InstanceType: s.Name, VCPUs: s.VCPU, MemoryMiB: s.MemoryMiB, DefaultENIs: s.MaxENIs, IPsPerENI: s.IPv4PerENI, MaxPods: pods(s, nil, false)}
+// VarsOf is what spec.kubelet's expressions read of an instance type,
+// for Linux or Windows nodes.
+func VarsOf(s Spec, windows bool) kubeletconfig.Vars {
+	return kubeletconfig.Vars{InstanceType: s.Name, VCPUs: s.VCPU, MemoryMiB: s.MemoryMiB, DefaultENIs: s.MaxENIs, IPsPerENI: s.IPv4PerENI, MaxPods: pods(s, nil, windows)}
 }
 
 // convert makes the scheduling instance type of a catalog entry: its

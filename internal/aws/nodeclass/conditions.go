@@ -247,8 +247,9 @@ func kubeletValidation(nc *awsv1.EC2NodeClass, r Resolution) *metav1.Condition {
 	if specs == nil {
 		specs, _ = instancetypes.Catalog()
 	}
+	windows, _ := instancetypes.WindowsOf(nc)
 	for _, s := range specs {
-		if _, err := kubelet.For(instancetypes.VarsOf(s)); err != nil {
+		if _, err := kubelet.For(instancetypes.VarsOf(s, windows)); err != nil {
 			return failed(awsv1.ReasonKubeletExpressionEvaluationFailed, err.Error()+"; an expression must give a usable value for every instance type"+nothing)
 		}
 	}

@@ -556,7 +556,8 @@ func (p *Launcher) kubeletsFor(ctx context.Context, class *awsv1.EC2NodeClass, t
 		if !ok {
 			continue
 		}
-		k, err := kubelet.For(instancetypes.VarsOf(s))
+		windows, _ := instancetypes.WindowsOf(class)
+		k, err := kubelet.For(instancetypes.VarsOf(s, windows))
 		if err != nil {
 			return nil, fmt.Errorf("EC2NodeClass %s: %w", class.Name, err)
 		}

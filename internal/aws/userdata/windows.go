@@ -80,6 +80,9 @@ type WindowsBootstrap struct {
 	// Fails says why PowerShell does not run the script ("" when it
 	// does): an unknown or ambiguous parameter, no cluster name.
 	Fails string
+	// Unsure says why the call's parameters are not known here (splatted
+	// from a hashtable): it may well run.
+	Unsure string
 }
 
 var powershellBlock = regexp.MustCompile(`(?is)<powershell>(.*?)</powershell>`)
@@ -113,9 +116,7 @@ func ReadPowerShell(data []byte) *PowerShell {
 }
 
 // IsPowerShell reports whether user data is a Windows <powershell> block.
-func IsPowerShell(data []byte) bool {
-	return strings.HasPrefix(strings.ToLower(strings.TrimSpace(string(data))), "<powershell>")
-}
+func IsPowerShell(data []byte) bool { return powershellBlock.Match(data) }
 
 // psWord is one word of a PowerShell statement: its value (quotes
 // removed, escapes and known variables expanded) and its text.
@@ -154,7 +155,11 @@ func psStatements(script string) ([][]psWord, error) {
 			i++
 		case c == ' ' || c == '\t' || c == '\r':
 			i++
+		case c == '`' && strings.HasPrefix(script[i+1:], "\r\n"):
+			line++
+			i += 3
 		case c == '`' && i+1 < len(script) && (script[i+1] == '\n' || script[i+1] == '\r'):
+			line++
 			i += 2
 		case strings.HasPrefix(script[i:], "<#"):
 			j := strings.Index(script[i:], "#>")
@@ -184,11 +189,15 @@ func psStatements(script string) ([][]psWord, error) {
 	return out, nil
 }
 
-// psReadWord reads one word: bare text, a '...' string (” is a quote)
-// or a "..." string (`x escapes; "" is a quote; $variables expand), or a
-// mix of them with nothing between.
+// psReadWord reads one word: bare text, a single-quoted string (two
+// quotes are one), a double-quoted string (`x escapes, two quotes are
+// one, $variables expand) or a mix of them with nothing between; or a
+// here-string (@' or @" to a line that starts with '@ or "@).
 func psReadWord(s string) (psWord, int, error) {
 	var w psWord
+	if strings.HasPrefix(s, "@'") || strings.HasPrefix(s, `@"`) {
+		return psHereString(s)
+	}
 	var val strings.Builder
 	i := 0
 	for i < len(s) {
@@ -221,6 +230,26 @@ func psReadWord(s string) (psWord, int, error) {
 	}
 	w.value, w.text = val.String(), s
 	return w, i, nil
+}
+
+// psHereString reads a here-string: its text is the lines between the
+// opening line and the line that starts with the closing quote and @.
+func psHereString(s string) (psWord, int, error) {
+	quote := s[1]
+	nl := strings.IndexByte(s, '\n')
+	if nl < 0 {
+		return psWord{}, 0, fmt.Errorf("the here-string %s is never closed", firstLine(s))
+	}
+	closing := "\n" + string(quote) + "@"
+	body, n := "", nl+3
+	if !strings.HasPrefix(s[nl+1:], string(quote)+"@") {
+		j := strings.Index(s[nl:], closing)
+		if j < 0 {
+			return psWord{}, 0, fmt.Errorf("the here-string %s is never closed", firstLine(s))
+		}
+		body, n = strings.TrimSuffix(s[nl+1:nl+j], "\r"), nl+j+len(closing)
+	}
+	return psWord{value: body, text: s[:n], quoted: true, unknown: quote == '"' && strings.Contains(body, "$")}, n, nil
 }
 
 func psSingle(s string, val *strings.Builder) (int, error) {
@@ -286,7 +315,7 @@ func psEscape(c byte) string {
 	return string(c)
 }
 
-var psVariable = regexp.MustCompile(`^(?:\{([^}]+)\}|((?:env:)?[A-Za-z_][A-Za-z0-9_]*))`)
+var psVariable = regexp.MustCompile(`^(?:\{([^}]+)\}|((?i:env:)?[A-Za-z_][A-Za-z0-9_]*))`)
 
 // psVariableName reads the name of a variable after '$': $name, $env:NAME,
 // ${name}; the name (lower case) and the characters read.
@@ -317,25 +346,26 @@ func psExpand(w psWord, vars map[string]string) (string, bool) {
 	return out, ok
 }
 
-// psAssignment reads `[type]$name = value` with a value known here.
+// psAssignment reads `[type]$name = value` (spaces around = or none)
+// with a value known here.
 func psAssignment(st []psWord, vars map[string]string) (string, string, bool) {
-	words := st
-	if len(words) > 0 && strings.HasPrefix(words[0].text, "[") && strings.HasSuffix(words[0].text, "]") {
-		words = words[1:]
+	texts := make([]string, len(st))
+	for i, w := range st {
+		texts[i] = w.text
 	}
-	if cast, rest, ok := strings.Cut(st[0].text, "]$"); ok && strings.HasPrefix(cast, "[") {
-		words = append([]psWord{{value: "$" + rest, text: "$" + rest}}, st[1:]...)
-	}
-	if len(words) != 3 || words[1].text != "=" || !strings.HasPrefix(words[0].text, "$") {
+	m := psAssign.FindStringSubmatch(strings.Join(texts, " "))
+	if m == nil {
 		return "", "", false
 	}
-	name, n := psVariableName(words[0].text[1:])
-	if name == "" || n != len(words[0].text)-1 {
+	w, n, err := psReadWord(m[2])
+	if err != nil || n != len(m[2]) {
 		return "", "", false
 	}
-	value, known := psExpand(words[2], vars)
-	return name, value, known
+	value, known := psExpand(w, vars)
+	return strings.ToLower(m[1]), value, known
 }
+
+var psAssign = regexp.MustCompile(`^(?:\[[A-Za-z.\[\]]+\]\s*)?\$((?i:env:)?[A-Za-z_][A-Za-z0-9_]*)\s*=\s*(\S.*)$`)
 
 // psBootstrapCall reads a statement that runs Start-EKSBootstrap.ps1 (by
 // its path, or a variable that holds it, after & or . or alone) and binds
@@ -344,8 +374,13 @@ func psAssignment(st []psWord, vars map[string]string) (string, string, bool) {
 // to the next parameter not bound, in declared order.
 func psBootstrapCall(st []psWord, vars map[string]string) (WindowsBootstrap, bool) {
 	words := st
-	if len(words) > 1 && (words[0].text == "&" || words[0].text == ".") {
+	switch {
+	case len(words) > 1 && (words[0].text == "&" || words[0].text == "."):
 		words = words[1:]
+	case len(words[0].text) > 1 && (words[0].text[0] == '&' || words[0].text[0] == '.' && words[0].text[1] == '$'):
+		// &$script, with no space
+		rest := words[0].text[1:]
+		words = append([]psWord{{value: rest, text: rest}}, words[1:]...)
 	}
 	target, _ := psExpand(words[0], vars)
 	if !strings.HasSuffix(strings.ToLower(strings.ReplaceAll(target, "/", `\`)), `\`+windowsScriptName) && strings.ToLower(target) != windowsScriptName {
@@ -360,20 +395,36 @@ func psBootstrapCall(st []psWord, vars map[string]string) (WindowsBootstrap, boo
 	var positional []string
 	for i := 0; i < len(args); i++ {
 		w := args[i]
-		if w.quoted || !strings.HasPrefix(w.text, "-") || len(w.text) < 2 {
+		switch {
+		case w.text == "|":
+			i = len(args) // a pipeline: what follows is another command's
+			continue
+		case psRedirection.MatchString(w.text):
+			if strings.HasSuffix(w.text, ">") || strings.HasSuffix(w.text, ">>") {
+				i++ // the file redirected to
+			}
+			continue
+		case strings.HasPrefix(w.text, "@") && !w.quoted:
+			call.Unsure = fmt.Sprintf("its parameters are splatted (%s), which is not read here", w.text)
+			return call, true
+		case !strings.HasPrefix(w.text, "-") || len(w.text) < 2 || !isLetter(w.text[1]):
 			v, _ := psExpand(w, vars)
 			positional = append(positional, v)
 			continue
 		}
-		name, value, inline := strings.Cut(w.text[1:], ":")
+		name, inline, hasInline := strings.Cut(w.text[1:], ":")
 		param, why := psParameter(name)
 		if why != "" {
 			call.Fails = why
 			return call, true
 		}
-		if inline {
-			v, _ := psExpand(psWord{value: value, text: value}, vars)
-			call.Params[param] = v
+		if hasInline {
+			v, _, err := psReadWord(inline)
+			if err != nil {
+				call.Fails = err.Error()
+				return call, true
+			}
+			call.Params[param], _ = psExpand(v, vars)
 			continue
 		}
 		if i+1 >= len(args) {
@@ -404,6 +455,11 @@ func psBootstrapCall(st []psWord, vars map[string]string) (WindowsBootstrap, boo
 	call.KubeletArgs = ServiceWords(call.Params["KubeletExtraArgs"])
 	return call, true
 }
+
+// psRedirection matches a redirection word: >, >>, 2>, 3>&1, *>&1, 2>file.
+var psRedirection = regexp.MustCompile(`^[1-6*]?>>?(&[12]|.*)$`)
+
+func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 
 // psParameter is the declared parameter a name given to the script
 // binds to: the same name in any case, or the one parameter it is a

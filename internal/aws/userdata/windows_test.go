@@ -109,3 +109,42 @@ func TestServiceWords(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+// The shapes of Windows user data found in the field's templates: output
+// redirections after the call, here-strings, $Env: in any case,
+// -Name:'value', CRLF line continuations, no spaces around =, a call that
+// fails before one that runs.
+func TestReadPowerShellFieldShapes(t *testing.T) {
+	const script = `'C:\Program Files\Amazon\EKS\Start-EKSBootstrap.ps1'`
+	for _, tc := range []struct {
+		name, userData string
+		registers     bool
+		warning       string
+	}{
+		{"redirections after the call", "<powershell>\n& " + script + " -EKSClusterName c -APIServerEndpoint e -Base64ClusterCA ca -DNSClusterIP 10.0.0.10 -ContainerRuntime containerd -KubeletExtraArgs '--register-with-taints=karpenter.sh/unregistered:NoExecute' 3>&1 4>&1 5>&1 6>&1\n</powershell>", true, ""},
+		{"a pipe after the call", "<powershell>\n& " + script + " -EKSClusterName c -KubeletExtraArgs '--register-with-taints=karpenter.sh/unregistered:NoExecute' | Out-File C:\\boot.log\n</powershell>", true, ""},
+		{"a here-string with a quote inside", "<powershell>\n$note = @'\ndon't \"panic\"\n'@\n& " + script + " -EKSClusterName c -KubeletExtraArgs '--register-with-taints=karpenter.sh/unregistered:NoExecute'\n</powershell>", true, ""},
+		{"$Env: and no spaces around =", "<powershell>\n$f=\"$Env:ProgramFiles\\Amazon\\EKS\\Start-EKSBootstrap.ps1\"\n&$f -EKSClusterName c -KubeletExtraArgs:'--register-with-taints=karpenter.sh/unregistered:NoExecute'\n</powershell>", true, ""},
+		{"CRLF continuation", "<powershell>\r\n& " + script + " `\r\n  -EKSClusterName c `\r\n  -KubeletExtraArgs '--register-with-taints=karpenter.sh/unregistered:NoExecute'\r\n</powershell>", true, ""},
+		{"a failing call, then one that runs", "<powershell>\n& " + script + " -Cluster c\n& " + script + " -EKSClusterName c -KubeletExtraArgs '--register-with-taints=karpenter.sh/unregistered:NoExecute'\n</powershell>", true, CodeWindowsBootstrapArgsFailed},
+		{"splatted parameters", "<powershell>\n$p = @{EKSClusterName = 'c'}\n& " + script + " @p\n</powershell>", false, CodeWindowsBootstrapArgsFailed},
+		{"a comment before the block", "# bootstrap\n<powershell>\n& " + script + " -EKSClusterName c -KubeletExtraArgs '--register-with-taints=karpenter.sh/unregistered:NoExecute'\n</powershell>", true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			findings := Validate(awsv1.AMIFamilyCustom, tc.userData)
+			errs, warned := 0, false
+			for _, f := range findings {
+				if f.Severity == Error {
+					errs++
+				}
+				warned = warned || f.Code == tc.warning && f.Severity == Warning
+			}
+			if tc.registers && errs > 0 || tc.warning != "" && !warned {
+				t.Errorf("findings %+v", findings)
+			}
+			if !IsPowerShell([]byte(tc.userData)) {
+				t.Error("not read as PowerShell")
+			}
+		})
+	}
+}

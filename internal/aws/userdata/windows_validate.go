@@ -45,44 +45,59 @@ func validateWindows(family, userData string) *validation {
 	if !v.custom() && len(userCalls) > 0 {
 		userCalls = userCalls[:len(userCalls)-1] // the last is nodewright's
 	}
-	for i, call := range userCalls {
-		if call.Fails != "" {
-			severity := Warning
-			if v.custom() && i == 0 {
-				severity = Error
-			}
-			v.add(CodeWindowsBootstrapArgsFailed, severity,
+	unsure := ""
+	for _, call := range userCalls {
+		switch {
+		case call.Fails != "":
+			// PowerShell stops that statement and runs the next.
+			v.add(CodeWindowsBootstrapArgsFailed, Warning,
 				fmt.Sprintf("PowerShell does not run the user data's call `%s`: %s", call.Text, call.Fails),
 				"write the call as & \"$env:ProgramFiles\\Amazon\\EKS\\Start-EKSBootstrap.ps1\" -EKSClusterName 'NAME' -KubeletExtraArgs '...', each parameter followed by its value")
 			continue
-		}
-		if v.custom() {
-			if !v.bootstrapped {
-				v.registered = append(v.registered, lastTaints(call.KubeletArgs)...)
-			}
-			v.bootstrapped = true
-			continue
-		}
-		if i == 0 {
+		case v.bootstrapped:
+			continue // the kubelet runs already: taints apply when the node registers
+		case call.Unsure != "":
+			unsure = fmt.Sprintf("the user data calls Start-EKSBootstrap.ps1 (`%s`), but %s", call.Text, call.Unsure)
+		case v.custom():
+			v.registered = append(v.registered, lastTaints(call.KubeletArgs)...)
+		default:
 			v.windowsUserCallsBootstrap(call)
 		}
+		v.bootstrapped = true
+	}
+	if !v.custom() && unsure != "" {
+		v.add(CodeWindowsBootstrapArgsFailed, Warning, unsure+"; it starts the kubelet before nodewright's call, with whatever taints it gives", "remove the Start-EKSBootstrap.ps1 call from spec.userData; put kubelet settings in the EC2NodeClass's spec.kubelet and taints in the NodePool")
 	}
 	if v.custom() {
-		switch {
-		case !v.bootstrapped && len(ps.Calls) == 0:
-			v.findings = append(v.findings, windowsMissingUnregistered(nil, "no line of the <powershell> block runs Start-EKSBootstrap.ps1, so the node never joins"))
-		case !v.bootstrapped:
-		case !v.registersUnregistered():
-			v.findings = append(v.findings, windowsMissingUnregistered(v.registered, ""))
-		default:
-			for _, t := range v.registered {
-				if t != UnregisteredTaint {
-					v.extra = append(v.extra, t)
-				}
+		v.customWindowsTaints(ps, script, unsure)
+	}
+	return v
+}
+
+// customWindowsTaints judges the taints Custom Windows user data
+// registers the node with: it must have karpenter.sh/unregistered.
+func (v *validation) customWindowsTaints(ps *PowerShell, script, unsure string) {
+	switch {
+	case unsure != "":
+		v.add(CodeWindowsBootstrapArgsFailed, Warning, unsure+", so whether the node registers with "+UnregisteredTaint+" is not known",
+			"pass the parameters by name (-EKSClusterName 'NAME' -KubeletExtraArgs '--register-with-taints="+UnregisteredTaint+"') so that the call can be checked")
+	case !v.bootstrapped && len(ps.Calls) == 0 && strings.Contains(strings.ToLower(script), windowsScriptName):
+		v.add(CodeWindowsBootstrapArgsFailed, Warning,
+			"the user data names Start-EKSBootstrap.ps1 but runs it in a way not read here (powershell -File, Join-Path, a script block), so whether the node joins with "+UnregisteredTaint+" is not known",
+			"call it as & \"$env:ProgramFiles\\Amazon\\EKS\\Start-EKSBootstrap.ps1\" -EKSClusterName 'NAME' -KubeletExtraArgs '--register-with-taints="+UnregisteredTaint+"' so that the call can be checked")
+	case !v.bootstrapped && len(ps.Calls) == 0:
+		v.findings = append(v.findings, windowsMissingUnregistered(nil, "no line of the <powershell> block runs Start-EKSBootstrap.ps1, so the node never joins"))
+	case !v.bootstrapped:
+		v.findings = append(v.findings, windowsMissingUnregistered(nil, "no call of Start-EKSBootstrap.ps1 runs (PowerShell refuses each: see the warnings), so the node never joins"))
+	case !v.registersUnregistered():
+		v.findings = append(v.findings, windowsMissingUnregistered(v.registered, ""))
+	default:
+		for _, t := range v.registered {
+			if t != UnregisteredTaint {
+				v.extra = append(v.extra, t)
 			}
 		}
 	}
-	return v
 }
 
 // windowsFormat reports user data for a Windows family that is not
@@ -142,6 +157,6 @@ func (v *validation) windowsUserCallsBootstrap(call WindowsBootstrap) {
 
 func windowsMissingUnregistered(registered []string, why string) Finding {
 	f := missingUnregistered(registered, why)
-	f.Fix = "register the node with " + UnregisteredTaint + " in the kubelet's arguments, next to any taint of your own: & \"$env:ProgramFiles\\Amazon\\EKS\\Start-EKSBootstrap.ps1\" -EKSClusterName 'NAME' -KubeletExtraArgs '--register-with-taints=" + UnregisteredTaint + "'"
+	f.Fix = "add " + UnregisteredTaint + " to the kubelet's registration taints, next to any taint of your own: & \"$env:ProgramFiles\\Amazon\\EKS\\Start-EKSBootstrap.ps1\" -EKSClusterName 'NAME' -KubeletExtraArgs '--register-with-taints=" + UnregisteredTaint + "'"
 	return f
 }

@@ -227,6 +227,8 @@ func windows(data []byte) (*Registration, error) {
 		if call.Fails != "" {
 			continue // PowerShell stops that statement and goes on
 		}
+		// A call whose parameters are splatted starts the kubelet with
+		// arguments not read here: none are applied.
 		reg := &Registration{Labels: map[string]string{}, Windows: true, ExternalCloudProvider: true}
 		applyFlags(reg, call.KubeletArgs)
 		return reg, nil
