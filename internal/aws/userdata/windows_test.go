@@ -118,8 +118,8 @@ func TestReadPowerShellFieldShapes(t *testing.T) {
 	const script = `'C:\Program Files\Amazon\EKS\Start-EKSBootstrap.ps1'`
 	for _, tc := range []struct {
 		name, userData string
-		registers     bool
-		warning       string
+		registers      bool
+		warning        string
 	}{
 		{"redirections after the call", "<powershell>\n& " + script + " -EKSClusterName c -APIServerEndpoint e -Base64ClusterCA ca -DNSClusterIP 10.0.0.10 -ContainerRuntime containerd -KubeletExtraArgs '--register-with-taints=karpenter.sh/unregistered:NoExecute' 3>&1 4>&1 5>&1 6>&1\n</powershell>", true, ""},
 		{"a pipe after the call", "<powershell>\n& " + script + " -EKSClusterName c -KubeletExtraArgs '--register-with-taints=karpenter.sh/unregistered:NoExecute' | Out-File C:\\boot.log\n</powershell>", true, ""},
