@@ -3,6 +3,7 @@ package disruption
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -161,7 +162,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	opts.DriftPaused = c.paused
 	// The snapshot predates this round's steps: the nodes of commands
 	// that finished in it are being deleted now.
-	opts.InFlight = c.inFlight(nil)
+	opts.InFlight, opts.Planned = c.inFlight(nil), c.planned(snap, nil)
 	for name := range finished {
 		opts.InFlight[name] = true
 	}
@@ -193,6 +194,42 @@ func (c *Controller) inFlight(skip *inflight) map[string]bool {
 		}
 	}
 	return out
+}
+
+// planned is the room the commands in flight (but skip) planned for the
+// pods of their nodes: replacements not launched or not initialized yet,
+// as planned; an initialized one is a node of the snapshot, and its
+// planned pods are placed on it; the pods moved onto nodes that stay.
+func (c *Controller) planned(snap *state.Snapshot, skip *inflight) []Room {
+	var out []Room
+	for _, cmd := range c.commands {
+		if cmd == skip || cmd.Static {
+			continue
+		}
+		room := Room{Nodes: cmd.NodeNames(), Moves: cmd.Moves}
+		for i, r := range cmd.Replacements {
+			if i < len(cmd.replacements) {
+				if n := initializedClaim(snap, cmd.replacements[i]); n != nil {
+					room.Moves = append(slices.Clone(room.Moves), &scheduling.ExistingPlacement{Node: n.Name, Pods: r.Pods})
+					continue
+				}
+			}
+			room.Replacements = append(room.Replacements, r)
+		}
+		out = append(out, room)
+	}
+	return out
+}
+
+// initializedClaim is the initialized node of a NodeClaim, nil when it
+// has none yet.
+func initializedClaim(snap *state.Snapshot, claim string) *state.Node {
+	for _, n := range snap.Nodes {
+		if n.NodeClaim != nil && n.NodeClaim.Name == claim && n.Initialized() {
+			return n
+		}
+	}
+	return nil
 }
 
 func claimNames(nodes []*state.Node) []string {
@@ -237,7 +274,7 @@ func (c *Controller) step(ctx context.Context, snap *state.Snapshot, cmd *inflig
 			return false, nil
 		}
 		opts := c.Config.Options
-		opts.InFlight, opts.DriftPaused = c.inFlight(cmd), c.paused
+		opts.InFlight, opts.Planned, opts.DriftPaused = c.inFlight(cmd), c.planned(snap, cmd), c.paused
 		fresh, why := Revalidate(snap, cmd.Command, opts)
 		if fresh == nil {
 			c.Metrics.Disruption(string(cmd.Reason), "cancelled")

@@ -8,6 +8,7 @@ package disruption
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"time"
 
@@ -51,6 +52,28 @@ type Options struct {
 	// PodDeletionCostManagement: nodewright writes pods' pod deletion cost
 	// (the feature gate), so it does not weigh consolidation by it.
 	PodDeletionCostManagement bool
+	// Planned is the room the commands in flight planned for the pods of
+	// the nodes they remove (InFlight names those nodes too): their
+	// replacements not yet initialized, and the pods they place on nodes
+	// that stay (an initialized replacement among them). Later decisions
+	// keep that room for those pods and never place them again.
+	Planned []Room
+}
+
+// Room is what one command planned for the pods of its nodes.
+type Room struct {
+	// Nodes are the command's nodes, whose pods the room is for.
+	Nodes []string
+	// Replacements are its replacements not yet initialized, with the
+	// pods planned onto each.
+	Replacements []*scheduling.PlannedNodeClaim
+	// Moves are the pods it places on nodes that stay.
+	Moves []*scheduling.ExistingPlacement
+}
+
+// RoomOf is the room a command planned: its replacements and moves.
+func RoomOf(c *Command) Room {
+	return Room{Nodes: c.NodeNames(), Replacements: c.Replacements, Moves: c.Moves}
 }
 
 // runs reports whether a method decides.
@@ -139,6 +162,10 @@ type decider struct {
 	next map[string]v1.DisruptionReason
 	// pools is the NodePools' health by the repair policies (health()).
 	pools map[string]*nodepoolhealth.Pool
+	// doomed are the nodes drift (its budget letting any go now) or
+	// expiration replaces, in this round or a later one: pods are not
+	// moved onto them, to be evicted again.
+	doomed map[string]bool
 }
 
 // Decide chooses what to disrupt now: an unhealthy node (one per
@@ -304,6 +331,15 @@ func newDecider(s *state.Snapshot, opts Options) (*decider, []*state.Node) {
 		}
 		candidates = append(candidates, n)
 	}
+	d.doomed = map[string]bool{}
+	for _, n := range candidates {
+		_, paused := opts.DriftPaused[n.NodePool]
+		at, expires := n.ExpiresAt()
+		drifts := n.Drift().Drifted() && !paused && budget.For(s.Pools[n.NodePool], v1.DisruptionReasonDrifted, d.nodes[n.NodePool], d.disrupt[n.NodePool], s.Now).Limit > 0
+		if drifts || expires && !s.Now.Before(at) {
+			d.doomed[n.Name] = true
+		}
+	}
 	return d, candidates
 }
 
@@ -383,7 +419,13 @@ func (d *decider) price(n *state.Node) (float64, bool) {
 	return 0, false
 }
 
-// reschedule plans where the nodes' pods go if the nodes go.
+// reschedule plans where the nodes' pods go if the nodes go. The nodes
+// other commands take (in this decision or in flight) go too; their pods
+// are not placed again when those commands planned room for them: that
+// room — their replacements with those pods on them, the pods they move
+// onto nodes that stay — is in the plan's input, and the rest of it can
+// take these nodes' pods. Without it, the replacements of one command
+// would be planned again by each later one.
 func (d *decider) reschedule(nodes []*state.Node) (*scheduling.Plan, int) {
 	without := map[string]bool{}
 	pods := 0
@@ -391,20 +433,69 @@ func (d *decider) reschedule(nodes []*state.Node) (*scheduling.Plan, int) {
 		without[n.Name] = true
 		pods += len(n.Reschedulable())
 	}
-	// The pods of nodes other commands take need places too: those
-	// commands' replacements are not initialized (or not made) yet, so
-	// the room they planned is not in the snapshot, and placing these
-	// pods again keeps that room from being planned twice.
+	if pods == 0 {
+		return &scheduling.Plan{}, 0
+	}
 	for name := range d.taken {
 		without[name] = true
 	}
 	for name := range d.opts.InFlight {
 		without[name] = true
 	}
-	if pods == 0 {
-		return &scheduling.Plan{}, 0
+	rooms := slices.Clone(d.opts.Planned)
+	for _, c := range d.out.Commands {
+		if !c.Static {
+			rooms = append(rooms, RoomOf(c))
+		}
 	}
-	return scheduling.Solve(d.s.Reschedule(without)), pods
+	in := d.s.Reschedule(without)
+	d.keepRoom(&in, rooms)
+	// A node drift or expiration replaces takes no pods: they would be
+	// evicted again when it goes.
+	in.Nodes = slices.DeleteFunc(in.Nodes, func(n *scheduling.Node) bool { return d.doomed[n.Name] })
+	return scheduling.Solve(in), pods
+}
+
+// keepRoom puts the room commands planned into a plan's input: their
+// nodes' pods leave the pods to place, their replacements join the nodes
+// with those pods on them, and the pods they move sit on the nodes that
+// stay (a move onto a node that goes too, or that drift or expiration
+// replaces, is to be placed again).
+func (d *decider) keepRoom(in *scheduling.Input, rooms []Room) {
+	if len(rooms) == 0 {
+		return
+	}
+	planned := map[string]bool{}
+	moved := map[string][]*corev1.Pod{}
+	for _, r := range rooms {
+		for _, name := range r.Nodes {
+			planned[name] = true
+		}
+		for _, c := range r.Replacements {
+			var taints []corev1.Taint
+			if np := d.s.Pools[c.NodePool]; np != nil {
+				taints = np.Spec.Template.Spec.Taints
+			}
+			node := c.InFlight(taints)
+			node.Pods = slices.Clone(c.Pods)
+			in.Nodes = append(in.Nodes, node)
+		}
+		for _, m := range r.Moves {
+			moved[m.Node] = append(moved[m.Node], m.Pods...)
+		}
+	}
+	in.Pods = slices.DeleteFunc(slices.Clone(in.Pods), func(p *corev1.Pod) bool { return planned[p.Spec.NodeName] })
+	for i, n := range in.Nodes {
+		if extra := moved[n.Name]; len(extra) > 0 && !d.doomed[n.Name] {
+			cp := *n
+			cp.Pods = append(slices.Clone(n.Pods), extra...)
+			in.Nodes[i] = &cp
+			delete(moved, n.Name)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(moved)) {
+		in.Pods = append(in.Pods, moved[name]...) // their node goes as well
+	}
 }
 
 // expiration replaces one NodeClaim older than its expireAfter. It waits

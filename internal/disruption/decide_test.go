@@ -541,3 +541,88 @@ func TestStaticNodePoolsAreReplacedNotConsolidated(t *testing.T) {
 		t.Errorf("a budget of 0 for drift: commands %q", commands(d))
 	}
 }
+
+// Room is planned once: a rollout of three drifted nodes, one command a
+// decision, each decided while the earlier ones are in flight. Each
+// command's replacements are for its own node's pods alone — the earlier
+// commands' replacements keep theirs — so the rollout launches what the
+// pods need and no pod is placed twice. Without the earlier commands'
+// room (Options.Planned), every later command would plan replacements
+// for their pods again.
+func TestRoomPlannedOnceForCommandsInFlight(t *testing.T) {
+	c := newCluster(t)
+	c.pool.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "6"}}
+	for _, name := range []string{"a", "b", "c"} {
+		c.node(name, "m5.4xlarge", drifted, onDemand)
+		c.pods(name, 3, "3", "10Gi")
+	}
+	c.pool.Spec.Template.Spec.Requirements = append(c.pool.Spec.Template.Spec.Requirements,
+		v1.NodeSelectorRequirementWithMinValues{Key: "karpenter.k8s.aws/instance-category", Operator: corev1.NodeSelectorOpIn, Values: []string{"c"}})
+	inFlight, planned := map[string]bool{}, []disruption.Room(nil)
+	placed := map[string]string{}
+	for round := range 3 {
+		d := c.decide(func(o *disruption.Options) {
+			o.InFlight, o.Planned = inFlight, planned
+			o.Methods = []v1.DisruptionReason{v1.DisruptionReasonDrifted}
+		})
+		if len(d.Commands) != 1 {
+			t.Fatalf("round %d: %q", round, commands(d))
+		}
+		cmd := d.Commands[0]
+		node := cmd.NodeNames()[0]
+		pods := 0
+		for _, r := range cmd.Replacements {
+			for _, p := range r.Pods {
+				if p.Spec.NodeName != node {
+					t.Errorf("round %d: the replacement of %s is planned for pod %s of %s, whose room was planned already", round, node, p.Name, p.Spec.NodeName)
+				}
+				if by, twice := placed[p.Name]; twice {
+					t.Errorf("pod %s placed by the commands of %s and %s", p.Name, by, node)
+				}
+				placed[p.Name] = node
+				pods++
+			}
+		}
+		if pods != 3 {
+			t.Errorf("round %d: %d pods on %s's replacements (%q), want its 3", round, pods, node, commands(d))
+		}
+		inFlight[node] = true
+		planned = append(planned, disruption.RoomOf(cmd))
+	}
+	if len(placed) != 9 {
+		t.Errorf("%d of 9 pods have replacement room", len(placed))
+	}
+}
+
+// The room of a command decided earlier in the same decision is kept
+// too: a budget that lets every drifted node go at once, and the
+// commands' replacements together hold each pod once.
+func TestRoomPlannedOnceInOneDecision(t *testing.T) {
+	c := newCluster(t)
+	c.pool.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "100%"}}
+	c.node("old", "m5.4xlarge", drifted, onDemand)
+	c.pods("old", 3, "3", "10Gi")
+	c.node("young", "m5.4xlarge", onDemand)
+	c.pods("young", 1, "1", "1Gi")
+	c.node("spare", "m5.4xlarge", onDemand)
+	d := c.decide()
+	seen := map[string]bool{}
+	for _, cmd := range d.Commands {
+		for _, r := range cmd.Replacements {
+			for _, p := range r.Pods {
+				if seen[p.Name] {
+					t.Errorf("pod %s placed twice: %q", p.Name, commands(d))
+				}
+				seen[p.Name] = true
+			}
+		}
+		for _, m := range cmd.Moves {
+			for _, p := range m.Pods {
+				if seen[p.Name] {
+					t.Errorf("pod %s placed twice: %q", p.Name, commands(d))
+				}
+				seen[p.Name] = true
+			}
+		}
+	}
+}

@@ -467,6 +467,9 @@ func (p *planner) decideRound(snap *state.Snapshot) (cmds []*disruption.Command,
 			for _, n := range c.Nodes {
 				opts.InFlight[n.Name] = true
 			}
+			if !c.Static {
+				opts.Planned = append(opts.Planned, disruption.RoomOf(c))
+			}
 			p.launch(snap, c)
 		}
 		if snap, _, err = p.snapshot(); err != nil {

@@ -164,11 +164,10 @@ func TestPlanRollsOutUnderTheBudget(t *testing.T) {
 	}
 	if len(r.Rounds) == 3 {
 		first, second := r.Rounds[0], r.Rounds[1]
-		// The second of round 2's commands places the pod of the first
-		// (in flight, its replacement not initialized) again, as the
-		// controller does: one replacement too many, left empty and
-		// removed by consolidation.
-		if len(first.Replacements) != 1 || first.PodsMoved != 1 || len(second.Replacements) != 3 || second.SurplusReplacements != 1 {
+		// The second of round 2's commands keeps the room the first
+		// planned (its replacement, not initialized yet) for the first's
+		// pod: one replacement a pod, none left empty.
+		if len(first.Replacements) != 1 || first.PodsMoved != 1 || len(second.Replacements) != 2 || second.SurplusReplacements != 0 {
 			t.Errorf("round 1 %+v, round 2 %+v", first, second)
 		}
 		// validation 15s, launch 90s, drain 60s, termination 45s, poll 10s
@@ -185,11 +184,10 @@ func TestPlanRollsOutUnderTheBudget(t *testing.T) {
 	if r.Duration.Seconds <= 0 || len(r.Duration.Assumptions) == 0 {
 		t.Errorf("duration %+v", r.Duration)
 	}
-	// The empty replacement stays with consolidateAfter Never, and the
-	// last round's pod moves onto it; a NodePool that consolidates
-	// removes it, and the last round launches a replacement again.
-	if len(r.Rounds) == 3 && len(r.Rounds[2].Replacements) != 0 {
-		t.Errorf("round 3 %+v; want node-1's pod on the empty replacement", r.Rounds[2])
+	// No replacement is left empty, so the last round's pod gets its
+	// own, consolidation or not.
+	if len(r.Rounds) == 3 && (len(r.Rounds[2].Replacements) != 1 || r.Rounds[2].SurplusReplacements != 0) {
+		t.Errorf("round 3 %+v; want one replacement for node-1's pod", r.Rounds[2])
 	}
 	consolidating := cluster(t, `[{nodes: "2"}]`, 1, 1, 0, 1, 1)
 	changed := strings.Replace(fmt.Sprintf(categoryC, `[{nodes: "2"}]`), "consolidateAfter: Never", "consolidateAfter: 30s", 1)
@@ -197,7 +195,7 @@ func TestPlanRollsOutUnderTheBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r2.Rounds) != 3 || r2.Rounds[1].SurplusReplacements != 1 || len(r2.Rounds[2].Replacements) != 1 || r2.Price.After != r.Price.After {
+	if len(r2.Rounds) != 3 || r2.Rounds[1].SurplusReplacements != 0 || len(r2.Rounds[2].Replacements) != 1 || r2.Price.After != r.Price.After {
 		t.Errorf("with consolidation: %+v, price after %v (without %v)", r2.Rounds, r2.Price.After, r.Price.After)
 	}
 }
@@ -386,5 +384,29 @@ spec:
 				t.Errorf("%s: the restamp is not said: %v", tc.name, r.Warnings)
 			}
 		}
+	}
+}
+
+// A rollout launches what the pods need at any budget: each command
+// keeps the room the commands before it planned, so no replacement is
+// left empty, and the nodes after are as many as the pods need.
+func TestPlanRolloutLeavesNothingEmpty(t *testing.T) {
+	for _, budgets := range []string{`[{nodes: "1"}]`, `[{nodes: "6"}]`, `[{nodes: "100%"}]`} {
+		t.Run(budgets, func(t *testing.T) {
+			objs := cluster(t, budgets, 1, 1, 1, 1, 1, 1)
+			r, err := whatif.Plan(objs, change(t, fmt.Sprintf(categoryC, budgets)), nil, whatif.DefaultTimings())
+			if err != nil {
+				t.Fatal(err)
+			}
+			replacements, surplus, moved := 0, 0, 0
+			for _, rd := range r.Rounds {
+				replacements += len(rd.Replacements)
+				surplus += rd.SurplusReplacements
+				moved += rd.PodsMoved
+			}
+			if surplus != 0 || replacements != 6 || moved != 6 {
+				t.Errorf("%d replacements (%d left empty) for 6 pods moved %d times: %+v", replacements, surplus, moved, r.Rounds)
+			}
+		})
 	}
 }
