@@ -47,6 +47,9 @@ type Snapshot struct {
 	// Disrupting counts nodes being disrupted now (tainted
 	// karpenter.sh/disrupted or being deleted).
 	Disrupting int `json:"disrupting"`
+	// Terminating counts pods being deleted (their grace period running):
+	// a change still in progress, which consolidation waits for.
+	Terminating int `json:"terminating,omitempty"`
 	// Disruptions are the disruption steps nodewright took, oldest first:
 	// "NodeClaim default-x: DisruptionTerminating: Underutilized: ...".
 	Disruptions []string `json:"disruptions"`
@@ -132,7 +135,7 @@ func (s *Snapshot) Done() bool {
 }
 
 func (s *Snapshot) key() string {
-	parts := []string{fmt.Sprint(s.RunningPods, s.PendingPods, s.Nodes, s.Disrupting, len(s.Disruptions))}
+	parts := []string{fmt.Sprint(s.RunningPods, s.PendingPods, s.Terminating, s.Nodes, s.Disrupting, len(s.Disruptions))}
 	for _, c := range s.NodeClaims {
 		parts = append(parts, c.Name+c.Phase)
 	}
@@ -223,6 +226,10 @@ func (r *snapshotReader) readPods(ctx context.Context) error {
 // it waits for. It returns the reason nodewright gave for not placing the
 // pod, if it gave one.
 func (s *Snapshot) countPod(p *corev1.Pod, reasons map[string]string, open sets.Set[string]) (string, bool) {
+	if !p.DeletionTimestamp.IsZero() {
+		s.Terminating++ // going: neither the workload's nor settled
+		return "", false
+	}
 	s.Pods++
 	if p.Status.Phase == corev1.PodRunning {
 		s.RunningPods++
@@ -536,9 +543,9 @@ func Newer(a, b corev1.Event) bool {
 }
 
 // Watch takes a snapshot every second and hands it to progress, until
-// the cluster has settled (every pod runs on Ready NodeClaims, no node
-// has been disrupted for the Settle time of the simulation's options plus
-// the NodePools' longest consolidateAfter, up to a minute, and no
+// the cluster has settled (every pod runs on Ready NodeClaims, none is
+// terminating, no node has been disrupted for the Settle time of the
+// simulation's options plus the NodePools' longest consolidateAfter, and no
 // NodeClaim expires before the timeout), nothing has changed for stall,
 // or timeout passes.
 func (s *Sim) Watch(ctx context.Context, timeout, stall time.Duration, progress func(*Snapshot)) (*Snapshot, error) {
@@ -584,7 +591,7 @@ func (w *watch) observe(snap *Snapshot) {
 		w.lastKey, w.lastChange = k, time.Now()
 	}
 	switch {
-	case !snap.Done() || snap.Disrupting > 0:
+	case !snap.Done() || snap.Disrupting > 0 || snap.Terminating > 0:
 		w.calmSince = time.Time{}
 	case w.calmSince.IsZero():
 		w.calmSince = time.Now()
@@ -600,10 +607,12 @@ func (w *watch) over(snap *Snapshot) bool {
 	return w.settled(snap, expiring) || time.Since(w.started) > w.timeout || w.stalled(snap, expiring)
 }
 
-// settled reports a cluster calm for long enough, with no NodeClaim
+// settled reports a cluster calm for long enough — the settle time
+// and the NodePools' longest consolidateAfter, so that a consolidation
+// due is seen before the step is called settled — with no NodeClaim
 // expiring before the timeout.
 func (w *watch) settled(snap *Snapshot, expiring bool) bool {
-	return !w.calmSince.IsZero() && time.Since(w.calmSince) >= w.settle+min(snap.ConsolidateAfter, time.Minute) && !expiring
+	return !w.calmSince.IsZero() && time.Since(w.calmSince) >= w.settle+snap.ConsolidateAfter && !expiring
 }
 
 // stalled reports an unfinished cluster that has not changed for the

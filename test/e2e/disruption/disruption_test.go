@@ -26,11 +26,10 @@ import (
 // A workload scales down: emptied nodes are deleted, the rest
 // consolidated, and the cluster ends cheaper with every pod Running.
 func TestConsolidation(t *testing.T) {
-	// The scale-down's 20 pods terminate for up to their grace period,
-	// and the watch counts a terminating pod as running: wait that long
-	// too before calling the step settled, so consolidation (which waits
-	// for them) is seen on a loaded machine.
-	_, results := harness.RunSteps(t, "consolidation", 4*time.Minute, func(o *runner.Options) { o.Settle = 50 * time.Second })
+	// The scale-down's pods terminate for up to their grace period; the
+	// step is not settled while any does, nor before consolidateAfter
+	// has passed after, so consolidation (which waits for them) is seen.
+	_, results := harness.RunSteps(t, "consolidation", 4*time.Minute, nil)
 	before, after := results[0].Snapshot, results[1].Snapshot
 	if !before.Done() || !after.Done() {
 		t.Fatalf("not every pod ran: before %d/%d, after %d/%d", before.RunningPods, before.Pods, after.RunningPods, after.Pods)
