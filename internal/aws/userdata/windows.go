@@ -136,43 +136,26 @@ type psWord struct {
 func psStatements(script string) ([][]psWord, error) {
 	var out [][]psWord
 	var cur []psWord
-	end := func() {
-		if len(cur) > 0 {
-			out = append(out, cur)
-		}
-		cur = nil
-	}
 	line := 1
 	for i := 0; i < len(script); {
-		c := script[i]
-		switch {
-		case c == '\n':
-			line++
-			end()
-			i++
-		case c == ';':
-			end()
-			i++
-		case c == ' ' || c == '\t' || c == '\r':
-			i++
-		case c == '`' && strings.HasPrefix(script[i+1:], "\r\n"):
-			line++
-			i += 3
-		case c == '`' && i+1 < len(script) && (script[i+1] == '\n' || script[i+1] == '\r'):
-			line++
-			i += 2
-		case strings.HasPrefix(script[i:], "<#"):
-			j := strings.Index(script[i:], "#>")
-			if j < 0 {
-				return nil, fmt.Errorf("line %d: the block comment <# is never closed", line)
+		if n, err := psSpace(script[i:]); err != nil || n > 0 {
+			if err != nil {
+				return nil, fmt.Errorf("line %d: %w", line, err)
 			}
-			line += strings.Count(script[i:i+j], "\n")
-			i += j + 2
-		case c == '#':
-			for i < len(script) && script[i] != '\n' {
-				i++
+			line += strings.Count(script[i:i+n], "\n")
+			i += n
+			continue
+		}
+		switch c := script[i]; c {
+		case '\n', ';':
+			if c == '\n' {
+				line++
 			}
-		case c == '<':
+			if len(cur) > 0 {
+				out, cur = append(out, cur), []psWord{}
+			}
+			i++
+		case '<':
 			tag, _, _ := strings.Cut(script[i:], "\n")
 			return nil, fmt.Errorf("line %d: %q: PowerShell reserves the '<' operator, so a tag inside the script does not parse", line, strings.TrimSpace(tag))
 		default:
@@ -185,8 +168,37 @@ func psStatements(script string) ([][]psWord, error) {
 			i += n
 		}
 	}
-	end()
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
 	return out, nil
+}
+
+// psSpace is how much of s is space between words: blanks, a backtick
+// that continues the line, a comment to the end of the line (not the
+// newline) or a block comment; 0 when s starts with something else.
+func psSpace(s string) (int, error) {
+	switch {
+	case s[0] == ' ' || s[0] == '\t' || s[0] == '\r':
+		return 1, nil
+	case strings.HasPrefix(s, "`\r\n"):
+		return 3, nil
+	case strings.HasPrefix(s, "`\n") || strings.HasPrefix(s, "`\r"):
+		return 2, nil
+	case strings.HasPrefix(s, "<#"):
+		j := strings.Index(s, "#>")
+		if j < 0 {
+			return 0, fmt.Errorf("the block comment <# is never closed")
+		}
+		return j + 2, nil
+	case s[0] == '#':
+		n := strings.IndexByte(s, '\n')
+		if n < 0 {
+			return len(s), nil
+		}
+		return n, nil
+	}
+	return 0, nil
 }
 
 // psReadWord reads one word: bare text, a single-quoted string (two
@@ -373,17 +385,8 @@ var psAssign = regexp.MustCompile(`^(?:\[[A-Za-z.\[\]]+\]\s*)?\$((?i:env:)?[A-Za
 // any case and shortened to a unique prefix; a value without a name goes
 // to the next parameter not bound, in declared order.
 func psBootstrapCall(st []psWord, vars map[string]string) (WindowsBootstrap, bool) {
-	words := st
-	switch {
-	case len(words) > 1 && (words[0].text == "&" || words[0].text == "."):
-		words = words[1:]
-	case len(words[0].text) > 1 && (words[0].text[0] == '&' || words[0].text[0] == '.' && words[0].text[1] == '$'):
-		// &$script, with no space
-		rest := words[0].text[1:]
-		words = append([]psWord{{value: rest, text: rest}}, words[1:]...)
-	}
-	target, _ := psExpand(words[0], vars)
-	if !strings.HasSuffix(strings.ToLower(strings.ReplaceAll(target, "/", `\`)), `\`+windowsScriptName) && strings.ToLower(target) != windowsScriptName {
+	words, ok := psCallOfScript(st, vars)
+	if !ok {
 		return WindowsBootstrap{}, false
 	}
 	texts := make([]string, len(st))
@@ -391,59 +394,12 @@ func psBootstrapCall(st []psWord, vars map[string]string) (WindowsBootstrap, boo
 		texts[i] = w.text
 	}
 	call := WindowsBootstrap{Text: strings.Join(texts, " "), Params: map[string]string{}}
-	args := words[1:]
-	var positional []string
-	for i := 0; i < len(args); i++ {
-		w := args[i]
-		switch {
-		case w.text == "|":
-			i = len(args) // a pipeline: what follows is another command's
-			continue
-		case psRedirection.MatchString(w.text):
-			if strings.HasSuffix(w.text, ">") || strings.HasSuffix(w.text, ">>") {
-				i++ // the file redirected to
-			}
-			continue
-		case strings.HasPrefix(w.text, "@") && !w.quoted:
-			call.Unsure = fmt.Sprintf("its parameters are splatted (%s), which is not read here", w.text)
-			return call, true
-		case !strings.HasPrefix(w.text, "-") || len(w.text) < 2 || !isLetter(w.text[1]):
-			v, _ := psExpand(w, vars)
-			positional = append(positional, v)
-			continue
-		}
-		name, inline, hasInline := strings.Cut(w.text[1:], ":")
-		param, why := psParameter(name)
-		if why != "" {
-			call.Fails = why
-			return call, true
-		}
-		if hasInline {
-			v, _, err := psReadWord(inline)
-			if err != nil {
-				call.Fails = err.Error()
-				return call, true
-			}
-			call.Params[param], _ = psExpand(v, vars)
-			continue
-		}
-		if i+1 >= len(args) {
-			call.Fails = fmt.Sprintf("-%s is given no value (PowerShell stops: missing an argument for parameter '%s')", name, param)
-			return call, true
-		}
-		i++
-		v, _ := psExpand(args[i], vars)
-		call.Params[param] = v
+	positional, stop := call.bindNamed(words[1:], vars)
+	if stop {
+		return call, true
 	}
 	for _, v := range positional {
-		bound := false
-		for _, p := range WindowsBootstrapParameters {
-			if _, ok := call.Params[p]; !ok {
-				call.Params[p], bound = v, true
-				break
-			}
-		}
-		if !bound {
+		if !call.bindNext(v) {
 			call.Fails = fmt.Sprintf("a positional value %q matches no parameter (PowerShell stops)", v)
 			return call, true
 		}
@@ -454,6 +410,81 @@ func psBootstrapCall(st []psWord, vars map[string]string) (WindowsBootstrap, boo
 	}
 	call.KubeletArgs = ServiceWords(call.Params["KubeletExtraArgs"])
 	return call, true
+}
+
+// psCallOfScript returns the words of a statement that runs
+// Start-EKSBootstrap.ps1, the script's first: `& SCRIPT ...`,
+// `. SCRIPT ...`, `&$script ...` or `SCRIPT ...`.
+func psCallOfScript(st []psWord, vars map[string]string) ([]psWord, bool) {
+	words := st
+	switch first := words[0].text; {
+	case len(words) > 1 && (first == "&" || first == "."):
+		words = words[1:]
+	case len(first) > 1 && (first[0] == '&' || first[0] == '.' && first[1] == '$'):
+		words = append([]psWord{{value: first[1:], text: first[1:]}}, words[1:]...)
+	}
+	target, _ := psExpand(words[0], vars)
+	target = strings.ToLower(strings.ReplaceAll(target, "/", `\`))
+	return words, strings.HasSuffix(target, `\`+windowsScriptName) || target == windowsScriptName
+}
+
+// bindNamed binds -Name value and -Name:value arguments and returns the
+// values given without a name; stop when binding ended the call (Fails
+// or Unsure says why). A pipe ends the arguments; redirections are not
+// arguments.
+func (call *WindowsBootstrap) bindNamed(args []psWord, vars map[string]string) (positional []string, stop bool) {
+	for i := 0; i < len(args); i++ {
+		w := args[i]
+		switch {
+		case w.text == "|":
+			return positional, false // a pipeline: what follows is another command's
+		case psRedirection.MatchString(w.text):
+			if strings.HasSuffix(w.text, ">") {
+				i++ // the file redirected to
+			}
+			continue
+		case strings.HasPrefix(w.text, "@") && !w.quoted:
+			call.Unsure = fmt.Sprintf("its parameters are splatted (%s), which is not read here", w.text)
+			return nil, true
+		case !strings.HasPrefix(w.text, "-") || len(w.text) < 2 || !isLetter(w.text[1]):
+			v, _ := psExpand(w, vars)
+			positional = append(positional, v)
+			continue
+		}
+		name, inline, hasInline := strings.Cut(w.text[1:], ":")
+		param, why := psParameter(name)
+		switch {
+		case why != "":
+			call.Fails = why
+			return nil, true
+		case hasInline:
+			v, _, err := psReadWord(inline)
+			if err != nil {
+				call.Fails = err.Error()
+				return nil, true
+			}
+			call.Params[param], _ = psExpand(v, vars)
+		case i+1 >= len(args):
+			call.Fails = fmt.Sprintf("-%s is given no value (PowerShell stops: missing an argument for parameter '%s')", name, param)
+			return nil, true
+		default:
+			i++
+			call.Params[param], _ = psExpand(args[i], vars)
+		}
+	}
+	return positional, false
+}
+
+// bindNext binds a value given without a name to the first parameter not
+// bound yet, in declared order; false when every one is.
+func (call *WindowsBootstrap) bindNext(v string) bool {
+	for _, p := range WindowsBootstrapParameters {
+		if _, ok := call.Params[p]; !ok {
+			call.Params[p] = v
+			return true
+		}
+	}
+	return false
 }
 
 // psRedirection matches a redirection word: >, >>, 2>, 3>&1, *>&1, 2>file.

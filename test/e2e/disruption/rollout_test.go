@@ -196,4 +196,3 @@ func countAll(m map[string]map[string]bool) int {
 	}
 	return n
 }
-
