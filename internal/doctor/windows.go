@@ -87,10 +87,6 @@ func windowsIPAMRule(r *Report, in Input) {
 // good as Linux for them to the scheduler, and a Linux image does not run
 // there.
 func windowsPlacementRule(r *Report, plan *scheduling.Plan) {
-	type placed struct {
-		pod  *corev1.Pod
-		pool string
-	}
 	var items, windowsImages []placed
 	for _, c := range plan.NodeClaims {
 		if c.InstanceType == nil {
@@ -109,26 +105,16 @@ func windowsPlacementRule(r *Report, plan *scheduling.Plan) {
 			}
 		}
 	}
-	for _, g := range state.GroupPods(windowsImages, func(it placed) *corev1.Pod { return it.pod }, func(it placed) string { return it.pool }) {
-		pool := ""
-		for _, it := range windowsImages {
-			if it.pod == g.Pods[0] {
-				pool = it.pool
-			}
-		}
+	for _, pg := range groupByPool(windowsImages) {
+		g, pool := pg.group, pg.pool
 		r.add(Finding{Code: CodeWindowsPodOnLinux, Severity: Warning, Object: groupObject(g),
 			Message: fmt.Sprintf("%s run the Windows image %s and are planned onto Linux nodes of NodePool %s: they do not select kubernetes.io/os, and a Windows image does not run on Linux",
 				describeGroup(g), windowsImage(g.Pods[0]), pool),
 			Evidence: podNames(g) + ": no kubernetes.io/os in nodeSelector or required node affinity",
 			Fix:      "set nodeSelector kubernetes.io/os: windows in the workload's pod template, with a toleration of the Windows NodePool's taints; create a NodePool of a Windows EC2NodeClass (amiFamily Windows2022, alias windows2022@latest) if there is none"})
 	}
-	for _, g := range state.GroupPods(items, func(it placed) *corev1.Pod { return it.pod }, func(it placed) string { return it.pool }) {
-		pool := ""
-		for _, it := range items {
-			if it.pod == g.Pods[0] {
-				pool = it.pool
-			}
-		}
+	for _, pg := range groupByPool(items) {
+		g, pool := pg.group, pg.pool
 		r.add(Finding{Code: CodeLinuxPodOnWindows, Severity: Warning, Object: groupObject(g),
 			Message: fmt.Sprintf("%s are planned onto Windows nodes of NodePool %s: they do not select kubernetes.io/os, so Windows nodes are as good as Linux ones for them, and a Linux container image does not run on Windows",
 				describeGroup(g), pool),
@@ -136,6 +122,32 @@ func windowsPlacementRule(r *Report, plan *scheduling.Plan) {
 			Fix: fmt.Sprintf("add nodeSelector kubernetes.io/os: linux to the workload's pod template (or kubernetes.io/os: windows if it is a Windows image), or taint NodePool %s (%s) and give the Windows workloads the toleration",
 				pool, windowsPoolTaintSuggestion)})
 	}
+}
+
+// placed is a pod the plan puts on a NodePool's new node.
+type placed struct {
+	pod  *corev1.Pod
+	pool string
+}
+
+// poolGroup is a workload's pods planned onto one NodePool.
+type poolGroup struct {
+	group state.PodGroup
+	pool  string
+}
+
+// groupByPool groups placed pods by workload and NodePool.
+func groupByPool(items []placed) []poolGroup {
+	groups := state.GroupPods(items, func(it placed) *corev1.Pod { return it.pod }, func(it placed) string { return it.pool })
+	poolOf := make(map[*corev1.Pod]string, len(items))
+	for _, it := range items {
+		poolOf[it.pod] = it.pool
+	}
+	out := make([]poolGroup, 0, len(groups))
+	for _, g := range groups {
+		out = append(out, poolGroup{group: g, pool: poolOf[g.Pods[0]]})
+	}
+	return out
 }
 
 // windowsRoleFinding checks a Windows EC2NodeClass's role mapping or

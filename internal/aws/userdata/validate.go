@@ -541,14 +541,19 @@ func (v *validation) joinedOption(raw, name, value string, first bool) {
 // userCallsBootstrap reports AL2 user data that runs bootstrap.sh itself,
 // registering the node before nodewright's own call can.
 func (v *validation) userCallsBootstrap(c Command, taints []string) {
-	registers := "without any taint"
-	if len(taints) > 0 {
-		registers = "with only " + strings.Join(taints, ", ")
-	}
+	registers := registersWith(taints)
 	v.add(CodeUserCallsBootstrap, Error,
 		fmt.Sprintf("the user data runs %s itself: it starts the kubelet before the bootstrap.sh call nodewright generates, and the node registers %s — not with %s or the NodePool's taints — so it would never be matched to its NodeClaim",
 			c.Name, registers, UnregisteredTaint),
 		"remove the bootstrap.sh call from spec.userData; put kubelet settings in the EC2NodeClass's spec.kubelet and taints in the NodePool's startupTaints (or taints)")
+}
+
+// registersWith says what a kubelet registers with, for messages.
+func registersWith(taints []string) string {
+	if len(taints) == 0 {
+		return "without any taint"
+	}
+	return "with only " + strings.Join(taints, ", ")
 }
 
 func (v *validation) bottlerocket(body []byte) {

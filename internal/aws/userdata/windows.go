@@ -350,7 +350,7 @@ func psExpand(w psWord, vars map[string]string) (string, bool) {
 		return w.value, true
 	}
 	ok := true
-	out := regexp.MustCompile(`\$\{([^}]+)\}`).ReplaceAllStringFunc(w.value, func(ref string) string {
+	out := psReference.ReplaceAllStringFunc(w.value, func(ref string) string {
 		v, known := vars[ref[2:len(ref)-1]]
 		ok = ok && known
 		return v
@@ -376,6 +376,9 @@ func psAssignment(st []psWord, vars map[string]string) (string, string, bool) {
 	value, known := psExpand(w, vars)
 	return strings.ToLower(m[1]), value, known
 }
+
+// psReference is a variable a double-quoted string left as ${name}.
+var psReference = regexp.MustCompile(`\$\{([^}]+)\}`)
 
 var psAssign = regexp.MustCompile(`^(?:\[[A-Za-z.\[\]]+\]\s*)?\$((?i:env:)?[A-Za-z_][A-Za-z0-9_]*)\s*=\s*(\S.*)$`)
 

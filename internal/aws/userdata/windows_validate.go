@@ -144,11 +144,7 @@ func (v *validation) windowsUnparsable(userData, why string) {
 // windowsUserCallsBootstrap reports Windows user data that runs
 // Start-EKSBootstrap.ps1 itself: the node joins before nodewright's call.
 func (v *validation) windowsUserCallsBootstrap(call WindowsBootstrap) {
-	taints := lastTaints(call.KubeletArgs)
-	registers := "without any taint"
-	if len(taints) > 0 {
-		registers = "with only " + strings.Join(taints, ", ")
-	}
+	registers := registersWith(lastTaints(call.KubeletArgs))
 	v.add(CodeWindowsUserCallsBootstrap, Error,
 		fmt.Sprintf("spec.userData runs Start-EKSBootstrap.ps1 itself (`%s`): it starts the kubelet before the call nodewright generates, and the node registers %s — not with %s or the NodePool's taints — so it would never be matched to its NodeClaim",
 			call.Text, registers, UnregisteredTaint),
