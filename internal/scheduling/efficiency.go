@@ -41,7 +41,11 @@ func (pl *pool) shapesFor(key string, types []*InstanceType, reqs Requirements, 
 			continue
 		}
 		sh.price[it] = o.Price
-		if share := share(requests, it.Allocatable); share > 0 {
+		// The pod's share of what a new node leaves pods once the
+		// DaemonSets every node runs have theirs: a node's fixed
+		// overhead makes its small types dearer per pod than their
+		// allocatable says.
+		if share := share(requests, it.Allocatable.Sub(pl.daemon)); share > 0 {
 			costs[i] = o.Price * share
 			best = min(best, costs[i])
 		}

@@ -50,15 +50,23 @@ func packItems(requests []Resources) []packItem {
 }
 
 // packTypes makes bins of a pool's instance types: allocatable less the
-// DaemonSet overhead, at the cheapest offering reqs allow.
+// DaemonSet overhead, at the cheapest offering reqs allow plus
+// nodeTieBreak.
 func (pl *pool) packTypes(types []*InstanceType, reqs Requirements) []packType {
 	out := make([]packType, len(types))
 	for i, it := range types {
 		o, _ := it.CheapestOffering(reqs)
-		out[i] = packType{room: it.Allocatable.Sub(pl.daemon), price: o.Price}
+		out[i] = packType{room: it.Allocatable.Sub(pl.daemon), price: o.Price + nodeTieBreak}
 	}
 	return out
 }
+
+// nodeTieBreak is what the packing adds to every node's hourly price: far
+// below any difference of price EC2 has (a ten-thousandth of a dollar),
+// it makes the fewer nodes win where two packings cost the same (two
+// m5.large or one m5.xlarge): fewer kubelets, fewer addresses, less for
+// the API server to watch.
+const nodeTieBreak = 1e-7
 
 // packType is an instance type as a bin: the room pods have on one node
 // and its price.
