@@ -4,7 +4,7 @@ SHELL := /usr/bin/env bash -o pipefail
 GOLANGCI_LINT_VERSION := v2.15.0
 LINT := bin/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
-.PHONY: all build test e2e-moto generate verify lint controlplane clean bench bench-e2e bench-reference crash sim image chart
+.PHONY: all build test e2e-moto generate verify lint controlplane clean bench bench-e2e bench-reference bench-reference-speed crash sim image chart
 
 all: build
 
@@ -69,7 +69,14 @@ bench-e2e: build controlplane ## Per size of BENCH_E2E_PODS: nodewright's time t
 	go build -o bin/benche2e ./hack/benche2e
 	./bin/benche2e -nodewright bin/nodewright -pods "$$(echo $(BENCH_E2E_PODS) | tr ' ' ,)" $(BENCH_E2E_FLAGS)
 
-bench-reference: build controlplane ## bench-e2e with the reference autoscaler (its KWOK provider, built from its module) on the same control plane and workload beside nodewright's runs
+BENCH_REFERENCE_FLAGS ?=
+
+bench-reference: build controlplane ## nodewright and the reference autoscaler (its KWOK provider, built from its module) on nodewright's catalog, side by side per workload: $$/h, nodes, time, provisioning and consolidation after a scale-down (BENCH_REFERENCE_FLAGS: -runs, -workloads, -quiet)
+	./hack/reference/build.sh
+	go build -o bin/benchref ./hack/benchref
+	./bin/benchref -nodewright bin/nodewright -reference bin/reference $(BENCH_REFERENCE_FLAGS)
+
+bench-reference-speed: build controlplane ## bench-e2e with the reference autoscaler (its own catalog) on the same control plane and workload beside nodewright's runs
 	./hack/reference/build.sh
 	go build -o bin/benche2e ./hack/benche2e
 	./bin/benche2e -nodewright bin/nodewright -pods "$$(echo $(BENCH_E2E_PODS) | tr ' ' ,)" -reference bin/reference $(BENCH_E2E_FLAGS)

@@ -35,8 +35,8 @@ type kwokType struct {
 }
 
 type kwokOffering struct {
-	Price        float64                           `json:"Price"`
-	Available    bool                              `json:"Available"`
+	Price        float64                          `json:"Price"`
+	Available    bool                             `json:"Available"`
 	Requirements []corev1.NodeSelectorRequirement `json:"Requirements"`
 }
 

@@ -30,7 +30,7 @@ func runNodewright(ctx context.Context, cfg config, assets, program, workDir str
 		return r
 	}
 	defer func() { _ = sim.Stop() }()
-	if r.err = sim.Apply(ctx, "pool", []byte(nodewrightPool)); r.err != nil {
+	if r.err = sim.Apply(ctx, "pool", append([]byte(nodewrightPool), w.daemonSets()...)); r.err != nil {
 		return r
 	}
 	look := func(start time.Time) func() (view, error) {
@@ -74,7 +74,7 @@ func runReference(ctx context.Context, cfg config, assets, dir, types, workDir s
 		return r
 	}
 	defer ref.Stop()
-	if r.err = refrun.Apply(ctx, ref.Kube, []byte(referencePool)); r.err != nil {
+	if r.err = refrun.Apply(ctx, ref.Kube, append([]byte(referencePool), w.daemonSets()...)); r.err != nil {
 		return r
 	}
 	look := func() (view, error) { return referenceView(ctx, ref.Kube, p) }

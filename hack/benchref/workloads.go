@@ -77,7 +77,7 @@ func (a app) count(down bool) int {
 	return a.replicas
 }
 
-// manifest is the workload's objects, scaled down or not.
+// manifest is the workload's Deployments, scaled down or not.
 func (w workload) manifest(down bool) []byte {
 	var b strings.Builder
 	for _, a := range w.apps {
@@ -93,6 +93,16 @@ spec:
     spec:
 %s`, a.name, a.count(down), a.name, a.name, a.podSpec())
 	}
+	return []byte(b.String())
+}
+
+// daemonSets are the workload's DaemonSets: applied with the NodePool,
+// before the Deployments, as a cluster has them before its workloads, and
+// of priority system-node-critical, as node agents are: kube-scheduler
+// binds pods to a new node in its own order, and a DaemonSet's pod that
+// finds its node full takes its room back by preemption.
+func (w workload) daemonSets() []byte {
+	var b strings.Builder
 	for _, d := range w.daemons {
 		fmt.Fprintf(&b, `---
 apiVersion: apps/v1
@@ -103,6 +113,7 @@ spec:
   template:
     metadata: {labels: {app: %s}}
     spec:
+      priorityClassName: system-node-critical
 %s`, d.name, d.name, d.name, d.podSpec())
 	}
 	return []byte(b.String())

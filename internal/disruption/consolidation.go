@@ -331,8 +331,9 @@ func (d *decider) balanced(c *Command) (float64, bool) {
 	return (c.Savings / cost) / (float64(c.Pods) / float64(pods)), true
 }
 
-// cheaper narrows a planned replacement to the instance types whose
-// cheapest offering costs less than price; nil when none does, or fewer
+// cheaper narrows a planned replacement to the instance types that cost
+// less than price wherever the launch lands (their worst launch price:
+// the dearest zone the replacement may take); nil when none does, or fewer
 // than the NodePool's minValues for instance types. It also returns how
 // many types remain.
 func cheaper(planned *scheduling.PlannedNodeClaim, price float64, np *v1.NodePool) (*scheduling.PlannedNodeClaim, int) {
@@ -341,7 +342,8 @@ func cheaper(planned *scheduling.PlannedNodeClaim, price float64, np *v1.NodePoo
 	var first scheduling.Offering
 	for _, it := range planned.InstanceTypes {
 		o, ok := it.CheapestOffering(planned.Requirements)
-		if !ok || o.Price >= price {
+		worst, _ := it.WorstLaunchPrice(planned.Requirements)
+		if !ok || worst >= price {
 			continue
 		}
 		if len(types) == 0 {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/scheduling"
@@ -189,6 +191,16 @@ func Decide(s *state.Snapshot, opts Options) *Decision {
 	}
 	d.consolidate(d.leaveStatic(candidates))
 	d.explainRest(s)
+	// Every NodePool's allowance for every method that ran, whether or
+	// not the round looked at its nodes: the allowed disruptions gauge
+	// has a series for each.
+	for pool := range s.Pools {
+		for _, reason := range []v1.DisruptionReason{v1.DisruptionReasonUnhealthy, v1.DisruptionReasonDrifted, v1.DisruptionReasonEmpty, v1.DisruptionReasonUnderutilized} {
+			if opts.runs(reason) {
+				d.allowance(pool, reason)
+			}
+		}
+	}
 	for _, pools := range d.allowSet {
 		for _, a := range pools {
 			d.out.Allowances = append(d.out.Allowances, a)
@@ -588,7 +600,8 @@ func hardBlockers(n *state.Node, forceful bool) []state.Blocker {
 	return out
 }
 
-// drift replaces one drifted NodeClaim: empty ones first, then the oldest.
+// drift replaces one drifted NodeClaim: empty ones first, then the one
+// that drifted first, then the oldest.
 func (d *decider) drift(candidates []*state.Node) {
 	var found []*state.Node
 	for _, n := range candidates {
@@ -607,7 +620,7 @@ func (d *decider) drift(candidates []*state.Node) {
 		found = append(found, n)
 	}
 	slices.SortFunc(found, func(a, b *state.Node) int {
-		return cmp.Or(cmp.Compare(len(a.Reschedulable()), len(b.Reschedulable())), oldestFirst(a, b))
+		return cmp.Or(cmp.Compare(len(a.Reschedulable()), len(b.Reschedulable())), driftedAt(a, d.s.Now).Compare(driftedAt(b, d.s.Now)), oldestFirst(a, b))
 	})
 	for _, n := range found {
 		if a := d.allowance(n.NodePool, v1.DisruptionReasonDrifted); a.Allowed < 1 {
@@ -628,6 +641,17 @@ func (d *decider) drift(candidates []*state.Node) {
 		d.leaveNext(found, v1.DisruptionReasonDrifted)
 		return
 	}
+}
+
+// driftedAt is when the NodeClaim's Drifted condition turned True; now
+// for drift not written on it yet.
+func driftedAt(n *state.Node, now time.Time) time.Time {
+	if n.NodeClaim != nil {
+		if c := meta.FindStatusCondition(n.NodeClaim.Status.Conditions, v1.ConditionDrifted); c != nil && c.Status == metav1.ConditionTrue {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return now
 }
 
 // leaveNext leaves the nodes a method found and did not take to a later

@@ -62,6 +62,26 @@ func (it *InstanceType) CheapestOffering(reqs Requirements) (Offering, bool) {
 	return best, found
 }
 
+// WorstLaunchPrice is the highest price a launch of the type may pay
+// under the requirements: of the offerings of the capacity type its
+// cheapest offering has (a launch that may use spot uses spot), the
+// dearest in the zones allowed. A launch is free to take any of those
+// zones, so a consolidation saves money only where even that price is
+// below what it removes.
+func (it *InstanceType) WorstLaunchPrice(reqs Requirements) (float64, bool) {
+	cheapest, ok := it.CheapestOffering(reqs)
+	if !ok {
+		return 0, false
+	}
+	zones, worst := reqs[LabelZone], cheapest.Price
+	for _, o := range it.Offerings {
+		if o.Available && o.CapacityType == cheapest.CapacityType && o.ReservationID == cheapest.ReservationID && (zones == nil || zones.Has(o.Zone)) {
+			worst = max(worst, o.Price)
+		}
+	}
+	return worst, true
+}
+
 // onlyReserved reports whether a capacity type requirement allows reserved
 // capacity and nothing else.
 func onlyReserved(r *Requirement) bool {
