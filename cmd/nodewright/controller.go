@@ -111,7 +111,7 @@ control plane.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&cloud, "cloud", "aws", "aws, or sim for a simulated account with simulated kubelets")
-	f.StringVar(&coreGates, "feature-gates", "", "feature gates, NAME=true|false,...: PodDeletionCostManagement (write controller.kubernetes.io/pod-deletion-cost on the ReplicaSet pods of nodewright's nodes, those disruption takes first lowest; default false), CapacityBuffer (CapacityBuffers keep room for pods to come; default false)")
+	f.StringVar(&coreGates, "feature-gates", "", "feature gates, NAME=true|false,...: PodDeletionCostManagement (write controller.kubernetes.io/pod-deletion-cost on the ReplicaSet pods of nodewright's nodes, those disruption takes first lowest; default false), CapacityBuffer (CapacityBuffers keep room for pods to come; default false), SpotToSpotConsolidation (consolidation replaces spot nodes with cheaper spot nodes; default false)")
 	f.StringVar(&gates, "aws-feature-gates", "", "AWS feature gates, NAME=true|false,...: NodeClassCEL (EC2NodeClass spec.kubelet may hold CEL expressions; default false), RebootForRepair (node repair reboots a node whose kernel, container runtime or network fails before it replaces it; default false)")
 	f.StringVar(&schedulerConfig, "scheduler-config", "", "kube-scheduler's configuration file (a KubeSchedulerConfiguration, or podTopologySpread.defaultConstraints): pods that set no topology spread constraints are planned spread by its default constraints")
 	f.StringVar(&cfg.ClusterName, "cluster-name", "", "the EKS cluster's name (required)")
@@ -295,7 +295,7 @@ func awsFeatureGates(cfg *operator.Config, value string) error {
 
 // featureGates sets the feature gates of --feature-gates.
 func featureGates(cfg *operator.Config, value string) error {
-	return setGates("--feature-gates", value, map[string]*bool{"PodDeletionCostManagement": &cfg.PodDeletionCostManagement, "CapacityBuffer": &cfg.CapacityBuffer})
+	return setGates("--feature-gates", value, map[string]*bool{"PodDeletionCostManagement": &cfg.PodDeletionCostManagement, "CapacityBuffer": &cfg.CapacityBuffer, "SpotToSpotConsolidation": &cfg.SpotToSpotConsolidation})
 }
 
 // setGates reads NAME=true|false,... into the gates; a gate not among

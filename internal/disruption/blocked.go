@@ -115,6 +115,9 @@ var blockedSays = map[BlockedReason]func(Blocked) string{
 		return fmt.Sprintf("no cheaper placement: cheapest replacement $%.4f/h, now $%.4f/h", b.Replacement, b.Now)
 	},
 	BlockedSpotDiversity: func(b Blocked) string {
+		if b.MinTypes == 0 {
+			return "replacing spot nodes with cheaper spot nodes needs the SpotToSpotConsolidation feature gate (--feature-gates SpotToSpotConsolidation=true); without it a spot node is only deleted, when its pods fit elsewhere"
+		}
 		return fmt.Sprintf("a spot replacement would have %d cheaper spot instance types, fewer than the %d that keep it diverse", b.Types, b.MinTypes)
 	},
 	BlockedPriceUnknown: func(Blocked) string {

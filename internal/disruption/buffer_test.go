@@ -42,7 +42,7 @@ func (c *cluster) snapshot() *state.Snapshot {
 // (its controller has not made it ready) keeps no room.
 func TestCapacityBufferKeepsRoom(t *testing.T) {
 	c := newCluster(t)
-	c.node("spare", "m5.large")
+	c.node("spare", "m5.large", onDemand)
 	if d := c.decide(); !strings.HasPrefix(commands(d), "Empty[spare]") {
 		t.Fatalf("without a buffer the empty node goes: %q", commands(d))
 	}
@@ -58,7 +58,7 @@ func TestCapacityBufferKeepsRoom(t *testing.T) {
 	// never removed without one.
 	d := c.decide()
 	if strings.Contains(commands(d), "Empty") || len(d.Commands) != 1 || len(d.Commands[0].Replacements) != 1 || d.Commands[0].Pods != 3 {
-		t.Errorf("a node holding buffer pods: %q, want it replaced by a cheaper one for the 3 pods", commands(d))
+		t.Errorf("a node holding buffer pods: %q (%s), want it replaced by a cheaper one for the 3 pods", commands(d), blocked(d, "spare"))
 	}
 
 	c.objs.CapacityBuffers[0].Status.Replicas = ptr.To(int32(6))

@@ -263,6 +263,9 @@ func (d *decider) evaluateUpTo(cands []candidate, most int) (*Command, Blocked) 
 		return nil, Blocked{Reason: BlockedPodsDoNotFit, Pod: plan.Unschedulable[0], Method: v1.DisruptionReasonUnderutilized}
 	}
 	cmd := &Command{Reason: v1.DisruptionReasonUnderutilized, Nodes: nodes, PricePerHour: price, Pods: pods, Moves: plan.Existing}
+	if allSpot && !d.opts.SpotToSpot && slices.ContainsFunc(plan.NodeClaims, mayBeSpot) {
+		return nil, Blocked{Reason: BlockedSpotDiversity, Method: v1.DisruptionReasonUnderutilized}
+	}
 	switch len(plan.NodeClaims) {
 	case 0:
 	case 1:
@@ -270,8 +273,11 @@ func (d *decider) evaluateUpTo(cands []candidate, most int) (*Command, Blocked) 
 		if repl == nil {
 			return nil, Blocked{Reason: BlockedNoCheaperPlacement, Now: price, Replacement: plan.NodeClaims[0].Offering.Price, Method: v1.DisruptionReasonUnderutilized}
 		}
-		if allSpot && repl.Offering.CapacityType == v1.CapacityTypeSpot && types < d.opts.SpotToSpotMinTypes {
-			return nil, Blocked{Reason: BlockedSpotDiversity, Types: types, MinTypes: d.opts.SpotToSpotMinTypes, Method: v1.DisruptionReasonUnderutilized}
+		if allSpot && repl.Offering.CapacityType == v1.CapacityTypeSpot {
+			if types < d.opts.SpotToSpotMinTypes {
+				return nil, Blocked{Reason: BlockedSpotDiversity, Types: types, MinTypes: d.opts.SpotToSpotMinTypes, Method: v1.DisruptionReasonUnderutilized}
+			}
+			repl = cheapestTypes(repl, max(d.opts.SpotToSpotMinTypes, minInstanceTypes(d.s.Pools[repl.NodePool])))
 		}
 		cmd.Replacements = []*scheduling.PlannedNodeClaim{repl}
 		cmd.ReplacementPrice = repl.Offering.Price
@@ -360,6 +366,40 @@ func cheaper(planned *scheduling.PlannedNodeClaim, price float64, np *v1.NodePoo
 	out.Requirements[scheduling.LabelInstanceType] = scheduling.NewRequirement(scheduling.LabelInstanceType, corev1.NodeSelectorOpIn, names...)
 	out.InstanceTypes, out.InstanceType, out.Offering = types, types[0], first
 	return &out, len(types)
+}
+
+// mayBeSpot reports whether a replacement may launch as spot.
+func mayBeSpot(c *scheduling.PlannedNodeClaim) bool {
+	r := c.Requirements[v1.LabelCapacityType]
+	return r == nil || r.Has(v1.CapacityTypeSpot)
+}
+
+// cheapestTypes keeps a replacement's n cheapest instance types (by their
+// cheapest offering under its requirements).
+func cheapestTypes(planned *scheduling.PlannedNodeClaim, n int) *scheduling.PlannedNodeClaim {
+	if n <= 0 || len(planned.InstanceTypes) <= n {
+		return planned
+	}
+	types := slices.Clone(planned.InstanceTypes)
+	price := func(it *scheduling.InstanceType) float64 {
+		o, _ := it.CheapestOffering(planned.Requirements)
+		return o.Price
+	}
+	slices.SortStableFunc(types, func(a, b *scheduling.InstanceType) int { return cmp.Compare(price(a), price(b)) })
+	types = types[:n]
+	names := make([]string, len(types))
+	for i, it := range types {
+		names[i] = it.Name
+	}
+	out := *planned
+	out.Requirements = planned.Requirements.Copy()
+	out.Requirements[scheduling.LabelInstanceType] = scheduling.NewRequirement(scheduling.LabelInstanceType, corev1.NodeSelectorOpIn, names...)
+	out.InstanceTypes = types
+	if !slices.Contains(types, out.InstanceType) {
+		out.InstanceType = types[0]
+		out.Offering, _ = types[0].CheapestOffering(out.Requirements)
+	}
+	return &out
 }
 
 func minInstanceTypes(np *v1.NodePool) int {

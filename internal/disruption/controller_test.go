@@ -132,7 +132,7 @@ func startController(t *testing.T) *env {
 	e.recorder.IncludeObject = true
 	e.ctrl = &disruption.Controller{
 		Client: kube, NodeClasses: classes{kube: kube, types: types}, Registrations: nodepoolhealth.NewRegistrations(), Recorder: e.recorder, Clock: e.clock, Log: logr.Discard(),
-		Config: disruption.Config{Options: disruption.DefaultOptions(), Poll: time.Second, ValidationDelay: 15 * time.Second, ReplacementTimeout: 10 * time.Minute},
+		Config: disruption.Config{Options: spotToSpot(disruption.DefaultOptions()), Poll: time.Second, ValidationDelay: 15 * time.Second, ReplacementTimeout: 10 * time.Minute},
 	}
 	ctx := context.Background()
 	class := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: awsv1.EC2NodeClassSpec{
@@ -455,4 +455,11 @@ func TestDriftPausesWhenReplacementsKeepFailing(t *testing.T) {
 	if tainted(t, e.kube, "old") {
 		t.Error("the drifted node stays tainted; it keeps serving")
 	}
+}
+
+// spotToSpot turns the SpotToSpotConsolidation gate on, as the reference's
+// suite runs.
+func spotToSpot(o disruption.Options) disruption.Options {
+	o.SpotToSpot = true
+	return o
 }

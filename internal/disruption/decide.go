@@ -37,8 +37,15 @@ type Options struct {
 	// MaxSingleNode caps how many nodes single-node consolidation looks at
 	// in one decision.
 	MaxSingleNode int
+	// SpotToSpot is the SpotToSpotConsolidation feature gate: spot nodes
+	// may be replaced by cheaper spot nodes (without it they are only
+	// deleted).
+	SpotToSpot bool
 	// SpotToSpotMinTypes is how many cheaper spot instance types a spot
-	// node's spot replacement needs, to stay diverse.
+	// node's spot replacement needs, to stay diverse; the replacement
+	// lists that many of the cheapest (or the NodePool's minValues for
+	// instance types, if more), so it does not land on a type barely
+	// cheaper and get replaced again.
 	SpotToSpotMinTypes int
 	// DriftPaused are the NodePools whose drifted nodes are not replaced
 	// (their replacements kept failing), with why.

@@ -117,7 +117,9 @@ func (c *cluster) cheapestSpot(need scheduling.Resources) string {
 }
 
 func (c *cluster) decide(opts ...func(*disruption.Options)) *disruption.Decision {
+	// As the reference's suite runs: spot nodes may be replaced by spot.
 	o := disruption.DefaultOptions()
+	o.SpotToSpot = true
 	for _, m := range opts {
 		m(&o)
 	}

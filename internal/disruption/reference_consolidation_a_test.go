@@ -109,16 +109,12 @@ var _ = restate("consolidation_test.go",
 			}
 		}},
 	refCase{ref: rcaCtx + "Metrics > should correctly report invalidated commands for emptiness disruption > when a candidate is blocked by budgets",
-		gap: "a command's budget is checked when it is decided, not again after the validation wait: the NodePool's budget lowered to 0% in between, nodewright still deletes the empty node and counts no failed validation",
 		run: func(t *testing.T) { rcaInvalidated(t, "empty", rcaByBudget) }},
 	refCase{ref: rcaCtx + "Metrics > should correctly report invalidated commands for emptiness disruption > when candidates are filtered out due to pod churn",
-		gap: "the cancelled emptiness command is counted in karpenter_voluntary_disruption_failed_validations_total under consolidation_type=\"single\" (commands of one node), not \"empty\" as the reference labels emptiness",
 		run: func(t *testing.T) { rcaInvalidated(t, "empty", rcaByChurn) }},
 	refCase{ref: rcaCtx + "Metrics > should correctly report invalidated commands for emptiness disruption > when candidates are filtered out due to candidate being nominated",
-		gap: "the cancelled emptiness command is counted in karpenter_voluntary_disruption_failed_validations_total under consolidation_type=\"single\" (commands of one node), not \"empty\" as the reference labels emptiness",
 		run: func(t *testing.T) { rcaInvalidated(t, "empty", rcaByNomination) }},
 	refCase{ref: rcaCtx + "Metrics > should correctly report invalidated commands for multi node disruption > when candidates are blocked by budgets",
-		gap: "a command's budget is checked when it is decided, not again after the validation wait: the NodePool's budget lowered to 0% in between, nodewright still carries the multi-node command out and counts no failed validation",
 		run: func(t *testing.T) { rcaInvalidated(t, "multi", rcaByBudget) }},
 	refCase{ref: rcaCtx + "Metrics > should correctly report invalidated commands for multi node disruption > when candidates are filtered out due to pod churn",
 		better: "karpenter_voluntary_disruption_failed_validations_total{consolidation_type=\"multi\"} counts the one cancelled command once (the reference counts 2: its multi-node search validates again a smaller set); the counter counts commands, as its help says",
@@ -127,7 +123,6 @@ var _ = restate("consolidation_test.go",
 		better: "karpenter_voluntary_disruption_failed_validations_total{consolidation_type=\"multi\"} counts the one cancelled command once (the reference counts 2: its multi-node search validates again a smaller set); the counter counts commands, as its help says",
 		run:    func(t *testing.T) { rcaInvalidated(t, "multi", rcaByNomination) }},
 	refCase{ref: rcaCtx + "Metrics > should correctly report invalidated commands for single node disruption > when a candidate is blocked by budgets",
-		gap: "a command's budget is checked when it is decided, not again after the validation wait: the NodePool's budget lowered to 0% in between, nodewright still replaces the node and counts no failed validation",
 		run: func(t *testing.T) { rcaInvalidated(t, "single", rcaByBudget) }},
 	refCase{ref: rcaCtx + "Metrics > should correctly report invalidated commands for single node disruption > when candidates are filtered out due to pod churn",
 		run: func(t *testing.T) { rcaInvalidated(t, "single", rcaByChurn) }},
@@ -231,13 +226,16 @@ var _ = restate("consolidation_test.go",
 			}
 		}},
 	refCase{ref: rcaCtx + "Replace > cannot replace spot with spot if the spotToSpotConsolidation is disabled",
-		gap: "nodewright has no SpotToSpotConsolidation feature gate: spot-to-spot consolidation is always on (a spot node is replaced by cheaper spot when at least SpotToSpotMinTypes=15 cheaper spot types keep it diverse), and cannot be turned off",
 		run: func(t *testing.T) {
 			c := newCluster(t)
 			c.node("spot", rcaBig)
 			c.pods("spot", 1, "100m", "128Mi")
-			if d := c.decide(); len(d.Commands) != 0 {
-				t.Errorf("spot-to-spot disabled: %q", commands(d))
+			d := c.decide(func(o *disruption.Options) { o.SpotToSpot = false })
+			if len(d.Commands) != 0 || !strings.Contains(blocked(d, "spot"), "SpotToSpotConsolidation") {
+				t.Errorf("spot-to-spot disabled: %q, blocked %q", commands(d), blocked(d, "spot"))
+			}
+			if d := c.decide(); len(d.Commands) != 1 {
+				t.Errorf("spot-to-spot enabled: %q, want the spot node replaced", commands(d))
 			}
 		}},
 	refCase{ref: rcaCtx + "Replace > cannot replace spot with spot if it is part of the 15 cheapest instance types.",
@@ -260,10 +258,8 @@ var _ = restate("consolidation_test.go",
 			}
 		}},
 	refCase{ref: rcaCtx + "Replace > spot to spot consolidation should order the instance types by price before enforcing minimum flexibility.",
-		gap: "a spot-to-spot replacement lists every instance type cheaper than the node (17 of 18 here), not the 15 cheapest (16 with minValues 16) the reference truncates it to; the cheapest is among them and the node's own type is not",
 		run: func(t *testing.T) { rcaSpotTruncation(t, 0, 15) }},
 	refCase{ref: rcaCtx + "Replace > spot to spot consolidation should consider the max of default and minimum number of instanceTypeOptions from minValues in requirement for truncation if minimum number of instanceTypeOptions from minValues in requirement is greater than 15.",
-		gap: "a spot-to-spot replacement lists every instance type cheaper than the node (17 of 18 here), not max(15, minValues=16) of the cheapest as the reference truncates it to",
 		run: func(t *testing.T) { rcaSpotTruncation(t, 16, 16) }},
 	refCase{ref: rcaCtx + "Replace > should handle failing filterOutSameInstanceType correctly (without a panic) when minValues isn't satisfied",
 		run: func(t *testing.T) {
@@ -283,7 +279,6 @@ var _ = restate("consolidation_test.go",
 			}
 		}},
 	refCase{ref: rcaCtx + "Replace > spot to spot consolidation should consider the default for truncation if minimum number of instanceTypeOptions from minValues in requirement is less than 15.",
-		gap: "a spot-to-spot replacement lists every instance type cheaper than the node (17 of 18 here), not the 15 cheapest the reference truncates it to (minValues 10 being less than 15)",
 		run: func(t *testing.T) { rcaSpotTruncation(t, 10, 15) }},
 	refCase{ref: rcaCtx + "Replace > Consolidation should fail if filterByPrice breaks the minimum requirement from the NodePools. > if the candidate is on-demand node",
 		run: func(t *testing.T) { rcaMinValuesByPrice(t, v1.CapacityTypeOnDemand) }},

@@ -175,7 +175,6 @@ var _ = restate("emptiness_test.go",
 			}
 		}},
 	refCase{ref: "Emptiness > will not consider a node with a terminating StatefulSet pod as empty",
-		gap: "a node whose only pod is a StatefulSet pod being deleted is deleted as empty (Empty command): the snapshot keeps such a pod aside (it comes back with the same name and claims) and counts it only when its node is being deleted, so the node it leaves has no pods",
 		run: func(t *testing.T) {
 			c := redEmptiness(t)
 			c.node("n", "m5.large")

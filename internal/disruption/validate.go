@@ -59,6 +59,16 @@ func (d *decider) stillCandidates(s *state.Snapshot, old *Command) ([]candidate,
 		price, _ := d.price(n)
 		cands = append(cands, candidate{node: n, price: price, pods: len(n.Reschedulable())})
 	}
+	if old.Reason == v1.DisruptionReasonEmpty || old.Reason == v1.DisruptionReasonUnderutilized {
+		for _, cd := range cands {
+			// The budget as it is now: it may have closed (a schedule, an
+			// edit) or been taken by others during the wait.
+			if a := d.allowance(cd.node.NodePool, old.Reason); a.Allowed < 1 {
+				return nil, Blocked{Reason: BlockedByBudget, Allowance: a, Node: cd.node.Name}.String()
+			}
+			d.use(cd.node, old.Reason)
+		}
+	}
 	return cands, ""
 }
 

@@ -227,11 +227,13 @@ func (m *Metrics) DisruptionCarriedOut(reason string, replaces bool, nodePools [
 		decision = "replace"
 	}
 	consolidation := ""
-	if reason == "Underutilized" {
+	switch {
+	case reason == "Empty":
+		consolidation = "empty"
+	case reason == "Underutilized" && len(nodePools) > 1:
+		consolidation = "multi"
+	case reason == "Underutilized":
 		consolidation = "single"
-		if len(nodePools) > 1 {
-			consolidation = "multi"
-		}
 	}
 	m.compat.decisions.WithLabelValues(decision, ReasonLabel(reason), consolidation).Inc()
 	seen := map[string]bool{}
@@ -472,7 +474,10 @@ func (m *Metrics) ValidationFailed(reason string, nodes int) {
 		return
 	}
 	kind := "single"
-	if nodes > 1 {
+	switch {
+	case reason == "Empty":
+		kind = "empty"
+	case nodes > 1:
 		kind = "multi"
 	}
 	m.compat.failedValidations.WithLabelValues(kind).Inc()

@@ -128,6 +128,9 @@ type Config struct {
 	// nodewright writes controller.kubernetes.io/pod-deletion-cost on the
 	// ReplicaSet pods of its nodes.
 	PodDeletionCostManagement bool
+	// SpotToSpotConsolidation is the feature gate of the same name: spot
+	// nodes may be replaced by cheaper spot nodes.
+	SpotToSpotConsolidation bool
 	// CapacityBuffer is the feature gate of the same name: CapacityBuffers
 	// (autoscaling.x-k8s.io) keep room for pods to come.
 	CapacityBuffer bool
@@ -413,6 +416,7 @@ func (w *wiring) deciders(context.Context) error {
 	dcfg := w.cfg.Disruption
 	dcfg.DefaultSpread = w.cfg.DefaultSpread
 	dcfg.PodDeletionCostManagement = w.cfg.PodDeletionCostManagement
+	dcfg.SpotToSpot = w.cfg.SpotToSpotConsolidation
 	if w.cfg.NodeRepair && !w.cfg.LegacyNodeRepair {
 		dcfg.Repair = w.cfg.Repair.Policies()
 	}

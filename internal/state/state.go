@@ -163,6 +163,7 @@ func Build(o Objects, opts Options) *Snapshot {
 	s.spread = opts.DefaultSpread
 	pods := s.sortPods(o.Pods)
 	s.Nodes = pair(o.NodeClaims, o.Nodes, pods.bound)
+	keepRestarting(s.Nodes, pods.restarting)
 	s.lifetimes(o.NodePools, opts.NodeClasses, opts.NodesWithoutClaims)
 	s.Usage = usage(s.Nodes)
 	virtual := virtualPods(o.CapacityBuffers, o.PodTemplates)
@@ -182,6 +183,19 @@ func Build(o Objects, opts Options) *Snapshot {
 type podsByState struct {
 	pending           []*corev1.Pod
 	bound, restarting map[string][]*corev1.Pod
+}
+
+// keepRestarting counts a StatefulSet's pod being deleted from a node
+// that stays as that node's until it is gone: it still runs there, and
+// the node is not empty while it does (its pod comes back, with the same
+// name and claims, wherever kube-scheduler puts it). On a node being
+// deleted it needs room elsewhere instead (see leaving).
+func keepRestarting(nodes []*Node, restarting map[string][]*corev1.Pod) {
+	for _, n := range nodes {
+		if n.Node != nil && !n.Deleting() {
+			n.Pods = append(n.Pods, restarting[n.Node.Name]...)
+		}
+	}
 }
 
 // sortPods sorts the pods by state, and notes where pending ones are

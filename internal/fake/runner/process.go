@@ -93,7 +93,8 @@ func controllerArgs(cfg operator.Config, metricsAddr string) []string {
 		"--unavailable-offering-ttl", cfg.UnavailableOfferingTTL.String(),
 		"--interruption-queue", cfg.Interruption.Queue, "--interruption-act-on-rebalance=" + strconv.FormatBool(cfg.Interruption.ActOnRebalance),
 		"--aws-feature-gates", "NodeClassCEL=" + strconv.FormatBool(cfg.NodeClassCEL) + ",RebootForRepair=" + strconv.FormatBool(cfg.Repair.Reboot),
-		"--feature-gates", "PodDeletionCostManagement=" + strconv.FormatBool(cfg.PodDeletionCostManagement) + ",CapacityBuffer=" + strconv.FormatBool(cfg.CapacityBuffer),
+		"--feature-gates", "PodDeletionCostManagement=" + strconv.FormatBool(cfg.PodDeletionCostManagement) + ",CapacityBuffer=" + strconv.FormatBool(cfg.CapacityBuffer) +
+			",SpotToSpotConsolidation=" + strconv.FormatBool(cfg.SpotToSpotConsolidation),
 	}
 }
 
