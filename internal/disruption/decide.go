@@ -8,6 +8,7 @@ package disruption
 
 import (
 	"cmp"
+	"math"
 	"maps"
 	"slices"
 	"time"
@@ -432,6 +433,11 @@ func (d *decider) price(n *state.Node) (float64, bool) {
 	zone, ct := n.Label(corev1.LabelTopologyZone), n.Label(v1.LabelCapacityType)
 	for _, o := range it.Offerings {
 		if o.Zone == zone && o.CapacityType == ct {
+			// A price that is not a number is no price: it would make
+			// every sum it joins one.
+			if math.IsNaN(o.Price) || math.IsInf(o.Price, 0) || o.Price < 0 {
+				return 0, false
+			}
 			return o.Price, true
 		}
 	}

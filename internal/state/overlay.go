@@ -241,14 +241,14 @@ func priceOf(o *v1alpha1.NodeOverlay) string {
 // adjustment as the CRD does, for manifests no API server has seen.
 func ValidateOverlayPrice(spec v1alpha1.NodeOverlaySpec) error {
 	if spec.Price != nil {
-		if v, err := strconv.ParseFloat(*spec.Price, 64); err != nil || v < 0 || strings.ContainsAny(*spec.Price, "+-eE") {
+		if v, err := strconv.ParseFloat(*spec.Price, 64); err != nil || v < 0 || math.IsNaN(v) || math.IsInf(v, 0) || strings.ContainsAny(*spec.Price, "+-eE") {
 			return fmt.Errorf("spec.price %q: use a decimal number of 0 or more, such as 0.10", *spec.Price)
 		}
 	}
 	if adj := spec.PriceAdjustment; adj != nil {
 		num, pct := strings.CutSuffix(*adj, "%")
 		v, err := strconv.ParseFloat(num, 64)
-		if err != nil || !strings.HasPrefix(num, "+") && !strings.HasPrefix(num, "-") || strings.ContainsAny(num, "eE") || (pct && v < -100) {
+		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || !strings.HasPrefix(num, "+") && !strings.HasPrefix(num, "-") || strings.ContainsAny(num, "eE") || (pct && v < -100) {
 			return fmt.Errorf("spec.priceAdjustment %q: use a signed amount such as +0.05 or -0.02, or a signed percentage such as +10%% or -15%% (at most -100%%)", *adj)
 		}
 	}

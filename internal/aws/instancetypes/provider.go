@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sort"
 	"strconv"
@@ -259,7 +260,7 @@ func (p *Provider) spotPrices(ctx context.Context) (map[string]float64, error) {
 		for _, sp := range page.SpotPriceHistory {
 			key := string(sp.InstanceType) + "/" + aws.ToString(sp.AvailabilityZone)
 			price, err := strconv.ParseFloat(aws.ToString(sp.SpotPrice), 64)
-			if err != nil {
+			if err != nil || math.IsNaN(price) || math.IsInf(price, 0) || price < 0 {
 				continue
 			}
 			if ts := aws.ToTime(sp.Timestamp).Unix(); ts >= latest[key] {
