@@ -8,8 +8,8 @@ package disruption
 
 import (
 	"cmp"
-	"math"
 	"maps"
+	"math"
 	"slices"
 	"time"
 
