@@ -171,8 +171,8 @@ func TestReferenceDisruptionSuiteIsWhole(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	t.Log(fmt.Sprintf("reference disruption suite (%s@%s): %d cases restated: %d decided as the reference, %d better on purpose, %d gaps, %d without a counterpart",
-		referenceCore, referenceCoreVersion, total, same, better, gap, moot))
+	t.Logf("reference disruption suite (%s@%s): %d cases restated: %d decided as the reference, %d better on purpose, %d gaps, %d without a counterpart",
+		referenceCore, referenceCoreVersion, total, same, better, gap, moot)
 }
 
 // differences lists, as Markdown, every restated case nodewright decides
