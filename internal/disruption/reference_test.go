@@ -56,14 +56,8 @@ func restate(file string, cases ...refCase) bool {
 }
 
 // notYetRestated are the reference's disruption test files whose cases
-// are not restated yet, and what they cover.
-var notYetRestated = map[string]string{
-	"suite_test.go":                 "66 cases: budgets across methods, do-not-disrupt, PDBs, nomination, orchestration of commands in flight",
-	"repair_test.go":                "56 cases: node repair",
-	"repair_terminatefirst_test.go": "26 cases: repair at a NodePool's limit",
-	"repair_history_test.go":        "7 cases: repair history",
-	"terminatefirst_test.go":        "22 cases: the TerminateFirstRepair gate",
-}
+// are not restated yet, and what they cover: none.
+var notYetRestated = map[string]string{}
 
 // referenceCore is the reference's core module and the version the suite
 // restates.

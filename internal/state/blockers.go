@@ -93,7 +93,10 @@ func (n *Node) Blockers() []Blocker { return n.blockers }
 func (s *Snapshot) Candidates() []*Node {
 	var out []*Node
 	for _, n := range s.Nodes {
-		if n.Managed() && n.Registered() && !n.AwaitingItsNodeClaim() && s.Pools[n.NodePool] != nil {
+		// A live node without a NodeClaim is not nodewright's (its
+		// NodeClaim is gone, or someone else made it): nothing disrupts
+		// it. In a dump a node stands for the NodeClaim left out.
+		if n.Managed() && n.Registered() && !n.AwaitingItsNodeClaim() && s.Pools[n.NodePool] != nil && (n.NodeClaim != nil || s.dump) {
 			out = append(out, n)
 		}
 	}

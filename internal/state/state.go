@@ -152,12 +152,14 @@ type Snapshot struct {
 	rechecks int
 	// Buffers say, per CapacityBuffer, how many of its pods have room.
 	Buffers []BufferRoom
+	// dump: the objects may leave NodeClaims out (Options.NodesWithoutClaims).
+	dump bool
 }
 
 // Build makes the snapshot.
 func Build(o Objects, opts Options) *Snapshot {
 	s := &Snapshot{Now: opts.Now, NodeClasses: opts.NodeClasses, Pools: map[string]*v1.NodePool{}, Static: map[string]*scheduling.NodePool{}, DaemonSets: o.DaemonSets,
-		pdbs: budgetsByNamespace(o.PDBs), nominated: map[string][]*corev1.Pod{}}
+		pdbs: budgetsByNamespace(o.PDBs), nominated: map[string][]*corev1.Pod{}, dump: opts.NodesWithoutClaims}
 	s.namespaces = namespaceLabels(o.Namespaces, o.Pods)
 	s.volumes = newVolumes(o)
 	s.spread = opts.DefaultSpread
