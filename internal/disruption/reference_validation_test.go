@@ -5,11 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
-	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/state/nodepoolhealth"
 )
 
@@ -142,7 +140,7 @@ var _ = restate("queue_test.go",
 		gap: "there is no karpenter_voluntary_disruption_queue_failures_total: a single-node consolidation whose replacement times out is rolled back and counted in nodewright_disruption_decisions_total{reason=\"Underutilized\",outcome=\"rolled_back\"}, without a consolidation type",
 		run: func(t *testing.T) {
 			e := startController(t)
-			reg := redMetrics(t, e)
+			reg := rcaMetrics(t, e)
 			redCtrlNode(t, e, "big", "m5.8xlarge", nil)
 			redCtrlPod(t, e, "p", "big", "100m")
 			e.reconcile(t)
@@ -153,7 +151,7 @@ var _ = restate("queue_test.go",
 			}
 			e.clock.Step(11 * time.Minute)
 			e.reconcile(t)
-			if v := redMetric(t, reg, "karpenter_voluntary_disruption_queue_failures_total", map[string]string{"consolidation_type": "single"}); v != 1 {
+			if v := rcaGauge(t, reg, "karpenter_voluntary_disruption_queue_failures_total", map[string]string{"consolidation_type": "single"}); v != 1 {
 				t.Errorf("queue failures {consolidation_type=single}: %v, want 1", v)
 			}
 		}},
@@ -324,47 +322,4 @@ func redToldBoth(events []string, reason string) bool {
 
 func redCtrlDrifted(e *env) func(*v1.NodeClaim) {
 	return func(nc *v1.NodeClaim) { redDrifted("True", e.clock.Now())(nil, nc) }
-}
-
-// redMetrics gives the controller metrics of its own registry.
-func redMetrics(t *testing.T, e *env) *prometheus.Registry {
-	reg := prometheus.NewRegistry()
-	m, err := metrics.New(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.ctrl.Metrics = m
-	return reg
-}
-
-// redMetric is the value of the series of name with the labels (among
-// others); -1 when there is none.
-func redMetric(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	series:
-		for _, m := range f.GetMetric() {
-			got := map[string]string{}
-			for _, l := range m.GetLabel() {
-				got[l.GetName()] = l.GetValue()
-			}
-			for k, v := range labels {
-				if got[k] != v {
-					continue series
-				}
-			}
-			if m.GetGauge() != nil {
-				return m.GetGauge().GetValue()
-			}
-			return m.GetCounter().GetValue()
-		}
-	}
-	return -1
 }
