@@ -190,7 +190,7 @@ type view struct {
 	types string
 }
 
-// settled says whether every pod runs and at least want exist.
+// allRunning says whether every pod runs and at least want exist.
 func (v view) allRunning(want int) bool {
 	return v.pods >= want && v.running == v.pods
 }
