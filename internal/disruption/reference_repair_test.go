@@ -159,8 +159,8 @@ func rrRebootPolicies(drain *time.Duration) []nodepoolhealth.Policy {
 func rrStart(t *testing.T, policies ...nodepoolhealth.Policy) (*env, *prometheus.Registry) {
 	t.Helper()
 	e := startController(t)
-	e.ctrl.Config.Options.Repair = policies
-	e.ctrl.Config.Options.Methods = []v1.DisruptionReason{v1.DisruptionReasonUnhealthy}
+	e.ctrl.Config.Repair = policies
+	e.ctrl.Config.Methods = []v1.DisruptionReason{v1.DisruptionReasonUnhealthy}
 	reg := prometheus.NewRegistry()
 	m, err := metrics.New(reg)
 	if err != nil {

@@ -61,7 +61,7 @@ func rrTFPolicy() nodepoolhealth.Policy {
 func rrStaticEnv(t *testing.T, replicas int64, limit string, reason v1.DisruptionReason, extra func(*env)) (*env, *prometheus.Registry) {
 	t.Helper()
 	e, reg := rrStart(t, rrTFPolicy())
-	e.ctrl.Config.Options.Methods = []v1.DisruptionReason{reason}
+	e.ctrl.Config.Methods = []v1.DisruptionReason{reason}
 	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "static"}}
 	np.Spec.Replicas = &replicas
 	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"}
