@@ -30,7 +30,6 @@ import (
 	"github.com/nodewright/nodewright/internal/cloudprovider"
 	"github.com/nodewright/nodewright/internal/controlplane"
 	"github.com/nodewright/nodewright/internal/disruption"
-	"github.com/nodewright/nodewright/internal/operator/optest"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state/nodepoolhealth"
 )
@@ -122,8 +121,7 @@ type env struct {
 }
 
 func startController(t *testing.T) *env {
-	plane := controlplane.StartForTest(t, controlplane.Options{})
-	kube, _ := optest.Direct(t, plane)
+	plane, kube := sharedPlane(t)
 	types, err := instancetypes.Load(instancetypes.Options{Zones: []string{"us-east-1a", "us-east-1b"}})
 	if err != nil {
 		t.Fatal(err)
