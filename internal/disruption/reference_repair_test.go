@@ -693,7 +693,37 @@ var _ = restate("repair_test.go",
 			}
 		}},
 	refCase{ref: rrRepair + "should preserve an existing earlier termination deadline",
-		gap: "an earlier karpenter.sh/nodeclaim-termination-timestamp set on the NodeClaim after the repair started is overwritten with the later one (now + the 10m drain bound) when the command finishes: terminate calls intent.TerminateBy with the NodeClaim as the command's snapshot saw it, so its keep-the-earlier check reads a stale object and the merge patch replaces the deadline (a bug; TerminateBy itself keeps an earlier deadline it can see)"},
+		run: func(t *testing.T) {
+			e, _ := rrStart(t, rrPolicy(rrBadNode, 30*time.Minute, nodepoolhealth.Replace, rrDur(10*time.Minute)))
+			rrEnvNode(t, e, "sick", "m5.large", false, func(nc *v1.NodeClaim) { nc.Finalizers = []string{"test.nodewright.dev/keep"} })
+			rrBreak(t, e, "sick", rrBadNode, 31*time.Minute)
+			e.reconcile(t) // decides
+			e.clock.Step(16 * time.Second)
+			e.reconcile(t) // validates, taints, launches the replacement
+			repl := redReplacements(t, e)
+			if len(repl) != 1 {
+				t.Fatalf("replacements %d, want 1; events %v", len(repl), e.events())
+			}
+			redLaunch(t, e, &repl[0], true)
+			// Another writer (an interruption's deadline) sets an earlier
+			// time while the command waits for its replacement.
+			earlier := e.clock.Now().Add(2 * time.Minute).UTC().Format(time.RFC3339)
+			nc := &v1.NodeClaim{}
+			if err := e.kube.Get(context.Background(), client.ObjectKey{Name: "nc-sick"}, nc); err != nil {
+				t.Fatal(err)
+			}
+			nc.Annotations = map[string]string{v1.AnnotationTerminationTimestamp: earlier}
+			if err := e.kube.Update(context.Background(), nc); err != nil {
+				t.Fatal(err)
+			}
+			e.reconcile(t)
+			if got := rrTerminateAt(t, e, "nc-sick"); got != earlier {
+				t.Errorf("deadline %q, want the earlier one set before the command acted (%s), not now + 10m", got, earlier)
+			}
+			if !rrGone(t, e, "nc-sick") {
+				t.Error("the NodeClaim was not deleted")
+			}
+		}},
 	refCase{ref: rrRepair + "should retry a failed termination-deadline patch without losing the deadline",
 		run: func(t *testing.T) {
 			e, _ := rrStart(t, rrPolicy(rrBadNode, 30*time.Minute, nodepoolhealth.Replace, rrDur(0)))

@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
@@ -187,18 +188,25 @@ func setTaint(ctx context.Context, kube client.Client, node *corev1.Node, key st
 
 // TerminateBy records on a NodeClaim when the drain of its node stops
 // waiting for pods (karpenter.sh/nodeclaim-termination-timestamp),
-// unless an earlier time is already set.
+// unless an earlier time is already set. It reads the NodeClaim afresh
+// (a caller's copy may predate a deadline set since) and writes only
+// the version it read.
 func TerminateBy(ctx context.Context, kube client.Client, nc *v1.NodeClaim, at time.Time) error {
-	if old, err := time.Parse(time.RFC3339, nc.Annotations[v1.AnnotationTerminationTimestamp]); err == nil && !old.After(at) {
-		return nil
-	}
-	nc = nc.DeepCopy()
-	before := nc.DeepCopy()
-	if nc.Annotations == nil {
-		nc.Annotations = map[string]string{}
-	}
-	nc.Annotations[v1.AnnotationTerminationTimestamp] = at.UTC().Format(time.RFC3339)
-	return client.IgnoreNotFound(kube.Patch(ctx, nc, client.MergeFrom(before)))
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		fresh := &v1.NodeClaim{}
+		if err := kube.Get(ctx, client.ObjectKeyFromObject(nc), fresh); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		if old, err := time.Parse(time.RFC3339, fresh.Annotations[v1.AnnotationTerminationTimestamp]); err == nil && !old.After(at) {
+			return nil
+		}
+		before := fresh.DeepCopy()
+		if fresh.Annotations == nil {
+			fresh.Annotations = map[string]string{}
+		}
+		fresh.Annotations[v1.AnnotationTerminationTimestamp] = at.UTC().Format(time.RFC3339)
+		return client.IgnoreNotFound(kube.Patch(ctx, fresh, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})))
+	})
 }
 
 // RequestReboot asks for a NodeClaim's node to be rebooted by node
