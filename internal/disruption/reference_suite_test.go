@@ -130,10 +130,9 @@ var _ = restate("suite_test.go",
 	refCase{ref: "Candidate Filtering > should not consider candidates that have do-not-disrupt pods scheduled and no terminationGracePeriod", run: func(t *testing.T) {
 		rsHeld(t, false, nil, rsDoNotDisrupt, "pod default/n-250m-0 is annotated karpenter.sh/do-not-disrupt=true")
 	}},
-	refCase{ref: "Candidate Filtering > should not consider candidates that have do-not-disrupt mirror pods scheduled",
-		gap: "nodewright reads no karpenter.sh/do-not-disrupt annotation on a mirror (static) pod (kubernetes.io/config.mirror): " +
-			"state.blockers skips mirror pods, so a node whose only pod is a static pod's mirror annotated do-not-disrupt is deleted " +
-			"as empty (Empty[n]); the reference holds the node"},
+	refCase{ref: "Candidate Filtering > should not consider candidates that have do-not-disrupt mirror pods scheduled", run: func(t *testing.T) {
+		rsHeld(t, false, nil, func(p *corev1.Pod) { rsDoNotDisrupt(p); rsMirror(p) }, "pod default/n-250m-0 is annotated karpenter.sh/do-not-disrupt=true")
+	}},
 	refCase{ref: "Candidate Filtering > should not consider candidates that have do-not-disrupt daemonset pods scheduled", run: func(t *testing.T) {
 		rsHeld(t, false, nil, func(p *corev1.Pod) { rsDoNotDisrupt(p); daemon(p) }, "pod default/n-250m-0 is annotated karpenter.sh/do-not-disrupt=true")
 	}},

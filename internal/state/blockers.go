@@ -127,11 +127,16 @@ func (s *Snapshot) blockers(n *Node) []Blocker {
 		out = append(out, Blocker{Reason: BlockNominated, Pods: len(waiting)})
 	}
 	for _, p := range n.Pods {
-		if mirror(p) || Virtual(p) {
+		if Virtual(p) {
 			continue
 		}
+		// A static pod's mirror asks to keep its node as any pod does; it
+		// is never evicted, so no budget of its guards it.
 		if b, ok := doNotDisrupt(p, s.Now); ok {
 			out = append(out, b)
+		}
+		if mirror(p) {
+			continue
 		}
 		if b, ok := s.pdbBlocks(p); ok {
 			out = append(out, b)
@@ -210,8 +215,23 @@ func (s *Snapshot) pdbBlocks(p *corev1.Pod) (Blocker, bool) {
 			b.PDBs = append(b.PDBs, pdb.Namespace+"/"+pdb.Name)
 		}
 		return b, true
-	case len(covering) == 1 && covering[0].Status.DisruptionsAllowed < 1:
+	case len(covering) == 1 && covering[0].Status.DisruptionsAllowed < 1 && !evictableUnready(covering[0], p):
 		return Blocker{Reason: BlockPDB, Pod: name, PDB: covering[0].Namespace + "/" + covering[0].Name, Allowed: covering[0].Status.DisruptionsAllowed}, true
 	}
 	return Blocker{}, false
+}
+
+// evictableUnready says whether the Eviction API lets a pod go whatever
+// its budget allows: the budget's unhealthyPodEvictionPolicy is
+// AlwaysAllow and the pod says it is not Ready.
+func evictableUnready(pdb *policyv1.PodDisruptionBudget, p *corev1.Pod) bool {
+	if pdb.Spec.UnhealthyPodEvictionPolicy == nil || *pdb.Spec.UnhealthyPodEvictionPolicy != policyv1.AlwaysAllow {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionFalse
+		}
+	}
+	return false
 }

@@ -328,6 +328,20 @@ func pdb(name string, allowed int32, selector *metav1.LabelSelector) *policyv1.P
 		Spec: policyv1.PodDisruptionBudgetSpec{Selector: selector, MinAvailable: &one}, Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: allowed}}
 }
 
+// alwaysAllow sets a budget's unhealthyPodEvictionPolicy to AlwaysAllow.
+func alwaysAllow(b *policyv1.PodDisruptionBudget) *policyv1.PodDisruptionBudget {
+	policy := policyv1.AlwaysAllow
+	b.Spec.UnhealthyPodEvictionPolicy = &policy
+	return b
+}
+
+// podReady sets a pod's Ready condition.
+func podReady(status corev1.ConditionStatus) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: status})
+	}
+}
+
 func TestBlockers(t *testing.T) {
 	started := func(ago time.Duration) func(*corev1.Pod) {
 		return func(p *corev1.Pod) { s := metav1.NewTime(now.Add(-ago)); p.Status.StartTime = &s }
@@ -353,8 +367,16 @@ func TestBlockers(t *testing.T) {
 			want: []state.BlockReason{state.BlockPodDoNotDisrupt}, string: "until 2026-11-23T12:50:00Z"},
 		"pod annotated for a time that is over": {pods: []*corev1.Pod{pod("job", on("n"), started(2*time.Hour), annotate(v1.AnnotationDoNotDisrupt, "1h"))}},
 		"pod annotated false":                   {pods: []*corev1.Pod{pod("job", on("n"), annotate(v1.AnnotationDoNotDisrupt, "false"))}},
-		"static pods are not evicted": {pods: []*corev1.Pod{pod("static", on("n"), annotate(corev1.MirrorPodAnnotationKey, "x"), annotate(v1.AnnotationDoNotDisrupt, "true"))},
+		"static pods are not evicted": {pods: []*corev1.Pod{pod("static", on("n"), annotate(corev1.MirrorPodAnnotationKey, "x"))},
 			pdbs: []*policyv1.PodDisruptionBudget{pdb("all", 0, &metav1.LabelSelector{})}},
+		"a static pod asks to keep its node": {pods: []*corev1.Pod{pod("static", on("n"), annotate(corev1.MirrorPodAnnotationKey, "x"), annotate(v1.AnnotationDoNotDisrupt, "true"))},
+			want: []state.BlockReason{state.BlockPodDoNotDisrupt}, string: "pod default/static is annotated karpenter.sh/do-not-disrupt=true"},
+		"PDB allows none, an unready pod it always lets go": {pods: []*corev1.Pod{pod("web", on("n"), podReady(corev1.ConditionFalse))},
+			pdbs: []*policyv1.PodDisruptionBudget{alwaysAllow(pdb("web", 0, app("web")))}},
+		"PDB allows none, a ready pod it always lets go when unready": {pods: []*corev1.Pod{pod("web", on("n"), podReady(corev1.ConditionTrue))},
+			pdbs: []*policyv1.PodDisruptionBudget{alwaysAllow(pdb("web", 0, app("web")))}, want: []state.BlockReason{state.BlockPDB}},
+		"PDB allows none, an unready pod only if the budget is healthy": {pods: []*corev1.Pod{pod("web", on("n"), podReady(corev1.ConditionFalse))},
+			pdbs: []*policyv1.PodDisruptionBudget{pdb("web", 0, app("web"))}, want: []state.BlockReason{state.BlockPDB}},
 		"PDB allows none": {pods: []*corev1.Pod{pod("web", on("n"))}, pdbs: []*policyv1.PodDisruptionBudget{pdb("web", 0, app("web")), pdb("other", 0, app("other"))},
 			want: []state.BlockReason{state.BlockPDB}, string: "PodDisruptionBudget default/web allows 0 disruptions now (pod default/web)"},
 		"PDB allows one":   {pods: []*corev1.Pod{pod("web", on("n"))}, pdbs: []*policyv1.PodDisruptionBudget{pdb("web", 1, app("web"))}},
