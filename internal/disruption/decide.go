@@ -164,6 +164,7 @@ type decider struct {
 	taken    map[string]bool
 	nodes    map[string]int // NodePool → its nodes
 	disrupt  map[string]int // NodePool → nodes being disrupted
+	unready  map[string]int // NodePool → candidates whose kubelet says NotReady
 	used     map[string]map[v1.DisruptionReason]int
 	out      *Decision
 	blocked  map[string]bool
@@ -333,7 +334,7 @@ func newDecider(s *state.Snapshot, opts Options) (*decider, []*state.Node) {
 	d := &decider{s: s, opts: opts, now: s.Now, prices: map[string]map[string]*scheduling.InstanceType{}, taken: map[string]bool{},
 		nodes: map[string]int{}, disrupt: map[string]int{}, used: map[string]map[v1.DisruptionReason]int{},
 		out: &Decision{Eligible: map[string]int{}, EligibleBy: map[v1.DisruptionReason]int{}}, blocked: map[string]bool{}, allowSet: map[string]map[v1.DisruptionReason]budget.Allowance{},
-		next: map[string]v1.DisruptionReason{}}
+		next: map[string]v1.DisruptionReason{}, unready: map[string]int{}}
 	for _, np := range s.NodePools {
 		d.prices[np.Name] = map[string]*scheduling.InstanceType{}
 		for _, it := range np.InstanceTypes {
@@ -349,13 +350,16 @@ func newDecider(s *state.Snapshot, opts Options) (*decider, []*state.Node) {
 			d.disrupt[n.NodePool]++
 			continue
 		}
+		if n.Unready() {
+			d.unready[n.NodePool]++
+		}
 		candidates = append(candidates, n)
 	}
 	d.doomed = map[string]bool{}
 	for _, n := range candidates {
 		_, paused := opts.DriftPaused[n.NodePool]
 		at, expires := n.ExpiresAt()
-		drifts := n.Drift().Drifted() && !paused && budget.For(s.Pools[n.NodePool], v1.DisruptionReasonDrifted, d.nodes[n.NodePool], d.disrupt[n.NodePool], s.Now).Limit > 0
+		drifts := n.Drift().Drifted() && !paused && budget.For(s.Pools[n.NodePool], v1.DisruptionReasonDrifted, d.nodes[n.NodePool], d.disrupting(n.NodePool, v1.DisruptionReasonDrifted), s.Now).Limit > 0
 		if drifts || expires && !s.Now.Before(at) {
 			d.doomed[n.Name] = true
 		}
@@ -371,24 +375,40 @@ func (d *decider) allowance(pool string, reason v1.DisruptionReason) budget.Allo
 	}
 	a, ok := d.allowSet[pool][reason]
 	if !ok {
-		a = budget.For(d.s.Pools[pool], reason, d.nodes[pool], d.disrupt[pool], d.now)
+		a = budget.For(d.s.Pools[pool], reason, d.nodes[pool], d.disrupting(pool, reason), d.now)
 		d.allowSet[pool][reason] = a
 	}
 	a.Allowed = max(a.Allowed-d.used[pool][reason], 0)
-	a.Disrupting = d.disrupt[pool]
+	a.Disrupting = d.disrupting(pool, reason)
 	return a
+}
+
+// disrupting counts the NodePool's nodes out of service for a reason's
+// budget: those being disrupted, and the unready ones but for repair's.
+func (d *decider) disrupting(pool string, reason v1.DisruptionReason) int {
+	if reason == v1.DisruptionReasonUnhealthy {
+		return d.disrupt[pool]
+	}
+	return d.disrupt[pool] + d.unready[pool]
 }
 
 func (d *decider) use(n *state.Node, reason v1.DisruptionReason) {
 	if d.used[n.NodePool] == nil {
 		d.used[n.NodePool] = map[v1.DisruptionReason]int{}
 	}
-	d.used[n.NodePool][reason]++
-	// Every reason's budget counts every node disrupted.
+	// Every reason's budget counts every node disrupted, but an unready
+	// node already counts against every budget but repair's.
+	unready := n.Unready()
 	for r := range d.allowSet[n.NodePool] {
-		if r != reason {
+		if r != reason && (!unready || r == v1.DisruptionReasonUnhealthy) {
 			d.used[n.NodePool][r]++
 		}
+	}
+	if !unready || reason == v1.DisruptionReasonUnhealthy {
+		d.used[n.NodePool][reason]++
+	}
+	if unready {
+		d.unready[n.NodePool]--
 	}
 	d.disrupt[n.NodePool]++
 	d.taken[n.Name] = true

@@ -58,12 +58,8 @@ var _ = restate("suite_test.go",
 			"deleted) still counts in its NodePool's total, so 100% of 10 nodes plus that one allows 11 (the reference: 10)"},
 	refCase{ref: "BuildDisruptionBudgetMapping > should not return a negative disruption value", run: rsBudgetNotNegative},
 	refCase{ref: "BuildDisruptionBudgetMapping > should consider nodes with a deletion timestamp set and MarkedForDeletion to the disruption count", run: rsBudgetDeleting},
-	refCase{ref: "BuildDisruptionBudgetMapping > should consider not ready nodes to the disruption count", run: rsBudgetNotReady,
-		gap: "nodewright does not count NotReady nodes against its budgets (only nodes being deleted, tainted karpenter.sh/disrupted, " +
-			"rebooting or in a command): with 2 of 10 nodes NotReady, 100% still allows 10 for every method (the reference: 8)"},
-	refCase{ref: "BuildDisruptionBudgetMapping > should not consider not ready nodes for the Unhealthy repair budget", run: rsBudgetNotReadyRepair,
-		gap: "the Unhealthy budget allows 10 as the reference's does (NotReady nodes do not count), but so do the other methods' " +
-			"budgets: nodewright never counts NotReady nodes, so Drifted allows 10 where the reference allows 8"},
+	refCase{ref: "BuildDisruptionBudgetMapping > should consider not ready nodes to the disruption count", run: rsBudgetNotReady},
+	refCase{ref: "BuildDisruptionBudgetMapping > should not consider not ready nodes for the Unhealthy repair budget", run: rsBudgetNotReadyRepair},
 	refCase{ref: "BuildDisruptionBudgetMapping > should still consider marked-for-deletion nodes for the Unhealthy repair budget", run: rsBudgetDeletingRepair},
 	refCase{ref: "BuildDisruptionBudgetMapping > should consider rebooting nodes to the disruption count for all reasons, while draining and once issued", run: rsBudgetRebooting},
 
@@ -857,4 +853,28 @@ func rsCounter(t *testing.T, reg *prometheus.Registry, name string, labels map[s
 		}
 	}
 	return -1
+}
+
+// An unready node already counts against the budget; drifting it takes
+// no second place: with a budget of 4 and two of ten nodes unready (and
+// drifted first), the round drifts one of them and the budget still
+// allows two more (the reference counts that node twice within the
+// round, and allows one).
+func TestAnUnreadyNodeDisruptedCountsOnce(t *testing.T) {
+	c := newCluster(t)
+	c.pool.Spec.Disruption.ConsolidateAfter = v1.Never
+	c.pool.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "4"}}
+	for i := range 10 {
+		since := now.Add(-time.Hour)
+		if i < 2 {
+			since = now.Add(-2 * time.Hour)
+		}
+		c.node(fmt.Sprintf("n%02d", i), "m5.4xlarge", onDemand, redDrifted(metav1.ConditionTrue, since))
+	}
+	rsNotReady(c, "n00", "n01")
+	d := c.decide()
+	if got := commands(d); got != "Drifted[n00]" && got != "Drifted[n01]" {
+		t.Errorf("drifted %q, want an unready node first", got)
+	}
+	rsExpectAllowed(t, d, 2, v1.DisruptionReasonDrifted)
 }

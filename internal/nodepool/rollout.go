@@ -11,6 +11,7 @@ import (
 
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/conditions"
+	"github.com/nodewright/nodewright/internal/state"
 	"github.com/nodewright/nodewright/internal/state/budget"
 )
 
@@ -29,19 +30,23 @@ type Rollout struct {
 
 // RolloutOf counts a NodePool's NodeClaims by where the replacement of
 // the drifted ones stands, from their Drifted conditions, their deletion
-// and their nodes' karpenter.sh/disrupted taint, and reads its budgets.
+// and their nodes' karpenter.sh/disrupted taint, and reads its budgets
+// (unready nodes count as disrupted ones do).
 func RolloutOf(np *v1.NodePool, claims []*v1.NodeClaim, nodes []*corev1.Node, now time.Time) Rollout {
-	tainted := map[string]bool{}
+	tainted, unready := map[string]bool{}, map[string]bool{}
 	for _, n := range nodes {
 		if slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1.TaintKeyDisrupted }) {
 			tainted[n.Name] = true
 		}
+		unready[n.Name] = state.NodeUnready(n)
 	}
 	r := Rollout{Nodes: len(claims)}
 	disrupting := 0
 	for _, nc := range claims {
 		going := !nc.DeletionTimestamp.IsZero() || tainted[nc.Status.NodeName]
-		if going {
+		// An unready node counts against the budget as the disruption
+		// controller counts it.
+		if going || unready[nc.Status.NodeName] && meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionInitialized) {
 			disrupting++
 		}
 		switch {

@@ -280,6 +280,25 @@ func InitializingTaints(taints, startup []corev1.Taint) []corev1.Taint {
 	return out
 }
 
+// Unready reports an initialized node whose kubelet says it is not Ready
+// (its Ready condition False or Unknown): out of service as a node being
+// disrupted is, so it counts against the NodePool's disruption budgets
+// but the repair budget (being unready is what repair acts on).
+func (n *Node) Unready() bool {
+	return n.Node != nil && n.Initialized() && NodeUnready(n.Node)
+}
+
+// NodeUnready reports a node whose Ready condition is False or Unknown;
+// a node that has none yet is not counted.
+func NodeUnready(node *corev1.Node) bool {
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status != corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
 // notReady reports a node tainted not ready or unreachable: no place for
 // pods evicted now.
 func (n *Node) notReady() bool {
