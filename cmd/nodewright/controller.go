@@ -40,6 +40,7 @@ import (
 	"github.com/nodewright/nodewright/internal/fake/runner"
 	"github.com/nodewright/nodewright/internal/operator"
 	"github.com/nodewright/nodewright/internal/scheduling"
+	"github.com/nodewright/nodewright/internal/whatif"
 )
 
 func newControllerCommand() *cobra.Command {
@@ -296,6 +297,17 @@ func awsFeatureGates(cfg *operator.Config, value string) error {
 // featureGates sets the feature gates of --feature-gates.
 func featureGates(cfg *operator.Config, value string) error {
 	return setGates("--feature-gates", value, map[string]*bool{"PodDeletionCostManagement": &cfg.PodDeletionCostManagement, "CapacityBuffer": &cfg.CapacityBuffer, "SpotToSpotConsolidation": &cfg.SpotToSpotConsolidation})
+}
+
+// dryRunGates reads the controller's --feature-gates for a dry run: the
+// same gates as the controller's (a gate it does not have is an error),
+// of which those that change decisions are kept.
+func dryRunGates(value string) (whatif.Gates, error) {
+	var cfg operator.Config
+	if err := featureGates(&cfg, value); err != nil {
+		return whatif.Gates{}, err
+	}
+	return whatif.Gates{SpotToSpotConsolidation: cfg.SpotToSpotConsolidation}, nil
 }
 
 // setGates reads NAME=true|false,... into the gates; a gate not among

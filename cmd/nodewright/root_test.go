@@ -266,6 +266,27 @@ func TestSimulateDisruption(t *testing.T) {
 	}
 }
 
+// simulate --disruption decides as the controller with the same feature
+// gates: a spot node of a spot-only NodePool is replaced by a cheaper
+// spot node only with SpotToSpotConsolidation, and says so without it.
+func TestSimulateDisruptionFeatureGates(t *testing.T) {
+	args := []string{"simulate", "-f", "testdata/spot-consolidation.yaml", "--disruption", "--now", "2026-11-23T12:00:00Z"}
+	out, err := run(args...)
+	if err != nil || !strings.Contains(out, "Disruptions now: 0") || !strings.Contains(out, "needs the SpotToSpotConsolidation feature gate") {
+		t.Errorf("without the gate: %v\n%s", err, out)
+	}
+	out, err = run(append(args, "--feature-gates", "PodDeletionCostManagement=true,SpotToSpotConsolidation=true")...)
+	if err != nil || !strings.Contains(out, "Disruptions now: 1") || !strings.Contains(out, "Underutilized  ip-10-1-0-9  replaced by ") || !strings.Contains(out, " spot ") {
+		t.Errorf("with the gate: %v\n%s", err, out)
+	}
+	if _, err := run(append(args, "--feature-gates", "SpotToSpot=true")...); err == nil || !strings.Contains(err.Error(), `no gate "SpotToSpot"`) {
+		t.Errorf("a gate the controller does not have: %v", err)
+	}
+	if _, err := run("simulate", "-f", "testdata/spot-consolidation.yaml", "--feature-gates", "SpotToSpotConsolidation=true"); err == nil || !strings.Contains(err.Error(), "--disruption only") {
+		t.Errorf("--feature-gates without --disruption: %v", err)
+	}
+}
+
 // A change to the NodePool shows offline what the controller would do
 // with it: nodes its requirements no longer admit have drifted and are
 // replaced (the empty one first, within the budget), and nodes older than its

@@ -14,7 +14,7 @@ import (
 
 func newSimulateCommand() *cobra.Command {
 	var files []string
-	var output, now, cloud, schedulerConfig string
+	var output, now, cloud, schedulerConfig, gates string
 	var disrupt bool
 	cmd := &cobra.Command{
 		Use:   "simulate -f FILE... [--cloud sim] [--disruption [--now RFC3339]]",
@@ -44,8 +44,12 @@ for every other node of a NodePool the one reason it stays.`,
 			if err := checkOutput(output, "table"); err != nil {
 				return err
 			}
-			if now != "" && !disrupt {
-				return fmt.Errorf("--now applies to --disruption only")
+			if (now != "" || gates != "") && !disrupt {
+				return fmt.Errorf("--now and --feature-gates apply to --disruption only")
+			}
+			decisionGates, err := dryRunGates(gates)
+			if err != nil {
+				return err
 			}
 			objs, err := loadInput(cmd, files, now, schedulerConfig)
 			if err != nil {
@@ -56,7 +60,7 @@ for every other node of a NodePool the one reason it stays.`,
 				return err
 			}
 			if disrupt {
-				report, err := whatif.Disrupt(objs, resolver)
+				report, err := whatif.Disrupt(objs, resolver, decisionGates)
 				if err != nil {
 					return err
 				}
@@ -80,6 +84,7 @@ for every other node of a NodePool the one reason it stays.`,
 	outputFlag(cmd, &output, "table")
 	cmd.Flags().BoolVar(&disrupt, "disruption", false, "print what disruption would do now instead of what would be launched")
 	cmd.Flags().StringVar(&now, "now", "", "with --disruption, decide as at this time (RFC 3339; default: now)")
+	cmd.Flags().StringVar(&gates, "feature-gates", "", "with --disruption, the controller's --feature-gates (NAME=true|false,...), to decide as it does: SpotToSpotConsolidation=true lets consolidation replace spot nodes with cheaper spot nodes (default false, as in the controller); the other gates change nothing here")
 	cmd.Flags().StringVar(&cloud, "cloud", "", "sim: resolve EC2NodeClasses in the simulated account of nodewright sim (default: from the input)")
 	cmd.Flags().StringVar(&schedulerConfig, "scheduler-config", "", "kube-scheduler's configuration file: pods that set no topology spread constraints are planned spread by its default constraints")
 	return cmd

@@ -47,10 +47,19 @@ type BlockedNode struct {
 	Reason string `json:"reason"`
 }
 
+// Gates are the controller's feature gates that change what disruption
+// decides, so that a dry run decides as the controller it stands for.
+type Gates struct {
+	// SpotToSpotConsolidation: consolidation replaces spot nodes with
+	// cheaper spot nodes (off, as in the controller, by default).
+	SpotToSpotConsolidation bool
+}
+
 // Disrupt decides disruption for the objects (Nodes with their bound
 // pods, NodeClaims, PodDisruptionBudgets, NodePools, EC2NodeClasses) at
-// the objects' time, resolving EC2NodeClasses as RunWith does.
-func Disrupt(o *Objects, resolver *nodeclass.Resolver) (*DisruptionReport, error) {
+// the objects' time, resolving EC2NodeClasses as RunWith does, with the
+// controller's feature gates.
+func Disrupt(o *Objects, resolver *nodeclass.Resolver, gates Gates) (*DisruptionReport, error) {
 	snap, warnings, err := Snapshot(o, resolver)
 	if err != nil {
 		return nil, err
@@ -59,6 +68,7 @@ func Disrupt(o *Objects, resolver *nodeclass.Resolver) (*DisruptionReport, error
 	// the controller (a node pairs with its NodeClaim to be repaired).
 	opts := disruption.DefaultOptions()
 	opts.Repair = nodepoolhealth.DefaultTolerations().Policies()
+	opts.SpotToSpot = gates.SpotToSpotConsolidation
 	d := disruption.Decide(snap, opts)
 	r := &DisruptionReport{Disruptions: []DisruptionCommand{}, Blocked: []BlockedNode{}, Warnings: append([]string{}, warnings...),
 		PricePerHour: round(d.PricePerHour), PricePerHourAfter: round(d.PricePerHourAfter)}
