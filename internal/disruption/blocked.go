@@ -65,6 +65,11 @@ const (
 	// evicted, and neither the repair policy nor the NodeClaim's
 	// terminationGracePeriod bounds how long the drain waits for it.
 	BlockedRepairUnbounded BlockedReason = "RepairUnbounded"
+	// BlockedStaticCannotLaunch means the node is a static NodePool's
+	// whose controller cannot launch a replacement now (the NodePool or
+	// its EC2NodeClass is not ready, ...): replacing the node would leave
+	// the NodePool short, so it stays.
+	BlockedStaticCannotLaunch BlockedReason = "StaticCannotLaunch"
 )
 
 // Blocked is why a candidate node stays.
@@ -146,6 +151,9 @@ var blockedSays = map[BlockedReason]func(Blocked) string{
 	},
 	BlockedStatic: func(Blocked) string {
 		return "its NodePool is static (spec.replicas): consolidation leaves its nodes alone; they are replaced when drifted or expired, and removed when replicas is lowered"
+	},
+	BlockedStaticCannotLaunch: func(b Blocked) string {
+		return fmt.Sprintf("it is not replaced (%s): its static NodePool cannot launch a replacement now (%s); it stays until the NodePool can", b.Method, b.Message)
 	},
 	BlockedNotEvaluated: func(b Blocked) string {
 		return fmt.Sprintf("not evaluated this round: single-node consolidation looks at %d nodes a round, the cheapest to disrupt first", b.Limit)

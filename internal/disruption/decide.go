@@ -572,6 +572,23 @@ func (d *decider) expiration(candidates []*state.Node) {
 	d.command(v1.DisruptionReasonExpired, []*state.Node{n}, plan, pods)
 }
 
+// staticCannotLaunch says why a static NodePool's node is not replaced
+// for a reason: the NodePool's controller cannot launch its replacement
+// now (the snapshot skips the NodePool: it or its EC2NodeClass is not
+// ready, its registrations back off, ...).
+func (d *decider) staticCannotLaunch(n *state.Node, reason v1.DisruptionReason) (Blocked, bool) {
+	if d.s.Static[n.NodePool] != nil {
+		return Blocked{}, false
+	}
+	why := "NodePool " + n.NodePool + " cannot launch"
+	for _, sk := range d.s.Skipped {
+		if sk.NodePool == n.NodePool {
+			why = sk.String()
+		}
+	}
+	return Blocked{Reason: BlockedStaticCannotLaunch, Method: reason, Message: why}, true
+}
+
 // static reports a node of a static NodePool.
 func (d *decider) static(n *state.Node) bool {
 	np := d.s.Pools[n.NodePool]
@@ -661,6 +678,10 @@ func (d *decider) drift(candidates []*state.Node) {
 			continue
 		}
 		if d.static(n) {
+			if why, cannot := d.staticCannotLaunch(n, v1.DisruptionReasonDrifted); cannot {
+				d.block(n, why)
+				continue
+			}
 			d.staticCommand(v1.DisruptionReasonDrifted, n)
 			d.leaveNext(found, v1.DisruptionReasonDrifted)
 			return

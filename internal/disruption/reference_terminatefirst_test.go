@@ -2,6 +2,7 @@ package disruption_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,6 +85,38 @@ func rrStaticEnv(t *testing.T, replicas int64, limit string, reason v1.Disruptio
 	}
 	rrDecideAndStart(t, e)
 	return e, reg
+}
+
+// rrNotReadyPool marks the NodePool invalid, and so not ready, as its
+// status controller would.
+func rrNotReadyPool(np *v1.NodePool) {
+	np.Status.Conditions = []metav1.Condition{
+		{Type: v1.ConditionValidationSucceeded, Status: metav1.ConditionFalse, Reason: "NotReady", Message: "NotReady", LastTransitionTime: metav1.NewTime(now)},
+		{Type: v1.ConditionReady, Status: metav1.ConditionFalse, Reason: "NotReady", Message: "NotReady", LastTransitionTime: metav1.NewTime(now)},
+	}
+}
+
+// rrExpectStaticBlocked checks that the static NodePool's node stays, and
+// says its NodePool cannot launch the replacement.
+func rrExpectStaticBlocked(t *testing.T, d *disruption.Decision, reason v1.DisruptionReason) {
+	t.Helper()
+	if len(d.Commands) != 0 {
+		t.Errorf("commands %q, want the node kept: its NodePool cannot launch the replacement", commands(d))
+	}
+	want := "it is not replaced (" + string(reason) + "): its static NodePool cannot launch a replacement now (NodePool default is not ready (NotReady: NotReady))"
+	if got := blocked(d, "sick"); !strings.Contains(got, want) {
+		t.Errorf("blocked %q, want %q", got, want)
+	}
+}
+
+// rrStaticNotReady: a static NodePool that is not ready, at its node
+// limit, keeps its node (unhealthy or drifted): deleting it first would
+// leave the NodePool short, its controller launching nothing meanwhile.
+func rrStaticNotReady(t *testing.T, limit string, reason v1.DisruptionReason) {
+	t.Helper()
+	c, decide := rrStaticDecision(t, 1, limit, reason)
+	rrNotReadyPool(c.pool)
+	rrExpectStaticBlocked(t, decide(), reason)
 }
 
 // rrDeletedFirst checks whether the static NodePool's node was deleted at
@@ -282,7 +315,7 @@ var _ = restate("repair_terminatefirst_test.go",
 			}
 		}},
 	refCase{ref: rrTF + "does not terminate-first a static NodePool at its limit when the NodePool is NotReady",
-		gap: "nodewright repairs a NotReady static NodePool's node all the same: at the node limit it is deleted at once although the NodePool's controller will not launch its replacement while the NodePool is not ready; the readiness is not checked"},
+		run: func(t *testing.T) { rrStaticNotReady(t, "1", v1.DisruptionReasonUnhealthy) }},
 	refCase{ref: rrTF + "does not disrupt a static NodePool that is scaling down",
 		better: "a static NodePool with more nodes than replicas has its unhealthy node repaired: once tainted it no longer counts as a replica, the NodePool already has its one replica, so the command deletes it without any launch — the unhealthy node is the one the scale-down removes, rather than one chosen without regard to its health",
 		run: func(t *testing.T) {
@@ -381,7 +414,12 @@ var _ = restate("repair_terminatefirst_test.go",
 	refCase{ref: rrTFReserved + "should still repair other candidates when a static NodePool's instance types can't be resolved",
 		moot: "an error of the reference's per-NodePool instance type lookup inside repair; nodewright's decision reads every NodeClass's instance types from the snapshot, and a static NodePool's command needs none (its controller launches from the template)"},
 	refCase{ref: rrTFReserved + "should block with the full-reservations reason when the static NodePool is NotReady",
-		gap: rrStaticWaits + "; neither the NodePool's readiness nor its full reservations are checked, and nothing says why the replacement does not come"},
+		better: "the node stays because the static NodePool is not ready, and says so (at or below its node limit: its controller cannot launch the replacement either way); nodewright does not look at the NodePool's reservations, so the reason named is the readiness, not the full reservation",
+		run: func(t *testing.T) {
+			c, decide := rrStaticReserved(t, 0, []string{v1.CapacityTypeReserved}, v1.DisruptionReasonUnhealthy, rrInReservation(rrResID))
+			rrNotReadyPool(c.pool)
+			rrExpectStaticBlocked(t, decide(), v1.DisruptionReasonUnhealthy)
+		}},
 	refCase{ref: rrTFReserved + "should block when the reservation is full and the node's reservation is no longer offered",
 		gap: rrStaticWaits + ", though it cannot launch into the full reservation: nodewright does not block, nor say so"},
 	refCase{ref: rrTFReserved + "should block when the node's full reservation is unavailable",
@@ -412,7 +450,7 @@ var _ = restate("terminatefirst_test.go",
 			rrDeletedFirst(t, e, true)
 		}},
 	refCase{ref: rrSD + "blocks instead of terminating first when the static NodePool at its node limit is NotReady",
-		gap: "nodewright does not check a static NodePool's readiness: its drifted node at the node limit is deleted at once although the NodePool's controller will not launch the replacement while it is not ready"},
+		run: func(t *testing.T) { rrStaticNotReady(t, "1", v1.DisruptionReasonDrifted) }},
 	refCase{ref: rrSD + "replaces-first for a static NodePool below its node limit even when TerminateFirstDrift is enabled",
 		run: func(t *testing.T) {
 			e, _ := rrStaticEnv(t, 1, "2", v1.DisruptionReasonDrifted, nil)

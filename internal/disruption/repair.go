@@ -125,6 +125,8 @@ func (d *decider) unrepairable(n *state.Node, u nodepoolhealth.Unhealthy, p *nod
 		why.Reason = BlockedDoNotRepair
 	case p.Held():
 		why.Reason, why.Message = BlockedRepairHeld, u.Describe()+"; "+p.HeldReason()
+	case d.static(n) && d.s.Static[n.NodePool] == nil:
+		why, _ = d.staticCannotLaunch(n, v1.DisruptionReasonUnhealthy)
 	case drainBound(u.Policy, n) == nil:
 		for _, b := range n.Blockers() {
 			if b.Graceful() {
