@@ -343,11 +343,19 @@ func newDecider(s *state.Snapshot, opts Options) (*decider, []*state.Node) {
 	}
 	var candidates []*state.Node
 	for _, n := range s.Candidates() {
-		d.nodes[n.NodePool]++
+		// Budgets count the nodes that initialized (and those rebooting):
+		// a percentage does not grow with the nodes of a scale-up, nor
+		// shrink by nodes that never served.
+		counted := n.Initialized() || n.Rebooting()
+		if counted {
+			d.nodes[n.NodePool]++
+		}
 		// A node being rebooted is out of service like one being
 		// replaced, and no other method takes it meanwhile.
 		if n.Deleting() || n.Disrupted() || n.Rebooting() || opts.InFlight[n.Name] {
-			d.disrupt[n.NodePool]++
+			if counted {
+				d.disrupt[n.NodePool]++
+			}
 			continue
 		}
 		if n.Unready() {

@@ -41,13 +41,16 @@ func RolloutOf(np *v1.NodePool, claims []*v1.NodeClaim, nodes []*corev1.Node, no
 		unready[n.Name] = state.NodeUnready(n)
 	}
 	r := Rollout{Nodes: len(claims)}
-	disrupting := 0
+	// The budget counts initialized nodes, and of them those going or
+	// unready, as the disruption controller counts them.
+	counted, disrupting := 0, 0
 	for _, nc := range claims {
 		going := !nc.DeletionTimestamp.IsZero() || tainted[nc.Status.NodeName]
-		// An unready node counts against the budget as the disruption
-		// controller counts it.
-		if going || unready[nc.Status.NodeName] && meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionInitialized) {
-			disrupting++
+		if initialized := meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionInitialized); initialized {
+			counted++
+			if going || unready[nc.Status.NodeName] {
+				disrupting++
+			}
 		}
 		switch {
 		case !meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionDrifted):
@@ -58,9 +61,9 @@ func RolloutOf(np *v1.NodePool, claims []*v1.NodeClaim, nodes []*corev1.Node, no
 			r.Waiting++
 		}
 	}
-	r.Allowance = budget.For(np, v1.DisruptionReasonDrifted, len(claims), disrupting, now)
+	r.Allowance = budget.For(np, v1.DisruptionReasonDrifted, counted, disrupting, now)
 	if r.Waiting > 0 && r.Allowance.Err == nil && r.Allowance.Allowed == 0 && r.Replacing == 0 {
-		r.Next, _ = budget.Next(np, v1.DisruptionReasonDrifted, len(claims), disrupting, now)
+		r.Next, _ = budget.Next(np, v1.DisruptionReasonDrifted, counted, disrupting, now)
 	}
 	return r
 }

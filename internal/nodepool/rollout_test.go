@@ -24,8 +24,9 @@ func TestRolloutCounts(t *testing.T) {
 	for i := range 10 {
 		nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint("nc-", i)}}
 		nc.Status.NodeName = fmt.Sprint("node-", i)
+		nc.Status.Conditions = []metav1.Condition{{Type: v1.ConditionInitialized, Status: metav1.ConditionTrue, Reason: "Initialized"}}
 		if i < 6 {
-			nc.Status.Conditions = []metav1.Condition{{Type: v1.ConditionDrifted, Status: metav1.ConditionTrue, Reason: v1.ReasonNodePoolDrifted}}
+			nc.Status.Conditions = append(nc.Status.Conditions, metav1.Condition{Type: v1.ConditionDrifted, Status: metav1.ConditionTrue, Reason: v1.ReasonNodePoolDrifted})
 		}
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nc.Status.NodeName}}
 		if i < 2 {
@@ -38,6 +39,16 @@ func TestRolloutCounts(t *testing.T) {
 	r := nodepool.RolloutOf(np, claims, nodes, now)
 	if want := "4 of 10 nodes up to date, 2 being replaced, 4 waiting: budget 20% allows 2 at once"; r.Message() != want || !r.InProgress() {
 		t.Errorf("message %q, want %q", r.Message(), want)
+	}
+	// A replacement still initializing is up to date, but no node the
+	// budget's 20% is of; an unready node counts as one being replaced.
+	launching := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "nc-new"}}
+	unready := nodes[9].DeepCopy()
+	unready.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown}}
+	np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "40%"}}
+	r = nodepool.RolloutOf(np, append(claims, launching), append(nodes[:9:9], unready), now)
+	if want := "5 of 11 nodes up to date, 2 being replaced, 4 waiting: budget 40% allows 4 at once"; r.Message() != want || r.Allowance.Allowed != 1 {
+		t.Errorf("with a replacement initializing and an unready node: message %q, %d more allowed; want %q, 1 more (4 less 2 replaced and 1 unready)", r.Message(), r.Allowance.Allowed, want)
 	}
 	// Business hours hold drift back: none is being replaced, and the
 	// window that allows none closes at 17:00.
