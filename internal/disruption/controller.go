@@ -285,12 +285,37 @@ func (c *Controller) step(ctx context.Context, snap *state.Snapshot, cmd *inflig
 			}
 			return true, nil
 		}
+		c.leftOut(cmd, fresh, why)
 		cmd.Command = fresh
 		return c.start(ctx, snap, cmd)
 	case launching:
 		return c.await(ctx, snap, cmd)
 	}
 	return true, nil
+}
+
+// leftOut tells, on each node of a command its validation left out (an
+// emptiness command's nodes that are no longer empty), that its
+// disruption is cancelled and why.
+func (c *Controller) leftOut(cmd *inflight, fresh *Command, why string) {
+	kept := map[string]bool{}
+	for _, n := range fresh.Nodes {
+		kept[n.Name] = true
+	}
+	var out []*state.Node
+	for _, n := range cmd.Nodes {
+		if !kept[n.Name] {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		return
+	}
+	c.Metrics.ValidationFailed(string(cmd.Reason), len(out))
+	for _, n := range out {
+		c.event(n, corev1.EventTypeNormal, v1.ReasonDisruptionCancelled, fmt.Sprintf("%s disruption cancelled for this node: %s", cmd.Reason, why))
+	}
+	c.Log.Info("left nodes out of a disruption", "reason", cmd.Reason, "nodes", len(out), "kept", fresh.NodeNames(), "why", why)
 }
 
 // start taints the nodes and launches the replacements; a command

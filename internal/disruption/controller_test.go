@@ -461,3 +461,26 @@ func spotToSpot(o disruption.Options) disruption.Options {
 	o.SpotToSpot = true
 	return o
 }
+
+// An emptiness command one of whose nodes got a pod during the validation
+// wait goes on with the nodes still empty; the other stays, untainted,
+// and is told why.
+func TestEmptinessKeepsTheNodesStillEmpty(t *testing.T) {
+	e := startController(t)
+	redUpdatePool(t, e, func(np *v1.NodePool) { np.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyWhenEmpty })
+	redCtrlNode(t, e, "busy", "m5.large", nil)
+	redCtrlNode(t, e, "idle", "m5.large", nil)
+	e.reconcile(t) // decides Empty[busy idle]
+	redCtrlPod(t, e, "arrived", "busy", "100m")
+	e.clock.Step(16 * time.Second)
+	e.reconcile(t)
+	if !rrGone(t, e, "nc-idle") {
+		t.Error("the node still empty was not deleted")
+	}
+	if rrGone(t, e, "nc-busy") || tainted(t, e.kube, "busy") {
+		t.Error("the node that got a pod was deleted or tainted")
+	}
+	if events := e.events(); !has(events, "busy", "Empty disruption cancelled for this node: node busy has pods again") {
+		t.Errorf("no cancellation told on the node that got a pod: %v", events)
+	}
+}

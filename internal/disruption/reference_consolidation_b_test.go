@@ -48,7 +48,6 @@ var _ = restate("consolidation_test.go",
 			rcbWant(t, rcbDecide(c), "Underutilized[n1]")
 		}},
 	refCase{ref: rcbCtx + "Delete > does not delete nodes with pod churn, deletes nodes without pod churn",
-		gap: "an emptiness command whose node got a pod during the validation wait is cancelled as a whole (\"node n0 has pods again\"); the reference keeps the command for the nodes still empty and deletes them now, nodewright deletes them only by a later decision, one validation delay later",
 		run: func(t *testing.T) {
 			c := rcbCheap(t)
 			it := rcbCheapest(c)

@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"fmt"
+	"strings"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/state"
@@ -9,16 +10,19 @@ import (
 
 // Revalidate checks a command again against the cluster as it is now
 // (opts.InFlight: the other commands' nodes) and returns it with fresh
-// replacements, or says why it no longer holds.
+// replacements, or says why it no longer holds. An emptiness command
+// keeps the nodes that are still empty and may still go: it is returned
+// without the others, and why they were left out.
 func Revalidate(s *state.Snapshot, old *Command, opts Options) (*Command, string) {
 	d, _ := newDecider(s, opts)
+	if old.Reason == v1.DisruptionReasonEmpty {
+		return d.stillEmpty(s, old)
+	}
 	cands, why := d.stillCandidates(s, old)
 	if why != "" {
 		return nil, why
 	}
 	switch {
-	case old.Reason == v1.DisruptionReasonEmpty:
-		return stillEmpty(old, cands)
 	case old.Reason == v1.DisruptionReasonUnderutilized:
 		return d.stillConsolidates(old, cands)
 	case old.Reason == v1.DisruptionReasonUnhealthy:
@@ -100,18 +104,46 @@ func (d *decider) stillDisruptable(n *state.Node, reason v1.DisruptionReason) st
 	return ""
 }
 
-// stillEmpty is an emptiness command again, unless a node has pods.
-func stillEmpty(old *Command, cands []candidate) (*Command, string) {
+// stillEmpty is an emptiness command again with the nodes that are
+// still empty and may still go (within the budget as it is now), and
+// why the others were left out; nil when none is left.
+func (d *decider) stillEmpty(s *state.Snapshot, old *Command) (*Command, string) {
+	byName := map[string]*state.Node{}
+	for _, n := range s.Candidates() {
+		byName[n.Name] = n
+	}
 	c := &Command{Reason: old.Reason}
-	for _, cd := range cands {
-		if cd.pods > 0 {
-			return nil, fmt.Sprintf("node %s has pods again", cd.node.Name)
+	var left []string
+	for _, o := range old.Nodes {
+		n := byName[o.Name]
+		why := ""
+		switch {
+		case n == nil || n.Deleting():
+			why = fmt.Sprintf("node %s is gone or being deleted", o.Name)
+		case len(n.Reschedulable()) > 0:
+			why = fmt.Sprintf("node %s has pods again", n.Name)
+		default:
+			why = d.stillDisruptable(n, old.Reason)
 		}
-		c.Nodes = append(c.Nodes, cd.node)
-		c.PricePerHour += cd.price
+		if why == "" {
+			if a := d.allowance(n.NodePool, old.Reason); a.Allowed < 1 {
+				why = Blocked{Reason: BlockedByBudget, Allowance: a, Node: n.Name}.String()
+			}
+		}
+		if why != "" {
+			left = append(left, why)
+			continue
+		}
+		d.use(n, old.Reason)
+		price, _ := d.price(n)
+		c.Nodes = append(c.Nodes, n)
+		c.PricePerHour += price
 	}
 	c.Savings = c.PricePerHour
-	return c, ""
+	if len(c.Nodes) == 0 {
+		return nil, strings.Join(left, "; ")
+	}
+	return c, strings.Join(left, "; ")
 }
 
 // stillConsolidates evaluates a consolidation again: it holds unless it
