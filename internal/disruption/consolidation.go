@@ -258,7 +258,7 @@ func (d *decider) evaluateUpTo(cands []candidate, most int) (*Command, Blocked) 
 		price += c.price
 		allSpot = allSpot && c.node.Label(v1.LabelCapacityType) == v1.CapacityTypeSpot
 	}
-	plan, pods := d.reschedule(nodes)
+	plan, pods := d.consolidationPlan(nodes, most)
 	if len(plan.Unschedulable) > 0 {
 		return nil, Blocked{Reason: BlockedPodsDoNotFit, Pod: plan.Unschedulable[0], Method: v1.DisruptionReasonUnderutilized}
 	}
@@ -299,6 +299,36 @@ func (d *decider) evaluateUpTo(cands []candidate, most int) (*Command, Blocked) 
 		}
 	}
 	return cmd, Blocked{}
+}
+
+// consolidationPlan places the nodes' pods elsewhere: the cheapest plan,
+// or for a single node whose cheapest plan is several small nodes, one
+// node that holds them all (which may still cost less than it).
+func (d *decider) consolidationPlan(nodes []*state.Node, most int) (*scheduling.Plan, int) {
+	plan, pods := d.reschedule(nodes)
+	if len(nodes) == 1 && most == 1 && len(plan.Unschedulable) == 0 && len(plan.NodeClaims) > 1 && onlyPodsOf(plan, nodes[0]) {
+		if one := d.rescheduleOnto(nodes, plan); len(one.Unschedulable) == 0 && len(one.NodeClaims) == 1 {
+			return one, pods
+		}
+	}
+	return plan, pods
+}
+
+// onlyPodsOf reports a plan whose new nodes hold only the node's own
+// pods (none that other commands' room left to place again).
+func onlyPodsOf(plan *scheduling.Plan, n *state.Node) bool {
+	own := map[*corev1.Pod]bool{}
+	for _, p := range n.Reschedulable() {
+		own[p] = true
+	}
+	for _, c := range plan.NodeClaims {
+		for _, p := range c.Pods {
+			if !own[p] {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Score is a consolidation command the Balanced policy weighed: its

@@ -15,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
@@ -480,6 +481,49 @@ func (d *decider) price(n *state.Node) (float64, bool) {
 // take these nodes' pods. Without it, the replacements of one command
 // would be planned again by each later one.
 func (d *decider) reschedule(nodes []*state.Node) (*scheduling.Plan, int) {
+	in, pods := d.rescheduleInput(nodes)
+	if pods == 0 {
+		return &scheduling.Plan{}, 0
+	}
+	return scheduling.Solve(in), pods
+}
+
+// rescheduleOnto plans the nodes' pods onto one new node: the pods the
+// cheapest plan put on new nodes (several small ones, where single-node
+// consolidation replaces a node by one) on an instance type that holds
+// them all. Each NodePool offers only such types and at most one more
+// node.
+func (d *decider) rescheduleOnto(nodes []*state.Node, cheapest *scheduling.Plan) *scheduling.Plan {
+	var demand scheduling.Resources
+	for _, c := range cheapest.NodeClaims {
+		for _, p := range c.Pods {
+			r, _ := scheduling.PodRequests(p)
+			demand = demand.Add(r)
+		}
+	}
+	in, _ := d.rescheduleInput(nodes)
+	pools := make([]*scheduling.NodePool, 0, len(in.NodePools))
+	for _, np := range in.NodePools {
+		cp := *np
+		cp.InstanceTypes = slices.DeleteFunc(slices.Clone(np.InstanceTypes), func(it *scheduling.InstanceType) bool { return !demand.Fits(it.Allocatable) })
+		one := cp.Usage[corev1.ResourceName("nodes")]
+		one.Add(resource.MustParse("1"))
+		if limit, ok := cp.Limits["nodes"]; !ok || one.Cmp(limit) < 0 {
+			cp.Limits = maps.Clone(cp.Limits)
+			if cp.Limits == nil {
+				cp.Limits = corev1.ResourceList{}
+			}
+			cp.Limits["nodes"] = one
+		}
+		pools = append(pools, &cp)
+	}
+	in.NodePools = pools
+	return scheduling.Solve(in)
+}
+
+// rescheduleInput is the plan's input for the nodes' pods, and how many
+// pods move.
+func (d *decider) rescheduleInput(nodes []*state.Node) (scheduling.Input, int) {
 	without := map[string]bool{}
 	pods := 0
 	for _, n := range nodes {
@@ -487,7 +531,7 @@ func (d *decider) reschedule(nodes []*state.Node) (*scheduling.Plan, int) {
 		pods += len(n.Reschedulable())
 	}
 	if pods == 0 {
-		return &scheduling.Plan{}, 0
+		return scheduling.Input{}, 0
 	}
 	for name := range d.taken {
 		without[name] = true
@@ -506,7 +550,7 @@ func (d *decider) reschedule(nodes []*state.Node) (*scheduling.Plan, int) {
 	// A node drift or expiration replaces takes no pods: they would be
 	// evicted again when it goes.
 	in.Nodes = slices.DeleteFunc(in.Nodes, func(n *scheduling.Node) bool { return d.doomed[n.Name] })
-	return scheduling.Solve(in), pods
+	return in, pods
 }
 
 // keepRoom puts the room commands planned into a plan's input: their

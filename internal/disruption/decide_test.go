@@ -628,3 +628,21 @@ func TestRoomPlannedOnceInOneDecision(t *testing.T) {
 		}
 	}
 }
+
+// Where the cheapest home for a node's pods is several small nodes,
+// single-node consolidation still replaces the node by one that holds
+// them all when that costs less: an m5.8xlarge with a 1-CPU pod and two
+// of 500m is not kept for want of a one-node plan.
+func TestSingleNodeConsolidationFindsOneNodeForPodsTheCheapestPlanSplits(t *testing.T) {
+	c := newCluster(t)
+	c.node("big", "m5.8xlarge", onDemand)
+	c.pods("big", 1, "1", "1Gi")
+	c.pods("big", 2, "500m", "512Mi")
+	d := c.decide()
+	if len(d.Commands) != 1 || len(d.Commands[0].Replacements) != 1 || len(d.Commands[0].Replacements[0].Pods) != 3 {
+		t.Fatalf("commands %q, blocked %q; want big replaced by one node with its three pods", commands(d), blocked(d, "big"))
+	}
+	if cmd := d.Commands[0]; cmd.ReplacementPrice >= cmd.PricePerHour {
+		t.Errorf("replacement $%.4f/h, node $%.4f/h: not cheaper", cmd.ReplacementPrice, cmd.PricePerHour)
+	}
+}
