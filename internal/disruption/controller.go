@@ -723,6 +723,6 @@ func (c *Controller) record(took time.Duration, snap *state.Snapshot, dec *Decis
 	c.Metrics.MethodsTook(methods)
 	c.Metrics.NodePoolCosts(dec.CostPerHour)
 	for _, s := range dec.Scores {
-		c.Metrics.ConsolidationScored(s.NodePool, s.Score, s.Approved, s.Moves)
+		c.Metrics.ConsolidationScored(s.NodePool, s.Score, s.Approved)
 	}
 }

@@ -136,7 +136,7 @@ func newCompat() compat {
 		score: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "karpenter", Name: "consolidation_score",
 			Help: "Scores of the consolidation commands the Balanced policy weighed (1 or more approves), by decision.", Buckets: []float64{.1, .25, .33, .5, 1, 2, 5, 10}},
 			[]string{"decision", "nodepool", "policy"}),
-		moves:         counter("consolidation_moves_total", "Pods the consolidation commands the Balanced policy weighed would move, by decision.", "decision", "nodepool", "policy"),
+		moves:         counter("consolidation_moves_total", "Consolidation commands (moves) the Balanced policy weighed, by decision.", "decision", "nodepool", "policy"),
 		eligibleNodes: gauge("voluntary_disruption_eligible_nodes", "Nodes a disruption method could act on at the last decision, by reason.", "reason"),
 		offeringPrice: gauge("cloudprovider_instance_type_offering_price_estimate", "An offering's price per hour, as nodewright decides with it.",
 			"capacity_type", "instance_type", "zone"),
@@ -504,8 +504,8 @@ func (m *Metrics) Planned(uid types.UID) bool {
 }
 
 // ConsolidationScored records a consolidation command the Balanced policy
-// weighed: its score and the pods it moves, approved or rejected.
-func (m *Metrics) ConsolidationScored(pool string, score float64, approved bool, moves int) {
+// weighed: its score, and one move, approved or rejected.
+func (m *Metrics) ConsolidationScored(pool string, score float64, approved bool) {
 	if m == nil {
 		return
 	}
@@ -514,5 +514,5 @@ func (m *Metrics) ConsolidationScored(pool string, score float64, approved bool,
 		decision = "approved"
 	}
 	m.compat.score.WithLabelValues(decision, pool, "Balanced").Observe(score)
-	m.compat.moves.WithLabelValues(decision, pool, "Balanced").Add(float64(moves))
+	m.compat.moves.WithLabelValues(decision, pool, "Balanced").Inc()
 }

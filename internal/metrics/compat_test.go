@@ -44,7 +44,8 @@ func TestReferenceSeries(t *testing.T) {
 	m.ValidationFailed("Drifted", 1) // not a consolidation
 	m.NodePoolCosts(map[string]float64{"default": 0.25})
 	m.MethodsTook(map[string]time.Duration{"Drifted": time.Millisecond})
-	m.ConsolidationScored("default", 0.4, false, 30)
+	m.ConsolidationScored("default", 0.4, false)
+	m.ConsolidationScored("default", 0.6, false)
 
 	want := `
 # HELP karpenter_nodeclaims_created_total NodeClaims created, by why (provisioned, or the disruption a replacement is for) and NodePool.
@@ -94,9 +95,9 @@ karpenter_scheduler_ignored_pods_count 1
 # TYPE karpenter_scheduler_pending_pods_by_effective_zone_count gauge
 karpenter_scheduler_pending_pods_by_effective_zone_count{controller="provisioner",zone="flexible"} 5
 karpenter_scheduler_pending_pods_by_effective_zone_count{controller="provisioner",zone="us-east-1a"} 2
-# HELP karpenter_consolidation_moves_total Pods the consolidation commands the Balanced policy weighed would move, by decision.
+# HELP karpenter_consolidation_moves_total Consolidation commands (moves) the Balanced policy weighed, by decision.
 # TYPE karpenter_consolidation_moves_total counter
-karpenter_consolidation_moves_total{decision="rejected",nodepool="default",policy="Balanced"} 30
+karpenter_consolidation_moves_total{decision="rejected",nodepool="default",policy="Balanced"} 2
 # HELP karpenter_nodepools_allowed_disruptions Nodes a NodePool's budgets allow to be disrupted now, by reason.
 # TYPE karpenter_nodepools_allowed_disruptions gauge
 karpenter_nodepools_allowed_disruptions{nodepool="default",reason="drifted"} 2
@@ -130,7 +131,7 @@ karpenter_interruption_deleted_messages_total 1
 	}
 	observed := observations(t, reg)
 	for name, want := range map[string]uint64{"karpenter_scheduler_scheduling_duration_seconds": 1, "karpenter_interruption_message_queue_duration_seconds": 2,
-		"karpenter_voluntary_disruption_decision_evaluation_duration_seconds": 1, "karpenter_consolidation_score": 1} {
+		"karpenter_voluntary_disruption_decision_evaluation_duration_seconds": 1, "karpenter_consolidation_score": 2} {
 		if observed[name] != want {
 			t.Errorf("%s: %d observations, want %d", name, observed[name], want)
 		}
