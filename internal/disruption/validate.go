@@ -47,10 +47,7 @@ func Revalidate(s *state.Snapshot, old *Command, opts Options) (*Command, string
 // stillCandidates are the command's nodes as they are now, or why one of
 // them can no longer be disrupted for the command's reason.
 func (d *decider) stillCandidates(s *state.Snapshot, old *Command) ([]candidate, string) {
-	byName := map[string]*state.Node{}
-	for _, n := range s.Candidates() {
-		byName[n.Name] = n
-	}
+	byName := candidatesByName(s)
 	cands := make([]candidate, 0, len(old.Nodes))
 	for _, o := range old.Nodes {
 		n := byName[o.Name]
@@ -108,10 +105,7 @@ func (d *decider) stillDisruptable(n *state.Node, reason v1.DisruptionReason) st
 // still empty and may still go (within the budget as it is now), and
 // why the others were left out; nil when none is left.
 func (d *decider) stillEmpty(s *state.Snapshot, old *Command) (*Command, string) {
-	byName := map[string]*state.Node{}
-	for _, n := range s.Candidates() {
-		byName[n.Name] = n
-	}
+	byName := candidatesByName(s)
 	c := &Command{Reason: old.Reason}
 	var left []string
 	for _, o := range old.Nodes {
@@ -158,4 +152,13 @@ func (d *decider) stillConsolidates(old *Command, cands []candidate) (*Command, 
 			len(c.Replacements), c.ReplacementPrice, len(old.Replacements), old.ReplacementPrice)
 	}
 	return c, ""
+}
+
+// candidatesByName are the snapshot's disruption candidates by node name.
+func candidatesByName(s *state.Snapshot) map[string]*state.Node {
+	byName := map[string]*state.Node{}
+	for _, n := range s.Candidates() {
+		byName[n.Name] = n
+	}
+	return byName
 }
