@@ -29,16 +29,16 @@ e2e-moto: controlplane ## Run every end-to-end test against moto (moto_server on
 generate: ## Regenerate deepcopy functions and CRDs from the API types
 	go tool controller-gen object paths=./api/... crd:crdVersions=v1 output:crd:artifacts:config=api/crds
 	go run ./hack/crdpatch api/crds
-	go run ./hack/awsnames > internal/fake/awsapi/ec2names.go
+	go run ./hack/awsnames > internal/sim/cloud/awsapi/ec2names.go
 	go run ./hack/prices > internal/aws/instancetypes/prices.json
 	go run ./hack/rbacrules > internal/operator/rbac/rules.json
 	rm -f charts/nodewright/crds/*.yaml && cp api/crds/*.yaml charts/nodewright/crds/
 
 verify: generate chart ## Fail when generated code or CRDs are stale, go.mod is untidy or the chart does not lint
 	go mod tidy
-	@if [ -n "$$(git status --porcelain -- api go.mod go.sum internal/fake/awsapi internal/aws/instancetypes/prices.json internal/operator/rbac/rules.json charts)" ]; then \
+	@if [ -n "$$(git status --porcelain -- api go.mod go.sum internal/sim/cloud/awsapi internal/aws/instancetypes/prices.json internal/operator/rbac/rules.json charts)" ]; then \
 		echo "generated files or go.mod are stale; run 'make generate' and 'go mod tidy' and commit:"; \
-		git status --porcelain -- api go.mod go.sum internal/fake/awsapi internal/aws/instancetypes/prices.json internal/operator/rbac/rules.json charts; git --no-pager diff --stat -- api go.mod go.sum internal/fake/awsapi internal/aws/instancetypes/prices.json internal/operator/rbac/rules.json charts; exit 1; fi
+		git status --porcelain -- api go.mod go.sum internal/sim/cloud/awsapi internal/aws/instancetypes/prices.json internal/operator/rbac/rules.json charts; git --no-pager diff --stat -- api go.mod go.sum internal/sim/cloud/awsapi internal/aws/instancetypes/prices.json internal/operator/rbac/rules.json charts; exit 1; fi
 
 chart: ## helm lint and helm template the chart (helm pinned in go.mod)
 	go tool helm lint --strict charts/nodewright --set settings.clusterName=example

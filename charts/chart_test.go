@@ -26,12 +26,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/nodewright/nodewright/charts"
-	"github.com/nodewright/nodewright/internal/controlplane"
-	simaccount "github.com/nodewright/nodewright/internal/fake/account"
-	simaws "github.com/nodewright/nodewright/internal/fake/aws"
-	"github.com/nodewright/nodewright/internal/fake/runner"
+	"github.com/nodewright/nodewright/internal/sim/harness/controlplane"
+	simaccount "github.com/nodewright/nodewright/internal/sim/cloud/account"
+	simaws "github.com/nodewright/nodewright/internal/sim/cloud/aws"
+	"github.com/nodewright/nodewright/internal/sim/harness/runner"
 	"github.com/nodewright/nodewright/internal/operator"
-	"github.com/nodewright/nodewright/internal/operator/optest"
+	"github.com/nodewright/nodewright/internal/sim/harness/optest"
 	"github.com/nodewright/nodewright/internal/operator/rbac"
 )
 

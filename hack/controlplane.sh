@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds etcd (from its module, pinned in internal/controlplane/module),
+# Builds etcd (from its module, pinned in internal/sim/harness/controlplane/module),
 # kube-apiserver, kube-scheduler, kube-controller-manager and kubectl (from
 # the k8s.io/kubernetes module pinned there) with the Go toolchain.
 # Idempotent: binaries are cached under bin/k8s-<version>/ (git-ignored)

@@ -16,7 +16,7 @@ import (
 // nodewright doctor read, so each one is a constant of the API packages
 // (api/v1, api/aws/v1, api/v1alpha1) and never a string written where it
 // is used. The production code under internal/ and cmd/ is read (the
-// simulated world in internal/fake keeps its own), and every reason given
+// simulated world in internal/sim keeps its own), and every reason given
 // to an event recorder (Event, Eventf, AnnotatedEventf), to a
 // metav1.Condition, or to a function of the same package that passes one
 // of its parameters on to either, must not be a string literal other than

@@ -35,12 +35,12 @@ import (
 
 	"github.com/nodewright/nodewright/internal/aws/interruption"
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
-	simaws "github.com/nodewright/nodewright/internal/fake/aws"
-	"github.com/nodewright/nodewright/internal/fake/kubelet"
-	"github.com/nodewright/nodewright/internal/fake/runner"
 	"github.com/nodewright/nodewright/internal/operator"
 	"github.com/nodewright/nodewright/internal/scheduling"
-	"github.com/nodewright/nodewright/internal/whatif"
+	simaws "github.com/nodewright/nodewright/internal/sim/cloud/aws"
+	"github.com/nodewright/nodewright/internal/sim/harness/kubelet"
+	"github.com/nodewright/nodewright/internal/sim/harness/runner"
+	"github.com/nodewright/nodewright/internal/tools/whatif"
 )
 
 func newControllerCommand() *cobra.Command {

@@ -23,9 +23,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/nodewright/nodewright/internal/controlplane"
-	"github.com/nodewright/nodewright/internal/fake/runner"
 	"github.com/nodewright/nodewright/internal/operator"
+	"github.com/nodewright/nodewright/internal/sim/harness/controlplane"
+	"github.com/nodewright/nodewright/internal/sim/harness/runner"
 	"github.com/nodewright/nodewright/scenarios"
 )
 

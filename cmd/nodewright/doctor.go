@@ -18,9 +18,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
-	"github.com/nodewright/nodewright/internal/doctor"
-	"github.com/nodewright/nodewright/internal/fake/account"
-	simaws "github.com/nodewright/nodewright/internal/fake/aws"
+	"github.com/nodewright/nodewright/internal/sim/cloud/account"
+	simaws "github.com/nodewright/nodewright/internal/sim/cloud/aws"
+	"github.com/nodewright/nodewright/internal/tools/doctor"
 )
 
 // exitError ends the command with a status and no further message: the

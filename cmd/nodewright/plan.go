@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nodewright/nodewright/internal/doctor"
-	"github.com/nodewright/nodewright/internal/whatif"
+	"github.com/nodewright/nodewright/internal/tools/doctor"
+	"github.com/nodewright/nodewright/internal/tools/whatif"
 )
 
 func newPlanCommand() *cobra.Command {

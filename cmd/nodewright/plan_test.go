@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodewright/nodewright/internal/whatif"
+	"github.com/nodewright/nodewright/internal/tools/whatif"
 )
 
 // The drift scenario's change (its EC2NodeClass gains a tag), planned on

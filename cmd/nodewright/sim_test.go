@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodewright/nodewright/internal/controlplane"
-	"github.com/nodewright/nodewright/internal/fake/runner"
+	"github.com/nodewright/nodewright/internal/sim/harness/controlplane"
+	"github.com/nodewright/nodewright/internal/sim/harness/runner"
 )
 
 // `nodewright sim` on a scenario whose nodes never register (S4), run as

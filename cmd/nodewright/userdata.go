@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nodewright/nodewright/internal/aws/userdata"
-	"github.com/nodewright/nodewright/internal/whatif"
+	"github.com/nodewright/nodewright/internal/tools/whatif"
 )
 
 func newUserDataCommand() *cobra.Command {

@@ -8,7 +8,7 @@
 // module cache and keeps the types reachable from the sdk.EC2 and
 // sdk.Console interfaces.
 //
-//	go run ./hack/awsnames > internal/fake/awsapi/ec2names.go
+//	go run ./hack/awsnames > internal/sim/cloud/awsapi/ec2names.go
 package main
 
 import (

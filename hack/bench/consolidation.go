@@ -14,8 +14,8 @@ import (
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
-	"github.com/nodewright/nodewright/internal/disruption"
-	"github.com/nodewright/nodewright/internal/fake/account"
+	"github.com/nodewright/nodewright/internal/controllers/disruption"
+	"github.com/nodewright/nodewright/internal/sim/cloud/account"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
 )

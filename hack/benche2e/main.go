@@ -40,9 +40,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
-	"github.com/nodewright/nodewright/internal/controlplane"
-	"github.com/nodewright/nodewright/internal/fake/account"
-	"github.com/nodewright/nodewright/internal/fake/runner"
+	"github.com/nodewright/nodewright/internal/sim/harness/controlplane"
+	"github.com/nodewright/nodewright/internal/sim/cloud/account"
+	"github.com/nodewright/nodewright/internal/sim/harness/runner"
 	"github.com/nodewright/nodewright/scenarios"
 )
 

@@ -14,7 +14,7 @@ import (
 
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/hack/refrun"
-	"github.com/nodewright/nodewright/internal/fake/runner"
+	"github.com/nodewright/nodewright/internal/sim/harness/runner"
 )
 
 // runNodewright runs a workload with nodewright's controllers (in their own

@@ -13,7 +13,7 @@ import (
 	"os"
 	"os/signal"
 
-	"github.com/nodewright/nodewright/internal/controlplane"
+	"github.com/nodewright/nodewright/internal/sim/harness/controlplane"
 )
 
 func main() {

@@ -12,10 +12,10 @@ import (
 
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
-	"github.com/nodewright/nodewright/internal/controlplane"
 	"github.com/nodewright/nodewright/internal/intent"
-	"github.com/nodewright/nodewright/internal/operator/optest"
 	"github.com/nodewright/nodewright/internal/scheduling"
+	"github.com/nodewright/nodewright/internal/sim/harness/controlplane"
+	"github.com/nodewright/nodewright/internal/sim/harness/optest"
 	"github.com/nodewright/nodewright/internal/state"
 )
 

@@ -36,24 +36,26 @@ import (
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/aws/provider"
 	"github.com/nodewright/nodewright/internal/aws/sdk"
-	"github.com/nodewright/nodewright/internal/capacitybuffer"
-	"github.com/nodewright/nodewright/internal/deletioncost"
-	"github.com/nodewright/nodewright/internal/disruption"
+	"github.com/nodewright/nodewright/internal/controllers/capacitybuffer"
+	"github.com/nodewright/nodewright/internal/controllers/deletioncost"
+	"github.com/nodewright/nodewright/internal/controllers/disruption"
+	"github.com/nodewright/nodewright/internal/controllers/node/repair"
+	"github.com/nodewright/nodewright/internal/controllers/node/termination"
+	"github.com/nodewright/nodewright/internal/controllers/nodeclaim/gc"
+	"github.com/nodewright/nodewright/internal/controllers/nodeclaim/lifecycle"
+	"github.com/nodewright/nodewright/internal/controllers/nodeclaim/podevents"
+	"github.com/nodewright/nodewright/internal/controllers/nodeclaim/reboot"
+	"github.com/nodewright/nodewright/internal/controllers/nodeoverlay"
+	"github.com/nodewright/nodewright/internal/controllers/nodepool"
+	"github.com/nodewright/nodewright/internal/controllers/provisioning"
+	"github.com/nodewright/nodewright/internal/controllers/static"
 	"github.com/nodewright/nodewright/internal/drain"
-	"github.com/nodewright/nodewright/internal/lifecycle"
 	"github.com/nodewright/nodewright/internal/metrics"
-	"github.com/nodewright/nodewright/internal/nodeoverlay"
-	"github.com/nodewright/nodewright/internal/nodepool"
 	"github.com/nodewright/nodewright/internal/operator/rbac"
-	"github.com/nodewright/nodewright/internal/provisioning"
-	"github.com/nodewright/nodewright/internal/reboot"
-	"github.com/nodewright/nodewright/internal/repair"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state/bufferroom"
 	"github.com/nodewright/nodewright/internal/state/listing"
 	"github.com/nodewright/nodewright/internal/state/nodepoolhealth"
-	"github.com/nodewright/nodewright/internal/static"
-	"github.com/nodewright/nodewright/internal/termination"
 )
 
 // Config is everything the controllers are configured with.
@@ -367,7 +369,7 @@ func (w *wiring) nodeClaimControllers(ctx context.Context) error {
 	if err := life.SetupWithManager(ctx, w.mgr); err != nil {
 		return err
 	}
-	if err := (&lifecycle.PodEvents{Client: w.mgr.GetClient(), Clock: w.clk, Dedupe: 5 * time.Second}).SetupWithManager(w.mgr); err != nil {
+	if err := (&podevents.PodEvents{Client: w.mgr.GetClient(), Clock: w.clk, Dedupe: 5 * time.Second}).SetupWithManager(w.mgr); err != nil {
 		return err
 	}
 	terminator := &termination.Controller{
@@ -377,7 +379,7 @@ func (w *wiring) nodeClaimControllers(ctx context.Context) error {
 	if err := terminator.SetupWithManager(w.mgr); err != nil {
 		return err
 	}
-	return w.mgr.Add(&lifecycle.GarbageCollector{
+	return w.mgr.Add(&gc.GarbageCollector{
 		Client: w.mgr.GetClient(), Cloud: w.cloud, Recorder: w.recorder, Clock: w.clk,
 		Interval: w.cfg.GCInterval, Grace: w.cfg.GCGrace, Log: w.log.WithName("gc"),
 	})

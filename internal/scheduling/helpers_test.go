@@ -13,9 +13,9 @@ import (
 
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
-	"github.com/nodewright/nodewright/internal/fake/account"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/scheduling/verify"
+	"github.com/nodewright/nodewright/internal/sim/cloud/account"
 )
 
 // catalogTypes converts the catalog once; instance types are read-only.

@@ -9,8 +9,8 @@ import (
 
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
-	"github.com/nodewright/nodewright/internal/fake/account"
 	"github.com/nodewright/nodewright/internal/scheduling"
+	"github.com/nodewright/nodewright/internal/sim/cloud/account"
 )
 
 // reservedPool builds a NodePool whose instance types include capacity

@@ -22,8 +22,8 @@ import (
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/provider"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
-	simaws "github.com/nodewright/nodewright/internal/fake/aws"
-	"github.com/nodewright/nodewright/internal/fake/runner"
+	simaws "github.com/nodewright/nodewright/internal/sim/cloud/aws"
+	"github.com/nodewright/nodewright/internal/sim/harness/runner"
 	"github.com/nodewright/nodewright/test/e2e/harness"
 )
 

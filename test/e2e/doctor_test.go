@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodewright/nodewright/internal/fake/runner"
+	"github.com/nodewright/nodewright/internal/sim/harness/runner"
 	"github.com/nodewright/nodewright/test/e2e/harness"
 )
 

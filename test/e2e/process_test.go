@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodewright/nodewright/internal/fake/runner"
+	"github.com/nodewright/nodewright/internal/sim/harness/runner"
 	"github.com/nodewright/nodewright/scenarios"
 	"github.com/nodewright/nodewright/test/e2e/harness"
 )

@@ -9,7 +9,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
-	simaws "github.com/nodewright/nodewright/internal/fake/aws"
+	simaws "github.com/nodewright/nodewright/internal/sim/cloud/aws"
 )
 
 // countingPricing counts the price list reads the cache makes.

@@ -11,7 +11,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
-	simaws "github.com/nodewright/nodewright/internal/fake/aws"
+	simaws "github.com/nodewright/nodewright/internal/sim/cloud/aws"
 )
 
 // spotOutage is the account's EC2 API with DescribeSpotPriceHistory

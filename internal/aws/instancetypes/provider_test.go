@@ -7,8 +7,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
-	simaws "github.com/nodewright/nodewright/internal/fake/aws"
 	"github.com/nodewright/nodewright/internal/scheduling"
+	simaws "github.com/nodewright/nodewright/internal/sim/cloud/aws"
 )
 
 // Read through the EC2 and Pricing APIs of the simulated account, the

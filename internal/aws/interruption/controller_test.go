@@ -24,9 +24,9 @@ import (
 
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/interruption"
-	"github.com/nodewright/nodewright/internal/controlplane"
-	simaws "github.com/nodewright/nodewright/internal/fake/aws"
-	"github.com/nodewright/nodewright/internal/operator/optest"
+	simaws "github.com/nodewright/nodewright/internal/sim/cloud/aws"
+	"github.com/nodewright/nodewright/internal/sim/harness/controlplane"
+	"github.com/nodewright/nodewright/internal/sim/harness/optest"
 	"github.com/nodewright/nodewright/internal/state/listing"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodewright/nodewright/internal/operator/optest"
+	"github.com/nodewright/nodewright/internal/sim/harness/optest"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -29,8 +29,8 @@ import (
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/aws/provider"
 	"github.com/nodewright/nodewright/internal/aws/userdata"
-	"github.com/nodewright/nodewright/internal/controlplane"
-	simaws "github.com/nodewright/nodewright/internal/fake/aws"
+	simaws "github.com/nodewright/nodewright/internal/sim/cloud/aws"
+	"github.com/nodewright/nodewright/internal/sim/harness/controlplane"
 )
 
 // startController runs the status controller against a real API server

@@ -14,7 +14,7 @@ import (
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/aws/sdk"
-	simaws "github.com/nodewright/nodewright/internal/fake/aws"
+	simaws "github.com/nodewright/nodewright/internal/sim/cloud/aws"
 )
 
 func resolver() *nodeclass.Resolver {

@@ -19,9 +19,9 @@ import (
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/provider"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
-	"github.com/nodewright/nodewright/internal/fake/account"
-	simaws "github.com/nodewright/nodewright/internal/fake/aws"
 	"github.com/nodewright/nodewright/internal/scheduling"
+	"github.com/nodewright/nodewright/internal/sim/cloud/account"
+	simaws "github.com/nodewright/nodewright/internal/sim/cloud/aws"
 )
 
 func batchClaim(name string, b cloudprovider.LaunchBatch) *v1.NodeClaim {

@@ -8,8 +8,8 @@ import (
 
 	"github.com/nodewright/nodewright/internal/aws/provider"
 	"github.com/nodewright/nodewright/internal/aws/userdata"
-	"github.com/nodewright/nodewright/internal/fake/account"
-	simaws "github.com/nodewright/nodewright/internal/fake/aws"
+	"github.com/nodewright/nodewright/internal/sim/cloud/account"
+	simaws "github.com/nodewright/nodewright/internal/sim/cloud/aws"
 )
 
 func TestClusterFromEKS(t *testing.T) {

@@ -10,8 +10,8 @@ import (
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
-	simaws "github.com/nodewright/nodewright/internal/fake/aws"
 	"github.com/nodewright/nodewright/internal/scheduling"
+	simaws "github.com/nodewright/nodewright/internal/sim/cloud/aws"
 )
 
 // Throttled calls are retried with the SDK's backoff and the launch

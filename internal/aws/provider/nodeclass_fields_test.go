@@ -15,9 +15,9 @@ import (
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
 	"github.com/nodewright/nodewright/internal/aws/provider"
-	"github.com/nodewright/nodewright/internal/fake/account"
-	simaws "github.com/nodewright/nodewright/internal/fake/aws"
 	"github.com/nodewright/nodewright/internal/scheduling"
+	"github.com/nodewright/nodewright/internal/sim/cloud/account"
+	simaws "github.com/nodewright/nodewright/internal/sim/cloud/aws"
 )
 
 // An EBS volume made from a snapshot is launched with the initialization

@@ -14,8 +14,8 @@ import (
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
 	"github.com/nodewright/nodewright/internal/aws/provider"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
-	"github.com/nodewright/nodewright/internal/fake/account"
 	"github.com/nodewright/nodewright/internal/scheduling"
+	"github.com/nodewright/nodewright/internal/sim/cloud/account"
 )
 
 // reservedFixture adds a one-instance reservation of m5.large in

@@ -14,7 +14,7 @@ import (
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/aws/provider"
 	"github.com/nodewright/nodewright/internal/aws/sdk"
-	"github.com/nodewright/nodewright/internal/doctor"
+	"github.com/nodewright/nodewright/internal/tools/doctor"
 )
 
 type statement struct {

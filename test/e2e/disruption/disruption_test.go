@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
-	"github.com/nodewright/nodewright/internal/fake/kubelet"
-	"github.com/nodewright/nodewright/internal/fake/runner"
+	"github.com/nodewright/nodewright/internal/sim/harness/kubelet"
+	"github.com/nodewright/nodewright/internal/sim/harness/runner"
 	"github.com/nodewright/nodewright/scenarios"
 	"github.com/nodewright/nodewright/test/e2e/harness"
 )

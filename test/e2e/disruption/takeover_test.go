@@ -26,9 +26,9 @@ import (
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/aws/userdata"
-	"github.com/nodewright/nodewright/internal/fake/account"
-	simaws "github.com/nodewright/nodewright/internal/fake/aws"
-	"github.com/nodewright/nodewright/internal/fake/runner"
+	"github.com/nodewright/nodewright/internal/sim/cloud/account"
+	simaws "github.com/nodewright/nodewright/internal/sim/cloud/aws"
+	"github.com/nodewright/nodewright/internal/sim/harness/runner"
 	"github.com/nodewright/nodewright/internal/state"
 	"github.com/nodewright/nodewright/test/e2e/harness"
 )

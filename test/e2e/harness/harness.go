@@ -23,9 +23,9 @@ import (
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
-	simaws "github.com/nodewright/nodewright/internal/fake/aws"
-	"github.com/nodewright/nodewright/internal/fake/runner"
-	"github.com/nodewright/nodewright/internal/whatif"
+	simaws "github.com/nodewright/nodewright/internal/sim/cloud/aws"
+	"github.com/nodewright/nodewright/internal/sim/harness/runner"
+	"github.com/nodewright/nodewright/internal/tools/whatif"
 	"github.com/nodewright/nodewright/scenarios"
 )
 

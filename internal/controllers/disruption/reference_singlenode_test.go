@@ -1,0 +1,103 @@
+package disruption_test
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/controllers/disruption"
+	"github.com/nodewright/nodewright/internal/scheduling"
+)
+
+// The reference's singlenodeconsolidation_test.go: the order in which
+// single-node consolidation looks at its candidates, and how it resumes
+// after running out of time. The reference bounds a round by time (3
+// minutes) and sorts by price over disruption cost; nodewright bounds it
+// by count (Options.MaxSingleNode, 25) and looks at the cheapest to
+// disrupt first, the most expensive of equal cost first. With
+// MaxSingleNode 1 (and multi-node consolidation off) the node looked at
+// is the first of that order: the others are told they were not
+// evaluated this round.
+
+const redSingle = "SingleNodeConsolidation > Candidate Shuffling > "
+
+var _ = restate("singlenodeconsolidation_test.go",
+	refCase{ref: redSingle + "should sort candidates by savings ratio descending",
+		run: func(t *testing.T) {
+			// Equal disruption cost (one pod each): the dearest node first.
+			c := newCluster(t)
+			for name, it := range map[string]string{"small": "m5.xlarge", "big": "m5.4xlarge", "mid": "m5.2xlarge"} {
+				c.node(name, it, onDemand)
+				c.pods(name, 1, "100m", "128Mi")
+			}
+			d := c.decide(redSingleOnly(1))
+			if len(d.Commands) != 1 || d.Commands[0].NodeNames()[0] != "big" {
+				t.Errorf("commands %q, want the m5.4xlarge looked at first", commands(d))
+			}
+			for _, n := range []string{"small", "mid"} {
+				if !strings.Contains(blocked(d, n), "not evaluated this round") {
+					t.Errorf("%s: %q", n, blocked(d, n))
+				}
+			}
+		}},
+	refCase{ref: redSingle + "should prioritize nodepools that timed out in previous runs",
+		gap: "nodewright keeps no record of the NodePools a round did not reach: each round looks at the same MaxSingleNode (25) cheapest-to-disrupt candidates first, so while those cannot be consolidated, a NodePool whose nodes rank after them is never looked at by single-node consolidation (only multi-node consolidation, up to 100 nodes, sees it); the reference puts the NodePools it did not reach first in its next round",
+		run: func(t *testing.T) {
+			// nodepool-1's node is cheap to disrupt and of the cheapest type
+			// that holds its pod (which only nodepool-1 may run);
+			// nodepool-2's, dearer to disrupt, could be replaced by a
+			// cheaper one. One node a round.
+			c := newCluster(t)
+			c.pool.Spec.Template.Spec.Requirements = append(c.pool.Spec.Template.Spec.Requirements,
+				v1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"us-east-1a"}})
+			c.objs.NodePools = nil
+			redPool(c, "nodepool-1", nil)
+			redPool(c, "nodepool-2", nil)
+			c.node("full", c.cheapestSpot(scheduling.MustParseResources("cpu=1500m,memory=1Gi,pods=3")), redIn("nodepool-1"))
+			c.pods("full", 1, "1500m", "1Gi", func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{v1.LabelNodePool: "nodepool-1"} })
+			c.node("idle", "m5.4xlarge", onDemand, redIn("nodepool-2"))
+			c.pods("idle", 3, "100m", "128Mi")
+			for round := range 3 {
+				d := c.decide(redSingleOnly(1))
+				if len(d.Commands) == 1 && d.Commands[0].NodeNames()[0] == "idle" {
+					return
+				}
+				t.Logf("round %d: %q; idle: %q", round, commands(d), blocked(d, "idle"))
+			}
+			t.Error("nodepool-2's node was never looked at in 3 rounds")
+		}},
+	refCase{ref: redSingle + "should sort candidates by savings ratio with different disruption costs",
+		run: func(t *testing.T) {
+			// Equal prices, disruption costs 1, 5 and 20 (one pod each).
+			c := newCluster(t)
+			for name, pods := range map[string]int{"cost20": 20, "cost5": 5, "cost1": 1} {
+				c.node(name, "m5.4xlarge", onDemand)
+				c.pods(name, pods, "100m", "128Mi")
+			}
+			d := c.decide(redSingleOnly(1))
+			if len(d.Commands) != 1 || d.Commands[0].NodeNames()[0] != "cost1" {
+				t.Errorf("one node a round: %q, want cost1 looked at first", commands(d))
+			}
+			d = c.decide(redSingleOnly(2))
+			if !strings.Contains(blocked(d, "cost20"), "not evaluated this round") {
+				t.Errorf("two nodes a round: cost20 %q, want it the one left", blocked(d, "cost20"))
+			}
+			for _, n := range []string{"cost1", "cost5"} {
+				if strings.Contains(blocked(d, n), "not evaluated") {
+					t.Errorf("two nodes a round: %s %q, want it looked at", n, blocked(d, n))
+				}
+			}
+		}},
+	refCase{ref: redSingle + "should reset timed out nodepools when all nodepools are evaluated",
+		moot: "the reference's record of the NodePools its single-node consolidation did not reach before its time ran out (PreviouslyUnseenNodePools), cleared once all are seen; nodewright keeps no such record — \"should prioritize nodepools that timed out in previous runs\" says what follows for users"},
+	refCase{ref: redSingle + "should mark nodepools as timed out when timeout occurs",
+		moot: "the reference's single-node consolidation stops after a time (3 minutes) and records the NodePools it did not reach; nodewright bounds a round by count (Options.MaxSingleNode) and tells each node left over that it was not evaluated this round (checked by \"should sort candidates by savings ratio descending\" here)"},
+)
+
+// redSingleOnly: single-node consolidation alone, looking at n nodes a
+// round.
+func redSingleOnly(n int) func(*disruption.Options) {
+	return func(o *disruption.Options) { o.MaxSingleNode, o.MaxMultiNode = n, 1 }
+}

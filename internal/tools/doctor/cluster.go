@@ -1,0 +1,47 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	"github.com/nodewright/nodewright/internal/state/listing"
+	"github.com/nodewright/nodewright/internal/tools/whatif"
+)
+
+// ReadCluster reads what the rules need from a running cluster:
+// NodePools and EC2NodeClasses with their status, NodeClaims, Nodes, pods
+// (pending ones are diagnosed, bound ones fill their nodes), DaemonSets,
+// PodDisruptionBudgets, CapacityBuffers with their PodTemplates,
+// the aws-auth and amazon-vpc-cni ConfigMaps and warning events.
+func ReadCluster(ctx context.Context, kube client.Reader) (*whatif.Objects, []corev1.Event, error) {
+	listed, err := listing.List(ctx, kube)
+	if err != nil {
+		return nil, nil, err
+	}
+	classes := &awsv1.EC2NodeClassList{}
+	if err := kube.List(ctx, classes); err != nil {
+		return nil, nil, fmt.Errorf("listing EC2NodeClasses: %w", err)
+	}
+	o := &whatif.Objects{NodePools: listed.NodePools, EC2NodeClasses: listing.Pointers(classes.Items), NodeClaims: listed.NodeClaims, Nodes: listed.Nodes,
+		Pods: listed.Pods, DaemonSets: listed.DaemonSets, PDBs: listed.PDBs, CapacityBuffers: listed.CapacityBuffers, PodTemplates: listed.PodTemplates}
+	events := &corev1.EventList{}
+	if err := kube.List(ctx, events, client.MatchingFields{"type": corev1.EventTypeWarning}); err != nil {
+		return nil, nil, fmt.Errorf("listing events: %w", err)
+	}
+	for name, dst := range map[string]**corev1.ConfigMap{"aws-auth": &o.AWSAuth, "amazon-vpc-cni": &o.VPCCNI} {
+		cm := &corev1.ConfigMap{}
+		switch err := kube.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: name}, cm); {
+		case err == nil:
+			*dst = cm
+		case !apierrors.IsNotFound(err):
+			return nil, nil, fmt.Errorf("reading ConfigMap kube-system/%s: %w", name, err)
+		}
+	}
+	return o, events.Items, nil
+}

@@ -1,0 +1,412 @@
+package whatif_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/tools/whatif"
+)
+
+// cluster is a dump of NodePool default's nodes without their NodeClaims:
+// node i (from 1) made i hours before 12:00, on-demand m5.large in
+// us-east-1a, each with pods[i-1] pods of 1500m (one fills a node).
+func cluster(t *testing.T, budgets string, pods ...int) *whatif.Objects {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, `apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  amiFamily: AL2023
+  amiSelectorTerms: [{alias: al2023@latest}]
+  role: node
+  subnetSelectorTerms: [{tags: {a: b}}]
+  securityGroupSelectorTerms: [{tags: {a: b}}]
+status:
+  amis:
+    - {id: ami-old, name: old, requirements: [{key: kubernetes.io/arch, operator: In, values: [amd64]}]}
+  subnets: [{id: subnet-a, zone: us-east-1a}, {id: subnet-b, zone: us-east-1b}]
+---
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+  disruption:
+    consolidationPolicy: WhenEmpty
+    consolidateAfter: Never
+    budgets: %s
+`, budgets)
+	at := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	for i, n := range pods {
+		name := fmt.Sprintf("node-%d", i+1)
+		fmt.Fprintf(&b, `---
+apiVersion: v1
+kind: Node
+metadata:
+  name: %s
+  creationTimestamp: %q
+  labels:
+    karpenter.sh/nodepool: default
+    karpenter.sh/initialized: "true"
+    karpenter.sh/capacity-type: on-demand
+    node.kubernetes.io/instance-type: m5.large
+    karpenter.k8s.aws/instance-category: m
+    topology.kubernetes.io/zone: us-east-1a
+    kubernetes.io/arch: amd64
+    kubernetes.io/os: linux
+    kubernetes.io/hostname: %s
+spec: {providerID: "aws:///us-east-1a/i-%d"}
+status:
+  capacity: {cpu: "2", memory: 7910Mi, pods: "29"}
+  allocatable: {cpu: 1930m, memory: 7220Mi, pods: "29"}
+  conditions: [{type: Ready, status: "True"}]
+`, name, at.Add(-time.Duration(i+1)*time.Hour).Format(time.RFC3339), name, i+1)
+		for j := range n {
+			fmt.Fprintf(&b, `---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web-%d-%d
+  namespace: default
+  labels: {app: web, pod-template-hash: abc12}
+  ownerReferences: [{apiVersion: apps/v1, kind: ReplicaSet, name: web-abc12, uid: u1, controller: true}]
+spec:
+  nodeName: %s
+  terminationGracePeriodSeconds: 60
+  containers: [{name: web, image: nginx, resources: {requests: {cpu: 1500m, memory: 1Gi}}}]
+status: {phase: Running}
+`, i+1, j, name)
+		}
+	}
+	objs := &whatif.Objects{Now: at}
+	if err := objs.Load("cluster.yaml", strings.NewReader(b.String())); err != nil {
+		t.Fatalf("%v\n%s", err, b.String())
+	}
+	return objs
+}
+
+func change(t *testing.T, manifest string) *whatif.Change {
+	t.Helper()
+	c := &whatif.Change{}
+	if err := c.LoadChange("change.yaml", strings.NewReader(manifest)); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+const categoryC = `apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: kubernetes.io/arch, operator: In, values: [amd64]}
+        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+        - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c]}
+  disruption:
+    consolidationPolicy: WhenEmpty
+    consolidateAfter: Never
+    budgets: %s
+`
+
+// A NodePool that no longer admits its nodes' instance category drifts
+// them all, and the rollout takes them as the controller would: two at
+// a time (the budget), the empty node first, then the oldest; each
+// node with pods gets a c-category replacement; the estimate adds each
+// round's validation, launch, drain (the pods' 60s grace) and
+// termination, and the price is dearest while old and new run together.
+// Replacements left empty are counted and gone from the price after.
+func TestPlanRollsOutUnderTheBudget(t *testing.T) {
+	objs := cluster(t, `[{nodes: "2"}]`, 1, 1, 0, 1, 1)
+	r, err := whatif.Plan(objs, change(t, fmt.Sprintf(categoryC, `[{nodes: "2"}]`)), nil, whatif.DefaultTimings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Changes) != 1 || strings.Join(r.Changes[0].Fields, ",") != "spec.template.spec.requirements" {
+		t.Errorf("changes: %+v", r.Changes)
+	}
+	for _, n := range r.Nodes {
+		if !n.Drifted || n.Reason != "RequirementsDrifted" || !strings.Contains(n.Message, "instance-category=m") ||
+			strings.Join(n.Fields, ",") != "spec.template.spec.requirements" || n.DriftedBefore {
+			t.Errorf("node %+v; want drifted by the requirements, naming the field", n)
+		}
+	}
+	var order [][]string
+	for _, rd := range r.Rounds {
+		var names []string
+		for _, n := range rd.Nodes {
+			names = append(names, n.Node)
+		}
+		order = append(order, names)
+		for _, repl := range rd.Replacements {
+			if !strings.HasPrefix(repl.InstanceType, "c") || repl.PricePerHour <= 0 {
+				t.Errorf("round %d replacement %+v; want a priced c-category type", rd.Round, repl)
+			}
+		}
+	}
+	want := "[[node-3 node-5] [node-4 node-2] [node-1]]"
+	if fmt.Sprint(order) != want {
+		t.Errorf("rounds %v, want %s (empty first, then oldest, two at a time)", order, want)
+	}
+	if len(r.Rounds) == 3 {
+		first, second := r.Rounds[0], r.Rounds[1]
+		// The second of round 2's commands keeps the room the first
+		// planned (its replacement, not initialized yet) for the first's
+		// pod: one replacement a pod, none left empty.
+		if len(first.Replacements) != 1 || first.PodsMoved != 1 || len(second.Replacements) != 2 || second.SurplusReplacements != 0 {
+			t.Errorf("round 1 %+v, round 2 %+v", first, second)
+		}
+		// validation 15s, launch 90s, drain 60s, termination 45s, poll 10s
+		if got := second.StartsAt.Sub(first.StartsAt); got != 220*time.Second {
+			t.Errorf("round 2 starts %s after round 1, want 3m40s", got)
+		}
+	}
+	if len(r.Blocked) != 0 || len(r.Unplaced) != 0 {
+		t.Errorf("blocked %+v, unplaced %+v", r.Blocked, r.Unplaced)
+	}
+	if !(r.Price.WorstRound > r.Price.Before && r.Price.After > 0 && r.Price.After < r.Price.Before) {
+		t.Errorf("price %+v; the dearest round runs old and new nodes together", r.Price)
+	}
+	if r.Duration.Seconds <= 0 || len(r.Duration.Assumptions) == 0 {
+		t.Errorf("duration %+v", r.Duration)
+	}
+	// No replacement is left empty, so the last round's pod gets its
+	// own, consolidation or not.
+	if len(r.Rounds) == 3 && (len(r.Rounds[2].Replacements) != 1 || r.Rounds[2].SurplusReplacements != 0) {
+		t.Errorf("round 3 %+v; want one replacement for node-1's pod", r.Rounds[2])
+	}
+	consolidating := cluster(t, `[{nodes: "2"}]`, 1, 1, 0, 1, 1)
+	changed := strings.Replace(fmt.Sprintf(categoryC, `[{nodes: "2"}]`), "consolidateAfter: Never", "consolidateAfter: 30s", 1)
+	r2, err := whatif.Plan(consolidating, change(t, changed), nil, whatif.DefaultTimings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r2.Rounds) != 3 || r2.Rounds[1].SurplusReplacements != 0 || len(r2.Rounds[2].Replacements) != 1 || r2.Price.After != r.Price.After {
+		t.Errorf("with consolidation: %+v, price after %v (without %v)", r2.Rounds, r2.Price.After, r.Price.After)
+	}
+}
+
+// A budget window that allows no drift now holds the rollout until it
+// closes, and the round says what it waited for.
+func TestPlanWaitsForTheBudgetWindow(t *testing.T) {
+	budgets := `[{nodes: "0", schedule: "0 9 * * *", duration: 8h}, {nodes: "1"}]`
+	objs := cluster(t, budgets, 1, 1)
+	r, err := whatif.Plan(objs, change(t, fmt.Sprintf(categoryC, budgets)), nil, whatif.DefaultTimings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Rounds) != 2 {
+		t.Fatalf("rounds %+v", r.Rounds)
+	}
+	if got := r.Rounds[0].StartsAt.UTC().Format(time.RFC3339); got != "2026-11-23T17:00:00Z" || !strings.Contains(r.Rounds[0].WaitsFor, "allows 0 of 0") {
+		t.Errorf("round 1 starts %s waiting for %q; want 17:00, when the 0-node window closes", got, r.Rounds[0].WaitsFor)
+	}
+	if r.Duration.Seconds < 5*3600 {
+		t.Errorf("estimate %vs does not count the wait for the window", r.Duration.Seconds)
+	}
+}
+
+// A change that leaves pods without a place says which workload and why;
+// a do-not-disrupt pod holds its node, and the plan says so.
+func TestPlanFindsPodsWithoutAPlace(t *testing.T) {
+	objs := cluster(t, `[{nodes: "100%"}]`, 1, 1)
+	objs.Pods[0].Annotations = map[string]string{"karpenter.sh/do-not-disrupt": "true"}
+	small := strings.Replace(fmt.Sprintf(categoryC, `[{nodes: "100%"}]`), "values: [c]", "values: [t]}\n        - {key: node.kubernetes.io/instance-type, operator: In, values: [t3.nano]", 1)
+	r, err := whatif.Plan(objs, change(t, small), nil, whatif.DefaultTimings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Unplaced) != 1 || r.Unplaced[0].Workload != "Deployment default/web" || r.Unplaced[0].Pods != 2 || r.Unplaced[0].Reason == "" {
+		t.Errorf("unplaced %+v; want Deployment default/web's 2 pods with the reason", r.Unplaced)
+	}
+	if len(r.Rounds) != 0 {
+		t.Errorf("rounds %+v: nothing can be replaced", r.Rounds)
+	}
+	blocked := map[string]string{}
+	for _, b := range r.Blocked {
+		blocked[b.Node] = b.Reason
+	}
+	if !strings.Contains(blocked["node-1"], "do-not-disrupt") || !strings.Contains(blocked["node-2"], "would have no place") {
+		t.Errorf("blocked %v", blocked)
+	}
+}
+
+// An EC2NodeClass whose amiSelectorTerms change drifts nodes running
+// another AMI: by ID, offline; by alias, assumed, with a warning.
+func TestPlanAMIChange(t *testing.T) {
+	for _, tc := range []struct{ terms, warning string }{
+		{"[{id: ami-new}]", ""},
+		{"[{alias: al2023@v20261120}]", "only the account resolves"},
+	} {
+		objs := cluster(t, `[{nodes: "1"}]`, 1)
+		c := change(t, `apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  amiFamily: AL2023
+  amiSelectorTerms: `+tc.terms+`
+  role: node
+  subnetSelectorTerms: [{tags: {a: b}}]
+  securityGroupSelectorTerms: [{tags: {a: b}}]
+`)
+		objs.NodeClaims = append(objs.NodeClaims, &v1.NodeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: "nc-1", Labels: map[string]string{v1.LabelNodePool: "default"}},
+			Spec:       v1.NodeClaimSpec{NodeClassRef: &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}},
+			Status: v1.NodeClaimStatus{ProviderID: "aws:///us-east-1a/i-1", NodeName: "node-1", ImageID: "ami-old",
+				Conditions: []metav1.Condition{{Type: v1.ConditionInitialized, Status: metav1.ConditionTrue, Reason: "Initialized"}}},
+		})
+		r, err := whatif.Plan(objs, c, nil, whatif.DefaultTimings())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Changes) != 1 || strings.Join(r.Changes[0].Fields, ",") != "spec.amiSelectorTerms" {
+			t.Errorf("%s: changes %+v", tc.terms, r.Changes)
+		}
+		warned := strings.Contains(strings.Join(r.Warnings, "\n"), "only the account resolves")
+		if warned != (tc.warning != "") {
+			t.Errorf("%s: warnings %v", tc.terms, r.Warnings)
+		}
+		if len(r.Nodes) != 1 || !r.Nodes[0].Drifted || r.Nodes[0].Reason != "AMIDrifted" || !strings.Contains(r.Nodes[0].Message, "ami-old") ||
+			strings.Join(r.Nodes[0].Fields, ",") != "spec.amiSelectorTerms" || r.Nodes[0].NodeClaim != "nc-1" {
+			t.Errorf("%s: nodes %+v; want node-1 drifted from ami-old by spec.amiSelectorTerms", tc.terms, r.Nodes)
+		}
+		if len(r.Rounds) != 1 || len(r.Rounds[0].Replacements) != 1 {
+			t.Errorf("%s: rounds %+v; want node-1 replaced", tc.terms, r.Rounds)
+		}
+	}
+}
+
+// A change holds NodePools and EC2NodeClasses only.
+func TestChangeRefusesOtherKinds(t *testing.T) {
+	c := &whatif.Change{}
+	err := c.LoadChange("change.yaml", strings.NewReader(`apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec: {containers: [{name: c, image: x}]}
+`))
+	if err == nil || !strings.Contains(err.Error(), "NodePools and EC2NodeClasses only") || !strings.Contains(err.Error(), "Pod") {
+		t.Errorf("a Pod in a change: %v", err)
+	}
+}
+
+// A NodePool whose drift is paused (its status says so) keeps its
+// drifted nodes through a change that leaves it and its class alone, and
+// the plan says why; a change to it resumes drift.
+func TestPlanKeepsPausedDrift(t *testing.T) {
+	objs := cluster(t, `[{nodes: "1"}]`, 1)
+	objs.NodeClaims = append(objs.NodeClaims, &v1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "nc-1", Labels: map[string]string{v1.LabelNodePool: "default"}},
+		Spec:       v1.NodeClaimSpec{NodeClassRef: &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}},
+		Status: v1.NodeClaimStatus{ProviderID: "aws:///us-east-1a/i-1", NodeName: "node-1", Conditions: []metav1.Condition{
+			{Type: v1.ConditionInitialized, Status: metav1.ConditionTrue, Reason: "Initialized"},
+			{Type: v1.ConditionDrifted, Status: metav1.ConditionTrue, Reason: v1.ReasonNodePoolDrifted}}},
+	})
+	objs.NodePools[0].Status.Conditions = []metav1.Condition{{Type: v1.ConditionDriftAllowed, Status: metav1.ConditionFalse, Reason: v1.ReasonReplacementsFailing,
+		Message: "3 replacements of drifted nodes failed in a row"}}
+	other := strings.Replace(fmt.Sprintf(categoryC, `[{nodes: "1"}]`), "name: default}\nspec:", "name: other}\nspec:", 1)
+	r, err := whatif.Plan(objs, change(t, other), nil, whatif.DefaultTimings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Rounds) != 0 || len(r.Blocked) != 1 || !strings.Contains(r.Blocked[0].Reason, "drift of its NodePool is paused") {
+		t.Errorf("rounds %+v, blocked %+v; want node-1 held by the paused drift", r.Rounds, r.Blocked)
+	}
+	r, err = whatif.Plan(objs, change(t, fmt.Sprintf(categoryC, `[{nodes: "1"}]`)), nil, whatif.DefaultTimings())
+	if err != nil || len(r.Rounds) != 1 {
+		t.Errorf("a change to the paused NodePool resumes its drift: %v, rounds %+v, blocked %+v", err, r.Rounds, r.Blocked)
+	}
+}
+
+// A cluster the reference runs today: its NodeClaims carry its own drift
+// hashes (other hash versions), or none. The controller restamps them
+// when it takes the cluster over, so a change of spec.userData or
+// spec.tags then drifts every node of the class; plan says the same.
+func TestPlanOnAClusterTheReferenceRuns(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		annotations map[string]string
+	}{
+		{"the reference's hashes", map[string]string{"karpenter.sh/nodepool-hash": "6821555240504398462", "karpenter.sh/nodepool-hash-version": "v3",
+			"karpenter.k8s.aws/ec2nodeclass-hash": "15616957348189460630", "karpenter.k8s.aws/ec2nodeclass-hash-version": "v4"}},
+		{"no hashes", nil},
+	} {
+		for _, edit := range []struct{ field, spec string }{
+			{"spec.userData", "  userData: |\n    #!/bin/bash\n    echo tuned > /etc/motd\n"},
+			{"spec.tags", "  tags: {team: payments}\n"},
+		} {
+			objs := cluster(t, `[{nodes: "100%"}]`, 1, 1)
+			for i, node := range objs.Nodes {
+				objs.NodeClaims = append(objs.NodeClaims, &v1.NodeClaim{
+					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("default-%d", i), Labels: map[string]string{v1.LabelNodePool: "default"}, Annotations: tc.annotations},
+					Spec:       v1.NodeClaimSpec{NodeClassRef: &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}},
+					Status: v1.NodeClaimStatus{ProviderID: node.Spec.ProviderID, NodeName: node.Name, ImageID: "ami-old",
+						Conditions: []metav1.Condition{{Type: v1.ConditionInitialized, Status: metav1.ConditionTrue, Reason: "Initialized"}}},
+				})
+			}
+			c := change(t, `apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  amiFamily: AL2023
+  amiSelectorTerms: [{alias: al2023@latest}]
+  role: node
+  subnetSelectorTerms: [{tags: {a: b}}]
+  securityGroupSelectorTerms: [{tags: {a: b}}]
+`+edit.spec)
+			r, err := whatif.Plan(objs, c, nil, whatif.DefaultTimings())
+			if err != nil {
+				t.Fatal(err)
+			}
+			drifted := 0
+			for _, n := range r.Nodes {
+				if n.Drifted && n.Reason == v1.ReasonNodeClassDrifted && slices.Contains(n.Fields, edit.field) {
+					drifted++
+				}
+			}
+			if drifted != 2 {
+				t.Errorf("%s, %s changed: %d of 2 nodes drift; nodes %+v", tc.name, edit.field, drifted, r.Nodes)
+			}
+			if !strings.Contains(strings.Join(r.Warnings, "\n"), "2 NodeClaim(s) carry drift hashes of another hashing") {
+				t.Errorf("%s: the restamp is not said: %v", tc.name, r.Warnings)
+			}
+		}
+	}
+}
+
+// A rollout launches what the pods need at any budget: each command
+// keeps the room the commands before it planned, so no replacement is
+// left empty, and the nodes after are as many as the pods need.
+func TestPlanRolloutLeavesNothingEmpty(t *testing.T) {
+	for _, budgets := range []string{`[{nodes: "1"}]`, `[{nodes: "6"}]`, `[{nodes: "100%"}]`} {
+		t.Run(budgets, func(t *testing.T) {
+			objs := cluster(t, budgets, 1, 1, 1, 1, 1, 1)
+			r, err := whatif.Plan(objs, change(t, fmt.Sprintf(categoryC, budgets)), nil, whatif.DefaultTimings())
+			if err != nil {
+				t.Fatal(err)
+			}
+			replacements, surplus, moved := 0, 0, 0
+			for _, rd := range r.Rounds {
+				replacements += len(rd.Replacements)
+				surplus += rd.SurplusReplacements
+				moved += rd.PodsMoved
+			}
+			if surplus != 0 || replacements != 6 || moved != 6 {
+				t.Errorf("%d replacements (%d left empty) for 6 pods moved %d times: %+v", replacements, surplus, moved, r.Rounds)
+			}
+		})
+	}
+}
