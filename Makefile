@@ -10,8 +10,9 @@ all: build
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 
-build: ## Build the nodewright binary into ./bin/nodewright
+build: ## Build the nodewright CLI into ./bin/nodewright and the controller image's binary into ./bin/nodewright-controller
 	go build -ldflags "-X github.com/nodewright/nodewright/internal/version.version=$(VERSION)" -o bin/nodewright ./cmd/nodewright
+	go build -ldflags "-X github.com/nodewright/nodewright/internal/version.version=$(VERSION)" -o bin/nodewright-controller ./cmd/nodewright-controller
 
 sim: build controlplane ## Set up, then run nodewright end to end on this machine (SCENARIO=healthy|s1..s5|windows|...)
 	./bin/nodewright sim --scenario $(or $(SCENARIO),healthy)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nodewright/nodewright/internal/operator/command"
 	"github.com/nodewright/nodewright/internal/version"
 )
 
@@ -17,7 +18,7 @@ v1 API (NodePool, NodeClaim, EC2NodeClass) unchanged.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newVersionCommand(), newSimulateCommand(), newPlanCommand(), newUserDataCommand(), newSimCommand(), newControllerCommand(), newDoctorCommand())
+	root.AddCommand(newVersionCommand(), newSimulateCommand(), newPlanCommand(), newUserDataCommand(), newSimCommand(), command.Controller(runOnSimulatedAccount), newDoctorCommand())
 	return root
 }
 

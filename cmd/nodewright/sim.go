@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
+	"github.com/nodewright/nodewright/internal/operator/command"
 	simaws "github.com/nodewright/nodewright/internal/sim/cloud/aws"
 	"github.com/nodewright/nodewright/internal/sim/harness/controlplane"
 	"github.com/nodewright/nodewright/internal/sim/harness/runner"
@@ -121,7 +122,7 @@ func (fl *simFlags) run(cmd *cobra.Command) error {
 	}
 	defer closeLog()
 	// The summary says what matters; --log-file keeps the rest.
-	installLogger(opts.Log)
+	command.InstallLogger(opts.Log)
 	if fl.awsEndpoint != "" {
 		fmt.Fprintln(progress, "starting the control plane and nodewright against "+fl.awsEndpoint+"...")
 	} else {
@@ -221,7 +222,7 @@ func (fl *simFlags) options(assets string) (runner.Options, func(), error) {
 			return opts, closeLog, fmt.Errorf("--log-file: %w", err)
 		}
 		closeLog = func() { _ = f.Close() }
-		if opts.Log, err = controllerLogger(f, "json", "info"); err != nil {
+		if opts.Log, err = command.Logger(f, "json", "info"); err != nil {
 			return opts, closeLog, err
 		}
 	}
@@ -234,10 +235,10 @@ func (fl *simFlags) options(assets string) (runner.Options, func(), error) {
 	opts.Faults, opts.NoCapacity = fl.faults, fl.noCapacity
 	opts.InterruptionNotice = fl.interruptionNotice
 	opts.Operator.AMIAliasParameterRoot = fl.aliasRoot
-	if err := featureGates(&opts.Operator, fl.gates); err != nil {
+	if err := command.FeatureGates(&opts.Operator, fl.gates); err != nil {
 		return opts, closeLog, err
 	}
-	if err := awsFeatureGates(&opts.Operator, fl.awsGates); err != nil {
+	if err := command.AWSFeatureGates(&opts.Operator, fl.awsGates); err != nil {
 		return opts, closeLog, err
 	}
 	if err := fl.parsedOptions(&opts); err != nil {

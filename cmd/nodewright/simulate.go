@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
+	"github.com/nodewright/nodewright/internal/operator/command"
 	simaws "github.com/nodewright/nodewright/internal/sim/cloud/aws"
 	"github.com/nodewright/nodewright/internal/tools/whatif"
 )
@@ -111,7 +112,7 @@ func loadInput(cmd *cobra.Command, files []string, now, schedulerConfig string) 
 	if err != nil {
 		return nil, err
 	}
-	if objs.DefaultSpread, err = readSchedulerConfig(schedulerConfig); err != nil {
+	if objs.DefaultSpread, err = command.ReadSchedulerConfig(schedulerConfig); err != nil {
 		return nil, err
 	}
 	if now != "" {

@@ -6,6 +6,8 @@ import (
 	"os"
 	"time"
 
+	decide "github.com/nodewright/nodewright/internal/decide/disruption"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,9 +16,8 @@ import (
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
-	"github.com/nodewright/nodewright/internal/controllers/disruption"
-	"github.com/nodewright/nodewright/internal/sim/cloud/account"
 	"github.com/nodewright/nodewright/internal/scheduling"
+	"github.com/nodewright/nodewright/internal/sim/cloud/account"
 	"github.com/nodewright/nodewright/internal/state"
 )
 
@@ -113,7 +114,7 @@ func measureConsolidation(n, maxRounds int) (*consolidationResult, error) {
 	}
 	r := &consolidationResult{Nodes: n, Pods: len(objs.Pods)}
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
-	opts := disruption.DefaultOptions()
+	opts := decide.DefaultOptions()
 	started := time.Now()
 	for round := 0; round < maxRounds; round++ {
 		var applied bool
@@ -134,10 +135,10 @@ func measureConsolidation(n, maxRounds int) (*consolidationResult, error) {
 // consolidate is one round: it decides once on objs, records the decision
 // in r, and carries out the commands that remove empty or underutilized
 // nodes. It reports whether it carried any out.
-func (r *consolidationResult) consolidate(objs state.Objects, round int, so state.Options, opts disruption.Options) (state.Objects, bool) {
+func (r *consolidationResult) consolidate(objs state.Objects, round int, so state.Options, opts decide.Options) (state.Objects, bool) {
 	snap := state.Build(objs, so)
 	t := time.Now()
-	d := disruption.Decide(snap, opts)
+	d := decide.Decide(snap, opts)
 	took := time.Since(t).Seconds()
 	if os.Getenv("BENCH_DEBUG") != "" {
 		fmt.Fprintf(os.Stderr, "round %d: %.3fs %d commands %s\n", round, took, len(d.Commands), describeCommands(d))
@@ -178,7 +179,7 @@ func packingBound(objs state.Objects, so state.Options) float64 {
 // apply carries a command out at once: its nodes go, its pods move where
 // the plan put them, its replacements come up as nodes of their cheapest
 // offering.
-func apply(objs state.Objects, c *disruption.Command, round int) state.Objects {
+func apply(objs state.Objects, c *decide.Command, round int) state.Objects {
 	gone := map[string]bool{}
 	for _, n := range c.Nodes {
 		gone[n.Name] = true
@@ -241,7 +242,7 @@ func movePods(pods []*corev1.Pod, moved map[*corev1.Pod]string, gone map[string]
 	return out
 }
 
-func describeCommands(d *disruption.Decision) string {
+func describeCommands(d *decide.Decision) string {
 	out := ""
 	for _, c := range d.Commands {
 		out += fmt.Sprintf("[%s %d nodes -> %d, saves %.3f, %d pods] ", c.Reason, len(c.Nodes), len(c.Replacements), c.Savings, c.Pods)

@@ -105,7 +105,7 @@ func writeIndex(out string, images map[string]v1.Image) error {
 func buildBinary(path, arch, version string) error {
 	//nolint:gosec // builds this repository's own binary, with the version it is given
 	cmd := exec.CommandContext(context.Background(), "go", "build", "-trimpath", "-o", path,
-		"-ldflags", "-s -w -buildid= -X github.com/nodewright/nodewright/internal/version.version="+version, "./cmd/nodewright")
+		"-ldflags", "-s -w -buildid= -X github.com/nodewright/nodewright/internal/version.version="+version, "./cmd/nodewright-controller")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	return cmd.Run()

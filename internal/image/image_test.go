@@ -26,7 +26,7 @@ func TestImageReadsBackAndRuns(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "nodewright")
 	build := exec.Command("go", "build", "-trimpath", "-o", bin,
-		"-ldflags", "-s -w -buildid= -X github.com/nodewright/nodewright/internal/version.version=v9.8.7", "../../cmd/nodewright")
+		"-ldflags", "-s -w -buildid= -X github.com/nodewright/nodewright/internal/version.version=v9.8.7", "../../cmd/nodewright-controller")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building nodewright: %v\n%s", err, out)
@@ -131,6 +131,11 @@ func TestImageReadsBackAndRuns(t *testing.T) {
 	got, err := exec.Command(extracted, "version").CombinedOutput()
 	if err != nil || !strings.HasPrefix(string(got), "nodewright v9.8.7") {
 		t.Errorf("the image's binary says %q (%v), want nodewright v9.8.7", got, err)
+	}
+	// It runs on AWS only: the simulated account is not in it.
+	got, err = exec.Command(extracted, "controller", "--cluster-name", "c", "--cloud", "sim").CombinedOutput()
+	if err == nil || !strings.Contains(string(got), "runs on AWS only") {
+		t.Errorf("the image's binary with --cloud sim says %q (%v), want a refusal: it has no simulated account", got, err)
 	}
 
 	// The tarball carries the same image under its tag.

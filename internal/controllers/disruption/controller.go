@@ -1,3 +1,9 @@
+// Package disruption carries out what internal/decide/disruption decides:
+// it waits, validates the decision again, taints the nodes
+// karpenter.sh/disrupted:NoSchedule, launches the replacements, waits until
+// they are initialized and deletes the nodes' NodeClaims (whose termination
+// drains them through the Eviction API); a replacement that fails rolls
+// its command back.
 package disruption
 
 import (
@@ -7,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	decide "github.com/nodewright/nodewright/internal/decide/disruption"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -28,7 +36,7 @@ import (
 
 // Config tunes the controller.
 type Config struct {
-	Options
+	decide.Options
 	// Poll is how often the controller decides.
 	Poll time.Duration
 	// ValidationDelay is how long a decision waits before it is checked
@@ -48,7 +56,8 @@ type Config struct {
 
 // DefaultConfig is the reference's timing.
 func DefaultConfig() Config {
-	return Config{Options: DefaultOptions(), Poll: 10 * time.Second, ValidationDelay: 15 * time.Second, ReplacementTimeout: 20 * time.Minute,
+	cadence := decide.DefaultCadence()
+	return Config{Options: decide.DefaultOptions(), Poll: cadence.Poll, ValidationDelay: cadence.ValidationDelay, ReplacementTimeout: 20 * time.Minute,
 		DriftFailureLimit: nodepoolhealth.DefaultDriftFailureLimit}
 }
 
@@ -97,7 +106,7 @@ const (
 
 // inflight is a command being carried out.
 type inflight struct {
-	*Command
+	*decide.Command
 	phase     phase
 	decidedAt time.Time
 	startedAt time.Time
@@ -169,8 +178,14 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	for _, cmd := range c.commands {
 		opts.ConsolidationInFlight = opts.ConsolidationInFlight || cmd.Reason == v1.DisruptionReasonUnderutilized
 	}
+	took := map[string]time.Duration{}
+	opts.Measure = func(method v1.DisruptionReason, run func()) {
+		start := c.Clock.Now()
+		run()
+		took[string(method)] += c.Clock.Since(start)
+	}
 	started := c.Clock.Now()
-	dec := Decide(snap, opts)
+	dec := decide.Decide(snap, opts)
 	for _, cmd := range dec.Commands {
 		c.commands = append(c.commands, &inflight{Command: cmd, decidedAt: now, claims: claimNames(cmd.Nodes)})
 		c.Metrics.Disruption(string(cmd.Reason), "decided")
@@ -178,7 +193,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 			"savingsPerHour", cmd.Savings, "pods", cmd.Pods)
 	}
 	c.report(snap, dec)
-	c.record(c.Clock.Since(started), snap, dec)
+	c.record(c.Clock.Since(started), took, snap, dec)
 	return nil
 }
 
@@ -200,13 +215,13 @@ func (c *Controller) inFlight(skip *inflight) map[string]bool {
 // pods of their nodes: replacements not launched or not initialized yet,
 // as planned; an initialized one is a node of the snapshot, and its
 // planned pods are placed on it; the pods moved onto nodes that stay.
-func (c *Controller) planned(snap *state.Snapshot, skip *inflight) []Room {
-	var out []Room
+func (c *Controller) planned(snap *state.Snapshot, skip *inflight) []decide.Room {
+	var out []decide.Room
 	for _, cmd := range c.commands {
 		if cmd == skip || cmd.Static {
 			continue
 		}
-		room := Room{Nodes: cmd.NodeNames(), Moves: cmd.Moves}
+		room := decide.Room{Nodes: cmd.NodeNames(), Moves: cmd.Moves}
 		for i, r := range cmd.Replacements {
 			if i < len(cmd.replacements) {
 				if n := initializedClaim(snap, cmd.replacements[i]); n != nil {
@@ -275,7 +290,7 @@ func (c *Controller) step(ctx context.Context, snap *state.Snapshot, cmd *inflig
 		}
 		opts := c.Config.Options
 		opts.InFlight, opts.Planned, opts.DriftPaused = c.inFlight(cmd), c.planned(snap, cmd), c.paused
-		fresh, why := Revalidate(snap, cmd.Command, opts)
+		fresh, why := decide.Revalidate(snap, cmd.Command, opts)
 		if fresh == nil {
 			c.Metrics.Disruption(string(cmd.Reason), "cancelled")
 			c.Metrics.ValidationFailed(string(cmd.Reason), len(cmd.Nodes))
@@ -297,7 +312,7 @@ func (c *Controller) step(ctx context.Context, snap *state.Snapshot, cmd *inflig
 // leftOut tells, on each node of a command its validation left out (an
 // emptiness command's nodes that are no longer empty), that its
 // disruption is cancelled and why.
-func (c *Controller) leftOut(cmd *inflight, fresh *Command, why string) {
+func (c *Controller) leftOut(cmd *inflight, fresh *decide.Command, why string) {
 	kept := map[string]bool{}
 	for _, n := range fresh.Nodes {
 		kept[n.Name] = true
@@ -576,7 +591,7 @@ func (c *Controller) event(n *state.Node, kind, reason, msg string) {
 }
 
 // describe says what a command saves.
-func describe(cmd *Command) string {
+func describe(cmd *decide.Command) string {
 	nodes := fmt.Sprintf("the %d node(s) of this command cost $%.4f/h", len(cmd.Nodes), cmd.PricePerHour)
 	if cmd.Static {
 		return nodes + "; their static NodePool launches their replacements from its template"
@@ -596,7 +611,7 @@ func describe(cmd *Command) string {
 
 // report says once, on the NodeClaim, why each candidate stays
 // (DisruptionBlocked), and again only when the reason changes.
-func (c *Controller) report(snap *state.Snapshot, dec *Decision) {
+func (c *Controller) report(snap *state.Snapshot, dec *decide.Decision) {
 	if c.said == nil {
 		c.said = map[string]string{}
 	}
@@ -617,19 +632,19 @@ func (c *Controller) report(snap *state.Snapshot, dec *Decision) {
 			delete(c.warned, name)
 		}
 	}
-	scaleUp := map[string]Blocked{}
+	scaleUp := map[string]decide.Blocked{}
 	for _, b := range dec.Blocked {
-		if b.passing() {
+		if b.Passing() {
 			continue
 		}
-		if b.Reason == BlockedScaleUp {
+		if b.Reason == decide.BlockedScaleUp {
 			if n := byName[b.Node]; n != nil && snap.Pools[n.NodePool] != nil {
 				scaleUp[n.NodePool] = b
 			}
 			continue
 		}
 		msg := b.String()
-		key := b.sameAs(msg)
+		key := b.SameAs(msg)
 		if c.said[b.Node] == key {
 			continue
 		}
@@ -651,7 +666,7 @@ func (c *Controller) report(snap *state.Snapshot, dec *Decision) {
 // reportScaleUp tells each NodePool once per scale-up, rather than each
 // of its nodes, that consolidation waits for the pending pods being
 // placed: every node waits alike.
-func (c *Controller) reportScaleUp(snap *state.Snapshot, scaleUp map[string]Blocked) {
+func (c *Controller) reportScaleUp(snap *state.Snapshot, scaleUp map[string]decide.Blocked) {
 	if c.waiting == nil {
 		c.waiting = sets.New[string]()
 	}
@@ -672,7 +687,7 @@ func (c *Controller) reportScaleUp(snap *state.Snapshot, scaleUp map[string]Bloc
 // reportHealth says once of each node failing within its repair
 // toleration when it is repaired unless it recovers, and records each
 // NodePool's unhealthy nodes.
-func (c *Controller) reportHealth(byName map[string]*state.Node, dec *Decision) {
+func (c *Controller) reportHealth(byName map[string]*state.Node, dec *decide.Decision) {
 	for _, p := range dec.Health {
 		c.Metrics.NodePoolHealth(p.Name, len(p.Unhealthy), p.Held())
 		for _, u := range p.Unhealthy {
@@ -689,7 +704,7 @@ func (c *Controller) reportHealth(byName map[string]*state.Node, dec *Decision) 
 	}
 }
 
-func (c *Controller) record(took time.Duration, snap *state.Snapshot, dec *Decision) {
+func (c *Controller) record(took time.Duration, methods map[string]time.Duration, snap *state.Snapshot, dec *decide.Decision) {
 	pools := map[string]string{}
 	for _, n := range snap.Nodes {
 		pools[n.Name] = n.NodePool
@@ -713,10 +728,6 @@ func (c *Controller) record(took time.Duration, snap *state.Snapshot, dec *Decis
 	eligibleBy := map[string]int{}
 	for reason, n := range dec.EligibleBy {
 		eligibleBy[string(reason)] = n
-	}
-	methods := map[string]time.Duration{}
-	for reason, d := range dec.Took {
-		methods[string(reason)] = d
 	}
 	c.Metrics.DisruptionDecision(took, dec.Eligible, allowed, blocked, savings)
 	c.Metrics.EligibleByReason(eligibleBy)

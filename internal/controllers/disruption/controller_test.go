@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	decide "github.com/nodewright/nodewright/internal/decide/disruption"
+
 	"github.com/go-logr/logr"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -130,7 +132,7 @@ func startController(t *testing.T) *env {
 	e.recorder.IncludeObject = true
 	e.ctrl = &disruption.Controller{
 		Client: kube, NodeClasses: classes{kube: kube, types: types}, Registrations: nodepoolhealth.NewRegistrations(), Recorder: e.recorder, Clock: e.clock, Log: logr.Discard(),
-		Config: disruption.Config{Options: spotToSpot(disruption.DefaultOptions()), Poll: time.Second, ValidationDelay: 15 * time.Second, ReplacementTimeout: 10 * time.Minute},
+		Config: disruption.Config{Options: spotToSpot(decide.DefaultOptions()), Poll: time.Second, ValidationDelay: 15 * time.Second, ReplacementTimeout: 10 * time.Minute},
 	}
 	ctx := context.Background()
 	class := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: awsv1.EC2NodeClassSpec{
@@ -457,7 +459,7 @@ func TestDriftPausesWhenReplacementsKeepFailing(t *testing.T) {
 
 // spotToSpot turns the SpotToSpotConsolidation gate on, as the reference's
 // suite runs.
-func spotToSpot(o disruption.Options) disruption.Options {
+func spotToSpot(o decide.Options) decide.Options {
 	o.SpotToSpot = true
 	return o
 }

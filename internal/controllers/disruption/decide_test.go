@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	decide "github.com/nodewright/nodewright/internal/decide/disruption"
+
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -16,7 +18,6 @@ import (
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
-	"github.com/nodewright/nodewright/internal/controllers/disruption"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
 )
@@ -116,19 +117,19 @@ func (c *cluster) cheapestSpot(need scheduling.Resources) string {
 	return best
 }
 
-func (c *cluster) decide(opts ...func(*disruption.Options)) *disruption.Decision {
+func (c *cluster) decide(opts ...func(*decide.Options)) *decide.Decision {
 	// As the reference's suite runs: spot nodes may be replaced by spot.
-	o := disruption.DefaultOptions()
+	o := decide.DefaultOptions()
 	o.SpotToSpot = true
 	for _, m := range opts {
 		m(&o)
 	}
 	s := state.Build(c.objs, state.Options{Now: now, NodeClasses: map[string]*cloudprovider.NodeClass{"default": {InstanceTypes: c.all,
 		AMIs: []scheduling.AMI{{ID: "ami-1", Requirements: scheduling.NewRequirements(corev1.NodeSelectorRequirement{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64", "arm64"}})}}}}})
-	return disruption.Decide(s, o)
+	return decide.Decide(s, o)
 }
 
-func commands(d *disruption.Decision) string {
+func commands(d *decide.Decision) string {
 	var out []string
 	for _, c := range d.Commands {
 		repl := ""
@@ -140,7 +141,7 @@ func commands(d *disruption.Decision) string {
 	return strings.Join(out, "; ")
 }
 
-func blocked(d *disruption.Decision, node string) string {
+func blocked(d *decide.Decision, node string) string {
 	for _, b := range d.Blocked {
 		if b.Node == node {
 			return b.String()
@@ -192,7 +193,7 @@ func TestBudgets(t *testing.T) {
 	if b := blocked(d, "n9"); b != "NodePool default allows 0 of 30% now (3 of its 10 nodes are being disrupted)" {
 		t.Errorf("blocked by budget: %q", b)
 	}
-	d = c.decide(func(o *disruption.Options) { o.InFlight = map[string]bool{"n0": true, "n1": true} })
+	d = c.decide(func(o *decide.Options) { o.InFlight = map[string]bool{"n0": true, "n1": true} })
 	if len(d.Commands) != 1 || len(d.Commands[0].Nodes) != 1 {
 		t.Errorf("two nodes in flight leave one of three: %q", commands(d))
 	}
@@ -279,7 +280,7 @@ func TestDisruptionCostOrdersConsolidation(t *testing.T) {
 		c.node("b", "m5.4xlarge", onDemand)
 		c.pods("b", 2, "250m", "256Mi")
 		mutate(c)
-		d := c.decide(func(o *disruption.Options) {
+		d := c.decide(func(o *decide.Options) {
 			o.MaxSingleNode, o.MaxMultiNode, o.PodDeletionCostManagement = 1, 1, managed
 		})
 		if len(d.Commands) != 1 || len(d.Commands[0].Nodes) != 1 {
@@ -343,7 +344,7 @@ func TestSpotToSpotNeedsDiversity(t *testing.T) {
 	c := newCluster(t)
 	c.node("spot", "t3a.large")
 	c.pods("spot", 1, "100m", "128Mi")
-	d := c.decide(func(o *disruption.Options) { o.SpotToSpotMinTypes = 1000 })
+	d := c.decide(func(o *decide.Options) { o.SpotToSpotMinTypes = 1000 })
 	if len(d.Commands) != 0 || !strings.Contains(blocked(d, "spot"), "fewer than the 1000 that keep it diverse") {
 		t.Errorf("%q, blocked %q", commands(d), blocked(d, "spot"))
 	}
@@ -424,14 +425,14 @@ func TestDriftBesideACommandInFlight(t *testing.T) {
 	c.node("second", "m5.large", drifted)
 	c.pods("second", 1, "1500m", "512Mi")
 	c.node("room", "m5.large")
-	d := c.decide(func(o *disruption.Options) {
+	d := c.decide(func(o *decide.Options) {
 		o.InFlight = map[string]bool{"first": true}
 		o.Methods = []v1.DisruptionReason{v1.DisruptionReasonDrifted}
 	})
 	if len(d.Commands) != 1 || d.Commands[0].NodeNames()[0] != "second" || len(d.Commands[0].Replacements) != 1 {
 		t.Errorf("drift beside a command in flight: %q; want second replaced by a new node (the free room is the first's pod's)", commands(d))
 	}
-	d = c.decide(func(o *disruption.Options) {
+	d = c.decide(func(o *decide.Options) {
 		o.InFlight = map[string]bool{"first": true}
 		o.Methods = []v1.DisruptionReason{v1.DisruptionReasonEmpty}
 	})
@@ -560,10 +561,10 @@ func TestRoomPlannedOnceForCommandsInFlight(t *testing.T) {
 	}
 	c.pool.Spec.Template.Spec.Requirements = append(c.pool.Spec.Template.Spec.Requirements,
 		v1.NodeSelectorRequirementWithMinValues{Key: "karpenter.k8s.aws/instance-category", Operator: corev1.NodeSelectorOpIn, Values: []string{"c"}})
-	inFlight, planned := map[string]bool{}, []disruption.Room(nil)
+	inFlight, planned := map[string]bool{}, []decide.Room(nil)
 	placed := map[string]string{}
 	for round := range 3 {
-		d := c.decide(func(o *disruption.Options) {
+		d := c.decide(func(o *decide.Options) {
 			o.InFlight, o.Planned = inFlight, planned
 			o.Methods = []v1.DisruptionReason{v1.DisruptionReasonDrifted}
 		})
@@ -589,7 +590,7 @@ func TestRoomPlannedOnceForCommandsInFlight(t *testing.T) {
 			t.Errorf("round %d: %d pods on %s's replacements (%q), want its 3", round, pods, node, commands(d))
 		}
 		inFlight[node] = true
-		planned = append(planned, disruption.RoomOf(cmd))
+		planned = append(planned, decide.RoomOf(cmd))
 	}
 	if len(placed) != 9 {
 		t.Errorf("%d of 9 pods have replacement room", len(placed))

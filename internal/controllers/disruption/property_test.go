@@ -5,13 +5,14 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	decide "github.com/nodewright/nodewright/internal/decide/disruption"
+
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
-	"github.com/nodewright/nodewright/internal/controllers/disruption"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
 )
@@ -55,8 +56,8 @@ func TestRandomClusters(t *testing.T) {
 		}
 		s := state.Build(c.objs, state.Options{Now: now, NodeClasses: map[string]*cloudprovider.NodeClass{"default": {InstanceTypes: c.all,
 			AMIs: []scheduling.AMI{{ID: "ami-1", Requirements: scheduling.NewRequirements(corev1.NodeSelectorRequirement{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}})}}}}})
-		d := disruption.Decide(s, disruption.DefaultOptions())
-		if again := disruption.Decide(s, disruption.DefaultOptions()); commands(again) != commands(d) {
+		d := decide.Decide(s, decide.DefaultOptions())
+		if again := decide.Decide(s, decide.DefaultOptions()); commands(again) != commands(d) {
 			t.Errorf("seed %d: %q then %q", seed, commands(d), commands(again))
 		}
 		limit, _ := budgetLimit(c.pool.Spec.Disruption.Budgets[0].Nodes, nodes)
@@ -114,7 +115,7 @@ func (l labelSet) Lookup(k string) (string, bool) { v, ok := l[k]; return v, ok 
 // placesEveryPod checks, with a fresh solve, that the command's pods fit
 // on the nodes that stay and its replacements (each as small as the
 // smallest instance type it may launch as), with no new node.
-func placesEveryPod(t *testing.T, seed int, s *state.Snapshot, cmd *disruption.Command) {
+func placesEveryPod(t *testing.T, seed int, s *state.Snapshot, cmd *decide.Command) {
 	t.Helper()
 	without := map[string]bool{}
 	for _, n := range cmd.Nodes {

@@ -7,11 +7,12 @@ import (
 	"strings"
 	"testing"
 
+	decide "github.com/nodewright/nodewright/internal/decide/disruption"
+
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
-	"github.com/nodewright/nodewright/internal/controllers/disruption"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
 )
@@ -102,7 +103,7 @@ var _ = restate("balanced_test.go",
 		run: func(t *testing.T) {
 			// The RFC pool with 107 pods: node A has 4, node B 31; each
 			// alone may go (its pods fit on the others).
-			het := func(free string) *disruption.Decision {
+			het := func(free string) *decide.Decision {
 				c := rbCluster(t)
 				for name, pods := range map[string]int{"a": 4, "b": 31} {
 					if name == free {
@@ -162,7 +163,7 @@ var _ = restate("balanced_test.go",
 			}
 		}},
 	refCase{ref: rbSM + "edge cases with zero values > should reject when both savings and disruption are zero",
-		moot: "the reference's scoring function's guard for a move that saves nothing and disrupts nothing, which no cluster gives it (every node counts 1 in its disruption cost; a node without pods is emptiness's, which is not scored); nodewright makes no consolidation command that saves less than disruption.MinSavings before it scores one (\"should reject a well-packed node with zero savings\" here)"},
+		moot: "the reference's scoring function's guard for a move that saves nothing and disrupts nothing, which no cluster gives it (every node counts 1 in its disruption cost; a node without pods is emptiness's, which is not scored); nodewright makes no consolidation command that saves less than decide.MinSavings before it scores one (\"should reject a well-packed node with zero savings\" here)"},
 	refCase{ref: rbSM + "edge cases with zero values > should reject when nodepool cost is zero",
 		run: func(t *testing.T) {
 			// A NodePool whose nodes cost nothing (their offerings' price
@@ -231,7 +232,7 @@ var _ = restate("balanced_test.go",
 			rbPinned(c, slices.Repeat([]string{"m7i.xlarge"}, 9), 77, false, rbIn("spot"), rbSpot)
 			d := c.decide(rbNoMulti)
 			want := (1.0 / 10) / (3.0 / 80)
-			scores := map[string]disruption.Score{}
+			scores := map[string]decide.Score{}
 			for _, s := range d.Scores {
 				scores[s.NodePool] = s
 			}
@@ -368,7 +369,7 @@ var _ = restate("balanced_scoring_test.go",
 			rbPods(c, "b-heavy", 20, 50)
 			rbPinned(c, []string{"m7i.large", "m7i.large"}, 2, false, rbIn("b"))
 			// Multi-node consolidation alone, which takes both.
-			d := c.decide(func(o *disruption.Options) { o.MaxSingleNode = 0 })
+			d := c.decide(func(o *decide.Options) { o.MaxSingleNode = 0 })
 			for _, cmd := range d.Commands {
 				if slices.Contains(cmd.NodeNames(), "b-heavy") {
 					t.Errorf("command %q takes b's node, which b's part rejects", commands(d))
@@ -745,7 +746,7 @@ var _ = restate("balanced_integration_test.go",
 		run: func(t *testing.T) {
 			// An m7i.8xlarge whose pod fits on another node: Balanced
 			// approves deleting it, but the budget is 0%.
-			build := func(nodes string) *disruption.Decision {
+			build := func(nodes string) *decide.Decision {
 				c := rbCluster(t)
 				c.pool.Spec.Disruption.Budgets = []v1.Budget{{Nodes: nodes}}
 				rbNode(c, "big", "m7i.8xlarge")
@@ -956,11 +957,11 @@ func rbPinned(c *cluster, types []string, pods int, full bool, mutate ...func(*c
 }
 
 // rbNoMulti turns multi-node consolidation off.
-func rbNoMulti(o *disruption.Options) { o.MaxMultiNode = 1 }
+func rbNoMulti(o *decide.Options) { o.MaxMultiNode = 1 }
 
 // rbWantScore checks that a command moving moves pods was scored want
 // (to 0.01), approved or not, and returns the score.
-func rbWantScore(t *testing.T, d *disruption.Decision, moves int, want float64, approved bool) disruption.Score {
+func rbWantScore(t *testing.T, d *decide.Decision, moves int, want float64, approved bool) decide.Score {
 	t.Helper()
 	for _, s := range d.Scores {
 		if s.Moves == moves {
@@ -971,12 +972,12 @@ func rbWantScore(t *testing.T, d *disruption.Decision, moves int, want float64, 
 		}
 	}
 	t.Errorf("scores %+v: none moves %d pods (commands %q)", d.Scores, moves, commands(d))
-	return disruption.Score{}
+	return decide.Score{}
 }
 
 // rbMarginal: the RFC pool, one m7i.xlarge with 8 of the 80 pods that an
 // m7i.large holds: saves $2.42 of $58.08 a day moving 8 of 80 pods, 0.42.
-func rbMarginal(t *testing.T) *disruption.Decision {
+func rbMarginal(t *testing.T) *decide.Decision {
 	c := rbCluster(t)
 	rbNode(c, "cand", "m7i.xlarge")
 	rbPods(c, "cand", 8, 200)
@@ -1010,7 +1011,7 @@ func rbWellPacked(t *testing.T) {
 
 // rbPolicy: a NodePool of the policy, two m7i.xlarge of a pod each, one
 // of them free to go.
-func rbPolicy(t *testing.T, policy v1.ConsolidationPolicy) *disruption.Decision {
+func rbPolicy(t *testing.T, policy v1.ConsolidationPolicy) *decide.Decision {
 	c := rbCluster(t)
 	c.pool.Spec.Disruption.ConsolidationPolicy = policy
 	rbNode(c, "cand", "m7i.xlarge")
@@ -1035,7 +1036,7 @@ func rbWantOrder(t *testing.T, c *cluster, order ...string) {
 
 // rbDecideTypes decides with the catalog's instance types changed (on
 // copies).
-func rbDecideTypes(c *cluster, change func(*scheduling.InstanceType)) *disruption.Decision {
+func rbDecideTypes(c *cluster, change func(*scheduling.InstanceType)) *decide.Decision {
 	types := make([]*scheduling.InstanceType, len(c.all))
 	for i, it := range c.all {
 		cp := *it
@@ -1043,9 +1044,9 @@ func rbDecideTypes(c *cluster, change func(*scheduling.InstanceType)) *disruptio
 		change(&cp)
 		types[i] = &cp
 	}
-	o := disruption.DefaultOptions()
+	o := decide.DefaultOptions()
 	o.SpotToSpot = true
 	s := state.Build(c.objs, state.Options{Now: now, NodeClasses: map[string]*cloudprovider.NodeClass{"default": {InstanceTypes: types,
 		AMIs: []scheduling.AMI{{ID: "ami-1", Requirements: scheduling.NewRequirements(corev1.NodeSelectorRequirement{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64", "arm64"}})}}}}})
-	return disruption.Decide(s, o)
+	return decide.Decide(s, o)
 }

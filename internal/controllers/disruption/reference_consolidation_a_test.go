@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	decide "github.com/nodewright/nodewright/internal/decide/disruption"
+
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -19,7 +21,6 @@ import (
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
-	"github.com/nodewright/nodewright/internal/controllers/disruption"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/scheduling"
 )
@@ -152,7 +153,7 @@ var _ = restate("consolidation_test.go",
 			for _, n := range d.Commands[0].NodeNames() {
 				inFlight[n] = true
 			}
-			if d := c.decide(func(o *disruption.Options) { o.InFlight = inFlight }); len(d.Commands) != 0 {
+			if d := c.decide(func(o *decide.Options) { o.InFlight = inFlight }); len(d.Commands) != 0 {
 				t.Errorf("with the 3 being deleted, the budget is used up: %q", commands(d))
 			}
 		}},
@@ -165,9 +166,9 @@ var _ = restate("consolidation_test.go",
 				c.pods(n, 1, "15", "1Gi")
 			}
 			// Five rounds, each beside the commands of the rounds before.
-			inFlight, planned := map[string]bool{}, []disruption.Room(nil)
+			inFlight, planned := map[string]bool{}, []decide.Room(nil)
 			for round := range 5 {
-				d := c.decide(func(o *disruption.Options) { o.InFlight, o.Planned = inFlight, planned })
+				d := c.decide(func(o *decide.Options) { o.InFlight, o.Planned = inFlight, planned })
 				for _, cmd := range d.Commands {
 					if len(cmd.Replacements) != 0 {
 						t.Errorf("round %d: %q, want deletions (two pods fit a node)", round, commands(d))
@@ -175,7 +176,7 @@ var _ = restate("consolidation_test.go",
 					for _, n := range cmd.NodeNames() {
 						inFlight[n] = true
 					}
-					planned = append(planned, disruption.RoomOf(cmd))
+					planned = append(planned, decide.RoomOf(cmd))
 				}
 			}
 			if len(inFlight) != 3 {
@@ -230,7 +231,7 @@ var _ = restate("consolidation_test.go",
 			c := newCluster(t)
 			c.node("spot", rcaBig)
 			c.pods("spot", 1, "100m", "128Mi")
-			d := c.decide(func(o *disruption.Options) { o.SpotToSpot = false })
+			d := c.decide(func(o *decide.Options) { o.SpotToSpot = false })
 			if len(d.Commands) != 0 || !strings.Contains(blocked(d, "spot"), "SpotToSpotConsolidation") {
 				t.Errorf("spot-to-spot disabled: %q, blocked %q", commands(d), blocked(d, "spot"))
 			}
@@ -395,7 +396,7 @@ func rcaPool(c *cluster, name string, budget string) *v1.NodePool {
 
 // rcaReplaces checks a command replaces node alone with one node none of
 // whose instance types is the node's own, each cheaper than it.
-func rcaReplaces(t *testing.T, d *disruption.Decision, node, itype string) {
+func rcaReplaces(t *testing.T, d *decide.Decision, node, itype string) {
 	t.Helper()
 	if len(d.Commands) != 1 || d.Commands[0].Reason != v1.DisruptionReasonUnderutilized || !slices.Equal(d.Commands[0].NodeNames(), []string{node}) || len(d.Commands[0].Replacements) != 1 {
 		t.Fatalf("%q, want %s replaced by one cheaper node", commands(d), node)
@@ -467,7 +468,7 @@ func rcaMinValuesByPrice(t *testing.T, capacityType string) {
 		node := names[15]
 		c.node("n", node, rcaCapacity(capacityType))
 		c.pods("n", 1, "10m", "16Mi")
-		d := c.decide(func(o *disruption.Options) { o.SpotToSpotMinTypes = 1 })
+		d := c.decide(func(o *decide.Options) { o.SpotToSpotMinTypes = 1 })
 		switch minValues {
 		case 16:
 			if len(d.Commands) != 0 || !strings.Contains(blocked(d, "n"), "no cheaper placement") {
@@ -595,7 +596,7 @@ func rcaSpotWorstPrice(t *testing.T) {
 	c.node("od", node, onDemand)
 	c.pods("od", 1, "10m", "16Mi")
 	// (The node's type is not the NodePool's: consolidation alone decides.)
-	d := c.decide(func(o *disruption.Options) { o.Methods = []v1.DisruptionReason{v1.DisruptionReasonUnderutilized} })
+	d := c.decide(func(o *decide.Options) { o.Methods = []v1.DisruptionReason{v1.DisruptionReasonUnderutilized} })
 	if len(d.Commands) != 0 {
 		t.Errorf("an on-demand %s ($%.4f/h), its only replacement %s spot at $%.4f/h in us-east-1b but $%.4f/h in us-east-1a: %q",
 			node, price(c.types[node], "us-east-1a", v1.CapacityTypeOnDemand), spot,
@@ -604,13 +605,13 @@ func rcaSpotWorstPrice(t *testing.T) {
 }
 
 // rcaMultiOnly and rcaSingleOnly leave one of consolidation's searches.
-func rcaMultiOnly(o *disruption.Options)  { o.MaxSingleNode = 0 }
-func rcaSingleOnly(o *disruption.Options) { o.MaxMultiNode = 1 }
+func rcaMultiOnly(o *decide.Options)  { o.MaxSingleNode = 0 }
+func rcaSingleOnly(o *decide.Options) { o.MaxMultiNode = 1 }
 
 // rcaNotConsolidated: pools of nodes whose budget allows nothing; nothing
 // is disrupted, each node says why, and nothing is remembered: once the
 // budgets allow it, the same method disrupts them.
-func rcaNotConsolidated(t *testing.T, pools int, withPods bool, method v1.DisruptionReason, opt func(*disruption.Options), perNode bool) {
+func rcaNotConsolidated(t *testing.T, pools int, withPods bool, method v1.DisruptionReason, opt func(*decide.Options), perNode bool) {
 	c := newCluster(t)
 	c.pool.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "0%"}}
 	var nps []*v1.NodePool
@@ -633,7 +634,7 @@ func rcaNotConsolidated(t *testing.T, pools int, withPods bool, method v1.Disrup
 			nodes = append(nodes, n)
 		}
 	}
-	opts := []func(*disruption.Options){func(o *disruption.Options) { o.Methods = []v1.DisruptionReason{method} }}
+	opts := []func(*decide.Options){func(o *decide.Options) { o.Methods = []v1.DisruptionReason{method} }}
 	if opt != nil {
 		opts = append(opts, opt)
 	}

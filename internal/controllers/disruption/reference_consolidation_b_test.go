@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	decide "github.com/nodewright/nodewright/internal/decide/disruption"
+
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -18,7 +20,6 @@ import (
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
-	"github.com/nodewright/nodewright/internal/controllers/disruption"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
 )
@@ -56,7 +57,7 @@ var _ = restate("consolidation_test.go",
 			d := rcbDecide(c)
 			rcbWant(t, d, "Empty[n0 n1]")
 			c.pods("n0", 1, rcbCPU, rcbMem)
-			fresh, why := disruption.Revalidate(c.snapshot(), d.Commands[0], disruption.DefaultOptions())
+			fresh, why := decide.Revalidate(c.snapshot(), d.Commands[0], decide.DefaultOptions())
 			if fresh == nil || fresh.NodeNames()[0] != "n1" || len(fresh.Nodes) != 1 {
 				t.Errorf("n0 got a pod during the wait: revalidated %v (%s), want the command kept for n1 alone", fresh, why)
 			}
@@ -458,7 +459,7 @@ var _ = restate("consolidation_test.go",
 
 	// Reserved Capacity.
 	refCase{ref: rcbCtx + "Reserved Capacity > can consolidate from one reserved offering to another",
-		better: "moving pods from one reservation to another saves about a millionth of a dollar an hour (reserved offerings are priced at 1e-6 of on-demand), below nodewright's least saving worth a disruption (disruption.MinSavings, $0.001/h): the reserved m5.8xlarge stays, saying no cheaper placement",
+		better: "moving pods from one reservation to another saves about a millionth of a dollar an hour (reserved offerings are priced at 1e-6 of on-demand), below nodewright's least saving worth a disruption (decide.MinSavings, $0.001/h): the reserved m5.8xlarge stays, saying no cheaper placement",
 		run: func(t *testing.T) {
 			c := rcbReserved(t, rcbBig, "m5.large")
 			c.node("res", rcbBig, rcbReservedNode("r-"+rcbBig))
@@ -589,12 +590,12 @@ var _ = restate("consolidation_test.go",
 
 // rcbDecide decides with the SpotToSpotConsolidation feature gate on,
 // as the reference's suite runs.
-func rcbDecide(c *cluster) *disruption.Decision {
-	return c.decide(func(o *disruption.Options) { o.SpotToSpot = true })
+func rcbDecide(c *cluster) *decide.Decision {
+	return c.decide(func(o *decide.Options) { o.SpotToSpot = true })
 }
 
 // rcbWant checks the decision's commands, as commands() says them.
-func rcbWant(t *testing.T, d *disruption.Decision, want string) {
+func rcbWant(t *testing.T, d *decide.Decision, want string) {
 	t.Helper()
 	if got := commands(d); got != want {
 		var why []string
@@ -754,7 +755,7 @@ func rcbRetype(c *cluster, n *corev1.Node, instanceType string) {
 }
 
 // rcbOnlyType is the instance type of the decision's one replacement.
-func rcbOnlyType(d *disruption.Decision) string {
+func rcbOnlyType(d *decide.Decision) string {
 	if len(d.Commands) != 1 || len(d.Commands[0].Replacements) != 1 {
 		return "?"
 	}
@@ -813,7 +814,7 @@ func rcbIntoReserved(t *testing.T, capacityType func(*corev1.Node, *v1.NodeClaim
 // rcbBufferKept checks that no command removes the node without room
 // for the buffer pods it holds (want of them when want > 0), and that it
 // is not emptied.
-func rcbBufferKept(t *testing.T, d *disruption.Decision, node string, want int) {
+func rcbBufferKept(t *testing.T, d *decide.Decision, node string, want int) {
 	t.Helper()
 	for _, cmd := range d.Commands {
 		if !slices.Contains(cmd.NodeNames(), node) {

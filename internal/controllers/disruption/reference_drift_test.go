@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	decide "github.com/nodewright/nodewright/internal/decide/disruption"
+
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -15,7 +17,6 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
-	"github.com/nodewright/nodewright/internal/controllers/disruption"
 )
 
 // The reference's drift_test.go and staticdrift_test.go. Its drifted
@@ -419,7 +420,7 @@ var _ = restate("staticdrift_test.go",
 				t.Errorf("%d drift commands, want 2", len(cmds))
 			}
 			for _, b := range d.Blocked {
-				if b.Reason != disruption.BlockedStatic {
+				if b.Reason != decide.BlockedStatic {
 					t.Errorf("node %s blocked: %s", b.Node, b)
 				}
 			}

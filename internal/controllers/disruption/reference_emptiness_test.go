@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	decide "github.com/nodewright/nodewright/internal/decide/disruption"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,7 +19,6 @@ import (
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
-	"github.com/nodewright/nodewright/internal/controllers/disruption"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
 )
@@ -441,7 +442,7 @@ func redPending(name, cpu, memory string) *corev1.Pod {
 // redAllowed is what the NodePool's budget for the reason allows, as the
 // decision reports it (karpenter_nodepools_allowed_disruptions), and
 // whether it reports it.
-func redAllowed(d *disruption.Decision, pool string, reason v1.DisruptionReason) (int, bool) {
+func redAllowed(d *decide.Decision, pool string, reason v1.DisruptionReason) (int, bool) {
 	for _, a := range d.Allowances {
 		if a.NodePool == pool && a.Reason == reason {
 			return a.Allowed, true
@@ -451,31 +452,31 @@ func redAllowed(d *disruption.Decision, pool string, reason v1.DisruptionReason)
 }
 
 // redDecideAt decides as c.decide does, at another time.
-func redDecideAt(c *cluster, at time.Time, opts ...func(*disruption.Options)) *disruption.Decision {
-	o := disruption.DefaultOptions()
+func redDecideAt(c *cluster, at time.Time, opts ...func(*decide.Options)) *decide.Decision {
+	o := decide.DefaultOptions()
 	for _, m := range opts {
 		m(&o)
 	}
 	s := state.Build(c.objs, state.Options{Now: at, NodeClasses: map[string]*cloudprovider.NodeClass{"default": {InstanceTypes: c.all,
 		AMIs: []scheduling.AMI{{ID: "ami-1", Requirements: scheduling.NewRequirements(corev1.NodeSelectorRequirement{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64", "arm64"}})}}}}})
-	return disruption.Decide(s, o)
+	return decide.Decide(s, o)
 }
 
 // redRounds decides rounds times, each with the nodes of the earlier
 // rounds' commands in flight (and their room), and returns every command.
-func redRounds(c *cluster, rounds int, opts ...func(*disruption.Options)) []*disruption.Command {
+func redRounds(c *cluster, rounds int, opts ...func(*decide.Options)) []*decide.Command {
 	inFlight := map[string]bool{}
-	var planned []disruption.Room
-	var out []*disruption.Command
+	var planned []decide.Room
+	var out []*decide.Command
 	for range rounds {
-		d := c.decide(append(slices.Clone(opts), func(o *disruption.Options) { o.InFlight, o.Planned = inFlight, planned })...)
+		d := c.decide(append(slices.Clone(opts), func(o *decide.Options) { o.InFlight, o.Planned = inFlight, planned })...)
 		for _, cmd := range d.Commands {
 			out = append(out, cmd)
 			for _, n := range cmd.NodeNames() {
 				inFlight[n] = true
 			}
 			if !cmd.Static {
-				planned = append(planned, disruption.RoomOf(cmd))
+				planned = append(planned, decide.RoomOf(cmd))
 			}
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	decide "github.com/nodewright/nodewright/internal/decide/disruption"
+
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,7 +21,6 @@ import (
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
-	"github.com/nodewright/nodewright/internal/controllers/disruption"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state/nodepoolhealth"
@@ -59,8 +60,8 @@ func rrDefault() nodepoolhealth.Policy {
 }
 
 // rrOnly runs repair alone with the policies.
-func rrOnly(policies ...nodepoolhealth.Policy) func(*disruption.Options) {
-	return func(o *disruption.Options) {
+func rrOnly(policies ...nodepoolhealth.Policy) func(*decide.Options) {
+	return func(o *decide.Options) {
 		o.Repair = policies
 		o.Methods = []v1.DisruptionReason{v1.DisruptionReasonUnhealthy}
 	}
@@ -100,18 +101,18 @@ func rrCluster(t *testing.T, healthy int) *cluster {
 }
 
 // rrBlocked is repair's notice of why the node stays, if any.
-func rrBlocked(d *disruption.Decision, node string) (disruption.Blocked, bool) {
+func rrBlocked(d *decide.Decision, node string) (decide.Blocked, bool) {
 	for _, b := range d.Blocked {
 		if b.Node == node && b.Method == v1.DisruptionReasonUnhealthy {
 			return b, true
 		}
 	}
-	return disruption.Blocked{}, false
+	return decide.Blocked{}, false
 }
 
 // rrRepaired checks that the decision repairs exactly the node, and
 // returns its command.
-func rrRepaired(t *testing.T, d *disruption.Decision, node string) *disruption.Command {
+func rrRepaired(t *testing.T, d *decide.Decision, node string) *decide.Command {
 	t.Helper()
 	if len(d.Commands) != 1 || d.Commands[0].Reason != v1.DisruptionReasonUnhealthy || d.Commands[0].Repair == nil || !slices.Equal(d.Commands[0].NodeNames(), []string{node}) {
 		t.Fatalf("commands %q, want node %s repaired", commands(d), node)
@@ -120,7 +121,7 @@ func rrRepaired(t *testing.T, d *disruption.Decision, node string) *disruption.C
 }
 
 // rrNotRepaired checks that the decision repairs nothing.
-func rrNotRepaired(t *testing.T, d *disruption.Decision) {
+func rrNotRepaired(t *testing.T, d *decide.Decision) {
 	t.Helper()
 	if len(d.Commands) != 0 {
 		t.Fatalf("commands %q, want none", commands(d))
@@ -128,7 +129,7 @@ func rrNotRepaired(t *testing.T, d *disruption.Decision) {
 }
 
 // rrBlockedAs checks that the node stays for the reason.
-func rrBlockedAs(t *testing.T, d *disruption.Decision, node string, reason disruption.BlockedReason) disruption.Blocked {
+func rrBlockedAs(t *testing.T, d *decide.Decision, node string, reason decide.BlockedReason) decide.Blocked {
 	t.Helper()
 	b, ok := rrBlocked(d, node)
 	if !ok || b.Reason != reason || b.Method != v1.DisruptionReasonUnhealthy {
@@ -407,7 +408,7 @@ var _ = restate("repair_test.go",
 			c.node("sick", "m5.large", rrBad(rrBadNode, "", now.Add(-31*time.Minute)))
 			cmd := rrRepaired(t, c.decide(rrOnly(rrDefault())), "sick")
 			if len(cmd.Replacements) != 0 || cmd.Static {
-				t.Errorf("replacements %q, want the empty node deleted without one", commands(&disruption.Decision{Commands: []*disruption.Command{cmd}}))
+				t.Errorf("replacements %q, want the empty node deleted without one", commands(&decide.Decision{Commands: []*decide.Command{cmd}}))
 			}
 		}},
 	refCase{ref: rrRepair + "should commit an in-place reboot (no replacement, no termination) for a RebootNode policy",
@@ -541,7 +542,7 @@ var _ = restate("repair_test.go",
 			c.node("sick", "m5.large", rrBad(rrBadNode, "RebootMe", now.Add(-11*time.Minute)), rrAnnotate(v1.AnnotationDoNotRepair, "true"))
 			d := c.decide(rrOnly(rrRebootPolicies(rrDur(5 * time.Minute))...))
 			rrNotRepaired(t, d)
-			if b := rrBlockedAs(t, d, "sick", disruption.BlockedDoNotRepair); !strings.Contains(b.String(), v1.AnnotationDoNotRepair) {
+			if b := rrBlockedAs(t, d, "sick", decide.BlockedDoNotRepair); !strings.Contains(b.String(), v1.AnnotationDoNotRepair) {
 				t.Errorf("blocked %q, want it to name the annotation", b.String())
 			}
 		}},
@@ -552,7 +553,7 @@ var _ = restate("repair_test.go",
 			c.pods("sick", 1, "100m", "128Mi", func(p *corev1.Pod) { p.Annotations = map[string]string{v1.AnnotationDoNotDisrupt: "true"} })
 			d := c.decide(rrOnly(rrDefault()))
 			rrNotRepaired(t, d)
-			if b := rrBlockedAs(t, d, "sick", disruption.BlockedDoNotRepair); strings.Contains(b.String(), "terminationGracePeriod") {
+			if b := rrBlockedAs(t, d, "sick", decide.BlockedDoNotRepair); strings.Contains(b.String(), "terminationGracePeriod") {
 				t.Errorf("blocked %q, want the veto, not the unbounded drain", b.String())
 			}
 		}},
@@ -585,7 +586,7 @@ var _ = restate("repair_test.go",
 			c.node("sick", "m5.large", rrBad(rrBadNode, "", now.Add(-31*time.Minute)))
 			d := c.decide(rrOnly(rrDefault()))
 			rrNotRepaired(t, d)
-			rrBlockedAs(t, d, "sick", disruption.BlockedByBudget)
+			rrBlockedAs(t, d, "sick", decide.BlockedByBudget)
 		}},
 	refCase{ref: rrRepair + "should repair with the full policy decision once a blocking budget lifts",
 		run: func(t *testing.T) {
@@ -610,7 +611,7 @@ var _ = restate("repair_test.go",
 			c.node("sick2", "m5.large", rrBad(rrBadNode, "", now))
 			d := c.decide(rrOnly(rrDefault()))
 			rrNotRepaired(t, d)
-			b := rrBlockedAs(t, d, "sick0", disruption.BlockedRepairHeld)
+			b := rrBlockedAs(t, d, "sick0", decide.BlockedRepairHeld)
 			if !strings.Contains(b.String(), "3 of the 10 nodes of NodePool default are unhealthy") {
 				t.Errorf("blocked %q, want it to say three of ten are unhealthy", b.String())
 			}
@@ -638,7 +639,7 @@ var _ = restate("repair_test.go",
 			c.node("broken-a", "m5.large", rrBad(rrBadNode, "", now.Add(-31*time.Minute)))
 			d := c.decide(rrOnly(rrDefault()))
 			rrRepaired(t, d, "broken-a")
-			if b := rrBlockedAs(t, d, "broken-b", disruption.BlockedNextRound); b.Node != "broken-b" {
+			if b := rrBlockedAs(t, d, "broken-b", decide.BlockedNextRound); b.Node != "broken-b" {
 				t.Errorf("blocked %+v", b)
 			}
 		}},
@@ -796,7 +797,7 @@ var _ = restate("repair_test.go",
 			c.pods("sick", 1, "100m", "128Mi", func(p *corev1.Pod) { p.Annotations = map[string]string{v1.AnnotationDoNotDisrupt: "true"} })
 			d := c.decide(rrOnly(rrDefault()))
 			rrNotRepaired(t, d)
-			if b := rrBlockedAs(t, d, "sick", disruption.BlockedRepairUnbounded); !strings.Contains(b.String(), "terminationGracePeriod") {
+			if b := rrBlockedAs(t, d, "sick", decide.BlockedRepairUnbounded); !strings.Contains(b.String(), "terminationGracePeriod") {
 				t.Errorf("blocked %q, want it to say a terminationGracePeriod bounds the drain", b.String())
 			}
 		}},
@@ -807,7 +808,7 @@ var _ = restate("repair_test.go",
 			c.pods("sick", 1, "100m", "128Mi", func(p *corev1.Pod) { p.Annotations = map[string]string{v1.AnnotationDoNotDisrupt: "true"} })
 			cmd := rrRepaired(t, c.decide(rrOnly(rrPolicy(rrBadNode, 30*time.Minute, nodepoolhealth.Replace, rrDur(5*time.Minute)))), "sick")
 			if len(cmd.Replacements) != 1 || len(cmd.Replacements[0].Pods) != 1 || cmd.Replacements[0].Pods[0].Name != "sick-100m-0" {
-				t.Fatalf("replacements %q, want one holding the do-not-disrupt pod", commands(&disruption.Decision{Commands: []*disruption.Command{cmd}}))
+				t.Fatalf("replacements %q, want one holding the do-not-disrupt pod", commands(&decide.Decision{Commands: []*decide.Command{cmd}}))
 			}
 		}},
 	refCase{ref: rrRepair + "should repair a static NodePool with a one-for-one replacement from the same pool",

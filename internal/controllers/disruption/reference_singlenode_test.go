@@ -4,10 +4,11 @@ import (
 	"strings"
 	"testing"
 
+	decide "github.com/nodewright/nodewright/internal/decide/disruption"
+
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
-	"github.com/nodewright/nodewright/internal/controllers/disruption"
 	"github.com/nodewright/nodewright/internal/scheduling"
 )
 
@@ -98,6 +99,6 @@ var _ = restate("singlenodeconsolidation_test.go",
 
 // redSingleOnly: single-node consolidation alone, looking at n nodes a
 // round.
-func redSingleOnly(n int) func(*disruption.Options) {
-	return func(o *disruption.Options) { o.MaxSingleNode, o.MaxMultiNode = n, 1 }
+func redSingleOnly(n int) func(*decide.Options) {
+	return func(o *decide.Options) { o.MaxSingleNode, o.MaxMultiNode = n, 1 }
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	decide "github.com/nodewright/nodewright/internal/decide/disruption"
+
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -21,7 +23,6 @@ import (
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
-	"github.com/nodewright/nodewright/internal/controllers/disruption"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
@@ -379,7 +380,7 @@ func rsInProgress(t *testing.T, mutate func(*cluster), inFlight map[string]bool)
 	if mutate != nil {
 		mutate(c)
 	}
-	d := c.decide(func(o *disruption.Options) { o.InFlight = inFlight })
+	d := c.decide(func(o *decide.Options) { o.InFlight = inFlight })
 	if len(d.Commands) != 0 || blocked(d, "n") != "the node is already being disrupted or deleted" {
 		t.Errorf("commands %q, blocked %q; want node n left to what disrupts it already", commands(d), blocked(d, "n"))
 	}
@@ -487,7 +488,7 @@ func rsPodsOfDeletingNodes(t *testing.T) {
 			inFlight[nc.Status.NodeName] = true
 		}
 	}
-	d := c.decide(func(o *disruption.Options) { o.InFlight = inFlight })
+	d := c.decide(func(o *decide.Options) { o.InFlight = inFlight })
 	if len(d.Commands) != 1 || d.Commands[0].NodeNames()[0] != "n0" || len(d.Commands[0].Unplaced) != 0 ||
 		len(d.Commands[0].Replacements) != 1 || len(d.Commands[0].Replacements[0].Pods) != 1 || len(d.Commands[0].Moves) != 0 {
 		t.Errorf("commands %q; want n0's pod placed on a new node (the other nodes are going)", commands(d))
@@ -508,9 +509,9 @@ func rsSuccessiveReplacements(t *testing.T) {
 		c.node(name, "m5.xlarge", onDemand, drifted, func(n *corev1.Node, _ *v1.NodeClaim) { n.Labels["test-partition"] = fmt.Sprint(i) })
 		c.pods(name, 1, "100m", "100Mi", func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"test-partition": fmt.Sprint(i)} })
 	}
-	inFlight, planned := map[string]bool{}, []disruption.Room(nil)
+	inFlight, planned := map[string]bool{}, []decide.Room(nil)
 	for round := range 4 {
-		d := c.decide(func(o *disruption.Options) { o.InFlight, o.Planned = inFlight, planned })
+		d := c.decide(func(o *decide.Options) { o.InFlight, o.Planned = inFlight, planned })
 		if round == 3 {
 			if len(d.Commands) != 0 {
 				t.Errorf("round 4: %q; want no fourth replacement (the budget allows 3)", commands(d))
@@ -532,7 +533,7 @@ func rsSuccessiveReplacements(t *testing.T) {
 			t.Fatalf("round %d: %s chosen again", round+1, node)
 		}
 		inFlight[node] = true
-		planned = append(planned, disruption.RoomOf(cmd))
+		planned = append(planned, decide.RoomOf(cmd))
 	}
 }
 
@@ -601,7 +602,7 @@ func rsTen(t *testing.T, budget string) *cluster {
 
 // rsAllowed is how many more nodes the NodePool's budget for the reason
 // allows now.
-func rsAllowed(t *testing.T, d *disruption.Decision, reason v1.DisruptionReason) int {
+func rsAllowed(t *testing.T, d *decide.Decision, reason v1.DisruptionReason) int {
 	t.Helper()
 	for _, a := range d.Allowances {
 		if a.NodePool == "default" && a.Reason == reason {
@@ -614,7 +615,7 @@ func rsAllowed(t *testing.T, d *disruption.Decision, reason v1.DisruptionReason)
 
 var rsKnownReasons = []v1.DisruptionReason{v1.DisruptionReasonEmpty, v1.DisruptionReasonUnderutilized, v1.DisruptionReasonDrifted}
 
-func rsExpectAllowed(t *testing.T, d *disruption.Decision, want int, reasons ...v1.DisruptionReason) {
+func rsExpectAllowed(t *testing.T, d *decide.Decision, want int, reasons ...v1.DisruptionReason) {
 	t.Helper()
 	for _, r := range reasons {
 		if got := rsAllowed(t, d, r); got != want {
@@ -665,7 +666,7 @@ func rsBudgetNotNegative(t *testing.T) {
 func rsBudgetDeleting(t *testing.T) {
 	c := rsTen(t, "100%")
 	rsDelete(c, 0)
-	d := c.decide(func(o *disruption.Options) { o.InFlight = map[string]bool{"n01": true} })
+	d := c.decide(func(o *decide.Options) { o.InFlight = map[string]bool{"n01": true} })
 	rsExpectAllowed(t, d, 8, rsKnownReasons...)
 }
 

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	decide "github.com/nodewright/nodewright/internal/decide/disruption"
+
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -14,7 +16,6 @@ import (
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
-	"github.com/nodewright/nodewright/internal/controllers/disruption"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state/nodepoolhealth"
 )
@@ -98,7 +99,7 @@ func rrNotReadyPool(np *v1.NodePool) {
 
 // rrExpectStaticBlocked checks that the static NodePool's node stays, and
 // says its NodePool cannot launch the replacement.
-func rrExpectStaticBlocked(t *testing.T, d *disruption.Decision, reason v1.DisruptionReason) {
+func rrExpectStaticBlocked(t *testing.T, d *decide.Decision, reason v1.DisruptionReason) {
 	t.Helper()
 	if len(d.Commands) != 0 {
 		t.Errorf("commands %q, want the node kept: its NodePool cannot launch the replacement", commands(d))
@@ -139,7 +140,7 @@ func rrDeletedFirst(t *testing.T, e *env, want bool) {
 // rrStaticDecision is a static NodePool of the replicas and limit whose
 // node "sick" is unhealthy past its toleration or drifted (reason), with
 // more nodes (healthy, current) from extra.
-func rrStaticDecision(t *testing.T, replicas int64, limit string, reason v1.DisruptionReason, mutate ...func(*corev1.Node, *v1.NodeClaim)) (*cluster, func() *disruption.Decision) {
+func rrStaticDecision(t *testing.T, replicas int64, limit string, reason v1.DisruptionReason, mutate ...func(*corev1.Node, *v1.NodeClaim)) (*cluster, func() *decide.Decision) {
 	c := newCluster(t)
 	rrStatic(c, replicas, limit)
 	switch reason {
@@ -149,15 +150,15 @@ func rrStaticDecision(t *testing.T, replicas int64, limit string, reason v1.Disr
 		mutate = append(mutate, rrDrifted)
 	}
 	c.node("sick", "m5.large", mutate...)
-	return c, func() *disruption.Decision {
-		return c.decide(rrOnly(rrTFPolicy()), func(o *disruption.Options) { o.Methods = []v1.DisruptionReason{reason} })
+	return c, func() *decide.Decision {
+		return c.decide(rrOnly(rrTFPolicy()), func(o *decide.Options) { o.Methods = []v1.DisruptionReason{reason} })
 	}
 }
 
 // rrStaticCommand checks that the decision takes the node in a static
 // NodePool's command (no planned replacement: the NodePool's controller
 // launches it).
-func rrStaticCommand(t *testing.T, d *disruption.Decision, reason v1.DisruptionReason) *disruption.Command {
+func rrStaticCommand(t *testing.T, d *decide.Decision, reason v1.DisruptionReason) *decide.Command {
 	t.Helper()
 	if len(d.Commands) != 1 || d.Commands[0].Reason != reason || !d.Commands[0].Static || d.Commands[0].NodeNames()[0] != "sick" || len(d.Commands[0].Replacements) != 0 {
 		t.Fatalf("commands %q, want a static NodePool's %s command on sick", commands(d), reason)
@@ -214,19 +215,19 @@ func rrReservedPool(t *testing.T, available int, capacityTypes []string, mutate 
 }
 
 // rrDriftDecision decides drift alone.
-func rrDriftDecision(c *cluster) *disruption.Decision {
-	return c.decide(func(o *disruption.Options) { o.Methods = []v1.DisruptionReason{v1.DisruptionReasonDrifted} })
+func rrDriftDecision(c *cluster) *decide.Decision {
+	return c.decide(func(o *decide.Options) { o.Methods = []v1.DisruptionReason{v1.DisruptionReasonDrifted} })
 }
 
 // rrDriftBlocked checks that drift leaves the node because its pods would
 // have no place.
-func rrDriftBlocked(t *testing.T, d *disruption.Decision) {
+func rrDriftBlocked(t *testing.T, d *decide.Decision) {
 	t.Helper()
 	if len(d.Commands) != 0 {
 		t.Fatalf("commands %q, want the drifted node left", commands(d))
 	}
 	for _, b := range d.Blocked {
-		if b.Node == "sick" && b.Method == v1.DisruptionReasonDrifted && b.Reason == disruption.BlockedPodsDoNotFit {
+		if b.Node == "sick" && b.Method == v1.DisruptionReasonDrifted && b.Reason == decide.BlockedPodsDoNotFit {
 			return
 		}
 	}
@@ -235,7 +236,7 @@ func rrDriftBlocked(t *testing.T, d *disruption.Decision) {
 
 // rrReplacedBy checks a command of the reason on sick with one
 // replacement of the capacity type (from the NodePool).
-func rrReplacedBy(t *testing.T, d *disruption.Decision, reason v1.DisruptionReason, capacityType, pool string) {
+func rrReplacedBy(t *testing.T, d *decide.Decision, reason v1.DisruptionReason, capacityType, pool string) {
 	t.Helper()
 	if len(d.Commands) != 1 || d.Commands[0].Reason != reason || d.Commands[0].NodeNames()[0] != "sick" || len(d.Commands[0].Replacements) != 1 {
 		t.Fatalf("commands %q, want sick replaced first", commands(d))
@@ -265,7 +266,7 @@ func rrODPool(c *cluster) {
 // rrStaticReserved is a static NodePool (one replica, limit 2) kept to
 // m5.large of the capacity types, with the reservation taking available
 // more instances, and "sick" unhealthy or drifted (reason), mutated.
-func rrStaticReserved(t *testing.T, available int, capacityTypes []string, reason v1.DisruptionReason, mutate ...func(*corev1.Node, *v1.NodeClaim)) (*cluster, func() *disruption.Decision) {
+func rrStaticReserved(t *testing.T, available int, capacityTypes []string, reason v1.DisruptionReason, mutate ...func(*corev1.Node, *v1.NodeClaim)) (*cluster, func() *decide.Decision) {
 	c, decide := rrStaticDecision(t, 1, "2", reason, mutate...)
 	rrReservedTypes(t, c, available)
 	rrOnlyM5(c.pool, capacityTypes...)
@@ -356,7 +357,7 @@ var _ = restate("repair_terminatefirst_test.go",
 			c := rrReservedPool(t, 0, []string{v1.CapacityTypeReserved}, rrBad(rrBadNode, "", now.Add(-31*time.Minute)))
 			cmd := rrRepaired(t, c.decide(rrOnly(rrTFPolicy())), "sick")
 			if len(cmd.Replacements) != 0 {
-				t.Errorf("replacements %q, want none (the reservation is full)", commands(&disruption.Decision{Commands: []*disruption.Command{cmd}}))
+				t.Errorf("replacements %q, want none (the reservation is full)", commands(&decide.Decision{Commands: []*decide.Command{cmd}}))
 			}
 			if cmd.Repair.DrainBound == nil || *cmd.Repair.DrainBound != 10*time.Minute || cmd.Repair.Condition.Type != rrBadNode {
 				t.Errorf("repair %+v, want BadNode's with the 10m drain bound", cmd.Repair)

@@ -1,3 +1,8 @@
+// Package static keeps each static NodePool at its number of nodes: it
+// acts on what internal/decide/static decides, launching NodeClaims from
+// the template and deleting the surplus (their termination drains them
+// through the Eviction API, so PodDisruptionBudgets hold; disruption
+// budgets do not apply, as the user asked for the change).
 package static
 
 import (
@@ -7,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	decide "github.com/nodewright/nodewright/internal/decide/static"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -134,7 +141,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	now := c.Clock.Now()
 	listed.NodeClaims = c.withCreated(listed.NodeClaims, now)
 	snap := state.Build(listed.Objects, state.Options{Now: now, NodeClasses: classes, Backoff: c.Registrations.Backoffs()})
-	d := Decide(snap, np.Name)
+	d := decide.Decide(snap, np.Name)
 	if d == nil {
 		return reconcile.Result{}, nil
 	}
@@ -153,7 +160,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return reconcile.Result{}, nil
 }
 
-func (c *Controller) launch(ctx context.Context, np *v1.NodePool, d *Decision, snap *state.Snapshot) error {
+func (c *Controller) launch(ctx context.Context, np *v1.NodePool, d *decide.Decision, snap *state.Snapshot) error {
 	if len(d.Launch) == 0 {
 		return nil
 	}
@@ -173,7 +180,7 @@ func (c *Controller) launch(ctx context.Context, np *v1.NodePool, d *Decision, s
 	return nil
 }
 
-func (c *Controller) remove(ctx context.Context, np *v1.NodePool, d *Decision) error {
+func (c *Controller) remove(ctx context.Context, np *v1.NodePool, d *decide.Decision) error {
 	if len(d.Remove) == 0 {
 		return nil
 	}

@@ -7,8 +7,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	decide "github.com/nodewright/nodewright/internal/decide/disruption"
+
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
-	"github.com/nodewright/nodewright/internal/controllers/disruption"
 	"github.com/nodewright/nodewright/internal/state/nodepoolhealth"
 )
 
@@ -66,10 +67,10 @@ func Disrupt(o *Objects, resolver *nodeclass.Resolver, gates Gates) (*Disruption
 	}
 	// Node repair at its default tolerations is the first method, as in
 	// the controller (a node pairs with its NodeClaim to be repaired).
-	opts := disruption.DefaultOptions()
+	opts := decide.DefaultOptions()
 	opts.Repair = nodepoolhealth.DefaultTolerations().Policies()
 	opts.SpotToSpot = gates.SpotToSpotConsolidation
-	d := disruption.Decide(snap, opts)
+	d := decide.Decide(snap, opts)
 	r := &DisruptionReport{Disruptions: []DisruptionCommand{}, Blocked: []BlockedNode{}, Warnings: append([]string{}, warnings...),
 		PricePerHour: round(d.PricePerHour), PricePerHourAfter: round(d.PricePerHourAfter)}
 	for _, c := range d.Commands {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	decide "github.com/nodewright/nodewright/internal/decide/disruption"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -15,7 +17,6 @@ import (
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
-	"github.com/nodewright/nodewright/internal/controllers/disruption"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
 	"github.com/nodewright/nodewright/internal/state/budget"
@@ -123,8 +124,8 @@ type Timings struct {
 
 // DefaultTimings are the controller's defaults and typical EC2 times.
 func DefaultTimings() Timings {
-	cfg := disruption.DefaultConfig()
-	return Timings{Poll: cfg.Poll, ValidationDelay: cfg.ValidationDelay, Launch: 90 * time.Second, Termination: 45 * time.Second}
+	cadence := decide.DefaultCadence()
+	return Timings{Poll: cadence.Poll, ValidationDelay: cadence.ValidationDelay, Launch: 90 * time.Second, Termination: 45 * time.Second}
 }
 
 // defaultGrace is a pod's termination grace period when it sets none.
@@ -318,7 +319,7 @@ func filtered(in []string, keep func(string) bool) []string {
 
 // priceOf is what the NodePools' nodes cost an hour.
 func priceOf(snap *state.Snapshot) float64 {
-	return round(disruption.Decide(snap, disruption.Options{Methods: []v1.DisruptionReason{}, MaxMultiNode: 1}).PricePerHour)
+	return round(decide.Decide(snap, decide.Options{Methods: []v1.DisruptionReason{}, MaxMultiNode: 1}).PricePerHour)
 }
 
 // unplaced are the workloads whose pods, now on drifted nodes, would
@@ -451,14 +452,14 @@ func (p *planner) rollout(r *PlanReport, snap *state.Snapshot) error {
 // time, each with those before it in flight (their replacements
 // launching), until the budgets or the candidates run out. last is the
 // final decision, with why the rest stay.
-func (p *planner) decideRound(snap *state.Snapshot) (cmds []*disruption.Command, last *disruption.Decision, err error) {
-	opts := disruption.DefaultOptions()
+func (p *planner) decideRound(snap *state.Snapshot) (cmds []*decide.Command, last *decide.Decision, err error) {
+	opts := decide.DefaultOptions()
 	opts.Methods, opts.InFlight = planMethods, map[string]bool{}
 	// A NodePool whose status says its drift is paused stays paused: the
 	// change resumes it only if it changes the NodePool or its class.
 	opts.DriftPaused = pausedUnlessChanged(snap, p.changed)
 	for {
-		d := disruption.Decide(snap, opts)
+		d := decide.Decide(snap, opts)
 		if len(d.Commands) == 0 {
 			return cmds, d, nil
 		}
@@ -468,7 +469,7 @@ func (p *planner) decideRound(snap *state.Snapshot) (cmds []*disruption.Command,
 				opts.InFlight[n.Name] = true
 			}
 			if !c.Static {
-				opts.Planned = append(opts.Planned, disruption.RoomOf(c))
+				opts.Planned = append(opts.Planned, decide.RoomOf(c))
 			}
 			p.launch(snap, c)
 		}
@@ -500,11 +501,11 @@ func pausedUnlessChanged(snap *state.Snapshot, changed []ChangedObject) map[stri
 
 // nextWindow is when a budget next lets a drifted node held back by it
 // go, the earliest over the NodePools, and what the wait is for.
-func nextWindow(snap *state.Snapshot, d *disruption.Decision) (time.Time, string, bool) {
+func nextWindow(snap *state.Snapshot, d *decide.Decision) (time.Time, string, bool) {
 	var best time.Time
 	why := ""
 	for _, b := range d.Blocked {
-		if b.Reason != disruption.BlockedByBudget || b.Allowance.Err != nil {
+		if b.Reason != decide.BlockedByBudget || b.Allowance.Err != nil {
 			continue
 		}
 		np := snap.Pools[b.Allowance.NodePool]
@@ -520,7 +521,7 @@ func nextWindow(snap *state.Snapshot, d *disruption.Decision) (time.Time, string
 }
 
 // blockedOf are the drifted or expired nodes that stay, and why.
-func blockedOf(snap *state.Snapshot, d *disruption.Decision) []PlanBlocked {
+func blockedOf(snap *state.Snapshot, d *decide.Decision) []PlanBlocked {
 	out := []PlanBlocked{}
 	if d == nil {
 		return out
@@ -530,7 +531,7 @@ func blockedOf(snap *state.Snapshot, d *disruption.Decision) []PlanBlocked {
 			continue
 		}
 		pb := PlanBlocked{Node: b.Node, Reason: b.String()}
-		if b.Reason == disruption.BlockedByBudget && b.Allowance.Err == nil {
+		if b.Reason == decide.BlockedByBudget && b.Allowance.Err == nil {
 			if np := snap.Pools[b.Allowance.NodePool]; np != nil {
 				if t, ok := budget.Next(np, b.Method, b.Allowance.Nodes, b.Allowance.Disrupting, snap.Now); ok {
 					pb.Until = &t
@@ -560,7 +561,7 @@ func longestGrace(n *state.Node) time.Duration {
 // launch puts a command's replacements on the working objects as
 // NodeClaims in flight, made from the NodePool and node class as they are
 // now (a static NodePool's: a node like the one it replaces).
-func (p *planner) launch(snap *state.Snapshot, c *disruption.Command) {
+func (p *planner) launch(snap *state.Snapshot, c *decide.Command) {
 	for _, pl := range c.Replacements {
 		np := snap.Pools[pl.NodePool]
 		class := snap.NodeClassOf(np)
@@ -618,7 +619,7 @@ func (p *planner) claim(nc *v1.NodeClaim, labels map[string]string, image string
 // flight join as initialized nodes and take the pods the decisions gave
 // them, pods moved to nodes that stay go there, and the replaced nodes
 // go with the rest of their pods (DaemonSets').
-func (p *planner) carryOut(cmds []*disruption.Command, at time.Time) int {
+func (p *planner) carryOut(cmds []*decide.Command, at time.Time) int {
 	gone := map[string]bool{}
 	to := map[string]string{}
 	for _, c := range cmds {

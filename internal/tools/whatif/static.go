@@ -5,7 +5,8 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/nodewright/nodewright/internal/controllers/static"
+	decidestatic "github.com/nodewright/nodewright/internal/decide/static"
+
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
 )
@@ -20,7 +21,7 @@ func solveWithStatic(snap *state.Snapshot) (*scheduling.Plan, []string) {
 	var launched []*scheduling.PlannedNodeClaim
 	in := snap.Input(nil)
 	for _, name := range slices.Sorted(maps.Keys(snap.Pools)) {
-		d := static.Decide(snap, name)
+		d := decidestatic.Decide(snap, name)
 		if d == nil {
 			continue
 		}

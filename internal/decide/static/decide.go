@@ -1,11 +1,9 @@
-// Package static keeps each static NodePool (spec.replicas set) at its
-// number of nodes: it launches NodeClaims from the template when the pool
-// has fewer, whatever the pods need, and deletes the surplus when it has
-// more (their termination drains them through the Eviction API, so
-// PodDisruptionBudgets hold; disruption budgets do not apply, as the user
-// asked for the change). Nodes disruption is replacing (tainted
-// karpenter.sh/disrupted) no longer count, so their replacement is
-// launched here, once. Deciding is pure (Decide); the Controller acts.
+// Package static decides, purely, what keeps a static NodePool
+// (spec.replicas set) at its number of nodes: NodeClaims to launch from
+// the template when the pool has fewer, whatever the pods need, and the
+// surplus to delete when it has more. Nodes disruption is replacing
+// (tainted karpenter.sh/disrupted) no longer count, so their replacement
+// is launched once.
 package static
 
 import (

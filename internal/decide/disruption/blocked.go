@@ -166,25 +166,25 @@ var blockedSays = map[BlockedReason]func(Blocked) string{
 	},
 }
 
-// passing: the reasons a node passes through as a matter of course, not
+// Passing: the reasons a node passes through as a matter of course, not
 // reported on it. Its own events tell how a disruption in progress goes;
 // every node of a scale-up is not initialized for a while (its
 // NodeClaim's Initialized condition says why) and single-node
 // consolidation leaves most nodes for a later round. Told on each
 // NodeClaim, these were most of nodewright's events in a scale-up and
 // said nothing the user could act on.
-func (b Blocked) passing() bool {
+func (b Blocked) Passing() bool {
 	return b.Reason == BlockedInProgress || b.Reason == BlockedNotEvaluated ||
 		b.Reason == BlockedByNode && b.Blocker.Reason == state.BlockNotInitialized
 }
 
-// sameAs is what a node's report is told apart by: its message, but
+// SameAs is what a node's report is told apart by: its message, but
 // for the reasons whose details move while nothing changes for the node
 // (consolidateAfter's deadline with every pod event, the pending pods of
 // a scale-up or nominated to the node, a budget's or a
 // PodDisruptionBudget's count), only the reason: each node is told once
 // that it waits for them, not once a round.
-func (b Blocked) sameAs(msg string) string {
+func (b Blocked) SameAs(msg string) string {
 	switch {
 	case b.Reason == BlockedConsolidateAfter:
 		return fmt.Sprint(b.Reason, b.Never, b.Err != nil)

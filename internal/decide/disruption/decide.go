@@ -1,9 +1,10 @@
-// Package disruption removes and replaces nodes on its own: expired and
-// drifted NodeClaims are replaced, empty nodes deleted, and underutilized
-// ones consolidated onto the rest of the cluster or onto one cheaper node,
-// within the NodePools' budgets, never against a PodDisruptionBudget or a
-// do-not-disrupt annotation. Deciding is pure (Decide, over a
-// state.Snapshot); the Controller carries the decisions out.
+// Package disruption decides, purely, which nodes go and what replaces
+// them: expired and drifted NodeClaims are replaced, empty nodes deleted,
+// and underutilized ones consolidated onto the rest of the cluster or onto
+// one cheaper node, within the NodePools' budgets, never against a
+// PodDisruptionBudget or a do-not-disrupt annotation. Decide reads a
+// state.Snapshot and Options, plain values; the disruption controller
+// (internal/controllers/disruption), plan and simulate call it.
 package disruption
 
 import (
@@ -69,6 +70,22 @@ type Options struct {
 	// that stay (an initialized replacement among them). Later decisions
 	// keep that room for those pods and never place them again.
 	Planned []Room
+	// Measure, when set, runs each method's decision (run) and measures it
+	// as the caller sees fit: the decision reads no clock of its own.
+	Measure func(method v1.DisruptionReason, run func())
+}
+
+// Cadence is when decisions are made and carried out: one every Poll,
+// each checked again against the cluster after ValidationDelay (pods that
+// were just scheduled or deleted settle) before it acts.
+type Cadence struct {
+	Poll, ValidationDelay time.Duration
+}
+
+// DefaultCadence is the reference's: a decision every 10 s, validated
+// after 15 s.
+func DefaultCadence() Cadence {
+	return Cadence{Poll: 10 * time.Second, ValidationDelay: 15 * time.Second}
 }
 
 // Room is what one command planned for the pods of its nodes.
@@ -147,9 +164,6 @@ type Decision struct {
 	PricePerHour, PricePerHourAfter float64
 	// Health is each NodePool's unhealthy nodes, by the repair policies.
 	Health map[string]*nodepoolhealth.Pool
-	// Took is how long each method took to decide (wall time: a
-	// measurement, never an input to the decision).
-	Took map[v1.DisruptionReason]time.Duration
 	// CostPerHour is what each NodePool's nodes cost now.
 	CostPerHour map[string]float64
 	// Scores are the consolidation commands the Balanced policy weighed.
@@ -423,14 +437,14 @@ func (d *decider) use(n *state.Node, reason v1.DisruptionReason) {
 	d.taken[n.Name] = true
 }
 
-// timed runs a method and records how long it took.
+// timed runs a method, under the caller's measurement if it asked for
+// one (the decision itself reads no clock).
 func (d *decider) timed(method v1.DisruptionReason, run func()) {
-	start := time.Now()
-	run()
-	if d.out.Took == nil {
-		d.out.Took = map[v1.DisruptionReason]time.Duration{}
+	if d.opts.Measure == nil {
+		run()
+		return
 	}
-	d.out.Took[method] += time.Since(start)
+	d.opts.Measure(method, run)
 }
 
 // eligible counts a node a method could act on now.

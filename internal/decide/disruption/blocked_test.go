@@ -31,7 +31,7 @@ func TestBlockedReportsMoveOnlyWithTheirReason(t *testing.T) {
 		{budgetOf(v1.DisruptionReasonDrifted, 1), budgetOf(v1.DisruptionReasonDrifted, 2)},
 	}
 	for _, c := range same {
-		if a, b := c[0].sameAs(c[0].String()), c[1].sameAs(c[1].String()); a != b {
+		if a, b := c[0].SameAs(c[0].String()), c[1].SameAs(c[1].String()); a != b {
 			t.Errorf("%q and %q are told apart (%q, %q): only a count or a time moved", c[0], c[1], a, b)
 		}
 	}
@@ -45,7 +45,7 @@ func TestBlockedReportsMoveOnlyWithTheirReason(t *testing.T) {
 			{Reason: BlockedByNode, Blocker: state.Blocker{Reason: state.BlockPodDoNotDisrupt, Pod: "default/b", Value: "true"}}},
 	}
 	for _, c := range different {
-		if a, b := c[0].sameAs(c[0].String()), c[1].sameAs(c[1].String()); a == b {
+		if a, b := c[0].SameAs(c[0].String()), c[1].SameAs(c[1].String()); a == b {
 			t.Errorf("%q and %q are not told apart (%q)", c[0], c[1], a)
 		}
 	}
