@@ -26,13 +26,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/nodewright/nodewright/charts"
-	"github.com/nodewright/nodewright/internal/sim/harness/controlplane"
+	"github.com/nodewright/nodewright/internal/operator"
+	"github.com/nodewright/nodewright/internal/operator/rbac"
 	simaccount "github.com/nodewright/nodewright/internal/sim/cloud/account"
 	simaws "github.com/nodewright/nodewright/internal/sim/cloud/aws"
-	"github.com/nodewright/nodewright/internal/sim/harness/runner"
-	"github.com/nodewright/nodewright/internal/operator"
+	"github.com/nodewright/nodewright/internal/sim/harness/controlplane"
 	"github.com/nodewright/nodewright/internal/sim/harness/optest"
-	"github.com/nodewright/nodewright/internal/operator/rbac"
+	"github.com/nodewright/nodewright/internal/sim/harness/runner"
 )
 
 func render(t *testing.T, values map[string]any) []*unstructured.Unstructured {

@@ -26,7 +26,7 @@ import (
 	"time"
 
 	"github.com/nodewright/nodewright/internal/scheduling"
-	"github.com/nodewright/nodewright/internal/scheduling/workload"
+	"github.com/nodewright/nodewright/internal/sim/workload"
 )
 
 type result struct {

@@ -40,8 +40,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
-	"github.com/nodewright/nodewright/internal/sim/harness/controlplane"
 	"github.com/nodewright/nodewright/internal/sim/cloud/account"
+	"github.com/nodewright/nodewright/internal/sim/harness/controlplane"
 	"github.com/nodewright/nodewright/internal/sim/harness/runner"
 	"github.com/nodewright/nodewright/scenarios"
 )

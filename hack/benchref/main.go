@@ -25,8 +25,8 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
-	"github.com/nodewright/nodewright/internal/sim/harness/controlplane"
 	"github.com/nodewright/nodewright/internal/sim/cloud/account"
+	"github.com/nodewright/nodewright/internal/sim/harness/controlplane"
 )
 
 type config struct {

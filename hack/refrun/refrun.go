@@ -27,9 +27,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodewright/nodewright/internal/operator"
 	"github.com/nodewright/nodewright/internal/sim/harness/controlplane"
 	"github.com/nodewright/nodewright/internal/sim/harness/runner"
-	"github.com/nodewright/nodewright/internal/operator"
 )
 
 // Options say where the programs are and how to run them.

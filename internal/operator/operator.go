@@ -50,11 +50,11 @@ import (
 	"github.com/nodewright/nodewright/internal/controllers/provisioning"
 	"github.com/nodewright/nodewright/internal/controllers/static"
 	"github.com/nodewright/nodewright/internal/drain"
+	"github.com/nodewright/nodewright/internal/listing"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/operator/rbac"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state/bufferroom"
-	"github.com/nodewright/nodewright/internal/state/listing"
 	"github.com/nodewright/nodewright/internal/state/nodepoolhealth"
 )
 

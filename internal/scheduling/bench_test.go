@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/nodewright/nodewright/internal/scheduling"
-	"github.com/nodewright/nodewright/internal/scheduling/workload"
+	"github.com/nodewright/nodewright/internal/sim/workload"
 )
 
 func BenchmarkWorkloadA(b *testing.B) {

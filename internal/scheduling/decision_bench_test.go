@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/nodewright/nodewright/internal/scheduling"
-	"github.com/nodewright/nodewright/internal/scheduling/workload"
+	"github.com/nodewright/nodewright/internal/sim/workload"
 )
 
 // midScaleUp returns a decision's input in the middle of a scale-up:

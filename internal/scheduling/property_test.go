@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodewright/nodewright/internal/scheduling"
-	"github.com/nodewright/nodewright/internal/scheduling/workload"
+	"github.com/nodewright/nodewright/internal/sim/workload"
 )
 
 // Workload A mixes spread on zone and hostname, zone affinity and hostname

@@ -42,10 +42,10 @@ import (
 	"github.com/nodewright/nodewright/internal/aws/provider"
 	"github.com/nodewright/nodewright/internal/aws/userdata"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
-	"github.com/nodewright/nodewright/internal/sim/harness/controlplane"
-	"github.com/nodewright/nodewright/internal/sim/cloud/account"
-	"github.com/nodewright/nodewright/internal/sim/harness/runner"
 	"github.com/nodewright/nodewright/internal/operator"
+	"github.com/nodewright/nodewright/internal/sim/cloud/account"
+	"github.com/nodewright/nodewright/internal/sim/harness/controlplane"
+	"github.com/nodewright/nodewright/internal/sim/harness/runner"
 	"github.com/nodewright/nodewright/test/e2e/harness"
 )
 

@@ -22,9 +22,9 @@ import (
 	"github.com/nodewright/nodewright/internal/aws/provider"
 	"github.com/nodewright/nodewright/internal/aws/sdk"
 	"github.com/nodewright/nodewright/internal/intent"
+	"github.com/nodewright/nodewright/internal/listing"
 	"github.com/nodewright/nodewright/internal/loop"
 	"github.com/nodewright/nodewright/internal/metrics"
-	"github.com/nodewright/nodewright/internal/state/listing"
 )
 
 // Offerings are where launches go: an interrupted offering is kept out.

@@ -24,10 +24,10 @@ import (
 
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/interruption"
+	"github.com/nodewright/nodewright/internal/listing"
 	simaws "github.com/nodewright/nodewright/internal/sim/cloud/aws"
 	"github.com/nodewright/nodewright/internal/sim/harness/controlplane"
 	"github.com/nodewright/nodewright/internal/sim/harness/optest"
-	"github.com/nodewright/nodewright/internal/state/listing"
 )
 
 // offerings records the offerings marked unavailable.

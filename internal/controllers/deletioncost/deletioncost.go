@@ -25,10 +25,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/listing"
 	"github.com/nodewright/nodewright/internal/loop"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/state"
-	"github.com/nodewright/nodewright/internal/state/listing"
 )
 
 // Disrupting is the cost of the pods of a node being disrupted: the

@@ -24,8 +24,8 @@ import (
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/api/v1alpha1"
 	"github.com/nodewright/nodewright/internal/conditions"
+	"github.com/nodewright/nodewright/internal/listing"
 	"github.com/nodewright/nodewright/internal/state"
-	"github.com/nodewright/nodewright/internal/state/listing"
 )
 
 // Controller writes NodeOverlay status.

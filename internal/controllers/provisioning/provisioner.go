@@ -27,11 +27,11 @@ import (
 	"github.com/nodewright/nodewright/api/autoscaling/v1beta1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/intent"
+	"github.com/nodewright/nodewright/internal/listing"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
 	"github.com/nodewright/nodewright/internal/state/bufferroom"
-	"github.com/nodewright/nodewright/internal/state/listing"
 	"github.com/nodewright/nodewright/internal/state/nodepoolhealth"
 )
 

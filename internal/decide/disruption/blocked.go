@@ -166,7 +166,7 @@ var blockedSays = map[BlockedReason]func(Blocked) string{
 	},
 }
 
-// Passing: the reasons a node passes through as a matter of course, not
+// Passing reports the reasons a node passes through as a matter of course, not
 // reported on it. Its own events tell how a disruption in progress goes;
 // every node of a scale-up is not initialized for a while (its
 // NodeClaim's Initialized condition says why) and single-node

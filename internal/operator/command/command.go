@@ -101,19 +101,18 @@ control plane.`,
 			if err != nil {
 				return fmt.Errorf("reading the kubeconfig: %w", err)
 			}
-			switch cloud {
-			case "aws":
-				clouds, err := awsClouds(ctx, &cfg, log.WithName("aws"))
-				if err != nil {
-					return err
-				}
-				mgr, err := operator.New(ctx, rc, cfg, clouds, clock.RealClock{}, log)
-				if err != nil {
-					return err
-				}
-				return mgr.Start(ctx)
+			if cloud == "sim" {
+				return simulated(ctx, rc, cfg, log)
 			}
-			return simulated(ctx, rc, cfg, log)
+			clouds, err := awsClouds(ctx, &cfg, log.WithName("aws"))
+			if err != nil {
+				return err
+			}
+			mgr, err := operator.New(ctx, rc, cfg, clouds, clock.RealClock{}, log)
+			if err != nil {
+				return err
+			}
+			return mgr.Start(ctx)
 		},
 	}
 	f := cmd.Flags()

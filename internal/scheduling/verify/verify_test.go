@@ -11,7 +11,7 @@ import (
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/scheduling/verify"
-	"github.com/nodewright/nodewright/internal/scheduling/workload"
+	"github.com/nodewright/nodewright/internal/sim/workload"
 )
 
 func pod(name, cpu string) *corev1.Pod {

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
-	"github.com/nodewright/nodewright/internal/state/listing"
+	"github.com/nodewright/nodewright/internal/listing"
 	"github.com/nodewright/nodewright/internal/tools/whatif"
 )
 

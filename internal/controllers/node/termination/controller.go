@@ -25,7 +25,7 @@ import (
 	"github.com/nodewright/nodewright/internal/cloudprovider"
 	"github.com/nodewright/nodewright/internal/drain"
 	"github.com/nodewright/nodewright/internal/intent"
-	"github.com/nodewright/nodewright/internal/state/listing"
+	"github.com/nodewright/nodewright/internal/listing"
 )
 
 // InstanceDeleter terminates instances.

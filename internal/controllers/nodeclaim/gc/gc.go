@@ -1,3 +1,7 @@
+// Package gc collects what a launch left behind: instances of nodewright's
+// that no NodeClaim records (a launch batch whose NodeClaims were deleted
+// before their launch, a lost launch record) once no NodeClaim can still
+// take them, and NodeClaims whose instance is gone.
 package gc
 
 import (

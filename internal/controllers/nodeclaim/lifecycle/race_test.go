@@ -33,12 +33,12 @@ import (
 	"github.com/nodewright/nodewright/internal/aws/provider"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
 	"github.com/nodewright/nodewright/internal/controllers/nodeclaim/lifecycle"
+	"github.com/nodewright/nodewright/internal/listing"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/sim/cloud/account"
 	simaws "github.com/nodewright/nodewright/internal/sim/cloud/aws"
 	"github.com/nodewright/nodewright/internal/sim/harness/controlplane"
 	"github.com/nodewright/nodewright/internal/sim/harness/optest"
-	"github.com/nodewright/nodewright/internal/state/listing"
 	"github.com/nodewright/nodewright/internal/state/nodepoolhealth"
 )
 

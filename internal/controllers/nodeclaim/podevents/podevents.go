@@ -1,3 +1,6 @@
+// Package podevents records on each NodeClaim when a pod last came to or
+// left its node (status.lastPodEventTime), which consolidateAfter counts
+// from.
 package podevents
 
 import (
@@ -17,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
-	"github.com/nodewright/nodewright/internal/state/listing"
+	"github.com/nodewright/nodewright/internal/listing"
 )
 
 // PodEvents records on a NodeClaim when a pod last left its node or was

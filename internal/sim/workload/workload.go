@@ -66,7 +66,7 @@ func nodePool(types []*scheduling.InstanceType) *scheduling.NodePool {
 
 // A returns workload A with n pods.
 func A(n int, seed uint64) scheduling.Input {
-	rng := rand.New(rand.NewPCG(seed, seed)) //nolint:gosec // a seeded generator makes the workload reproducible
+	rng := rand.New(rand.NewPCG(seed, seed)) // a seeded generator makes the workload reproducible
 	pods := make([]*corev1.Pod, 0, n)
 	per := n / 5
 	for i := 0; i < n; i++ {
@@ -122,7 +122,7 @@ func B(n int, seed uint64) (scheduling.Input, error) {
 	if err != nil {
 		return scheduling.Input{}, err
 	}
-	rng := rand.New(rand.NewPCG(seed, seed)) //nolint:gosec // a seeded generator makes the workload reproducible
+	rng := rand.New(rand.NewPCG(seed, seed)) // a seeded generator makes the workload reproducible
 	pods := make([]*corev1.Pod, 0, n)
 	for i := 0; i < n; i++ {
 		pods = append(pods, pod(rng, fmt.Sprintf("pod-%d", i)))

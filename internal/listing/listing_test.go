@@ -19,9 +19,9 @@ import (
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/api/v1alpha1"
+	"github.com/nodewright/nodewright/internal/listing"
 	"github.com/nodewright/nodewright/internal/sim/harness/controlplane"
 	"github.com/nodewright/nodewright/internal/sim/harness/optest"
-	"github.com/nodewright/nodewright/internal/state/listing"
 )
 
 // Listing through a Cached client gives the pods the informer holds (the
