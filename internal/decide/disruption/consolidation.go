@@ -443,3 +443,69 @@ func minInstanceTypes(np *v1.NodePool) int {
 	}
 	return 0
 }
+
+// consolidate removes empty nodes and consolidates underutilized ones
+// (the methods the options run), unless pending pods are being placed.
+func (d *decider) consolidate(candidates []*state.Node) {
+	empty, under := d.opts.runs(v1.DisruptionReasonEmpty), d.opts.runs(v1.DisruptionReasonUnderutilized)
+	switch pods := scalingUp(d.s); {
+	case !empty && !under:
+	case pods > 0:
+		d.consolidationWaits(candidates, Blocked{Reason: BlockedScaleUp, Pods: pods})
+	case d.opts.ConsolidationInFlight:
+		if empty {
+			d.emptiness(candidates)
+		}
+		d.consolidationWaits(candidates, Blocked{Reason: BlockedConsolidationInFlight})
+	default:
+		if empty {
+			d.timed(v1.DisruptionReasonEmpty, func() { d.emptiness(candidates) })
+		}
+		if under {
+			d.timed(v1.DisruptionReasonUnderutilized, func() { d.consolidation(candidates) })
+		}
+	}
+}
+
+// consolidationWaits explains the nodes consolidation would look at while
+// it waits (why: a consolidation carried out, a scale-up).
+func (d *decider) consolidationWaits(candidates []*state.Node, why Blocked) {
+	for _, n := range candidates {
+		if d.taken[n.Name] {
+			continue
+		}
+		why.Method = v1.DisruptionReasonUnderutilized
+		if len(n.Reschedulable()) == 0 {
+			why.Method = v1.DisruptionReasonEmpty
+		}
+		if bs := n.Blockers(); len(bs) > 0 {
+			d.block(n, Blocked{Reason: BlockedByNode, Blocker: bs[0], Method: why.Method})
+			continue
+		}
+		d.block(n, why)
+	}
+}
+
+// consolidatable reports whether consolidateAfter has passed since the
+// node's last pod event or its initialization; else why not.
+func (d *decider) consolidatable(n *state.Node) (bool, Blocked) {
+	np := d.s.Pools[n.NodePool]
+	after, never, err := np.Spec.Disruption.ConsolidateAfter.Parse()
+	if np.Spec.Disruption.ConsolidateAfter == "" {
+		after, never, err = 0, false, nil
+	}
+	switch {
+	case err != nil:
+		return false, Blocked{Reason: BlockedConsolidateAfter, Err: err}
+	case never:
+		return false, Blocked{Reason: BlockedConsolidateAfter, Never: true}
+	}
+	since := n.InitializedAt()
+	if last := n.LastPodEvent(); last.After(since) {
+		since = last
+	}
+	if until := since.Add(after); d.now.Before(until) {
+		return false, Blocked{Reason: BlockedConsolidateAfter, Until: until}
+	}
+	return true, Blocked{}
+}

@@ -9,15 +9,11 @@ package disruption
 
 import (
 	"cmp"
-	"maps"
 	"math"
 	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/scheduling"
@@ -237,29 +233,6 @@ func Decide(s *state.Snapshot, opts Options) *Decision {
 	return d.out
 }
 
-// consolidate removes empty nodes and consolidates underutilized ones
-// (the methods the options run), unless pending pods are being placed.
-func (d *decider) consolidate(candidates []*state.Node) {
-	empty, under := d.opts.runs(v1.DisruptionReasonEmpty), d.opts.runs(v1.DisruptionReasonUnderutilized)
-	switch pods := scalingUp(d.s); {
-	case !empty && !under:
-	case pods > 0:
-		d.consolidationWaits(candidates, Blocked{Reason: BlockedScaleUp, Pods: pods})
-	case d.opts.ConsolidationInFlight:
-		if empty {
-			d.emptiness(candidates)
-		}
-		d.consolidationWaits(candidates, Blocked{Reason: BlockedConsolidationInFlight})
-	default:
-		if empty {
-			d.timed(v1.DisruptionReasonEmpty, func() { d.emptiness(candidates) })
-		}
-		if under {
-			d.timed(v1.DisruptionReasonUnderutilized, func() { d.consolidation(candidates) })
-		}
-	}
-}
-
 // scalingUp counts the pods of a scale-up in progress: pods counted as
 // launching nodes' and pending pods kube-scheduler has not tried yet (it
 // places them on a node, or nodewright launches one); when there are
@@ -291,25 +264,6 @@ func untried(pods []*corev1.Pod) int {
 		}
 	}
 	return n
-}
-
-// consolidationWaits explains the nodes consolidation would look at while
-// it waits (why: a consolidation carried out, a scale-up).
-func (d *decider) consolidationWaits(candidates []*state.Node, why Blocked) {
-	for _, n := range candidates {
-		if d.taken[n.Name] {
-			continue
-		}
-		why.Method = v1.DisruptionReasonUnderutilized
-		if len(n.Reschedulable()) == 0 {
-			why.Method = v1.DisruptionReasonEmpty
-		}
-		if bs := n.Blockers(); len(bs) > 0 {
-			d.block(n, Blocked{Reason: BlockedByNode, Blocker: bs[0], Method: why.Method})
-			continue
-		}
-		d.block(n, why)
-	}
 }
 
 // explainRest gives every candidate no command takes and no blocker
@@ -487,202 +441,6 @@ func (d *decider) price(n *state.Node) (float64, bool) {
 	return 0, false
 }
 
-// reschedule plans where the nodes' pods go if the nodes go. The nodes
-// other commands take (in this decision or in flight) go too; their pods
-// are not placed again when those commands planned room for them: that
-// room — their replacements with those pods on them, the pods they move
-// onto nodes that stay — is in the plan's input, and the rest of it can
-// take these nodes' pods. Without it, the replacements of one command
-// would be planned again by each later one.
-func (d *decider) reschedule(nodes []*state.Node) (*scheduling.Plan, int) {
-	in, pods := d.rescheduleInput(nodes)
-	if pods == 0 {
-		return &scheduling.Plan{}, 0
-	}
-	return scheduling.Solve(in), pods
-}
-
-// rescheduleOnto plans the nodes' pods onto one new node: the pods the
-// cheapest plan put on new nodes (several small ones, where single-node
-// consolidation replaces a node by one) on an instance type that holds
-// them all. Each NodePool offers only such types and at most one more
-// node.
-func (d *decider) rescheduleOnto(nodes []*state.Node, cheapest *scheduling.Plan) *scheduling.Plan {
-	var demand scheduling.Resources
-	for _, c := range cheapest.NodeClaims {
-		for _, p := range c.Pods {
-			r, _ := scheduling.PodRequests(p)
-			demand = demand.Add(r)
-		}
-	}
-	in, _ := d.rescheduleInput(nodes)
-	pools := make([]*scheduling.NodePool, 0, len(in.NodePools))
-	for _, np := range in.NodePools {
-		cp := *np
-		cp.InstanceTypes = slices.DeleteFunc(slices.Clone(np.InstanceTypes), func(it *scheduling.InstanceType) bool { return !demand.Fits(it.Allocatable) })
-		one := cp.Usage[corev1.ResourceName("nodes")]
-		one.Add(resource.MustParse("1"))
-		if limit, ok := cp.Limits["nodes"]; !ok || one.Cmp(limit) < 0 {
-			cp.Limits = maps.Clone(cp.Limits)
-			if cp.Limits == nil {
-				cp.Limits = corev1.ResourceList{}
-			}
-			cp.Limits["nodes"] = one
-		}
-		pools = append(pools, &cp)
-	}
-	in.NodePools = pools
-	return scheduling.Solve(in)
-}
-
-// rescheduleInput is the plan's input for the nodes' pods, and how many
-// pods move.
-func (d *decider) rescheduleInput(nodes []*state.Node) (scheduling.Input, int) {
-	without := map[string]bool{}
-	pods := 0
-	for _, n := range nodes {
-		without[n.Name] = true
-		pods += len(n.Reschedulable())
-	}
-	if pods == 0 {
-		return scheduling.Input{}, 0
-	}
-	for name := range d.taken {
-		without[name] = true
-	}
-	for name := range d.opts.InFlight {
-		without[name] = true
-	}
-	rooms := slices.Clone(d.opts.Planned)
-	for _, c := range d.out.Commands {
-		if !c.Static {
-			rooms = append(rooms, RoomOf(c))
-		}
-	}
-	in := d.s.Reschedule(without)
-	d.keepRoom(&in, rooms)
-	// A node drift or expiration replaces takes no pods: they would be
-	// evicted again when it goes.
-	in.Nodes = slices.DeleteFunc(in.Nodes, func(n *scheduling.Node) bool { return d.doomed[n.Name] })
-	return in, pods
-}
-
-// keepRoom puts the room commands planned into a plan's input: their
-// nodes' pods leave the pods to place, their replacements join the nodes
-// with those pods on them, and the pods they move sit on the nodes that
-// stay (a move onto a node that goes too, or that drift or expiration
-// replaces, is to be placed again).
-func (d *decider) keepRoom(in *scheduling.Input, rooms []Room) {
-	if len(rooms) == 0 {
-		return
-	}
-	planned := map[string]bool{}
-	moved := map[string][]*corev1.Pod{}
-	for _, r := range rooms {
-		for _, name := range r.Nodes {
-			planned[name] = true
-		}
-		for _, c := range r.Replacements {
-			var taints []corev1.Taint
-			if np := d.s.Pools[c.NodePool]; np != nil {
-				taints = np.Spec.Template.Spec.Taints
-			}
-			node := c.InFlight(taints)
-			node.Pods = slices.Clone(c.Pods)
-			in.Nodes = append(in.Nodes, node)
-		}
-		for _, m := range r.Moves {
-			moved[m.Node] = append(moved[m.Node], m.Pods...)
-		}
-	}
-	in.Pods = slices.DeleteFunc(slices.Clone(in.Pods), func(p *corev1.Pod) bool { return planned[p.Spec.NodeName] })
-	for i, n := range in.Nodes {
-		if extra := moved[n.Name]; len(extra) > 0 && !d.doomed[n.Name] {
-			cp := *n
-			cp.Pods = append(slices.Clone(n.Pods), extra...)
-			in.Nodes[i] = &cp
-			delete(moved, n.Name)
-		}
-	}
-	for _, name := range slices.Sorted(maps.Keys(moved)) {
-		in.Pods = append(in.Pods, moved[name]...) // their node goes as well
-	}
-}
-
-// expiration replaces one NodeClaim older than its expireAfter. It waits
-// for no budget and no do-not-disrupt pod or PodDisruptionBudget (the
-// drain honours those until the terminationGracePeriod); replacements are
-// launched first for pods that would otherwise stay pending.
-func (d *decider) expiration(candidates []*state.Node) {
-	var expired []*state.Node
-	for _, n := range candidates {
-		if at, ok := n.ExpiresAt(); d.taken[n.Name] || !ok || d.now.Before(at) {
-			continue
-		}
-		d.eligible(n, v1.DisruptionReasonExpired)
-		expired = append(expired, n)
-	}
-	slices.SortFunc(expired, oldestFirst)
-	if len(expired) == 0 {
-		return
-	}
-	n := expired[0]
-	for _, later := range expired[1:] {
-		d.next[later.Name] = v1.DisruptionReasonExpired
-	}
-	if d.static(n) {
-		d.staticCommand(v1.DisruptionReasonExpired, n)
-		return
-	}
-	plan, pods := d.reschedule([]*state.Node{n})
-	d.command(v1.DisruptionReasonExpired, []*state.Node{n}, plan, pods)
-}
-
-// staticCannotLaunch says why a static NodePool's node is not replaced
-// for a reason: the NodePool's controller cannot launch its replacement
-// now (the snapshot skips the NodePool: it or its EC2NodeClass is not
-// ready, its registrations back off, ...).
-func (d *decider) staticCannotLaunch(n *state.Node, reason v1.DisruptionReason) (Blocked, bool) {
-	if d.s.Static[n.NodePool] != nil {
-		return Blocked{}, false
-	}
-	why := "NodePool " + n.NodePool + " cannot launch"
-	for _, sk := range d.s.Skipped {
-		if sk.NodePool == n.NodePool {
-			why = sk.String()
-		}
-	}
-	return Blocked{Reason: BlockedStaticCannotLaunch, Method: reason, Message: why}, true
-}
-
-// static reports a node of a static NodePool.
-func (d *decider) static(n *state.Node) bool {
-	np := d.s.Pools[n.NodePool]
-	return np != nil && np.Spec.Replicas != nil
-}
-
-// staticCommand replaces a static NodePool's node: no plan, as the pool's
-// controller launches the replacement from the template.
-func (d *decider) staticCommand(reason v1.DisruptionReason, n *state.Node) {
-	c := d.command(reason, []*state.Node{n}, &scheduling.Plan{}, len(n.Reschedulable()))
-	c.Static = true
-	c.ReplacementPrice, c.Savings = c.PricePerHour, 0
-}
-
-// leaveStatic takes the static NodePools' nodes out of consolidation:
-// their number is the user's, not a matter of cost.
-func (d *decider) leaveStatic(candidates []*state.Node) []*state.Node {
-	return slices.DeleteFunc(candidates, func(n *state.Node) bool {
-		if !d.static(n) {
-			return false
-		}
-		if !d.taken[n.Name] {
-			d.block(n, Blocked{Reason: BlockedStatic, Method: v1.DisruptionReasonUnderutilized})
-		}
-		return true
-	})
-}
-
 func oldestFirst(a, b *state.Node) int {
 	return cmp.Or(a.CreatedAt().Compare(b.CreatedAt()), cmp.Compare(a.Name, b.Name))
 }
@@ -716,64 +474,6 @@ func hardBlockers(n *state.Node, forceful bool) []state.Blocker {
 	return out
 }
 
-// drift replaces one drifted NodeClaim: empty ones first, then the one
-// that drifted first, then the oldest.
-func (d *decider) drift(candidates []*state.Node) {
-	var found []*state.Node
-	for _, n := range candidates {
-		if d.taken[n.Name] || !n.Drift().Drifted() {
-			continue
-		}
-		if why, paused := d.opts.DriftPaused[n.NodePool]; paused {
-			d.block(n, Blocked{Reason: BlockedDriftPaused, Method: v1.DisruptionReasonDrifted, Message: why})
-			continue
-		}
-		if bs := hardBlockers(n, n.NodeClaim != nil && n.NodeClaim.Spec.TerminationGracePeriod != nil); len(bs) > 0 {
-			d.block(n, Blocked{Reason: BlockedByNode, Blocker: bs[0], Method: v1.DisruptionReasonDrifted})
-			continue
-		}
-		d.eligible(n, v1.DisruptionReasonDrifted)
-		found = append(found, n)
-	}
-	slices.SortFunc(found, func(a, b *state.Node) int {
-		return cmp.Or(cmp.Compare(len(a.Reschedulable()), len(b.Reschedulable())), driftedAt(a, d.s.Now).Compare(driftedAt(b, d.s.Now)), oldestFirst(a, b))
-	})
-	for _, n := range found {
-		if a := d.allowance(n.NodePool, v1.DisruptionReasonDrifted); a.Allowed < 1 {
-			d.block(n, Blocked{Reason: BlockedByBudget, Allowance: a, Method: v1.DisruptionReasonDrifted})
-			continue
-		}
-		if d.static(n) {
-			if why, cannot := d.staticCannotLaunch(n, v1.DisruptionReasonDrifted); cannot {
-				d.block(n, why)
-				continue
-			}
-			d.staticCommand(v1.DisruptionReasonDrifted, n)
-			d.leaveNext(found, v1.DisruptionReasonDrifted)
-			return
-		}
-		plan, pods := d.reschedule([]*state.Node{n})
-		if len(plan.Unschedulable) > 0 {
-			d.block(n, Blocked{Reason: BlockedPodsDoNotFit, Pod: plan.Unschedulable[0], Method: v1.DisruptionReasonDrifted})
-			continue
-		}
-		d.command(v1.DisruptionReasonDrifted, []*state.Node{n}, plan, pods)
-		d.leaveNext(found, v1.DisruptionReasonDrifted)
-		return
-	}
-}
-
-// driftedAt is when the NodeClaim's Drifted condition turned True; now
-// for drift not written on it yet.
-func driftedAt(n *state.Node, now time.Time) time.Time {
-	if n.NodeClaim != nil {
-		if c := meta.FindStatusCondition(n.NodeClaim.Status.Conditions, v1.ConditionDrifted); c != nil && c.Status == metav1.ConditionTrue {
-			return c.LastTransitionTime.Time
-		}
-	}
-	return now
-}
-
 // leaveNext leaves the nodes a method found and did not take to a later
 // round.
 func (d *decider) leaveNext(found []*state.Node, reason v1.DisruptionReason) {
@@ -782,65 +482,4 @@ func (d *decider) leaveNext(found []*state.Node, reason v1.DisruptionReason) {
 			d.next[later.Name] = reason
 		}
 	}
-}
-
-// consolidatable reports whether consolidateAfter has passed since the
-// node's last pod event or its initialization; else why not.
-func (d *decider) consolidatable(n *state.Node) (bool, Blocked) {
-	np := d.s.Pools[n.NodePool]
-	after, never, err := np.Spec.Disruption.ConsolidateAfter.Parse()
-	if np.Spec.Disruption.ConsolidateAfter == "" {
-		after, never, err = 0, false, nil
-	}
-	switch {
-	case err != nil:
-		return false, Blocked{Reason: BlockedConsolidateAfter, Err: err}
-	case never:
-		return false, Blocked{Reason: BlockedConsolidateAfter, Never: true}
-	}
-	since := n.InitializedAt()
-	if last := n.LastPodEvent(); last.After(since) {
-		since = last
-	}
-	if until := since.Add(after); d.now.Before(until) {
-		return false, Blocked{Reason: BlockedConsolidateAfter, Until: until}
-	}
-	return true, Blocked{}
-}
-
-// emptiness deletes, in one command, every consolidatable node without
-// pods to move that the budgets allow.
-func (d *decider) emptiness(candidates []*state.Node) {
-	var empty []*state.Node
-	for _, n := range candidates {
-		if d.taken[n.Name] || len(n.Reschedulable()) > 0 {
-			continue
-		}
-		if bs := n.Blockers(); len(bs) > 0 {
-			d.block(n, Blocked{Reason: BlockedByNode, Blocker: bs[0], Method: v1.DisruptionReasonEmpty})
-			continue
-		}
-		if ok, why := d.consolidatable(n); !ok {
-			why.Method = v1.DisruptionReasonEmpty
-			d.block(n, why)
-			continue
-		}
-		d.eligible(n, v1.DisruptionReasonEmpty)
-		if a := d.allowance(n.NodePool, v1.DisruptionReasonEmpty); a.Allowed < 1 {
-			d.block(n, Blocked{Reason: BlockedByBudget, Allowance: a, Method: v1.DisruptionReasonEmpty})
-			continue
-		}
-		d.use(n, v1.DisruptionReasonEmpty)
-		empty = append(empty, n)
-	}
-	if len(empty) == 0 {
-		return
-	}
-	c := &Command{Reason: v1.DisruptionReasonEmpty, Nodes: empty}
-	for _, n := range empty {
-		p, _ := d.price(n)
-		c.PricePerHour += p
-	}
-	c.Savings = c.PricePerHour
-	d.out.Commands = append(d.out.Commands, c)
 }

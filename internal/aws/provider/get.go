@@ -110,61 +110,6 @@ func (p *Launcher) List(ctx context.Context) ([]*cloudprovider.Instance, error) 
 	return out, nil
 }
 
-// Delete terminates an instance nodewright launched. It returns nil while
-// the instance is being terminated and a NotFoundError once it is gone, so
-// callers repeat it until then. An instance without nodewright's tags is
-// never terminated: that is a NotOwnedError.
-func (p *Launcher) Delete(ctx context.Context, id string) error {
-	_, instanceID, err := ParseProviderID(id)
-	if err != nil {
-		return err
-	}
-	inst, err := p.describe(ctx, instanceID)
-	if err != nil {
-		return err
-	}
-	if !p.owns(inst.Tags) {
-		return &cloudprovider.NotOwnedError{Message: fmt.Sprintf("instance %s lacks %s; nodewright terminates only the instances it launched, so it is left running",
-			instanceID, strings.Join(p.missingTags(inst.Tags), ", "))}
-	}
-	if _, err := p.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{instanceID}}); err != nil {
-		if hasCode(err, "InvalidInstanceID.NotFound") {
-			return &cloudprovider.NotFoundError{Message: "instance " + instanceID + " does not exist"}
-		}
-		return fmt.Errorf("terminating instance %s: %w", instanceID, err)
-	}
-	return nil
-}
-
-// Reboot reboots an instance nodewright launched (EC2 RebootInstances:
-// the instance keeps its id, volumes and addresses; its operating system
-// starts again). An instance without nodewright's tags is never rebooted:
-// that is a NotOwnedError; one that is gone a NotFoundError.
-func (p *Launcher) Reboot(ctx context.Context, id string) error {
-	_, instanceID, err := ParseProviderID(id)
-	if err != nil {
-		return err
-	}
-	inst, err := p.describe(ctx, instanceID)
-	if err != nil {
-		return err
-	}
-	if !p.owns(inst.Tags) {
-		return &cloudprovider.NotOwnedError{Message: fmt.Sprintf("instance %s lacks %s; nodewright reboots only the instances it launched",
-			instanceID, strings.Join(p.missingTags(inst.Tags), ", "))}
-	}
-	if inst.State == nil || inst.State.Name != ec2types.InstanceStateNameRunning {
-		return &cloudprovider.NotFoundError{Message: fmt.Sprintf("instance %s is not running", instanceID)}
-	}
-	if _, err := p.ec2.RebootInstances(ctx, &ec2.RebootInstancesInput{InstanceIds: []string{instanceID}}); err != nil {
-		if hasCode(err, "InvalidInstanceID.NotFound") {
-			return &cloudprovider.NotFoundError{Message: "instance " + instanceID + " does not exist"}
-		}
-		return fmt.Errorf("rebooting instance %s: %w", instanceID, err)
-	}
-	return nil
-}
-
 // instanceOf is the cloudprovider view of an EC2 instance; types, when
 // one is the instance's, fill its capacity, allocatable and labels.
 func instanceOf(inst ec2types.Instance, types []*scheduling.InstanceType) *cloudprovider.Instance {
@@ -257,27 +202,4 @@ func addTypeDetails(out *cloudprovider.Instance, types []*scheduling.InstanceTyp
 			}
 		}
 	}
-}
-
-// DeleteLaunchTemplates deletes the launch templates nodewright made for an
-// EC2NodeClass of this cluster, when the EC2NodeClass is deleted.
-func (p *Launcher) DeleteLaunchTemplates(ctx context.Context, nodeClass string) error {
-	out, err := p.ec2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{Filters: []ec2types.Filter{
-		{Name: aws.String("tag:" + p.clusterTag()), Values: []string{"owned"}},
-		{Name: aws.String("tag:" + awsv1.LabelEC2NodeClass), Values: []string{nodeClass}},
-	}})
-	if err != nil {
-		return fmt.Errorf("listing the launch templates of EC2NodeClass %s: %w", nodeClass, err)
-	}
-	for _, lt := range out.LaunchTemplates {
-		if tagValue(lt.Tags, p.clusterTag()) != "owned" || tagValue(lt.Tags, awsv1.LabelEC2NodeClass) != nodeClass {
-			continue // the filters say so; an endpoint that ignores one must not make a template ours
-		}
-		p.templates.Delete(aws.ToString(lt.LaunchTemplateName))
-		if _, err := p.ec2.DeleteLaunchTemplate(ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateName: lt.LaunchTemplateName}); err != nil &&
-			!hasCode(err, templateNotFound...) {
-			return fmt.Errorf("deleting launch template %s: %w", aws.ToString(lt.LaunchTemplateName), err)
-		}
-	}
-	return nil
 }
