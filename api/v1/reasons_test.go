@@ -93,7 +93,7 @@ var root = filepath.Join("..", "..")
 // but the simulated world, by package directory.
 func readProduction(t *testing.T) (*token.FileSet, []string, map[string][]*sourceFile) {
 	t.Helper()
-	skip := filepath.Join(root, "internal", "fake")
+	skip := filepath.Join(root, "internal", "sim")
 	packages := map[string][]*sourceFile{}
 	var dirs []string
 	fset := token.NewFileSet()
