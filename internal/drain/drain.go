@@ -55,7 +55,18 @@ type Options struct {
 	// LeaveAtDeadline stops at the deadline and leaves the pods that are
 	// still there (they ride a reboot out); a termination deletes them.
 	LeaveAtDeadline bool
+	// Fence is the key of the NoSchedule taint the caller fenced the node
+	// with. Pods that tolerate it are not evicted: they could come back
+	// at once (a DaemonSet's controller recreates its pod on a node being
+	// drained), so the drain would never end; they go with the node.
+	Fence string
 }
+
+// stuckAfter is how long past its deletion a terminating pod is waited
+// for: a pod still there a minute later has no kubelet to stop it (the
+// node is unreachable or gone), and waiting for it would hold the node
+// for ever when the drain has no deadline.
+const stuckAfter = time.Minute
 
 // Drain evicts the pods of the node's lowest non-empty tier; pods marked
 // karpenter.sh/do-not-disrupt wait for the deadline. At the deadline
@@ -69,7 +80,7 @@ func (d *Drainer) Drain(ctx context.Context, node *corev1.Node, owner client.Obj
 		return false, fmt.Errorf("listing the pods of node %s: %w", node.Name, err)
 	}
 	pastDeadline := !deadline.IsZero() && !d.Clock.Now().Before(deadline)
-	remaining := needingEviction(pods.Items, opts.KeepDaemonSets)
+	remaining := needingEviction(pods.Items, opts, d.Clock.Now())
 	switch {
 	case len(remaining) == 0:
 		return true, nil
@@ -82,18 +93,34 @@ func (d *Drainer) Drain(ctx context.Context, node *corev1.Node, owner client.Obj
 }
 
 // needingEviction are the pods a drain waits for: all but mirror pods,
-// finished ones and, when kept, DaemonSet pods.
-func needingEviction(pods []corev1.Pod, keepDaemonSets bool) []*corev1.Pod {
+// finished ones, pods that tolerate the fence, pods stuck terminating
+// and, when kept, DaemonSet pods.
+func needingEviction(pods []corev1.Pod, opts Options, now time.Time) []*corev1.Pod {
+	fence := &corev1.Taint{Key: opts.Fence, Effect: corev1.TaintEffectNoSchedule}
 	var out []*corev1.Pod
 	for i := range pods {
 		p := &pods[i]
-		if p.Annotations[corev1.MirrorPodAnnotationKey] != "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed ||
-			(keepDaemonSets && state.OwnedByDaemonSet(p)) {
-			continue
+		switch {
+		case p.Annotations[corev1.MirrorPodAnnotationKey] != "", p.Status.Phase == corev1.PodSucceeded, p.Status.Phase == corev1.PodFailed:
+		case opts.KeepDaemonSets && state.OwnedByDaemonSet(p):
+		case opts.Fence != "" && tolerates(p, fence):
+		case p.DeletionTimestamp != nil && now.Sub(p.DeletionTimestamp.Time) > stuckAfter:
+		default:
+			out = append(out, p)
 		}
-		out = append(out, p)
 	}
 	return out
+}
+
+// tolerates reports whether one of the pod's tolerations tolerates the
+// taint.
+func tolerates(p *corev1.Pod, taint *corev1.Taint) bool {
+	for i := range p.Spec.Tolerations {
+		if p.Spec.Tolerations[i].ToleratesTaint(taint) {
+			return true
+		}
+	}
+	return false
 }
 
 // lowestTier is the first tier the pods have one in.

@@ -288,3 +288,56 @@ func TestBudgetsDoNotDisruptAndTheDeadline(t *testing.T) {
 			s.drain(r, rebootBy, opts), s.going("agent-r"), s.going("batch-r"))
 	}
 }
+
+// Pods that tolerate the caller's fence are not evicted: a DaemonSet
+// that tolerates every taint (aws-node, kube-proxy) has its pod
+// recreated on the node at once, so evicting it would never end the
+// drain; such pods go with the node. A pod still terminating a minute
+// past its deletion has no kubelet to stop it and is not waited for, so
+// a node whose kubelet is gone is not held for ever.
+func TestPodsThatWouldComeBackOrCannotLeaveDoNotHoldTheDrain(t *testing.T) {
+	s := newSite(t)
+	n := s.node("gone")
+	s.pod("aws-node", "gone", daemon, func(p *corev1.Pod) {
+		p.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+	})
+	s.pod("web", "gone", func(p *corev1.Pod) { p.Finalizers = []string{"test.nodewright.dev/kubelet"} })
+	opts := drain.Options{Fence: v1.TaintKeyDisrupted}
+
+	if s.drain(n, time.Time{}, opts) || !s.going("web") {
+		t.Fatalf("first pass: web evicted %v; want it evicted and the drain not done", s.going("web"))
+	}
+	if s.going("aws-node") {
+		t.Error("the pod that tolerates the fence was evicted")
+	}
+	// The pod's kubelet never confirms: it stays terminating.
+	p := &corev1.Pod{}
+	if err := s.kube.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "web"}, p); err != nil {
+		t.Fatal(err)
+	}
+	s.clock.SetTime(p.DeletionTimestamp.Time.Add(30 * time.Second))
+	if s.drain(n, time.Time{}, opts) {
+		t.Error("done while a pod is terminating within a minute of its deletion")
+	}
+	s.clock.SetTime(p.DeletionTimestamp.Time.Add(2 * time.Minute))
+	if !s.drain(n, time.Time{}, opts) {
+		t.Error("a pod stuck terminating (no kubelet) and a pod that tolerates the fence hold the drain")
+	}
+	if s.going("aws-node") {
+		t.Error("the pod that tolerates the fence was evicted")
+	}
+	before := *p
+	before.Finalizers = nil
+	if err := s.kube.Patch(context.Background(), &before, client.MergeFrom(p)); err != nil {
+		t.Fatal(err)
+	}
+	// Without a fence named, the same pod is evicted like any other.
+	m := s.node("unfenced")
+	s.pod("agent-u", "unfenced", func(p *corev1.Pod) {
+		p.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+	})
+	s.drain(m, time.Time{}, drain.Options{})
+	if !s.going("agent-u") {
+		t.Error("without a fence, a pod tolerating every taint was not evicted")
+	}
+}

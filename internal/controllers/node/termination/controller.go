@@ -111,7 +111,7 @@ func (c *Controller) drain(ctx context.Context, node *corev1.Node, nc *v1.NodeCl
 	if err := intent.SetDisrupted(ctx, c.Client, node, true); err != nil {
 		return false, err
 	}
-	return c.Drainer.Drain(ctx, node, owner, deadline(node, nc), drain.Options{})
+	return c.Drainer.Drain(ctx, node, owner, deadline(node, nc), drain.Options{Fence: v1.TaintKeyDisrupted})
 }
 
 // deleteClaim deletes the NodeClaim of a drained node deleted on its own,

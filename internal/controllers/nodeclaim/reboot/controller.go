@@ -136,7 +136,7 @@ func (c *Controller) issue(ctx context.Context, nc *v1.NodeClaim, node *corev1.N
 	if err := intent.SetRebooting(ctx, c.Client, node, true); err != nil {
 		return reconcile.Result{}, err
 	}
-	done, err := c.Drainer.Drain(ctx, node, nc, deadline, drain.Options{KeepDaemonSets: true, LeaveAtDeadline: true})
+	done, err := c.Drainer.Drain(ctx, node, nc, deadline, drain.Options{KeepDaemonSets: true, LeaveAtDeadline: true, Fence: v1.TaintKeyRebooting})
 	if err != nil || !done {
 		return reconcile.Result{RequeueAfter: c.Poll}, err
 	}
