@@ -510,4 +510,47 @@ func TestDrainCases(t *testing.T) {
 			}
 		}
 	})
+
+	// Pods that tolerate the caller's fence are not evicted: a DaemonSet
+	// that tolerates every taint (aws-node, kube-proxy) has its pod
+	// recreated on the node at once, so evicting it would never end the
+	// drain; such pods go with the node. Without a fence named, the same
+	// pod is evicted. A pod still terminating a minute past its deletion
+	// has no kubelet to stop it and is not waited for, so a node whose
+	// kubelet is gone is not held for ever.
+	t.Run("pods that would come back or cannot leave", func(t *testing.T) {
+		r := newRig(t, kube, "stuck")
+		n := r.node("stuck")
+		everything := func(p *corev1.Pod) { p.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}} }
+		r.pod("aws-node", "stuck", ofDaemonSet, everything)
+		r.pod("web", "stuck", func(p *corev1.Pod) { p.Finalizers = []string{"test.nodewright.dev/no-kubelet"} })
+		opts := drain.Options{Fence: v1.TaintKeyDisrupted}
+		if r.drain(n, time.Time{}, opts) {
+			t.Fatal("done on the first pass")
+		}
+		r.expectEvicted("first pass", []string{"aws-node", "web"}, "web")
+		p := &corev1.Pod{}
+		if err := kube.Get(context.Background(), client.ObjectKey{Namespace: r.ns, Name: "web"}, p); err != nil {
+			t.Fatal(err)
+		}
+		r.clock.SetTime(p.DeletionTimestamp.Add(30 * time.Second))
+		if r.drain(n, time.Time{}, opts) {
+			t.Error("done while a pod is terminating within a minute of its deletion")
+		}
+		r.clock.SetTime(p.DeletionTimestamp.Add(2 * time.Minute))
+		if !r.drain(n, time.Time{}, opts) {
+			t.Error("a pod stuck terminating and a pod tolerating the fence hold the drain")
+		}
+		r.expectEvicted("past a minute", []string{"aws-node", "web"}, "web")
+		released := p.DeepCopy()
+		released.Finalizers = nil
+		if err := kube.Patch(context.Background(), released, client.MergeFrom(p)); err != nil {
+			t.Fatal(err)
+		}
+
+		m := r.node("stuck-unfenced")
+		r.pod("agent-u", "stuck-unfenced", everything)
+		r.drain(m, time.Time{}, drain.Options{})
+		r.expectEvicted("without a fence", []string{"agent-u"}, "agent-u")
+	})
 }
