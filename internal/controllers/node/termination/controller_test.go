@@ -276,7 +276,7 @@ func (s *term) caughtUp(node string) {
 			return false, err
 		}
 		if s.p.cached.List(ctx, &cb) != nil || s.p.cached.List(ctx, &pb) != nil {
-			return false, nil
+			return false, nil //nolint:nilerr // the cache is still starting: look again
 		}
 		var va, vb, wa, wb []string
 		for _, nc := range ca.Items {
