@@ -334,7 +334,7 @@ func TestDrainRespectsPodDisruptionBudgets(t *testing.T) {
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: labels},
 			Spec: corev1.PodSpec{NodeName: node.Name, Containers: []corev1.Container{{Name: "db", Image: "postgres"}},
-				Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}},
+				Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}}},
 		}
 		e.create(t, pod)
 		before := pod.DeepCopy()
@@ -437,7 +437,7 @@ func TestDeletingTheNodeTerminatesIt(t *testing.T) {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
 		Spec: corev1.PodSpec{NodeName: node.Name, Containers: []corev1.Container{{Name: "web", Image: "nginx"}},
-			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}},
+			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}}},
 	}
 	e.create(t, pod)
 	if err := e.kube.Delete(ctx, node); err != nil {

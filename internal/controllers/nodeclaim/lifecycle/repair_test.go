@@ -132,7 +132,7 @@ func TestUnhealthyNodeIsRepaired(t *testing.T) {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "db-0", Namespace: "default", Labels: map[string]string{"app": "db"}},
 		Spec: corev1.PodSpec{NodeName: node.Name, Containers: []corev1.Container{{Name: "db", Image: "postgres"}},
-			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}},
+			Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}}},
 	}
 	e.create(t, pod)
 	e.create(t, &policyv1.PodDisruptionBudget{
