@@ -4,15 +4,31 @@ SHELL := /usr/bin/env bash -o pipefail
 GOLANGCI_LINT_VERSION := v2.15.0
 LINT := bin/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
-.PHONY: all build test e2e-moto generate verify lint controlplane clean bench bench-e2e bench-reference bench-reference-speed crash sim image chart
+.PHONY: all build release docs test e2e-moto generate verify lint controlplane clean bench bench-e2e bench-reference bench-reference-speed crash sim image chart
 
 all: build
 
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS := -X github.com/nodewright/nodewright/internal/version.version=$(VERSION) -X github.com/nodewright/nodewright/internal/version.commit=$(COMMIT)
 
 build: ## Build the nodewright CLI into ./bin/nodewright and the controller image's binary into ./bin/nodewright-controller
-	go build -ldflags "-X github.com/nodewright/nodewright/internal/version.version=$(VERSION)" -o bin/nodewright ./cmd/nodewright
-	go build -ldflags "-X github.com/nodewright/nodewright/internal/version.version=$(VERSION)" -o bin/nodewright-controller ./cmd/nodewright-controller
+	go build -ldflags "$(LDFLAGS)" -o bin/nodewright ./cmd/nodewright
+	go build -ldflags "$(LDFLAGS)" -o bin/nodewright-controller ./cmd/nodewright-controller
+
+RELEASE_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+
+release: ## Build the CLI for RELEASE_PLATFORMS into bin/release/nodewright-VERSION-OS-ARCH.tar.gz, with SHA256SUMS
+	rm -rf bin/release && mkdir -p bin/release
+	for p in $(RELEASE_PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; dir=bin/release/nodewright-$(VERSION)-$$os-$$arch; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags "$(LDFLAGS)" -o $$dir/nodewright ./cmd/nodewright && \
+		tar -C bin/release -czf $$dir.tar.gz $$(basename $$dir) && rm -rf $$dir || exit 1; \
+	done
+	cd bin/release && sha256sum *.tar.gz > SHA256SUMS
+
+docs: ## Write docs/reference from the code (commands and flags, metrics, doctor codes, chart values)
+	go test ./cmd/nodewright -run 'TestReferenceIsCurrent' -count=1 -update-docs
 
 sim: build controlplane ## Set up, then run nodewright end to end on this machine (SCENARIO=healthy|s1..s5|windows|...)
 	./bin/nodewright sim --scenario $(or $(SCENARIO),healthy)
@@ -33,21 +49,23 @@ generate: ## Regenerate deepcopy functions and CRDs from the API types
 	go run ./hack/awsnames > internal/sim/cloud/awsapi/ec2names.go
 	go run ./hack/prices > internal/aws/instancetypes/prices.json
 	go run ./hack/rbacrules > internal/operator/rbac/rules.json
+	go run ./hack/cloudformation > docs/cloudformation.yaml
 	rm -f charts/nodewright/crds/*.yaml && cp api/crds/*.yaml charts/nodewright/crds/
 
 verify: generate chart ## Fail when generated code or CRDs are stale, go.mod is untidy or the chart does not lint
 	go mod tidy
-	@if [ -n "$$(git status --porcelain -- api go.mod go.sum internal/sim/cloud/awsapi internal/aws/instancetypes/prices.json internal/operator/rbac/rules.json charts)" ]; then \
+	@if [ -n "$$(git status --porcelain -- api go.mod go.sum internal/sim/cloud/awsapi internal/aws/instancetypes/prices.json internal/operator/rbac/rules.json charts docs/cloudformation.yaml)" ]; then \
 		echo "generated files or go.mod are stale; run 'make generate' and 'go mod tidy' and commit:"; \
-		git status --porcelain -- api go.mod go.sum internal/sim/cloud/awsapi internal/aws/instancetypes/prices.json internal/operator/rbac/rules.json charts; git --no-pager diff --stat -- api go.mod go.sum internal/sim/cloud/awsapi internal/aws/instancetypes/prices.json internal/operator/rbac/rules.json charts; exit 1; fi
+		git status --porcelain -- api go.mod go.sum internal/sim/cloud/awsapi internal/aws/instancetypes/prices.json internal/operator/rbac/rules.json charts docs/cloudformation.yaml; git --no-pager diff --stat -- api go.mod go.sum internal/sim/cloud/awsapi internal/aws/instancetypes/prices.json internal/operator/rbac/rules.json charts docs/cloudformation.yaml; exit 1; fi
 
-chart: ## helm lint and helm template the chart (helm pinned in go.mod)
-	go tool helm lint --strict charts/nodewright --set settings.clusterName=example
+chart: ## helm lint and helm template the chart, then package it into bin/chart/ with appVersion VERSION (helm pinned in go.mod)
+	go tool helm lint --strict charts/nodewright --set settings.clusterName=example --set image.repository=registry.example/nodewright
 	go tool helm template nodewright charts/nodewright --namespace nodewright --kube-version 1.34.0 \
-		--set settings.clusterName=example >/dev/null
+		--set settings.clusterName=example --set image.repository=registry.example/nodewright >/dev/null
+	mkdir -p bin/chart && go tool helm package charts/nodewright --app-version $(VERSION) --destination bin/chart
 
 image: ## Build the OCI image (linux/amd64 and arm64) into bin/image, without a container daemon or base image
-	go run ./hack/image -out bin/image -version $(VERSION)
+	go run ./hack/image -out bin/image -version $(VERSION) -commit $(COMMIT)
 
 $(LINT):
 	GOBIN=$(CURDIR)/bin go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)

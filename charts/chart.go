@@ -53,6 +53,9 @@ type Release struct {
 	Values map[string]any
 	// KubeVersion is the cluster's (default 1.34.0).
 	KubeVersion string
+	// AppVersion, when set, replaces the chart's appVersion, as
+	// helm package --app-version (make chart VERSION=...) does.
+	AppVersion string
 }
 
 // Render renders the chart's templates for a release (schema checked)
@@ -62,6 +65,9 @@ func Render(r Release) ([]*unstructured.Unstructured, error) {
 	c, err := Load()
 	if err != nil {
 		return nil, err
+	}
+	if r.AppVersion != "" {
+		c.Metadata.AppVersion = r.AppVersion
 	}
 	caps := chartutil.DefaultCapabilities.Copy()
 	kv := r.KubeVersion

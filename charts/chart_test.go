@@ -49,8 +49,11 @@ func settings(extra map[string]any) map[string]any {
 	for k, v := range extra {
 		s[k] = v
 	}
-	return map[string]any{"settings": s}
+	return map[string]any{"settings": s, "image": testImage}
 }
+
+// testImage is where the tests' releases say the image was pushed.
+var testImage = map[string]any{"repository": "registry.example/nodewright"}
 
 // The chart's CRDs are the generated ones, byte for byte (make generate
 // copies them).
@@ -92,7 +95,8 @@ func TestValuesAreChecked(t *testing.T) {
 		{"log format", settings(map[string]any{"logFormat": "text"}), "logFormat"},
 		{"endpoint", settings(map[string]any{"clusterEndpoint": "example.com"}), "clusterEndpoint"},
 		{"scrape interval", map[string]any{"settings": map[string]any{"clusterName": "prod"}, "serviceMonitor": map[string]any{"interval": "1.5m"}}, "interval"},
-		{"no service account", map[string]any{"settings": map[string]any{"clusterName": "prod"}, "serviceAccount": map[string]any{"create": false}}, "serviceAccount.name is required"},
+		{"no service account", map[string]any{"settings": map[string]any{"clusterName": "prod"}, "image": testImage, "serviceAccount": map[string]any{"create": false}}, "serviceAccount.name is required"},
+		{"no image", map[string]any{"settings": map[string]any{"clusterName": "prod"}}, "image.repository is required: push the image"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := charts.Render(charts.Release{Name: "nodewright", Namespace: "nodewright", Values: c.values})
@@ -227,7 +231,7 @@ func TestChartAppliesToTheAPIServer(t *testing.T) {
 		"irsa, digest, own service account": {
 			"settings":       map[string]any{"clusterName": "prod"},
 			"serviceAccount": map[string]any{"name": "autoscaler", "annotations": map[string]any{"eks.amazonaws.com/role-arn": "arn:aws:iam::111122223333:role/nodewright"}},
-			"image":          map[string]any{"digest": "sha256:" + strings.Repeat("ab", 32)},
+			"image":          map[string]any{"repository": "registry.example/nodewright", "digest": "sha256:" + strings.Repeat("ab", 32)},
 			"replicas":       3, "podAnnotations": map[string]any{"a": "b"}, "nodeSelector": map[string]any{"pool": "system"},
 			// Labels and a spread selector of the user's own, one repeating a selector label.
 			"podLabels": map[string]any{"team": "platform", "app.kubernetes.io/name": "nodewright"},

@@ -46,7 +46,7 @@ func InstallRBAC(ctx context.Context, kube client.Client, admin *rest.Config, cl
 		gates[g] = true
 	}
 	objs, err := Render(Release{Name: LocalRelease, Namespace: LocalNamespace,
-		Values: map[string]any{"settings": map[string]any{"clusterName": clusterName, "featureGates": gates}}})
+		Values: map[string]any{"settings": map[string]any{"clusterName": clusterName, "featureGates": gates}, "image": localImage}})
 	if err != nil {
 		return nil, err
 	}
@@ -86,10 +86,14 @@ func WriteKubeconfig(adminPath string) (string, error) {
 	return path, os.Chmod(path, 0o600)
 }
 
+// localImage is the image of releases rendered for their RBAC alone:
+// the chart requires one, and nothing runs it.
+var localImage = map[string]any{"repository": "localhost/nodewright"}
+
 // RBACRules are the rules of the chart's ClusterRole and of its Role (in
 // the leader lease's namespace), as rendered for a release.
 func RBACRules() (rbac.Rules, error) {
-	objs, err := Render(Release{Name: LocalRelease, Namespace: LocalNamespace, Values: map[string]any{"settings": map[string]any{"clusterName": "check"}}})
+	objs, err := Render(Release{Name: LocalRelease, Namespace: LocalNamespace, Values: map[string]any{"settings": map[string]any{"clusterName": "check"}, "image": localImage}})
 	if err != nil {
 		return rbac.Rules{}, err
 	}

@@ -62,7 +62,7 @@ is enough), or a manifest file.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&fl.scenario, "scenario", "healthy", "scenario to apply: a name, a prefix (s1 ... s5, healthy, scale) or a manifest file")
-	f.StringVar(&fl.awsEndpoint, "aws-endpoint", "", "run against the AWS account at this endpoint (moto, LocalStack, ...) instead of the simulated one: the controllers in their own process with --cloud aws, the simulated kubelets joining its instances; the account must be set up for an EKS cluster named nodewright-sim (README)")
+	f.StringVar(&fl.awsEndpoint, "aws-endpoint", "", "run against the AWS account at this endpoint (moto, LocalStack, ...) instead of the simulated one: the controllers in their own process with --cloud aws, the simulated kubelets joining its instances; the account must be set up for an EKS cluster named nodewright-sim (hack/moto.sh sets one up; docs/tools/sim.md)")
 	f.StringVar(&fl.aliasRoot, "ami-alias-parameter-root", nodeclass.DefaultAliasParameterRoot, "where the controllers read the SSM parameters of AMI aliases (a copy of AWS's, for an --aws-endpoint that does not publish them)")
 	f.BoolVar(&fl.controllerProcess, "controller-process", false, "run the controllers in their own process (nodewright controller --cloud aws) against the simulated account's HTTP endpoint, as in a cluster; its log is controller.log in --work-dir")
 	f.StringVar(&fl.logFile, "log-file", "", "write nodewright's and the simulated kubelets' logs to this file (JSON lines)")

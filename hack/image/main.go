@@ -28,6 +28,7 @@ import (
 func main() {
 	out := flag.String("out", "bin/image", "directory of the OCI image layout; the tarballs go beside it")
 	version := flag.String("version", "devel", "the version stamped into the binary and the image")
+	flag.StringVar(&commit, "commit", "", "the commit stamped into the binary (nodewright version, karpenter_build_info)")
 	archs := flag.String("arch", "amd64,arm64", "platforms (linux/ARCH), comma-separated")
 	repo := flag.String("repository", "ghcr.io/nodewright/nodewright", "the repository the tarballs are tagged with")
 	flag.Parse()
@@ -102,10 +103,14 @@ func writeIndex(out string, images map[string]v1.Image) error {
 
 // buildBinary builds a static, reproducible binary: no cgo, no paths of
 // this machine, no build ID.
+// commit is the commit stamped into the binary; empty: none.
+var commit string
+
 func buildBinary(path, arch, version string) error {
 	//nolint:gosec // builds this repository's own binary, with the version it is given
 	cmd := exec.CommandContext(context.Background(), "go", "build", "-trimpath", "-o", path,
-		"-ldflags", "-s -w -buildid= -X github.com/nodewright/nodewright/internal/version.version="+version, "./cmd/nodewright-controller")
+		"-ldflags", "-s -w -buildid= -X github.com/nodewright/nodewright/internal/version.version="+version+
+			" -X github.com/nodewright/nodewright/internal/version.commit="+commit, "./cmd/nodewright-controller")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	return cmd.Run()

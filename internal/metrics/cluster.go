@@ -246,3 +246,21 @@ func boolLabel(b bool) string {
 	}
 	return "false"
 }
+
+// FamilyDoc describes one family of the per-node and per-pod series.
+type FamilyDoc struct {
+	Name, Help string
+	Labels     []string
+}
+
+// ClusterFamilies are the families ClusterSeries writes, for the metrics
+// reference.
+func ClusterFamilies() []FamilyDoc {
+	c := NewClusterSeries(nil, nil, nil)
+	families := append(c.byResource[:], c.lifetime, c.state, c.unbound, c.unstarted, c.provUnbound, c.provUnstarted, c.undecided)
+	out := make([]FamilyDoc, 0, len(families))
+	for _, f := range families {
+		out = append(out, FamilyDoc{Name: f.name, Help: f.help, Labels: slices.Clone(f.labels)})
+	}
+	return out
+}

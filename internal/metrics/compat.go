@@ -17,7 +17,7 @@ import (
 // compat are series under the reference's names, with its labels and
 // meanings, served beside nodewright's own so that dashboards and alerts
 // made for the reference keep working after a takeover (the mapping is in
-// the README).
+// docs/observability.md).
 type compat struct {
 	nodeclaimsCreated    *prometheus.CounterVec   // reason, nodepool, min_values_relaxed
 	nodeclaimsTerminated *prometheus.CounterVec   // nodepool, capacity_type, zone

@@ -91,3 +91,6 @@ func (m *Metrics) Decision(d time.Duration, plan *scheduling.Plan) {
 		m.compat.byZone.WithLabelValues("provisioner", zone).Set(float64(n))
 	}
 }
+
+// Kind is the type of the series runs serves, for the metrics reference.
+func (r *runs) Kind() string { return "gauge" }

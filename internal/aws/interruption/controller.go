@@ -138,7 +138,7 @@ func (c *Controller) queueURL(ctx context.Context) (string, error) {
 	if err != nil {
 		var api smithy.APIError
 		if errors.As(err, &api) && api.ErrorCode() == "QueueDoesNotExist" {
-			return "", fmt.Errorf("--interruption-queue %s: no such SQS queue in this account and region; create it and its EventBridge rules (see the interruption section of the README) or fix the name: %w", c.Options.Queue, err)
+			return "", fmt.Errorf("--interruption-queue %s: no such SQS queue in this account and region; create it and its EventBridge rules (docs/cloudformation.yaml makes both; docs/install-eks.md) or fix the name: %w", c.Options.Queue, err)
 		}
 		return "", fmt.Errorf("finding SQS queue %s (the controller's role needs sqs:GetQueueUrl, sqs:ReceiveMessage and sqs:DeleteMessage on it): %w", c.Options.Queue, err)
 	}

@@ -14,7 +14,7 @@ import (
 )
 
 // DisruptionReport is what the disruption controller would do now with
-// the objects given (JSON schema in the README): the commands, and why
+// the objects given (JSON schema in docs/tools/simulate.md): the commands, and why
 // every other node of a NodePool stays.
 type DisruptionReport struct {
 	Disruptions       []DisruptionCommand `json:"disruptions"`

@@ -13,7 +13,7 @@ import (
 	"github.com/nodewright/nodewright/internal/scheduling"
 )
 
-// Report is the JSON form of a simulation (schema in the README).
+// Report is the JSON form of a simulation (schema in docs/tools/simulate.md).
 type Report struct {
 	NodeClaims        []NodeClaimReport     `json:"nodeClaims"`
 	ExistingNodes     []ExistingNodeReport  `json:"existingNodes"`

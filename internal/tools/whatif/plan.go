@@ -24,7 +24,7 @@ import (
 )
 
 // PlanReport is what a change does to a cluster (JSON schema in the
-// README): the nodes that drift and why, the rollout in rounds under the
+// docs/tools/plan.md): the nodes that drift and why, the rollout in rounds under the
 // NodePools' disruption budgets, what holds nodes back, the pods that
 // would have no place, an estimate of how long it takes and the price
 // before, during and after.

@@ -127,7 +127,7 @@ func DefaultOptions() Options {
 	cfg.Repair.Drain = 10 * time.Second
 	cfg.RepairInterval = 2 * time.Second
 	// The account's EventBridge rules feed an interruption queue, and
-	// nodewright reads it, as an installation following the README does.
+	// nodewright reads it, as an installation following docs/install-eks.md does.
 	cfg.Interruption = interruption.DefaultOptions(InterruptionQueue)
 	return Options{InterruptionNotice: interruption.Notice, BootDelay: 2 * time.Second, CloudControllerManager: true, CCMDelay: 2 * time.Second, Operator: cfg, Log: logr.Discard(),
 		Pending: time.Second, ShuttingDown: 2 * time.Second,

@@ -1,0 +1,339 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/spf13/cobra"
+	"github.com/spf13/cobra/doc"
+	yamlv3 "gopkg.in/yaml.v3"
+
+	"github.com/nodewright/nodewright/internal/metrics"
+	"github.com/nodewright/nodewright/internal/tools/doctor"
+)
+
+// The reference under docs/reference is generated from the code: the
+// commands and their flags (cobra's generator), the metrics (as the
+// controller registers them), the doctor's finding codes and the chart's
+// values. `make docs` writes it (go test -run TestReferenceIsCurrent
+// -update-docs); this test fails while what is committed differs.
+var updateDocs = flag.Bool("update-docs", false, "write docs/reference from the code instead of comparing")
+
+const referenceDir = "../../docs/reference"
+
+func TestReferenceIsCurrent(t *testing.T) {
+	want, err := reference()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *updateDocs {
+		writeReference(t, want)
+		return
+	}
+	have := map[string]bool{}
+	err = filepath.WalkDir(referenceDir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(referenceDir, path)
+		have[rel] = true
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range sortedKeys(want) {
+		got, err := os.ReadFile(filepath.Join(referenceDir, name))
+		switch {
+		case err != nil:
+			t.Errorf("docs/reference/%s is missing: run make docs and commit it", name)
+		case string(got) != want[name]:
+			t.Errorf("docs/reference/%s is stale: run make docs and commit it", name)
+		}
+	}
+	for name := range have {
+		if _, ok := want[name]; !ok {
+			t.Errorf("docs/reference/%s is generated from nothing any more: run make docs (it removes it) and commit", name)
+		}
+	}
+}
+
+func writeReference(t *testing.T, files map[string]string) {
+	t.Helper()
+	if err := os.RemoveAll(referenceDir); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range files {
+		path := filepath.Join(referenceDir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// reference is every generated page by its path under docs/reference.
+func reference() (map[string]string, error) {
+	files, err := cliReference()
+	if err != nil {
+		return nil, err
+	}
+	if files["metrics.md"], err = metricsReference(); err != nil {
+		return nil, err
+	}
+	files["doctor-codes.md"] = doctorCodesReference()
+	if files["chart-values.md"], err = chartValuesReference(); err != nil {
+		return nil, err
+	}
+	return files, nil
+}
+
+const generated = "<!-- Generated from the code by make docs; do not edit. -->\n\n"
+
+// cliReference is one page per command, cobra's Markdown.
+func cliReference() (map[string]string, error) {
+	root := newRootCommand()
+	root.DisableAutoGenTag = true
+	root.InitDefaultCompletionCmd()
+	files := map[string]string{}
+	var walk func(c *cobra.Command) error
+	walk = func(c *cobra.Command) error {
+		if !c.IsAvailableCommand() && c != root {
+			return nil
+		}
+		var buf bytes.Buffer
+		buf.WriteString(generated)
+		if err := doc.GenMarkdownCustom(c, &buf, func(s string) string { return s }); err != nil {
+			return err
+		}
+		name := strings.ReplaceAll(c.CommandPath(), " ", "_") + ".md"
+		files["cli/"+name] = buf.String()
+		for _, sub := range c.Commands() {
+			if err := walk(sub); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return files, walk(root)
+}
+
+// captured registers nothing: it keeps the collectors it is given.
+type captured struct{ collectors []prometheus.Collector }
+
+func (c *captured) Register(col prometheus.Collector) error {
+	c.collectors = append(c.collectors, col)
+	return nil
+}
+
+func (c *captured) MustRegister(cols ...prometheus.Collector) {
+	c.collectors = append(c.collectors, cols...)
+}
+
+func (c *captured) Unregister(prometheus.Collector) bool { return true }
+
+// metricDoc is one metric family of the reference.
+type metricDoc struct{ name, kind, help string }
+
+// descPattern reads a prometheus Desc's String(): its name, help (both
+// quoted) and variable labels.
+var descPattern = regexp.MustCompile(`^Desc\{fqName: ("(?:[^"\\]|\\.)*"), help: ("(?:[^"\\]|\\.)*"), constLabels: \{[^}]*\}, variableLabels: \{([^}]*)\}\}$`)
+
+func metricsReference() (string, error) {
+	var reg captured
+	if _, err := metrics.New(&reg); err != nil {
+		return "", err
+	}
+	var docs []metricDoc
+	labels := map[string][]string{}
+	for _, col := range reg.collectors {
+		kind := kindOf(col)
+		ch := make(chan *prometheus.Desc, 8)
+		go func() { col.Describe(ch); close(ch) }()
+		for d := range ch {
+			m := descPattern.FindStringSubmatch(d.String())
+			if m == nil {
+				return "", fmt.Errorf("a metric description this reference cannot read: %s", d)
+			}
+			name, err := strconv.Unquote(m[1])
+			if err != nil {
+				return "", err
+			}
+			help, err := strconv.Unquote(m[2])
+			if err != nil {
+				return "", err
+			}
+			docs = append(docs, metricDoc{name, kind, help})
+			if m[3] != "" {
+				labels[name] = strings.Split(m[3], ",")
+			}
+		}
+	}
+	for _, f := range metrics.ClusterFamilies() {
+		docs = append(docs, metricDoc{f.Name, "gauge", f.Help})
+		labels[f.Name] = f.Labels
+	}
+	sort.Slice(docs, func(i, j int) bool { return docs[i].name < docs[j].name })
+	var b strings.Builder
+	b.WriteString("# Metrics\n\n" + generated)
+	b.WriteString("Every series the controller serves on `/metrics`, besides Go's and the\n" +
+		"process's own and controller-runtime's (`controller_runtime_*`,\n" +
+		"`workqueue_*`, `rest_client_*`). `karpenter_*` series carry Karpenter's\n" +
+		"names, types and labels (see [Observability](../observability.md)); the\n" +
+		"per-node and per-pod `karpenter_nodes_*` and `karpenter_pods_*` gauges\n" +
+		"are read from the cache at each scrape.\n\n")
+	b.WriteString("| metric | type | labels | meaning |\n|---|---|---|---|\n")
+	for _, d := range docs {
+		ls := "—"
+		if l := labels[d.name]; len(l) > 0 {
+			ls = "`" + strings.Join(l, "`, `") + "`"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", d.name, d.kind, ls, cell(d.help))
+	}
+	return b.String(), nil
+}
+
+// kindOf is a collector's metric type, by its Go type, or as a collector
+// of its own says.
+func kindOf(c prometheus.Collector) string {
+	switch c := c.(type) {
+	case interface{ Kind() string }:
+		return c.Kind()
+	case *prometheus.CounterVec, prometheus.Counter, prometheus.CounterFunc:
+		return "counter"
+	case *prometheus.GaugeVec, prometheus.Gauge, prometheus.GaugeFunc:
+		return "gauge"
+	case *prometheus.HistogramVec, prometheus.Histogram:
+		return "histogram"
+	case *prometheus.SummaryVec, prometheus.Summary:
+		return "summary"
+	}
+	return "untyped"
+}
+
+// cell escapes text for a Markdown table cell.
+func cell(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "|", `\|`), "\n", " ")
+}
+
+func doctorCodesReference() string {
+	var b strings.Builder
+	b.WriteString("# Doctor finding codes\n\n" + generated)
+	b.WriteString("Every code `nodewright doctor` reports (and `plan`, on the objects a\n" +
+		"change makes). Each finding names the object, its evidence and a fix;\n" +
+		"its severity (error, warning, info) is in the output. See\n" +
+		"[`nodewright doctor`](../tools/doctor.md) and\n" +
+		"[Troubleshooting](../troubleshooting.md).\n\n")
+	b.WriteString("| code | what it reports |\n|---|---|\n")
+	codes := slices.Clone(doctor.Codes)
+	sort.Strings(codes)
+	for _, c := range codes {
+		fmt.Fprintf(&b, "| `%s` | %s |\n", c, cell(doctor.Meanings[c]))
+	}
+	return b.String()
+}
+
+// TestEveryCodeHasAMeaning: the reference lists no code without saying
+// what it reports, and nothing for a code doctor never emits.
+func TestEveryCodeHasAMeaning(t *testing.T) {
+	for _, c := range doctor.Codes {
+		if doctor.Meanings[c] == "" {
+			t.Errorf("doctor code %s has no meaning in doctor.Meanings", c)
+		}
+	}
+	for c := range doctor.Meanings {
+		if !slices.Contains(doctor.Codes, c) {
+			t.Errorf("doctor.Meanings explains %s, which is not among doctor.Codes", c)
+		}
+	}
+}
+
+// chartValuesReference lists every leaf of the chart's values.yaml with
+// its default and the comment above it. A leaf among commented siblings
+// needs its own comment; the leaves of a group without any (resources)
+// take their parent's.
+func chartValuesReference() (string, error) {
+	data, err := os.ReadFile("../../charts/nodewright/values.yaml")
+	if err != nil {
+		return "", err
+	}
+	var root yamlv3.Node
+	if err := yamlv3.Unmarshal(data, &root); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	b.WriteString("# Chart values\n\n" + generated)
+	b.WriteString("Every value of `charts/nodewright/values.yaml`, with its default.\n" +
+		"`values.schema.json` refuses a key the chart does not know. `settings.*`\n" +
+		"are the controller's flags ([`nodewright controller`](cli/nodewright_controller.md)).\n\n")
+	b.WriteString("| value | default | meaning |\n|---|---|---|\n")
+	var undocumented []string
+	if len(root.Content) == 1 {
+		valueRows(&b, "", "", root.Content[0], &undocumented)
+	}
+	if len(undocumented) > 0 {
+		return "", fmt.Errorf("charts/nodewright/values.yaml: no comment says what %s is", strings.Join(undocumented, ", "))
+	}
+	return b.String(), nil
+}
+
+func valueRows(b *strings.Builder, prefix, inherited string, n *yamlv3.Node, undocumented *[]string) {
+	commented := false
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		commented = commented || n.Content[i].HeadComment != ""
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key, val := n.Content[i], n.Content[i+1]
+		path := key.Value
+		if prefix != "" {
+			path = prefix + "." + key.Value
+		}
+		comment := commentText(key.HeadComment)
+		if comment == "" && !commented {
+			comment = inherited
+		}
+		if val.Kind == yamlv3.MappingNode && len(val.Content) > 0 {
+			valueRows(b, path, comment, val, undocumented)
+			continue
+		}
+		if comment == "" {
+			*undocumented = append(*undocumented, path)
+		}
+		out, _ := yamlv3.Marshal(val)
+		def := strings.TrimSpace(string(out))
+		if val.Kind != yamlv3.ScalarNode {
+			def = strings.Join(strings.Fields(def), " ")
+		}
+		fmt.Fprintf(b, "| `%s` | `%s` | %s |\n", path, cell(def), cell(comment))
+	}
+}
+
+// commentText is a YAML head comment as prose.
+func commentText(c string) string {
+	var lines []string
+	for _, l := range strings.Split(c, "\n") {
+		lines = append(lines, strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(l), "#")))
+	}
+	return strings.TrimSpace(strings.Join(lines, " "))
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
