@@ -23,11 +23,19 @@ import (
 	"github.com/nodewright/nodewright/internal/tools/doctor"
 )
 
-// exitError ends the command with a status and no further message: the
-// output already said why.
-type exitError int
+// found ends a command that ran and found a problem — exit status 2;
+// status 1 is for a command that could not do its job. err, when set, is
+// printed; without it the output already said why.
+type found struct{ err error }
 
-func (e exitError) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+func (f found) Error() string {
+	if f.err == nil {
+		return "exit status 2"
+	}
+	return f.err.Error()
+}
+
+func (f found) Unwrap() error { return f.err }
 
 type doctorFlags struct {
 	files                     []string
@@ -54,7 +62,7 @@ instances that did not register. --cloud sim is the simulated account of
 nodewright sim (for a running sim cluster, the account state saved beside
 its kubeconfig); --cloud aws is the account of the AWS SDK's configuration.
 
-Exit status 1 when any finding is an error.`,
+Exit status 2 when any finding is an error, 1 when doctor could not run.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runDoctor(cmd, fl)
@@ -63,6 +71,7 @@ Exit status 1 when any finding is an error.`,
 	f := cmd.Flags()
 	f.StringArrayVarP(&fl.files, "filename", "f", nil, "manifest file, directory (its .yaml, .yml and .json files, recursively) or - for standard input (repeatable); without it, the cluster of the kubeconfig")
 	f.StringVar(&fl.cloud, "cloud", "", "also read an AWS account: sim or aws")
+	completeValues(cmd, "cloud", "sim", "aws")
 	outputFlag(cmd, &fl.output, "table")
 	f.StringVar(&fl.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG or ~/.kube/config)")
 	f.StringVar(&fl.clusterName, "cluster-name", "", "the EKS cluster's name, for its access entries (--cloud aws)")
@@ -123,7 +132,7 @@ func runDoctor(cmd *cobra.Command, fl doctorFlags) error {
 		report.WriteTable(cmd.OutOrStdout())
 	}
 	if report.HasErrors() {
-		return exitError(1)
+		return found{}
 	}
 	return nil
 }

@@ -24,7 +24,7 @@ func doctorOn(t *testing.T, args ...string) (doctorJSON, error) {
 }
 
 // doctor -f on each scenario reports the findings its header names, with
-// exit status 1; on the healthy scenario nothing above info and status 0.
+// exit status 2; on the healthy scenario nothing above info and status 0.
 func TestDoctorOnScenarios(t *testing.T) {
 	for _, tc := range []struct {
 		file  string
@@ -56,9 +56,8 @@ func TestDoctorOnScenarios(t *testing.T) {
 				args = append(args, "--cloud", tc.cloud)
 			}
 			report, err := doctorOn(t, args...)
-			var code exitError
-			if !errors.As(err, &code) || code != 1 {
-				t.Errorf("exit: %v, want status 1", err)
+			if !errors.As(err, new(found)) {
+				t.Errorf("exit: %v, want status 2 (found)", err)
 			}
 			seen := map[string]bool{}
 			texts := map[string]string{}
@@ -110,7 +109,7 @@ func TestDoctorOnScenarios(t *testing.T) {
 
 func TestDoctorTableAndFlags(t *testing.T) {
 	out, err := run("doctor", "-f", "../../scenarios/s4-aws-auth-controller-role.yaml")
-	if !errors.As(err, new(exitError)) {
+	if !errors.As(err, new(found)) {
 		t.Errorf("exit %v", err)
 	}
 	for _, want := range []string{"ERROR  node-role-not-mapped  EC2NodeClass/default", "fix: add to data.mapRoles", "- system:nodes"} {
@@ -123,7 +122,7 @@ func TestDoctorTableAndFlags(t *testing.T) {
 		t.Errorf("healthy: %v\n%s", err, out)
 	}
 	for _, bad := range [][]string{{"-o", "xml"}, {"--cloud", "gcp"}, {"--cloud", "aws"}, {"-f", "missing.yaml"}} {
-		if _, err := run(append([]string{"doctor", "-f", "../../scenarios/healthy-mixed-arch.yaml"}, bad...)...); err == nil || errors.As(err, new(exitError)) {
+		if _, err := run(append([]string{"doctor", "-f", "../../scenarios/healthy-mixed-arch.yaml"}, bad...)...); err == nil || errors.As(err, new(found)) {
 			t.Errorf("doctor %v: %v, want a usage error", bad, err)
 		}
 	}

@@ -13,9 +13,12 @@ import (
 
 func main() {
 	if err := newRootCommand().Execute(); err != nil {
-		var code exitError
-		if errors.As(err, &code) {
-			os.Exit(int(code))
+		var problem found
+		if errors.As(err, &problem) {
+			if problem.err != nil {
+				fmt.Fprintln(os.Stderr, "error:", problem.err)
+			}
+			os.Exit(2)
 		}
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)

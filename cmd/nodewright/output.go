@@ -13,6 +13,7 @@ import (
 // outputFlag registers -o: table (for people; text for version), json or yaml.
 func outputFlag(cmd *cobra.Command, o *string, human string) {
 	cmd.Flags().StringVarP(o, "output", "o", human, "output format: "+human+", json or yaml")
+	completeValues(cmd, "output", human, "json", "yaml")
 }
 
 // checkOutput refuses a format other than human, json and yaml.

@@ -15,10 +15,10 @@ import (
 
 func newPlanCommand() *cobra.Command {
 	var files, changes []string
-	var output, now, cloud, schedulerConfig string
+	var output, now, cloud, schedulerConfig, region string
 	timings := whatif.DefaultTimings()
 	cmd := &cobra.Command{
-		Use:   "plan -f CLUSTER... --change FILE... [--now RFC3339] [--cloud sim]",
+		Use:   "plan -f CLUSTER... --change FILE... [--now RFC3339] [--region R] [--cloud sim]",
 		Short: "Plan a change to NodePools or EC2NodeClasses: what drifts, the rollout, and what it costs",
 		Long: `plan reads a cluster (a dump: kubectl get nodepools,ec2nodeclasses,nodeclaims,
 nodes,pods,pdb,daemonsets -A -o yaml, or manifests) and the NodePools and
@@ -32,8 +32,9 @@ do-not-disrupt, budgets) and until when, an estimate of how long it takes
 with its assumptions, and the price per hour before, during the dearest
 round and after.
 
-A change that leaves pods without a place is an error (exit status 1),
-with the workloads and why.`,
+A change that leaves pods without a place, or brings in an error finding
+of nodewright doctor, is reported with the workloads and why, and plan
+exits with status 2 (1 when it could not plan).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(files) == 0 || len(changes) == 0 {
@@ -44,6 +45,9 @@ with the workloads and why.`,
 			}
 			objs, err := loadInput(cmd, files, now, schedulerConfig)
 			if err != nil {
+				return err
+			}
+			if objs.Region, err = checkRegion(region, cloud); err != nil {
 				return err
 			}
 			change := &whatif.Change{}
@@ -74,10 +78,10 @@ with the workloads and why.`,
 				return err
 			}
 			if n := len(report.Unplaced); n > 0 {
-				return fmt.Errorf("the change leaves pods of %d workload(s) without a place (listed above); change nothing yet", n)
+				return found{fmt.Errorf("the change leaves pods of %d workload(s) without a place (listed above); change nothing yet", n)}
 			}
 			if (&doctor.Report{Findings: introduced}).HasErrors() {
-				return fmt.Errorf("the change brings in what keeps nodes from registering or pods from a place (listed above); change nothing yet")
+				return found{fmt.Errorf("the change brings in what keeps nodes from registering or pods from a place (listed above); change nothing yet")}
 			}
 			return nil
 		},
@@ -90,6 +94,8 @@ with the workloads and why.`,
 	cmd.Flags().DurationVar(&timings.Launch, "launch-time", timings.Launch, "how long a replacement takes from launch to an initialized node, for the estimate")
 	cmd.Flags().DurationVar(&timings.Termination, "termination-time", timings.Termination, "how long an instance takes to terminate, for the estimate")
 	cmd.Flags().StringVar(&schedulerConfig, "scheduler-config", "", "kube-scheduler's configuration file: pods that set no topology spread constraints are planned spread by its default constraints")
+	cmd.Flags().StringVar(&region, "region", "", "the AWS region to plan for: its zones where an EC2NodeClass's status names none (default: us-east-1, the built-in prices' region)")
+	completeValues(cmd, "cloud", "sim")
 	return cmd
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -77,7 +78,7 @@ func TestPlanOnTheDriftScenario(t *testing.T) {
 	}
 }
 
-// A change that leaves pods without a place is an error (exit status 1)
+// A change that leaves pods without a place is an error (exit status 2)
 // that names the workload, after the plan is printed; a change file with
 // anything but NodePools and EC2NodeClasses is refused.
 func TestPlanRefusesAChangeThatStrandsPods(t *testing.T) {
@@ -99,8 +100,8 @@ spec:
 		t.Fatal(err)
 	}
 	out, err := run("plan", "-f", "testdata/drift-dump.yaml", "--change", change, "--now", "2026-11-25T18:30:00Z")
-	if err == nil || !strings.Contains(err.Error(), "without a place") {
-		t.Fatalf("a change that strands pods: %v\n%s", err, out)
+	if !errors.As(err, new(found)) || !strings.Contains(err.Error(), "without a place") {
+		t.Fatalf("a change that strands pods: %v (want status 2, found)\n%s", err, out)
 	}
 	if !strings.Contains(out, "Pods without a place after the change:") || !strings.Contains(out, "Deployment default/web") {
 		t.Errorf("the plan does not name the workload:\n%s", out)

@@ -106,7 +106,6 @@ const generated = "<!-- Generated from the code by make docs; do not edit. -->\n
 func cliReference() (map[string]string, error) {
 	root := newRootCommand()
 	root.DisableAutoGenTag = true
-	root.InitDefaultCompletionCmd()
 	files := map[string]string{}
 	var walk func(c *cobra.Command) error
 	walk = func(c *cobra.Command) error {

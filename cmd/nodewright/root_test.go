@@ -76,14 +76,14 @@ func TestYAMLWhereJSON(t *testing.T) {
 	for _, args := range [][]string{
 		{"simulate", "-f", "../../scenarios/healthy-mixed-arch.yaml"},
 		{"simulate", "--disruption", "-f", "../../scenarios/consolidation.yaml"},
-		{"doctor", "-f", "../../scenarios/s4-aws-auth-controller-role.yaml"}, // findings: exit status 1
+		{"doctor", "-f", "../../scenarios/s4-aws-auth-controller-role.yaml"}, // findings: exit status 2
 	} {
 		js, err := runStdout(append(args, "-o", "json")...)
-		if err != nil && !errors.As(err, new(exitError)) {
+		if err != nil && !errors.As(err, new(found)) {
 			t.Fatalf("%v -o json: %v", args, err)
 		}
 		ym, err := runStdout(append(args, "-o", "yaml")...)
-		if err != nil && !errors.As(err, new(exitError)) {
+		if err != nil && !errors.As(err, new(found)) {
 			t.Fatalf("%v -o yaml: %v", args, err)
 		}
 		var fromJSON, fromYAML any

@@ -47,7 +47,7 @@ func newSimCommand() *cobra.Command {
 	fl := &simFlags{}
 	cmd := &cobra.Command{
 		Use:   "sim",
-		Short: "Run nodewright on this machine against a real control plane and a simulated AWS account",
+		Short: "Run the whole system on this machine: a real control plane, a simulated AWS account, nodewright's controllers",
 		Long: `sim starts etcd, kube-apiserver, kube-scheduler and kube-controller-manager
 (building them on first use), a simulated AWS account with simulated
 kubelets and cloud controller manager, and nodewright's controllers; applies
@@ -62,6 +62,7 @@ is enough), or a manifest file.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&fl.scenario, "scenario", "healthy", "scenario to apply: a name, a prefix (s1 ... s5, healthy, scale) or a manifest file")
+	completeScenarios(cmd)
 	f.StringVar(&fl.awsEndpoint, "aws-endpoint", "", "run against the AWS account at this endpoint (moto, LocalStack, ...) instead of the simulated one: the controllers in their own process with --cloud aws, the simulated kubelets joining its instances; the account must be set up for an EKS cluster named nodewright-sim (hack/moto.sh sets one up; docs/tools/sim.md)")
 	f.StringVar(&fl.aliasRoot, "ami-alias-parameter-root", nodeclass.DefaultAliasParameterRoot, "where the controllers read the SSM parameters of AMI aliases (a copy of AWS's, for an --aws-endpoint that does not publish them)")
 	f.BoolVar(&fl.controllerProcess, "controller-process", false, "run the controllers in their own process (nodewright controller --cloud aws) against the simulated account's HTTP endpoint, as in a cluster; its log is controller.log in --work-dir")
@@ -145,6 +146,9 @@ func (fl *simFlags) run(cmd *cobra.Command) error {
 	}
 	if werr := fl.write(cmd.OutOrStdout(), results); werr != nil {
 		return werr
+	}
+	if err != nil {
+		err = found{err} // the run went to its end and not every pod ran
 	}
 	if fl.keep {
 		fmt.Fprintf(progress, "\nthe cluster keeps running; in another shell:\n\n  export KUBECONFIG=%s\n  kubectl get nodepools,nodeclaims,nodes\n  nodewright doctor --cloud sim\n\nPress Ctrl-C to stop.\n", sim.Plane.KubeconfigPath)

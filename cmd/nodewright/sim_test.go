@@ -16,7 +16,7 @@ import (
 
 // `nodewright sim` on a scenario whose nodes never register (S4), run as
 // a user runs it — from a directory outside any checkout, the control
-// plane in the user's cache — exits with status 1 once its timeout
+// plane in the user's cache — exits with status 2 once its timeout
 // passes, saying what is pending and why, after the summary and the
 // figures.
 func TestSimFailsWhenTheWorkloadDoesNotConverge(t *testing.T) {
@@ -42,8 +42,8 @@ func TestSimFailsWhenTheWorkloadDoesNotConverge(t *testing.T) {
 	cmd.Stdout, cmd.Stderr = &out, &progress
 	err = cmd.Run()
 	var exit *exec.ExitError
-	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
-		t.Fatalf("sim on s4: %v, want exit status 1\n%s\n%s", err, out.String(), progress.String())
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+		t.Fatalf("sim on s4: %v, want exit status 2\n%s\n%s", err, out.String(), progress.String())
 	}
 	for _, want := range []string{"error: s4-aws-auth-controller-role did not converge", "of 2 pods Running", "pending:", "Registering", "problems listed under Why"} {
 		if !strings.Contains(progress.String(), want) {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"regexp"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,20 +16,25 @@ import (
 
 func newSimulateCommand() *cobra.Command {
 	var files []string
-	var output, now, cloud, schedulerConfig, gates string
-	var disrupt bool
+	var output, now, cloud, schedulerConfig, gates, region string
+	var disrupt, failUnschedulable bool
 	cmd := &cobra.Command{
-		Use:   "simulate -f FILE... [--cloud sim] [--disruption [--now RFC3339]]",
-		Short: "Show the NodeClaims nodewright would launch for the pods in manifests",
+		Use:   "simulate -f FILE... [--region R] [--cloud sim] [--disruption [--now RFC3339]]",
+		Short: "Print the nodes nodewright would launch (or disrupt) for manifests or a dump, without a cluster",
 		Long: `simulate reads NodePools, EC2NodeClasses, workloads (Pods, Deployments,
 StatefulSets, ReplicaSets, Jobs), DaemonSets and Nodes from multi-document
 YAML and prints the plan: the NodeClaims to launch with their cheapest
 instance type, capacity type, zone and price, the pods on each, the total
 $/hour, and every pod that cannot be scheduled with the reason. Instance
-types and prices are the built-in catalog's; each EC2NodeClass's AMIs,
-subnets' zones and placement group are those its status names (a
-cluster's dump), and otherwise every architecture in three zones of
-us-east-1. --cloud sim resolves EC2NodeClasses in the simulated account
+types and prices are the built-in catalog's (us-east-1's on-demand
+prices: with --region, the output says so for another region); each
+EC2NodeClass's AMIs, subnets' zones and placement group are those its
+status names (a cluster's dump), and otherwise every architecture in
+three zones of --region (default us-east-1). It runs nothing: to run the
+whole system on this machine, see nodewright sim.
+
+Exit status 2 with --fail-on-unschedulable when a pod cannot be
+scheduled; 1 when the input cannot be read. --cloud sim resolves EC2NodeClasses in the simulated account
 nodewright sim runs (its AMIs, subnets, capacity reservations and
 placement groups), as the scenarios assume.
 
@@ -48,12 +54,18 @@ for every other node of a NodePool the one reason it stays.`,
 			if (now != "" || gates != "") && !disrupt {
 				return fmt.Errorf("--now and --feature-gates apply to --disruption only")
 			}
+			if failUnschedulable && disrupt {
+				return fmt.Errorf("--fail-on-unschedulable applies to what would be launched, not to --disruption")
+			}
 			decisionGates, err := dryRunGates(gates)
 			if err != nil {
 				return err
 			}
 			objs, err := loadInput(cmd, files, now, schedulerConfig)
 			if err != nil {
+				return err
+			}
+			if objs.Region, err = checkRegion(region, cloud); err != nil {
 				return err
 			}
 			resolver, err := simulateResolver(cloud)
@@ -76,9 +88,14 @@ for every other node of a NodePool the one reason it stays.`,
 			}
 			report := whatif.NewReport(res)
 			if output != "table" {
-				return writeStructured(cmd.OutOrStdout(), output, report)
+				err = writeStructured(cmd.OutOrStdout(), output, report)
+			} else {
+				err = report.WriteTable(cmd.OutOrStdout())
 			}
-			return report.WriteTable(cmd.OutOrStdout())
+			if err == nil && failUnschedulable && len(report.Unschedulable) > 0 {
+				return found{fmt.Errorf("%d pod(s) cannot be scheduled (listed above)", len(report.Unschedulable))}
+			}
+			return err
 		},
 	}
 	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "manifest file, directory (recursively) or - for standard input (repeatable)")
@@ -88,7 +105,28 @@ for every other node of a NodePool the one reason it stays.`,
 	cmd.Flags().StringVar(&gates, "feature-gates", "", "with --disruption, the controller's --feature-gates (NAME=true|false,...), to decide as it does: SpotToSpotConsolidation=true lets consolidation replace spot nodes with cheaper spot nodes (default false, as in the controller); the other gates change nothing here")
 	cmd.Flags().StringVar(&cloud, "cloud", "", "sim: resolve EC2NodeClasses in the simulated account of nodewright sim (default: from the input)")
 	cmd.Flags().StringVar(&schedulerConfig, "scheduler-config", "", "kube-scheduler's configuration file: pods that set no topology spread constraints are planned spread by its default constraints")
+	cmd.Flags().StringVar(&region, "region", "", "the AWS region to plan for: its zones where an EC2NodeClass's status names none (default: us-east-1, the built-in prices' region)")
+	cmd.Flags().BoolVar(&failUnschedulable, "fail-on-unschedulable", false, "exit with status 2 when a pod cannot be scheduled (for CI)")
+	completeValues(cmd, "cloud", "sim")
 	return cmd
+}
+
+// regionPattern is the shape of an AWS region's name.
+var regionPattern = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-\d+$`)
+
+// checkRegion is --region when it names a region and the input is planned
+// from itself (--cloud sim is the simulated account's us-east-1).
+func checkRegion(region, cloud string) (string, error) {
+	if region == "" {
+		return "", nil
+	}
+	if !regionPattern.MatchString(region) {
+		return "", fmt.Errorf("--region %q: write a region such as eu-west-1", region)
+	}
+	if cloud != "" {
+		return "", fmt.Errorf("--region %s: --cloud %s plans in that account's own region; leave one of them out", region, cloud)
+	}
+	return region, nil
 }
 
 // simulateResolver resolves EC2NodeClasses in the account --cloud names;

@@ -58,13 +58,14 @@ and the command fails.`,
 				failed = failed || f.Severity == userdata.Error
 			}
 			if failed {
-				return fmt.Errorf("EC2NodeClass %s: its userData would keep nodes from registering; nothing would be launched", r.NodeClass)
+				return found{fmt.Errorf("EC2NodeClass %s: its userData would keep nodes from registering; nothing would be launched", r.NodeClass)}
 			}
 			return nil
 		},
 	}
 	cmd.Flags().StringArrayVarP(&files, "filename", "f", nil, "manifest file, directory (recursively) or - for standard input (repeatable)")
 	cmd.Flags().StringVar(&nodePool, "nodepool", "", "the NodePool whose nodes' user data to print")
+	completeNodePools(cmd, "nodepool")
 	cmd.Flags().StringVar(&instanceType, "instance-type", "", "render for this instance type (it sets the pod limit); the cheapest the NodePool admits when unset")
 	cmd.Flags().StringVar(&cluster.Name, "cluster-name", "", "the EKS cluster's name (required)")
 	cmd.Flags().StringVar(&cluster.Endpoint, "cluster-endpoint", "", "the API server's URL, https://... (required)")

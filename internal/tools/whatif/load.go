@@ -78,6 +78,10 @@ type Objects struct {
 	VPCCNI *corev1.ConfigMap
 	// Now is the time decisions are made at; the current time when zero.
 	Now time.Time
+	// Region is the AWS region planned for: EC2NodeClasses whose status
+	// names no subnet get three of its zones. Empty: the region of the
+	// built-in catalog's prices.
+	Region string
 	// DefaultSpread are kube-scheduler's default topology spread
 	// constraints, when its configuration is given.
 	DefaultSpread scheduling.SpreadDefaults

@@ -75,7 +75,7 @@ func Snapshot(o *Objects, resolver *nodeclass.Resolver) (*state.Snapshot, []stri
 		}
 		resolveFn := resolve
 		if resolver == nil {
-			resolveFn = fromStatus
+			resolveFn = fromStatusIn(o.zones())
 		}
 		r, err := resolveFn(resolver, nc)
 		if err != nil {
@@ -109,7 +109,8 @@ func Snapshot(o *Objects, resolver *nodeclass.Resolver) (*state.Snapshot, []stri
 		classes[nc.Name] = rc
 	}
 	snap := state.Build(o.State(), state.Options{Now: o.now(), NodeClasses: classes, NodesWithoutClaims: true, DefaultSpread: o.DefaultSpread,
-		Catalog: instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: DefaultZones})})
+		Catalog: instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: o.zones()})})
+	warnings = append(warnings, o.regionWarnings()...)
 	_, _, bufferWarnings := o.buffers()
 	warnings = append(warnings, bufferWarnings...)
 	for _, sk := range snap.Skipped {
@@ -195,7 +196,11 @@ func resolve(r *nodeclass.Resolver, nc *awsv1.EC2NodeClass) (resolved, error) {
 // id, tags), every architecture, with a warning that says so. The status
 // does not say how much room capacity reservations have left, so none is
 // planned.
-func fromStatus(_ *nodeclass.Resolver, nc *awsv1.EC2NodeClass) (resolved, error) {
+func fromStatusIn(defaultZones []string) func(*nodeclass.Resolver, *awsv1.EC2NodeClass) (resolved, error) {
+	return func(_ *nodeclass.Resolver, nc *awsv1.EC2NodeClass) (resolved, error) { return fromStatus(nc, defaultZones) }
+}
+
+func fromStatus(nc *awsv1.EC2NodeClass, defaultZones []string) (resolved, error) {
 	amis := make([]scheduling.AMI, 0, len(nc.Status.AMIs))
 	for _, a := range nc.Status.AMIs {
 		amis = append(amis, scheduling.AMI{ID: a.ID, Requirements: scheduling.NewRequirements(a.Requirements...)})
@@ -217,7 +222,7 @@ func fromStatus(_ *nodeclass.Resolver, nc *awsv1.EC2NodeClass) (resolved, error)
 		zones = append(zones, s.Zone)
 	}
 	if len(zones) == 0 {
-		zones = DefaultZones
+		zones = defaultZones
 	}
 	return resolved{amis: amis, zones: sortedUnique(zones), warning: warning}, nil
 }
