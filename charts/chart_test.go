@@ -3,6 +3,7 @@ package charts_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -254,10 +255,43 @@ func TestChartAppliesToTheAPIServer(t *testing.T) {
 			}
 		})
 	}
-	objs := render(t, map[string]any{"settings": map[string]any{"clusterName": "prod"}, "serviceMonitor": map[string]any{"enabled": true}})
+	objs := render(t, map[string]any{"settings": map[string]any{"clusterName": "prod"}, "image": testImage, "serviceMonitor": map[string]any{"enabled": true},
+		"dashboards": map[string]any{"enabled": true}, "prometheusRule": map[string]any{"enabled": true}})
 	sm := find(t, objs, "ServiceMonitor")
 	if port, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints"); len(port) != 1 {
 		t.Errorf("ServiceMonitor endpoints %v", port)
+	}
+	// The dashboards: ConfigMaps the API server takes, labelled for
+	// Grafana's sidecar, each holding a dashboard with panels.
+	dashboards := 0
+	for _, o := range objs {
+		if o.GetKind() != "ConfigMap" {
+			continue
+		}
+		dashboards++
+		if o.GetLabels()["grafana_dashboard"] != "1" {
+			t.Errorf("ConfigMap %s lacks the grafana_dashboard label: %v", o.GetName(), o.GetLabels())
+		}
+		if err := kube.Patch(ctx, o, client.Apply, client.FieldOwner("helm"), client.DryRunAll); err != nil {
+			t.Errorf("ConfigMap %s: %v", o.GetName(), err)
+		}
+		data, _, _ := unstructured.NestedStringMap(o.Object, "data")
+		for name, text := range data {
+			var d struct {
+				UID    string
+				Panels []struct{ Targets []struct{ Expr string } }
+			}
+			if err := json.Unmarshal([]byte(text), &d); err != nil || d.UID == "" || len(d.Panels) < 4 {
+				t.Errorf("ConfigMap %s: %s is no dashboard: %v", o.GetName(), name, err)
+			}
+		}
+	}
+	if dashboards != 5 {
+		t.Errorf("%d dashboards, want 5", dashboards)
+	}
+	rule := find(t, objs, "PrometheusRule")
+	if groups, _, _ := unstructured.NestedSlice(rule.Object, "spec", "groups"); len(groups) != 1 {
+		t.Errorf("PrometheusRule groups %v", groups)
 	}
 }
 

@@ -6,14 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
 	yamlv3 "gopkg.in/yaml.v3"
@@ -129,97 +126,28 @@ func cliReference() (map[string]string, error) {
 	return files, walk(root)
 }
 
-// captured registers nothing: it keeps the collectors it is given.
-type captured struct{ collectors []prometheus.Collector }
-
-func (c *captured) Register(col prometheus.Collector) error {
-	c.collectors = append(c.collectors, col)
-	return nil
-}
-
-func (c *captured) MustRegister(cols ...prometheus.Collector) {
-	c.collectors = append(c.collectors, cols...)
-}
-
-func (c *captured) Unregister(prometheus.Collector) bool { return true }
-
-// metricDoc is one metric family of the reference.
-type metricDoc struct{ name, kind, help string }
-
-// descPattern reads a prometheus Desc's String(): its name, help (both
-// quoted) and variable labels.
-var descPattern = regexp.MustCompile(`^Desc\{fqName: ("(?:[^"\\]|\\.)*"), help: ("(?:[^"\\]|\\.)*"), constLabels: \{[^}]*\}, variableLabels: \{([^}]*)\}\}$`)
-
 func metricsReference() (string, error) {
-	var reg captured
-	if _, err := metrics.New(&reg); err != nil {
+	families, err := metrics.Catalog()
+	if err != nil {
 		return "", err
 	}
-	var docs []metricDoc
-	labels := map[string][]string{}
-	for _, col := range reg.collectors {
-		kind := kindOf(col)
-		ch := make(chan *prometheus.Desc, 8)
-		go func() { col.Describe(ch); close(ch) }()
-		for d := range ch {
-			m := descPattern.FindStringSubmatch(d.String())
-			if m == nil {
-				return "", fmt.Errorf("a metric description this reference cannot read: %s", d)
-			}
-			name, err := strconv.Unquote(m[1])
-			if err != nil {
-				return "", err
-			}
-			help, err := strconv.Unquote(m[2])
-			if err != nil {
-				return "", err
-			}
-			docs = append(docs, metricDoc{name, kind, help})
-			if m[3] != "" {
-				labels[name] = strings.Split(m[3], ",")
-			}
-		}
-	}
-	for _, f := range metrics.ClusterFamilies() {
-		docs = append(docs, metricDoc{f.Name, "gauge", f.Help})
-		labels[f.Name] = f.Labels
-	}
-	sort.Slice(docs, func(i, j int) bool { return docs[i].name < docs[j].name })
 	var b strings.Builder
 	b.WriteString("# Metrics\n\n" + generated)
 	b.WriteString("Every series the controller serves on `/metrics`, besides Go's and the\n" +
 		"process's own and controller-runtime's (`controller_runtime_*`,\n" +
-		"`workqueue_*`, `rest_client_*`). `karpenter_*` series carry Karpenter's\n" +
-		"names, types and labels (see [Observability](../observability.md)); the\n" +
-		"per-node and per-pod `karpenter_nodes_*` and `karpenter_pods_*` gauges\n" +
-		"are read from the cache at each scrape.\n\n")
+		"`workqueue_*`, `rest_client_*`). `karpenter_*` and `operator_*` series carry\n" +
+		"Karpenter's names, types and labels (see [Observability](../observability.md)); the\n" +
+		"per-node, per-pod and per-condition gauges (`karpenter_nodes_*`,\n" +
+		"`karpenter_pods_*`, `operator_status_condition_*`) are read from the cache at each scrape.\n\n")
 	b.WriteString("| metric | type | labels | meaning |\n|---|---|---|---|\n")
-	for _, d := range docs {
+	for _, d := range families {
 		ls := "—"
-		if l := labels[d.name]; len(l) > 0 {
-			ls = "`" + strings.Join(l, "`, `") + "`"
+		if len(d.Labels) > 0 {
+			ls = "`" + strings.Join(d.Labels, "`, `") + "`"
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", d.name, d.kind, ls, cell(d.help))
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", d.Name, d.Type, ls, cell(d.Help))
 	}
 	return b.String(), nil
-}
-
-// kindOf is a collector's metric type, by its Go type, or as a collector
-// of its own says.
-func kindOf(c prometheus.Collector) string {
-	switch c := c.(type) {
-	case interface{ Kind() string }:
-		return c.Kind()
-	case *prometheus.CounterVec, prometheus.Counter, prometheus.CounterFunc:
-		return "counter"
-	case *prometheus.GaugeVec, prometheus.Gauge, prometheus.GaugeFunc:
-		return "gauge"
-	case *prometheus.HistogramVec, prometheus.Histogram:
-		return "histogram"
-	case *prometheus.SummaryVec, prometheus.Summary:
-		return "summary"
-	}
-	return "untyped"
 }
 
 // cell escapes text for a Markdown table cell.

@@ -53,6 +53,10 @@ type ClusterSeries struct {
 	lifetime, state                                family
 	unbound, unstarted, provUnbound, provUnstarted family
 	undecided                                      family
+	// conditions, when set, lists the objects whose conditions are
+	// served (WithConditions).
+	conditions             Conditions
+	condCount, condSeconds family
 }
 
 // podKey are the label names of the per-pod time series.
@@ -69,8 +73,9 @@ func NewClusterSeries(cluster Cluster, now func() time.Time, planned func(types.
 	node := func(name, help string) family {
 		return newFamily("karpenter_nodes_"+name, help, withResource)
 	}
+	condCount, condSeconds := conditionFamilies()
 	return &ClusterSeries{
-		cluster: cluster, now: now, planned: planned,
+		cluster: cluster, now: now, planned: planned, condCount: condCount, condSeconds: condSeconds,
 		byResource: [6]family{
 			node("allocatable", "What a node offers pods, by resource."),
 			node("total_pod_requests", "What the pods on a node (not DaemonSet pods) request, by resource."),
@@ -98,6 +103,7 @@ func (c *ClusterSeries) WriteTo(w io.Writer) (int64, error) {
 		c.writeNodes(out, nodes, pods, managed)
 		c.writePods(out, nodes, pods, managed)
 	}
+	c.writeConditions(out)
 	return out.written, out.flush()
 }
 
@@ -119,7 +125,7 @@ func (c *ClusterSeries) writeNodes(out *textWriter, nodes []*corev1.Node, pods [
 		}
 		labels[i] = append(values, n.Name, string(n.Status.Phase), boolLabel(managed(n)))
 		podReq, podLim, dsReq, dsLim := podTotals(byNode[n.Name])
-		lists[i] = [6]corev1.ResourceList{n.Status.Allocatable, podReq, podLim, dsReq, dsLim, overhead(n)}
+		lists[i] = [6]corev1.ResourceList{n.Status.Allocatable, withZeros(podReq), withZeros(podLim), withZeros(dsReq), withZeros(dsLim), overhead(n)}
 	}
 	for f := range c.byResource {
 		for i := range nodes {
@@ -131,6 +137,22 @@ func (c *ClusterSeries) writeNodes(out *textWriter, nodes []*corev1.Node, pods [
 	for i, n := range nodes {
 		out.series(&c.lifetime, c.now().Sub(n.CreationTimestamp.Time).Seconds(), labels[i]...)
 	}
+}
+
+// withZeros is a node's total with a zero CPU and memory where its pods
+// ask for none: a node without DaemonSet pods still has its
+// karpenter_nodes_total_daemon_requests series, so a sum of pod and
+// daemon requests over a NodePool keeps it.
+func withZeros(l corev1.ResourceList) corev1.ResourceList {
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		if _, ok := l[name]; !ok {
+			if l == nil {
+				l = corev1.ResourceList{}
+			}
+			l[name] = resource.Quantity{}
+		}
+	}
+	return l
 }
 
 // podTotals are what pods request and their limits, DaemonSet pods apart.
@@ -247,20 +269,20 @@ func boolLabel(b bool) string {
 	return "false"
 }
 
-// FamilyDoc describes one family of the per-node and per-pod series.
+// FamilyDoc describes one family of series.
 type FamilyDoc struct {
-	Name, Help string
-	Labels     []string
+	Name, Help, Type string
+	Labels           []string
 }
 
 // ClusterFamilies are the families ClusterSeries writes, for the metrics
 // reference.
 func ClusterFamilies() []FamilyDoc {
 	c := NewClusterSeries(nil, nil, nil)
-	families := append(c.byResource[:], c.lifetime, c.state, c.unbound, c.unstarted, c.provUnbound, c.provUnstarted, c.undecided)
+	families := append(c.byResource[:], c.lifetime, c.state, c.unbound, c.unstarted, c.provUnbound, c.provUnstarted, c.undecided, c.condCount, c.condSeconds)
 	out := make([]FamilyDoc, 0, len(families))
 	for _, f := range families {
-		out = append(out, FamilyDoc{Name: f.name, Help: f.help, Labels: slices.Clone(f.labels)})
+		out = append(out, FamilyDoc{Name: f.name, Help: f.help, Type: "gauge", Labels: slices.Clone(f.labels)})
 	}
 	return out
 }

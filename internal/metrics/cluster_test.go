@@ -51,6 +51,9 @@ func TestClusterSeries(t *testing.T) {
 	}, func() time.Time { return now }, func(uid types.UID) bool { return uid == "uid-p" }))
 	labels := `arch="",capacity_type="",instance_category="",instance_family="",instance_generation="",instance_size="",instance_type="m5.large",managed="true",node_name="n1",nodepool="default",os="",phase="",region="",zone="us-east-1a"`
 	cpu := strings.Replace(labels, `,zone=`, `,resource_type="cpu",zone=`, 1)
+	memory := strings.Replace(labels, `,zone=`, `,resource_type="memory",zone=`, 1)
+	// The pods ask for no memory: a zero, so that sums over a NodePool
+	// keep the node.
 	want := `
 # HELP karpenter_nodes_allocatable What a node offers pods, by resource.
 # TYPE karpenter_nodes_allocatable gauge
@@ -58,9 +61,11 @@ karpenter_nodes_allocatable{` + cpu + `} 1.93
 # HELP karpenter_nodes_total_pod_requests What the pods on a node (not DaemonSet pods) request, by resource.
 # TYPE karpenter_nodes_total_pod_requests gauge
 karpenter_nodes_total_pod_requests{` + cpu + `} 0.75
+karpenter_nodes_total_pod_requests{` + memory + `} 0
 # HELP karpenter_nodes_total_daemon_requests What the DaemonSet pods on a node request, by resource.
 # TYPE karpenter_nodes_total_daemon_requests gauge
 karpenter_nodes_total_daemon_requests{` + cpu + `} 0.1
+karpenter_nodes_total_daemon_requests{` + memory + `} 0
 # HELP karpenter_nodes_system_overhead What a node reserves for the system (capacity less allocatable), by resource.
 # TYPE karpenter_nodes_system_overhead gauge
 karpenter_nodes_system_overhead{` + cpu + `} 0.07
@@ -140,6 +145,8 @@ func TestRebootAndEvictionSeries(t *testing.T) {
 	want := `
 # HELP karpenter_nodes_reboots_total Reboots node repair asked for, by result (succeeded, provider_error, recovery_timeout, invalid_request).
 # TYPE karpenter_nodes_reboots_total counter
+karpenter_nodes_reboots_total{result="invalid_request"} 0
+karpenter_nodes_reboots_total{result="provider_error"} 0
 karpenter_nodes_reboots_total{result="recovery_timeout"} 1
 karpenter_nodes_reboots_total{result="succeeded"} 1
 # HELP karpenter_pods_eviction_requests_total Eviction requests a drain made, by the HTTP status code of the answer.

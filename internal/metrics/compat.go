@@ -24,6 +24,7 @@ type compat struct {
 	nodeclaimsDisrupted  *prometheus.CounterVec   // reason, nodepool, capacity_type, consolidation_policy, termination_mode
 	nodesCreated         *prometheus.CounterVec   // nodepool, zone
 	nodesTerminated      *prometheus.CounterVec   // nodepool, zone
+	terminationDuration  *prometheus.SummaryVec   // nodepool
 	decisions            *prometheus.CounterVec   // decision, reason, consolidation_type
 	decisionsByPool      *prometheus.CounterVec   // nodepool, decision, reason, consolidation_type
 	consuming            *prometheus.GaugeVec     // nodepool, reason
@@ -76,6 +77,9 @@ func newCompat() compat {
 			"reason", "nodepool", "capacity_type", "consolidation_policy", "termination_mode"),
 		nodesCreated:    counter("nodes_created_total", "Nodes registered, by NodePool and zone.", "nodepool", "zone"),
 		nodesTerminated: counter("nodes_terminated_total", "Nodes whose NodeClaim's instance is gone, by NodePool and zone.", "nodepool", "zone"),
+		terminationDuration: prometheus.NewSummaryVec(prometheus.SummaryOpts{Namespace: "karpenter", Subsystem: "nodes", Name: "termination_duration_seconds",
+			Help:       "Time from a node's NodeClaim's deletion to its release (drained, instance terminated), by NodePool.",
+			Objectives: map[float64]float64{0: 0, 0.5: 0.05, 0.9: 0.01, 0.99: 0.001, 1: 0}}, []string{"nodepool"}),
 		decisions: counter("voluntary_disruption_decisions_total", "Disruption commands carried out, by decision (replace, delete), reason and consolidation type (single, multi).",
 			"decision", "reason", "consolidation_type"),
 		decisionsByPool: counter("voluntary_disruption_decisions_by_nodepool_total", "Disruption commands carried out, by NodePool, decision, reason and consolidation type.",
@@ -149,6 +153,7 @@ func (c *compat) register(reg prometheus.Registerer, errp *error) {
 	c.nodeclaimsDisrupted = register(reg, c.nodeclaimsDisrupted, errp)
 	c.nodesCreated = register(reg, c.nodesCreated, errp)
 	c.nodesTerminated = register(reg, c.nodesTerminated, errp)
+	c.terminationDuration = register(reg, c.terminationDuration, errp)
 	c.decisions = register(reg, c.decisions, errp)
 	c.decisionsByPool = register(reg, c.decisionsByPool, errp)
 	c.consuming = register(reg, c.consuming, errp)
@@ -163,6 +168,9 @@ func (c *compat) register(reg prometheus.Registerer, errp *error) {
 	c.deletionCostWrites = register(reg, c.deletionCostWrites, errp)
 	c.deletionCostPending = register(reg, c.deletionCostPending, errp)
 	c.reboots = register(reg, c.reboots, errp)
+	for _, result := range []string{"succeeded", "provider_error", "recovery_timeout", "invalid_request"} {
+		c.reboots.WithLabelValues(result) // 0 until a reboot: dashboards see the series
+	}
 	c.rebootDuration = register(reg, c.rebootDuration, errp)
 	c.rebootRecovery = register(reg, c.rebootRecovery, errp)
 	c.evictions = register(reg, c.evictions, errp)

@@ -34,6 +34,7 @@ type Metrics struct {
 	messages     *prometheus.CounterVec // kind
 	interrupted  *prometheus.CounterVec // kind, nodepool, capacity_type
 	messageDelay prometheus.Histogram
+	queueErrors  *prometheus.CounterVec // operation
 	// Prices.
 	priceSource *prometheus.GaugeVec // kind, source
 	priceSince  *prometheus.GaugeVec // kind
@@ -124,6 +125,8 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "NodeClaims deleted because of an interruption message, by kind, NodePool and capacity type."}, []string{"kind", "nodepool", "capacity_type"}),
 		messageDelay: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "nodewright", Name: "interruption_message_delay_seconds",
 			Help: "Time from an interruption event to nodewright acting on it.", Buckets: prometheus.ExponentialBuckets(0.1, 2, 14)}),
+		queueErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "nodewright", Name: "interruption_queue_errors_total",
+			Help: "Calls to the interruption queue that failed, by operation (get_queue_url, receive, delete): the queue is missing, or the controller's role may not read it."}, []string{"operation"}),
 		priceSource: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "nodewright", Name: "prices_source",
 			Help: "1 for the source of the prices in use, by kind (on_demand, spot) and source (API, LastKnown: the API failed and its last answer is used, BuiltIn: no answer yet, the built-in table)."}, []string{"kind", "source"}),
 		priceSince: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "nodewright", Name: "prices_source_since_timestamp_seconds",
@@ -153,6 +156,10 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	m.messages = register(reg, m.messages, &err)
 	m.interrupted = register(reg, m.interrupted, &err)
 	m.messageDelay = register(reg, m.messageDelay, &err)
+	m.queueErrors = register(reg, m.queueErrors, &err)
+	for _, op := range []string{"get_queue_url", "receive", "delete"} {
+		m.queueErrors.WithLabelValues(op) // 0 until one fails: alerts see the series
+	}
 	m.priceSource = register(reg, m.priceSource, &err)
 	m.priceSince = register(reg, m.priceSince, &err)
 	m.compat.register(reg, &err)
@@ -204,12 +211,13 @@ func (m *Metrics) NodeClaimInitialized(pool string, age time.Duration) {
 
 // NodeClaimTerminated counts a NodeClaim whose node (if it registered
 // one) and instance are gone.
-func (m *Metrics) NodeClaimTerminated(pool, capacityType, zone string, hadNode bool) {
+func (m *Metrics) NodeClaimTerminated(pool, capacityType, zone string, hadNode bool, took time.Duration) {
 	if m != nil {
 		m.terminated.WithLabelValues(pool).Inc()
 		m.compat.nodeclaimsTerminated.WithLabelValues(pool, capacityType, zone).Inc()
 		if hadNode {
 			m.compat.nodesTerminated.WithLabelValues(pool, zone).Inc()
+			m.compat.terminationDuration.WithLabelValues(pool).Observe(took.Seconds())
 		}
 	}
 }
@@ -232,6 +240,13 @@ func (m *Metrics) InterruptionMessage(kind string, delay time.Duration) {
 		m.messageDelay.Observe(delay.Seconds())
 	}
 	m.compat.observeQueue(kind, delay)
+}
+
+// InterruptionQueueError counts a failed call to the interruption queue.
+func (m *Metrics) InterruptionQueueError(operation string) {
+	if m != nil {
+		m.queueErrors.WithLabelValues(operation).Inc()
+	}
 }
 
 // Interrupted counts a NodeClaim deleted because of an interruption.

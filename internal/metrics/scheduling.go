@@ -92,5 +92,5 @@ func (m *Metrics) Decision(d time.Duration, plan *scheduling.Plan) {
 	}
 }
 
-// Kind is the type of the series runs serves, for the metrics reference.
+// Kind is the type of the series runs serves, for the catalog.
 func (r *runs) Kind() string { return "gauge" }

@@ -477,7 +477,36 @@ func clusterSeriesOf(mgr manager.Manager, clk clock.PassiveClock, m *metrics.Met
 		}
 		managed := func(n *corev1.Node) bool { return n.Labels[v1.LabelNodePool] != "" }
 		return listing.Pointers(nodes.Items), listing.Pointers(pods.Items), managed, true
-	}, clk.Now, m.Planned)
+	}, clk.Now, m.Planned).WithConditions(func() ([]metrics.Conditioned, bool) {
+		return conditionsOf(mgr)
+	})
+}
+
+// conditionsOf are the conditions of the cache's NodePools,
+// EC2NodeClasses and NodeClaims.
+func conditionsOf(mgr manager.Manager) ([]metrics.Conditioned, bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	pools, classes, claims := &v1.NodePoolList{}, &awsv1.EC2NodeClassList{}, &v1.NodeClaimList{}
+	for _, list := range []client.ObjectList{pools, classes, claims} {
+		if err := mgr.GetCache().List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+			return nil, false
+		}
+	}
+	out := make([]metrics.Conditioned, 0, len(pools.Items)+len(classes.Items)+len(claims.Items))
+	for i := range pools.Items {
+		p := &pools.Items[i]
+		out = append(out, metrics.Conditioned{Group: v1.Group, Kind: "NodePool", Name: p.Name, Conditions: p.Status.Conditions})
+	}
+	for i := range classes.Items {
+		c := &classes.Items[i]
+		out = append(out, metrics.Conditioned{Group: awsv1.Group, Kind: "EC2NodeClass", Name: c.Name, Conditions: c.Status.Conditions})
+	}
+	for i := range claims.Items {
+		c := &claims.Items[i]
+		out = append(out, metrics.Conditioned{Group: v1.Group, Kind: "NodeClaim", Name: c.Name, Conditions: c.Status.Conditions})
+	}
+	return out, true
 }
 
 // observePods times pods' binding and start from the cache's pod updates

@@ -190,7 +190,7 @@ func runBlocks(t *testing.T, endpoint string, blocks []string) installRun {
 	script := "set -euo pipefail\n" + stubs
 	for _, b := range blocks {
 		script += users.ReplaceAllStringFunc(b, func(line string) string {
-			name := strings.TrimSuffix(strings.TrimPrefix(line, "export "), line[strings.Index(line, "="):])
+			name, _, _ := strings.Cut(strings.TrimPrefix(line, "export "), "=")
 			return "export " + name + "=" + map[string]string{"CLUSTER_NAME": installCluster, "AWS_REGION": installRegion, "NODEWRIGHT_VERSION": installVersion}[name]
 		})
 	}

@@ -18,7 +18,7 @@ import (
 // HTTP endpoint, run the healthy scenario to the end, then replace a node
 // whose instance AWS schedules for retirement (read from the interruption
 // queue over SQS); the figures read that process's memory and API
-// requests.
+// requests, and the chart's dashboards and alerts its /metrics.
 func TestHealthyWithTheControllerInItsOwnProcess(t *testing.T) {
 	bin := harness.BuildNodewright(t)
 	name, manifest, err := scenarios.Load("healthy")
@@ -76,6 +76,8 @@ func TestHealthyWithTheControllerInItsOwnProcess(t *testing.T) {
 	if snap := results[1].Snapshot; instances != snap.Nodes {
 		t.Errorf("%d running instances for %d nodes", instances, snap.Nodes)
 	}
+	// The chart's dashboards and alerts read what this process serves.
+	checkChartQueries(t, scrapeMetrics(t, sim.ControllerMetrics()))
 	// --enable-profiling: its heap profile, on its metrics address.
 	resp, err := http.Get("http://" + sim.ControllerMetrics() + "/debug/pprof/heap?debug=1")
 	if err != nil {

@@ -102,12 +102,14 @@ func (c *Controller) Start(ctx context.Context) error {
 func (c *Controller) Poll(ctx context.Context) error {
 	url, err := c.queueURL(ctx)
 	if err != nil {
+		c.Metrics.InterruptionQueueError("get_queue_url")
 		return err
 	}
 	out, err := c.SQS.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 		QueueUrl: aws.String(url), MaxNumberOfMessages: 10, WaitTimeSeconds: longPollSeconds(c.Options.Wait),
 	})
 	if err != nil {
+		c.Metrics.InterruptionQueueError("receive")
 		return fmt.Errorf("receiving from queue %s: %w", url, err)
 	}
 	var errs []error
@@ -117,6 +119,7 @@ func (c *Controller) Poll(ctx context.Context) error {
 			continue
 		}
 		if _, err := c.SQS.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(url), ReceiptHandle: raw.ReceiptHandle}); err != nil {
+			c.Metrics.InterruptionQueueError("delete")
 			errs = append(errs, fmt.Errorf("deleting message %s from queue %s: %w", aws.ToString(raw.MessageId), url, err))
 			continue
 		}

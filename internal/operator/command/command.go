@@ -136,9 +136,7 @@ control plane.`,
 	f.DurationVar(&cfg.BatchIdle, "batch-idle", cfg.BatchIdle, "close a batch of pending pods after this long without new ones")
 	f.StringVar(&logFormat, "log-format", "json", "log format: json (one object per line) or console")
 	f.StringVar(&logLevel, "log-level", "info", "log level: info, or debug for more detail")
-	for flag, values := range map[string][]string{"cloud": {"aws", "sim"}, "log-format": {"json", "console"}, "log-level": {"info", "debug"}} {
-		_ = cmd.RegisterFlagCompletionFunc(flag, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))
-	}
+	completeFlagValues(cmd)
 	f.DurationVar(&cfg.BatchMax, "batch-max", cfg.BatchMax, "close a batch of pending pods after this long at the latest")
 	f.Float32Var(&cfg.KubeQPS, "kube-client-qps", cfg.KubeQPS, "requests per second to the Kubernetes API server, sustained")
 	f.IntVar(&cfg.KubeBurst, "kube-client-burst", cfg.KubeBurst, "requests to the Kubernetes API server in a burst above --kube-client-qps")
@@ -289,4 +287,12 @@ func setGates(flag, value string, gates map[string]*bool) error {
 		*gate = on
 	}
 	return nil
+}
+
+// completeFlagValues completes the values of the flags that take one of
+// a few.
+func completeFlagValues(cmd *cobra.Command) {
+	for flag, values := range map[string][]string{"cloud": {"aws", "sim"}, "log-format": {"json", "console"}, "log-level": {"info", "debug"}} {
+		_ = cmd.RegisterFlagCompletionFunc(flag, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))
+	}
 }

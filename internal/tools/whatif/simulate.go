@@ -197,7 +197,9 @@ func resolve(r *nodeclass.Resolver, nc *awsv1.EC2NodeClass) (resolved, error) {
 // does not say how much room capacity reservations have left, so none is
 // planned.
 func fromStatusIn(defaultZones []string) func(*nodeclass.Resolver, *awsv1.EC2NodeClass) (resolved, error) {
-	return func(_ *nodeclass.Resolver, nc *awsv1.EC2NodeClass) (resolved, error) { return fromStatus(nc, defaultZones) }
+	return func(_ *nodeclass.Resolver, nc *awsv1.EC2NodeClass) (resolved, error) {
+		return fromStatus(nc, defaultZones)
+	}
 }
 
 func fromStatus(nc *awsv1.EC2NodeClass, defaultZones []string) (resolved, error) {

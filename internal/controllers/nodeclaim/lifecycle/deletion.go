@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -115,7 +116,11 @@ func (c *Controller) release(ctx context.Context, nc *v1.NodeClaim) (reconcile.R
 	c.launched.Delete(nc.UID)
 	c.wrote.Delete(nc.UID)
 	c.instances.forget(nc.Status.ProviderID)
-	c.Metrics.NodeClaimTerminated(nc.Labels[v1.LabelNodePool], nc.Labels[v1.LabelCapacityType], nc.Labels[corev1.LabelTopologyZone], nc.Status.NodeName != "")
+	var took time.Duration
+	if nc.DeletionTimestamp != nil {
+		took = c.Clock.Since(nc.DeletionTimestamp.Time)
+	}
+	c.Metrics.NodeClaimTerminated(nc.Labels[v1.LabelNodePool], nc.Labels[v1.LabelCapacityType], nc.Labels[corev1.LabelTopologyZone], nc.Status.NodeName != "", took)
 	logf.FromContext(ctx).Info("terminated NodeClaim", "providerID", nc.Status.ProviderID)
 	return reconcile.Result{}, nil
 }
