@@ -191,8 +191,8 @@ func TestS1CaughtBeforeLaunch(t *testing.T) {
 		t.Errorf("the pods' events do not name the EC2NodeClass: %v", snap.Problems)
 	}
 	findings, status := doctor(t, sim)
-	if status != 1 {
-		t.Errorf("doctor exited %d", status)
+	if status != 2 {
+		t.Errorf("doctor exited %d, want 2 (it found errors)", status)
 	}
 	expectFinding(t, findings, "userdata-overrides-registration-taints", "EC2NodeClass/cilium", "--register-with-taints=node.cilium.io/agent-not-ready=true:NoExecute", "startupTaints")
 }
@@ -233,8 +233,8 @@ func TestS2WithoutCloudControllerManager(t *testing.T) {
 		t.Errorf("the NodeClaims must wait and name the taint and its owner: %v", snap.Problems)
 	}
 	findings, status := doctor(t, sim, "--grace", "2s")
-	if status != 1 {
-		t.Errorf("doctor exited %d", status)
+	if status != 2 {
+		t.Errorf("doctor exited %d, want 2 (it found errors)", status)
 	}
 	expectFinding(t, findings, "cloud-provider-taint-not-removed", "NodeClaim/", "node.cloudprovider.kubernetes.io/uninitialized", "cloud controller manager", "KnownEphemeralTaintsExist")
 }
@@ -281,8 +281,8 @@ func TestS4NodeRoleNotMapped(t *testing.T) {
 		}
 	}
 	findings, status := doctor(t, sim)
-	if status != 1 {
-		t.Errorf("doctor exited %d", status)
+	if status != 2 {
+		t.Errorf("doctor exited %d, want 2 (it found errors)", status)
 	}
 	expectFinding(t, findings, "node-role-not-mapped", "EC2NodeClass/default", "KarpenterNodeRole-nodewright-sim", "KarpenterControllerRole-nodewright-sim is the controller's role",
 		"- rolearn: arn:aws:iam::111122223333:role/KarpenterNodeRole-nodewright-sim")
@@ -331,8 +331,8 @@ func TestS5ArchitectureAndTypo(t *testing.T) {
 	}
 	// Live, the AMI architectures come from the EC2NodeClass status.
 	findings, status := doctor(t, sim)
-	if status != 1 {
-		t.Errorf("doctor exited %d", status)
+	if status != 2 {
+		t.Errorf("doctor exited %d, want 2 (it found errors)", status)
 	}
 	expectFinding(t, findings, "ami-architecture-mismatch", "NodePool/cicd-armapps", "no AMI for arm64", "(status.amis)", "- alias: al2023@latest")
 	expectFinding(t, findings, "pod-incompatible-with-nodepools", "Deployment/default/armapp-typo", "closest is NodePool cicd-armapps", "pod-type=armapp, pod selects pod-type=armapps",
