@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"regexp"
 	"slices"
@@ -308,22 +309,13 @@ func checkSelector(t *testing.T, q query, s selector, families map[string]*dto.M
 			continue
 		}
 		if m.op == "=" && values != nil && slices.Contains(identity, m.label) && !values[m.value] {
-			t.Errorf("%s: %q asks for %s{%s=%q}; the run served %s values %v", q.where, q.expr, s.metric, m.label, m.value, m.label, keys(values))
+			t.Errorf("%s: %q asks for %s{%s=%q}; the run served %s values %v", q.where, q.expr, s.metric, m.label, m.value, m.label, slices.Sorted(maps.Keys(values)))
 		}
 	}
 	out := make([]string, 0, len(labels))
 	for l := range labels {
 		out = append(out, l)
 	}
-	return out
-}
-
-func keys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
 	return out
 }
 
