@@ -90,8 +90,8 @@ func motoEnv(endpoint string) []string {
 }
 
 // startMoto starts moto_server on a free loopback port for the test and
-// seeds it: the EKS cluster, a VPC with three subnets and a security group
-// tagged for discovery, the node role, SSM parameters naming the AMIs, and
+// seeds it: the EKS cluster, the default VPC's subnets in three zones and
+// its default security group tagged for discovery, the node role, SSM parameters naming the AMIs, and
 // instances nodewright did not launch (a managed node group's, another
 // cluster's, an untagged one).
 func startMoto(t *testing.T, seed motoSeed) *motoAccount {
@@ -183,18 +183,37 @@ func (m *motoAccount) seed(t *testing.T, ctx context.Context, eksAPI *eks.Client
 	}
 	seed := m.seeding
 	discovery := []ec2types.Tag{{Key: aws.String("karpenter.sh/discovery"), Value: aws.String(seed.Cluster)}}
-	vpc, err := m.EC2.CreateVpc(ctx, &ec2.CreateVpcInput{CidrBlock: aws.String("10.0.0.0/16")})
-	must(vpc, err)
-	vpcID := vpc.Vpc.VpcId
-	var subnets []string
-	for i, zone := range []string{"us-east-1a", "us-east-1b", "us-east-1c"} {
-		out, err := m.EC2.CreateSubnet(ctx, &ec2.CreateSubnetInput{VpcId: vpcID, AvailabilityZone: aws.String(zone), CidrBlock: aws.String(fmt.Sprintf("10.0.%d.0/20", i*16)),
-			TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeSubnet, Tags: discovery}}})
-		must(out, err)
-		subnets = append(subnets, aws.ToString(out.Subnet.SubnetId))
+	// The account's default VPC, its subnets in three zones and its default
+	// security group, tagged for discovery. moto gives an instance it
+	// launches for a fleet's spot capacity the security group named
+	// "default", whatever the launch template says (EC2 gives it the
+	// template's); with the class selecting that group, such a node is not
+	// reported as drifted from its security groups for moto's sake.
+	vpcs, err := m.EC2.DescribeVpcs(ctx, &ec2.DescribeVpcsInput{Filters: []ec2types.Filter{{Name: aws.String("is-default"), Values: []string{"true"}}}})
+	must(vpcs, err)
+	if len(vpcs.Vpcs) != 1 {
+		t.Fatalf("moto has %d default VPCs", len(vpcs.Vpcs))
 	}
-	must(m.EC2.CreateSecurityGroup(ctx, &ec2.CreateSecurityGroupInput{GroupName: aws.String("nodes"), Description: aws.String("nodes"), VpcId: vpcID,
-		TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeSecurityGroup, Tags: discovery}}}))
+	vpcID := vpcs.Vpcs[0].VpcId
+	var subnets, tagged []string
+	for _, zone := range []string{"us-east-1a", "us-east-1b", "us-east-1c"} {
+		out, err := m.EC2.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{Filters: []ec2types.Filter{
+			{Name: aws.String("vpc-id"), Values: []string{aws.ToString(vpcID)}}, {Name: aws.String("availability-zone"), Values: []string{zone}}}})
+		must(out, err)
+		if len(out.Subnets) == 0 {
+			t.Fatalf("moto's default VPC has no subnet in %s", zone)
+		}
+		subnets = append(subnets, aws.ToString(out.Subnets[0].SubnetId))
+	}
+	groups, err := m.EC2.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{Filters: []ec2types.Filter{
+		{Name: aws.String("vpc-id"), Values: []string{aws.ToString(vpcID)}}, {Name: aws.String("group-name"), Values: []string{"default"}}}})
+	must(groups, err)
+	if len(groups.SecurityGroups) != 1 {
+		t.Fatalf("moto's default VPC has %d default security groups", len(groups.SecurityGroups))
+	}
+	tagged = append(tagged, subnets...)
+	tagged = append(tagged, aws.ToString(groups.SecurityGroups[0].GroupId))
+	must(m.EC2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: tagged, Tags: discovery}))
 	trust := `{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Principal":{"Service":"ec2.amazonaws.com"},"Action":"sts:AssumeRole"}]}`
 	must(m.IAM.CreateRole(ctx, &iam.CreateRoleInput{RoleName: aws.String(seed.NodeRole), AssumeRolePolicyDocument: aws.String(trust)}))
 	must(eksAPI.CreateCluster(ctx, &eks.CreateClusterInput{Name: aws.String(seed.Cluster), Version: aws.String("1.34"),
@@ -534,6 +553,13 @@ func TestSimAgainstMoto(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d NodeClaims launched in launch batches", batched, len(claims.Items))
+	for _, nc := range claims.Items {
+		for _, c := range nc.Status.Conditions {
+			if c.Type == v1.ConditionDrifted && c.Status == metav1.ConditionTrue {
+				t.Errorf("NodeClaim %s drifted in moto: %s: %s", nc.Name, c.Reason, c.Message)
+			}
+		}
+	}
 	m.taggedWithTheirNodeClaims(t, account.ClusterName, claims.Items)
 	ours := m.instances(t, ec2types.Filter{Name: aws.String("tag-key"), Values: []string{"karpenter.sh/nodeclaim"}},
 		ec2types.Filter{Name: aws.String("tag:kubernetes.io/cluster/" + account.ClusterName), Values: []string{"owned"}},
