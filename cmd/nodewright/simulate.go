@@ -106,6 +106,7 @@ for every other node of a NodePool the one reason it stays.`,
 	cmd.Flags().StringVar(&cloud, "cloud", "", "sim: resolve EC2NodeClasses in the simulated account of nodewright sim (default: from the input)")
 	cmd.Flags().StringVar(&schedulerConfig, "scheduler-config", "", "kube-scheduler's configuration file: pods that set no topology spread constraints are planned spread by its default constraints")
 	cmd.Flags().StringVar(&region, "region", "", "the AWS region to plan for: its zones where an EC2NodeClass's status names none (default: us-east-1, the built-in prices' region)")
+	draFlag(cmd)
 	cmd.Flags().BoolVar(&failUnschedulable, "fail-on-unschedulable", false, "exit with status 2 when a pod cannot be scheduled (for CI)")
 	completeValues(cmd, "cloud", "sim")
 	return cmd
@@ -148,6 +149,9 @@ func simulateResolver(cloud string) (*nodeclass.Resolver, error) {
 func loadInput(cmd *cobra.Command, files []string, now, schedulerConfig string) (*whatif.Objects, error) {
 	objs, err := loadFiles(cmd, files)
 	if err != nil {
+		return nil, err
+	}
+	if objs.IgnoreDRARequests, err = cmd.Flags().GetBool("ignore-dra-requests"); err != nil {
 		return nil, err
 	}
 	if objs.DefaultSpread, err = command.ReadSchedulerConfig(schedulerConfig); err != nil {
@@ -198,4 +202,9 @@ func warnSkipped(w io.Writer, skipped []whatif.Skipped) {
 			fmt.Fprintf(w, "warning: %s: %d %s documents are not read\n", s.File, count[k], s.Kind)
 		}
 	}
+}
+
+// draFlag is the controller's --ignore-dra-requests, to plan as it does.
+func draFlag(cmd *cobra.Command) {
+	cmd.Flags().Bool("ignore-dra-requests", false, "plan as the controller does with --ignore-dra-requests: nothing for pods with resource claims (DRA), Karpenter's default")
 }

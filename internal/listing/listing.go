@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -38,8 +39,8 @@ type Cached struct {
 // List reads every NodePool, NodeClaim, Node, Pod,
 // DaemonSet, PodDisruptionBudget, Namespace, PersistentVolumeClaim,
 // PersistentVolume, StorageClass and NodeOverlay (none when the cluster
-// does not have the NodeOverlay CRD), and the CapacityBuffers with their
-// PodTemplates (listBuffers).
+// does not have the NodeOverlay CRD), the CapacityBuffers with their
+// PodTemplates (listBuffers), and the DRA objects (listDevices).
 //
 // From a cache, the pods, NodeClaims and nodes are the cache's own
 // objects, not copies (copying tens of thousands of pods and thousands of
@@ -117,7 +118,36 @@ func List(ctx context.Context, kube client.Reader) (*Listed, error) {
 	if err := listBuffers(ctx, kube, out); err != nil {
 		return nil, err
 	}
+	if err := listDevices(ctx, kube, out); err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+// listDevices reads the DeviceClasses, ResourceClaims,
+// ResourceClaimTemplates and ResourceSlices (DRA); a cluster without
+// resource.k8s.io/v1 (before Kubernetes 1.34) has none.
+func listDevices(ctx context.Context, kube client.Reader, out *Listed) error {
+	var (
+		classes   resourcev1.DeviceClassList
+		claims    resourcev1.ResourceClaimList
+		templates resourcev1.ResourceClaimTemplateList
+		slices    resourcev1.ResourceSliceList
+	)
+	for _, l := range []struct {
+		what string
+		list client.ObjectList
+	}{{"DeviceClasses", &classes}, {"ResourceClaims", &claims}, {"ResourceClaimTemplates", &templates}, {"ResourceSlices", &slices}} {
+		switch err := kube.List(ctx, l.list); {
+		case meta.IsNoMatchError(err):
+			return nil
+		case err != nil:
+			return fmt.Errorf("listing %s: %w", l.what, err)
+		}
+	}
+	out.DeviceClasses, out.ResourceClaims = Pointers(classes.Items), Pointers(claims.Items)
+	out.ResourceClaimTemplates, out.ResourceSlices = Pointers(templates.Items), Pointers(slices.Items)
+	return nil
 }
 
 // listBuffers reads the CapacityBuffers and, when there are any, the

@@ -74,6 +74,9 @@ type Config struct {
 	// constraints (--scheduler-config), for the provisioner and
 	// disruption.
 	DefaultSpread scheduling.SpreadDefaults
+	// IgnoreDRARequests leaves pods with resource claims unplanned
+	// (--ignore-dra-requests, Karpenter's default).
+	IgnoreDRARequests bool
 	// BatchIdle and BatchMax bound the provisioner's batching window.
 	BatchIdle, BatchMax time.Duration
 	// UnavailableOfferingTTL is how long an offering that ran out of
@@ -403,7 +406,7 @@ func (w *wiring) deciders(context.Context) error {
 	prov := &provisioning.Provisioner{
 		Client: w.cached, NodeClasses: w.cloud, Recorder: w.recorder,
 		Batcher: provisioning.NewBatcher(w.cfg.BatchIdle, w.cfg.BatchMax, w.clk), Retry: 2 * time.Second, Clock: w.clk, Metrics: w.metrics, Log: w.log.WithName("provisioner"),
-		Registrations: w.registrations, Nominator: w.nominator, DefaultSpread: w.cfg.DefaultSpread, Rooms: w.rooms, LaunchBatching: w.cfg.LaunchBatching,
+		Registrations: w.registrations, Nominator: w.nominator, DefaultSpread: w.cfg.DefaultSpread, IgnoreDRARequests: w.cfg.IgnoreDRARequests, Rooms: w.rooms, LaunchBatching: w.cfg.LaunchBatching,
 	}
 	if err := prov.SetupWithManager(w.mgr); err != nil {
 		return err
@@ -417,6 +420,7 @@ func (w *wiring) deciders(context.Context) error {
 	}
 	dcfg := w.cfg.Disruption
 	dcfg.DefaultSpread = w.cfg.DefaultSpread
+	dcfg.IgnoreDRARequests = w.cfg.IgnoreDRARequests
 	dcfg.PodDeletionCostManagement = w.cfg.PodDeletionCostManagement
 	dcfg.SpotToSpot = w.cfg.SpotToSpotConsolidation
 	if w.cfg.NodeRepair && !w.cfg.LegacyNodeRepair {

@@ -23,6 +23,9 @@ type Input struct {
 	// Volumes are what the volumes of pods (pending or moving) require of
 	// their node.
 	Volumes map[*corev1.Pod]*VolumeTopology
+	// Devices are what the resource claims of pods (pending or moving)
+	// require of their node.
+	Devices map[*corev1.Pod]*DeviceDemand
 	// DefaultSpread are the constraints pods that set none are spread by.
 	DefaultSpread SpreadDefaults
 }
@@ -101,6 +104,10 @@ type Node struct {
 	// does not go to the node.
 	VolumeLimits map[string]int
 	Attached     map[string][]string
+	// DevicesAllocated are the devices the resource claims allocated on
+	// the node take (Allocatable counts the devices its DRA drivers
+	// publish).
+	DevicesAllocated Resources
 }
 
 // NodeFromObject converts a Node object and the pods bound to it.

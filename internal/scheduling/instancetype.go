@@ -37,6 +37,9 @@ type InstanceType struct {
 	// thresholds: what pods can use.
 	Allocatable Resources
 	Offerings   []Offering
+	// Devices are what the node's DRA drivers publish, one set per
+	// driver; Allocatable counts them.
+	Devices []DeviceSet
 }
 
 // CheapestOffering returns the cheapest available offering whose zone and

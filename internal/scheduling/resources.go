@@ -29,6 +29,13 @@ var resourceNames = [...]corev1.ResourceName{
 	// says so to the scheduler).
 	"hugepages-2Mi",
 	"hugepages-1Gi",
+	// The devices of the DRA drivers the scheduler counts (see
+	// DeviceResource): never a pod's request, what its resource claims
+	// take.
+	deviceResourcePrefix + "gpu.nvidia.com",
+	deviceResourcePrefix + "neuron.aws.com",
+	deviceResourcePrefix + "gpu.amd.com",
+	deviceResourcePrefix + "dra.net",
 }
 
 const numResources = len(resourceNames)
@@ -142,32 +149,34 @@ func (r Resources) Fits(capacity Resources) bool {
 // IsZero reports whether every quantity is zero.
 func (r Resources) IsZero() bool { return r == Resources{} }
 
-// List converts back to a resource list, omitting zeros.
+// List converts back to a resource list, omitting zeros and the device
+// counts (which are no resources of the API: see DeviceResource).
 func (r Resources) List() corev1.ResourceList {
 	list := corev1.ResourceList{}
 	for i, v := range r {
-		if v == 0 {
-			continue
-		}
-		switch i {
-		case cpuIndex:
-			list[resourceNames[i]] = *resource.NewMilliQuantity(v, resource.DecimalSI)
-		case memoryIndex, ephemeralIndex:
-			list[resourceNames[i]] = *resource.NewQuantity(v, resource.BinarySI)
-		default:
-			list[resourceNames[i]] = *resource.NewQuantity(v, resource.DecimalSI)
+		if v != 0 && !isDeviceIndex(i) {
+			list[resourceNames[i]] = r.quantity(i)
 		}
 	}
 	return list
 }
 
+func (r Resources) quantity(i int) resource.Quantity {
+	switch i {
+	case cpuIndex:
+		return *resource.NewMilliQuantity(r[i], resource.DecimalSI)
+	case memoryIndex, ephemeralIndex:
+		return *resource.NewQuantity(r[i], resource.BinarySI)
+	}
+	return *resource.NewQuantity(r[i], resource.DecimalSI)
+}
+
 // String prints the non-zero quantities, such as "cpu=1500m memory=3Gi pods=2".
 func (r Resources) String() string {
-	list := r.List()
-	parts := make([]string, 0, len(list))
+	var parts []string
 	for i, name := range resourceNames {
 		if r[i] != 0 {
-			q := list[name]
+			q := r.quantity(i)
 			parts = append(parts, string(name)+"="+q.String())
 		}
 	}
@@ -178,10 +187,9 @@ func (r Resources) String() string {
 // quantities, for messages.
 func (r Resources) Exceeding(capacity Resources) []string {
 	var out []string
-	rl, cl := r.List(), capacity.List()
 	for i, name := range resourceNames {
 		if r[i] > capacity[i] {
-			want, have := rl[name], cl[name]
+			want, have := r.quantity(i), capacity.quantity(i)
 			out = append(out, fmt.Sprintf("%s %s > %s", name, want.String(), have.String()))
 		}
 	}

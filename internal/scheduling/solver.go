@@ -209,7 +209,8 @@ func newSolver(in Input) *solver {
 // get a podInfo (their terms count); the others, most of them, are only
 // counted in the groups that select them (countPlaced).
 func (s *solver) existingTarget(n *Node) *target {
-	t := &target{name: n.Name, existing: true, reqs: n.Requirements, taints: n.Taints, allocatable: n.Allocatable, volumeLimits: n.VolumeLimits}
+	t := &target{name: n.Name, existing: true, reqs: n.Requirements, taints: n.Taints, allocatable: n.Allocatable, volumeLimits: n.VolumeLimits,
+		requests: n.DevicesAllocated}
 	t.attach(n.Attached)
 	for _, pod := range n.Pods {
 		if !s.topo.hasTerms(pod) {
@@ -279,6 +280,14 @@ func (s *solver) addPending(in Input, attachLimited bool) {
 			}
 			p.addVolumeTerms(v.Terms)
 			p.attach = v.Attach
+		}
+		if d := in.Devices[pod]; d != nil {
+			if d.Refused != "" {
+				s.plan.Unschedulable = append(s.plan.Unschedulable, &UnschedulablePod{Pod: pod, Reason: d.Refused, Ignored: true})
+				continue
+			}
+			p.addVolumeTerms(d.Terms)
+			p.requests = p.requests.Add(d.Requests)
 		}
 		terms, err := s.topo.termsOf(pod, nodeTerms)
 		if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -55,6 +56,13 @@ type Objects struct {
 	// CapacityBuffer feature gate), with the PodTemplates they resolved to.
 	CapacityBuffers []*v1beta1.CapacityBuffer
 	PodTemplates    []*corev1.PodTemplate
+	// DeviceClasses, ResourceClaims, ResourceClaimTemplates and
+	// ResourceSlices, for the devices pods' claims need (DRA) and those
+	// nodes have.
+	DeviceClasses          []*resourcev1.DeviceClass
+	ResourceClaims         []*resourcev1.ResourceClaim
+	ResourceClaimTemplates []*resourcev1.ResourceClaimTemplate
+	ResourceSlices         []*resourcev1.ResourceSlice
 }
 
 // Options are the facts from outside the objects.
@@ -98,6 +106,9 @@ type Options struct {
 	// gives pods that set none (its configuration's default
 	// constraints); none when not given.
 	DefaultSpread scheduling.SpreadDefaults
+	// IgnoreDRARequests leaves pods with resource claims unplanned, as
+	// Karpenter does by default (its --ignore-dra-requests).
+	IgnoreDRARequests bool
 }
 
 // Backoff is a NodePool's relaunch backoff: no launches before Until,
@@ -154,6 +165,7 @@ type Snapshot struct {
 	Buffers []BufferRoom
 	// dump: the objects may leave NodeClaims out (Options.NodesWithoutClaims).
 	dump bool
+	dra  *DRA
 }
 
 // Build makes the snapshot.
@@ -162,6 +174,7 @@ func Build(o Objects, opts Options) *Snapshot {
 		pdbs: budgetsByNamespace(o.PDBs), nominated: map[string][]*corev1.Pod{}, dump: opts.NodesWithoutClaims}
 	s.namespaces = namespaceLabels(o.Namespaces, o.Pods)
 	s.volumes = newVolumes(o)
+	s.dra = newDRA(o, opts.IgnoreDRARequests)
 	s.spread = opts.DefaultSpread
 	pods := s.sortPods(o.Pods)
 	s.Nodes = pair(o.NodeClaims, o.Nodes, pods.bound)
@@ -256,6 +269,9 @@ func (s *Snapshot) sizeNodes(types map[string][]*scheduling.InstanceType, csi []
 	}
 	for _, n := range s.Nodes {
 		n.sched = n.schedulingNode(types[n.NodePool], catalog)
+		if n.sched != nil {
+			s.dra.size(n.sched, n.NodeClaim == nil || n.Initialized(), slices.Concat(types[n.NodePool], catalog))
+		}
 		if n.sched != nil && n.Node != nil {
 			if limits := attachLimits(csiNodes[n.Node.Name]); limits != nil {
 				n.sched.VolumeLimits, n.sched.Attached = limits, s.volumes.attached(n.sched.Pods)
@@ -511,6 +527,7 @@ func (s *Snapshot) input(without map[string]bool, pending []*corev1.Pod, initial
 		}
 	}
 	in.Volumes = s.volumes.topology(in.Pods)
+	in.Devices = s.dra.demand(in.Pods, s.NodePools)
 	return in
 }
 

@@ -53,6 +53,9 @@ type Spec struct {
 	// Offered maps the zones the type is offered in to its spot price there
 	// (0: no spot). Nil means every zone of Options, at SpotPrice.
 	Offered map[string]float64 `json:"-"`
+	// Accelerators are the GPUs and Neuron devices EC2 describes (the
+	// embedded catalog counts GPUs only: see accelerators).
+	Accelerators Accelerators `json:"-"`
 }
 
 // Catalog returns the embedded catalog's instance types, sorted by name.
@@ -157,6 +160,7 @@ func convert(s Spec, opts Options) *scheduling.InstanceType {
 		Requirements: scheduling.LabelRequirements(labelsOf(s, opts.Needs)),
 		Capacity:     capacity,
 		Allocatable:  capacity.Sub(overhead(s, capacity, opts.Kubelet)),
+		Devices:      devicesOf(s),
 	}
 	if s.OnDemand > 0 {
 		it.Offerings = append(zoneOfferings(s, opts), reservedOfferings(s, opts)...)
@@ -305,9 +309,16 @@ func capacityOf(s Spec, kubelet *kubeletconfig.Config, windows bool) scheduling.
 	if s.GPU > 0 {
 		list[GPUResource(s.Name)] = *resource.NewQuantity(s.GPU, resource.DecimalSI)
 	}
+	if n := accelerators(s).NeuronDevices; n > 0 {
+		list[NeuronResource] = *resource.NewQuantity(n, resource.DecimalSI)
+	}
 	r, _ := scheduling.ParseResources(list)
-	return r
+	return deviceCounts(r, devicesOf(s))
 }
+
+// NeuronResource is the extended resource the Neuron device plugin
+// advertises a node's Neuron devices as.
+const NeuronResource corev1.ResourceName = "aws.amazon.com/neuron"
 
 const mib = 1 << 20
 

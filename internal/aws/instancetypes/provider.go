@@ -181,7 +181,28 @@ func specOf(info ec2types.InstanceTypeInfo) Spec {
 	}
 	s.PlacementStrategies = strategiesOf(info.PlacementGroupInfo)
 	s.GPU = gpuCount(info.GpuInfo)
+	s.Accelerators = acceleratorsOf(info)
 	return s
+}
+
+// acceleratorsOf is what EC2 says of a type's GPUs (the first model) and
+// Neuron devices.
+func acceleratorsOf(info ec2types.InstanceTypeInfo) Accelerators {
+	var a Accelerators
+	if gi := info.GpuInfo; gi != nil && len(gi.Gpus) > 0 {
+		g := gi.Gpus[0]
+		a.GPUName, a.GPUManufacturer = aws.ToString(g.Name), aws.ToString(g.Manufacturer)
+		if g.MemoryInfo != nil {
+			a.GPUMemoryMiB = int64(aws.ToInt32(g.MemoryInfo.SizeInMiB))
+		}
+	}
+	if ni := info.NeuronInfo; ni != nil {
+		for _, d := range ni.NeuronDevices {
+			a.NeuronName = aws.ToString(d.Name)
+			a.NeuronDevices += int64(aws.ToInt32(d.Count))
+		}
+	}
+	return a
 }
 
 // archOf is the Kubernetes architecture of the first architecture a type

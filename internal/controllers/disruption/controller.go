@@ -48,6 +48,8 @@ type Config struct {
 	// DefaultSpread are kube-scheduler's default topology spread
 	// constraints (none when not configured).
 	DefaultSpread scheduling.SpreadDefaults
+	// IgnoreDRARequests leaves pods with resource claims unplanned.
+	IgnoreDRARequests bool
 }
 
 // DefaultConfig is the reference's timing.
@@ -148,7 +150,8 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 		return err
 	}
 	now := c.Clock.Now()
-	snap := state.Build(listed.Objects, state.Options{Now: now, NodeClasses: classes, Backoff: c.Registrations.Backoffs(), DefaultSpread: c.Config.DefaultSpread})
+	snap := state.Build(listed.Objects, state.Options{Now: now, NodeClasses: classes, Backoff: c.Registrations.Backoffs(), DefaultSpread: c.Config.DefaultSpread,
+		IgnoreDRARequests: c.Config.IgnoreDRARequests})
 	c.paused = nodepoolhealth.PausedDrift(snap.Pools, c.Drifts, c.Config.DriftFailureLimit)
 	c.policies = map[string]string{}
 	for name, np := range snap.Pools {

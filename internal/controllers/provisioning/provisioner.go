@@ -45,6 +45,8 @@ type Provisioner struct {
 	// DefaultSpread are kube-scheduler's default topology spread
 	// constraints (none when not configured).
 	DefaultSpread scheduling.SpreadDefaults
+	// IgnoreDRARequests leaves pods with resource claims unplanned.
+	IgnoreDRARequests bool
 	// NodeClasses resolves the NodePools' node classes.
 	NodeClasses listing.NodeClassResolver
 	Recorder    record.EventRecorder
@@ -373,7 +375,7 @@ func (p *Provisioner) Provision(ctx context.Context) (time.Duration, error) {
 	now := p.Clock.Now()
 	snap := state.Build(listed.Objects, state.Options{Now: now, NodeClasses: classes, Backoff: p.Registrations.Backoffs(),
 		Planned: p.Nominator.Planned(), NominationGrace: NominationGrace, PlannedAt: p.Nominator.PlannedAt(), UnseenGrace: UnseenGrace,
-		DefaultSpread: p.DefaultSpread})
+		DefaultSpread: p.DefaultSpread, IgnoreDRARequests: p.IgnoreDRARequests})
 	started := p.Clock.Now()
 	done := p.Metrics.SchedulingStarted("provisioner", len(snap.Pending), p.Clock.Now)
 	plan := scheduling.Solve(snap.Input(nil))

@@ -143,6 +143,8 @@ control plane.`,
 	f.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "objects each controller reconciles at once (NodeClaims launched, registered and terminated in parallel)")
 	f.DurationVar(&cfg.Lifecycle.Poll, "nodeclaim-poll", cfg.Lifecycle.Poll, "look at a NodeClaim that is not Ready again this often")
 	f.BoolVar(&cfg.LaunchBatching, "launch-batching", cfg.LaunchBatching, "launch the NodeClaims of a decision that would launch identically in one EC2 fleet (at most 100), idempotent across restarts")
+	f.BoolVar(&cfg.IgnoreDRARequests, "ignore-dra-requests", envBool("IGNORE_DRA_REQUESTS", false),
+		"launch nothing for pods with resource claims (DRA), as Karpenter does by default (environment IGNORE_DRA_REQUESTS); by default nodewright plans nodes whose devices satisfy the claims")
 	f.BoolVar(&cfg.NominatePods, "nominate-pods", cfg.NominatePods, "set pending pods' status.nominatedNodeName to the node planned for them, so kube-scheduler follows the plan")
 	f.IntVar(&cfg.NominatePodsMax, "nominate-pods-max", cfg.NominatePodsMax, "nominate pods only while at most this many wait for a node (0: no limit); nominated pods slow each of kube-scheduler's attempts down")
 	f.BoolVar(&cfg.SkipUserDataValidation, "unsafe-skip-userdata-validation", false, "launch nodes even when their user data would keep them from registering")
@@ -295,4 +297,13 @@ func completeFlagValues(cmd *cobra.Command) {
 	for flag, values := range map[string][]string{"cloud": {"aws", "sim"}, "log-format": {"json", "console"}, "log-level": {"info", "debug"}} {
 		_ = cmd.RegisterFlagCompletionFunc(flag, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))
 	}
+}
+
+// envBool is a flag's default from the environment (Karpenter's settings
+// are environment variables): true, false or unset.
+func envBool(name string, def bool) bool {
+	if v, err := strconv.ParseBool(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
 }

@@ -18,6 +18,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -71,6 +72,12 @@ type Objects struct {
 	StorageClasses []*storagev1.StorageClass
 	// CSINodes give nodes their volume attach limits.
 	CSINodes []*storagev1.CSINode
+	// DeviceClasses, ResourceClaims, ResourceClaimTemplates and
+	// ResourceSlices: the devices pods claim (DRA) and nodes have.
+	DeviceClasses          []*resourcev1.DeviceClass
+	ResourceClaims         []*resourcev1.ResourceClaim
+	ResourceClaimTemplates []*resourcev1.ResourceClaimTemplate
+	ResourceSlices         []*resourcev1.ResourceSlice
 	// AWSAuth is the kube-system/aws-auth ConfigMap, when given.
 	AWSAuth *corev1.ConfigMap
 	// VPCCNI is the VPC CNI's kube-system/amazon-vpc-cni ConfigMap, when
@@ -85,6 +92,9 @@ type Objects struct {
 	// DefaultSpread are kube-scheduler's default topology spread
 	// constraints, when its configuration is given.
 	DefaultSpread scheduling.SpreadDefaults
+	// IgnoreDRARequests leaves pods with resource claims unplanned, as the
+	// controller's --ignore-dra-requests does.
+	IgnoreDRARequests bool
 	// CapacityBuffers keep room for pods to come, with the PodTemplates
 	// they name; workloads are the Deployments, StatefulSets and
 	// ReplicaSets read, for buffers that name one.
@@ -98,7 +108,8 @@ type Objects struct {
 func (o *Objects) State() state.Objects {
 	buffers, templates, _ := o.buffers()
 	return state.Objects{NodePools: o.NodePools, NodeClaims: o.NodeClaims, Nodes: o.Nodes, Pods: o.Pods, DaemonSets: o.DaemonSets, PDBs: o.PDBs, Overlays: o.Overlays, Namespaces: o.Namespaces,
-		PVCs: o.PVCs, PVs: o.PVs, StorageClasses: o.StorageClasses, CSINodes: o.CSINodes, CapacityBuffers: buffers, PodTemplates: templates}
+		PVCs: o.PVCs, PVs: o.PVs, StorageClasses: o.StorageClasses, CSINodes: o.CSINodes, CapacityBuffers: buffers, PodTemplates: templates,
+		DeviceClasses: o.DeviceClasses, ResourceClaims: o.ResourceClaims, ResourceClaimTemplates: o.ResourceClaimTemplates, ResourceSlices: o.ResourceSlices}
 }
 
 func (o *Objects) now() time.Time {
@@ -124,6 +135,7 @@ func (s Skipped) String() string {
 // ReadKinds are the kinds Load reads.
 const ReadKinds = "NodePools, NodeClaims, EC2NodeClasses, NodeOverlays, Pods and their workloads (Deployment, StatefulSet, ReplicaSet, Job), " +
 	"DaemonSets, Nodes, PodDisruptionBudgets, Namespaces, volumes (PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode), " +
+	"devices (DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice), " +
 	"CapacityBuffers and PodTemplates, the aws-auth and amazon-vpc-cni ConfigMaps, Lists of them"
 
 // Load reads multi-document YAML (or JSON). name labels errors and
@@ -344,6 +356,7 @@ var readVersions = map[string]string{
 	"Deployment": "apps/v1", "StatefulSet": "apps/v1", "ReplicaSet": "apps/v1", "DaemonSet": "apps/v1", "Job": "batch/v1",
 	"PodDisruptionBudget": "policy/v1", "StorageClass": "storage.k8s.io/v1", "CSINode": "storage.k8s.io/v1",
 	"CapacityBuffer": "autoscaling.x-k8s.io/v1beta1", "PodTemplate": "v1",
+	"DeviceClass": "resource.k8s.io/v1", "ResourceClaim": "resource.k8s.io/v1", "ResourceClaimTemplate": "resource.k8s.io/v1", "ResourceSlice": "resource.k8s.io/v1",
 }
 
 // readers add an object of each kind simulate reads, checking what the
@@ -375,6 +388,18 @@ var readers = map[string]func(*Objects, runtime.Object) (bool, error){
 	},
 	"CSINode": func(o *Objects, obj runtime.Object) (bool, error) {
 		return appended(&o.CSINodes, obj.(*storagev1.CSINode))
+	},
+	"DeviceClass": func(o *Objects, obj runtime.Object) (bool, error) {
+		return appended(&o.DeviceClasses, obj.(*resourcev1.DeviceClass))
+	},
+	"ResourceClaim": func(o *Objects, obj runtime.Object) (bool, error) {
+		return appended(&o.ResourceClaims, inDefault(obj.(*resourcev1.ResourceClaim)))
+	},
+	"ResourceClaimTemplate": func(o *Objects, obj runtime.Object) (bool, error) {
+		return appended(&o.ResourceClaimTemplates, inDefault(obj.(*resourcev1.ResourceClaimTemplate)))
+	},
+	"ResourceSlice": func(o *Objects, obj runtime.Object) (bool, error) {
+		return appended(&o.ResourceSlices, obj.(*resourcev1.ResourceSlice))
 	},
 	"DaemonSet": func(o *Objects, obj runtime.Object) (bool, error) {
 		return appended(&o.DaemonSets, obj.(*appsv1.DaemonSet))

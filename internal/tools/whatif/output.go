@@ -3,7 +3,10 @@ package whatif
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/nodewright/nodewright/internal/state"
@@ -33,6 +36,9 @@ type NodeClaimReport struct {
 	InstanceTypes []string            `json:"instanceTypes"`
 	Requests      corev1.ResourceList `json:"requests"`
 	Pods          []string            `json:"pods"`
+	// Devices are the devices its pods' resource claims take, by DRA
+	// driver.
+	Devices map[string]int64 `json:"devices,omitempty"`
 	// BufferPods counts the CapacityBuffers' pods it keeps room for.
 	BufferPods int `json:"bufferPods,omitempty"`
 }
@@ -67,6 +73,7 @@ func NewReport(res *Result) *Report {
 			Name: c.Name, NodePool: c.NodePool, InstanceType: c.InstanceType.Name,
 			CapacityType: c.Offering.CapacityType, Zone: c.Offering.Zone, PricePerHour: c.Offering.Price,
 			InstanceTypes: names, Requests: c.Requests.List(), Pods: podNames(c.Pods), BufferPods: buffered(c.Pods),
+			Devices: c.Requests.Devices(),
 		})
 	}
 	for _, e := range res.Plan.Existing {
@@ -112,7 +119,7 @@ func (r *Report) WriteTable(w io.Writer) error {
 		fmt.Fprintln(tw, "NODECLAIM\tNODEPOOL\tINSTANCE TYPE\tCAPACITY\tZONE\t$/HOUR\tPODS\tREQUESTS")
 		for _, c := range r.NodeClaims {
 			pods, buffer = pods+len(c.Pods), buffer+c.BufferPods
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.4f\t%d\t%s\n", c.Name, c.NodePool, c.InstanceType, c.CapacityType, c.Zone, c.PricePerHour, len(c.Pods), scheduling.MustResources(c.Requests))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.4f\t%d\t%s\n", c.Name, c.NodePool, c.InstanceType, c.CapacityType, c.Zone, c.PricePerHour, len(c.Pods), strings.TrimSpace(scheduling.MustResources(c.Requests)+" "+devicesText(c.Devices)))
 		}
 	}
 	for _, e := range r.ExistingNodes {
@@ -142,4 +149,13 @@ func (r *Report) WriteTable(w io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// devicesText prints devices by driver, such as "gpu.nvidia.com=2".
+func devicesText(devices map[string]int64) string {
+	parts := make([]string, 0, len(devices))
+	for _, driver := range slices.Sorted(maps.Keys(devices)) {
+		parts = append(parts, fmt.Sprintf("%s=%d", driver, devices[driver]))
+	}
+	return strings.Join(parts, " ")
 }

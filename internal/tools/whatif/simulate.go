@@ -108,7 +108,7 @@ func Snapshot(o *Objects, resolver *nodeclass.Resolver) (*state.Snapshot, []stri
 		rc.InstanceTypes, rc.AMIs = types, r.amis
 		classes[nc.Name] = rc
 	}
-	snap := state.Build(o.State(), state.Options{Now: o.now(), NodeClasses: classes, NodesWithoutClaims: true, DefaultSpread: o.DefaultSpread,
+	snap := state.Build(o.State(), state.Options{Now: o.now(), NodeClasses: classes, NodesWithoutClaims: true, DefaultSpread: o.DefaultSpread, IgnoreDRARequests: o.IgnoreDRARequests,
 		Catalog: instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: o.zones()})})
 	warnings = append(warnings, o.regionWarnings()...)
 	_, _, bufferWarnings := o.buffers()

@@ -1,0 +1,511 @@
+package state
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/dynamic-resource-allocation/cel"
+	"k8s.io/dynamic-resource-allocation/structured"
+
+	"github.com/nodewright/nodewright/internal/scheduling"
+)
+
+// DRA is what Dynamic Resource Allocation objects say to the scheduler:
+// the devices pods' resource claims need, the devices nodes' drivers
+// publish, and those their claims took. Claims are evaluated as
+// kube-scheduler does, by its structured allocator, against the
+// ResourceSlices an instance type's drivers would publish.
+type DRA struct {
+	classes   classLister
+	claims    map[types.NamespacedName]*resourcev1.ResourceClaim
+	templates map[types.NamespacedName]*resourcev1.ResourceClaimTemplate
+	// published are the devices each node's drivers publish (by node name).
+	published map[string]scheduling.Resources
+	// anySlices: the objects hold ResourceSlices (a dump may leave them out).
+	anySlices bool
+	// allocated are the devices the claims allocated on each node take.
+	allocated map[string]scheduling.Resources
+	// ignore: pods with claims are left alone (Options.IgnoreDRARequests).
+	ignore bool
+	cache  *cel.Cache
+	// allocators per instance type, made when first asked.
+	allocators map[*scheduling.InstanceType]structured.Allocator
+}
+
+// draFeatures are the DRA features kube-scheduler 1.34 enables by
+// default: prioritized lists (firstAvailable) and admin access.
+var draFeatures = structured.Features{PrioritizedList: true, AdminAccess: true}
+
+// placeholderNode is the node a planned node's devices are published on.
+const placeholderNode = "planned-node"
+
+func newDRA(o Objects, ignore bool) *DRA {
+	d := &DRA{classes: classLister(o.DeviceClasses), claims: map[types.NamespacedName]*resourcev1.ResourceClaim{},
+		templates: map[types.NamespacedName]*resourcev1.ResourceClaimTemplate{}, published: map[string]scheduling.Resources{},
+		allocated: map[string]scheduling.Resources{}, ignore: ignore, anySlices: len(o.ResourceSlices) > 0,
+		cache: cel.NewCache(64, cel.Features{}), allocators: map[*scheduling.InstanceType]structured.Allocator{}}
+	for _, c := range o.ResourceClaims {
+		d.claims[types.NamespacedName{Namespace: c.Namespace, Name: c.Name}] = c
+		if node, ok := allocatedNode(c); ok {
+			d.allocated[node] = addResults(d.allocated[node], c.Status.Allocation)
+		}
+	}
+	for _, t := range o.ResourceClaimTemplates {
+		d.templates[types.NamespacedName{Namespace: t.Namespace, Name: t.Name}] = t
+	}
+	for _, s := range o.ResourceSlices {
+		if s.Spec.NodeName != nil {
+			d.published[*s.Spec.NodeName] = d.published[*s.Spec.NodeName].AddDevices(s.Spec.Driver, int64(len(s.Spec.Devices)))
+		}
+	}
+	return d
+}
+
+// classLister serves DeviceClasses to the allocator.
+type classLister []*resourcev1.DeviceClass
+
+func (l classLister) List() ([]*resourcev1.DeviceClass, error) { return l, nil }
+
+func (l classLister) Get(name string) (*resourcev1.DeviceClass, error) {
+	for _, c := range l {
+		if c.Name == name {
+			return c, nil
+		}
+	}
+	return nil, apierrors.NewNotFound(resourcev1.Resource("deviceclasses"), name)
+}
+
+// allocatedNode is the node a claim's devices are allocated on.
+func allocatedNode(c *resourcev1.ResourceClaim) (string, bool) {
+	a := c.Status.Allocation
+	if a == nil || a.NodeSelector == nil {
+		return "", false
+	}
+	for _, term := range a.NodeSelector.NodeSelectorTerms {
+		for _, f := range term.MatchFields {
+			if f.Key == "metadata.name" && f.Operator == corev1.NodeSelectorOpIn && len(f.Values) == 1 {
+				return f.Values[0], true
+			}
+		}
+		for _, e := range term.MatchExpressions {
+			if e.Key == corev1.LabelHostname && e.Operator == corev1.NodeSelectorOpIn && len(e.Values) == 1 {
+				return e.Values[0], true
+			}
+		}
+	}
+	return "", false
+}
+
+// addResults counts an allocation's devices, by driver.
+func addResults(r scheduling.Resources, a *resourcev1.AllocationResult) scheduling.Resources {
+	if a == nil {
+		return r
+	}
+	for _, res := range a.Devices.Results {
+		r = r.AddDevices(res.Driver, 1)
+	}
+	return r
+}
+
+// size gives a node what its drivers publish and its claims took: the
+// devices of its ResourceSlices; before its drivers publish (a node
+// launching or initializing, or objects without ResourceSlices), those
+// its instance type would publish.
+func (d *DRA) size(sn *scheduling.Node, initialized bool, types []*scheduling.InstanceType) {
+	if published, ok := d.published[sn.Name]; ok && !published.IsZero() {
+		sn.Allocatable = sn.Allocatable.Add(published)
+	} else if !initialized || !d.anySlices {
+		if it := typeOf(sn.Requirements, types); it != nil {
+			for _, set := range it.Devices {
+				sn.Allocatable = sn.Allocatable.AddDevices(set.Driver, int64(len(set.Devices)))
+			}
+		}
+	}
+	sn.DevicesAllocated = d.allocated[sn.Name]
+}
+
+// typeOf is the instance type a node's requirements name (one).
+func typeOf(reqs scheduling.Requirements, types []*scheduling.InstanceType) *scheduling.InstanceType {
+	r, ok := reqs[scheduling.LabelInstanceType]
+	if !ok || len(r.Values()) != 1 {
+		return nil
+	}
+	name := r.Values()[0]
+	for _, it := range types {
+		if it.Name == name {
+			return it
+		}
+	}
+	return nil
+}
+
+// demand is what the claims of the pods require of their nodes, for the
+// pods that have claims.
+func (d *DRA) demand(pods []*corev1.Pod, pools []*scheduling.NodePool) map[*corev1.Pod]*scheduling.DeviceDemand {
+	var out map[*corev1.Pod]*scheduling.DeviceDemand
+	for _, p := range pods {
+		if len(p.Spec.ResourceClaims) == 0 {
+			continue
+		}
+		if out == nil {
+			out = map[*corev1.Pod]*scheduling.DeviceDemand{}
+		}
+		out[p] = d.ofPod(p, pools)
+	}
+	return out
+}
+
+// IgnoredReason is why a pod with resource claims is not planned with
+// Options.IgnoreDRARequests.
+const IgnoredReason = "the pod has resource claims (DRA) and --ignore-dra-requests is set, so nodewright launches nothing for it (Karpenter's default); " +
+	"set --ignore-dra-requests=false to plan nodes whose devices satisfy its claims"
+
+// ofPod is what one pod's claims require: the node an allocated claim is
+// on; for the others, an instance type whose devices satisfy them all.
+func (d *DRA) ofPod(p *corev1.Pod, pools []*scheduling.NodePool) *scheduling.DeviceDemand {
+	if d.ignore {
+		return &scheduling.DeviceDemand{Refused: IgnoredReason}
+	}
+	claims, allocatedOn, why := d.claimsOf(p)
+	if why != "" {
+		return &scheduling.DeviceDemand{Refused: why}
+	}
+	out := &scheduling.DeviceDemand{}
+	if allocatedOn != "" {
+		out.Terms = append(out.Terms, []scheduling.Requirements{
+			scheduling.NewRequirements(corev1.NodeSelectorRequirement{Key: scheduling.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{allocatedOn}})})
+	}
+	if len(claims) == 0 {
+		return out
+	}
+	fits := map[*scheduling.InstanceType]scheduling.Resources{}
+	var cheapest *scheduling.InstanceType
+	for _, it := range instanceTypes(pools) {
+		results, err := d.allocate(it, claims)
+		if err != nil {
+			return &scheduling.DeviceDemand{Refused: fmt.Sprintf("the pod's resource claims cannot be evaluated: %v", err)}
+		}
+		if results == nil {
+			continue
+		}
+		var took scheduling.Resources
+		for i := range results {
+			took = addResults(took, &results[i])
+		}
+		fits[it] = took
+		if cheapest == nil || lowestPrice(it, pools) < lowestPrice(cheapest, pools) {
+			cheapest = it
+		}
+	}
+	if cheapest == nil {
+		return &scheduling.DeviceDemand{Refused: d.explain(claims, pools)}
+	}
+	// The devices the allocator takes can differ by type (a prioritized
+	// list takes the first alternative a type has): the pod asks for
+	// what it takes on the cheapest type, and goes to the types where it
+	// takes no more.
+	out.Requests = fits[cheapest]
+	var admitted []string
+	for it, took := range fits {
+		if took.Fits(out.Requests) {
+			admitted = append(admitted, it.Name)
+		}
+	}
+	slices.Sort(admitted)
+	out.Terms = append(out.Terms, []scheduling.Requirements{
+		scheduling.NewRequirements(corev1.NodeSelectorRequirement{Key: scheduling.LabelInstanceType, Operator: corev1.NodeSelectorOpIn, Values: slices.Compact(admitted)})})
+	return out
+}
+
+// lowestPrice is the cheapest offering of the type in any of the
+// NodePools that admit it.
+func lowestPrice(it *scheduling.InstanceType, pools []*scheduling.NodePool) float64 {
+	best := math.Inf(1)
+	for _, np := range pools {
+		if o, ok := it.CheapestOffering(np.Requirements); ok && slices.Contains(np.InstanceTypes, it) {
+			best = min(best, o.Price)
+		}
+	}
+	return best
+}
+
+// claimsOf are a pod's claims still to allocate (those of templates not
+// generated yet made from their template), and the node its allocated
+// claims are on; or why they cannot be read.
+func (d *DRA) claimsOf(p *corev1.Pod) (claims []*resourcev1.ResourceClaim, allocatedOn, why string) {
+	moving := p.Spec.NodeName != ""
+	for _, pc := range p.Spec.ResourceClaims {
+		claim, why := d.claimOf(p, pc)
+		if why != "" {
+			return nil, "", why
+		}
+		if claim == nil {
+			continue
+		}
+		node, allocated := allocatedNode(claim)
+		switch {
+		case allocated && !moving:
+			if allocatedOn != "" && allocatedOn != node {
+				return nil, "", fmt.Sprintf("the pod's ResourceClaims are allocated on two nodes, %s and %s; kube-scheduler cannot place it", allocatedOn, node)
+			}
+			allocatedOn = node
+		case allocated && pc.ResourceClaimName != nil && len(claim.Status.ReservedFor) > 1:
+			return nil, "", fmt.Sprintf("ResourceClaim %s/%s is shared by %d pods on node %s: its devices stay there while any of them runs, so the pod cannot move",
+				claim.Namespace, claim.Name, len(claim.Status.ReservedFor), node)
+		default:
+			// Unallocated; or the pod's own claim, allocated again
+			// wherever the pod goes.
+			fresh := &resourcev1.ResourceClaim{ObjectMeta: claim.ObjectMeta, Spec: *withDefaults(&claim.Spec)}
+			claims = append(claims, fresh)
+		}
+	}
+	return claims, allocatedOn, ""
+}
+
+// claimOf is the claim one of a pod's resource claims refers to: a named
+// claim, or the claim generated from a template (the template's spec
+// until it is generated); nil for an entry that names neither.
+func (d *DRA) claimOf(p *corev1.Pod, pc corev1.PodResourceClaim) (*resourcev1.ResourceClaim, string) {
+	switch {
+	case pc.ResourceClaimName != nil:
+		key := types.NamespacedName{Namespace: p.Namespace, Name: *pc.ResourceClaimName}
+		c, ok := d.claims[key]
+		if !ok {
+			return nil, fmt.Sprintf("ResourceClaim %s (spec.resourceClaims %q) does not exist; create it, or use a ResourceClaimTemplate", key, pc.Name)
+		}
+		return c, ""
+	case pc.ResourceClaimTemplateName != nil:
+		for _, st := range p.Status.ResourceClaimStatuses {
+			if st.Name == pc.Name && st.ResourceClaimName != nil {
+				if c, ok := d.claims[types.NamespacedName{Namespace: p.Namespace, Name: *st.ResourceClaimName}]; ok {
+					return c, ""
+				}
+			}
+		}
+		key := types.NamespacedName{Namespace: p.Namespace, Name: *pc.ResourceClaimTemplateName}
+		t, ok := d.templates[key]
+		if !ok {
+			return nil, fmt.Sprintf("ResourceClaimTemplate %s (spec.resourceClaims %q) does not exist; create it in the pod's namespace", key, pc.Name)
+		}
+		return &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name + "-" + pc.Name}, Spec: *withDefaults(&t.Spec.Spec)}, ""
+	}
+	return nil, ""
+}
+
+// withDefaults is a claim's spec as the API server stores it: requests
+// without an allocation mode take exactly one device. (Manifests read
+// from files were never defaulted.)
+func withDefaults(spec *resourcev1.ResourceClaimSpec) *resourcev1.ResourceClaimSpec {
+	out := spec.DeepCopy()
+	for i := range out.Devices.Requests {
+		r := &out.Devices.Requests[i]
+		if e := r.Exactly; e != nil {
+			e.AllocationMode, e.Count = defaultMode(e.AllocationMode, e.Count)
+		}
+		for j := range r.FirstAvailable {
+			sub := &r.FirstAvailable[j]
+			sub.AllocationMode, sub.Count = defaultMode(sub.AllocationMode, sub.Count)
+		}
+	}
+	return out
+}
+
+func defaultMode(mode resourcev1.DeviceAllocationMode, count int64) (resourcev1.DeviceAllocationMode, int64) {
+	if mode == "" {
+		mode = resourcev1.DeviceAllocationModeExactCount
+	}
+	if mode == resourcev1.DeviceAllocationModeExactCount && count == 0 {
+		count = 1
+	}
+	return mode, count
+}
+
+// instanceTypes are the instance types with devices that the NodePools
+// can launch (their requirements admit them and they have an offering),
+// once each.
+func instanceTypes(pools []*scheduling.NodePool) []*scheduling.InstanceType {
+	var out []*scheduling.InstanceType
+	seen := map[*scheduling.InstanceType]bool{}
+	for _, np := range pools {
+		for _, it := range np.InstanceTypes {
+			if len(it.Devices) > 0 && !seen[it] && it.Compatible(np.Requirements) {
+				seen[it] = true
+				out = append(out, it)
+			}
+		}
+	}
+	return out
+}
+
+// allocate runs kube-scheduler's allocator for the claims on a node of
+// the instance type: nil when they do not fit.
+func (d *DRA) allocate(it *scheduling.InstanceType, claims []*resourcev1.ResourceClaim) ([]resourcev1.AllocationResult, error) {
+	a, ok := d.allocators[it]
+	if !ok {
+		var err error
+		if a, err = structured.NewAllocator(context.Background(), draFeatures, structured.AllocatedState{}, d.classes, slicesOf(it), d.cache); err != nil {
+			return nil, err
+		}
+		d.allocators[it] = a
+	}
+	return a.Allocate(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: placeholderNode}}, claims)
+}
+
+// slicesOf are the ResourceSlices a node of the instance type would have,
+// one pool per driver.
+func slicesOf(it *scheduling.InstanceType) []*resourcev1.ResourceSlice {
+	out := make([]*resourcev1.ResourceSlice, 0, len(it.Devices))
+	for _, set := range it.Devices {
+		out = append(out, &resourcev1.ResourceSlice{
+			ObjectMeta: metav1.ObjectMeta{Name: it.Name + "-" + set.Driver},
+			Spec: resourcev1.ResourceSliceSpec{Driver: set.Driver, NodeName: ptrTo(placeholderNode), Devices: set.Devices,
+				Pool: resourcev1.ResourcePool{Name: it.Name, Generation: 1, ResourceSliceCount: 1}},
+		})
+	}
+	return out
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// explain says why no instance type the NodePools admit satisfies the
+// claims: a DeviceClass missing, the request whose selectors match no
+// device, or the count no type has, with the closest type.
+func (d *DRA) explain(claims []*resourcev1.ResourceClaim, pools []*scheduling.NodePool) string {
+	types := instanceTypes(pools)
+	if len(types) == 0 {
+		return "the pod's resource claims need devices, and no instance type the NodePools admit has any: " +
+			"admit a GPU or accelerator family (for example karpenter.k8s.aws/instance-family In [g6, g5]) in a NodePool the pod can use"
+	}
+	for _, c := range claims {
+		for _, req := range c.Spec.Devices.Requests {
+			if why := d.explainRequest(c, req, types); why != "" {
+				return why
+			}
+		}
+	}
+	return fmt.Sprintf("no single instance type the NodePools admit satisfies all of the pod's resource claims together (%s each fit alone somewhere)", claimNames(claims))
+}
+
+// explainRequest says why one request fits no type; "" when it fits one.
+func (d *DRA) explainRequest(c *resourcev1.ResourceClaim, req resourcev1.DeviceRequest, types []*scheduling.InstanceType) string {
+	where := fmt.Sprintf("ResourceClaim %s/%s request %q", c.Namespace, c.Name, req.Name)
+	alternatives := []resourcev1.DeviceSubRequest{}
+	if req.Exactly != nil {
+		e := req.Exactly
+		alternatives = append(alternatives, resourcev1.DeviceSubRequest{Name: "", DeviceClassName: e.DeviceClassName, Selectors: e.Selectors,
+			AllocationMode: e.AllocationMode, Count: e.Count, Tolerations: e.Tolerations})
+	}
+	alternatives = append(alternatives, req.FirstAvailable...)
+	var reasons []string
+	for _, alt := range alternatives {
+		why := d.explainAlternative(c, alt, types)
+		if why == "" {
+			return ""
+		}
+		if alt.Name != "" {
+			why = fmt.Sprintf("alternative %q: %s", alt.Name, why)
+		}
+		reasons = append(reasons, why)
+	}
+	return where + ": " + strings.Join(reasons, "; ")
+}
+
+// explainAlternative tries one way to satisfy a request on every type:
+// its DeviceClass alone, then with its selectors, then its count.
+func (d *DRA) explainAlternative(c *resourcev1.ResourceClaim, alt resourcev1.DeviceSubRequest, types []*scheduling.InstanceType) string {
+	if _, err := d.classes.Get(alt.DeviceClassName); err != nil {
+		return fmt.Sprintf("DeviceClass %q does not exist; create it (the GPU driver's chart installs gpu.nvidia.com) or name one of %s", alt.DeviceClassName, d.classNames())
+	}
+	try := func(selectors []resourcev1.DeviceSelector, count int64) (fit *scheduling.InstanceType, err error) {
+		probe := &resourcev1.ResourceClaim{ObjectMeta: c.ObjectMeta, Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{
+			Requests: []resourcev1.DeviceRequest{{Name: "probe", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: alt.DeviceClassName,
+				Selectors: selectors, AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: count, Tolerations: alt.Tolerations}}}}}}
+		for _, it := range types {
+			res, err := d.allocate(it, []*resourcev1.ResourceClaim{probe})
+			if err != nil {
+				return nil, err
+			}
+			if res != nil {
+				return it, nil
+			}
+		}
+		return nil, nil
+	}
+	if it, err := try(nil, 1); err != nil {
+		return err.Error()
+	} else if it == nil {
+		return fmt.Sprintf("DeviceClass %s selects no device of any instance type the NodePools admit (their drivers: %s)", alt.DeviceClassName, driversOf(types))
+	}
+	if it, err := try(alt.Selectors, 1); err != nil {
+		return err.Error()
+	} else if it == nil {
+		return fmt.Sprintf("its selectors match no device of DeviceClass %s on any instance type the NodePools admit (%s)", alt.DeviceClassName, selectorsOf(alt.Selectors))
+	}
+	if alt.AllocationMode == resourcev1.DeviceAllocationModeAll {
+		return "" // all devices of any type that has one
+	}
+	best, bestType := int64(0), ""
+	for n := int64(1); n <= alt.Count; n++ {
+		it, err := try(alt.Selectors, n)
+		if err != nil || it == nil {
+			break
+		}
+		best, bestType = n, it.Name
+	}
+	if best >= alt.Count {
+		return ""
+	}
+	return fmt.Sprintf("it asks for %d devices and the most any instance type the NodePools admit has that match is %d (%s)", alt.Count, best, bestType)
+}
+
+func (d *DRA) classNames() string {
+	names := make([]string, 0, len(d.classes))
+	for _, c := range d.classes {
+		names = append(names, c.Name)
+	}
+	if len(names) == 0 {
+		return "none (no DeviceClass exists)"
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
+}
+
+func driversOf(types []*scheduling.InstanceType) string {
+	var drivers []string
+	for _, it := range types {
+		for _, set := range it.Devices {
+			if !slices.Contains(drivers, set.Driver) {
+				drivers = append(drivers, set.Driver)
+			}
+		}
+	}
+	slices.Sort(drivers)
+	return strings.Join(drivers, ", ")
+}
+
+func selectorsOf(sel []resourcev1.DeviceSelector) string {
+	var out []string
+	for _, s := range sel {
+		if s.CEL != nil {
+			out = append(out, s.CEL.Expression)
+		}
+	}
+	return strings.Join(out, " && ")
+}
+
+func claimNames(claims []*resourcev1.ResourceClaim) string {
+	names := make([]string, 0, len(claims))
+	for _, c := range claims {
+		names = append(names, c.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
