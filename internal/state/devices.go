@@ -186,6 +186,9 @@ func (d *DRA) ofPod(p *corev1.Pod, pools []*scheduling.NodePool) *scheduling.Dev
 	if len(claims) == 0 {
 		return out
 	}
+	if why := d.missingClass(claims); why != "" {
+		return &scheduling.DeviceDemand{Refused: why}
+	}
 	fits := map[*scheduling.InstanceType]scheduling.Resources{}
 	var cheapest *scheduling.InstanceType
 	for _, it := range instanceTypes(pools) {
@@ -421,9 +424,6 @@ func (d *DRA) explainRequest(c *resourcev1.ResourceClaim, req resourcev1.DeviceR
 // explainAlternative tries one way to satisfy a request on every type:
 // its DeviceClass alone, then with its selectors, then its count.
 func (d *DRA) explainAlternative(c *resourcev1.ResourceClaim, alt resourcev1.DeviceSubRequest, types []*scheduling.InstanceType) string {
-	if _, err := d.classes.Get(alt.DeviceClassName); err != nil {
-		return fmt.Sprintf("DeviceClass %q does not exist; create it (the GPU driver's chart installs gpu.nvidia.com) or name one of %s", alt.DeviceClassName, d.classNames())
-	}
 	try := func(selectors []resourcev1.DeviceSelector, count int64) (fit *scheduling.InstanceType, err error) {
 		probe := &resourcev1.ResourceClaim{ObjectMeta: c.ObjectMeta, Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{
 			Requests: []resourcev1.DeviceRequest{{Name: "probe", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: alt.DeviceClassName,
@@ -464,6 +464,29 @@ func (d *DRA) explainAlternative(c *resourcev1.ResourceClaim, alt resourcev1.Dev
 		return ""
 	}
 	return fmt.Sprintf("it asks for %d devices and the most any instance type the NodePools admit has that match is %d (%s)", alt.Count, best, bestType)
+}
+
+// missingClass names a DeviceClass the claims' requests use that does not
+// exist; "" when they all do.
+func (d *DRA) missingClass(claims []*resourcev1.ResourceClaim) string {
+	for _, c := range claims {
+		for _, req := range c.Spec.Devices.Requests {
+			names := []string{}
+			if req.Exactly != nil {
+				names = append(names, req.Exactly.DeviceClassName)
+			}
+			for _, sub := range req.FirstAvailable {
+				names = append(names, sub.DeviceClassName)
+			}
+			for _, name := range names {
+				if _, err := d.classes.Get(name); err != nil {
+					return fmt.Sprintf("ResourceClaim %s/%s request %q: DeviceClass %q does not exist; create it (the NVIDIA GPU driver's chart installs gpu.nvidia.com) or name one of %s",
+						c.Namespace, c.Name, req.Name, name, d.classNames())
+				}
+			}
+		}
+	}
+	return ""
 }
 
 func (d *DRA) classNames() string {

@@ -1,0 +1,132 @@
+package state_test
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/dynamic-resource-allocation/cel"
+
+	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/scheduling"
+	"github.com/nodewright/nodewright/internal/state"
+)
+
+// selectorParts are pieces of device selectors as users write them: the
+// fuzzer combines them with && and ||.
+var selectorParts = []string{
+	"device.attributes['gpu.nvidia.com'].productName == 'NVIDIA A10G'",
+	"device.attributes['gpu.nvidia.com'].productName.startsWith('NVIDIA H')",
+	"device.attributes['gpu.nvidia.com'].productName != 'Tesla T4'",
+	"device.attributes['gpu.nvidia.com'].architecture == 'Ada Lovelace'",
+	"device.attributes['gpu.nvidia.com'].architecture in ['Hopper', 'Blackwell']",
+	"device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('24Gi')) >= 0",
+	"device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('80Gi')) < 0",
+	"device.attributes['gpu.nvidia.com'].cudaComputeCapability.isGreaterThan(semver('8.0.0'))",
+	"device.attributes['gpu.nvidia.com'].index < 2",
+	"device.driver == 'gpu.nvidia.com'",
+	"device.driver == 'neuron.aws.com'",
+	"has(device.attributes['gpu.nvidia.com'].productName)",
+	"device.attributes['neuron.aws.com'].instanceType.startsWith('inf2')",
+}
+
+// FuzzClaimSelectors checks the planner against the selectors evaluated
+// device by device with the same CEL library: an instance type is
+// admitted for a claim of n devices exactly when n of its devices match
+// the class and the selector.
+func FuzzClaimSelectors(f *testing.F) {
+	for i := range selectorParts {
+		f.Add(uint8(i), uint8(0), uint8(0), uint8(1))
+		f.Add(uint8(i), uint8(i+3), uint8(1), uint8(2))
+		f.Add(uint8(i), uint8(i+5), uint8(2), uint8(4))
+	}
+	classes := catalogClass(f)
+	var types []*scheduling.InstanceType
+	for _, it := range classes["default"].InstanceTypes {
+		if len(it.Devices) > 0 {
+			types = append(types, it)
+		}
+	}
+	anyDevice := &resourcev1.DeviceClass{}
+	anyDevice.Name = "any"
+	cache := cel.NewCache(64, cel.Features{})
+	f.Fuzz(func(t *testing.T, a, b, op, count uint8) {
+		sel := selectorParts[int(a)%len(selectorParts)]
+		switch op % 3 {
+		case 1:
+			sel = "(" + sel + ") && (" + selectorParts[int(b)%len(selectorParts)] + ")"
+		case 2:
+			sel = "(" + sel + ") || (" + selectorParts[int(b)%len(selectorParts)] + ")"
+		}
+		n := int64(count%8) + 1
+		o := state.Objects{NodePools: []*v1.NodePool{nodePool("all", "default")}, DeviceClasses: []*resourcev1.DeviceClass{anyDevice},
+			ResourceClaimTemplates: []*resourcev1.ResourceClaimTemplate{template("devices", request("r", "any", n, sel))},
+			Pods:                   []*corev1.Pod{pod("p", claiming("devices"))}}
+		in := state.Build(o, state.Options{Now: now, NodeClasses: classes}).Input(nil)
+		demand := in.Devices[in.Pods[0]]
+		var admitted []string
+		if demand.Refused == "" {
+			admitted = demand.Terms[0][0][scheduling.LabelInstanceType].Values()
+		}
+		var want []string
+		for _, it := range types {
+			matching, failed := int64(0), false
+			for _, set := range it.Devices {
+				for _, dev := range set.Devices {
+					ok, _, err := cache.GetOrCompile(sel).DeviceMatches(context.Background(), cel.Device{Driver: set.Driver, Attributes: dev.Attributes, Capacity: dev.Capacity})
+					if err != nil {
+						failed = true
+					}
+					if ok {
+						matching++
+					}
+				}
+			}
+			if failed {
+				// A selector that fails on a device (an attribute it
+				// lacks) fails the claim, as in kube-scheduler.
+				if demand.Refused == "" {
+					t.Fatalf("selector %q: evaluation fails on %s, yet the claim was planned onto %v", sel, it.Name, admitted)
+				}
+				return
+			}
+			if matching >= n {
+				want = append(want, it.Name)
+			}
+		}
+		if len(want) == 0 {
+			if demand.Refused == "" {
+				t.Fatalf("selector %q, %d devices: no type has them, yet planned onto %v", sel, n, admitted)
+			}
+			return
+		}
+		// The pod asks for what the cheapest type takes (n devices of its
+		// driver): the types with n matching devices of that driver.
+		want = ofCheapestDriver(want, types)
+		if !slices.Equal(admitted, want) {
+			t.Fatalf("selector %q, %d devices: admitted %v, want %v (%s)", sel, n, admitted, want, fmt.Sprint(demand.Refused))
+		}
+	})
+}
+
+// ofCheapestDriver keeps the types whose driver is that of the cheapest
+// of them (the catalog's types each have one driver), sorted.
+func ofCheapestDriver(names []string, types []*scheduling.InstanceType) []string {
+	byName := map[string]*scheduling.InstanceType{}
+	for _, it := range types {
+		byName[it.Name] = it
+	}
+	price := func(name string) float64 {
+		o, _ := byName[name].CheapestOffering(scheduling.Requirements{})
+		return o.Price
+	}
+	cheapest := slices.MinFunc(names, func(a, b string) int { return cmp.Compare(price(a), price(b)) })
+	driver := byName[cheapest].Devices[0].Driver
+	out := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return byName[n].Devices[0].Driver != driver })
+	slices.Sort(out)
+	return out
+}
