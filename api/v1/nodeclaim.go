@@ -220,6 +220,10 @@ const (
 	ReasonStartupTaintsExist       = "StartupTaintsExist"
 	ReasonEphemeralTaintsExist     = "KnownEphemeralTaintsExist"
 	ReasonResourceNotRegistered    = "ResourceNotRegistered"
+	// ReasonDRADriverPoolsNotPublished: a DRA driver the NodeClaim was
+	// launched for has not published its node's devices (a complete pool
+	// of ResourceSlices) yet; Initialized is Unknown.
+	ReasonDRADriverPoolsNotPublished = "DRADriverPoolsNotPublished"
 	// ReasonNotLaunched, ReasonNotRegistered and ReasonNotInitialized:
 	// Ready is False because that condition has not been determined yet.
 	ReasonNotLaunched    = "NotLaunched"

@@ -33,6 +33,10 @@ const (
 // Annotations and the finalizer.
 const (
 	AnnotationDoNotDisrupt = Group + "/do-not-disrupt"
+	// AnnotationRequestedDRADrivers lists, comma-separated, the DRA
+	// drivers whose devices a NodeClaim was launched for: it is not
+	// initialized before each has published its node's devices.
+	AnnotationRequestedDRADrivers = Group + "/requested-dra-drivers"
 	// AnnotationDoNotRepair "true" on a Node or its NodeClaim keeps node
 	// repair from replacing it, however long it is unhealthy.
 	AnnotationDoNotRepair = Group + "/do-not-repair"

@@ -45,7 +45,7 @@ func runOnSimulatedAccount(ctx context.Context, rc *rest.Config, cfg operator.Co
 		return err
 	}
 	nodes := &runner.Nodes{Every: 500 * time.Millisecond, Log: log.WithName("nodes"),
-		Kubelets: &kubelet.Simulator{Kube: kube, Account: account, Clock: clock.RealClock{}, BootDelay: 2 * time.Second, Log: log.WithName("kubelets")},
+		Kubelets: &kubelet.Simulator{Kube: kube, Account: account, Clock: clock.RealClock{}, BootDelay: 2 * time.Second, DRADelay: runner.DRADelay, Log: log.WithName("kubelets")},
 		CCM:      &kubelet.CloudControllerManager{Kube: kube, Clock: clock.RealClock{}, Delay: 2 * time.Second, Enabled: true}}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -363,7 +363,7 @@ func (w *wiring) cloudControllers(ctx context.Context) error {
 // the lifecycle, pod events, termination and garbage collection.
 func (w *wiring) nodeClaimControllers(ctx context.Context) error {
 	life := &lifecycle.Controller{
-		Client: w.mgr.GetClient(), APIReader: w.mgr.GetAPIReader(), Cloud: w.cloud, Recorder: w.recorder, Clock: w.clk, Options: w.cfg.Lifecycle, Metrics: w.metrics,
+		Client: w.mgr.GetClient(), APIReader: w.mgr.GetAPIReader(), Cloud: w.cloud, Recorder: w.recorder, Clock: w.clk, Options: w.lifecycleOptions(), Metrics: w.metrics,
 		Registrations: w.registrations,
 	}
 	if w.nominator != nil {
@@ -552,4 +552,12 @@ func profiling(enabled bool) map[string]http.Handler {
 		"/debug/pprof/symbol":  http.HandlerFunc(pprof.Symbol),
 		"/debug/pprof/trace":   http.HandlerFunc(pprof.Trace),
 	}
+}
+
+// lifecycleOptions are the NodeClaim lifecycle's options, with
+// --ignore-dra-requests.
+func (w *wiring) lifecycleOptions() lifecycle.Options {
+	opts := w.cfg.Lifecycle
+	opts.IgnoreDRARequests = w.cfg.IgnoreDRARequests
+	return opts
 }

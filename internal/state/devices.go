@@ -119,17 +119,37 @@ func addResults(r scheduling.Resources, a *resourcev1.AllocationResult) scheduli
 // devices of its ResourceSlices; before its drivers publish (a node
 // launching or initializing, or objects without ResourceSlices), those
 // its instance type would publish.
+//
+// The devices the claims of the pods expected on the node take count
+// too: pods planned onto a node still launching, whose claims
+// kube-scheduler has not allocated yet.
 func (d *DRA) size(sn *scheduling.Node, initialized bool, types []*scheduling.InstanceType) {
+	it := typeOf(sn.Requirements, types)
 	if published, ok := d.published[sn.Name]; ok && !published.IsZero() {
 		sn.Allocatable = sn.Allocatable.Add(published)
-	} else if !initialized || !d.anySlices {
-		if it := typeOf(sn.Requirements, types); it != nil {
-			for _, set := range it.Devices {
-				sn.Allocatable = sn.Allocatable.AddDevices(set.Driver, int64(len(set.Devices)))
-			}
+	} else if (!initialized || !d.anySlices) && it != nil {
+		for _, set := range it.Devices {
+			sn.Allocatable = sn.Allocatable.AddDevices(set.Driver, int64(len(set.Devices)))
 		}
 	}
 	sn.DevicesAllocated = d.allocated[sn.Name]
+	if d.ignore || it == nil || len(it.Devices) == 0 {
+		return
+	}
+	for _, p := range sn.Pods {
+		if p.Spec.NodeName != "" || len(p.Spec.ResourceClaims) == 0 {
+			continue
+		}
+		claims, _, why := d.claimsOf(p)
+		if why != "" || len(claims) == 0 {
+			continue
+		}
+		if results, err := d.allocate(it, claims); err == nil {
+			for i := range results {
+				sn.DevicesAllocated = addResults(sn.DevicesAllocated, &results[i])
+			}
+		}
+	}
 }
 
 // typeOf is the instance type a node's requirements name (one).
@@ -531,4 +551,3 @@ func claimNames(claims []*resourcev1.ResourceClaim) string {
 	}
 	return strings.Join(names, ", ")
 }
-

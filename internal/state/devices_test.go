@@ -216,7 +216,7 @@ func TestExistingNodesDevices(t *testing.T) {
 	for i := range 3 {
 		c := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("run%d-devices", i), Namespace: "default"}}
 		c.Status.Allocation = &resourcev1.AllocationResult{
-			Devices: resourcev1.DeviceAllocationResult{Results: []resourcev1.DeviceRequestAllocationResult{{Request: "gpu", Driver: "gpu.nvidia.com", Pool: "gpu-node", Device: fmt.Sprintf("gpu-%d", i)}}},
+			Devices:      resourcev1.DeviceAllocationResult{Results: []resourcev1.DeviceRequestAllocationResult{{Request: "gpu", Driver: "gpu.nvidia.com", Pool: "gpu-node", Device: fmt.Sprintf("gpu-%d", i)}}},
 			NodeSelector: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"gpu-node"}}}}}}}
 		claims = append(claims, c)
 		running = append(running, pod(fmt.Sprintf("run%d", i), claiming("devices"), on("gpu-node")))

@@ -3,7 +3,10 @@ package state
 import (
 	"encoding/json"
 	"hash/fnv"
+	"maps"
+	"slices"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -128,6 +131,9 @@ func NodeClaimFor(np *v1.NodePool, class *cloudprovider.NodeClass, planned *sche
 	}
 	if prices := cloudprovider.PricesOf(planned.InstanceTypes); prices != nil {
 		annotations[cloudprovider.AnnotationDecidedPrices] = prices.Encode()
+	}
+	if devices := planned.Requests.Devices(); len(devices) > 0 {
+		annotations[v1.AnnotationRequestedDRADrivers] = strings.Join(slices.Sorted(maps.Keys(devices)), ",")
 	}
 	for k, v := range np.Spec.Template.ObjectMeta.Annotations {
 		annotations[k] = v

@@ -93,8 +93,11 @@ func accelerators(s Spec) Accelerators {
 	return a
 }
 
-// devicesOf are the devices the DRA drivers publish on a node of the
-// type: the NVIDIA driver's GPUs, the Neuron driver's devices.
+// Devices are the devices the DRA drivers publish on a node of the type:
+// the NVIDIA driver's GPUs, the Neuron driver's devices (as the catalog
+// knows them: what only a running node knows is left out).
+func Devices(s Spec) []scheduling.DeviceSet { return devicesOf(s) }
+
 func devicesOf(s Spec) []scheduling.DeviceSet {
 	a := accelerators(s)
 	var out []scheduling.DeviceSet

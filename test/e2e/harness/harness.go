@@ -217,6 +217,12 @@ func NodeClass(t *testing.T, sim *runner.Sim, name string) *awsv1.EC2NodeClass {
 // simulated account.
 func PlannedNodes(t *testing.T, scenario string) int {
 	t.Helper()
+	return len(Plan(t, scenario).NodeClaims)
+}
+
+// Plan is what simulate plans for a scenario, in the simulated account.
+func Plan(t *testing.T, scenario string) *whatif.Report {
+	t.Helper()
 	_, manifest, err := scenarios.Load(scenario)
 	if err != nil {
 		t.Fatal(err)
@@ -231,7 +237,7 @@ func PlannedNodes(t *testing.T, scenario string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return len(res.Plan.NodeClaims)
+	return whatif.NewReport(res)
 }
 
 // WhyNodeClaimsStay is, for each NodeClaim in the snapshot, the last

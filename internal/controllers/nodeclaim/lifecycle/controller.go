@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -61,6 +62,9 @@ type Options struct {
 	EphemeralTaintTimeout time.Duration
 	// Poll is how often a NodeClaim waiting for its node is looked at again.
 	Poll time.Duration
+	// IgnoreDRARequests: no NodeClaim waits for DRA drivers to publish
+	// devices (--ignore-dra-requests).
+	IgnoreDRARequests bool
 }
 
 // DefaultOptions are the reference timeouts.
@@ -105,12 +109,31 @@ type Controller struct {
 // changes all of its NodeClaims (drift). Its status changes wake none:
 // at a few thousand NodeClaims each status write of the NodePool would
 // queue all of them ahead of the one whose node just registered.
+//
+// ResourceSlices wake the NodeClaim of their node (initialization waits
+// for the DRA drivers' devices), on clusters that serve them.
 func (c *Controller) SetupWithManager(_ context.Context, mgr manager.Manager) error {
-	return ctrl.ControllerManagedBy(mgr).Named("nodeclaim.lifecycle").For(&v1.NodeClaim{}).
+	b := ctrl.ControllerManagedBy(mgr).Named("nodeclaim.lifecycle").For(&v1.NodeClaim{}).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.claimOfNode)).
 		Watches(&v1.NodePool{}, handler.EnqueueRequestsFromMapFunc(c.claimsOfPool), ctrl.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(c.Cloud.NodeClassObject(), handler.EnqueueRequestsFromMapFunc(c.claimsOfClass)).
-		Complete(c)
+		Watches(c.Cloud.NodeClassObject(), handler.EnqueueRequestsFromMapFunc(c.claimsOfClass))
+	if _, err := mgr.GetRESTMapper().RESTMapping(resourcev1.SchemeGroupVersion.WithKind("ResourceSlice").GroupKind(), resourcev1.SchemeGroupVersion.Version); err == nil && !c.Options.IgnoreDRARequests {
+		b = b.Watches(&resourcev1.ResourceSlice{}, handler.EnqueueRequestsFromMapFunc(c.claimOfSlice))
+	}
+	return b.Complete(c)
+}
+
+// claimOfSlice wakes the NodeClaim of the node a ResourceSlice is on.
+func (c *Controller) claimOfSlice(ctx context.Context, o client.Object) []reconcile.Request {
+	s := o.(*resourcev1.ResourceSlice)
+	if s.Spec.NodeName == nil {
+		return nil
+	}
+	node := &corev1.Node{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: *s.Spec.NodeName}, node); err != nil {
+		return nil
+	}
+	return c.claimOfNode(ctx, node)
 }
 
 func (c *Controller) claimOfNode(ctx context.Context, o client.Object) []reconcile.Request {

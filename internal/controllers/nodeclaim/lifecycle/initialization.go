@@ -3,9 +3,11 @@ package lifecycle
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -21,6 +23,12 @@ func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim, node *cor
 		return nil
 	}
 	status, reason, message := c.initialization(nc, node)
+	if status == metav1.ConditionTrue {
+		var err error
+		if status, reason, message, err = c.devicesPublished(ctx, nc, node); err != nil {
+			return err
+		}
+	}
 	set(&nc.Status.Conditions, now, nc.Generation, v1.ConditionInitialized, status, reason, message)
 	if status != metav1.ConditionTrue || node.Labels[v1.LabelInitialized] == "true" {
 		return nil
@@ -123,4 +131,75 @@ func registeredAt(nc *v1.NodeClaim) time.Time {
 		}
 	}
 	return nc.CreationTimestamp.Time
+}
+
+// devicesPublished is the Initialized condition as far as DRA goes: True
+// once every driver the NodeClaim was launched for (its
+// requested-dra-drivers) has published a complete pool of the node's
+// devices, Unknown before.
+func (c *Controller) devicesPublished(ctx context.Context, nc *v1.NodeClaim, node *corev1.Node) (metav1.ConditionStatus, string, string, error) {
+	wanted := strings.TrimSpace(nc.Annotations[v1.AnnotationRequestedDRADrivers])
+	if wanted == "" || c.Options.IgnoreDRARequests {
+		return metav1.ConditionTrue, v1.ReasonInitialized, "", nil
+	}
+	list := &resourcev1.ResourceSliceList{}
+	if err := c.Client.List(ctx, list); err != nil {
+		return "", "", "", fmt.Errorf("listing ResourceSlices for %s: %w", describeNode(node), err)
+	}
+	complete := completePools(list.Items, node.Name)
+	for _, driver := range strings.Split(wanted, ",") {
+		driver = strings.TrimSpace(driver)
+		if driver == "" || complete[driver] {
+			continue
+		}
+		return metav1.ConditionUnknown, v1.ReasonDRADriverPoolsNotPublished, fmt.Sprintf(
+			"DRA driver %s has not published the devices of %s (no complete pool of ResourceSlices) for the pods' resource claims; "+
+				"its kubelet plugin runs as a DaemonSet: check that the driver is installed, that its DaemonSet tolerates the node's taints and selects it, and its pod's logs on the node",
+			driver, describeNode(node)), nil
+	}
+	return metav1.ConditionTrue, v1.ReasonInitialized, "", nil
+}
+
+// completePools are the drivers that have a complete pool of the node's
+// devices: as many ResourceSlices of the pool's newest generation as the
+// pool says it has.
+func completePools(items []resourcev1.ResourceSlice, node string) map[string]bool {
+	type pool struct{ driver, name string }
+	type seen struct{ generation, count, want int64 }
+	pools := map[pool]*seen{}
+	for i := range items {
+		s := &items[i]
+		if !onNode(s, node) {
+			continue
+		}
+		key := pool{s.Spec.Driver, s.Spec.Pool.Name}
+		p := pools[key]
+		switch {
+		case p == nil || s.Spec.Pool.Generation > p.generation:
+			pools[key] = &seen{generation: s.Spec.Pool.Generation, count: 1, want: s.Spec.Pool.ResourceSliceCount}
+		case s.Spec.Pool.Generation == p.generation:
+			p.count++
+		}
+	}
+	out := map[string]bool{}
+	for key, p := range pools {
+		if p.count >= p.want {
+			out[key.driver] = true
+		}
+	}
+	return out
+}
+
+// onNode reports a ResourceSlice of the node's own devices: it names the
+// node, or the node owns it.
+func onNode(s *resourcev1.ResourceSlice, node string) bool {
+	if s.Spec.NodeName != nil && *s.Spec.NodeName == node {
+		return true
+	}
+	for _, ref := range s.OwnerReferences {
+		if ref.Kind == "Node" && ref.Name == node {
+			return true
+		}
+	}
+	return false
 }

@@ -79,6 +79,9 @@ type Simulator struct {
 	// simulation reports less often, with kube-controller-manager's
 	// node-monitor-grace-period raised to match).
 	Heartbeat time.Duration
+	// DRADelay is how long a DRA driver's kubelet plugin runs on a node
+	// before it has published the node's devices (see DRADriverAnnotation).
+	DRADelay time.Duration
 	// Workers bounds the API writes a tick makes at once (64 when zero).
 	Workers int
 	Log     logr.Logger
@@ -141,6 +144,7 @@ func (s *Simulator) Run(ctx context.Context, interval time.Duration) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return s.every(gctx, interval, "simulated kubelets' nodes", s.tickNodes) })
 	g.Go(func() error { return s.every(gctx, interval, "simulated kubelets' pods", s.tickPods) })
+	g.Go(func() error { return s.every(gctx, interval, "simulated DRA drivers", s.tickDRA) })
 	return g.Wait()
 }
 

@@ -299,7 +299,7 @@ func (s *Sim) prepareControllers(ctx context.Context, opts Options) error {
 // and the spot interruptions the options ask for.
 func (s *Sim) startNodes(ctx context.Context, opts Options) error {
 	s.Kubelets = &kubelet.Simulator{Kube: s.Kube, Reader: s.cache, Account: s.machines, Clock: clock.RealClock{}, BootDelay: opts.BootDelay, BootJitter: opts.BootJitter,
-		Heartbeat: Heartbeat, Log: opts.Log.WithName("kubelets")}
+		Heartbeat: Heartbeat, DRADelay: DRADelay, Log: opts.Log.WithName("kubelets")}
 	if opts.SpotInterruptions.Count > 0 {
 		s.goRun(func() error { return s.interruptSpot(ctx, opts.SpotInterruptions) })
 	}
@@ -651,3 +651,7 @@ func PeakRSSFromStatus(status string) int64 {
 	}
 	return 0
 }
+
+// DRADelay is how long a simulated DRA driver's kubelet plugin runs on a
+// node before the node's devices are published.
+const DRADelay = 3 * time.Second
