@@ -95,6 +95,8 @@ type UnschedulablePod struct {
 	// Ignored: the pod itself keeps it off every node (a volume claim it
 	// cannot use, a term that cannot be read), so no NodePool was tried.
 	Ignored bool
+	// Claims: what keeps it off every node are its resource claims (DRA).
+	Claims bool
 }
 
 // Refusal is why a NodePool takes no new NodeClaim for a pod: Reason for

@@ -283,7 +283,7 @@ func (s *solver) addPending(in Input, attachLimited bool) {
 		}
 		if d := in.Devices[pod]; d != nil {
 			if d.Refused != "" {
-				s.plan.Unschedulable = append(s.plan.Unschedulable, &UnschedulablePod{Pod: pod, Reason: d.Refused, Ignored: true})
+				s.plan.Unschedulable = append(s.plan.Unschedulable, &UnschedulablePod{Pod: pod, Reason: d.Refused, Ignored: true, Claims: true})
 				continue
 			}
 			p.addVolumeTerms(d.Terms)

@@ -318,7 +318,8 @@ func (d *DRA) claimOf(p *corev1.Pod, pc corev1.PodResourceClaim) (*resourcev1.Re
 		if !ok {
 			return nil, fmt.Sprintf("ResourceClaimTemplate %s (spec.resourceClaims %q) does not exist; create it in the pod's namespace", key, pc.Name)
 		}
-		return &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name + "-" + pc.Name}, Spec: *withDefaults(&t.Spec.Spec)}, ""
+		return &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: p.Name + "-" + pc.Name,
+			Annotations: map[string]string{fromTemplate: t.Name}}, Spec: *withDefaults(&t.Spec.Spec)}, ""
 	}
 	return nil, ""
 }
@@ -419,7 +420,7 @@ func (d *DRA) explain(claims []*resourcev1.ResourceClaim, pools []*scheduling.No
 
 // explainRequest says why one request fits no type; "" when it fits one.
 func (d *DRA) explainRequest(c *resourcev1.ResourceClaim, req resourcev1.DeviceRequest, types []*scheduling.InstanceType) string {
-	where := fmt.Sprintf("ResourceClaim %s/%s request %q", c.Namespace, c.Name, req.Name)
+	where := fmt.Sprintf("%s request %q", describeClaim(c), req.Name)
 	alternatives := []resourcev1.DeviceSubRequest{}
 	if req.Exactly != nil {
 		e := req.Exactly
@@ -500,8 +501,8 @@ func (d *DRA) missingClass(claims []*resourcev1.ResourceClaim) string {
 			}
 			for _, name := range names {
 				if _, err := d.classes.Get(name); err != nil {
-					return fmt.Sprintf("ResourceClaim %s/%s request %q: DeviceClass %q does not exist; create it (the NVIDIA GPU driver's chart installs gpu.nvidia.com) or name one of %s",
-						c.Namespace, c.Name, req.Name, name, d.classNames())
+					return fmt.Sprintf("%s request %q: DeviceClass %q does not exist; create it (the NVIDIA GPU driver's chart installs gpu.nvidia.com) or name one of %s",
+						describeClaim(c), req.Name, name, d.classNames())
 				}
 			}
 		}
@@ -547,7 +548,20 @@ func selectorsOf(sel []resourcev1.DeviceSelector) string {
 func claimNames(claims []*resourcev1.ResourceClaim) string {
 	names := make([]string, 0, len(claims))
 	for _, c := range claims {
-		names = append(names, c.Name)
+		names = append(names, describeClaim(c))
 	}
 	return strings.Join(names, ", ")
+}
+
+// fromTemplate marks, on a claim not generated yet, the template it will
+// be made from.
+const fromTemplate = "nodewright.dev/from-template"
+
+// describeClaim names a claim for messages: the template of a claim not
+// generated yet (the same for every pod of a workload).
+func describeClaim(c *resourcev1.ResourceClaim) string {
+	if t, ok := c.Annotations[fromTemplate]; ok {
+		return fmt.Sprintf("ResourceClaimTemplate %s/%s", c.Namespace, t)
+	}
+	return fmt.Sprintf("ResourceClaim %s/%s", c.Namespace, c.Name)
 }

@@ -84,10 +84,10 @@ func TestGPUsByDRA(t *testing.T) {
 	allocatedOnTheirNodes(t, sim)
 
 	// Sixteen GPUs in one claim: no instance type has them.
-	tooMany := &resourcev1.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Name: "sixteen-gpus", Namespace: "ml"},
+	tooMany := &resourcev1.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Name: "sixteen-gpus", Namespace: "default"},
 		Spec: resourcev1.ResourceClaimTemplateSpec{Spec: resourcev1.ResourceClaimSpec{Devices: resourcev1.DeviceClaim{Requests: []resourcev1.DeviceRequest{
 			{Name: "gpus", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "gpu.nvidia.com", AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 16}}}}}}}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "giant", Namespace: "ml"}, Spec: corev1.PodSpec{
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "giant", Namespace: "default"}, Spec: corev1.PodSpec{
 		ResourceClaims: []corev1.PodResourceClaim{{Name: "gpus", ResourceClaimTemplateName: ptr.To("sixteen-gpus")}},
 		Containers:     []corev1.Container{{Name: "c", Image: "public.ecr.aws/example/train:1", Resources: corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: "gpus"}}}}}}}
 	for _, o := range []client.Object{tooMany, pod} {
@@ -98,7 +98,7 @@ func TestGPUsByDRA(t *testing.T) {
 	explained := ""
 	harness.WaitFor(t, "nodewright to explain the sixteen-GPU claim", 2*time.Minute, func() bool {
 		events := &corev1.EventList{}
-		if err := sim.Kube.List(ctx, events, client.InNamespace("ml")); err != nil {
+		if err := sim.Kube.List(ctx, events, client.InNamespace("default")); err != nil {
 			return false
 		}
 		for _, e := range events.Items {
@@ -122,17 +122,17 @@ func TestGPUsByDRA(t *testing.T) {
 	}
 }
 
-// allocatedOnTheirNodes checks that every pod of the ml namespace runs
+// allocatedOnTheirNodes checks that every pod of the default namespace runs
 // with its claim allocated on its own node.
 func allocatedOnTheirNodes(t *testing.T, sim *runner.Sim) {
 	t.Helper()
 	ctx := context.Background()
 	pods := &corev1.PodList{}
-	if err := sim.Kube.List(ctx, pods, client.InNamespace("ml")); err != nil {
+	if err := sim.Kube.List(ctx, pods, client.InNamespace("default")); err != nil {
 		t.Fatal(err)
 	}
 	rcs := &resourcev1.ResourceClaimList{}
-	if err := sim.Kube.List(ctx, rcs, client.InNamespace("ml")); err != nil {
+	if err := sim.Kube.List(ctx, rcs, client.InNamespace("default")); err != nil {
 		t.Fatal(err)
 	}
 	byName := map[string]*resourcev1.ResourceClaim{}

@@ -50,6 +50,8 @@ const (
 	CodeNodeClassNotFound         = "nodeclass-not-found"
 	CodeKubeletConfigRefused      = "kubelet-configuration-refused"
 	CodeUserDataTooLarge          = "userdata-too-large"
+	CodeClaimsUnsatisfiable       = "resource-claims-unsatisfiable"
+	CodeDRADriverMissing          = "dra-driver-not-running"
 	CodeWindowsUserDataUnparsable = userdata.CodeWindowsUnparsable
 	CodeWindowsBootstrapCallFails = userdata.CodeWindowsBootstrapArgsFailed
 )
@@ -61,7 +63,7 @@ var Codes = []string{
 	CodeExtendedResource, CodeRegistrationTimeouts, CodePDBNeverAllows, CodeNodeNeverDisrupted, CodeNodeUnhealthy, CodeNodeRepairHeld,
 	CodeCheckFailed, CodeStalePrices, CodeUserDataFormatNotRead, CodeUserDataSettingOverridden, CodeStartupTaintNeverRemoved,
 	CodeNodeRebootFailed, CodeCapacityBufferNotReady, CodeAMINotFound, CodeNotChecked,
-	CodeNodeClassNotFound, CodeKubeletConfigRefused, CodeUserDataTooLarge,
+	CodeNodeClassNotFound, CodeKubeletConfigRefused, CodeUserDataTooLarge, CodeClaimsUnsatisfiable, CodeDRADriverMissing,
 	CodeWindowsUserDataUnparsable, CodeWindowsBootstrapCallFails, CodeWindowsIPAMOff, CodeWindowsProxyGroup, CodeLinuxPodOnWindows, CodeDaemonSetOnWindows, CodeWindowsPodOnLinux,
 }
 

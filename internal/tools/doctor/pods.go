@@ -49,6 +49,11 @@ func podRule(r *Report, in Input) error {
 		u := first[g.Pods[0]]
 		reason := reasonOf(u)
 		what := describeGroup(g)
+		if u.Claims {
+			r.add(Finding{Code: CodeClaimsUnsatisfiable, Severity: Error, Object: groupObject(g), Message: fmt.Sprintf("%s claim devices no node can have: %s", what, reason),
+				Evidence: podNames(g) + ": " + reason, Fix: claimsFix(reason)})
+			continue
+		}
 		msg := fmt.Sprintf("%s fit no NodePool: %s", what, reason)
 		fix := noPoolFix(in, res.Snapshot)
 		if closest, ok := closestRefusal(u.Refusals); ok {
@@ -58,6 +63,7 @@ func podRule(r *Report, in Input) error {
 		r.add(Finding{Code: CodePodIncompatible, Severity: Error, Object: groupObject(g), Message: msg,
 			Evidence: podNames(g) + ": " + reason, Fix: fix})
 	}
+	draDriverRule(r, in, res)
 	windowsPlacementRule(r, res.Plan)
 	windowsDaemonSetRule(r, in, res.Snapshot.NodePools)
 	return nil

@@ -1,0 +1,122 @@
+package doctor
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+
+	"github.com/nodewright/nodewright/internal/scheduling"
+	"github.com/nodewright/nodewright/internal/state"
+	"github.com/nodewright/nodewright/internal/tools/whatif"
+)
+
+// claimsFix is what to change for pods whose claims no node can meet,
+// by the planner's reason.
+func claimsFix(reason string) string {
+	switch {
+	case reason == state.IgnoredReason:
+		return "run the controller without --ignore-dra-requests (or IGNORE_DRA_REQUESTS=false) to have nodes planned for the claims"
+	case strings.Contains(reason, "does not exist"):
+		return "create the DeviceClass or ResourceClaimTemplate named (the NVIDIA GPU DRA driver's chart installs DeviceClass gpu.nvidia.com), or name one that exists"
+	case strings.Contains(reason, "no instance type the NodePools admit has any"):
+		return "admit a GPU or accelerator family in a NodePool the pods can use, for example karpenter.k8s.aws/instance-family In [g6, g5, g4dn]"
+	case strings.Contains(reason, "asks for"):
+		return "ask for no more devices than the largest admitted type has, or admit a family with more (p4d, p5: 8 GPUs)"
+	case strings.Contains(reason, "match no device"), strings.Contains(reason, "selects no device"):
+		return "correct the selector (the NVIDIA driver's attributes: productName such as 'NVIDIA A10G' or 'Tesla T4', architecture, cudaComputeCapability, and capacity memory), or admit a family that has such a GPU"
+	}
+	return "change the claims or the NodePools so that an admitted instance type has the devices the claims ask for"
+}
+
+// pluginMarkers are what a DRA driver's kubelet plugin DaemonSet is
+// recognised by: its name or image.
+var pluginMarkers = map[string][]string{
+	"gpu.nvidia.com": {"dra-driver-gpu", "k8s-dra-driver"},
+	"neuron.aws.com": {"neuron-dra", "dra-driver-neuron"},
+}
+
+// simDriverAnnotation marks the simulated drivers of nodewright sim.
+const simDriverAnnotation = "sim.nodewright.dev/dra-driver"
+
+// draDriverRule checks, for each driver whose devices the plan launches
+// nodes for, that its kubelet plugin will run on them: a node already
+// publishes its devices, or a DaemonSet of the input is the driver's
+// and runs on the NodePool.
+func draDriverRule(r *Report, in Input, res *whatif.Result) {
+	need := map[string][]string{} // driver → NodePools launching for it
+	for _, c := range res.Plan.NodeClaims {
+		for driver := range c.Requests.Devices() {
+			if !slices.Contains(need[driver], c.NodePool) {
+				need[driver] = append(need[driver], c.NodePool)
+			}
+		}
+	}
+	pools := map[string]*scheduling.NodePool{}
+	for _, np := range res.Snapshot.NodePools {
+		pools[np.Name] = np
+	}
+	for _, driver := range slices.Sorted(func(yield func(string) bool) {
+		for d := range need {
+			if !yield(d) {
+				return
+			}
+		}
+	}) {
+		plugins := pluginsOf(in.Objects.DaemonSets, driver)
+		switch {
+		case len(plugins) == 0 && publishes(in, driver):
+			continue // a node publishes its devices: the driver runs
+		case len(plugins) == 0 && len(in.Objects.DaemonSets) == 0:
+			r.add(Finding{Code: CodeNotChecked, Severity: Info, Object: "NodePool/" + need[driver][0],
+				Message:  fmt.Sprintf("nodes are planned for pods that claim %s devices, and the input holds no DaemonSets: whether the driver's kubelet plugin runs on them was not checked", driver),
+				Evidence: "no DaemonSet and no ResourceSlice of " + driver + " in the input",
+				Fix:      "include the DaemonSets (kubectl get daemonsets -A -o yaml) or run doctor against the cluster"})
+		case len(plugins) == 0:
+			r.add(Finding{Code: CodeDRADriverMissing, Severity: Error, Object: "NodePool/" + need[driver][0],
+				Message: fmt.Sprintf("nodes are planned for pods that claim %s devices, and neither does a node publish them nor is a DaemonSet of the input the driver's kubelet plugin: "+
+					"the NodeClaims would stay Initialized=Unknown (DRADriverPoolsNotPublished) and the pods Pending", driver),
+				Evidence: fmt.Sprintf("NodePools %s; no ResourceSlice of %s; DaemonSets: %d, none named or built like %s", strings.Join(need[driver], ", "), driver, len(in.Objects.DaemonSets), strings.Join(pluginMarkers[driver], " or ")),
+				Fix:      "install the driver (for gpu.nvidia.com, NVIDIA's nvidia-dra-driver-gpu Helm chart) so that its kubelet plugin runs on the GPU nodes"})
+		default:
+			for _, name := range need[driver] {
+				if np := pools[name]; np != nil && !slices.ContainsFunc(plugins, func(ds *appsv1.DaemonSet) bool { return scheduling.DaemonSetRunsOn(np, ds) }) {
+					r.add(Finding{Code: CodeDRADriverMissing, Severity: Error, Object: "NodePool/" + name,
+						Message: fmt.Sprintf("DaemonSet %s/%s, %s's kubelet plugin, does not run on NodePool %s's nodes: the NodeClaims launched for the pods' claims would stay Initialized=Unknown (DRADriverPoolsNotPublished)",
+							plugins[0].Namespace, plugins[0].Name, driver, name),
+						Evidence: fmt.Sprintf("NodePool %s taints %v", name, np.Taints),
+						Fix:      "let the DaemonSet tolerate the NodePool's taints and select its nodes (tolerations, nodeSelector, affinity)"})
+				}
+			}
+		}
+	}
+}
+
+// pluginsOf are the DaemonSets that are a driver's kubelet plugin.
+func pluginsOf(sets []*appsv1.DaemonSet, driver string) []*appsv1.DaemonSet {
+	var out []*appsv1.DaemonSet
+	for _, ds := range sets {
+		if ds.Spec.Template.Annotations[simDriverAnnotation] == driver {
+			out = append(out, ds)
+			continue
+		}
+		text := ds.Name
+		for _, c := range ds.Spec.Template.Spec.Containers {
+			text += " " + c.Image
+		}
+		for _, m := range pluginMarkers[driver] {
+			if strings.Contains(text, m) {
+				out = append(out, ds)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// publishes reports a ResourceSlice of the driver in the input.
+func publishes(in Input, driver string) bool {
+	return slices.ContainsFunc(in.Objects.ResourceSlices, func(s *resourcev1.ResourceSlice) bool { return s.Spec.Driver == driver })
+}

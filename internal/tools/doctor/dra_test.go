@@ -1,0 +1,95 @@
+package doctor
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/nodewright/nodewright/internal/tools/whatif"
+	"github.com/nodewright/nodewright/scenarios"
+)
+
+// draInput is the dra-gpu scenario, changed as a user might have it.
+func draInput(t *testing.T, change func(string) string) Input {
+	t.Helper()
+	_, manifest, err := scenarios.Load("dra-gpu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs := &whatif.Objects{}
+	if err := objs.Load("dra-gpu.yaml", bytes.NewReader([]byte(change(string(manifest))))); err != nil {
+		t.Fatal(err)
+	}
+	return Input{Objects: objs}
+}
+
+// withoutDaemonSets drops the driver's DaemonSet from a manifest.
+func withoutDaemonSets(m string) string {
+	docs := strings.Split(m, "\n---\n")
+	out := docs[:0]
+	for _, d := range docs {
+		if !strings.Contains(d, "kind: DaemonSet") {
+			out = append(out, d)
+		}
+	}
+	return strings.Join(out, "\n---\n")
+}
+
+func TestDRARules(t *testing.T) {
+	same := func(m string) string { return m }
+	r := diagnose(t, draInput(t, same))
+	expectNone(t, r, CodeClaimsUnsatisfiable, CodeDRADriverMissing, CodeNotChecked, CodePodIncompatible)
+
+	// Sixteen GPUs, and a DeviceClass that does not exist.
+	r = diagnose(t, draInput(t, func(m string) string {
+		m = strings.Replace(m, "count: 2", "count: 16", 1)
+		return strings.Replace(m, "          exactly:\n            deviceClassName: gpu.nvidia.com\n---", "          exactly:\n            deviceClassName: gpu.example.com\n---", 1)
+	}))
+	if fs := only(r, CodeClaimsUnsatisfiable); len(fs) != 2 {
+		t.Fatalf("want a finding for each Deployment, got %+v", r.Findings)
+	}
+	for _, f := range only(r, CodeClaimsUnsatisfiable) {
+		switch f.Object {
+		case "Deployment/default/train":
+			if !strings.Contains(f.Message, `ResourceClaimTemplate default/two-gpus request "gpus": it asks for 16 devices`) || !strings.Contains(f.Fix, "ask for no more devices") {
+				t.Errorf("train: %+v", f)
+			}
+		case "Deployment/default/infer":
+			if !strings.Contains(f.Message, `DeviceClass "gpu.example.com" does not exist`) || !strings.Contains(f.Fix, "create the DeviceClass") {
+				t.Errorf("infer: %+v", f)
+			}
+		default:
+			t.Errorf("finding on %s", f.Object)
+		}
+	}
+
+	// A NodePool without GPU families.
+	r = diagnose(t, draInput(t, func(m string) string {
+		return strings.Replace(m, `values: ["g4dn", "g5", "g6", "g6e", "p4d", "p5"]`, `values: ["m7i", "c7i"]`, 1)
+	}))
+	if fs := only(r, CodeClaimsUnsatisfiable); len(fs) != 2 || !strings.Contains(fs[0].Message, "no instance type the NodePools admit has any") || !strings.Contains(fs[1].Fix, "admit a GPU or accelerator family") {
+		t.Errorf("NodePool without GPU families: %+v", r.Findings)
+	}
+
+	// No driver DaemonSet: with other DaemonSets, an error; with none at
+	// all, not checked.
+	r = diagnose(t, draInput(t, func(m string) string {
+		return withoutDaemonSets(m) + "\n---\napiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: aws-node, namespace: kube-system}\nspec:\n  selector: {matchLabels: {k8s-app: aws-node}}\n  template:\n    metadata: {labels: {k8s-app: aws-node}}\n    spec:\n      containers: [{name: aws-node, image: 602401143452.dkr.ecr.us-east-1.amazonaws.com/amazon-k8s-cni:v1.20.0}]\n"
+	}))
+	expectOne(t, r, CodeDRADriverMissing, Error, "NodePool/gpu", "gpu.nvidia.com", "DRADriverPoolsNotPublished", "install the driver")
+	r = diagnose(t, draInput(t, withoutDaemonSets))
+	expectOne(t, r, CodeNotChecked, Info, "NodePool/gpu", "input holds no DaemonSets", "kubectl get daemonsets")
+
+	// The driver's DaemonSet, as NVIDIA's chart names it, without a
+	// toleration of the GPU NodePool's taint.
+	r = diagnose(t, draInput(t, func(m string) string {
+		m = strings.Replace(m, "      tolerations:\n        - operator: Exists\n", "", 1)
+		m = strings.Replace(m, "        sim.nodewright.dev/dra-driver: gpu.nvidia.com\n", "        app.kubernetes.io/part-of: nvidia-dra-driver-gpu\n", 1)
+		m = strings.Replace(m, "      requirements:\n        - key: karpenter.k8s.aws/instance-family", "      taints:\n        - {key: nvidia.com/gpu, effect: NoSchedule}\n      requirements:\n        - key: karpenter.k8s.aws/instance-family", 1)
+		return strings.ReplaceAll(m, "      containers:\n        - name: server", "      tolerations: [{key: nvidia.com/gpu, operator: Exists}]\n      containers:\n        - name: server")
+	}))
+	r2 := only(r, CodeDRADriverMissing)
+	if len(r2) != 1 || !strings.Contains(r2[0].Message, "does not run on NodePool gpu's nodes") || !strings.Contains(r2[0].Fix, "tolerate the NodePool's taints") {
+		t.Errorf("untolerated driver: %+v", r.Findings)
+	}
+}
