@@ -40,6 +40,8 @@ type Replacement struct {
 	CapacityType string  `json:"capacityType"`
 	Zone         string  `json:"zone"`
 	PricePerHour float64 `json:"pricePerHour"`
+	// Devices are the devices (DRA) the pods it is for claim, by driver.
+	Devices map[string]int64 `json:"devices,omitempty"`
 }
 
 // BlockedNode is a node that stays, and why.
@@ -76,7 +78,8 @@ func Disrupt(o *Objects, resolver *nodeclass.Resolver, gates Gates) (*Disruption
 	for _, c := range d.Commands {
 		cmd := DisruptionCommand{Reason: string(c.Reason), Nodes: c.NodeNames(), Replacements: []Replacement{}, SavingsPerHour: round(c.Savings)}
 		for _, p := range c.Replacements {
-			cmd.Replacements = append(cmd.Replacements, Replacement{InstanceType: p.InstanceType.Name, CapacityType: p.Offering.CapacityType, Zone: p.Offering.Zone, PricePerHour: round(p.Offering.Price)})
+			cmd.Replacements = append(cmd.Replacements, Replacement{InstanceType: p.InstanceType.Name, CapacityType: p.Offering.CapacityType, Zone: p.Offering.Zone, PricePerHour: round(p.Offering.Price),
+				Devices: p.Requests.Devices()})
 		}
 		r.Disruptions = append(r.Disruptions, cmd)
 	}

@@ -83,6 +83,9 @@ type RoundNode struct {
 	Node     string `json:"node"`
 	NodePool string `json:"nodePool"`
 	Pods     int    `json:"pods"`
+	// Devices are the devices (DRA) its pods' claims hold, by driver:
+	// they move with the pods.
+	Devices map[string]int64 `json:"devices,omitempty"`
 }
 
 // PlanBlocked is a drifted node the rollout does not replace, why, and
@@ -418,12 +421,17 @@ func (p *planner) rollout(r *PlanReport, snap *state.Snapshot) error {
 		grace := time.Duration(0)
 		for _, c := range cmds {
 			for _, n := range c.Nodes {
-				rd.Nodes = append(rd.Nodes, RoundNode{Node: n.Name, NodePool: n.NodePool, Pods: len(n.Reschedulable())})
+				rn := RoundNode{Node: n.Name, NodePool: n.NodePool, Pods: len(n.Reschedulable())}
+				if sn := n.Scheduling(); sn != nil {
+					rn.Devices = sn.DevicesAllocated.Devices()
+				}
+				rd.Nodes = append(rd.Nodes, rn)
 				grace = max(grace, longestGrace(n))
 			}
 			rd.PodsMoved += c.Pods
 			for _, pl := range c.Replacements {
-				rd.Replacements = append(rd.Replacements, Replacement{InstanceType: pl.InstanceType.Name, CapacityType: pl.Offering.CapacityType, Zone: pl.Offering.Zone, PricePerHour: round(pl.Offering.Price)})
+				rd.Replacements = append(rd.Replacements, Replacement{InstanceType: pl.InstanceType.Name, CapacityType: pl.Offering.CapacityType, Zone: pl.Offering.Zone, PricePerHour: round(pl.Offering.Price),
+					Devices: pl.Requests.Devices()})
 				rd.PricePerHour += pl.Offering.Price
 			}
 		}

@@ -63,11 +63,11 @@ func (r *PlanReport) writeRounds(tw io.Writer) {
 		}
 		nodes := make([]string, 0, len(rd.Nodes))
 		for _, x := range rd.Nodes {
-			nodes = append(nodes, fmt.Sprintf("%s (%d pods)", x.Node, x.Pods))
+			nodes = append(nodes, fmt.Sprintf("%s (%d pods%s)", x.Node, x.Pods, withDevices(x.Devices)))
 		}
 		repl := make([]string, 0, len(rd.Replacements))
 		for _, x := range rd.Replacements {
-			repl = append(repl, fmt.Sprintf("%s %s %s $%.4f/h", x.InstanceType, x.CapacityType, x.Zone, x.PricePerHour))
+			repl = append(repl, fmt.Sprintf("%s %s %s $%.4f/h%s", x.InstanceType, x.CapacityType, x.Zone, x.PricePerHour, withDevices(x.Devices)))
 		}
 		if len(repl) == 0 {
 			repl = append(repl, "no replacement")
@@ -105,4 +105,12 @@ func (r *PlanReport) writeOutcome(tw io.Writer) {
 	for _, warn := range r.Warnings {
 		fmt.Fprintf(tw, "warning: %s\n", warn)
 	}
+}
+
+// withDevices prints devices by driver after a comma, "" for none.
+func withDevices(devices map[string]int64) string {
+	if len(devices) == 0 {
+		return ""
+	}
+	return ", devices " + devicesText(devices)
 }
