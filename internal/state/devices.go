@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -171,16 +172,35 @@ func typeOf(reqs scheduling.Requirements, types []*scheduling.InstanceType) *sch
 // pods that have claims.
 func (d *DRA) demand(pods []*corev1.Pod, pools []*scheduling.NodePool) map[*corev1.Pod]*scheduling.DeviceDemand {
 	var out map[*corev1.Pod]*scheduling.DeviceDemand
+	var c *candidates
 	for _, p := range pods {
 		if len(p.Spec.ResourceClaims) == 0 {
 			continue
 		}
 		if out == nil {
-			out = map[*corev1.Pod]*scheduling.DeviceDemand{}
+			out, c = map[*corev1.Pod]*scheduling.DeviceDemand{}, newCandidates(pools)
 		}
-		out[p] = d.ofPod(p, pools)
+		out[p] = d.ofPod(p, c)
 	}
 	return out
+}
+
+// candidates are the instance types with devices the NodePools can
+// launch, with the cheapest price of each, and what claims took on them
+// (the pods of a workload have the same claims: they are evaluated once).
+type candidates struct {
+	pools []*scheduling.NodePool
+	types []*scheduling.InstanceType
+	price map[*scheduling.InstanceType]float64
+	fits  map[string]*scheduling.DeviceDemand
+}
+
+func newCandidates(pools []*scheduling.NodePool) *candidates {
+	c := &candidates{pools: pools, types: instanceTypes(pools), price: map[*scheduling.InstanceType]float64{}, fits: map[string]*scheduling.DeviceDemand{}}
+	for _, it := range c.types {
+		c.price[it] = lowestPrice(it, pools)
+	}
+	return c
 }
 
 // IgnoredReason is why a pod with resource claims is not planned with
@@ -190,7 +210,7 @@ const IgnoredReason = "the pod has resource claims (DRA) and --ignore-dra-reques
 
 // ofPod is what one pod's claims require: the node an allocated claim is
 // on; for the others, an instance type whose devices satisfy them all.
-func (d *DRA) ofPod(p *corev1.Pod, pools []*scheduling.NodePool) *scheduling.DeviceDemand {
+func (d *DRA) ofPod(p *corev1.Pod, c *candidates) *scheduling.DeviceDemand {
 	if d.ignore {
 		return &scheduling.DeviceDemand{Refused: IgnoredReason}
 	}
@@ -206,12 +226,46 @@ func (d *DRA) ofPod(p *corev1.Pod, pools []*scheduling.NodePool) *scheduling.Dev
 	if len(claims) == 0 {
 		return out
 	}
+	fit := d.fit(claims, c)
+	if fit.Refused != "" {
+		return fit
+	}
+	out.Requests = fit.Requests
+	out.Terms = append(out.Terms, fit.Terms...)
+	return out
+}
+
+// fit is where claims not allocated yet can be: the instance types whose
+// devices satisfy them, and the devices they take.
+func (d *DRA) fit(claims []*resourcev1.ResourceClaim, c *candidates) *scheduling.DeviceDemand {
+	key := claimsKey(claims)
+	if f, ok := c.fits[key]; ok {
+		return f
+	}
+	f := d.evaluate(claims, c)
+	c.fits[key] = f
+	return f
+}
+
+// claimsKey identifies claims by what they ask and how they are named.
+func claimsKey(claims []*resourcev1.ResourceClaim) string {
+	var b strings.Builder
+	for _, c := range claims {
+		spec, _ := json.Marshal(c.Spec)
+		b.WriteString(describeClaim(c))
+		b.Write(spec)
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+func (d *DRA) evaluate(claims []*resourcev1.ResourceClaim, c *candidates) *scheduling.DeviceDemand {
 	if why := d.missingClass(claims); why != "" {
 		return &scheduling.DeviceDemand{Refused: why}
 	}
 	fits := map[*scheduling.InstanceType]scheduling.Resources{}
 	var cheapest *scheduling.InstanceType
-	for _, it := range instanceTypes(pools) {
+	for _, it := range c.types {
 		results, err := d.allocate(it, claims)
 		if err != nil {
 			return &scheduling.DeviceDemand{Refused: fmt.Sprintf("the pod's resource claims cannot be evaluated: %v", err)}
@@ -224,18 +278,18 @@ func (d *DRA) ofPod(p *corev1.Pod, pools []*scheduling.NodePool) *scheduling.Dev
 			took = addResults(took, &results[i])
 		}
 		fits[it] = took
-		if cheapest == nil || lowestPrice(it, pools) < lowestPrice(cheapest, pools) {
+		if cheapest == nil || c.price[it] < c.price[cheapest] {
 			cheapest = it
 		}
 	}
 	if cheapest == nil {
-		return &scheduling.DeviceDemand{Refused: d.explain(claims, pools)}
+		return &scheduling.DeviceDemand{Refused: d.explain(claims, c.types)}
 	}
 	// The devices the allocator takes can differ by type (a prioritized
 	// list takes the first alternative a type has): the pod asks for
 	// what it takes on the cheapest type, and goes to the types where it
 	// takes no more.
-	out.Requests = fits[cheapest]
+	out := &scheduling.DeviceDemand{Requests: fits[cheapest]}
 	var admitted []string
 	for it, took := range fits {
 		if took.Fits(out.Requests) {
@@ -402,8 +456,7 @@ func ptrTo[T any](v T) *T { return &v }
 // explain says why no instance type the NodePools admit satisfies the
 // claims: a DeviceClass missing, the request whose selectors match no
 // device, or the count no type has, with the closest type.
-func (d *DRA) explain(claims []*resourcev1.ResourceClaim, pools []*scheduling.NodePool) string {
-	types := instanceTypes(pools)
+func (d *DRA) explain(claims []*resourcev1.ResourceClaim, types []*scheduling.InstanceType) string {
 	if len(types) == 0 {
 		return "the pod's resource claims need devices, and no instance type the NodePools admit has any: " +
 			"admit a GPU or accelerator family (for example karpenter.k8s.aws/instance-family In [g6, g5]) in a NodePool the pod can use"
