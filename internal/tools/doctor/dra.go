@@ -18,17 +18,17 @@ import (
 func claimsFix(reason string) string {
 	switch {
 	case reason == state.IgnoredReason:
-		return "run the controller without --ignore-dra-requests (or IGNORE_DRA_REQUESTS=false) to have nodes planned for the claims"
+		return "remove --ignore-dra-requests from the nodewright Deployment's container args (or set IGNORE_DRA_REQUESTS=false there)"
 	case strings.Contains(reason, "does not exist"):
-		return "create the DeviceClass or ResourceClaimTemplate named (the NVIDIA GPU DRA driver's chart installs DeviceClass gpu.nvidia.com), or name one that exists"
+		return "install the driver's Helm chart, which creates its DeviceClass (gpu.nvidia.com for NVIDIA's), or change spec.spec.devices.requests[].exactly.deviceClassName in the ResourceClaimTemplate to a class that exists (kubectl get deviceclasses)"
 	case strings.Contains(reason, "no instance type the NodePools admit has any"):
-		return "admit a GPU or accelerator family in a NodePool the pods can use, for example karpenter.k8s.aws/instance-family In [g6, g5, g4dn]"
+		return "add GPU families (g6, g5, g4dn) to the values of karpenter.k8s.aws/instance-family in spec.template.spec.requirements, or give the pods a toleration of a GPU NodePool's taints"
 	case strings.Contains(reason, "asks for"):
-		return "ask for no more devices than the largest admitted type has, or admit a family with more (p4d, p5: 8 GPUs)"
+		return "lower spec.spec.devices.requests[].exactly.count in the ResourceClaimTemplate, or add a family with eight GPUs per node (p4d, p5) to the NodePool's karpenter.k8s.aws/instance-family values"
 	case strings.Contains(reason, "match no device"), strings.Contains(reason, "selects no device"):
-		return "correct the selector (the NVIDIA driver's attributes: productName such as 'NVIDIA A10G' or 'Tesla T4', architecture, cudaComputeCapability, and capacity memory), or admit a family that has such a GPU"
+		return "correct the CEL in spec.spec.devices.requests[].exactly.selectors of the ResourceClaimTemplate (what the NVIDIA driver publishes: productName such as 'NVIDIA A10G', architecture, cudaComputeCapability; capacity memory), or add a family with such a GPU to the NodePool"
 	}
-	return "change the claims or the NodePools so that an admitted instance type has the devices the claims ask for"
+	return "change spec.spec.devices.requests of the ResourceClaimTemplate, or the NodePool's spec.template.spec.requirements, so that one instance type holds every request"
 }
 
 // pluginMarkers are what a DRA driver's kubelet plugin DaemonSet is
@@ -73,13 +73,13 @@ func draDriverRule(r *Report, in Input, res *whatif.Result) {
 			r.add(Finding{Code: CodeNotChecked, Severity: Info, Object: "NodePool/" + need[driver][0],
 				Message:  fmt.Sprintf("nodes are planned for pods that claim %s devices, and the input holds no DaemonSets: whether the driver's kubelet plugin runs on them was not checked", driver),
 				Evidence: "no DaemonSet and no ResourceSlice of " + driver + " in the input",
-				Fix:      "include the DaemonSets (kubectl get daemonsets -A -o yaml) or run doctor against the cluster"})
+				Fix:      "run doctor against the cluster, or add each DaemonSet manifest to the input (kubectl get daemonsets -A -o yaml)"})
 		case len(plugins) == 0:
 			r.add(Finding{Code: CodeDRADriverMissing, Severity: Error, Object: "NodePool/" + need[driver][0],
 				Message: fmt.Sprintf("nodes are planned for pods that claim %s devices, and neither does a node publish them nor is a DaemonSet of the input the driver's kubelet plugin: "+
 					"the NodeClaims would stay Initialized=Unknown (DRADriverPoolsNotPublished) and the pods Pending", driver),
 				Evidence: fmt.Sprintf("NodePools %s; no ResourceSlice of %s; DaemonSets: %d, none named or built like %s", strings.Join(need[driver], ", "), driver, len(in.Objects.DaemonSets), strings.Join(pluginMarkers[driver], " or ")),
-				Fix:      "install the driver (for gpu.nvidia.com, NVIDIA's nvidia-dra-driver-gpu Helm chart) so that its kubelet plugin runs on the GPU nodes"})
+				Fix:      "install the driver's kubelet plugin DaemonSet (for gpu.nvidia.com, NVIDIA's nvidia-dra-driver-gpu Helm chart) with tolerations of the NodePool's taints"})
 		default:
 			for _, name := range need[driver] {
 				if np := pools[name]; np != nil && !slices.ContainsFunc(plugins, func(ds *appsv1.DaemonSet) bool { return scheduling.DaemonSetRunsOn(np, ds) }) {

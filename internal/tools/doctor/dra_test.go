@@ -51,11 +51,11 @@ func TestDRARules(t *testing.T) {
 	for _, f := range only(r, CodeClaimsUnsatisfiable) {
 		switch f.Object {
 		case "Deployment/default/train":
-			if !strings.Contains(f.Message, `ResourceClaimTemplate default/two-gpus request "gpus": it asks for 16 devices`) || !strings.Contains(f.Fix, "ask for no more devices") {
+			if !strings.Contains(f.Message, `ResourceClaimTemplate default/two-gpus request "gpus": it asks for 16 devices`) || !strings.Contains(f.Fix, "lower spec.spec.devices.requests[].exactly.count") {
 				t.Errorf("train: %+v", f)
 			}
 		case "Deployment/default/infer":
-			if !strings.Contains(f.Message, `DeviceClass "gpu.example.com" does not exist`) || !strings.Contains(f.Fix, "create the DeviceClass") {
+			if !strings.Contains(f.Message, `DeviceClass "gpu.example.com" does not exist`) || !strings.Contains(f.Fix, "deviceClassName") {
 				t.Errorf("infer: %+v", f)
 			}
 		default:
@@ -67,7 +67,7 @@ func TestDRARules(t *testing.T) {
 	r = diagnose(t, draInput(t, func(m string) string {
 		return strings.Replace(m, `values: ["g4dn", "g5", "g6", "g6e", "p4d", "p5"]`, `values: ["m7i", "c7i"]`, 1)
 	}))
-	if fs := only(r, CodeClaimsUnsatisfiable); len(fs) != 2 || !strings.Contains(fs[0].Message, "no instance type the NodePools admit has any") || !strings.Contains(fs[1].Fix, "admit a GPU or accelerator family") {
+	if fs := only(r, CodeClaimsUnsatisfiable); len(fs) != 2 || !strings.Contains(fs[0].Message, "no instance type the NodePools admit has any") || !strings.Contains(fs[1].Fix, "add GPU families") {
 		t.Errorf("NodePool without GPU families: %+v", r.Findings)
 	}
 
@@ -76,9 +76,9 @@ func TestDRARules(t *testing.T) {
 	r = diagnose(t, draInput(t, func(m string) string {
 		return withoutDaemonSets(m) + "\n---\napiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: aws-node, namespace: kube-system}\nspec:\n  selector: {matchLabels: {k8s-app: aws-node}}\n  template:\n    metadata: {labels: {k8s-app: aws-node}}\n    spec:\n      containers: [{name: aws-node, image: 602401143452.dkr.ecr.us-east-1.amazonaws.com/amazon-k8s-cni:v1.20.0}]\n"
 	}))
-	expectOne(t, r, CodeDRADriverMissing, Error, "NodePool/gpu", "gpu.nvidia.com", "DRADriverPoolsNotPublished", "install the driver")
+	expectOne(t, r, CodeDRADriverMissing, Error, "NodePool/gpu", "gpu.nvidia.com", "DRADriverPoolsNotPublished", "install the driver's kubelet plugin DaemonSet")
 	r = diagnose(t, draInput(t, withoutDaemonSets))
-	expectOne(t, r, CodeNotChecked, Info, "NodePool/gpu", "input holds no DaemonSets", "kubectl get daemonsets")
+	expectOne(t, r, CodeNotChecked, Info, "NodePool/gpu", "input holds no DaemonSets", "kubectl get daemonsets", "run doctor against the cluster")
 
 	// The driver's DaemonSet, as NVIDIA's chart names it, without a
 	// toleration of the GPU NodePool's taint.
