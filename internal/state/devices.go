@@ -527,7 +527,15 @@ func (d *DRA) explainAlternative(c *resourcev1.ResourceClaim, alt resourcev1.Dev
 		return "" // all devices of any type that has one
 	}
 	best, bestType := int64(0), ""
-	for n := int64(1); n <= alt.Count; n++ {
+	most := int64(0) // no type can take more devices than it has
+	for _, it := range types {
+		var n int64
+		for _, set := range it.Devices {
+			n += int64(len(set.Devices))
+		}
+		most = max(most, n)
+	}
+	for n := int64(1); n <= min(alt.Count, most); n++ {
 		it, err := try(alt.Selectors, n)
 		if err != nil || it == nil {
 			break
