@@ -2,6 +2,8 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -70,12 +72,125 @@ type NodeOverlaySpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(x, !(x in ['cpu', 'memory', 'ephemeral-storage', 'pods']))",message="capacity adds extended resources; cpu, memory, ephemeral-storage and pods come from the instance type"
 	// +optional
 	Capacity corev1.ResourceList `json:"capacity,omitempty"`
+	// DynamicResources declares the devices DRA drivers publish on nodes
+	// of the selected instance types, for drivers or types the built-in
+	// catalog does not describe (or describes otherwise): per driver,
+	// the overlay of highest weight replaces what the catalog says. The
+	// shape of the NodeOverlay DRA proposal; the reference's published
+	// v1alpha1 NodeOverlay does not have this field yet.
+	// +optional
+	DynamicResources *DynamicResources `json:"dynamicResources,omitempty"`
 	// Weight orders overlays selecting the same instance type: each field
 	// comes from the highest weight that sets it.
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=10000
 	// +optional
 	Weight *int32 `json:"weight,omitempty"`
+}
+
+// DynamicResources are the devices DRA drivers publish on a node: one
+// ResourceSlice template per driver, and attributes devices share
+// although their values are known only on the node.
+type DynamicResources struct {
+	// ResourceSliceTemplates are the slices the drivers publish, one per
+	// driver.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:XValidation:rule="self.all(x, self.exists_one(y, y.spec.driver == x.spec.driver))",message="one template per driver: put a driver's devices in one template"
+	// +listType=atomic
+	// +required
+	ResourceSliceTemplates []ResourceSliceTemplate `json:"resourceSliceTemplates"`
+	// AttributeBindings name devices that will have the same value of
+	// attributes (a PCIe root, a NUMA node) whatever the value is, so
+	// that claims constraining them to match (matchAttribute) are planned
+	// on these types.
+	// +kubebuilder:validation:MaxItems=32
+	// +listType=atomic
+	// +optional
+	AttributeBindings []AttributeBinding `json:"attributeBindings,omitempty"`
+}
+
+// ResourceSliceTemplate is what one DRA driver publishes on a node.
+type ResourceSliceTemplate struct {
+	// Metadata names the template, for attributeBindings.
+	// +optional
+	Metadata TemplateMetadata `json:"metadata,omitzero"`
+	// Spec is the slice's driver and devices, as a ResourceSlice's.
+	// +required
+	Spec ResourceSliceTemplateSpec `json:"spec"`
+}
+
+// TemplateMetadata names a ResourceSliceTemplate.
+type TemplateMetadata struct {
+	// Name of the template, unique in the overlay.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Name string `json:"name,omitempty"`
+}
+
+// ResourceSliceTemplateSpec is a driver and the devices it publishes on
+// the node (devices reachable only from the node itself).
+type ResourceSliceTemplateSpec struct {
+	// Driver is the DRA driver's name, as its DeviceClasses select it
+	// (device.driver).
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	// +required
+	Driver string `json:"driver"`
+	// Devices the driver publishes on the node.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=128
+	// +listType=atomic
+	// +required
+	Devices []TemplateDevice `json:"devices"`
+}
+
+// TemplateDevice is one device of a ResourceSliceTemplate, as a
+// ResourceSlice's device.
+type TemplateDevice struct {
+	// Name of the device, a DNS label unique in the template.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +required
+	Name string `json:"name"`
+	// Attributes of the device, which claims' selectors read.
+	// +optional
+	Attributes map[resourcev1.QualifiedName]resourcev1.DeviceAttribute `json:"attributes,omitempty"`
+	// Capacity of the device, which claims' selectors read.
+	// +optional
+	Capacity map[resourcev1.QualifiedName]DeviceCapacity `json:"capacity,omitempty"`
+}
+
+// DeviceCapacity is how much of a capacity a device has.
+type DeviceCapacity struct {
+	// Value of the capacity.
+	// +required
+	Value resource.Quantity `json:"value"`
+}
+
+// AttributeBinding says that devices share the values of attributes.
+type AttributeBinding struct {
+	// Attributes whose values the devices share, as claims name them in
+	// matchAttribute (domain/name).
+	// +kubebuilder:validation:MinItems=1
+	// +listType=atomic
+	// +required
+	Attributes []resourcev1.FullyQualifiedName `json:"attributes"`
+	// DeviceSelectors are the devices, by template and device name.
+	// +kubebuilder:validation:MinItems=2
+	// +listType=atomic
+	// +required
+	DeviceSelectors []DeviceSelector `json:"deviceSelectors"`
+}
+
+// DeviceSelector names a device of a ResourceSliceTemplate.
+type DeviceSelector struct {
+	// ResourceSliceTemplate is the template's metadata.name.
+	// +required
+	ResourceSliceTemplate string `json:"resourceSliceTemplate"`
+	// Device is the device's name in the template.
+	// +required
+	Device string `json:"device"`
 }
 
 // NodeSelectorRequirement is one requirement of an overlay.
@@ -118,4 +233,8 @@ const (
 	// ReasonConflict means an overlay of the same weight sets a field
 	// differently for an instance type.
 	ReasonConflict = "Conflict"
+	// ReasonInvalidDynamicResources means the overlay's dynamicResources
+	// break a rule the API cannot check (a binding naming no device, an
+	// attribute with two values); they do not apply, the rest does.
+	ReasonInvalidDynamicResources = "InvalidDynamicResources"
 )

@@ -1,7 +1,9 @@
 package scheduling
 
 import (
+	"slices"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
@@ -11,29 +13,80 @@ import (
 // devices on a node, among the resources it accounts for.
 const deviceResourcePrefix = "devices/"
 
-// DeviceResource is the resource that counts the devices of a DRA driver
-// on a node; false for a driver the scheduler does not count.
-func DeviceResource(driver string) (corev1.ResourceName, bool) {
-	name := corev1.ResourceName(deviceResourcePrefix + driver)
-	return name, resourceIndex(name) >= 0
+// extraDriverSlot names the device resources of drivers the catalog does
+// not know, bound to a driver when it is first counted.
+const extraDriverSlot = "extra-"
+
+// extraDrivers are the drivers bound to the extra slots, in slot order.
+var extraDrivers struct {
+	sync.RWMutex
+	names []string
 }
 
-// CountedDrivers are the DRA drivers whose devices the scheduler counts.
-func CountedDrivers() []string {
-	var out []string
-	for _, name := range resourceNames {
-		if driver, ok := strings.CutPrefix(string(name), deviceResourcePrefix); ok {
-			out = append(out, driver)
-		}
+// deviceIndex is the index of the resource counting the driver's devices,
+// binding a free extra slot to a driver the catalog does not know; -1
+// when every slot is taken.
+func deviceIndex(driver string) int {
+	if i := resourceIndex(corev1.ResourceName(deviceResourcePrefix + driver)); i >= 0 && !strings.HasPrefix(driver, extraDriverSlot) {
+		return i
 	}
-	return out
+	first := resourceIndex(deviceResourcePrefix + extraDriverSlot + "1")
+	extraDrivers.RLock()
+	i := slices.Index(extraDrivers.names, driver)
+	extraDrivers.RUnlock()
+	if i >= 0 {
+		return first + i
+	}
+	extraDrivers.Lock()
+	defer extraDrivers.Unlock()
+	if i := slices.Index(extraDrivers.names, driver); i >= 0 {
+		return first + i
+	}
+	if first+len(extraDrivers.names) >= numResources {
+		return -1
+	}
+	extraDrivers.names = append(extraDrivers.names, driver)
+	return first + len(extraDrivers.names) - 1
 }
+
+// driverAt is the driver whose devices resource i counts; "" for none.
+func driverAt(i int) string {
+	name, ok := strings.CutPrefix(string(resourceNames[i]), deviceResourcePrefix)
+	if !ok || !strings.HasPrefix(name, extraDriverSlot) {
+		return name
+	}
+	first := resourceIndex(deviceResourcePrefix + extraDriverSlot + "1")
+	extraDrivers.RLock()
+	defer extraDrivers.RUnlock()
+	if i-first < len(extraDrivers.names) {
+		return extraDrivers.names[i-first]
+	}
+	return ""
+}
+
+// resourceNameAt names resource i for messages: a driver's devices by
+// the driver.
+func resourceNameAt(i int) corev1.ResourceName {
+	if isDeviceIndex(i) {
+		return corev1.ResourceName(deviceResourcePrefix + driverAt(i))
+	}
+	return resourceNames[i]
+}
+
+// CountsDevicesOf reports whether the scheduler counts the driver's
+// devices: every driver the catalog knows and, beyond those, as many
+// others as it has slots for (MaxExtraDrivers).
+func CountsDevicesOf(driver string) bool { return deviceIndex(driver) >= 0 }
+
+// MaxExtraDrivers is how many DRA drivers the catalog does not know the
+// scheduler counts the devices of.
+const MaxExtraDrivers = 4
 
 // AddDevices returns r with n more devices of the driver; r unchanged for
-// a driver the scheduler does not count.
+// a driver the scheduler cannot count (see CountsDevicesOf).
 func (r Resources) AddDevices(driver string, n int64) Resources {
-	if name, ok := DeviceResource(driver); ok {
-		r[resourceIndex(name)] += n
+	if i := deviceIndex(driver); i >= 0 {
+		r[i] += n
 	}
 	return r
 }
@@ -45,8 +98,9 @@ func isDeviceIndex(i int) bool {
 // Devices returns the device counts of r by driver, omitting zeros.
 func (r Resources) Devices() map[string]int64 {
 	var out map[string]int64
-	for i, name := range resourceNames {
-		if driver, ok := strings.CutPrefix(string(name), deviceResourcePrefix); ok && r[i] != 0 {
+	for i := range resourceNames {
+		if isDeviceIndex(i) && r[i] != 0 {
+			driver := driverAt(i)
 			if out == nil {
 				out = map[string]int64{}
 			}

@@ -461,7 +461,7 @@ func describeNeed(need, daemon Resources) string {
 	s := fmt.Sprintf("%s CPU / %s", formatCPU(need.CPU()), formatMemory(need.Memory()))
 	for i := podsIndex + 1; i < numResources; i++ {
 		if need[i] > 0 && i != 3 {
-			s += fmt.Sprintf(" / %d %s", need[i], resourceNames[i])
+			s += fmt.Sprintf(" / %d %s", need[i], resourceNameAt(i))
 		}
 	}
 	if !daemon.IsZero() {

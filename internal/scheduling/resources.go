@@ -36,6 +36,12 @@ var resourceNames = [...]corev1.ResourceName{
 	deviceResourcePrefix + "neuron.aws.com",
 	deviceResourcePrefix + "gpu.amd.com",
 	deviceResourcePrefix + "dra.net",
+	// Drivers the catalog does not know (a NodeOverlay declares their
+	// devices) take these in the order they are first counted.
+	deviceResourcePrefix + extraDriverSlot + "1",
+	deviceResourcePrefix + extraDriverSlot + "2",
+	deviceResourcePrefix + extraDriverSlot + "3",
+	deviceResourcePrefix + extraDriverSlot + "4",
 }
 
 const numResources = len(resourceNames)
@@ -174,10 +180,10 @@ func (r Resources) quantity(i int) resource.Quantity {
 // String prints the non-zero quantities, such as "cpu=1500m memory=3Gi pods=2".
 func (r Resources) String() string {
 	var parts []string
-	for i, name := range resourceNames {
+	for i := range resourceNames {
 		if r[i] != 0 {
 			q := r.quantity(i)
-			parts = append(parts, string(name)+"="+q.String())
+			parts = append(parts, string(resourceNameAt(i))+"="+q.String())
 		}
 	}
 	return strings.Join(parts, " ")
@@ -187,10 +193,10 @@ func (r Resources) String() string {
 // quantities, for messages.
 func (r Resources) Exceeding(capacity Resources) []string {
 	var out []string
-	for i, name := range resourceNames {
+	for i := range resourceNames {
 		if r[i] > capacity[i] {
 			want, have := r.quantity(i), capacity.quantity(i)
-			out = append(out, fmt.Sprintf("%s %s > %s", name, want.String(), have.String()))
+			out = append(out, fmt.Sprintf("%s %s > %s", resourceNameAt(i), want.String(), have.String()))
 		}
 	}
 	return out
@@ -211,9 +217,9 @@ func (r Resources) WithPods(n int64) Resources {
 // Missing names the resources r asks for that capacity has none of.
 func (r Resources) Missing(capacity Resources) []corev1.ResourceName {
 	var out []corev1.ResourceName
-	for i, name := range resourceNames {
+	for i := range resourceNames {
 		if r[i] > 0 && capacity[i] == 0 {
-			out = append(out, name)
+			out = append(out, resourceNameAt(i))
 		}
 	}
 	return out

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/structured"
 
+	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/scheduling"
 )
 
@@ -265,10 +267,14 @@ func (d *DRA) evaluate(claims []*resourcev1.ResourceClaim, c *candidates) *sched
 	}
 	fits := map[*scheduling.InstanceType]scheduling.Resources{}
 	var cheapest *scheduling.InstanceType
+	var failed error
 	for _, it := range c.types {
+		// An error (a selector reading an attribute a type's devices lack)
+		// rules out that type, as kube-scheduler rules out such a node.
 		results, err := d.allocate(it, claims)
 		if err != nil {
-			return &scheduling.DeviceDemand{Refused: fmt.Sprintf("the pod's resource claims cannot be evaluated: %v", err)}
+			failed = cmp.Or(failed, fmt.Errorf("on %s: %w", it.Name, err))
+			continue
 		}
 		if results == nil {
 			continue
@@ -282,6 +288,9 @@ func (d *DRA) evaluate(claims []*resourcev1.ResourceClaim, c *candidates) *sched
 			cheapest = it
 		}
 	}
+	if cheapest == nil && failed != nil {
+		return &scheduling.DeviceDemand{Refused: fmt.Sprintf("the pod's resource claims cannot be evaluated %v; guard the selector with has() or fix it", failed)}
+	}
 	if cheapest == nil {
 		return &scheduling.DeviceDemand{Refused: d.explain(claims, c.types)}
 	}
@@ -290,15 +299,55 @@ func (d *DRA) evaluate(claims []*resourcev1.ResourceClaim, c *candidates) *sched
 	// what it takes on the cheapest type, and goes to the types where it
 	// takes no more.
 	out := &scheduling.DeviceDemand{Requests: fits[cheapest]}
-	var admitted []string
+	admitted := map[*scheduling.InstanceType]bool{}
 	for it, took := range fits {
 		if took.Fits(out.Requests) {
-			admitted = append(admitted, it.Name)
+			admitted[it] = true
 		}
 	}
-	slices.Sort(admitted)
-	out.Terms = append(out.Terms, []scheduling.Requirements{
-		scheduling.NewRequirements(corev1.NodeSelectorRequirement{Key: scheduling.LabelInstanceType, Operator: corev1.NodeSelectorOpIn, Values: slices.Compact(admitted)})})
+	out.Terms = append(out.Terms, c.terms(admitted))
+	return out
+}
+
+// terms are the alternatives that admit the instance types: by name
+// where every NodePool's type of that name is admitted, by name and
+// NodePool where NodeOverlays give a name different devices in
+// different NodePools.
+func (c *candidates) terms(admitted map[*scheduling.InstanceType]bool) []scheduling.Requirements {
+	everywhere := map[string]bool{}
+	for it := range admitted {
+		everywhere[it.Name] = true
+	}
+	for _, it := range c.types {
+		if !admitted[it] {
+			everywhere[it.Name] = false
+		}
+	}
+	var anywhere []string
+	for name, all := range everywhere {
+		if all {
+			anywhere = append(anywhere, name)
+		}
+	}
+	var out []scheduling.Requirements
+	if len(anywhere) > 0 {
+		slices.Sort(anywhere)
+		out = append(out, scheduling.NewRequirements(corev1.NodeSelectorRequirement{Key: scheduling.LabelInstanceType, Operator: corev1.NodeSelectorOpIn, Values: anywhere}))
+	}
+	for _, np := range c.pools {
+		var names []string
+		for _, it := range np.InstanceTypes {
+			if admitted[it] && !everywhere[it.Name] {
+				names = append(names, it.Name)
+			}
+		}
+		if len(names) > 0 {
+			slices.Sort(names)
+			out = append(out, scheduling.NewRequirements(
+				corev1.NodeSelectorRequirement{Key: scheduling.LabelInstanceType, Operator: corev1.NodeSelectorOpIn, Values: slices.Compact(names)},
+				corev1.NodeSelectorRequirement{Key: v1.LabelNodePool, Operator: corev1.NodeSelectorOpIn, Values: []string{np.Name}}))
+		}
+	}
 	return out
 }
 
@@ -453,6 +502,15 @@ func slicesOf(it *scheduling.InstanceType) []*resourcev1.ResourceSlice {
 
 func ptrTo[T any](v T) *T { return &v }
 
+// describeRequests names a constraint's requests ("all requests" when
+// it names none).
+func describeRequests(names []string) string {
+	if len(names) == 0 {
+		return "the devices of all its requests"
+	}
+	return "the devices of requests " + strings.Join(names, ", ")
+}
+
 // explain says why no instance type the NodePools admit satisfies the
 // claims: a DeviceClass missing, the request whose selectors match no
 // device, or the count no type has, with the closest type.
@@ -465,6 +523,15 @@ func (d *DRA) explain(claims []*resourcev1.ResourceClaim, types []*scheduling.In
 		for _, req := range c.Spec.Devices.Requests {
 			if why := d.explainRequest(c, req, types); why != "" {
 				return why
+			}
+		}
+	}
+	for _, c := range claims {
+		for _, con := range c.Spec.Devices.Constraints {
+			if con.MatchAttribute != nil {
+				return fmt.Sprintf("%s: every request has devices on some instance type the NodePools admit, but none has devices that meet the claim's constraint "+
+					"that %s match (matchAttribute %s): if the devices share it on the node, say so with a NodeOverlay's dynamicResources.attributeBindings",
+					describeClaim(c), describeRequests(con.Requests), *con.MatchAttribute)
 			}
 		}
 	}

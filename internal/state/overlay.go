@@ -46,6 +46,9 @@ type OverlayEffect struct {
 	// Unsupported are capacity resources the scheduler does not account
 	// for: pods requesting them stay pending.
 	Unsupported []string
+	// InvalidDevices says what is wrong with its dynamicResources, which
+	// then do not apply; empty when they are valid or absent.
+	InvalidDevices string
 }
 
 // OverlayConflict is a field two overlays of one weight set differently
@@ -70,13 +73,11 @@ func ApplyOverlays(np *v1.NodePool, types []*scheduling.InstanceType, overlays O
 	}
 	reqs := make([]scheduling.Requirements, len(overlays))
 	for i, o := range overlays {
-		reqs[i] = scheduling.Requirements{}
-		for _, r := range o.Spec.Requirements {
-			reqs[i].Add(scheduling.NewRequirement(r.Key, r.Operator, r.Values...))
-		}
+		reqs[i] = overlayRequirements(o)
 		if effects[o.Name] == nil {
 			effects[o.Name] = &OverlayEffect{}
 		}
+		overlayDeviceEffects(o, effects[o.Name])
 		for name := range o.Spec.Capacity {
 			if _, unknown := scheduling.ParseResources(corev1.ResourceList{name: o.Spec.Capacity[name]}); len(unknown) > 0 && !slices.Contains(effects[o.Name].Unsupported, string(name)) {
 				effects[o.Name].Unsupported = append(effects[o.Name].Unsupported, string(name))
@@ -94,6 +95,15 @@ func ApplyOverlays(np *v1.NodePool, types []*scheduling.InstanceType, overlays O
 	return out
 }
 
+// overlayRequirements are an overlay's requirements.
+func overlayRequirements(o *v1alpha1.NodeOverlay) scheduling.Requirements {
+	reqs := scheduling.Requirements{}
+	for _, r := range o.Spec.Requirements {
+		reqs.Add(scheduling.NewRequirement(r.Key, r.Operator, r.Values...))
+	}
+	return reqs
+}
+
 // overlayType applies the overlays to one instance type.
 func overlayType(it *scheduling.InstanceType, poolLabels map[string]string, overlays Overlays, reqs []scheduling.Requirements, effects map[string]*OverlayEffect) *scheduling.InstanceType {
 	o := &overlaying{it: it, poolLabels: poolLabels, overlays: overlays, reqs: reqs, effects: effects, touched: map[string]bool{}}
@@ -101,6 +111,7 @@ func overlayType(it *scheduling.InstanceType, poolLabels map[string]string, over
 		o.price(oi)
 	}
 	o.capacity()
+	o.devices()
 	for name := range o.touched {
 		effects[name].Types = append(effects[name].Types, it.Name)
 	}

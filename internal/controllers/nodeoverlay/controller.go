@@ -25,6 +25,7 @@ import (
 	"github.com/nodewright/nodewright/api/v1alpha1"
 	"github.com/nodewright/nodewright/internal/conditions"
 	"github.com/nodewright/nodewright/internal/listing"
+	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
 )
 
@@ -84,11 +85,19 @@ func setReady(o *v1alpha1.NodeOverlay, e *state.OverlayEffect, now metav1.Time) 
 		e = &state.OverlayEffect{}
 	}
 	cond := metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonReady, ObservedGeneration: o.Generation, LastTransitionTime: now}
+	capacity, drivers := splitUnsupported(e.Unsupported)
 	switch {
-	case len(e.Unsupported) > 0:
+	case e.InvalidDevices != "":
+		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonInvalidDynamicResources
+		cond.Message = fmt.Sprintf("%s; its dynamicResources do not apply, the rest of the overlay does (%s)", e.InvalidDevices, describeTypes(e.Types))
+	case len(capacity) > 0:
 		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonUnsupportedCapacity
 		cond.Message = fmt.Sprintf("capacity %s is not a resource the scheduler accounts for (it knows cpu, memory, pods, ephemeral-storage, hugepages-2Mi, hugepages-1Gi and the GPU, Neuron, EFA and pod-ENI resources); pods requesting it stay pending. The rest of the overlay applies (%s)",
-			strings.Join(e.Unsupported, ", "), describeTypes(e.Types))
+			strings.Join(capacity, ", "), describeTypes(e.Types))
+	case len(drivers) > 0:
+		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonUnsupportedCapacity
+		cond.Message = fmt.Sprintf("the %s: the scheduler counts the devices of the drivers its catalog knows and of %d others, which other overlays' drivers take; pods claiming them stay pending. Declare fewer drivers the catalog does not know. The rest of the overlay applies (%s)",
+			strings.Join(drivers, ", "), scheduling.MaxExtraDrivers, describeTypes(e.Types))
 	case len(e.Conflicts) > 0:
 		parts := make([]string, 0, len(e.Conflicts))
 		for _, c := range e.Conflicts {
@@ -100,6 +109,19 @@ func setReady(o *v1alpha1.NodeOverlay, e *state.OverlayEffect, now metav1.Time) 
 		cond.Message = describeTypes(e.Types)
 	}
 	conditions.Set(&o.Status.Conditions, cond)
+}
+
+// splitUnsupported separates extended resources from the drivers whose
+// devices the scheduler cannot count.
+func splitUnsupported(names []string) (capacity, drivers []string) {
+	for _, n := range names {
+		if strings.HasPrefix(n, "devices of ") {
+			drivers = append(drivers, n)
+		} else {
+			capacity = append(capacity, n)
+		}
+	}
+	return capacity, drivers
 }
 
 // describeTypes names the instance types an overlay changes.

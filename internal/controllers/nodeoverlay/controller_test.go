@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -62,6 +63,20 @@ func TestOverlaidPriceDecidesTheLaunch(t *testing.T) {
 		overlay("fuse", 0, "m5.large", func(s *v1alpha1.NodeOverlaySpec) {
 			s.Capacity = corev1.ResourceList{"example.com/fuse": resource.MustParse("1")}
 		}),
+		overlay("fpga", 0, "m5.large", func(s *v1alpha1.NodeOverlaySpec) {
+			s.DynamicResources = &v1alpha1.DynamicResources{ResourceSliceTemplates: []v1alpha1.ResourceSliceTemplate{{
+				Spec: v1alpha1.ResourceSliceTemplateSpec{Driver: "fpga.example.com", Devices: []v1alpha1.TemplateDevice{{Name: "fpga-0",
+					Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{"model": {StringValue: ptr.To("vu9p")}},
+					Capacity:   map[resourcev1.QualifiedName]v1alpha1.DeviceCapacity{"memory": {Value: resource.MustParse("64Gi")}}}}}}}}
+		}),
+		overlay("broken-binding", 0, "m5.large", func(s *v1alpha1.NodeOverlaySpec) {
+			s.DynamicResources = &v1alpha1.DynamicResources{
+				ResourceSliceTemplates: []v1alpha1.ResourceSliceTemplate{{Metadata: v1alpha1.TemplateMetadata{Name: "gpus"},
+					Spec: v1alpha1.ResourceSliceTemplateSpec{Driver: "gpu.example.com", Devices: []v1alpha1.TemplateDevice{{Name: "gpu-0"}}}}},
+				AttributeBindings: []v1alpha1.AttributeBinding{{Attributes: []resourcev1.FullyQualifiedName{"resource.kubernetes.io/pcieRoot"},
+					DeviceSelectors: []v1alpha1.DeviceSelector{{ResourceSliceTemplate: "gpus", Device: "gpu-0"}, {ResourceSliceTemplate: "nics", Device: "nic-0"}}}},
+			}
+		}),
 	} {
 		e.Create(t, o)
 	}
@@ -93,6 +108,9 @@ func TestOverlaidPriceDecidesTheLaunch(t *testing.T) {
 		"a-tie":    {"True", "Ready", "applies to 1 instance type(s): c5.large"},
 		"b-tie":    {"False", "Conflict", "overlay a-tie of the same weight sets the price of c5.large differently and wins (by name); give the overlays different weights"},
 		"fuse":     {"False", "UnsupportedCapacity", "capacity example.com/fuse is not a resource the scheduler accounts for"},
+		"fpga":     {"True", "Ready", "applies to 1 instance type(s): m5.large"},
+		"broken-binding": {"False", "InvalidDynamicResources",
+			`spec.dynamicResources.attributeBindings[0].deviceSelectors[1].resourceSliceTemplate "nics": no template has this metadata.name`},
 	}
 	got := map[string]*metav1.Condition{}
 	defer func() {

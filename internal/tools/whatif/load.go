@@ -525,6 +525,9 @@ func checkOverlay(ov *v1alpha1.NodeOverlay) error {
 	if err := state.ValidateOverlayPrice(ov.Spec); err != nil {
 		return fmt.Errorf("NodeOverlay %s: %w", ov.Name, err)
 	}
+	if err := state.ValidateOverlayDevices(ov.Spec); err != nil {
+		return fmt.Errorf("NodeOverlay %s: %w", ov.Name, err)
+	}
 	return nil
 }
 

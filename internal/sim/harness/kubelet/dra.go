@@ -9,11 +9,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/nodewright/nodewright/api/v1alpha1"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
+	"github.com/nodewright/nodewright/internal/scheduling"
+	"github.com/nodewright/nodewright/internal/state"
 )
 
 // DRADriverAnnotation marks, on a DaemonSet's pod template, the DRA
@@ -107,8 +111,12 @@ func (s *Simulator) publish(ctx context.Context, driver, nodeName string) error 
 	if !ok {
 		return nil
 	}
+	sets, err := s.overlaid(ctx, node.Labels, instancetypes.Devices(spec))
+	if err != nil {
+		return err
+	}
 	var devices []resourcev1.Device
-	for _, set := range instancetypes.Devices(spec) {
+	for _, set := range sets {
 		if set.Driver == driver {
 			devices = running(driver, nodeName, set.Devices)
 		}
@@ -127,6 +135,23 @@ func (s *Simulator) publish(ctx context.Context, driver, nodeName string) error 
 		return fmt.Errorf("publishing %s's devices of %s: %w", driver, nodeName, err)
 	}
 	return nil
+}
+
+// overlaid are a node's devices with those the NodeOverlays selecting it
+// declare: the simulated hardware has what the user says it has.
+func (s *Simulator) overlaid(ctx context.Context, labels map[string]string, catalog []scheduling.DeviceSet) ([]scheduling.DeviceSet, error) {
+	list := &v1alpha1.NodeOverlayList{}
+	if err := s.reader().List(ctx, list); err != nil {
+		if meta.IsNoMatchError(err) {
+			return catalog, nil
+		}
+		return nil, err
+	}
+	overlays := make([]*v1alpha1.NodeOverlay, 0, len(list.Items))
+	for i := range list.Items {
+		overlays = append(overlays, &list.Items[i])
+	}
+	return state.OverlaidDevices(labels, catalog, state.SortOverlays(overlays)), nil
 }
 
 // running adds to the catalog's devices what the driver reads from the
