@@ -20,7 +20,7 @@ import (
 // extensions are the fields nodewright's CRDs have and the reference's do
 // not, each with why; none may be in spec but those in specProposals.
 var extensions = map[string]string{
-	"NodeOverlay .spec.dynamicResources": "devices DRA drivers publish on instance types the catalog does not describe, in the shape of the reference's NodeOverlay DRA proposal (designs/node-overlay-dra.md), which its published v1alpha1 CRD does not have yet",
+	"NodeOverlay .spec.dynamicResources":   "devices DRA drivers publish on instance types the catalog does not describe, in the shape of the reference's NodeOverlay DRA proposal (designs/node-overlay-dra.md), which its published v1alpha1 CRD does not have yet",
 	"NodePool .status.registrationBackoff": "how long the NodePool waits after nodes failed to register, and why: shown by kubectl and doctor while launches back off",
 	"NodePool .status.driftBackoff":        "a drift rollout paused after replacements failed, and how to resume it",
 	"EC2NodeClass .status.placementGroup":  "the placement group spec.placementGroupSelector resolved to, with its strategy, as the launch uses it",

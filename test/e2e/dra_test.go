@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -122,6 +123,56 @@ func TestGPUsByDRA(t *testing.T) {
 	}
 }
 
+// TestDevicesDeclaredByOverlays: NodeOverlays declare the RDMA NICs the
+// DRANET driver publishes on three EFA types, which the catalog does not
+// describe. Pods claiming one each get the cheapest of those types, as
+// simulate plans them, and nothing else does; the simulated driver
+// publishes what the overlays declare, kube-scheduler allocates every
+// claim there and every pod runs.
+func TestDevicesDeclaredByOverlays(t *testing.T) {
+	planned := map[string]int{}
+	for _, c := range harness.Plan(t, "dra-overlay").NodeClaims {
+		planned[c.InstanceType]++
+	}
+	if planned["c5n.9xlarge"] != 3 || len(planned) != 2 {
+		t.Errorf("simulate planned %v, want each MPI pod on a c5n.9xlarge (the cheapest type an overlay gives an RDMA NIC) and the web pods on one general node", planned)
+	}
+	sim, steps := harness.RunSteps(t, "dra-overlay", 4*time.Minute, nil)
+	if snap := steps[0].Snapshot; !snap.Done() {
+		t.Fatalf("the pods did not all run: %v", snap.Problems)
+	}
+	launched := map[string]int{}
+	for _, inst := range sim.Account.Instances() {
+		launched[string(inst.InstanceType)]++
+	}
+	if !maps.Equal(launched, planned) {
+		t.Errorf("launched %v, simulate planned %v", launched, planned)
+	}
+	claims := &v1.NodeClaimList{}
+	if err := sim.Kube.List(context.Background(), claims); err != nil {
+		t.Fatal(err)
+	}
+	for _, nc := range claims.Items {
+		want := map[bool]string{true: "dra.net"}[nc.Labels[corev1.LabelInstanceTypeStable] == "c5n.9xlarge"]
+		if got := nc.Annotations[v1.AnnotationRequestedDRADrivers]; got != want {
+			t.Errorf("NodeClaim %s (%s): requested DRA drivers %q, want %q", nc.Name, nc.Labels[corev1.LabelInstanceTypeStable], got, want)
+		}
+	}
+	published := &resourcev1.ResourceSliceList{}
+	if err := sim.Kube.List(context.Background(), published); err != nil {
+		t.Fatal(err)
+	}
+	for _, sl := range published.Items {
+		if sl.Spec.Driver != "dra.net" || len(sl.Spec.Devices) != 1 || sl.Spec.Devices[0].Name != "efa0" {
+			t.Errorf("ResourceSlice %s: driver %s, devices %+v; want the overlay's one RDMA NIC", sl.Name, sl.Spec.Driver, sl.Spec.Devices)
+		}
+	}
+	if len(published.Items) != 3 {
+		t.Errorf("%d ResourceSlices, want one per c5n.9xlarge node", len(published.Items))
+	}
+	allocatedOnTheirNodes(t, sim)
+}
+
 // allocatedOnTheirNodes checks that every pod of the default namespace runs
 // with its claim allocated on its own node.
 func allocatedOnTheirNodes(t *testing.T, sim *runner.Sim) {
@@ -140,7 +191,7 @@ func allocatedOnTheirNodes(t *testing.T, sim *runner.Sim) {
 		byName[rcs.Items[i].Name] = &rcs.Items[i]
 	}
 	for _, p := range pods.Items {
-		if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
+		if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning || len(p.Spec.ResourceClaims) == 0 {
 			continue
 		}
 		if len(p.Status.ResourceClaimStatuses) != 1 || p.Status.ResourceClaimStatuses[0].ResourceClaimName == nil {
@@ -161,7 +212,7 @@ func allocatedOnTheirNodes(t *testing.T, sim *runner.Sim) {
 		if on != p.Spec.NodeName {
 			t.Errorf("pod %s runs on %s, its claim %s is allocated on %q", p.Name, p.Spec.NodeName, rc.Name, on)
 		}
-		if want := map[string]int{"infer": 1, "train": 2}[p.Labels["app"]]; len(rc.Status.Allocation.Devices.Results) != want {
+		if want := map[string]int{"infer": 1, "train": 2, "mpi": 1}[p.Labels["app"]]; len(rc.Status.Allocation.Devices.Results) != want {
 			t.Errorf("pod %s: %d devices allocated, want %d", p.Name, len(rc.Status.Allocation.Devices.Results), want)
 		}
 	}
