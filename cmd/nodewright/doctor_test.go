@@ -127,3 +127,26 @@ func TestDoctorTableAndFlags(t *testing.T) {
 		}
 	}
 }
+
+// doctor plans as the controller does with --ignore-dra-requests: the
+// GPU pods it would leave pending are named, with the flag to change;
+// without it, the same manifests have no such finding.
+func TestDoctorIgnoreDRARequests(t *testing.T) {
+	codes := func(args ...string) map[string]string {
+		report, _ := doctorOn(t, append([]string{"-f", "../../scenarios/dra-gpu.yaml"}, args...)...)
+		out := map[string]string{}
+		for _, f := range report.Findings {
+			out[f.Code] += f.Object + " " + f.Fix + "\n"
+		}
+		return out
+	}
+	if got := codes()["resource-claims-unsatisfiable"]; got != "" {
+		t.Errorf("without the flag: resource-claims-unsatisfiable %q, want none", got)
+	}
+	got := codes("--ignore-dra-requests")["resource-claims-unsatisfiable"]
+	for _, want := range []string{"Deployment/default/infer", "Deployment/default/train", "--ignore-dra-requests"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("with the flag: resource-claims-unsatisfiable %q, want %q", got, want)
+		}
+	}
+}

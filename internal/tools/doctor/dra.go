@@ -2,6 +2,7 @@ package doctor
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -36,6 +37,7 @@ func claimsFix(reason string) string {
 var pluginMarkers = map[string][]string{
 	"gpu.nvidia.com": {"dra-driver-gpu", "k8s-dra-driver"},
 	"neuron.aws.com": {"neuron-dra", "dra-driver-neuron"},
+	"dra.net":        {"dranet"},
 }
 
 // simDriverAnnotation marks the simulated drivers of nodewright sim.
@@ -74,6 +76,11 @@ func draDriverRule(r *Report, in Input, res *whatif.Result) {
 				Message:  fmt.Sprintf("nodes are planned for pods that claim %s devices, and the input holds no DaemonSets: whether the driver's kubelet plugin runs on them was not checked", driver),
 				Evidence: "no DaemonSet and no ResourceSlice of " + driver + " in the input",
 				Fix:      "run doctor against the cluster, or add each DaemonSet manifest to the input (kubectl get daemonsets -A -o yaml)"})
+		case len(plugins) == 0 && len(pluginMarkers[driver]) == 0:
+			r.add(Finding{Code: CodeNotChecked, Severity: Info, Object: "NodePool/" + need[driver][0],
+				Message:  fmt.Sprintf("nodes are planned for pods that claim %s devices; doctor recognises the kubelet plugins of %s by their DaemonSet's name or image and not %s's, so whether it runs on them was not checked", driver, strings.Join(slices.Sorted(maps.Keys(pluginMarkers)), ", "), driver),
+				Evidence: fmt.Sprintf("NodePools %s; no ResourceSlice of %s in the input", strings.Join(need[driver], ", "), driver),
+				Fix:      fmt.Sprintf("once a node has launched, check that the driver publishes its devices: kubectl get resourceslices --field-selector spec.driver=%s", driver)})
 		case len(plugins) == 0:
 			r.add(Finding{Code: CodeDRADriverMissing, Severity: Error, Object: "NodePool/" + need[driver][0],
 				Message: fmt.Sprintf("nodes are planned for pods that claim %s devices, and neither does a node publish them nor is a DaemonSet of the input the driver's kubelet plugin: "+
@@ -86,7 +93,7 @@ func draDriverRule(r *Report, in Input, res *whatif.Result) {
 					r.add(Finding{Code: CodeDRADriverMissing, Severity: Error, Object: "NodePool/" + name,
 						Message: fmt.Sprintf("DaemonSet %s/%s, %s's kubelet plugin, does not run on NodePool %s's nodes: the NodeClaims launched for the pods' claims would stay Initialized=Unknown (DRADriverPoolsNotPublished)",
 							plugins[0].Namespace, plugins[0].Name, driver, name),
-						Evidence: fmt.Sprintf("NodePool %s taints %v", name, np.Taints),
+						Evidence: fmt.Sprintf("NodePool %s taints %v; DaemonSet %s/%s taken for %s's plugin by %s", name, np.Taints, plugins[0].Namespace, plugins[0].Name, driver, recognisedBy(plugins[0], driver)),
 						Fix:      "let the DaemonSet tolerate the NodePool's taints and select its nodes (tolerations, nodeSelector, affinity)"})
 				}
 			}
@@ -114,6 +121,14 @@ func pluginsOf(sets []*appsv1.DaemonSet, driver string) []*appsv1.DaemonSet {
 		}
 	}
 	return out
+}
+
+// recognisedBy says how a DaemonSet was taken for a driver's plugin.
+func recognisedBy(ds *appsv1.DaemonSet, driver string) string {
+	if ds.Spec.Template.Annotations[simDriverAnnotation] == driver {
+		return "its pod template's annotation " + simDriverAnnotation
+	}
+	return "its name or image containing " + strings.Join(pluginMarkers[driver], " or ")
 }
 
 // publishes reports a ResourceSlice of the driver in the input.

@@ -89,7 +89,35 @@ func TestDRARules(t *testing.T) {
 		return strings.ReplaceAll(m, "      containers:\n        - name: server", "      tolerations: [{key: nvidia.com/gpu, operator: Exists}]\n      containers:\n        - name: server")
 	}))
 	r2 := only(r, CodeDRADriverMissing)
-	if len(r2) != 1 || !strings.Contains(r2[0].Message, "does not run on NodePool gpu's nodes") || !strings.Contains(r2[0].Fix, "tolerate the NodePool's taints") {
+	if len(r2) != 1 || !strings.Contains(r2[0].Message, "does not run on NodePool gpu's nodes") || !strings.Contains(r2[0].Fix, "tolerate the NodePool's taints") ||
+		!strings.Contains(r2[0].Evidence, "taken for gpu.nvidia.com's plugin by its name or image containing dra-driver-gpu or k8s-dra-driver") {
 		t.Errorf("untolerated driver: %+v", r.Findings)
+	}
+}
+
+// A driver doctor cannot recognise the plugin of (declared by a
+// NodeOverlay): not checked, with how to check, never an error.
+func TestDRADriverUnknownToDoctor(t *testing.T) {
+	_, manifest, err := scenarios.Load("dra-overlay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for driver, m := range map[string]string{
+		"dra.net":          withoutDaemonSets(string(manifest)),
+		"fpga.example.com": strings.ReplaceAll(withoutDaemonSets(string(manifest)), "dra.net", "fpga.example.com"),
+	} {
+		m += "\n---\napiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: aws-node, namespace: kube-system}\nspec:\n  selector: {matchLabels: {k8s-app: aws-node}}\n  template:\n    metadata: {labels: {k8s-app: aws-node}}\n    spec:\n      containers: [{name: aws-node, image: amazon-k8s-cni:v1.20.0}]\n"
+		objs := &whatif.Objects{}
+		if err := objs.Load("dra-overlay.yaml", strings.NewReader(m)); err != nil {
+			t.Fatal(err)
+		}
+		r := diagnose(t, Input{Objects: objs})
+		expectNone(t, r, CodeClaimsUnsatisfiable)
+		if driver == "dra.net" {
+			expectOne(t, r, CodeDRADriverMissing, Error, "NodePool/default", "dra.net", "DRADriverPoolsNotPublished", "install the driver's kubelet plugin DaemonSet")
+			continue
+		}
+		expectNone(t, r, CodeDRADriverMissing)
+		expectOne(t, r, CodeNotChecked, Info, "NodePool/default", "not fpga.example.com's", "kubectl get resourceslices --field-selector spec.driver=fpga.example.com")
 	}
 }
