@@ -475,6 +475,9 @@ func instanceTypes(pools []*scheduling.NodePool) []*scheduling.InstanceType {
 // allocate runs kube-scheduler's allocator for the claims on a node of
 // the instance type: nil when they do not fit.
 func (d *DRA) allocate(it *scheduling.InstanceType, claims []*resourcev1.ResourceClaim) ([]resourcev1.AllocationResult, error) {
+	if err := d.selectorErrors(it, claims); err != nil {
+		return nil, err
+	}
 	a, ok := d.allocators[it]
 	if !ok {
 		var err error
@@ -484,6 +487,74 @@ func (d *DRA) allocate(it *scheduling.InstanceType, claims []*resourcev1.Resourc
 		d.allocators[it] = a
 	}
 	return a.Allocate(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: placeholderNode}}, claims)
+}
+
+// selectorErrors is the first error evaluating the claims' selectors
+// (their DeviceClasses' first, then their own, as the allocator does) on
+// a device of the type. The allocator stops at the first error, and
+// which device it reaches first depends on the order it takes a node's
+// pools in, which is a map's: on such a node kube-scheduler may or may
+// not allocate the claim. No node is planned where it may not.
+func (d *DRA) selectorErrors(it *scheduling.InstanceType, claims []*resourcev1.ResourceClaim) error {
+	for _, c := range claims {
+		for _, req := range c.Spec.Devices.Requests {
+			if req.Exactly != nil {
+				if err := d.selectorErrorsOf(it, c, req.Exactly.DeviceClassName, req.Exactly.Selectors); err != nil {
+					return err
+				}
+			}
+			for _, sub := range req.FirstAvailable {
+				if err := d.selectorErrorsOf(it, c, sub.DeviceClassName, sub.Selectors); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (d *DRA) selectorErrorsOf(it *scheduling.InstanceType, c *resourcev1.ResourceClaim, className string, selectors []resourcev1.DeviceSelector) error {
+	class, err := d.classes.Get(className)
+	if err != nil {
+		return nil //nolint:nilerr // the allocator says so, by name
+	}
+	for _, set := range it.Devices {
+		for _, dev := range set.Devices {
+			in := cel.Device{Driver: set.Driver, Attributes: dev.Attributes, Capacity: dev.Capacity}
+			matches, err := d.meets(in, class.Spec.Selectors)
+			if err != nil {
+				return fmt.Errorf("DeviceClass %s: %w", class.Name, err)
+			}
+			if !matches {
+				continue
+			}
+			if _, err := d.meets(in, selectors); err != nil {
+				return fmt.Errorf("claim %s/%s: %w", c.Namespace, c.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// meets reports whether a device meets all of the selectors.
+func (d *DRA) meets(in cel.Device, selectors []resourcev1.DeviceSelector) (bool, error) {
+	for i, sel := range selectors {
+		if sel.CEL == nil {
+			continue
+		}
+		expr := d.cache.GetOrCompile(sel.CEL.Expression)
+		if expr.Error != nil {
+			return false, nil // refused by the API server; the allocator says so
+		}
+		ok, _, err := expr.DeviceMatches(context.Background(), in)
+		if err != nil {
+			return false, fmt.Errorf("selector #%d: CEL runtime error on a %s device: %w", i, in.Driver, err)
+		}
+		if !ok {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // slicesOf are the ResourceSlices a node of the instance type would have,

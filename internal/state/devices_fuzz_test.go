@@ -73,8 +73,9 @@ func FuzzClaimSelectors(f *testing.F) {
 			admitted = demand.Terms[0][0][scheduling.LabelInstanceType].Values()
 		}
 		var want []string
+		matchedDriver := map[string]string{}
 		for _, it := range types {
-			matching, failed := int64(0), false
+			matching, failed := map[string]int64{}, false
 			for _, set := range it.Devices {
 				for _, dev := range set.Devices {
 					ok, _, err := cache.GetOrCompile(sel).DeviceMatches(context.Background(), cel.Device{Driver: set.Driver, Attributes: dev.Attributes, Capacity: dev.Capacity})
@@ -82,20 +83,24 @@ func FuzzClaimSelectors(f *testing.F) {
 						failed = true
 					}
 					if ok {
-						matching++
+						matching[set.Driver]++
 					}
 				}
 			}
+			// A selector that fails on a device of the type (an attribute
+			// it lacks) fails on a node of it, as in kube-scheduler: the
+			// type is ruled out.
 			if failed {
-				// A selector that fails on a device (an attribute it
-				// lacks) fails the claim, as in kube-scheduler.
-				if demand.Refused == "" {
-					t.Fatalf("selector %q: evaluation fails on %s, yet the claim was planned onto %v", sel, it.Name, admitted)
+				if slices.Contains(admitted, it.Name) {
+					t.Fatalf("selector %q: evaluation fails on %s, yet the claim was planned onto it", sel, it.Name)
 				}
-				return
+				continue
 			}
-			if matching >= n {
-				want = append(want, it.Name)
+			for driver, m := range matching {
+				if m >= n && matchedDriver[it.Name] == "" {
+					want = append(want, it.Name)
+					matchedDriver[it.Name] = driver
+				}
 			}
 		}
 		if len(want) == 0 {
@@ -106,16 +111,16 @@ func FuzzClaimSelectors(f *testing.F) {
 		}
 		// The pod asks for what the cheapest type takes (n devices of its
 		// driver): the types with n matching devices of that driver.
-		want = ofCheapestDriver(want, types)
+		want = ofCheapestDriver(want, types, matchedDriver)
 		if !slices.Equal(admitted, want) {
 			t.Fatalf("selector %q, %d devices: admitted %v, want %v (%s)", sel, n, admitted, want, fmt.Sprint(demand.Refused))
 		}
 	})
 }
 
-// ofCheapestDriver keeps the types whose driver is that of the cheapest
-// of them (the catalog's types each have one driver), sorted.
-func ofCheapestDriver(names []string, types []*scheduling.InstanceType) []string {
+// ofCheapestDriver keeps the types whose matching devices are of the
+// driver of the cheapest of them, sorted.
+func ofCheapestDriver(names []string, types []*scheduling.InstanceType, driverOf map[string]string) []string {
 	byName := map[string]*scheduling.InstanceType{}
 	for _, it := range types {
 		byName[it.Name] = it
@@ -125,8 +130,7 @@ func ofCheapestDriver(names []string, types []*scheduling.InstanceType) []string
 		return o.Price
 	}
 	cheapest := slices.MinFunc(names, func(a, b string) int { return cmp.Compare(price(a), price(b)) })
-	driver := byName[cheapest].Devices[0].Driver
-	out := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return byName[n].Devices[0].Driver != driver })
+	out := slices.DeleteFunc(slices.Clone(names), func(n string) bool { return driverOf[n] != driverOf[cheapest] })
 	slices.Sort(out)
 	return out
 }

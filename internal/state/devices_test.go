@@ -25,6 +25,8 @@ var (
 	gpuClass = &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu.nvidia.com"}, Spec: resourcev1.DeviceClassSpec{
 		Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{
 			Expression: "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].type == 'gpu'"}}}}}
+	efaClass = &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "dra.net"}, Spec: resourcev1.DeviceClassSpec{
+		Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{Expression: "device.driver == 'dra.net'"}}}}}
 	neuronClass = &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "neuron.aws.com"}, Spec: resourcev1.DeviceClassSpec{
 		Selectors: []resourcev1.DeviceSelector{{CEL: &resourcev1.CELDeviceSelector{Expression: "device.driver == 'neuron.aws.com'"}}}}}
 )
@@ -105,8 +107,13 @@ func TestClaimsPlannedOntoTypesWithTheDevices(t *testing.T) {
 		want     []string // instance type:pods of each planned node
 		refused  string   // a fragment of the reason, when nothing fits
 	}{
-		"one GPU: the cheapest GPU type, not the cheapest type": {
-			requests: []resourcev1.DeviceRequest{request("gpu", "gpu.nvidia.com", 1)}, pods: 1, want: []string{"g5g.xlarge:1"}},
+		"one GPU: the cheapest GPU type, not the cheapest type (an eighth of an L4)": {
+			requests: []resourcev1.DeviceRequest{request("gpu", "gpu.nvidia.com", 1)}, pods: 1, want: []string{"g6f.large:1"}},
+		"one whole GPU: the cheapest with one": {
+			requests: []resourcev1.DeviceRequest{request("gpu", "gpu.nvidia.com", 1, "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('15Gi')) >= 0")}, pods: 1,
+			want: []string{"g5g.xlarge:1"}},
+		"an EFA interface": {
+			requests: []resourcev1.DeviceRequest{request("efa", "dra.net", 1, "device.attributes['dra.net'].rdma")}, pods: 1, want: []string{"hpc7g.16xlarge:1"}},
 		"two GPUs: a type with two": {
 			requests: []resourcev1.DeviceRequest{request("gpu", "gpu.nvidia.com", 2)}, pods: 1, want: []string{"g5g.16xlarge:1"}},
 		"three two-GPU pods: two share a four-GPU node": {
@@ -132,7 +139,7 @@ func TestClaimsPlannedOntoTypesWithTheDevices(t *testing.T) {
 			refused: `DeviceClass "gpu.example.com" does not exist`},
 		"a NodePool without GPU families": {
 			requests: []resourcev1.DeviceRequest{request("gpu", "gpu.nvidia.com", 1)}, pods: 1, families: []string{"t4g", "m7g", "c7i"},
-			refused: "no instance type the NodePools admit has any"},
+			refused: "DeviceClass gpu.nvidia.com selects no device of any instance type the NodePools admit"},
 		"Hopper, excluded by the NodePool": {
 			requests: []resourcev1.DeviceRequest{request("gpu", "gpu.nvidia.com", 1, hopper)}, pods: 1, families: []string{"g5", "g6"},
 			refused: "its selectors match no device"},
@@ -142,7 +149,7 @@ func TestClaimsPlannedOntoTypesWithTheDevices(t *testing.T) {
 			if tc.families != nil {
 				np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{{Key: "karpenter.k8s.aws/instance-family", Operator: corev1.NodeSelectorOpIn, Values: tc.families}}
 			}
-			o := state.Objects{NodePools: []*v1.NodePool{np}, DeviceClasses: []*resourcev1.DeviceClass{gpuClass, neuronClass},
+			o := state.Objects{NodePools: []*v1.NodePool{np}, DeviceClasses: []*resourcev1.DeviceClass{gpuClass, neuronClass, efaClass},
 				ResourceClaimTemplates: []*resourcev1.ResourceClaimTemplate{template("devices", tc.requests...)}}
 			for i := range tc.pods {
 				o.Pods = append(o.Pods, pod(fmt.Sprintf("p%d", i), claiming("devices")))

@@ -17,37 +17,59 @@ const (
 	NVIDIADriver = "gpu.nvidia.com"
 	// NeuronDriver is the AWS Neuron DRA driver: devices neurondevice0, …
 	NeuronDriver = "neuron.aws.com"
+	// EFADriver is DRANET, which publishes a node's network interfaces,
+	// its EFA interfaces among them: devices efa-0, efa-1, …
+	EFADriver = "dra.net"
 )
 
 // gpuModel is what the NVIDIA driver says of a GPU model: the product
-// name NVML reports, its architecture and CUDA compute capability.
+// name NVML reports, its architecture, CUDA compute capability and the
+// memory NVML reports (less than the card's nominal size, which EC2
+// reports: what a claim's memory selector is evaluated against on the
+// node); 0 where it has not been measured, and EC2's size is used.
 type gpuModel struct {
 	product, arch, compute string
+	driverMiB              int64
+	// brand is NVML's brand: Nvidia but for Tesla V100s and vGPUs.
+	brand string
 }
 
 // gpuFamilies are the GPU instance families: the GPU each has (by EC2's
 // name for it), its memory as DescribeInstanceTypes reports it, and the
-// driver's view of it. Fractional GPUs (g6f, gr6f) are not described.
+// driver's view of it.
 var gpuFamilies = map[string]struct {
 	ec2Name   string
 	memoryMiB int64
 	model     gpuModel
 }{
-	"g4dn":    {"T4", 16384, gpuModel{"Tesla T4", "Turing", "7.5"}},
-	"g5g":     {"T4g", 16384, gpuModel{"NVIDIA T4G", "Turing", "7.5"}},
-	"g5":      {"A10G", 24576, gpuModel{"NVIDIA A10G", "Ampere", "8.6"}},
-	"g6":      {"L4", 22888, gpuModel{"NVIDIA L4", "Ada Lovelace", "8.9"}},
-	"gr6":     {"L4", 22888, gpuModel{"NVIDIA L4", "Ada Lovelace", "8.9"}},
-	"g6e":     {"L40S", 45776, gpuModel{"NVIDIA L40S", "Ada Lovelace", "8.9"}},
-	"g7e":     {"RTX PRO 6000", 97871, gpuModel{"NVIDIA RTX PRO 6000 Blackwell Server Edition", "Blackwell", "12.0"}},
-	"p3":      {"V100", 16384, gpuModel{"Tesla V100-SXM2-16GB", "Volta", "7.0"}},
-	"p3dn":    {"V100", 32768, gpuModel{"Tesla V100-SXM2-32GB", "Volta", "7.0"}},
-	"p4d":     {"A100", 40960, gpuModel{"NVIDIA A100-SXM4-40GB", "Ampere", "8.0"}},
-	"p4de":    {"A100", 81920, gpuModel{"NVIDIA A100-SXM4-80GB", "Ampere", "8.0"}},
-	"p5":      {"H100", 81920, gpuModel{"NVIDIA H100 80GB HBM3", "Hopper", "9.0"}},
-	"p5e":     {"H200", 144384, gpuModel{"NVIDIA H200", "Hopper", "9.0"}},
-	"p5en":    {"H200", 144384, gpuModel{"NVIDIA H200", "Hopper", "9.0"}},
-	"p6-b200": {"B200", 183359, gpuModel{"NVIDIA B200", "Blackwell", "10.0"}},
+	"g4dn":    {"T4", 16384, gpuModel{"Tesla T4", "Turing", "7.5", 15360, "Nvidia"}},
+	"g5g":     {"T4g", 16384, gpuModel{"NVIDIA T4G", "Turing", "7.5", 15360, "Nvidia"}},
+	"g5":      {"A10G", 24576, gpuModel{"NVIDIA A10G", "Ampere", "8.6", 23028, "Nvidia"}},
+	"g6":      {"L4", 22888, gpuModel{"NVIDIA L4", "Ada Lovelace", "8.9", 23034, "Nvidia"}},
+	"gr6":     {"L4", 22888, gpuModel{"NVIDIA L4", "Ada Lovelace", "8.9", 23034, "Nvidia"}},
+	"g6e":     {"L40S", 45776, gpuModel{"NVIDIA L40S", "Ada Lovelace", "8.9", 46068, "Nvidia"}},
+	"g7e":     {"RTX PRO 6000", 97871, gpuModel{"NVIDIA RTX PRO 6000 Blackwell Server Edition", "Blackwell", "12.0", 0, "Nvidia"}},
+	"p3":      {"V100", 16384, gpuModel{"Tesla V100-SXM2-16GB", "Volta", "7.0", 0, "Tesla"}},
+	"p3dn":    {"V100", 32768, gpuModel{"Tesla V100-SXM2-32GB", "Volta", "7.0", 32768, "Tesla"}},
+	"p4d":     {"A100", 40960, gpuModel{"NVIDIA A100-SXM4-40GB", "Ampere", "8.0", 40320, "Nvidia"}},
+	"p4de":    {"A100", 81920, gpuModel{"NVIDIA A100-SXM4-80GB", "Ampere", "8.0", 81920, "Nvidia"}},
+	"p5":      {"H100", 81920, gpuModel{"NVIDIA H100 80GB HBM3", "Hopper", "9.0", 81152, "Nvidia"}},
+	"p5e":     {"H200", 144384, gpuModel{"NVIDIA H200", "Hopper", "9.0", 143360, "Nvidia"}},
+	"p5en":    {"H200", 144384, gpuModel{"NVIDIA H200", "Hopper", "9.0", 143360, "Nvidia"}},
+	"p6-b200": {"B200", 183359, gpuModel{"NVIDIA B200", "Blackwell", "10.0", 182784, "Nvidia"}},
+}
+
+// bareMetalGPUMiB is the GPU memory NVML reports on the bare-metal sizes
+// where it differs from the virtualized ones (no memory kept back for the
+// hypervisor).
+var bareMetalGPUMiB = map[string]int64{"g5g": 16384}
+
+// fractionalGPUs are the types with part of an L4 (an NVIDIA vGPU
+// profile, which EC2 counts as no GPU): the profile's frame buffer in GiB.
+// The driver publishes one device, named for the profile (NVIDIA L4-3Q for
+// 3 GiB), with that memory.
+var fractionalGPUs = map[string]int64{
+	"g6f.large": 3, "g6f.xlarge": 3, "g6f.2xlarge": 6, "g6f.4xlarge": 12, "gr6f.4xlarge": 12,
 }
 
 // neuronFamilies are the Inferentia and Trainium families: EC2's name for
@@ -104,6 +126,14 @@ func devicesOf(s Spec) []scheduling.DeviceSet {
 	if s.GPU > 0 && a.GPUManufacturer == "NVIDIA" {
 		out = append(out, scheduling.DeviceSet{Driver: NVIDIADriver, Devices: nvidiaGPUs(s, a)})
 	}
+	if gib, ok := fractionalGPUs[s.Name]; ok {
+		out = append(out, scheduling.DeviceSet{Driver: NVIDIADriver, Devices: []resourcev1.Device{{Name: "gpu-0",
+			Attributes: nvidiaAttributes(0, gpuModel{product: fmt.Sprintf("NVIDIA L4-%dQ", gib), arch: "Ada Lovelace", compute: "8.9", brand: "NvidiaVWS"}),
+			Capacity:   map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{"memory": {Value: *resource.NewQuantity(gib<<30, resource.BinarySI)}}}}})
+	}
+	if s.MaxEFA > 0 {
+		out = append(out, scheduling.DeviceSet{Driver: EFADriver, Devices: efaDevices(s.MaxEFA, !efaWithoutRDMA[s.Name])})
+	}
 	if a.NeuronDevices > 0 {
 		set := scheduling.DeviceSet{Driver: NeuronDriver}
 		for i := range a.NeuronDevices {
@@ -120,33 +150,69 @@ func devicesOf(s Spec) []scheduling.DeviceSet {
 }
 
 // nvidiaGPUs are the GPUs of a type as the NVIDIA driver publishes them,
-// but for what only a running node knows (UUIDs, driver versions).
+// but for what only a running node knows (UUIDs, driver versions, PCIe
+// roots).
 func nvidiaGPUs(s Spec, a Accelerators) []resourcev1.Device {
-	family, _, _ := strings.Cut(s.Name, ".")
-	model, known := gpuFamilies[family]
-	product := "NVIDIA " + a.GPUName
-	if known && model.ec2Name == a.GPUName {
-		product = model.model.product
+	family, size, _ := strings.Cut(s.Name, ".")
+	f, known := gpuFamilies[family]
+	known = known && f.ec2Name == a.GPUName
+	model := gpuModel{product: "NVIDIA " + a.GPUName, brand: "Nvidia"}
+	if known {
+		model = f.model
+	}
+	memoryMiB := a.GPUMemoryMiB
+	if known && model.driverMiB > 0 {
+		memoryMiB = model.driverMiB
+	}
+	if m, ok := bareMetalGPUMiB[family]; ok && known && size == "metal" {
+		memoryMiB = m
 	}
 	out := make([]resourcev1.Device, 0, s.GPU)
 	for i := range s.GPU {
-		attrs := map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
-			"type":        {StringValue: ptr.To("gpu")},
-			"productName": {StringValue: ptr.To(product)},
-			"index":       {IntValue: ptr.To(i)},
-			"minor":       {IntValue: ptr.To(i)},
-		}
-		if known && model.ec2Name == a.GPUName {
-			attrs["architecture"] = resourcev1.DeviceAttribute{StringValue: ptr.To(model.model.arch)}
-			attrs["cudaComputeCapability"] = resourcev1.DeviceAttribute{VersionValue: ptr.To(model.model.compute + ".0")}
-		}
-		dev := resourcev1.Device{Name: fmt.Sprintf("gpu-%d", i), Attributes: attrs}
-		if a.GPUMemoryMiB > 0 {
+		dev := resourcev1.Device{Name: fmt.Sprintf("gpu-%d", i), Attributes: nvidiaAttributes(i, model)}
+		if memoryMiB > 0 {
 			dev.Capacity = map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{
-				"memory": {Value: *resource.NewQuantity(a.GPUMemoryMiB*mib, resource.BinarySI)},
+				"memory": {Value: *resource.NewQuantity(memoryMiB*mib, resource.BinarySI)},
 			}
 		}
 		out = append(out, dev)
+	}
+	return out
+}
+
+// nvidiaAttributes are the attributes of GPU i of a model: architecture
+// and compute capability only where the model is known.
+func nvidiaAttributes(i int64, model gpuModel) map[resourcev1.QualifiedName]resourcev1.DeviceAttribute {
+	attrs := map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
+		"type":        {StringValue: ptr.To("gpu")},
+		"brand":       {StringValue: ptr.To(model.brand)},
+		"productName": {StringValue: ptr.To(model.product)},
+		"index":       {IntValue: ptr.To(i)},
+		"minor":       {IntValue: ptr.To(i)},
+	}
+	if model.arch != "" {
+		attrs["architecture"] = resourcev1.DeviceAttribute{StringValue: ptr.To(model.arch)}
+		attrs["cudaComputeCapability"] = resourcev1.DeviceAttribute{VersionValue: ptr.To(model.compute + ".0")}
+	}
+	return attrs
+}
+
+// efaWithoutRDMA are the types whose EFA interfaces DRANET reports
+// without RDMA.
+var efaWithoutRDMA = map[string]bool{"g4dn.metal": true}
+
+// efaDevices are a type's EFA interfaces as DRANET publishes them (when
+// the instance is launched with them: see the launch): RDMA devices of
+// Amazon's EFA; which EFA generation, NUMA node and PCIe root each is
+// only the node knows.
+func efaDevices(n int64, rdma bool) []resourcev1.Device {
+	out := make([]resourcev1.Device, 0, n)
+	for i := range n {
+		out = append(out, resourcev1.Device{Name: fmt.Sprintf("efa-%d", i), Attributes: map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{
+			EFADriver + "/rdma":      {BoolValue: ptr.To(rdma)},
+			EFADriver + "/pciVendor": {StringValue: ptr.To("Amazon.com, Inc.")},
+			EFADriver + "/pciDevice": {StringValue: ptr.To("Elastic Fabric Adapter (EFA)")},
+		}})
 	}
 	return out
 }

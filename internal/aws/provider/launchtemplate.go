@@ -27,9 +27,9 @@ import (
 // ensureLaunchTemplate finds or creates the launch template for the
 // content; its name is a hash of that content, so equal content shares one.
 // A reservation id makes it launch into that capacity reservation.
-func (p *Launcher) ensureLaunchTemplate(ctx context.Context, claim *v1.NodeClaim, class *awsv1.EC2NodeClass, ami awsv1.AMI, maxPods int64, reservation string,
+func (p *Launcher) ensureLaunchTemplate(ctx context.Context, claim *v1.NodeClaim, class *awsv1.EC2NodeClass, ami awsv1.AMI, opts templateOptions,
 	kubelet *kubeletconfig.Config) (string, error) {
-	data, err := p.launchTemplateData(claim, class, ami, maxPods, reservation, kubelet)
+	data, err := p.launchTemplateData(claim, class, ami, opts, kubelet)
 	if err != nil {
 		return "", err
 	}
@@ -79,9 +79,9 @@ func (p *Launcher) createLaunchTemplate(ctx context.Context, name string, class 
 // data for the pod limit, the instance profile, network interfaces,
 // placement, the capacity reservation if any, and the EC2NodeClass's
 // monitoring, CPU, Nitro Enclaves, metadata and volume settings.
-func (p *Launcher) launchTemplateData(claim *v1.NodeClaim, class *awsv1.EC2NodeClass, ami awsv1.AMI, maxPods int64, reservation string,
+func (p *Launcher) launchTemplateData(claim *v1.NodeClaim, class *awsv1.EC2NodeClass, ami awsv1.AMI, opts templateOptions,
 	kubelet *kubeletconfig.Config) (*ec2types.RequestLaunchTemplateData, error) {
-	ud, err := LaunchUserData(p.cluster, claim, class, maxPods, kubelet)
+	ud, err := LaunchUserData(p.cluster, claim, class, opts.maxPods, kubelet)
 	if err != nil {
 		return nil, err
 	}
@@ -91,13 +91,13 @@ func (p *Launcher) launchTemplateData(claim *v1.NodeClaim, class *awsv1.EC2NodeC
 		IamInstanceProfile: &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String(class.Status.InstanceProfile)},
 		Monitoring:         &ec2types.LaunchTemplatesMonitoringRequest{Enabled: aws.Bool(aws.ToBool(class.Spec.DetailedMonitoring))},
 	}
-	data.NetworkInterfaces = networkInterfaces(class)
+	data.NetworkInterfaces = networkInterfaces(class, opts.efa)
 	data.CpuOptions = cpuOptions(class)
 	if o := class.Spec.EnclaveOptions; o != nil && o.Enabled {
 		data.EnclaveOptions = &ec2types.LaunchTemplateEnclaveOptionsRequest{Enabled: aws.Bool(true)}
 	}
 	data.Placement = placement(claim, class)
-	data.CapacityReservationSpecification = reservationTarget(reservation)
+	data.CapacityReservationSpecification = reservationTarget(opts.reservation)
 	data.MetadataOptions = metadataOptions(class)
 	data.BlockDeviceMappings = blockDeviceMappings(class)
 	return data, nil
@@ -175,11 +175,20 @@ const (
 	WindowsRootGiB    = 50
 )
 
+// templateOptions are what a launch template holds beyond the EC2NodeClass
+// and the NodeClaim: the pod limit (in the user data), the capacity
+// reservation launched into, and how many EFA interfaces to attach.
+type templateOptions struct {
+	maxPods     int64
+	reservation string
+	efa         int64
+}
+
 // networkInterfaces are the interfaces a node launches with: those of
 // spec.networkInterfaces, else the primary one; each in the EC2NodeClass's
 // security groups, and all but EFA-only ones with its IP prefixes, public
 // IP setting and connection tracking timeouts.
-func networkInterfaces(class *awsv1.EC2NodeClass) []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest {
+func networkInterfaces(class *awsv1.EC2NodeClass, efa int64) []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest {
 	groups := make([]string, 0, len(class.Status.SecurityGroups))
 	for _, g := range class.Status.SecurityGroups {
 		groups = append(groups, g.ID)
@@ -191,6 +200,9 @@ func networkInterfaces(class *awsv1.EC2NodeClass) []ec2types.LaunchTemplateInsta
 		}
 	}
 	nics := class.Spec.NetworkInterfaces
+	if len(nics) == 0 && efa > 0 {
+		return efaInterfaces(efa, groups, class, tracking)
+	}
 	if len(nics) == 0 {
 		nics = []*awsv1.NetworkInterface{{InterfaceType: awsv1.InterfaceTypeInterface}}
 	}
@@ -208,6 +220,25 @@ func networkInterfaces(class *awsv1.EC2NodeClass) []ec2types.LaunchTemplateInsta
 			spec.Ipv4PrefixCount, spec.AssociatePublicIpAddress, spec.ConnectionTrackingSpecification = class.Spec.IPPrefixCount, class.Spec.AssociatePublicIPAddress, tracking
 		}
 		out = append(out, spec)
+	}
+	return out
+}
+
+// efaInterfaces are n EFA interfaces (each with an ENA device too), one
+// per network card; the first card's at device index 0 is the primary
+// interface, the others at 1.
+func efaInterfaces(n int64, groups []string, class *awsv1.EC2NodeClass, tracking *ec2types.ConnectionTrackingSpecificationRequest) []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest {
+	out := make([]ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest, 0, n)
+	for i := range int32(n) { //nolint:gosec // at most the type's EFA interfaces
+		device := int32(1)
+		if i == 0 {
+			device = 0
+		}
+		out = append(out, ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{
+			NetworkCardIndex: aws.Int32(i), DeviceIndex: aws.Int32(device), Groups: groups,
+			InterfaceType: aws.String(string(ec2types.NetworkInterfaceTypeEfa)), Ipv4PrefixCount: class.Spec.IPPrefixCount,
+			AssociatePublicIpAddress: class.Spec.AssociatePublicIPAddress, ConnectionTrackingSpecification: tracking,
+		})
 	}
 	return out
 }

@@ -289,3 +289,57 @@ func TestInterruptibleReservationAndMatchCriteria(t *testing.T) {
 		t.Errorf("instance lifecycle %q; want interruptible-capacity-reservation", lc)
 	}
 }
+
+// A NodeClaim whose pods claim DRANET devices (EFA interfaces, as the
+// catalog describes them) is launched with every EFA interface its type
+// has, one per network card, as EC2 attaches them only when asked; one
+// whose pods claim none, with the primary interface alone.
+func TestEFAInterfacesForDRAClaims(t *testing.T) {
+	f := setup(t)
+	types := f.classTypes(t)
+	rdma := claim("rdma", in(scheduling.LabelInstanceType, "p4d.24xlarge"))
+	rdma.Annotations = map[string]string{v1.AnnotationRequestedDRADrivers: "dra.net,gpu.nvidia.com"}
+	if _, err := f.provider.Create(context.Background(), rdma, f.class, types); err != nil {
+		t.Fatal(err)
+	}
+	plain := claim("gpus-only", in(scheduling.LabelInstanceType, "p4d.24xlarge"))
+	plain.Annotations = map[string]string{v1.AnnotationRequestedDRADrivers: "gpu.nvidia.com"}
+	if _, err := f.provider.Create(context.Background(), plain, f.class, types); err != nil {
+		t.Fatal(err)
+	}
+	insts := f.account.Instances()
+	if len(insts) != 2 {
+		t.Fatalf("%d instances", len(insts))
+	}
+	for _, inst := range insts {
+		nics := inst.Launched.NetworkInterfaces
+		if tagged(inst, "gpus-only") {
+			if len(nics) != 1 || aws.ToString(nics[0].InterfaceType) == "efa" {
+				t.Errorf("without DRANET claims: interfaces %+v; want the primary alone", nics)
+			}
+			continue
+		}
+		if len(nics) != 4 {
+			t.Fatalf("with DRANET claims: %d interfaces; want p4d.24xlarge's 4 EFA interfaces", len(nics))
+		}
+		for i, ni := range nics {
+			wantDevice := int32(1)
+			if i == 0 {
+				wantDevice = 0
+			}
+			if aws.ToString(ni.InterfaceType) != "efa" || aws.ToInt32(ni.NetworkCardIndex) != int32(i) || aws.ToInt32(ni.DeviceIndex) != wantDevice || len(ni.Groups) == 0 {
+				t.Errorf("interface %d: %+v; want an EFA interface on card %d, device %d, with the security groups", i, ni, i, wantDevice)
+			}
+		}
+	}
+}
+
+// tagged reports whether an instance carries the NodeClaim's name tag.
+func tagged(inst simaws.Instance, name string) bool {
+	for _, tag := range inst.Tags {
+		if aws.ToString(tag.Key) == "karpenter.sh/nodeclaim" && aws.ToString(tag.Value) == name {
+			return true
+		}
+	}
+	return false
+}

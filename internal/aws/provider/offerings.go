@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -85,14 +86,14 @@ func (p *Launcher) launchTemplateConfigs(ctx context.Context, claim *v1.NodeClai
 	if err != nil {
 		return nil, err
 	}
-	groups := groupOverrides(class, types, filter, kubelets)
+	groups := groupOverrides(class, types, filter, kubelets, wantsEFA(claim, class))
 	if !groups.overlaid {
 		// EC2's own prices decide: no priorities.
 		groups.dropPriorities()
 	}
 	configs := make([]ec2types.FleetLaunchTemplateConfigRequest, 0, len(groups.order))
 	for _, g := range groups.order {
-		name, err := p.ensureLaunchTemplate(ctx, claim, class, groups.amis[g.ami], g.maxPods, g.reservation, groups.kubelets[g.kubelet])
+		name, err := p.ensureLaunchTemplate(ctx, claim, class, groups.amis[g.ami], templateOptions{maxPods: g.maxPods, reservation: g.reservation, efa: g.efa}, groups.kubelets[g.kubelet])
 		if err != nil {
 			return nil, err
 		}
@@ -148,6 +149,21 @@ type templateGroup struct {
 	// kubelet is the kubelet configuration evaluated for the instance
 	// types, as JSON, when spec.kubelet has expressions.
 	kubelet string
+	// efa is how many EFA interfaces the instance is launched with: all
+	// its type has, when the NodeClaim's pods claim them (dra.net).
+	efa int64
+}
+
+// wantsEFA reports whether a NodeClaim is launched with its instance
+// type's EFA interfaces: its pods' claims take DRANET devices, which the
+// catalog describes as the EFA interfaces (EC2 attaches them only when
+// the launch asks), and the EC2NodeClass does not lay out the network
+// interfaces itself.
+func wantsEFA(claim *v1.NodeClaim, class *awsv1.EC2NodeClass) bool {
+	if len(class.Spec.NetworkInterfaces) > 0 {
+		return false
+	}
+	return slices.Contains(strings.Split(claim.Annotations[v1.AnnotationRequestedDRADrivers], ","), instancetypes.EFADriver)
 }
 
 // overrideGroups are a launch's overrides by launch template, the groups
@@ -163,7 +179,7 @@ type overrideGroups struct {
 
 // groupOverrides makes an override, priced, for each offering the filter
 // takes of each instance type that has an AMI, grouped by launch template.
-func groupOverrides(class *awsv1.EC2NodeClass, types []*scheduling.InstanceType, filter offeringFilter, kubelets map[string]*kubeletconfig.Config) *overrideGroups {
+func groupOverrides(class *awsv1.EC2NodeClass, types []*scheduling.InstanceType, filter offeringFilter, kubelets map[string]*kubeletconfig.Config, efa bool) *overrideGroups {
 	groups := &overrideGroups{amis: map[string]awsv1.AMI{}, kubelets: map[string]*kubeletconfig.Config{}, overrides: map[templateGroup][]ec2types.FleetLaunchTemplateOverridesRequest{}}
 	for _, it := range types {
 		ami, ok := amiFor(it, class.Status.AMIs)
@@ -177,9 +193,13 @@ func groupOverrides(class *awsv1.EC2NodeClass, types []*scheduling.InstanceType,
 			kubelet = string(data)
 			groups.kubelets[kubelet] = k
 		}
+		interfaces := int64(0)
+		if efa {
+			interfaces = it.Capacity.Devices()[instancetypes.EFADriver]
+		}
 		for _, o := range it.Offerings {
 			if subnet, ok := filter.subnetFor(it, o); ok {
-				groups.add(templateGroup{ami: ami.ID, maxPods: it.Capacity.Pods(), reservation: o.ReservationID, kubelet: kubelet}, it, o, subnet)
+				groups.add(templateGroup{ami: ami.ID, maxPods: it.Capacity.Pods(), reservation: o.ReservationID, kubelet: kubelet, efa: interfaces}, it, o, subnet)
 			}
 		}
 	}
