@@ -544,7 +544,7 @@ func (d *DRA) meets(in cel.Device, selectors []resourcev1.DeviceSelector) (bool,
 		}
 		expr := d.cache.GetOrCompile(sel.CEL.Expression)
 		if expr.Error != nil {
-			return false, nil // refused by the API server; the allocator says so
+			return false, nil //nolint:nilerr // refused by the API server; the allocator says so
 		}
 		ok, _, err := expr.DeviceMatches(context.Background(), in)
 		if err != nil {
