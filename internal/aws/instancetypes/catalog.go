@@ -312,9 +312,17 @@ func capacityOf(s Spec, kubelet *kubeletconfig.Config, windows bool) scheduling.
 	if n := accelerators(s).NeuronDevices; n > 0 {
 		list[NeuronResource] = *resource.NewQuantity(n, resource.DecimalSI)
 	}
+	if s.MaxEFA > 0 {
+		list[EFAResource] = *resource.NewQuantity(s.MaxEFA, resource.DecimalSI)
+	}
 	r, _ := scheduling.ParseResources(list)
 	return deviceCounts(r, devicesOf(s))
 }
+
+// EFAResource is the extended resource the EFA device plugin advertises
+// a node's EFA interfaces as (attached when the launch asks: see the
+// launch).
+const EFAResource corev1.ResourceName = "vpc.amazonaws.com/efa"
 
 // NeuronResource is the extended resource the Neuron device plugin
 // advertises a node's Neuron devices as.

@@ -106,3 +106,16 @@ func hasAddresses(it *scheduling.InstanceType) bool {
 	q, ok := it.Capacity.List()[PrivateIPv4Address]
 	return ok && !q.IsZero()
 }
+
+// The EFA device plugin's resource is each type's EFA interfaces, as
+// DescribeInstanceTypes reports them; a type without EFA has none.
+func TestEFACapacity(t *testing.T) {
+	types := byName(t, Options{Zones: []string{"us-east-1a"}})
+	for name, want := range map[string]string{"c5n.18xlarge": "1", "p4d.24xlarge": "4", "p5.48xlarge": "32", "m5.large": "0"} {
+		list := types[name].Capacity.List()
+		got := list[EFAResource]
+		if got.String() != want {
+			t.Errorf("%s: %s %s, want %s", name, EFAResource, got.String(), want)
+		}
+	}
+}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 
@@ -291,9 +293,10 @@ func TestInterruptibleReservationAndMatchCriteria(t *testing.T) {
 }
 
 // A NodeClaim whose pods claim DRANET devices (EFA interfaces, as the
-// catalog describes them) is launched with every EFA interface its type
-// has, one per network card, as EC2 attaches them only when asked; one
-// whose pods claim none, with the primary interface alone.
+// catalog describes them) or request the EFA device plugin's resource is
+// launched with every EFA interface its type has, one per network card,
+// as EC2 attaches them only when asked; one whose pods want none, with
+// the primary interface alone.
 func TestEFAInterfacesForDRAClaims(t *testing.T) {
 	f := setup(t)
 	types := f.classTypes(t)
@@ -307,8 +310,13 @@ func TestEFAInterfacesForDRAClaims(t *testing.T) {
 	if _, err := f.provider.Create(context.Background(), plain, f.class, types); err != nil {
 		t.Fatal(err)
 	}
+	plugin := claim("efa-plugin", in(scheduling.LabelInstanceType, "p4d.24xlarge"))
+	plugin.Spec.Resources.Requests = corev1.ResourceList{instancetypes.EFAResource: resource.MustParse("1")}
+	if _, err := f.provider.Create(context.Background(), plugin, f.class, types); err != nil {
+		t.Fatal(err)
+	}
 	insts := f.account.Instances()
-	if len(insts) != 2 {
+	if len(insts) != 3 {
 		t.Fatalf("%d instances", len(insts))
 	}
 	for _, inst := range insts {
@@ -320,7 +328,7 @@ func TestEFAInterfacesForDRAClaims(t *testing.T) {
 			continue
 		}
 		if len(nics) != 4 {
-			t.Fatalf("with DRANET claims: %d interfaces; want p4d.24xlarge's 4 EFA interfaces", len(nics))
+			t.Fatalf("with DRANET claims or the EFA resource requested: %d interfaces; want p4d.24xlarge's 4 EFA interfaces", len(nics))
 		}
 		for i, ni := range nics {
 			wantDevice := int32(1)

@@ -155,13 +155,16 @@ type templateGroup struct {
 }
 
 // wantsEFA reports whether a NodeClaim is launched with its instance
-// type's EFA interfaces: its pods' claims take DRANET devices, which the
-// catalog describes as the EFA interfaces (EC2 attaches them only when
-// the launch asks), and the EC2NodeClass does not lay out the network
-// interfaces itself.
+// type's EFA interfaces (EC2 attaches them only when the launch asks):
+// its pods request the EFA device plugin's resource or claim DRANET
+// devices, which the catalog describes as the EFA interfaces, and the
+// EC2NodeClass does not lay out the network interfaces itself.
 func wantsEFA(claim *v1.NodeClaim, class *awsv1.EC2NodeClass) bool {
 	if len(class.Spec.NetworkInterfaces) > 0 {
 		return false
+	}
+	if _, ok := claim.Spec.Resources.Requests[instancetypes.EFAResource]; ok {
+		return true
 	}
 	return slices.Contains(strings.Split(claim.Annotations[v1.AnnotationRequestedDRADrivers], ","), instancetypes.EFADriver)
 }

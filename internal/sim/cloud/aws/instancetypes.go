@@ -97,14 +97,15 @@ func typeInfo(s instancetypes.Spec) ec2types.InstanceTypeInfo {
 // networkInfo is what an instance type offers of network interfaces, cards
 // and EFA; nil when the catalog does not say.
 func networkInfo(s instancetypes.Spec) *ec2types.NetworkInfo {
-	if s.MaxENIs <= 0 {
+	if s.MaxENIs <= 0 && s.MaxEFA <= 0 {
 		return nil
 	}
 	ni := &ec2types.NetworkInfo{
-		MaximumNetworkInterfaces:  aws.Int32(int32(s.MaxENIs)),      //nolint:gosec // small
-		Ipv4AddressesPerInterface: aws.Int32(int32(s.IPv4PerENI)),   //nolint:gosec // small
-		MaximumNetworkCards:       aws.Int32(int32(s.NetworkCards)), //nolint:gosec // small
-		EfaSupported:              aws.Bool(s.MaxEFA > 0),
+		MaximumNetworkCards: aws.Int32(int32(s.NetworkCards)), //nolint:gosec // small
+		EfaSupported:        aws.Bool(s.MaxEFA > 0),
+	}
+	if s.MaxENIs > 0 {
+		ni.MaximumNetworkInterfaces, ni.Ipv4AddressesPerInterface = aws.Int32(int32(s.MaxENIs)), aws.Int32(int32(s.IPv4PerENI)) //nolint:gosec // small
 	}
 	perCard := max(1, s.MaxENIs/max(1, s.NetworkCards))
 	for card := range s.NetworkCards {
