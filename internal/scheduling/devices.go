@@ -23,30 +23,48 @@ var extraDrivers struct {
 	names []string
 }
 
-// deviceIndex is the index of the resource counting the driver's devices,
-// binding a free extra slot to a driver the catalog does not know; -1
-// when every slot is taken.
+// deviceIndex is the index of the resource counting the driver's devices:
+// a driver the catalog knows, or one bound to an extra slot; -1 otherwise.
 func deviceIndex(driver string) int {
 	if i := resourceIndex(corev1.ResourceName(deviceResourcePrefix + driver)); i >= 0 && !strings.HasPrefix(driver, extraDriverSlot) {
 		return i
 	}
-	first := resourceIndex(deviceResourcePrefix + extraDriverSlot + "1")
 	extraDrivers.RLock()
-	i := slices.Index(extraDrivers.names, driver)
-	extraDrivers.RUnlock()
-	if i >= 0 {
-		return first + i
+	defer extraDrivers.RUnlock()
+	if i := slices.Index(extraDrivers.names, driver); i >= 0 {
+		return firstExtraSlot() + i
+	}
+	return -1
+}
+
+func firstExtraSlot() int { return resourceIndex(deviceResourcePrefix + extraDriverSlot + "1") }
+
+// BindDriver makes the scheduler count the devices of a driver the
+// catalog does not know (one a NodeOverlay declares), in a free extra
+// slot; false when every slot is taken. Slots are never freed: a process
+// counts the first MaxExtraDrivers drivers bound.
+func BindDriver(driver string) bool {
+	if deviceIndex(driver) >= 0 {
+		return true
 	}
 	extraDrivers.Lock()
 	defer extraDrivers.Unlock()
-	if i := slices.Index(extraDrivers.names, driver); i >= 0 {
-		return first + i
+	if slices.Contains(extraDrivers.names, driver) {
+		return true
 	}
-	if first+len(extraDrivers.names) >= numResources {
-		return -1
+	if len(extraDrivers.names) >= MaxExtraDrivers {
+		return false
 	}
 	extraDrivers.names = append(extraDrivers.names, driver)
-	return first + len(extraDrivers.names) - 1
+	return true
+}
+
+// ExtraDrivers are the drivers the catalog does not know whose devices
+// the scheduler counts, in the order they were bound.
+func ExtraDrivers() []string {
+	extraDrivers.RLock()
+	defer extraDrivers.RUnlock()
+	return slices.Clone(extraDrivers.names)
 }
 
 // driverAt is the driver whose devices resource i counts; "" for none.
@@ -55,7 +73,7 @@ func driverAt(i int) string {
 	if !ok || !strings.HasPrefix(name, extraDriverSlot) {
 		return name
 	}
-	first := resourceIndex(deviceResourcePrefix + extraDriverSlot + "1")
+	first := firstExtraSlot()
 	extraDrivers.RLock()
 	defer extraDrivers.RUnlock()
 	if i-first < len(extraDrivers.names) {
@@ -74,8 +92,7 @@ func resourceNameAt(i int) corev1.ResourceName {
 }
 
 // CountsDevicesOf reports whether the scheduler counts the driver's
-// devices: every driver the catalog knows and, beyond those, as many
-// others as it has slots for (MaxExtraDrivers).
+// devices: every driver the catalog knows, and those bound (BindDriver).
 func CountsDevicesOf(driver string) bool { return deviceIndex(driver) >= 0 }
 
 // MaxExtraDrivers is how many DRA drivers the catalog does not know the
@@ -83,7 +100,7 @@ func CountsDevicesOf(driver string) bool { return deviceIndex(driver) >= 0 }
 const MaxExtraDrivers = 4
 
 // AddDevices returns r with n more devices of the driver; r unchanged for
-// a driver the scheduler cannot count (see CountsDevicesOf).
+// a driver the scheduler does not count (see CountsDevicesOf).
 func (r Resources) AddDevices(driver string, n int64) Resources {
 	if i := deviceIndex(driver); i >= 0 {
 		r[i] += n
@@ -115,6 +132,9 @@ func (r Resources) Devices() map[string]int64 {
 type DeviceSet struct {
 	Driver  string
 	Devices []resourcev1.Device
+	// OnRequest marks devices a node has only when its launch asks for
+	// them (EFA interfaces): a node launched for other pods lacks them.
+	OnRequest bool
 }
 
 // DeviceDemand is what a pod's resource claims require of its node.

@@ -10,16 +10,28 @@ import (
 // slots as there are; one more is not counted, and messages name the
 // drivers, never the slots.
 func TestExtraDriversCounted(t *testing.T) {
+	extraDrivers.Lock()
+	saved := extraDrivers.names
+	extraDrivers.names = nil
+	extraDrivers.Unlock()
+	t.Cleanup(func() {
+		extraDrivers.Lock()
+		extraDrivers.names = saved
+		extraDrivers.Unlock()
+	})
 	var r Resources
-	taken := len(extraDrivers.names)
+	if r.AddDevices("unbound.example.com", 3) != r || CountsDevicesOf("unbound.example.com") {
+		t.Fatal("a driver nothing bound is counted")
+	}
+	taken := 0
 	for i := range MaxExtraDrivers - taken {
 		driver := fmt.Sprintf("d%d.counted.example.com", i)
-		if !CountsDevicesOf(driver) {
+		if !BindDriver(driver) || !CountsDevicesOf(driver) {
 			t.Fatalf("%s not counted with %d of %d extra drivers counted", driver, taken+i, MaxExtraDrivers)
 		}
 		r = r.AddDevices(driver, int64(i+1))
 	}
-	if CountsDevicesOf("one-too-many.example.com") {
+	if BindDriver("one-too-many.example.com") || CountsDevicesOf("one-too-many.example.com") {
 		t.Errorf("a driver beyond the %d extra slots is counted", MaxExtraDrivers)
 	}
 	if before := r; r.AddDevices("one-too-many.example.com", 5) != before {

@@ -125,13 +125,19 @@ func addResults(r scheduling.Resources, a *resourcev1.AllocationResult) scheduli
 //
 // The devices the claims of the pods expected on the node take count
 // too: pods planned onto a node still launching, whose claims
-// kube-scheduler has not allocated yet.
-func (d *DRA) size(sn *scheduling.Node, initialized bool, types []*scheduling.InstanceType) {
+// kube-scheduler has not allocated yet. requested are the drivers its
+// NodeClaim was launched for.
+func (d *DRA) size(sn *scheduling.Node, initialized bool, types []*scheduling.InstanceType, requested []string) {
 	it := typeOf(sn.Requirements, types)
 	if published, ok := d.published[sn.Name]; ok && !published.IsZero() {
 		sn.Allocatable = sn.Allocatable.Add(published)
 	} else if (!initialized || !d.anySlices) && it != nil {
 		for _, set := range it.Devices {
+			// Devices the launch attaches only when asked (EFA) are the
+			// node's only if its NodeClaim asked for the driver's.
+			if set.OnRequest && !slices.Contains(requested, set.Driver) {
+				continue
+			}
 			sn.Allocatable = sn.Allocatable.AddDevices(set.Driver, int64(len(set.Devices)))
 		}
 	}
@@ -493,8 +499,8 @@ func (d *DRA) allocate(it *scheduling.InstanceType, claims []*resourcev1.Resourc
 // (their DeviceClasses' first, then their own, as the allocator does) on
 // a device of the type. The allocator stops at the first error, and
 // which device it reaches first depends on the order it takes a node's
-// pools in, which is a map's: on such a node kube-scheduler may or may
-// not allocate the claim. No node is planned where it may not.
+// pools in, which is a map's; on an error kube-scheduler aborts the pod's
+// scheduling attempt. No node is planned where that can happen.
 func (d *DRA) selectorErrors(it *scheduling.InstanceType, claims []*resourcev1.ResourceClaim) error {
 	for _, c := range claims {
 		for _, req := range c.Spec.Devices.Requests {
@@ -654,7 +660,7 @@ func (d *DRA) explainAlternative(c *resourcev1.ResourceClaim, alt resourcev1.Dev
 	if it, err := try(nil, 1); err != nil {
 		return err.Error()
 	} else if it == nil {
-		return fmt.Sprintf("DeviceClass %s selects no device of any instance type the NodePools admit (their drivers: %s)", alt.DeviceClassName, driversOf(types))
+		return fmt.Sprintf("no instance type the NodePools admit has any device DeviceClass %s selects (theirs are of the drivers %s)", alt.DeviceClassName, driversOf(types))
 	}
 	if it, err := try(alt.Selectors, 1); err != nil {
 		return err.Error()

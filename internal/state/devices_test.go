@@ -139,7 +139,7 @@ func TestClaimsPlannedOntoTypesWithTheDevices(t *testing.T) {
 			refused: `DeviceClass "gpu.example.com" does not exist`},
 		"a NodePool without GPU families": {
 			requests: []resourcev1.DeviceRequest{request("gpu", "gpu.nvidia.com", 1)}, pods: 1, families: []string{"t4g", "m7g", "c7i"},
-			refused: "DeviceClass gpu.nvidia.com selects no device of any instance type the NodePools admit"},
+			refused: "no instance type the NodePools admit has any device DeviceClass gpu.nvidia.com selects"},
 		"Hopper, excluded by the NodePool": {
 			requests: []resourcev1.DeviceRequest{request("gpu", "gpu.nvidia.com", 1, hopper)}, pods: 1, families: []string{"g5", "g6"},
 			refused: "its selectors match no device"},
@@ -243,5 +243,39 @@ func TestExistingNodesDevices(t *testing.T) {
 	}
 	if onNode != 1 || !slices.Equal(placed(plan), []string{"g5.xlarge:1"}) {
 		t.Errorf("%d pods onto gpu-node (one GPU free) and new nodes %v; want 1 and one g5.xlarge (unschedulable %v)", onNode, placed(plan), reasons(plan))
+	}
+}
+
+// A node launching for other pods on an EFA type has no EFA interfaces
+// (EC2 attaches them only when the launch asks): a pod claiming one gets
+// a node of its own; a node launched for EFA claims takes it.
+func TestEFAOnlyOnNodesLaunchedForIt(t *testing.T) {
+	inflight := func(drivers string) *v1.NodeClaim {
+		nc := claim("launching", "default", launchedAs("launching"))
+		nc.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"c6in.32xlarge"}}}
+		nc.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("128"), corev1.ResourceMemory: resource.MustParse("240Gi"), corev1.ResourcePods: resource.MustParse("200")}
+		nc.Status.Allocatable = nc.Status.Capacity
+		if drivers != "" {
+			nc.Annotations = map[string]string{v1.AnnotationRequestedDRADrivers: drivers}
+		}
+		return nc
+	}
+	for _, tc := range []struct {
+		drivers string
+		onIt    bool
+	}{{"", false}, {"gpu.nvidia.com", false}, {"dra.net", true}} {
+		np := nodePool("default", "default")
+		np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{{Key: "karpenter.k8s.aws/instance-family", Operator: corev1.NodeSelectorOpIn, Values: []string{"c6in"}}}
+		o := state.Objects{NodePools: []*v1.NodePool{np}, NodeClaims: []*v1.NodeClaim{inflight(tc.drivers)}, DeviceClasses: []*resourcev1.DeviceClass{efaClass},
+			ResourceClaimTemplates: []*resourcev1.ResourceClaimTemplate{template("devices", request("efa", "dra.net", 1, "device.attributes['dra.net'].rdma"))},
+			Pods:                   []*corev1.Pod{pod("mpi", claiming("devices"))}}
+		plan := planDevices(t, o, state.Options{})
+		onIt := false
+		for _, e := range plan.Existing {
+			onIt = onIt || len(e.Pods) > 0
+		}
+		if onIt != tc.onIt || onIt == (len(plan.NodeClaims) > 0) {
+			t.Errorf("NodeClaim launched for drivers %q: the EFA pod onto it %v, new nodes %v; want onto it %v", tc.drivers, onIt, placed(plan), tc.onIt)
+		}
 	}
 }

@@ -31,6 +31,12 @@ func ValidateOverlayDevices(spec v1alpha1.NodeOverlaySpec) error {
 		return nil
 	}
 	var errs []error
+	for i, r := range spec.Requirements {
+		if r.Key == scheduling.LabelZone || r.Key == v1.LabelCapacityType {
+			errs = append(errs, fmt.Errorf("spec.requirements[%d] (key %s): devices belong to an instance type, not to a zone or capacity type; "+
+				"select instance types only in an overlay with dynamicResources (put the price or capacity in another overlay)", i, r.Key))
+		}
+	}
 	templates := map[string]*v1alpha1.ResourceSliceTemplate{}
 	drivers := map[string]bool{}
 	for i := range dr.ResourceSliceTemplates {
@@ -156,8 +162,21 @@ func overlayDeviceEffects(o *v1alpha1.NodeOverlay, e *OverlayEffect) {
 	}
 	for _, t := range o.Spec.DynamicResources.ResourceSliceTemplates {
 		name := "devices of " + t.Spec.Driver
-		if !scheduling.CountsDevicesOf(t.Spec.Driver) && !slices.Contains(e.Unsupported, name) {
+		if !scheduling.BindDriver(t.Spec.Driver) && !slices.Contains(e.Unsupported, name) {
 			e.Unsupported = append(e.Unsupported, name)
+		}
+	}
+}
+
+// bindOverlayDrivers has the scheduler count the devices of the drivers
+// valid overlays declare, in the overlays' precedence.
+func bindOverlayDrivers(overlays []*v1alpha1.NodeOverlay) {
+	for _, ov := range SortOverlays(overlays) {
+		if ov.Spec.DynamicResources == nil || ValidateOverlayDevices(ov.Spec) != nil {
+			continue
+		}
+		for _, t := range ov.Spec.DynamicResources.ResourceSliceTemplates {
+			scheduling.BindDriver(t.Spec.Driver)
 		}
 	}
 }
@@ -188,6 +207,7 @@ func (o *overlaying) devices() {
 			c := o.copyOnce()
 			set := scheduling.DeviceSet{Driver: t.Spec.Driver, Devices: templateDevices(ov, t)}
 			if at := slices.IndexFunc(c.Devices, func(s scheduling.DeviceSet) bool { return s.Driver == t.Spec.Driver }); at >= 0 {
+				set.OnRequest = c.Devices[at].OnRequest // declared otherwise, attached as before
 				had := -int64(len(c.Devices[at].Devices))
 				c.Capacity, c.Allocatable = c.Capacity.AddDevices(set.Driver, had), c.Allocatable.AddDevices(set.Driver, had)
 				c.Devices = slices.Clone(c.Devices)

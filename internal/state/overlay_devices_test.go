@@ -244,6 +244,12 @@ spec:
   dynamicResources:
     resourceSliceTemplates: [{spec: {driver: gpu.example.com, devices: [{name: gpu-0}, {name: gpu-0}]}}]
 `, `devices[1].name "gpu-0": another device of the template has this name`},
+		"devices for one zone": {`
+spec:
+  requirements: [{key: topology.kubernetes.io/zone, operator: In, values: [us-east-1a]}]
+  dynamicResources:
+    resourceSliceTemplates: [{spec: {driver: gpu.example.com, devices: [{name: gpu-0}]}}]
+`, `spec.requirements[0] (key topology.kubernetes.io/zone): devices belong to an instance type, not to a zone or capacity type`},
 		"a version that is none": {`
 spec:
   requirements: []

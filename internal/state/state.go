@@ -174,6 +174,7 @@ func Build(o Objects, opts Options) *Snapshot {
 		pdbs: budgetsByNamespace(o.PDBs), nominated: map[string][]*corev1.Pod{}, dump: opts.NodesWithoutClaims}
 	s.namespaces = namespaceLabels(o.Namespaces, o.Pods)
 	s.volumes = newVolumes(o)
+	bindOverlayDrivers(o.Overlays) // before the cluster's devices are counted
 	s.dra = newDRA(o, opts.IgnoreDRARequests)
 	s.spread = opts.DefaultSpread
 	pods := s.sortPods(o.Pods)
@@ -270,7 +271,11 @@ func (s *Snapshot) sizeNodes(types map[string][]*scheduling.InstanceType, csi []
 	for _, n := range s.Nodes {
 		n.sched = n.schedulingNode(types[n.NodePool], catalog)
 		if n.sched != nil {
-			s.dra.size(n.sched, n.NodeClaim == nil || n.Initialized(), slices.Concat(types[n.NodePool], catalog))
+			var requested []string
+			if n.NodeClaim != nil && n.NodeClaim.Annotations[v1.AnnotationRequestedDRADrivers] != "" {
+				requested = strings.Split(n.NodeClaim.Annotations[v1.AnnotationRequestedDRADrivers], ",")
+			}
+			s.dra.size(n.sched, n.NodeClaim == nil || n.Initialized(), slices.Concat(types[n.NodePool], catalog), requested)
 		}
 		if n.sched != nil && n.Node != nil {
 			if limits := attachLimits(csiNodes[n.Node.Name]); limits != nil {

@@ -132,7 +132,7 @@ func devicesOf(s Spec) []scheduling.DeviceSet {
 			Capacity:   map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{"memory": {Value: *resource.NewQuantity(gib<<30, resource.BinarySI)}}}}})
 	}
 	if s.MaxEFA > 0 {
-		out = append(out, scheduling.DeviceSet{Driver: EFADriver, Devices: efaDevices(s.MaxEFA, !efaWithoutRDMA[s.Name])})
+		out = append(out, scheduling.DeviceSet{Driver: EFADriver, Devices: efaDevices(s.MaxEFA, !efaWithoutRDMA[s.Name]), OnRequest: true})
 	}
 	if a.NeuronDevices > 0 {
 		set := scheduling.DeviceSet{Driver: NeuronDriver}

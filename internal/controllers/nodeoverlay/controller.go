@@ -96,8 +96,8 @@ func setReady(o *v1alpha1.NodeOverlay, e *state.OverlayEffect, now metav1.Time) 
 			strings.Join(capacity, ", "), describeTypes(e.Types))
 	case len(drivers) > 0:
 		cond.Status, cond.Reason = metav1.ConditionFalse, v1alpha1.ReasonUnsupportedCapacity
-		cond.Message = fmt.Sprintf("the %s: the scheduler counts the devices of the drivers its catalog knows and of %d others, which other overlays' drivers take; pods claiming them stay pending. Declare fewer drivers the catalog does not know. The rest of the overlay applies (%s)",
-			strings.Join(drivers, ", "), scheduling.MaxExtraDrivers, describeTypes(e.Types))
+		cond.Message = fmt.Sprintf("the %s: the scheduler counts the devices of the drivers its catalog knows and of %d others, the first overlays declared (%s); pods claiming them stay pending. Declare fewer drivers the catalog does not know, and restart nodewright to count these. The rest of the overlay applies (%s)",
+			strings.Join(drivers, ", "), scheduling.MaxExtraDrivers, strings.Join(scheduling.ExtraDrivers(), ", "), describeTypes(e.Types))
 	case len(e.Conflicts) > 0:
 		parts := make([]string, 0, len(e.Conflicts))
 		for _, c := range e.Conflicts {

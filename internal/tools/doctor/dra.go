@@ -20,13 +20,17 @@ func claimsFix(reason string) string {
 	switch {
 	case reason == state.IgnoredReason:
 		return "remove --ignore-dra-requests from the nodewright Deployment's container args (or set IGNORE_DRA_REQUESTS=false there)"
+	case strings.Contains(reason, "cannot be evaluated"):
+		return "guard the attribute or capacity the selector reads with has() (has(device.attributes['gpu.nvidia.com'].productName) && ...) in spec.spec.devices.requests[].exactly.selectors of the ResourceClaimTemplate, or narrow its DeviceClass to the driver (device.driver == '...'); kube-scheduler aborts a pod's scheduling while a selector fails on any node it could use"
+	case strings.Contains(reason, "attributeBindings"):
+		return "if the devices do share the attribute on the node, declare it in a NodeOverlay's spec.dynamicResources.attributeBindings for those instance types; otherwise drop spec.spec.devices.constraints[].matchAttribute from the ResourceClaimTemplate"
 	case strings.Contains(reason, "does not exist"):
 		return "install the driver's Helm chart, which creates its DeviceClass (gpu.nvidia.com for NVIDIA's), or change spec.spec.devices.requests[].exactly.deviceClassName in the ResourceClaimTemplate to a class that exists (kubectl get deviceclasses)"
 	case strings.Contains(reason, "no instance type the NodePools admit has any"):
-		return "add GPU families (g6, g5, g4dn) to the values of karpenter.k8s.aws/instance-family in spec.template.spec.requirements, or give the pods a toleration of a GPU NodePool's taints"
+		return "add families whose devices the DeviceClass selects (for GPUs: g6, g5, g4dn) to the values of karpenter.k8s.aws/instance-family in spec.template.spec.requirements, or give the pods a toleration of such a NodePool's taints; check the DeviceClass's selectors too (kubectl get deviceclass -o yaml)"
 	case strings.Contains(reason, "asks for"):
 		return "lower spec.spec.devices.requests[].exactly.count in the ResourceClaimTemplate, or add a family with eight GPUs per node (p4d, p5) to the NodePool's karpenter.k8s.aws/instance-family values"
-	case strings.Contains(reason, "match no device"), strings.Contains(reason, "selects no device"):
+	case strings.Contains(reason, "match no device"):
 		return "correct the CEL in spec.spec.devices.requests[].exactly.selectors of the ResourceClaimTemplate (what the NVIDIA driver publishes: productName such as 'NVIDIA A10G', architecture, cudaComputeCapability; capacity memory), or add a family with such a GPU to the NodePool"
 	}
 	return "change spec.spec.devices.requests of the ResourceClaimTemplate, or the NodePool's spec.template.spec.requirements, so that one instance type holds every request"

@@ -63,11 +63,20 @@ func TestDRARules(t *testing.T) {
 		}
 	}
 
+	// A selector reading an attribute no GPU has: it cannot be evaluated.
+	r = diagnose(t, draInput(t, func(m string) string {
+		return strings.Replace(m, "          exactly:\n            deviceClassName: gpu.nvidia.com\n---",
+			"          exactly:\n            deviceClassName: gpu.nvidia.com\n            selectors:\n              - cel: {expression: \"device.attributes['gpu.nvidia.com'].vendorTier == 'gold'\"}\n---", 1)
+	}))
+	if fs := only(r, CodeClaimsUnsatisfiable); len(fs) != 1 || !strings.Contains(fs[0].Message, "cannot be evaluated") || !strings.Contains(fs[0].Fix, "has()") {
+		t.Errorf("selector reading a missing attribute: %+v", r.Findings)
+	}
+
 	// A NodePool without GPU families.
 	r = diagnose(t, draInput(t, func(m string) string {
 		return strings.Replace(m, `values: ["g4dn", "g5", "g6", "g6e", "p4d", "p5"]`, `values: ["m7i", "c7i"]`, 1)
 	}))
-	if fs := only(r, CodeClaimsUnsatisfiable); len(fs) != 2 || !strings.Contains(fs[0].Message, "no instance type the NodePools admit has any") || !strings.Contains(fs[1].Fix, "add GPU families") {
+	if fs := only(r, CodeClaimsUnsatisfiable); len(fs) != 2 || !strings.Contains(fs[0].Message, "no instance type the NodePools admit has any") || !strings.Contains(fs[1].Fix, "for GPUs: g6, g5, g4dn") {
 		t.Errorf("NodePool without GPU families: %+v", r.Findings)
 	}
 

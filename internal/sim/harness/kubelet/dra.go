@@ -4,6 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -117,7 +120,7 @@ func (s *Simulator) publish(ctx context.Context, driver, nodeName string) error 
 	}
 	var devices []resourcev1.Device
 	for _, set := range sets {
-		if set.Driver == driver {
+		if set.Driver == driver && (!set.OnRequest || s.launchedWithEFA(node.Spec.ProviderID)) {
 			devices = running(driver, nodeName, set.Devices)
 		}
 	}
@@ -135,6 +138,22 @@ func (s *Simulator) publish(ctx context.Context, driver, nodeName string) error 
 		return fmt.Errorf("publishing %s's devices of %s: %w", driver, nodeName, err)
 	}
 	return nil
+}
+
+// launchedWithEFA reports whether the node's instance was launched with
+// EFA interfaces: only then has it the devices DRANET publishes for them.
+func (s *Simulator) launchedWithEFA(providerID string) bool {
+	for _, inst := range s.Account.Instances() {
+		if !strings.HasSuffix(providerID, "/"+aws.ToString(inst.InstanceId)) {
+			continue
+		}
+		for _, ni := range inst.Launched.NetworkInterfaces {
+			if t := aws.ToString(ni.InterfaceType); t == "efa" || t == "efa-only" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // overlaid are a node's devices with those the NodeOverlays selecting it
