@@ -123,12 +123,13 @@ func TestGPUsByDRA(t *testing.T) {
 	}
 }
 
-// TestDevicesDeclaredByOverlays: NodeOverlays declare the RDMA NICs the
-// DRANET driver publishes on three EFA types, which the catalog does not
-// describe. Pods claiming one each get the cheapest of those types, as
-// simulate plans them, and nothing else does; the simulated driver
-// publishes what the overlays declare, kube-scheduler allocates every
-// claim there and every pod runs.
+// TestDevicesDeclaredByOverlays: NodeOverlays declare the EFA interfaces
+// DRANET publishes on three EFA types with the names (ifName) this
+// cluster selects them by, which the catalog cannot know. Pods claiming
+// one each get the cheapest of those types, as simulate plans them,
+// launched with their EFA interfaces, and nothing else does; the
+// simulated driver publishes what the overlays declare, kube-scheduler
+// allocates every claim there and every pod runs.
 func TestDevicesDeclaredByOverlays(t *testing.T) {
 	planned := map[string]int{}
 	for _, c := range harness.Plan(t, "dra-overlay").NodeClaims {
@@ -144,6 +145,15 @@ func TestDevicesDeclaredByOverlays(t *testing.T) {
 	launched := map[string]int{}
 	for _, inst := range sim.Account.Instances() {
 		launched[string(inst.InstanceType)]++
+		efa := 0
+		for _, ni := range inst.Launched.NetworkInterfaces {
+			if aws.ToString(ni.InterfaceType) == "efa" {
+				efa++
+			}
+		}
+		if want := map[bool]int{true: 1}[inst.InstanceType == "c5n.9xlarge"]; efa != want {
+			t.Errorf("instance %s (%s) launched with %d EFA interfaces, want %d (its pods claim them or not)", aws.ToString(inst.InstanceId), inst.InstanceType, efa, want)
+		}
 	}
 	if !maps.Equal(launched, planned) {
 		t.Errorf("launched %v, simulate planned %v", launched, planned)
