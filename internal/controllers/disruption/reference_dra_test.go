@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/scheduling"
 )
 
 // The reference's consolidation_dra_test.go: consolidation of nodes whose
@@ -31,7 +32,7 @@ var _ = restate("consolidation_dra_test.go",
 				t.Fatalf("commands %q, want the g5.xlarge replaced by a cheaper GPU node", commands(d))
 			}
 			for _, it := range d.Commands[0].Replacements[0].InstanceTypes {
-				if !rbHasGPU(it.Requirements.Labels()) {
+				if !rbHasGPU(it) {
 					t.Fatalf("replacement may be %s, which has no GPU for the pod's claim", it.Name)
 				}
 			}
@@ -42,7 +43,7 @@ var _ = restate("consolidation_dra_test.go",
 		run: func(t *testing.T) {
 			c := rbDRACluster(t)
 			c.pool.Spec.Template.Spec.Requirements = append(c.pool.Spec.Template.Spec.Requirements,
-				v1.NodeSelectorRequirementWithMinValues{Key: "karpenter.k8s.aws/instance-gpu-count", Operator: corev1.NodeSelectorOpIn, Values: []string{"0"}})
+				v1.NodeSelectorRequirementWithMinValues{Key: "karpenter.k8s.aws/instance-category", Operator: corev1.NodeSelectorOpIn, Values: []string{"c", "m", "r"}})
 			c.node("gpu", "g4dn.xlarge", onDemand)
 			c.pods("gpu", 1, "100m", "128Mi", c.rbClaim("gpu", "gpu-claim"))
 			if d := c.decide(); len(d.Commands) != 0 {
@@ -66,7 +67,7 @@ var _ = restate("consolidation_dra_test.go",
 				removed += len(cmd.NodeNames())
 				for _, r := range cmd.Replacements {
 					for _, it := range r.InstanceTypes {
-						if !rbHasGPU(it.Requirements.Labels()) {
+						if !rbHasGPU(it) {
 							t.Fatalf("replacement may be %s, which has no GPU", it.Name)
 						}
 					}
@@ -123,7 +124,9 @@ func (c *cluster) rbClaim(node, name string) func(*corev1.Pod) {
 	}
 }
 
-func rbHasGPU(labels map[string]string) bool {
-	n := labels["karpenter.k8s.aws/instance-gpu-count"]
-	return n != "" && n != "0"
+// rbHasGPU reports whether an instance type has a GPU the NVIDIA driver
+// publishes (the fractional L4s of g6f and gr6f too, which EC2 counts as
+// no GPU).
+func rbHasGPU(it *scheduling.InstanceType) bool {
+	return slices.ContainsFunc(it.Devices, func(s scheduling.DeviceSet) bool { return s.Driver == "gpu.nvidia.com" && len(s.Devices) > 0 })
 }
