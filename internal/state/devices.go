@@ -40,7 +40,7 @@ type DRA struct {
 	ignore bool
 	cache  *cel.Cache
 	// allocators per instance type, made when first asked.
-	allocators map[*scheduling.InstanceType]structured.Allocator
+	allocators map[allocatorKey]structured.Allocator
 }
 
 // draFeatures are the DRA features kube-scheduler 1.34 enables by
@@ -54,7 +54,7 @@ func newDRA(o Objects, ignore bool) *DRA {
 	d := &DRA{classes: classLister(o.DeviceClasses), claims: map[types.NamespacedName]*resourcev1.ResourceClaim{},
 		templates: map[types.NamespacedName]*resourcev1.ResourceClaimTemplate{}, published: map[string]scheduling.Resources{},
 		allocated: map[string]scheduling.Resources{}, ignore: ignore, anySlices: len(o.ResourceSlices) > 0,
-		cache: cel.NewCache(64, cel.Features{}), allocators: map[*scheduling.InstanceType]structured.Allocator{}}
+		cache: cel.NewCache(64, cel.Features{}), allocators: map[allocatorKey]structured.Allocator{}}
 	for _, c := range o.ResourceClaims {
 		d.claims[types.NamespacedName{Namespace: c.Namespace, Name: c.Name}] = c
 		if node, ok := allocatedNode(c); ok {
@@ -479,18 +479,37 @@ func instanceTypes(pools []*scheduling.NodePool) []*scheduling.InstanceType {
 }
 
 // allocate runs kube-scheduler's allocator for the claims on a node of
-// the instance type: nil when they do not fit.
+// the instance type: nil when they do not fit. Devices a launch attaches
+// only when asked (EFA) are on the node only if the claims need them: a
+// node launched for the claims has them only if the claims do not fit
+// without them.
 func (d *DRA) allocate(it *scheduling.InstanceType, claims []*resourcev1.ResourceClaim) ([]resourcev1.AllocationResult, error) {
-	if err := d.selectorErrors(it, claims); err != nil {
+	res, err := d.allocateOn(it, false, claims)
+	if err != nil || res != nil || !slices.ContainsFunc(it.Devices, func(s scheduling.DeviceSet) bool { return s.OnRequest }) {
+		return res, err
+	}
+	return d.allocateOn(it, true, claims)
+}
+
+// allocatorKey is an instance type with or without the devices attached
+// on request.
+type allocatorKey struct {
+	it        *scheduling.InstanceType
+	onRequest bool
+}
+
+func (d *DRA) allocateOn(it *scheduling.InstanceType, onRequest bool, claims []*resourcev1.ResourceClaim) ([]resourcev1.AllocationResult, error) {
+	if err := d.selectorErrors(it, onRequest, claims); err != nil {
 		return nil, err
 	}
-	a, ok := d.allocators[it]
+	key := allocatorKey{it, onRequest}
+	a, ok := d.allocators[key]
 	if !ok {
 		var err error
-		if a, err = structured.NewAllocator(context.Background(), draFeatures, structured.AllocatedState{}, d.classes, slicesOf(it), d.cache); err != nil {
+		if a, err = structured.NewAllocator(context.Background(), draFeatures, structured.AllocatedState{}, d.classes, slicesOf(it, onRequest), d.cache); err != nil {
 			return nil, err
 		}
-		d.allocators[it] = a
+		d.allocators[key] = a
 	}
 	return a.Allocate(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: placeholderNode}}, claims)
 }
@@ -501,16 +520,16 @@ func (d *DRA) allocate(it *scheduling.InstanceType, claims []*resourcev1.Resourc
 // which device it reaches first depends on the order it takes a node's
 // pools in, which is a map's; on an error kube-scheduler aborts the pod's
 // scheduling attempt. No node is planned where that can happen.
-func (d *DRA) selectorErrors(it *scheduling.InstanceType, claims []*resourcev1.ResourceClaim) error {
+func (d *DRA) selectorErrors(it *scheduling.InstanceType, onRequest bool, claims []*resourcev1.ResourceClaim) error {
 	for _, c := range claims {
 		for _, req := range c.Spec.Devices.Requests {
 			if req.Exactly != nil {
-				if err := d.selectorErrorsOf(it, c, req.Exactly.DeviceClassName, req.Exactly.Selectors); err != nil {
+				if err := d.selectorErrorsOf(it, onRequest, c, req.Exactly.DeviceClassName, req.Exactly.Selectors); err != nil {
 					return err
 				}
 			}
 			for _, sub := range req.FirstAvailable {
-				if err := d.selectorErrorsOf(it, c, sub.DeviceClassName, sub.Selectors); err != nil {
+				if err := d.selectorErrorsOf(it, onRequest, c, sub.DeviceClassName, sub.Selectors); err != nil {
 					return err
 				}
 			}
@@ -519,12 +538,15 @@ func (d *DRA) selectorErrors(it *scheduling.InstanceType, claims []*resourcev1.R
 	return nil
 }
 
-func (d *DRA) selectorErrorsOf(it *scheduling.InstanceType, c *resourcev1.ResourceClaim, className string, selectors []resourcev1.DeviceSelector) error {
+func (d *DRA) selectorErrorsOf(it *scheduling.InstanceType, onRequest bool, c *resourcev1.ResourceClaim, className string, selectors []resourcev1.DeviceSelector) error {
 	class, err := d.classes.Get(className)
 	if err != nil {
 		return nil //nolint:nilerr // the allocator says so, by name
 	}
 	for _, set := range it.Devices {
+		if set.OnRequest && !onRequest {
+			continue
+		}
 		for _, dev := range set.Devices {
 			in := cel.Device{Driver: set.Driver, Attributes: dev.Attributes, Capacity: dev.Capacity}
 			matches, err := d.meets(in, class.Spec.Selectors)
@@ -564,10 +586,13 @@ func (d *DRA) meets(in cel.Device, selectors []resourcev1.DeviceSelector) (bool,
 }
 
 // slicesOf are the ResourceSlices a node of the instance type would have,
-// one pool per driver.
-func slicesOf(it *scheduling.InstanceType) []*resourcev1.ResourceSlice {
+// one pool per driver; the devices attached on request with onRequest.
+func slicesOf(it *scheduling.InstanceType, onRequest bool) []*resourcev1.ResourceSlice {
 	out := make([]*resourcev1.ResourceSlice, 0, len(it.Devices))
 	for _, set := range it.Devices {
+		if set.OnRequest && !onRequest {
+			continue
+		}
 		out = append(out, &resourcev1.ResourceSlice{
 			ObjectMeta: metav1.ObjectMeta{Name: it.Name + "-" + set.Driver},
 			Spec: resourcev1.ResourceSliceSpec{Driver: set.Driver, NodeName: ptrTo(placeholderNode), Devices: set.Devices,

@@ -75,31 +75,23 @@ func FuzzClaimSelectors(f *testing.F) {
 		var want []string
 		matchedDriver := map[string]string{}
 		for _, it := range types {
-			matching, failed := map[string]int64{}, false
-			for _, set := range it.Devices {
-				for _, dev := range set.Devices {
-					ok, _, err := cache.GetOrCompile(sel).DeviceMatches(context.Background(), cel.Device{Driver: set.Driver, Attributes: dev.Attributes, Capacity: dev.Capacity})
-					if err != nil {
-						failed = true
+			// Devices attached on request (EFA) are the node's only when the
+			// claim does not fit without them.
+			for _, onRequest := range []bool{false, true} {
+				driver, failed := fitsOn(cache, it, onRequest, sel, n)
+				// A selector that fails on a device of the node (an attribute
+				// it lacks) fails there, as in kube-scheduler: the type is
+				// ruled out.
+				if failed {
+					if slices.Contains(admitted, it.Name) {
+						t.Fatalf("selector %q: evaluation fails on %s (devices attached on request: %v), yet the claim was planned onto it", sel, it.Name, onRequest)
 					}
-					if ok {
-						matching[set.Driver]++
-					}
+					break
 				}
-			}
-			// A selector that fails on a device of the type (an attribute
-			// it lacks) fails on a node of it, as in kube-scheduler: the
-			// type is ruled out.
-			if failed {
-				if slices.Contains(admitted, it.Name) {
-					t.Fatalf("selector %q: evaluation fails on %s, yet the claim was planned onto it", sel, it.Name)
-				}
-				continue
-			}
-			for driver, m := range matching {
-				if m >= n && matchedDriver[it.Name] == "" {
+				if driver != "" {
 					want = append(want, it.Name)
 					matchedDriver[it.Name] = driver
+					break
 				}
 			}
 		}
@@ -116,6 +108,33 @@ func FuzzClaimSelectors(f *testing.F) {
 			t.Fatalf("selector %q, %d devices: admitted %v, want %v (%s)", sel, n, admitted, want, fmt.Sprint(demand.Refused))
 		}
 	})
+}
+
+// fitsOn evaluates a selector on every device of a type (with or without
+// those attached on request): the driver with n devices it matches, and
+// whether it failed on any.
+func fitsOn(cache *cel.Cache, it *scheduling.InstanceType, onRequest bool, sel string, n int64) (string, bool) {
+	matching := map[string]int64{}
+	for _, set := range it.Devices {
+		if set.OnRequest && !onRequest {
+			continue
+		}
+		for _, dev := range set.Devices {
+			ok, _, err := cache.GetOrCompile(sel).DeviceMatches(context.Background(), cel.Device{Driver: set.Driver, Attributes: dev.Attributes, Capacity: dev.Capacity})
+			if err != nil {
+				return "", true
+			}
+			if ok {
+				matching[set.Driver]++
+			}
+		}
+	}
+	for _, set := range it.Devices {
+		if matching[set.Driver] >= n {
+			return set.Driver, false
+		}
+	}
+	return "", false
 }
 
 // ofCheapestDriver keeps the types whose matching devices are of the

@@ -279,3 +279,23 @@ func TestEFAOnlyOnNodesLaunchedForIt(t *testing.T) {
 		}
 	}
 }
+
+// A selector that would fail on a type's EFA interfaces does not rule the
+// type out when the claim takes no EFA interface: a node launched for it
+// has none (EC2 attaches them only when asked).
+func TestSelectorOnDevicesAttachedOnRequest(t *testing.T) {
+	anyDevice := &resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "any"}}
+	np := nodePool("gpu", "default")
+	np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{{Key: "karpenter.k8s.aws/instance-family", Operator: corev1.NodeSelectorOpIn, Values: []string{"p4d"}}}
+	o := state.Objects{NodePools: []*v1.NodePool{np}, DeviceClasses: []*resourcev1.DeviceClass{anyDevice},
+		ResourceClaimTemplates: []*resourcev1.ResourceClaimTemplate{template("devices",
+			request("gpus", "any", 8, "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA A100-SXM4-40GB'"))},
+		Pods: []*corev1.Pod{pod("train", claiming("devices"))}}
+	plan := planDevices(t, o, state.Options{})
+	if got := placed(plan); !slices.Equal(got, []string{"p4d.24xlarge:1"}) {
+		t.Errorf("planned %v, want p4d.24xlarge (unschedulable %v)", got, reasons(plan))
+	}
+	if len(plan.NodeClaims) == 1 && plan.NodeClaims[0].Requests.Devices()["dra.net"] != 0 {
+		t.Errorf("the node is planned with EFA interfaces %v, which the claim does not take", plan.NodeClaims[0].Requests.Devices())
+	}
+}
