@@ -30,13 +30,7 @@ func ValidateOverlayDevices(spec v1alpha1.NodeOverlaySpec) error {
 	if dr == nil {
 		return nil
 	}
-	var errs []error
-	for i, r := range spec.Requirements {
-		if r.Key == scheduling.LabelZone || r.Key == v1.LabelCapacityType {
-			errs = append(errs, fmt.Errorf("spec.requirements[%d] (key %s): devices belong to an instance type, not to a zone or capacity type; "+
-				"select instance types only in an overlay with dynamicResources (put the price or capacity in another overlay)", i, r.Key))
-		}
-	}
+	errs := offeringRequirements(spec.Requirements)
 	templates := map[string]*v1alpha1.ResourceSliceTemplate{}
 	drivers := map[string]bool{}
 	for i := range dr.ResourceSliceTemplates {
@@ -69,7 +63,28 @@ func ValidateOverlayDevices(spec v1alpha1.NodeOverlaySpec) error {
 			errs = append(errs, validateTemplateDevice(dpath, d)...)
 		}
 	}
-	for i, b := range dr.AttributeBindings {
+	errs = append(errs, bindingErrors(dr.AttributeBindings, templates)...)
+	return errors.Join(errs...)
+}
+
+// offeringRequirements refuses the requirements that select offerings
+// rather than instance types.
+func offeringRequirements(reqs []v1alpha1.NodeSelectorRequirement) []error {
+	var errs []error
+	for i, r := range reqs {
+		if r.Key == scheduling.LabelZone || r.Key == v1.LabelCapacityType {
+			errs = append(errs, fmt.Errorf("spec.requirements[%d] (key %s): devices belong to an instance type, not to a zone or capacity type; "+
+				"select instance types only in an overlay with dynamicResources (put the price or capacity in another overlay)", i, r.Key))
+		}
+	}
+	return errs
+}
+
+// bindingErrors checks that bindings name attributes as matchAttribute
+// does and devices the templates have.
+func bindingErrors(bindings []v1alpha1.AttributeBinding, templates map[string]*v1alpha1.ResourceSliceTemplate) []error {
+	var errs []error
+	for i, b := range bindings {
 		path := fmt.Sprintf("spec.dynamicResources.attributeBindings[%d]", i)
 		for _, a := range b.Attributes {
 			if domain, id, ok := strings.Cut(string(a), "/"); !ok || len(validation.IsDNS1123Subdomain(domain)) > 0 || !isCIdentifier(id) {
@@ -86,7 +101,7 @@ func ValidateOverlayDevices(spec v1alpha1.NodeOverlaySpec) error {
 			}
 		}
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 func validateTemplateDevice(path string, d *v1alpha1.TemplateDevice) []error {
