@@ -485,10 +485,44 @@ func instanceTypes(pools []*scheduling.NodePool) []*scheduling.InstanceType {
 // without them.
 func (d *DRA) allocate(it *scheduling.InstanceType, claims []*resourcev1.ResourceClaim) ([]resourcev1.AllocationResult, error) {
 	res, err := d.allocateOn(it, false, claims)
-	if err != nil || res != nil || !slices.ContainsFunc(it.Devices, func(s scheduling.DeviceSet) bool { return s.OnRequest }) {
+	if err != nil || res != nil || !d.classesTakeOnRequest(it, claims) {
 		return res, err
 	}
 	return d.allocateOn(it, true, claims)
+}
+
+// classesTakeOnRequest reports whether a DeviceClass of the claims
+// selects a device of the type that is attached on request: only then can
+// attaching them make the claims fit.
+func (d *DRA) classesTakeOnRequest(it *scheduling.InstanceType, claims []*resourcev1.ResourceClaim) bool {
+	var names []string
+	for _, c := range claims {
+		for _, req := range c.Spec.Devices.Requests {
+			if req.Exactly != nil {
+				names = append(names, req.Exactly.DeviceClassName)
+			}
+			for _, sub := range req.FirstAvailable {
+				names = append(names, sub.DeviceClassName)
+			}
+		}
+	}
+	for _, set := range it.Devices {
+		if !set.OnRequest {
+			continue
+		}
+		for _, name := range names {
+			class, err := d.classes.Get(name)
+			if err != nil {
+				continue
+			}
+			for _, dev := range set.Devices {
+				if ok, err := d.meets(cel.Device{Driver: set.Driver, Attributes: dev.Attributes, Capacity: dev.Capacity}, class.Spec.Selectors); ok || err != nil {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // allocatorKey is an instance type with or without the devices attached
