@@ -3,6 +3,7 @@ package state
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -109,7 +110,7 @@ func validateTemplateDevice(path string, d *v1alpha1.TemplateDevice) []error {
 	if len(d.Attributes)+len(d.Capacity) > maxDeviceFields {
 		errs = append(errs, fmt.Errorf("%s: %d attributes and capacities; a device has at most %d", path, len(d.Attributes)+len(d.Capacity), maxDeviceFields))
 	}
-	for _, name := range slices.Sorted(mapsKeys(d.Attributes)) {
+	for _, name := range slices.Sorted(maps.Keys(d.Attributes)) {
 		if !validQualifiedName(string(name)) {
 			errs = append(errs, fmt.Errorf("%s.attributes %q: use a name such as productName or example.com/productName", path, name))
 		}
@@ -129,22 +130,12 @@ func validateTemplateDevice(path string, d *v1alpha1.TemplateDevice) []error {
 			}
 		}
 	}
-	for _, name := range slices.Sorted(mapsKeys(d.Capacity)) {
+	for _, name := range slices.Sorted(maps.Keys(d.Capacity)) {
 		if !validQualifiedName(string(name)) {
 			errs = append(errs, fmt.Errorf("%s.capacity %q: use a name such as memory or example.com/memory", path, name))
 		}
 	}
 	return errs
-}
-
-func mapsKeys[K ~string, V any](m map[K]V) func(func(K) bool) {
-	return func(yield func(K) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // validQualifiedName is a device attribute or capacity name: a C

@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -137,13 +138,7 @@ func TestDevicesAreTheReferences(t *testing.T) {
 		ref := referenceDevices(t, table.file, table.name)
 		var diffs []string
 		compared, unknown := 0, 0
-		for _, name := range slices.Sorted(func(yield func(string) bool) {
-			for k := range ref {
-				if !yield(k) {
-					return
-				}
-			}
-		}) {
+		for _, name := range slices.Sorted(maps.Keys(ref)) {
 			s, ok := byName[name]
 			if !ok {
 				unknown++

@@ -64,13 +64,7 @@ func draDriverRule(r *Report, in Input, res *whatif.Result) {
 	for _, np := range res.Snapshot.NodePools {
 		pools[np.Name] = np
 	}
-	for _, driver := range slices.Sorted(func(yield func(string) bool) {
-		for d := range need {
-			if !yield(d) {
-				return
-			}
-		}
-	}) {
+	for _, driver := range slices.Sorted(maps.Keys(need)) {
 		plugins := pluginsOf(in.Objects.DaemonSets, driver)
 		switch {
 		case len(plugins) == 0 && publishes(in, driver):
