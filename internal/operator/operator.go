@@ -376,7 +376,7 @@ func (w *wiring) nodeClaimControllers(ctx context.Context) error {
 		return err
 	}
 	terminator := &termination.Controller{
-		Client: w.mgr.GetClient(), Cloud: w.cloud, Recorder: w.recorder, Clock: w.clk, Poll: w.cfg.Lifecycle.Poll,
+		Client: w.mgr.GetClient(), APIReader: w.mgr.GetAPIReader(), Cloud: w.cloud, Recorder: w.recorder, Clock: w.clk, Poll: w.cfg.Lifecycle.Poll,
 		Drainer: &drain.Drainer{Client: w.mgr.GetClient(), Recorder: w.recorder, Clock: w.clk, Metrics: w.metrics},
 	}
 	if err := terminator.SetupWithManager(w.mgr); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,8 +41,12 @@ type InstanceDeleter interface {
 // node` — is drained, its NodeClaim deleted, its instance terminated,
 // and only then released, so its kubelet cannot register it again.
 type Controller struct {
-	Client   client.Client
-	Cloud    InstanceDeleter
+	Client client.Client
+	// APIReader reads past the cache: the node is read afresh before its
+	// finalizer is removed, so one another controller added after the
+	// cache's copy is kept. The Client when nil.
+	APIReader client.Reader
+	Cloud     InstanceDeleter
 	Drainer  *drain.Drainer
 	Recorder record.EventRecorder
 	Clock    clock.PassiveClock
@@ -148,11 +153,29 @@ func (c *Controller) instanceGone(ctx context.Context, node *corev1.Node) (bool,
 }
 
 // release removes the node's finalizer once its instance is gone, so its
-// kubelet cannot register it again.
+// kubelet cannot register it again. The node is read afresh and written
+// with its resourceVersion, so the other finalizers are written as the API
+// server has them, not as the cache's copy had them (a finalizer removed
+// since would be added back to a deleted node, which is refused); a
+// conflict reads it again.
 func (c *Controller) release(ctx context.Context, node *corev1.Node) (reconcile.Result, error) {
-	before := node.DeepCopy()
-	controllerutil.RemoveFinalizer(node, v1.TerminationFinalizer)
-	if err := c.Client.Patch(ctx, node, client.MergeFrom(before)); client.IgnoreNotFound(err) != nil {
+	reader := c.APIReader
+	if reader == nil {
+		reader = c.Client
+	}
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		fresh := &corev1.Node{}
+		if err := reader.Get(ctx, client.ObjectKeyFromObject(node), fresh); err != nil {
+			return err
+		}
+		if !controllerutil.ContainsFinalizer(fresh, v1.TerminationFinalizer) {
+			return nil
+		}
+		before := fresh.DeepCopy()
+		controllerutil.RemoveFinalizer(fresh, v1.TerminationFinalizer)
+		return c.Client.Patch(ctx, fresh, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	})
+	if client.IgnoreNotFound(err) != nil {
 		return reconcile.Result{}, fmt.Errorf("releasing node %s: %w", node.Name, err)
 	}
 	logf.FromContext(ctx).Info("terminated node", "Node", node.Name, "providerID", node.Spec.ProviderID)

@@ -125,7 +125,7 @@ func (p *plant) term(t *testing.T) *term {
 	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
 	cl := &cloud{notOurs: map[string]bool{}, failing: map[string]error{}}
 	return &term{t: t, p: p, clock: clk, said: said, cloud: cl, c: &termination.Controller{
-		Client: p.cached, Cloud: cl, Recorder: said, Clock: clk, Poll: time.Second,
+		Client: p.cached, APIReader: p.direct, Cloud: cl, Recorder: said, Clock: clk, Poll: time.Second,
 		Drainer: &drain.Drainer{Client: p.cached, Recorder: said, Clock: clk},
 	}}
 }
@@ -683,4 +683,55 @@ func TestTerminationCases(t *testing.T) {
 			t.Error("the NodeClaim of the foreign node deleted on its own was not deleted")
 		}
 	})
+
+	// Another controller removes its own finalizer after nodewright read
+	// the node: the release writes the finalizers as the API server has
+	// them (without nodewright's), not the list it read less its own —
+	// which would add the other's back to a deleted node, refused — and
+	// the node goes.
+	t.Run("a finalizer removed after the read", func(t *testing.T) {
+		s := p.term(t)
+		const theirs = "example.com/archive-logs"
+		s.launch("shared")
+		ctx := context.Background()
+		n := s.node("shared")
+		n.Finalizers = append(n.Finalizers, theirs)
+		if err := s.p.direct.Update(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+		s.deleteNode("shared")
+		s.pass("shared") // drained, NodeClaim deleted, instance terminating
+		s.caughtUp("shared")
+		late := *s.c
+		late.Client = &writesAfterRead{Client: s.p.cached, after: func() {
+			fresh := s.node("shared")
+			fresh.Finalizers = slices.DeleteFunc(fresh.Finalizers, func(f string) bool { return f == theirs })
+			if err := s.p.direct.Update(ctx, fresh); err != nil {
+				t.Error(err)
+			}
+		}}
+		if _, err := late.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: "shared"}}); err != nil {
+			t.Fatalf("releasing the node: %v", err)
+		}
+		if n := s.node("shared"); n != nil {
+			t.Errorf("the node is still there with finalizers %v", n.Finalizers)
+		}
+	})
+}
+
+// writesAfterRead is a client whose first read of a node is followed at
+// once by another controller's write (after): what the caller holds is
+// then older than the API server's.
+type writesAfterRead struct {
+	client.Client
+	once  sync.Once
+	after func()
+}
+
+func (w *writesAfterRead) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	err := w.Client.Get(ctx, key, obj, opts...)
+	if _, isNode := obj.(*corev1.Node); isNode && err == nil {
+		w.once.Do(w.after)
+	}
+	return err
 }
