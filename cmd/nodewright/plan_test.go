@@ -189,3 +189,36 @@ spec:
 		t.Errorf("a tag brings in findings: %s", out.String())
 	}
 }
+
+// plan --region on a dump whose EC2NodeClass has subnets in another
+// region: the replacements stay in the class's own zones, and the plan
+// says so and whose prices it uses; a name that is no region is refused.
+func TestPlanInARegion(t *testing.T) {
+	out, err := runStdout("plan", "-f", "testdata/drift-dump.yaml", "--change", "../../scenarios/drift.then-1.yaml", "--now", "2026-11-25T18:30:00Z", "--region", "eu-west-1", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r whatif.PlanReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(r.Rounds) != 4 {
+		t.Fatalf("rounds %+v; want the four nodes replaced as without --region", r.Rounds)
+	}
+	for _, rd := range r.Rounds {
+		for _, rep := range rd.Replacements {
+			if !strings.HasPrefix(rep.Zone, "us-east-1") {
+				t.Errorf("a replacement in %s; the EC2NodeClass's subnets are in us-east-1", rep.Zone)
+			}
+		}
+	}
+	warnings := strings.Join(r.Warnings, "\n")
+	for _, want := range []string{"no prices for eu-west-1; these are us-east-1's", "EC2NodeClass default: its subnets are in us-east-1"} {
+		if !strings.Contains(warnings, want) {
+			t.Errorf("warnings %q; want %q", r.Warnings, want)
+		}
+	}
+	if _, err := run("plan", "-f", "testdata/drift-dump.yaml", "--change", "../../scenarios/drift.then-1.yaml", "--region", "us-east"); err == nil || !strings.Contains(err.Error(), "us-east") {
+		t.Errorf("plan --region us-east: %v, want an error naming it", err)
+	}
+}
