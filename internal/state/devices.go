@@ -495,23 +495,13 @@ func (d *DRA) allocate(it *scheduling.InstanceType, claims []*resourcev1.Resourc
 // selects a device of the type that is attached on request: only then can
 // attaching them make the claims fit.
 func (d *DRA) classesTakeOnRequest(it *scheduling.InstanceType, claims []*resourcev1.ResourceClaim) bool {
-	var names []string
-	for _, c := range claims {
-		for _, req := range c.Spec.Devices.Requests {
-			if req.Exactly != nil {
-				names = append(names, req.Exactly.DeviceClassName)
-			}
-			for _, sub := range req.FirstAvailable {
-				names = append(names, sub.DeviceClassName)
-			}
-		}
-	}
+	asks := choicesOf(claims)
 	for _, set := range it.Devices {
 		if !set.OnRequest {
 			continue
 		}
-		for _, name := range names {
-			class, err := d.classes.Get(name)
+		for _, ask := range asks {
+			class, err := d.classes.Get(ask.class)
 			if err != nil {
 				continue
 			}
@@ -555,21 +545,36 @@ func (d *DRA) allocateOn(it *scheduling.InstanceType, onRequest bool, claims []*
 // pools in, which is a map's; on an error kube-scheduler aborts the pod's
 // scheduling attempt. No node is planned where that can happen.
 func (d *DRA) selectorErrors(it *scheduling.InstanceType, onRequest bool, claims []*resourcev1.ResourceClaim) error {
-	for _, c := range claims {
-		for _, req := range c.Spec.Devices.Requests {
-			if req.Exactly != nil {
-				if err := d.selectorErrorsOf(it, onRequest, c, req.Exactly.DeviceClassName, req.Exactly.Selectors); err != nil {
-					return err
-				}
-			}
-			for _, sub := range req.FirstAvailable {
-				if err := d.selectorErrorsOf(it, onRequest, c, sub.DeviceClassName, sub.Selectors); err != nil {
-					return err
-				}
-			}
+	for _, ask := range choicesOf(claims) {
+		if err := d.selectorErrorsOf(it, onRequest, ask.claim, ask.class, ask.selectors); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// choice is one way a claim's request may be met: an exact request, or
+// one of a prioritized list's alternatives.
+type choice struct {
+	claim     *resourcev1.ResourceClaim
+	class     string
+	selectors []resourcev1.DeviceSelector
+}
+
+// choicesOf lists the claims' requests and their alternatives in order.
+func choicesOf(claims []*resourcev1.ResourceClaim) []choice {
+	var out []choice
+	for _, c := range claims {
+		for _, req := range c.Spec.Devices.Requests {
+			if req.Exactly != nil {
+				out = append(out, choice{c, req.Exactly.DeviceClassName, req.Exactly.Selectors})
+			}
+			for _, sub := range req.FirstAvailable {
+				out = append(out, choice{c, sub.DeviceClassName, sub.Selectors})
+			}
+		}
+	}
+	return out
 }
 
 func (d *DRA) selectorErrorsOf(it *scheduling.InstanceType, onRequest bool, c *resourcev1.ResourceClaim, className string, selectors []resourcev1.DeviceSelector) error {
