@@ -47,9 +47,9 @@ type Controller struct {
 	// cache's copy is kept. The Client when nil.
 	APIReader client.Reader
 	Cloud     InstanceDeleter
-	Drainer  *drain.Drainer
-	Recorder record.EventRecorder
-	Clock    clock.PassiveClock
+	Drainer   *drain.Drainer
+	Recorder  record.EventRecorder
+	Clock     clock.PassiveClock
 	// Poll is how soon a node still draining or terminating is looked at
 	// again.
 	Poll time.Duration
