@@ -58,11 +58,15 @@ verify: generate chart ## Fail when generated code or CRDs are stale, go.mod is 
 		echo "generated files or go.mod are stale; run 'make generate' and 'go mod tidy' and commit:"; \
 		git status --porcelain -- api go.mod go.sum internal/sim/cloud/awsapi internal/aws/instancetypes/prices.json internal/operator/rbac/rules.json charts docs/cloudformation.yaml; git --no-pager diff --stat -- api go.mod go.sum internal/sim/cloud/awsapi internal/aws/instancetypes/prices.json internal/operator/rbac/rules.json charts docs/cloudformation.yaml; exit 1; fi
 
-chart: ## helm lint and helm template the chart, then package it into bin/chart/ with appVersion VERSION (helm pinned in go.mod)
+# The chart's version is VERSION without its leading v when that is a
+# semantic version (v0.2.0 -> 0.2.0), else 0.0.0-dev.VERSION.
+CHART_VERSION ?= $(shell v='$(VERSION)'; v=$${v#v}; if echo "$$v" | grep -Eq '^[0-9]+\.[0-9]+\.[0-9]+([-+][0-9A-Za-z.+-]+)?$$'; then echo "$$v"; else echo "0.0.0-dev.$$v"; fi)
+
+chart: ## helm lint and helm template the chart, then package it into bin/chart/nodewright-CHART_VERSION.tgz with appVersion VERSION (helm pinned in go.mod)
 	go tool helm lint --strict charts/nodewright --set settings.clusterName=example --set image.repository=registry.example/nodewright
 	go tool helm template nodewright charts/nodewright --namespace nodewright --kube-version 1.34.0 \
 		--set settings.clusterName=example --set image.repository=registry.example/nodewright >/dev/null
-	mkdir -p bin/chart && go tool helm package charts/nodewright --app-version $(VERSION) --destination bin/chart
+	mkdir -p bin/chart && go tool helm package charts/nodewright --version $(CHART_VERSION) --app-version $(VERSION) --destination bin/chart
 
 image: ## Build the OCI image (linux/amd64 and arm64) into bin/image, without a container daemon or base image
 	go run ./hack/image -out bin/image -version $(VERSION) -commit $(COMMIT)

@@ -201,6 +201,7 @@ func doctorCloud(ctx context.Context, fl doctorFlags, kubeconfigPath string) (*d
 		if cloud.AccountID == "" {
 			cloud.AccountID = doctor.AccountOfARN(aws.ToString(cluster.Cluster.Arn))
 		}
+		cloud.Partition = doctor.PartitionOfARN(aws.ToString(cluster.Cluster.Arn))
 		return cloud, nil
 	default:
 		return nil, fmt.Errorf("--cloud %q: use sim or aws", fl.cloud)

@@ -420,6 +420,8 @@ func checkArtifacts(t *testing.T, r installRun, objs []*unstructured.Unstructure
 	if err := yaml.Unmarshal(chartFile, &meta); err != nil {
 		t.Fatal(err)
 	}
+	// make chart VERSION=vX.Y.Z packages the chart as version X.Y.Z.
+	meta.Version = strings.TrimPrefix(version, "v")
 	push := r.call("helm", "push")
 	install := r.call("helm", "install")
 	if push == nil || push[2] != fmt.Sprintf("bin/chart/%s-%s.tgz", meta.Name, meta.Version) {

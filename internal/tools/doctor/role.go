@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/smithy-go"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/yaml"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
@@ -43,9 +44,9 @@ func nodeRoleRule(ctx context.Context, r *Report, in Input) error {
 	if !ok {
 		return nil
 	}
-	account := accountOf(in.Cloud, mappings)
+	prefix := iamPrefixOf(in.Cloud, mappings)
 	for _, nc := range in.Objects.EC2NodeClasses {
-		checkNodeRole(ctx, r, in, nc, mappings, account)
+		checkNodeRole(ctx, r, in, nc, mappings, prefix)
 	}
 	return nil
 }
@@ -88,8 +89,8 @@ type nodeRoleCheck struct {
 
 // checkNodeRole reports an EC2NodeClass whose node role may not join the
 // cluster.
-func checkNodeRole(ctx context.Context, r *Report, in Input, nc *awsv1.EC2NodeClass, mappings []roleMapping, account string) {
-	chk, ok := roleToCheck(ctx, r, in, nc, account)
+func checkNodeRole(ctx context.Context, r *Report, in Input, nc *awsv1.EC2NodeClass, mappings []roleMapping, prefix string) {
+	chk, ok := roleToCheck(ctx, r, in, nc, prefix)
 	if !ok {
 		return
 	}
@@ -97,21 +98,55 @@ func checkNodeRole(ctx context.Context, r *Report, in Input, nc *awsv1.EC2NodeCl
 		noAWSAuthRule(r, chk)
 		return
 	}
+	found := &Report{}
 	exact, pathed, others := roleMappingOf(mappings, chk.role)
 	switch {
 	case exact != nil:
-		incompleteMappingRule(r, chk, exact)
+		incompleteMappingRule(found, chk, exact)
 	case pathed != nil:
-		pathedMappingRule(r, chk, pathed)
+		pathedMappingRule(found, chk, pathed)
 	default:
-		unmappedRoleRule(ctx, r, in, chk, mappings, others)
+		unmappedRoleRule(ctx, found, in, chk, mappings, others)
 	}
+	for _, f := range found.Findings {
+		if f.Code == CodeNodeRoleNotMapped && !chk.entriesKnown {
+			f = qualifiedByAccessEntries(f, chk, registeredClaimOf(in, nc))
+		}
+		r.add(f)
+	}
+}
+
+// qualifiedByAccessEntries says of a finding on aws-auth that the
+// access entries were not read: an EC2_LINUX (or EC2_WINDOWS) entry of
+// the role admits its nodes whatever aws-auth says. Where a NodeClaim of
+// the class has registered, something admits the role: then it is a
+// warning, not an error.
+func qualifiedByAccessEntries(f Finding, chk nodeRoleCheck, registered string) Finding {
+	f.Message += fmt.Sprintf(" — unless an EKS access entry admits the role: access entries were not read (%s)", chk.entriesWhy)
+	f.Fix += "\nIf the cluster's authentication mode is API or API_AND_CONFIG_MAP, check its access entries: nodewright doctor --cloud aws --cluster-name CLUSTER"
+	if registered != "" {
+		f.Severity = Warning
+		f.Message += fmt.Sprintf("; NodeClaim %s of EC2NodeClass %s has registered, so something admits the role, most likely an access entry", registered, chk.class.Name)
+		f.Evidence += fmt.Sprintf("; NodeClaim %s: Registered=True", registered)
+	}
+	return f
+}
+
+// registeredClaimOf is a NodeClaim of the EC2NodeClass that has
+// registered, empty when there is none.
+func registeredClaimOf(in Input, nc *awsv1.EC2NodeClass) string {
+	for _, c := range in.Objects.NodeClaims {
+		if c.Spec.NodeClassRef != nil && c.Spec.NodeClassRef.Name == nc.Name && meta.IsStatusConditionTrue(c.Status.Conditions, v1.ConditionRegistered) {
+			return c.Name
+		}
+	}
+	return ""
 }
 
 // roleToCheck reads an EC2NodeClass's node role and its EKS access entry.
 // False when there is nothing to check: the role is unknown, or an
 // EC2_LINUX access entry lets its nodes join whatever aws-auth says.
-func roleToCheck(ctx context.Context, r *Report, in Input, nc *awsv1.EC2NodeClass, account string) (nodeRoleCheck, bool) {
+func roleToCheck(ctx context.Context, r *Report, in Input, nc *awsv1.EC2NodeClass, prefix string) (nodeRoleCheck, bool) {
 	role, err := nodeRole(ctx, r, in.Cloud, nc)
 	if err != nil {
 		r.add(checkFailed("EC2NodeClass/"+nc.Name, "the role of EC2NodeClass "+nc.Name+"'s instance profile", "iam:GetInstanceProfile", err))
@@ -120,7 +155,7 @@ func roleToCheck(ctx context.Context, r *Report, in Input, nc *awsv1.EC2NodeClas
 	if role == "" {
 		return nodeRoleCheck{}, false
 	}
-	arn := fmt.Sprintf("arn:aws:iam::%s:role/%s", account, role)
+	arn := prefix + ":role/" + role
 	entryType, entryErr := accessEntryType(ctx, in.Cloud, arn)
 	if entryErr != nil {
 		r.add(checkFailed("EC2NodeClass/"+nc.Name, "the EKS access entry of node role "+role, "eks:DescribeAccessEntry on cluster "+in.Cloud.ClusterName+
@@ -325,18 +360,33 @@ func accessEntryType(ctx context.Context, cloud *Cloud, arn string) (string, err
 	return aws.ToString(out.AccessEntry.Type), nil
 }
 
-// accountOf is the account ID for ARNs in fixes: the account's, else the
-// one aws-auth's entries use.
-func accountOf(cloud *Cloud, mappings []roleMapping) string {
-	if cloud != nil && cloud.AccountID != "" {
-		return cloud.AccountID
+// iamPrefixOf is the start of the IAM ARNs in fixes and lookups,
+// arn:PARTITION:iam::ACCOUNT: the account's partition and ID, else those
+// aws-auth's entries use, else the aws partition and a placeholder.
+func iamPrefixOf(cloud *Cloud, mappings []roleMapping) string {
+	partition, account := "", ""
+	if cloud != nil {
+		partition, account = cloud.Partition, cloud.AccountID
 	}
 	for _, m := range mappings {
-		if parts := strings.Split(m.RoleARN, ":"); len(parts) > 4 && parts[4] != "" {
-			return parts[4]
+		parts := strings.Split(m.RoleARN, ":")
+		if len(parts) < 5 || parts[0] != "arn" {
+			continue
+		}
+		if partition == "" {
+			partition = parts[1]
+		}
+		if account == "" {
+			account = parts[4]
 		}
 	}
-	return accountIDUnknown
+	if partition == "" {
+		partition = "aws"
+	}
+	if account == "" {
+		account = accountIDUnknown
+	}
+	return "arn:" + partition + ":iam::" + account
 }
 
 // mappingYAML is the aws-auth entry a node role needs.

@@ -59,6 +59,9 @@ type Cloud struct {
 	Console          sdk.Console
 	ClusterName      string
 	AccountID        string
+	// Partition is the account's partition (aws, aws-cn, aws-us-gov):
+	// IAM ARNs are written in it.
+	Partition string
 	// Unavailable says why the cluster could not be described; the checks
 	// that need it are skipped and it is a finding.
 	Unavailable error
@@ -69,6 +72,14 @@ type Cloud struct {
 func AccountOfARN(arn string) string {
 	if parts := strings.SplitN(arn, ":", 6); len(parts) == 6 && parts[0] == "arn" {
 		return parts[4]
+	}
+	return ""
+}
+
+// PartitionOfARN is the partition of an ARN, empty when it is none.
+func PartitionOfARN(arn string) string {
+	if parts := strings.SplitN(arn, ":", 6); len(parts) == 6 && parts[0] == "arn" {
+		return parts[1]
 	}
 	return ""
 }

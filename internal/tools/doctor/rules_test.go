@@ -605,3 +605,55 @@ func TestAMINotFoundInTheAccount(t *testing.T) {
 	}
 	expectNone(t, r, CodeAMIArchitectureMismatch)
 }
+
+// The node role's ARN is written in the account's partition (China and
+// GovCloud clusters' aws-auth and access entries use theirs), and a
+// finding on aws-auth says when the access entries, which admit a role
+// whatever aws-auth says, were not read — a warning, not an error, where
+// a NodeClaim of the class has registered all the same.
+func TestNodeRoleAcrossPartitionsAndAccessEntries(t *testing.T) {
+	nc := class("batch", awsv1.AMIFamilyAL2023, "")
+	nc.Spec.Role = "eks-batch-nodes"
+	controllerMapped := awsAuth(`- rolearn: arn:aws-cn:iam::444455556666:role/eks-batch-karpenter
+  username: system:node:{{EC2PrivateDNSName}}
+  groups: [system:bootstrappers, system:nodes]
+`)
+	objects := func(claims ...*v1.NodeClaim) *whatif.Objects {
+		return &whatif.Objects{EC2NodeClasses: []*awsv1.EC2NodeClass{nc}, AWSAuth: controllerMapped, NodeClaims: claims}
+	}
+
+	t.Run("offline, aws-auth's partition", func(t *testing.T) {
+		r := diagnose(t, Input{Objects: objects()})
+		f := expectOne(t, r, CodeNodeRoleNotMapped, Error, "EC2NodeClass/batch", "- rolearn: arn:aws-cn:iam::444455556666:role/eks-batch-nodes",
+			"access entries were not read (no account was given (--cloud))", "nodewright doctor --cloud aws --cluster-name")
+		if strings.Contains(f.Fix, "arn:aws:") {
+			t.Errorf("a fix in the aws partition for a China cluster: %s", f.Fix)
+		}
+	})
+	t.Run("offline, a NodeClaim of the class registered", func(t *testing.T) {
+		claim := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "batch-7hq2x"}}
+		claim.Spec.NodeClassRef = &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "batch"}
+		claim.Status.Conditions = []metav1.Condition{{Type: v1.ConditionRegistered, Status: metav1.ConditionTrue, Reason: "Registered"}}
+		r := diagnose(t, Input{Objects: objects(claim)})
+		expectOne(t, r, CodeNodeRoleNotMapped, Warning, "EC2NodeClass/batch", "NodeClaim batch-7hq2x of EC2NodeClass batch has registered", "Registered=True")
+		if r.HasErrors() {
+			t.Errorf("an error where the class's nodes register: %+v", r.Findings)
+		}
+	})
+	t.Run("the account's partition: its access entry admits the role", func(t *testing.T) {
+		const arn = "arn:aws-us-gov:iam::111122223333:role/eks-batch-nodes"
+		cloud := simCloud(t, func(a *simaws.Account) { a.AddAccessEntry(arn, "EC2_LINUX") })
+		cloud.Partition = "aws-us-gov"
+		r := diagnose(t, Input{Objects: objects(), Cloud: cloud})
+		expectNone(t, r, CodeNodeRoleNotMapped)
+	})
+	t.Run("the account's partition: no access entry", func(t *testing.T) {
+		cloud := simCloud(t, nil)
+		cloud.Partition = "aws-us-gov"
+		r := diagnose(t, Input{Objects: objects(), Cloud: cloud})
+		f := expectOne(t, r, CodeNodeRoleNotMapped, Error, "EC2NodeClass/batch", "no EKS access entry either", "arn:aws-us-gov:iam::111122223333:role/eks-batch-nodes")
+		if strings.Contains(f.Message, "were not read") {
+			t.Errorf("says the access entries were not read though they were: %s", f.Message)
+		}
+	})
+}
