@@ -154,13 +154,13 @@ func VarsOf(s Spec, windows bool) kubeletconfig.Vars {
 // labels, capacity and allocatable, and its offerings in the zones and
 // reservations of opts.
 func convert(s Spec, opts Options) *scheduling.InstanceType {
-	capacity := capacityOf(s, opts.Kubelet, opts.Needs.Windows)
+	capacity := capacityOf(s, opts.Kubelet, opts.Needs)
 	it := &scheduling.InstanceType{
 		Name:         s.Name,
 		Requirements: scheduling.LabelRequirements(labelsOf(s, opts.Needs)),
 		Capacity:     capacity,
 		Allocatable:  capacity.Sub(overhead(s, capacity, opts.Kubelet)),
-		Devices:      devicesOf(s),
+		Devices:      devicesOf(s, opts.Needs),
 	}
 	if s.OnDemand > 0 {
 		it.Offerings = append(zoneOfferings(s, opts), reservedOfferings(s, opts)...)
@@ -291,7 +291,8 @@ func labelsOf(s Spec, needs Needs) map[string]string {
 // the pod limit, a 20Gi root volume and GPUs; a Windows node a 50Gi
 // root volume, and the IPv4 addresses its pods can have, one per address
 // of its primary network interface but its own.
-func capacityOf(s Spec, kubelet *kubeletconfig.Config, windows bool) scheduling.Resources {
+func capacityOf(s Spec, kubelet *kubeletconfig.Config, needs Needs) scheduling.Resources {
+	windows := needs.Windows
 	memMiB := s.MemoryMiB - int64(math.Ceil(float64(s.MemoryMiB)*0.075))
 	if s.Arch == "arm64" {
 		memMiB -= 64
@@ -312,11 +313,11 @@ func capacityOf(s Spec, kubelet *kubeletconfig.Config, windows bool) scheduling.
 	if n := accelerators(s).NeuronDevices; n > 0 {
 		list[NeuronResource] = *resource.NewQuantity(n, resource.DecimalSI)
 	}
-	if s.MaxEFA > 0 {
-		list[EFAResource] = *resource.NewQuantity(s.MaxEFA, resource.DecimalSI)
+	if efa, _ := efaOf(s, needs); efa > 0 {
+		list[EFAResource] = *resource.NewQuantity(efa, resource.DecimalSI)
 	}
 	r, _ := scheduling.ParseResources(list)
-	return deviceCounts(r, devicesOf(s))
+	return deviceCounts(r, devicesOf(s, needs))
 }
 
 // EFAResource is the extended resource the EFA device plugin advertises

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	"github.com/nodewright/nodewright/internal/scheduling"
 )
 
@@ -118,9 +119,13 @@ func accelerators(s Spec) Accelerators {
 // Devices are the devices the DRA drivers publish on a node of the type:
 // the NVIDIA driver's GPUs, the Neuron driver's devices (as the catalog
 // knows them: what only a running node knows is left out).
-func Devices(s Spec) []scheduling.DeviceSet { return devicesOf(s) }
+func Devices(s Spec) []scheduling.DeviceSet { return devicesOf(s, Needs{}) }
 
-func devicesOf(s Spec) []scheduling.DeviceSet {
+// devicesOf are the devices of a node of the type launched as the
+// EC2NodeClass needs: its EFA interfaces are those the class lays out
+// when it lays out network interfaces (always attached), else all the
+// type's, attached when a launch asks for them.
+func devicesOf(s Spec, needs Needs) []scheduling.DeviceSet {
 	a := accelerators(s)
 	var out []scheduling.DeviceSet
 	if s.GPU > 0 && a.GPUManufacturer == "NVIDIA" {
@@ -131,8 +136,8 @@ func devicesOf(s Spec) []scheduling.DeviceSet {
 			Attributes: nvidiaAttributes(0, gpuModel{product: fmt.Sprintf("NVIDIA L4-%dQ", gib), arch: "Ada Lovelace", compute: "8.9", brand: "NvidiaVWS"}),
 			Capacity:   map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{"memory": {Value: *resource.NewQuantity(gib<<30, resource.BinarySI)}}}}})
 	}
-	if s.MaxEFA > 0 {
-		out = append(out, scheduling.DeviceSet{Driver: EFADriver, Devices: efaDevices(s.MaxEFA, !efaWithoutRDMA[s.Name]), OnRequest: true})
+	if n, onRequest := efaOf(s, needs); n > 0 {
+		out = append(out, scheduling.DeviceSet{Driver: EFADriver, Devices: efaDevices(n, !efaWithoutRDMA[s.Name]), OnRequest: onRequest})
 	}
 	if a.NeuronDevices > 0 {
 		set := scheduling.DeviceSet{Driver: NeuronDriver}
@@ -215,6 +220,23 @@ func efaDevices(n int64, rdma bool) []resourcev1.Device {
 		}})
 	}
 	return out
+}
+
+// efaOf is how many EFA interfaces a node of the type has, and whether
+// they are attached only when a launch asks: an EC2NodeClass that lays
+// out network interfaces launches with its efa-only ones (none if it
+// lists none), whatever the pods ask; otherwise a launch asks for all the
+// type's when its pods need them.
+func efaOf(s Spec, needs Needs) (n int64, onRequest bool) {
+	if len(needs.NetworkInterfaces) == 0 {
+		return s.MaxEFA, true
+	}
+	for _, ni := range needs.NetworkInterfaces {
+		if ni.InterfaceType == awsv1.InterfaceTypeEFAOnly {
+			n++
+		}
+	}
+	return min(n, s.MaxEFA), false
 }
 
 // deviceCounts adds the devices of the sets to r, by driver.

@@ -120,9 +120,14 @@ func (s *Simulator) publish(ctx context.Context, driver, nodeName string) error 
 	}
 	var devices []resourcev1.Device
 	for _, set := range sets {
-		if set.Driver == driver && (!set.OnRequest || s.launchedWithEFA(node.Spec.ProviderID)) {
-			devices = running(driver, nodeName, set.Devices)
+		if set.Driver != driver {
+			continue
 		}
+		attached := set.Devices
+		if set.OnRequest {
+			attached = attached[:min(len(attached), s.efaLaunched(node.Spec.ProviderID))]
+		}
+		devices = running(driver, nodeName, attached)
 	}
 	if len(devices) == 0 {
 		return nil // no such device on the node: the plugin has nothing to publish
@@ -140,20 +145,21 @@ func (s *Simulator) publish(ctx context.Context, driver, nodeName string) error 
 	return nil
 }
 
-// launchedWithEFA reports whether the node's instance was launched with
-// EFA interfaces: only then has it the devices DRANET publishes for them.
-func (s *Simulator) launchedWithEFA(providerID string) bool {
+// efaLaunched is how many EFA interfaces the node's instance was launched
+// with: DRANET publishes a device for each of them only.
+func (s *Simulator) efaLaunched(providerID string) int {
+	n := 0
 	for _, inst := range s.Account.Instances() {
 		if !strings.HasSuffix(providerID, "/"+aws.ToString(inst.InstanceId)) {
 			continue
 		}
 		for _, ni := range inst.Launched.NetworkInterfaces {
 			if t := aws.ToString(ni.InterfaceType); t == "efa" || t == "efa-only" {
-				return true
+				n++
 			}
 		}
 	}
-	return false
+	return n
 }
 
 // overlaid are a node's devices with those the NodeOverlays selecting it
