@@ -391,22 +391,33 @@ spec:
 // keeps the room the commands before it planned, so no replacement is
 // left empty, and the nodes after are as many as the pods need.
 func TestPlanRolloutLeavesNothingEmpty(t *testing.T) {
-	for _, budgets := range []string{`[{nodes: "1"}]`, `[{nodes: "6"}]`, `[{nodes: "100%"}]`} {
-		t.Run(budgets, func(t *testing.T) {
-			objs := cluster(t, budgets, 1, 1, 1, 1, 1, 1)
-			r, err := whatif.Plan(objs, change(t, fmt.Sprintf(categoryC, budgets)), nil, whatif.DefaultTimings())
-			if err != nil {
-				t.Fatal(err)
-			}
-			replacements, surplus, moved := 0, 0, 0
-			for _, rd := range r.Rounds {
-				replacements += len(rd.Replacements)
-				surplus += rd.SurplusReplacements
-				moved += rd.PodsMoved
-			}
-			if surplus != 0 || replacements != 6 || moved != 6 {
-				t.Errorf("%d replacements (%d left empty) for 6 pods moved %d times: %+v", replacements, surplus, moved, r.Rounds)
-			}
-		})
+	// expiring: the nodes (one to six hours old) outlive a new
+	// expireAfter of 30 minutes.
+	expiring := strings.Replace(strings.Replace(categoryC, "        - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c]}\n", "", 1),
+		"      nodeClassRef:", "      expireAfter: 30m\n      nodeClassRef:", 1)
+	for _, rollout := range []struct{ name, change string }{{"drift", categoryC}, {"expiry", expiring}} {
+		for _, budgets := range []string{`[{nodes: "1"}]`, `[{nodes: "6"}]`, `[{nodes: "100%"}]`} {
+			t.Run(rollout.name+" "+budgets, func(t *testing.T) {
+				planRollout(t, budgets, rollout.change)
+			})
+		}
+	}
+}
+
+func planRollout(t *testing.T, budgets, changed string) {
+	t.Helper()
+	objs := cluster(t, budgets, 1, 1, 1, 1, 1, 1)
+	r, err := whatif.Plan(objs, change(t, fmt.Sprintf(changed, budgets)), nil, whatif.DefaultTimings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	replacements, surplus, moved := 0, 0, 0
+	for _, rd := range r.Rounds {
+		replacements += len(rd.Replacements)
+		surplus += rd.SurplusReplacements
+		moved += rd.PodsMoved
+	}
+	if surplus != 0 || replacements != 6 || moved != 6 {
+		t.Errorf("%d replacements (%d left empty) for 6 pods moved %d times: %+v", replacements, surplus, moved, r.Rounds)
 	}
 }
