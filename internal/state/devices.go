@@ -703,6 +703,16 @@ func (d *DRA) explainRequest(c *resourcev1.ResourceClaim, req resourcev1.DeviceR
 	return where + ": " + strings.Join(reasons, "; ")
 }
 
+// deviceCount is how many devices a node of the type has, of every
+// driver.
+func deviceCount(it *scheduling.InstanceType) int64 {
+	var n int64
+	for _, set := range it.Devices {
+		n += int64(len(set.Devices))
+	}
+	return n
+}
+
 // explainAlternative tries one way to satisfy a request on every type:
 // its DeviceClass alone, then with its selectors, then its count.
 func (d *DRA) explainAlternative(c *resourcev1.ResourceClaim, alt resourcev1.DeviceSubRequest, types []*scheduling.InstanceType) string {
@@ -711,6 +721,9 @@ func (d *DRA) explainAlternative(c *resourcev1.ResourceClaim, alt resourcev1.Dev
 			Requests: []resourcev1.DeviceRequest{{Name: "probe", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: alt.DeviceClassName,
 				Selectors: selectors, AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: count, Tolerations: alt.Tolerations}}}}}}
 		for _, it := range types {
+			if deviceCount(it) < count {
+				continue // too few devices of any driver
+			}
 			res, err := d.allocate(it, []*resourcev1.ResourceClaim{probe})
 			if err != nil {
 				return nil, err
@@ -726,29 +739,34 @@ func (d *DRA) explainAlternative(c *resourcev1.ResourceClaim, alt resourcev1.Dev
 	} else if it == nil {
 		return fmt.Sprintf("no instance type the NodePools admit has any device DeviceClass %s selects (theirs are of the drivers %s)", alt.DeviceClassName, driversOf(types))
 	}
-	if it, err := try(alt.Selectors, 1); err != nil {
+	one, err := try(alt.Selectors, 1)
+	if err != nil {
 		return err.Error()
-	} else if it == nil {
+	} else if one == nil {
 		return fmt.Sprintf("its selectors match no device of DeviceClass %s on any instance type the NodePools admit (%s)", alt.DeviceClassName, selectorsOf(alt.Selectors))
 	}
 	if alt.AllocationMode == resourcev1.DeviceAllocationModeAll {
 		return "" // all devices of any type that has one
 	}
-	best, bestType := int64(0), ""
-	most := int64(0) // no type can take more devices than it has
+	// The most devices a type can give the request: a type that gives n
+	// gives fewer, so the search halves the range each time; no type
+	// gives more than it has.
+	most := int64(0)
 	for _, it := range types {
-		var n int64
-		for _, set := range it.Devices {
-			n += int64(len(set.Devices))
-		}
-		most = max(most, n)
+		most = max(most, deviceCount(it))
 	}
-	for n := int64(1); n <= min(alt.Count, most); n++ {
-		it, err := try(alt.Selectors, n)
-		if err != nil || it == nil {
+	best, bestType := int64(1), one.Name
+	for hi := min(alt.Count, most); best < hi; {
+		mid := (best + hi + 1) / 2
+		it, err := try(alt.Selectors, mid)
+		if err != nil {
 			break
 		}
-		best, bestType = n, it.Name
+		if it == nil {
+			hi = mid - 1
+			continue
+		}
+		best, bestType = mid, it.Name
 	}
 	if best >= alt.Count {
 		return ""

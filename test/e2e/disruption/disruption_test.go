@@ -412,8 +412,9 @@ func TestDriftPausesWhenReplacementsNeverRegister(t *testing.T) {
 // plan. Consolidation then removes every node it can: the cluster comes
 // back to no more nodes than the plan, or, where kube-scheduler's
 // placement left no node whose pods fit elsewhere and no cheaper
-// replacement (a spot node needs enough cheaper spot types to replace it
-// with, and t4g has too few), each node says so on its NodeClaim.
+// replacement (a spot node is replaced by a cheaper spot node only with
+// the SpotToSpotConsolidation gate, and then needs enough cheaper spot
+// types, which t4g lacks), each node says so on its NodeClaim.
 func TestConsolidationRestoresThePlanWithoutTheHint(t *testing.T) {
 	sim, snap := harness.Run(t, "healthy", func(o *runner.Options) {
 		o.BootJitter, o.NoNominationGate, o.Operator.NominatePods = 40*time.Second, true, false
@@ -440,7 +441,7 @@ func TestConsolidationRestoresThePlanWithoutTheHint(t *testing.T) {
 		settled := snap.Done() && snap.Disrupting == 0 && len(stays) == len(snap.NodeClaims)
 		for _, why := range stays {
 			settled = settled && (strings.Contains(why, "would have no place") || strings.Contains(why, "no cheaper placement") ||
-				strings.Contains(why, "keep it diverse"))
+				strings.Contains(why, "keep it diverse") || strings.Contains(why, "needs the SpotToSpotConsolidation feature gate"))
 		}
 		calm++
 		if !settled {

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"runtime"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -77,7 +78,7 @@ func Start(t *testing.T, edit func(*runner.Options)) *runner.Sim {
 	}
 	t.Cleanup(func() {
 		if err := sim.Stop(); err != nil {
-			t.Errorf("stopping the simulation: %v", err)
+			t.Errorf("stopping the simulation: %v\n%s", err, busyGoroutines())
 		}
 	})
 	return sim
@@ -274,4 +275,19 @@ func WaitFor(t *testing.T, what string, timeout time.Duration, cond func() bool)
 	if err := wait.PollUntilContextTimeout(context.Background(), time.Second, timeout, true, func(context.Context) (bool, error) { return cond(), nil }); err != nil {
 		t.Fatalf("waiting for %s: %v", what, err)
 	}
+}
+
+// busyGoroutines are the stacks of the goroutines still in nodewright's
+// own code: when the simulation does not stop in time, they say which
+// work outlived it.
+func busyGoroutines() string {
+	buf := make([]byte, 1<<22)
+	buf = buf[:runtime.Stack(buf, true)]
+	var out []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "nodewright/nodewright/internal/") && !strings.Contains(g, "harness.busyGoroutines") {
+			out = append(out, g)
+		}
+	}
+	return "goroutines in nodewright's code:\n" + strings.Join(out, "\n\n")
 }
