@@ -59,8 +59,9 @@ verify: generate chart ## Fail when generated code or CRDs are stale, go.mod is 
 		git status --porcelain -- api go.mod go.sum internal/sim/cloud/awsapi internal/aws/instancetypes/prices.json internal/operator/rbac/rules.json charts docs/cloudformation.yaml; git --no-pager diff --stat -- api go.mod go.sum internal/sim/cloud/awsapi internal/aws/instancetypes/prices.json internal/operator/rbac/rules.json charts docs/cloudformation.yaml; exit 1; fi
 
 # The chart's version is VERSION without its leading v when that is a
-# semantic version (v0.2.0 -> 0.2.0), else 0.0.0-dev.VERSION.
-CHART_VERSION ?= $(shell v='$(VERSION)'; v=$${v#v}; if echo "$$v" | grep -Eq '^[0-9]+\.[0-9]+\.[0-9]+([-+][0-9A-Za-z.+-]+)?$$'; then echo "$$v"; else echo "0.0.0-dev.$$v"; fi)
+# semantic version (v0.2.0 -> 0.2.0), else 0.0.0-dev-VERSION (characters
+# a version cannot hold made dashes).
+CHART_VERSION ?= $(shell v='$(VERSION)'; v=$${v#v}; if echo "$$v" | grep -Eq '^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z-]+(\.[0-9A-Za-z-]+)*)?$$'; then echo "$$v"; else echo "0.0.0-dev-$$(printf %s "$$v" | tr -c '0-9A-Za-z-' '-')"; fi)
 
 chart: ## helm lint and helm template the chart, then package it into bin/chart/nodewright-CHART_VERSION.tgz with appVersion VERSION (helm pinned in go.mod)
 	go tool helm lint --strict charts/nodewright --set settings.clusterName=example --set image.repository=registry.example/nodewright

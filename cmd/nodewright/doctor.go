@@ -188,7 +188,7 @@ func doctorCloud(ctx context.Context, fl doctorFlags, kubeconfigPath string) (*d
 		ec2Client := ec2.NewFromConfig(cfg)
 		cloud := &doctor.Cloud{
 			InstanceProfiles: iam.NewFromConfig(cfg), AccessEntries: eksClient, Console: ec2Client,
-			ClusterName: fl.clusterName, AccountID: fl.accountID,
+			ClusterName: fl.clusterName, AccountID: fl.accountID, Partition: doctor.PartitionOfRegion(cfg.Region),
 		}
 		cluster, err := eksClient.DescribeCluster(ctx, &eks.DescribeClusterInput{Name: &fl.clusterName})
 		if err != nil {
@@ -201,7 +201,9 @@ func doctorCloud(ctx context.Context, fl doctorFlags, kubeconfigPath string) (*d
 		if cloud.AccountID == "" {
 			cloud.AccountID = doctor.AccountOfARN(aws.ToString(cluster.Cluster.Arn))
 		}
-		cloud.Partition = doctor.PartitionOfARN(aws.ToString(cluster.Cluster.Arn))
+		if p := doctor.PartitionOfARN(aws.ToString(cluster.Cluster.Arn)); p != "" {
+			cloud.Partition = p
+		}
 		return cloud, nil
 	default:
 		return nil, fmt.Errorf("--cloud %q: use sim or aws", fl.cloud)

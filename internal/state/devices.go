@@ -759,11 +759,8 @@ func (d *DRA) explainAlternative(c *resourcev1.ResourceClaim, alt resourcev1.Dev
 	for hi := min(alt.Count, most); best < hi; {
 		mid := (best + hi + 1) / 2
 		it, err := try(alt.Selectors, mid)
-		if err != nil {
-			break
-		}
-		if it == nil {
-			hi = mid - 1
+		if err != nil || it == nil {
+			hi = mid - 1 // a selector error on a type counts as not fitting there
 			continue
 		}
 		best, bestType = mid, it.Name

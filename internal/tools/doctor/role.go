@@ -18,6 +18,7 @@ import (
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
+	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 )
 
 // The aws-auth mapping every node role needs.
@@ -123,7 +124,9 @@ func checkNodeRole(ctx context.Context, r *Report, in Input, nc *awsv1.EC2NodeCl
 // warning, not an error.
 func qualifiedByAccessEntries(f Finding, chk nodeRoleCheck, registered string) Finding {
 	f.Message += fmt.Sprintf(" — unless an EKS access entry admits the role: access entries were not read (%s)", chk.entriesWhy)
-	f.Fix += "\nIf the cluster's authentication mode is API or API_AND_CONFIG_MAP, check its access entries: nodewright doctor --cloud aws --cluster-name CLUSTER"
+	if chk.entriesWhy == entriesNotGiven {
+		f.Fix += "\nIf the cluster's authentication mode is API or API_AND_CONFIG_MAP, check its access entries: nodewright doctor --cloud aws --cluster-name CLUSTER"
+	}
 	if registered != "" {
 		f.Severity = Warning
 		f.Message += fmt.Sprintf("; NodeClaim %s of EC2NodeClass %s has registered, so something admits the role, most likely an access entry", registered, chk.class.Name)
@@ -132,11 +135,15 @@ func qualifiedByAccessEntries(f Finding, chk nodeRoleCheck, registered string) F
 	return f
 }
 
-// registeredClaimOf is a NodeClaim of the EC2NodeClass that has
-// registered, empty when there is none.
+// registeredClaimOf is a NodeClaim launched from the EC2NodeClass as it
+// is now (its hash, which covers spec.role, is the class's) that has
+// registered, empty when there is none: one launched before the role
+// changed says nothing of the new role.
 func registeredClaimOf(in Input, nc *awsv1.EC2NodeClass) string {
+	hash := nodeclass.Hash(nc)
 	for _, c := range in.Objects.NodeClaims {
-		if c.Spec.NodeClassRef != nil && c.Spec.NodeClassRef.Name == nc.Name && meta.IsStatusConditionTrue(c.Status.Conditions, v1.ConditionRegistered) {
+		if c.Spec.NodeClassRef != nil && c.Spec.NodeClassRef.Name == nc.Name && c.Annotations[nodeclass.AnnotationHash] == hash &&
+			meta.IsStatusConditionTrue(c.Status.Conditions, v1.ConditionRegistered) {
 			return c.Name
 		}
 	}
@@ -179,10 +186,13 @@ func roleToCheck(ctx context.Context, r *Report, in Input, nc *awsv1.EC2NodeClas
 		entriesKnown: entriesKnown, entryNote: accessEntryNote(entryType, entry, entriesKnown), entriesWhy: entriesWhy(in.Cloud, entryErr)}, true
 }
 
+// entriesNotGiven: no account was given to read access entries from.
+const entriesNotGiven = "no account was given (--cloud)"
+
 // entriesWhy says why a node role's access entry is not known.
 func entriesWhy(cloud *Cloud, err error) string {
 	if cloud == nil || cloud.AccessEntries == nil {
-		return "no account was given (--cloud)"
+		return entriesNotGiven
 	}
 	if err != nil {
 		return "its EKS access entry could not be read (see check-failed)"

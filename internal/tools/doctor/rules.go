@@ -84,6 +84,20 @@ func PartitionOfARN(arn string) string {
 	return ""
 }
 
+// PartitionOfRegion is the partition of a region: aws-cn for cn-*,
+// aws-us-gov for us-gov-*, aws otherwise; empty for no region.
+func PartitionOfRegion(region string) string {
+	switch {
+	case region == "":
+		return ""
+	case strings.HasPrefix(region, "cn-"):
+		return "aws-cn"
+	case strings.HasPrefix(region, "us-gov-"):
+		return "aws-us-gov"
+	}
+	return "aws"
+}
+
 // Diagnose runs every rule.
 func Diagnose(ctx context.Context, in Input) (*Report, error) {
 	if in.Now.IsZero() {

@@ -21,6 +21,7 @@ import (
 	"github.com/nodewright/nodewright/api/autoscaling/v1beta1"
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/sim/cloud/account"
 	simaws "github.com/nodewright/nodewright/internal/sim/cloud/aws"
 	"github.com/nodewright/nodewright/internal/tools/whatif"
@@ -631,7 +632,7 @@ func TestNodeRoleAcrossPartitionsAndAccessEntries(t *testing.T) {
 		}
 	})
 	t.Run("offline, a NodeClaim of the class registered", func(t *testing.T) {
-		claim := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "batch-7hq2x"}}
+		claim := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "batch-7hq2x", Annotations: map[string]string{nodeclass.AnnotationHash: nodeclass.Hash(nc)}}}
 		claim.Spec.NodeClassRef = &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "batch"}
 		claim.Status.Conditions = []metav1.Condition{{Type: v1.ConditionRegistered, Status: metav1.ConditionTrue, Reason: "Registered"}}
 		r := diagnose(t, Input{Objects: objects(claim)})
@@ -639,6 +640,12 @@ func TestNodeRoleAcrossPartitionsAndAccessEntries(t *testing.T) {
 		if r.HasErrors() {
 			t.Errorf("an error where the class's nodes register: %+v", r.Findings)
 		}
+		// Launched before the class's role changed: it says nothing of
+		// the role the class names now.
+		before := nc.DeepCopy()
+		before.Spec.Role = "eks-batch-nodes-old"
+		claim.Annotations[nodeclass.AnnotationHash] = nodeclass.Hash(before)
+		expectOne(t, diagnose(t, Input{Objects: objects(claim)}), CodeNodeRoleNotMapped, Error, "EC2NodeClass/batch", "access entries were not read")
 	})
 	t.Run("the account's partition: its access entry admits the role", func(t *testing.T) {
 		const arn = "arn:aws-us-gov:iam::111122223333:role/eks-batch-nodes"
@@ -656,4 +663,17 @@ func TestNodeRoleAcrossPartitionsAndAccessEntries(t *testing.T) {
 			t.Errorf("says the access entries were not read though they were: %s", f.Message)
 		}
 	})
+}
+
+// With --cloud aws the partition comes from the EKS cluster's ARN, else
+// from the region the SDK was configured with.
+func TestPartitionOfTheAccount(t *testing.T) {
+	for in, want := range map[string]string{"cn-northwest-1": "aws-cn", "us-gov-west-1": "aws-us-gov", "eu-west-1": "aws", "": ""} {
+		if got := PartitionOfRegion(in); got != want {
+			t.Errorf("PartitionOfRegion(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := PartitionOfARN("arn:aws-cn:eks:cn-north-1:444455556666:cluster/batch"); got != "aws-cn" {
+		t.Errorf("PartitionOfARN = %q, want aws-cn", got)
+	}
 }

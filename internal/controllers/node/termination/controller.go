@@ -168,7 +168,9 @@ func (c *Controller) release(ctx context.Context, node *corev1.Node) (reconcile.
 		if err := reader.Get(ctx, client.ObjectKeyFromObject(node), fresh); err != nil {
 			return err
 		}
-		if !controllerutil.ContainsFinalizer(fresh, v1.TerminationFinalizer) {
+		// A node of the same name registered since (EC2 gives a new
+		// instance the old one's address) is not this one to release.
+		if fresh.UID != node.UID || fresh.DeletionTimestamp.IsZero() || !controllerutil.ContainsFinalizer(fresh, v1.TerminationFinalizer) {
 			return nil
 		}
 		before := fresh.DeepCopy()

@@ -719,6 +719,40 @@ func TestTerminationCases(t *testing.T) {
 	})
 }
 
+// A node of the same name registered since the controller read the
+// deleted one (EC2 gave a new instance the old one's address): the
+// release leaves the new node's finalizer alone.
+func TestReleaseLeavesANewNodeOfTheSameName(t *testing.T) {
+	p := newPlant(t)
+	s := p.term(t)
+	s.launch("ip-10-0-1-7")
+	s.deleteNode("ip-10-0-1-7")
+	s.pass("ip-10-0-1-7") // drained, NodeClaim deleted, instance terminating
+	s.caughtUp("ip-10-0-1-7")
+	ctx := context.Background()
+	late := *s.c
+	late.Client = &writesAfterRead{Client: s.p.cached, after: func() {
+		old := s.node("ip-10-0-1-7")
+		old.Finalizers = nil
+		if err := s.p.direct.Update(ctx, old); err != nil {
+			t.Error(err)
+		}
+		if err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			return s.node("ip-10-0-1-7") == nil, nil
+		}); err != nil {
+			t.Error(err)
+		}
+		s.bareNode("ip-10-0-1-7", "aws:///us-west-2b/i-reborn", v1.TerminationFinalizer)
+	}}
+	if _, err := late.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKey{Name: "ip-10-0-1-7"}}); err != nil {
+		t.Fatal(err)
+	}
+	n := s.node("ip-10-0-1-7")
+	if n == nil || n.Spec.ProviderID != "aws:///us-west-2b/i-reborn" || !slices.Contains(n.Finalizers, v1.TerminationFinalizer) {
+		t.Fatalf("the new node of the same name is %+v; want it kept with its finalizer", n)
+	}
+}
+
 // writesAfterRead is a client whose first read of a node is followed at
 // once by another controller's write (after): what the caller holds is
 // then older than the API server's.

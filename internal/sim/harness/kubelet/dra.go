@@ -20,6 +20,7 @@ import (
 	"github.com/nodewright/nodewright/api/v1alpha1"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
 	"github.com/nodewright/nodewright/internal/scheduling"
+	simaws "github.com/nodewright/nodewright/internal/sim/cloud/aws"
 	"github.com/nodewright/nodewright/internal/state"
 )
 
@@ -148,15 +149,20 @@ func (s *Simulator) publish(ctx context.Context, driver, nodeName string) error 
 // efaLaunched is how many EFA interfaces the node's instance was launched
 // with: DRANET publishes a device for each of them only.
 func (s *Simulator) efaLaunched(providerID string) int {
-	n := 0
 	for _, inst := range s.Account.Instances() {
-		if !strings.HasSuffix(providerID, "/"+aws.ToString(inst.InstanceId)) {
-			continue
+		if strings.HasSuffix(providerID, "/"+aws.ToString(inst.InstanceId)) {
+			return efaInterfaces(inst)
 		}
-		for _, ni := range inst.Launched.NetworkInterfaces {
-			if t := aws.ToString(ni.InterfaceType); t == "efa" || t == "efa-only" {
-				n++
-			}
+	}
+	return 0
+}
+
+// efaInterfaces counts the EFA interfaces an instance was launched with.
+func efaInterfaces(inst simaws.Instance) int {
+	n := 0
+	for _, ni := range inst.Launched.NetworkInterfaces {
+		if t := aws.ToString(ni.InterfaceType); t == "efa" || t == "efa-only" {
+			n++
 		}
 	}
 	return n

@@ -370,6 +370,13 @@ func (s *Simulator) nodeFor(inst simaws.Instance, providerID string, reg *Regist
 	if reg.MaxPods > 0 {
 		capacity[corev1.ResourcePods], allocatable[corev1.ResourcePods] = *resource.NewQuantity(int64(reg.MaxPods), resource.DecimalSI), *resource.NewQuantity(int64(reg.MaxPods), resource.DecimalSI)
 	}
+	// The EFA device plugin advertises the EFA interfaces the instance
+	// was launched with.
+	delete(capacity, instancetypes.EFAResource)
+	delete(allocatable, instancetypes.EFAResource)
+	if n := efaInterfaces(inst); n > 0 {
+		capacity[instancetypes.EFAResource], allocatable[instancetypes.EFAResource] = *resource.NewQuantity(int64(n), resource.DecimalSI), *resource.NewQuantity(int64(n), resource.DecimalSI)
+	}
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
 		Spec:       corev1.NodeSpec{ProviderID: providerID, Taints: taints},
