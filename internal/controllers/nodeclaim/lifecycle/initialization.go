@@ -16,8 +16,8 @@ import (
 )
 
 // initialize waits until the node is Ready, its startup and known
-// ephemeral taints are gone and the extended resources its instance type
-// promises are registered.
+// ephemeral taints are gone and the extended resources its pods request
+// are registered.
 func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim, node *corev1.Node, now metav1.Time) error {
 	if isTrue(nc.Status.Conditions, v1.ConditionInitialized) {
 		return nil
@@ -103,10 +103,13 @@ func (c *Controller) ephemeralTaintLeft(nc *v1.NodeClaim, node *corev1.Node) str
 	return ""
 }
 
-// resourceNotRegistered says which extended resource the instance type
-// promises the node does not report yet, "" when it reports them all.
+// resourceNotRegistered says which extended resource the NodeClaim's pods
+// request that the node does not report yet, "" when it reports them
+// all. Only what they request: a type's capacity can hold resources a
+// node has only when its launch asks (EFA interfaces), which a node
+// launched for other pods never reports.
 func resourceNotRegistered(nc *v1.NodeClaim, node *corev1.Node) string {
-	for name, q := range nc.Status.Capacity {
+	for name, q := range nc.Spec.Resources.Requests {
 		if !isExtendedResource(name) || q.IsZero() {
 			continue
 		}
