@@ -557,6 +557,7 @@ func (d *DRA) selectorErrors(it *scheduling.InstanceType, onRequest bool, claims
 // one of a prioritized list's alternatives.
 type choice struct {
 	claim     *resourcev1.ResourceClaim
+	request   string
 	class     string
 	selectors []resourcev1.DeviceSelector
 }
@@ -567,10 +568,10 @@ func choicesOf(claims []*resourcev1.ResourceClaim) []choice {
 	for _, c := range claims {
 		for _, req := range c.Spec.Devices.Requests {
 			if req.Exactly != nil {
-				out = append(out, choice{c, req.Exactly.DeviceClassName, req.Exactly.Selectors})
+				out = append(out, choice{c, req.Name, req.Exactly.DeviceClassName, req.Exactly.Selectors})
 			}
 			for _, sub := range req.FirstAvailable {
-				out = append(out, choice{c, sub.DeviceClassName, sub.Selectors})
+				out = append(out, choice{c, req.Name, sub.DeviceClassName, sub.Selectors})
 			}
 		}
 	}
@@ -774,21 +775,10 @@ func (d *DRA) explainAlternative(c *resourcev1.ResourceClaim, alt resourcev1.Dev
 // missingClass names a DeviceClass the claims' requests use that does not
 // exist; "" when they all do.
 func (d *DRA) missingClass(claims []*resourcev1.ResourceClaim) string {
-	for _, c := range claims {
-		for _, req := range c.Spec.Devices.Requests {
-			names := []string{}
-			if req.Exactly != nil {
-				names = append(names, req.Exactly.DeviceClassName)
-			}
-			for _, sub := range req.FirstAvailable {
-				names = append(names, sub.DeviceClassName)
-			}
-			for _, name := range names {
-				if _, err := d.classes.Get(name); err != nil {
-					return fmt.Sprintf("%s request %q: DeviceClass %q does not exist; create it (the NVIDIA GPU driver's chart installs gpu.nvidia.com) or name one of %s",
-						describeClaim(c), req.Name, name, d.classNames())
-				}
-			}
+	for _, ask := range choicesOf(claims) {
+		if _, err := d.classes.Get(ask.class); err != nil {
+			return fmt.Sprintf("%s request %q: DeviceClass %q does not exist; create it (the NVIDIA GPU driver's chart installs gpu.nvidia.com) or name one of %s",
+				describeClaim(ask.claim), ask.request, ask.class, d.classNames())
 		}
 	}
 	return ""
