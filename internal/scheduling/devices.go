@@ -148,4 +148,8 @@ type DeviceDemand struct {
 	Terms [][]Requirements
 	// Refused says why no node can satisfy the claims; empty otherwise.
 	Refused string
+	// FailsOn are the existing nodes whose devices make the claims'
+	// selectors fail, with the error: kube-scheduler stops scheduling the
+	// pod at such a node once its other filters pass it.
+	FailsOn map[string]string
 }

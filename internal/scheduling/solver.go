@@ -282,8 +282,12 @@ func (s *solver) addPending(in Input, attachLimited bool) {
 			p.attach = v.Attach
 		}
 		if d := in.Devices[pod]; d != nil {
-			if d.Refused != "" {
-				s.plan.Unschedulable = append(s.plan.Unschedulable, &UnschedulablePod{Pod: pod, Reason: d.Refused, Ignored: true, Claims: true})
+			reason := d.Refused
+			if reason == "" {
+				reason = s.failsOn(p, d.FailsOn)
+			}
+			if reason != "" {
+				s.plan.Unschedulable = append(s.plan.Unschedulable, &UnschedulablePod{Pod: pod, Reason: reason, Ignored: true, Claims: true})
 				continue
 			}
 			p.addVolumeTerms(d.Terms)
@@ -305,6 +309,31 @@ func (s *solver) addPending(in Input, attachLimited bool) {
 		}
 		s.pods = append(s.pods, p)
 	}
+}
+
+// failsOn is the error kube-scheduler stops scheduling the pod at: that
+// of an existing node where its claims' selectors fail and that its
+// filters before the DRA one pass (taints, node selector and affinity,
+// volumes, host ports, room); "" when there is none.
+func (s *solver) failsOn(p *podInfo, failing map[string]string) string {
+	if len(failing) == 0 {
+		return ""
+	}
+	for _, t := range s.targets {
+		why, ok := failing[t.name]
+		if !ok || !t.existing {
+			continue
+		}
+		if _, ok := tolerates(p.tolerations, t.taints, false); !ok || portsConflict(p.hostPorts, t.ports) || !t.requests.Add(p.requests).Fits(t.allocatable) {
+			continue
+		}
+		for _, term := range p.terms {
+			if t.reqs.Compatible(term, nil) == nil {
+				return why
+			}
+		}
+	}
+	return ""
 }
 
 // schedule places one pod, relaxing its preferences one at a time when it

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/dynamic-resource-allocation/cel"
 	"k8s.io/dynamic-resource-allocation/structured"
 
@@ -41,6 +42,12 @@ type DRA struct {
 	cache  *cel.Cache
 	// allocators per instance type, made when first asked.
 	allocators map[allocatorKey]structured.Allocator
+	// slices are the ResourceSlices each node's drivers publish (by node
+	// name), taken the devices the claims allocated.
+	slices map[string][]*resourcev1.ResourceSlice
+	taken  sets.Set[structured.DeviceID]
+	// nodeAllocators per node, made when first asked.
+	nodeAllocators map[string]structured.Allocator
 }
 
 // draFeatures are the DRA features kube-scheduler 1.34 enables by
@@ -54,11 +61,17 @@ func newDRA(o Objects, ignore bool) *DRA {
 	d := &DRA{classes: classLister(o.DeviceClasses), claims: map[types.NamespacedName]*resourcev1.ResourceClaim{},
 		templates: map[types.NamespacedName]*resourcev1.ResourceClaimTemplate{}, published: map[string]scheduling.Resources{},
 		allocated: map[string]scheduling.Resources{}, ignore: ignore, anySlices: len(o.ResourceSlices) > 0,
-		cache: cel.NewCache(64, cel.Features{}), allocators: map[allocatorKey]structured.Allocator{}}
+		cache: cel.NewCache(64, cel.Features{}), allocators: map[allocatorKey]structured.Allocator{},
+		slices: map[string][]*resourcev1.ResourceSlice{}, taken: sets.New[structured.DeviceID](), nodeAllocators: map[string]structured.Allocator{}}
 	for _, c := range o.ResourceClaims {
 		d.claims[types.NamespacedName{Namespace: c.Namespace, Name: c.Name}] = c
 		if node, ok := allocatedNode(c); ok {
 			d.allocated[node] = addResults(d.allocated[node], c.Status.Allocation)
+		}
+		if a := c.Status.Allocation; a != nil {
+			for _, r := range a.Devices.Results {
+				d.taken.Insert(structured.MakeDeviceID(r.Driver, r.Pool, r.Device))
+			}
 		}
 	}
 	for _, t := range o.ResourceClaimTemplates {
@@ -67,6 +80,9 @@ func newDRA(o Objects, ignore bool) *DRA {
 	for _, s := range o.ResourceSlices {
 		if s.Spec.NodeName != nil {
 			d.published[*s.Spec.NodeName] = d.published[*s.Spec.NodeName].AddDevices(s.Spec.Driver, int64(len(s.Spec.Devices)))
+			if len(s.Spec.Devices) > 0 {
+				d.slices[*s.Spec.NodeName] = append(d.slices[*s.Spec.NodeName], s)
+			}
 		}
 	}
 	return d
@@ -178,7 +194,9 @@ func typeOf(reqs scheduling.Requirements, types []*scheduling.InstanceType) *sch
 
 // demand is what the claims of the pods require of their nodes, for the
 // pods that have claims.
-func (d *DRA) demand(pods []*corev1.Pod, pools []*scheduling.NodePool) map[*corev1.Pod]*scheduling.DeviceDemand {
+// The nodes are those the pods may go to: those whose drivers published
+// devices are judged by those devices.
+func (d *DRA) demand(pods []*corev1.Pod, pools []*scheduling.NodePool, nodes []*scheduling.Node) map[*corev1.Pod]*scheduling.DeviceDemand {
 	var out map[*corev1.Pod]*scheduling.DeviceDemand
 	var c *candidates
 	for _, p := range pods {
@@ -187,6 +205,7 @@ func (d *DRA) demand(pods []*corev1.Pod, pools []*scheduling.NodePool) map[*core
 		}
 		if out == nil {
 			out, c = map[*corev1.Pod]*scheduling.DeviceDemand{}, newCandidates(pools)
+			c.nodes = d.publishing(nodes)
 		}
 		out[p] = d.ofPod(p, c)
 	}
@@ -201,6 +220,20 @@ type candidates struct {
 	types []*scheduling.InstanceType
 	price map[*scheduling.InstanceType]float64
 	fits  map[string]*scheduling.DeviceDemand
+	// nodes are the nodes whose drivers published devices, by name.
+	nodes []*scheduling.Node
+}
+
+// publishing are the nodes whose drivers published devices, by name.
+func (d *DRA) publishing(nodes []*scheduling.Node) []*scheduling.Node {
+	var out []*scheduling.Node
+	for _, n := range nodes {
+		if len(d.slices[n.Name]) > 0 {
+			out = append(out, n)
+		}
+	}
+	slices.SortFunc(out, func(a, b *scheduling.Node) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 func newCandidates(pools []*scheduling.NodePool) *candidates {
@@ -238,7 +271,7 @@ func (d *DRA) ofPod(p *corev1.Pod, c *candidates) *scheduling.DeviceDemand {
 	if fit.Refused != "" {
 		return fit
 	}
-	out.Requests = fit.Requests
+	out.Requests, out.FailsOn = fit.Requests, fit.FailsOn
 	out.Terms = append(out.Terms, fit.Terms...)
 	return out
 }
@@ -294,6 +327,11 @@ func (d *DRA) evaluate(claims []*resourcev1.ResourceClaim, c *candidates) *sched
 			cheapest = it
 		}
 	}
+	on := d.onNodes(claims, c.nodes)
+	if cheapest == nil && len(on.fit) > 0 {
+		// Only devices existing nodes publish satisfy the claims.
+		return &scheduling.DeviceDemand{Requests: on.took, Terms: [][]scheduling.Requirements{{on.fitting()}}, FailsOn: on.failed}
+	}
 	if cheapest == nil && failed != nil {
 		return &scheduling.DeviceDemand{Refused: fmt.Sprintf("the pod's resource claims cannot be evaluated %v; guard the selector with has() or fix it", failed)}
 	}
@@ -304,14 +342,77 @@ func (d *DRA) evaluate(claims []*resourcev1.ResourceClaim, c *candidates) *sched
 	// list takes the first alternative a type has): the pod asks for
 	// what it takes on the cheapest type, and goes to the types where it
 	// takes no more.
-	out := &scheduling.DeviceDemand{Requests: fits[cheapest]}
+	out := &scheduling.DeviceDemand{Requests: fits[cheapest], FailsOn: on.failed}
 	admitted := map[*scheduling.InstanceType]bool{}
 	for it, took := range fits {
 		if took.Fits(out.Requests) {
 			admitted[it] = true
 		}
 	}
-	out.Terms = append(out.Terms, c.terms(admitted))
+	out.Terms = append(out.Terms, on.judged(c.terms(admitted)))
+	return out
+}
+
+// FailsOnNodeMarker is in the reason a pod is not planned for when its
+// claims' selectors fail on an existing node's devices.
+const FailsOnNodeMarker = "kube-scheduler stops scheduling the pod at that error"
+
+// nodeFits is how claims fare on the nodes whose drivers published
+// devices: the nodes they fit on, the devices they take on the first,
+// and the nodes whose devices make a selector fail (with the error).
+type nodeFits struct {
+	all, fit []string
+	took     scheduling.Resources
+	failed   map[string]string
+}
+
+// onNodes runs kube-scheduler's allocator for the claims on each node
+// against the devices its drivers published and the claims left free.
+func (d *DRA) onNodes(claims []*resourcev1.ResourceClaim, nodes []*scheduling.Node) nodeFits {
+	var out nodeFits
+	for _, n := range nodes {
+		out.all = append(out.all, n.Name)
+		results, err := d.allocateOnNode(n, claims)
+		switch {
+		case err != nil:
+			if out.failed == nil {
+				out.failed = map[string]string{}
+			}
+			out.failed[n.Name] = fmt.Sprintf("the pod's resource claims cannot be evaluated on node %s's devices: %v; %s, "+
+				"so no node launched for it helps: guard the selector with has() or fix it", n.Name, err, FailsOnNodeMarker)
+		case results != nil:
+			if out.fit == nil {
+				for i := range results {
+					out.took = addResults(out.took, &results[i])
+				}
+			}
+			out.fit = append(out.fit, n.Name)
+		}
+	}
+	return out
+}
+
+// fitting requires one of the nodes the claims fit on.
+func (f nodeFits) fitting() scheduling.Requirements {
+	return scheduling.NewRequirements(corev1.NodeSelectorRequirement{Key: scheduling.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: f.fit})
+}
+
+// judged are the instance types' alternatives for the nodes whose
+// devices were not judged (new nodes, nodes whose drivers have not
+// published), and the nodes the claims fit on.
+func (f nodeFits) judged(types []scheduling.Requirements) []scheduling.Requirements {
+	if len(f.all) == 0 {
+		return types
+	}
+	out := make([]scheduling.Requirements, 0, len(types)+1)
+	for _, t := range types {
+		t = t.Copy()
+		t.Add(scheduling.NewRequirement(scheduling.LabelHostname, corev1.NodeSelectorOpNotIn, f.all...))
+		out = append(out, t)
+	}
+	if len(f.fit) > 0 {
+		out = append(out, f.fitting())
+	}
 	return out
 }
 
@@ -523,7 +624,7 @@ type allocatorKey struct {
 }
 
 func (d *DRA) allocateOn(it *scheduling.InstanceType, onRequest bool, claims []*resourcev1.ResourceClaim) ([]resourcev1.AllocationResult, error) {
-	if err := d.selectorErrors(it, onRequest, claims); err != nil {
+	if err := d.selectorErrors(devicesOf(it, onRequest), claims); err != nil {
 		return nil, err
 	}
 	key := allocatorKey{it, onRequest}
@@ -538,15 +639,55 @@ func (d *DRA) allocateOn(it *scheduling.InstanceType, onRequest bool, claims []*
 	return a.Allocate(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: placeholderNode}}, claims)
 }
 
+// allocateOnNode runs kube-scheduler's allocator for the claims on an
+// existing node: its drivers' devices the allocated claims left free.
+func (d *DRA) allocateOnNode(n *scheduling.Node, claims []*resourcev1.ResourceClaim) ([]resourcev1.AllocationResult, error) {
+	// The allocator evaluates selectors on the devices not in use.
+	var free []scheduling.DeviceSet
+	for _, s := range d.slices[n.Name] {
+		set := scheduling.DeviceSet{Driver: s.Spec.Driver}
+		for _, dev := range s.Spec.Devices {
+			if !d.taken.Has(structured.MakeDeviceID(s.Spec.Driver, s.Spec.Pool.Name, dev.Name)) {
+				set.Devices = append(set.Devices, dev)
+			}
+		}
+		free = append(free, set)
+	}
+	if err := d.selectorErrors(free, claims); err != nil {
+		return nil, err
+	}
+	a, ok := d.nodeAllocators[n.Name]
+	if !ok {
+		var err error
+		if a, err = structured.NewAllocator(context.Background(), draFeatures, structured.AllocatedState{AllocatedDevices: d.taken}, d.classes, d.slices[n.Name], d.cache); err != nil {
+			return nil, err
+		}
+		d.nodeAllocators[n.Name] = a
+	}
+	return a.Allocate(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Requirements.Labels()}}, claims)
+}
+
+// devicesOf are the devices a node of the type has; those attached on
+// request only with onRequest.
+func devicesOf(it *scheduling.InstanceType, onRequest bool) []scheduling.DeviceSet {
+	out := make([]scheduling.DeviceSet, 0, len(it.Devices))
+	for _, set := range it.Devices {
+		if !set.OnRequest || onRequest {
+			out = append(out, set)
+		}
+	}
+	return out
+}
+
 // selectorErrors is the first error evaluating the claims' selectors
 // (their DeviceClasses' first, then their own, as the allocator does) on
-// a device of the type. The allocator stops at the first error, and
+// one of the devices. The allocator stops at the first error, and
 // which device it reaches first depends on the order it takes a node's
 // pools in, which is a map's; on an error kube-scheduler aborts the pod's
 // scheduling attempt. No node is planned where that can happen.
-func (d *DRA) selectorErrors(it *scheduling.InstanceType, onRequest bool, claims []*resourcev1.ResourceClaim) error {
+func (d *DRA) selectorErrors(devices []scheduling.DeviceSet, claims []*resourcev1.ResourceClaim) error {
 	for _, ask := range choicesOf(claims) {
-		if err := d.selectorErrorsOf(it, onRequest, ask.claim, ask.class, ask.selectors); err != nil {
+		if err := d.selectorErrorsOf(devices, ask.claim, ask.class, ask.selectors); err != nil {
 			return err
 		}
 	}
@@ -578,15 +719,12 @@ func choicesOf(claims []*resourcev1.ResourceClaim) []choice {
 	return out
 }
 
-func (d *DRA) selectorErrorsOf(it *scheduling.InstanceType, onRequest bool, c *resourcev1.ResourceClaim, className string, selectors []resourcev1.DeviceSelector) error {
+func (d *DRA) selectorErrorsOf(devices []scheduling.DeviceSet, c *resourcev1.ResourceClaim, className string, selectors []resourcev1.DeviceSelector) error {
 	class, err := d.classes.Get(className)
 	if err != nil {
 		return nil //nolint:nilerr // the allocator says so, by name
 	}
-	for _, set := range it.Devices {
-		if set.OnRequest && !onRequest {
-			continue
-		}
+	for _, set := range devices {
 		for _, dev := range set.Devices {
 			in := cel.Device{Driver: set.Driver, Attributes: dev.Attributes, Capacity: dev.Capacity}
 			matches, err := d.meets(in, class.Spec.Selectors)
@@ -628,11 +766,9 @@ func (d *DRA) meets(in cel.Device, selectors []resourcev1.DeviceSelector) (bool,
 // slicesOf are the ResourceSlices a node of the instance type would have,
 // one pool per driver; the devices attached on request with onRequest.
 func slicesOf(it *scheduling.InstanceType, onRequest bool) []*resourcev1.ResourceSlice {
-	out := make([]*resourcev1.ResourceSlice, 0, len(it.Devices))
-	for _, set := range it.Devices {
-		if set.OnRequest && !onRequest {
-			continue
-		}
+	sets := devicesOf(it, onRequest)
+	out := make([]*resourcev1.ResourceSlice, 0, len(sets))
+	for _, set := range sets {
 		out = append(out, &resourcev1.ResourceSlice{
 			ObjectMeta: metav1.ObjectMeta{Name: it.Name + "-" + set.Driver},
 			Spec: resourcev1.ResourceSliceSpec{Driver: set.Driver, NodeName: ptrTo(placeholderNode), Devices: set.Devices,

@@ -203,9 +203,10 @@ func TestIgnoreDRARequests(t *testing.T) {
 	}
 }
 
-// A node's published devices and its allocated claims: a pending pod
-// takes a free GPU there, the next needs a new node.
-func TestExistingNodesDevices(t *testing.T) {
+// gpuNodeObjects are an initialized g5.12xlarge node whose driver
+// published four GPUs (each given to attrs), three of them allocated to
+// running pods, and a NodePool of g5s; pending pods claim from template.
+func gpuNodeObjects(attrs func(i int) map[resourcev1.QualifiedName]resourcev1.DeviceAttribute, tmpl *resourcev1.ResourceClaimTemplate, pending ...*corev1.Pod) state.Objects {
 	gpuNode := node("gpu-node", "gpu", func(n *corev1.Node) {
 		n.Labels[corev1.LabelInstanceTypeStable] = "g5.12xlarge"
 		n.Labels[corev1.LabelHostname] = "gpu-node"
@@ -216,33 +217,105 @@ func TestExistingNodesDevices(t *testing.T) {
 	slice := &resourcev1.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "gpu-node-gpu.nvidia.com"}, Spec: resourcev1.ResourceSliceSpec{
 		Driver: "gpu.nvidia.com", NodeName: ptr.To("gpu-node"), Pool: resourcev1.ResourcePool{Name: "gpu-node", ResourceSliceCount: 1}}}
 	for i := range 4 {
-		slice.Spec.Devices = append(slice.Spec.Devices, resourcev1.Device{Name: fmt.Sprintf("gpu-%d", i)})
+		slice.Spec.Devices = append(slice.Spec.Devices, resourcev1.Device{Name: fmt.Sprintf("gpu-%d", i), Attributes: attrs(i)})
 	}
 	var claims []*resourcev1.ResourceClaim
-	var running []*corev1.Pod
+	var pods []*corev1.Pod
 	for i := range 3 {
 		c := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("run%d-devices", i), Namespace: "default"}}
 		c.Status.Allocation = &resourcev1.AllocationResult{
 			Devices:      resourcev1.DeviceAllocationResult{Results: []resourcev1.DeviceRequestAllocationResult{{Request: "gpu", Driver: "gpu.nvidia.com", Pool: "gpu-node", Device: fmt.Sprintf("gpu-%d", i)}}},
 			NodeSelector: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: corev1.NodeSelectorOpIn, Values: []string{"gpu-node"}}}}}}}
 		claims = append(claims, c)
-		running = append(running, pod(fmt.Sprintf("run%d", i), claiming("devices"), on("gpu-node")))
+		pods = append(pods, pod(fmt.Sprintf("run%d", i), claiming("devices"), on("gpu-node")))
 	}
 	np := nodePool("gpu", "default")
 	np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{{Key: "karpenter.k8s.aws/instance-family", Operator: corev1.NodeSelectorOpIn, Values: []string{"g5"}}}
-	o := state.Objects{NodePools: []*v1.NodePool{np}, Nodes: []*corev1.Node{gpuNode}, NodeClaims: []*v1.NodeClaim{nc},
+	return state.Objects{NodePools: []*v1.NodePool{np}, Nodes: []*corev1.Node{gpuNode}, NodeClaims: []*v1.NodeClaim{nc},
 		DeviceClasses: []*resourcev1.DeviceClass{gpuClass}, ResourceClaims: claims, ResourceSlices: []*resourcev1.ResourceSlice{slice},
-		ResourceClaimTemplates: []*resourcev1.ResourceClaimTemplate{template("devices", request("gpu", "gpu.nvidia.com", 1))},
-		Pods:                   append(running, pod("new0", claiming("devices")), pod("new1", claiming("devices")))}
-	plan := planDevices(t, o, state.Options{})
-	onNode := 0
+		ResourceClaimTemplates: []*resourcev1.ResourceClaimTemplate{tmpl}, Pods: append(pods, pending...)}
+}
+
+// a10g are the attributes the NVIDIA driver gives a g5's GPU.
+func a10g(int) map[resourcev1.QualifiedName]resourcev1.DeviceAttribute {
+	return map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{"type": {StringValue: ptr.To("gpu")}, "productName": {StringValue: ptr.To("NVIDIA A10G")}}
+}
+
+// podsOn counts the pods the plan puts on an existing node.
+func podsOn(plan *scheduling.Plan, name string) int {
 	for _, e := range plan.Existing {
-		if e.Node == "gpu-node" {
-			onNode = len(e.Pods)
+		if e.Node == name {
+			return len(e.Pods)
 		}
 	}
-	if onNode != 1 || !slices.Equal(placed(plan), []string{"g5.xlarge:1"}) {
+	return 0
+}
+
+// A node's published devices and its allocated claims: a pending pod
+// takes a free GPU there, the next needs a new node.
+func TestExistingNodesDevices(t *testing.T) {
+	o := gpuNodeObjects(a10g, template("devices", request("gpu", "gpu.nvidia.com", 1)), pod("new0", claiming("devices")), pod("new1", claiming("devices")))
+	plan := planDevices(t, o, state.Options{})
+	if onNode := podsOn(plan, "gpu-node"); onNode != 1 || !slices.Equal(placed(plan), []string{"g5.xlarge:1"}) {
 		t.Errorf("%d pods onto gpu-node (one GPU free) and new nodes %v; want 1 and one g5.xlarge (unschedulable %v)", onNode, placed(plan), reasons(plan))
+	}
+}
+
+// An existing node is judged by the devices its driver published, as
+// kube-scheduler judges it, not by what its instance type's devices
+// would be: a selector its free GPU does not meet sends the pod to a new
+// node, one that only its devices meet keeps the pod there.
+func TestExistingNodesJudgedByTheirDevices(t *testing.T) {
+	relabelled := func(i int) map[resourcev1.QualifiedName]resourcev1.DeviceAttribute {
+		a := a10g(i)
+		if i == 3 { // the free one
+			a["productName"] = resourcev1.DeviceAttribute{StringValue: ptr.To("NVIDIA A10G (MIG)")}
+			a["example.com/rack"] = resourcev1.DeviceAttribute{StringValue: ptr.To("r7")}
+		}
+		return a
+	}
+	wantA10G := template("devices", request("gpu", "gpu.nvidia.com", 1, "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA A10G'"))
+	plan := planDevices(t, gpuNodeObjects(relabelled, wantA10G, pod("new0", claiming("devices"))), state.Options{})
+	if onNode := podsOn(plan, "gpu-node"); onNode != 0 || !slices.Equal(placed(plan), []string{"g5.xlarge:1"}) {
+		t.Errorf("%d pods onto gpu-node (its free GPU is not an A10G by name) and new nodes %v; want none there and one g5.xlarge (unschedulable %v)", onNode, placed(plan), reasons(plan))
+	}
+	wantRack := template("devices", request("gpu", "gpu.nvidia.com", 1, "has(device.attributes['example.com'].rack) && device.attributes['example.com'].rack == 'r7'"))
+	plan = planDevices(t, gpuNodeObjects(relabelled, wantRack, pod("new0", claiming("devices")), pod("new1", claiming("devices"))), state.Options{})
+	if onNode := podsOn(plan, "gpu-node"); onNode != 1 || len(plan.NodeClaims) != 0 {
+		t.Errorf("%d pods onto gpu-node (only its free GPU is in rack r7) and new nodes %v; want 1 there and nothing launched", onNode, placed(plan))
+	}
+	if got := reasons(plan); len(got) != 1 {
+		t.Errorf("unschedulable %v, want the second pod (no other device is in r7)", got)
+	}
+}
+
+// A selector that fails on an existing node's devices (an attribute they
+// lack) stops kube-scheduler's attempt for the pod wherever else it could
+// go, so launching helps nothing: the pod is reported with the node and
+// the error; a node the pod's taints or selectors keep it off is never
+// reached, and does not count.
+func TestSelectorFailingOnAnExistingNode(t *testing.T) {
+	noType := func(int) map[resourcev1.QualifiedName]resourcev1.DeviceAttribute {
+		return map[resourcev1.QualifiedName]resourcev1.DeviceAttribute{"productName": {StringValue: ptr.To("NVIDIA A10G")}}
+	}
+	tmpl := template("devices", request("gpu", "gpu.nvidia.com", 1))
+	plan := planDevices(t, gpuNodeObjects(noType, tmpl, pod("new0", claiming("devices"))), state.Options{})
+	got := reasons(plan)
+	if len(plan.NodeClaims) != 0 || len(got) != 1 || !strings.Contains(got[0], "node gpu-node's devices") || !strings.Contains(got[0], "no such key: type") {
+		t.Errorf("planned %v, unschedulable %v; want nothing launched and the pod reported with gpu-node's selector error", placed(plan), got)
+	}
+	o := gpuNodeObjects(noType, tmpl, pod("new0", claiming("devices")))
+	o.Nodes[0].Spec.Taints = []corev1.Taint{{Key: "team", Value: "ml", Effect: corev1.TaintEffectNoSchedule}}
+	plan = planDevices(t, o, state.Options{})
+	if !slices.Equal(placed(plan), []string{"g5.xlarge:1"}) {
+		t.Errorf("planned %v, unschedulable %v; want a g5.xlarge (the failing node's taint keeps kube-scheduler's DRA filter off it)", placed(plan), reasons(plan))
+	}
+	big := pod("big", claiming("devices"), func(p *corev1.Pod) {
+		p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("50")
+	})
+	plan = planDevices(t, gpuNodeObjects(noType, tmpl, big), state.Options{})
+	if !slices.Equal(placed(plan), []string{"g5.16xlarge:1"}) {
+		t.Errorf("planned %v, unschedulable %v; want a g5.16xlarge (the failing node has no room for 50 CPUs: kube-scheduler's resource filter stops first)", placed(plan), reasons(plan))
 	}
 }
 

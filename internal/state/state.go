@@ -532,7 +532,7 @@ func (s *Snapshot) input(without map[string]bool, pending []*corev1.Pod, initial
 		}
 	}
 	in.Volumes = s.volumes.topology(in.Pods)
-	in.Devices = s.dra.demand(in.Pods, s.NodePools)
+	in.Devices = s.dra.demand(in.Pods, s.NodePools, in.Nodes)
 	return in
 }
 

@@ -20,6 +20,9 @@ func claimsFix(reason string) string {
 	switch {
 	case reason == state.IgnoredReason:
 		return "remove --ignore-dra-requests from the nodewright Deployment's container args (or set IGNORE_DRA_REQUESTS=false there)"
+	case strings.Contains(reason, state.FailsOnNodeMarker):
+		return "add a has() guard for the attribute or capacity the selector reads in spec.spec.devices.requests[].exactly.selectors of the ResourceClaimTemplate, or in the DeviceClass's spec.selectors if it is the class's; " +
+			"check what the node's driver publishes (kubectl get resourceslices --field-selector spec.nodeName=NODE -o yaml): a driver of another version publishes other attributes"
 	case strings.Contains(reason, "cannot be evaluated"):
 		return "guard the attribute or capacity the selector reads with has() (has(device.attributes['gpu.nvidia.com'].productName) && ...) in spec.spec.devices.requests[].exactly.selectors of the ResourceClaimTemplate, or narrow its DeviceClass to the driver (device.driver == '...'); kube-scheduler aborts a pod's scheduling while a selector fails on any node it could use"
 	case strings.Contains(reason, "attributeBindings"):

@@ -72,6 +72,56 @@ func TestDRARules(t *testing.T) {
 		t.Errorf("selector reading a missing attribute: %+v", r.Findings)
 	}
 
+	// A GPU node whose driver (another version) publishes its GPU
+	// without the attribute the DeviceClass reads: kube-scheduler stops
+	// at that node's error for every pod claiming a GPU, so nothing
+	// launched helps; the finding names the node.
+	r = diagnose(t, draInput(t, func(m string) string {
+		return m + `
+---
+apiVersion: v1
+kind: Node
+metadata:
+  name: ip-10-20-4-17.eu-central-1.compute.internal
+  labels:
+    karpenter.sh/nodepool: gpu
+    karpenter.sh/registered: "true"
+    karpenter.sh/initialized: "true"
+    kubernetes.io/hostname: ip-10-20-4-17.eu-central-1.compute.internal
+    node.kubernetes.io/instance-type: g5.xlarge
+    topology.kubernetes.io/zone: eu-central-1a
+    karpenter.sh/capacity-type: on-demand
+    kubernetes.io/arch: amd64
+    kubernetes.io/os: linux
+spec:
+  providerID: aws:///eu-central-1a/i-0a1b2c3d4e5f60718
+status:
+  allocatable: {cpu: 3920m, memory: 14Gi, pods: "58"}
+  capacity: {cpu: "4", memory: 15Gi, pods: "58"}
+  conditions:
+    - {type: Ready, status: "True", reason: KubeletReady, lastHeartbeatTime: "2026-11-29T10:00:00Z", lastTransitionTime: "2026-11-29T09:00:00Z"}
+---
+apiVersion: resource.k8s.io/v1
+kind: ResourceSlice
+metadata:
+  name: ip-10-20-4-17.eu-central-1.compute.internal-gpu.nvidia.com-x7k2p
+spec:
+  driver: gpu.nvidia.com
+  nodeName: ip-10-20-4-17.eu-central-1.compute.internal
+  pool: {name: ip-10-20-4-17.eu-central-1.compute.internal, generation: 3, resourceSliceCount: 1}
+  devices:
+    - name: gpu-0
+      attributes:
+        productName: {string: NVIDIA A10G}
+        uuid: {string: GPU-5e3b1a52-0c7d-4b1e-9f0a-2d6c8e4f1a3b}
+`
+	}))
+	if fs := only(r, CodeClaimsUnsatisfiable); len(fs) != 2 || !strings.Contains(fs[0].Message, "cannot be scheduled by their claims") ||
+		!strings.Contains(fs[0].Message, "node ip-10-20-4-17.eu-central-1.compute.internal's devices") || !strings.Contains(fs[0].Message, "no such key: type") ||
+		!strings.Contains(fs[0].Fix, "kubectl get resourceslices --field-selector spec.nodeName=") {
+		t.Errorf("selector failing on an existing node's devices: %+v", r.Findings)
+	}
+
 	// A NodePool without GPU families.
 	r = diagnose(t, draInput(t, func(m string) string {
 		return strings.Replace(m, `values: ["g4dn", "g5", "g6", "g6e", "p4d", "p5"]`, `values: ["m7i", "c7i"]`, 1)

@@ -50,7 +50,11 @@ func podRule(r *Report, in Input) error {
 		reason := reasonOf(u)
 		what := describeGroup(g)
 		if u.Claims {
-			r.add(Finding{Code: CodeClaimsUnsatisfiable, Severity: Error, Object: groupObject(g), Message: fmt.Sprintf("%s claim devices no node can have: %s", what, reason),
+			msg := fmt.Sprintf("%s claim devices no node can have: %s", what, reason)
+			if strings.Contains(reason, state.FailsOnNodeMarker) {
+				msg = fmt.Sprintf("%s cannot be scheduled by their claims: %s", what, reason)
+			}
+			r.add(Finding{Code: CodeClaimsUnsatisfiable, Severity: Error, Object: groupObject(g), Message: msg,
 				Evidence: podNames(g) + ": " + reason, Fix: claimsFix(reason)})
 			continue
 		}
