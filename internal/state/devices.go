@@ -643,7 +643,7 @@ func (d *DRA) allocateOn(it *scheduling.InstanceType, onRequest bool, claims []*
 // existing node: its drivers' devices the allocated claims left free.
 func (d *DRA) allocateOnNode(n *scheduling.Node, claims []*resourcev1.ResourceClaim) ([]resourcev1.AllocationResult, error) {
 	// The allocator evaluates selectors on the devices not in use.
-	var free []scheduling.DeviceSet
+	free := make([]scheduling.DeviceSet, 0, len(d.slices[n.Name]))
 	for _, s := range d.slices[n.Name] {
 		set := scheduling.DeviceSet{Driver: s.Spec.Driver}
 		for _, dev := range s.Spec.Devices {
