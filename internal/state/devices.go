@@ -624,7 +624,7 @@ type allocatorKey struct {
 }
 
 func (d *DRA) allocateOn(it *scheduling.InstanceType, onRequest bool, claims []*resourcev1.ResourceClaim) ([]resourcev1.AllocationResult, error) {
-	if err := d.selectorErrors(devicesOf(it, onRequest), claims); err != nil {
+	if possible, err := d.precheck(devicesOf(it, onRequest), claims); !possible {
 		return nil, err
 	}
 	key := allocatorKey{it, onRequest}
@@ -653,7 +653,7 @@ func (d *DRA) allocateOnNode(n *scheduling.Node, claims []*resourcev1.ResourceCl
 		}
 		free = append(free, set)
 	}
-	if err := d.selectorErrors(free, claims); err != nil {
+	if possible, err := d.precheck(free, claims); !possible {
 		return nil, err
 	}
 	a, ok := d.nodeAllocators[n.Name]
@@ -679,19 +679,62 @@ func devicesOf(it *scheduling.InstanceType, onRequest bool) []scheduling.DeviceS
 	return out
 }
 
-// selectorErrors is the first error evaluating the claims' selectors
-// (their DeviceClasses' first, then their own, as the allocator does) on
-// one of the devices. The allocator stops at the first error, and
-// which device it reaches first depends on the order it takes a node's
-// pools in, which is a map's; on an error kube-scheduler aborts the pod's
-// scheduling attempt. No node is planned where that can happen.
-func (d *DRA) selectorErrors(devices []scheduling.DeviceSet, claims []*resourcev1.ResourceClaim) error {
+// precheck evaluates the claims' selectors (their DeviceClasses' first,
+// then their own, as the allocator does) on every one of the devices,
+// and reports whether the allocator can succeed at all: every request
+// has as many matching devices as it asks (one of a prioritized list's
+// alternatives does), and the devices they match are as many as the
+// requests ask together.
+//
+// The first error is returned: the allocator stops at the first error,
+// and which device it reaches first depends on the order it takes a
+// node's pools in, which is a map's; on an error kube-scheduler aborts
+// the pod's scheduling attempt. No node is planned where that can
+// happen. A doomed allocation is not started: before giving up, the
+// allocator tries the devices in every order (sixteen GPUs asked of a
+// type with eight take it 8! tries).
+func (d *DRA) precheck(devices []scheduling.DeviceSet, claims []*resourcev1.ResourceClaim) (bool, error) {
+	type requestKey struct {
+		claim   *resourcev1.ResourceClaim
+		request string
+	}
+	least := map[requestKey]int64{} // the fewest devices a request takes; -1: it cannot be met
+	var matched sets.Set[string]
 	for _, ask := range choicesOf(claims) {
-		if err := d.selectorErrorsOf(devices, ask.claim, ask.class, ask.selectors); err != nil {
-			return err
+		if _, err := d.classes.Get(ask.class); err != nil {
+			return true, nil //nolint:nilerr // the allocator says so, by name
+		}
+		ids, err := d.matching(devices, ask)
+		if err != nil {
+			return false, err
+		}
+		k := requestKey{ask.claim, ask.request}
+		if _, seen := least[k]; !seen {
+			least[k] = -1
+		}
+		want := ask.count
+		switch {
+		case ask.admin:
+			want = 0 // admin access takes devices in use too, and holds none
+		case ask.mode == resourcev1.DeviceAllocationModeAll:
+			want = max(int64(len(ids)), 1)
+		}
+		if int64(len(ids)) < want {
+			continue
+		}
+		matched = matched.Union(ids)
+		if least[k] < 0 || want < least[k] {
+			least[k] = want
 		}
 	}
-	return nil
+	total := int64(0)
+	for _, n := range least {
+		if n < 0 {
+			return false, nil
+		}
+		total += n
+	}
+	return int64(matched.Len()) >= total, nil
 }
 
 // choice is one way a claim's request may be met: an exact request, or
@@ -701,6 +744,9 @@ type choice struct {
 	request   string
 	class     string
 	selectors []resourcev1.DeviceSelector
+	mode      resourcev1.DeviceAllocationMode
+	count     int64
+	admin     bool
 }
 
 // choicesOf lists the claims' requests and their alternatives in order.
@@ -708,38 +754,44 @@ func choicesOf(claims []*resourcev1.ResourceClaim) []choice {
 	var out []choice
 	for _, c := range claims {
 		for _, req := range c.Spec.Devices.Requests {
-			if req.Exactly != nil {
-				out = append(out, choice{c, req.Name, req.Exactly.DeviceClassName, req.Exactly.Selectors})
+			if e := req.Exactly; e != nil {
+				out = append(out, choice{c, req.Name, e.DeviceClassName, e.Selectors, e.AllocationMode, e.Count, e.AdminAccess != nil && *e.AdminAccess})
 			}
 			for _, sub := range req.FirstAvailable {
-				out = append(out, choice{c, req.Name, sub.DeviceClassName, sub.Selectors})
+				out = append(out, choice{c, req.Name, sub.DeviceClassName, sub.Selectors, sub.AllocationMode, sub.Count, false})
 			}
 		}
 	}
 	return out
 }
 
-func (d *DRA) selectorErrorsOf(devices []scheduling.DeviceSet, c *resourcev1.ResourceClaim, className string, selectors []resourcev1.DeviceSelector) error {
-	class, err := d.classes.Get(className)
+// matching are the devices (by set and name) that meet a choice's
+// DeviceClass (which exists) and selectors, or the first error
+// evaluating them.
+func (d *DRA) matching(devices []scheduling.DeviceSet, ask choice) (sets.Set[string], error) {
+	class, err := d.classes.Get(ask.class)
 	if err != nil {
-		return nil //nolint:nilerr // the allocator says so, by name
+		return nil, err
 	}
-	for _, set := range devices {
+	out := sets.New[string]()
+	for i, set := range devices {
 		for _, dev := range set.Devices {
 			in := cel.Device{Driver: set.Driver, Attributes: dev.Attributes, Capacity: dev.Capacity}
-			matches, err := d.meets(in, class.Spec.Selectors)
+			ok, err := d.meets(in, class.Spec.Selectors)
 			if err != nil {
-				return fmt.Errorf("DeviceClass %s: %w", class.Name, err)
+				return nil, fmt.Errorf("DeviceClass %s: %w", class.Name, err)
 			}
-			if !matches {
+			if !ok {
 				continue
 			}
-			if _, err := d.meets(in, selectors); err != nil {
-				return fmt.Errorf("claim %s/%s: %w", c.Namespace, c.Name, err)
+			if ok, err = d.meets(in, ask.selectors); err != nil {
+				return nil, fmt.Errorf("claim %s/%s: %w", ask.claim.Namespace, ask.claim.Name, err)
+			} else if ok {
+				out.Insert(fmt.Sprintf("%d/%s", i, dev.Name))
 			}
 		}
 	}
-	return nil
+	return out, nil
 }
 
 // meets reports whether a device meets all of the selectors.

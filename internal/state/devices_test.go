@@ -372,3 +372,19 @@ func TestSelectorOnDevicesAttachedOnRequest(t *testing.T) {
 		t.Errorf("the node is planned with EFA interfaces %v, which the claim does not take", plan.NodeClaims[0].Requests.Devices())
 	}
 }
+
+// BenchmarkImpossibleClaim plans a pod claiming sixteen GPUs, which no
+// instance type has, against the whole catalog: what every provisioning
+// and disruption round pays while such a pod is pending.
+func BenchmarkImpossibleClaim(b *testing.B) {
+	tooMany := resourcev1.DeviceRequest{Name: "gpus", Exactly: &resourcev1.ExactDeviceRequest{DeviceClassName: "gpu.nvidia.com", AllocationMode: resourcev1.DeviceAllocationModeExactCount, Count: 16}}
+	o := state.Objects{NodePools: []*v1.NodePool{nodePool("gpu", "default")}, DeviceClasses: []*resourcev1.DeviceClass{gpuClass},
+		ResourceClaimTemplates: []*resourcev1.ResourceClaimTemplate{template("devices", tooMany)}, Pods: []*corev1.Pod{pod("giant", claiming("devices"))}}
+	opts := state.Options{NodeClasses: catalogClass(b), Now: now}
+	for b.Loop() {
+		plan := scheduling.Solve(state.Build(o, opts).Input(nil))
+		if len(plan.NodeClaims) != 0 || len(plan.Unschedulable) != 1 {
+			b.Fatalf("planned %v", placed(plan))
+		}
+	}
+}
