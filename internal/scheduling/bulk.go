@@ -105,7 +105,7 @@ func (s *solver) packPool(p *podInfo) (*pool, Requirements, []PassedNodePool, bo
 			continue
 		}
 		merged := pl.Requirements.Copy()
-		merged.AddAll(reqs)
+		merged.addForClaim(reqs)
 		if onlyReserved(merged[v1.LabelCapacityType]) {
 			continue
 		}

@@ -108,6 +108,17 @@ func (r Resources) AddDevices(driver string, n int64) Resources {
 	return r
 }
 
+// withoutDevices returns r with no device counts: what kube-scheduler's
+// resource filter compares.
+func (r Resources) withoutDevices() Resources {
+	for i := range r {
+		if isDeviceIndex(i) {
+			r[i] = 0
+		}
+	}
+	return r
+}
+
 func isDeviceIndex(i int) bool {
 	return strings.HasPrefix(string(resourceNames[i]), deviceResourcePrefix)
 }

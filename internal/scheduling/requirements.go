@@ -77,6 +77,17 @@ func (rs Requirements) AddAll(o Requirements) {
 	}
 }
 
+// addForClaim narrows a NodeClaim's requirements by a pod's: all but
+// the hostname, which is each node's own (a pod's NotIn names existing
+// nodes; a NodeClaim cannot require it).
+func (rs Requirements) addForClaim(pod Requirements) {
+	for k, r := range pod {
+		if k != LabelHostname {
+			rs.Add(r)
+		}
+	}
+}
+
 // Copy returns an independent copy (requirements themselves are immutable).
 func (rs Requirements) Copy() Requirements {
 	out := make(Requirements, len(rs))

@@ -282,9 +282,9 @@ func (s *solver) addPending(in Input, attachLimited bool) {
 			p.attach = v.Attach
 		}
 		if d := in.Devices[pod]; d != nil {
-			reason := d.Refused
+			reason := s.failsOn(p, d.FailsOn)
 			if reason == "" {
-				reason = s.failsOn(p, d.FailsOn)
+				reason = d.Refused
 			}
 			if reason != "" {
 				s.plan.Unschedulable = append(s.plan.Unschedulable, &UnschedulablePod{Pod: pod, Reason: reason, Ignored: true, Claims: true})
@@ -324,7 +324,8 @@ func (s *solver) failsOn(p *podInfo, failing map[string]string) string {
 		if !ok || !t.existing {
 			continue
 		}
-		if _, ok := tolerates(p.tolerations, t.taints, false); !ok || portsConflict(p.hostPorts, t.ports) || !t.requests.Add(p.requests).Fits(t.allocatable) {
+		if _, ok := tolerates(p.tolerations, t.taints, false); !ok || portsConflict(p.hostPorts, t.ports) || !t.attachFits(p) ||
+			!t.requests.Add(p.requests).withoutDevices().Fits(t.allocatable) {
 			continue
 		}
 		for _, term := range p.terms {
@@ -536,7 +537,7 @@ func (s *solver) fits(p *podInfo, t *target) (change, bool) {
 		merged := t.reqs
 		if len(reqs) > 0 || len(pins) > 0 {
 			merged = t.reqs.Copy()
-			merged.AddAll(reqs)
+			merged.addForClaim(reqs)
 			merged.AddAll(pins)
 		}
 		types, ok := t.pool.narrow(t.types, merged, need, len(reqs) > 0 || len(pins) > 0)
@@ -579,7 +580,7 @@ func (p *podInfo) shapesIn(pl *pool) []*shapes {
 	var sets []*shapes
 	for _, term := range p.terms {
 		merged := pl.Requirements.Copy()
-		merged.AddAll(p.requirementsWithPreferences(term))
+		merged.addForClaim(p.requirementsWithPreferences(term))
 		key := fingerprint(merged)
 		if types, _ := pl.candidatesByKey(key, merged, p.requests); len(types) > 0 {
 			sets = append(sets, pl.shapesFor(key+fmt.Sprint(p.requests), types, merged, p.requests))
@@ -626,7 +627,7 @@ func (s *solver) newClaim(p *podInfo, pl *pool) (*target, change, Refusal) {
 			continue
 		}
 		merged := pl.Requirements.Copy()
-		merged.AddAll(reqs)
+		merged.addForClaim(reqs)
 		if t, c, ok := s.reservedClaim(p, pl, reqs, merged); ok {
 			return t, c, Refusal{}
 		}

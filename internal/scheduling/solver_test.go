@@ -341,3 +341,29 @@ func TestNoCapacityFallsBackInOnePlan(t *testing.T) {
 		t.Errorf("fell back from %+v", f.Passed)
 	}
 }
+
+// A pod that keeps off some nodes by hostname (a NotIn affinity, as
+// users write to avoid a bad node) gets a NodeClaim whose requirements
+// do not name the hostname: the NodeClaim API refuses it, and a new
+// node has a name of its own anyway.
+func TestHostnameNotInStaysOffNodeClaims(t *testing.T) {
+	avoid := pods(2, "avoid", "1", "1Gi", func(p *corev1.Pod) {
+		p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+				{Key: scheduling.LabelHostname, Operator: corev1.NodeSelectorOpNotIn, Values: []string{"ip-10-0-3-7.ec2.internal"}},
+				{Key: scheduling.LabelArch, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}}}},
+		}}}
+	})
+	plan := solve(t, scheduling.Input{NodePools: []*scheduling.NodePool{pool(t, "default")}, Pods: avoid})
+	if len(plan.NodeClaims) == 0 || len(plan.Unschedulable) > 0 {
+		t.Fatalf("planned %d NodeClaims, unschedulable %v", len(plan.NodeClaims), reasons(plan))
+	}
+	for _, c := range plan.NodeClaims {
+		if _, ok := c.Requirements[scheduling.LabelHostname]; ok {
+			t.Errorf("NodeClaim %s requires %s", c.Name, c.Requirements[scheduling.LabelHostname])
+		}
+		if arch, _ := c.Requirements[scheduling.LabelArch].Single(); arch != "amd64" {
+			t.Errorf("NodeClaim %s lost the pod's architecture: %v", c.Name, c.Requirements[scheduling.LabelArch])
+		}
+	}
+}

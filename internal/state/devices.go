@@ -46,12 +46,18 @@ type DRA struct {
 	// name), taken the devices the claims allocated.
 	slices map[string][]*resourcev1.ResourceSlice
 	taken  sets.Set[structured.DeviceID]
-	// nodeAllocators per node, made when first asked.
+	// nodeAllocators, the free devices and what claims (by claimsKey) do
+	// on each node, made when first asked.
 	nodeAllocators map[string]structured.Allocator
+	free           map[string][]scheduling.DeviceSet
+	onNode         map[string]map[string]nodeResult
 }
 
 // draFeatures are the DRA features kube-scheduler 1.34 enables by
-// default: prioritized lists (firstAvailable) and admin access.
+// default that change what is allocated: prioritized lists
+// (firstAvailable) and admin access. (It also enables device status,
+// which selects the allocator's newer implementation; allocations are
+// the same.)
 var draFeatures = structured.Features{PrioritizedList: true, AdminAccess: true}
 
 // placeholderNode is the node a planned node's devices are published on.
@@ -62,7 +68,8 @@ func newDRA(o Objects, ignore bool) *DRA {
 		templates: map[types.NamespacedName]*resourcev1.ResourceClaimTemplate{}, published: map[string]scheduling.Resources{},
 		allocated: map[string]scheduling.Resources{}, ignore: ignore, anySlices: len(o.ResourceSlices) > 0,
 		cache: cel.NewCache(64, cel.Features{}), allocators: map[allocatorKey]structured.Allocator{},
-		slices: map[string][]*resourcev1.ResourceSlice{}, taken: sets.New[structured.DeviceID](), nodeAllocators: map[string]structured.Allocator{}}
+		slices: map[string][]*resourcev1.ResourceSlice{}, taken: sets.New[structured.DeviceID](), nodeAllocators: map[string]structured.Allocator{},
+		free: map[string][]scheduling.DeviceSet{}, onNode: map[string]map[string]nodeResult{}}
 	for _, c := range o.ResourceClaims {
 		d.claims[types.NamespacedName{Namespace: c.Namespace, Name: c.Name}] = c
 		if node, ok := allocatedNode(c); ok {
@@ -70,7 +77,9 @@ func newDRA(o Objects, ignore bool) *DRA {
 		}
 		if a := c.Status.Allocation; a != nil {
 			for _, r := range a.Devices.Results {
-				d.taken.Insert(structured.MakeDeviceID(r.Driver, r.Pool, r.Device))
+				if !adminAccess(r) {
+					d.taken.Insert(structured.MakeDeviceID(r.Driver, r.Pool, r.Device))
+				}
 			}
 		}
 	}
@@ -80,9 +89,7 @@ func newDRA(o Objects, ignore bool) *DRA {
 	for _, s := range o.ResourceSlices {
 		if s.Spec.NodeName != nil {
 			d.published[*s.Spec.NodeName] = d.published[*s.Spec.NodeName].AddDevices(s.Spec.Driver, int64(len(s.Spec.Devices)))
-			if len(s.Spec.Devices) > 0 {
-				d.slices[*s.Spec.NodeName] = append(d.slices[*s.Spec.NodeName], s)
-			}
+			d.slices[*s.Spec.NodeName] = append(d.slices[*s.Spec.NodeName], s)
 		}
 	}
 	return d
@@ -123,15 +130,24 @@ func allocatedNode(c *resourcev1.ResourceClaim) (string, bool) {
 	return "", false
 }
 
-// addResults counts an allocation's devices, by driver.
+// addResults counts an allocation's devices, by driver: those it holds
+// (admin access holds none, as kube-scheduler counts it).
 func addResults(r scheduling.Resources, a *resourcev1.AllocationResult) scheduling.Resources {
 	if a == nil {
 		return r
 	}
 	for _, res := range a.Devices.Results {
-		r = r.AddDevices(res.Driver, 1)
+		if !adminAccess(res) {
+			r = r.AddDevices(res.Driver, 1)
+		}
 	}
 	return r
+}
+
+// adminAccess reports a device allocated for admin access (monitoring,
+// say): kube-scheduler does not count it as allocated.
+func adminAccess(r resourcev1.DeviceRequestAllocationResult) bool {
+	return r.AdminAccess != nil && *r.AdminAccess
 }
 
 // size gives a node what its drivers publish and its claims took: the
@@ -228,7 +244,7 @@ type candidates struct {
 func (d *DRA) publishing(nodes []*scheduling.Node) []*scheduling.Node {
 	var out []*scheduling.Node
 	for _, n := range nodes {
-		if len(d.slices[n.Name]) > 0 {
+		if !d.published[n.Name].IsZero() {
 			out = append(out, n)
 		}
 	}
@@ -283,7 +299,7 @@ func (d *DRA) fit(claims []*resourcev1.ResourceClaim, c *candidates) *scheduling
 	if f, ok := c.fits[key]; ok {
 		return f
 	}
-	f := d.evaluate(claims, c)
+	f := d.evaluate(key, claims, c)
 	c.fits[key] = f
 	return f
 }
@@ -300,7 +316,7 @@ func claimsKey(claims []*resourcev1.ResourceClaim) string {
 	return b.String()
 }
 
-func (d *DRA) evaluate(claims []*resourcev1.ResourceClaim, c *candidates) *scheduling.DeviceDemand {
+func (d *DRA) evaluate(key string, claims []*resourcev1.ResourceClaim, c *candidates) *scheduling.DeviceDemand {
 	if why := d.missingClass(claims); why != "" {
 		return &scheduling.DeviceDemand{Refused: why}
 	}
@@ -327,91 +343,128 @@ func (d *DRA) evaluate(claims []*resourcev1.ResourceClaim, c *candidates) *sched
 			cheapest = it
 		}
 	}
-	on := d.onNodes(claims, c.nodes)
-	if cheapest == nil && len(on.fit) > 0 {
-		// Only devices existing nodes publish satisfy the claims.
-		return &scheduling.DeviceDemand{Requests: on.took, Terms: [][]scheduling.Requirements{{on.fitting()}}, FailsOn: on.failed}
-	}
-	if cheapest == nil && failed != nil {
-		return &scheduling.DeviceDemand{Refused: fmt.Sprintf("the pod's resource claims cannot be evaluated %v; guard the selector with has() or fix it", failed)}
-	}
-	if cheapest == nil {
-		return &scheduling.DeviceDemand{Refused: d.explain(claims, c.types)}
-	}
-	// The devices the allocator takes can differ by type (a prioritized
-	// list takes the first alternative a type has): the pod asks for
-	// what it takes on the cheapest type, and goes to the types where it
-	// takes no more.
-	out := &scheduling.DeviceDemand{Requests: fits[cheapest], FailsOn: on.failed}
 	admitted := map[*scheduling.InstanceType]bool{}
-	for it, took := range fits {
-		if took.Fits(out.Requests) {
-			admitted[it] = true
+	var requests scheduling.Resources
+	if cheapest != nil {
+		// The devices the allocator takes can differ by type (a
+		// prioritized list takes the first alternative a type has): the
+		// pod asks for what it takes on the cheapest type, and goes to
+		// the types where it takes no more.
+		requests = fits[cheapest]
+		for it, took := range fits {
+			if took.Fits(requests) {
+				admitted[it] = true
+			}
 		}
 	}
-	out.Terms = append(out.Terms, on.judged(c.terms(admitted)))
-	return out
+	typeTerms := c.terms(admitted)
+	on := d.onNodes(key, claims, c.nodes, typeTerms)
+	switch {
+	case cheapest == nil && len(on.extra) > 0:
+		// Only devices existing nodes publish satisfy the claims.
+		return &scheduling.DeviceDemand{Requests: on.took, Terms: [][]scheduling.Requirements{on.judged(nil)}, FailsOn: on.failed}
+	case cheapest == nil && failed != nil:
+		return &scheduling.DeviceDemand{Refused: fmt.Sprintf("the pod's resource claims cannot be evaluated %v; guard the selector with has() or fix it", failed), FailsOn: on.failed}
+	case cheapest == nil:
+		return &scheduling.DeviceDemand{Refused: d.explain(claims, c.types), FailsOn: on.failed}
+	}
+	return &scheduling.DeviceDemand{Requests: requests, Terms: [][]scheduling.Requirements{on.judged(typeTerms)}, FailsOn: on.failed}
 }
 
 // FailsOnNodeMarker is in the reason a pod is not planned for when its
 // claims' selectors fail on an existing node's devices.
 const FailsOnNodeMarker = "kube-scheduler stops scheduling the pod at that error"
 
-// nodeFits is how claims fare on the nodes whose drivers published
-// devices: the nodes they fit on, the devices they take on the first,
-// and the nodes whose devices make a selector fail (with the error).
-type nodeFits struct {
-	all, fit []string
-	took     scheduling.Resources
-	failed   map[string]string
+// nodeResult is what the allocator says of claims on one node: whether
+// they fit, the devices they take, or the error it stops at.
+type nodeResult struct {
+	fit  bool
+	took scheduling.Resources
+	err  error
 }
 
-// onNodes runs kube-scheduler's allocator for the claims on each node
-// against the devices its drivers published and the claims left free.
-func (d *DRA) onNodes(claims []*resourcev1.ResourceClaim, nodes []*scheduling.Node) nodeFits {
+// nodeFits is how claims fare on the nodes whose drivers published
+// devices: the nodes (by hostname) the instance types' terms admit where
+// they do not fit, those the terms do not admit where they fit, the
+// devices they take on the first of those, and the nodes (by name)
+// whose devices the allocator stops at an error on.
+type nodeFits struct {
+	excluded, extra []string
+	took            scheduling.Resources
+	failed          map[string]string
+}
+
+// onNodes runs kube-scheduler's allocator for the claims (of key) on
+// each node against the devices its drivers published and the claims
+// left free, and sets the result against what the instance types'
+// terms admit of the node.
+func (d *DRA) onNodes(key string, claims []*resourcev1.ResourceClaim, nodes []*scheduling.Node, typeTerms []scheduling.Requirements) nodeFits {
 	var out nodeFits
 	for _, n := range nodes {
-		out.all = append(out.all, n.Name)
-		results, err := d.allocateOnNode(n, claims)
+		r := d.resultOn(key, n, claims)
+		hostname := n.Name
+		if h, ok := n.Requirements[scheduling.LabelHostname]; ok {
+			if v, ok := h.Single(); ok {
+				hostname = v
+			}
+		}
+		admitted := slices.ContainsFunc(typeTerms, func(t scheduling.Requirements) bool { return n.Requirements.Compatible(t, nil) == nil })
 		switch {
-		case err != nil:
+		case r.err != nil:
 			if out.failed == nil {
 				out.failed = map[string]string{}
 			}
 			out.failed[n.Name] = fmt.Sprintf("the pod's resource claims cannot be evaluated on node %s's devices: %v; %s, "+
-				"so no node launched for it helps: guard the selector with has() or fix it", n.Name, err, FailsOnNodeMarker)
-		case results != nil:
-			if out.fit == nil {
-				for i := range results {
-					out.took = addResults(out.took, &results[i])
-				}
+				"so no node launched for it helps: fix the selector (guard what it reads with has()) or what the node's driver publishes", n.Name, r.err, FailsOnNodeMarker)
+			if admitted {
+				out.excluded = append(out.excluded, hostname)
 			}
-			out.fit = append(out.fit, n.Name)
+		case r.fit && !admitted:
+			if out.extra == nil {
+				out.took = r.took
+			}
+			out.extra = append(out.extra, hostname)
+		case !r.fit && admitted:
+			out.excluded = append(out.excluded, hostname)
 		}
 	}
 	return out
 }
 
-// fitting requires one of the nodes the claims fit on.
-func (f nodeFits) fitting() scheduling.Requirements {
-	return scheduling.NewRequirements(corev1.NodeSelectorRequirement{Key: scheduling.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: f.fit})
+// resultOn is what the allocator says of the claims (of key) on a node,
+// once per snapshot.
+func (d *DRA) resultOn(key string, n *scheduling.Node, claims []*resourcev1.ResourceClaim) nodeResult {
+	byNode, ok := d.onNode[key]
+	if !ok {
+		byNode = map[string]nodeResult{}
+		d.onNode[key] = byNode
+	}
+	if r, ok := byNode[n.Name]; ok {
+		return r
+	}
+	results, err := d.allocateOnNode(n, claims)
+	r := nodeResult{fit: err == nil && results != nil, err: err}
+	for i := range results {
+		r.took = addResults(r.took, &results[i])
+	}
+	byNode[n.Name] = r
+	return r
 }
 
-// judged are the instance types' alternatives for the nodes whose
-// devices were not judged (new nodes, nodes whose drivers have not
-// published), and the nodes the claims fit on.
-func (f nodeFits) judged(types []scheduling.Requirements) []scheduling.Requirements {
-	if len(f.all) == 0 {
-		return types
-	}
-	out := make([]scheduling.Requirements, 0, len(types)+1)
-	for _, t := range types {
-		t = t.Copy()
-		t.Add(scheduling.NewRequirement(scheduling.LabelHostname, corev1.NodeSelectorOpNotIn, f.all...))
+// judged are the instance types' terms, less the existing nodes they
+// admit whose devices the claims do not fit, and the nodes they do not
+// admit whose devices the claims fit.
+func (f nodeFits) judged(typeTerms []scheduling.Requirements) []scheduling.Requirements {
+	out := make([]scheduling.Requirements, 0, len(typeTerms)+1)
+	for _, t := range typeTerms {
+		if len(f.excluded) > 0 {
+			t = t.Copy()
+			t.Add(scheduling.NewRequirement(scheduling.LabelHostname, corev1.NodeSelectorOpNotIn, f.excluded...))
+		}
 		out = append(out, t)
 	}
-	if len(f.fit) > 0 {
-		out = append(out, f.fitting())
+	if len(f.extra) > 0 {
+		out = append(out, scheduling.NewRequirements(corev1.NodeSelectorRequirement{Key: scheduling.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: f.extra}))
 	}
 	return out
 }
@@ -641,20 +694,11 @@ func (d *DRA) allocateOn(it *scheduling.InstanceType, onRequest bool, claims []*
 
 // allocateOnNode runs kube-scheduler's allocator for the claims on an
 // existing node: its drivers' devices the allocated claims left free.
+// What the allocator says is the answer, its errors included; the count
+// check only spares it allocations that cannot succeed.
 func (d *DRA) allocateOnNode(n *scheduling.Node, claims []*resourcev1.ResourceClaim) ([]resourcev1.AllocationResult, error) {
-	// The allocator evaluates selectors on the devices not in use.
-	free := make([]scheduling.DeviceSet, 0, len(d.slices[n.Name]))
-	for _, s := range d.slices[n.Name] {
-		set := scheduling.DeviceSet{Driver: s.Spec.Driver}
-		for _, dev := range s.Spec.Devices {
-			if !d.taken.Has(structured.MakeDeviceID(s.Spec.Driver, s.Spec.Pool.Name, dev.Name)) {
-				set.Devices = append(set.Devices, dev)
-			}
-		}
-		free = append(free, set)
-	}
-	if possible, err := d.precheck(free, claims); !possible {
-		return nil, err
+	if possible, err := d.precheck(d.freeOn(n.Name), claims); err == nil && !possible {
+		return nil, nil
 	}
 	a, ok := d.nodeAllocators[n.Name]
 	if !ok {
@@ -665,6 +709,36 @@ func (d *DRA) allocateOnNode(n *scheduling.Node, claims []*resourcev1.ResourceCl
 		d.nodeAllocators[n.Name] = a
 	}
 	return a.Allocate(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Requirements.Labels()}}, claims)
+}
+
+// freeOn are the devices of a node the allocator can give: those of the
+// newest generation of each of its pools, not held by a claim, without
+// binding conditions (a feature kube-scheduler 1.34 leaves off).
+func (d *DRA) freeOn(node string) []scheduling.DeviceSet {
+	if sets, ok := d.free[node]; ok {
+		return sets
+	}
+	type poolKey struct{ driver, pool string }
+	newest := map[poolKey]int64{}
+	for _, s := range d.slices[node] {
+		k := poolKey{s.Spec.Driver, s.Spec.Pool.Name}
+		newest[k] = max(newest[k], s.Spec.Pool.Generation)
+	}
+	out := make([]scheduling.DeviceSet, 0, len(d.slices[node]))
+	for _, s := range d.slices[node] {
+		if s.Spec.Pool.Generation < newest[poolKey{s.Spec.Driver, s.Spec.Pool.Name}] {
+			continue
+		}
+		set := scheduling.DeviceSet{Driver: s.Spec.Driver}
+		for _, dev := range s.Spec.Devices {
+			if len(dev.BindingConditions) == 0 && !d.taken.Has(structured.MakeDeviceID(s.Spec.Driver, s.Spec.Pool.Name, dev.Name)) {
+				set.Devices = append(set.Devices, dev)
+			}
+		}
+		out = append(out, set)
+	}
+	d.free[node] = out
+	return out
 }
 
 // devicesOf are the devices a node of the type has; those attached on

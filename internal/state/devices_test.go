@@ -261,6 +261,32 @@ func TestExistingNodesDevices(t *testing.T) {
 	}
 }
 
+// What kube-scheduler does not count on a node is not counted: devices
+// allocated for admin access (a monitoring agent's claim on every GPU),
+// and the slices of a pool's older generation (left while the driver
+// republishes), even ones a selector would fail on.
+func TestExistingNodesAsTheSchedulerCountsThem(t *testing.T) {
+	tmpl := template("devices", request("gpu", "gpu.nvidia.com", 1))
+	o := gpuNodeObjects(a10g, tmpl, pod("new0", claiming("devices")))
+	monitor := &resourcev1.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "dcgm-exporter-gpus", Namespace: "monitoring"}}
+	monitor.Status.Allocation = &resourcev1.AllocationResult{NodeSelector: o.ResourceClaims[0].Status.Allocation.NodeSelector}
+	for i := range 4 {
+		monitor.Status.Allocation.Devices.Results = append(monitor.Status.Allocation.Devices.Results, resourcev1.DeviceRequestAllocationResult{
+			Request: "all", Driver: "gpu.nvidia.com", Pool: "gpu-node", Device: fmt.Sprintf("gpu-%d", i), AdminAccess: ptr.To(true)})
+	}
+	o.ResourceClaims = append(o.ResourceClaims, monitor)
+	stale := o.ResourceSlices[0].DeepCopy()
+	stale.Name += "-old"
+	stale.Spec.Devices = []resourcev1.Device{{Name: "gpu-0"}} // no attributes: the class's selector fails on it
+	o.ResourceSlices[0].Spec.Pool.Generation = 2
+	stale.Spec.Pool.Generation = 1
+	o.ResourceSlices = append(o.ResourceSlices, stale)
+	plan := planDevices(t, o, state.Options{})
+	if onNode := podsOn(plan, "gpu-node"); onNode != 1 || len(plan.NodeClaims) != 0 {
+		t.Errorf("%d pods onto gpu-node and new nodes %v (unschedulable %v); want the pod on its free GPU", onNode, placed(plan), reasons(plan))
+	}
+}
+
 // An existing node is judged by the devices its driver published, as
 // kube-scheduler judges it, not by what its instance type's devices
 // would be: a selector its free GPU does not meet sends the pod to a new
@@ -277,7 +303,10 @@ func TestExistingNodesJudgedByTheirDevices(t *testing.T) {
 	wantA10G := template("devices", request("gpu", "gpu.nvidia.com", 1, "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA A10G'"))
 	plan := planDevices(t, gpuNodeObjects(relabelled, wantA10G, pod("new0", claiming("devices"))), state.Options{})
 	if onNode := podsOn(plan, "gpu-node"); onNode != 0 || !slices.Equal(placed(plan), []string{"g5.xlarge:1"}) {
-		t.Errorf("%d pods onto gpu-node (its free GPU is not an A10G by name) and new nodes %v; want none there and one g5.xlarge (unschedulable %v)", onNode, placed(plan), reasons(plan))
+		t.Fatalf("%d pods onto gpu-node (its free GPU is not an A10G by name) and new nodes %v; want none there and one g5.xlarge (unschedulable %v)", onNode, placed(plan), reasons(plan))
+	}
+	if r, ok := plan.NodeClaims[0].Requirements[scheduling.LabelHostname]; ok {
+		t.Errorf("the new NodeClaim requires %s: the API refuses a hostname requirement", r)
 	}
 	wantRack := template("devices", request("gpu", "gpu.nvidia.com", 1, "has(device.attributes['example.com'].rack) && device.attributes['example.com'].rack == 'r7'"))
 	plan = planDevices(t, gpuNodeObjects(relabelled, wantRack, pod("new0", claiming("devices")), pod("new1", claiming("devices"))), state.Options{})
