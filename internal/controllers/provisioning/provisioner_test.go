@@ -493,3 +493,33 @@ func bootNode(t *testing.T, e *optest.Env, claim *v1.NodeClaim, name string, all
 		t.Fatal(err)
 	}
 }
+
+// A pod that avoids a node by hostname (a NotIn affinity, as users write
+// to keep off a bad node) gets a NodeClaim the API server accepts: one
+// that does not require the hostname, which the NodeClaim CRD refuses.
+func TestPodAvoidingANodeByHostnameGetsANodeClaim(t *testing.T) {
+	e := optest.Start(t, optest.Options{Scheduler: true})
+	e.DefaultNodeClass(t)
+	e.Create(t, nodePool("general", nil, in("kubernetes.io/arch", "amd64"), in("karpenter.k8s.aws/instance-category", "c", "m")))
+	p := pod("avoider-0", nil)
+	p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpNotIn, Values: []string{"ip-192-168-77-12.eu-west-1.compute.internal"}}}}},
+	}}}
+	e.Create(t, p)
+	e.WaitFor(t, "a launched NodeClaim for the pod", func(context.Context) (bool, error) {
+		for _, nc := range claims(t, e) {
+			if nc.Status.ProviderID != "" {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	for _, nc := range claims(t, e) {
+		for _, r := range nc.Spec.Requirements {
+			if r.Key == corev1.LabelHostname {
+				t.Errorf("NodeClaim %s requires %s %s %v", nc.Name, r.Key, r.Operator, r.Values)
+			}
+		}
+	}
+}
