@@ -35,9 +35,10 @@ func TestClassify(t *testing.T) {
 // time each took to be answered is added up, watches left out (a watch
 // lasts as long as it is open).
 func TestKubeRequestsCountAndTime(t *testing.T) {
-	release := make(chan struct{})
+	received, release := make(chan struct{}), make(chan struct{})
 	server := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPatch {
+			close(received)
 			<-release // answered only once the test lets it
 		}
 		w.WriteHeader(http.StatusOK)
@@ -65,7 +66,9 @@ func TestKubeRequestsCountAndTime(t *testing.T) {
 		_ = resp.Body.Close()
 	}
 	const held = 50 * time.Millisecond
-	go func() { time.Sleep(held); close(release) }()
+	// Held from when the server has the request: the client's clock
+	// started before that.
+	go func() { <-received; time.Sleep(held); close(release) }()
 	send(http.MethodPatch, "/apis/karpenter.sh/v1/nodeclaims/a/status")
 	send(http.MethodGet, "/api/v1/pods?watch=true")
 	counts, secs := k.Counts(), k.Seconds()
