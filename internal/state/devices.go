@@ -409,16 +409,14 @@ func (d *DRA) onNodes(key string, claims []*resourcev1.ResourceClaim, nodes []*s
 			}
 		}
 		admitted := slices.ContainsFunc(typeTerms, func(t scheduling.Requirements) bool { return n.Requirements.Compatible(t, nil) == nil })
-		switch {
-		case r.err != nil:
+		if r.err != nil {
 			if out.failed == nil {
 				out.failed = map[string]string{}
 			}
 			out.failed[n.Name] = fmt.Sprintf("the pod's resource claims cannot be evaluated on node %s's devices: %v; %s, "+
 				"so no node launched for it helps: fix the selector (guard what it reads with has()) or what the node's driver publishes", n.Name, r.err, FailsOnNodeMarker)
-			if admitted {
-				out.excluded = append(out.excluded, hostname)
-			}
+		}
+		switch {
 		case r.fit && !admitted:
 			if out.extra == nil {
 				out.took = r.took
