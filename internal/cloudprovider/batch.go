@@ -42,3 +42,20 @@ func LaunchBatchOf(claim string, annotations map[string]string) (LaunchBatch, bo
 	}
 	return LaunchBatch{ID: id, Size: n}, true, nil
 }
+
+// Holder is the NodeClaim an instance is terminated for: the instance's
+// own NodeClaim tag must name it (or, for a launch batch's instance not
+// tagged yet, the batch must be the NodeClaim's), so a status.providerID
+// edited to point at another instance terminates nothing. The zero Holder
+// is a termination for no NodeClaim (an instance no NodeClaim records, a
+// node without a NodeClaim).
+type Holder struct {
+	NodeClaim   string
+	LaunchBatch string
+}
+
+// HolderOf is the Holder for a NodeClaim of this name and annotations.
+func HolderOf(name string, annotations map[string]string) Holder {
+	b, _, _ := LaunchBatchOf(name, annotations)
+	return Holder{NodeClaim: name, LaunchBatch: b.ID}
+}

@@ -317,7 +317,7 @@ func newWiring(ctx context.Context, mgr manager.Manager, cfg Config, clouds Clou
 	}
 	w := &wiring{mgr: mgr, cfg: cfg, clouds: clouds, clk: clk, log: log, recorder: mgr.GetEventRecorderFor("nodewright"), metrics: m,
 		registrations: nodepoolhealth.NewRegistrations(), drifts: nodepoolhealth.NewDriftReplacements(), cached: listing.Cached{Client: mgr.GetClient(), Cache: mgr.GetCache()},
-		resolver: &nodeclass.Resolver{EC2: clouds.EC2, SSM: clouds.SSM, IAM: clouds.IAM, ClusterName: cfg.ClusterName, KubernetesVersion: cfg.KubernetesVersion,
+		resolver: &nodeclass.Resolver{EC2: clouds.EC2, SSM: clouds.SSM, IAM: clouds.IAM, ClusterName: cfg.ClusterName, Region: cfg.Region, KubernetesVersion: cfg.KubernetesVersion,
 			AliasParameterRoot: cfg.AMIAliasParameterRoot}}
 	if cfg.NominatePods {
 		w.nominator = &provisioning.Nominator{Client: mgr.GetClient(), Clock: clk, TTL: cfg.Lifecycle.RegistrationTimeout + time.Minute, MaxPods: cfg.NominatePodsMax}

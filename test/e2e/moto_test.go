@@ -414,7 +414,7 @@ func TestAgainstMoto(t *testing.T) {
 		err := kube.Get(ctx, client.ObjectKeyFromObject(class), class)
 		return err == nil && meta.IsStatusConditionTrue(class.Status.Conditions, awsv1.ConditionReady), err
 	})
-	if len(class.Status.AMIs) != 2 || len(class.Status.Subnets) != 3 || len(class.Status.SecurityGroups) != 1 || class.Status.InstanceProfile != nodeclass.ProfileName(motoCluster, "default") {
+	if len(class.Status.AMIs) != 2 || len(class.Status.Subnets) != 3 || len(class.Status.SecurityGroups) != 1 || class.Status.InstanceProfile != nodeclass.ProfileName(motoCluster, motoRegion, "default") {
 		t.Errorf("EC2NodeClass status: AMIs %+v, subnets %+v, security groups %+v, instance profile %q", class.Status.AMIs, class.Status.Subnets, class.Status.SecurityGroups, class.Status.InstanceProfile)
 	}
 	motoWait(t, time.Minute, "PricesCurrent=False (moto has no Pricing API)", func(ctx context.Context) (bool, error) {
@@ -521,8 +521,8 @@ func TestAgainstMoto(t *testing.T) {
 	if lts, err := m.EC2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{}); err != nil || len(lts.LaunchTemplates) != 0 {
 		t.Errorf("launch templates left: %+v %v", lts, err)
 	}
-	if _, err := m.IAM.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(nodeclass.ProfileName(motoCluster, "default"))}); err == nil {
-		t.Errorf("instance profile %s is left", nodeclass.ProfileName(motoCluster, "default"))
+	if _, err := m.IAM.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(nodeclass.ProfileName(motoCluster, motoRegion, "default"))}); err == nil {
+		t.Errorf("instance profile %s is left", nodeclass.ProfileName(motoCluster, motoRegion, "default"))
 	}
 	m.foreignUntouched(t)
 }

@@ -9,6 +9,11 @@ const (
 	// ReasonWaitingOnNodeClaimTermination means a deleted EC2NodeClass
 	// stays until the NodeClaims that use it are gone.
 	ReasonWaitingOnNodeClaimTermination = "WaitingOnNodeClaimTermination"
+	// ReasonLegacyInstanceProfileLeft means a deleted EC2NodeClass's
+	// instance profile of the name made before profiles held the region
+	// was left in place: the same cluster name in another region may
+	// still launch with it.
+	ReasonLegacyInstanceProfileLeft = "LegacyInstanceProfileLeft"
 )
 
 // Reasons of the events recorded on a NodeClaim and its node when the

@@ -288,8 +288,9 @@ func labelsOf(s Spec, needs Needs) map[string]string {
 }
 
 // capacityOf is what the node reports: CPU, memory less the VM overhead,
-// the pod limit, a 20Gi root volume and GPUs; a Windows node a 50Gi
-// root volume, and the IPv4 addresses its pods can have, one per address
+// the pod limit, the ephemeral storage of the EC2NodeClass's volumes
+// (by default a 20Gi root volume, a Windows node's 50Gi) and GPUs; a
+// Windows node and the IPv4 addresses its pods can have, one per address
 // of its primary network interface but its own.
 func capacityOf(s Spec, kubelet *kubeletconfig.Config, needs Needs) scheduling.Resources {
 	windows := needs.Windows
@@ -305,6 +306,11 @@ func capacityOf(s Spec, kubelet *kubeletconfig.Config, needs Needs) scheduling.R
 	}
 	if windows {
 		list[corev1.ResourceEphemeralStorage] = resource.MustParse("50Gi") // the Windows root volume
+	}
+	if needs.EphemeralStorage > 0 {
+		list[corev1.ResourceEphemeralStorage] = *resource.NewQuantity(needs.EphemeralStorage, resource.BinarySI)
+	}
+	if windows {
 		list[PrivateIPv4Address] = *resource.NewQuantity(max(s.IPv4PerENI-1, 0), resource.DecimalSI)
 	}
 	if s.GPU > 0 {

@@ -91,6 +91,10 @@ type Needs struct {
 	// (vpc.amazonaws.com/PrivateIPv4Address).
 	Windows      bool   `json:",omitempty"`
 	WindowsBuild string `json:",omitempty"`
+	// EphemeralStorage is the bytes of ephemeral storage nodes report,
+	// from the EC2NodeClass's volumes (EphemeralStorageOf); 0: the
+	// family's default volume (20Gi, Windows 50Gi).
+	EphemeralStorage int64 `json:",omitempty"`
 }
 
 // NeedsOf are the needs of an EC2NodeClass, its placement group resolved.
@@ -109,6 +113,8 @@ func NeedsOf(class *awsv1.EC2NodeClass) Needs {
 		n.PlacementGroup = class.Status.PlacementGroup
 	}
 	n.Windows, n.WindowsBuild = WindowsOf(class)
+	eph := EphemeralStorageOf(class)
+	n.EphemeralStorage = eph.Value()
 	return n
 }
 

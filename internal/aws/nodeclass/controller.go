@@ -256,5 +256,17 @@ func (c *Controller) deleteMadeFor(ctx context.Context, nc *awsv1.EC2NodeClass) 
 			return err
 		}
 	}
-	return c.Resolver.DeleteInstanceProfile(ctx, nc)
+	if err := c.Resolver.DeleteInstanceProfile(ctx, nc); err != nil {
+		return err
+	}
+	legacy, err := c.Resolver.LegacyProfile(ctx, nc)
+	if err != nil {
+		return err
+	}
+	if legacy != "" {
+		c.Recorder.Eventf(nc, corev1.EventTypeWarning, awsv1.ReasonLegacyInstanceProfileLeft,
+			"instance profile %s (the name made before profiles held the region) is left in place: a cluster of the same name in another region may launch with it; once no instance in any region uses it, delete it: aws iam remove-role-from-instance-profile --instance-profile-name %s --role-name %s && aws iam delete-instance-profile --instance-profile-name %s",
+			legacy, legacy, nc.Spec.Role, legacy)
+	}
+	return nil
 }

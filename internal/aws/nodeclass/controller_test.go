@@ -59,7 +59,7 @@ func startControllerWithAccount(t *testing.T) (client.Client, *simaws.Account) {
 	}
 	account := simaws.NewAccount()
 	account.Seed()
-	resolver := &nodeclass.Resolver{EC2: account.EC2(), SSM: account.SSM(), IAM: account.IAM(), ClusterName: "nodewright-sim", KubernetesVersion: simaws.KubernetesVersion}
+	resolver := &nodeclass.Resolver{EC2: account.EC2(), SSM: account.SSM(), IAM: account.IAM(), ClusterName: "nodewright-sim", Region: "us-east-1", KubernetesVersion: simaws.KubernetesVersion}
 	c := &nodeclass.Controller{
 		Client:          mgr.GetClient(),
 		Resolver:        resolver,
@@ -126,7 +126,7 @@ func TestStatusOfHealthyAndBrokenNodeClasses(t *testing.T) {
 	}
 	nc, _ := waitCondition(t, k, "default", awsv1.ConditionReady, metav1.ConditionTrue)
 	if len(nc.Status.Subnets) != 3 || len(nc.Status.SecurityGroups) != 1 || len(nc.Status.AMIs) != 2 ||
-		nc.Status.InstanceProfile != "nodewright_nodewright-sim_default" {
+		nc.Status.InstanceProfile != "nodewright_nodewright-sim_us-east-1_default" {
 		t.Errorf("resolved status: %+v", nc.Status)
 	}
 

@@ -95,7 +95,7 @@ func TestDeletedNodeClassWaitsForNodeClaimsThenCleansUp(t *testing.T) {
 	if len(lts.LaunchTemplates) != 1 || aws.ToString(lts.LaunchTemplates[0].LaunchTemplateName) != "nodewright/nodewright-sim/theirs" {
 		t.Errorf("launch templates left: %+v; want only the other EC2NodeClass's", lts.LaunchTemplates)
 	}
-	profile := nodeclass.ProfileName("nodewright-sim", "default")
+	profile := nodeclass.ProfileName("nodewright-sim", "us-east-1", "default")
 	if _, err := account.IAM().GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(profile)}); err == nil {
 		t.Errorf("instance profile %s made for the role is still there", profile)
 	}

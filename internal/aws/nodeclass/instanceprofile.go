@@ -2,12 +2,15 @@ package nodeclass
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"regexp"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
+	corev1 "k8s.io/api/core/v1"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 )
@@ -22,14 +25,49 @@ type iamAPI interface {
 
 var unsafeNameChars = regexp.MustCompile(`[^A-Za-z0-9+=,.@_-]`)
 
+// TagRegion tags the instance profiles nodewright makes with the region
+// whose controller made them: IAM is global, and two clusters of one name
+// in two regions (a disaster-recovery pair) must not share, re-role or
+// delete each other's profiles. The IAM policy conditions on it.
+const TagRegion = corev1.LabelTopologyRegion
+
+// maxProfileName is IAM's limit on an instance profile's name.
+const maxProfileName = 128
+
 // ProfileName is the instance profile nodewright manages for an
-// EC2NodeClass with a role.
-func ProfileName(cluster, nodeClass string) string {
+// EC2NodeClass with a role, in a cluster and region: unique per region,
+// so the same cluster name in two regions has two profiles. A name over
+// IAM's 128 characters is cut and ends in a hash of the whole, so two
+// long names stay apart.
+func ProfileName(cluster, region, nodeClass string) string {
+	name := unsafeNameChars.ReplaceAllString(fmt.Sprintf("nodewright_%s_%s_%s", cluster, region, nodeClass), "_")
+	if len(name) <= maxProfileName {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	suffix := "_" + hex.EncodeToString(sum[:8])
+	return name[:maxProfileName-len(suffix)] + suffix
+}
+
+// LegacyProfileName is the name profiles were made under before it held
+// the region. Such a profile may serve the same cluster name in another
+// region, so nodewright no longer launches with it, changes its role or
+// deletes it.
+func LegacyProfileName(cluster, nodeClass string) string {
 	name := unsafeNameChars.ReplaceAllString(fmt.Sprintf("nodewright_%s_%s", cluster, nodeClass), "_")
-	if len(name) > 128 {
-		name = name[:128]
+	if len(name) > maxProfileName {
+		name = name[:maxProfileName]
 	}
 	return name
+}
+
+// profileName is the profile this resolver's controller manages for the
+// EC2NodeClass; an error when the controller's region is not known.
+func (r *Resolver) profileName(nc *awsv1.EC2NodeClass) (string, error) {
+	if r.Region == "" {
+		return "", fmt.Errorf("EC2NodeClass %s: the controller's region is not known, so the instance profile for spec.role cannot be named; set the region (--region or AWS_REGION)", nc.Name)
+	}
+	return ProfileName(r.ClusterName, r.Region, nc.Name), nil
 }
 
 // InstanceProfile returns the instance profile nodes of the EC2NodeClass
@@ -43,7 +81,10 @@ func (r *Resolver) InstanceProfile(ctx context.Context, nc *awsv1.EC2NodeClass) 
 	if adopted, err := r.adoptedProfile(ctx, nc); err != nil || adopted != "" {
 		return adopted, err
 	}
-	name := ProfileName(r.ClusterName, nc.Name)
+	name, err := r.profileName(nc)
+	if err != nil {
+		return "", err
+	}
 	roles, err := r.managedProfileRoles(ctx, name, nc)
 	if err != nil {
 		return "", err
@@ -73,8 +114,8 @@ func (r *Resolver) managedProfileRoles(ctx context.Context, name string, nc *aws
 	out, err := r.IAM.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(name)})
 	switch {
 	case err == nil && !r.ownedFor(out.InstanceProfile.Tags, nc.Name):
-		return nil, fmt.Errorf("instance profile %s exists but nodewright did not make it for EC2NodeClass %s (it lacks the tags kubernetes.io/cluster/%s=owned and %s=%s), so nodewright leaves it alone; name it in spec.instanceProfile to launch with it, or delete it",
-			name, nc.Name, r.ClusterName, awsv1.LabelEC2NodeClass, nc.Name)
+		return nil, fmt.Errorf("instance profile %s exists but nodewright did not make it for EC2NodeClass %s in %s (it lacks the tags kubernetes.io/cluster/%s=owned, %s=%s and %s=%s), so nodewright leaves it alone; name it in spec.instanceProfile to launch with it, or delete it",
+			name, nc.Name, r.Region, r.ClusterName, awsv1.LabelEC2NodeClass, nc.Name, TagRegion, r.Region)
 	case err == nil:
 		return out.InstanceProfile.Roles, nil
 	case isNotFound(err):
@@ -91,6 +132,8 @@ func (r *Resolver) createProfile(ctx context.Context, name, nodeClass string) er
 		Tags: []iamtypes.Tag{
 			{Key: aws.String("kubernetes.io/cluster/" + r.ClusterName), Value: aws.String("owned")},
 			{Key: aws.String(awsv1.LabelEC2NodeClass), Value: aws.String(nodeClass)},
+			{Key: aws.String("eks:eks-cluster-name"), Value: aws.String(r.ClusterName)},
+			{Key: aws.String(TagRegion), Value: aws.String(r.Region)},
 		},
 	}); err != nil {
 		return fmt.Errorf("creating instance profile %s: %w", name, err)
@@ -129,7 +172,7 @@ func (r *Resolver) holdRole(ctx context.Context, name, role string, roles []iamt
 // its own, and deletes it with the EC2NodeClass. Empty when there is none.
 func (r *Resolver) adoptedProfile(ctx context.Context, nc *awsv1.EC2NodeClass) (string, error) {
 	name := nc.Status.InstanceProfile
-	if name == "" || name == ProfileName(r.ClusterName, nc.Name) {
+	if name == "" || name == ProfileName(r.ClusterName, r.Region, nc.Name) || name == LegacyProfileName(r.ClusterName, nc.Name) {
 		return "", nil
 	}
 	out, err := r.IAM.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(name)})
@@ -150,19 +193,23 @@ func (r *Resolver) adoptedProfile(ctx context.Context, nc *awsv1.EC2NodeClass) (
 	return "", nil
 }
 
-// ownedFor reports tags that mark an instance profile as this cluster's,
-// made for the EC2NodeClass.
+// ownedFor reports tags that mark an instance profile as this cluster's
+// in this region, made for the EC2NodeClass. A profile without the
+// region's tag is not this region's: the same cluster name in another
+// region may launch with it.
 func (r *Resolver) ownedFor(tags []iamtypes.Tag, nodeClass string) bool {
-	owned, forClass := false, false
+	owned, forClass, here := false, false, false
 	for _, t := range tags {
 		switch aws.ToString(t.Key) {
 		case "kubernetes.io/cluster/" + r.ClusterName:
 			owned = aws.ToString(t.Value) == "owned"
 		case awsv1.LabelEC2NodeClass:
 			forClass = aws.ToString(t.Value) == nodeClass
+		case TagRegion:
+			here = r.Region != "" && aws.ToString(t.Value) == r.Region
 		}
 	}
-	return owned && forClass
+	return owned && forClass && here
 }
 
 // DeleteInstanceProfile deletes the instance profile nodewright manages for
@@ -179,7 +226,11 @@ func (r *Resolver) DeleteInstanceProfile(ctx context.Context, nc *awsv1.EC2NodeC
 			return err
 		}
 	}
-	return r.deleteProfile(ctx, ProfileName(r.ClusterName, nc.Name), nc.Name)
+	name, err := r.profileName(nc)
+	if err != nil {
+		return err
+	}
+	return r.deleteProfile(ctx, name, nc.Name)
 }
 
 // deleteProfile removes an instance profile's roles and deletes it; one
@@ -207,4 +258,36 @@ func (r *Resolver) deleteProfile(ctx context.Context, name, nodeClass string) er
 		return fmt.Errorf("deleting instance profile %s: %w", name, err)
 	}
 	return nil
+}
+
+// LegacyProfile is the name of the EC2NodeClass's profile of the name made
+// before profiles held the region, when it exists and was made for the
+// class in this cluster; empty otherwise. nodewright leaves it in place
+// (it may serve the same cluster name in another region) and says so.
+func (r *Resolver) LegacyProfile(ctx context.Context, nc *awsv1.EC2NodeClass) (string, error) {
+	if nc.Spec.InstanceProfile != nil {
+		return "", nil
+	}
+	name := LegacyProfileName(r.ClusterName, nc.Name)
+	out, err := r.IAM.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(name)})
+	if isNotFound(err) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("getting instance profile %s: %w", name, err)
+	}
+	for _, t := range out.InstanceProfile.Tags {
+		if aws.ToString(t.Key) == TagRegion && aws.ToString(t.Value) != r.Region {
+			return "", nil // another region's
+		}
+	}
+	owned, forClass := false, false
+	for _, t := range out.InstanceProfile.Tags {
+		owned = owned || (aws.ToString(t.Key) == "kubernetes.io/cluster/"+r.ClusterName && aws.ToString(t.Value) == "owned")
+		forClass = forClass || (aws.ToString(t.Key) == awsv1.LabelEC2NodeClass && aws.ToString(t.Value) == nc.Name)
+	}
+	if !owned || !forClass {
+		return "", nil
+	}
+	return name, nil
 }

@@ -40,6 +40,10 @@ type Resolver struct {
 	IAM iamAPI
 	// ClusterName names and tags the instance profiles nodewright creates.
 	ClusterName string
+	// Region is the controller's region, part of the name and tags of
+	// those profiles (IAM is global; the cluster's name may be reused in
+	// another region).
+	Region string
 	// KubernetesVersion is the cluster's minor version ("1.34"), which
 	// picks the EKS-optimized AMIs of an alias.
 	KubernetesVersion string

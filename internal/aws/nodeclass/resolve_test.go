@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
+	iamtypes "github.com/aws/aws-sdk-go-v2/service/iam/types"
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/utils/ptr"
 
@@ -123,7 +124,7 @@ func TestAMIs(t *testing.T) {
 func TestInstanceProfile(t *testing.T) {
 	a := simaws.NewAccount()
 	a.Seed()
-	r := &nodeclass.Resolver{EC2: a.EC2(), SSM: a.SSM(), IAM: a.IAM(), ClusterName: "nodewright-sim", KubernetesVersion: simaws.KubernetesVersion}
+	r := &nodeclass.Resolver{EC2: a.EC2(), SSM: a.SSM(), IAM: a.IAM(), ClusterName: "nodewright-sim", Region: "us-east-1", KubernetesVersion: simaws.KubernetesVersion}
 	ctx, iamAPI := context.Background(), a.IAM()
 	nc := nodeClass()
 	nc.Name = "default"
@@ -136,7 +137,7 @@ func TestInstanceProfile(t *testing.T) {
 		return *out.InstanceProfile.Roles[0].RoleName
 	}
 	name, err := r.InstanceProfile(ctx, nc)
-	if err != nil || name != "nodewright_nodewright-sim_default" || roleOf(name) != nc.Spec.Role {
+	if err != nil || name != "nodewright_nodewright-sim_us-east-1_default" || roleOf(name) != nc.Spec.Role {
 		t.Fatalf("created profile %q: %v", name, err)
 	}
 	if again, err := r.InstanceProfile(ctx, nc); err != nil || again != name {
@@ -162,9 +163,9 @@ func TestInstanceProfile(t *testing.T) {
 func TestForeignInstanceProfileIsLeftAlone(t *testing.T) {
 	a := simaws.NewAccount()
 	a.Seed()
-	r := &nodeclass.Resolver{EC2: a.EC2(), SSM: a.SSM(), IAM: a.IAM(), ClusterName: "nodewright-sim", KubernetesVersion: simaws.KubernetesVersion}
+	r := &nodeclass.Resolver{EC2: a.EC2(), SSM: a.SSM(), IAM: a.IAM(), ClusterName: "nodewright-sim", Region: "us-east-1", KubernetesVersion: simaws.KubernetesVersion}
 	ctx, iamAPI := context.Background(), a.IAM()
-	name := nodeclass.ProfileName("nodewright-sim", "default")
+	name := nodeclass.ProfileName("nodewright-sim", "us-east-1", "default")
 	if _, err := iamAPI.CreateInstanceProfile(ctx, &iam.CreateInstanceProfileInput{InstanceProfileName: &name}); err != nil {
 		t.Fatal(err)
 	}
@@ -232,5 +233,112 @@ func TestWindowsAliases(t *testing.T) {
 	}
 	if params, err := nodeclass.AliasParameters("", "windows2025@latest", "1.35"); err != nil || len(params) != 1 {
 		t.Errorf("windows2025 on Kubernetes 1.35: %v, %v", params, err)
+	}
+}
+
+// IAM is global: two clusters of one name in two regions (a
+// disaster-recovery pair) with EC2NodeClasses of one name get a profile
+// each, each with its own role, and deleting the EC2NodeClass in one
+// region leaves the other region's profile and role as they are. Before,
+// both shared nodewright_CLUSTER_CLASS: the two controllers swapped its
+// role back and forth, and one deletion took the other region's nodes'
+// profile.
+func TestInstanceProfilesPerRegion(t *testing.T) {
+	a := simaws.NewAccount()
+	a.Seed()
+	a.AddRole("NodeRole-west")
+	ctx, iamAPI := context.Background(), a.IAM()
+	east := &nodeclass.Resolver{EC2: a.EC2(), SSM: a.SSM(), IAM: iamAPI, ClusterName: "prod", Region: "us-east-1", KubernetesVersion: simaws.KubernetesVersion}
+	west := &nodeclass.Resolver{EC2: a.EC2(), SSM: a.SSM(), IAM: iamAPI, ClusterName: "prod", Region: "us-west-2", KubernetesVersion: simaws.KubernetesVersion}
+	eastClass, westClass := nodeClass(), nodeClass()
+	eastClass.Name, westClass.Name = "default", "default"
+	eastClass.Spec.Role, westClass.Spec.Role = "KarpenterNodeRole-nodewright-sim", "NodeRole-west"
+	profile := func(name string) *iamtypes.InstanceProfile {
+		out, err := iamAPI.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: &name})
+		if err != nil {
+			return nil
+		}
+		return out.InstanceProfile
+	}
+	var eastName, westName string
+	for range 3 { // controllers reconcile over and over
+		var err error
+		if eastName, err = east.InstanceProfile(ctx, eastClass); err != nil {
+			t.Fatal(err)
+		}
+		if westName, err = west.InstanceProfile(ctx, westClass); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if eastName == westName {
+		t.Fatalf("both regions launch with instance profile %s", eastName)
+	}
+	for name, want := range map[string]string{eastName: "KarpenterNodeRole-nodewright-sim", westName: "NodeRole-west"} {
+		p := profile(name)
+		if p == nil || len(p.Roles) != 1 || aws.ToString(p.Roles[0].RoleName) != want {
+			t.Errorf("profile %s: %+v, want it to hold %s", name, p, want)
+		}
+	}
+	tags := map[string]string{}
+	for _, tag := range profile(westName).Tags {
+		tags[aws.ToString(tag.Key)] = aws.ToString(tag.Value)
+	}
+	if tags["topology.kubernetes.io/region"] != "us-west-2" || tags["kubernetes.io/cluster/prod"] != "owned" || tags["karpenter.k8s.aws/ec2nodeclass"] != "default" {
+		t.Errorf("profile %s tags %v: want the cluster, the EC2NodeClass and the region", westName, tags)
+	}
+	if err := east.DeleteInstanceProfile(ctx, eastClass); err != nil {
+		t.Fatal(err)
+	}
+	if profile(eastName) != nil {
+		t.Errorf("profile %s is left after its EC2NodeClass's deletion in us-east-1", eastName)
+	}
+	if p := profile(westName); p == nil || len(p.Roles) != 1 {
+		t.Errorf("deleting the EC2NodeClass in us-east-1 changed us-west-2's profile: %+v", p)
+	}
+
+	// A name too long for IAM is cut and keeps apart from another cut
+	// the same way.
+	long1, long2 := nodeclass.ProfileName(strings.Repeat("c", 100), "eu-west-1", "x"), nodeclass.ProfileName(strings.Repeat("c", 100), "eu-west-2", "x")
+	if len(long1) > 128 || long1 == long2 {
+		t.Errorf("long names %q and %q: want at most 128 characters, and apart", long1, long2)
+	}
+}
+
+// A profile made under the name before it held the region
+// (nodewright_CLUSTER_CLASS, no region tag) may be the one the same
+// cluster name in another region launches with: the EC2NodeClass moves
+// to its regional profile, and the old one keeps its role and is not
+// deleted with the class (the controller says so in an event, with the
+// commands to delete it once unused).
+func TestLegacyInstanceProfileIsLeftInPlace(t *testing.T) {
+	a := simaws.NewAccount()
+	a.Seed()
+	ctx, iamAPI := context.Background(), a.IAM()
+	r := &nodeclass.Resolver{EC2: a.EC2(), SSM: a.SSM(), IAM: iamAPI, ClusterName: "prod", Region: "eu-central-1", KubernetesVersion: simaws.KubernetesVersion}
+	legacy := nodeclass.LegacyProfileName("prod", "default")
+	if _, err := iamAPI.CreateInstanceProfile(ctx, &iam.CreateInstanceProfileInput{InstanceProfileName: &legacy, Tags: []iamtypes.Tag{
+		{Key: aws.String("kubernetes.io/cluster/prod"), Value: aws.String("owned")}, {Key: aws.String("karpenter.k8s.aws/ec2nodeclass"), Value: aws.String("default")},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := iamAPI.AddRoleToInstanceProfile(ctx, &iam.AddRoleToInstanceProfileInput{InstanceProfileName: &legacy, RoleName: ptr.To("KarpenterControllerRole-nodewright-sim")}); err != nil {
+		t.Fatal(err)
+	}
+	nc := nodeClass()
+	nc.Name, nc.Spec.Role = "default", "KarpenterNodeRole-nodewright-sim"
+	nc.Status.InstanceProfile = legacy
+	name, err := r.InstanceProfile(ctx, nc)
+	if err != nil || name != nodeclass.ProfileName("prod", "eu-central-1", "default") {
+		t.Fatalf("resolved %q, %v; want the regional profile", name, err)
+	}
+	if got, err := r.LegacyProfile(ctx, nc); err != nil || got != legacy {
+		t.Errorf("LegacyProfile = %q, %v; want %s", got, err, legacy)
+	}
+	if err := r.DeleteInstanceProfile(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	out, err := iamAPI.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: &legacy})
+	if err != nil || len(out.InstanceProfile.Roles) != 1 || aws.ToString(out.InstanceProfile.Roles[0].RoleName) != "KarpenterControllerRole-nodewright-sim" {
+		t.Errorf("the legacy profile was changed or deleted: %+v %v", out, err)
 	}
 }

@@ -230,10 +230,11 @@ func (c *CloudProvider) Get(ctx context.Context, providerID string) (_ *cloudpro
 	return c.Launcher.Get(ctx, providerID)
 }
 
-// Delete terminates an instance (NotFound once it is gone).
-func (c *CloudProvider) Delete(ctx context.Context, providerID string) (err error) {
+// Delete terminates an instance for its holder (NotFound once it is
+// gone).
+func (c *CloudProvider) Delete(ctx context.Context, providerID string, holder cloudprovider.Holder) (err error) {
 	defer func(start time.Time) { c.observe("Delete", start, err) }(time.Now())
-	return c.Launcher.Delete(ctx, providerID)
+	return c.Launcher.Delete(ctx, providerID, holder)
 }
 
 // Reboot reboots the instance of a provider ID nodewright launched.

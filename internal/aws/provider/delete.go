@@ -16,8 +16,10 @@ import (
 // Delete terminates an instance nodewright launched. It returns nil while
 // the instance is being terminated and a NotFoundError once it is gone, so
 // callers repeat it until then. An instance without nodewright's tags is
-// never terminated: that is a NotOwnedError.
-func (p *Launcher) Delete(ctx context.Context, id string) error {
+// never terminated: that is a NotOwnedError. Neither is an instance whose
+// NodeClaim tag names another NodeClaim than the holder (a NodeClaim
+// whose status.providerID was edited to point at another node).
+func (p *Launcher) Delete(ctx context.Context, id string, holder cloudprovider.Holder) error {
 	_, instanceID, err := ParseProviderID(id)
 	if err != nil {
 		return err
@@ -29,6 +31,10 @@ func (p *Launcher) Delete(ctx context.Context, id string) error {
 	if !p.owns(inst.Tags) {
 		return &cloudprovider.NotOwnedError{Message: fmt.Sprintf("instance %s lacks %s; nodewright terminates only the instances it launched, so it is left running",
 			instanceID, strings.Join(p.missingTags(inst.Tags), ", "))}
+	}
+	if tag := tagValue(inst.Tags, TagNodeClaim); holder.NodeClaim != "" && tag != holder.NodeClaim && (holder.LaunchBatch == "" || tag != Untaken(holder.LaunchBatch)) {
+		return &cloudprovider.NotOwnedError{Message: fmt.Sprintf("instance %s was launched for NodeClaim %q (its %s tag), not for NodeClaim %s; it is left running (was status.providerID edited?)",
+			instanceID, tag, TagNodeClaim, holder.NodeClaim)}
 	}
 	if _, err := p.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{instanceID}}); err != nil {
 		if hasCode(err, "InvalidInstanceID.NotFound") {

@@ -93,7 +93,7 @@ func TestInstanceStatesAndDeleteUntilGone(t *testing.T) {
 		t.Errorf("after 20s: %s", s)
 	}
 	for i := 0; i < 2; i++ {
-		if err := f.provider.Delete(ctx, inst.ProviderID); err != nil {
+		if err := f.provider.Delete(ctx, inst.ProviderID, cloudprovider.Holder{}); err != nil {
 			t.Fatalf("delete %d while shutting down: %v", i+1, err)
 		}
 		if s := state(); s != "shutting-down" {
@@ -107,7 +107,7 @@ func TestInstanceStatesAndDeleteUntilGone(t *testing.T) {
 	if s := state(); s != "gone" {
 		t.Errorf("after shutting down: %s", s)
 	}
-	if err := f.provider.Delete(ctx, inst.ProviderID); !cloudprovider.IsNotFound(err) {
+	if err := f.provider.Delete(ctx, inst.ProviderID, cloudprovider.Holder{}); !cloudprovider.IsNotFound(err) {
 		t.Errorf("delete once terminated: %v", err)
 	}
 }

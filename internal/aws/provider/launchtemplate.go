@@ -19,6 +19,7 @@ import (
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/aws/instancetypes"
 	"github.com/nodewright/nodewright/internal/aws/kubeletconfig"
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/aws/userdata"
@@ -137,28 +138,20 @@ func metadataOptions(class *awsv1.EC2NodeClass) *ec2types.LaunchTemplateInstance
 	}
 }
 
-// blockDeviceMappings are the EC2NodeClass's EBS volumes; mappings
-// without one are left out. A Windows node without any boots from a
-// 50Gi encrypted gp3 /dev/sda1 (the Windows AMIs' own root volume is
-// 30Gi, which the images and their layers outgrow).
+// blockDeviceMappings are the EC2NodeClass's EBS volumes, or its AMI
+// family's defaults when it lists none (encrypted gp3: a 20Gi root volume,
+// Bottlerocket's root and data volumes, Windows's 50Gi root; a Custom AMI
+// its own); mappings without a volume are left out.
 func blockDeviceMappings(class *awsv1.EC2NodeClass) []ec2types.LaunchTemplateBlockDeviceMappingRequest {
-	if len(class.Spec.BlockDeviceMappings) == 0 && awsv1.IsWindows(nodeclass.Family(class)) {
-		return []ec2types.LaunchTemplateBlockDeviceMappingRequest{{
-			DeviceName: aws.String(WindowsRootDevice),
-			Ebs: &ec2types.LaunchTemplateEbsBlockDeviceRequest{
-				VolumeSize: aws.Int32(WindowsRootGiB), VolumeType: ec2types.VolumeTypeGp3, Encrypted: aws.Bool(true), DeleteOnTermination: aws.Bool(true),
-			},
-		}}
-	}
 	var out []ec2types.LaunchTemplateBlockDeviceMappingRequest
-	for _, bdm := range class.Spec.BlockDeviceMappings {
+	for _, bdm := range instancetypes.BlockDeviceMappingsOf(class) {
 		if bdm == nil || bdm.EBS == nil {
 			continue
 		}
 		out = append(out, ec2types.LaunchTemplateBlockDeviceMappingRequest{
 			DeviceName: bdm.DeviceName,
 			Ebs: &ec2types.LaunchTemplateEbsBlockDeviceRequest{
-				VolumeSize: volumeGiB(bdm.EBS.VolumeSize), VolumeType: ec2types.VolumeType(aws.ToString(bdm.EBS.VolumeType)),
+				VolumeSize: instancetypes.VolumeGiB(bdm.EBS.VolumeSize), VolumeType: ec2types.VolumeType(aws.ToString(bdm.EBS.VolumeType)),
 				Encrypted: bdm.EBS.Encrypted, DeleteOnTermination: bdm.EBS.DeleteOnTermination, KmsKeyId: bdm.EBS.KMSKeyID,
 				SnapshotId: bdm.EBS.SnapshotID, Iops: int32Of(bdm.EBS.IOPS), Throughput: int32Of(bdm.EBS.Throughput),
 				VolumeInitializationRate: bdm.EBS.VolumeInitializationRate,
@@ -167,13 +160,6 @@ func blockDeviceMappings(class *awsv1.EC2NodeClass) []ec2types.LaunchTemplateBlo
 	}
 	return out
 }
-
-// The root volume of Windows nodes when the EC2NodeClass has no
-// blockDeviceMappings.
-const (
-	WindowsRootDevice = "/dev/sda1"
-	WindowsRootGiB    = 50
-)
 
 // templateOptions are what a launch template holds beyond the EC2NodeClass
 // and the NodeClaim: the pod limit (in the user data), the capacity
@@ -289,23 +275,6 @@ func LaunchUserData(cluster userdata.Cluster, claim *v1.NodeClaim, class *awsv1.
 		MaxPods: int32(maxPods), Kubelet: kubelet, KubeletFields: kubeletconfig.Fields(class.Spec.Kubelet), //nolint:gosec // pod limits are small
 	}
 	return userdata.Generate(nodeclass.Family(class), cluster, node, user)
-}
-
-func volumeGiB(size *string) *int32 {
-	if size == nil {
-		return nil
-	}
-	s := *size
-	var n int32
-	var unit string
-	if _, err := fmt.Sscanf(s, "%d%s", &n, &unit); err != nil {
-		return nil
-	}
-	switch unit {
-	case "Ti", "T":
-		n *= 1024
-	}
-	return aws.Int32(n)
 }
 
 func int32Of(v *int64) *int32 {

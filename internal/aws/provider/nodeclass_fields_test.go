@@ -2,6 +2,7 @@ package provider_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -350,4 +351,71 @@ func tagged(inst simaws.Instance, name string) bool {
 		}
 	}
 	return false
+}
+
+// An EC2NodeClass without blockDeviceMappings launches with its family's
+// volumes, encrypted whatever the account's default: AL2023 and AL2 a
+// 20Gi gp3 root volume, Bottlerocket a 6Gi root and a 20Gi data volume,
+// Windows a 50Gi root; a Custom AMI keeps its own. The node's ephemeral
+// storage is the kubelet's volume: the class's if it sizes it (100G is 94
+// GiB, as EC2 makes it), else the default's.
+func TestDefaultVolumesAreEncrypted(t *testing.T) {
+	type volume struct {
+		device    string
+		gib       int32
+		encrypted bool
+	}
+	for _, tc := range []struct {
+		alias, family string
+		mappings      []*awsv1.BlockDeviceMapping
+		want          []volume
+		ephemeral     string
+	}{
+		{alias: "al2023@latest", want: []volume{{"/dev/xvda", 20, true}}, ephemeral: "20Gi"},
+		{alias: "al2@latest", want: []volume{{"/dev/xvda", 20, true}}, ephemeral: "20Gi"},
+		{alias: "bottlerocket@latest", want: []volume{{"/dev/xvda", 6, true}, {"/dev/xvdb", 20, true}}, ephemeral: "20Gi"},
+		{alias: "windows2022@latest", want: []volume{{"/dev/sda1", 50, true}}, ephemeral: "50Gi"},
+		{alias: "al2023@latest", family: awsv1.AMIFamilyCustom, ephemeral: "20Gi"},
+		{alias: "al2023@latest", mappings: []*awsv1.BlockDeviceMapping{{DeviceName: ptr.To("/dev/xvda"), EBS: &awsv1.BlockDevice{VolumeSize: ptr.To("100G"), VolumeType: ptr.To("gp3")}}},
+			want: []volume{{"/dev/xvda", 94, false}}, ephemeral: "94Gi"},
+		{alias: "bottlerocket@latest", mappings: []*awsv1.BlockDeviceMapping{
+			{DeviceName: ptr.To("/dev/xvda"), EBS: &awsv1.BlockDevice{VolumeSize: ptr.To("4Gi")}},
+			{DeviceName: ptr.To("/dev/xvdb"), EBS: &awsv1.BlockDevice{VolumeSize: ptr.To("200Gi"), Encrypted: ptr.To(true)}},
+		}, want: []volume{{"/dev/xvda", 4, false}, {"/dev/xvdb", 200, true}}, ephemeral: "200Gi"},
+		{alias: "al2023@latest", mappings: []*awsv1.BlockDeviceMapping{
+			{DeviceName: ptr.To("/dev/xvda"), EBS: &awsv1.BlockDevice{VolumeSize: ptr.To("30Gi")}},
+			{DeviceName: ptr.To("/dev/xvdc"), EBS: &awsv1.BlockDevice{VolumeSize: ptr.To("1Ti")}, RootVolume: true},
+		}, want: []volume{{"/dev/xvda", 30, false}, {"/dev/xvdc", 1024, false}}, ephemeral: "1Ti"},
+	} {
+		name := tc.alias + "/" + tc.family
+		if len(tc.mappings) > 0 {
+			name += "/mapped"
+		}
+		t.Run(name, func(t *testing.T) {
+			f := setup(t)
+			f.class.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: tc.alias}}
+			if tc.family != "" {
+				f.class.Spec.AMIFamily = ptr.To(tc.family)
+				f.class.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Name: "amazon-eks-al2023-x86_64-*"}}
+				f.class.Spec.UserData = ptr.To("#!/bin/bash\n/usr/bin/nodeadm init\n")
+			}
+			f.class.Spec.BlockDeviceMappings = tc.mappings
+			types := f.classTypes(t)
+			it := types[0]
+			if got, want := it.Capacity.List()[corev1.ResourceEphemeralStorage], resource.MustParse(tc.ephemeral); got.Cmp(want) != 0 {
+				t.Errorf("%s reports ephemeral-storage %s, want %s", it.Name, got.String(), want.String())
+			}
+			typeName := "m5.large"
+			if _, err := f.provider.Create(context.Background(), claim("vol", in(scheduling.LabelInstanceType, typeName)), f.class, types); err != nil {
+				t.Fatal(err)
+			}
+			var got []volume
+			for _, m := range f.account.Instances()[0].Launched.BlockDeviceMappings {
+				got = append(got, volume{aws.ToString(m.DeviceName), aws.ToInt32(m.Ebs.VolumeSize), aws.ToBool(m.Ebs.Encrypted)})
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("launched volumes %v, want %v", got, tc.want)
+			}
+		})
+	}
 }

@@ -61,7 +61,11 @@ func missingTags(cluster string, tags []ec2types.Tag) []string {
 		missing = append(missing, key+"=owned")
 	}
 	for _, k := range ownershipTagKeys {
-		if have[k] == "" {
+		v, ok := have[k]
+		// A standalone NodeClaim (no NodePool) is launched with an empty
+		// NodePool tag, as the reference launches it: the key is what
+		// counts.
+		if !ok || (v == "" && k != v1.LabelNodePool) {
 			missing = append(missing, k)
 		}
 	}

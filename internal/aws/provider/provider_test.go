@@ -38,7 +38,7 @@ func setup(t *testing.T) *fixture {
 	t.Helper()
 	a := simaws.NewAccount()
 	a.Seed()
-	r := &nodeclass.Resolver{EC2: a.EC2(), SSM: a.SSM(), IAM: a.IAM(), ClusterName: account.ClusterName, KubernetesVersion: simaws.KubernetesVersion}
+	r := &nodeclass.Resolver{EC2: a.EC2(), SSM: a.SSM(), IAM: a.IAM(), ClusterName: account.ClusterName, Region: account.Region, KubernetesVersion: simaws.KubernetesVersion}
 	cluster := userdata.Cluster{Name: account.ClusterName, Endpoint: account.Endpoint, CABundle: account.CABundle, CIDR: account.ServiceCIDR, DNS: account.KubeDNSIP}
 	class := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default", Generation: 1}, Spec: awsv1.EC2NodeClassSpec{
 		AMISelectorTerms:           []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
@@ -254,13 +254,13 @@ func TestGetListDelete(t *testing.T) {
 	if err != nil || len(listed) != 1 || listed[0].NodeClaim != "a" || listed[0].NodePool != "default" {
 		t.Fatalf("list: %+v %v", listed, err)
 	}
-	if err := f.provider.Delete(ctx, inst.ProviderID); err != nil {
+	if err := f.provider.Delete(ctx, inst.ProviderID, cloudprovider.Holder{}); err != nil {
 		t.Fatalf("first delete: %v", err)
 	}
 	if _, err := f.provider.Get(ctx, inst.ProviderID); !cloudprovider.IsNotFound(err) {
 		t.Errorf("get after termination: %v", err)
 	}
-	if err := f.provider.Delete(ctx, inst.ProviderID); !cloudprovider.IsNotFound(err) {
+	if err := f.provider.Delete(ctx, inst.ProviderID, cloudprovider.Holder{}); !cloudprovider.IsNotFound(err) {
 		t.Errorf("delete after termination must report NotFound: %v", err)
 	}
 	if listed, _ := f.provider.List(ctx); len(listed) != 0 {
@@ -331,7 +331,7 @@ func TestForeignInstancesAreNeverTouched(t *testing.T) {
 		t.Fatalf("List = %+v, %v; want only the instance nodewright launched", listed, err)
 	}
 	for what, id := range ids {
-		err := f.provider.Delete(ctx, "aws:///us-east-1a/"+id)
+		err := f.provider.Delete(ctx, "aws:///us-east-1a/"+id, cloudprovider.Holder{})
 		if !cloudprovider.IsNotOwned(err) {
 			t.Errorf("Delete of the %s instance: %v, want NotOwned", what, err)
 		}
@@ -347,7 +347,7 @@ func TestForeignInstancesAreNeverTouched(t *testing.T) {
 	if err := f.provider.Reboot(ctx, ours.ProviderID); err != nil {
 		t.Errorf("Reboot of nodewright's own instance: %v", err)
 	}
-	if err := f.provider.Delete(ctx, ours.ProviderID); err != nil {
+	if err := f.provider.Delete(ctx, ours.ProviderID, cloudprovider.Holder{}); err != nil {
 		t.Errorf("Delete of nodewright's own instance: %v", err)
 	}
 }
@@ -384,5 +384,85 @@ func TestDecidedPricesOrderTheLaunch(t *testing.T) {
 	}
 	if n := len(f.account.Instances()); n != 1 {
 		t.Errorf("%d instances; the garbled NodeClaim must launch nothing", n)
+	}
+}
+
+// A standalone NodeClaim (no karpenter.sh/nodepool label) is launched,
+// listed, found and terminated like any other: its instance carries the
+// NodePool tag with an empty value, as the reference launches it, and
+// that is nodewright's. Before, the empty tag read as missing: the
+// instance was not listed, and deleting the NodeClaim left it running.
+func TestStandaloneNodeClaimsAreOwned(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	nc := claim("standalone", in(scheduling.LabelInstanceType, "m5.large"))
+	delete(nc.Labels, v1.LabelNodePool)
+	inst, err := f.provider.Create(ctx, nc, f.class, f.types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inst.Foreign {
+		t.Errorf("the standalone NodeClaim's instance reads as foreign")
+	}
+	listed, err := f.provider.List(ctx)
+	if err != nil || len(listed) != 1 || listed[0].NodeClaim != "standalone" || listed[0].NodePool != "" {
+		t.Fatalf("List = %+v, %v; want the standalone NodeClaim's instance, of no NodePool", listed, err)
+	}
+	if got, err := f.provider.Get(ctx, inst.ProviderID); err != nil || got.Foreign {
+		t.Errorf("Get = %+v, %v; want nodewright's instance", got, err)
+	}
+	if err := f.provider.Delete(ctx, inst.ProviderID, cloudprovider.HolderOf(nc.Name, nc.Annotations)); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	for _, i := range f.account.Instances() {
+		if i.State.Name != "shutting-down" && i.State.Name != "terminated" {
+			t.Errorf("instance %s is %s after its NodeClaim's termination", aws.ToString(i.InstanceId), i.State.Name)
+		}
+	}
+}
+
+// A NodeClaim terminates only its own instance: one whose
+// status.providerID was edited to point at another of nodewright's
+// instances gets NotOwned for it, and that instance runs on. A launch
+// batch's instance not tagged with its NodeClaim yet is terminated for a
+// member of its batch, and only for one.
+func TestDeleteChecksTheInstancesNodeClaim(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	a, err := f.provider.Create(ctx, claim("a", in(scheduling.LabelInstanceType, "m5.large")), f.class, f.types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := f.provider.Create(ctx, claim("b", in(scheduling.LabelInstanceType, "m5.large")), f.class, f.types)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = f.provider.Delete(ctx, b.ProviderID, cloudprovider.Holder{NodeClaim: "a"})
+	if !cloudprovider.IsNotOwned(err) || !strings.Contains(err.Error(), `NodeClaim "b"`) {
+		t.Errorf("NodeClaim a deleting b's instance: %v; want NotOwned naming the instance's NodeClaim", err)
+	}
+	err = f.provider.Delete(ctx, b.ProviderID, cloudprovider.Holder{NodeClaim: "a", LaunchBatch: "batch1"})
+	if !cloudprovider.IsNotOwned(err) {
+		t.Errorf("NodeClaim a of a launch batch deleting b's instance: %v; want NotOwned", err)
+	}
+	untaken := f.account.AddInstance("m5.large", "us-east-1a", "", map[string]string{
+		"kubernetes.io/cluster/" + account.ClusterName: "owned", v1.LabelNodePool: "default", awsv1.LabelEC2NodeClass: "default",
+		provider.TagNodeClaim: provider.Untaken("batch1"), provider.TagLaunchBatch: "batch1",
+	})
+	if err := f.provider.Delete(ctx, "aws:///us-east-1a/"+untaken, cloudprovider.Holder{NodeClaim: "c", LaunchBatch: "batch2"}); !cloudprovider.IsNotOwned(err) {
+		t.Errorf("a member of another batch deleting batch1's untaken instance: %v; want NotOwned", err)
+	}
+	if err := f.provider.Delete(ctx, "aws:///us-east-1a/"+untaken, cloudprovider.Holder{NodeClaim: "c", LaunchBatch: "batch1"}); err != nil {
+		t.Errorf("a member of batch1 deleting its untaken instance: %v", err)
+	}
+	state := map[string]string{}
+	for _, i := range f.account.Instances() {
+		state[aws.ToString(i.InstanceId)] = string(i.State.Name)
+	}
+	if state[b.InstanceID] != "running" || state[a.InstanceID] != "running" {
+		t.Errorf("instances %v: a and b must run on", state)
+	}
+	if err := f.provider.Delete(ctx, a.ProviderID, cloudprovider.Holder{NodeClaim: "a"}); err != nil {
+		t.Errorf("NodeClaim a deleting its own instance: %v", err)
 	}
 }

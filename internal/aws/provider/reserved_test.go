@@ -95,7 +95,7 @@ func TestCreateLaunchesIntoACapacityReservation(t *testing.T) {
 
 	// Terminating the instance gives its place back, and a NodeClaim that
 	// allows every capacity type takes the reservation before spot.
-	if err := f.provider.Delete(ctx, inst.ProviderID); err != nil {
+	if err := f.provider.Delete(ctx, inst.ProviderID, cloudprovider.Holder{}); err != nil {
 		t.Fatal(err)
 	}
 	if n := f.reservationAvailable(t); n != 1 {
@@ -113,7 +113,7 @@ func TestCreateLaunchesIntoACapacityReservation(t *testing.T) {
 		t.Errorf("a NodeClaim allowing reserved capacity: %+v %v", unconstrained, err)
 	}
 	// A NodeClaim that excludes reserved capacity leaves it alone.
-	if err := f.provider.Delete(ctx, unconstrained.ProviderID); err != nil {
+	if err := f.provider.Delete(ctx, unconstrained.ProviderID, cloudprovider.Holder{}); err != nil {
 		t.Fatal(err)
 	}
 	notReserved := v1.NodeSelectorRequirementWithMinValues{Key: v1.LabelCapacityType, Operator: "NotIn", Values: []string{v1.CapacityTypeReserved}}

@@ -2,6 +2,7 @@ package userdata
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -38,10 +39,8 @@ func ValidateWith(family, userData string, known Known) []Finding {
 		}
 		return nil
 	}
-	if len(userData) > MaxSize {
-		return []Finding{{Code: CodeTooLarge, Severity: Error,
-			Message: fmt.Sprintf("spec.userData is %d bytes, over EC2's limit of %d bytes (before base64 encoding) even before nodewright's bootstrap is merged in, so EC2 would refuse every launch", len(userData), MaxSize),
-			Fix:     fmt.Sprintf("shrink spec.userData by %d bytes or more (and leave room for the bootstrap nodewright merges in, about 1–3 KB): fetch large scripts or files at boot (from S3 or a container image) instead of inlining them, or compress them (gzip and base64)", len(userData)-MaxSize)}}
+	if f, over := sizeFinding(family, userData); over {
+		return []Finding{f}
 	}
 	if windowsUserData(family, userData) {
 		return validateWindows(family, userData).findings
@@ -51,6 +50,32 @@ func ValidateWith(family, userData string, known Known) []Finding {
 		return []Finding{{Code: CodeUnreadable, Severity: Error, Message: fmt.Sprintf("the user data cannot be read as a node would read it: %v", err), Fix: fixUnreadable}}
 	}
 	return validateParts(family, userData, parts, known).findings
+}
+
+// TypicalCluster is a cluster of the sizes EKS gives, for user data sizes
+// where the cluster is not known: its endpoint and CA certificate take
+// their usual room.
+var TypicalCluster = Cluster{Name: "a-cluster-name-of-typical-length", Endpoint: "https://0123456789ABCDEF0123456789ABCDEF.gr7.us-east-1.eks.amazonaws.com",
+	CABundle: strings.Repeat("A", 1468), CIDR: "172.20.0.0/16", DNS: "172.20.0.10"}
+
+// sizeFinding reports user data over EC2's limit as it is launched: merged
+// with nodewright's bootstrap for a node of a typical cluster (what a
+// MIME document's preamble or epilogue holds is not launched; a Custom
+// AMI's user data is launched as it is). User data that cannot be merged
+// is left to the other findings.
+func sizeFinding(family, userData string) (Finding, bool) {
+	_, err := Generate(family, TypicalCluster, Node{MaxPods: 110}, userData)
+	var tooLarge *TooLargeError
+	if !errors.As(err, &tooLarge) {
+		return Finding{}, false
+	}
+	what := fmt.Sprintf("the user data launched would be %d bytes with nodewright's bootstrap merged in (spec.userData is %d bytes)", tooLarge.Size, tooLarge.UserSize)
+	if family == awsv1.AMIFamilyCustom {
+		what = fmt.Sprintf("spec.userData is %d bytes, launched as it is", tooLarge.Size)
+	}
+	return Finding{Code: CodeTooLarge, Severity: Error,
+		Message: what + fmt.Sprintf(", over EC2's limit of %d bytes before base64 encoding, so EC2 would refuse every launch", MaxSize),
+		Fix:     fmt.Sprintf("shrink spec.userData by %d bytes or more: fetch large scripts or files at boot (from S3 or a container image) instead of inlining them, or compress them (gzip and base64)", tooLarge.Size-MaxSize)}, true
 }
 
 // validateParts reads the parts of user data as the node does and judges

@@ -142,3 +142,40 @@ func FuzzValidate(f *testing.F) {
 		}
 	})
 }
+
+// The 16 KB limit is EC2's on what is launched, so it is checked on the
+// user data as merged for the node: a 17 KB MIME document whose preamble
+// is not launched merges well under it and is valid; user data under 16
+// KB that the bootstrap takes over it is refused; Custom user data is
+// launched as it is.
+func TestSizeLimitOnWhatIsLaunched(t *testing.T) {
+	script := "#!/bin/bash\necho hello\n"
+	mime := "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"BOUNDARY\"\n\n" + strings.Repeat("This preamble is ignored by MIME readers.\n", 420) +
+		"--BOUNDARY\nContent-Type: text/x-shellscript; charset=\"us-ascii\"\n\n" + script + "--BOUNDARY--\n"
+	if len(mime) <= MaxSize {
+		t.Fatalf("the test needs user data over %d bytes, has %d", MaxSize, len(mime))
+	}
+	merged, err := Generate(awsv1.AMIFamilyAL2023, TypicalCluster, Node{MaxPods: 110}, mime)
+	if err != nil || len(merged) > 4096 {
+		t.Fatalf("merged: %d bytes, %v; the preamble is not launched", len(merged), err)
+	}
+	if f := codes(Validate(awsv1.AMIFamilyAL2023, mime)); has(f, CodeTooLarge) {
+		t.Errorf("%d bytes of user data launched as %d bytes: %v; want no size finding", len(mime), len(merged), f)
+	}
+	near := "#!/bin/bash\n" + strings.Repeat("# a comment line that is launched with the script\n", 300)
+	if len(near) >= MaxSize {
+		t.Fatalf("the test needs user data under %d bytes, has %d", MaxSize, len(near))
+	}
+	found := Validate(awsv1.AMIFamilyAL2023, near)
+	if !has(codes(found), CodeTooLarge) {
+		t.Errorf("%d bytes of user data that the bootstrap takes over the limit: %v; want %s", len(near), codes(found), CodeTooLarge)
+	}
+	if f := codes(Validate(awsv1.AMIFamilyCustom, near+"/usr/bin/nodeadm init # karpenter.sh/unregistered\n")); has(f, CodeTooLarge) {
+		t.Errorf("Custom user data under the limit is launched as it is: %v", f)
+	}
+	if f := codes(Validate(awsv1.AMIFamilyCustom, near+near)); !has(f, CodeTooLarge) {
+		t.Errorf("Custom user data over the limit: %v; want %s", f, CodeTooLarge)
+	}
+}
+
+func has(found map[string]Finding, code string) bool { _, ok := found[code]; return ok }

@@ -68,15 +68,11 @@ func describeKubelet(k awsv1.KubeletConfiguration) string {
 	return strings.Join(parts, ", ")
 }
 
-// typicalCluster is a cluster of the sizes EKS gives, for user data sizes
-// offline: its endpoint and CA certificate take their usual room.
-var typicalCluster = userdata.Cluster{Name: "a-cluster-name-of-typical-length", Endpoint: "https://0123456789ABCDEF0123456789ABCDEF.gr7.us-east-1.eks.amazonaws.com",
-	CABundle: strings.Repeat("A", 1468), CIDR: "172.20.0.0/16", DNS: "172.20.0.10"}
-
 // userDataSizeRule reports an EC2NodeClass whose user data, with
-// nodewright's bootstrap merged in as for a node of each NodePool, is
-// over EC2's limit: every launch would be refused. User data over the
-// limit on its own is the validation's finding.
+// nodewright's bootstrap merged in as for a node of a NodePool, is over
+// EC2's limit: every launch would be refused. It stands for the
+// validation's finding of the same (merged for a node without the
+// NodePool's labels and taints), naming the NodePool.
 func userDataSizeRule(r *Report, o *whatif.Objects) {
 	done := map[string]bool{}
 	for _, np := range o.NodePools {
@@ -84,15 +80,37 @@ func userDataSizeRule(r *Report, o *whatif.Objects) {
 		if ref == nil || done[ref.Name] {
 			continue
 		}
-		_, err := whatif.RenderUserData(o, np.Name, "", typicalCluster)
-		var tooLarge *userdata.TooLargeError
-		if !errors.As(err, &tooLarge) || tooLarge.UserSize > userdata.MaxSize {
+		tooLarge := mergedTooLarge(o, np.Name)
+		if tooLarge == nil {
 			continue
 		}
 		done[ref.Name] = true
 		r.add(Finding{Code: CodeUserDataTooLarge, Severity: Error, Object: "EC2NodeClass/" + ref.Name,
 			Message:  fmt.Sprintf("EC2NodeClass %s's user data is %d bytes once nodewright's bootstrap is merged in for a node of NodePool %s (with an EKS endpoint and CA of the usual size), over EC2's limit of %d bytes, so EC2 would refuse every launch", ref.Name, tooLarge.Size, np.Name, userdata.MaxSize),
-			Evidence: fmt.Sprintf("spec.userData: %d bytes; merged: %d bytes; limit %d", tooLarge.UserSize, tooLarge.Size, userdata.MaxSize),
+			Evidence: fmt.Sprintf("spec.userData: %d bytes; launched: %d bytes; limit %d", tooLarge.UserSize, tooLarge.Size, userdata.MaxSize),
 			Fix:      fmt.Sprintf("shrink EC2NodeClass %s's spec.userData by %d bytes or more: fetch large scripts or files at boot (from S3 or a container image) instead of inlining them, or compress them (gzip and base64)", ref.Name, tooLarge.Size-userdata.MaxSize)})
 	}
+}
+
+// mergedTooLarge is the size error of the user data a node of the NodePool
+// is launched with, nil when it is within EC2's limit (or cannot be
+// rendered: other rules say why).
+func mergedTooLarge(o *whatif.Objects, nodePool string) *userdata.TooLargeError {
+	_, err := whatif.RenderUserData(o, nodePool, "", userdata.TypicalCluster)
+	var tooLarge *userdata.TooLargeError
+	if !errors.As(err, &tooLarge) {
+		return nil
+	}
+	return tooLarge
+}
+
+// sizeRuleReports says whether userDataSizeRule reports the EC2NodeClass:
+// some NodePool of it launches user data over the limit.
+func sizeRuleReports(o *whatif.Objects, class string) bool {
+	for _, np := range o.NodePools {
+		if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil && ref.Name == class && mergedTooLarge(o, np.Name) != nil {
+			return true
+		}
+	}
+	return false
 }

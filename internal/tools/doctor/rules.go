@@ -197,6 +197,9 @@ func userDataRules(r *Report, o *whatif.Objects) {
 			ud = *nc.Spec.UserData
 		}
 		for _, f := range nodeclass.UserDataFindings(nc) {
+			if f.Code == userdata.CodeTooLarge && sizeRuleReports(o, nc.Name) {
+				continue // the size rule's finding names the NodePool
+			}
 			code := f.Code
 			if overrideCodes[code] {
 				code = CodeUserDataOverridesTaints

@@ -33,7 +33,7 @@ import (
 type InstanceDeleter interface {
 	// Delete terminates the instance; it returns a NotFound error once the
 	// instance is gone.
-	Delete(ctx context.Context, providerID string) error
+	Delete(ctx context.Context, providerID string, holder cloudprovider.Holder) error
 }
 
 // Controller owns the termination finalizer of nodewright's nodes: a
@@ -140,7 +140,9 @@ func (c *Controller) instanceGone(ctx context.Context, node *corev1.Node) (bool,
 	if node.Spec.ProviderID == "" {
 		return true, nil
 	}
-	err := c.Cloud.Delete(ctx, node.Spec.ProviderID)
+	// The node's own provider ID is its instance (its kubelet set it):
+	// terminated for no NodeClaim, whatever a NodeClaim records.
+	err := c.Cloud.Delete(ctx, node.Spec.ProviderID, cloudprovider.Holder{})
 	switch {
 	case err == nil:
 		return false, nil

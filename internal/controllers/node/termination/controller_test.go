@@ -42,7 +42,7 @@ type cloud struct {
 	failing map[string]error
 }
 
-func (c *cloud) Delete(_ context.Context, providerID string) error {
+func (c *cloud) Delete(_ context.Context, providerID string, _ cloudprovider.Holder) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	seen := slices.Contains(c.calls, providerID)

@@ -8,10 +8,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -29,7 +31,7 @@ import (
 type InstanceLister interface {
 	List(ctx context.Context) ([]*cloudprovider.Instance, error)
 	Get(ctx context.Context, providerID string) (*cloudprovider.Instance, error)
-	Delete(ctx context.Context, providerID string) error
+	Delete(ctx context.Context, providerID string, holder cloudprovider.Holder) error
 	TagHolder(ctx context.Context, inst *cloudprovider.Instance, claim string) error
 }
 
@@ -45,8 +47,14 @@ type GarbageCollector struct {
 	Recorder record.EventRecorder
 	Clock    clock.WithTicker
 	Interval time.Duration
-	Grace    time.Duration
-	Log      logr.Logger
+	// Grace is how old an instance without a NodeClaim must be to be
+	// terminated, and how long a registered NodeClaim's instance must be
+	// missing (over ConfirmLooks passes) for the NodeClaim to be deleted.
+	Grace time.Duration
+	Log   logr.Logger
+
+	mu     sync.Mutex
+	missed map[string]missing // by provider ID
 }
 
 // Start collects every Interval until ctx ends.
@@ -133,7 +141,7 @@ func (g *GarbageCollector) orphanedInstances(ctx context.Context, claims []v1.No
 			continue
 		}
 		g.Log.Info("terminating an instance without a NodeClaim", "instance", inst.InstanceID, "nodeClaim", inst.NodeClaim, "launched", inst.LaunchTime)
-		if err := g.Cloud.Delete(ctx, inst.ProviderID); err != nil && !cloudprovider.IsNotFound(err) && !cloudprovider.IsNotOwned(err) {
+		if err := g.Cloud.Delete(ctx, inst.ProviderID, cloudprovider.Holder{}); err != nil && !cloudprovider.IsNotFound(err) && !cloudprovider.IsNotOwned(err) {
 			return fmt.Errorf("terminating orphaned instance %s: %w", inst.InstanceID, err)
 		}
 	}
@@ -162,28 +170,105 @@ func (g *GarbageCollector) claimedSince(ctx context.Context, inst *cloudprovider
 	}), nil
 }
 
-// orphanedClaims deletes the launched NodeClaims whose instance no longer
-// exists.
+// ConfirmLooks is how many passes in a row must find a NodeClaim's
+// instance missing, the first and the last at least the grace apart,
+// before the NodeClaim is deleted: EC2's reads are eventually consistent,
+// and a wrong region or credential answers "not found" for everything, so
+// no single answer is taken for the instance's end.
+const ConfirmLooks = 3
+
+// missing is what the passes saw of a NodeClaim whose instance they did
+// not find: when they first missed it, and how many times in a row.
+type missing struct {
+	since time.Time
+	looks int
+}
+
+// orphanedClaims deletes the registered NodeClaims whose instance no
+// longer exists, as the reference does: only registered ones (a launch
+// that never registers is the registration timeout's), never one whose
+// Node reports Ready (its kubelet runs, whatever the cloud says), and only
+// once the instance was missed ConfirmLooks passes in a row over the
+// grace period.
 func (g *GarbageCollector) orphanedClaims(ctx context.Context, claims []v1.NodeClaim, instances []*cloudprovider.Instance) error {
 	listed := make(map[string]bool, len(instances))
 	for _, inst := range instances {
 		listed[inst.ProviderID] = true
 	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.missed == nil {
+		g.missed = map[string]missing{}
+	}
+	suspects := map[string]*v1.NodeClaim{}
 	for i := range claims {
 		nc := &claims[i]
-		if nc.Status.ProviderID == "" || !nc.DeletionTimestamp.IsZero() || !meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionLaunched) || listed[nc.Status.ProviderID] {
+		if nc.Status.ProviderID == "" || !nc.DeletionTimestamp.IsZero() || !meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionRegistered) || listed[nc.Status.ProviderID] {
 			continue
 		}
-		// Not in the list: make sure with a call of its own (a listing
-		// may lag behind a launch).
-		if _, err := g.Cloud.Get(ctx, nc.Status.ProviderID); !cloudprovider.IsNotFound(err) {
+		suspects[nc.Status.ProviderID] = nc
+	}
+	for id := range g.missed {
+		if suspects[id] == nil {
+			delete(g.missed, id) // listed again, deleted or no longer a candidate
+		}
+	}
+	if len(suspects) == 0 {
+		return nil
+	}
+	ready, err := g.readyNodes(ctx)
+	if err != nil {
+		return err
+	}
+	now := g.Clock.Now()
+	for id, nc := range suspects {
+		if ready[id] {
+			delete(g.missed, id) // its kubelet reports: the instance runs
 			continue
 		}
+		// Not in the list: a call of its own (a listing may lag behind a
+		// launch, a tag filter behind its tags).
+		if _, err := g.Cloud.Get(ctx, id); !cloudprovider.IsNotFound(err) {
+			delete(g.missed, id)
+			continue
+		}
+		m := g.missed[id]
+		if m.looks == 0 {
+			m.since = now
+		}
+		m.looks++
+		g.missed[id] = m
+		if m.looks < ConfirmLooks || now.Sub(m.since) < g.Grace {
+			g.Log.V(1).Info("instance of a NodeClaim not found; looking again before deleting it", "nodeClaim", nc.Name, "providerID", id, "looks", m.looks, "since", m.since)
+			continue
+		}
+		delete(g.missed, id)
 		nc = nc.DeepCopy()
-		g.Recorder.Eventf(nc, corev1.EventTypeWarning, v1.ReasonInstanceTerminated, "the instance of NodeClaim %s (%s) no longer exists; deleting the NodeClaim", nc.Name, nc.Status.ProviderID)
-		if err := client.IgnoreNotFound(g.Client.Delete(ctx, nc)); err != nil {
+		g.Recorder.Eventf(nc, corev1.EventTypeWarning, v1.ReasonInstanceTerminated, "the instance of NodeClaim %s (%s) was not found %d times over %s and its Node is not Ready; deleting the NodeClaim", nc.Name, id, m.looks, now.Sub(m.since).Round(time.Second))
+		// Deleted only as the NodeClaim that was read: one recreated
+		// under the name since is not touched.
+		if err := client.IgnoreNotFound(g.Client.Delete(ctx, nc, client.Preconditions{UID: &nc.UID})); err != nil && !apierrors.IsConflict(err) {
 			return err
 		}
 	}
 	return nil
+}
+
+// readyNodes are the provider IDs of the Nodes whose Ready condition is
+// True.
+func (g *GarbageCollector) readyNodes(ctx context.Context) (map[string]bool, error) {
+	nodes := &corev1.NodeList{}
+	if err := g.Client.List(ctx, nodes, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, err
+	}
+	ready := map[string]bool{}
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue && n.Spec.ProviderID != "" {
+				ready[n.Spec.ProviderID] = true
+			}
+		}
+	}
+	return ready, nil
 }

@@ -2,6 +2,7 @@ package gc_test
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -9,7 +10,9 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
@@ -36,7 +39,7 @@ func (c *instances) Get(_ context.Context, id string) (*cloudprovider.Instance, 
 	}
 	return nil, &cloudprovider.NotFoundError{Message: id}
 }
-func (c *instances) Delete(_ context.Context, id string) error {
+func (c *instances) Delete(_ context.Context, id string, _ cloudprovider.Holder) error {
 	c.deleted[id] = true
 	return nil
 }
@@ -112,4 +115,119 @@ func newClaim(name string) *v1.NodeClaim {
 			NodeClassRef: &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"},
 		},
 	}
+}
+
+// lyingCloud answers as a wrong region or a lagging listing does: it
+// lists nothing and finds nothing, unless told an instance is back.
+type lyingCloud struct {
+	instances
+	found map[string]bool
+}
+
+func (c *lyingCloud) List(context.Context) ([]*cloudprovider.Instance, error) { return nil, nil }
+func (c *lyingCloud) Get(_ context.Context, id string) (*cloudprovider.Instance, error) {
+	if c.found[id] {
+		return &cloudprovider.Instance{ProviderID: id}, nil
+	}
+	return nil, &cloudprovider.NotFoundError{Message: id}
+}
+
+// A NodeClaim's instance that EC2 does not find is no reason on its own
+// to delete the NodeClaim: EC2's reads lag, and a wrong region or
+// credential finds nothing at all. A NodeClaim is deleted only when it
+// registered, its Node is not Ready, and its instance was missed
+// ConfirmLooks passes in a row over the grace period; one answer that
+// finds it starts the count again. A NodeClaim that never registered is
+// left to the registration timeout.
+func TestMissingInstancesConfirmedBeforeTheirNodeClaimsGo(t *testing.T) {
+	plane := controlplane.StartForTest(t, controlplane.Options{})
+	kube, _ := optest.Direct(t, plane)
+	ctx := context.Background()
+	now := clocktesting.NewFakeClock(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
+	registered := func(name string, cond ...string) *v1.NodeClaim {
+		nc := newClaim(name)
+		if err := kube.Create(ctx, nc); err != nil {
+			t.Fatal(err)
+		}
+		nc.Status.ProviderID = "aws:///eu-west-2a/i-" + name
+		for _, c := range cond {
+			nc.Status.Conditions = append(nc.Status.Conditions, metav1.Condition{Type: c, Status: metav1.ConditionTrue, Reason: c, LastTransitionTime: metav1.NewTime(now.Now())})
+		}
+		if err := kube.Status().Update(ctx, nc); err != nil {
+			t.Fatal(err)
+		}
+		return nc
+	}
+	node := func(nc *v1.NodeClaim, ready corev1.ConditionStatus) {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-" + nc.Name}, Spec: corev1.NodeSpec{ProviderID: nc.Status.ProviderID}}
+		if err := kube.Create(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready, LastHeartbeatTime: metav1.NewTime(now.Now())}}
+		if err := kube.Status().Update(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	serving := registered("serving", v1.ConditionLaunched, v1.ConditionRegistered, v1.ConditionInitialized)
+	node(serving, corev1.ConditionTrue)
+	gone := registered("gone", v1.ConditionLaunched, v1.ConditionRegistered, v1.ConditionInitialized)
+	node(gone, corev1.ConditionUnknown)
+	registered("nodeless", v1.ConditionLaunched, v1.ConditionRegistered)
+	flapping := registered("flapping", v1.ConditionLaunched, v1.ConditionRegistered)
+	registered("booting", v1.ConditionLaunched)
+
+	cloud := &lyingCloud{instances: instances{deleted: map[string]bool{}}, found: map[string]bool{}}
+	collector := &gc.GarbageCollector{Client: kube, Cloud: cloud, Clock: now, Grace: 30 * time.Second, Recorder: record.NewFakeRecorder(100), Log: logr.Discard()}
+	exists := func() map[string]bool {
+		out := map[string]bool{}
+		for _, name := range []string{"serving", "gone", "nodeless", "flapping", "booting"} {
+			out[name] = kube.Get(ctx, client.ObjectKey{Name: name}, &v1.NodeClaim{}) == nil
+		}
+		return out
+	}
+	pass := func() {
+		t.Helper()
+		if err := collector.Collect(ctx); err != nil {
+			t.Fatal(err)
+		}
+		now.Step(20 * time.Second)
+	}
+
+	// Two passes, 20 s apart: fewer looks than ConfirmLooks and less
+	// than the grace. The third pass finds flapping's instance.
+	pass()
+	pass()
+	if got := exists(); slices.Contains(mapsFalse(got), "gone") || slices.Contains(mapsFalse(got), "nodeless") {
+		t.Fatalf("after 2 passes the NodeClaims are %v: none may go on fewer than %d looks", got, gc.ConfirmLooks)
+	}
+	cloud.found[flapping.Status.ProviderID] = true
+	pass() // third look for gone and nodeless, 40 s after the first
+	cloud.found[flapping.Status.ProviderID] = false
+	want := map[string]bool{"serving": true, "gone": false, "nodeless": false, "flapping": true, "booting": true}
+	if got := exists(); !maps.Equal(got, want) {
+		t.Errorf("after 3 passes over 40 s, NodeClaims present: %v, want %v: only registered NodeClaims whose Node is not Ready and whose instance was missed %d times over the grace go", got, want, gc.ConfirmLooks)
+	}
+	// flapping's count began again when its instance was found; serving's
+	// Node is Ready and booting never registered, however long.
+	pass()
+	pass()
+	if !exists()["flapping"] {
+		t.Errorf("flapping was deleted two passes after its instance was found: the count of looks begins again")
+	}
+	for range 20 {
+		pass()
+	}
+	if got := exists(); !got["serving"] || !got["booting"] || got["flapping"] {
+		t.Errorf("after 25 passes: %v: a NodeClaim whose Node is Ready, or that never registered, is never collected; flapping's instance stayed missing", got)
+	}
+}
+
+func mapsFalse(m map[string]bool) []string {
+	var out []string
+	for k, v := range m {
+		if !v {
+			out = append(out, k)
+		}
+	}
+	return out
 }

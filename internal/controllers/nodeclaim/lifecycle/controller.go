@@ -36,7 +36,7 @@ import (
 type CloudProvider interface {
 	Create(ctx context.Context, claim *v1.NodeClaim) (*cloudprovider.Instance, error)
 	Get(ctx context.Context, providerID string) (*cloudprovider.Instance, error)
-	Delete(ctx context.Context, providerID string) error
+	Delete(ctx context.Context, providerID string, holder cloudprovider.Holder) error
 	// NodeClass is a node class's stamp, readiness and drift rules; nil
 	// when it does not exist.
 	NodeClass(ctx context.Context, name string) (*cloudprovider.NodeClass, error)

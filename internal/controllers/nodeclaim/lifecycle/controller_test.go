@@ -541,26 +541,33 @@ func TestRegistrationTimeoutMarksTheNodePool(t *testing.T) {
 }
 
 // Garbage collection: an instance whose NodeClaim vanished without its
-// finalizer running is terminated; a NodeClaim whose instance was
-// terminated outside nodewright is deleted.
+// finalizer running is terminated; a registered NodeClaim whose instance
+// was terminated outside nodewright is deleted once its Node is no longer
+// Ready (while the kubelet reports Ready, the instance runs whatever EC2
+// says); a NodeClaim that never registered is left to the registration
+// timeout.
 func TestGarbageCollection(t *testing.T) {
-	e := optest.Start(t, optest.Options{Configure: func(c *operator.Config) { c.GCInterval, c.GCGrace = 500*time.Millisecond, time.Second }})
-	e.DefaultNodeClass(t)
+	oe := optest.Start(t, optest.Options{Configure: func(c *operator.Config) { c.GCInterval, c.GCGrace = 500*time.Millisecond, time.Second }})
+	oe.DefaultNodeClass(t)
+	e := &env{Env: oe, kube: oe.Kube, account: oe.Account}
 	ctx := context.Background()
 	// Instances nodewright did not launch, older than any it will: a
 	// managed node group's (tagged as the cluster's), another cluster's
 	// nodewright's, and one without tags. Listed before the orphan, they
 	// would be collected in the pass that collects it, or earlier.
 	foreign := foreignInstances(e.Account)
-	e.Create(t, newClaim("orphan"))
-	e.Create(t, newClaim("victim"))
-	for _, name := range []string{"orphan", "victim"} {
+	for _, name := range []string{"orphan", "victim", "booting"} {
+		e.Create(t, newClaim(name))
+	}
+	for _, name := range []string{"orphan", "victim", "booting"} {
 		e.WaitFor(t, name+" launched", func(ctx context.Context) (bool, error) {
 			nc := &v1.NodeClaim{}
 			err := e.Kube.Get(ctx, client.ObjectKey{Name: name}, nc)
 			return err == nil && meta.IsStatusConditionTrue(nc.Status.Conditions, v1.ConditionLaunched), err
 		})
 	}
+	victimNode := e.boot(t, e.claim(t, "victim"), "")
+	e.waitCondition(t, "victim", v1.ConditionRegistered, metav1.ConditionTrue)
 	// The orphan's NodeClaim disappears without nodewright's finalizer.
 	orphan := &v1.NodeClaim{}
 	if err := e.Kube.Get(ctx, client.ObjectKey{Name: "orphan"}, orphan); err != nil {
@@ -575,14 +582,13 @@ func TestGarbageCollection(t *testing.T) {
 	if err := e.Kube.Delete(ctx, orphan); client.IgnoreNotFound(err) != nil {
 		t.Fatal(err)
 	}
-	// The victim's instance is terminated behind nodewright's back.
-	victim := &v1.NodeClaim{}
-	if err := e.Kube.Get(ctx, client.ObjectKey{Name: "victim"}, victim); err != nil {
-		t.Fatal(err)
-	}
-	_, victimInstance, _ := strings.Cut(strings.TrimPrefix(victim.Status.ProviderID, "aws:///"), "/")
-	if _, err := e.Account.EC2().TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{victimInstance}}); err != nil {
-		t.Fatal(err)
+	// The victim's and booting's instances are terminated behind
+	// nodewright's back.
+	for _, name := range []string{"victim", "booting"} {
+		_, id, _ := strings.Cut(strings.TrimPrefix(e.claim(t, name).Status.ProviderID, "aws:///"), "/")
+		if _, err := e.Account.EC2().TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{id}}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	e.WaitFor(t, "the orphaned instance to be terminated", func(context.Context) (bool, error) {
 		for _, inst := range e.Account.Instances() {
@@ -592,10 +598,34 @@ func TestGarbageCollection(t *testing.T) {
 		}
 		return false, nil
 	})
-	e.WaitFor(t, "the NodeClaim without an instance to be deleted", func(ctx context.Context) (bool, error) {
+	// Ten passes and more past the grace: the victim's Node still
+	// reports Ready, so its NodeClaim stays.
+	time.Sleep(10 * 500 * time.Millisecond)
+	if err := e.Kube.Get(ctx, client.ObjectKey{Name: "victim"}, &v1.NodeClaim{}); err != nil {
+		t.Fatalf("the victim's NodeClaim, whose Node reports Ready: %v; it must stay", err)
+	}
+	// Its kubelet stops reporting: the node lifecycle controller sets
+	// Ready Unknown.
+	node := &corev1.Node{}
+	if err := e.Kube.Get(ctx, client.ObjectKeyFromObject(victimNode), node); err != nil {
+		t.Fatal(err)
+	}
+	patched := node.DeepCopy()
+	for i := range patched.Status.Conditions {
+		if patched.Status.Conditions[i].Type == corev1.NodeReady {
+			patched.Status.Conditions[i].Status, patched.Status.Conditions[i].Reason = corev1.ConditionUnknown, "NodeStatusUnknown"
+		}
+	}
+	if err := e.Kube.Status().Patch(ctx, patched, client.MergeFrom(node)); err != nil {
+		t.Fatal(err)
+	}
+	e.WaitFor(t, "the registered NodeClaim without an instance to be deleted", func(ctx context.Context) (bool, error) {
 		err := e.Kube.Get(ctx, client.ObjectKey{Name: "victim"}, &v1.NodeClaim{})
 		return apierrors.IsNotFound(err), client.IgnoreNotFound(err)
 	})
+	if err := e.Kube.Get(ctx, client.ObjectKey{Name: "booting"}, &v1.NodeClaim{}); err != nil {
+		t.Errorf("the NodeClaim that never registered: %v; garbage collection leaves it to the registration timeout", err)
+	}
 	for _, inst := range e.Account.Instances() {
 		if what, ok := foreign[*inst.InstanceId]; ok && inst.State.Name != "running" {
 			t.Errorf("garbage collection touched %s (%s): %s", *inst.InstanceId, what, inst.State.Name)

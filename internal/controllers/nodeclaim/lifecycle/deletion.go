@@ -93,7 +93,7 @@ func (c *Controller) deleteNodes(ctx context.Context, nodes []corev1.Node) error
 // it is gone, then releases the NodeClaim; an instance nodewright did not
 // launch is reported and left running.
 func (c *Controller) terminateInstance(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
-	err := c.Cloud.Delete(ctx, nc.Status.ProviderID)
+	err := c.Cloud.Delete(ctx, nc.Status.ProviderID, cloudprovider.HolderOf(nc.Name, nc.Annotations))
 	switch {
 	case err == nil:
 		return reconcile.Result{RequeueAfter: c.Options.Poll}, nil // still terminating

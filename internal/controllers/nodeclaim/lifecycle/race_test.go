@@ -82,7 +82,7 @@ func startInterceptedOn(t *testing.T, planeOpts controlplane.Options, funcs func
 	a := simaws.NewAccount()
 	a.Seed()
 	ctx, cancel := context.WithCancel(context.Background())
-	resolver := &nodeclass.Resolver{EC2: a.EC2(), SSM: a.SSM(), IAM: a.IAM(), ClusterName: account.ClusterName, KubernetesVersion: simaws.KubernetesVersion}
+	resolver := &nodeclass.Resolver{EC2: a.EC2(), SSM: a.SSM(), IAM: a.IAM(), ClusterName: account.ClusterName, Region: account.Region, KubernetesVersion: simaws.KubernetesVersion}
 	cluster, _ := provider.ClusterFromEKS(ctx, a.EKS(), account.ClusterName)
 	recorder := mgr.GetEventRecorderFor("nodewright")
 	if err := (&nodeclass.Controller{Client: mgr.GetClient(), Resolver: resolver, Recorder: recorder, Clock: clock.RealClock{}, Refresh: time.Minute}).SetupWithManager(mgr); err != nil {

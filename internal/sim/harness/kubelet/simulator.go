@@ -271,7 +271,7 @@ func (s *Simulator) boot(ctx context.Context, inst simaws.Instance, providerID s
 	if err != nil {
 		return fail(err.Error())
 	}
-	node := s.nodeFor(inst, providerID, reg, awsv1.WindowsBuild(family))
+	node := s.nodeFor(inst, providerID, reg, family)
 	if reg.Windows {
 		s.mu.Lock()
 		s.windowsNodes[node.Name] = true
@@ -325,7 +325,8 @@ func mapsToNodes(mapRoles, arn string) bool {
 // the instance, its labels and the well-known ones, the registration taints
 // (plus the cloud provider's uninitialized taint), capacity and
 // allocatable of the instance type.
-func (s *Simulator) nodeFor(inst simaws.Instance, providerID string, reg *Registration, windowsBuild string) *corev1.Node {
+func (s *Simulator) nodeFor(inst simaws.Instance, providerID string, reg *Registration, family string) *corev1.Node {
+	windowsBuild := awsv1.WindowsBuild(family)
 	name := aws.ToString(inst.PrivateDnsName)
 	zone := aws.ToString(inst.Placement.AvailabilityZone)
 	os := "linux"
@@ -360,7 +361,8 @@ func (s *Simulator) nodeFor(inst simaws.Instance, providerID string, reg *Regist
 	// included); its kube-reserved was worked out by the bootstrap from
 	// the configuration's.
 	reserved := reg.Reserved
-	it := instancetypes.InstanceTypes([]instancetypes.Spec{spec}, instancetypes.Options{Zones: []string{zone}, Kubelet: &reserved, Needs: instancetypes.Needs{Windows: reg.Windows && spec.Arch == "amd64"}})[0]
+	needs := instancetypes.Needs{Windows: reg.Windows && spec.Arch == "amd64", EphemeralStorage: launchedEphemeral(inst, family)}
+	it := instancetypes.InstanceTypes([]instancetypes.Spec{spec}, instancetypes.Options{Zones: []string{zone}, Kubelet: &reserved, Needs: needs})[0]
 	capacity, allocatable := it.Capacity.List(), it.Allocatable.List()
 	for name, q := range allocatable {
 		if q.Sign() < 0 {
@@ -732,3 +734,20 @@ func (c *CloudControllerManager) removeTaint(ctx context.Context, name string) e
 }
 
 func isUninitialized(t corev1.Taint) bool { return t.Key == UninitializedTaint }
+
+// launchedEphemeral is the size of the volume the kubelet's root
+// directory is on, as the instance was launched: the family's ephemeral
+// device (for a Custom AMI, the last volume); 0 when it launched without
+// one (the image's own volume, which the catalog's default stands for).
+func launchedEphemeral(inst simaws.Instance, family string) int64 {
+	mappings := inst.Launched.BlockDeviceMappings
+	device := instancetypes.EphemeralDevice(family)
+	for i := range mappings {
+		m := mappings[i]
+		last := device == "" && i == len(mappings)-1
+		if (aws.ToString(m.DeviceName) == device || last) && m.Ebs != nil && m.Ebs.VolumeSize != nil {
+			return int64(*m.Ebs.VolumeSize) << 30
+		}
+	}
+	return 0
+}

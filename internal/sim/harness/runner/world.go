@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/nodewright/nodewright/internal/operator"
+	"github.com/nodewright/nodewright/internal/sim/cloud/account"
 	simaws "github.com/nodewright/nodewright/internal/sim/cloud/aws"
 	"github.com/nodewright/nodewright/internal/sim/harness/kubelet"
 )
@@ -29,6 +30,9 @@ func Clouds(a *simaws.Account) operator.Clouds {
 func Operator(ctx context.Context, rc *rest.Config, cfg operator.Config, a *simaws.Account, log logr.Logger) (manager.Manager, error) {
 	if cfg.KubernetesVersion == "" {
 		cfg.KubernetesVersion = simaws.KubernetesVersion
+	}
+	if cfg.Region == "" {
+		cfg.Region = account.Region // the simulated account's
 	}
 	return operator.New(ctx, rc, cfg, Clouds(a), clock.RealClock{}, log)
 }
