@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -217,7 +218,10 @@ func (pl *pool) candidatesByKey(key string, reqs Requirements, requests Resource
 			}
 			return nil, fmt.Sprintf("no instance type fits %s (the largest allows %s%s)", describeNeed(need, pl.daemon), describeAllocatable(largest), none)
 		}
-		return nil, fmt.Sprintf("limits reached (%s in use of %s)", pl.used.String(), pl.limitsString())
+		if negative := pl.negativeLimits(); negative != "" {
+			return nil, fmt.Sprintf("the NodePool's limits %s are below zero, so it admits no node: set them to 0 or more, or remove them", negative)
+		}
+		return nil, fmt.Sprintf("limits reached (%s in use of %s)", cmp.Or(pl.used.String(), "nothing"), pl.limitsString())
 	}
 	if !minValuesMet(out, reqs) {
 		return nil, "fewer instance types than minValues requires: " + describeMinValues(out, reqs)
@@ -432,6 +436,20 @@ func describeMinValues(types []*InstanceType, reqs Requirements) string {
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// negativeLimits are the NodePool's limits below zero, as text; "" when
+// none is.
+func (pl *pool) negativeLimits() string {
+	var parts []string
+	for i, limited := range pl.limited {
+		if limited && pl.limits[i] < 0 {
+			var r Resources
+			r[i] = pl.limits[i]
+			parts = append(parts, r.String())
+		}
+	}
+	return strings.Join(parts, " ")
 }
 
 func (pl *pool) limitsString() string {

@@ -104,9 +104,33 @@ func resourceIndex(name corev1.ResourceName) int {
 
 func quantityValue(i int, q resource.Quantity) int64 {
 	if i == cpuIndex {
-		return q.MilliValue()
+		return Counted(q, resource.Milli)
 	}
-	return q.Value()
+	return Counted(q, 0)
+}
+
+// MaxCounted is the largest quantity counted: a larger one (the API
+// accepts a pod asking 1e22 CPUs, a NodePool limit of 1e16) counts as
+// this — more than any node has, so it never fits, yet a thousand of
+// them sum without overflowing. Read as it is, such a quantity wraps
+// around int64 (a pod planned onto the smallest type, a limit below
+// zero).
+const MaxCounted int64 = 1 << 53
+
+// Counted is a quantity in units of scale (resource.Milli for
+// millicores), held within ±MaxCounted.
+func Counted(q resource.Quantity, scale resource.Scale) int64 {
+	bound := float64(MaxCounted)
+	for range int(-scale) {
+		bound /= 10
+	}
+	switch f := q.AsApproximateFloat64(); {
+	case f >= bound:
+		return MaxCounted
+	case f <= -bound:
+		return -MaxCounted
+	}
+	return q.ScaledValue(scale)
 }
 
 // CPU returns millicores.

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
 )
@@ -853,7 +854,7 @@ func limitOf(list corev1.ResourceList, name corev1.ResourceName) (int64, bool) {
 		return 0, false
 	}
 	if name == corev1.ResourceCPU {
-		return q.MilliValue(), true
+		return Counted(q, resource.Milli), true
 	}
-	return q.Value(), true
+	return Counted(q, 0), true
 }

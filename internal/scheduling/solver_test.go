@@ -367,3 +367,36 @@ func TestHostnameNotInStaysOffNodeClaims(t *testing.T) {
 		}
 	}
 }
+
+// Quantities the API server accepts but int64 cannot hold are counted as
+// more than any node has, never wrapped: a pod asking 1.8e22 CPUs (or
+// 1e30 bytes of memory) fits no instance type and says so; a NodePool
+// limit of 1e16 CPUs, or of 1e30 bytes of memory, limits nothing a
+// cluster can reach; a negative limit admits no node and says so.
+func TestQuantitiesBeyondInt64(t *testing.T) {
+	huge := pods(1, "huge-cpu", "18e21", "1Gi")
+	huge = append(huge, pods(1, "huge-memory", "1", "1e30")...)
+	plan := solve(t, scheduling.Input{NodePools: []*scheduling.NodePool{pool(t, "default")}, Pods: huge})
+	if len(plan.NodeClaims) != 0 {
+		t.Errorf("planned %d NodeClaims (%s first) for pods no instance type can hold", len(plan.NodeClaims), plan.NodeClaims[0].InstanceType.Name)
+	}
+	for _, name := range []string{"huge-cpu-0", "huge-memory-0"} {
+		if r := reasons(plan)[name]; !strings.Contains(r, "no instance type fits") {
+			t.Errorf("%s: %q, want no instance type fits", name, r)
+		}
+	}
+	vast := pool(t, "vast", func(np *v1.NodePool) {
+		np.Spec.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1e16"), corev1.ResourceMemory: resource.MustParse("1e30")}
+	})
+	plan = solve(t, scheduling.Input{NodePools: []*scheduling.NodePool{vast}, Pods: pods(10, "w", "1", "1Gi")})
+	if len(plan.NodeClaims) == 0 || len(plan.Unschedulable) > 0 {
+		t.Errorf("limits of 1e16 CPUs and 1e30 bytes: %d NodeClaims, unschedulable %v; want every pod planned", len(plan.NodeClaims), reasons(plan))
+	}
+	negative := pool(t, "negative", func(np *v1.NodePool) {
+		np.Spec.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("-1")}
+	})
+	plan = solve(t, scheduling.Input{NodePools: []*scheduling.NodePool{negative}, Pods: pods(1, "w", "1", "1Gi")})
+	if r := reasons(plan)["w-0"]; len(plan.NodeClaims) != 0 || !strings.Contains(r, "below zero") || !strings.Contains(r, "cpu=-1") {
+		t.Errorf("a limit of -1 CPU: %d NodeClaims, reason %q; want none, saying the limit is below zero", len(plan.NodeClaims), r)
+	}
+}

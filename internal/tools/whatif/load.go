@@ -11,7 +11,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -59,9 +61,11 @@ type Objects struct {
 	Ignored []string
 	// used counts the documents read; at is where Load is; where, where
 	// each object read was.
-	used  int
-	at    position
-	where map[string]position
+	used int
+	// readBytes is how much input was read, all inputs together.
+	readBytes int64
+	at        position
+	where     map[string]position
 	// Overlays change the price and capacity of instance types.
 	Overlays []*v1alpha1.NodeOverlay
 	// Namespaces, with their labels, for pod affinity namespace selectors.
@@ -143,9 +147,14 @@ const ReadKinds = "NodePools, NodeClaims, EC2NodeClasses, NodeOverlays, Pods and
 // on, and the line of a YAML syntax error. A file with nothing Load reads
 // is an error that lists what it holds.
 func (o *Objects) Load(name string, r io.Reader) error {
-	data, err := io.ReadAll(r)
+	left := MaxInputBytes - o.readBytes
+	data, err := io.ReadAll(io.LimitReader(r, left+1))
 	if err != nil {
 		return fmt.Errorf("%s: %w", name, err)
+	}
+	o.readBytes += int64(len(data))
+	if int64(len(data)) > left {
+		return &InputTooLargeError{Name: name}
 	}
 	used, skipped := o.used, len(o.Skipped)
 	for _, d := range manifest.Split(data) {
@@ -168,6 +177,24 @@ func (o *Objects) Load(name string, r io.Reader) error {
 		return &NothingReadError{Held: held, msg: fmt.Sprintf("%s: nothing nodewright reads in it (%s); it reads %s", name, strings.Join(held, ", "), ReadKinds)}
 	}
 	return nil
+}
+
+// MaxInputBytes is the most manifest text the tools read, all inputs
+// together: a dump of a cluster of ten thousand pods is a tenth of it. An
+// endless input (-f /dev/zero, a stream that never ends) stops there
+// with an error instead of filling memory.
+var MaxInputBytes int64 = 512 << 20
+
+// MaxPods is the most pods the tools plan: a workload's replicas (or a
+// dump's pods) beyond it are an error naming the workload, not a plan
+// that fills memory.
+const MaxPods = 200_000
+
+// InputTooLargeError is input beyond MaxInputBytes.
+type InputTooLargeError struct{ Name string }
+
+func (e *InputTooLargeError) Error() string {
+	return fmt.Sprintf("%s: the inputs are over %d MiB, the most nodewright reads: give the manifests that matter (a namespace's, the NodePools and EC2NodeClasses), or check that -f names a file and not an endless stream", e.Name, MaxInputBytes>>20)
 }
 
 type position struct {
@@ -461,6 +488,9 @@ func (o *Objects) addPod(pod *corev1.Pod) error {
 	if err := checkPodSpec("Pod", pod.Name, "spec", &pod.Spec); err != nil {
 		return err
 	}
+	if len(o.Pods) >= MaxPods {
+		return fmt.Errorf("Pod %s: over %d pods, the most nodewright plans at once: plan for a part of the cluster", pod.Name, MaxPods)
+	}
 	o.Pods = append(o.Pods, defaultNamespace(pod))
 	return nil
 }
@@ -469,6 +499,17 @@ func (o *Objects) addPod(pod *corev1.Pod) error {
 func (o *Objects) addWorkload(apiVersion, kind string, meta metav1.ObjectMeta, replicas *int32, tmpl corev1.PodTemplateSpec) error {
 	if err := checkPodSpec(kind, meta.Name, "spec.template.spec", &tmpl.Spec); err != nil {
 		return err
+	}
+	field := "spec.replicas"
+	if kind == "Job" {
+		field = "spec.parallelism"
+	}
+	n := ptr.Deref(replicas, 1)
+	switch {
+	case n < 0:
+		return fmt.Errorf("%s %s: %s: Invalid value: %d: must be greater than or equal to 0 (the API server refuses it)", kind, meta.Name, field, n)
+	case int64(len(o.Pods))+int64(n) > MaxPods:
+		return fmt.Errorf("%s %s: %s: %d pods, with the %d read before, are over %d, the most nodewright plans at once: plan with fewer replicas (the nodes scale with them) or for a part of the cluster", kind, meta.Name, field, n, len(o.Pods), MaxPods)
 	}
 	o.expand(apiVersion, kind, meta, replicas, tmpl)
 	if o.workloads == nil {
@@ -534,6 +575,9 @@ func checkOverlay(ov *v1alpha1.NodeOverlay) error {
 // checkPodSpec refuses the node affinity Kubernetes would: an unknown
 // operator (pods have no Gte or Lte), or values that do not fit it.
 func checkPodSpec(kind, name, field string, spec *corev1.PodSpec) error {
+	if err := checkResources(kind, name, field, spec); err != nil {
+		return err
+	}
 	a := spec.Affinity
 	if a == nil || a.NodeAffinity == nil {
 		return nil
@@ -564,4 +608,35 @@ func defaultNamespace(p *corev1.Pod) *corev1.Pod {
 		p.Namespace = "default"
 	}
 	return p
+}
+
+// checkResources refuses what the API server refuses of a pod's
+// containers' resources: a negative request or limit, and a request over
+// its limit.
+func checkResources(kind, name, field string, spec *corev1.PodSpec) error {
+	for _, group := range []struct {
+		field      string
+		containers []corev1.Container
+	}{{"initContainers", spec.InitContainers}, {"containers", spec.Containers}} {
+		for i, c := range group.containers {
+			at := fmt.Sprintf("%s.%s[%d].resources", field, group.field, i)
+			for _, list := range []struct {
+				name string
+				rl   corev1.ResourceList
+			}{{"requests", c.Resources.Requests}, {"limits", c.Resources.Limits}} {
+				for _, res := range slices.Sorted(maps.Keys(list.rl)) {
+					if q := list.rl[res]; q.Sign() < 0 {
+						return fmt.Errorf("%s %s: %s.%s.%s: Invalid value: %q: must be greater than or equal to 0 (the API server refuses it)", kind, name, at, list.name, res, q.String())
+					}
+				}
+			}
+			for _, res := range slices.Sorted(maps.Keys(c.Resources.Requests)) {
+				limit, limited := c.Resources.Limits[res]
+				if q := c.Resources.Requests[res]; limited && q.Cmp(limit) > 0 {
+					return fmt.Errorf("%s %s: %s.requests.%s: Invalid value: %q: must be less than or equal to %s limit of %s (the API server refuses it)", kind, name, at, res, q.String(), res, limit.String())
+				}
+			}
+		}
+	}
+	return nil
 }

@@ -72,9 +72,17 @@ func (o *Objects) loadDir(dir string) error {
 		}
 		switch strings.ToLower(filepath.Ext(path)) {
 		case ".yaml", ".yml", ".json":
-			if !d.IsDir() {
-				files = append(files, path)
+			if d.IsDir() {
+				return nil
 			}
+			// A FIFO, socket or device in a directory is not a manifest:
+			// opening a FIFO blocks until something writes to it, a device
+			// may never end. Named on its own with -f, it is read.
+			if info, err := os.Stat(path); err != nil || !info.Mode().IsRegular() {
+				o.Ignored = append(o.Ignored, fmt.Sprintf("%s: not a regular file (%s), not read", path, fileKind(info, err)))
+				return nil
+			}
+			files = append(files, path)
 		}
 		return nil
 	})
@@ -141,4 +149,19 @@ func (o *Objects) remember(kind, namespace, name string) error {
 	}
 	o.where[key] = o.at
 	return nil
+}
+
+// fileKind says what a file that is not a regular one is.
+func fileKind(info fs.FileInfo, err error) string {
+	switch {
+	case err != nil:
+		return err.Error()
+	case info.Mode()&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case info.Mode()&fs.ModeSocket != 0:
+		return "a socket"
+	case info.Mode()&fs.ModeDevice != 0:
+		return "a device"
+	}
+	return info.Mode().Type().String()
 }

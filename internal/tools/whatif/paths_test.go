@@ -4,8 +4,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/nodewright/nodewright/internal/tools/whatif"
 )
@@ -159,5 +162,82 @@ func TestWhatTheAPIServerRefusesIsRefusedOffline(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "pools.yaml:1: ") {
 			t.Errorf("%s: %v, want %q", c.change, err, c.want)
 		}
+	}
+}
+
+// Input that never ends, or that would fill memory, is an error that
+// names the bound: -f /dev/zero, a stream past MaxInputBytes, a
+// Deployment of a million replicas. A FIFO (or socket) in a -f directory
+// is listed as not read, not opened (opening a FIFO waits for a writer
+// for ever).
+func TestInputIsBounded(t *testing.T) {
+	old := whatif.MaxInputBytes
+	whatif.MaxInputBytes = 1 << 20
+	t.Cleanup(func() { whatif.MaxInputBytes = old })
+	if _, err := whatif.LoadPaths([]string{"/dev/zero"}, nil); err == nil || !strings.Contains(err.Error(), "over 1 MiB, the most nodewright reads") {
+		t.Errorf("-f /dev/zero: %v; want the input bound named", err)
+	}
+	endless := strings.NewReader(pathsClass + "---\n" + strings.Repeat("# padding\n", 200_000))
+	if _, err := whatif.LoadPaths([]string{whatif.Stdin}, endless); err == nil || !strings.Contains(err.Error(), "<stdin>: the inputs are over 1 MiB") {
+		t.Errorf("standard input over the bound: %v", err)
+	}
+
+	dir := t.TempDir()
+	write(t, dir, "class.yaml", pathsClass)
+	write(t, dir, "pool.yaml", pathsPool)
+	fifo := filepath.Join(dir, "stream.yaml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	var o *whatif.Objects
+	go func() {
+		var err error
+		o, err = whatif.LoadPaths([]string{dir}, nil)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("-f %s with a FIFO in it did not return in a minute", dir)
+	}
+	if len(o.NodePools) != 1 || !slices.ContainsFunc(o.Ignored, func(s string) bool { return strings.Contains(s, "stream.yaml: not a regular file (a named pipe)") }) {
+		t.Errorf("NodePools %d, ignored %v; want the pool read and the FIFO named as not read", len(o.NodePools), o.Ignored)
+	}
+
+	million := "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 1000000\n  selector: {matchLabels: {app: web}}\n" +
+		"  template:\n    metadata: {labels: {app: web}}\n    spec: {containers: [{name: web, image: nginx}]}\n"
+	err := (&whatif.Objects{}).Load("web.yaml", strings.NewReader(million))
+	if err == nil || !strings.Contains(err.Error(), "Deployment web: spec.replicas: 1000000 pods") || !strings.Contains(err.Error(), "the most nodewright plans at once") {
+		t.Errorf("a million replicas: %v; want an error naming the workload and the bound", err)
+	}
+}
+
+// What the API server refuses of pods and workloads is refused offline,
+// with the field: negative requests, limits and replicas, and requests
+// over their limits.
+func TestPodResourcesTheAPIServerRefuses(t *testing.T) {
+	deployment := func(replicas, resources string) string {
+		return "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: api, namespace: shop}\nspec:\n  replicas: " + replicas + "\n  selector: {matchLabels: {app: api}}\n" +
+			"  template:\n    metadata: {labels: {app: api}}\n    spec:\n      containers:\n      - {name: sidecar, image: envoy}\n      - name: api\n        image: api\n        resources: " + resources + "\n"
+	}
+	for _, c := range []struct{ doc, want string }{
+		{deployment("3", "{requests: {cpu: \"-500m\"}}"), `Deployment api: spec.template.spec.containers[1].resources.requests.cpu: Invalid value: "-500m": must be greater than or equal to 0`},
+		{deployment("3", "{limits: {memory: \"-1Gi\"}}"), `spec.template.spec.containers[1].resources.limits.memory: Invalid value: "-1Gi": must be greater than or equal to 0`},
+		{deployment("3", "{requests: {cpu: \"2\"}, limits: {cpu: \"1\"}}"), `spec.template.spec.containers[1].resources.requests.cpu: Invalid value: "2": must be less than or equal to cpu limit of 1`},
+		{deployment("-2", "{requests: {cpu: \"1\"}}"), "Deployment api: spec.replicas: Invalid value: -2: must be greater than or equal to 0"},
+		{"apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  initContainers: [{name: init, image: busybox, resources: {requests: {ephemeral-storage: \"-1\"}}}]\n  containers: [{name: c, image: busybox}]\n",
+			`Pod p: spec.initContainers[0].resources.requests.ephemeral-storage: Invalid value: "-1"`},
+	} {
+		err := (&whatif.Objects{}).Load("app.yaml", strings.NewReader(c.doc))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v\nwant %q", err, c.want)
+		}
+	}
+	if err := (&whatif.Objects{}).Load("app.yaml", strings.NewReader(deployment("0", "{requests: {cpu: \"1\"}, limits: {cpu: \"1\"}}"))); err != nil {
+		t.Errorf("a valid Deployment of 0 replicas: %v", err)
 	}
 }
