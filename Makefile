@@ -4,7 +4,7 @@ SHELL := /usr/bin/env bash -o pipefail
 GOLANGCI_LINT_VERSION := v2.15.0
 LINT := bin/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
-.PHONY: all build release docs test e2e-moto generate verify lint controlplane clean bench bench-e2e bench-reference bench-reference-speed crash sim image chart
+.PHONY: all build release docs test e2e-moto generate verify lint controlplane clean bench bench-e2e bench-reference bench-reference-speed crash sim image chart fuzz faults
 
 all: build
 
@@ -110,3 +110,19 @@ CRASH_KILLS ?= 200
 crash: controlplane ## Kill the controller process CRASH_KILLS times (SIGKILL) during scale-up, launches, drains and consolidation, then check nothing leaked or launched twice
 	assets="$$(./hack/controlplane.sh)" && KUBEBUILDER_ASSETS="$$assets" NODEWRIGHT_CRASH_KILLS=$(CRASH_KILLS) \
 		go test -count=1 -timeout 90m -run TestCrashCampaign -v ./test/e2e/ | grep -v '^=== RUN'
+
+FUZZ_TIME ?= 60s
+FUZZ_CORPUS ?= $(CURDIR)/bin/fuzz-corpus
+FUZZ_TARGETS := ./internal/scheduling:FuzzSolve ./internal/aws/userdata:FuzzSplit ./internal/aws/userdata:FuzzCommands \
+	./internal/aws/userdata:FuzzReadNodeadm ./internal/aws/userdata:FuzzValidate ./internal/aws/interruption:FuzzParse \
+	./internal/tools/whatif:FuzzLoad ./internal/state:FuzzClaimSelectors
+
+fuzz: ## Run every fuzz target as a fuzzer for FUZZ_TIME each, keeping what it finds in FUZZ_CORPUS (a failing input is written to the package's testdata/fuzz, which plain go test replays)
+	for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "== $$name ($$pkg, $(FUZZ_TIME))"; \
+		go test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZ_TIME) -test.fuzzcachedir=$(FUZZ_CORPUS) $$pkg || exit 1; \
+	done
+
+faults: controlplane ## The fault suites: EC2 eventual consistency, partial fleets, an EC2 that finds nothing, two replicas failing over, the control plane restarted and slowed
+	assets="$$(./hack/controlplane.sh)" && KUBEBUILDER_ASSETS="$$assets" \
+		go test -count=1 -timeout 60m -run 'TestEC2|TestFailover|TestControlPlane' -v ./test/e2e/ | grep -v '^=== RUN'

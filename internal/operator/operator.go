@@ -18,6 +18,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -94,6 +95,12 @@ type Config struct {
 	LeaderElection bool
 	// LeaderElectionNamespace holds the leader lease.
 	LeaderElectionNamespace string
+	// LeaseDuration is how long replicas wait after the leader last
+	// renewed before one takes over; RenewDeadline how long the leader
+	// tries to renew before it stops leading; RetryPeriod how often
+	// replicas try. A leader that stops releases the lease, so the next
+	// takes over within RetryPeriod.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// SkipNameValidation lets several managers run in one process (tests).
 	SkipNameValidation bool
 	// SkipUserDataValidation launches nodes even when their user data
@@ -155,6 +162,7 @@ func DefaultConfig() Config {
 		BatchIdle: time.Second, BatchMax: 10 * time.Second, NodeClassRefresh: 5 * time.Minute, InstanceTypeTTL: 5 * time.Minute,
 		GCInterval: time.Minute, GCGrace: 30 * time.Second, UnavailableOfferingTTL: provider.UnavailableOfferingTTL,
 		MetricsAddr: ":8080", HealthAddr: ":8081", LeaderElectionNamespace: "kube-system",
+		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 		Disruption: disruption.DefaultConfig(), NominatePods: true, NominatePodsMax: 100, LaunchBatching: true,
 		NodeRepair: true, RepairInterval: 10 * time.Second, Repair: nodepoolhealth.DefaultTolerations(), Interruption: interruption.DefaultOptions(""),
 		KubeQPS: 200, KubeBurst: 300, Concurrency: 50,
@@ -247,7 +255,16 @@ func newManager(ctx context.Context, rc *rest.Config, cfg Config, series *cluste
 		LeaderElection:          cfg.LeaderElection,
 		LeaderElectionID:        "nodewright-leader",
 		LeaderElectionNamespace: cfg.LeaderElectionNamespace,
-		Controller:              config.Controller{SkipNameValidation: &cfg.SkipNameValidation, MaxConcurrentReconciles: cfg.Concurrency},
+		// The lease is released on the way out (the process exits once
+		// the manager stops), so a rolling update hands over at once
+		// instead of after LeaseDuration.
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 durationOrNil(cfg.LeaseDuration),
+		RenewDeadline:                 durationOrNil(cfg.RenewDeadline),
+		RetryPeriod:                   durationOrNil(cfg.RetryPeriod),
+		// A replica that is not the leader fills its controllers' caches
+		// while it waits, so it acts as soon as it leads.
+		Controller: config.Controller{SkipNameValidation: &cfg.SkipNameValidation, MaxConcurrentReconciles: cfg.Concurrency, EnableWarmup: ptr.To(true)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the controller manager: %w", err)
@@ -560,4 +577,12 @@ func (w *wiring) lifecycleOptions() lifecycle.Options {
 	opts := w.cfg.Lifecycle
 	opts.IgnoreDRARequests = w.cfg.IgnoreDRARequests
 	return opts
+}
+
+// durationOrNil is d, or nil (controller-runtime's default) when it is 0.
+func durationOrNil(d time.Duration) *time.Duration {
+	if d <= 0 {
+		return nil
+	}
+	return &d
 }

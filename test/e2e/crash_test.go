@@ -112,8 +112,25 @@ func crashKills(t *testing.T) int {
 // starts each time. Once it converges: every pod runs, no instance is
 // left without a NodeClaim, no NodeClaim has two instances, the
 // PodDisruptionBudget held throughout and no NodeClaim is stuck.
+//
+// The controllers run as the chart runs them: two replicas electing a
+// leader (lease timings shortened so that many kills fit the campaign),
+// and each kill is the leader's; the other replica takes over.
 func TestCrashCampaign(t *testing.T) {
-	kills := crashKills(t)
+	crashCampaign(t, crashKills(t), nil)
+}
+
+// The leader of two replicas is killed mid-launch (a NodeClaim without
+// its instance yet) and mid-drain (a NodeClaim being deleted), twice
+// each: the other replica takes over and finishes what the leader began,
+// with no instance launched twice, none left without a NodeClaim, the
+// PodDisruptionBudget held and no NodeClaim stuck; one replica leads at a
+// time.
+func TestFailoverBetweenReplicas(t *testing.T) {
+	crashCampaign(t, 4, []int{momentLaunching, momentDraining, momentLaunching, momentDraining})
+}
+
+func crashCampaign(t *testing.T, kills int, moments []int) {
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("NODEWRIGHT_CRASH_SEED"); s != "" {
 		seed, _ = strconv.ParseUint(s, 10, 64)
@@ -124,6 +141,8 @@ func TestCrashCampaign(t *testing.T) {
 	var gc runner.Options
 	sim := harness.Start(t, func(o *runner.Options) {
 		o.ControllerProcess = bin
+		o.Replicas, o.Operator.LeaderElection = 2, true
+		o.Operator.LeaseDuration, o.Operator.RenewDeadline, o.Operator.RetryPeriod = 8*time.Second, 6*time.Second, time.Second
 		o.Operator.GCInterval, o.Operator.GCGrace = 5*time.Second, 15*time.Second
 		o.Faults.ThrottleEvery = 7
 		o.NoCapacity = []string{"spot:c5.large:us-east-1a", "spot:m5.large:us-east-1b"}
@@ -187,7 +206,14 @@ func TestCrashCampaign(t *testing.T) {
 		if k > 0 && k%every == 0 {
 			scale(t, sim, "filler", sizes[(k/every-1)%len(sizes)])
 		}
-		aimed[killMoment(ctx, t, sim, rnd)]++
+		moment := -1
+		if k < len(moments) {
+			moment = moments[k]
+		}
+		aimed[killMoment(ctx, t, sim, rnd, moment)]++
+		if n := sim.Leaders(ctx); n > 1 {
+			t.Errorf("kill %d: %d replicas lead at once", k+1, n)
+		}
 		rss, err := sim.KillController()
 		if err != nil {
 			t.Fatalf("kill %d: %v", k+1, err)
@@ -195,6 +221,9 @@ func TestCrashCampaign(t *testing.T) {
 		peak = max(peak, rss)
 	}
 	t.Logf("kills by moment: %v", aimed)
+	if moments != nil && (aimed["launching"] == 0 || aimed["draining"] == 0) {
+		t.Errorf("kills by moment %v: want the leader killed mid-launch and mid-drain at least once each", aimed)
+	}
 	snap, err := sim.Watch(ctx, 5*time.Minute, 2*time.Minute, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -320,7 +349,7 @@ func (r *records) sample(ctx context.Context, sim *runner.Sim) {
 // the controller runs 10–20 s first, so that disruptions are decided and
 // carried out between kills. An aimed kill whose phase does not come in
 // time falls back to a random moment.
-func killMoment(ctx context.Context, t *testing.T, sim *runner.Sim, rnd *rand.Rand) string {
+func killMoment(ctx context.Context, t *testing.T, sim *runner.Sim, rnd *rand.Rand, moment int) string {
 	t.Helper()
 	random := func() { time.Sleep(time.Duration(500+rnd.IntN(4000)) * time.Millisecond) }
 	until := func(within time.Duration, phase func(*v1.NodeClaim) bool) bool {
@@ -341,11 +370,15 @@ func killMoment(ctx context.Context, t *testing.T, sim *runner.Sim, rnd *rand.Ra
 		}
 		return ptr.Deref(d.Spec.Replicas, 0)
 	}
-	switch n := rnd.IntN(8); {
+	n := rnd.IntN(8)
+	if moment >= 0 {
+		n = moment
+	}
+	switch {
 	case n < 4:
 		random()
 		return "random"
-	case n == 4:
+	case n == momentLaunching:
 		scale(t, sim, "filler", min(filler()+15, 80))
 		if until(20*time.Second, func(nc *v1.NodeClaim) bool { return nc.Status.ProviderID == "" && nc.DeletionTimestamp.IsZero() }) {
 			time.Sleep(time.Duration(rnd.IntN(200)) * time.Millisecond)
@@ -363,7 +396,7 @@ func killMoment(ctx context.Context, t *testing.T, sim *runner.Sim, rnd *rand.Ra
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
-	case n == 6:
+	case n == momentDraining:
 		scale(t, sim, "filler", max(filler()-25, 0))
 		if until(time.Minute, func(nc *v1.NodeClaim) bool { return !nc.DeletionTimestamp.IsZero() }) {
 			time.Sleep(time.Duration(rnd.IntN(2000)) * time.Millisecond)
@@ -376,6 +409,12 @@ func killMoment(ctx context.Context, t *testing.T, sim *runner.Sim, rnd *rand.Ra
 	random()
 	return "random (phase did not come)"
 }
+
+// The kill moments a test can ask for.
+const (
+	momentLaunching = 4
+	momentDraining  = 6
+)
 
 // unrecordedBatchInstance says a live instance of a launch batch is
 // recorded by no NodeClaim yet.

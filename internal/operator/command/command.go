@@ -67,6 +67,9 @@ control plane.`,
 			case cloud == "sim" && simulated == nil:
 				return errors.New("--cloud sim: this binary runs on AWS only; the nodewright CLI runs the controllers on a simulated account")
 			}
+			if cfg.LeaderElection && (cfg.RetryPeriod <= 0 || cfg.RenewDeadline <= cfg.RetryPeriod || cfg.LeaseDuration <= cfg.RenewDeadline) {
+				return fmt.Errorf("--leader-election-lease-duration %s, --leader-election-renew-deadline %s, --leader-election-retry-period %s: each must be longer than the next, the last above 0", cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod)
+			}
 			if cfg.NominatePodsMax < 0 {
 				return fmt.Errorf("--nominate-pods-max %d: use 0 (no limit) or more", cfg.NominatePodsMax)
 			}
@@ -131,6 +134,9 @@ control plane.`,
 	f.BoolVar(&cfg.Profiling, "enable-profiling", false, "serve Go's profiles (net/http/pprof) under /debug/pprof/ on --metrics-addr")
 	f.BoolVar(&cfg.LeaderElection, "leader-elect", true, "elect a leader among replicas")
 	f.StringVar(&cfg.LeaderElectionNamespace, "leader-election-namespace", cfg.LeaderElectionNamespace, "namespace of the leader lease")
+	f.DurationVar(&cfg.LeaseDuration, "leader-election-lease-duration", cfg.LeaseDuration, "how long the other replicas wait after the leader last renewed the lease before one takes over")
+	f.DurationVar(&cfg.RenewDeadline, "leader-election-renew-deadline", cfg.RenewDeadline, "how long the leader tries to renew the lease before it stops leading (less than the lease duration)")
+	f.DurationVar(&cfg.RetryPeriod, "leader-election-retry-period", cfg.RetryPeriod, "how often the replicas try to take or renew the lease")
 	f.DurationVar(&cfg.Lifecycle.LaunchTimeout, "launch-timeout", cfg.Lifecycle.LaunchTimeout, "delete NodeClaims not launched after this long")
 	f.DurationVar(&cfg.Lifecycle.RegistrationTimeout, "registration-timeout", cfg.Lifecycle.RegistrationTimeout, "delete NodeClaims whose node has not registered after this long")
 	f.DurationVar(&cfg.BatchIdle, "batch-idle", cfg.BatchIdle, "close a batch of pending pods after this long without new ones")

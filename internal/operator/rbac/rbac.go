@@ -86,13 +86,23 @@ func deniedOf(ctx context.Context, kube client.Client, rules []rbacv1.PolicyRule
 	for _, rule := range rules {
 		for _, group := range rule.APIGroups {
 			for _, res := range rule.Resources {
+				names := rule.ResourceNames
+				if len(names) == 0 {
+					names = []string{""}
+				}
 				for _, verb := range rule.Verbs {
-					ok, err := allowed(ctx, kube, ns, verb, group, res)
-					if err != nil {
-						return nil, err
-					}
-					if !ok {
-						denied = append(denied, fmt.Sprintf("%s %s %s", verb, qualified(group, res), where(ns)))
+					for _, name := range names {
+						ok, err := allowed(ctx, kube, ns, verb, group, res, name)
+						if err != nil {
+							return nil, err
+						}
+						if !ok {
+							what := qualified(group, res)
+							if name != "" {
+								what += " " + name
+							}
+							denied = append(denied, fmt.Sprintf("%s %s %s", verb, what, where(ns)))
+						}
 					}
 				}
 			}
@@ -101,10 +111,10 @@ func deniedOf(ctx context.Context, kube client.Client, rules []rbacv1.PolicyRule
 	return denied, nil
 }
 
-func allowed(ctx context.Context, kube client.Client, ns, verb, group, res string) (bool, error) {
+func allowed(ctx context.Context, kube client.Client, ns, verb, group, res, name string) (bool, error) {
 	resource, sub, _ := strings.Cut(res, "/")
 	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: group, Resource: resource, Subresource: sub},
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Verb: verb, Group: group, Resource: resource, Subresource: sub, Name: name},
 	}}
 	if err := kube.Create(ctx, review); err != nil {
 		return false, fmt.Errorf("asking the API server what nodewright may do: %w", err)

@@ -489,7 +489,7 @@ func (o *Objects) addPod(pod *corev1.Pod) error {
 		return err
 	}
 	if len(o.Pods) >= MaxPods {
-		return fmt.Errorf("Pod %s: over %d pods, the most nodewright plans at once: plan for a part of the cluster", pod.Name, MaxPods)
+		return fmt.Errorf("pod %s: over %d pods, the most nodewright plans at once: plan for a part of the cluster", pod.Name, MaxPods)
 	}
 	o.Pods = append(o.Pods, defaultNamespace(pod))
 	return nil

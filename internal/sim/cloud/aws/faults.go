@@ -28,6 +28,18 @@ type Faults struct {
 	// PricingDenied makes the Pricing API refuse every call with
 	// AccessDeniedException, as it does a role without pricing:GetProducts.
 	PricingDenied bool
+	// DescribeLag is EC2's eventual consistency: an instance is not
+	// described (NotFound by its ID, absent from lists) until this long
+	// after its launch.
+	DescribeLag time.Duration
+	// HideInstances makes DescribeInstances find none of the account's
+	// instances, as a wrong region or credential answers: NotFound by
+	// ID, empty lists.
+	HideInstances bool
+	// PartialFleet is how many of a CreateFleet call's instances (of
+	// more than one) fail with InsufficientInstanceCapacity, the others
+	// launching: EC2's partial answer.
+	PartialFleet int
 }
 
 // Stats count the account's API calls.

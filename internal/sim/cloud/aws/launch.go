@@ -248,10 +248,17 @@ func (a *Account) createFleet(in *ec2.CreateFleetInput, specs []instancetypes.Sp
 		return nil, err
 	}
 	orderCandidates(candidates, prioritized(in))
-	// The best candidate launches as many as it can, then the next.
-	launched := 0
+	// The best candidate launches as many as it can, then the next; a
+	// partial answer (Faults.PartialFleet) fails the last few of them.
+	launched, want := 0, req.want
+	if failed := min(a.faults.PartialFleet, want-1); failed > 0 && len(candidates) > 0 {
+		want -= failed
+		for range failed {
+			out.Errors = append(out.Errors, fleetError(candidates[0].override, "InsufficientInstanceCapacity", "There is not enough capacity to fulfill your request.", req.lifecycle))
+		}
+	}
 	for _, c := range candidates {
-		for launched < req.want && a.launchCandidate(c, req, out) {
+		for launched < want && a.launchCandidate(c, req, out) {
 			launched++
 		}
 	}
@@ -637,12 +644,13 @@ func (e *EC2) DescribeInstances(ctx context.Context, in *ec2.DescribeInstancesIn
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.advance()
+	visible := a.describable()
 	for _, id := range in.InstanceIds {
-		if a.instance(id) == nil {
+		if !slices.ContainsFunc(visible, func(i *Instance) bool { return deref(i.InstanceId) == id }) {
 			return nil, apiError("InvalidInstanceID.NotFound", fmt.Sprintf("The instance ID '%s' does not exist", id))
 		}
 	}
-	found, err := instanceFilters.filter(a.instances, in.Filters, func(inst *Instance) bool {
+	found, err := instanceFilters.filter(visible, in.Filters, func(inst *Instance) bool {
 		return selected(in.InstanceIds, deref(inst.InstanceId))
 	})
 	if err != nil {
@@ -653,6 +661,26 @@ func (e *EC2) DescribeInstances(ctx context.Context, in *ec2.DescribeInstancesIn
 		out.Reservations = []ec2types.Reservation{instanceReservation(found)}
 	}
 	return out, nil
+}
+
+// describable are the instances DescribeInstances answers with: none
+// under HideInstances, and none launched within DescribeLag. The caller
+// holds a.mu.
+func (a *Account) describable() []*Instance {
+	if a.faults.HideInstances {
+		return nil
+	}
+	if a.faults.DescribeLag <= 0 {
+		return a.instances
+	}
+	now := a.clock.Now()
+	out := make([]*Instance, 0, len(a.instances))
+	for _, i := range a.instances {
+		if now.Sub(aws.ToTime(i.LaunchTime)) >= a.faults.DescribeLag {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 // unfilteredInstances reports whether a DescribeInstances call asks for

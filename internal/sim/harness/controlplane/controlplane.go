@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -87,6 +88,8 @@ type ControlPlane struct {
 	workDir    string
 	ownWorkDir bool
 	reaper     *reaper
+	// restarted are the kube-apiservers RestartAPIServer started.
+	restarted []restartedProcess
 }
 
 // Start starts etcd, kube-apiserver with nodewright's CRDs installed and the
@@ -291,6 +294,16 @@ func (cp *ControlPlane) Stop() error {
 		cp.components[i].stop()
 	}
 	cp.components = nil
+	for _, p := range cp.restarted {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(30 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+	}
+	cp.restarted = nil
 	if cp.env != nil {
 		errs = append(errs, cp.env.Stop())
 		cp.env = nil

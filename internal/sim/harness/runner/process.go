@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -20,8 +21,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 
+	"github.com/nodewright/nodewright/charts"
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/operator"
@@ -74,7 +77,9 @@ func (s *Sim) AWSEnv() []string {
 func controllerArgs(cfg operator.Config, metricsAddr string) []string {
 	return []string{
 		"controller", "--cloud", "aws", "--cluster-name", cfg.ClusterName, "--cluster-endpoint", cfg.ClusterEndpoint, "--region", cfg.Region,
-		"--kubernetes-version", cfg.KubernetesVersion, "--ami-alias-parameter-root", cmp.Or(cfg.AMIAliasParameterRoot, nodeclass.DefaultAliasParameterRoot), "--leader-elect=false",
+		"--kubernetes-version", cfg.KubernetesVersion, "--ami-alias-parameter-root", cmp.Or(cfg.AMIAliasParameterRoot, nodeclass.DefaultAliasParameterRoot),
+		"--leader-elect=" + strconv.FormatBool(cfg.LeaderElection), "--leader-election-namespace", charts.LocalNamespace, // the chart's Role is there
+		"--leader-election-lease-duration", cfg.LeaseDuration.String(), "--leader-election-renew-deadline", cfg.RenewDeadline.String(), "--leader-election-retry-period", cfg.RetryPeriod.String(),
 		"--metrics-addr", metricsAddr, "--health-addr", "0",
 		"--batch-idle", cfg.BatchIdle.String(), "--batch-max", cfg.BatchMax.String(),
 		"--nodeclaim-poll", cfg.Lifecycle.Poll.String(),
@@ -98,33 +103,56 @@ func controllerArgs(cfg operator.Config, metricsAddr string) []string {
 	}
 }
 
-// ControllerMetrics is the address of the controller process's /metrics
-// (and /debug/pprof/ with Operator.Profiling); empty when the controllers
-// run in this process.
-func (s *Sim) ControllerMetrics() string { return s.controllerMetrics }
+// ControllerMetrics is the address of the first controller process's
+// /metrics (and /debug/pprof/ with Operator.Profiling); empty when the
+// controllers run in this process.
+func (s *Sim) ControllerMetrics() string {
+	if len(s.replicas) == 0 {
+		return ""
+	}
+	return s.replicas[0].metrics
+}
 
-// StartController starts `nodewright controller --cloud aws` from the
-// binary at path, in its own process, against the control plane and the
-// account's endpoint; its logs go to controller.log beside the kubeconfig.
+// replica is one controller process.
+type replica struct {
+	cmd     *exec.Cmd
+	done    chan struct{}
+	metrics string
+}
+
+// StartController starts one more `nodewright controller --cloud aws`
+// from the binary at path, in its own process, against the control plane
+// and the account's endpoint; its logs go to controller.log beside the
+// kubeconfig (all replicas' to the one file). Several replicas elect a
+// leader (cfg.LeaderElection).
 func (s *Sim) StartController(path string, cfg operator.Config) error {
-	port, err := controlplane.FreePort(context.Background())
+	r, err := s.startReplica(path, cfg)
 	if err != nil {
 		return err
 	}
-	s.controllerMetrics = fmt.Sprintf("127.0.0.1:%d", port)
+	s.replicas = append(s.replicas, r)
+	return nil
+}
+
+func (s *Sim) startReplica(path string, cfg operator.Config) (*replica, error) {
+	port, err := controlplane.FreePort(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	metricsAddr := fmt.Sprintf("127.0.0.1:%d", port)
 	logPath := filepath.Join(filepath.Dir(s.Plane.KubeconfigPath), "controller.log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	cmd := exec.Command(path, controllerArgs(cfg, s.controllerMetrics)...) //nolint:gosec,noctx // nodewright's own binary; Stop ends it
+	cmd := exec.Command(path, controllerArgs(cfg, metricsAddr)...) //nolint:gosec,noctx // nodewright's own binary; Stop ends it
 	cmd.Env = slices.Concat(os.Environ(), []string{"KUBECONFIG=" + s.controllerKubeconfig}, s.AWSEnv(), s.controllerEnv)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	s.controllerPath, s.controllerConfig = path, cfg
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()
-		return fmt.Errorf("starting the controller process: %w", err)
+		return nil, fmt.Errorf("starting the controller process: %w", err)
 	}
 	done := make(chan struct{})
 	go func() {
@@ -132,93 +160,184 @@ func (s *Sim) StartController(path string, cfg operator.Config) error {
 		_ = logFile.Close()
 		close(done)
 	}()
-	s.controller, s.controllerDone = cmd, done
-	return nil
+	return &replica{cmd: cmd, done: done, metrics: metricsAddr}, nil
 }
 
-// StopController ends the controller process: SIGTERM, or SIGKILL when
-// kill is set (as a crash would), and waits for it to exit.
-func (s *Sim) StopController(kill bool) {
-	if s.controller == nil {
-		return
-	}
+// stop ends a controller process: SIGTERM, or SIGKILL when kill is set
+// (as a crash would), and waits for it to exit.
+func (r *replica) stop(kill bool) {
 	sig := syscall.SIGTERM
 	if kill {
 		sig = syscall.SIGKILL
 	}
-	_ = s.controller.Process.Signal(sig)
+	_ = r.cmd.Process.Signal(sig)
 	select {
-	case <-s.controllerDone:
+	case <-r.done:
 	case <-time.After(30 * time.Second):
-		_ = s.controller.Process.Kill()
-		<-s.controllerDone
+		_ = r.cmd.Process.Kill()
+		<-r.done
 	}
-	s.controller = nil
 }
 
-// KillController kills the controller process with SIGKILL, as a crash
-// or an OOM kill would, and starts a new one; it returns the peak RSS of
-// the one killed.
+// StopController ends every controller process: SIGTERM, or SIGKILL when
+// kill is set (as a crash would), and waits for them to exit.
+func (s *Sim) StopController(kill bool) {
+	for _, r := range s.replicas {
+		r.stop(kill)
+	}
+	s.replicas = nil
+}
+
+// KillController kills the leading controller process (the only one,
+// without replicas) with SIGKILL, as a crash or an OOM kill would, and
+// starts a new one in its place; it returns the peak RSS of the one
+// killed.
 func (s *Sim) KillController() (int64, error) {
-	if s.controller == nil {
+	if len(s.replicas) == 0 {
 		return 0, errors.New("the controllers do not run in their own process")
 	}
-	rss := s.controllerRSS()
-	s.StopController(true)
-	return rss, s.StartController(s.controllerPath, s.controllerConfig)
+	// A replica that exited on its own (it lost the lease under load) is
+	// started again, as its Deployment would.
+	for j, r := range s.replicas {
+		select {
+		case <-r.done:
+			if again, err := s.startReplica(s.controllerPath, s.controllerConfig); err == nil {
+				s.replicas[j] = again
+			}
+		default:
+		}
+	}
+	i := s.leader(context.Background())
+	rss := s.replicas[i].peakRSS()
+	s.replicas[i].stop(true)
+	r, err := s.startReplica(s.controllerPath, s.controllerConfig)
+	if err != nil {
+		s.replicas = slices.Delete(s.replicas, i, i+1)
+		return rss, err
+	}
+	s.replicas[i] = r
+	return rss, nil
 }
 
-// controllerRSS is the controller process's peak resident memory.
-func (s *Sim) controllerRSS() int64 {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", s.controller.Process.Pid))
+// leader is the index of the replica that leads (its
+// leader_election_master_status is 1), looking for up to ten seconds
+// while the lease changes hands; the first replica when none says so.
+func (s *Sim) leader(ctx context.Context) int {
+	if len(s.replicas) == 1 {
+		return 0
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		for i, r := range s.replicas {
+			if r.leads(ctx) {
+				return i
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return 0
+}
+
+// leads reads the replica's leader_election_master_status from /metrics.
+func (r *replica) leads(ctx context.Context) bool {
+	families, err := r.metricFamilies(ctx)
+	if err != nil {
+		return false
+	}
+	for _, m := range families["leader_election_master_status"].GetMetric() {
+		if m.GetGauge().GetValue() == 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// Leaders is how many controller processes say they lead now.
+func (s *Sim) Leaders(ctx context.Context) int {
+	n := 0
+	for _, r := range s.replicas {
+		if r.leads(ctx) {
+			n++
+		}
+	}
+	return n
+}
+
+// peakRSS is the controller process's peak resident memory.
+func (r *replica) peakRSS() int64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", r.cmd.Process.Pid))
 	if err != nil {
 		return 0
 	}
 	return PeakRSSFromStatus(string(data))
 }
 
-// cpuSeconds is the CPU time the process that runs the controllers has
+// controllerRSS is the largest peak resident memory of the controller
+// processes.
+func (s *Sim) controllerRSS() int64 {
+	var most int64
+	for _, r := range s.replicas {
+		most = max(most, r.peakRSS())
+	}
+	return most
+}
+
+// cpuSeconds is the CPU time the processes that run the controllers have
 // spent so far (0 when it cannot be read).
 func (s *Sim) cpuSeconds() float64 {
-	pid := os.Getpid()
-	if s.controller != nil {
-		pid = s.controller.Process.Pid
+	if len(s.replicas) == 0 {
+		return controlplane.ProcessCPUSeconds(os.Getpid())
 	}
-	return controlplane.ProcessCPUSeconds(pid)
+	spent := 0.0
+	for _, r := range s.replicas {
+		spent += controlplane.ProcessCPUSeconds(r.cmd.Process.Pid)
+	}
+	return spent
 }
 
 // processRequests reads nodewright_kube_requests_total and the sums of
-// nodewright_kube_request_duration_seconds from the controller process's
-// /metrics, by "verb resource".
+// nodewright_kube_request_duration_seconds from the controller
+// processes' /metrics, by "verb resource".
 func (s *Sim) processRequests(ctx context.Context) (counts, seconds map[string]float64, _ error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.controllerMetrics+"/metrics", nil)
-	if err != nil {
-		return nil, nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	var parser expfmt.TextParser
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		return nil, nil, err
-	}
 	counts, seconds = map[string]float64{}, map[string]float64{}
-	for _, m := range families["nodewright_kube_requests_total"].GetMetric() {
-		counts[metrics.VerbAndResource(m.GetLabel())] += m.GetCounter().GetValue()
-	}
-	for _, m := range families["nodewright_kube_request_duration_seconds"].GetMetric() {
-		seconds[metrics.VerbAndResource(m.GetLabel())] += m.GetHistogram().GetSampleSum()
+	for _, r := range s.replicas {
+		families, err := r.metricFamilies(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, m := range families["nodewright_kube_requests_total"].GetMetric() {
+			counts[metrics.VerbAndResource(m.GetLabel())] += m.GetCounter().GetValue()
+		}
+		for _, m := range families["nodewright_kube_request_duration_seconds"].GetMetric() {
+			seconds[metrics.VerbAndResource(m.GetLabel())] += m.GetHistogram().GetSampleSum()
+		}
 	}
 	return counts, seconds, nil
 }
 
+// metricFamilies reads the replica's /metrics.
+func (r *replica) metricFamilies(ctx context.Context) (map[string]*dto.MetricFamily, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+r.metrics+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var parser expfmt.TextParser
+	return parser.TextToMetricFamilies(resp.Body)
+}
+
 // processName says where the controllers ran, for the figures.
 func (s *Sim) processName() string {
-	if s.controller != nil {
-		return "nodewright controller process " + strconv.Itoa(s.controller.Process.Pid)
+	if len(s.replicas) == 0 {
+		return "nodewright sim (controllers, simulated AWS and kubelets)"
 	}
-	return "nodewright sim (controllers, simulated AWS and kubelets)"
+	pids := make([]string, len(s.replicas))
+	for i, r := range s.replicas {
+		pids[i] = strconv.Itoa(r.cmd.Process.Pid)
+	}
+	return "nodewright controller process " + strings.Join(pids, ", ")
 }

@@ -12,7 +12,6 @@ import (
 	"maps"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -79,6 +78,10 @@ type Options struct {
 	// account's HTTP endpoint (empty: in this process, on the account's
 	// in-process APIs).
 	ControllerProcess string
+	// Replicas is how many controller processes run (ControllerProcess;
+	// 0: one). Set Operator.LeaderElection for more than one, as the
+	// chart runs them: KillController then kills the leader.
+	Replicas int
 	// ControllerEnv is added to the controller process's environment
 	// (GOMEMLIMIT=400MiB, say): what a Deployment's env would set for
 	// nodewright alone, not for the control plane or this process.
@@ -150,14 +153,12 @@ type Sim struct {
 	// AWSEndpoint serves the account in the AWS protocols.
 	AWSEndpoint string
 	// external says AWSEndpoint is not the simulated account.
-	external          bool
-	aws               *http.Server
-	controller        *exec.Cmd
-	controllerDone    chan struct{}
-	controllerMetrics string
-	controllerPath    string
-	controllerEnv     []string
-	startControllers  func() error
+	external         bool
+	aws              *http.Server
+	replicas         []*replica
+	controllerPath   string
+	controllerEnv    []string
+	startControllers func() error
 	// controllerKubeconfig impersonates the chart's service account.
 	controllerKubeconfig string
 	log                  logr.Logger
@@ -280,7 +281,12 @@ func (s *Sim) prepareControllers(ctx context.Context, opts Options) error {
 				return err
 			}
 			s.controllerEnv = opts.ControllerEnv
-			return s.StartController(opts.ControllerProcess, opts.Operator)
+			for range max(opts.Replicas, 1) {
+				if err := s.StartController(opts.ControllerProcess, opts.Operator); err != nil {
+					return err
+				}
+			}
+			return nil
 		}
 		mgr, err := Operator(ctx, controllerConfig, opts.Operator, s.Account, opts.Log.WithName("operator"))
 		if err != nil {
@@ -590,7 +596,7 @@ func (s *Sim) RunSteps(ctx context.Context, steps []Step, timeout, stall time.Du
 		for name, spent := range s.Plane.CPUSeconds() {
 			res.Figures.ControlPlaneCPUSeconds[name] = spent - planeBefore[name]
 		}
-		if s.controller != nil {
+		if len(s.replicas) > 0 {
 			res.Figures.PeakRSS = s.controllerRSS()
 		}
 		if len(snap.Disruptions) > seen {
@@ -620,7 +626,7 @@ func since[N int | float64](now, before map[string]N) map[string]N {
 // the seconds it waited for their answers, by "verb resource" (nil when
 // they cannot be read).
 func (s *Sim) requestCounts(ctx context.Context) (counts, seconds map[string]float64) {
-	if s.controller != nil {
+	if len(s.replicas) > 0 {
 		counts, seconds, err := s.processRequests(ctx)
 		if err != nil {
 			return nil, nil
