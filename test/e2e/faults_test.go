@@ -59,15 +59,16 @@ func checkOneToOne(t *testing.T, sim *runner.Sim) {
 	}
 }
 
-// EC2's reads lag its writes, and fleets answer in part: an instance is
-// not described for 8 s after its launch, and every fleet of more than
-// one instance fails one with InsufficientInstanceCapacity. The healthy
+// EC2's reads lag its writes, fleets answer in part and its clock runs
+// behind: an instance is not described for 8 s after its launch, every
+// fleet of more than one instance fails one with
+// InsufficientInstanceCapacity, and launch times read ten minutes early. The healthy
 // scenario still settles with one instance per NodeClaim: no launch
 // repeated for an instance not described yet, no NodeClaim deleted for
 // it, none left without one.
 func TestEC2EventualConsistencyAndPartialFleets(t *testing.T) {
 	sim, snap := harness.Run(t, "healthy", func(o *runner.Options) {
-		o.Faults.DescribeLag, o.Faults.PartialFleet = 8*time.Second, 1
+		o.Faults.DescribeLag, o.Faults.PartialFleet, o.Faults.ClockSkew = 8*time.Second, 1, -10*time.Minute
 		o.Operator.LaunchBatching = true
 		o.Operator.GCInterval, o.Operator.GCGrace = 2*time.Second, 5*time.Second
 	})

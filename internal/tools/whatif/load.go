@@ -180,10 +180,11 @@ func (o *Objects) Load(name string, r io.Reader) error {
 }
 
 // MaxInputBytes is the most manifest text the tools read, all inputs
-// together: a dump of a cluster of ten thousand pods is a tenth of it. An
-// endless input (-f /dev/zero, a stream that never ends) stops there
-// with an error instead of filling memory.
-var MaxInputBytes int64 = 512 << 20
+// together (a pod as kubectl get -o yaml writes it takes some 5 to 8 KB,
+// so tens of thousands of them fit). An endless input (-f /dev/zero, a
+// stream that never ends) stops there with an error instead of filling
+// memory.
+var MaxInputBytes int64 = 256 << 20
 
 // MaxPods is the most pods the tools plan: a workload's replicas (or a
 // dump's pods) beyond it are an error naming the workload, not a plan
@@ -509,7 +510,11 @@ func (o *Objects) addWorkload(apiVersion, kind string, meta metav1.ObjectMeta, r
 	case n < 0:
 		return fmt.Errorf("%s %s: %s: Invalid value: %d: must be greater than or equal to 0 (the API server refuses it)", kind, meta.Name, field, n)
 	case int64(len(o.Pods))+int64(n) > MaxPods:
-		return fmt.Errorf("%s %s: %s: %d pods, with the %d read before, are over %d, the most nodewright plans at once: plan with fewer replicas (the nodes scale with them) or for a part of the cluster", kind, meta.Name, field, n, len(o.Pods), MaxPods)
+		before := ""
+		if len(o.Pods) > 0 {
+			before = fmt.Sprintf(" with the %d read before", len(o.Pods))
+		}
+		return fmt.Errorf("%s %s: %s: %d pods%s are over %d, the most nodewright plans at once: plan with fewer replicas (the nodes scale with them) or for a part of the cluster", kind, meta.Name, field, n, before, MaxPods)
 	}
 	o.expand(apiVersion, kind, meta, replicas, tmpl)
 	if o.workloads == nil {

@@ -211,7 +211,7 @@ func TestInputIsBounded(t *testing.T) {
 	million := "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replicas: 1000000\n  selector: {matchLabels: {app: web}}\n" +
 		"  template:\n    metadata: {labels: {app: web}}\n    spec: {containers: [{name: web, image: nginx}]}\n"
 	err := (&whatif.Objects{}).Load("web.yaml", strings.NewReader(million))
-	if err == nil || !strings.Contains(err.Error(), "Deployment web: spec.replicas: 1000000 pods") || !strings.Contains(err.Error(), "the most nodewright plans at once") {
+	if err == nil || !strings.Contains(err.Error(), "Deployment web: spec.replicas: 1000000 pods are over") || !strings.Contains(err.Error(), "the most nodewright plans at once") {
 		t.Errorf("a million replicas: %v; want an error naming the workload and the bound", err)
 	}
 }

@@ -7,6 +7,7 @@ package gc
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -55,6 +56,9 @@ type GarbageCollector struct {
 
 	mu     sync.Mutex
 	missed map[string]missing // by provider ID
+	// unclaimed are the instances no NodeClaim records, by provider ID,
+	// with when a pass first saw them so.
+	unclaimed map[string]time.Time
 }
 
 // Start collects every Interval until ctx ends.
@@ -123,14 +127,37 @@ func (g *GarbageCollector) tagHolders(ctx context.Context, claims []v1.NodeClaim
 }
 
 // orphanedInstances terminates the instances no NodeClaim records, once
-// past the grace period.
+// past the grace period by their launch time and since this controller
+// first saw them without a NodeClaim.
 func (g *GarbageCollector) orphanedInstances(ctx context.Context, claims []v1.NodeClaim, instances []*cloudprovider.Instance) error {
 	known := make(map[string]bool, len(claims))
 	for _, nc := range claims {
 		known[nc.Status.ProviderID] = true
 	}
+	now := g.Clock.Now()
+	g.mu.Lock()
+	if g.unclaimed == nil {
+		g.unclaimed = map[string]time.Time{}
+	}
+	listed := make(map[string]bool, len(instances))
 	for _, inst := range instances {
-		if known[inst.ProviderID] || g.Clock.Since(inst.LaunchTime) < g.Grace {
+		listed[inst.ProviderID] = true
+		if _, seen := g.unclaimed[inst.ProviderID]; !seen && !known[inst.ProviderID] {
+			g.unclaimed[inst.ProviderID] = now
+		}
+	}
+	for id := range g.unclaimed {
+		if known[id] || !listed[id] {
+			delete(g.unclaimed, id)
+		}
+	}
+	unclaimedSince := maps.Clone(g.unclaimed)
+	g.mu.Unlock()
+	for _, inst := range instances {
+		// Old enough by EC2's launch time and by this controller's own
+		// clock: EC2's clock may run behind (an instance launched a
+		// moment ago would look old) or ahead.
+		if known[inst.ProviderID] || g.Clock.Since(inst.LaunchTime) < g.Grace || now.Sub(unclaimedSince[inst.ProviderID]) < g.Grace {
 			continue
 		}
 		owned, err := g.claimedSince(ctx, inst)

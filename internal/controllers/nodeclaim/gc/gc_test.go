@@ -85,6 +85,13 @@ func TestGarbageCollectionOfLaunchBatches(t *testing.T) {
 	if err := collector.Collect(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if len(cloud.deleted) != 0 {
+		t.Errorf("deleted %v on the first pass that saw them: an instance is collected a grace period after it was first seen without a NodeClaim", cloud.deleted)
+	}
+	now.Step(time.Minute)
+	if err := collector.Collect(ctx); err != nil {
+		t.Fatal(err)
+	}
 	want := map[string]bool{"aws:///us-east-1a/i-spare": true}
 	if len(cloud.deleted) != 1 || !cloud.deleted["aws:///us-east-1a/i-spare"] {
 		t.Errorf("deleted %v, want %v: the spare instance of a batch whose NodeClaims all have theirs", cloud.deleted, want)
@@ -230,4 +237,43 @@ func mapsFalse(m map[string]bool) []string {
 		}
 	}
 	return out
+}
+
+// EC2's clock and the controller's disagree: an instance EC2 says was
+// launched an hour ago (its clock runs behind) is not collected on the
+// pass that first sees it without a NodeClaim (its launch may be
+// recording it right now), only a grace period later by the
+// controller's own clock; one recorded in between is never collected.
+func TestOrphansAreTimedByTheControllersClock(t *testing.T) {
+	plane := controlplane.StartForTest(t, controlplane.Options{})
+	kube, _ := optest.Direct(t, plane)
+	ctx := context.Background()
+	now := clocktesting.NewFakeClock(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
+	skewed := now.Now().Add(-time.Hour)
+	cloud := &instances{deleted: map[string]bool{}, listed: []*cloudprovider.Instance{
+		{ProviderID: "aws:///ap-south-1a/i-orphan", InstanceID: "i-orphan", NodeClaim: "gone", LaunchTime: skewed},
+		{ProviderID: "aws:///ap-south-1a/i-recording", InstanceID: "i-recording", NodeClaim: "recording", LaunchTime: skewed},
+	}}
+	collector := &gc.GarbageCollector{Client: kube, Cloud: cloud, Clock: now, Grace: 30 * time.Second, Recorder: record.NewFakeRecorder(10), Log: logr.Discard()}
+	if err := collector.Collect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(cloud.deleted) != 0 {
+		t.Fatalf("deleted %v on the first look: EC2's launch time alone is not the controller's clock", cloud.deleted)
+	}
+	nc := newClaim("recording")
+	if err := kube.Create(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	nc.Status.ProviderID = "aws:///ap-south-1a/i-recording"
+	if err := kube.Status().Update(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	now.Step(31 * time.Second)
+	if err := collector.Collect(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !cloud.deleted["aws:///ap-south-1a/i-orphan"] || cloud.deleted["aws:///ap-south-1a/i-recording"] {
+		t.Errorf("deleted %v: want the orphan, a grace period after it was first seen, and not the instance its NodeClaim recorded", cloud.deleted)
+	}
 }

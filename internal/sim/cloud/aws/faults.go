@@ -36,6 +36,10 @@ type Faults struct {
 	// instances, as a wrong region or credential answers: NotFound by
 	// ID, empty lists.
 	HideInstances bool
+	// ClockSkew shifts the times EC2 reports (an instance's launch time)
+	// from the account's clock: negative, EC2's clock runs behind the
+	// controller's.
+	ClockSkew time.Duration
 	// PartialFleet is how many of a CreateFleet call's instances (of
 	// more than one) fail with InsufficientInstanceCapacity, the others
 	// launching: EC2's partial answer.

@@ -658,7 +658,13 @@ func (e *EC2) DescribeInstances(ctx context.Context, in *ec2.DescribeInstancesIn
 	}
 	out := &ec2.DescribeInstancesOutput{}
 	if len(found) > 0 {
-		out.Reservations = []ec2types.Reservation{instanceReservation(found)}
+		r := instanceReservation(found)
+		for i := range r.Instances {
+			if a.faults.ClockSkew != 0 && r.Instances[i].LaunchTime != nil {
+				r.Instances[i].LaunchTime = aws.Time(r.Instances[i].LaunchTime.Add(a.faults.ClockSkew))
+			}
+		}
+		out.Reservations = []ec2types.Reservation{r}
 	}
 	return out, nil
 }

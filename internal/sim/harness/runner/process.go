@@ -219,6 +219,19 @@ func (s *Sim) KillController() (int64, error) {
 	return rss, nil
 }
 
+// StopLeader stops the leading controller process with SIGTERM, as a
+// rolling update or a drain of its node does, and waits for it to exit;
+// it is not started again.
+func (s *Sim) StopLeader(ctx context.Context) error {
+	if len(s.replicas) == 0 {
+		return errors.New("the controllers do not run in their own process")
+	}
+	i := s.leader(ctx)
+	s.replicas[i].stop(false)
+	s.replicas = slices.Delete(s.replicas, i, i+1)
+	return nil
+}
+
 // leader is the index of the replica that leads (its
 // leader_election_master_status is 1), looking for up to ten seconds
 // while the lease changes hands; the first replica when none says so.
