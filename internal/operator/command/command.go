@@ -61,26 +61,8 @@ configuration (environment, shared config, instance or pod role);
 control plane.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			switch {
-			case cloud != "aws" && cloud != "sim":
-				return fmt.Errorf("--cloud %q: use aws or sim", cloud)
-			case cloud == "sim" && simulated == nil:
-				return errors.New("--cloud sim: this binary runs on AWS only; the nodewright CLI runs the controllers on a simulated account")
-			}
-			if cfg.LeaderElection && (cfg.RetryPeriod <= 0 || cfg.RenewDeadline <= cfg.RetryPeriod || cfg.LeaseDuration <= cfg.RenewDeadline) {
-				return fmt.Errorf("--leader-election-lease-duration %s, --leader-election-renew-deadline %s, --leader-election-retry-period %s: each must be longer than the next, the last above 0", cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod)
-			}
-			if cfg.NominatePodsMax < 0 {
-				return fmt.Errorf("--nominate-pods-max %d: use 0 (no limit) or more", cfg.NominatePodsMax)
-			}
-			if cfg.Concurrency < 1 || cfg.KubeQPS <= 0 || cfg.KubeBurst < 1 {
-				return fmt.Errorf("--concurrency %d, --kube-client-qps %g, --kube-client-burst %d: each must be at least 1", cfg.Concurrency, cfg.KubeQPS, cfg.KubeBurst)
-			}
-			if cfg.ClusterEndpoint != "" && !strings.HasPrefix(cfg.ClusterEndpoint, "https://") {
-				return fmt.Errorf("--cluster-endpoint %q: give the API server's URL, such as https://ABC.gr7.us-east-1.eks.amazonaws.com", cfg.ClusterEndpoint)
-			}
-			if cfg.ClusterName == "" {
-				return errors.New("--cluster-name is required: the EKS cluster's name, which tags and finds nodewright's instances")
+			if err := checkFlags(cloud, simulated != nil, &cfg); err != nil {
+				return err
 			}
 			if err := AWSFeatureGates(&cfg, gates); err != nil {
 				return err
@@ -312,4 +294,30 @@ func envBool(name string, def bool) bool {
 		return v
 	}
 	return def
+}
+
+// checkFlags refuses flags that cannot work together, naming them.
+func checkFlags(cloud string, canSimulate bool, cfg *operator.Config) error {
+	switch {
+	case cloud != "aws" && cloud != "sim":
+		return fmt.Errorf("--cloud %q: use aws or sim", cloud)
+	case cloud == "sim" && !canSimulate:
+		return errors.New("--cloud sim: this binary runs on AWS only; the nodewright CLI runs the controllers on a simulated account")
+	}
+	if cfg.LeaderElection && (cfg.RetryPeriod <= 0 || cfg.RenewDeadline <= cfg.RetryPeriod || cfg.LeaseDuration <= cfg.RenewDeadline) {
+		return fmt.Errorf("--leader-election-lease-duration %s, --leader-election-renew-deadline %s, --leader-election-retry-period %s: each must be longer than the next, the last above 0", cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod)
+	}
+	if cfg.NominatePodsMax < 0 {
+		return fmt.Errorf("--nominate-pods-max %d: use 0 (no limit) or more", cfg.NominatePodsMax)
+	}
+	if cfg.Concurrency < 1 || cfg.KubeQPS <= 0 || cfg.KubeBurst < 1 {
+		return fmt.Errorf("--concurrency %d, --kube-client-qps %g, --kube-client-burst %d: each must be at least 1", cfg.Concurrency, cfg.KubeQPS, cfg.KubeBurst)
+	}
+	if cfg.ClusterEndpoint != "" && !strings.HasPrefix(cfg.ClusterEndpoint, "https://") {
+		return fmt.Errorf("--cluster-endpoint %q: give the API server's URL, such as https://ABC.gr7.us-east-1.eks.amazonaws.com", cfg.ClusterEndpoint)
+	}
+	if cfg.ClusterName == "" {
+		return errors.New("--cluster-name is required: the EKS cluster's name, which tags and finds nodewright's instances")
+	}
+	return nil
 }
