@@ -120,7 +120,7 @@ FUZZ_TARGETS := ./internal/scheduling:FuzzSolve ./internal/aws/userdata:FuzzSpli
 fuzz: ## Run every fuzz target as a fuzzer for FUZZ_TIME each, keeping what it finds in FUZZ_CORPUS (a failing input is written to the package's testdata/fuzz, which plain go test replays)
 	for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; name=$${t##*:}; \
 		echo "== $$name ($$pkg, $(FUZZ_TIME))"; \
-		go test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZ_TIME) -test.fuzzcachedir=$(FUZZ_CORPUS) $$pkg || exit 1; \
+		go test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZ_TIME) $$pkg -test.fuzzcachedir=$(FUZZ_CORPUS) || exit 1; \
 	done
 
 faults: controlplane ## The fault suites: EC2 eventual consistency, partial fleets, an EC2 that finds nothing, two replicas failing over, the control plane restarted and slowed

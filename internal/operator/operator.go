@@ -7,12 +7,15 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/pprof"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -281,6 +284,9 @@ func newManager(ctx context.Context, rc *rest.Config, cfg Config, series *cluste
 		gated = append(gated, rbac.CapacityBuffer...)
 	}
 	if err := rbac.Check(ctx, mgr.GetClient(), leaseNamespace, gated...); err != nil {
+		return nil, err
+	}
+	if err := checkCRDs(mgr.GetRESTMapper(), cfg.CapacityBuffer); err != nil {
 		return nil, err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
@@ -585,4 +591,32 @@ func durationOrNil(d time.Duration) *time.Duration {
 		return nil
 	}
 	return &d
+}
+
+// checkCRDs says which of the kinds the controllers watch the API server
+// does not serve, and how to install them: without its CRD a watch waits
+// for a cache that never fills, and the controller would stop minutes
+// later with a timeout that names neither. capacityBuffer: the
+// CapacityBuffer gate is on, so its kind is watched too.
+func checkCRDs(mapper meta.RESTMapper, capacityBuffer bool) error {
+	kinds := []schema.GroupVersionKind{
+		v1.SchemeGroupVersion.WithKind("NodePool"), v1.SchemeGroupVersion.WithKind("NodeClaim"),
+		awsv1.SchemeGroupVersion.WithKind("EC2NodeClass"), v1alpha1.SchemeGroupVersion.WithKind("NodeOverlay"),
+	}
+	if capacityBuffer {
+		kinds = append(kinds, v1beta1.SchemeGroupVersion.WithKind("CapacityBuffer"))
+	}
+	var missing []string
+	for _, gvk := range kinds {
+		if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+			if !meta.IsNoMatchError(err) {
+				return fmt.Errorf("asking the API server whether it serves %s: %w", gvk, err)
+			}
+			missing = append(missing, gvk.Kind+" ("+gvk.GroupVersion().String()+")")
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("the API server does not serve %s: install nodewright's CRDs (kubectl apply --server-side --force-conflicts -f charts/nodewright/crds/) and start again", strings.Join(missing, ", "))
+	}
+	return nil
 }
