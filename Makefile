@@ -124,5 +124,5 @@ fuzz: ## Run every fuzz target as a fuzzer for FUZZ_TIME each, keeping what it f
 	done
 
 faults: controlplane ## The fault suites: EC2 eventual consistency, partial fleets, an EC2 that finds nothing, two replicas failing over, the control plane restarted and slowed
-	assets="$$(./hack/controlplane.sh)" && KUBEBUILDER_ASSETS="$$assets" \
+	assets="$$(./hack/controlplane.sh)" && KUBEBUILDER_ASSETS="$$assets" NODEWRIGHT_E2E_FAULTS=1 \
 		go test -count=1 -timeout 60m -run 'TestEC2|TestFailover|TestControlPlane' -v ./test/e2e/ | grep -v '^=== RUN'

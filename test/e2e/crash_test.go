@@ -127,6 +127,7 @@ func TestCrashCampaign(t *testing.T) {
 // PodDisruptionBudget held and no NodeClaim stuck; one replica leads at a
 // time.
 func TestFailoverBetweenReplicas(t *testing.T) {
+	faultSuite(t)
 	crashCampaign(t, 4, []int{momentLaunching, momentDraining, momentLaunching, momentDraining})
 }
 

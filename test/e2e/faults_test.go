@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -13,6 +14,15 @@ import (
 	"github.com/nodewright/nodewright/internal/sim/harness/runner"
 	"github.com/nodewright/nodewright/test/e2e/harness"
 )
+
+// faultSuite skips a fault suite outside make faults
+// (NODEWRIGHT_E2E_FAULTS=1), which keeps make test within its time.
+func faultSuite(t *testing.T) {
+	t.Helper()
+	if os.Getenv("NODEWRIGHT_E2E_FAULTS") == "" {
+		t.Skip("a fault suite: make faults runs it (NODEWRIGHT_E2E_FAULTS=1)")
+	}
+}
 
 // liveInstances are the account's pending or running instances by
 // provider ID, with the NodeClaim their tag names.
@@ -67,6 +77,7 @@ func checkOneToOne(t *testing.T, sim *runner.Sim) {
 // repeated for an instance not described yet, no NodeClaim deleted for
 // it, none left without one.
 func TestEC2EventualConsistencyAndPartialFleets(t *testing.T) {
+	faultSuite(t)
 	sim, snap := harness.Run(t, "healthy", func(o *runner.Options) {
 		o.Faults.DescribeLag, o.Faults.PartialFleet, o.Faults.ClockSkew = 8*time.Second, 1, -10*time.Minute
 		o.Operator.LaunchBatching = true
@@ -85,6 +96,7 @@ func TestEC2EventualConsistencyAndPartialFleets(t *testing.T) {
 // deleted or terminated, and every pod keeps running. Before, the first
 // pass deleted every NodeClaim whose instance it did not find.
 func TestEC2ThatFindsNothingDeletesNothing(t *testing.T) {
+	faultSuite(t)
 	sim, snap := harness.Run(t, "healthy", func(o *runner.Options) {
 		o.Operator.GCInterval, o.Operator.GCGrace = time.Second, 3*time.Second
 	})
@@ -118,6 +130,7 @@ func TestEC2ThatFindsNothingDeletesNothing(t *testing.T) {
 // cluster settles with one instance per NodeClaim, none without one, and
 // the PodDisruptionBudget's pods all running.
 func TestControlPlaneRestartedAndSlowed(t *testing.T) {
+	faultSuite(t)
 	sim := harness.Start(t, func(o *runner.Options) {
 		o.Operator.GCInterval, o.Operator.GCGrace = 2*time.Second, 5*time.Second
 	})
