@@ -185,7 +185,8 @@ func TestRBACIsNarrow(t *testing.T) {
 			}
 			// Names narrow a rule; the one named is the leader lease, read
 			// and renewed by its name only (create cannot be limited so).
-			if len(r.ResourceNames) > 0 && !(slices.Equal(r.Resources, []string{"leases"}) && slices.Equal(r.ResourceNames, []string{"nodewright-leader"}) && !slices.Contains(r.Verbs, "create")) {
+			leaderLease := slices.Equal(r.Resources, []string{"leases"}) && slices.Equal(r.ResourceNames, []string{"nodewright-leader"}) && !slices.Contains(r.Verbs, "create")
+			if len(r.ResourceNames) > 0 && !leaderLease {
 				t.Errorf("%s names resources %v for %v", role, r.ResourceNames, r.Resources)
 			}
 			for _, v := range r.Verbs {
