@@ -198,7 +198,13 @@ func (r *Resolver) adoptedProfile(ctx context.Context, nc *awsv1.EC2NodeClass) (
 // region's tag is not this region's: the same cluster name in another
 // region may launch with it.
 func (r *Resolver) ownedFor(tags []iamtypes.Tag, nodeClass string) bool {
-	owned, forClass, here := false, false, false
+	owned, forClass, here := r.profileTags(tags, nodeClass)
+	return owned && forClass && here
+}
+
+// profileTags says what an instance profile's tags mark it as: this
+// cluster's, made for the EC2NodeClass, in this region.
+func (r *Resolver) profileTags(tags []iamtypes.Tag, nodeClass string) (owned, forClass, here bool) {
 	for _, t := range tags {
 		switch aws.ToString(t.Key) {
 		case "kubernetes.io/cluster/" + r.ClusterName:
@@ -209,7 +215,7 @@ func (r *Resolver) ownedFor(tags []iamtypes.Tag, nodeClass string) bool {
 			here = r.Region != "" && aws.ToString(t.Value) == r.Region
 		}
 	}
-	return owned && forClass && here
+	return owned, forClass, here
 }
 
 // DeleteInstanceProfile deletes the instance profile nodewright manages for
@@ -281,12 +287,7 @@ func (r *Resolver) LegacyProfile(ctx context.Context, nc *awsv1.EC2NodeClass) (s
 			return "", nil // another region's
 		}
 	}
-	owned, forClass := false, false
-	for _, t := range out.InstanceProfile.Tags {
-		owned = owned || (aws.ToString(t.Key) == "kubernetes.io/cluster/"+r.ClusterName && aws.ToString(t.Value) == "owned")
-		forClass = forClass || (aws.ToString(t.Key) == awsv1.LabelEC2NodeClass && aws.ToString(t.Value) == nc.Name)
-	}
-	if !owned || !forClass {
+	if owned, forClass, _ := r.profileTags(out.InstanceProfile.Tags, nc.Name); !owned || !forClass {
 		return "", nil
 	}
 	return name, nil

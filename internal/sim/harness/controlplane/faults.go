@@ -1,7 +1,6 @@
 package controlplane
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -109,10 +108,7 @@ func (cp *ControlPlane) waitReady(ctx context.Context, timeout time.Duration) er
 
 func tail(path string) string {
 	data, _ := os.ReadFile(path)
-	if i := bytes.LastIndexByte(data[:max(len(data)-1, 0)], '\n'); len(data) > 2000 && i >= 0 {
-		data = data[max(len(data)-2000, 0):]
-	}
-	return string(data)
+	return string(data[max(len(data)-2000, 0):])
 }
 
 // SlowEtcd stops etcd (SIGSTOP) for pause in every period until ctx
