@@ -373,8 +373,14 @@ func (v *checkedValue) Set(s string) error {
 
 // parsers check a value of each of the kubelet's flag types.
 var parsers = map[string]func(string) error{
-	"bool":     func(s string) error { _, err := strconv.ParseBool(s); return numError(err) },
-	"version":  func(s string) error { _, err := strconv.ParseBool(s); if s == "raw" { return nil }; return numError(err) },
+	"bool": func(s string) error { _, err := strconv.ParseBool(s); return numError(err) },
+	"version": func(s string) error {
+		_, err := strconv.ParseBool(s)
+		if s == "raw" {
+			return nil
+		}
+		return numError(err)
+	},
 	"duration": func(s string) error { _, err := time.ParseDuration(s); return err },
 	"int32":    func(s string) error { _, err := strconv.ParseInt(s, 0, 32); return numError(err) },
 	"int64":    func(s string) error { _, err := strconv.ParseInt(s, 0, 64); return numError(err) },
