@@ -3,6 +3,8 @@ package userdata
 import (
 	"slices"
 	"strings"
+
+	"github.com/nodewright/nodewright/internal/aws/boot/systemd"
 )
 
 // bootstrapValueOptions are the options of AL2's /etc/eks/bootstrap.sh
@@ -94,29 +96,5 @@ func ReadBootstrap(c Command) *Bootstrap {
 // from what the value means on its own.
 func (b *Bootstrap) Cut() bool { return !slices.Equal(b.KubeletArgs, b.Intended) }
 
-// SystemdEnvironment reads the value of a systemd Environment= setting: a
-// list of NAME=VALUE words, quotes grouping and removed; a word that is
-// not an assignment is ignored, as systemd ignores it.
-func SystemdEnvironment(line string) map[string]string {
-	env := map[string]string{}
-	for _, w := range SystemdWords(line) {
-		name, value, ok := strings.Cut(w, "=")
-		if !ok || !validEnvName(name) {
-			continue
-		}
-		env[name] = value
-	}
-	return env
-}
-
-func validEnvName(s string) bool {
-	if s == "" || s[0] >= '0' && s[0] <= '9' {
-		return false
-	}
-	for _, r := range s {
-		if r != '_' && (r < 'A' || r > 'Z') && (r < 'a' || r > 'z') && (r < '0' || r > '9') {
-			return false
-		}
-	}
-	return true
-}
+// SystemdEnvironment reads the value of a systemd Environment= setting.
+func SystemdEnvironment(line string) map[string]string { return systemd.Environment(line) }

@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/nodewright/nodewright/internal/aws/boot/systemd"
 	"sigs.k8s.io/yaml"
 )
 
@@ -153,45 +155,9 @@ func looksLikeNodeConfig(data []byte) bool {
 	return bytes.Contains(data, []byte("node.eks.aws/")) && bytes.Contains(data, []byte("NodeConfig"))
 }
 
-// SystemdWords splits a command line's text as systemd splits the value
-// of an environment variable it expands unquoted ($VAR in ExecStart):
-// at whitespace, with single and double quotes grouping and removed, and
-// a backslash escaping the next character.
-func SystemdWords(s string) []string {
-	var words []string
-	var b strings.Builder
-	in, quote, escaped := false, rune(0), false
-	for _, r := range s {
-		switch {
-		case escaped:
-			b.WriteRune(r)
-			escaped, in = false, true
-		case r == '\\' && quote != '\'':
-			escaped, in = true, true
-		case quote != 0:
-			if r == quote {
-				quote = 0
-			} else {
-				b.WriteRune(r)
-			}
-		case r == '"' || r == '\'':
-			quote, in = r, true
-		case r == ' ' || r == '\t' || r == '\n':
-			if in {
-				words = append(words, b.String())
-				b.Reset()
-				in = false
-			}
-		default:
-			b.WriteRune(r)
-			in = true
-		}
-	}
-	if in {
-		words = append(words, b.String())
-	}
-	return words
-}
+// SystemdWords splits text as systemd splits an environment variable it
+// expands unquoted.
+func SystemdWords(s string) []string { return systemd.Words(s) }
 
 // RegistrationTaints are the taints the kubelet registers with: those of
 // the last --register-with-taints flag, which replaces every earlier one

@@ -1,48 +1,9 @@
 package userdata
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 )
-
-func TestSplit(t *testing.T) {
-	mime := "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"//\"\n\n--//\nContent-Type: text/x-shellscript\n\n#!/bin/sh\necho one\n--//\nContent-Type: application/node.eks.aws\nContent-Transfer-Encoding: base64\n\nYXBpVmVyc2lvbjogbm9kZS5la3MuYXdzL3YxYWxwaGExCmtpbmQ6IE5vZGVDb25maWcK\n--//--\n"
-	parts, err := Split([]byte(mime))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(parts) != 2 || parts[0].ContentType != ContentTypeShell || parts[1].ContentType != ContentTypeNodeadm {
-		t.Fatalf("parts %+v", parts)
-	}
-	if string(parts[1].Body) != "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\n" {
-		t.Errorf("base64 part decoded to %q", parts[1].Body)
-	}
-	for data, want := range map[string]string{
-		"#!/bin/bash\necho hi\n":                                ContentTypeShell,
-		"apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\n": ContentTypeNodeadm,
-		"[settings.kubernetes]\nmax-pods = 10\n":                ContentTypeTOML,
-	} {
-		parts, err := Split([]byte(data))
-		if err != nil || len(parts) != 1 || parts[0].ContentType != want || string(parts[0].Body) != data {
-			t.Errorf("%q: %+v %v, want one %s part", data, parts, err, want)
-		}
-	}
-}
-
-func FuzzSplit(f *testing.F) {
-	f.Add([]byte("MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n--b\nContent-Type: text/plain\n\nx\n--b--\n"))
-	f.Add([]byte("#!/bin/sh\n"))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		parts, err := Split(data)
-		if err != nil {
-			return
-		}
-		if !looksLikeMIME(data) && (len(parts) != 1 || !bytes.Equal(parts[0].Body, data)) {
-			t.Fatalf("plain user data must come back whole: %+v", parts)
-		}
-	})
-}
 
 func FuzzCommands(f *testing.F) {
 	f.Add("/etc/eks/bootstrap.sh c --kubelet-extra-args '--node-labels=a=b'\n")

@@ -1,0 +1,464 @@
+// Package shell runs a user data script with a real shell interpreter
+// (mvdan.cc/sh's, bash's language) in a sandbox: no program is executed,
+// no file of the machine is read or written, no network is reached, and a
+// run is bounded in time and output. The commands a node image provides
+// (bootstrap.sh, nodeadm) are handlers that see their arguments as the
+// shell expands them and the environment it exports; a few file and text
+// utilities are modelled; any other command succeeds and prints a marker
+// that names it, so a value computed from it is known to be unknown.
+package shell
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"path"
+	"runtime/metrics"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/interp"
+	"mvdan.cc/sh/v3/syntax"
+)
+
+// Call is one run of a handled command.
+type Call struct {
+	// Args are the command's words as it receives them, its name first.
+	Args []string
+	// Env is the environment it is started with (the exported variables).
+	Env map[string]string
+}
+
+// Handler runs a command the node image provides; its result is the
+// command's exit status.
+type Handler func(c Call) uint8
+
+// Options say what the machine provides.
+type Options struct {
+	// Commands are handled commands, by base name (bootstrap.sh) or by
+	// path.
+	Commands map[string]Handler
+	// Missing are commands the machine does not have: they fail with 127,
+	// as a shell reports a command not found.
+	Missing []string
+	// Files are the files the machine has, by absolute path.
+	Files map[string][]byte
+	// Env is the script's starting environment.
+	Env map[string]string
+	// Timeout bounds a run (default 2s).
+	Timeout time.Duration
+	// Pessimist: commands outside the model whose exit status the script
+	// tests (in an if, while or until condition, or before && or ||) fail,
+	// and files outside the model exist. Running a script both ways shows
+	// whether what it does depends on them.
+	Pessimist bool
+}
+
+// Result is what a run did.
+type Result struct {
+	// Files are the files at the end, those the script wrote included.
+	Files map[string][]byte
+	// Written are the paths the script wrote, in order of first write.
+	Written []string
+	// Exit is the script's exit status.
+	Exit uint8
+	// Unmodelled are the commands outside the model the script ran, in
+	// order, each once.
+	Unmodelled []string
+	// Err says why the run was stopped (time, output, a construct the
+	// sandbox does not run).
+	Err error
+}
+
+// maxOutput bounds what a run writes to files and standard output.
+const maxOutput = 4 << 20
+
+// Unknown is the marker for a value the model does not know: what a
+// command outside it printed, or a file outside it held.
+func Unknown(what string) string { return "\u27e6" + what + "\u27e7" }
+
+// Unknowns are the unknown values named in s.
+func Unknowns(s string) []string {
+	var out []string
+	for {
+		_, rest, ok := strings.Cut(s, "\u27e6")
+		if !ok {
+			return out
+		}
+		what, after, ok := strings.Cut(rest, "\u27e7")
+		if !ok {
+			return out
+		}
+		if !slices.Contains(out, what) {
+			out = append(out, what)
+		}
+		s = after
+	}
+}
+
+// Run runs a script.
+func Run(script []byte, opts Options) Result {
+	file, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(bytes.NewReader(script), "user-data")
+	if err != nil {
+		return Result{Err: fmt.Errorf("the script cannot be parsed as bash: %w", err), Exit: 2}
+	}
+	if construct := refused(file); construct != "" {
+		return Result{Err: fmt.Errorf("the script uses %s, which the sandbox does not run", construct)}
+	}
+	s := &sandbox{opts: opts, files: maps.Clone(opts.Files), tested: testedCalls(file)}
+	if s.files == nil {
+		s.files = map[string][]byte{}
+	}
+	timeout := opts.Timeout
+	if timeout == 0 {
+		timeout = 2 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "USER=root", "EUID=0",
+		// The interpreter makes its FIFOs in TMPDIR outside the handlers:
+		// a directory that does not exist keeps them off the machine.
+		"TMPDIR=/nonexistent/sandbox"}
+	for _, k := range slices.Sorted(maps.Keys(opts.Env)) {
+		env = append(env, k+"="+opts.Env[k])
+	}
+	out := &limitedWriter{limit: maxOutput}
+	runner, err := interp.New(
+		interp.Env(expand.ListEnviron(env...)),
+		interp.Dir("/"),
+		interp.StdIO(strings.NewReader(""), out, out),
+		interp.ExecHandlers(func(interp.ExecHandlerFunc) interp.ExecHandlerFunc { return s.exec }),
+		interp.OpenHandler(s.open),
+		interp.StatHandler(s.stat),
+		interp.ReadDirHandler2(s.readDir),
+		interp.AccessHandler(func(context.Context, string, interp.AccessMode) error { return nil }),
+	)
+	if err != nil {
+		return Result{Err: err}
+	}
+	stop := watchMemory(cancel)
+	runErr := runner.Run(ctx, file)
+	overMemory := stop()
+	res := Result{Files: s.files, Written: s.written, Unmodelled: s.unmodelled}
+	if status, ok := interp.IsExitStatus(runErr); ok {
+		res.Exit = status
+	} else if runErr != nil {
+		res.Exit = 1
+		res.Err = runErr
+	}
+	switch {
+	case overMemory:
+		res.Err = fmt.Errorf("the script used more than %d MiB in the sandbox", maxMemory>>20)
+	case ctx.Err() != nil:
+		res.Err = fmt.Errorf("the script ran longer than %s in the sandbox", timeout)
+	case out.over || s.over:
+		res.Err = errors.New("the script wrote more than 4 MiB in the sandbox")
+	}
+	return res
+}
+
+// maxMemory bounds the memory a run may take (a loop that doubles a
+// variable, say): the run is stopped when the process's heap has grown
+// by more since it started.
+const maxMemory = 256 << 20
+
+// watchMemory cancels the run when the heap grows by maxMemory; the
+// function it returns stops watching and says whether it did.
+func watchMemory(cancel context.CancelFunc) func() bool {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	heap := func() uint64 {
+		metrics.Read(sample)
+		if sample[0].Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+		return sample[0].Value.Uint64()
+	}
+	start := heap()
+	done := make(chan struct{})
+	var over atomic.Bool
+	go func() {
+		tick := time.NewTicker(2 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				if heap() > start+maxMemory {
+					over.Store(true)
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	return func() bool {
+		close(done)
+		return over.Load()
+	}
+}
+
+// refused finds a construct the sandbox does not run: process
+// substitution (the interpreter makes named pipes on the machine for it)
+// and coprocesses.
+func refused(file *syntax.File) string {
+	found := ""
+	syntax.Walk(file, func(node syntax.Node) bool {
+		switch node.(type) {
+		case *syntax.ProcSubst:
+			found = "process substitution (<(...) or >(...))"
+		case *syntax.CoprocClause:
+			found = "a coprocess"
+		}
+		return found == ""
+	})
+	return found
+}
+
+// testedCalls are the positions of the commands whose exit status the
+// script tests: in the condition of an if, while or until, on the left of
+// && or ||, or negated.
+func testedCalls(file *syntax.File) map[syntax.Pos]bool {
+	tested := map[syntax.Pos]bool{}
+	mark := func(stmts ...*syntax.Stmt) {
+		for _, st := range stmts {
+			syntax.Walk(st, func(node syntax.Node) bool {
+				if call, ok := node.(*syntax.CallExpr); ok && len(call.Args) > 0 {
+					tested[call.Pos()] = true
+				}
+				return true
+			})
+		}
+	}
+	syntax.Walk(file, func(node syntax.Node) bool {
+		switch n := node.(type) {
+		case *syntax.IfClause:
+			mark(n.Cond...)
+		case *syntax.WhileClause:
+			mark(n.Cond...)
+		case *syntax.BinaryCmd:
+			if n.Op == syntax.AndStmt || n.Op == syntax.OrStmt {
+				mark(n.X)
+			}
+		case *syntax.Stmt:
+			if n.Negated {
+				mark(n)
+			}
+		}
+		return true
+	})
+	return tested
+}
+
+type sandbox struct {
+	opts       Options
+	files      map[string][]byte
+	written    []string
+	unmodelled []string
+	tested     map[syntax.Pos]bool
+	size       int
+	over       bool
+}
+
+func (s *sandbox) exec(ctx context.Context, args []string) error {
+	hc := interp.HandlerCtx(ctx)
+	name := args[0]
+	if h := s.handler(name); h != nil {
+		env := map[string]string{}
+		hc.Env.Each(func(k string, v expand.Variable) bool {
+			if v.Exported && v.Kind == expand.String {
+				env[k] = v.Str
+			}
+			return true
+		})
+		return exitStatus(h(Call{Args: slices.Clone(args), Env: env}))
+	}
+	base := path.Base(name)
+	if slices.Contains(s.opts.Missing, base) || slices.Contains(s.opts.Missing, name) {
+		fmt.Fprintf(hc.Stderr, "%s: command not found\n", name)
+		return interp.NewExitStatus(127)
+	}
+	if tool, ok := tools[base]; ok {
+		return tool(s, hc, args[1:])
+	}
+	if !slices.Contains(s.unmodelled, base) {
+		s.unmodelled = append(s.unmodelled, base)
+	}
+	_, _ = io.WriteString(hc.Stdout, Unknown("what "+base+" prints"))
+	if s.opts.Pessimist && s.tested[hc.Pos] {
+		return interp.NewExitStatus(1)
+	}
+	return nil
+}
+
+func (s *sandbox) handler(name string) Handler {
+	if h, ok := s.opts.Commands[name]; ok {
+		return h
+	}
+	if h, ok := s.opts.Commands[path.Base(name)]; ok && strings.Contains(name, "/") || ok && !strings.Contains(name, "/") {
+		return h
+	}
+	return nil
+}
+
+func exitStatus(code uint8) error {
+	if code == 0 {
+		return nil
+	}
+	return interp.NewExitStatus(code)
+}
+
+// open serves the sandbox's files: reading a file the model does not
+// have gives a marker naming it; writing keeps the data in the sandbox.
+func (s *sandbox) open(ctx context.Context, name string, flag int, _ os.FileMode) (io.ReadWriteCloser, error) {
+	name = s.abs(ctx, name)
+	switch name {
+	case "/dev/null":
+		return nopFile{Writer: io.Discard}, nil
+	case "/dev/stdout", "/dev/stderr":
+		return nopFile{Writer: interp.HandlerCtx(ctx).Stdout}, nil
+	}
+	if flag&(os.O_WRONLY|os.O_RDWR) == 0 {
+		data, ok := s.files[name]
+		if !ok {
+			data = []byte(Unknown("the file " + name))
+		}
+		return nopFile{Reader: bytes.NewReader(data)}, nil
+	}
+	if _, ok := s.files[name]; !ok || flag&os.O_TRUNC != 0 {
+		s.files[name] = nil
+	}
+	if !slices.Contains(s.written, name) {
+		s.written = append(s.written, name)
+	}
+	return &sandboxFile{s: s, name: name}, nil
+}
+
+func (s *sandbox) abs(ctx context.Context, name string) string {
+	if !path.IsAbs(name) {
+		name = path.Join(interp.HandlerCtx(ctx).Dir, name)
+	}
+	return path.Clean(name)
+}
+
+func (s *sandbox) stat(ctx context.Context, name string, _ bool) (fs.FileInfo, error) {
+	name = s.abs(ctx, name)
+	if data, ok := s.files[name]; ok {
+		return fileInfo{name: path.Base(name), size: int64(len(data))}, nil
+	}
+	if s.isDir(name) {
+		return fileInfo{name: path.Base(name), dir: true}, nil
+	}
+	if s.opts.Pessimist {
+		return fileInfo{name: path.Base(name)}, nil
+	}
+	return nil, &os.PathError{Op: "stat", Path: name, Err: fs.ErrNotExist}
+}
+
+func (s *sandbox) isDir(name string) bool {
+	if name == "/" {
+		return true
+	}
+	for f := range s.files {
+		if strings.HasPrefix(f, name+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *sandbox) readDir(ctx context.Context, name string) ([]fs.DirEntry, error) {
+	name = s.abs(ctx, name)
+	seen := map[string]bool{}
+	var out []fs.DirEntry
+	for _, f := range slices.Sorted(maps.Keys(s.files)) {
+		rest, ok := strings.CutPrefix(f, strings.TrimSuffix(name, "/")+"/")
+		if !ok {
+			continue
+		}
+		first, _, deeper := strings.Cut(rest, "/")
+		if !seen[first] {
+			seen[first] = true
+			out = append(out, fs.FileInfoToDirEntry(fileInfo{name: first, dir: deeper}))
+		}
+	}
+	return out, nil
+}
+
+// sandboxFile appends what is written to a sandbox file.
+type sandboxFile struct {
+	s    *sandbox
+	name string
+}
+
+func (f *sandboxFile) Read([]byte) (int, error) { return 0, io.EOF }
+func (f *sandboxFile) Close() error             { return nil }
+func (f *sandboxFile) Write(p []byte) (int, error) {
+	f.s.size += len(p)
+	if f.s.size > maxOutput {
+		f.s.over = true
+		return 0, errors.New("no space left on device")
+	}
+	f.s.files[f.name] = append(f.s.files[f.name], p...)
+	return len(p), nil
+}
+
+type nopFile struct {
+	io.Reader
+	io.Writer
+}
+
+func (f nopFile) Read(p []byte) (int, error) {
+	if f.Reader == nil {
+		return 0, io.EOF
+	}
+	return f.Reader.Read(p)
+}
+
+func (f nopFile) Write(p []byte) (int, error) {
+	if f.Writer == nil {
+		return 0, errors.New("bad file descriptor")
+	}
+	return f.Writer.Write(p)
+}
+func (nopFile) Close() error { return nil }
+
+type fileInfo struct {
+	name string
+	size int64
+	dir  bool
+}
+
+func (f fileInfo) Name() string { return f.name }
+func (f fileInfo) Size() int64  { return f.size }
+func (f fileInfo) Mode() fs.FileMode {
+	if f.dir {
+		return fs.ModeDir | 0o755
+	}
+	return 0o755
+}
+func (f fileInfo) ModTime() time.Time { return time.Time{} }
+func (f fileInfo) IsDir() bool        { return f.dir }
+func (f fileInfo) Sys() any           { return nil }
+
+// limitedWriter discards output past its limit and remembers it was hit.
+type limitedWriter struct {
+	n, limit int
+	over     bool
+}
+
+func (w *limitedWriter) Write(p []byte) (int, error) {
+	w.n += len(p)
+	if w.n > w.limit {
+		w.over = true
+	}
+	return len(p), nil
+}
