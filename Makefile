@@ -4,7 +4,7 @@ SHELL := /usr/bin/env bash -o pipefail
 GOLANGCI_LINT_VERSION := v2.15.0
 LINT := bin/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
-.PHONY: all build release docs test e2e-moto generate verify lint controlplane clean bench bench-e2e bench-reference bench-reference-speed crash sim image chart fuzz faults
+.PHONY: all build release docs test e2e-moto generate verify lint controlplane clean bench bench-e2e bench-reference bench-reference-speed crash sim image chart fuzz faults boot boot-golden
 
 all: build
 
@@ -36,8 +36,9 @@ sim: build controlplane ## Set up, then run nodewright end to end on this machin
 controlplane: ## Build etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kubectl from their modules (cached)
 	./hack/controlplane.sh
 
-test: ## Set up the control plane if needed, then run every test with the race detector
-	assets="$$(./hack/controlplane.sh)" && KUBEBUILDER_ASSETS="$$assets" go test -race -count=1 -timeout 50m ./...
+test: ## Set up the control plane if needed, then run every test with the race detector (the boot models' agreement with the real components printed)
+	assets="$$(./hack/controlplane.sh)" && KUBEBUILDER_ASSETS="$$assets" go test -race -count=1 -timeout 50m $$(go list ./... | grep -v /internal/aws/boot/)
+	go test -race -count=1 -timeout 20m -v ./internal/aws/boot/... | grep -E '^(--- FAIL|FAIL|ok|panic)|agree|^\s+\S+_test.go' 
 
 e2e-moto: controlplane ## Run every end-to-end test against moto (moto_server on PATH), the longer ones too
 	assets="$$(./hack/controlplane.sh)" && KUBEBUILDER_ASSETS="$$assets" NODEWRIGHT_E2E_MOTO=all \
@@ -116,6 +117,16 @@ FUZZ_CORPUS ?= $(CURDIR)/bin/fuzz-corpus
 FUZZ_TARGETS := ./internal/scheduling:FuzzSolve ./internal/aws/boot/cloudinit:FuzzSplit ./internal/aws/userdata:FuzzCommands \
 	./internal/aws/userdata:FuzzReadNodeadm ./internal/aws/userdata:FuzzValidate ./internal/aws/interruption:FuzzParse \
 	./internal/tools/whatif:FuzzLoad ./internal/state:FuzzClaimSelectors
+
+BOOT_CASES ?= 5000
+boot: ## Run BOOT_CASES generated user data through the boot models and the real components (bash, bootstrap.sh's outcomes, the kubelet's flag handling) and print the agreement
+	NODEWRIGHT_BOOT_CASES=$(BOOT_CASES) go test -count=1 -timeout 60m -v -run 'TestGenerated' ./internal/aws/boot/... | grep -E '^(--- FAIL|FAIL|ok|panic)|agree|^\s+\S+_test.go'
+
+BOOTSTRAP_SH ?=
+boot-golden: ## Write again what is generated from the real components: the kubelet's flag table, and the real AL2 bootstrap.sh's outcomes on the generated inputs (BOOTSTRAP_SH=path to amazon-eks-ami's templates/al2/runtime/bootstrap.sh, commit 41298160)
+	@test -n "$(BOOTSTRAP_SH)" || { echo "set BOOTSTRAP_SH to amazon-eks-ami's templates/al2/runtime/bootstrap.sh (git show 41298160:templates/al2/runtime/bootstrap.sh)"; exit 1; }
+	NODEWRIGHT_UPDATE_GOLDEN=1 go test -count=1 -run TestFlagsAreTheKubelets ./internal/aws/boot/kubelet/
+	NODEWRIGHT_BOOT_CASES=$(BOOT_CASES) NODEWRIGHT_BOOTSTRAP_SH=$(abspath $(BOOTSTRAP_SH)) go test -count=1 -timeout 60m -run TestGeneratedAL2 ./internal/aws/boot/al2/
 
 fuzz: ## Run every fuzz target as a fuzzer for FUZZ_TIME each, keeping what it finds in FUZZ_CORPUS (a failing input is written to the package's testdata/fuzz, which plain go test replays)
 	for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; name=$${t##*:}; \

@@ -1,27 +1,18 @@
-package kubelet
+package kubelet_test
 
 import (
-	"encoding/json"
 	"fmt"
+	"github.com/nodewright/nodewright/internal/aws/boot/boottest"
+	"github.com/nodewright/nodewright/internal/aws/boot/kubelet"
+	"github.com/nodewright/nodewright/internal/aws/boot/kubelettest"
 	"maps"
 	"math/rand/v2"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 )
-
-// Cases is how many generated inputs a test runs: NODEWRIGHT_BOOT_CASES,
-// else def.
-func Cases(def int) int {
-	if n, err := strconv.Atoi(os.Getenv("NODEWRIGHT_BOOT_CASES")); err == nil && n > 0 {
-		return n
-	}
-	return def
-}
 
 // Generator pieces: what users pass the kubelet, right and wrong.
 var (
@@ -85,11 +76,11 @@ func genArgs(r *rand.Rand) []string {
 
 // genFile is, half of the time, a configuration file of the kind the
 // node images write.
-func genFile(r *rand.Rand) *Config {
+func genFile(r *rand.Rand) *kubelet.Config {
 	if r.IntN(2) == 0 {
 		return nil
 	}
-	c := &Config{MaxPods: int32(10 + r.IntN(100)), ClusterDNS: []string{"10.100.0.10"}} //nolint:gosec // small
+	c := &kubelet.Config{MaxPods: int32(10 + r.IntN(100)), ClusterDNS: []string{"10.100.0.10"}} //nolint:gosec // small
 	if r.IntN(2) == 0 {
 		c.KubeReserved = map[string]string{"cpu": "70m", "memory": "574Mi", "ephemeral-storage": "1Gi"}
 	}
@@ -102,50 +93,31 @@ func genFile(r *rand.Rand) *Config {
 	return c
 }
 
-// fileJSON is a configuration as a KubeletConfiguration file.
-func fileJSON(c *Config) string {
-	if c == nil {
-		return ""
-	}
-	doc := map[string]any{"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration", "maxPods": c.MaxPods, "clusterDNS": c.ClusterDNS}
-	if c.KubeReserved != nil {
-		doc["kubeReserved"] = c.KubeReserved
-	}
-	if c.EvictionHard != nil {
-		doc["evictionHard"] = c.EvictionHard
-	}
-	if c.RegisterWithTaints != nil {
-		doc["registerWithTaints"] = c.RegisterWithTaints
-	}
-	b, _ := json.Marshal(doc)
-	return string(b)
-}
-
 // TestGeneratedCommandLinesAsTheKubeletReadsThem runs generated kubelet
 // command lines through the model and through the kubelet's own flag
 // handling, and requires the same outcome: the same exit, or the same
 // labels, taints, pod limits, DNS and reservations.
 func TestGeneratedCommandLinesAsTheKubeletReadsThem(t *testing.T) {
-	n := Cases(600)
+	n := boottest.Cases(600)
 	r := rand.New(rand.NewPCG(60, 1)) //nolint:gosec // reproducible inputs
 	type gen struct {
 		args []string
-		file *Config
+		file *kubelet.Config
 	}
 	cases := make([]gen, n)
-	inputs := make([]oracleInput, n+1)
+	inputs := make([]kubelettest.Input, n+1)
 	for i := range cases {
 		cases[i] = gen{genArgs(r), genFile(r)}
-		inputs[i] = oracleInput{Args: cases[i].args, Config: fileJSON(cases[i].file)}
+		inputs[i] = kubelettest.Input{Args: cases[i].args, Config: kubelettest.ConfigFile(cases[i].file)}
 	}
-	results := runOracle(t, inputs)
+	results := kubelettest.Run(t, inputs)
 	defaults := results[n] // no arguments: the kubelet's defaults
 	agree, exits := 0, 0
 	for i, c := range cases {
-		ours, err := Start(c.args, c.file)
+		ours, err := kubelet.Start(c.args, c.file)
 		real := results[i]
 		if diff := compare(ours, err, real, defaults); diff != "" {
-			t.Errorf("kubelet %q (file %s):\n%s", c.args, fileJSON(c.file), diff)
+			t.Errorf("kubelet %q (file %s):\n%s", c.args, kubelettest.ConfigFile(c.file), diff)
 			continue
 		}
 		agree++
@@ -153,10 +125,10 @@ func TestGeneratedCommandLinesAsTheKubeletReadsThem(t *testing.T) {
 			exits++
 		}
 	}
-	t.Logf("kubelet command lines: %d of %d agree with the kubelet %s (%d of them exits)", agree, n, KubernetesVersion, exits)
+	t.Logf("kubelet command lines: %d of %d agree with the kubelet %s (%d of them exits)", agree, n, kubelettest.KubernetesVersion, exits)
 }
 
-func compare(ours *Started, err error, real, defaults oracleOutput) string {
+func compare(ours *kubelet.Started, err error, real, defaults kubelettest.Output) string {
 	switch {
 	case err != nil && real.Error == "":
 		return fmt.Sprintf(" the kubelet starts; the model says %v", err)
@@ -179,9 +151,9 @@ func compare(ours *Started, err error, real, defaults oracleOutput) string {
 	if evict == nil {
 		evict = defaults.EvictionHard
 	}
-	var taints []oracleTaint
+	var taints []kubelettest.Taint
 	for _, tn := range ours.RegisterWithTaints {
-		taints = append(taints, oracleTaint{tn.Key, tn.Value, string(tn.Effect)})
+		taints = append(taints, kubelettest.Taint{Key: tn.Key, Value: tn.Value, Effect: string(tn.Effect)})
 	}
 	check("labels", sorted(ours.Labels), sorted(real.Labels))
 	check("taints", taints, real.Taints)

@@ -106,6 +106,10 @@ func Unknowns(s string) []string {
 
 // Run runs a script.
 func Run(script []byte, opts Options) Result {
+	params, err := shebang(script)
+	if err != nil {
+		return Result{Err: err}
+	}
 	file, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(bytes.NewReader(script), "user-data")
 	if err != nil {
 		return Result{Err: fmt.Errorf("the script cannot be parsed as bash: %w", err), Exit: 2}
@@ -134,6 +138,7 @@ func Run(script []byte, opts Options) Result {
 	runner, err := interp.New(
 		interp.Env(expand.ListEnviron(env...)),
 		interp.Dir("/"),
+		interp.Params(params...),
 		interp.StdIO(strings.NewReader(""), out, out),
 		interp.ExecHandlers(func(interp.ExecHandlerFunc) interp.ExecHandlerFunc { return s.exec }),
 		interp.OpenHandler(s.open),
@@ -163,6 +168,37 @@ func Run(script []byte, opts Options) Result {
 		res.Err = errors.New("the script wrote more than 4 MiB in the sandbox")
 	}
 	return res
+}
+
+// shebang reads the script's #! line: the shell options it starts the
+// shell with (#!/bin/bash -xe). A script for another interpreter is not
+// run.
+func shebang(script []byte) ([]string, error) {
+	line, _, _ := bytes.Cut(script, []byte("\n"))
+	rest, ok := bytes.CutPrefix(line, []byte("#!"))
+	if !ok {
+		return nil, nil
+	}
+	fields := strings.Fields(string(rest))
+	if len(fields) > 0 && path.Base(fields[0]) == "env" {
+		fields = fields[1:]
+		for len(fields) > 0 && strings.HasPrefix(fields[0], "-") {
+			fields = fields[1:] // env's own options
+		}
+	}
+	if len(fields) == 0 {
+		return nil, nil
+	}
+	if b := path.Base(fields[0]); b != "bash" && b != "sh" {
+		return nil, fmt.Errorf("the script is for %s (%s), not a shell", b, strings.TrimSpace(string(line)))
+	}
+	var params []string
+	for _, f := range fields[1:] {
+		if strings.HasPrefix(f, "-") || strings.HasPrefix(f, "+") {
+			params = append(params, f)
+		}
+	}
+	return params, nil
 }
 
 // maxMemory bounds the memory a run may take (a loop that doubles a
@@ -271,7 +307,12 @@ type sandbox struct {
 func (s *sandbox) exec(ctx context.Context, args []string) error {
 	hc := interp.HandlerCtx(ctx)
 	name := args[0]
-	if h := s.handler(name); h != nil {
+	if script := scriptOperand(args); script > 0 && s.handler(hc.Dir, args[script]) != nil {
+		// bash FILE ARGS runs the handled command as bash would run it.
+		args = args[script:]
+		name = args[0]
+	}
+	if h := s.handler(hc.Dir, name); h != nil {
 		env := map[string]string{}
 		hc.Env.Each(func(k string, v expand.Variable) bool {
 			if v.Exported && v.Kind == expand.String {
@@ -299,11 +340,38 @@ func (s *sandbox) exec(ctx context.Context, args []string) error {
 	return nil
 }
 
-func (s *sandbox) handler(name string) Handler {
-	if h, ok := s.opts.Commands[name]; ok {
+// scriptOperand is the index of the script a shell is asked to run
+// (bash [-ex...] FILE ARGS), 0 when the command is not that.
+func scriptOperand(args []string) int {
+	if b := path.Base(args[0]); b != "bash" && b != "sh" {
+		return 0
+	}
+	for i := 1; i < len(args); i++ {
+		switch a := args[i]; {
+		case a == "-c" || a == "-o" || strings.HasPrefix(a, "--"):
+			return 0
+		case strings.HasPrefix(a, "-") || strings.HasPrefix(a, "+"):
+		default:
+			return i
+		}
+	}
+	return 0
+}
+
+// handler finds the handler of a command: one named by its absolute path
+// when the command is written as a path (relative to the directory the
+// script is in), one named by its base name for a command on the PATH.
+func (s *sandbox) handler(dir, name string) Handler {
+	if !strings.Contains(name, "/") {
+		return s.opts.Commands[name]
+	}
+	if !path.IsAbs(name) {
+		name = path.Join(dir, name)
+	}
+	if h, ok := s.opts.Commands[path.Clean(name)]; ok {
 		return h
 	}
-	if h, ok := s.opts.Commands[path.Base(name)]; ok && strings.Contains(name, "/") || ok && !strings.Contains(name, "/") {
+	if h, ok := s.opts.Commands[path.Base(name)]; ok {
 		return h
 	}
 	return nil

@@ -1,4 +1,7 @@
-package kubelet
+// Package kubelettest runs the kubelet's own command-line handling, built
+// at test time from k8s.io/kubernetes in a temporary module, on inputs the
+// tests generate.
+package kubelettest
 
 import (
 	"bytes"
@@ -7,9 +10,11 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/nodewright/nodewright/internal/aws/boot/kubelet"
 	"github.com/nodewright/nodewright/internal/referencetest"
 )
 
@@ -28,7 +33,8 @@ func oracle(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	main, err := os.ReadFile(filepath.Join("testdata", "oracle", "main.go"))
+	_, here, _, _ := runtime.Caller(0)
+	main, err := os.ReadFile(filepath.Join(filepath.Dir(here), "testdata", "oracle", "main.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,20 +50,20 @@ func oracle(t testing.TB) string {
 	return referencetest.Oracle{Name: "kubelet-" + KubernetesVersion, GoMod: mod.String(), Files: map[string]string{"main.go": string(main)}}.Build(t)
 }
 
-// oracleInput is one kubelet start: its arguments and, when not empty,
+// Input is one kubelet start: its arguments and, when not empty,
 // its configuration file.
-type oracleInput struct {
+type Input struct {
 	Args   []string `json:"args"`
 	Config string   `json:"config,omitempty"`
 }
 
-// oracleTaint and oracleOutput are what the oracle prints for a start.
-type oracleTaint struct{ Key, Value, Effect string }
+// Taint and Output are what the oracle prints for a start.
+type Taint struct{ Key, Value, Effect string }
 
-type oracleOutput struct {
+type Output struct {
 	Error          string            `json:"error"`
 	Labels         map[string]string `json:"labels"`
-	Taints         []oracleTaint     `json:"taints"`
+	Taints         []Taint           `json:"taints"`
 	MaxPods        int32             `json:"maxPods"`
 	PodsPerCore    int32             `json:"podsPerCore"`
 	ClusterDNS     []string          `json:"clusterDNS"`
@@ -67,8 +73,8 @@ type oracleOutput struct {
 	CloudProvider  string            `json:"cloudProvider"`
 }
 
-// runOracle starts the real kubelet's flag handling on each input.
-func runOracle(t testing.TB, inputs []oracleInput) []oracleOutput {
+// Run starts the real kubelet's flag handling on each input.
+func Run(t testing.TB, inputs []Input) []Output {
 	t.Helper()
 	stdin, err := json.Marshal(inputs)
 	if err != nil {
@@ -80,23 +86,42 @@ func runOracle(t testing.TB, inputs []oracleInput) []oracleOutput {
 	if err != nil {
 		t.Fatalf("the kubelet oracle: %v", err)
 	}
-	var results []oracleOutput
+	var results []Output
 	if err := json.Unmarshal(out, &results); err != nil || len(results) != len(inputs) {
 		t.Fatalf("the kubelet oracle printed %d results for %d inputs (%v)", len(results), len(inputs), err)
 	}
 	return results
 }
 
-// oracleFlags are the flags the real kubelet defines.
-func oracleFlags(t testing.TB) []Flag {
+// Flags are the flags the real kubelet defines.
+func Flags(t testing.TB) []kubelet.Flag {
 	t.Helper()
 	out, err := exec.CommandContext(t.Context(), oracle(t), "flags").Output() //nolint:gosec // built above
 	if err != nil {
 		t.Fatalf("the kubelet oracle: %v", err)
 	}
-	var flags []Flag
+	var flags []kubelet.Flag
 	if err := json.Unmarshal(out, &flags); err != nil {
 		t.Fatal(err)
 	}
 	return flags
+}
+
+// ConfigFile is a configuration written as a KubeletConfiguration file.
+func ConfigFile(c *kubelet.Config) string {
+	if c == nil {
+		return ""
+	}
+	doc := map[string]any{"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfiguration", "maxPods": c.MaxPods, "clusterDNS": c.ClusterDNS}
+	if c.KubeReserved != nil {
+		doc["kubeReserved"] = c.KubeReserved
+	}
+	if c.EvictionHard != nil {
+		doc["evictionHard"] = c.EvictionHard
+	}
+	if c.RegisterWithTaints != nil {
+		doc["registerWithTaints"] = c.RegisterWithTaints
+	}
+	b, _ := json.Marshal(doc)
+	return string(b)
 }

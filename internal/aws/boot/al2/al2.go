@@ -1,0 +1,203 @@
+// Package al2 is the boot of an Amazon Linux 2 EKS node: cloud-init runs
+// the user data's scripts (boot/cloudinit), each in a real shell
+// interpreter in a sandbox (boot/shell), where /etc/eks/bootstrap.sh is a
+// handler that reads its arguments and environment as the script does
+// (Read); the first run starts the kubelet with the words systemd makes of
+// the drop-in bootstrap.sh writes, read by the kubelet's own flag handling
+// (boot/kubelet) over the configuration file bootstrap.sh writes.
+package al2
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/nodewright/nodewright/internal/aws/boot"
+	"github.com/nodewright/nodewright/internal/aws/boot/cloudinit"
+	"github.com/nodewright/nodewright/internal/aws/boot/kubelet"
+	"github.com/nodewright/nodewright/internal/aws/boot/shell"
+)
+
+// BootstrapPath is where the AL2 EKS AMIs keep bootstrap.sh.
+const BootstrapPath = "/etc/eks/bootstrap.sh"
+
+// Machine is what the node knows about itself that its boot reads.
+type Machine struct {
+	// MaxPods is the instance type's pod limit from its network
+	// interfaces (eni-max-pods.txt); 0 when not known.
+	MaxPods int32
+}
+
+// kubeletArgs are the kubelet's own arguments on an AL2 node (its
+// systemd unit's, then KUBELET_ARGS as bootstrap.sh writes it), before
+// KUBELET_EXTRA_ARGS.
+var kubeletArgs = []string{
+	"--config", "/etc/kubernetes/kubelet/kubelet-config.json", "--kubeconfig", "/var/lib/kubelet/kubeconfig",
+	"--container-runtime-endpoint", "unix:///run/containerd/containerd.sock",
+	"--image-credential-provider-config", "/etc/eks/image-credential-provider/config.json",
+	"--image-credential-provider-bin-dir", "/etc/eks/image-credential-provider",
+	"--node-ip=10.0.0.1", "--pod-infra-container-image=602401143452.dkr.ecr.us-east-1.amazonaws.com/eks/pause:3.5", "--v=2",
+	"--hostname-override=ip-10-0-0-1.ec2.internal", "--cloud-provider=external",
+}
+
+// Boot is what an AL2 node makes of its user data.
+func Boot(userData []byte, m Machine) boot.Outcome {
+	parts, err := cloudinit.Split(userData)
+	if err != nil {
+		return boot.Never("cloud-init cannot read the user data: " + err.Error())
+	}
+	scripts, notes := scriptsOf(parts)
+	if len(scripts) == 0 {
+		o := boot.Never("no script in the user data runs " + BootstrapPath + ", and nothing else starts the kubelet on AL2")
+		o.Notes = notes
+		return o
+	}
+	first := run(scripts, false)
+	second := run(scripts, true)
+	o := outcome(first, second, m)
+	o.Notes = append(notes, o.Notes...)
+	return o
+}
+
+// scriptsOf are the scripts cloud-init runs, in order: each shell script
+// part (a text/plain part is typed by its first line, as cloud-init
+// types it); notes name the parts AL2 does not read.
+func scriptsOf(parts []cloudinit.Part) (scripts [][]byte, notes []string) {
+	for i, p := range parts {
+		ct := p.ContentType
+		if ct == cloudinit.ContentTypeText {
+			ct = cloudinit.Sniff(p.Body)
+		}
+		switch ct {
+		case cloudinit.ContentTypeShell:
+			scripts = append(scripts, p.Body)
+		case cloudinit.ContentTypeNodeadm:
+			notes = append(notes, fmt.Sprintf("part %d is a nodeadm NodeConfig (%s), which AL2 does not read: it has no nodeadm", i+1, ct))
+		case cloudinit.ContentTypeTOML:
+			notes = append(notes, fmt.Sprintf("part %d is Bottlerocket settings (%s), which AL2 does not read", i+1, ct))
+		default:
+			notes = append(notes, fmt.Sprintf("part %d (%s) is not a script: AL2's cloud-init does not run it", i+1, ct))
+		}
+	}
+	return scripts, notes
+}
+
+// runs are what the scripts did: every bootstrap.sh run, in order, and
+// what the sandbox could not run.
+type runs struct {
+	calls      []shell.Call
+	unmodelled []string
+	stopped    []string
+}
+
+// run runs the scripts in order, on one machine (the files one writes,
+// the next sees); pessimist runs take the tested commands outside the
+// model to fail.
+func run(scripts [][]byte, pessimist bool) runs {
+	var r runs
+	files := map[string][]byte{BootstrapPath: []byte("#!/usr/bin/env bash\n")}
+	for i, script := range scripts {
+		res := shell.Run(script, shell.Options{
+			Commands: map[string]shell.Handler{BootstrapPath: func(c shell.Call) uint8 {
+				r.calls = append(r.calls, c)
+				if b := Read(c.Args[1:], c.Env); b.Exits != "" {
+					return 1
+				}
+				return 0
+			}},
+			Missing:   []string{"nodeadm"},
+			Files:     files,
+			Pessimist: pessimist,
+		})
+		files = res.Files
+		for _, u := range res.Unmodelled {
+			if !slices.Contains(r.unmodelled, u) {
+				r.unmodelled = append(r.unmodelled, u)
+			}
+		}
+		if res.Err != nil {
+			r.stopped = append(r.stopped, fmt.Sprintf("script %d: %v", i+1, res.Err))
+		}
+	}
+	return r
+}
+
+// outcome judges the first bootstrap.sh run, which starts the kubelet (a
+// later run finds it started and does not change how the Node
+// registered).
+func outcome(optimist, pessimist runs, m Machine) boot.Outcome {
+	if len(optimist.stopped) > 0 {
+		return boot.Unmodelled(strings.Join(optimist.stopped, "; ") + "; run the user data on an AL2 node to see what it does")
+	}
+	firstOK := func(r runs) (*shell.Call, *Bootstrap) {
+		for i := range r.calls {
+			b := Read(r.calls[i].Args[1:], r.calls[i].Env)
+			if b.Exits == "" {
+				return &r.calls[i], b
+			}
+		}
+		return nil, nil
+	}
+	call, b := firstOK(optimist)
+	other, _ := firstOK(pessimist)
+	if !sameCall(call, other) {
+		return boot.Unmodelled("whether or how the user data runs " + BootstrapPath + " depends on what " + strings.Join(optimist.unmodelled, ", ") +
+			" return, which the model does not run; run the user data on an AL2 node, or make the bootstrap.sh call not depend on them")
+	}
+	if call == nil {
+		why := "no script runs " + BootstrapPath + ", and nothing else starts the kubelet on AL2"
+		if len(optimist.calls) > 0 {
+			why = BootstrapPath + " stops before it starts the kubelet: " + Read(optimist.calls[0].Args[1:], optimist.calls[0].Env).Exits
+		}
+		return boot.Never(why)
+	}
+	if unknown := unknownsIn(b); len(unknown) > 0 {
+		return boot.Unmodelled("the bootstrap.sh call's arguments hold " + strings.Join(unknown, ", ") + ", which the model does not know; run the user data on an AL2 node to see the kubelet's arguments")
+	}
+	if b.LooksUpCluster() {
+		return boot.Unmodelled(BootstrapPath + " is given no --b64-cluster-ca or --apiserver-endpoint and looks the cluster up with `aws eks describe-cluster`, which works only where the node role is allowed eks:DescribeCluster; give it both")
+	}
+	args := append(slices.Clone(kubeletArgs), b.KubeletArgs...)
+	started, err := kubelet.Start(args, configFile(b, m))
+	if err != nil {
+		return boot.Never(err.Error() + " (its arguments from " + b.From["KUBELET_EXTRA_ARGS"] + " KUBELET_EXTRA_ARGS)")
+	}
+	o := boot.Outcome{Verdict: boot.Joins, Kubelet: started}
+	if len(optimist.calls) > 1 {
+		o.Notes = append(o.Notes, fmt.Sprintf("the user data runs %s %d times: the first run started the kubelet and registered the Node, later runs do not change that", BootstrapPath, len(optimist.calls)))
+	}
+	return o
+}
+
+func sameCall(a, b *shell.Call) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return slices.Equal(a.Args, b.Args) && fmt.Sprint(a.Env) == fmt.Sprint(b.Env)
+}
+
+// unknownsIn are the unknown values in what the run's outcome depends on.
+func unknownsIn(b *Bootstrap) []string {
+	var out []string
+	for _, name := range []string{"KUBELET_EXTRA_ARGS", "USE_MAX_PODS", "DNS_CLUSTER_IP"} {
+		out = append(out, shell.Unknowns(b.Vars[name])...)
+	}
+	return out
+}
+
+// configFile is the kubelet configuration bootstrap.sh writes:
+// clusterDNS from --dns-cluster-ip (else the cluster's, 10.100.0.10 for
+// the default service range), evictionHard, and maxPods from the
+// instance type when --use-max-pods is true (its default).
+func configFile(b *Bootstrap, m Machine) *kubelet.Config {
+	dns := b.Vars["DNS_CLUSTER_IP"]
+	if dns == "" {
+		dns = "10.100.0.10"
+	}
+	c := &kubelet.Config{ClusterDNS: strings.Split(dns, ","),
+		EvictionHard: map[string]string{"memory.available": "100Mi", "nodefs.available": "10%", "nodefs.inodesFree": "5%"}}
+	if b.Vars["USE_MAX_PODS"] == "true" && m.MaxPods > 0 {
+		c.MaxPods = m.MaxPods
+	}
+	return c
+}
