@@ -21,6 +21,7 @@ import (
 	"runtime/metrics"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -127,6 +128,7 @@ func Run(script []byte, opts Options) Result {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	s.cancel = cancel
 	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "USER=root", "EUID=0",
 		// The interpreter makes its FIFOs in TMPDIR outside the handlers:
 		// a directory that does not exist keeps them off the machine.
@@ -134,7 +136,7 @@ func Run(script []byte, opts Options) Result {
 	for _, k := range slices.Sorted(maps.Keys(opts.Env)) {
 		env = append(env, k+"="+opts.Env[k])
 	}
-	out := &limitedWriter{limit: maxOutput}
+	out := &limitedWriter{limit: maxOutput, over: s.overflow}
 	runner, err := interp.New(
 		interp.Env(expand.ListEnviron(env...)),
 		interp.Dir("/"),
@@ -160,12 +162,12 @@ func Run(script []byte, opts Options) Result {
 		res.Err = runErr
 	}
 	switch {
+	case s.over:
+		res.Err = errors.New("the script wrote more than 4 MiB in the sandbox")
 	case overMemory:
 		res.Err = fmt.Errorf("the script used more than %d MiB in the sandbox", maxMemory>>20)
 	case ctx.Err() != nil:
 		res.Err = fmt.Errorf("the script ran longer than %s in the sandbox", timeout)
-	case out.over || s.over:
-		res.Err = errors.New("the script wrote more than 4 MiB in the sandbox")
 	}
 	return res
 }
@@ -302,6 +304,67 @@ type sandbox struct {
 	tested     map[syntax.Pos]bool
 	size       int
 	over       bool
+	cancel     context.CancelFunc
+	// mu guards the state above: a pipeline's commands run at once.
+	mu sync.Mutex
+	// handlerMu runs one handler at a time.
+	handlerMu sync.Mutex
+}
+
+func (s *sandbox) get(name string) ([]byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	data, ok := s.files[name]
+	return data, ok
+}
+
+// put writes (or appends to) a file of the sandbox, within the output
+// bound.
+func (s *sandbox) put(name string, data []byte, appendTo bool) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.size += len(data)
+	if s.size > maxOutput {
+		s.overflowLocked()
+		return errors.New("no space left on device")
+	}
+	if appendTo {
+		s.files[name] = append(s.files[name], data...)
+	} else {
+		s.files[name] = bytes.Clone(data)
+	}
+	if !slices.Contains(s.written, name) {
+		s.written = append(s.written, name)
+	}
+	return nil
+}
+
+func (s *sandbox) del(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.files, name)
+}
+
+func (s *sandbox) ran(base string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !slices.Contains(s.unmodelled, base) {
+		s.unmodelled = append(s.unmodelled, base)
+	}
+}
+
+// overflow stops a run that has written too much.
+func (s *sandbox) overflow() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.overflowLocked()
+}
+
+func (s *sandbox) overflowLocked() {
+	s.over = true
+	if s.cancel != nil {
+		s.cancel()
+	}
 }
 
 func (s *sandbox) exec(ctx context.Context, args []string) error {
@@ -320,6 +383,8 @@ func (s *sandbox) exec(ctx context.Context, args []string) error {
 			}
 			return true
 		})
+		s.handlerMu.Lock()
+		defer s.handlerMu.Unlock()
 		return exitStatus(h(Call{Args: slices.Clone(args), Env: env}))
 	}
 	base := path.Base(name)
@@ -330,9 +395,7 @@ func (s *sandbox) exec(ctx context.Context, args []string) error {
 	if tool, ok := tools[base]; ok {
 		return tool(s, hc, args[1:])
 	}
-	if !slices.Contains(s.unmodelled, base) {
-		s.unmodelled = append(s.unmodelled, base)
-	}
+	s.ran(base)
 	_, _ = io.WriteString(hc.Stdout, Unknown("what "+base+" prints"))
 	if s.opts.Pessimist && s.tested[hc.Pos] {
 		return interp.NewExitStatus(1)
@@ -395,17 +458,15 @@ func (s *sandbox) open(ctx context.Context, name string, flag int, _ os.FileMode
 		return nopFile{Writer: interp.HandlerCtx(ctx).Stdout}, nil
 	}
 	if flag&(os.O_WRONLY|os.O_RDWR) == 0 {
-		data, ok := s.files[name]
+		data, ok := s.get(name)
 		if !ok {
 			data = []byte(Unknown("the file " + name))
 		}
 		return nopFile{Reader: bytes.NewReader(data)}, nil
 	}
-	if _, ok := s.files[name]; !ok || flag&os.O_TRUNC != 0 {
-		s.files[name] = nil
-	}
-	if !slices.Contains(s.written, name) {
-		s.written = append(s.written, name)
+	_, exists := s.get(name)
+	if err := s.put(name, nil, exists && flag&os.O_TRUNC == 0); err != nil {
+		return nil, err
 	}
 	return &sandboxFile{s: s, name: name}, nil
 }
@@ -419,7 +480,7 @@ func (s *sandbox) abs(ctx context.Context, name string) string {
 
 func (s *sandbox) stat(ctx context.Context, name string, _ bool) (fs.FileInfo, error) {
 	name = s.abs(ctx, name)
-	if data, ok := s.files[name]; ok {
+	if data, ok := s.get(name); ok {
 		return fileInfo{name: path.Base(name), size: int64(len(data))}, nil
 	}
 	if s.isDir(name) {
@@ -435,6 +496,8 @@ func (s *sandbox) isDir(name string) bool {
 	if name == "/" {
 		return true
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for f := range s.files {
 		if strings.HasPrefix(f, name+"/") {
 			return true
@@ -447,7 +510,10 @@ func (s *sandbox) readDir(ctx context.Context, name string) ([]fs.DirEntry, erro
 	name = s.abs(ctx, name)
 	seen := map[string]bool{}
 	var out []fs.DirEntry
-	for _, f := range slices.Sorted(maps.Keys(s.files)) {
+	s.mu.Lock()
+	names := slices.Sorted(maps.Keys(s.files))
+	s.mu.Unlock()
+	for _, f := range names {
 		rest, ok := strings.CutPrefix(f, strings.TrimSuffix(name, "/")+"/")
 		if !ok {
 			continue
@@ -470,12 +536,9 @@ type sandboxFile struct {
 func (f *sandboxFile) Read([]byte) (int, error) { return 0, io.EOF }
 func (f *sandboxFile) Close() error             { return nil }
 func (f *sandboxFile) Write(p []byte) (int, error) {
-	f.s.size += len(p)
-	if f.s.size > maxOutput {
-		f.s.over = true
-		return 0, errors.New("no space left on device")
+	if err := f.s.put(f.name, p, true); err != nil {
+		return 0, err
 	}
-	f.s.files[f.name] = append(f.s.files[f.name], p...)
 	return len(p), nil
 }
 
@@ -520,13 +583,13 @@ func (f fileInfo) Sys() any           { return nil }
 // limitedWriter discards output past its limit and remembers it was hit.
 type limitedWriter struct {
 	n, limit int
-	over     bool
+	over     func()
 }
 
 func (w *limitedWriter) Write(p []byte) (int, error) {
 	w.n += len(p)
 	if w.n > w.limit {
-		w.over = true
+		w.over()
 	}
 	return len(p), nil
 }

@@ -1,7 +1,6 @@
 package shell
 
 import (
-	"bytes"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -61,26 +60,15 @@ func (s *sandbox) read(hc interp.HandlerContext, name string) ([]byte, error) {
 		return io.ReadAll(io.LimitReader(hc.Stdin, maxOutput))
 	}
 	p := s.path(hc, name)
-	if data, ok := s.files[p]; ok {
+	if data, ok := s.get(p); ok {
 		return data, nil
 	}
 	return []byte(Unknown("the file " + p)), nil
 }
 
 func (s *sandbox) write(hc interp.HandlerContext, name string, data []byte, appendTo bool) error {
-	p := s.path(hc, name)
-	s.size += len(data)
-	if s.size > maxOutput {
-		s.over = true
-		return fmt.Errorf("%s: No space left on device", name)
-	}
-	if appendTo {
-		s.files[p] = append(s.files[p], data...)
-	} else {
-		s.files[p] = bytes.Clone(data)
-	}
-	if !containsString(s.written, p) {
-		s.written = append(s.written, p)
+	if err := s.put(s.path(hc, name), data, appendTo); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	return nil
 }
@@ -155,7 +143,7 @@ func (s *sandbox) cp(hc interp.HandlerContext, args []string) error {
 func (s *sandbox) rm(hc interp.HandlerContext, args []string) error {
 	_, names := operands(args)
 	for _, n := range names {
-		delete(s.files, s.path(hc, n))
+		s.del(s.path(hc, n))
 	}
 	return nil
 }
@@ -163,7 +151,7 @@ func (s *sandbox) rm(hc interp.HandlerContext, args []string) error {
 func (s *sandbox) touch(hc interp.HandlerContext, args []string) error {
 	_, names := operands(args)
 	for _, n := range names {
-		if _, ok := s.files[s.path(hc, n)]; !ok {
+		if _, ok := s.get(s.path(hc, n)); !ok {
 			if err := s.write(hc, n, nil, true); err != nil {
 				return s.fail(hc, "touch", err)
 			}
