@@ -49,7 +49,11 @@ func ValidateWith(family, userData string, known Known) []Finding {
 	if err != nil {
 		return []Finding{{Code: CodeUnreadable, Severity: Error, Message: fmt.Sprintf("the user data cannot be read as a node would read it: %v", err), Fix: fixUnreadable}}
 	}
-	return validateParts(family, userData, parts, known).findings
+	findings := validateParts(family, userData, parts, known).findings
+	if o, ok := Outcome(family, userData); ok {
+		findings = judged(findings, o)
+	}
+	return findings
 }
 
 // TypicalCluster is a cluster of the sizes EKS gives, for user data sizes

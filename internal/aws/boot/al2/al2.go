@@ -154,15 +154,15 @@ func outcome(optimist, pessimist runs, m Machine) boot.Outcome {
 	if unknown := unknownsIn(b); len(unknown) > 0 {
 		return boot.Unmodelled("the bootstrap.sh call's arguments hold " + strings.Join(unknown, ", ") + ", which the model does not know; run the user data on an AL2 node to see the kubelet's arguments")
 	}
-	if b.LooksUpCluster() {
-		return boot.Unmodelled(BootstrapPath + " is given no --b64-cluster-ca or --apiserver-endpoint and looks the cluster up with `aws eks describe-cluster`, which works only where the node role is allowed eks:DescribeCluster; give it both")
-	}
 	args := append(slices.Clone(kubeletArgs), b.KubeletArgs...)
 	started, err := kubelet.Start(args, configFile(b, m))
 	if err != nil {
 		return boot.Never(err.Error() + " (its arguments from " + b.From["KUBELET_EXTRA_ARGS"] + " KUBELET_EXTRA_ARGS)")
 	}
 	o := boot.Outcome{Verdict: boot.Joins, Kubelet: started}
+	if b.LooksUpCluster() {
+		o.Notes = append(o.Notes, BootstrapPath+" is given no --b64-cluster-ca or --apiserver-endpoint and asks EKS for them (aws eks describe-cluster): the node role needs eks:DescribeCluster, which AmazonEKSWorkerNodePolicy grants")
+	}
 	if len(optimist.calls) > 1 {
 		o.Notes = append(o.Notes, fmt.Sprintf("the user data runs %s %d times: the first run started the kubelet and registered the Node, later runs do not change that", BootstrapPath, len(optimist.calls)))
 	}

@@ -23,8 +23,7 @@ var machine = Machine{MaxPods: 29}
 // (its outcomes kept in testdata), the kubelet's own flag handling — and
 // requires the same bootstrap.sh calls, the same settings, and the same
 // outcome: never joins, or joins with the same taints, labels and pod
-// limit. The one listed difference: a bootstrap.sh call given no
-// endpoint or CA is not modelled (it asks EKS for them).
+// limit.
 func TestGeneratedAL2UserDataAsTheNodeRunsIt(t *testing.T) {
 	n := boottest.Cases(600)
 	inputs := make([]boottest.Input, n)
@@ -50,10 +49,6 @@ func TestGeneratedAL2UserDataAsTheNodeRunsIt(t *testing.T) {
 			p := golden[parseKey(c.Args, c.Env)]
 			if p.status() != 0 {
 				continue
-			}
-			if p.Vars["B64_CLUSTER_CA"] == "" || p.Vars["APISERVER_ENDPOINT"] == "" {
-				realOutcome[i] = "looks the cluster up"
-				break
 			}
 			b := &Bootstrap{Vars: p.Vars}
 			words := systemd.Words(systemd.Environment("'KUBELET_EXTRA_ARGS=" + p.Vars["KUBELET_EXTRA_ARGS"] + "'")["KUBELET_EXTRA_ARGS"])
@@ -118,8 +113,6 @@ func compareAL2(in boottest.Input, calls []bashCall, golden map[string]bootstrap
 	}
 	o := Boot([]byte(in.UserData), machine)
 	switch {
-	case real == "looks the cluster up" && o.Verdict == boot.NotModelled:
-		return "listed: bootstrap.sh looks the cluster up"
 	case real == "never joins":
 		if o.Verdict != boot.NeverJoins {
 			return "the node never joins; the model says " + o.Summary()

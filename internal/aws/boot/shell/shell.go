@@ -122,6 +122,7 @@ func Run(script []byte, opts Options) Result {
 	if s.files == nil {
 		s.files = map[string][]byte{}
 	}
+	substituteProcesses(file, s.files)
 	timeout := opts.Timeout
 	if timeout == 0 {
 		timeout = 2 * time.Second
@@ -244,21 +245,45 @@ func watchMemory(cancel context.CancelFunc) func() bool {
 	}
 }
 
-// refused finds a construct the sandbox does not run: process
-// substitution (the interpreter makes named pipes on the machine for it)
-// and coprocesses.
+// refused finds a construct the sandbox does not run: coprocesses.
 func refused(file *syntax.File) string {
 	found := ""
 	syntax.Walk(file, func(node syntax.Node) bool {
-		switch node.(type) {
-		case *syntax.ProcSubst:
-			found = "process substitution (<(...) or >(...))"
-		case *syntax.CoprocClause:
+		if _, ok := node.(*syntax.CoprocClause); ok {
 			found = "a coprocess"
 		}
 		return found == ""
 	})
 	return found
+}
+
+// substituteProcesses replaces process substitutions, for which the
+// interpreter would make named pipes on the machine, with files of the
+// sandbox: what >(CMD) is given is discarded (exec > >(tee LOG) logs the
+// script, which changes nothing the boot reads), and <(CMD) reads a value
+// the model does not know.
+func substituteProcesses(file *syntax.File, files map[string][]byte) {
+	n := 0
+	syntax.Walk(file, func(node syntax.Node) bool {
+		w, ok := node.(*syntax.Word)
+		if !ok {
+			return true
+		}
+		for i, part := range w.Parts {
+			ps, ok := part.(*syntax.ProcSubst)
+			if !ok {
+				continue
+			}
+			target := "/dev/null"
+			if ps.Op == syntax.CmdIn {
+				n++
+				target = fmt.Sprintf("/dev/fd/process-substitution-%d", n)
+				files[target] = []byte(Unknown("what a process substitution prints"))
+			}
+			w.Parts[i] = &syntax.Lit{ValuePos: ps.OpPos, ValueEnd: ps.Rparen, Value: target}
+		}
+		return true
+	})
 }
 
 // testedCalls are the positions of the commands whose exit status the

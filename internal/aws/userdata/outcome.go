@@ -1,0 +1,101 @@
+package userdata
+
+import (
+	"strings"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	"github.com/nodewright/nodewright/internal/aws/boot"
+	"github.com/nodewright/nodewright/internal/aws/boot/al2"
+	"github.com/nodewright/nodewright/internal/aws/boot/cloudinit"
+)
+
+// Codes of the boot outcome.
+const (
+	// CodeNeverJoins: as the node reads its user data, the boot stops
+	// before the kubelet registers (a script that never starts it, a
+	// bootstrap.sh call it refuses, a kubelet argument the kubelet exits
+	// on).
+	CodeNeverJoins = "userdata-node-never-joins"
+	// CodeNotModelled: what the node does depends on something the boot
+	// model does not read; no verdict either way.
+	CodeNotModelled = "userdata-boot-not-modelled"
+)
+
+// Outcome is what a node of the family makes of the user data as it is
+// launched (nodewright's bootstrap merged in, for a node of a typical
+// cluster), for the families whose boot is modelled in package boot; ok
+// is false for the others.
+func Outcome(family, userData string) (o boot.Outcome, ok bool) {
+	switch {
+	case family == awsv1.AMIFamilyAL2:
+		launched, err := Generate(family, TypicalCluster, Node{MaxPods: 110}, userData)
+		if err != nil {
+			return boot.Outcome{}, false
+		}
+		return al2.Boot([]byte(launched), al2.Machine{MaxPods: 110}), true
+	case family == awsv1.AMIFamilyCustom && al2Scripts(userData):
+		return al2.Boot([]byte(userData), al2.Machine{MaxPods: 110}), true
+	}
+	return boot.Outcome{}, false
+}
+
+// al2Scripts reports Custom user data that bootstraps as AL2 does: shell
+// scripts only, one of them naming bootstrap.sh.
+func al2Scripts(userData string) bool {
+	parts, err := cloudinit.Split([]byte(userData))
+	if err != nil {
+		return false
+	}
+	calls := false
+	for _, p := range parts {
+		ct := p.ContentType
+		if ct == ContentTypeText {
+			ct = cloudinit.Sniff(p.Body)
+		}
+		if ct != ContentTypeShell {
+			return false
+		}
+		calls = calls || strings.Contains(string(p.Body), "bootstrap.sh")
+	}
+	return calls
+}
+
+// judged makes the findings agree with the boot outcome: a launch is
+// blocked only when the node never joins or joins without
+// karpenter.sh/unregistered. An Error the outcome does not bear out
+// becomes a Warning; an outcome that blocks gets an Error when no finding
+// says why; an outcome that is not modelled is named.
+func judged(findings []Finding, o boot.Outcome) []Finding {
+	blocking := false
+	for i, f := range findings {
+		if f.Severity != Error || f.Code == CodeTooLarge {
+			continue
+		}
+		if !o.Blocks() {
+			findings[i].Severity = Warning
+			findings[i].Message += "; as the node reads it, though, it " + o.Summary()
+			continue
+		}
+		blocking = true
+	}
+	switch {
+	case o.Verdict == boot.NotModelled:
+		findings = append(findings, Finding{Code: CodeNotModelled, Severity: Warning,
+			Message: "what the node does with this user data is not modelled: " + o.Why,
+			Fix:     "check the boot on a node: launch one from the EC2NodeClass and read its cloud-init log (/var/log/cloud-init-output.log) and the kubelet's (journalctl -u kubelet)"})
+	case o.Blocks() && !blocking:
+		findings = append(findings, outcomeFinding(o))
+	}
+	return findings
+}
+
+// outcomeFinding is the Error for a blocking outcome no other finding
+// explains.
+func outcomeFinding(o boot.Outcome) Finding {
+	if o.Verdict == boot.NeverJoins {
+		return Finding{Code: CodeNeverJoins, Severity: Error,
+			Message: "as the node reads its user data it never joins the cluster: " + o.Why,
+			Fix:     "correct what stops the boot (the argument or the part named); nodewright launches nothing from the EC2NodeClass until then"}
+	}
+	return missingUnregistered(nil, "as the node reads its user data it "+o.Summary())
+}
