@@ -14,6 +14,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	"github.com/nodewright/nodewright/internal/aws/boot"
+	"github.com/nodewright/nodewright/internal/aws/boot/al2"
+	bootkubelet "github.com/nodewright/nodewright/internal/aws/boot/kubelet"
 	"github.com/nodewright/nodewright/internal/aws/kubeletconfig"
 	"github.com/nodewright/nodewright/internal/aws/userdata"
 )
@@ -69,7 +72,47 @@ func Read(family, encoded string) (*Registration, error) {
 			return nodeadm(data)
 		}
 	}
-	return scripts(parts)
+	// The AL2 boot as the node runs it (boot/al2, the model validation
+	// and doctor judge the user data by).
+	return fromOutcome(al2.Boot(data, al2.Machine{}))
+}
+
+// NotModelledError says the simulation cannot boot the user data: what
+// the node does depends on something the boot model does not read.
+type NotModelledError struct{ Reason string }
+
+func (e *NotModelledError) Error() string { return "the boot is not modelled: " + e.Reason }
+
+// fromOutcome is the registration of a boot outcome.
+func fromOutcome(o boot.Outcome) (*Registration, error) {
+	switch o.Verdict {
+	case boot.NeverJoins:
+		return nil, &NoKubeletError{Reason: o.Why}
+	case boot.NotModelled:
+		return nil, &NotModelledError{Reason: o.Why}
+	}
+	k := o.Kubelet
+	reg := &Registration{Labels: k.Labels, Taints: k.RegisterWithTaints, MaxPods: k.MaxPods, ExternalCloudProvider: k.CloudProvider == "external"}
+	if reg.Labels == nil {
+		reg.Labels = map[string]string{}
+	}
+	reg.Reserved = kubeletconfig.Config{KubeReserved: given(k, "kube-reserved", k.KubeReserved), SystemReserved: given(k, "system-reserved", k.SystemReserved),
+		EvictionHard: given(k, "eviction-hard", k.EvictionHard)}
+	// bootstrap.sh works out kube-reserved from the instance type's ENI
+	// pod limit, whatever --max-pods says: Reserved.MaxPods stays unset.
+	if k.PodsPerCore > 0 {
+		reg.Reserved.PodsPerCore = ptr.To(k.PodsPerCore)
+	}
+	return reg, nil
+}
+
+// given is a reservation the kubelet's flags set (the image's own
+// defaults are the instance type's, as the simulation works them out).
+func given(k *bootkubelet.Started, flag string, m map[string]string) map[string]string {
+	if !k.Given.Has(flag) {
+		return nil
+	}
+	return m
 }
 
 // nodeadm reads the user data as nodeadm does (userdata.ReadNodeadm, the
@@ -180,36 +223,6 @@ func parseTaints(value string) []corev1.Taint {
 		out = append(out, corev1.Taint{Key: key, Value: val, Effect: corev1.TaintEffect(effect)})
 	}
 	return out
-}
-
-// scripts runs the shell parts: the first bootstrap.sh call starts the
-// kubelet, with the kubelet arguments bootstrap.sh makes of its
-// --kubelet-extra-args (userdata.ReadBootstrap: the last value, through
-// the systemd drop-in). Taints only apply when the Node is created, so
-// later calls do not change the registration.
-func scripts(parts []userdata.Part) (*Registration, error) {
-	for _, p := range parts {
-		if p.ContentType != userdata.ContentTypeShell && p.ContentType != userdata.ContentTypeText {
-			continue
-		}
-		cmds, err := userdata.Commands(p.Body)
-		if err != nil {
-			return nil, &NoKubeletError{Reason: "a user data script does not run: " + err.Error()}
-		}
-		for _, c := range cmds {
-			if !userdata.IsBootstrap(c.Name) {
-				continue
-			}
-			b := userdata.ReadBootstrap(c)
-			if b.Fails != "" {
-				return nil, &NoKubeletError{Reason: "bootstrap.sh stops: " + b.Fails}
-			}
-			reg := &Registration{Labels: map[string]string{}, ExternalCloudProvider: true}
-			applyFlags(reg, b.KubeletArgs)
-			return reg, nil
-		}
-	}
-	return nil, &NoKubeletError{Reason: "no script runs /etc/eks/bootstrap.sh"}
 }
 
 // windows runs the PowerShell EC2Launch finds (userdata.ReadPowerShell):
