@@ -122,51 +122,56 @@ func run(scripts [][]byte, pessimist bool) runs {
 	return r
 }
 
-// outcome judges the first bootstrap.sh run, which starts the kubelet (a
-// later run finds it started and does not change how the Node
-// registered).
+// outcome judges the bootstrap.sh runs in order. A run that exits
+// early starts nothing; one that goes through writes the kubelet's
+// drop-in and starts it. A kubelet that starts registers the Node, and a
+// later run does not change that (it finds the kubelet running); a
+// kubelet that exits on its arguments is restarted by systemd, with the
+// drop-in of a later run once there is one.
 func outcome(optimist, pessimist runs, m Machine) boot.Outcome {
 	if len(optimist.stopped) > 0 {
 		return boot.Unmodelled(strings.Join(optimist.stopped, "; ") + "; run the user data on an AL2 node to see what it does")
 	}
-	firstOK := func(r runs) (*shell.Call, *Bootstrap) {
-		for i := range r.calls {
-			b := Read(r.calls[i].Args[1:], r.calls[i].Env)
-			if b.Exits == "" {
-				return &r.calls[i], b
-			}
-		}
-		return nil, nil
-	}
-	call, b := firstOK(optimist)
-	other, _ := firstOK(pessimist)
-	if !sameCall(call, other) {
+	if !sameCalls(optimist.calls, pessimist.calls) {
 		return boot.Unmodelled("whether or how the user data runs " + BootstrapPath + " depends on what " + strings.Join(optimist.unmodelled, ", ") +
 			" return, which the model does not run; run the user data on an AL2 node, or make the bootstrap.sh call not depend on them")
 	}
-	if call == nil {
-		why := "no script runs " + BootstrapPath + ", and nothing else starts the kubelet on AL2"
-		if len(optimist.calls) > 0 {
-			why = BootstrapPath + " stops before it starts the kubelet: " + Read(optimist.calls[0].Args[1:], optimist.calls[0].Env).Exits
+	why := "no script runs " + BootstrapPath + ", and nothing else starts the kubelet on AL2"
+	var notes []string
+	for i, call := range optimist.calls {
+		b := Read(call.Args[1:], call.Env)
+		if b.Exits != "" {
+			if i == 0 {
+				why = BootstrapPath + " stops before it starts the kubelet: " + b.Exits
+			}
+			continue
 		}
-		return boot.Never(why)
+		if unknown := unknownsIn(b); len(unknown) > 0 {
+			return boot.Unmodelled("the bootstrap.sh call's arguments hold " + strings.Join(unknown, ", ") + ", which the model does not know; run the user data on an AL2 node to see the kubelet's arguments")
+		}
+		args := append(slices.Clone(kubeletArgs), b.KubeletArgs...)
+		started, err := kubelet.Start(args, configFile(b, m))
+		if err != nil {
+			why = err.Error() + " (its arguments from " + b.From["KUBELET_EXTRA_ARGS"] + " KUBELET_EXTRA_ARGS of bootstrap.sh run " + fmt.Sprint(i+1) + ")"
+			notes = append(notes, "bootstrap.sh run "+fmt.Sprint(i+1)+": "+err.Error())
+			continue
+		}
+		o := boot.Outcome{Verdict: boot.Joins, Kubelet: started, Notes: notes}
+		if b.LooksUpCluster() {
+			o.Notes = append(o.Notes, BootstrapPath+" is given no --b64-cluster-ca or --apiserver-endpoint and asks EKS for them (aws eks describe-cluster): the node role needs eks:DescribeCluster, which AmazonEKSWorkerNodePolicy grants")
+		}
+		if rest := len(optimist.calls) - i - 1; rest > 0 {
+			o.Notes = append(o.Notes, fmt.Sprintf("bootstrap.sh run %d started the kubelet, which registered the Node; the %d runs after it do not change that", i+1, rest))
+		}
+		return o
 	}
-	if unknown := unknownsIn(b); len(unknown) > 0 {
-		return boot.Unmodelled("the bootstrap.sh call's arguments hold " + strings.Join(unknown, ", ") + ", which the model does not know; run the user data on an AL2 node to see the kubelet's arguments")
-	}
-	args := append(slices.Clone(kubeletArgs), b.KubeletArgs...)
-	started, err := kubelet.Start(args, configFile(b, m))
-	if err != nil {
-		return boot.Never(err.Error() + " (its arguments from " + b.From["KUBELET_EXTRA_ARGS"] + " KUBELET_EXTRA_ARGS)")
-	}
-	o := boot.Outcome{Verdict: boot.Joins, Kubelet: started}
-	if b.LooksUpCluster() {
-		o.Notes = append(o.Notes, BootstrapPath+" is given no --b64-cluster-ca or --apiserver-endpoint and asks EKS for them (aws eks describe-cluster): the node role needs eks:DescribeCluster, which AmazonEKSWorkerNodePolicy grants")
-	}
-	if len(optimist.calls) > 1 {
-		o.Notes = append(o.Notes, fmt.Sprintf("the user data runs %s %d times: the first run started the kubelet and registered the Node, later runs do not change that", BootstrapPath, len(optimist.calls)))
-	}
+	o := boot.Never(why)
+	o.Notes = notes
 	return o
+}
+
+func sameCalls(a, b []shell.Call) bool {
+	return slices.EqualFunc(a, b, func(x, y shell.Call) bool { return sameCall(&x, &y) })
 }
 
 func sameCall(a, b *shell.Call) bool {

@@ -207,7 +207,7 @@ func (g *al2) call() string {
 // wrap puts the call in the constructs scripts put it in: a function, a
 // condition, set -e with commands before it, an early exit.
 func (g *al2) wrap(call string) string {
-	switch g.r.IntN(8) {
+	switch g.r.IntN(9) {
 	case 0:
 		g.note("in a function")
 		return "join() {\n" + call + "\n}\njoin"
@@ -226,6 +226,9 @@ func (g *al2) wrap(call string) string {
 	case 5:
 		g.note("called twice")
 		return call + "\n" + call
+	case 6:
+		g.note("a second, different call")
+		return call + "\n" + g.call()
 	}
 	return call
 }
