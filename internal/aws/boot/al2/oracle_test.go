@@ -275,7 +275,6 @@ func bashRunsWithGolden(t *testing.T, scripts []string, eksDir string) ([][]bash
 	return nil, nil
 }
 
-
 // goldenJSON writes the outcomes one run a line, in key order.
 func goldenJSON(golden map[string]bootstrapParse) []byte {
 	keys := make([]string, 0, len(golden))
