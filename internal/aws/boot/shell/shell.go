@@ -18,6 +18,7 @@ import (
 	"maps"
 	"os"
 	"path"
+	"regexp"
 	"runtime/metrics"
 	"slices"
 	"strings"
@@ -141,8 +142,8 @@ func Run(script []byte, opts Options) Result {
 	runner, err := interp.New(
 		interp.Env(expand.ListEnviron(env...)),
 		interp.Dir("/"),
-		interp.Params(params...),
 		interp.StdIO(strings.NewReader(""), out, out),
+		interp.Params(params...),
 		interp.ExecHandlers(func(interp.ExecHandlerFunc) interp.ExecHandlerFunc { return s.exec }),
 		interp.OpenHandler(s.open),
 		interp.StatHandler(s.stat),
@@ -195,14 +196,22 @@ func shebang(script []byte) ([]string, error) {
 	if b := path.Base(fields[0]); b != "bash" && b != "sh" {
 		return nil, fmt.Errorf("the script is for %s (%s), not a shell", b, strings.TrimSpace(string(line)))
 	}
-	var params []string
-	for _, f := range fields[1:] {
-		if strings.HasPrefix(f, "-") || strings.HasPrefix(f, "+") {
-			params = append(params, f)
-		}
+	// The kernel gives the interpreter what follows its path as one
+	// argument: #!/bin/bash -xe starts bash with "-xe".
+	if len(fields) == 1 {
+		return nil, nil
 	}
+	arg := strings.Join(fields[1:], " ")
+	if !shebangOptions.MatchString(arg) {
+		return nil, fmt.Errorf("the script's #! line starts the shell with %q, which the sandbox does not model", arg)
+	}
+	params := []string{arg}
 	return params, nil
 }
+
+// shebangOptions are the #! arguments the sandbox reads: shell option
+// letters (-e, -xe, +x).
+var shebangOptions = regexp.MustCompile(`^[-+][aefhkmnptuvxBCEHPT]+$`)
 
 // maxMemory bounds the memory a run may take (a loop that doubles a
 // variable, say): the run is stopped when the process's heap has grown
