@@ -58,7 +58,7 @@ func (o Oracle) Build(t testing.TB) string {
 	}
 	for name, body := range files {
 		path := filepath.Join(src, name)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
@@ -74,7 +74,7 @@ func (o Oracle) Build(t testing.TB) string {
 	if out, err := tidy.CombinedOutput(); err != nil {
 		t.Fatalf("resolving %s's modules through the Go module proxy (GOPROXY=%s): %v\n%s\nrun this test where the module proxy is reachable", o.Name, os.Getenv("GOPROXY"), err, out)
 	}
-	if err := os.MkdirAll(filepath.Dir(bin), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(bin), 0o750); err != nil {
 		t.Fatal(err)
 	}
 	tmp := bin + ".tmp"

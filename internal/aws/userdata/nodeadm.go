@@ -15,9 +15,9 @@ import (
 	"strings"
 
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
 
 	"github.com/nodewright/nodewright/internal/aws/boot/systemd"
-	"sigs.k8s.io/yaml"
 )
 
 // Nodeadm is what nodeadm (AL2023's bootstrap) reads of user data, by its

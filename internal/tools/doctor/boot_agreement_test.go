@@ -30,7 +30,7 @@ func TestToolsAgreeOnGeneratedUserData(t *testing.T) {
 	cluster := userdata.Cluster{Name: "payments-prod", Endpoint: "https://F00D.yl4.eu-west-1.eks.amazonaws.com", CABundle: "LS0tLS1CRUdJTg==", CIDR: "10.100.0.0/16", DNS: "10.100.0.10"}
 	counts := map[string]int{}
 	for i := range n {
-		in := boottest.AL2Script(uint64(i)) //nolint:gosec // small
+		in := boottest.AL2Script(uint64(i))
 		for _, family := range []string{awsv1.AMIFamilyAL2, awsv1.AMIFamilyCustom} {
 			o, ok := userdata.Outcome(family, in.UserData)
 			if !ok {

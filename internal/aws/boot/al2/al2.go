@@ -183,7 +183,7 @@ func sameCall(a, b *shell.Call) bool {
 
 // unknownsIn are the unknown values in what the run's outcome depends on.
 func unknownsIn(b *Bootstrap) []string {
-	var out []string
+	out := make([]string, 0, 3)
 	for _, name := range []string{"KUBELET_EXTRA_ARGS", "USE_MAX_PODS", "DNS_CLUSTER_IP"} {
 		out = append(out, shell.Unknowns(b.Vars[name])...)
 	}

@@ -30,7 +30,7 @@ func TestGeneratedAL2UserDataAsTheNodeRunsIt(t *testing.T) {
 	eksDir := t.TempDir()
 	rendered := make([]string, n)
 	for i := range inputs {
-		inputs[i] = boottest.AL2Script(uint64(i)) //nolint:gosec // small
+		inputs[i] = boottest.AL2Script(uint64(i))
 		rendered[i] = inputs[i].Render(eksDir)
 	}
 	fromBash, golden := bashRunsWithGolden(t, rendered, eksDir)

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -65,11 +66,11 @@ func bashRuns(t *testing.T, scripts []string, eksDir string, golden map[string]b
 		t.Fatal(err)
 	}
 	for _, stub := range []string{"yum", "sysctl"} {
-		if err := os.WriteFile(filepath.Join(bin, stub), []byte("#!"+bash+"\nexit 0\n"), 0o700); err != nil { //nolint:gosec // an executable stub
+		if err := os.WriteFile(filepath.Join(bin, stub), []byte("#!"+bash+"\nexit 0\n"), 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(eksDir, "bootstrap.sh"), []byte(strings.Replace(recorder, "#!/bin/bash", "#!"+bash, 1)), 0o700); err != nil { //nolint:gosec // the recorder runs
+	if err := os.WriteFile(filepath.Join(eksDir, "bootstrap.sh"), []byte(strings.Replace(recorder, "#!/bin/bash", "#!"+bash, 1)), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	work := t.TempDir()
@@ -80,11 +81,11 @@ func bashRuns(t *testing.T, scripts []string, eksDir string, golden map[string]b
 		// /usr/bin/env finds bash on the PATH.
 		script = strings.Replace(script, "#!/usr/bin/env bash", "#!"+envTool+" bash", 1)
 		script = strings.Replace(script, "#!/bin/bash", "#!"+bash, 1)
-		if err := os.WriteFile(path, []byte(script), 0o700); err != nil { //nolint:gosec // the script runs
+		if err := os.WriteFile(path, []byte(script), 0o700); err != nil {
 			t.Fatal(err)
 		}
 		record := filepath.Join(work, fmt.Sprintf("record-%03d", i))
-		cmd := exec.CommandContext(t.Context(), path) //nolint:gosec // a generated script, with stubs only on its PATH
+		cmd := exec.CommandContext(t.Context(), path)
 		cmd.Env = []string{"PATH=" + bin, "HOME=" + work, "NODEWRIGHT_RECORD=" + record, "NODEWRIGHT_STATUSES=" + statusFile}
 		cmd.Dir = work
 		_ = cmd.Run() // a script's failure is part of what it does
@@ -175,7 +176,7 @@ func loadGolden(t *testing.T) map[string]bootstrapParse {
 // runRealBootstrap runs the real script's argument handling for each run.
 func runRealBootstrap(t *testing.T, src string, calls []bashCall, golden map[string]bootstrapParse) {
 	t.Helper()
-	data, err := os.ReadFile(src) //nolint:gosec // the script the developer names
+	data, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +205,7 @@ func runRealBootstrap(t *testing.T, src string, calls []bashCall, golden map[str
 		"kubelet": "echo 'Kubernetes v1.29.3-eks-ae9a62a'",
 		"vercmp":  "exit 0",
 	} {
-		if err := os.WriteFile(filepath.Join(stubs, name), []byte("#!/bin/bash\n"+body+"\n"), 0o700); err != nil { //nolint:gosec // stubs
+		if err := os.WriteFile(filepath.Join(stubs, name), []byte("#!/bin/bash\n"+body+"\n"), 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -215,7 +216,7 @@ func runRealBootstrap(t *testing.T, src string, calls []bashCall, golden map[str
 		}
 		out := filepath.Join(dir, "parse")
 		_ = os.Remove(out)
-		cmd := exec.CommandContext(t.Context(), "bash", append([]string{script}, c.Args...)...) //nolint:gosec // the real script's argument handling
+		cmd := exec.CommandContext(t.Context(), "bash", append([]string{script}, c.Args...)...)
 		cmd.Env = []string{"PATH=" + stubs + ":/usr/bin:/bin", "NODEWRIGHT_PARSE=" + out}
 		for _, k := range bootstrapVars {
 			if v, ok := c.Env[k]; ok {
@@ -224,7 +225,8 @@ func runRealBootstrap(t *testing.T, src string, calls []bashCall, golden map[str
 		}
 		err := cmd.Run()
 		p := bootstrapParse{}
-		if exit, ok := err.(*exec.ExitError); ok {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
 			p.Exit = exit.ExitCode()
 		} else if err != nil {
 			t.Fatal(err)

@@ -6,7 +6,6 @@
 package boottest
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -76,15 +75,16 @@ type al2 struct {
 
 func (g *al2) pick(list []string) string { return list[g.r.IntN(len(list))] }
 
-func (g *al2) note(format string, a ...any) {
-	g.constructs = append(g.constructs, fmt.Sprintf(format, a...))
+func (g *al2) note(construct string) {
+	g.constructs = append(g.constructs, construct)
 }
 
 // extraArgs is a value for --kubelet-extra-args: one to four kubelet
 // words, sometimes quoted inside.
 func (g *al2) extraArgs() string {
-	var words []string
-	for range 1 + g.r.IntN(3) {
+	count := 1 + g.r.IntN(3)
+	words := make([]string, 0, count)
+	for range count {
 		w := g.pick(KubeletWords)
 		if g.r.IntN(6) == 0 {
 			// quotes inside the value, which systemd removes

@@ -2,12 +2,13 @@ package kubelet_test
 
 import (
 	"fmt"
-	"github.com/nodewright/nodewright/internal/aws/boot/kubelet"
-	"github.com/nodewright/nodewright/internal/aws/boot/kubelettest"
 	"os"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/nodewright/nodewright/internal/aws/boot/kubelet"
+	"github.com/nodewright/nodewright/internal/aws/boot/kubelettest"
 )
 
 // TestFlagsAreTheKubelets checks the flag table against the flags the

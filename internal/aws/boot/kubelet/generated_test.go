@@ -2,9 +2,6 @@ package kubelet_test
 
 import (
 	"fmt"
-	"github.com/nodewright/nodewright/internal/aws/boot/boottest"
-	"github.com/nodewright/nodewright/internal/aws/boot/kubelet"
-	"github.com/nodewright/nodewright/internal/aws/boot/kubelettest"
 	"maps"
 	"math/rand/v2"
 	"slices"
@@ -12,6 +9,10 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodewright/nodewright/internal/aws/boot/boottest"
+	"github.com/nodewright/nodewright/internal/aws/boot/kubelet"
+	"github.com/nodewright/nodewright/internal/aws/boot/kubelettest"
 )
 
 // Generator pieces: what users pass the kubelet, right and wrong.
@@ -80,7 +81,7 @@ func genFile(r *rand.Rand) *kubelet.Config {
 	if r.IntN(2) == 0 {
 		return nil
 	}
-	c := &kubelet.Config{MaxPods: int32(10 + r.IntN(100)), ClusterDNS: []string{"10.100.0.10"}} //nolint:gosec // small
+	c := &kubelet.Config{MaxPods: int32(10 + r.IntN(100)), ClusterDNS: []string{"10.100.0.10"}}
 	if r.IntN(2) == 0 {
 		c.KubeReserved = map[string]string{"cpu": "70m", "memory": "574Mi", "ephemeral-storage": "1Gi"}
 	}
@@ -99,7 +100,7 @@ func genFile(r *rand.Rand) *kubelet.Config {
 // labels, taints, pod limits, DNS and reservations.
 func TestGeneratedCommandLinesAsTheKubeletReadsThem(t *testing.T) {
 	n := boottest.Cases(600)
-	r := rand.New(rand.NewPCG(60, 1)) //nolint:gosec // reproducible inputs
+	r := rand.New(rand.NewPCG(60, 1))
 	type gen struct {
 		args []string
 		file *kubelet.Config

@@ -60,6 +60,7 @@ type Input struct {
 // Taint and Output are what the oracle prints for a start.
 type Taint struct{ Key, Value, Effect string }
 
+// Output is what the kubelet starts with, or the error it exits with.
 type Output struct {
 	Error          string            `json:"error"`
 	Labels         map[string]string `json:"labels"`

@@ -157,8 +157,9 @@ func Run(script []byte, opts Options) Result {
 	runErr := runner.Run(ctx, file)
 	overMemory := stop()
 	res := Result{Files: s.files, Written: s.written, Unmodelled: s.unmodelled}
-	if status, ok := interp.IsExitStatus(runErr); ok {
-		res.Exit = status
+	var status interp.ExitStatus
+	if errors.As(runErr, &status) {
+		res.Exit = uint8(status)
 	} else if runErr != nil {
 		res.Exit = 1
 		res.Err = runErr
@@ -424,7 +425,7 @@ func (s *sandbox) exec(ctx context.Context, args []string) error {
 	base := path.Base(name)
 	if slices.Contains(s.opts.Missing, base) || slices.Contains(s.opts.Missing, name) {
 		fmt.Fprintf(hc.Stderr, "%s: command not found\n", name)
-		return interp.NewExitStatus(127)
+		return interp.ExitStatus(127)
 	}
 	if tool, ok := tools[base]; ok {
 		return tool(s, hc, args[1:])
@@ -432,7 +433,7 @@ func (s *sandbox) exec(ctx context.Context, args []string) error {
 	s.ran(base)
 	_, _ = io.WriteString(hc.Stdout, Unknown("what "+base+" prints"))
 	if s.opts.Pessimist && s.tested[hc.Pos] {
-		return interp.NewExitStatus(1)
+		return interp.ExitStatus(1)
 	}
 	return nil
 }
@@ -478,7 +479,7 @@ func exitStatus(code uint8) error {
 	if code == 0 {
 		return nil
 	}
-	return interp.NewExitStatus(code)
+	return interp.ExitStatus(code)
 }
 
 // open serves the sandbox's files: reading a file the model does not

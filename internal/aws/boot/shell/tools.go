@@ -84,7 +84,7 @@ func containsString(list []string, s string) bool {
 
 func (s *sandbox) fail(hc interp.HandlerContext, tool string, err error) error {
 	fmt.Fprintf(hc.Stderr, "%s: %v\n", tool, err)
-	return interp.NewExitStatus(1)
+	return interp.ExitStatus(1)
 }
 
 func (s *sandbox) cat(hc interp.HandlerContext, args []string) error {
