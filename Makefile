@@ -119,14 +119,18 @@ FUZZ_TARGETS := ./internal/scheduling:FuzzSolve ./internal/aws/boot/cloudinit:Fu
 	./internal/tools/whatif:FuzzLoad ./internal/state:FuzzClaimSelectors ./internal/aws/boot/al2:FuzzBootAL2
 
 BOOT_CASES ?= 5000
-boot: ## Run BOOT_CASES generated user data through the boot models and the real components (bash, bootstrap.sh's outcomes, the kubelet's flag handling) and print the agreement
-	NODEWRIGHT_BOOT_CASES=$(BOOT_CASES) go test -count=1 -timeout 60m -v -run 'TestGenerated' ./internal/aws/boot/... | grep -E '^(--- FAIL|FAIL|ok|panic)|agree|^\s+\S+_test.go'
+boot: ## Run BOOT_CASES generated user data through the boot models and the real components (bash, bootstrap.sh's and nodeadm's outcomes, the kubelet's flag handling) and print the agreement
+	NODEWRIGHT_BOOT_CASES=$(BOOT_CASES) go test -count=1 -timeout 60m -v -run 'TestGenerated' ./internal/aws/boot/... ./internal/aws/al2023draft/ | grep -E '^(--- FAIL|FAIL|ok|panic)|agree|^\s+\S+_test.go'
 
 BOOTSTRAP_SH ?=
-boot-golden: ## Write again what is generated from the real components: the kubelet's flag table, and the real AL2 bootstrap.sh's outcomes on the generated inputs (BOOTSTRAP_SH=path to amazon-eks-ami's templates/al2/runtime/bootstrap.sh, commit 41298160)
+NODEADM_SRC ?=
+boot-golden: ## Write again what is generated from the real components: the kubelet's flag table, the real AL2 bootstrap.sh's outcomes (BOOTSTRAP_SH=amazon-eks-ami's templates/al2/runtime/bootstrap.sh, commit 41298160) and current nodeadm's (NODEADM_SRC=amazon-eks-ami's nodeadm folder) on the generated inputs
 	@test -n "$(BOOTSTRAP_SH)" || { echo "set BOOTSTRAP_SH to amazon-eks-ami's templates/al2/runtime/bootstrap.sh (git show 41298160:templates/al2/runtime/bootstrap.sh)"; exit 1; }
 	NODEWRIGHT_UPDATE_GOLDEN=1 go test -count=1 -run TestFlagsAreTheKubelets ./internal/aws/boot/kubelet/
-	NODEWRIGHT_BOOT_CASES=$(BOOT_CASES) NODEWRIGHT_BOOTSTRAP_SH=$(abspath $(BOOTSTRAP_SH)) go test -count=1 -timeout 60m -run TestGeneratedAL2 ./internal/aws/boot/al2/
+	@test -n "$(NODEADM_SRC)" || { echo "set NODEADM_SRC to the nodeadm folder of an amazon-eks-ami checkout (github.com/awslabs/amazon-eks-ami)"; exit 1; }
+	NODEWRIGHT_BOOT_CASES=$(BOOT_CASES) NODEWRIGHT_BOOTSTRAP_SH=$(abspath $(BOOTSTRAP_SH)) go test -count=1 -timeout 60m -run TestGeneratedAL2UserData ./internal/aws/boot/al2/
+	probe="$$(NODEADM_SRC=$(abspath $(NODEADM_SRC)) ./hack/nodeadm-probe.sh)" && NODEWRIGHT_BOOT_CASES=$(BOOT_CASES) NODEWRIGHT_NODEADM_PROBE="$$probe" \
+		go test -count=1 -timeout 60m -run TestGeneratedAL2023 ./internal/aws/al2023draft/
 
 fuzz: ## Run every fuzz target as a fuzzer for FUZZ_TIME each, keeping what it finds in FUZZ_CORPUS (a failing input is written to the package's testdata/fuzz, which plain go test replays)
 	for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; name=$${t##*:}; \

@@ -1,0 +1,218 @@
+// Package al2023 is the boot of an Amazon Linux 2023 EKS node: nodeadm's
+// config phase reads the user data before cloud-init runs; cloud-init runs
+// the user data's scripts and cloud-config in the sandboxed shell
+// (boot/shell), where they may write drop-ins to /etc/eks/nodeadm.d or run
+// nodeadm themselves; nodeadm's run phase then reads the user data and the
+// drop-ins (they come after, so they win), merges them as nodeadm does,
+// and starts the kubelet, read by the kubelet's own flag handling
+// (boot/kubelet) over the configuration nodeadm writes.
+package al2023
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodewright/nodewright/internal/aws/boot"
+	"github.com/nodewright/nodewright/internal/aws/boot/cloudinit"
+	"github.com/nodewright/nodewright/internal/aws/boot/kubelet"
+	"github.com/nodewright/nodewright/internal/aws/boot/shell"
+	"github.com/nodewright/nodewright/internal/aws/boot/systemd"
+)
+
+// Machine is what the node knows of itself that its boot reads.
+type Machine struct {
+	// MaxPods is the pod limit nodeadm works out for the instance type
+	// when the configuration sets none (0: the kubelet's default).
+	MaxPods int32
+}
+
+// kubeletArgs are the flags nodeadm gives the kubelet itself, before the
+// NodeConfig's spec.kubelet.flags.
+var kubeletArgs = []string{
+	"--config=/etc/kubernetes/kubelet/config.json", "--config-dir=/etc/kubernetes/kubelet/config.json.d",
+	"--kubeconfig=/var/lib/kubelet/kubeconfig", "--image-credential-provider-bin-dir=/etc/eks/image-credential-provider",
+	"--image-credential-provider-config=/etc/eks/image-credential-provider/config.json",
+	"--node-ip=10.0.0.1", "--cloud-provider=external", "--hostname-override=i-0123456789abcdef0",
+	"--runtime-cgroups=/runtime.slice/containerd.service",
+}
+
+// Boot is what an AL2023 node makes of its user data.
+func Boot(userData []byte, m Machine) boot.Outcome {
+	if _, err := chain(userDataSource(userData)); err != nil {
+		return boot.Never("nodeadm's config phase (nodeadm-config.service) fails, and its run phase, which starts the kubelet, needs it: " + err.Error())
+	}
+	parts, err := cloudinit.Split(userData)
+	if err != nil {
+		parts = nil // cloud-init runs nothing it cannot read; nodeadm read the user data itself
+	}
+	files, inits, notes, stopped := runScripts(parts)
+	if stopped != "" {
+		return boot.Unmodelled(stopped + "; run the user data on an AL2023 node to see what it does")
+	}
+	sources := []source{userDataSource(userData), dropInSource(files)}
+	started := "nodeadm's run phase (nodeadm-run.service, after cloud-init)"
+	if len(inits) > 0 {
+		// A script that runs nodeadm init starts the kubelet before the
+		// run phase does, with the sources it names (the user data alone
+		// by default); the Node registers then.
+		sources = inits[0].sources(userData, files)
+		started = "the user data's own `" + strings.Join(inits[0].args, " ") + "`"
+	}
+	nc, err := chain(sources...)
+	if err != nil {
+		return boot.Never(started + " fails: " + err.Error())
+	}
+	args := slices.Clone(kubeletArgs)
+	args = append(args, systemd.Words(strings.Join(nc.Spec.Kubelet.Flags, " "))...)
+	file, err := configFile(nc, m)
+	if err != nil {
+		return boot.Never(started + " writes a kubelet configuration the kubelet cannot read: " + err.Error())
+	}
+	k, err := kubelet.Start(args, file)
+	if err != nil {
+		return boot.Never(err.Error() + " (started by " + started + ")")
+	}
+	return boot.Outcome{Verdict: boot.Joins, Kubelet: k, Notes: notes}
+}
+
+// configFile is the kubelet configuration nodeadm writes: its defaults,
+// then the merged spec.kubelet.config over them.
+func configFile(nc *NodeConfig, m Machine) (*kubelet.Config, error) {
+	doc, err := document(nc.Spec.Kubelet.Config)
+	if err != nil {
+		return nil, err
+	}
+	c := &kubelet.Config{MaxPods: m.MaxPods, ClusterDNS: []string{"10.100.0.10"}}
+	raw, err := json.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	var user struct {
+		MaxPods            *int32            `json:"maxPods"`
+		PodsPerCore        *int32            `json:"podsPerCore"`
+		ClusterDNS         []string          `json:"clusterDNS"`
+		KubeReserved       map[string]string `json:"kubeReserved"`
+		SystemReserved     map[string]string `json:"systemReserved"`
+		EvictionHard       map[string]string `json:"evictionHard"`
+		RegisterWithTaints []corev1.Taint    `json:"registerWithTaints"`
+	}
+	if err := json.Unmarshal(raw, &user); err != nil {
+		return nil, fmt.Errorf("spec.kubelet.config: %w", err)
+	}
+	if user.MaxPods != nil {
+		c.MaxPods = *user.MaxPods
+	}
+	if user.PodsPerCore != nil {
+		c.PodsPerCore = *user.PodsPerCore
+	}
+	if user.ClusterDNS != nil {
+		c.ClusterDNS = user.ClusterDNS
+	}
+	c.KubeReserved, c.SystemReserved, c.EvictionHard, c.RegisterWithTaints = user.KubeReserved, user.SystemReserved, user.EvictionHard, user.RegisterWithTaints
+	return c, nil
+}
+
+// nodeadmInit is a run of nodeadm init by a script.
+type nodeadmInit struct {
+	args    []string
+	sources func(userData []byte, files map[string][]byte) []source
+}
+
+// runScripts runs the scripts and cloud-config cloud-init runs, in its
+// order (cloud-config's files first, then the part scripts, then its
+// runcmd), on one machine: the files they leave, the nodeadm init runs
+// that would start the kubelet, notes, and why the sandbox stopped.
+func runScripts(parts []cloudinit.Part) (files map[string][]byte, inits []nodeadmInit, notes []string, stopped string) {
+	files = map[string][]byte{"/etc/eks/bootstrap.sh": []byte("#!/usr/bin/env bash\nexit 1\n")}
+	var scripts, runcmds [][]byte
+	for i, p := range parts {
+		ct := p.ContentType
+		if ct == cloudinit.ContentTypeText {
+			ct = cloudinit.Sniff(p.Body)
+		}
+		switch ct {
+		case cloudinit.ContentTypeShell:
+			scripts = append(scripts, p.Body)
+		case cloudinit.ContentTypeCloudCfg:
+			cc, err := readCloudConfig(p.Body)
+			if err != nil {
+				notes = append(notes, fmt.Sprintf("part %d: cloud-init cannot read the cloud-config: %v", i+1, err))
+				continue
+			}
+			for path, data := range cc.files {
+				files[path] = data
+			}
+			if cc.runcmd != nil {
+				runcmds = append(runcmds, cc.runcmd)
+			}
+		case cloudinit.ContentTypeTOML:
+			notes = append(notes, fmt.Sprintf("part %d is Bottlerocket settings, which AL2023 does not read", i+1))
+		}
+	}
+	scripts = append(scripts, runcmds...)
+	for i, script := range scripts {
+		res := shell.Run(script, shell.Options{
+			Commands: map[string]shell.Handler{
+				"nodeadm": func(c shell.Call) uint8 {
+					if init, ok := readInit(c.Args); ok {
+						inits = append(inits, init)
+					}
+					return 0
+				},
+				"/etc/eks/bootstrap.sh": func(shell.Call) uint8 {
+					notes = append(notes, "the user data runs /etc/eks/bootstrap.sh, which AL2023 does not have (it prints that nodeadm bootstraps the node and exits 1)")
+					return 1
+				},
+			},
+			Files: files,
+		})
+		files = res.Files
+		if res.Err != nil {
+			return files, inits, notes, fmt.Sprintf("script %d: %v", i+1, res.Err)
+		}
+	}
+	return files, inits, notes, ""
+}
+
+// readInit reads `nodeadm init` and its config sources (-c,
+// --config-source; imds://user-data by default); --skip run starts no
+// kubelet.
+func readInit(args []string) (nodeadmInit, bool) {
+	if len(args) < 2 || args[1] != "init" {
+		return nodeadmInit{}, false
+	}
+	var uris []string
+	for i := 2; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case (a == "-c" || a == "--config-source") && i+1 < len(args):
+			uris = append(uris, args[i+1])
+			i++
+		case strings.HasPrefix(a, "--config-source="):
+			uris = append(uris, strings.TrimPrefix(a, "--config-source="))
+		case (a == "-s" || a == "--skip") && i+1 < len(args) && strings.Contains(args[i+1], "run"):
+			return nodeadmInit{}, false
+		}
+	}
+	if len(uris) == 0 {
+		uris = []string{"imds://user-data"}
+	}
+	return nodeadmInit{args: args, sources: func(userData []byte, files map[string][]byte) []source {
+		var out []source
+		for _, u := range uris {
+			switch {
+			case u == "imds://user-data":
+				out = append(out, userDataSource(userData))
+			case strings.TrimSuffix(u, "/") == "file://"+DropInDir:
+				out = append(out, dropInSource(files))
+			default:
+				out = append(out, func() (*NodeConfig, error) { return nil, fmt.Errorf("config source %q is not modelled", u) })
+			}
+		}
+		return out
+	}}, true
+}
