@@ -33,13 +33,13 @@ var (
 	genFlags = []string{
 		"--register-with-taints=karpenter.sh/unregistered:NoExecute", "--register-with-taints=dedicated=gpu:NoSchedule",
 		"--register-with-taints=karpenter.sh/unregistered:NoExecute,dedicated=gpu:NoSchedule", "--node-labels=team=ml",
-		"--node-labels=node-role.kubernetes.io/gpu=true", "--max-pods=58", "--v=2", `--node-labels="team=ml,tier=a"`,
+		"--node-labels=node-role.kubernetes.io/gpu=true", "--max-pods=45", "--v=2", `--node-labels="team=ml,tier=a"`,
 		"--register-with-taints=dedicated=gpu:Noschedule",
 	}
 	genConfigs = []string{
-		"      maxPods: 58\n", "      registerWithTaints:\n        - key: dedicated\n          value: gpu\n          effect: NoSchedule\n",
+		"      maxPods: 37\n", "      registerWithTaints:\n        - key: dedicated\n          value: gpu\n          effect: NoSchedule\n",
 		"      registerWithTaints: []\n", "      kubeReserved:\n        cpu: 100m\n", "      clusterDNS: [169.254.20.10]\n",
-		"      evictionHard:\n        memory.available: 200Mi\n", "      maxPods: \"58\"\n", "      shutdownGracePeriod: 30s\n",
+		"      evictionHard:\n        memory.available: 200Mi\n", "      maxPods: \"37\"\n", "      shutdownGracePeriod: 30s\n",
 	}
 )
 
