@@ -42,7 +42,7 @@ var kubeletArgs = []string{
 
 // Boot is what an AL2023 node makes of its user data.
 func Boot(userData []byte, m Machine) boot.Outcome {
-	if _, err := chain(userDataSource(userData)); err != nil {
+	if _, err := read(userDataSource(userData)); err != nil {
 		return boot.Never("nodeadm's config phase (nodeadm-config.service) fails, and its run phase, which starts the kubelet, needs it: " + err.Error())
 	}
 	parts, err := cloudinit.Split(userData)
@@ -62,7 +62,7 @@ func Boot(userData []byte, m Machine) boot.Outcome {
 		sources = inits[0].sources(userData, files)
 		started = "the user data's own `" + strings.Join(inits[0].args, " ") + "`"
 	}
-	nc, err := chain(sources...)
+	nc, err := read(sources...)
 	if err != nil {
 		return boot.Never(started + " fails: " + err.Error())
 	}

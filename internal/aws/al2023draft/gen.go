@@ -60,7 +60,19 @@ func (g *gen) nodeConfig() string {
 	if kind != "NodeConfig" {
 		g.note("kind " + kind)
 	}
-	fmt.Fprintf(&b, "kind: %s\nspec:\n  kubelet:\n", kind)
+	fmt.Fprintf(&b, "kind: %s\nspec:\n", kind)
+	if g.r.IntN(3) == 0 {
+		// A Custom AMI's user data names its cluster itself.
+		cluster := []string{"    name: payments-prod\n", "    apiServerEndpoint: https://F00D.yl4.eu-west-1.eks.amazonaws.com\n",
+			"    certificateAuthority: LS0tLS1CRUdJTg==\n", "    cidr: 10.100.0.0/16\n"}
+		if g.r.IntN(4) == 0 {
+			drop := g.r.IntN(len(cluster))
+			g.note("spec.cluster without " + strings.Fields(cluster[drop])[0])
+			cluster = append(cluster[:drop], cluster[drop+1:]...)
+		}
+		b.WriteString("  cluster:\n" + strings.Join(cluster, ""))
+	}
+	b.WriteString("  kubelet:\n")
 	switch g.r.IntN(12) {
 	case 0:
 		fmt.Fprintf(&b, "    flags: %q\n", g.pick(genFlags))

@@ -256,6 +256,38 @@ func dropInSource(files map[string][]byte) source {
 	}
 }
 
+// validate is nodeadm's check of the merged configuration before either
+// phase goes on: the cluster's name, endpoint, CA and service CIDR, and an
+// outpost's cluster ID.
+func validate(nc *NodeConfig) error {
+	c := nc.Spec.Cluster
+	switch {
+	case c.Name == "":
+		return errors.New("name is missing in cluster configuration (spec.cluster.name)")
+	case c.APIServerEndpoint == "":
+		return errors.New("apiserver endpoint is missing in cluster configuration (spec.cluster.apiServerEndpoint)")
+	case c.CertificateAuthority == nil:
+		return errors.New("certificate authority is missing in cluster configuration (spec.cluster.certificateAuthority)")
+	case c.CIDR == "":
+		return errors.New("CIDR is missing in cluster configuration (spec.cluster.cidr)")
+	case c.EnableOutpost != nil && *c.EnableOutpost && c.ID == "":
+		return errors.New("cluster ID must be provided for outposts (spec.cluster.id)")
+	}
+	return nil
+}
+
+// read is a phase's configuration: its chain, then validate.
+func read(sources ...source) (*NodeConfig, error) {
+	nc, err := chain(sources...)
+	if err != nil {
+		return nil, err
+	}
+	if err := validate(nc); err != nil {
+		return nil, err
+	}
+	return nc, nil
+}
+
 // DropInDir is where nodeadm's run phase reads drop-in NodeConfigs.
 const DropInDir = "/etc/eks/nodeadm.d"
 

@@ -38,6 +38,20 @@ const nodeadmGolden = "testdata/nodeadm-golden.json"
 
 var cluster = userdata.Cluster{Name: "payments-prod", Endpoint: "https://F00D.yl4.eu-west-1.eks.amazonaws.com", CABundle: "LS0tLS1CRUdJTg==", CIDR: "10.100.0.0/16", DNS: "10.100.0.10"}
 
+// probeInputOf is user data with the drop-ins its scripts and
+// cloud-config leave.
+func probeInputOf(userData string) probeInput {
+	parts, _ := cloudinit.Split([]byte(userData))
+	files, _, _, _ := runScripts(parts)
+	in := probeInput{UserData: base64.StdEncoding.EncodeToString([]byte(userData)), DropIns: map[string]string{}}
+	for p, data := range files {
+		if dir, name := path.Split(p); dir == DropInDir+"/" {
+			in.DropIns[name] = string(data)
+		}
+	}
+	return in
+}
+
 func probeKey(in probeInput) string {
 	b, _ := json.Marshal(in)
 	sum := sha256.Sum256(b)
@@ -53,23 +67,23 @@ func probeKey(in probeInput) string {
 // same.
 func TestGeneratedAL2023UserDataAsNodeadmReadsIt(t *testing.T) {
 	n := boottest.Cases(600)
-	inputs := make([]probeInput, n)
-	gens := make([]Input, n)
-	for i := range inputs {
-		gens[i] = Generate(uint64(i))
-		launched, err := userdata.Generate(awsv1.AMIFamilyAL2023, cluster, userdata.Node{MaxPods: 58}, gens[i].UserData)
+	// Each generated user data as an AL2023 node is launched with it
+	// (nodewright's NodeConfig merged in), and every fourth also as a
+	// Custom AMI's, as written.
+	var inputs []probeInput
+	var gens []Input
+	for i := range n {
+		in := Generate(uint64(i))
+		launched, err := userdata.Generate(awsv1.AMIFamilyAL2023, cluster, userdata.Node{MaxPods: 58}, in.UserData)
 		if err != nil {
 			t.Fatal(err)
 		}
-		parts, _ := cloudinit.Split([]byte(launched))
-		files, _, _, _ := runScripts(parts)
-		in := probeInput{UserData: base64.StdEncoding.EncodeToString([]byte(launched)), DropIns: map[string]string{}}
-		for p, data := range files {
-			if dir, name := path.Split(p); dir == DropInDir+"/" {
-				in.DropIns[name] = string(data)
-			}
+		inputs, gens = append(inputs, probeInputOf(launched)), append(gens, in)
+		if i%4 == 0 {
+			custom := in
+			custom.Constructs = append(slices.Clone(in.Constructs), "as a Custom AMI's")
+			inputs, gens = append(inputs, probeInputOf(in.UserData)), append(gens, custom)
 		}
-		inputs[i] = in
 	}
 	golden := nodeadmOutcomes(t, inputs)
 	agree := 0
@@ -84,8 +98,8 @@ func TestGeneratedAL2023UserDataAsNodeadmReadsIt(t *testing.T) {
 		for name, body := range in.DropIns {
 			files[DropInDir+"/"+name] = []byte(body)
 		}
-		_, configErr := chain(userDataSource(launched))
-		nc, runErr := chain(userDataSource(launched), dropInSource(files))
+		_, configErr := read(userDataSource(launched))
+		nc, runErr := read(userDataSource(launched), dropInSource(files))
 		var diffs []string
 		if (configErr != nil) != (real.ConfigError != "") {
 			diffs = append(diffs, fmt.Sprintf(" config phase: nodeadm %q, model %v", real.ConfigError, configErr))
@@ -109,7 +123,7 @@ func TestGeneratedAL2023UserDataAsNodeadmReadsIt(t *testing.T) {
 			failing["reads"]++
 		}
 	}
-	t.Logf("AL2023 user data: %d of %d generated inputs agree with nodeadm's reading (%v)", agree, n, failing)
+	t.Logf("AL2023 user data: %d of %d generated inputs agree with nodeadm's reading (%v)", agree, len(inputs), failing)
 }
 
 func compareKubelet(nc *NodeConfig, real json.RawMessage) string {
