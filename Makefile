@@ -120,7 +120,7 @@ FUZZ_TARGETS := ./internal/scheduling:FuzzSolve ./internal/aws/boot/cloudinit:Fu
 
 BOOT_CASES ?= 5000
 boot: ## Run BOOT_CASES generated user data through the boot models and the real components (bash, bootstrap.sh's and nodeadm's outcomes, the kubelet's flag handling) and print the agreement
-	NODEWRIGHT_BOOT_CASES=$(BOOT_CASES) go test -count=1 -timeout 60m -v -run 'TestGenerated' ./internal/aws/boot/... ./internal/aws/al2023draft/ | grep -E '^(--- FAIL|FAIL|ok|panic)|agree|^\s+\S+_test.go'
+	NODEWRIGHT_BOOT_CASES=$(BOOT_CASES) go test -count=1 -timeout 60m -v -run 'TestGenerated' ./internal/aws/boot/... | grep -E '^(--- FAIL|FAIL|ok|panic)|agree|^\s+\S+_test.go'
 
 BOOTSTRAP_SH ?=
 NODEADM_SRC ?=
@@ -130,7 +130,7 @@ boot-golden: ## Write again what is generated from the real components: the kube
 	@test -n "$(NODEADM_SRC)" || { echo "set NODEADM_SRC to the nodeadm folder of an amazon-eks-ami checkout (github.com/awslabs/amazon-eks-ami)"; exit 1; }
 	NODEWRIGHT_BOOT_CASES=$(BOOT_CASES) NODEWRIGHT_BOOTSTRAP_SH=$(abspath $(BOOTSTRAP_SH)) go test -count=1 -timeout 60m -run TestGeneratedAL2UserData ./internal/aws/boot/al2/
 	probe="$$(NODEADM_SRC=$(abspath $(NODEADM_SRC)) ./hack/nodeadm-probe.sh)" && NODEWRIGHT_BOOT_CASES=$(BOOT_CASES) NODEWRIGHT_NODEADM_PROBE="$$probe" \
-		go test -count=1 -timeout 60m -run TestGeneratedAL2023 ./internal/aws/al2023draft/
+		go test -count=1 -timeout 60m -run TestGeneratedAL2023 ./internal/aws/boot/al2023/
 
 fuzz: ## Run every fuzz target as a fuzzer for FUZZ_TIME each, keeping what it finds in FUZZ_CORPUS (a failing input is written to the package's testdata/fuzz, which plain go test replays)
 	for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; name=$${t##*:}; \

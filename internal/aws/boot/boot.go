@@ -43,6 +43,10 @@ type Outcome struct {
 	Why string
 	// Kubelet is what the kubelet starts with, when the node joins.
 	Kubelet *kubelet.Started
+	// ReservedMaxPods is the pod count the image works the kubelet's
+	// kube-reserved out from, when it takes it from the configuration
+	// (nodeadm); 0 when it takes the instance type's ENI limit (AL2).
+	ReservedMaxPods int32
 	// Notes are what the reading saw that its author may not expect: a
 	// part the family does not read, a setting replaced by a later one.
 	Notes []string

@@ -6,6 +6,7 @@ import (
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	"github.com/nodewright/nodewright/internal/aws/boot"
 	"github.com/nodewright/nodewright/internal/aws/boot/al2"
+	"github.com/nodewright/nodewright/internal/aws/boot/al2023"
 	"github.com/nodewright/nodewright/internal/aws/boot/cloudinit"
 )
 
@@ -26,38 +27,59 @@ const (
 // cluster), for the families whose boot is modelled in package boot; ok
 // is false for the others.
 func Outcome(family, userData string) (o boot.Outcome, ok bool) {
-	switch {
-	case family == awsv1.AMIFamilyAL2:
-		launched, err := Generate(family, TypicalCluster, Node{MaxPods: 110}, userData)
-		if err != nil {
+	launched := userData
+	if family != awsv1.AMIFamilyCustom {
+		var err error
+		if launched, err = Generate(family, TypicalCluster, Node{MaxPods: 110}, userData); err != nil {
 			return boot.Outcome{}, false
 		}
-		return al2.Boot([]byte(launched), al2.Machine{MaxPods: 110}), true
-	case family == awsv1.AMIFamilyCustom && al2Scripts(userData):
-		return al2.Boot([]byte(userData), al2.Machine{MaxPods: 110}), true
 	}
-	return boot.Outcome{}, false
+	o, model := Boot(family, []byte(launched), 110)
+	return o, model != ""
 }
 
-// al2Scripts reports Custom user data that bootstraps as AL2 does: shell
-// scripts only, one of them naming bootstrap.sh.
-func al2Scripts(userData string) bool {
+// Boot is what a node of the family makes of the user data it is
+// launched with, by the boot model of its image's family (model, "" when
+// no model reads it): a Custom AMI's is read by the family its user data
+// is for. maxPods is the pod limit the image works out for the instance
+// type (0: not known).
+func Boot(family string, launched []byte, maxPods int32) (o boot.Outcome, model string) {
+	if family == awsv1.AMIFamilyCustom {
+		family = customBoot(string(launched))
+	}
+	switch family {
+	case awsv1.AMIFamilyAL2:
+		return al2.Boot(launched, al2.Machine{MaxPods: maxPods}), family
+	case awsv1.AMIFamilyAL2023:
+		return al2023.Boot(launched, al2023.Machine{MaxPods: maxPods}), family
+	}
+	return boot.Outcome{}, ""
+}
+
+// customBoot is the family whose boot a Custom AMI's user data is for,
+// read from what it holds: a NodeConfig, or a script that runs nodeadm or
+// writes its drop-ins, is AL2023's; scripts and cloud-config otherwise are
+// AL2's (bootstrap.sh, or nothing that starts the kubelet); "" for what no
+// boot model reads yet (Bottlerocket settings).
+func customBoot(userData string) string {
 	parts, err := cloudinit.Split([]byte(userData))
 	if err != nil {
-		return false
+		return ""
 	}
-	calls := false
+	family := awsv1.AMIFamilyAL2
 	for _, p := range parts {
 		ct := p.ContentType
 		if ct == ContentTypeText {
 			ct = cloudinit.Sniff(p.Body)
 		}
-		if ct != ContentTypeShell {
-			return false
+		switch {
+		case ct == ContentTypeTOML:
+			return ""
+		case ct == ContentTypeNodeadm, strings.Contains(string(p.Body), "nodeadm"):
+			family = awsv1.AMIFamilyAL2023
 		}
-		calls = calls || strings.Contains(string(p.Body), "bootstrap.sh")
 	}
-	return calls
+	return family
 }
 
 // judged makes the findings agree with the boot outcome: a launch is

@@ -93,7 +93,7 @@ func TestHealthyUserDataHasNoFindings(t *testing.T) {
 		{awsv1.AMIFamilyAL2, "#!/bin/bash\necho hello > /etc/motd\n"},
 		{awsv1.AMIFamilyCustom, "#!/bin/bash\n/etc/eks/bootstrap.sh my-cluster --kubelet-extra-args '--register-with-taints=karpenter.sh/unregistered:NoExecute --node-labels=a=b'\n"},
 		{awsv1.AMIFamilyCustom, "#!/bin/bash\n/etc/eks/bootstrap.sh my-cluster --kubelet-extra-args '--node-labels=\"a=b\" --register-with-taints \"karpenter.sh/unregistered:NoExecute\"'\n"},
-		{awsv1.AMIFamilyCustom, "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  kubelet:\n    config:\n      registerWithTaints:\n        - {key: karpenter.sh/unregistered, effect: NoExecute}\n"},
+		{awsv1.AMIFamilyCustom, "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  cluster:\n    name: payments-prod\n    apiServerEndpoint: https://F00D.yl4.eu-west-1.eks.amazonaws.com\n    certificateAuthority: LS0tLS1CRUdJTg==\n    cidr: 10.100.0.0/16\n  kubelet:\n    config:\n      registerWithTaints:\n        - {key: karpenter.sh/unregistered, effect: NoExecute}\n"},
 		{awsv1.AMIFamilyBottlerocket, "[settings.kubernetes]\nimage-gc-high-threshold-percent = 80\n"},
 	} {
 		if fs := Validate(tc.family, tc.userData); len(fs) != 0 {

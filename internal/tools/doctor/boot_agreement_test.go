@@ -11,6 +11,7 @@ import (
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	"github.com/nodewright/nodewright/internal/aws/boot"
+	"github.com/nodewright/nodewright/internal/aws/boot/al2023"
 	"github.com/nodewright/nodewright/internal/aws/boot/boottest"
 	"github.com/nodewright/nodewright/internal/aws/userdata"
 	"github.com/nodewright/nodewright/internal/sim/harness/kubelet"
@@ -18,7 +19,8 @@ import (
 )
 
 // TestToolsAgreeOnGeneratedUserData: on generated AL2 user data, as the
-// user data of an AL2 and of a Custom EC2NodeClass, the controller's
+// user data of an AL2 and of a Custom EC2NodeClass, and on generated
+// AL2023 user data, as that of an AL2023 and a Custom one, the controller's
 // validation blocks launches exactly when the boot outcome says the node
 // never joins or joins without karpenter.sh/unregistered; doctor reports
 // an error on the EC2NodeClass exactly then; and the simulated kubelet,
@@ -29,9 +31,15 @@ func TestToolsAgreeOnGeneratedUserData(t *testing.T) {
 	n := boottest.Cases(300)
 	cluster := userdata.Cluster{Name: "payments-prod", Endpoint: "https://F00D.yl4.eu-west-1.eks.amazonaws.com", CABundle: "LS0tLS1CRUdJTg==", CIDR: "10.100.0.0/16", DNS: "10.100.0.10"}
 	counts := map[string]int{}
-	for i := range n {
-		in := boottest.AL2Script(uint64(i))
-		for _, family := range []string{awsv1.AMIFamilyAL2, awsv1.AMIFamilyCustom} {
+	for i := range 2 * n {
+		in := boottest.AL2Script(uint64(i / 2))
+		families := []string{awsv1.AMIFamilyAL2, awsv1.AMIFamilyCustom}
+		if i%2 == 1 {
+			g := al2023.Generate(uint64(i / 2))
+			in = boottest.Input{Seed: g.Seed, UserData: g.UserData, Constructs: g.Constructs}
+			families = []string{awsv1.AMIFamilyAL2023, awsv1.AMIFamilyCustom}
+		}
+		for _, family := range families {
 			o, ok := userdata.Outcome(family, in.UserData)
 			if !ok {
 				t.Fatalf("input %d (%s): no boot outcome for %s", i, strings.Join(in.Constructs, ", "), family)
@@ -42,7 +50,7 @@ func TestToolsAgreeOnGeneratedUserData(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("validation, doctor and the simulated kubelet agree with the boot outcome on %d generated inputs, each as AL2 and Custom: %v", n, counts)
+	t.Logf("validation, doctor and the simulated kubelet agree with the boot outcome on %d generated AL2 scripts, each as AL2 and Custom, and %d generated AL2023 user data, each as AL2023 and Custom: %v", n, n, counts)
 }
 
 func toolsAgree(family, userData string, o boot.Outcome, cluster userdata.Cluster) string {

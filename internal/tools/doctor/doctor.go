@@ -54,6 +54,8 @@ const (
 	CodeDRADriverMissing          = "dra-driver-not-running"
 	CodeWindowsUserDataUnparsable = userdata.CodeWindowsUnparsable
 	CodeWindowsBootstrapCallFails = userdata.CodeWindowsBootstrapArgsFailed
+	CodeNodeNeverJoins            = userdata.CodeNeverJoins
+	CodeBootNotModelled           = userdata.CodeNotModelled
 )
 
 // Codes are every finding code.
@@ -64,6 +66,7 @@ var Codes = []string{
 	CodeCheckFailed, CodeStalePrices, CodeUserDataFormatNotRead, CodeUserDataSettingOverridden, CodeStartupTaintNeverRemoved,
 	CodeNodeRebootFailed, CodeCapacityBufferNotReady, CodeAMINotFound, CodeNotChecked,
 	CodeNodeClassNotFound, CodeKubeletConfigRefused, CodeUserDataTooLarge, CodeClaimsUnsatisfiable, CodeDRADriverMissing,
+	CodeNodeNeverJoins, CodeBootNotModelled,
 	CodeWindowsUserDataUnparsable, CodeWindowsBootstrapCallFails, CodeWindowsIPAMOff, CodeWindowsProxyGroup, CodeLinuxPodOnWindows, CodeDaemonSetOnWindows, CodeWindowsPodOnLinux,
 }
 

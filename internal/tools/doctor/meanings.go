@@ -37,5 +37,7 @@ var Meanings = map[string]string{
 	"pod-without-os-placed-on-windows":           "the plan puts pods that do not select `kubernetes.io/os` on Windows nodes, where a Linux image does not run; says to select the OS or taint the Windows NodePool",
 	"windows-pod-placed-on-linux":                "the plan puts pods of a Windows image (Server Core, Nano Server, `mcr.microsoft.com/windows/...`) that do not select `kubernetes.io/os` on Linux nodes",
 	"daemonset-without-os-runs-on-windows":       "a DaemonSet that does not select `kubernetes.io/os` tolerates a Windows NodePool: its Linux image never starts on the Windows nodes, and its requests are kept free on each; says to select `kubernetes.io/os: linux`",
+	"userdata-node-never-joins":                  "as the node reads its user data (the family's boot model: cloud-init, bootstrap.sh or nodeadm, the kubelet's own checks), the boot stops before the kubelet registers: a bootstrap.sh call it refuses, a NodeConfig nodeadm cannot decode, a kubelet argument the kubelet exits on (a `kubernetes.io` label it may not set, a taint effect it does not know); nothing launches",
+	"userdata-boot-not-modelled":                 "what the node does with its user data depends on something the boot model does not run (a command's output or exit status, a construct the sandbox refuses): no verdict either way; says how to check on a node",
 	"not-checked":                                "a check that could not run on this input: what was not checked and the command that checks it",
 }

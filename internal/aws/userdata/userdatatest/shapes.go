@@ -19,6 +19,12 @@ func NodeConfigPart(body string) string {
 // NodeConfigHead starts a NodeConfig, up to spec.kubelet's fields.
 const NodeConfigHead = "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  kubelet:\n"
 
+// CustomNodeConfigHead starts the NodeConfig of a Custom AMI's user data,
+// which names its cluster itself (nodeadm requires it), up to
+// spec.kubelet's fields.
+const CustomNodeConfigHead = "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  cluster:\n    name: payments-prod\n" +
+	"    apiServerEndpoint: https://F00D.yl4.eu-west-1.eks.amazonaws.com\n    certificateAuthority: LS0tLS1CRUdJTg==\n    cidr: 10.100.0.0/16\n  kubelet:\n"
+
 // Shape is a user data as a user writes it for an AMI family, with what
 // the node does with it.
 type Shape struct {
@@ -43,9 +49,9 @@ var Shapes = []Shape{
 		NodeConfigHead + "    flags: [\"--node-labels=team=ci\"]\n---\n" + NodeConfigHead + "    flags: [\"--register-with-taints=dedicated=ci:NoSchedule\"]\n", true, userdata.CodeFormatNotRead},
 	{"AL2023 --max-pods flag", awsv1.AMIFamilyAL2023, NodeConfigHead + "    flags: [\"--max-pods=200\"]\n", true, userdata.CodeSettingOverridden},
 	{"Custom flag value in double quotes", awsv1.AMIFamilyCustom,
-		MIMEHead + NodeConfigPart(NodeConfigHead+"    flags:\n      - --register-with-taints=\"karpenter.sh/unregistered:NoExecute\"\n") + "--==B==--\n", true, ""},
+		MIMEHead + NodeConfigPart(CustomNodeConfigHead+"    flags:\n      - --register-with-taints=\"karpenter.sh/unregistered:NoExecute\"\n") + "--==B==--\n", true, ""},
 	{"Custom NodeConfig in a nested multipart", awsv1.AMIFamilyCustom,
-		MIMEHead + "--==B==\nContent-Type: multipart/mixed; boundary=\"==I==\"\n\n--==I==\nContent-Type: application/node.eks.aws\n\n" + NodeConfigHead +
+		MIMEHead + "--==B==\nContent-Type: multipart/mixed; boundary=\"==I==\"\n\n--==I==\nContent-Type: application/node.eks.aws\n\n" + CustomNodeConfigHead +
 			"    flags: [\"--register-with-taints=karpenter.sh/unregistered:NoExecute\"]\n--==I==--\n--==B==--\n", false, ""},
 	{"Bottlerocket single-string taint", awsv1.AMIFamilyBottlerocket,
 		"[settings.kubernetes.node-taints]\n\"dedicated\" = \"ci:NoSchedule\"\n", true, userdata.CodeBottlerocketTaints},

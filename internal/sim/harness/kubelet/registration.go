@@ -15,7 +15,6 @@ import (
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	"github.com/nodewright/nodewright/internal/aws/boot"
-	"github.com/nodewright/nodewright/internal/aws/boot/al2"
 	bootkubelet "github.com/nodewright/nodewright/internal/aws/boot/kubelet"
 	"github.com/nodewright/nodewright/internal/aws/kubeletconfig"
 	"github.com/nodewright/nodewright/internal/aws/userdata"
@@ -59,22 +58,17 @@ func Read(family, encoded string) (*Registration, error) {
 	if err != nil {
 		return nil, &NoKubeletError{Reason: "cloud-init cannot read the user data: " + err.Error()}
 	}
-	switch family {
-	case awsv1.AMIFamilyBottlerocket:
+	if family == awsv1.AMIFamilyBottlerocket {
 		return bottlerocket(parts)
-	case awsv1.AMIFamilyAL2023:
-		return nodeadm(data)
 	}
-	// AL2 runs the scripts; Custom is read as written: nodeadm documents
-	// if there are any, else scripts.
-	for _, p := range parts {
-		if family == awsv1.AMIFamilyCustom && p.ContentType == userdata.ContentTypeNodeadm {
-			return nodeadm(data)
-		}
+	// AL2, AL2023 and what a Custom AMI's user data is for, as the node
+	// boots (package boot: the model validation and doctor judge the user
+	// data by).
+	o, model := userdata.Boot(family, data, 0)
+	if model == "" {
+		return bottlerocket(parts) // a Custom AMI's Bottlerocket settings
 	}
-	// The AL2 boot as the node runs it (boot/al2, the model validation
-	// and doctor judge the user data by).
-	return fromOutcome(al2.Boot(data, al2.Machine{}))
+	return fromOutcome(o, model == awsv1.AMIFamilyAL2023)
 }
 
 // NotModelledError says the simulation cannot boot the user data: what
@@ -83,8 +77,10 @@ type NotModelledError struct{ Reason string }
 
 func (e *NotModelledError) Error() string { return "the boot is not modelled: " + e.Reason }
 
-// fromOutcome is the registration of a boot outcome.
-func fromOutcome(o boot.Outcome) (*Registration, error) {
+// fromOutcome is the registration of a boot outcome; configured says the
+// image writes the reservations of the kubelet's configuration (nodeadm),
+// not its own (bootstrap.sh works them out from the instance type).
+func fromOutcome(o boot.Outcome, configured bool) (*Registration, error) {
 	switch o.Verdict {
 	case boot.NeverJoins:
 		return nil, &NoKubeletError{Reason: o.Why}
@@ -98,8 +94,15 @@ func fromOutcome(o boot.Outcome) (*Registration, error) {
 	}
 	reg.Reserved = kubeletconfig.Config{KubeReserved: given(k, "kube-reserved", k.KubeReserved), SystemReserved: given(k, "system-reserved", k.SystemReserved),
 		EvictionHard: given(k, "eviction-hard", k.EvictionHard)}
-	// bootstrap.sh works out kube-reserved from the instance type's ENI
-	// pod limit, whatever --max-pods says: Reserved.MaxPods stays unset.
+	if configured {
+		reg.Reserved.KubeReserved, reg.Reserved.SystemReserved, reg.Reserved.EvictionHard = k.KubeReserved, k.SystemReserved, k.EvictionHard
+	}
+	// nodeadm works out kube-reserved from the configuration's maxPods
+	// (a --max-pods flag changes only the pod count); bootstrap.sh from
+	// the instance type's ENI limit, and Reserved.MaxPods stays unset.
+	if o.ReservedMaxPods > 0 {
+		reg.Reserved.MaxPods = ptr.To(o.ReservedMaxPods)
+	}
 	if k.PodsPerCore > 0 {
 		reg.Reserved.PodsPerCore = ptr.To(k.PodsPerCore)
 	}
@@ -113,54 +116,6 @@ func given(k *bootkubelet.Started, flag string, m map[string]string) map[string]
 		return nil
 	}
 	return m
-}
-
-// nodeadm reads the user data as nodeadm does (userdata.ReadNodeadm, the
-// reader validation and doctor use): the kubelet's configuration and its
-// flags, a flag beating the configuration.
-func nodeadm(data []byte) (*Registration, error) {
-	view, err := userdata.ReadNodeadm(data)
-	if err != nil {
-		return nil, &NoKubeletError{Reason: "nodeadm init fails: " + err.Error()}
-	}
-	if !view.Found {
-		return nil, &NoKubeletError{Reason: "nodeadm init finds no NodeConfig it reads in the user data"}
-	}
-	reg := &Registration{Labels: map[string]string{}, ExternalCloudProvider: true}
-	reg.Reserved = kubeletconfig.Config{
-		KubeReserved: stringMap(view.Config["kubeReserved"]), SystemReserved: stringMap(view.Config["systemReserved"]),
-		EvictionHard: stringMap(view.Config["evictionHard"]),
-	}
-	if v, ok := view.Config["maxPods"].(float64); ok {
-		// nodeadm works out kube-reserved from the configuration's
-		// maxPods; a --max-pods flag changes only the pod count.
-		reg.MaxPods = int32(v)
-		reg.Reserved.MaxPods = ptr.To(reg.MaxPods)
-	}
-	if v, ok := view.Config["podsPerCore"].(float64); ok {
-		reg.Reserved.PodsPerCore = ptr.To(int32(v))
-	}
-	applyFlags(reg, view.Flags)
-	// The taints as nodeadm's reader says the kubelet takes them: the last
-	// flag's, else the configuration's.
-	if taints, _ := view.RegistrationTaints(); len(taints) > 0 {
-		reg.Taints = parseTaints(strings.Join(taints, ","))
-	}
-	return reg, nil
-}
-
-// stringMap reads a map of the configuration as strings (nil when it is
-// not a map).
-func stringMap(v any) map[string]string {
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, val := range m {
-		out[k] = fmt.Sprint(val)
-	}
-	return out
 }
 
 // flagMap reads a kubelet map flag's key<sep>value,... value.

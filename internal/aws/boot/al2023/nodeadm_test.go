@@ -1,4 +1,4 @@
-package al2023
+package al2023_test
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	"github.com/nodewright/nodewright/internal/aws/boot/al2023"
 	"github.com/nodewright/nodewright/internal/aws/boot/boottest"
 	"github.com/nodewright/nodewright/internal/aws/boot/cloudinit"
 	"github.com/nodewright/nodewright/internal/aws/userdata"
@@ -42,10 +43,10 @@ var cluster = userdata.Cluster{Name: "payments-prod", Endpoint: "https://F00D.yl
 // cloud-config leave.
 func probeInputOf(userData string) probeInput {
 	parts, _ := cloudinit.Split([]byte(userData))
-	files, _, _, _ := runScripts(parts)
+	files, _, _, _ := al2023.RunScripts(parts)
 	in := probeInput{UserData: base64.StdEncoding.EncodeToString([]byte(userData)), DropIns: map[string]string{}}
 	for p, data := range files {
-		if dir, name := path.Split(p); dir == DropInDir+"/" {
+		if dir, name := path.Split(p); dir == al2023.DropInDir+"/" {
 			in.DropIns[name] = string(data)
 		}
 	}
@@ -71,9 +72,9 @@ func TestGeneratedAL2023UserDataAsNodeadmReadsIt(t *testing.T) {
 	// (nodewright's NodeConfig merged in), and every fourth also as a
 	// Custom AMI's, as written.
 	var inputs []probeInput
-	var gens []Input
+	var gens []al2023.Input
 	for i := range n {
-		in := Generate(uint64(i))
+		in := al2023.Generate(uint64(i))
 		launched, err := userdata.Generate(awsv1.AMIFamilyAL2023, cluster, userdata.Node{MaxPods: 58}, in.UserData)
 		if err != nil {
 			t.Fatal(err)
@@ -96,10 +97,10 @@ func TestGeneratedAL2023UserDataAsNodeadmReadsIt(t *testing.T) {
 		launched, _ := base64.StdEncoding.DecodeString(in.UserData)
 		files := map[string][]byte{}
 		for name, body := range in.DropIns {
-			files[DropInDir+"/"+name] = []byte(body)
+			files[al2023.DropInDir+"/"+name] = []byte(body)
 		}
-		_, configErr := read(userDataSource(launched))
-		nc, runErr := read(userDataSource(launched), dropInSource(files))
+		_, configErr := al2023.Read(al2023.UserDataSource(launched))
+		nc, runErr := al2023.Read(al2023.UserDataSource(launched), al2023.DropInSource(files))
 		var diffs []string
 		if (configErr != nil) != (real.ConfigError != "") {
 			diffs = append(diffs, fmt.Sprintf(" config phase: nodeadm %q, model %v", real.ConfigError, configErr))
@@ -126,7 +127,7 @@ func TestGeneratedAL2023UserDataAsNodeadmReadsIt(t *testing.T) {
 	t.Logf("AL2023 user data: %d of %d generated inputs agree with nodeadm's reading (%v)", agree, len(inputs), failing)
 }
 
-func compareKubelet(nc *NodeConfig, real json.RawMessage) string {
+func compareKubelet(nc *al2023.NodeConfig, real json.RawMessage) string {
 	var want struct {
 		Config map[string]any `json:"config"`
 		Flags  []string       `json:"flags"`
@@ -134,7 +135,7 @@ func compareKubelet(nc *NodeConfig, real json.RawMessage) string {
 	if err := json.Unmarshal(real, &want); err != nil {
 		return err.Error()
 	}
-	got, err := document(nc.Spec.Kubelet.Config)
+	got, err := al2023.Document(nc.Spec.Kubelet.Config)
 	if err != nil {
 		return err.Error()
 	}

@@ -321,9 +321,9 @@ func merge(configs []*NodeConfig) (*NodeConfig, error) {
 	out := &NodeConfig{}
 	kubelet := map[string]any{}
 	for _, nc := range configs {
-		flags := out.Spec.Kubelet.Flags
+		flags := slices.Concat(out.Spec.Kubelet.Flags, nc.Spec.Kubelet.Flags)
 		mergeValue(reflect.ValueOf(&out.Spec).Elem(), reflect.ValueOf(nc.Spec))
-		out.Spec.Kubelet.Flags = append(flags, nc.Spec.Kubelet.Flags...)
+		out.Spec.Kubelet.Flags = flags
 		doc, err := document(nc.Spec.Kubelet.Config)
 		if err != nil {
 			return nil, err

@@ -1,4 +1,4 @@
-package al2023
+package al2023_test
 
 import (
 	"encoding/base64"
@@ -11,6 +11,7 @@ import (
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	"github.com/nodewright/nodewright/internal/aws/boot"
+	"github.com/nodewright/nodewright/internal/aws/boot/al2023"
 	"github.com/nodewright/nodewright/internal/aws/boot/boottest"
 	"github.com/nodewright/nodewright/internal/aws/boot/cloudinit"
 	"github.com/nodewright/nodewright/internal/aws/boot/kubelettest"
@@ -27,25 +28,25 @@ import (
 // judged by the model alone (the probe reads the run phase's sources).
 func TestGeneratedAL2023BootAsTheNodeDoesIt(t *testing.T) {
 	n := boottest.Cases(600)
-	machine := Machine{MaxPods: 29} // nodeadm's own figure; nodewright's NodeConfig sets 58
+	machine := al2023.Machine{MaxPods: 29} // nodeadm's own figure; nodewright's NodeConfig sets 58
 	type item struct {
-		in       Input
+		in       al2023.Input
 		launched []byte
 		probe    probeInput
 	}
 	items := make([]item, 0, n)
 	probes := make([]probeInput, 0, n)
 	for i := range n {
-		in := Generate(uint64(i))
+		in := al2023.Generate(uint64(i))
 		launched, err := userdata.Generate(awsv1.AMIFamilyAL2023, cluster, userdata.Node{MaxPods: 58}, in.UserData)
 		if err != nil {
 			t.Fatal(err)
 		}
 		parts, _ := cloudinit.Split([]byte(launched))
-		files, _, _, _ := runScripts(parts)
+		files, _, _, _ := al2023.RunScripts(parts)
 		p := probeInput{UserData: base64.StdEncoding.EncodeToString([]byte(launched)), DropIns: map[string]string{}}
 		for path, data := range files {
-			if name, ok := strings.CutPrefix(path, DropInDir+"/"); ok {
+			if name, ok := strings.CutPrefix(path, al2023.DropInDir+"/"); ok {
 				p.DropIns[name] = string(data)
 			}
 		}
@@ -80,15 +81,15 @@ func TestGeneratedAL2023BootAsTheNodeDoesIt(t *testing.T) {
 			t.Fatal(err)
 		}
 		owner[i] = len(kubeletInputs)
-		kubeletInputs = append(kubeletInputs, kubelettest.Input{Args: append(slices.Clone(kubeletArgs[2:]), systemd.Words(strings.Join(k.Flags, " "))...), Config: string(raw)})
+		kubeletInputs = append(kubeletInputs, kubelettest.Input{Args: append(slices.Clone(al2023.KubeletArgs[2:]), systemd.Words(strings.Join(k.Flags, " "))...), Config: string(raw)})
 	}
 	fromKubelet := kubelettest.Run(t, kubeletInputs)
 
 	counts := map[string]int{}
 	for i, it := range items {
-		o := Boot(it.launched, machine)
+		o := al2023.Boot(it.launched, machine)
 		counts[string(o.Verdict)]++
-		_, inits, _, _ := runScripts(mustSplit(it.launched))
+		_, inits, _, _ := al2023.RunScripts(mustSplit(it.launched))
 		if len(inits) > 0 {
 			counts["nodeadm init in a script"]++
 			continue
@@ -107,7 +108,7 @@ func TestGeneratedAL2023BootAsTheNodeDoesIt(t *testing.T) {
 		case o.Verdict != boot.Joins:
 			diff = "the node joins; the model says " + o.Summary()
 		default:
-			diff = compareRegistration(o, fromKubelet[j], machine)
+			diff = compareRegistration(o, fromKubelet[j])
 		}
 		if diff != "" {
 			t.Errorf("input %d (%s):\n%s\n%s", i, strings.Join(it.in.Constructs, ", "), it.in.UserData, diff)
@@ -121,7 +122,7 @@ func mustSplit(data []byte) []cloudinit.Part {
 	return parts
 }
 
-func compareRegistration(o boot.Outcome, real kubelettest.Output, m Machine) string {
+func compareRegistration(o boot.Outcome, real kubelettest.Output) string {
 	var taints, realTaints []string
 	for _, t := range o.Kubelet.RegisterWithTaints {
 		taints = append(taints, t.ToString())

@@ -76,7 +76,7 @@ func Boot(userData []byte, m Machine) boot.Outcome {
 	if err != nil {
 		return boot.Never(err.Error() + " (started by " + started + ")")
 	}
-	return boot.Outcome{Verdict: boot.Joins, Kubelet: k, Notes: notes}
+	return boot.Outcome{Verdict: boot.Joins, Kubelet: k, Notes: notes, ReservedMaxPods: file.MaxPods}
 }
 
 // configFile is the kubelet configuration nodeadm writes: its defaults,
