@@ -3,8 +3,6 @@ package userdata
 import (
 	"bufio"
 	"bytes"
-	"compress/gzip"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +15,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodewright/nodewright/internal/aws/boot/al2023"
 	"github.com/nodewright/nodewright/internal/aws/boot/systemd"
 )
 
@@ -220,23 +219,6 @@ func BottlerocketTaints(nodeTaints map[string]any) ([]string, error) {
 	return out, nil
 }
 
-// unwrapNodeadm undoes what nodeadm undoes before it reads user data (as
-// its releases since 2025 do): user data that is base64 as a whole is
-// decoded, and gzip is decompressed.
-func unwrapNodeadm(data []byte) ([]byte, error) {
-	if decoded, err := base64.StdEncoding.DecodeString(string(data)); err == nil {
-		data = decoded
-	}
-	if len(data) < 2 || data[0] != 0x1f || data[1] != 0x8b {
-		return data, nil
-	}
-	r, err := gzip.NewReader(bytes.NewReader(data))
-	if err != nil {
-		return nil, fmt.Errorf("the user data starts as gzip but cannot be decompressed: %w", err)
-	}
-	out, err := io.ReadAll(io.LimitReader(r, 1<<20))
-	if err != nil {
-		return nil, fmt.Errorf("the user data starts as gzip but cannot be decompressed: %w", err)
-	}
-	return out, nil
-}
+// unwrapNodeadm undoes what nodeadm undoes before it reads user data
+// (the AL2023 model's rules): base64 as a whole, then gzip.
+func unwrapNodeadm(data []byte) ([]byte, error) { return al2023.Unwrap(data) }

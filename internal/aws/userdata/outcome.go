@@ -68,11 +68,7 @@ func customBoot(userData string) string {
 	}
 	family := awsv1.AMIFamilyAL2
 	for _, p := range parts {
-		ct := p.ContentType
-		if ct == ContentTypeText {
-			ct = cloudinit.Sniff(p.Body)
-		}
-		switch {
+		switch ct := cloudinit.Type(p); {
 		case ct == ContentTypeTOML:
 			return ""
 		case ct == ContentTypeNodeadm, strings.Contains(string(p.Body), "nodeadm"):

@@ -64,11 +64,7 @@ func Boot(userData []byte, m Machine) boot.Outcome {
 // types it); notes name the parts AL2 does not read.
 func scriptsOf(parts []cloudinit.Part) (scripts [][]byte, notes []string) {
 	for i, p := range parts {
-		ct := p.ContentType
-		if ct == cloudinit.ContentTypeText {
-			ct = cloudinit.Sniff(p.Body)
-		}
-		switch ct {
+		switch ct := cloudinit.Type(p); ct {
 		case cloudinit.ContentTypeShell:
 			scripts = append(scripts, p.Body)
 		case cloudinit.ContentTypeNodeadm:

@@ -1,10 +1,6 @@
 package al2
 
 import (
-	"fmt"
-	"slices"
-	"strings"
-
 	"github.com/nodewright/nodewright/internal/aws/boot/systemd"
 )
 
@@ -39,26 +35,21 @@ type Bootstrap struct {
 	Vars map[string]string
 	// From says where each setting came from: "--option" or "environment".
 	From map[string]string
-	// Replaced are option values a later occurrence replaced, by option.
-	Replaced map[string][]string
-	// Positional are the words taken as positional arguments; Joined
-	// those of them written --option=VALUE for an option bootstrap.sh
-	// knows, which it does not understand.
-	Positional, Joined []string
+	// Positional are the words taken as positional arguments (an
+	// --option=VALUE word among them: bootstrap.sh does not understand it).
+	Positional []string
 	// Exits says why the script stops before it starts the kubelet.
 	Exits string
 	// KubeletArgs are the kubelet's words from KUBELET_EXTRA_ARGS, as
 	// systemd reads the drop-in bootstrap.sh writes
-	// (Environment='KUBELET_EXTRA_ARGS=VALUE') and splits the variable;
-	// Intended are the words the value means on its own, which differ when
-	// a single quote in it ends the drop-in's quoting.
-	KubeletArgs, Intended []string
+	// (Environment='KUBELET_EXTRA_ARGS=VALUE') and splits the variable.
+	KubeletArgs []string
 }
 
 // Read reads a run of bootstrap.sh: its arguments (the command name
 // excluded) and its environment.
 func Read(args []string, env map[string]string) *Bootstrap {
-	b := &Bootstrap{Vars: map[string]string{}, From: map[string]string{}, Replaced: map[string][]string{}}
+	b := &Bootstrap{Vars: map[string]string{}, From: map[string]string{}}
 	for i := 0; i < len(args); i++ {
 		arg := args[i]
 		name, isOption := valueOptions[arg]
@@ -71,16 +62,10 @@ func Read(args []string, env map[string]string) *Bootstrap {
 				b.Exits = arg + " is the last argument, with no value after it: the script exits on the unbound $2 (set -o nounset)"
 				return b
 			}
-			if prev, ok := b.Vars[name]; ok && b.From[name] == arg {
-				b.Replaced[arg] = append(b.Replaced[arg], prev)
-			}
 			b.Vars[name], b.From[name] = args[i+1], arg
 			i++
 		default:
 			b.Positional = append(b.Positional, arg)
-			if opt, _, ok := strings.Cut(arg, "="); ok && valueOptions[opt] != "" {
-				b.Joined = append(b.Joined, arg)
-			}
 		}
 	}
 	for _, name := range valueOptions {
@@ -101,23 +86,13 @@ func Read(args []string, env map[string]string) *Bootstrap {
 	}
 	if extra := b.Vars["KUBELET_EXTRA_ARGS"]; extra != "" {
 		b.KubeletArgs = systemd.Words(systemd.Environment("'KUBELET_EXTRA_ARGS=" + extra + "'")["KUBELET_EXTRA_ARGS"])
-		b.Intended = systemd.Words(extra)
 	}
 	return b
 }
-
-// Cut reports whether the drop-in's quoting changes the kubelet's words
-// from what KUBELET_EXTRA_ARGS means on its own.
-func (b *Bootstrap) Cut() bool { return !slices.Equal(b.KubeletArgs, b.Intended) }
 
 // LooksUpCluster reports a run that finds the cluster's endpoint or CA
 // with `aws eks describe-cluster` (neither was given), which needs the
 // node role to be allowed eks:DescribeCluster.
 func (b *Bootstrap) LooksUpCluster() bool {
 	return b.Vars["B64_CLUSTER_CA"] == "" || b.Vars["APISERVER_ENDPOINT"] == ""
-}
-
-// String is the run for messages.
-func (b *Bootstrap) String() string {
-	return fmt.Sprintf("bootstrap.sh %s (KUBELET_EXTRA_ARGS from %s)", b.ClusterName, b.From["KUBELET_EXTRA_ARGS"])
 }

@@ -9,9 +9,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
+
+	"github.com/nodewright/nodewright/internal/aws/boot/boottest"
 )
 
 // The real bash runs each generated script, with bootstrap.sh replaced by
@@ -265,7 +266,7 @@ func bashRunsWithGolden(t *testing.T, scripts []string, eksDir string) ([][]bash
 		}
 		if len(missing) == 0 {
 			if src != "" {
-				if err := os.WriteFile(goldenPath, goldenJSON(golden), 0o600); err != nil {
+				if err := boottest.WriteGolden(goldenPath, golden); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -275,25 +276,4 @@ func bashRunsWithGolden(t *testing.T, scripts []string, eksDir string) ([][]bash
 	}
 	t.Fatal("the bootstrap.sh runs did not settle")
 	return nil, nil
-}
-
-// goldenJSON writes the outcomes one run a line, in key order.
-func goldenJSON(golden map[string]bootstrapParse) []byte {
-	keys := make([]string, 0, len(golden))
-	for k := range golden {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	var b strings.Builder
-	b.WriteString("{\n")
-	for i, k := range keys {
-		v, _ := json.Marshal(golden[k])
-		fmt.Fprintf(&b, "%q: %s", k, v)
-		if i < len(keys)-1 {
-			b.WriteString(",")
-		}
-		b.WriteString("\n")
-	}
-	b.WriteString("}\n")
-	return []byte(b.String())
 }

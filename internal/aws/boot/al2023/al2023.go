@@ -130,11 +130,7 @@ func runScripts(parts []cloudinit.Part) (files map[string][]byte, inits []nodead
 	files = map[string][]byte{"/etc/eks/bootstrap.sh": []byte("#!/usr/bin/env bash\nexit 1\n")}
 	var scripts, runcmds [][]byte
 	for i, p := range parts {
-		ct := p.ContentType
-		if ct == cloudinit.ContentTypeText {
-			ct = cloudinit.Sniff(p.Body)
-		}
-		switch ct {
+		switch cloudinit.Type(p) {
 		case cloudinit.ContentTypeShell:
 			scripts = append(scripts, p.Body)
 		case cloudinit.ContentTypeCloudCfg:

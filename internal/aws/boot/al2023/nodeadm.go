@@ -116,10 +116,10 @@ func decode(data []byte) (*NodeConfig, error) {
 	return nc, nil
 }
 
-// unwrap undoes base64 (when the whole data decodes as base64) and gzip
+// Unwrap undoes base64 (when the whole data decodes as base64) and gzip
 // (when it starts with gzip's magic number), as nodeadm does to user data
 // and to each NodeConfig part.
-func unwrap(data []byte) ([]byte, error) {
+func Unwrap(data []byte) ([]byte, error) {
 	decoded := make([]byte, base64.StdEncoding.DecodedLen(len(data)))
 	if n, err := base64.StdEncoding.Decode(decoded, data); err == nil {
 		data = decoded[:n]
@@ -170,7 +170,7 @@ func parse(data []byte) (*NodeConfig, error) {
 		if err != nil {
 			return nil, err
 		}
-		if body, err = unwrap(body); err != nil {
+		if body, err = Unwrap(body); err != nil {
 			return nil, err
 		}
 		nc, err := decode(body)
@@ -210,7 +210,7 @@ var errUserDataDecode = errors.New("the user data's NodeConfig does not decode")
 // userDataSource is imds://user-data.
 func userDataSource(userData []byte) source {
 	return func() (*NodeConfig, error) {
-		data, err := unwrap(userData)
+		data, err := Unwrap(userData)
 		if err != nil {
 			return nil, fmt.Errorf("failed to decompress user data: %w", err)
 		}

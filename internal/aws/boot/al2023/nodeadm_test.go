@@ -184,30 +184,10 @@ func nodeadmOutcomes(t *testing.T, inputs []probeInput) map[string]probeResult {
 		t.Fatalf("the nodeadm probe printed %d results for %d inputs (%v)", len(results), len(inputs), err)
 	}
 	golden := map[string]probeResult{}
-	keys := make([]string, 0, len(inputs))
 	for i, in := range inputs {
-		k := probeKey(in)
-		if _, dup := golden[k]; !dup {
-			keys = append(keys, k)
-		}
-		golden[k] = results[i]
+		golden[probeKey(in)] = results[i]
 	}
-	slices.Sort(keys)
-	var b strings.Builder
-	b.WriteString("{\n")
-	for i, k := range keys {
-		v, _ := json.Marshal(golden[k])
-		fmt.Fprintf(&b, "%q: %s", k, v)
-		if i < len(keys)-1 {
-			b.WriteString(",")
-		}
-		b.WriteString("\n")
-	}
-	b.WriteString("}\n")
-	if err := os.MkdirAll("testdata", 0o750); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(nodeadmGolden, []byte(b.String()), 0o600); err != nil {
+	if err := boottest.WriteGolden(nodeadmGolden, golden); err != nil {
 		t.Fatal(err)
 	}
 	return golden

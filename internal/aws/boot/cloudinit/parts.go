@@ -141,6 +141,16 @@ func LooksLikeMIME(data []byte) bool {
 	return header.Get("Mime-Version") != "" || strings.HasPrefix(strings.ToLower(header.Get("Content-Type")), "multipart/")
 }
 
+// Type is the type cloud-init runs a part as: a text/plain part is typed
+// by its first line (cloud-init types text/plain parts by what they start
+// with), any other keeps its Content-Type.
+func Type(p Part) string {
+	if p.ContentType == ContentTypeText {
+		return Sniff(p.Body)
+	}
+	return p.ContentType
+}
+
 // Sniff recognises a document by its content.
 func Sniff(data []byte) string {
 	text := strings.TrimSpace(string(data))
