@@ -42,40 +42,38 @@ var kubeletArgs = []string{
 
 // Boot is what an AL2 node makes of its user data.
 func Boot(userData []byte, m Machine) boot.Outcome {
-	parts, err := cloudinit.Split(userData)
-	if err != nil {
-		return boot.Never("cloud-init cannot read the user data: " + err.Error())
+	plan := cloudinit.Read(userData)
+	notes := notesOf(plan)
+	if len(plan.Unmodelled) > 0 {
+		o := boot.Unmodelled("cloud-init reads " + strings.Join(plan.Unmodelled, "; ") + "; run the user data on an AL2 node to see what it does")
+		o.Notes = notes
+		return o
 	}
-	scripts, notes := scriptsOf(parts)
-	if len(scripts) == 0 {
+	if len(plan.Boothooks) == 0 && len(plan.Scripts) == 0 {
 		o := boot.Never("no script in the user data runs " + BootstrapPath + ", and nothing else starts the kubelet on AL2")
 		o.Notes = notes
 		return o
 	}
-	first := run(scripts, false)
-	second := run(scripts, true)
+	first := run(plan, false)
+	second := run(plan, true)
 	o := outcome(first, second, m)
-	o.Notes = append(notes, o.Notes...)
+	o.Notes = append(append(notes, first.notes...), o.Notes...)
 	return o
 }
 
-// scriptsOf are the scripts cloud-init runs, in order: each shell script
-// part (a text/plain part is typed by its first line, as cloud-init
-// types it); notes name the parts AL2 does not read.
-func scriptsOf(parts []cloudinit.Part) (scripts [][]byte, notes []string) {
-	for i, p := range parts {
+// notesOf names the parts AL2 does not read, and what cloud-init passes
+// over.
+func notesOf(plan cloudinit.Plan) []string {
+	notes := slices.Clone(plan.Notes)
+	for _, p := range plan.Parts {
 		switch ct := cloudinit.Type(p); ct {
-		case cloudinit.ContentTypeShell:
-			scripts = append(scripts, p.Body)
 		case cloudinit.ContentTypeNodeadm:
-			notes = append(notes, fmt.Sprintf("part %d is a nodeadm NodeConfig (%s), which AL2 does not read: it has no nodeadm", i+1, ct))
+			notes = append(notes, fmt.Sprintf("%s is a nodeadm NodeConfig (%s), which AL2 does not read: it has no nodeadm", p.Filename, ct))
 		case cloudinit.ContentTypeTOML:
-			notes = append(notes, fmt.Sprintf("part %d is Bottlerocket settings (%s), which AL2 does not read", i+1, ct))
-		default:
-			notes = append(notes, fmt.Sprintf("part %d (%s) is not a script: AL2's cloud-init does not run it", i+1, ct))
+			notes = append(notes, fmt.Sprintf("%s is Bottlerocket settings (%s), which AL2 does not read", p.Filename, ct))
 		}
 	}
-	return scripts, notes
+	return notes
 }
 
 // runs are what the scripts did: every bootstrap.sh run, in order, and
@@ -84,16 +82,17 @@ type runs struct {
 	calls      []shell.Call
 	unmodelled []string
 	stopped    []string
+	notes      []string
 }
 
-// run runs the scripts in order, on one machine (the files one writes,
-// the next sees); pessimist runs take the tested commands outside the
-// model to fail.
-func run(scripts [][]byte, pessimist bool) runs {
+// run runs what cloud-init runs, in its order, on one machine (the files
+// one writes, the next sees); pessimist runs take the tested commands
+// outside the model to fail.
+func run(plan cloudinit.Plan, pessimist bool) runs {
 	var r runs
 	files := map[string][]byte{BootstrapPath: []byte("#!/usr/bin/env bash\n")}
-	for i, script := range scripts {
-		res := shell.Run(script, shell.Options{
+	_, r.notes, _ = plan.Run(files, func(s cloudinit.Script, files map[string][]byte) (map[string][]byte, error) {
+		res := shell.Run(s.Body, shell.Options{
 			Commands: map[string]shell.Handler{BootstrapPath: func(c shell.Call) uint8 {
 				r.calls = append(r.calls, c)
 				if b := Read(c.Args[1:], c.Env); b.Exits != "" {
@@ -105,16 +104,16 @@ func run(scripts [][]byte, pessimist bool) runs {
 			Files:     files,
 			Pessimist: pessimist,
 		})
-		files = res.Files
 		for _, u := range res.Unmodelled {
 			if !slices.Contains(r.unmodelled, u) {
 				r.unmodelled = append(r.unmodelled, u)
 			}
 		}
 		if res.Err != nil {
-			r.stopped = append(r.stopped, fmt.Sprintf("script %d: %v", i+1, res.Err))
+			r.stopped = append(r.stopped, fmt.Sprintf("%s: %v", s.Name, res.Err))
 		}
-	}
+		return res.Files, nil
+	})
 	return r
 }
 

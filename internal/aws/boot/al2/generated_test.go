@@ -9,6 +9,7 @@ import (
 
 	"github.com/nodewright/nodewright/internal/aws/boot"
 	"github.com/nodewright/nodewright/internal/aws/boot/boottest"
+	"github.com/nodewright/nodewright/internal/aws/boot/cloudinit"
 	"github.com/nodewright/nodewright/internal/aws/boot/kubelet"
 	"github.com/nodewright/nodewright/internal/aws/boot/kubelettest"
 	"github.com/nodewright/nodewright/internal/aws/boot/systemd"
@@ -86,7 +87,7 @@ func TestGeneratedAL2UserDataAsTheNodeRunsIt(t *testing.T) {
 // compareAL2 compares the model with the real run of one input: "" when
 // they agree, "listed: WHAT" for a listed difference.
 func compareAL2(in boottest.Input, calls []bashCall, golden map[string]bootstrapParse, real string, kube kubelettest.Output) string {
-	ours := run([][]byte{[]byte(in.UserData)}, false)
+	ours := run(cloudinit.Read([]byte(in.UserData)), false)
 	if len(ours.calls) != len(calls) {
 		return fmt.Sprintf("bash runs bootstrap.sh %d times, the sandbox %d", len(calls), len(ours.calls))
 	}

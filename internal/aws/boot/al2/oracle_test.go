@@ -49,7 +49,7 @@ func bashRuns(t *testing.T, scripts []string, eksDir string, golden map[string]b
 		t.Fatal(err)
 	}
 	bin := t.TempDir()
-	for _, name := range []string{"bash", "env", "sha256sum", "cut", "grep"} {
+	for _, name := range []string{"bash", "env", "sha256sum", "cut", "grep", "cat", "chmod"} {
 		target, err := exec.LookPath(name)
 		if err != nil {
 			t.Fatalf("%s is needed to check the AL2 model: %v", name, err)

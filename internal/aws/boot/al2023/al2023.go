@@ -45,11 +45,7 @@ func Boot(userData []byte, m Machine) boot.Outcome {
 	if _, err := read(userDataSource(userData)); err != nil {
 		return boot.Never("nodeadm's config phase (nodeadm-config.service) fails, and its run phase, which starts the kubelet, needs it: " + err.Error())
 	}
-	parts, err := cloudinit.Split(userData)
-	if err != nil {
-		parts = nil // cloud-init runs nothing it cannot read; nodeadm read the user data itself
-	}
-	files, inits, notes, stopped := runScripts(parts)
+	files, inits, notes, stopped := runScripts(userData)
 	if stopped != "" {
 		return boot.Unmodelled(stopped + "; run the user data on an AL2023 node to see what it does")
 	}
@@ -122,36 +118,24 @@ type nodeadmInit struct {
 	sources func(userData []byte, files map[string][]byte) []source
 }
 
-// runScripts runs the scripts and cloud-config cloud-init runs, in its
-// order (cloud-config's files first, then the part scripts, then its
-// runcmd), on one machine: the files they leave, the nodeadm init runs
-// that would start the kubelet, notes, and why the sandbox stopped.
-func runScripts(parts []cloudinit.Part) (files map[string][]byte, inits []nodeadmInit, notes []string, stopped string) {
-	files = map[string][]byte{"/etc/eks/bootstrap.sh": []byte("#!/usr/bin/env bash\nexit 1\n")}
-	var scripts, runcmds [][]byte
-	for i, p := range parts {
-		switch cloudinit.Type(p) {
-		case cloudinit.ContentTypeShell:
-			scripts = append(scripts, p.Body)
-		case cloudinit.ContentTypeCloudCfg:
-			cc, err := readCloudConfig(p.Body)
-			if err != nil {
-				notes = append(notes, fmt.Sprintf("part %d: cloud-init cannot read the cloud-config: %v", i+1, err))
-				continue
-			}
-			for path, data := range cc.files {
-				files[path] = data
-			}
-			if cc.runcmd != nil {
-				runcmds = append(runcmds, cc.runcmd)
-			}
-		case cloudinit.ContentTypeTOML:
-			notes = append(notes, fmt.Sprintf("part %d is Bottlerocket settings, which AL2023 does not read", i+1))
+// runScripts runs what cloud-init runs (boot/cloudinit), in its order,
+// on one machine: the files they leave, the nodeadm init runs that would
+// start the kubelet, notes, and why the reading stopped (what cloud-init
+// or a script does that is not modelled).
+func runScripts(userData []byte) (files map[string][]byte, inits []nodeadmInit, notes []string, stopped string) {
+	plan := cloudinit.Read(userData)
+	if len(plan.Unmodelled) > 0 {
+		return nil, nil, nil, "cloud-init reads " + strings.Join(plan.Unmodelled, "; ")
+	}
+	notes = plan.Notes
+	for _, p := range plan.Parts {
+		if cloudinit.Type(p) == cloudinit.ContentTypeTOML {
+			notes = append(notes, fmt.Sprintf("%s is Bottlerocket settings, which AL2023 does not read", p.Filename))
 		}
 	}
-	scripts = append(scripts, runcmds...)
-	for i, script := range scripts {
-		res := shell.Run(script, shell.Options{
+	files = map[string][]byte{"/etc/eks/bootstrap.sh": []byte("#!/usr/bin/env bash\nexit 1\n")}
+	files, ran, err := plan.Run(files, func(s cloudinit.Script, files map[string][]byte) (map[string][]byte, error) {
+		res := shell.Run(s.Body, shell.Options{
 			Commands: map[string]shell.Handler{
 				"nodeadm": func(c shell.Call) uint8 {
 					if init, ok := readInit(c.Args); ok {
@@ -166,10 +150,11 @@ func runScripts(parts []cloudinit.Part) (files map[string][]byte, inits []nodead
 			},
 			Files: files,
 		})
-		files = res.Files
-		if res.Err != nil {
-			return files, inits, notes, fmt.Sprintf("script %d: %v", i+1, res.Err)
-		}
+		return res.Files, res.Err
+	})
+	notes = append(notes, ran...)
+	if err != nil {
+		return files, inits, notes, err.Error()
 	}
 	return files, inits, notes, ""
 }

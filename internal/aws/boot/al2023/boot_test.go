@@ -13,7 +13,6 @@ import (
 	"github.com/nodewright/nodewright/internal/aws/boot"
 	"github.com/nodewright/nodewright/internal/aws/boot/al2023"
 	"github.com/nodewright/nodewright/internal/aws/boot/boottest"
-	"github.com/nodewright/nodewright/internal/aws/boot/cloudinit"
 	"github.com/nodewright/nodewright/internal/aws/boot/kubelettest"
 	"github.com/nodewright/nodewright/internal/aws/boot/systemd"
 	"github.com/nodewright/nodewright/internal/aws/userdata"
@@ -42,8 +41,7 @@ func TestGeneratedAL2023BootAsTheNodeDoesIt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		parts, _ := cloudinit.Split([]byte(launched))
-		files, _, _, _ := al2023.RunScripts(parts)
+		files, _, _, _ := al2023.RunScripts([]byte(launched))
 		p := probeInput{UserData: base64.StdEncoding.EncodeToString([]byte(launched)), DropIns: map[string]string{}}
 		for path, data := range files {
 			if name, ok := strings.CutPrefix(path, al2023.DropInDir+"/"); ok {
@@ -89,7 +87,7 @@ func TestGeneratedAL2023BootAsTheNodeDoesIt(t *testing.T) {
 	for i, it := range items {
 		o := al2023.Boot(it.launched, machine)
 		counts[string(o.Verdict)]++
-		_, inits, _, _ := al2023.RunScripts(mustSplit(it.launched))
+		_, inits, _, _ := al2023.RunScripts(it.launched)
 		if len(inits) > 0 {
 			counts["nodeadm init in a script"]++
 			continue
@@ -115,11 +113,6 @@ func TestGeneratedAL2023BootAsTheNodeDoesIt(t *testing.T) {
 		}
 	}
 	t.Logf("AL2023 boot: %d generated inputs agree with nodeadm and the kubelet chained: %v", n, counts)
-}
-
-func mustSplit(data []byte) []cloudinit.Part {
-	parts, _ := cloudinit.Split(data)
-	return parts
 }
 
 func compareRegistration(o boot.Outcome, real kubelettest.Output) string {

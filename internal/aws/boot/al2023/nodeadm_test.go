@@ -17,7 +17,6 @@ import (
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	"github.com/nodewright/nodewright/internal/aws/boot/al2023"
 	"github.com/nodewright/nodewright/internal/aws/boot/boottest"
-	"github.com/nodewright/nodewright/internal/aws/boot/cloudinit"
 	"github.com/nodewright/nodewright/internal/aws/userdata"
 )
 
@@ -42,8 +41,7 @@ var cluster = userdata.Cluster{Name: "payments-prod", Endpoint: "https://F00D.yl
 // probeInputOf is user data with the drop-ins its scripts and
 // cloud-config leave.
 func probeInputOf(userData string) probeInput {
-	parts, _ := cloudinit.Split([]byte(userData))
-	files, _, _, _ := al2023.RunScripts(parts)
+	files, _, _, _ := al2023.RunScripts([]byte(userData))
 	in := probeInput{UserData: base64.StdEncoding.EncodeToString([]byte(userData)), DropIns: map[string]string{}}
 	for p, data := range files {
 		if dir, name := path.Split(p); dir == al2023.DropInDir+"/" {

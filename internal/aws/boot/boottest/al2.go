@@ -229,6 +229,12 @@ func (g *al2) wrap(call string) string {
 	case 6:
 		g.note("a second, different call")
 		return call + "\n" + g.call()
+	case 7:
+		g.note("written to a file that bash runs")
+		return "cat > @EKS@/join.sh <<'EOF'\n#!/bin/bash\n" + call + "\nEOF\nbash @EKS@/join.sh"
+	case 8:
+		g.note("written to a file that runs itself")
+		return "cat > @EKS@/join.sh <<'EOF'\n#!/bin/bash -e\n" + call + "\nEOF\nchmod +x @EKS@/join.sh\n@EKS@/join.sh"
 	}
 	return call
 }

@@ -31,6 +31,8 @@ const (
 type Part struct {
 	ContentType string
 	Body        []byte
+	// Filename is the name cloud-init writes the part under (Read only).
+	Filename string
 }
 
 // maxDepth bounds nested multipart documents.

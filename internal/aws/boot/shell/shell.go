@@ -139,17 +139,7 @@ func Run(script []byte, opts Options) Result {
 		env = append(env, k+"="+opts.Env[k])
 	}
 	out := &limitedWriter{limit: maxOutput, over: s.overflow}
-	runner, err := interp.New(
-		interp.Env(expand.ListEnviron(env...)),
-		interp.Dir("/"),
-		interp.StdIO(strings.NewReader(""), out, out),
-		interp.Params(params...),
-		interp.ExecHandlers(func(interp.ExecHandlerFunc) interp.ExecHandlerFunc { return s.exec }),
-		interp.OpenHandler(s.open),
-		interp.StatHandler(s.stat),
-		interp.ReadDirHandler2(s.readDir),
-		interp.AccessHandler(func(context.Context, string, interp.AccessMode) error { return nil }),
-	)
+	runner, err := s.runner(env, "/", strings.NewReader(""), out, out, params)
 	if err != nil {
 		return Result{Err: err}
 	}
@@ -173,6 +163,107 @@ func Run(script []byte, opts Options) Result {
 		res.Err = fmt.Errorf("the script ran longer than %s in the sandbox", timeout)
 	}
 	return res
+}
+
+// runner is an interpreter whose commands, files and directories are the
+// sandbox's.
+func (s *sandbox) runner(env []string, dir string, stdin io.Reader, stdout, stderr io.Writer, params []string) (*interp.Runner, error) {
+	return interp.New(
+		interp.Env(expand.ListEnviron(env...)),
+		interp.Dir(dir),
+		interp.StdIO(stdin, stdout, stderr),
+		interp.Params(params...),
+		interp.ExecHandlers(func(interp.ExecHandlerFunc) interp.ExecHandlerFunc { return s.exec }),
+		interp.OpenHandler(s.open),
+		interp.StatHandler(s.stat),
+		interp.ReadDirHandler2(s.readDir),
+		interp.AccessHandler(func(context.Context, string, interp.AccessMode) error { return nil }),
+	)
+}
+
+// maxNesting bounds scripts that run scripts.
+const maxNesting = 8
+
+// scriptFile is the sandbox file a command runs as a shell script — bash
+// FILE ARGS, or FILE ARGS for a file that starts with a shell's #! line —
+// with the shell options it starts with and its arguments.
+func (s *sandbox) scriptFile(dir string, args []string) (script []byte, name string, params []string, ok bool) {
+	if i := scriptOperand(args); i > 0 {
+		name = resolve(dir, args[i])
+		if script, ok = s.get(name); ok {
+			return script, name, append(slices.Clone(args[1:i]), append([]string{"--"}, args[i+1:]...)...), true
+		}
+		return nil, "", nil, false
+	}
+	if !strings.Contains(args[0], "/") {
+		return nil, "", nil, false
+	}
+	name = resolve(dir, args[0])
+	script, ok = s.get(name)
+	if !ok || !bytes.HasPrefix(script, []byte("#!")) {
+		return nil, "", nil, false
+	}
+	opts, err := shebang(script)
+	if err != nil {
+		return nil, "", nil, false
+	}
+	return script, name, append(opts, append([]string{"--"}, args[1:]...)...), true
+}
+
+func resolve(dir, name string) string {
+	if !path.IsAbs(name) {
+		name = path.Join(dir, name)
+	}
+	return path.Clean(name)
+}
+
+// runScript runs a sandbox file as a child shell would: the exported
+// variables its environment, the caller's directory and output.
+func (s *sandbox) runScript(ctx context.Context, script []byte, name string, params []string) error {
+	hc := interp.HandlerCtx(ctx)
+	s.mu.Lock()
+	s.depth++
+	depth := s.depth
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.depth--
+		s.mu.Unlock()
+	}()
+	if depth > maxNesting {
+		return fmt.Errorf("scripts run scripts more than %d deep", maxNesting)
+	}
+	file, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(bytes.NewReader(script), name)
+	if err != nil {
+		fmt.Fprintf(hc.Stderr, "%s: %v\n", name, err)
+		return interp.ExitStatus(2)
+	}
+	if construct := refused(file); construct != "" {
+		return fmt.Errorf("%s uses %s, which the sandbox does not run", name, construct)
+	}
+	s.mu.Lock()
+	for pos := range testedCalls(file) {
+		s.tested[pos] = true
+	}
+	substituteProcesses(file, s.files)
+	s.mu.Unlock()
+	var env []string
+	hc.Env.Each(func(k string, v expand.Variable) bool {
+		if v.Exported && v.Kind == expand.String {
+			env = append(env, k+"="+v.Str)
+		}
+		return true
+	})
+	runner, err := s.runner(env, hc.Dir, hc.Stdin, hc.Stdout, hc.Stderr, params)
+	if err != nil {
+		return err
+	}
+	err = runner.Run(ctx, file)
+	var status interp.ExitStatus
+	if err == nil || errors.As(err, &status) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", name, err)
 }
 
 // shebang reads the script's #! line: the shell options it starts the
@@ -337,6 +428,7 @@ type sandbox struct {
 	written    []string
 	unmodelled []string
 	tested     map[syntax.Pos]bool
+	depth      int
 	size       int
 	over       bool
 	cancel     context.CancelFunc
@@ -344,6 +436,12 @@ type sandbox struct {
 	mu sync.Mutex
 	// handlerMu runs one handler at a time.
 	handlerMu sync.Mutex
+}
+
+func (s *sandbox) isTested(pos syntax.Pos) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tested[pos]
 }
 
 func (s *sandbox) get(name string) ([]byte, bool) {
@@ -410,6 +508,11 @@ func (s *sandbox) exec(ctx context.Context, args []string) error {
 		args = args[script:]
 		name = args[0]
 	}
+	if h := s.handler(hc.Dir, name); h == nil {
+		if script, file, params, ok := s.scriptFile(hc.Dir, args); ok {
+			return s.runScript(ctx, script, file, params)
+		}
+	}
 	if h := s.handler(hc.Dir, name); h != nil {
 		env := map[string]string{}
 		hc.Env.Each(func(k string, v expand.Variable) bool {
@@ -432,7 +535,7 @@ func (s *sandbox) exec(ctx context.Context, args []string) error {
 	}
 	s.ran(base)
 	_, _ = io.WriteString(hc.Stdout, Unknown("what "+base+" prints"))
-	if s.opts.Pessimist && s.tested[hc.Pos] {
+	if s.opts.Pessimist && s.isTested(hc.Pos) {
 		return interp.ExitStatus(1)
 	}
 	return nil
