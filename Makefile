@@ -114,7 +114,7 @@ crash: controlplane ## Kill the controller process CRASH_KILLS times (SIGKILL) d
 
 FUZZ_TIME ?= 60s
 FUZZ_CORPUS ?= $(CURDIR)/bin/fuzz-corpus
-FUZZ_TARGETS := ./internal/scheduling:FuzzSolve ./internal/aws/boot/cloudinit:FuzzSplit ./internal/aws/userdata:FuzzCommands \
+FUZZ_TARGETS := ./internal/scheduling:FuzzSolve ./internal/aws/boot/cloudinit:FuzzSplit ./internal/aws/boot/cloudinit:FuzzRead ./internal/aws/userdata:FuzzCommands \
 	./internal/aws/userdata:FuzzReadNodeadm ./internal/aws/userdata:FuzzValidate ./internal/aws/interruption:FuzzParse \
 	./internal/tools/whatif:FuzzLoad ./internal/state:FuzzClaimSelectors ./internal/aws/boot/al2:FuzzBootAL2
 

@@ -235,7 +235,7 @@ func (g *cloudInit) mime(parts []ciPart) []byte {
 			b.WriteString("Content-Type: " + p.contentType + "\n")
 		}
 		if g.chance(4) {
-			name := g.pick([]string{"setup.sh", "a.sh", "zz-last.sh", "dir/name.sh", "my script.sh", "part-001", "runcmd", "userdata.txt"})
+			name := g.pick([]string{"setup.sh", "a.sh", "zz-last.sh", "dir/name.sh", "my script.sh", "part-001", "runcmd", "userdata.txt", "   ", " a b.sh ", "..", "%%%", "/"})
 			g.note("file name " + name)
 			fmt.Fprintf(&b, "Content-Disposition: attachment; filename=%q\n", name)
 		}

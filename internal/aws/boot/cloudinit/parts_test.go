@@ -42,3 +42,19 @@ func FuzzSplit(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRead: any user data is read without failing, and the scripts it
+// runs come in cloud-init's order (by directory, each by name).
+func FuzzRead(f *testing.F) {
+	f.Add([]byte("MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=b\n\n--b\nContent-Type: text/cloud-config\n\n#cloud-config\nruncmd: [[a, 1.5e+3]]\nwrite_files: [{path: x, encoding: gz+b64, content: '='}]\n--b\nContent-Transfer-Encoding: quoted-printable\n\n#!/bin/sh=\n=3D\n--b--\n"))
+	f.Add([]byte("#cloud-boothook\n#!/bin/sh\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p := Read(data)
+		for _, s := range p.Scripts {
+			if s.Name == "" {
+				t.Fatalf("a script without a name: %+v", p.Scripts)
+			}
+		}
+		_, _, _ = p.Run(map[string][]byte{}, func(_ Script, files map[string][]byte) (map[string][]byte, error) { return files, nil })
+	})
+}

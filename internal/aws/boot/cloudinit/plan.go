@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"mime"
-	"path"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -174,18 +173,22 @@ func (p *Plan) handle(parts []leaf) {
 	}
 	config := map[string]any{}
 	for _, l := range parts {
+		if name := scriptName(l); name == "" || name == "." || name == ".." {
+			p.Notes = append(p.Notes, fmt.Sprintf("the part named %q has no characters cloud-init keeps in a file name: it cannot write the script, and it never runs", l.filename))
+			continue
+		}
 		switch l.ctype {
 		case typeBoothook:
 			body := bytes.TrimPrefix(dos2unix(l.body), []byte("#cloud-boothook"))
-			p.Boothooks = append(p.Boothooks, Script{Name: cleanFilename(l.filename), Body: bytes.TrimLeft(body, " \t\r\n\v\f")})
+			p.Boothooks = append(p.Boothooks, Script{Name: scriptName(l), Body: bytes.TrimLeft(body, " \t\r\n\v\f")})
 		case ContentTypeShell:
 			if !utf8.Valid(l.body) {
 				p.Notes = append(p.Notes, fmt.Sprintf("script %s is not UTF-8 text: cloud-init cannot write it, and it never runs", l.filename))
 				continue
 			}
-			put("user", cleanFilename(l.filename), dos2unix(l.body))
+			put("user", scriptName(l), dos2unix(l.body))
 		case typePerBoot, typePerInstance, typePerOnce:
-			put(strings.TrimPrefix(l.ctype, "text/x-shellscript-"), cleanFilename(path.Base(l.filename)), dos2unix(l.body))
+			put(strings.TrimPrefix(l.ctype, "text/x-shellscript-"), scriptName(l), dos2unix(l.body))
 		case ContentTypeCloudCfg:
 			p.merge(config, l)
 		default:
@@ -210,6 +213,23 @@ func (p *Plan) handle(parts []leaf) {
 		}
 	}
 }
+
+// scriptName is the file name cloud-init writes a script part under
+// (scripts by frequency by their base name); "x" for parts that are not
+// scripts.
+func scriptName(l leaf) string {
+	switch {
+	case l.ctype == typeBoothook || l.ctype == ContentTypeShell:
+		return cleanFilename(l.filename)
+	case strings.HasPrefix(l.ctype, "text/x-shellscript-"):
+		return cleanFilename(basename(l.filename))
+	}
+	return "x"
+}
+
+// basename is what follows a path's last "/" (Python's
+// os.path.basename: "" for "dir/").
+func basename(p string) string { return p[strings.LastIndexByte(p, '/')+1:] }
 
 // dos2unix turns CRLF line ends into LF, as cloud-init does to scripts
 // whose first line ends in CRLF.
@@ -308,10 +328,10 @@ func (h header) filename() string {
 		if value == "" {
 			continue
 		}
-		if _, params, err := mime.ParseMediaType(value); err == nil && params[field.param] != "" {
-			return params[field.param]
+		if _, params, err := mime.ParseMediaType(value); err == nil && strings.TrimSpace(params[field.param]) != "" {
+			return strings.TrimSpace(params[field.param])
 		}
-		if v := lenientParams(value)[field.param]; v != "" {
+		if v := strings.TrimSpace(lenientParams(value)[field.param]); v != "" {
 			return v
 		}
 	}
