@@ -116,7 +116,7 @@ FUZZ_TIME ?= 60s
 FUZZ_CORPUS ?= $(CURDIR)/bin/fuzz-corpus
 FUZZ_TARGETS := ./internal/scheduling:FuzzSolve ./internal/aws/boot/cloudinit:FuzzSplit ./internal/aws/boot/cloudinit:FuzzRead ./internal/aws/userdata:FuzzCommands \
 	./internal/aws/userdata:FuzzReadNodeadm ./internal/aws/userdata:FuzzValidate ./internal/aws/interruption:FuzzParse \
-	./internal/tools/whatif:FuzzLoad ./internal/state:FuzzClaimSelectors ./internal/aws/boot/al2:FuzzBootAL2
+	./internal/tools/whatif:FuzzLoad ./internal/state:FuzzClaimSelectors ./internal/aws/boot/al2:FuzzBootAL2 ./internal/aws/boot/bottlerocket:FuzzBoot
 
 BOOT_CASES ?= 5000
 boot: ## Run BOOT_CASES generated user data through the boot models and the real components (bash, bootstrap.sh's and nodeadm's outcomes, the kubelet's flag handling) and print the agreement

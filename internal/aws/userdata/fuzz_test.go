@@ -40,6 +40,5 @@ func FuzzReadNodeadm(f *testing.F) {
 		if err == nil {
 			n.RegistrationTaints()
 		}
-		_, _ = BottlerocketTaints(map[string]any{"k": data, "l": []any{data}})
 	})
 }

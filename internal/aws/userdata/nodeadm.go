@@ -9,7 +9,6 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/mail"
-	"slices"
 	"strings"
 
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -179,44 +178,6 @@ func (n *Nodeadm) RegistrationTaints() (taints []string, from string) {
 		taints = append(taints, t+":"+fmt.Sprint(m["effect"]))
 	}
 	return taints, "config"
-}
-
-// BottlerocketTaints reads settings.kubernetes.node-taints as Bottlerocket
-// does: each key maps to a list of "value:Effect" or, as Bottlerocket also
-// accepts, to one such string; an empty list or another type is refused
-// and the settings are not applied. The taints are "key=value:Effect"
-// (or "key:Effect"), sorted.
-func BottlerocketTaints(nodeTaints map[string]any) ([]string, error) {
-	var out []string
-	add := func(key, v string) {
-		value, effect, _ := strings.Cut(v, ":")
-		if value == "" {
-			out = append(out, key+":"+effect)
-		} else {
-			out = append(out, key+"="+value+":"+effect)
-		}
-	}
-	for key, raw := range nodeTaints {
-		switch v := raw.(type) {
-		case string:
-			add(key, v)
-		case []any:
-			if len(v) == 0 {
-				return nil, fmt.Errorf("settings.kubernetes.node-taints.%q: an empty list (Bottlerocket refuses it)", key)
-			}
-			for _, item := range v {
-				s, ok := item.(string)
-				if !ok {
-					return nil, fmt.Errorf("settings.kubernetes.node-taints.%q: %v is not a \"value:Effect\" string", key, item)
-				}
-				add(key, s)
-			}
-		default:
-			return nil, fmt.Errorf("settings.kubernetes.node-taints.%q: %v is neither a \"value:Effect\" string nor a list of them", key, raw)
-		}
-	}
-	slices.Sort(out)
-	return out, nil
 }
 
 // unwrapNodeadm undoes what nodeadm undoes before it reads user data

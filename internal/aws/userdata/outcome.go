@@ -7,6 +7,7 @@ import (
 	"github.com/nodewright/nodewright/internal/aws/boot"
 	"github.com/nodewright/nodewright/internal/aws/boot/al2"
 	"github.com/nodewright/nodewright/internal/aws/boot/al2023"
+	"github.com/nodewright/nodewright/internal/aws/boot/bottlerocket"
 	"github.com/nodewright/nodewright/internal/aws/boot/cloudinit"
 )
 
@@ -31,7 +32,7 @@ func Outcome(family, userData string) (o boot.Outcome, ok bool) {
 	if family != awsv1.AMIFamilyCustom {
 		var err error
 		if launched, err = Generate(family, TypicalCluster, Node{MaxPods: 110}, userData); err != nil {
-			return boot.Outcome{}, false
+			return boot.Never("nodewright cannot make a launch's user data from it, so no node is launched: " + err.Error()), true
 		}
 	}
 	o, model := Boot(family, []byte(launched), 110)
@@ -52,25 +53,31 @@ func Boot(family string, launched []byte, maxPods int32) (o boot.Outcome, model 
 		return al2.Boot(launched, al2.Machine{MaxPods: maxPods}), family
 	case awsv1.AMIFamilyAL2023:
 		return al2023.Boot(launched, al2023.Machine{MaxPods: maxPods}), family
+	case awsv1.AMIFamilyBottlerocket:
+		return bottlerocket.Boot(launched, bottlerocket.Machine{MaxPods: maxPods}), family
 	}
 	return boot.Outcome{}, ""
 }
 
 // customBoot is the family whose boot a Custom AMI's user data is for,
-// read from what it holds: a NodeConfig, or a script that runs nodeadm or
-// writes its drop-ins, is AL2023's; scripts and cloud-config otherwise are
-// AL2's (bootstrap.sh, or nothing that starts the kubelet); "" for what no
-// boot model reads yet (Bottlerocket settings).
+// read from what it holds: Bottlerocket settings are Bottlerocket's; a
+// NodeConfig, or a script that runs nodeadm or writes its drop-ins, is
+// AL2023's; scripts and cloud-config otherwise are AL2's (bootstrap.sh,
+// or nothing that starts the kubelet).
 func customBoot(userData string) string {
-	parts, err := cloudinit.Split([]byte(userData))
+	data := []byte(userData)
+	if unwrapped, err := al2023.Unwrap(data); err == nil {
+		data = unwrapped // gzip (and nodeadm's base64) undone, as every reader does
+	}
+	parts, err := cloudinit.Split(data)
 	if err != nil {
-		return ""
+		return awsv1.AMIFamilyAL2
 	}
 	family := awsv1.AMIFamilyAL2
 	for _, p := range parts {
 		switch ct := cloudinit.Type(p); {
 		case ct == ContentTypeTOML:
-			return ""
+			return awsv1.AMIFamilyBottlerocket
 		case ct == ContentTypeNodeadm, strings.Contains(string(p.Body), "nodeadm"):
 			family = awsv1.AMIFamilyAL2023
 		}

@@ -8,10 +8,10 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/pelletier/go-toml/v2"
 	corev1 "k8s.io/api/core/v1"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	"github.com/nodewright/nodewright/internal/aws/boot/bottlerocket"
 )
 
 // Validate finds the ways user data of an AMI family keeps nodes from
@@ -586,33 +586,28 @@ func registersWith(taints []string) string {
 }
 
 func (v *validation) bottlerocket(body []byte) {
-	var doc struct {
-		Settings struct {
-			Kubernetes map[string]any `toml:"kubernetes"`
-		} `toml:"settings"`
-	}
-	if err := toml.Unmarshal(body, &doc); err != nil {
-		if v.family == awsv1.AMIFamilyBottlerocket {
-			v.add(CodeUnreadable, Error, fmt.Sprintf("the Bottlerocket settings are not valid TOML: %v", err), fixUnreadable)
+	k, _, err := bottlerocket.Read(body)
+	var unmodelled *bottlerocket.NotModelledError
+	switch {
+	case errors.As(err, &unmodelled):
+		return // the boot outcome names it
+	case err != nil:
+		if v.family == awsv1.AMIFamilyBottlerocket || v.custom() {
+			v.add(CodeUnreadable, Error, "Bottlerocket refuses the user data's settings, so the node never joins: "+err.Error(), fixBottlerocket)
 		}
 		return
 	}
 	if !v.custom() {
 		for _, s := range generatedBottlerocket {
-			if value, ok := doc.Settings.Kubernetes[s.key]; ok && !v.sameAsGenerated(s.key, value) {
+			if value, ok := k[s.key]; ok && !v.sameAsGenerated(s.key, value) {
 				v.add(CodeSettingOverridden, Warning,
 					fmt.Sprintf("settings.kubernetes.%s = %v in the user data never takes effect: nodewright overwrites it with the value it works out from %s when it merges its own settings into the node's", s.key, value, s.source),
 					fmt.Sprintf("remove %s from [settings.kubernetes]%s", s.key, s.fix))
 			}
 		}
 	}
-	nodeTaints, _ := doc.Settings.Kubernetes["node-taints"].(map[string]any)
-	if len(nodeTaints) == 0 {
-		return
-	}
-	taints, err := BottlerocketTaints(nodeTaints)
-	if err != nil {
-		v.add(CodeUnreadable, Error, "Bottlerocket refuses the user data's settings, so the node never joins: "+err.Error(), fixUnreadable)
+	taints := bottlerocket.Taints(k)
+	if len(taints) == 0 {
 		return
 	}
 	if v.custom() {
@@ -624,6 +619,9 @@ func (v *validation) bottlerocket(body []byte) {
 			strings.Join(taints, ", ")),
 		"remove settings.kubernetes.node-taints and move the taints to the NodePool (taints that stay in spec.template.spec.taints, taints an agent removes in startupTaints):\n"+TaintsYAML(taints))
 }
+
+// fixBottlerocket is the fix of settings Bottlerocket refuses.
+const fixBottlerocket = "correct the EC2NodeClass's spec.userData so that Bottlerocket's settings model takes every value (the setting named: its key spelt as Bottlerocket spells it, its value of the type it takes — max-pods = 110, not \"110\"); Bottlerocket applies none of the settings when one is refused"
 
 // flagValue is a --register-with-taints flag and its value.
 type flagValue struct{ text, value string }

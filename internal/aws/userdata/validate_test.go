@@ -118,6 +118,9 @@ func TestOtherWaysToLoseTaints(t *testing.T) {
 		{"custom without registration", awsv1.AMIFamilyCustom, "#!/bin/bash\n/etc/eks/bootstrap.sh my-cluster\n", CodeCustomMissingUnregistered, Error},
 		{"custom empty", awsv1.AMIFamilyCustom, "", CodeCustomMissingUnregistered, Error},
 		{"bad MIME", awsv1.AMIFamilyAL2023, "MIME-Version: 1.0\nContent-Type: multipart/mixed\n\nbody", CodeUnreadable, Error},
+		{"Custom Bottlerocket max-pods as a string", awsv1.AMIFamilyCustom, "[settings.kubernetes]\ncluster-name = \"c\"\napi-server = \"https://c.example.com\"\ncluster-certificate = \"\"\nmax-pods = \"110\"\n[settings.kubernetes.node-taints]\n\"karpenter.sh/unregistered\" = \":NoExecute\"\n", CodeUnreadable, Error},
+		{"Bottlerocket max-pods as a string is overwritten", awsv1.AMIFamilyBottlerocket, "[settings.kubernetes]\nmax-pods = \"110\"\n", CodeUnreadable, Warning},
+		{"Bottlerocket misspelt setting", awsv1.AMIFamilyBottlerocket, "[settings.kubernetes]\nmax-pod = 110\n", CodeUnreadable, Error},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := Validate(tc.family, tc.userData)

@@ -31,13 +31,17 @@ func TestToolsAgreeOnGeneratedUserData(t *testing.T) {
 	n := boottest.Cases(300)
 	cluster := userdata.Cluster{Name: "payments-prod", Endpoint: "https://F00D.yl4.eu-west-1.eks.amazonaws.com", CABundle: "LS0tLS1CRUdJTg==", CIDR: "10.100.0.0/16", DNS: "10.100.0.10"}
 	counts := map[string]int{}
-	for i := range 2 * n {
-		in := boottest.AL2Script(uint64(i / 2))
+	for i := range 3 * n {
+		in := boottest.AL2Script(uint64(i / 3))
 		families := []string{awsv1.AMIFamilyAL2, awsv1.AMIFamilyCustom}
-		if i%2 == 1 {
-			g := al2023.Generate(uint64(i / 2))
+		switch i % 3 {
+		case 1:
+			g := al2023.Generate(uint64(i / 3))
 			in = boottest.Input{Seed: g.Seed, UserData: g.UserData, Constructs: g.Constructs}
 			families = []string{awsv1.AMIFamilyAL2023, awsv1.AMIFamilyCustom}
+		case 2:
+			in = boottest.BottlerocketSettings(uint64(i / 3))
+			families = []string{awsv1.AMIFamilyBottlerocket, awsv1.AMIFamilyCustom}
 		}
 		for _, family := range families {
 			o, ok := userdata.Outcome(family, in.UserData)
@@ -50,7 +54,7 @@ func TestToolsAgreeOnGeneratedUserData(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("validation, doctor and the simulated kubelet agree with the boot outcome on %d generated AL2 scripts, each as AL2 and Custom, and %d generated AL2023 user data, each as AL2023 and Custom: %v", n, n, counts)
+	t.Logf("validation, doctor and the simulated kubelet agree with the boot outcome on %d generated AL2 scripts, %d generated AL2023 user data and %d generated Bottlerocket settings, each as its family and as Custom: %v", n, n, n, counts)
 }
 
 func toolsAgree(family, userData string, o boot.Outcome, cluster userdata.Cluster) string {
@@ -69,7 +73,10 @@ func toolsAgree(family, userData string, o boot.Outcome, cluster userdata.Cluste
 	}
 	launched, err := userdata.Generate(family, cluster, userdata.Node{MaxPods: 58}, userData)
 	if err != nil {
-		return err.Error()
+		if o.Verdict != boot.NeverJoins {
+			diffs = append(diffs, " no launch's user data can be made ("+err.Error()+"); the outcome says "+o.Summary())
+		}
+		return strings.Join(diffs, "\n")
 	}
 	reg, err := kubelet.Read(family, base64.StdEncoding.EncodeToString([]byte(launched)))
 	var notModelled *kubelet.NotModelledError

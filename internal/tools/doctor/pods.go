@@ -12,6 +12,7 @@ import (
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/scheduling"
+	"github.com/nodewright/nodewright/internal/spelling"
 	"github.com/nodewright/nodewright/internal/state"
 	"github.com/nodewright/nodewright/internal/tools/whatif"
 )
@@ -150,7 +151,7 @@ func closestRefusal(refusals []scheduling.Refusal) (scheduling.Refusal, bool) {
 		case r.NoAMI:
 			score = -1
 		case r.Conflict != nil && r.Conflict.Node != nil && len(r.Conflict.Node.Values()) > 0 && len(r.Conflict.Pod.Values()) > 0:
-			score = editDistance(strings.Join(r.Conflict.Node.Values(), ","), strings.Join(r.Conflict.Pod.Values(), ","))
+			score = spelling.Distance(strings.Join(r.Conflict.Node.Values(), ","), strings.Join(r.Conflict.Pod.Values(), ","))
 		case r.Conflict != nil:
 			score = 500
 		case r.Taint != nil:
@@ -391,24 +392,4 @@ func firstOr(values []string, otherwise string) string {
 func uniqueSorted(in []string) []string {
 	sort.Strings(in)
 	return slices.Compact(in)
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/aws/sdk"
 	"github.com/nodewright/nodewright/internal/aws/userdata"
+	"github.com/nodewright/nodewright/internal/spelling"
 	"github.com/nodewright/nodewright/internal/tools/whatif"
 )
 
@@ -284,7 +285,7 @@ func nodeClassRefRule(r *Report, in Input) {
 func nearest(name string, names []string) string {
 	best, bestDist := "", len(name)/3+1
 	for _, n := range names {
-		if d := editDistance(strings.ToLower(name), strings.ToLower(n)); d < bestDist {
+		if d := spelling.Distance(strings.ToLower(name), strings.ToLower(n)); d < bestDist {
 			best, bestDist = n, d
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/pelletier/go-toml/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
@@ -54,21 +53,14 @@ func Read(family, encoded string) (*Registration, error) {
 	if awsv1.IsWindows(family) || family == awsv1.AMIFamilyCustom && userdata.IsPowerShell(data) {
 		return windows(data)
 	}
-	parts, err := userdata.Split(data)
-	if err != nil {
-		return nil, &NoKubeletError{Reason: "cloud-init cannot read the user data: " + err.Error()}
-	}
-	if family == awsv1.AMIFamilyBottlerocket {
-		return bottlerocket(parts)
-	}
-	// AL2, AL2023 and what a Custom AMI's user data is for, as the node
-	// boots (package boot: the model validation and doctor judge the user
-	// data by).
+	// The family's boot, or what a Custom AMI's user data is for, as the
+	// node boots (package boot: the model validation and doctor judge the
+	// user data by).
 	o, model := userdata.Boot(family, data, 0)
 	if model == "" {
-		return bottlerocket(parts) // a Custom AMI's Bottlerocket settings
+		return nil, &NotModelledError{Reason: "no boot model reads user data for the " + family + " family"}
 	}
-	return fromOutcome(o, model == awsv1.AMIFamilyAL2023)
+	return fromOutcome(o, model != awsv1.AMIFamilyAL2)
 }
 
 // NotModelledError says the simulation cannot boot the user data: what
@@ -202,40 +194,4 @@ func windows(data []byte) (*Registration, error) {
 		return reg, nil
 	}
 	return nil, &NoKubeletError{Reason: "no line runs Start-EKSBootstrap.ps1"}
-}
-
-func bottlerocket(parts []userdata.Part) (*Registration, error) {
-	if len(parts) != 1 {
-		return nil, &NoKubeletError{Reason: "Bottlerocket settings must be a single TOML document"}
-	}
-	var doc struct {
-		Settings struct {
-			Kubernetes struct {
-				NodeLabels     map[string]string `toml:"node-labels"`
-				NodeTaints     map[string]any    `toml:"node-taints"`
-				MaxPods        int32             `toml:"max-pods"`
-				KubeReserved   map[string]string `toml:"kube-reserved"`
-				SystemReserved map[string]string `toml:"system-reserved"`
-				EvictionHard   map[string]string `toml:"eviction-hard"`
-			} `toml:"kubernetes"`
-		} `toml:"settings"`
-	}
-	if err := toml.Unmarshal(parts[0].Body, &doc); err != nil {
-		return nil, &NoKubeletError{Reason: "Bottlerocket cannot read its settings: " + err.Error()}
-	}
-	k := doc.Settings.Kubernetes
-	reg := &Registration{Labels: map[string]string{}, MaxPods: k.MaxPods, ExternalCloudProvider: true,
-		Reserved: kubeletconfig.Config{KubeReserved: k.KubeReserved, SystemReserved: k.SystemReserved, EvictionHard: k.EvictionHard}}
-	if k.MaxPods > 0 {
-		reg.Reserved.MaxPods = ptr.To(k.MaxPods)
-	}
-	for key, v := range k.NodeLabels {
-		reg.Labels[key] = v
-	}
-	taints, err := userdata.BottlerocketTaints(k.NodeTaints)
-	if err != nil {
-		return nil, &NoKubeletError{Reason: "Bottlerocket refuses its settings: " + err.Error()}
-	}
-	reg.Taints = parseTaints(strings.Join(taints, ","))
-	return reg, nil
 }

@@ -1,0 +1,4 @@
+package bottlerocket
+
+// KubeletArgs are the kubelet's own arguments, for the external tests.
+var KubeletArgs = kubeletArgs
