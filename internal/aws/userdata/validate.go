@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	"github.com/nodewright/nodewright/internal/aws/boot"
 	"github.com/nodewright/nodewright/internal/aws/boot/bottlerocket"
 )
 
@@ -117,20 +118,24 @@ func ExtraTaints(family, userData string) []corev1.Taint {
 	if ok {
 		return cached
 	}
-	var extra []string
+	var out []corev1.Taint
 	switch {
 	case strings.TrimSpace(userData) == "" || len(userData) > MaxSize:
 	case windowsUserData(family, userData):
-		extra = validateWindows(family, userData).extra
-	default:
-		if parts, err := Split([]byte(userData)); err == nil {
-			extra = validateParts(family, userData, parts, Known{}).extra
+		for _, t := range validateWindows(family, userData).extra {
+			if taint, err := ParseTaint(t); err == nil {
+				out = append(out, taint)
+			}
 		}
-	}
-	var out []corev1.Taint
-	for _, t := range extra {
-		if taint, err := ParseTaint(t); err == nil {
-			out = append(out, taint)
+	default:
+		// What the node registers with, as its boot model reads the user
+		// data, beside karpenter.sh/unregistered.
+		if o, ok := Outcome(family, userData); ok && o.Registered() {
+			for _, t := range o.Kubelet.RegisterWithTaints {
+				if t.Key != boot.UnregisteredTaint.Key {
+					out = append(out, corev1.Taint{Key: t.Key, Value: t.Value, Effect: t.Effect})
+				}
+			}
 		}
 	}
 	extraTaintsCache.Lock()

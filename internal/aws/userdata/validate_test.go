@@ -182,3 +182,27 @@ func TestSizeLimitOnWhatIsLaunched(t *testing.T) {
 }
 
 func has(found map[string]Finding, code string) bool { _, ok := found[code]; return ok }
+
+// TestExtraTaints: the taints every node of a class registers with
+// beside nodewright's own are those its boot model says.
+func TestExtraTaints(t *testing.T) {
+	for _, c := range []struct {
+		name, family, userData, want string
+	}{
+		{"a nodeadm flag", awsv1.AMIFamilyAL2023, "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  kubelet:\n    flags: [\"--register-with-taints=karpenter.sh/unregistered:NoExecute,dedicated=ci:NoSchedule\"]\n", "[dedicated=ci:NoSchedule]"},
+		{"a Custom AL2 script", awsv1.AMIFamilyCustom, "#!/bin/bash\nTAINTS=karpenter.sh/unregistered:NoExecute,nvidia.com/gpu=true:NoSchedule\n/etc/eks/bootstrap.sh shop --kubelet-extra-args \"--register-with-taints=$TAINTS\"\n", "[nvidia.com/gpu=true:NoSchedule]"},
+		{"Bottlerocket's replaced", awsv1.AMIFamilyBottlerocket, "[settings.kubernetes.node-taints]\ndedicated = \"ci:NoSchedule\"\n", "[]"},
+		{"a Custom Bottlerocket node's", awsv1.AMIFamilyCustom, "[settings.kubernetes]\ncluster-name = \"c\"\napi-server = \"https://c.example.com\"\ncluster-certificate = \"\"\n[settings.kubernetes.node-taints]\n\"karpenter.sh/unregistered\" = \":NoExecute\"\ndedicated = \"ci:NoSchedule\"\n", "[dedicated=ci:NoSchedule]"},
+		{"a node that does not register as nodewright needs", awsv1.AMIFamilyCustom, "#!/bin/bash\n/etc/eks/bootstrap.sh shop --kubelet-extra-args '--register-with-taints=dedicated=ci:NoSchedule'\n", "[]"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var got []string
+			for _, taint := range ExtraTaints(c.family, c.userData) {
+				got = append(got, taint.ToString())
+			}
+			if s := "[" + strings.Join(got, " ") + "]"; s != c.want {
+				t.Errorf("got %s, want %s", s, c.want)
+			}
+		})
+	}
+}
