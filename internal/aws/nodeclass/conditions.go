@@ -11,6 +11,7 @@ import (
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
+	"github.com/nodewright/nodewright/internal/aws/boot"
 	"github.com/nodewright/nodewright/internal/aws/kubeletconfig"
 	"github.com/nodewright/nodewright/internal/aws/userdata"
 )
@@ -118,6 +119,13 @@ func UserDataFindings(nc *awsv1.EC2NodeClass) []userdata.Finding {
 	known := userdata.Known{}
 	if k, err := kubeletconfig.Parse(nc.Spec.Kubelet); err == nil && k != nil && len(k.ClusterDNS) == 1 {
 		known.ClusterDNS = k.ClusterDNS[0]
+	}
+	if Family(nc) == awsv1.AMIFamilyCustom && len(nc.Status.AMIs) > 0 {
+		names := make([]string, len(nc.Status.AMIs))
+		for i, ami := range nc.Status.AMIs {
+			names[i] = ami.Name
+		}
+		known.ImageFamily = boot.ImagesFamily(names)
 	}
 	return userdata.ValidateWith(Family(nc), userData, known)
 }

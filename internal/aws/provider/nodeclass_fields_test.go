@@ -396,7 +396,7 @@ func TestDefaultVolumesAreEncrypted(t *testing.T) {
 			f.class.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: tc.alias}}
 			if tc.family != "" {
 				f.class.Spec.AMIFamily = ptr.To(tc.family)
-				f.class.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Name: "amazon-eks-al2023-x86_64-*"}}
+				f.class.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Name: "amazon-eks-node-al2023-x86_64-*"}}
 				f.class.Spec.UserData = ptr.To("#!/bin/bash\n/usr/bin/nodeadm init\n")
 			}
 			f.class.Spec.BlockDeviceMappings = tc.mappings

@@ -28,6 +28,12 @@ const (
 // cluster), for the families whose boot is modelled in package boot; ok
 // is false for the others.
 func Outcome(family, userData string) (o boot.Outcome, ok bool) {
+	return outcome(family, "", userData)
+}
+
+// outcome is Outcome on an image of the family given ("" when its name
+// does not say).
+func outcome(family, imageFamily, userData string) (o boot.Outcome, ok bool) {
 	launched := userData
 	if family != awsv1.AMIFamilyCustom {
 		var err error
@@ -35,7 +41,7 @@ func Outcome(family, userData string) (o boot.Outcome, ok bool) {
 			return boot.Never("nodewright cannot make a launch's user data from it, so no node is launched: " + err.Error()), true
 		}
 	}
-	o, model := Boot(family, []byte(launched), 110)
+	o, model := BootImage(family, imageFamily, []byte(launched), 110)
 	return o, model != ""
 }
 
@@ -45,7 +51,21 @@ func Outcome(family, userData string) (o boot.Outcome, ok bool) {
 // is for. maxPods is the pod limit the image works out for the instance
 // type (0: not known).
 func Boot(family string, launched []byte, maxPods int32) (o boot.Outcome, model string) {
+	return BootImage(family, "", launched, maxPods)
+}
+
+// BootImage is Boot on an image whose name says which family's boot it
+// runs (imageFamily, "" when it does not): a Custom AMI's user data is
+// then read as that image reads it, whatever it holds.
+func BootImage(family, imageFamily string, launched []byte, maxPods int32) (o boot.Outcome, model string) {
 	if family == awsv1.AMIFamilyCustom {
+		if imageFamily != "" {
+			o, model = BootImage(imageFamily, "", launched, maxPods)
+			if model != "" {
+				o.Notes = append(o.Notes, "the AMI is an EKS-optimized "+imageFamily+" image (its name says so): it reads the user data as "+imageFamily+" does")
+			}
+			return o, model
+		}
 		family = customBoot(string(launched))
 	}
 	switch family {

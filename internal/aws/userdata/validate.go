@@ -29,6 +29,10 @@ type Known struct {
 	// sets (spec.kubelet.clusterDNS, else the cluster's); "" when not
 	// known, and a user's clusterDNS is then not reported.
 	ClusterDNS string
+	// ImageFamily is the family whose boot the class's AMIs run, when
+	// their names say so (boot.ImagesFamily); "" otherwise. A Custom AMI's
+	// user data is read as that family reads it.
+	ImageFamily string
 }
 
 // ValidateWith is Validate knowing what nodewright's own configuration
@@ -46,12 +50,13 @@ func ValidateWith(family, userData string, known Known) []Finding {
 	if windowsUserData(family, userData) {
 		return validateWindows(family, userData).findings
 	}
-	parts, err := Split([]byte(userData))
-	if err != nil {
-		return []Finding{{Code: CodeUnreadable, Severity: Error, Message: fmt.Sprintf("the user data cannot be read as a node would read it: %v", err), Fix: fixUnreadable}}
+	var findings []Finding
+	if parts, err := Split([]byte(userData)); err != nil {
+		findings = []Finding{{Code: CodeUnreadable, Severity: Error, Message: fmt.Sprintf("the user data cannot be read as a MIME document: %v", err), Fix: fixUnreadable}}
+	} else {
+		findings = validateParts(family, userData, parts, known).findings
 	}
-	findings := validateParts(family, userData, parts, known).findings
-	if o, ok := Outcome(family, userData); ok {
+	if o, ok := outcome(family, known.ImageFamily, userData); ok {
 		findings = judged(findings, o)
 	}
 	return findings

@@ -2,6 +2,7 @@ package userdata
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -204,5 +205,20 @@ func TestExtraTaints(t *testing.T) {
 				t.Errorf("got %s, want %s", s, c.want)
 			}
 		})
+	}
+}
+
+// TestCustomOnAnImageOfAFamily: a Custom AMI whose name says it is an
+// EKS-optimized AL2 image reads a NodeConfig as AL2 does — cloud-init
+// passes it over, nothing runs bootstrap.sh — and the node never joins.
+func TestCustomOnAnImageOfAFamily(t *testing.T) {
+	nodeConfig := "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfig\nspec:\n  cluster:\n    name: shop-eu\n    apiServerEndpoint: https://A1B2.gr7.eu-central-1.eks.amazonaws.com\n    certificateAuthority: LS0tLS1CRUdJTg==\n    cidr: 10.100.0.0/16\n  kubelet:\n    config:\n      registerWithTaints: [{key: karpenter.sh/unregistered, effect: NoExecute}]\n"
+	if fs := ValidateWith(awsv1.AMIFamilyCustom, nodeConfig, Known{}); slices.ContainsFunc(fs, func(f Finding) bool { return f.Severity == Error }) {
+		t.Fatalf("on an image of its own, the NodeConfig is nodeadm's: %v", fs)
+	}
+	fs := ValidateWith(awsv1.AMIFamilyCustom, nodeConfig, Known{ImageFamily: awsv1.AMIFamilyAL2})
+	f, ok := codes(fs)[CodeNeverJoins]
+	if !ok || f.Severity != Error || !strings.Contains(f.Message, "bootstrap.sh") {
+		t.Errorf("on an AL2 image: %v; want %s naming bootstrap.sh", fs, CodeNeverJoins)
 	}
 }

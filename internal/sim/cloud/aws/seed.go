@@ -71,6 +71,24 @@ type aliasImage struct {
 	image     ec2types.Image
 }
 
+// eksImageName is the name EKS gives its optimized image of the family
+// for the architecture (x86_64, arm64).
+func eksImageName(family, arch string) string {
+	brArch := map[string]string{"x86_64": "x86_64", "arm64": "aarch64"}[arch]
+	switch family {
+	case "al2":
+		if arch == "arm64" {
+			return fmt.Sprintf("amazon-eks-arm64-node-%s-v20261101", KubernetesVersion)
+		}
+		return fmt.Sprintf("amazon-eks-node-%s-v20261101", KubernetesVersion)
+	case "al2023":
+		return fmt.Sprintf("amazon-eks-node-al2023-%s-standard-%s-v20261101", arch, KubernetesVersion)
+	case "bottlerocketfips":
+		return fmt.Sprintf("bottlerocket-aws-k8s-%s-fips-%s-v1.50.0-5d1b2a3c", KubernetesVersion, brArch)
+	}
+	return fmt.Sprintf("bottlerocket-aws-k8s-%s-%s-v1.50.0-5d1b2a3c", KubernetesVersion, brArch)
+}
+
 // aliasImages are the EKS-optimized AMIs the aliases resolve to.
 func aliasImages() []aliasImage {
 	var out []aliasImage
@@ -85,7 +103,7 @@ func aliasImages() []aliasImage {
 		} {
 			id := fmt.Sprintf("ami-%s%s", f.family, idPart(arch.name))
 			out = append(out, aliasImage{parameter: f.parameter, image: ec2types.Image{
-				ImageId: aws.String(id), Name: aws.String(fmt.Sprintf("amazon-eks-%s-%s-%s-v20261101", f.family, arch.name, KubernetesVersion)),
+				ImageId: aws.String(id), Name: aws.String(eksImageName(f.family, arch.name)),
 				Architecture: ec2types.ArchitectureValues(arch.ec2), OwnerId: aws.String("602401143452"), ImageOwnerAlias: aws.String("amazon"),
 				CreationDate: aws.String("2026-11-01T00:00:00.000Z"), State: ec2types.ImageStateAvailable,
 			}})
