@@ -50,13 +50,18 @@ func ValidateWith(family, userData string, known Known) []Finding {
 	if windowsUserData(family, userData) {
 		return validateWindows(family, userData).findings
 	}
+	o, modelled := outcome(family, known.ImageFamily, userData)
 	var findings []Finding
 	if parts, err := Split([]byte(userData)); err != nil {
 		findings = []Finding{{Code: CodeUnreadable, Severity: Error, Message: fmt.Sprintf("the user data cannot be read as a MIME document: %v", err), Fix: fixUnreadable}}
 	} else {
-		findings = validateParts(family, userData, parts, known).findings
+		v := &validation{family: family, known: known}
+		if modelled && o.Verdict == boot.Joins {
+			v.joins = &o
+		}
+		findings = v.validateParts(userData, parts).findings
 	}
-	if o, ok := outcome(family, known.ImageFamily, userData); ok {
+	if modelled {
 		findings = judged(findings, o)
 	}
 	return findings
@@ -92,7 +97,11 @@ func sizeFinding(family, userData string) (Finding, bool) {
 // them: the findings, and the taints the node registers with beyond
 // nodewright's.
 func validateParts(family, userData string, parts []Part, known Known) *validation {
-	v := &validation{family: family, known: known}
+	return (&validation{family: family, known: known}).validateParts(userData, parts)
+}
+
+func (v *validation) validateParts(userData string, parts []Part) *validation {
+	family := v.family
 	for _, p := range parts {
 		if validate, ok := partValidators[p.ContentType]; ok {
 			validate(v, p.Body)
@@ -101,9 +110,18 @@ func validateParts(family, userData string, parts []Part, known Known) *validati
 	}
 	v.nodeadm(userData, parts)
 	if family == awsv1.AMIFamilyCustom {
-		if !v.registersUnregistered() {
+		switch {
+		case v.joins != nil && !v.joins.Registered():
+			// What the node registers with, as its boot model says (and
+			// what the arguments meant, when it registers none).
+			why := ""
+			if len(v.joinsWith()) == 0 {
+				why = v.whyUnregistered()
+			}
+			v.findings = append(v.findings, missingUnregistered(v.joinsWith(), why))
+		case !v.registersUnregistered():
 			v.findings = append(v.findings, missingUnregistered(v.registered, v.whyUnregistered()))
-		} else {
+		default:
 			v.extra = slices.DeleteFunc(slices.Clone(v.registered), func(t string) bool { return t == UnregisteredTaint })
 		}
 	}
@@ -255,6 +273,18 @@ type validation struct {
 	bootstrapped bool
 	// extra are taints the node registers with beyond nodewright's.
 	extra []string
+	// joins is the boot outcome when the node joins: what the messages say
+	// it registers with.
+	joins *boot.Outcome
+}
+
+// joinsWith are the taints the node joins with, as its boot model says.
+func (v *validation) joinsWith() []string {
+	out := []string{}
+	for _, t := range v.joins.Kubelet.RegisterWithTaints {
+		out = append(out, t.ToString())
+	}
+	return out
 }
 
 func (v *validation) add(code string, severity Severity, message, fix string) {
@@ -580,6 +610,9 @@ func (v *validation) joinedOption(raw, name, value string, first bool) {
 // userCallsBootstrap reports AL2 user data that runs bootstrap.sh itself,
 // registering the node before nodewright's own call can.
 func (v *validation) userCallsBootstrap(c Command, taints []string) {
+	if v.joins != nil {
+		taints = v.joinsWith()
+	}
 	registers := registersWith(taints)
 	v.add(CodeUserCallsBootstrap, Error,
 		fmt.Sprintf("the user data runs %s itself: it starts the kubelet before the bootstrap.sh call nodewright generates, and the node registers %s — not with %s or the NodePool's taints — so it would never be matched to its NodeClaim",
