@@ -96,10 +96,6 @@ func sizeFinding(family, userData string) (Finding, bool) {
 // validateParts reads the parts of user data as the node does and judges
 // them: the findings, and the taints the node registers with beyond
 // nodewright's.
-func validateParts(family, userData string, parts []Part, known Known) *validation {
-	return (&validation{family: family, known: known}).validateParts(userData, parts)
-}
-
 func (v *validation) validateParts(userData string, parts []Part) *validation {
 	family := v.family
 	for _, p := range parts {
@@ -280,7 +276,7 @@ type validation struct {
 
 // joinsWith are the taints the node joins with, as its boot model says.
 func (v *validation) joinsWith() []string {
-	out := []string{}
+	out := make([]string, 0, len(v.joins.Kubelet.RegisterWithTaints))
 	for _, t := range v.joins.Kubelet.RegisterWithTaints {
 		out = append(out, t.ToString())
 	}
