@@ -68,15 +68,18 @@ func BootImage(family, imageFamily string, launched []byte, maxPods int32) (o bo
 		}
 		family = customBoot(string(launched))
 	}
-	switch family {
-	case awsv1.AMIFamilyAL2:
-		return al2.Boot(launched, al2.Machine{MaxPods: maxPods}), family
-	case awsv1.AMIFamilyAL2023:
-		return al2023.Boot(launched, al2023.Machine{MaxPods: maxPods}), family
-	case awsv1.AMIFamilyBottlerocket:
-		return bottlerocket.Boot(launched, bottlerocket.Machine{MaxPods: maxPods}), family
+	if model, ok := bootModels[family]; ok {
+		return model(launched, maxPods), family
 	}
 	return boot.Outcome{}, ""
+}
+
+// bootModels are the families whose boot is modelled (package boot, a
+// folder each), by family: a new family's model is added here.
+var bootModels = map[string]func(launched []byte, maxPods int32) boot.Outcome{
+	awsv1.AMIFamilyAL2:          func(b []byte, m int32) boot.Outcome { return al2.Boot(b, al2.Machine{MaxPods: m}) },
+	awsv1.AMIFamilyAL2023:       func(b []byte, m int32) boot.Outcome { return al2023.Boot(b, al2023.Machine{MaxPods: m}) },
+	awsv1.AMIFamilyBottlerocket: func(b []byte, m int32) boot.Outcome { return bottlerocket.Boot(b, bottlerocket.Machine{MaxPods: m}) },
 }
 
 // customBoot is the family whose boot a Custom AMI's user data is for,
