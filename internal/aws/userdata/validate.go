@@ -52,9 +52,13 @@ func ValidateWith(family, userData string, known Known) []Finding {
 	}
 	o, modelled := outcome(family, known.ImageFamily, userData)
 	var findings []Finding
-	if parts, err := Split([]byte(userData)); err != nil {
+	switch parts, err := Split([]byte(userData)); {
+	case err != nil && family == awsv1.AMIFamilyCustom && modelled && o.Verdict != boot.NotModelled:
+		// Launched as written: only what the node makes of it counts (the
+		// outcome's finding says it), not Go's MIME reader.
+	case err != nil:
 		findings = []Finding{{Code: CodeUnreadable, Severity: Error, Message: fmt.Sprintf("the user data cannot be read as a MIME document: %v", err), Fix: fixUnreadable}}
-	} else {
+	default:
 		v := &validation{family: family, known: known}
 		if modelled && o.Verdict == boot.Joins {
 			v.joins = &o

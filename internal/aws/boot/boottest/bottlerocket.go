@@ -55,6 +55,7 @@ var (
 	}
 	brOtherTables = []string{
 		"[settings.host-containers.admin]\nenabled = true\n", "[settings.kernel.sysctl]\n\"net.core.somaxconn\" = \"1024\"\n",
+		"[settings.kernel.sysctl]\n\"fs.inotify.max_user_watches\" = 1048576\n",
 		"[settings.foo]\nbar = 1\n", "[settings.kubelet]\nmax-pods = 10\n", "[metadata]\nowner = \"team-ci\"\n",
 		"[settings.bootstrap-containers.setup]\nsource = \"example.com/setup:1\"\nmode = \"once\"\nessential = true\n",
 	}

@@ -119,8 +119,13 @@ func Read(userData []byte) (kubernetes map[string]any, notes []string, err error
 		if _, isTable := settings[key].(map[string]any); !isTable && key != "motd" {
 			return nil, notes, fmt.Errorf("settings.%s is %s, not a table", key, kind(settings[key]))
 		}
+		if check, ok := otherTables[key]; ok {
+			if err := check(settings[key]); err != nil {
+				return nil, notes, fmt.Errorf("settings.%s: %w", key, err)
+			}
+		}
 		if key != "kubernetes" {
-			notes = append(notes, fmt.Sprintf("settings.%s is applied as written: only its being a table is checked here", key))
+			notes = append(notes, fmt.Sprintf("settings.%s is applied as written: its values are checked here only where named (settings.kernel.sysctl's)", key))
 		}
 	}
 	k, _ := settings["kubernetes"].(map[string]any)

@@ -21,6 +21,22 @@ var settingsTables = []string{
 	"container-runtime", "autoscaling", "container-runtime-plugins", "image-verifier-plugins",
 }
 
+// otherTables are the checks of settings tables besides kubernetes that
+// users commonly get wrong: settings.kernel.sysctl's values are strings
+// (an integer fails the whole PATCH: "invalid type: integer, expected a
+// string").
+var otherTables = map[string]rule{
+	"kernel": func(v any) error {
+		k, _ := v.(map[string]any)
+		if sysctl, ok := k["sysctl"]; ok {
+			if err := mapOf(singleLine, str(singleLine))(sysctl); err != nil {
+				return fmt.Errorf("sysctl: %w", err)
+			}
+		}
+		return nil
+	},
+}
+
 // versionedFields are settings.kubernetes keys some Bottlerocket versions
 // have and others refuse: no verdict either way.
 var versionedFields = []string{

@@ -335,6 +335,10 @@ fn take(user_data: &str) -> Result<serde_json::Value, String> {
         if !TABLES.contains(&k.as_str()) { return Err(format!("unknown settings table {}", k)); }
         if !v.is_object() && k != "motd" { return Err(format!("settings.{} is not a table", k)); }
     }
+    if let Some(sysctl) = table.get("kernel").and_then(|k| k.get("sysctl")) {
+        // settings.kernel.sysctl: its values are strings.
+        let _: HashMap<String, SingleLine> = serde_json::from_value(sysctl.clone()).map_err(|e| format!("settings.kernel.sysctl: {}", e))?;
+    }
     let k8s = match table.get("kubernetes") { Some(k) => k, None => return Ok(serde_json::json!({})) };
     let decoded: Kubernetes = serde_json::from_value(k8s.clone()).map_err(|e| format!("settings.kubernetes: {}", e))?;
     let _ = decoded;
