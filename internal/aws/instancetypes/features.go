@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
-	"github.com/nodewright/nodewright/internal/aws/userdata"
+	"github.com/nodewright/nodewright/internal/aws/boot/windows"
 	"github.com/nodewright/nodewright/internal/scheduling"
 )
 
@@ -200,7 +200,7 @@ func WindowsOf(class *awsv1.EC2NodeClass) (bool, string) {
 	if awsv1.IsWindows(family) {
 		return true, awsv1.WindowsBuild(family)
 	}
-	if family != awsv1.AMIFamilyCustom || class.Spec.UserData == nil || !userdata.IsPowerShell([]byte(*class.Spec.UserData)) {
+	if family != awsv1.AMIFamilyCustom || class.Spec.UserData == nil || !windows.IsPowerShell([]byte(*class.Spec.UserData)) {
 		return false, ""
 	}
 	builds := map[string]bool{}

@@ -9,6 +9,7 @@ import (
 	"github.com/nodewright/nodewright/internal/aws/boot/al2023"
 	"github.com/nodewright/nodewright/internal/aws/boot/bottlerocket"
 	"github.com/nodewright/nodewright/internal/aws/boot/cloudinit"
+	"github.com/nodewright/nodewright/internal/aws/boot/windows"
 )
 
 // Codes of the boot outcome.
@@ -80,15 +81,23 @@ var bootModels = map[string]func(launched []byte, maxPods int32) boot.Outcome{
 	awsv1.AMIFamilyAL2:          func(b []byte, m int32) boot.Outcome { return al2.Boot(b, al2.Machine{MaxPods: m}) },
 	awsv1.AMIFamilyAL2023:       func(b []byte, m int32) boot.Outcome { return al2023.Boot(b, al2023.Machine{MaxPods: m}) },
 	awsv1.AMIFamilyBottlerocket: func(b []byte, m int32) boot.Outcome { return bottlerocket.Boot(b, bottlerocket.Machine{MaxPods: m}) },
+	awsv1.AMIFamilyWindows2019:  windowsBoot,
+	awsv1.AMIFamilyWindows2022:  windowsBoot,
+	awsv1.AMIFamilyWindows2025:  windowsBoot,
 }
 
+func windowsBoot(b []byte, m int32) boot.Outcome { return windows.Boot(b, windows.Machine{MaxPods: m}) }
+
 // customBoot is the family whose boot a Custom AMI's user data is for,
-// read from what it holds: Bottlerocket settings are Bottlerocket's; a
+// read from what it holds: a <powershell> block is Windows'; Bottlerocket settings are Bottlerocket's; a
 // NodeConfig, or a script that runs nodeadm or writes its drop-ins, is
 // AL2023's; scripts and cloud-config otherwise are AL2's (bootstrap.sh,
 // or nothing that starts the kubelet).
 func customBoot(userData string) string {
 	data := []byte(userData)
+	if windows.IsPowerShell(data) {
+		return awsv1.AMIFamilyWindows2022 // EC2Launch runs it; the build does not change the reading
+	}
 	if unwrapped, err := al2023.Unwrap(data); err == nil {
 		data = unwrapped // gzip (and nodeadm's base64) undone, as every reader does
 	}

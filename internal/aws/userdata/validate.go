@@ -48,7 +48,11 @@ func ValidateWith(family, userData string, known Known) []Finding {
 		return []Finding{f}
 	}
 	if windowsUserData(family, userData) {
-		return validateWindows(family, userData).findings
+		findings := validateWindows(family, userData).findings
+		if o, ok := outcome(family, known.ImageFamily, userData); ok {
+			findings = judged(findings, o)
+		}
+		return findings
 	}
 	o, modelled := outcome(family, known.ImageFamily, userData)
 	var findings []Finding

@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	"github.com/nodewright/nodewright/internal/aws/boot/windows"
 	"github.com/nodewright/nodewright/internal/aws/kubeletconfig"
 )
 
@@ -30,7 +31,7 @@ func TestWindowsUserDataReadsBack(t *testing.T) {
 	if !strings.HasPrefix(out, "<powershell>\nSet-TimeZone -Id 'UTC'\n[string]$EKSBootstrapScriptFile") || !strings.HasSuffix(out, "</powershell>\n") {
 		t.Fatalf("user data:\n%s", out)
 	}
-	ps := ReadPowerShell([]byte(out))
+	ps := windows.Read([]byte(out))
 	if ps.Unparsable != "" || len(ps.Calls) != 1 || ps.Calls[0].Fails != "" {
 		t.Fatalf("read back: %+v", ps)
 	}
@@ -77,7 +78,7 @@ func TestReadPowerShellShapes(t *testing.T) {
 		{"single quote left open", "<powershell>\nWrite-Host 'x\n</powershell>", nil, "", "never closed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ps := ReadPowerShell([]byte(tc.script))
+			ps := windows.Read([]byte(tc.script))
 			if tc.unparsable != "" {
 				if !strings.Contains(ps.Unparsable, tc.unparsable) {
 					t.Fatalf("unparsable %q, want %q", ps.Unparsable, tc.unparsable)
@@ -103,7 +104,7 @@ func TestReadPowerShellShapes(t *testing.T) {
 // The kubelet service's command line: double quotes group and go, single
 // quotes stay.
 func TestServiceWords(t *testing.T) {
-	got := ServiceWords(`--node-labels="team=ci,tier=a b" --register-with-taints='x:NoSchedule'  --max-pods=3`)
+	got := windows.ServiceWords(`--node-labels="team=ci,tier=a b" --register-with-taints='x:NoSchedule'  --max-pods=3`)
 	want := []string{"--node-labels=team=ci,tier=a b", "--register-with-taints='x:NoSchedule'", "--max-pods=3"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -142,7 +143,7 @@ func TestReadPowerShellFieldShapes(t *testing.T) {
 			if tc.registers && errs > 0 || tc.warning != "" && !warned {
 				t.Errorf("findings %+v", findings)
 			}
-			if !IsPowerShell([]byte(tc.userData)) {
+			if !windows.IsPowerShell([]byte(tc.userData)) {
 				t.Error("not read as PowerShell")
 			}
 		})

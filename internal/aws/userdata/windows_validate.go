@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	"github.com/nodewright/nodewright/internal/aws/boot/windows"
 )
 
 // Finding codes of Windows user data.
@@ -22,7 +23,7 @@ var windowsCluster = Cluster{Name: "cluster", Endpoint: "https://cluster", CABun
 // Windows PowerShell: a Windows family's, or Custom user data that is a
 // <powershell> block.
 func windowsUserData(family, userData string) bool {
-	return awsv1.IsWindows(family) || family == awsv1.AMIFamilyCustom && IsPowerShell([]byte(userData))
+	return awsv1.IsWindows(family) || family == awsv1.AMIFamilyCustom && windows.IsPowerShell([]byte(userData))
 }
 
 // validateWindows reads Windows user data as the node does: for a
@@ -36,7 +37,7 @@ func validateWindows(family, userData string) *validation {
 		script = windowsScript(windowsCluster, Node{}, nil, nil, userData)
 		v.windowsFormat(userData)
 	}
-	ps := ReadPowerShell([]byte(script))
+	ps := windows.Read([]byte(script))
 	if ps.Unparsable != "" {
 		v.windowsUnparsable(userData, ps.Unparsable)
 		return v
@@ -76,12 +77,12 @@ func validateWindows(family, userData string) *validation {
 
 // customWindowsTaints judges the taints Custom Windows user data
 // registers the node with: it must have karpenter.sh/unregistered.
-func (v *validation) customWindowsTaints(ps *PowerShell, script, unsure string) {
+func (v *validation) customWindowsTaints(ps *windows.PowerShell, script, unsure string) {
 	switch {
 	case unsure != "":
 		v.add(CodeWindowsBootstrapArgsFailed, Warning, unsure+", so whether the node registers with "+UnregisteredTaint+" is not known",
 			"pass the parameters by name (-EKSClusterName 'NAME' -KubeletExtraArgs '--register-with-taints="+UnregisteredTaint+"') so that the call can be checked")
-	case !v.bootstrapped && len(ps.Calls) == 0 && strings.Contains(strings.ToLower(script), windowsScriptName):
+	case !v.bootstrapped && len(ps.Calls) == 0 && strings.Contains(strings.ToLower(script), windows.ScriptName):
 		v.add(CodeWindowsBootstrapArgsFailed, Warning,
 			"the user data names Start-EKSBootstrap.ps1 but runs it in a way not read here (powershell -File, Join-Path, a script block), so whether the node joins with "+UnregisteredTaint+" is not known",
 			"call it as & \"$env:ProgramFiles\\Amazon\\EKS\\Start-EKSBootstrap.ps1\" -EKSClusterName 'NAME' -KubeletExtraArgs '--register-with-taints="+UnregisteredTaint+"' so that the call can be checked")
@@ -143,7 +144,7 @@ func (v *validation) windowsUnparsable(userData, why string) {
 
 // windowsUserCallsBootstrap reports Windows user data that runs
 // Start-EKSBootstrap.ps1 itself: the node joins before nodewright's call.
-func (v *validation) windowsUserCallsBootstrap(call WindowsBootstrap) {
+func (v *validation) windowsUserCallsBootstrap(call windows.Bootstrap) {
 	registers := registersWith(lastTaints(call.KubeletArgs))
 	v.add(CodeWindowsUserCallsBootstrap, Error,
 		fmt.Sprintf("spec.userData runs Start-EKSBootstrap.ps1 itself (`%s`): it starts the kubelet before the call nodewright generates, and the node registers %s — not with %s or the NodePool's taints — so it would never be matched to its NodeClaim",

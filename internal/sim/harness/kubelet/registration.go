@@ -6,8 +6,6 @@ package kubelet
 import (
 	"encoding/base64"
 	"fmt"
-	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
@@ -50,9 +48,6 @@ func Read(family, encoded string) (*Registration, error) {
 	if err != nil {
 		return nil, fmt.Errorf("user data is not base64: %w", err)
 	}
-	if awsv1.IsWindows(family) || family == awsv1.AMIFamilyCustom && userdata.IsPowerShell(data) {
-		return windows(data)
-	}
 	// The family's boot, or what a Custom AMI's user data is for, as the
 	// node boots (package boot: the model validation and doctor judge the
 	// user data by).
@@ -60,7 +55,14 @@ func Read(family, encoded string) (*Registration, error) {
 	if model == "" {
 		return nil, &NotModelledError{Reason: "no boot model reads user data for the " + family + " family"}
 	}
-	return fromOutcome(o, model != awsv1.AMIFamilyAL2)
+	// bootstrap.sh and Start-EKSBootstrap.ps1 work the reservations out
+	// from the instance type; nodeadm and Bottlerocket write the
+	// configuration's.
+	reg, err := fromOutcome(o, model != awsv1.AMIFamilyAL2 && !awsv1.IsWindows(model))
+	if reg != nil {
+		reg.Windows = awsv1.IsWindows(model)
+	}
+	return reg, err
 }
 
 // NotModelledError says the simulation cannot boot the user data: what
@@ -108,90 +110,4 @@ func given(k *bootkubelet.Started, flag string, m map[string]string) map[string]
 		return nil
 	}
 	return m
-}
-
-// flagMap reads a kubelet map flag's key<sep>value,... value.
-func flagMap(value, sep string) map[string]string {
-	out := map[string]string{}
-	for _, kv := range strings.Split(value, ",") {
-		if k, v, ok := strings.Cut(kv, sep); ok && k != "" {
-			out[k] = v
-		}
-	}
-	return out
-}
-
-// applyFlags applies kubelet flags; the last occurrence of a flag wins and
-// flags override the configuration file.
-func applyFlags(reg *Registration, words []string) {
-	if v := userdata.FlagValues(words, "--register-with-taints"); len(v) > 0 {
-		reg.Taints = parseTaints(v[len(v)-1])
-	}
-	if v := userdata.FlagValues(words, "--node-labels"); len(v) > 0 {
-		for _, kv := range strings.Split(v[len(v)-1], ",") {
-			if k, val, ok := strings.Cut(kv, "="); ok && k != "" {
-				reg.Labels[k] = val
-			}
-		}
-	}
-	if v := userdata.FlagValues(words, "--max-pods"); len(v) > 0 {
-		if n, err := strconv.Atoi(v[len(v)-1]); err == nil {
-			reg.MaxPods = int32(n) //nolint:gosec // pod limits are small
-		}
-	}
-	if v := userdata.FlagValues(words, "--pods-per-core"); len(v) > 0 {
-		if n, err := strconv.Atoi(v[len(v)-1]); err == nil {
-			reg.Reserved.PodsPerCore = ptr.To(int32(n)) //nolint:gosec // pod limits are small
-		}
-	}
-	for flag, dst := range map[string]*map[string]string{
-		"--kube-reserved": &reg.Reserved.KubeReserved, "--system-reserved": &reg.Reserved.SystemReserved, "--eviction-hard": &reg.Reserved.EvictionHard,
-	} {
-		if v := userdata.FlagValues(words, flag); len(v) > 0 {
-			sep := "="
-			if flag == "--eviction-hard" {
-				sep = "<"
-			}
-			*dst = flagMap(v[len(v)-1], sep)
-		}
-	}
-}
-
-// parseTaints reads the kubelet's taint list key[=value]:Effect,...; the
-// characters stay as given (quotes included).
-func parseTaints(value string) []corev1.Taint {
-	var out []corev1.Taint
-	for _, t := range strings.Split(value, ",") {
-		if t = strings.TrimSpace(t); t == "" {
-			continue
-		}
-		keyValue, effect, _ := strings.Cut(t, ":")
-		key, val, _ := strings.Cut(keyValue, "=")
-		out = append(out, corev1.Taint{Key: key, Value: val, Effect: corev1.TaintEffect(effect)})
-	}
-	return out
-}
-
-// windows runs the PowerShell EC2Launch finds (userdata.ReadPowerShell):
-// the first call of Start-EKSBootstrap.ps1 joins the cluster with the
-// kubelet arguments of its -KubeletExtraArgs.
-func windows(data []byte) (*Registration, error) {
-	ps := userdata.ReadPowerShell(data)
-	switch {
-	case !ps.Tagged:
-		return nil, &NoKubeletError{Reason: "EC2Launch runs no PowerShell: the user data has no <powershell> block"}
-	case ps.Unparsable != "":
-		return nil, &NoKubeletError{Reason: "PowerShell cannot parse the user data, so none of it runs: " + ps.Unparsable}
-	}
-	for _, call := range ps.Calls {
-		if call.Fails != "" {
-			continue // PowerShell stops that statement and goes on
-		}
-		// A call whose parameters are splatted starts the kubelet with
-		// arguments not read here: none are applied.
-		reg := &Registration{Labels: map[string]string{}, Windows: true, ExternalCloudProvider: true}
-		applyFlags(reg, call.KubeletArgs)
-		return reg, nil
-	}
-	return nil, &NoKubeletError{Reason: "no line runs Start-EKSBootstrap.ps1"}
 }
