@@ -145,6 +145,13 @@ func RunSteps(t *testing.T, scenario string, timeout time.Duration, edit func(*r
 // before the first step.
 func RunStepsWith(t *testing.T, scenario string, timeout time.Duration, running func(*runner.Sim), edit func(*runner.Options)) (*runner.Sim, []runner.StepResult) {
 	t.Helper()
+	return RunStepsUntil(t, scenario, timeout, nil, running, edit)
+}
+
+// RunStepsUntil is RunStepsWith whose steps also wait, each up to the
+// timeout, for what until (by step) says they bring.
+func RunStepsUntil(t *testing.T, scenario string, timeout time.Duration, until []func(*runner.Snapshot) bool, running func(*runner.Sim), edit func(*runner.Options)) (*runner.Sim, []runner.StepResult) {
+	t.Helper()
 	name, manifest, err := scenarios.Load(scenario)
 	if err != nil {
 		t.Fatal(err)
@@ -158,6 +165,11 @@ func RunStepsWith(t *testing.T, scenario string, timeout time.Duration, running 
 	sim := Start(t, edit)
 	if running != nil {
 		running(sim)
+	}
+	for i := range steps {
+		if i < len(until) {
+			steps[i].Until = until[i]
+		}
 	}
 	results, err := sim.RunSteps(context.Background(), steps, timeout, time.Minute, nil)
 	if err != nil {

@@ -493,6 +493,10 @@ func (s *Sim) failKubelets(ctx context.Context, js []byte) error {
 type Step struct {
 	Name     string
 	Manifest []byte
+	// Until, when set, is what the step waits for besides a settled
+	// cluster (up to the timeout): a change the step expects, which a
+	// loaded machine may bring later than the settle time.
+	Until func(*Snapshot) bool
 }
 
 // StepResult is how a step ended, and the disruptions during it.
@@ -574,7 +578,7 @@ func (s *Sim) RunSteps(ctx context.Context, steps []Step, timeout, stall time.Du
 			return out, err
 		}
 		s.figures, s.claims = Figures{}, nil
-		snap, err := s.Watch(ctx, timeout, stall, progress)
+		snap, err := s.watch(ctx, timeout, stall, progress, st.Until)
 		if err != nil {
 			return out, err
 		}

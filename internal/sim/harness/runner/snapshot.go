@@ -549,7 +549,12 @@ func Newer(a, b corev1.Event) bool {
 // NodeClaim expires before the timeout), nothing has changed for stall,
 // or timeout passes.
 func (s *Sim) Watch(ctx context.Context, timeout, stall time.Duration, progress func(*Snapshot)) (*Snapshot, error) {
-	w := &watch{started: time.Now(), timeout: timeout, stall: stall, settle: s.settle}
+	return s.watch(ctx, timeout, stall, progress, nil)
+}
+
+// watch is Watch that, with until, is settled only once until holds.
+func (s *Sim) watch(ctx context.Context, timeout, stall time.Duration, progress func(*Snapshot), until func(*Snapshot) bool) (*Snapshot, error) {
+	w := &watch{started: time.Now(), timeout: timeout, stall: stall, settle: s.settle, until: until}
 	w.lastChange = w.started
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()
@@ -581,6 +586,7 @@ type watch struct {
 	lastKey                string
 	lastChange             time.Time
 	calmSince              time.Time // zero while pods wait or nodes are disrupted
+	until                  func(*Snapshot) bool
 }
 
 // observe notes whether a snapshot differs from the last one, and whether
@@ -612,7 +618,7 @@ func (w *watch) over(snap *Snapshot) bool {
 // due is seen before the step is called settled — with no NodeClaim
 // expiring before the timeout.
 func (w *watch) settled(snap *Snapshot, expiring bool) bool {
-	return !w.calmSince.IsZero() && time.Since(w.calmSince) >= w.settle+snap.ConsolidateAfter && !expiring
+	return !w.calmSince.IsZero() && time.Since(w.calmSince) >= w.settle+snap.ConsolidateAfter && !expiring && (w.until == nil || w.until(snap))
 }
 
 // stalled reports an unfinished cluster that has not changed for the
