@@ -96,24 +96,7 @@ func TestUserDataShapesAtRuntime(t *testing.T) {
 	sim, _ := harness.RunManifest(t, "shapes.yaml", shapeManifest(t, userdatatest.Shapes), func(o *runner.Options) { o.Operator.SkipUserDataValidation = true })
 	// The node of a shape registers as nodewright needs when its NodeClaim
 	// is Registered, not for want of karpenter.sh/unregistered.
-	claims := &v1.NodeClaimList{}
-	if err := sim.Kube.List(context.Background(), claims); err != nil {
-		t.Fatal(err)
-	}
-	joins, launched := map[string]bool{}, map[string]int{}
-	for _, c := range claims.Items {
-		launched[c.Labels[v1.LabelNodePool]]++
-		if cond := meta.FindStatusCondition(c.Status.Conditions, v1.ConditionRegistered); cond != nil && cond.Status == metav1.ConditionTrue && cond.Reason == v1.ReasonRegistered {
-			joins[c.Labels[v1.LabelNodePool]] = true
-		}
-	}
-	findings, _ := doctor(t, sim)
-	refused := map[string]bool{}
-	for _, f := range findings {
-		if f.Severity == "error" && strings.HasPrefix(f.Object, "EC2NodeClass/") {
-			refused[strings.TrimPrefix(f.Object, "EC2NodeClass/")] = true
-		}
-	}
+	joins, launched, refused := atRuntime(t, sim)
 	agreed := 0
 	for i, s := range userdatatest.Shapes {
 		name := fmt.Sprintf("shape-%d", i)
@@ -159,23 +142,7 @@ func TestGeneratedUserDataAtRuntime(t *testing.T) {
 		}
 	}
 	sim, _ := harness.RunManifest(t, "generated.yaml", shapeManifest(t, shapes), func(o *runner.Options) { o.Operator.SkipUserDataValidation = true })
-	claims := &v1.NodeClaimList{}
-	if err := sim.Kube.List(context.Background(), claims); err != nil {
-		t.Fatal(err)
-	}
-	joins := map[string]bool{}
-	for _, c := range claims.Items {
-		if cond := meta.FindStatusCondition(c.Status.Conditions, v1.ConditionRegistered); cond != nil && cond.Status == metav1.ConditionTrue && cond.Reason == v1.ReasonRegistered {
-			joins[c.Labels[v1.LabelNodePool]] = true
-		}
-	}
-	findings, _ := doctor(t, sim)
-	refused := map[string]bool{}
-	for _, f := range findings {
-		if f.Severity == "error" && strings.HasPrefix(f.Object, "EC2NodeClass/") {
-			refused[strings.TrimPrefix(f.Object, "EC2NodeClass/")] = true
-		}
-	}
+	joins, _, refused := atRuntime(t, sim)
 	for i, s := range shapes {
 		name := fmt.Sprintf("shape-%d", i)
 		if joins[name] != s.Registers {
@@ -191,4 +158,30 @@ func TestGeneratedUserDataAtRuntime(t *testing.T) {
 func al2023Input(seed uint64) boottest.Input {
 	g := al2023.Generate(seed)
 	return boottest.Input{Seed: g.Seed, UserData: g.UserData, Constructs: g.Constructs}
+}
+
+// atRuntime is, by NodePool, whether a node registered as nodewright needs
+// (its NodeClaim Registered, not for want of karpenter.sh/unregistered)
+// and how many NodeClaims were launched; and, by EC2NodeClass, whether
+// doctor run on the cluster reports an error.
+func atRuntime(t *testing.T, sim *runner.Sim) (joins map[string]bool, launched map[string]int, refused map[string]bool) {
+	t.Helper()
+	claims := &v1.NodeClaimList{}
+	if err := sim.Kube.List(context.Background(), claims); err != nil {
+		t.Fatal(err)
+	}
+	joins, launched, refused = map[string]bool{}, map[string]int{}, map[string]bool{}
+	for _, c := range claims.Items {
+		launched[c.Labels[v1.LabelNodePool]]++
+		if cond := meta.FindStatusCondition(c.Status.Conditions, v1.ConditionRegistered); cond != nil && cond.Status == metav1.ConditionTrue && cond.Reason == v1.ReasonRegistered {
+			joins[c.Labels[v1.LabelNodePool]] = true
+		}
+	}
+	findings, _ := doctor(t, sim)
+	for _, f := range findings {
+		if f.Severity == "error" && strings.HasPrefix(f.Object, "EC2NodeClass/") {
+			refused[strings.TrimPrefix(f.Object, "EC2NodeClass/")] = true
+		}
+	}
+	return joins, launched, refused
 }

@@ -121,11 +121,7 @@ func compareRegistration(o boot.Outcome, real kubelettest.Output) string {
 		taints = append(taints, t.ToString())
 	}
 	for _, t := range real.Taints {
-		s := t.Key
-		if t.Value != "" {
-			s += "=" + t.Value
-		}
-		realTaints = append(realTaints, s+":"+t.Effect)
+		realTaints = append(realTaints, t.String())
 	}
 	var diffs []string
 	if !slices.Equal(taints, realTaints) {

@@ -222,11 +222,7 @@ func compareBoot(got boot.Outcome, owner map[int]int, i int, fromKubelet []kubel
 		taints = append(taints, t.ToString())
 	}
 	for _, t := range real.Taints {
-		s := t.Key
-		if t.Value != "" {
-			s += "=" + t.Value
-		}
-		realTaints = append(realTaints, s+":"+t.Effect)
+		realTaints = append(realTaints, t.String())
 	}
 	slices.Sort(taints)
 	slices.Sort(realTaints)

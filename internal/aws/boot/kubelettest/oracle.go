@@ -60,6 +60,14 @@ type Input struct {
 // Taint and Output are what the oracle prints for a start.
 type Taint struct{ Key, Value, Effect string }
 
+// String is the taint as the kubelet writes it: key[=value]:Effect.
+func (t Taint) String() string {
+	if t.Value != "" {
+		return t.Key + "=" + t.Value + ":" + t.Effect
+	}
+	return t.Key + ":" + t.Effect
+}
+
 // Output is what the kubelet starts with, or the error it exits with.
 type Output struct {
 	Error          string            `json:"error"`
