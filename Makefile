@@ -114,8 +114,8 @@ crash: controlplane ## Kill the controller process CRASH_KILLS times (SIGKILL) d
 
 FUZZ_TIME ?= 60s
 FUZZ_CORPUS ?= $(CURDIR)/bin/fuzz-corpus
-FUZZ_TARGETS := ./internal/scheduling:FuzzSolve ./internal/aws/boot/cloudinit:FuzzSplit ./internal/aws/boot/cloudinit:FuzzRead ./internal/aws/userdata:FuzzCommands \
-	./internal/aws/userdata:FuzzReadNodeadm ./internal/aws/userdata:FuzzValidate ./internal/aws/interruption:FuzzParse \
+FUZZ_TARGETS := ./internal/scheduling:FuzzSolve ./internal/aws/boot/cloudinit:FuzzSplit ./internal/aws/boot/cloudinit:FuzzRead \
+	./internal/aws/boot/al2023:FuzzBootAL2023 ./internal/aws/userdata:FuzzValidate ./internal/aws/interruption:FuzzParse \
 	./internal/tools/whatif:FuzzLoad ./internal/state:FuzzClaimSelectors ./internal/aws/boot/al2:FuzzBootAL2 ./internal/aws/boot/bottlerocket:FuzzBoot
 
 BOOT_CASES ?= 5000

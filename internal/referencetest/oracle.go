@@ -3,6 +3,7 @@ package referencetest
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,7 +78,10 @@ func (o Oracle) Build(t testing.TB) string {
 	if err := os.MkdirAll(filepath.Dir(bin), 0o750); err != nil {
 		t.Fatal(err)
 	}
-	tmp := bin + ".tmp"
+	// Test packages run at once may build the same oracle: each builds
+	// to a name of its own and the last rename wins (the builds are the
+	// same).
+	tmp := fmt.Sprintf("%s.%d.tmp", bin, os.Getpid())
 	build := exec.CommandContext(t.Context(), goTool, "build", "-o", tmp, ".") //nolint:gosec // as above
 	build.Dir, build.Env = src, env
 	if out, err := build.CombinedOutput(); err != nil {

@@ -88,6 +88,19 @@ var bootModels = map[string]func(launched []byte, maxPods int32) boot.Outcome{
 
 func windowsBoot(b []byte, m int32) boot.Outcome { return windows.Boot(b, windows.Machine{MaxPods: m}) }
 
+// bootFamily is the family whose boot reads user data of a family: its
+// own, or for Custom the image's family (when its name says it) or the
+// one its user data is for.
+func bootFamily(family, imageFamily, userData string) string {
+	switch {
+	case family != awsv1.AMIFamilyCustom:
+		return family
+	case imageFamily != "":
+		return imageFamily
+	}
+	return customBoot(userData)
+}
+
 // customBoot is the family whose boot a Custom AMI's user data is for,
 // read from what it holds: a <powershell> block is Windows'; Bottlerocket settings are Bottlerocket's; a
 // NodeConfig, or a script that runs nodeadm or writes its drop-ins, is

@@ -1,7 +1,6 @@
 package userdata
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"slices"
@@ -9,10 +8,14 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	"mvdan.cc/sh/v3/syntax"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	"github.com/nodewright/nodewright/internal/aws/boot"
+	"github.com/nodewright/nodewright/internal/aws/boot/al2"
+	"github.com/nodewright/nodewright/internal/aws/boot/al2023"
 	"github.com/nodewright/nodewright/internal/aws/boot/bottlerocket"
+	"github.com/nodewright/nodewright/internal/aws/boot/systemd"
 )
 
 // Validate finds the ways user data of an AMI family keeps nodes from
@@ -63,7 +66,7 @@ func ValidateWith(family, userData string, known Known) []Finding {
 	case err != nil:
 		findings = []Finding{{Code: CodeUnreadable, Severity: Error, Message: fmt.Sprintf("the user data cannot be read as a MIME document: %v", err), Fix: fixUnreadable}}
 	default:
-		v := &validation{family: family, known: known}
+		v := &validation{family: family, known: known, boot: bootFamily(family, known.ImageFamily, userData)}
 		if modelled && o.Verdict == boot.Joins {
 			v.joins = &o
 		}
@@ -105,29 +108,28 @@ func sizeFinding(family, userData string) (Finding, bool) {
 // them: the findings, and the taints the node registers with beyond
 // nodewright's.
 func (v *validation) validateParts(userData string, parts []Part) *validation {
-	family := v.family
 	for _, p := range parts {
-		if validate, ok := partValidators[p.ContentType]; ok {
-			validate(v, p.Body)
+		if p.ContentType == ContentTypeTOML {
+			v.bottlerocket(p.Body)
 		}
 		v.format(p)
 	}
-	v.nodeadm(userData, parts)
-	if family == awsv1.AMIFamilyCustom {
-		switch {
-		case v.joins != nil && !v.joins.Registered():
-			// What the node registers with, as its boot model says (and
-			// what the arguments meant, when it registers none).
-			why := ""
-			if len(v.joinsWith()) == 0 {
-				why = v.whyUnregistered()
-			}
-			v.findings = append(v.findings, missingUnregistered(v.joinsWith(), why))
-		case !v.registersUnregistered():
-			v.findings = append(v.findings, missingUnregistered(v.registered, v.whyUnregistered()))
-		default:
-			v.extra = slices.DeleteFunc(slices.Clone(v.registered), func(t string) bool { return t == UnregisteredTaint })
+	switch v.boot {
+	case awsv1.AMIFamilyAL2:
+		for _, r := range al2.Runs([]byte(userData)) {
+			v.bootstrapRun(r)
 		}
+	case awsv1.AMIFamilyAL2023:
+		v.nodeadm(userData)
+	}
+	if v.custom() && v.joins != nil && !v.joins.Registered() {
+		// What the node registers with, as its boot model says (and what
+		// the arguments meant, when it registers none).
+		why := ""
+		if len(v.joinsWith()) == 0 {
+			why = v.whyUnregistered()
+		}
+		v.findings = append(v.findings, missingUnregistered(v.joinsWith(), why))
 	}
 	return v
 }
@@ -194,14 +196,6 @@ func ParseTaint(s string) (corev1.Taint, error) {
 	return corev1.Taint{Key: key, Value: value, Effect: corev1.TaintEffect(effect)}, nil
 }
 
-// partValidators check the user data parts of each content type that can
-// set the node's taints.
-var partValidators = map[string]func(*validation, []byte){
-	ContentTypeShell: (*validation).shell,
-	ContentTypeText:  (*validation).shell,
-	ContentTypeTOML:  (*validation).bottlerocket,
-}
-
 // familyFormats say, per AMI family, what its bootstrap does with each
 // kind of user data part it does not read, and what to write instead; a
 // part of a kind not listed is read (or, for AL2023 scripts, run).
@@ -226,28 +220,11 @@ var familyFormats = map[string]map[string]struct{ says, fix string }{
 	},
 }
 
-// format reports a part the family's bootstrap never reads, and, on
-// AL2023, a script that configures the kubelet through bootstrap.sh,
-// which AL2023 does not have: the settings in them are silently lost.
+// format reports a part the family's bootstrap never reads: the settings
+// in it are silently lost.
 func (v *validation) format(p Part) {
 	if f, ok := familyFormats[v.family][p.ContentType]; ok {
 		v.add(CodeFormatNotRead, Warning, fmt.Sprintf("the user data has a %s part: %s, so the settings in it are silently lost (the node registers without them)", p.ContentType, f.says), f.fix)
-		return
-	}
-	if v.family != awsv1.AMIFamilyAL2023 || (p.ContentType != ContentTypeShell && p.ContentType != ContentTypeText) {
-		return
-	}
-	cmds, err := Commands(p.Body)
-	if err != nil {
-		return
-	}
-	for _, c := range cmds {
-		if IsBootstrap(c.Name) {
-			v.add(CodeFormatNotRead, Warning,
-				fmt.Sprintf("the user data script runs %s, which AL2023 does not have (nodeadm bootstraps it from NodeConfig documents): the call fails and the kubelet settings passed to it are silently lost", c.Name),
-				"remove the bootstrap.sh call; write its kubelet settings as a nodeadm NodeConfig part (apiVersion: node.eks.aws/v1alpha1, kind: NodeConfig, spec.kubelet.config and spec.kubelet.flags) or in the EC2NodeClass's spec.kubelet")
-			return
-		}
 	}
 }
 
@@ -255,7 +232,7 @@ func (v *validation) format(p Part) {
 // may have meant to: it asks for taints only in arguments bootstrap.sh
 // ignores. It is "" otherwise.
 func (v *validation) whyUnregistered() string {
-	if len(v.registered) != 0 || len(v.ignored) == 0 {
+	if len(v.ignored) == 0 {
 		return ""
 	}
 	why := "it asks for " + strings.Join(v.ignored, ", ") + " only in arguments bootstrap.sh ignores"
@@ -266,14 +243,17 @@ func (v *validation) whyUnregistered() string {
 }
 
 type validation struct {
-	family   string
+	family string
+	// boot is the family whose boot reads the user data: the family's
+	// own, or for Custom the one its image or user data is for.
+	boot     string
 	known    Known
 	findings []Finding
-	// registered are the taints the user data itself registers with, when
-	// it registers any (Custom); ignored are taints asked for in arguments
-	// bootstrap.sh does not understand.
+	// registered are the taints Custom Windows user data registers with;
+	// ignored are taints asked for in arguments bootstrap.sh does not
+	// understand.
 	registered, ignored []string
-	// bootstrapped: a bootstrap.sh call has started the kubelet.
+	// bootstrapped: a Start-EKSBootstrap.ps1 call has started the kubelet.
 	bootstrapped bool
 	// extra are taints the node registers with beyond nodewright's.
 	extra []string
@@ -336,54 +316,38 @@ func missingUnregistered(registered []string, why string) Finding {
 	return Finding{Code: CodeCustomMissingUnregistered, Severity: Error, Message: msg, Fix: fix}
 }
 
-// nodeConfig is the part of a nodeadm NodeConfig that matters here.
-type nodeConfig struct {
-	Kind string `json:"kind"`
-	Spec struct {
-		Kubelet struct {
-			Config map[string]any `json:"config"`
-			Flags  []string       `json:"flags"`
-		} `json:"kubelet"`
-	} `json:"spec"`
-}
-
-// nodeadm reads the user data as nodeadm will on the node (ReadNodeadm):
-// on AL2023 as nodewright merges it (the user's parts at the top level,
-// nodewright's NodeConfig last), on Custom as written.
-func (v *validation) nodeadm(userData string, parts []Part) {
-	hasNodeConfig := false
-	for _, p := range parts {
-		hasNodeConfig = hasNodeConfig || p.ContentType == ContentTypeNodeadm
-	}
-	var data []byte
-	switch {
-	case v.family == awsv1.AMIFamilyAL2023:
+// nodeadm reads the user data as an AL2023 node's boot reads it
+// (al2023.Read): on AL2023 as nodewright merges it (the user's parts at
+// the top level, nodewright's NodeConfig last, here a placeholder), on
+// Custom as written. What keeps the node from joining is the outcome's to
+// say; here, what the user sets that nodeadm drops or nodewright's
+// configuration replaces.
+func (v *validation) nodeadm(userData string) {
+	data := []byte(userData)
+	if !v.custom() {
 		merged, err := mimeDocument(userData, ContentTypeNodeadm, generatedPlaceholder)
 		if err != nil {
 			return // reported as unreadable already
 		}
 		data = []byte(merged)
-	case v.custom() && hasNodeConfig:
-		data = []byte(userData)
-	default:
-		return
 	}
-	view, err := ReadNodeadm(data)
-	if err != nil {
-		v.add(CodeUnreadable, Error, fmt.Sprintf("nodeadm cannot read the user data, so `nodeadm init` fails and the node never joins: %v", err), fixUnreadable)
-		return
-	}
-	for _, d := range view.Dropped {
-		v.add(CodeFormatNotRead, Warning, "a NodeConfig nodeadm never reads: "+d+", so the settings in it are silently lost",
+	r := al2023.Read(data)
+	for _, u := range r.Unread {
+		v.add(CodeFormatNotRead, Warning, u+", so the settings in it are silently lost",
 			"put each NodeConfig in a MIME part of its own (Content-Type: application/node.eks.aws) at the top level of the user data, one YAML document per part")
 	}
-	if v.custom() && !view.Found {
-		v.add(CodeUnreadable, Error, "the user data holds a NodeConfig only where nodeadm never reads it ("+strings.Join(view.Dropped, "; ")+"), so `nodeadm init` finds none, fails, and the node never joins",
-			"put the NodeConfig in a top-level MIME part (Content-Type: application/node.eks.aws), its first YAML document")
+	if !v.custom() && len(r.BootstrapCalls) > 0 {
+		v.add(CodeFormatNotRead, Warning,
+			fmt.Sprintf("the user data script runs %s, which AL2023 does not have (nodeadm bootstraps it from NodeConfig documents): the call fails and the kubelet settings passed to it are silently lost", r.BootstrapCalls[0].Args[0]),
+			"remove the bootstrap.sh call; write its kubelet settings as a nodeadm NodeConfig part (apiVersion: node.eks.aws/v1alpha1, kind: NodeConfig, spec.kubelet.config and spec.kubelet.flags) or in the EC2NodeClass's spec.kubelet")
+	}
+	if v.custom() || r.Config == nil {
 		return
 	}
-	v.nodeadmFlags(view)
-	v.nodeadmConfig(view.Config)
+	v.nodeadmFlags(r.Config.KubeletFlags())
+	if config, err := r.Config.KubeletConfig(); err == nil {
+		v.nodeadmConfig(config)
+	}
 }
 
 // generatedPlaceholder stands for the NodeConfig nodewright merges last:
@@ -395,15 +359,12 @@ const generatedPlaceholder = "apiVersion: node.eks.aws/v1alpha1\nkind: NodeConfi
 // generates. A flag that keeps karpenter.sh/unregistered registers the
 // node as nodewright needs (nodewright adds the NodePool's taints when it
 // registers the node); its other taints are then unknown to the NodePool.
-func (v *validation) nodeadmFlags(view *Nodeadm) {
-	if flags := registerFlags(view.Flags); len(flags) > 0 {
+func (v *validation) nodeadmFlags(words []string) {
+	if flags := registerFlags(words); len(flags) > 0 {
 		v.registerFlag(flags[len(flags)-1])
 	}
-	if v.custom() {
-		return
-	}
 	for _, s := range []struct{ flag, field string }{{"--max-pods", "spec.kubelet.maxPods"}, {"--cluster-dns", "spec.kubelet.clusterDNS"}} {
-		if values := FlagValues(view.Flags, s.flag); len(values) > 0 && !v.sameAsGenerated(strings.TrimPrefix(s.flag, "--"), values[len(values)-1]) {
+		if values := FlagValues(words, s.flag); len(values) > 0 && !v.sameAsGenerated(strings.TrimPrefix(s.flag, "--"), values[len(values)-1]) {
 			v.add(CodeSettingOverridden, Warning,
 				fmt.Sprintf("spec.kubelet.flags passes %s=%s: a kubelet flag beats every configuration file, the one nodewright generates included, so the node runs with it while nodewright plans with %s's value", s.flag, values[len(values)-1], s.field),
 				fmt.Sprintf("remove %s from the NodeConfig's spec.kubelet.flags and set the EC2NodeClass's %s instead", s.flag, s.field))
@@ -415,8 +376,6 @@ func (v *validation) nodeadmFlags(view *Nodeadm) {
 func (v *validation) registerFlag(last flagValue) {
 	taints := splitTaints(last.value)
 	switch {
-	case v.custom():
-		v.registered = append(v.registered, taints...)
 	case !contains(taints, UnregisteredTaint):
 		v.add(CodeFlagsOverrideTaints, Error,
 			fmt.Sprintf("spec.kubelet.flags passes %q: nodeadm appends user flags after the configuration nodewright generates, and a kubelet flag overrides the configuration's registerWithTaints, so the node would register with only %s and lose %s (and every NodePool taint and startupTaint) — it would never be matched to its NodeClaim",
@@ -464,13 +423,11 @@ func (v *validation) sameAsGenerated(key string, value any) bool {
 }
 
 func (v *validation) nodeadmConfig(config map[string]any) {
-	if !v.custom() {
-		for _, s := range generatedSettings {
-			if value, ok := config[s.key]; ok && !v.sameAsGenerated(s.key, value) {
-				v.add(CodeSettingOverridden, Warning,
-					fmt.Sprintf("kubelet %s = %v in the user data's NodeConfig never takes effect: nodeadm merges the NodeConfig nodewright generates after it, and that one always sets %s", s.key, value, s.key),
-					fmt.Sprintf("remove %s from the NodeConfig's spec.kubelet.config and set the EC2NodeClass's %s instead", s.key, s.field))
-			}
+	for _, s := range generatedSettings {
+		if value, ok := config[s.key]; ok && !v.sameAsGenerated(s.key, value) {
+			v.add(CodeSettingOverridden, Warning,
+				fmt.Sprintf("kubelet %s = %v in the user data's NodeConfig never takes effect: nodeadm merges the NodeConfig nodewright generates after it, and that one always sets %s", s.key, value, s.key),
+				fmt.Sprintf("remove %s from the NodeConfig's spec.kubelet.config and set the EC2NodeClass's %s instead", s.key, s.field))
 		}
 	}
 	raw, ok := config["registerWithTaints"]
@@ -490,70 +447,32 @@ func (v *validation) nodeadmConfig(config map[string]any) {
 		}
 		taints = append(taints, t+":"+effect)
 	}
-	if v.custom() {
-		v.registered = append(v.registered, taints...)
-		return
-	}
 	v.add(CodeConfigTaintsReplaced, Warning,
 		fmt.Sprintf("spec.kubelet.config.registerWithTaints (%s) is replaced by the list nodewright generates (nodeadm merges documents in order and replaces lists), so these taints are silently dropped",
 			strings.Join(taints, ", ")),
 		"remove registerWithTaints from the nodeadm NodeConfig and move the taints to the NodePool (taints that stay in spec.template.spec.taints, taints an agent removes in startupTaints):\n"+TaintsYAML(taints))
 }
 
-func (v *validation) shell(body []byte) {
-	cmds, err := Commands(body)
-	if err != nil {
-		if bytes.HasPrefix(bytes.TrimSpace(body), []byte("#!")) {
-			v.add(CodeUnreadable, Warning, fmt.Sprintf("the user data script cannot be parsed as shell: %v", err), "correct the script's shell syntax")
-		}
-		return
-	}
-	for _, c := range cmds {
-		if !IsBootstrap(c.Name) {
-			continue
-		}
-		v.bootstrapCall(c)
-	}
-}
-
-// bootstrapCall checks a call of bootstrap.sh in the user data, read as
-// the script reads its arguments: its options, and the taints the kubelet
-// it starts registers with. Only the first call starts the kubelet (a
-// later one finds it running), so a Custom node registers with the first
-// call's taints.
-func (v *validation) bootstrapCall(c Command) {
-	b := ReadBootstrap(c)
-	v.bootstrapOptions(c, b)
-	taints := lastTaints(b.KubeletArgs)
-	if v.custom() {
-		if !v.bootstrapped && b.Fails == "" {
-			v.registered = append(v.registered, taints...)
-		}
-		v.bootstrapped = true
-		return
-	}
-	if v.family == awsv1.AMIFamilyAL2 {
-		v.userCallsBootstrap(c, taints)
-	}
-}
-
-// bootstrapOptions reports what bootstrap.sh makes of a call differently
-// from what its author meant.
-func (v *validation) bootstrapOptions(c Command, b *Bootstrap) {
-	if b.Fails != "" {
+// bootstrapRun checks a run of bootstrap.sh the user data's scripts make
+// on an AL2 node (al2.Runs), read as the script reads its arguments:
+// what it makes of them differently from what their author meant, and on
+// AL2 a run that starts the kubelet before nodewright's own call.
+func (v *validation) bootstrapRun(r al2.Run) {
+	b, name := r.Bootstrap, r.Call.Args[0]
+	if b.Exits != "" {
 		v.add(CodeBootstrapArgsMalformed, Error,
-			fmt.Sprintf("%s stops before it starts the kubelet: %s, so the node never joins", c.Name, b.Fails),
+			fmt.Sprintf("%s stops before it starts the kubelet: %s, so the node never joins", name, b.Exits),
 			"correct the call to the form /etc/eks/bootstrap.sh CLUSTER_NAME --kubelet-extra-args '...', each option followed by its value")
 	}
-	for _, i := range b.JoinedOptions {
-		name, value, _ := strings.Cut(c.Args[i], "=")
-		v.joinedOption(c.Raw[i], name, value, len(b.Positional) > 0 && b.Positional[0] == i)
+	for _, word := range b.Joined {
+		option, value, _ := strings.Cut(word, "=")
+		v.joinedOption(word, option, value, len(b.Positional) > 0 && b.Positional[0] == word)
 	}
 	if len(b.Replaced) > 0 {
-		all := append(slices.Clone(b.Replaced), b.ExtraArgs)
+		all := append(slices.Clone(b.Replaced), b.Vars["KUBELET_EXTRA_ARGS"])
 		v.add(CodeBootstrapArgsMalformed, Warning,
 			fmt.Sprintf("bootstrap.sh is given --kubelet-extra-args %d times and keeps only the last: the kubelet never gets %s",
-				len(all), quoteEach(SystemdWords(strings.Join(b.Replaced, " ")))),
+				len(all), quoteEach(systemd.Words(strings.Join(b.Replaced, " ")))),
 			fmt.Sprintf("replace them with one option: --kubelet-extra-args '%s'", strings.Join(all, " ")))
 	}
 	if b.Cut() {
@@ -564,7 +483,10 @@ func (v *validation) bootstrapOptions(c Command, b *Bootstrap) {
 		v.add(CodeBootstrapArgsMalformed, severity,
 			fmt.Sprintf("a single-quoted part of --kubelet-extra-args holds a space: bootstrap.sh writes the value inside single quotes in a systemd drop-in (Environment='KUBELET_EXTRA_ARGS=...'), where that quote ends the quoting and the space cuts the value, so the kubelet never gets %s",
 				quoteEach(slices.DeleteFunc(slices.Clone(b.Intended), func(w string) bool { return slices.Contains(b.KubeletArgs, w) }))),
-			fmt.Sprintf("write the value with double quotes inside: --kubelet-extra-args '%s'", strings.ReplaceAll(b.ExtraArgs, `'`, `"`)))
+			fmt.Sprintf("write the value with double quotes inside: --kubelet-extra-args '%s'", strings.ReplaceAll(b.Vars["KUBELET_EXTRA_ARGS"], `'`, `"`)))
+	}
+	if v.family == awsv1.AMIFamilyAL2 && b.Exits == "" {
+		v.userCallsBootstrap(name, lastTaints(b.KubeletArgs))
 	}
 }
 
@@ -594,33 +516,37 @@ func quoteEach(words []string) string {
 // argument (the cluster name, when it comes first); taints in ignored
 // kubelet arguments are remembered for the explanation of a Custom node's
 // missing taint.
-func (v *validation) joinedOption(raw, name, value string, first bool) {
+func (v *validation) joinedOption(word, name, value string, first bool) {
 	taken := "so it ignores it"
 	if first {
 		taken = "so it takes it as the cluster name"
 	}
+	quoted, err := syntax.Quote(word, syntax.LangBash)
+	if err != nil {
+		quoted = fmt.Sprintf("%q", word)
+	}
 	v.add(CodeBootstrapArgsMalformed, Error,
-		fmt.Sprintf("bootstrap.sh is called with %s: bootstrap.sh takes its options as two words (%s VALUE), and does not understand the %s=VALUE form, %s",
-			raw, name, name, taken),
+		fmt.Sprintf("bootstrap.sh is called with the word %s (as the shell passes it): bootstrap.sh takes its options as two words (%s VALUE), and does not understand the %s=VALUE form, %s",
+			quoted, name, name, taken),
 		fmt.Sprintf("write %s '%s'", name, strings.NewReplacer(`'`, "", `"`, "", "karpenter.sh/uninitialized", "karpenter.sh/unregistered").Replace(value)))
 	if name != "--kubelet-extra-args" {
 		return
 	}
-	for _, flag := range registerFlags(SystemdWords(value)) {
+	for _, flag := range registerFlags(systemd.Words(value)) {
 		v.ignored = append(v.ignored, splitTaints(flag.value)...)
 	}
 }
 
 // userCallsBootstrap reports AL2 user data that runs bootstrap.sh itself,
 // registering the node before nodewright's own call can.
-func (v *validation) userCallsBootstrap(c Command, taints []string) {
+func (v *validation) userCallsBootstrap(name string, taints []string) {
 	if v.joins != nil {
 		taints = v.joinsWith()
 	}
 	registers := registersWith(taints)
 	v.add(CodeUserCallsBootstrap, Error,
 		fmt.Sprintf("the user data runs %s itself: it starts the kubelet before the bootstrap.sh call nodewright generates, and the node registers %s — not with %s or the NodePool's taints — so it would never be matched to its NodeClaim",
-			c.Name, registers, UnregisteredTaint),
+			name, registers, UnregisteredTaint),
 		"remove the bootstrap.sh call from spec.userData; put kubelet settings in the EC2NodeClass's spec.kubelet and taints in the NodePool's startupTaints (or taints)")
 }
 
@@ -654,12 +580,8 @@ func (v *validation) bottlerocket(body []byte) {
 		}
 	}
 	taints := bottlerocket.Taints(k)
-	if len(taints) == 0 {
-		return
-	}
-	if v.custom() {
-		v.registered = append(v.registered, taints...)
-		return
+	if len(taints) == 0 || v.custom() {
+		return // a Custom node registers with them: the outcome judges it
 	}
 	v.add(CodeBottlerocketTaints, Warning,
 		fmt.Sprintf("settings.kubernetes.node-taints (%s) is replaced by the taints nodewright generates, so these taints are silently dropped",

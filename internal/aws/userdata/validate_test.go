@@ -65,7 +65,7 @@ func TestS3BootstrapArgumentsAndMissingTaint(t *testing.T) {
 	if !ok {
 		t.Fatalf("want %s, got %v", CodeBootstrapArgsMalformed, findings)
 	}
-	for _, want := range []string{`--kubelet-extra-args='--register-with-taints="karpenter.sh/uninitialized:NoExecute"'`, "two words", "--kubelet-extra-args VALUE"} {
+	for _, want := range []string{`'--kubelet-extra-args=--register-with-taints="karpenter.sh/uninitialized:NoExecute"'`, "two words", "--kubelet-extra-args VALUE"} {
 		if !strings.Contains(malformed.Explain(), want) {
 			t.Errorf("explanation lacks %q: %s", want, malformed.Explain())
 		}
@@ -220,5 +220,48 @@ func TestCustomOnAnImageOfAFamily(t *testing.T) {
 	f, ok := codes(fs)[CodeNeverJoins]
 	if !ok || f.Severity != Error || !strings.Contains(f.Message, "bootstrap.sh") {
 		t.Errorf("on an AL2 image: %v; want %s naming bootstrap.sh", fs, CodeNeverJoins)
+	}
+}
+
+// The findings are read by the family's boot model, so they see what the
+// node runs and reads, not the text: a bootstrap.sh call in a branch that
+// never runs is no call, a call built from variables is read as bash
+// expands it, and a nodeadm flag in a drop-in a cloud-config writes is
+// the kubelet's as much as one in the user data's NodeConfig.
+func TestFindingsReadAsTheNodeReads(t *testing.T) {
+	dropIn := "MIME-Version: 1.0\nContent-Type: multipart/mixed; boundary=\"==B==\"\n\n--==B==\nContent-Type: text/cloud-config\n\n#cloud-config\nwrite_files:\n- path: /etc/eks/nodeadm.d/90-taints.yaml\n  content: |\n    apiVersion: node.eks.aws/v1alpha1\n    kind: NodeConfig\n    spec:\n      kubelet:\n        flags: [\"--register-with-taints=gpu=true:NoSchedule\"]\n--==B==--\n"
+	for _, tc := range []struct {
+		name, family, userData string
+		want                   map[string]Severity // "" severity: the code must be absent
+	}{
+		{"a call in a branch that never runs", awsv1.AMIFamilyAL2,
+			"#!/bin/bash\nif false; then\n  /etc/eks/bootstrap.sh eu-prod --kubelet-extra-args '--node-labels=a=b'\nfi\necho ready\n",
+			map[string]Severity{CodeUserCallsBootstrap: ""}},
+		{"a call whose options come from a variable", awsv1.AMIFamilyCustom,
+			"#!/bin/bash\nOPTS=\"--kubelet-extra-args=--register-with-taints=karpenter.sh/unregistered:NoExecute\"\n/etc/eks/bootstrap.sh eu-prod $OPTS\n",
+			map[string]Severity{CodeBootstrapArgsMalformed: Error, CodeCustomMissingUnregistered: Error}},
+		{"the same call with the option as two words", awsv1.AMIFamilyCustom,
+			"#!/bin/bash\nOPTS=\"--register-with-taints=karpenter.sh/unregistered:NoExecute\"\n/etc/eks/bootstrap.sh eu-prod --kubelet-extra-args \"$OPTS\"\n",
+			map[string]Severity{CodeBootstrapArgsMalformed: "", CodeCustomMissingUnregistered: ""}},
+		{"a script without #! is never run on AL2023", awsv1.AMIFamilyAL2023,
+			"/etc/eks/bootstrap.sh eu-prod\n", map[string]Severity{CodeFormatNotRead: ""}},
+		{"a script that runs bootstrap.sh on AL2023", awsv1.AMIFamilyAL2023,
+			"#!/bin/bash\n/etc/eks/bootstrap.sh eu-prod\n", map[string]Severity{CodeFormatNotRead: Warning}},
+		{"a drop-in's taint flag on AL2023", awsv1.AMIFamilyAL2023, dropIn,
+			map[string]Severity{CodeFlagsOverrideTaints: Error}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := Validate(tc.family, tc.userData)
+			got := codes(fs)
+			for code, severity := range tc.want {
+				f, ok := got[code]
+				switch {
+				case severity == "" && ok:
+					t.Errorf("%s found: %v", code, f)
+				case severity != "" && (!ok || f.Severity != severity):
+					t.Errorf("want %s %s, got %v", severity, code, fs)
+				}
+			}
+		})
 	}
 }

@@ -61,6 +61,25 @@ func Boot(userData []byte, m Machine) boot.Outcome {
 	return o
 }
 
+// Run is one run of bootstrap.sh by the user data's scripts: the call as
+// the shell made it, and what bootstrap.sh makes of it.
+type Run struct {
+	Call      shell.Call
+	Bootstrap *Bootstrap
+}
+
+// Runs are the runs of bootstrap.sh an AL2 node's scripts make of the
+// user data, in order, as its boot reads them (the commands outside the
+// model taken to succeed).
+func Runs(userData []byte) []Run {
+	r := run(cloudinit.Read(userData), false)
+	out := make([]Run, 0, len(r.calls))
+	for _, c := range r.calls {
+		out = append(out, Run{Call: c, Bootstrap: Read(c.Args[1:], c.Env)})
+	}
+	return out
+}
+
 // notesOf names the parts AL2 does not read, and what cloud-init passes
 // over.
 func notesOf(plan cloudinit.Plan) []string {

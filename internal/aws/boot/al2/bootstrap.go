@@ -1,6 +1,9 @@
 package al2
 
 import (
+	"slices"
+	"strings"
+
 	"github.com/nodewright/nodewright/internal/aws/boot/systemd"
 )
 
@@ -44,6 +47,16 @@ type Bootstrap struct {
 	// systemd reads the drop-in bootstrap.sh writes
 	// (Environment='KUBELET_EXTRA_ARGS=VALUE') and splits the variable.
 	KubeletArgs []string
+	// Intended are the words KUBELET_EXTRA_ARGS means read on its own
+	// (its quotes grouping); they differ from KubeletArgs when a single
+	// quote inside the value ends the drop-in's quoting and cuts it.
+	Intended []string
+	// Replaced are earlier --kubelet-extra-args values a later one
+	// replaced, in order.
+	Replaced []string
+	// Joined are the positional words written --option=VALUE for an
+	// option bootstrap.sh takes as two words: it does not understand them.
+	Joined []string
 }
 
 // Read reads a run of bootstrap.sh: its arguments (the command name
@@ -62,10 +75,16 @@ func Read(args []string, env map[string]string) *Bootstrap {
 				b.Exits = arg + " is the last argument, with no value after it: the script exits on the unbound $2 (set -o nounset)"
 				return b
 			}
+			if prev, set := b.Vars[name]; set && name == "KUBELET_EXTRA_ARGS" {
+				b.Replaced = append(b.Replaced, prev)
+			}
 			b.Vars[name], b.From[name] = args[i+1], arg
 			i++
 		default:
 			b.Positional = append(b.Positional, arg)
+			if option, _, ok := strings.Cut(arg, "="); ok && valueOptions[option] != "" {
+				b.Joined = append(b.Joined, arg)
+			}
 		}
 	}
 	for _, name := range valueOptions {
@@ -86,9 +105,14 @@ func Read(args []string, env map[string]string) *Bootstrap {
 	}
 	if extra := b.Vars["KUBELET_EXTRA_ARGS"]; extra != "" {
 		b.KubeletArgs = systemd.Words(systemd.Environment("'KUBELET_EXTRA_ARGS=" + extra + "'")["KUBELET_EXTRA_ARGS"])
+		b.Intended = systemd.Words(extra)
 	}
 	return b
 }
+
+// Cut reports a KUBELET_EXTRA_ARGS the drop-in's quoting gives the
+// kubelet differently from what it means on its own.
+func (b *Bootstrap) Cut() bool { return !slices.Equal(b.KubeletArgs, b.Intended) }
 
 // LooksUpCluster reports a run that finds the cluster's endpoint or CA
 // with `aws eks describe-cluster` (neither was given), which needs the

@@ -40,39 +40,96 @@ var kubeletArgs = []string{
 	"--runtime-cgroups=/runtime.slice/containerd.service",
 }
 
-// Boot is what an AL2023 node makes of its user data.
-func Boot(userData []byte, m Machine) boot.Outcome {
+// Reading is what an AL2023 node reads of its user data before its
+// kubelet starts: what nodeadm's config phase makes of it, what the
+// scripts cloud-init runs do, and the configuration the kubelet is
+// started from.
+type Reading struct {
+	// ConfigPhase is why nodeadm's config phase (nodeadm-config.service,
+	// before cloud-init) fails, nil when it goes through; the run phase,
+	// which starts the kubelet, needs it.
+	ConfigPhase error
+	// Stopped names what the scripts do that the model does not read
+	// ("" when it reads all of it).
+	Stopped string
+	// Started names what starts the kubelet: nodeadm's run phase, or a
+	// script's own `nodeadm init`.
+	Started string
+	// Config is the configuration it reads (its sources in order,
+	// merged), nil when they cannot be read (Err says why); Err is also
+	// why a configuration that merges fails nodeadm's checks.
+	Config *NodeConfig
+	Err    error
+	// BootstrapCalls are the scripts' runs of /etc/eks/bootstrap.sh,
+	// which AL2023 does not have.
+	BootstrapCalls []shell.Call
+	// Unread name the NodeConfigs nodeadm never reads: a later YAML
+	// document of a part, a part of a nested multipart.
+	Unread []string
+	// Notes are what else the reading saw that its author may not expect.
+	Notes []string
+}
+
+// Read reads an AL2023 node's user data as its boot does, up to the
+// configuration the kubelet is started from.
+func Read(userData []byte) Reading {
+	var r Reading
 	if _, err := read(userDataSource(userData)); err != nil {
-		return boot.Never("nodeadm's config phase (nodeadm-config.service) fails, and its run phase, which starts the kubelet, needs it: " + err.Error())
+		r.ConfigPhase = err
 	}
-	files, inits, notes, stopped := runScripts(userData)
-	if stopped != "" {
-		return boot.Unmodelled(stopped + "; run the user data on an AL2023 node to see what it does")
+	r.Unread = unread(userData)
+	files, inits, notes, stopped := runScripts(userData, &r.BootstrapCalls)
+	r.Notes = notes
+	if r.Stopped = stopped; stopped != "" {
+		return r
 	}
 	sources := []source{userDataSource(userData), dropInSource(files)}
-	started := "nodeadm's run phase (nodeadm-run.service, after cloud-init)"
+	r.Started = "nodeadm's run phase (nodeadm-run.service, after cloud-init)"
 	if len(inits) > 0 {
 		// A script that runs nodeadm init starts the kubelet before the
 		// run phase does, with the sources it names (the user data alone
 		// by default); the Node registers then.
 		sources = inits[0].sources(userData, files)
-		started = "the user data's own `" + strings.Join(inits[0].args, " ") + "`"
+		r.Started = "the user data's own `" + strings.Join(inits[0].args, " ") + "`"
 	}
-	nc, err := read(sources...)
-	if err != nil {
-		return boot.Never(started + " fails: " + err.Error())
+	r.Config, r.Err = chain(sources...)
+	if r.Err == nil {
+		r.Err = validate(r.Config)
+	}
+	return r
+}
+
+// KubeletFlags are the kubelet's words from spec.kubelet.flags, as
+// systemd splits the variable nodeadm writes them to.
+func (n *NodeConfig) KubeletFlags() []string {
+	return systemd.Words(strings.Join(n.Spec.Kubelet.Flags, " "))
+}
+
+// KubeletConfig is spec.kubelet.config as a document.
+func (n *NodeConfig) KubeletConfig() (map[string]any, error) { return document(n.Spec.Kubelet.Config) }
+
+// Boot is what an AL2023 node makes of its user data.
+func Boot(userData []byte, m Machine) boot.Outcome {
+	r := Read(userData)
+	switch {
+	case r.ConfigPhase != nil:
+		return boot.Never("nodeadm's config phase (nodeadm-config.service) fails, and its run phase, which starts the kubelet, needs it: " + r.ConfigPhase.Error())
+	case r.Stopped != "":
+		return boot.Unmodelled(r.Stopped + "; run the user data on an AL2023 node to see what it does")
+	case r.Err != nil:
+		return boot.Never(r.Started + " fails: " + r.Err.Error())
 	}
 	args := slices.Clone(kubeletArgs)
-	args = append(args, systemd.Words(strings.Join(nc.Spec.Kubelet.Flags, " "))...)
-	file, err := configFile(nc, m)
+	args = append(args, r.Config.KubeletFlags()...)
+	file, err := configFile(r.Config, m)
 	if err != nil {
-		return boot.Never(started + " writes a kubelet configuration the kubelet cannot read: " + err.Error())
+		return boot.Never(r.Started + " writes a kubelet configuration the kubelet cannot read: " + err.Error())
 	}
 	k, err := kubelet.Start(args, file)
 	if err != nil {
-		return boot.Never(err.Error() + " (started by " + started + ")")
+		return boot.Never(err.Error() + " (started by " + r.Started + ")")
 	}
-	return boot.Outcome{Verdict: boot.Joins, Kubelet: k, Notes: notes, ReservedMaxPods: file.MaxPods}
+	return boot.Outcome{Verdict: boot.Joins, Kubelet: k, Notes: slices.Concat(r.Unread, r.Notes), ReservedMaxPods: file.MaxPods}
 }
 
 // configFile is the kubelet configuration nodeadm writes: its defaults,
@@ -122,7 +179,7 @@ type nodeadmInit struct {
 // on one machine: the files they leave, the nodeadm init runs that would
 // start the kubelet, notes, and why the reading stopped (what cloud-init
 // or a script does that is not modelled).
-func runScripts(userData []byte) (files map[string][]byte, inits []nodeadmInit, notes []string, stopped string) {
+func runScripts(userData []byte, bootstrapCalls *[]shell.Call) (files map[string][]byte, inits []nodeadmInit, notes []string, stopped string) {
 	plan := cloudinit.Read(userData)
 	if len(plan.Unmodelled) > 0 {
 		return nil, nil, nil, "cloud-init reads " + strings.Join(plan.Unmodelled, "; ")
@@ -143,7 +200,10 @@ func runScripts(userData []byte) (files map[string][]byte, inits []nodeadmInit, 
 					}
 					return 0
 				},
-				"/etc/eks/bootstrap.sh": func(shell.Call) uint8 {
+				"/etc/eks/bootstrap.sh": func(c shell.Call) uint8 {
+					if bootstrapCalls != nil {
+						*bootstrapCalls = append(*bootstrapCalls, c)
+					}
 					notes = append(notes, "the user data runs /etc/eks/bootstrap.sh, which AL2023 does not have (it prints that nodeadm bootstraps the node and exits 1)")
 					return 1
 				},

@@ -41,7 +41,7 @@ func TestGeneratedAL2023BootAsTheNodeDoesIt(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		files, _, _, _ := al2023.RunScripts([]byte(launched))
+		files, _, _, _ := al2023.RunScripts([]byte(launched), nil)
 		p := probeInput{UserData: base64.StdEncoding.EncodeToString([]byte(launched)), DropIns: map[string]string{}}
 		for path, data := range files {
 			if name, ok := strings.CutPrefix(path, al2023.DropInDir+"/"); ok {
@@ -87,7 +87,7 @@ func TestGeneratedAL2023BootAsTheNodeDoesIt(t *testing.T) {
 	for i, it := range items {
 		o := al2023.Boot(it.launched, machine)
 		counts[string(o.Verdict)]++
-		_, inits, _, _ := al2023.RunScripts(it.launched)
+		_, inits, _, _ := al2023.RunScripts(it.launched, nil)
 		if len(inits) > 0 {
 			counts["nodeadm init in a script"]++
 			continue

@@ -4,7 +4,7 @@ package al2023
 // itself a user of this package) read of the model's parts.
 var (
 	RunScripts     = runScripts
-	Read           = read
+	ReadSources    = read
 	UserDataSource = userDataSource
 	DropInSource   = dropInSource
 	Document       = document

@@ -273,7 +273,7 @@ func TestGeneratedAL2023UserDataAsFeb2024NodeadmReadsIt(t *testing.T) {
 	real := feb2024Reads(t, inputs)
 	agree := 0
 	for i, it := range items {
-		nc, err := al2023.Read(al2023.UserDataSource([]byte(it.userData)))
+		nc, err := al2023.ReadSources(al2023.UserDataSource([]byte(it.userData)))
 		theirs := real[i]
 		var diff string
 		switch {

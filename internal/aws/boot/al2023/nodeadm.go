@@ -1,6 +1,7 @@
 package al2023
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"encoding/base64"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
 // Group, Version and Kind of the NodeConfig nodeadm reads: v1alpha1 is
@@ -391,6 +393,56 @@ func mergeValue(dst, src reflect.Value) {
 	default:
 		if !src.IsZero() && dst.CanSet() {
 			dst.Set(src)
+		}
+	}
+}
+
+// unread names the NodeConfigs in user data that nodeadm never reads: a
+// later YAML document of a NodeConfig part (or of the whole user data),
+// and a part of a nested multipart, which nodeadm does not walk.
+func unread(userData []byte) []string {
+	data, err := Unwrap(userData)
+	if err != nil {
+		return nil
+	}
+	reader, err := multipartReader(data)
+	if err != nil {
+		return laterDocuments("the user data", data)
+	}
+	var out []string
+	for i := 1; ; i++ {
+		part, err := reader.NextPart()
+		if err != nil {
+			return out
+		}
+		mediaType, _, _ := mime.ParseMediaType(part.Header.Get("Content-Type"))
+		body, err := io.ReadAll(io.LimitReader(part, 16<<20))
+		if err != nil {
+			return out
+		}
+		switch {
+		case mediaType == MediaType:
+			if body, err = Unwrap(body); err == nil {
+				out = append(out, laterDocuments(fmt.Sprintf("MIME part %d", i), body)...)
+			}
+		case strings.HasPrefix(mediaType, "multipart/") && bytes.Contains(body, []byte(gvk.Group+"/")):
+			out = append(out, fmt.Sprintf("MIME part %d is a nested %s holding a NodeConfig, which nodeadm never reads: it reads only the top-level parts", i, mediaType))
+		}
+	}
+}
+
+// laterDocuments names the YAML documents after the first that hold a
+// NodeConfig: nodeadm decodes only a part's first document.
+func laterDocuments(where string, body []byte) []string {
+	docs := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(body)))
+	var out []string
+	for i := 1; ; i++ {
+		doc, err := docs.Read()
+		if err != nil {
+			return out
+		}
+		if i > 1 && bytes.Contains(doc, []byte("NodeConfig")) {
+			out = append(out, fmt.Sprintf("%s, YAML document %d, is a NodeConfig nodeadm never reads: it decodes only a part's first document", where, i))
 		}
 	}
 }

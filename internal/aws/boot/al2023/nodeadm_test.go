@@ -41,7 +41,7 @@ var cluster = userdata.Cluster{Name: "payments-prod", Endpoint: "https://F00D.yl
 // probeInputOf is user data with the drop-ins its scripts and
 // cloud-config leave.
 func probeInputOf(userData string) probeInput {
-	files, _, _, _ := al2023.RunScripts([]byte(userData))
+	files, _, _, _ := al2023.RunScripts([]byte(userData), nil)
 	in := probeInput{UserData: base64.StdEncoding.EncodeToString([]byte(userData)), DropIns: map[string]string{}}
 	for p, data := range files {
 		if dir, name := path.Split(p); dir == al2023.DropInDir+"/" {
@@ -97,8 +97,8 @@ func TestGeneratedAL2023UserDataAsNodeadmReadsIt(t *testing.T) {
 		for name, body := range in.DropIns {
 			files[al2023.DropInDir+"/"+name] = []byte(body)
 		}
-		_, configErr := al2023.Read(al2023.UserDataSource(launched))
-		nc, runErr := al2023.Read(al2023.UserDataSource(launched), al2023.DropInSource(files))
+		_, configErr := al2023.ReadSources(al2023.UserDataSource(launched))
+		nc, runErr := al2023.ReadSources(al2023.UserDataSource(launched), al2023.DropInSource(files))
 		var diffs []string
 		if (configErr != nil) != (real.ConfigError != "") {
 			diffs = append(diffs, fmt.Sprintf(" config phase: nodeadm %q, model %v", real.ConfigError, configErr))
