@@ -5,8 +5,8 @@
 //
 //	go run ./hack/prices > internal/aws/instancetypes/prices.json
 //
-// us-east-1's prices come from the embedded instance type catalog (public
-// EC2 prices, dated in its source line). Any other region's come from a
+// us-east-1's prices are the table's own (public EC2 prices, dated), kept
+// for the types of the embedded instance type catalog (hack/catalog). Any other region's come from a
 // price list saved from the Pricing API into hack/prices/price-lists, one
 // file per region named REGION.json, as
 //
@@ -25,7 +25,6 @@ import (
 	"log"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -59,29 +58,22 @@ func main() {
 	fmt.Println(string(out))
 }
 
-var datePattern = regexp.MustCompile(`on-demand prices \((\d{4}-\d{2}-\d{2})\)`)
-
-// fromCatalog reads us-east-1's on-demand prices from the embedded catalog.
+// fromCatalog keeps us-east-1's published on-demand prices for the types
+// of the embedded catalog (the table is where the catalog's prices come
+// from; a type the catalog no longer describes loses its price).
 func fromCatalog() (instancetypes.RegionPrices, error) {
-	data, err := os.ReadFile("internal/aws/instancetypes/ec2-instance-types.json")
+	us, _, err := instancetypes.BuiltInPrices("us-east-1")
 	if err != nil {
 		return instancetypes.RegionPrices{}, err
 	}
-	var doc struct {
-		Source        string               `json:"source"`
-		InstanceTypes []instancetypes.Spec `json:"instanceTypes"`
-	}
-	if err := json.Unmarshal(data, &doc); err != nil {
+	specs, err := instancetypes.Catalog()
+	if err != nil {
 		return instancetypes.RegionPrices{}, err
 	}
-	m := datePattern.FindStringSubmatch(doc.Source)
-	if m == nil {
-		return instancetypes.RegionPrices{}, fmt.Errorf("the catalog's source line %q does not date its on-demand prices", doc.Source)
-	}
-	out := instancetypes.RegionPrices{Published: m[1], Source: "the instance type catalog: " + doc.Source, OnDemand: map[string]float64{}}
-	for _, s := range doc.InstanceTypes {
-		if s.OnDemand > 0 {
-			out.OnDemand[s.Name] = s.OnDemand
+	out := instancetypes.RegionPrices{Published: us.Published, Source: us.Source, OnDemand: map[string]float64{}}
+	for _, s := range specs {
+		if p, ok := us.OnDemand[s.Name]; ok {
+			out.OnDemand[s.Name] = p
 		}
 	}
 	return out, nil

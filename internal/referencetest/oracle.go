@@ -24,6 +24,10 @@ type Oracle struct {
 	Files map[string]string
 	// Toolchain, when set, is the GOTOOLCHAIN the build needs.
 	Toolchain string
+	// TestDepsMissing: modules only the other project's tests import are
+	// not served by the proxy; the module graph is resolved without them
+	// (go mod tidy -e), and the build fails if the program needs one.
+	TestDepsMissing bool
 }
 
 // Build builds the oracle once per source (the binary is kept in the
@@ -70,7 +74,11 @@ func (o Oracle) Build(t testing.TB) string {
 	if o.Toolchain != "" {
 		env = append(env, "GOTOOLCHAIN="+o.Toolchain)
 	}
-	tidy := exec.CommandContext(t.Context(), goTool, "mod", "tidy") //nolint:gosec // the go command on a module the test writes
+	tidyArgs := []string{"mod", "tidy"}
+	if o.TestDepsMissing {
+		tidyArgs = append(tidyArgs, "-e")
+	}
+	tidy := exec.CommandContext(t.Context(), goTool, tidyArgs...) //nolint:gosec // the go command on a module the test writes
 	tidy.Dir, tidy.Env = src, env
 	if out, err := tidy.CombinedOutput(); err != nil {
 		t.Fatalf("resolving %s's modules through the Go module proxy (GOPROXY=%s): %v\n%s\nrun this test where the module proxy is reachable", o.Name, os.Getenv("GOPROXY"), err, out)

@@ -34,7 +34,7 @@ func TestCacheRefreshesAfterTTL(t *testing.T) {
 	}
 	ctx := context.Background()
 	for range 3 {
-		if specs, err := cache.Specs(ctx); err != nil || len(specs) < 1100 {
+		if specs, err := cache.Specs(ctx); err != nil || len(specs) < 1000 {
 			t.Fatalf("%d specs, %v", len(specs), err)
 		}
 	}

@@ -1,32 +1,18 @@
 package instancetypes
 
 import (
-	_ "embed"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	"github.com/nodewright/nodewright/internal/aws/boot/windows"
 	"github.com/nodewright/nodewright/internal/scheduling"
 )
-
-//go:embed ec2-instance-efa.json
-var efaJSON []byte
-
-func efaInterfaces() (map[string]int64, error) {
-	var doc struct {
-		MaximumEfaInterfaces map[string]int64 `json:"maximumEfaInterfaces"`
-	}
-	if err := json.Unmarshal(efaJSON, &doc); err != nil {
-		return nil, fmt.Errorf("decoding the EFA catalog: %w", err)
-	}
-	return doc.MaximumEfaInterfaces, nil
-}
 
 // Placement group strategies.
 const (
@@ -34,36 +20,6 @@ const (
 	StrategyPartition = "partition"
 	StrategySpread    = "spread"
 )
-
-// withFeatures fills in what the catalog derives rather than records:
-//   - EFA interfaces, from the published table (ec2-instance-efa.json);
-//   - network cards: one per EFA interface on the types with several (a
-//     p5.48xlarge has 32 of each), else one;
-//   - nested virtualization on virtual (not bare-metal) instances, which
-//     EC2 supports on the 8th generation Intel types c8i, m8i, r8i and
-//     their flex variants;
-//   - placement groups: partition and spread for every type, cluster for
-//     all but burstable (t*) and Mac types and m7i-flex, as the EC2 User
-//     Guide lists;
-//   - Nitro Enclaves on virtual Nitro instances with at least 4 vCPUs
-//     (Intel and AMD) or 2 (Graviton), but burstable (t*), a1 and the
-//     flex types, as the Nitro Enclaves User Guide lists.
-func withFeatures(s *Spec, efa map[string]int64) {
-	family, _, _ := strings.Cut(s.Name, ".")
-	s.MaxEFA = efa[s.Name]
-	s.NetworkCards = max(1, s.MaxEFA)
-	s.NestedVirtualization = !s.BareMetal && slices.Contains([]string{"c8i", "c8i-flex", "m8i", "m8i-flex", "r8i", "r8i-flex"}, family)
-	minVCPU := int64(4)
-	if s.Arch == "arm64" {
-		minVCPU = 2
-	}
-	s.NitroEnclaves = s.Hypervisor == "nitro" && !s.BareMetal && s.VCPU >= minVCPU &&
-		!strings.HasPrefix(family, "t") && family != "a1" && !strings.HasSuffix(family, "-flex")
-	s.PlacementStrategies = []string{StrategyCluster, StrategyPartition, StrategySpread}
-	if strings.HasPrefix(family, "t") || strings.HasPrefix(family, "mac") || family == "m7i-flex" {
-		s.PlacementStrategies = []string{StrategyPartition, StrategySpread}
-	}
-}
 
 // Needs are what an EC2NodeClass asks of the instance types it launches.
 type Needs struct {
@@ -95,6 +51,11 @@ type Needs struct {
 	// from the EC2NodeClass's volumes (EphemeralStorageOf); 0: the
 	// family's default volume (20Gi, Windows 50Gi).
 	EphemeralStorage int64 `json:",omitempty"`
+	// InstanceStorePolicy is the EC2NodeClass's (RAID0: ephemeral storage
+	// is the instance store's).
+	InstanceStorePolicy string `json:",omitempty"`
+	// Family is the AMI family nodes boot ("": AL2023's rules).
+	Family string `json:",omitempty"`
 }
 
 // NeedsOf are the needs of an EC2NodeClass, its placement group resolved.
@@ -115,6 +76,8 @@ func NeedsOf(class *awsv1.EC2NodeClass) Needs {
 	n.Windows, n.WindowsBuild = WindowsOf(class)
 	eph := EphemeralStorageOf(class)
 	n.EphemeralStorage = eph.Value()
+	n.InstanceStorePolicy = ptr.Deref(class.Spec.InstanceStorePolicy, "")
+	n.Family = awsv1.FamilyOf(class)
 	return n
 }
 

@@ -163,7 +163,7 @@ func (p *Provider) currentSpot(ctx context.Context, onDemand map[string]float64)
 
 // specOf is the catalog entry of an instance type EC2 describes.
 func specOf(info ec2types.InstanceTypeInfo) Spec {
-	s := Spec{Name: string(info.InstanceType), BareMetal: aws.ToBool(info.BareMetal), Hypervisor: string(info.Hypervisor),
+	s := Spec{Name: string(info.InstanceType), BareMetal: aws.ToBool(info.BareMetal), Hypervisor: string(info.Hypervisor), Info: &info,
 		NitroEnclaves: info.NitroEnclavesSupport == ec2types.NitroEnclavesSupportSupported}
 	if info.VCpuInfo != nil {
 		s.VCPU = int64(aws.ToInt32(info.VCpuInfo.DefaultVCpus))

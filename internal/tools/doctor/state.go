@@ -52,7 +52,9 @@ func gpuResources(nodes []*corev1.Node) (map[string]corev1.ResourceName, error) 
 	gpus := map[string]corev1.ResourceName{}
 	for _, sp := range specs {
 		if sp.GPU > 0 {
-			gpus[sp.Name] = instancetypes.GPUResource(sp.Name)
+			if name := instancetypes.GPUResource(sp); name != "" {
+				gpus[sp.Name] = name
+			}
 		}
 	}
 	return gpus, nil

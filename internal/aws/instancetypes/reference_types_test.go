@@ -1,0 +1,311 @@
+package instancetypes_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/utils/ptr"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	"github.com/nodewright/nodewright/internal/aws/instancetypes"
+	"github.com/nodewright/nodewright/internal/aws/kubeletconfig"
+	"github.com/nodewright/nodewright/internal/referencetest"
+	"github.com/nodewright/nodewright/internal/scheduling"
+)
+
+// instanceTypesReference is the release of the reference's AWS provider
+// whose instance type computation nodewright's is compared with.
+const instanceTypesReference = "v1.15.2"
+
+// instanceTypesOracle builds the reference's own instance type
+// computation (its pkg/providers/instancetype, NewInstanceType) in a
+// temporary module with a small main over it (testdata/oracle).
+func instanceTypesOracle(t *testing.T) string {
+	t.Helper()
+	_, here, _, _ := runtime.Caller(0)
+	main, err := os.ReadFile(filepath.Join(filepath.Dir(here), "testdata", "oracle", "main.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Its core module's release (v1.15.1) is refused by the proxy; v1.15.0
+	// builds the same instance type code. One SDK module it names is not
+	// served at its version either.
+	goMod := "module nodewright.local/instancetypes-oracle\n\ngo 1.26.11\n\nrequire " + referencetest.AWSProvider + " " + instanceTypesReference + "\n\n" +
+		"replace sigs.k8s.io/karpenter => sigs.k8s.io/karpenter v1.15.0\n\n" +
+		"replace github.com/aws/aws-sdk-go-v2/service/timestreamwrite => github.com/aws/aws-sdk-go-v2/service/timestreamwrite v1.35.25\n"
+	return referencetest.Oracle{Name: "instancetypes-" + instanceTypesReference, GoMod: goMod, Files: map[string]string{"main.go": string(main)},
+		Toolchain: referencetest.Toolchain, TestDepsMissing: true}.Build(t)
+}
+
+// oracleInput is one instance type under one EC2NodeClass, as the oracle
+// reads it.
+type oracleInput struct {
+	Info                    json.RawMessage                 `json:"info"`
+	Region                  string                          `json:"region"`
+	Zones                   []string                        `json:"zones"`
+	ZoneInfo                []map[string]string             `json:"zoneInfo"`
+	AMIFamily               string                          `json:"amiFamily"`
+	BlockDeviceMappings     []*awsv1.BlockDeviceMapping     `json:"blockDeviceMappings,omitempty"`
+	InstanceStorePolicy     *string                         `json:"instanceStorePolicy,omitempty"`
+	MaxPods                 *int32                          `json:"maxPods,omitempty"`
+	PodsPerCore             *int32                          `json:"podsPerCore,omitempty"`
+	KubeReserved            map[string]string               `json:"kubeReserved,omitempty"`
+	SystemReserved          map[string]string               `json:"systemReserved,omitempty"`
+	EvictionHard            map[string]string               `json:"evictionHard,omitempty"`
+	VMMemoryOverheadPercent float64                         `json:"vmMemoryOverheadPercent"`
+	ReservedENIs            int                             `json:"reservedENIs"`
+	Kubelet                 map[string]apiextensionsv1.JSON `json:"-"`
+}
+
+type oracleOutput struct {
+	Name         string `json:"name"`
+	Requirements map[string]struct {
+		Operator string   `json:"operator"`
+		Values   []string `json:"values"`
+	} `json:"requirements"`
+	Capacity    corev1.ResourceList `json:"capacity"`
+	Allocatable corev1.ResourceList `json:"allocatable"`
+}
+
+// variant is an EC2NodeClass and controller settings the comparison runs
+// under.
+type variant struct {
+	name         string
+	class        awsv1.EC2NodeClass
+	overhead     float64
+	reservedENIs int
+	every        int // compare every n-th type (1: all)
+}
+
+func classOf(family string, kubelet map[string]any, mod func(*awsv1.EC2NodeClass)) awsv1.EC2NodeClass {
+	c := awsv1.EC2NodeClass{Spec: awsv1.EC2NodeClassSpec{AMIFamily: ptr.To(family), Kubelet: awsv1.KubeletConfiguration{}}}
+	for k, v := range kubelet {
+		raw, _ := json.Marshal(v)
+		c.Spec.Kubelet[k] = apiextensionsv1.JSON{Raw: raw}
+	}
+	if mod != nil {
+		mod(&c)
+	}
+	return c
+}
+
+func variants() []variant {
+	root := func(size string) func(*awsv1.EC2NodeClass) {
+		return func(c *awsv1.EC2NodeClass) {
+			c.Spec.BlockDeviceMappings = []*awsv1.BlockDeviceMapping{{DeviceName: ptr.To("/dev/xvda"), RootVolume: true, EBS: &awsv1.BlockDevice{VolumeSize: ptr.To(size)}}}
+		}
+	}
+	return []variant{
+		{name: "AL2023 defaults", class: classOf(awsv1.AMIFamilyAL2023, nil, nil), overhead: 0.075, every: 1},
+		{name: "AL2 maxPods 20, podsPerCore 4", class: classOf(awsv1.AMIFamilyAL2, map[string]any{"maxPods": 20, "podsPerCore": 4}, nil), overhead: 0.075, every: 5},
+		{name: "Bottlerocket podsPerCore 2 and reservations", class: classOf(awsv1.AMIFamilyBottlerocket,
+			map[string]any{"podsPerCore": 2, "kubeReserved": map[string]string{"cpu": "250m", "memory": "1Gi"}, "systemReserved": map[string]string{"memory": "300Mi"},
+				"evictionHard": map[string]string{"memory.available": "5%", "nodefs.available": "15%"}}, nil), overhead: 0.075, every: 5},
+		{name: "Windows2022", class: classOf(awsv1.AMIFamilyWindows2022, nil, nil), overhead: 0.075, every: 5},
+		{name: "AL2023 100Gi root volume", class: classOf(awsv1.AMIFamilyAL2023, nil, root("100Gi")), overhead: 0.075, every: 5},
+		{name: "AL2023 RAID0", class: classOf(awsv1.AMIFamilyAL2023, nil, func(c *awsv1.EC2NodeClass) { c.Spec.InstanceStorePolicy = ptr.To("RAID0") }), overhead: 0.075, every: 3},
+		{name: "AL2023 reservedENIs 1, 5% VM overhead", class: classOf(awsv1.AMIFamilyAL2023, nil, nil), overhead: 0.05, reservedENIs: 1, every: 5},
+		{name: "Custom with two volumes", class: classOf(awsv1.AMIFamilyCustom, map[string]any{"maxPods": 110}, func(c *awsv1.EC2NodeClass) {
+			c.Spec.BlockDeviceMappings = []*awsv1.BlockDeviceMapping{{DeviceName: ptr.To("/dev/xvda"), EBS: &awsv1.BlockDevice{VolumeSize: ptr.To("30Gi")}},
+				{DeviceName: ptr.To("/dev/xvdb"), EBS: &awsv1.BlockDevice{VolumeSize: ptr.To("200Gi")}}}
+		}), overhead: 0.075, every: 5},
+	}
+}
+
+// Differences kept on purpose, by label: nodes launch with the default
+// tenancy only (the reference also offers dedicated, which nodewright
+// does not launch), so a NodePool asking for dedicated gets no node
+// rather than a shared one.
+var keptLabelDifferences = map[string]string{
+	instancetypes.LabelTenancy: "nodewright launches default tenancy only",
+}
+
+// TestInstanceTypesAsTheReferenceComputesThem: every type of the catalog,
+// under the default EC2NodeClass, and a sample under block-device, RAID0,
+// maxPods, podsPerCore, reservation, Windows, reservedENIs and VM overhead
+// variants, gets the labels, capacity and allocatable the reference's own
+// code gives it from the same DescribeInstanceTypes record.
+func TestInstanceTypesAsTheReferenceComputesThem(t *testing.T) {
+	oracle := instanceTypesOracle(t)
+	specs, err := instancetypes.Catalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	zones := []string{"eu-west-1a", "eu-west-1b", "eu-west-1c"}
+	zoneIDs := map[string]string{"eu-west-1a": "euw1-az3", "eu-west-1b": "euw1-az1", "eu-west-1c": "euw1-az2"}
+	type pending struct {
+		v    variant
+		spec instancetypes.Spec
+	}
+	var cases []pending
+	var in bytes.Buffer
+	for _, v := range variants() {
+		kc, err := kubeletconfig.Parse(v.class.Spec.Kubelet)
+		if err != nil {
+			t.Fatalf("%s: %v", v.name, err)
+		}
+		if kc == nil {
+			kc = &kubeletconfig.Config{}
+		}
+		for i, s := range specs {
+			if i%v.every != 0 || s.OnDemand == 0 {
+				continue
+			}
+			if awsv1.IsWindows(*v.class.Spec.AMIFamily) && s.Arch != "amd64" {
+				continue // nodewright leaves arm64 out of Windows classes (Needs.Unmet)
+			}
+			info, err := json.Marshal(s.Info)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := oracleInput{Info: info, Region: "eu-west-1", Zones: zones, AMIFamily: *v.class.Spec.AMIFamily,
+				BlockDeviceMappings: v.class.Spec.BlockDeviceMappings, InstanceStorePolicy: v.class.Spec.InstanceStorePolicy,
+				MaxPods: kc.MaxPods, PodsPerCore: kc.PodsPerCore, KubeReserved: kc.KubeReserved, SystemReserved: kc.SystemReserved, EvictionHard: kc.EvictionHard,
+				VMMemoryOverheadPercent: v.overhead, ReservedENIs: v.reservedENIs}
+			for _, z := range zones {
+				c.ZoneInfo = append(c.ZoneInfo, map[string]string{"zone": z, "zoneID": zoneIDs[z]})
+			}
+			line, err := json.Marshal(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in.Write(append(line, '\n'))
+			cases = append(cases, pending{v: v, spec: s})
+		}
+	}
+	cmd := exec.CommandContext(t.Context(), oracle) //nolint:gosec // the oracle this test built
+	cmd.Stdin = &in
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the reference's instance type computation: %v\n%s", err, stderr.String())
+	}
+	scanner := bufio.NewScanner(bytes.NewReader(out))
+	scanner.Buffer(make([]byte, 1<<20), 1<<24)
+	agree, differ := map[string]int{}, map[string]int{}
+	kinds, example := map[string]int{}, map[string]string{}
+	for i := 0; scanner.Scan(); i++ {
+		var ref oracleOutput
+		if err := json.Unmarshal(scanner.Bytes(), &ref); err != nil {
+			t.Fatal(err)
+		}
+		c := cases[i]
+		kc, _ := kubeletconfig.Parse(c.v.class.Spec.Kubelet)
+		if kc == nil {
+			kc = &kubeletconfig.Config{}
+		}
+		overhead := c.v.overhead
+		needs := instancetypes.NeedsOf(&c.v.class)
+		ours := instancetypes.InstanceTypes([]instancetypes.Spec{c.spec}, instancetypes.Options{Zones: zones, ZoneIDs: zoneIDs, Kubelet: kc, Needs: needs,
+			VMMemoryOverheadPercent: &overhead, ReservedENIs: c.v.reservedENIs})[0]
+		diffs := compareType(ref, ours)
+		if len(diffs) == 0 {
+			agree[c.v.name]++
+			continue
+		}
+		differ[c.v.name]++
+		for _, d := range diffs {
+			kind := c.v.name + " — " + strings.SplitN(d, ":", 2)[0]
+			if kinds[kind]++; kinds[kind] == 1 {
+				example[kind] = ref.Name + ": " + d
+			}
+		}
+	}
+	for _, kind := range slices.Sorted(maps.Keys(kinds)) {
+		t.Errorf("%s: %d types differ, as %s", kind, kinds[kind], example[kind])
+	}
+	names := make([]string, 0, len(agree)+len(differ))
+	for _, v := range variants() {
+		names = append(names, v.name)
+	}
+	for _, n := range names {
+		t.Logf("%s: %d of %d types agree with the reference", n, agree[n], agree[n]+differ[n])
+	}
+}
+
+// compareType lists where an instance type differs from the reference's.
+func compareType(ref oracleOutput, ours *scheduling.InstanceType) []string {
+	var diffs []string
+	keys := make([]string, 0, len(ref.Requirements))
+	for k := range ref.Requirements {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		r := ref.Requirements[key]
+		if _, kept := keptLabelDifferences[key]; kept {
+			continue
+		}
+		got, has := ours.Requirements[key]
+		switch r.Operator {
+		case "DoesNotExist":
+			if has {
+				diffs = append(diffs, fmt.Sprintf("%s: the reference sets no label, nodewright %s", key, got))
+			}
+		case "In":
+			want := slices.Clone(r.Values)
+			sort.Strings(want)
+			var values []string
+			if has {
+				values = got.Values()
+				sort.Strings(values)
+			}
+			if !slices.Equal(values, want) {
+				diffs = append(diffs, fmt.Sprintf("%s: the reference %v, nodewright %v", key, want, values))
+			}
+		default:
+			diffs = append(diffs, fmt.Sprintf("%s: the reference's operator %s", key, r.Operator))
+		}
+	}
+	for key := range ours.Requirements {
+		if _, ok := ref.Requirements[key]; !ok {
+			diffs = append(diffs, fmt.Sprintf("%s: nodewright sets %s, the reference knows no such label", key, ours.Requirements[key]))
+		}
+	}
+	for _, side := range []struct {
+		what string
+		ref  corev1.ResourceList
+		ours scheduling.Resources
+	}{{"capacity", ref.Capacity, ours.Capacity}, {"allocatable", ref.Allocatable, ours.Allocatable}} {
+		want, unknown := scheduling.ParseResources(nonZero(side.ref))
+		if len(unknown) > 0 {
+			diffs = append(diffs, fmt.Sprintf("%s: resources nodewright does not know: %v", side.what, unknown))
+		}
+		if got := withoutDevices(side.ours); want.String() != got {
+			diffs = append(diffs, fmt.Sprintf("%s: the reference %s, nodewright %s", side.what, want, got))
+		}
+	}
+	return diffs
+}
+
+// withoutDevices is a node's resources without the devices nodewright
+// counts for dynamic resource allocation (devices/DRIVER), which are not
+// resources the node reports.
+func withoutDevices(r scheduling.Resources) string {
+	parts := strings.Fields(r.String())
+	return strings.Join(slices.DeleteFunc(parts, func(p string) bool { return strings.HasPrefix(p, "devices/") }), " ")
+}
+
+func nonZero(list corev1.ResourceList) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for k, v := range list {
+		if !v.IsZero() {
+			out[k] = v
+		}
+	}
+	return out
+}
