@@ -81,6 +81,12 @@ type Config struct {
 	// IgnoreDRARequests leaves pods with resource claims unplanned
 	// (--ignore-dra-requests, Karpenter's default).
 	IgnoreDRARequests bool
+	// VMMemoryOverheadPercent is the share of an instance's memory the
+	// VM keeps from the node (--vm-memory-overhead-percent); ReservedENIs
+	// are the default network card's interfaces the VPC CNI does not give
+	// pods (--reserved-enis, custom networking).
+	VMMemoryOverheadPercent float64
+	ReservedENIs            int
 	// BatchIdle and BatchMax bound the provisioner's batching window.
 	BatchIdle, BatchMax time.Duration
 	// UnavailableOfferingTTL is how long an offering that ran out of
@@ -168,7 +174,7 @@ func DefaultConfig() Config {
 		LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 		Disruption: disruption.DefaultConfig(), NominatePods: true, NominatePodsMax: 100, LaunchBatching: true,
 		NodeRepair: true, RepairInterval: 10 * time.Second, Repair: nodepoolhealth.DefaultTolerations(), Interruption: interruption.DefaultOptions(""),
-		KubeQPS: 200, KubeBurst: 300, Concurrency: 50,
+		KubeQPS: 200, KubeBurst: 300, Concurrency: 50, VMMemoryOverheadPercent: instancetypes.DefaultVMMemoryOverheadPercent,
 	}
 }
 
@@ -348,9 +354,11 @@ func newWiring(ctx context.Context, mgr manager.Manager, cfg Config, clouds Clou
 	w.launcher = provider.New(clouds.EC2, w.resolver, cluster, clk)
 	w.launcher.SetUnavailableOfferingTTL(cfg.UnavailableOfferingTTL)
 	w.cloud = &provider.CloudProvider{
-		Kube:     mgr.GetClient(),
-		Launcher: w.launcher,
-		Metrics:  w.metrics,
+		Kube:                    mgr.GetClient(),
+		Launcher:                w.launcher,
+		Metrics:                 w.metrics,
+		VMMemoryOverheadPercent: &cfg.VMMemoryOverheadPercent,
+		ReservedENIs:            cfg.ReservedENIs,
 		Types: &instancetypes.Cache{
 			Provider: &instancetypes.Provider{EC2: clouds.EC2, Pricing: clouds.Pricing, Region: cfg.Region, Clock: clk},
 			Clock:    clk, TTL: cfg.InstanceTypeTTL,

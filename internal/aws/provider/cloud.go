@@ -32,7 +32,12 @@ type CloudProvider struct {
 	// Metrics times the calls (karpenter_cloudprovider_*) and shows the
 	// instance types' offerings (nil: not recorded).
 	Metrics *metrics.Metrics
-	memo    typesMemo
+	// VMMemoryOverheadPercent and ReservedENIs are the controller's
+	// settings of instance types' memory and pod limits
+	// (--vm-memory-overhead-percent, --reserved-enis).
+	VMMemoryOverheadPercent *float64
+	ReservedENIs            int
+	memo                    typesMemo
 	// shown is what the offering series last showed: the unavailable
 	// offerings' signature, per EC2NodeClass settings.
 	shownMu sync.Mutex
@@ -84,10 +89,14 @@ func (c *CloudProvider) InstanceTypes(ctx context.Context, class *awsv1.EC2NodeC
 	}
 	zones := map[string]bool{}
 	var zoneList []string
+	zoneIDs := map[string]string{}
 	for _, s := range class.Status.Subnets {
 		if !zones[s.Zone] {
 			zones[s.Zone] = true
 			zoneList = append(zoneList, s.Zone)
+		}
+		if s.ZoneID != "" {
+			zoneIDs[s.Zone] = s.ZoneID
 		}
 	}
 	reservations, err := c.Launcher.reservations(ctx, class)
@@ -98,7 +107,8 @@ func (c *CloudProvider) InstanceTypes(ctx context.Context, class *awsv1.EC2NodeC
 	if err != nil {
 		return nil, fmt.Errorf("EC2NodeClass %s: %w", class.Name, err)
 	}
-	opts := instancetypes.Options{Zones: zoneList, Kubelet: kubelet, Reservations: reservations, Needs: instancetypes.NeedsOf(class)}
+	opts := instancetypes.Options{Zones: zoneList, ZoneIDs: zoneIDs, Kubelet: kubelet, Reservations: reservations, Needs: instancetypes.NeedsOf(class),
+		VMMemoryOverheadPercent: c.VMMemoryOverheadPercent, ReservedENIs: c.ReservedENIs}
 	unavailable := c.Launcher.unavailable.current()
 	built, key := c.memo.get(specs, opts)
 	types := withUnavailable(built, unavailable)

@@ -419,3 +419,46 @@ func TestDefaultVolumesAreEncrypted(t *testing.T) {
 		})
 	}
 }
+
+// The controller's instance type settings (--reserved-enis,
+// --vm-memory-overhead-percent) reach the types the EC2NodeClass plans
+// with, and its subnets' zone IDs label them: m5.large has 3 interfaces
+// of 10 addresses, so with one reserved the VPC CNI gives pods 2×9+2.
+func TestControllerSettingsShapeInstanceTypes(t *testing.T) {
+	f := setup(t)
+	resolve(t, f.resolver, f.class)
+	share := 0.05
+	cloud := &provider.CloudProvider{Launcher: f.provider, ReservedENIs: 1, VMMemoryOverheadPercent: &share, Types: &instancetypes.Cache{
+		Provider: &instancetypes.Provider{EC2: f.account.EC2(), Pricing: f.account.Pricing(), Region: account.Region},
+		Clock:    clock.RealClock{}, TTL: time.Hour,
+	}}
+	types, err := cloud.InstanceTypes(context.Background(), f.class)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m5 *scheduling.InstanceType
+	for _, it := range types {
+		if it.Name == "m5.large" {
+			m5 = it
+		}
+	}
+	if m5 == nil {
+		t.Fatal("no m5.large")
+	}
+	if got := m5.Capacity.Pods(); got != 20 {
+		t.Errorf("m5.large pods %d with one reserved interface; want 20", got)
+	}
+	if got := m5.Capacity.Memory() >> 20; got != 8192-410 {
+		t.Errorf("m5.large memory %dMi with a 5%% VM overhead; want %dMi", got, 8192-410)
+	}
+	ids := map[string]bool{}
+	for _, s := range f.class.Status.Subnets {
+		if s.ZoneID != "" {
+			ids[s.ZoneID] = true
+		}
+	}
+	r, ok := m5.Requirements[instancetypes.LabelZoneID]
+	if len(ids) == 0 || !ok || r.Len() != len(ids) {
+		t.Errorf("zone IDs of the subnets %v; m5.large's %s requirement %v", ids, instancetypes.LabelZoneID, r)
+	}
+}

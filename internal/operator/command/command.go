@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
+	"github.com/nodewright/nodewright/internal/aws/instancetypes"
 	"github.com/nodewright/nodewright/internal/operator"
 	"github.com/nodewright/nodewright/internal/scheduling"
 )
@@ -133,6 +134,10 @@ control plane.`,
 	f.BoolVar(&cfg.LaunchBatching, "launch-batching", cfg.LaunchBatching, "launch the NodeClaims of a decision that would launch identically in one EC2 fleet (at most 100), idempotent across restarts")
 	f.BoolVar(&cfg.IgnoreDRARequests, "ignore-dra-requests", envBool("IGNORE_DRA_REQUESTS", false),
 		"launch nothing for pods with resource claims (DRA), as Karpenter does by default (environment IGNORE_DRA_REQUESTS); by default nodewright plans nodes whose devices satisfy the claims")
+	f.Float64Var(&cfg.VMMemoryOverheadPercent, "vm-memory-overhead-percent", envFloat("VM_MEMORY_OVERHEAD_PERCENT", instancetypes.DefaultVMMemoryOverheadPercent),
+		"the share of an instance's memory its VM keeps from the node (0.075 is 7.5%), taken from every instance type's memory (environment VM_MEMORY_OVERHEAD_PERCENT)")
+	f.IntVar(&cfg.ReservedENIs, "reserved-enis", envInt("RESERVED_ENIS", 0),
+		"network interfaces of the default card the VPC CNI does not give pods (custom networking), taken from every instance type's pod limit (environment RESERVED_ENIS)")
 	f.BoolVar(&cfg.NominatePods, "nominate-pods", cfg.NominatePods, "set pending pods' status.nominatedNodeName to the node planned for them, so kube-scheduler follows the plan")
 	f.IntVar(&cfg.NominatePodsMax, "nominate-pods-max", cfg.NominatePodsMax, "nominate pods only while at most this many wait for a node (0: no limit); nominated pods slow each of kube-scheduler's attempts down")
 	f.BoolVar(&cfg.SkipUserDataValidation, "unsafe-skip-userdata-validation", false, "launch nodes even when their user data would keep them from registering")
@@ -296,6 +301,21 @@ func envBool(name string, def bool) bool {
 	return def
 }
 
+// envFloat and envInt are flags' defaults from the environment.
+func envFloat(name string, def float64) float64 {
+	if v, err := strconv.ParseFloat(os.Getenv(name), 64); err == nil {
+		return v
+	}
+	return def
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
+}
+
 // checkFlags refuses flags that cannot work together, naming them.
 func checkFlags(cloud string, canSimulate bool, cfg *operator.Config) error {
 	switch {
@@ -306,6 +326,12 @@ func checkFlags(cloud string, canSimulate bool, cfg *operator.Config) error {
 	}
 	if cfg.LeaderElection && (cfg.RetryPeriod <= 0 || cfg.RenewDeadline <= cfg.RetryPeriod || cfg.LeaseDuration <= cfg.RenewDeadline) {
 		return fmt.Errorf("--leader-election-lease-duration %s, --leader-election-renew-deadline %s, --leader-election-retry-period %s: each must be longer than the next, the last above 0", cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod)
+	}
+	if cfg.VMMemoryOverheadPercent < 0 || cfg.VMMemoryOverheadPercent >= 1 {
+		return fmt.Errorf("--vm-memory-overhead-percent %g: give a share of memory from 0 up to (not including) 1, such as 0.075 for 7.5%%", cfg.VMMemoryOverheadPercent)
+	}
+	if cfg.ReservedENIs < 0 {
+		return fmt.Errorf("--reserved-enis %d: use 0 or more", cfg.ReservedENIs)
 	}
 	if cfg.NominatePodsMax < 0 {
 		return fmt.Errorf("--nominate-pods-max %d: use 0 (no limit) or more", cfg.NominatePodsMax)

@@ -14,6 +14,8 @@ import (
 	"github.com/aws/smithy-go/logging"
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/nodewright/nodewright/internal/operator"
 )
 
 // The controller logs one JSON object per line with the keys given, and
@@ -103,5 +105,26 @@ func TestOneLoggerForEverything(t *testing.T) {
 	}
 	if strings.Contains(stderr.String(), "SetLogger") {
 		t.Errorf("a logger was never set: %s", stderr.String())
+	}
+}
+
+// A VM memory share outside [0, 1) or a negative count of reserved
+// interfaces is refused, naming the flag.
+func TestInstanceTypeSettingsAreChecked(t *testing.T) {
+	for _, tc := range []struct {
+		flag  string
+		share float64
+		enis  int
+	}{{"--vm-memory-overhead-percent", 7.5, 0}, {"--vm-memory-overhead-percent", -0.1, 0}, {"--reserved-enis", 0.075, -1}} {
+		cfg := operator.DefaultConfig()
+		cfg.ClusterName, cfg.VMMemoryOverheadPercent, cfg.ReservedENIs = "prod-eu", tc.share, tc.enis
+		if err := checkFlags("aws", false, &cfg); err == nil || !strings.Contains(err.Error(), tc.flag) {
+			t.Errorf("%s with %g and %d: %v; want a refusal naming it", tc.flag, tc.share, tc.enis, err)
+		}
+	}
+	cfg := operator.DefaultConfig()
+	cfg.ClusterName, cfg.VMMemoryOverheadPercent = "prod-eu", 0.075
+	if err := checkFlags("aws", false, &cfg); err != nil {
+		t.Errorf("the defaults: %v", err)
 	}
 }
