@@ -309,3 +309,101 @@ func nonZero(list corev1.ResourceList) corev1.ResourceList {
 	}
 	return out
 }
+
+// wellKnownProbes are NodePool requirements on each well-known label of
+// instance types, with each operator, as users write them.
+var wellKnownProbes = func() [][]corev1.NodeSelectorRequirement {
+	req := func(key string, op corev1.NodeSelectorOperator, values ...string) []corev1.NodeSelectorRequirement {
+		return []corev1.NodeSelectorRequirement{{Key: key, Operator: op, Values: values}}
+	}
+	g := awsv1.Group + "/"
+	var out [][]corev1.NodeSelectorRequirement
+	for key, value := range map[string]string{
+		g + "instance-gpu-name": "t4", g + "instance-gpu-manufacturer": "nvidia", g + "instance-cpu-manufacturer": "amd",
+		g + "instance-accelerator-name": "inferentia2", g + "instance-accelerator-manufacturer": "aws", g + "instance-encryption-in-transit-supported": "true",
+		g + "instance-capability-flex": "true", g + "instance-hypervisor": "nitro", g + "instance-category": "c", g + "instance-family": "g5",
+		g + "instance-size": "metal", g + "instance-tenancy": "default", "kubernetes.io/arch": "arm64",
+	} {
+		out = append(out, req(key, corev1.NodeSelectorOpIn, value), req(key, corev1.NodeSelectorOpNotIn, value),
+			req(key, corev1.NodeSelectorOpExists), req(key, corev1.NodeSelectorOpDoesNotExist))
+	}
+	for key, bounds := range map[string][2]string{
+		g + "instance-local-nvme": {"100", "1000"}, g + "instance-network-bandwidth": {"10000", "5000"}, g + "instance-ebs-bandwidth": {"10000", "5000"},
+		g + "instance-cpu-sustained-clock-speed-mhz": {"3000", "2600"}, g + "instance-gpu-memory": {"16000", "30000"}, g + "instance-gpu-count": {"1", "4"},
+		g + "instance-accelerator-count": {"1", "4"}, g + "instance-generation": {"6", "4"}, g + "instance-cpu": {"8", "4"}, g + "instance-memory": {"16384", "4096"},
+	} {
+		out = append(out, req(key, corev1.NodeSelectorOpGt, bounds[0]), req(key, corev1.NodeSelectorOpLt, bounds[1]),
+			req(key, corev1.NodeSelectorOpExists), req(key, corev1.NodeSelectorOpDoesNotExist), req(key, corev1.NodeSelectorOpIn, bounds[0]))
+	}
+	sort.Slice(out, func(i, j int) bool { return fmt.Sprint(out[i]) < fmt.Sprint(out[j]) })
+	return out
+}()
+
+// TestWellKnownLabelsAdmitTheReferencesTypes: a NodePool requirement on
+// any well-known instance type label, with any operator, admits exactly
+// the catalog's types the reference's own instance type filter admits
+// (its requirements' Intersects, on the types its code computes).
+func TestWellKnownLabelsAdmitTheReferencesTypes(t *testing.T) {
+	oracle := instanceTypesOracle(t)
+	specs, err := instancetypes.Catalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	zones := []string{"ap-south-2a", "ap-south-2b"}
+	var in bytes.Buffer
+	var priced []instancetypes.Spec
+	for _, s := range specs {
+		if s.OnDemand == 0 {
+			continue
+		}
+		info, err := json.Marshal(s.Info)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := struct {
+			oracleInput
+			Probes [][]corev1.NodeSelectorRequirement `json:"probes"`
+		}{oracleInput{Info: info, Region: "ap-south-2", Zones: zones, ZoneInfo: []map[string]string{{"zone": zones[0]}, {"zone": zones[1]}}, AMIFamily: awsv1.AMIFamilyBottlerocket,
+			VMMemoryOverheadPercent: 0.075}, wellKnownProbes}
+		line, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.Write(append(line, '\n'))
+		priced = append(priced, s)
+	}
+	cmd := exec.CommandContext(t.Context(), oracle) //nolint:gosec // the oracle this test built
+	cmd.Stdin = &in
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the reference's instance type computation: %v", err)
+	}
+	ours := instancetypes.InstanceTypes(priced, instancetypes.Options{Zones: zones, Needs: instancetypes.Needs{Family: awsv1.AMIFamilyBottlerocket}})
+	admittedBoth := make([]int, len(wellKnownProbes))
+	scanner := bufio.NewScanner(bytes.NewReader(out))
+	scanner.Buffer(make([]byte, 1<<20), 1<<24)
+	for i := 0; scanner.Scan(); i++ {
+		var ref struct {
+			Name     string `json:"name"`
+			Admitted []bool `json:"admitted"`
+		}
+		if err := json.Unmarshal(scanner.Bytes(), &ref); err != nil {
+			t.Fatal(err)
+		}
+		for p, probe := range wellKnownProbes {
+			got := ours[i].Compatible(scheduling.NewRequirements(probe...))
+			if _, kept := keptLabelDifferences[probe[0].Key]; kept {
+				continue
+			}
+			switch {
+			case got != ref.Admitted[p]:
+				t.Errorf("%s %s %v: the reference admits %s %v, nodewright %v", probe[0].Key, probe[0].Operator, probe[0].Values, ref.Name, ref.Admitted[p], got)
+			case got:
+				admittedBoth[p]++
+			}
+		}
+	}
+	for p, probe := range wellKnownProbes {
+		t.Logf("%s %s %v: %d types", probe[0].Key, probe[0].Operator, probe[0].Values, admittedBoth[p])
+	}
+}

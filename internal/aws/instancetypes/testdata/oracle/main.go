@@ -15,6 +15,7 @@ import (
 	v1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
 	"github.com/aws/karpenter-provider-aws/pkg/operator/options"
 	"github.com/aws/karpenter-provider-aws/pkg/providers/instancetype"
+	"sigs.k8s.io/karpenter/pkg/scheduling"
 )
 
 type input struct {
@@ -34,6 +35,10 @@ type input struct {
 	VMMemoryOverheadPercent float64                   `json:"vmMemoryOverheadPercent"`
 	ReservedENIs            int                       `json:"reservedENIs"`
 	CapacityReservations    []v1.CapacityReservation  `json:"capacityReservations"`
+	// Probes are NodePool requirements; the output says, for each, whether
+	// the instance type's requirements intersect them, as the
+	// provisioner's instance type filter asks.
+	Probes [][]corev1.NodeSelectorRequirement `json:"probes"`
 }
 
 type requirement struct {
@@ -49,6 +54,7 @@ type output struct {
 	SystemReserved    corev1.ResourceList    `json:"systemReserved"`
 	EvictionThreshold corev1.ResourceList    `json:"evictionThreshold"`
 	Allocatable       corev1.ResourceList    `json:"allocatable"`
+	Admitted          []bool                 `json:"admitted,omitempty"`
 }
 
 func main() {
@@ -66,6 +72,9 @@ func main() {
 		o := output{Name: it.Name, Requirements: map[string]requirement{}, Capacity: it.Capacity,
 			KubeReserved: it.Overhead.KubeReserved, SystemReserved: it.Overhead.SystemReserved, EvictionThreshold: it.Overhead.EvictionThreshold,
 			Allocatable: it.Allocatable()}
+		for _, p := range c.Probes {
+			o.Admitted = append(o.Admitted, it.Requirements.Intersects(scheduling.NewNodeSelectorRequirements(p...)) == nil)
+		}
 		for key, r := range it.Requirements {
 			o.Requirements[key] = requirement{Operator: string(r.Operator()), Values: r.Values()}
 		}
