@@ -184,8 +184,10 @@ func (h hostPort) conflicts(o hostPort) bool {
 
 // PodRequests returns what a pod requests of a node: containers, init
 // containers (the larger of their peak and the running sum), sidecars and
-// pod overhead, plus one pod.
+// pod overhead, plus one pod; a limit without its request is requested,
+// as the API server stores the pod (RequestsAsStored).
 func PodRequests(pod *corev1.Pod) (Resources, []string) {
+	pod = RequestsAsStored(pod)
 	var r Resources
 	var unknown []string
 	if spec := &pod.Spec; len(spec.Containers) == 1 && len(spec.InitContainers) == 0 && spec.Overhead == nil && spec.Resources == nil {

@@ -1,15 +1,9 @@
 package instancetypes_test
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -21,64 +15,10 @@ import (
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
+	"github.com/nodewright/nodewright/internal/aws/instancetypes/instancetypestest"
 	"github.com/nodewright/nodewright/internal/aws/kubeletconfig"
-	"github.com/nodewright/nodewright/internal/referencetest"
 	"github.com/nodewright/nodewright/internal/scheduling"
 )
-
-// instanceTypesReference is the release of the reference's AWS provider
-// whose instance type computation nodewright's is compared with.
-const instanceTypesReference = "v1.15.2"
-
-// instanceTypesOracle builds the reference's own instance type
-// computation (its pkg/providers/instancetype, NewInstanceType) in a
-// temporary module with a small main over it (testdata/oracle).
-func instanceTypesOracle(t *testing.T) string {
-	t.Helper()
-	_, here, _, _ := runtime.Caller(0)
-	main, err := os.ReadFile(filepath.Join(filepath.Dir(here), "testdata", "oracle", "main.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Its core module's release (v1.15.1) is refused by the proxy; v1.15.0
-	// builds the same instance type code. One SDK module it names is not
-	// served at its version either.
-	goMod := "module nodewright.local/instancetypes-oracle\n\ngo 1.26.11\n\nrequire " + referencetest.AWSProvider + " " + instanceTypesReference + "\n\n" +
-		"replace sigs.k8s.io/karpenter => sigs.k8s.io/karpenter v1.15.0\n\n" +
-		"replace github.com/aws/aws-sdk-go-v2/service/timestreamwrite => github.com/aws/aws-sdk-go-v2/service/timestreamwrite v1.35.25\n"
-	return referencetest.Oracle{Name: "instancetypes-" + instanceTypesReference, GoMod: goMod, Files: map[string]string{"main.go": string(main)},
-		Toolchain: referencetest.Toolchain, TestDepsMissing: true}.Build(t)
-}
-
-// oracleInput is one instance type under one EC2NodeClass, as the oracle
-// reads it.
-type oracleInput struct {
-	Info                    json.RawMessage                 `json:"info"`
-	Region                  string                          `json:"region"`
-	Zones                   []string                        `json:"zones"`
-	ZoneInfo                []map[string]string             `json:"zoneInfo"`
-	AMIFamily               string                          `json:"amiFamily"`
-	BlockDeviceMappings     []*awsv1.BlockDeviceMapping     `json:"blockDeviceMappings,omitempty"`
-	InstanceStorePolicy     *string                         `json:"instanceStorePolicy,omitempty"`
-	MaxPods                 *int32                          `json:"maxPods,omitempty"`
-	PodsPerCore             *int32                          `json:"podsPerCore,omitempty"`
-	KubeReserved            map[string]string               `json:"kubeReserved,omitempty"`
-	SystemReserved          map[string]string               `json:"systemReserved,omitempty"`
-	EvictionHard            map[string]string               `json:"evictionHard,omitempty"`
-	VMMemoryOverheadPercent float64                         `json:"vmMemoryOverheadPercent"`
-	ReservedENIs            int                             `json:"reservedENIs"`
-	Kubelet                 map[string]apiextensionsv1.JSON `json:"-"`
-}
-
-type oracleOutput struct {
-	Name         string `json:"name"`
-	Requirements map[string]struct {
-		Operator string   `json:"operator"`
-		Values   []string `json:"values"`
-	} `json:"requirements"`
-	Capacity    corev1.ResourceList `json:"capacity"`
-	Allocatable corev1.ResourceList `json:"allocatable"`
-}
 
 // variant is an EC2NodeClass and controller settings the comparison runs
 // under.
@@ -139,7 +79,6 @@ var keptLabelDifferences = map[string]string{
 // variants, gets the labels, capacity and allocatable the reference's own
 // code gives it from the same DescribeInstanceTypes record.
 func TestInstanceTypesAsTheReferenceComputesThem(t *testing.T) {
-	oracle := instanceTypesOracle(t)
 	specs, err := instancetypes.Catalog()
 	if err != nil {
 		t.Fatal(err)
@@ -151,7 +90,7 @@ func TestInstanceTypesAsTheReferenceComputesThem(t *testing.T) {
 		spec instancetypes.Spec
 	}
 	var cases []pending
-	var in bytes.Buffer
+	var inputs []instancetypestest.Input
 	for _, v := range variants() {
 		kc, err := kubeletconfig.Parse(v.class.Spec.Kubelet)
 		if err != nil {
@@ -171,38 +110,20 @@ func TestInstanceTypesAsTheReferenceComputesThem(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			c := oracleInput{Info: info, Region: "eu-west-1", Zones: zones, AMIFamily: *v.class.Spec.AMIFamily,
+			c := instancetypestest.Input{Info: info, Region: "eu-west-1", Zones: zones, AMIFamily: *v.class.Spec.AMIFamily,
 				BlockDeviceMappings: v.class.Spec.BlockDeviceMappings, InstanceStorePolicy: v.class.Spec.InstanceStorePolicy,
 				MaxPods: kc.MaxPods, PodsPerCore: kc.PodsPerCore, KubeReserved: kc.KubeReserved, SystemReserved: kc.SystemReserved, EvictionHard: kc.EvictionHard,
 				VMMemoryOverheadPercent: v.overhead, ReservedENIs: v.reservedENIs}
 			for _, z := range zones {
 				c.ZoneInfo = append(c.ZoneInfo, map[string]string{"zone": z, "zoneID": zoneIDs[z]})
 			}
-			line, err := json.Marshal(c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			in.Write(append(line, '\n'))
+			inputs = append(inputs, c)
 			cases = append(cases, pending{v: v, spec: s})
 		}
 	}
-	cmd := exec.CommandContext(t.Context(), oracle) //nolint:gosec // the oracle this test built
-	cmd.Stdin = &in
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("the reference's instance type computation: %v\n%s", err, stderr.String())
-	}
-	scanner := bufio.NewScanner(bytes.NewReader(out))
-	scanner.Buffer(make([]byte, 1<<20), 1<<24)
 	agree, differ := map[string]int{}, map[string]int{}
 	kinds, example := map[string]int{}, map[string]string{}
-	for i := 0; scanner.Scan(); i++ {
-		var ref oracleOutput
-		if err := json.Unmarshal(scanner.Bytes(), &ref); err != nil {
-			t.Fatal(err)
-		}
+	for i, ref := range instancetypestest.Run(t, inputs) {
 		c := cases[i]
 		kc, _ := kubeletconfig.Parse(c.v.class.Spec.Kubelet)
 		if kc == nil {
@@ -238,7 +159,7 @@ func TestInstanceTypesAsTheReferenceComputesThem(t *testing.T) {
 }
 
 // compareType lists where an instance type differs from the reference's.
-func compareType(ref oracleOutput, ours *scheduling.InstanceType) []string {
+func compareType(ref instancetypestest.Output, ours *scheduling.InstanceType) []string {
 	var diffs []string
 	keys := make([]string, 0, len(ref.Requirements))
 	for k := range ref.Requirements {
@@ -344,13 +265,12 @@ var wellKnownProbes = func() [][]corev1.NodeSelectorRequirement {
 // the catalog's types the reference's own instance type filter admits
 // (its requirements' Intersects, on the types its code computes).
 func TestWellKnownLabelsAdmitTheReferencesTypes(t *testing.T) {
-	oracle := instanceTypesOracle(t)
 	specs, err := instancetypes.Catalog()
 	if err != nil {
 		t.Fatal(err)
 	}
 	zones := []string{"ap-south-2a", "ap-south-2b"}
-	var in bytes.Buffer
+	var inputs []instancetypestest.Input
 	var priced []instancetypes.Spec
 	for _, s := range specs {
 		if s.OnDemand == 0 {
@@ -360,36 +280,13 @@ func TestWellKnownLabelsAdmitTheReferencesTypes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c := struct {
-			oracleInput
-			Probes [][]corev1.NodeSelectorRequirement `json:"probes"`
-		}{oracleInput{Info: info, Region: "ap-south-2", Zones: zones, ZoneInfo: []map[string]string{{"zone": zones[0]}, {"zone": zones[1]}}, AMIFamily: awsv1.AMIFamilyBottlerocket,
-			VMMemoryOverheadPercent: 0.075}, wellKnownProbes}
-		line, err := json.Marshal(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		in.Write(append(line, '\n'))
+		inputs = append(inputs, instancetypestest.Input{Info: info, Region: "ap-south-2", Zones: zones, ZoneInfo: []map[string]string{{"zone": zones[0]}, {"zone": zones[1]}},
+			AMIFamily: awsv1.AMIFamilyBottlerocket, VMMemoryOverheadPercent: 0.075, Probes: wellKnownProbes})
 		priced = append(priced, s)
-	}
-	cmd := exec.CommandContext(t.Context(), oracle) //nolint:gosec // the oracle this test built
-	cmd.Stdin = &in
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("the reference's instance type computation: %v", err)
 	}
 	ours := instancetypes.InstanceTypes(priced, instancetypes.Options{Zones: zones, Needs: instancetypes.Needs{Family: awsv1.AMIFamilyBottlerocket}})
 	admittedBoth := make([]int, len(wellKnownProbes))
-	scanner := bufio.NewScanner(bytes.NewReader(out))
-	scanner.Buffer(make([]byte, 1<<20), 1<<24)
-	for i := 0; scanner.Scan(); i++ {
-		var ref struct {
-			Name     string `json:"name"`
-			Admitted []bool `json:"admitted"`
-		}
-		if err := json.Unmarshal(scanner.Bytes(), &ref); err != nil {
-			t.Fatal(err)
-		}
+	for i, ref := range instancetypestest.Run(t, inputs) {
 		for p, probe := range wellKnownProbes {
 			got := ours[i].Compatible(scheduling.NewRequirements(probe...))
 			if _, kept := keptLabelDifferences[probe[0].Key]; kept {

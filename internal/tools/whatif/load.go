@@ -492,7 +492,7 @@ func (o *Objects) addPod(pod *corev1.Pod) error {
 	if len(o.Pods) >= MaxPods {
 		return fmt.Errorf("pod %s: over %d pods, the most nodewright plans at once: plan for a part of the cluster", pod.Name, MaxPods)
 	}
-	o.Pods = append(o.Pods, defaultNamespace(pod))
+	o.Pods = append(o.Pods, defaultNamespace(scheduling.RequestsAsStored(pod)))
 	return nil
 }
 
@@ -553,7 +553,7 @@ func (o *Objects) expand(apiVersion, kind string, meta metav1.ObjectMeta, replic
 		pod.Name = fmt.Sprintf("%s-%d", meta.Name, i)
 		pod.Namespace = meta.Namespace
 		pod.OwnerReferences = []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: meta.Name, Controller: ptr.To(true)}}
-		o.Pods = append(o.Pods, defaultNamespace(pod))
+		o.Pods = append(o.Pods, defaultNamespace(scheduling.RequestsAsStored(pod)))
 	}
 }
 
