@@ -20,7 +20,7 @@ const Toolchain = "go1.27.3"
 // checked against: the newest release and the long-term support line.
 const (
 	AWSProvider    = "github.com/aws/karpenter-provider-aws"
-	AWSProviderNew = "v1.15.1"
+	AWSProviderNew = "v1.15.2"
 	AWSProviderLTS = "v1.14.3"
 )
 

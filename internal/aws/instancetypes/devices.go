@@ -49,10 +49,10 @@ var gpuFamilies = map[string]struct {
 	"g6":      {"L4", 22888, gpuModel{"NVIDIA L4", "Ada Lovelace", "8.9", 23034, "Nvidia"}},
 	"gr6":     {"L4", 22888, gpuModel{"NVIDIA L4", "Ada Lovelace", "8.9", 23034, "Nvidia"}},
 	"g6e":     {"L40S", 45776, gpuModel{"NVIDIA L40S", "Ada Lovelace", "8.9", 46068, "Nvidia"}},
-	"g7e":     {"RTX PRO 6000", 97871, gpuModel{"NVIDIA RTX PRO 6000 Blackwell Server Edition", "Blackwell", "12.0", 0, "Nvidia"}},
+	"g7e":     {"RTX PRO Server 6000", 97871, gpuModel{"NVIDIA RTX PRO 6000 Blackwell Server Edition", "Blackwell", "12.0", 97280, "Nvidia"}},
 	"p3":      {"V100", 16384, gpuModel{"Tesla V100-SXM2-16GB", "Volta", "7.0", 0, "Tesla"}},
 	"p3dn":    {"V100", 32768, gpuModel{"Tesla V100-SXM2-32GB", "Volta", "7.0", 32768, "Tesla"}},
-	"p4d":     {"A100", 40960, gpuModel{"NVIDIA A100-SXM4-40GB", "Ampere", "8.0", 40320, "Nvidia"}},
+	"p4d":     {"A100", 40960, gpuModel{"NVIDIA A100-SXM4-40GB", "Ampere", "8.0", 40960, "Nvidia"}},
 	"p4de":    {"A100", 81920, gpuModel{"NVIDIA A100-SXM4-80GB", "Ampere", "8.0", 81920, "Nvidia"}},
 	"p5":      {"H100", 81920, gpuModel{"NVIDIA H100 80GB HBM3", "Hopper", "9.0", 81152, "Nvidia"}},
 	"p5e":     {"H200", 144384, gpuModel{"NVIDIA H200", "Hopper", "9.0", 143360, "Nvidia"}},
@@ -64,14 +64,6 @@ var gpuFamilies = map[string]struct {
 // where it differs from the virtualized ones (no memory kept back for the
 // hypervisor).
 var bareMetalGPUMiB = map[string]int64{"g5g": 16384}
-
-// fractionalGPUs are the types with part of an L4 (an NVIDIA vGPU
-// profile, which EC2 counts as no GPU): the profile's frame buffer in GiB.
-// The driver publishes one device, named for the profile (NVIDIA L4-3Q for
-// 3 GiB), with that memory.
-var fractionalGPUs = map[string]int64{
-	"g6f.large": 3, "g6f.xlarge": 3, "g6f.2xlarge": 6, "g6f.4xlarge": 12, "gr6f.4xlarge": 12,
-}
 
 // neuronFamilies are the Inferentia and Trainium families: EC2's name for
 // their Neuron device and how many each size has.
@@ -131,11 +123,8 @@ func devicesOf(s Spec, needs Needs) []scheduling.DeviceSet {
 	if s.GPU > 0 && a.GPUManufacturer == "NVIDIA" {
 		out = append(out, scheduling.DeviceSet{Driver: NVIDIADriver, Devices: nvidiaGPUs(s, a)})
 	}
-	if gib, ok := fractionalGPUs[s.Name]; ok {
-		out = append(out, scheduling.DeviceSet{Driver: NVIDIADriver, Devices: []resourcev1.Device{{Name: "gpu-0",
-			Attributes: nvidiaAttributes(0, gpuModel{product: fmt.Sprintf("NVIDIA L4-%dQ", gib), arch: "Ada Lovelace", compute: "8.9", brand: "NvidiaVWS"}),
-			Capacity:   map[resourcev1.QualifiedName]resourcev1.DeviceCapacity{"memory": {Value: *resource.NewQuantity(gib<<30, resource.BinarySI)}}}}})
-	}
+	// The fractional GPUs of g6f and gr6f (NVIDIA vGPU profiles, which
+	// EC2 counts as no GPU) are not published by the driver as GPUs.
 	if n, onRequest := efaOf(s, needs); n > 0 {
 		out = append(out, scheduling.DeviceSet{Driver: EFADriver, Devices: efaDevices(n, !efaWithoutRDMA[s.Name]), OnRequest: onRequest})
 	}

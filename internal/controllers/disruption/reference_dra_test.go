@@ -125,8 +125,7 @@ func (c *cluster) rbClaim(node, name string) func(*corev1.Pod) {
 }
 
 // rbHasGPU reports whether an instance type has a GPU the NVIDIA driver
-// publishes (the fractional L4s of g6f and gr6f too, which EC2 counts as
-// no GPU).
+// publishes.
 func rbHasGPU(it *scheduling.InstanceType) bool {
 	return slices.ContainsFunc(it.Devices, func(s scheduling.DeviceSet) bool { return s.Driver == "gpu.nvidia.com" && len(s.Devices) > 0 })
 }
