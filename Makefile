@@ -4,7 +4,7 @@ SHELL := /usr/bin/env bash -o pipefail
 GOLANGCI_LINT_VERSION := v2.15.0
 LINT := bin/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
-.PHONY: all build release docs test e2e-moto generate verify lint controlplane clean bench bench-e2e bench-reference bench-reference-speed crash sim image chart fuzz faults boot boot-golden
+.PHONY: all build release docs test e2e-moto generate verify lint controlplane clean bench bench-e2e bench-reference bench-reference-speed crash sim image chart fuzz faults boot boot-golden reference-newest catalog
 
 all: build
 
@@ -117,6 +117,17 @@ FUZZ_CORPUS ?= $(CURDIR)/bin/fuzz-corpus
 FUZZ_TARGETS := ./internal/scheduling:FuzzSolve ./internal/aws/boot/cloudinit:FuzzSplit ./internal/aws/boot/cloudinit:FuzzRead \
 	./internal/aws/boot/al2023:FuzzBootAL2023 ./internal/aws/userdata:FuzzValidate ./internal/aws/interruption:FuzzParse \
 	./internal/tools/whatif:FuzzLoad ./internal/state:FuzzClaimSelectors ./internal/aws/boot/al2:FuzzBootAL2 ./internal/aws/boot/bottlerocket:FuzzBoot
+
+catalog: ## Regenerate the embedded instance type catalog: EC2's DescribeInstanceTypes records (as moto keeps them; pip install 'moto[server]') and the reference's published network tables, then the price table for its types
+	go run ./hack/catalog
+	go run ./hack/prices > internal/aws/instancetypes/prices.json.new && mv internal/aws/instancetypes/prices.json.new internal/aws/instancetypes/prices.json
+
+reference-newest: ## Check nodewright against the newest release of the reference the Go module proxy serves (its CRDs, examples, instance type computation and device records), and say what changed from the pinned one
+	@newest=$$(cd /tmp && GOTOOLCHAIN=go1.27.3 GOFLAGS=-mod=mod go list -m -versions github.com/aws/karpenter-provider-aws | tr ' ' '\n' | tail -1); \
+	pinned=$$(sed -n 's/.*NODEWRIGHT_REFERENCE"), "\(v[0-9.]*\)").*/\1/p' internal/referencetest/module.go); \
+	echo "newest release $$newest, pinned $$pinned"; \
+	NODEWRIGHT_REFERENCE=$$newest go test -count=1 -run 'TestCRDsAreTheReferences|TestDevicesAreTheReferences|TestInstanceTypesAsTheReferenceComputesThem|TestWellKnownLabelsAdmitTheReferencesTypes|TestReferenceExamples' \
+		./api/crds ./internal/aws/instancetypes ./internal/tools/whatif
 
 BOOT_CASES ?= 5000
 boot: ## Run BOOT_CASES generated user data through the boot models and the real components (bash, bootstrap.sh's and nodeadm's outcomes, the kubelet's flag handling) and print the agreement

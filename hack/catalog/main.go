@@ -47,8 +47,9 @@ func main() {
 	reference := flag.String("reference", "", "the reference's AWS provider module directory (default: downloaded through the Go module proxy)")
 	out := flag.String("out", "internal/aws/instancetypes", "where to write the catalog")
 	flag.Parse()
+	motoVersion := "a copy given with -moto"
 	if *motoRecords == "" {
-		*motoRecords = installedMoto()
+		*motoRecords, motoVersion = installedMoto()
 	}
 	if *reference == "" {
 		*reference = referenceModule()
@@ -60,8 +61,8 @@ func main() {
 	records, missing := recordsFor(*motoRecords, prices.OnDemand)
 	network := networkTables(filepath.Join(*reference, "pkg", "providers", "instancetype"))
 	catalog := map[string]any{
-		"source": fmt.Sprintf("EC2 DescribeInstanceTypes records (as moto keeps them, %s) of the %d instance types priced in us-east-1; network tables from EC2's published specifications, as github.com/aws/karpenter-provider-aws %s generates them",
-			filepath.Base(filepath.Dir(filepath.Dir(filepath.Dir(*motoRecords)))), len(records), referenceVersion),
+		"source": fmt.Sprintf("EC2 DescribeInstanceTypes records (as moto %s keeps them) of the %d instance types priced in us-east-1; network tables from EC2's published specifications, as github.com/aws/karpenter-provider-aws %s generates them",
+			motoVersion, len(records), referenceVersion),
 		"instanceTypes": records,
 	}
 	writeGzip(filepath.Join(*out, "ec2-instance-types.json.gz"), catalog)
@@ -69,13 +70,15 @@ func main() {
 	log.Printf("%d instance types; priced but not described (retired): %s", len(records), strings.Join(missing, ", "))
 }
 
-// installedMoto is the instance type records of the moto python3 imports.
-func installedMoto() string {
-	out, err := exec.Command("python3", "-c", "import moto, os; print(os.path.join(os.path.dirname(moto.__file__), 'ec2', 'resources', 'instance_types.json.gz'))").Output()
+// installedMoto is the instance type records of the moto python3
+// imports, and its version.
+func installedMoto() (path, version string) {
+	out, err := exec.Command("python3", "-c", "import moto, os; print(os.path.join(os.path.dirname(moto.__file__), 'ec2', 'resources', 'instance_types.json.gz')); print(moto.__version__)").Output()
 	if err != nil {
 		log.Fatalf("finding moto's instance type records (pip install 'moto[server]'): %v", err)
 	}
-	return strings.TrimSpace(string(out))
+	path, version, _ = strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return path, version
 }
 
 // referenceModule downloads the reference's AWS provider module.

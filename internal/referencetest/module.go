@@ -5,6 +5,7 @@
 package referencetest
 
 import (
+	"cmp"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -20,9 +21,13 @@ const Toolchain = "go1.27.3"
 // checked against: the newest release and the long-term support line.
 const (
 	AWSProvider    = "github.com/aws/karpenter-provider-aws"
-	AWSProviderNew = "v1.15.2"
 	AWSProviderLTS = "v1.14.3"
 )
+
+// AWSProviderNew is the newest release checked against: v1.15.2, or the
+// release NODEWRIGHT_REFERENCE names (make reference-newest checks the
+// newest the module proxy serves).
+var AWSProviderNew = cmp.Or(os.Getenv("NODEWRIGHT_REFERENCE"), "v1.15.2")
 
 // ModuleDir downloads module@version through the module proxy (once: the
 // module cache keeps it) and returns its directory.

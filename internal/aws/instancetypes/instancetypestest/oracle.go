@@ -21,7 +21,7 @@ import (
 
 // Reference is the release of the reference's AWS provider whose
 // instance type computation nodewright's is compared with.
-const Reference = referencetest.AWSProviderNew
+var Reference = referencetest.AWSProviderNew
 
 // Input is one instance type under one EC2NodeClass, as the oracle reads
 // it.
