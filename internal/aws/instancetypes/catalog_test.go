@@ -1,6 +1,8 @@
 package instancetypes
 
 import (
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/nodewright/nodewright/internal/aws/kubeletconfig"
@@ -120,4 +122,34 @@ func TestEFACapacity(t *testing.T) {
 			t.Errorf("%s: %s %s, want %s", name, EFAResource, got.String(), want)
 		}
 	}
+}
+
+// The Scheduling labels page lists every label the catalog's types carry.
+func TestSchedulingPageListsEveryLabel(t *testing.T) {
+	page, err := os.ReadFile("../../../docs/concepts/scheduling.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, needs := range []Needs{{}, {Windows: true, WindowsBuild: "10.0.20348"}} {
+		for _, it := range InstanceTypes(mustCatalog(t), Options{Zones: []string{"eu-west-1a"}, ZoneIDs: map[string]string{"eu-west-1a": "euw1-az3"}, Needs: needs}) {
+			for key := range it.Requirements {
+				seen[key] = true
+			}
+		}
+	}
+	for key := range seen {
+		if !strings.Contains(string(page), "`"+key+"`") {
+			t.Errorf("docs/concepts/scheduling.md does not list %s", key)
+		}
+	}
+}
+
+func mustCatalog(t *testing.T) []Spec {
+	t.Helper()
+	specs, err := Catalog()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return specs
 }
