@@ -87,6 +87,9 @@ type Config struct {
 	// pods (--reserved-enis, custom networking).
 	VMMemoryOverheadPercent float64
 	ReservedENIs            int
+	// IsolatedVPC: the cluster's VPC reaches only AWS services with a VPC
+	// endpoint, so the Pricing API is not called (--isolated-vpc).
+	IsolatedVPC bool
 	// BatchIdle and BatchMax bound the provisioner's batching window.
 	BatchIdle, BatchMax time.Duration
 	// UnavailableOfferingTTL is how long an offering that ran out of
@@ -360,7 +363,7 @@ func newWiring(ctx context.Context, mgr manager.Manager, cfg Config, clouds Clou
 		VMMemoryOverheadPercent: &cfg.VMMemoryOverheadPercent,
 		ReservedENIs:            cfg.ReservedENIs,
 		Types: &instancetypes.Cache{
-			Provider: &instancetypes.Provider{EC2: clouds.EC2, Pricing: clouds.Pricing, Region: cfg.Region, Clock: clk},
+			Provider: &instancetypes.Provider{EC2: clouds.EC2, Pricing: clouds.Pricing, Region: cfg.Region, Clock: clk, IsolatedVPC: cfg.IsolatedVPC},
 			Clock:    clk, TTL: cfg.InstanceTypeTTL,
 		},
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/pricing"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/nodewright/nodewright/internal/aws/instancetypes"
@@ -122,5 +123,37 @@ func TestBuiltInPricesAreTheCatalogs(t *testing.T) {
 	}
 	if n == 0 || len(table.OnDemand) != n {
 		t.Errorf("built-in table has %d prices, the catalog %d: run make generate", len(table.OnDemand), n)
+	}
+}
+
+// noPricing fails the test when the Pricing API is called.
+type noPricing struct{ t *testing.T }
+
+func (n noPricing) GetProducts(context.Context, *pricing.GetProductsInput, ...func(*pricing.Options)) (*pricing.GetProductsOutput, error) {
+	n.t.Error("the Pricing API was called from an isolated VPC")
+	return nil, errors.New("no route to api.pricing.us-east-1.amazonaws.com")
+}
+
+// In an isolated VPC the Pricing API, which has no VPC endpoint, is never
+// called: on-demand prices are the built-in table's, without an error, and
+// spot prices still come from EC2.
+func TestIsolatedVPCUsesTheBuiltInPrices(t *testing.T) {
+	account := simaws.NewAccount()
+	account.Seed()
+	p := &instancetypes.Provider{EC2: account.EC2(), Pricing: noPricing{t}, Region: "us-east-1", IsolatedVPC: true,
+		Clock: clocktesting.NewFakeClock(time.Date(2026, 11, 25, 6, 0, 0, 0, time.UTC))}
+	specs, err := p.Specs(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	table, _, _ := instancetypes.BuiltInPrices("us-east-1")
+	for _, s := range specs {
+		if s.Name == "m5.large" && s.OnDemand != table.OnDemand["m5.large"] {
+			t.Errorf("m5.large on-demand %v; want the built-in %v", s.OnDemand, table.OnDemand["m5.large"])
+		}
+	}
+	st := p.Prices()
+	if st.OnDemand.Source != instancetypes.PricesBuiltIn || st.OnDemand.Err != nil || st.Spot.Source != instancetypes.PricesFromAPI {
+		t.Errorf("price status %+v; want built-in on-demand prices without an error, spot from the API", st)
 	}
 }

@@ -38,6 +38,10 @@ type Provider struct {
 	Pricing pricingAPI
 	Region  string
 	Clock   clock.PassiveClock
+	// IsolatedVPC: the Pricing API cannot be reached (it has no VPC
+	// endpoint), so on-demand prices are the built-in table's
+	// (--isolated-vpc).
+	IsolatedVPC bool
 
 	mu                     sync.Mutex
 	lastOnDemand, lastSpot map[string]float64
@@ -137,8 +141,14 @@ func (p *Provider) readPrices(ctx context.Context, fetch func(context.Context) (
 // currentOnDemand reads the on-demand prices, falling back to the last
 // answer, then to the built-in table.
 func (p *Provider) currentOnDemand(ctx context.Context) (map[string]float64, error) {
-	prices, err := p.readPrices(ctx, p.onDemandPrices, &p.lastOnDemand, &p.status.OnDemand)
-	if prices != nil {
+	var prices map[string]float64
+	var err error
+	if p.IsolatedVPC {
+		// The Pricing API has no VPC endpoint: the built-in table it is.
+		p.mu.Lock()
+		p.status.OnDemand.set(PricesBuiltIn, p.now(), nil)
+		p.mu.Unlock()
+	} else if prices, err = p.readPrices(ctx, p.onDemandPrices, &p.lastOnDemand, &p.status.OnDemand); prices != nil {
 		return prices, nil
 	}
 	table, region, terr := BuiltInPrices(p.Region)

@@ -138,6 +138,8 @@ control plane.`,
 		"the share of an instance's memory its VM keeps from the node (0.075 is 7.5%), taken from every instance type's memory (environment VM_MEMORY_OVERHEAD_PERCENT)")
 	f.IntVar(&cfg.ReservedENIs, "reserved-enis", envInt("RESERVED_ENIS", 0),
 		"network interfaces of the default card the VPC CNI does not give pods (custom networking), taken from every instance type's pod limit (environment RESERVED_ENIS)")
+	f.BoolVar(&cfg.IsolatedVPC, "isolated-vpc", envBool("ISOLATED_VPC", false),
+		"the cluster's VPC reaches only AWS services with a VPC endpoint: on-demand prices come from the built-in table, the Pricing API (which has none) is not called (environment ISOLATED_VPC)")
 	f.BoolVar(&cfg.NominatePods, "nominate-pods", cfg.NominatePods, "set pending pods' status.nominatedNodeName to the node planned for them, so kube-scheduler follows the plan")
 	f.IntVar(&cfg.NominatePodsMax, "nominate-pods-max", cfg.NominatePodsMax, "nominate pods only while at most this many wait for a node (0: no limit); nominated pods slow each of kube-scheduler's attempts down")
 	f.BoolVar(&cfg.SkipUserDataValidation, "unsafe-skip-userdata-validation", false, "launch nodes even when their user data would keep them from registering")

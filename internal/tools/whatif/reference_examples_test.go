@@ -165,4 +165,3 @@ func firstOf(set map[string]bool, n int) []string {
 	sort.Strings(out)
 	return out[:min(n, len(out))]
 }
-
