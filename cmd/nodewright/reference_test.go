@@ -16,7 +16,9 @@ import (
 	"github.com/spf13/cobra/doc"
 	yamlv3 "gopkg.in/yaml.v3"
 
+	"github.com/nodewright/nodewright/internal/aws/instancetypes"
 	"github.com/nodewright/nodewright/internal/metrics"
+	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/tools/doctor"
 )
 
@@ -95,7 +97,57 @@ func reference() (map[string]string, error) {
 	if files["chart-values.md"], err = chartValuesReference(); err != nil {
 		return nil, err
 	}
+	if files["instance-types.md"], err = instanceTypesReference(); err != nil {
+		return nil, err
+	}
 	return files, nil
+}
+
+// instanceTypesReference is every instance type of the built-in catalog
+// with its labels and resources, as an AL2023 node of the default
+// EC2NodeClass has them.
+func instanceTypesReference() (string, error) {
+	specs, err := instancetypes.Catalog()
+	if err != nil {
+		return "", err
+	}
+	types := instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: []string{"us-east-1a"}})
+	label := func(it *scheduling.InstanceType, key string) string {
+		if r, ok := it.Requirements[key]; ok {
+			return strings.Join(r.Values(), ", ")
+		}
+		return ""
+	}
+	g := "karpenter.k8s.aws/instance-"
+	var b strings.Builder
+	b.WriteString("# Instance types\n\n" + generated)
+	b.WriteString("Every instance type of the built-in catalog (EC2's DescribeInstanceTypes\n" +
+		"records; see [Scheduling labels](../concepts/scheduling.md)), as a node of\n" +
+		"an AL2023 EC2NodeClass with its defaults has it: the\n" +
+		"`karpenter.k8s.aws/instance-*` labels (empty: the type has none) and its\n" +
+		"capacity and allocatable. The us-east-1 on-demand price is the built-in\n" +
+		"table's ($/h; none: not priced there).\n\n")
+	b.WriteString("| type | arch | cpu | memory MiB | cpu maker | MHz | GPU | GPU memory MiB | accelerator | local NVMe GB | network Mbps | EBS Mbps | capacity | allocatable | $/h |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for i, it := range types {
+		gpu := ""
+		if n := label(it, g+"gpu-count"); n != "" {
+			gpu = n + " × " + label(it, g+"gpu-name")
+		}
+		accel := ""
+		if n := label(it, g+"accelerator-count"); n != "" {
+			accel = n + " × " + label(it, g+"accelerator-name")
+		}
+		price := "none"
+		if specs[i].OnDemand > 0 {
+			price = fmt.Sprintf("%.4f", specs[i].OnDemand)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", it.Name, label(it, "kubernetes.io/arch"),
+			label(it, g+"cpu"), label(it, g+"memory"), label(it, g+"cpu-manufacturer"), label(it, g+"cpu-sustained-clock-speed-mhz"), gpu,
+			label(it, g+"gpu-memory"), accel, label(it, g+"local-nvme"), label(it, g+"network-bandwidth"), label(it, g+"ebs-bandwidth"),
+			it.Capacity, it.Allocatable, price)
+	}
+	return b.String(), nil
 }
 
 const generated = "<!-- Generated from the code by make docs; do not edit. -->\n\n"
