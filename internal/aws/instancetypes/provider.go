@@ -171,6 +171,9 @@ func (p *Provider) currentSpot(ctx context.Context, onDemand map[string]float64)
 	return func(instanceType, zone string) float64 { return prices[instanceType+"/"+zone] }
 }
 
+// FromRecord is the catalog entry of an instance type EC2 describes.
+func FromRecord(info ec2types.InstanceTypeInfo) Spec { return specOf(info) }
+
 // specOf is the catalog entry of an instance type EC2 describes.
 func specOf(info ec2types.InstanceTypeInfo) Spec {
 	s := Spec{Name: string(info.InstanceType), BareMetal: aws.ToBool(info.BareMetal), Hypervisor: string(info.Hypervisor), Info: &info,
@@ -232,7 +235,7 @@ func setNetwork(s *Spec, ni *ec2types.NetworkInfo) {
 	s.MaxENIs = int64(aws.ToInt32(ni.MaximumNetworkInterfaces))
 	s.IPv4PerENI = int64(aws.ToInt32(ni.Ipv4AddressesPerInterface))
 	s.NetworkCards = max(1, int64(aws.ToInt32(ni.MaximumNetworkCards)))
-	if efa := ni.EfaInfo; efa != nil && aws.ToBool(ni.EfaSupported) {
+	if efa := ni.EfaInfo; efa != nil { // as the reference reads it, whatever EfaSupported says
 		s.MaxEFA = int64(aws.ToInt32(efa.MaximumEfaInterfaces))
 	}
 }

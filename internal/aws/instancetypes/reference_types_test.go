@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/utils/ptr"
@@ -303,4 +304,36 @@ func TestWellKnownLabelsAdmitTheReferencesTypes(t *testing.T) {
 	for p, probe := range wellKnownProbes {
 		t.Logf("%s %s %v: %d types", probe[0].Key, probe[0].Operator, probe[0].Values, admittedBoth[p])
 	}
+}
+
+// TestReferenceTestRecordsAsTheReferenceComputesThem: the
+// DescribeInstanceTypes records the reference's own tests use (its
+// pkg/fake), read as nodewright reads a live answer, give the labels,
+// capacity and allocatable its code gives them.
+func TestReferenceTestRecordsAsTheReferenceComputesThem(t *testing.T) {
+	records := instancetypestest.FakeRecords(t)
+	zones := []string{"us-west-2a", "us-west-2b"}
+	var inputs []instancetypestest.Input
+	var specs []instancetypes.Spec
+	for _, raw := range records {
+		var info ec2types.InstanceTypeInfo
+		if err := json.Unmarshal(raw, &info); err != nil {
+			t.Fatal(err)
+		}
+		s := instancetypes.FromRecord(info)
+		s.OnDemand = 1 // priced, so offered as the reference offers it
+		specs = append(specs, s)
+		inputs = append(inputs, instancetypestest.Input{Info: raw, Region: "us-west-2", Zones: zones,
+			ZoneInfo: []map[string]string{{"zone": zones[0], "zoneID": "usw2-az1"}, {"zone": zones[1], "zoneID": "usw2-az2"}}, AMIFamily: awsv1.AMIFamilyAL2023, VMMemoryOverheadPercent: 0.075})
+	}
+	ours := instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: zones, ZoneIDs: map[string]string{zones[0]: "usw2-az1", zones[1]: "usw2-az2"}})
+	agree := 0
+	for i, ref := range instancetypestest.Run(t, inputs) {
+		if diffs := compareType(ref, ours[i]); len(diffs) > 0 {
+			t.Errorf("%s:\n  %s", ref.Name, strings.Join(diffs, "\n  "))
+			continue
+		}
+		agree++
+	}
+	t.Logf("%d of %d of the reference's test records agree", agree, len(records))
 }

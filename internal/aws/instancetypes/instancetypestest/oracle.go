@@ -76,6 +76,21 @@ func oracle(t testing.TB) string {
 		Toolchain: referencetest.Toolchain, TestDepsMissing: true}.Build(t)
 }
 
+// FakeRecords are the DescribeInstanceTypes records the reference's own
+// tests use (its pkg/fake), as JSON.
+func FakeRecords(t testing.TB) []json.RawMessage {
+	t.Helper()
+	out, err := exec.CommandContext(t.Context(), oracle(t), "fake-records").Output() //nolint:gosec // the oracle built above
+	if err != nil {
+		t.Fatalf("the reference's test records: %v", err)
+	}
+	var records []json.RawMessage
+	if err := json.Unmarshal(out, &records); err != nil {
+		t.Fatal(err)
+	}
+	return records
+}
+
 // Run computes the inputs with the reference's code, in one run of the
 // oracle.
 func Run(t testing.TB, inputs []Input) []Output {

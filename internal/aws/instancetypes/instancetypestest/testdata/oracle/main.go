@@ -9,10 +9,12 @@ import (
 	"encoding/json"
 	"os"
 
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
+	"github.com/aws/karpenter-provider-aws/pkg/fake"
 	"github.com/aws/karpenter-provider-aws/pkg/operator/options"
 	"github.com/aws/karpenter-provider-aws/pkg/providers/instancetype"
 	"sigs.k8s.io/karpenter/pkg/scheduling"
@@ -58,6 +60,17 @@ type output struct {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "fake-records" {
+		// The DescribeInstanceTypes records the reference's own tests use.
+		out, err := fake.NewEC2API().DescribeInstanceTypes(context.Background(), &ec2.DescribeInstanceTypesInput{})
+		if err != nil {
+			panic(err)
+		}
+		if err := json.NewEncoder(os.Stdout).Encode(out.InstanceTypes); err != nil {
+			panic(err)
+		}
+		return
+	}
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 1<<20), 1<<26)
 	out := json.NewEncoder(os.Stdout)
