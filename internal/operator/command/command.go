@@ -83,6 +83,9 @@ control plane.`,
 				return err
 			}
 			InstallLogger(log)
+			for _, w := range unreadKarpenterSettings(os.Environ()) {
+				log.Info(w, "level", "warning")
+			}
 			rc, err := ctrlconfig.GetConfig()
 			if err != nil {
 				return fmt.Errorf("reading the kubeconfig: %w", err)
@@ -301,6 +304,51 @@ func envBool(name string, def bool) bool {
 		return v
 	}
 	return def
+}
+
+// karpenterSettings are the environment variables Karpenter reads that
+// nodewright does not, with what to use instead ("" when nothing is
+// needed); those it reads (IGNORE_DRA_REQUESTS, ISOLATED_VPC,
+// VM_MEMORY_OVERHEAD_PERCENT, RESERVED_ENIS) are not listed.
+var karpenterSettings = map[string]string{
+	"CLUSTER_NAME": "--cluster-name", "CLUSTER_ENDPOINT": "--cluster-endpoint", "CLUSTER_CA_BUNDLE": "",
+	"INTERRUPTION_QUEUE": "--interruption-queue", "BATCH_IDLE_DURATION": "--batch-idle", "BATCH_MAX_DURATION": "--batch-max",
+	"KUBE_CLIENT_QPS": "--kube-client-qps", "KUBE_CLIENT_BURST": "--kube-client-burst", "LOG_LEVEL": "--log-level",
+	"FEATURE_GATES": "--feature-gates", "AWS_FEATURE_GATES": "--aws-feature-gates", "SCHEDULER_CONFIG": "--scheduler-config",
+	"LEGACY_NODE_REPAIR": "--legacy-node-repair", "ENABLE_PROFILING": "--enable-profiling", "METRICS_PORT": "--metrics-addr",
+	"HEALTH_PROBE_PORT": "--health-addr", "LEADER_ELECTION_NAMESPACE": "--leader-election-namespace", "DISABLE_LEADER_ELECTION": "--leader-elect=false",
+	"MIN_VALUES_POLICY": "nothing yet: minValues is always strict", "PREFERENCE_POLICY": "nothing yet: preferences are always respected",
+	"EKS_CONTROL_PLANE": "nothing yet", "ENABLE_ZONAL_SHIFT": "nothing yet",
+	"AMI_REFRESH_INTERVAL": "", "SUBNET_REFRESH_INTERVAL": "", "SECURITY_GROUP_REFRESH_INTERVAL": "", "DISABLE_DRY_RUN": "",
+	"LEADER_ELECTION_NAME": "", "LOG_OUTPUT_PATHS": "", "LOG_ERROR_OUTPUT_PATHS": "", "MEMORY_LIMIT": "", "CPU_REQUESTS": "",
+	"KARPENTER_SERVICE": "", "DISABLE_CONTROLLER_WARMUP": "", "DISABLE_CLUSTER_STATE_OBSERVABILITY": "",
+}
+
+// unreadKarpenterSettings say which of Karpenter's settings the
+// environment sets that nodewright does not read, and what to use
+// instead: a Karpenter Deployment's environment moved over as it is is
+// named, not silently ignored.
+func unreadKarpenterSettings(environ []string) []string {
+	var out []string
+	for _, kv := range environ {
+		name, value, _ := strings.Cut(kv, "=")
+		instead, known := karpenterSettings[name]
+		if !known || value == "" {
+			continue
+		}
+		msg := fmt.Sprintf("environment %s is one of Karpenter's settings, which nodewright does not read", name)
+		switch {
+		case strings.HasPrefix(instead, "--"):
+			msg += "; use " + instead
+		case instead != "":
+			msg += "; its counterpart: " + instead
+		default:
+			msg += "; nodewright needs no counterpart"
+		}
+		out = append(out, msg+" (docs/compatibility.md, Settings)")
+	}
+	slices.Sort(out)
+	return out
 }
 
 // envFloat and envInt are flags' defaults from the environment.

@@ -128,3 +128,19 @@ func TestInstanceTypeSettingsAreChecked(t *testing.T) {
 		t.Errorf("the defaults: %v", err)
 	}
 }
+
+// Karpenter's settings left in the environment (a Deployment moved over
+// as it is) are named with what to use instead, not silently ignored;
+// those nodewright reads, and other variables, are not.
+func TestKarpenterSettingsInTheEnvironmentAreNamed(t *testing.T) {
+	got := unreadKarpenterSettings([]string{"MIN_VALUES_POLICY=BestEffort", "CLUSTER_NAME=prod-eu", "RESERVED_ENIS=1", "HOME=/root", "LOG_OUTPUT_PATHS=stdout", "PREFERENCE_POLICY="})
+	if len(got) != 3 {
+		t.Fatalf("warnings %q; want three", got)
+	}
+	for i, want := range []string{"CLUSTER_NAME is one of Karpenter's settings, which nodewright does not read; use --cluster-name",
+		"LOG_OUTPUT_PATHS", "MIN_VALUES_POLICY is one of Karpenter's settings, which nodewright does not read; its counterpart: nothing yet"} {
+		if !strings.Contains(got[i], want) {
+			t.Errorf("warning %q lacks %q", got[i], want)
+		}
+	}
+}
