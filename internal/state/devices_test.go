@@ -107,8 +107,8 @@ func TestClaimsPlannedOntoTypesWithTheDevices(t *testing.T) {
 		want     []string // instance type:pods of each planned node
 		refused  string   // a fragment of the reason, when nothing fits
 	}{
-		"one GPU: the cheapest GPU type, not the cheapest type (an eighth of an L4)": {
-			requests: []resourcev1.DeviceRequest{request("gpu", "gpu.nvidia.com", 1)}, pods: 1, want: []string{"g6f.large:1"}},
+		"one GPU: the cheapest GPU type, not the cheapest type (g6f's fractional L4s are not published as GPUs)": {
+			requests: []resourcev1.DeviceRequest{request("gpu", "gpu.nvidia.com", 1)}, pods: 1, want: []string{"g5g.xlarge:1"}},
 		"one whole GPU: the cheapest with one": {
 			requests: []resourcev1.DeviceRequest{request("gpu", "gpu.nvidia.com", 1, "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('15Gi')) >= 0")}, pods: 1,
 			want: []string{"g5g.xlarge:1"}},
