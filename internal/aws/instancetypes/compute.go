@@ -331,14 +331,15 @@ func eniLimitedPods(info ec2types.InstanceTypeInfo, reserved int, needs Needs) i
 	return usable*(ips-1) + 2
 }
 
-// familyOf is the AMI family whose rules apply (when not known, Windows'
-// for Windows nodes, else AL2023's).
+// familyOf is the AMI family whose rules apply: Windows' for Windows
+// nodes, else the EC2NodeClass's (AL2023's when not known).
 func familyOf(needs Needs) string {
 	switch {
+	case needs.Windows && !awsv1.IsWindows(needs.Family):
+		// A Custom AMI booting Windows: its kubelet reserves as Windows'.
+		return awsv1.AMIFamilyWindows2022
 	case needs.Family != "":
 		return needs.Family
-	case needs.Windows:
-		return awsv1.AMIFamilyWindows2022
 	}
 	return awsv1.AMIFamilyAL2023
 }

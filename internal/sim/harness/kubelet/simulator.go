@@ -361,7 +361,7 @@ func (s *Simulator) nodeFor(inst simaws.Instance, providerID string, reg *Regist
 	// included); its kube-reserved was worked out by the bootstrap from
 	// the configuration's.
 	reserved := reg.Reserved
-	needs := instancetypes.Needs{Windows: reg.Windows && spec.Arch == "amd64", EphemeralStorage: launchedEphemeral(inst, family)}
+	needs := instancetypes.Needs{Windows: reg.Windows && spec.Arch == "amd64", EphemeralStorage: launchedEphemeral(inst, family), Family: family}
 	it := instancetypes.InstanceTypes([]instancetypes.Spec{spec}, instancetypes.Options{Zones: []string{zone}, Kubelet: &reserved, Needs: needs})[0]
 	capacity, allocatable := it.Capacity.List(), it.Allocatable.List()
 	for name, q := range allocatable {
