@@ -189,7 +189,7 @@ func convert(s Spec, opts Options) *scheduling.InstanceType {
 	capacity := capacityOf(s, info, opts)
 	it := &scheduling.InstanceType{
 		Name:         s.Name,
-		Requirements: requirementsOf(s, info, opts),
+		Requirements: requirementsOf(info, opts),
 		Capacity:     capacity,
 		Allocatable:  capacity.Sub(overhead(info, capacity, opts)),
 		Devices:      devicesOf(s, opts.Needs),

@@ -53,12 +53,12 @@ var typeName = regexp.MustCompile(`(^[a-z]+)(\-[0-9]+tb)?([0-9]+).*\.`)
 
 // requirementsOf are the type's requirements: its labels, each with the
 // one value EC2's record gives it (absent where the record says nothing).
-func requirementsOf(s Spec, info ec2types.InstanceTypeInfo, opts Options) scheduling.Requirements {
-	return scheduling.LabelRequirements(labelsOf(s, info, opts))
+func requirementsOf(info ec2types.InstanceTypeInfo, opts Options) scheduling.Requirements {
+	return scheduling.LabelRequirements(labelsOf(info, opts))
 }
 
 // labelsOf are the well-known labels of a node of the type.
-func labelsOf(s Spec, info ec2types.InstanceTypeInfo, opts Options) map[string]string {
+func labelsOf(info ec2types.InstanceTypeInfo, opts Options) map[string]string {
 	name := string(info.InstanceType)
 	g := awsv1.Group
 	labels := map[string]string{
@@ -253,8 +253,8 @@ func gpusBy(info ec2types.InstanceTypeInfo, maker string) int64 {
 
 const mib = 1 << 20
 
-// InstanceStorePolicyRAID0: the instance store disks are one RAID0
-// array, the kubelet's and the containers' storage.
+// InstanceStorePolicyRAID0 is the policy under which the instance store
+// disks are one RAID0 array, the kubelet's and the containers' storage.
 const InstanceStorePolicyRAID0 = "RAID0"
 
 // memoryOf is the memory a node reports: the type's (less 64Mi a
