@@ -171,9 +171,6 @@ func (p *Provider) currentSpot(ctx context.Context, onDemand map[string]float64)
 	return func(instanceType, zone string) float64 { return prices[instanceType+"/"+zone] }
 }
 
-// FromRecord is the catalog entry of an instance type EC2 describes.
-func FromRecord(info ec2types.InstanceTypeInfo) Spec { return specOf(info) }
-
 // specOf is the catalog entry of an instance type EC2 describes.
 func specOf(info ec2types.InstanceTypeInfo) Spec {
 	s := Spec{Name: string(info.InstanceType), BareMetal: aws.ToBool(info.BareMetal), Hypervisor: string(info.Hypervisor), Info: &info,

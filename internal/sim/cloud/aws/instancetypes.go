@@ -45,7 +45,7 @@ func (e *EC2) DescribeInstanceTypes(ctx context.Context, in *ec2.DescribeInstanc
 		if len(in.InstanceTypes) > 0 && !containsType(in.InstanceTypes, s.Name) {
 			continue
 		}
-		out.InstanceTypes = append(out.InstanceTypes, typeInfo(s))
+		out.InstanceTypes = append(out.InstanceTypes, s.Record())
 	}
 	return out, nil
 }
@@ -58,9 +58,6 @@ func containsType(list []ec2types.InstanceType, name string) bool {
 	}
 	return false
 }
-
-// typeInfo is the type's DescribeInstanceTypes record, as EC2 answers it.
-func typeInfo(s instancetypes.Spec) ec2types.InstanceTypeInfo { return s.Record() }
 
 // DescribeInstanceTypeOfferings lists the priced instance types in every
 // zone (location type availability-zone).
