@@ -37,6 +37,10 @@ const (
 	// drivers whose devices a NodeClaim was launched for: it is not
 	// initialized before each has published its node's devices.
 	AnnotationRequestedDRADrivers = Group + "/requested-dra-drivers"
+	// AnnotationMinValuesRelaxed is "true" on a NodeClaim opened with
+	// fewer instance-type values than its NodePool's minValues asks
+	// (--min-values-policy=BestEffort), "false" on the others.
+	AnnotationMinValuesRelaxed = Group + "/nodeclaim-min-values-relaxed"
 	// AnnotationDoNotRepair "true" on a Node or its NodeClaim keeps node
 	// repair from replacing it, however long it is unhealthy.
 	AnnotationDoNotRepair = Group + "/do-not-repair"

@@ -79,7 +79,7 @@ Exit status 2 when any finding is an error, 1 when doctor could not run.`,
 	f.StringVar(&fl.accountID, "account-id", "", "AWS account ID for the ARNs in fixes (default: the EKS cluster's, else aws-auth's)")
 	f.StringVar(&fl.simState, "sim-state", "", "the simulated account's saved state (--cloud sim; default: "+simaws.StateFile+" beside the kubeconfig)")
 	f.DurationVar(&fl.grace, "grace", doctor.DefaultGrace, "how long a node may keep a taint another component removes before it is reported")
-	draFlag(cmd)
+	decisionFlags(cmd)
 	return cmd
 }
 
@@ -116,11 +116,9 @@ func runDoctor(cmd *cobra.Command, fl doctorFlags) error {
 		}
 		in.FromCluster = true
 	}
-	ignoreDRA, err := cmd.Flags().GetBool("ignore-dra-requests")
-	if err != nil {
+	if err := readSettings(cmd, in.Objects); err != nil {
 		return err
 	}
-	in.Objects.IgnoreDRARequests = ignoreDRA
 	cloud, err := doctorCloud(ctx, fl, kubeconfigPath)
 	if err != nil {
 		return err

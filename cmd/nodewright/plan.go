@@ -95,7 +95,7 @@ exits with status 2 (1 when it could not plan).`,
 	cmd.Flags().DurationVar(&timings.Termination, "termination-time", timings.Termination, "how long an instance takes to terminate, for the estimate")
 	cmd.Flags().StringVar(&schedulerConfig, "scheduler-config", "", "kube-scheduler's configuration file: pods that set no topology spread constraints are planned spread by its default constraints")
 	cmd.Flags().StringVar(&region, "region", "", "the AWS region to plan for: its zones where an EC2NodeClass's status names none (default: us-east-1, the built-in prices' region)")
-	draFlag(cmd)
+	decisionFlags(cmd)
 	completeValues(cmd, "cloud", "sim")
 	return cmd
 }

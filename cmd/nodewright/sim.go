@@ -92,6 +92,7 @@ is enough), or a manifest file.`,
 	f.StringVar(&fl.spotInterruptions, "spot-interruptions", "", "reclaim running spot instances at this rate, N/DURATION such as 1/2m: EC2 sends a rebalance recommendation and an interruption warning to the interruption queue, and the instance terminates after --interruption-notice (keeps going with --keep)")
 	f.DurationVar(&fl.interruptionNotice, "interruption-notice", runner.DefaultOptions().InterruptionNotice, "how long an interrupted instance runs after its warning (EC2: two minutes)")
 	f.StringArrayVar(&fl.noCapacity, "insufficient-capacity", nil, "an offering CAPACITY-TYPE:INSTANCE-TYPE:ZONE (such as spot:m5.large:us-east-1a; * for any type or zone, spot:*:* for no spot at all) that has no capacity; repeatable")
+	command.AddDecisionFlags(f)
 	return cmd
 }
 
@@ -118,6 +119,9 @@ func (fl *simFlags) run(cmd *cobra.Command) error {
 		return err
 	}
 	opts, closeLog, err := fl.options(assets)
+	if err == nil {
+		err = command.SetDecisions(&opts.Operator, cmd.Flags())
+	}
 	if err != nil {
 		return err
 	}

@@ -106,7 +106,7 @@ for every other node of a NodePool the one reason it stays.`,
 	cmd.Flags().StringVar(&cloud, "cloud", "", "sim: resolve EC2NodeClasses in the simulated account of nodewright sim (default: from the input)")
 	cmd.Flags().StringVar(&schedulerConfig, "scheduler-config", "", "kube-scheduler's configuration file: pods that set no topology spread constraints are planned spread by its default constraints")
 	cmd.Flags().StringVar(&region, "region", "", "the AWS region to plan for: its zones where an EC2NodeClass's status names none (default: us-east-1, the built-in prices' region)")
-	draFlag(cmd)
+	decisionFlags(cmd)
 	cmd.Flags().BoolVar(&failUnschedulable, "fail-on-unschedulable", false, "exit with status 2 when a pod cannot be scheduled (for CI)")
 	completeValues(cmd, "cloud", "sim")
 	return cmd
@@ -151,7 +151,7 @@ func loadInput(cmd *cobra.Command, files []string, now, schedulerConfig string) 
 	if err != nil {
 		return nil, err
 	}
-	if objs.IgnoreDRARequests, err = cmd.Flags().GetBool("ignore-dra-requests"); err != nil {
+	if err := readSettings(cmd, objs); err != nil {
 		return nil, err
 	}
 	if objs.DefaultSpread, err = command.ReadSchedulerConfig(schedulerConfig); err != nil {
@@ -204,7 +204,3 @@ func warnSkipped(w io.Writer, skipped []whatif.Skipped) {
 	}
 }
 
-// draFlag is the controller's --ignore-dra-requests, to plan as it does.
-func draFlag(cmd *cobra.Command) {
-	cmd.Flags().Bool("ignore-dra-requests", false, "plan as the controller does with --ignore-dra-requests: nothing for pods with resource claims (DRA), Karpenter's default")
-}

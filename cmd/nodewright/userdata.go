@@ -44,6 +44,9 @@ and the command fails.`,
 			if err != nil {
 				return err
 			}
+			if err := readSettings(cmd, objs); err != nil {
+				return err
+			}
 			r, err := whatif.RenderUserData(objs, nodePool, instanceType, cluster)
 			if err != nil {
 				return err
@@ -71,6 +74,7 @@ and the command fails.`,
 	cmd.Flags().StringVar(&cluster.Endpoint, "cluster-endpoint", "", "the API server's URL, https://... (required)")
 	cmd.Flags().StringVar(&cluster.CABundle, "cluster-ca", "", "the cluster's CA certificate, base64-encoded (aws eks describe-cluster --query cluster.certificateAuthority.data)")
 	cmd.Flags().StringVar(&serviceCIDR, "service-cidr", "172.20.0.0/16", "the cluster's Service CIDR (kube-dns is its .10)")
+	decisionFlags(cmd)
 	return cmd
 }
 

@@ -92,7 +92,7 @@ func (w *NodeClaims) Create(ctx context.Context, snap *state.Snapshot, planned [
 			mu.Lock()
 			done[i] = true
 			mu.Unlock()
-			w.Metrics.NodeClaimCreated(planned[i].NodePool, cmp.Or(w.Reason, "provisioned"))
+			w.Metrics.NodeClaimCreated(planned[i].NodePool, cmp.Or(w.Reason, "provisioned"), planned[i].MinValuesRelaxed != "")
 			if created != nil {
 				created(nc, planned[i])
 			}

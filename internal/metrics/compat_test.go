@@ -21,8 +21,9 @@ func TestReferenceSeries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.NodeClaimCreated("default", "provisioned")
-	m.NodeClaimCreated("default", "Drifted")
+	m.NodeClaimCreated("default", "provisioned", false)
+	m.NodeClaimCreated("default", "provisioned", true)
+	m.NodeClaimCreated("default", "Drifted", false)
 	m.NodeClaimRegistered("default", "us-east-1a", time.Second)
 	m.NodeClaimTerminated("default", "spot", "us-east-1a", true, 90*time.Second)
 	m.NodeClaimTerminated("default", "spot", "us-east-1b", false, 0)
@@ -52,6 +53,7 @@ func TestReferenceSeries(t *testing.T) {
 # TYPE karpenter_nodeclaims_created_total counter
 karpenter_nodeclaims_created_total{min_values_relaxed="false",nodepool="default",reason="drifted"} 1
 karpenter_nodeclaims_created_total{min_values_relaxed="false",nodepool="default",reason="provisioned"} 1
+karpenter_nodeclaims_created_total{min_values_relaxed="true",nodepool="default",reason="provisioned"} 1
 # HELP karpenter_nodeclaims_disrupted_total NodeClaims disruption deleted, by reason, NodePool, capacity type, consolidation policy and termination mode.
 # TYPE karpenter_nodeclaims_disrupted_total counter
 karpenter_nodeclaims_disrupted_total{capacity_type="spot",consolidation_policy="WhenEmptyOrUnderutilized",nodepool="default",reason="drifted",termination_mode="graceful"} 1

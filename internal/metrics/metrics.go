@@ -4,6 +4,7 @@ package metrics
 
 import (
 	"errors"
+	"strconv"
 	"sync"
 	"time"
 
@@ -184,11 +185,12 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C, errp *erro
 }
 
 // NodeClaimCreated counts a NodeClaim created, and why: "provisioned",
-// or the disruption reason of a replacement.
-func (m *Metrics) NodeClaimCreated(pool, reason string) {
+// or the disruption reason of a replacement; minValuesRelaxed says whether
+// it asks fewer values than its NodePool's minValues.
+func (m *Metrics) NodeClaimCreated(pool, reason string, minValuesRelaxed bool) {
 	if m != nil {
 		m.created.WithLabelValues(pool).Inc()
-		m.compat.nodeclaimsCreated.WithLabelValues(ReasonLabel(reason), pool, "false").Inc()
+		m.compat.nodeclaimsCreated.WithLabelValues(ReasonLabel(reason), pool, strconv.FormatBool(minValuesRelaxed)).Inc()
 	}
 }
 

@@ -81,6 +81,10 @@ type Config struct {
 	// IgnoreDRARequests leaves pods with resource claims unplanned
 	// (--ignore-dra-requests, Karpenter's default).
 	IgnoreDRARequests bool
+	// Policy is how NodePools' minValues and pods' preferences are read
+	// (--min-values-policy, --preference-policy), in provisioning, static
+	// NodePools and disruption alike.
+	Policy scheduling.Policy
 	// VMMemoryOverheadPercent is the share of an instance's memory the
 	// VM keeps from the node (--vm-memory-overhead-percent); ReservedENIs
 	// are the default network card's interfaces the VPC CNI does not give
@@ -440,14 +444,14 @@ func (w *wiring) deciders(context.Context) error {
 	prov := &provisioning.Provisioner{
 		Client: w.cached, NodeClasses: w.cloud, Recorder: w.recorder,
 		Batcher: provisioning.NewBatcher(w.cfg.BatchIdle, w.cfg.BatchMax, w.clk), Retry: 2 * time.Second, Clock: w.clk, Metrics: w.metrics, Log: w.log.WithName("provisioner"),
-		Registrations: w.registrations, Nominator: w.nominator, DefaultSpread: w.cfg.DefaultSpread, IgnoreDRARequests: w.cfg.IgnoreDRARequests, Rooms: w.rooms, LaunchBatching: w.cfg.LaunchBatching,
+		Registrations: w.registrations, Nominator: w.nominator, DefaultSpread: w.cfg.DefaultSpread, IgnoreDRARequests: w.cfg.IgnoreDRARequests, Policy: w.cfg.Policy, Rooms: w.rooms, LaunchBatching: w.cfg.LaunchBatching,
 	}
 	if err := prov.SetupWithManager(w.mgr); err != nil {
 		return err
 	}
 	keeper := &static.Controller{
 		Client: w.cached, NodeClasses: w.cloud, Registrations: w.registrations, Recorder: w.recorder, Clock: w.clk,
-		Metrics: w.metrics, Log: w.log.WithName("static"), Retry: 30 * time.Second, LaunchBatching: w.cfg.LaunchBatching,
+		Metrics: w.metrics, Log: w.log.WithName("static"), Retry: 30 * time.Second, LaunchBatching: w.cfg.LaunchBatching, Policy: w.cfg.Policy,
 	}
 	if err := keeper.SetupWithManager(w.mgr); err != nil {
 		return err
@@ -455,6 +459,7 @@ func (w *wiring) deciders(context.Context) error {
 	dcfg := w.cfg.Disruption
 	dcfg.DefaultSpread = w.cfg.DefaultSpread
 	dcfg.IgnoreDRARequests = w.cfg.IgnoreDRARequests
+	dcfg.Policy = w.cfg.Policy
 	dcfg.PodDeletionCostManagement = w.cfg.PodDeletionCostManagement
 	dcfg.SpotToSpot = w.cfg.SpotToSpotConsolidation
 	if w.cfg.NodeRepair && !w.cfg.LegacyNodeRepair {

@@ -1,6 +1,8 @@
 package scheduling
 
 import (
+	"fmt"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -28,6 +30,67 @@ type Input struct {
 	Devices map[*corev1.Pod]*DeviceDemand
 	// DefaultSpread are the constraints pods that set none are spread by.
 	DefaultSpread SpreadDefaults
+	// Policy is how strictly NodePools' minValues and pods' preferences
+	// are read.
+	Policy Policy
+}
+
+// Policy is how strictly a decision reads what NodePools and pods ask
+// for beyond their requirements: Karpenter's --min-values-policy and
+// --preference-policy. The zero value is their defaults (Strict,
+// Respect).
+type Policy struct {
+	// RelaxMinValues (BestEffort) opens a NodeClaim on the instance types
+	// that fit when fewer distinct values remain than a NodePool's
+	// minValues asks, its minValues lowered to what they offer; Strict
+	// opens none.
+	RelaxMinValues bool
+	// IgnorePreferences (Ignore) reads pods by their required terms
+	// alone: preferred node affinity, preferred pod (anti-)affinity and
+	// spread constraints that are not DoNotSchedule do not count, nor do
+	// other pods' preferred anti-affinity.
+	IgnorePreferences bool
+}
+
+// Policy names, as Karpenter's settings spell them.
+const (
+	MinValuesStrict     = "Strict"
+	MinValuesBestEffort = "BestEffort"
+	PreferencesRespect  = "Respect"
+	PreferencesIgnore   = "Ignore"
+)
+
+// ParsePolicy reads the two settings as Karpenter spells them; "" is
+// the default.
+func ParsePolicy(minValues, preferences string) (Policy, error) {
+	var p Policy
+	switch minValues {
+	case "", MinValuesStrict:
+	case MinValuesBestEffort:
+		p.RelaxMinValues = true
+	default:
+		return p, fmt.Errorf("min values policy %q: want %s or %s", minValues, MinValuesStrict, MinValuesBestEffort)
+	}
+	switch preferences {
+	case "", PreferencesRespect:
+	case PreferencesIgnore:
+		p.IgnorePreferences = true
+	default:
+		return p, fmt.Errorf("preference policy %q: want %s or %s", preferences, PreferencesRespect, PreferencesIgnore)
+	}
+	return p, nil
+}
+
+// Names are the policy's settings as Karpenter spells them.
+func (p Policy) Names() (minValues, preferences string) {
+	minValues, preferences = MinValuesStrict, PreferencesRespect
+	if p.RelaxMinValues {
+		minValues = MinValuesBestEffort
+	}
+	if p.IgnorePreferences {
+		preferences = PreferencesIgnore
+	}
+	return minValues, preferences
 }
 
 // VolumeTopology is what a pod's persistent volumes require of its node:

@@ -766,7 +766,7 @@ func PackingLowerBound(in Input) (float64, bool) {
 	if len(in.NodePools) == 0 {
 		return 0, false
 	}
-	pl := newPool(in.NodePools[0], in.DaemonSets)
+	pl := newPool(in.NodePools[0], in.DaemonSets, false)
 	requests := make([]Resources, len(in.Pods))
 	for i, pod := range in.Pods {
 		requests[i], _ = PodRequests(pod)

@@ -78,6 +78,10 @@ type PlannedNodeClaim struct {
 	// InstanceType and Offering are the cheapest choice.
 	InstanceType *InstanceType
 	Offering     Offering
+	// MinValuesRelaxed says which keys the NodeClaim asks fewer values
+	// of than its NodePool's minValues, and how many
+	// (Policy.RelaxMinValues; Requirements hold them); "" when none.
+	MinValuesRelaxed string
 }
 
 // ExistingPlacement lists the pending pods planned onto an existing node.

@@ -202,7 +202,9 @@ func PodRequests(pod *corev1.Pod) (Resources, []string) {
 	return r, unknown
 }
 
-func newPodInfo(pod *corev1.Pod) *podInfo {
+// newPodInfo reads a pod; ignorePreferences leaves its preferred node
+// affinity out (Policy.IgnorePreferences).
+func newPodInfo(pod *corev1.Pod, ignorePreferences bool) *podInfo {
 	p := &podInfo{pod: pod, tolerations: pod.Spec.Tolerations}
 	p.requests, p.unknownResources = PodRequests(pod)
 	selector := LabelRequirements(normalizedLabels(pod.Spec.NodeSelector))
@@ -212,6 +214,9 @@ func newPodInfo(pod *corev1.Pod) *podInfo {
 			affinityTerms = req.NodeSelectorTerms
 		}
 		for _, pt := range a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+			if ignorePreferences {
+				break
+			}
 			p.preferred = append(p.preferred, weightedTerm{weight: pt.Weight, reqs: NewRequirements(normalized(pt.Preference.MatchExpressions)...)})
 		}
 		sort.SliceStable(p.preferred, func(i, j int) bool { return p.preferred[i].weight > p.preferred[j].weight })

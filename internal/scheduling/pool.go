@@ -40,6 +40,9 @@ type pool struct {
 	domainCache map[string][]string
 	// shapeCache caches shapesFor.
 	shapeCache map[string]*shapes
+	// relaxMinValues: a NodeClaim opens on the types that fit even when
+	// they offer fewer values than minValues asks (Policy.RelaxMinValues).
+	relaxMinValues bool
 }
 
 type cachedCandidates struct {
@@ -49,8 +52,8 @@ type cachedCandidates struct {
 	noAMI bool
 }
 
-func newPool(np *NodePool, daemonSets []*appsv1.DaemonSet) *pool {
-	pl := &pool{NodePool: np, providedKeys: map[string]bool{}, nodesLimit: -1, committed: map[*target]Resources{}, cache: map[string]cachedCandidates{}, shapeCache: map[string]*shapes{}}
+func newPool(np *NodePool, daemonSets []*appsv1.DaemonSet, relaxMinValues bool) *pool {
+	pl := &pool{NodePool: np, relaxMinValues: relaxMinValues, providedKeys: map[string]bool{}, nodesLimit: -1, committed: map[*target]Resources{}, cache: map[string]cachedCandidates{}, shapeCache: map[string]*shapes{}}
 	pl.reserved = reservedSlots(np)
 	price := map[*InstanceType]float64{}
 	for _, it := range np.InstanceTypes {
@@ -223,7 +226,7 @@ func (pl *pool) candidatesByKey(key string, reqs Requirements, requests Resource
 		}
 		return nil, fmt.Sprintf("limits reached (%s in use of %s)", cmp.Or(pl.used.String(), "nothing"), pl.limitsString())
 	}
-	if !minValuesMet(out, reqs) {
+	if !pl.relaxMinValues && !minValuesMet(out, reqs) {
 		return nil, "fewer instance types than minValues requires: " + describeMinValues(out, reqs)
 	}
 	return out, ""
@@ -256,8 +259,10 @@ func (pl *pool) compatible(reqs Requirements) cachedCandidates {
 }
 
 // narrow keeps the instance types that still fit need and, when the
-// requirements changed, still meet them.
-func (pl *pool) narrow(types []*InstanceType, reqs Requirements, need Resources, reqsChanged bool) ([]*InstanceType, bool) {
+// requirements changed, still meet them. A NodeClaim being opened
+// (opening) may have fewer than minValues asks when the pool relaxes it;
+// one open already keeps the minValues it opened with.
+func (pl *pool) narrow(types []*InstanceType, reqs Requirements, need Resources, reqsChanged, opening bool) ([]*InstanceType, bool) {
 	// Most attempts fail; find out cheaply, largest types first.
 	found := false
 	for i := len(types) - 1; i >= 0; i-- {
@@ -275,7 +280,7 @@ func (pl *pool) narrow(types []*InstanceType, reqs Requirements, need Resources,
 			out = append(out, it)
 		}
 	}
-	if !minValuesMet(out, reqs) {
+	if !(opening && pl.relaxMinValues) && !minValuesMet(out, reqs) {
 		return nil, false
 	}
 	return out, true
@@ -371,7 +376,7 @@ func (pl *pool) daemonSetTerms(ds *appsv1.DaemonSet) (*podInfo, []Requirements) 
 	reqs := pl.Requirements.Copy()
 	reqs.Add(NewRequirement(v1.LabelRegistered, corev1.NodeSelectorOpIn, "true"))
 	reqs.Add(NewRequirement(v1.LabelInitialized, corev1.NodeSelectorOpIn, "true"))
-	p := newPodInfo(&corev1.Pod{ObjectMeta: ds.Spec.Template.ObjectMeta, Spec: ds.Spec.Template.Spec})
+	p := newPodInfo(&corev1.Pod{ObjectMeta: ds.Spec.Template.ObjectMeta, Spec: ds.Spec.Template.Spec}, false)
 	if _, ok := tolerates(p.tolerations, pl.Taints, false); !ok {
 		return p, nil
 	}
@@ -388,7 +393,7 @@ func (pl *pool) daemonSetTerms(ds *appsv1.DaemonSet) (*podInfo, []Requirements) 
 // NodePool (of one of its instance types), as the planner counts their
 // overhead there.
 func DaemonSetRunsOn(np *NodePool, ds *appsv1.DaemonSet) bool {
-	pl := newPool(np, nil)
+	pl := newPool(np, nil, false)
 	_, terms := pl.daemonSetTerms(ds)
 	for _, it := range pl.launchable {
 		for _, term := range terms {
@@ -405,6 +410,12 @@ func DaemonSetRunsOn(np *NodePool, ds *appsv1.DaemonSet) bool {
 func instanceTypeLabel(key string) bool {
 	return strings.HasPrefix(key, "karpenter.k8s.aws/instance-") || key == LabelInstanceType || key == LabelArch || key == LabelOS ||
 		key == corev1.LabelWindowsBuild
+}
+
+// MinValuesMet reports whether instance types offer as many distinct
+// values of each key as its requirement's minValues asks.
+func MinValuesMet(types []*InstanceType, reqs Requirements) bool {
+	return minValuesMet(types, reqs)
 }
 
 func minValuesMet(types []*InstanceType, reqs Requirements) bool {
@@ -426,6 +437,40 @@ func distinctValues(types []*InstanceType, key string) int {
 		}
 	}
 	return len(seen)
+}
+
+// relaxMinValues lowers the minValues of reqs to the distinct values
+// types offer where they offer fewer, as a NodeClaim opened under
+// Policy.RelaxMinValues records them: later pods keep at least as many.
+func relaxMinValues(reqs Requirements, types []*InstanceType) {
+	for key, r := range reqs {
+		if r.MinValues == 0 {
+			continue
+		}
+		if n := distinctValues(types, key); n < r.MinValues {
+			relaxed := *r
+			relaxed.MinValues = n
+			reqs[key] = &relaxed
+		}
+	}
+}
+
+// minValuesRelaxed says which keys a NodeClaim's requirements ask fewer
+// values of than the NodePool's do, and how many; "" when none.
+func minValuesRelaxed(pool, claim Requirements) string {
+	var parts []string
+	for _, key := range pool.Keys() {
+		if r, c := pool[key], claim[key]; c != nil && r.MinValues > 0 && c.MinValues < r.MinValues {
+			parts = append(parts, fmt.Sprintf("%s minValues %d, %d offered", key, r.MinValues, c.MinValues))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// DescribeMinValues says, for each key with minValues, how many values it
+// asks and how many the types offer.
+func DescribeMinValues(types []*InstanceType, reqs Requirements) string {
+	return describeMinValues(types, reqs)
 }
 
 func describeMinValues(types []*InstanceType, reqs Requirements) string {

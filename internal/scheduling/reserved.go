@@ -99,7 +99,7 @@ func (s *solver) reservedClaim(p *podInfo, pl *pool, podReqs, merged Requirement
 			continue
 		}
 		reqs.AddAll(pins)
-		types, ok := pl.narrow(t.types, reqs, need, len(pins) > 0)
+		types, ok := pl.narrow(t.types, reqs, need, len(pins) > 0, true)
 		if !ok {
 			continue
 		}

@@ -65,6 +65,7 @@ func (s *solver) retryTopology() {
 }
 
 type solver struct {
+	policy Policy
 	// refusals are the NodePools' refusals of the pod being tried.
 	refusals []Refusal
 	pools    []*pool
@@ -164,9 +165,9 @@ func (t *target) attach(ids map[string][]string) {
 }
 
 func newSolver(in Input) *solver {
-	s := &solver{topo: newTopology(in.Namespaces, in.DefaultSpread), plan: &Plan{}, universes: map[string][]string{}, scanFrom: map[string]int{}, failed: map[*corev1.Pod]*podInfo{}}
+	s := &solver{policy: in.Policy, topo: newTopology(in.Namespaces, in.DefaultSpread, in.Policy.IgnorePreferences), plan: &Plan{}, universes: map[string][]string{}, scanFrom: map[string]int{}, failed: map[*corev1.Pod]*podInfo{}}
 	for _, np := range in.NodePools {
-		s.pools = append(s.pools, newPool(np, in.DaemonSets))
+		s.pools = append(s.pools, newPool(np, in.DaemonSets, in.Policy.RelaxMinValues))
 	}
 	sort.SliceStable(s.pools, func(i, j int) bool {
 		if s.pools[i].Weight != s.pools[j].Weight {
@@ -220,7 +221,7 @@ func (s *solver) existingTarget(n *Node) *target {
 			t.ports = appendHostPorts(t.ports, pod)
 			continue
 		}
-		p := newPodInfo(pod)
+		p := newPodInfo(pod, s.policy.IgnorePreferences)
 		t.requests = t.requests.Add(p.requests)
 		t.ports = append(t.ports, p.hostPorts...)
 		t.pods = append(t.pods, p)
@@ -269,7 +270,7 @@ func (s *solver) addPending(in Input, attachLimited bool) {
 	universe := zoneUniverse(s.pools)
 	s.plan.PendingByZone = map[string]int{}
 	for _, pod := range in.Pods {
-		p := newPodInfo(pod)
+		p := newPodInfo(pod, s.policy.IgnorePreferences)
 		// Spread constraints count the nodes the pod's own node selector
 		// and affinity admit, as kube-scheduler does: its volumes limit
 		// where it goes, not which domains count.
@@ -541,7 +542,7 @@ func (s *solver) fits(p *podInfo, t *target) (change, bool) {
 			merged.addForClaim(reqs)
 			merged.AddAll(pins)
 		}
-		types, ok := t.pool.narrow(t.types, merged, need, len(reqs) > 0 || len(pins) > 0)
+		types, ok := t.pool.narrow(t.types, merged, need, len(reqs) > 0 || len(pins) > 0, false)
 		if !ok {
 			continue
 		}
@@ -662,7 +663,7 @@ func (s *solver) newClaim(p *podInfo, pl *pool) (*target, change, Refusal) {
 		if len(pins) > 0 {
 			merged.AddAll(pins)
 		}
-		types, ok = pl.narrow(types, merged, pl.daemon.Add(p.requests), len(pins) > 0)
+		types, ok = pl.narrow(types, merged, pl.daemon.Add(p.requests), len(pins) > 0, true)
 		if !ok {
 			if refusal.Reason == "" {
 				refusal.Reason = "no instance type is offered in " + describePins(pins)
@@ -689,6 +690,9 @@ func (s *solver) commit(p *podInfo, t *target, c change) {
 	if !t.existing {
 		t.pool.account(t, c.types)
 		t.reqs = c.reqs
+		if t.pool.relaxMinValues {
+			relaxMinValues(t.reqs, c.types)
+		}
 		t.setTypes(c.types)
 	}
 	t.requests = t.requests.Add(p.requests)
@@ -812,7 +816,7 @@ func (s *solver) finish() *Plan {
 		reqs := t.reqs.Copy()
 		reqs.Add(NewRequirement(LabelInstanceType, corev1.NodeSelectorOpIn, names...))
 		s.plan.NodeClaims = append(s.plan.NodeClaims, &PlannedNodeClaim{
-			Name: t.name, NodePool: t.pool.Name, Requirements: reqs, InstanceTypes: types,
+			Name: t.name, NodePool: t.pool.Name, Requirements: reqs, InstanceTypes: types, MinValuesRelaxed: minValuesRelaxed(t.pool.Requirements, reqs),
 			Requests: t.requests, DaemonOverhead: t.daemon, Pods: pods,
 			InstanceType: types[0], Offering: cheapest,
 		})

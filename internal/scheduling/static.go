@@ -14,15 +14,15 @@ import (
 // reservation places are taken. Static returns the NodeClaims it opened
 // and, when fewer than n, why it could open no more (the pool's node
 // limit, or no instance type).
-func Static(np *NodePool, nodes []*Node, daemonSets []*appsv1.DaemonSet, n int) ([]*PlannedNodeClaim, string) {
+func Static(np *NodePool, nodes []*Node, daemonSets []*appsv1.DaemonSet, n int, policy Policy) ([]*PlannedNodeClaim, string) {
 	opened := *np
 	opened.Static = false
-	s := newSolver(Input{NodePools: []*NodePool{&opened}, Nodes: nodes, DaemonSets: daemonSets})
+	s := newSolver(Input{NodePools: []*NodePool{&opened}, Nodes: nodes, DaemonSets: daemonSets, Policy: policy})
 	pl := s.pools[0]
 	// The NodeClaims are opened as if for a pod that asks for nothing and
 	// tolerates every taint, so reservations, minValues, limits and the
 	// DaemonSet overhead count exactly as for pods.
-	anyPod := newPodInfo(&corev1.Pod{Spec: corev1.PodSpec{Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}}})
+	anyPod := newPodInfo(&corev1.Pod{Spec: corev1.PodSpec{Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}}}}, false)
 	why := ""
 	for range n {
 		t, c, reason := s.newClaim(anyPod, pl)

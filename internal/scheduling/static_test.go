@@ -20,7 +20,7 @@ func TestStaticNodeClaimsMeetTheTemplateAndFitDaemonSets(t *testing.T) {
 		requirement(v1.LabelCapacityType, corev1.NodeSelectorOpIn, v1.CapacityTypeOnDemand))
 	// A DaemonSet asking 3 CPUs rules out the 2-vCPU types.
 	ds := daemonSets(newPod("agent", "3", "1Gi"))
-	claims, why := scheduling.Static(np, nil, ds, 3)
+	claims, why := scheduling.Static(np, nil, ds, 3, scheduling.Policy{})
 	if len(claims) != 3 || why != "" {
 		t.Fatalf("%d NodeClaims (%q), want 3", len(claims), why)
 	}
@@ -55,11 +55,11 @@ func TestStaticNodeClaimsStopAtTheNodeLimit(t *testing.T) {
 		np.Spec.Limits = corev1.ResourceList{"nodes": resource.MustParse("4")}
 	})
 	np.Usage = corev1.ResourceList{"nodes": resource.MustParse("3")}
-	claims, why := scheduling.Static(np, nil, nil, 2)
+	claims, why := scheduling.Static(np, nil, nil, 2, scheduling.Policy{})
 	if len(claims) != 1 || !strings.Contains(why, "limit of 4 nodes reached") {
 		t.Errorf("%d NodeClaims (%q), want 1 and the node limit named", len(claims), why)
 	}
-	none, why := scheduling.Static(pool(t, "static", requirement(scheduling.LabelInstanceType, corev1.NodeSelectorOpIn, "no-such-type")), nil, nil, 1)
+	none, why := scheduling.Static(pool(t, "static", requirement(scheduling.LabelInstanceType, corev1.NodeSelectorOpIn, "no-such-type")), nil, nil, 1, scheduling.Policy{})
 	if len(none) != 0 || why == "" {
 		t.Errorf("a NodePool no instance type meets opened %d NodeClaims (%q)", len(none), why)
 	}
@@ -70,7 +70,7 @@ func TestStaticNodeClaimsStopAtTheNodeLimit(t *testing.T) {
 func TestStaticNodeClaimsTakeReservedCapacityFirst(t *testing.T) {
 	np := reservedPool(t, "static", []instancetypes.Reservation{{ID: "cr-0aaa", InstanceType: "m5.xlarge", Zone: "us-east-1a", Available: 2}},
 		requirement(v1.LabelCapacityType, corev1.NodeSelectorOpIn, v1.CapacityTypeReserved, v1.CapacityTypeOnDemand))
-	claims, why := scheduling.Static(np, nil, nil, 3)
+	claims, why := scheduling.Static(np, nil, nil, 3, scheduling.Policy{})
 	if len(claims) != 3 {
 		t.Fatalf("%d NodeClaims (%q), want 3", len(claims), why)
 	}

@@ -114,10 +114,13 @@ type topology struct {
 	ordered []*topologyGroup
 	// defaults spread the pods that set no constraints of their own.
 	defaults SpreadDefaults
+	// ignorePreferences leaves out the terms that are not required
+	// (Policy.IgnorePreferences).
+	ignorePreferences bool
 }
 
-func newTopology(namespaces map[string]map[string]string, defaults SpreadDefaults) *topology {
-	return &topology{namespaces: namespaces, groups: map[string]*topologyGroup{}, defaults: defaults}
+func newTopology(namespaces map[string]map[string]string, defaults SpreadDefaults, ignorePreferences bool) *topology {
+	return &topology{namespaces: namespaces, groups: map[string]*topologyGroup{}, defaults: defaults, ignorePreferences: ignorePreferences}
 }
 
 func (t *topology) group(kind topologyKind, key string, namespaces map[string]bool, selector labels.Selector, maxSkew, minDomains int32) *topologyGroup {
@@ -184,6 +187,9 @@ func (t *topology) termsOf(p *corev1.Pod, nodeTerms []Requirements) ([]*topology
 	var terms []*topologyTerm
 	own := map[string]bool{p.Namespace: true}
 	for _, c := range spread {
+		if t.ignorePreferences && c.WhenUnsatisfiable != corev1.DoNotSchedule {
+			continue
+		}
 		term, err := t.spreadTerm(p, c, own, nodeTerms)
 		if err != nil {
 			return nil, err
@@ -191,6 +197,9 @@ func (t *topology) termsOf(p *corev1.Pod, nodeTerms []Requirements) ([]*topology
 		terms = append(terms, term)
 	}
 	for _, at := range affinity {
+		if t.ignorePreferences && at.preferred {
+			continue
+		}
 		term, err := t.affinityTerm(at, own)
 		if err != nil {
 			return nil, err

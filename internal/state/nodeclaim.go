@@ -142,8 +142,17 @@ func NodeClaimFor(np *v1.NodePool, class *cloudprovider.NodeClass, planned *sche
 	for _, r := range np.Spec.Template.Spec.Requirements {
 		if r.MinValues != nil {
 			minValues[r.Key] = r.MinValues
+			if relaxed, ok := planned.Requirements[r.Key]; ok && planned.MinValuesRelaxed != "" && relaxed.MinValues < *r.MinValues {
+				// The CRD's least minValues is 1: a key no type offers
+				// has none.
+				minValues[r.Key] = nil
+				if relaxed.MinValues > 0 {
+					minValues[r.Key] = ptr.To(relaxed.MinValues)
+				}
+			}
 		}
 	}
+	annotations[v1.AnnotationMinValuesRelaxed] = strconv.FormatBool(planned.MinValuesRelaxed != "")
 	selectors := planned.Requirements.NodeSelectorRequirements()
 	reqs := make([]v1.NodeSelectorRequirementWithMinValues, 0, len(selectors))
 	for _, r := range selectors {

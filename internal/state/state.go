@@ -109,6 +109,9 @@ type Options struct {
 	// IgnoreDRARequests leaves pods with resource claims unplanned, as
 	// Karpenter does by default (its --ignore-dra-requests).
 	IgnoreDRARequests bool
+	// Policy is how NodePools' minValues and pods' preferences are read
+	// (Karpenter's --min-values-policy and --preference-policy).
+	Policy scheduling.Policy
 }
 
 // Backoff is a NodePool's relaunch backoff: no launches before Until,
@@ -155,6 +158,7 @@ type Snapshot struct {
 	namespaces map[string]map[string]string
 	volumes    *volumes
 	spread     scheduling.SpreadDefaults
+	policy     scheduling.Policy
 	// nominated are nodes that pending pods are nominated to.
 	nominated map[string][]*corev1.Pod
 	expected  int
@@ -177,6 +181,7 @@ func Build(o Objects, opts Options) *Snapshot {
 	bindOverlayDrivers(o.Overlays) // before the cluster's devices are counted
 	s.dra = newDRA(o, opts.IgnoreDRARequests)
 	s.spread = opts.DefaultSpread
+	s.policy = opts.Policy
 	pods := s.sortPods(o.Pods)
 	s.Nodes = pair(o.NodeClaims, o.Nodes, pods.bound)
 	keepRestarting(s.Nodes, pods.restarting)
@@ -516,7 +521,7 @@ func (s *Snapshot) Reschedule(without map[string]bool) scheduling.Input {
 }
 
 func (s *Snapshot) input(without map[string]bool, pending []*corev1.Pod, initializedOnly bool) scheduling.Input {
-	in := scheduling.Input{NodePools: s.NodePools, DaemonSets: s.DaemonSets, Pods: pending, Namespaces: s.namespaces, DefaultSpread: s.spread}
+	in := scheduling.Input{NodePools: s.NodePools, DaemonSets: s.DaemonSets, Pods: pending, Namespaces: s.namespaces, DefaultSpread: s.spread, Policy: s.policy}
 	for _, n := range s.Nodes {
 		if without[n.Name] {
 			if initializedOnly || !n.Deleting() { // a deleting node's pods are Leaving

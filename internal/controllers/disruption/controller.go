@@ -50,6 +50,8 @@ type Config struct {
 	DefaultSpread scheduling.SpreadDefaults
 	// IgnoreDRARequests leaves pods with resource claims unplanned.
 	IgnoreDRARequests bool
+	// Policy is how minValues and pods' preferences are read.
+	Policy scheduling.Policy
 }
 
 // DefaultConfig is the reference's timing.
@@ -151,7 +153,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	}
 	now := c.Clock.Now()
 	snap := state.Build(listed.Objects, state.Options{Now: now, NodeClasses: classes, Backoff: c.Registrations.Backoffs(), DefaultSpread: c.Config.DefaultSpread,
-		IgnoreDRARequests: c.Config.IgnoreDRARequests})
+		IgnoreDRARequests: c.Config.IgnoreDRARequests, Policy: c.Config.Policy})
 	c.paused = nodepoolhealth.PausedDrift(snap.Pools, c.Drifts, c.Config.DriftFailureLimit)
 	c.policies = map[string]string{}
 	for name, np := range snap.Pools {

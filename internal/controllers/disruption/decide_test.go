@@ -31,6 +31,9 @@ type cluster struct {
 	all   []*scheduling.InstanceType
 	pool  *v1.NodePool
 	objs  state.Objects
+	// policy is the controller's --min-values-policy and
+	// --preference-policy.
+	policy scheduling.Policy
 }
 
 func newCluster(t testing.TB) *cluster {
@@ -124,7 +127,7 @@ func (c *cluster) decide(opts ...func(*decide.Options)) *decide.Decision {
 	for _, m := range opts {
 		m(&o)
 	}
-	s := state.Build(c.objs, state.Options{Now: now, NodeClasses: map[string]*cloudprovider.NodeClass{"default": {InstanceTypes: c.all,
+	s := state.Build(c.objs, state.Options{Now: now, Policy: c.policy, NodeClasses: map[string]*cloudprovider.NodeClass{"default": {InstanceTypes: c.all,
 		AMIs: []scheduling.AMI{{ID: "ami-1", Requirements: scheduling.NewRequirements(corev1.NodeSelectorRequirement{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64", "arm64"}})}}}}})
 	return decide.Decide(s, o)
 }

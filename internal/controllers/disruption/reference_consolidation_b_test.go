@@ -477,9 +477,9 @@ var _ = restate("consolidation_test.go",
 
 	// Preferences.
 	refCase{ref: rcbCtx + "Preferences > should consolidate a node through deletion when ignoring preferences",
-		gap: "nodewright has no preference policy (the reference's --preference-policy=Ignore): consolidation keeps the pods' preferred pod anti-affinity, so n1's pod is not moved onto n0 (which runs pods it prefers to avoid) and, as no new node is cheaper than n1, both nodes stay (\"no cheaper placement\")",
 		run: func(t *testing.T) {
 			c := rcbTwo(t)
+			c.policy.IgnorePreferences = true
 			for _, p := range c.objs.Pods {
 				p.Labels = map[string]string{"app": "foo"}
 				p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{
@@ -488,9 +488,9 @@ var _ = restate("consolidation_test.go",
 			rcbWant(t, rcbDecide(c), "Underutilized[n1]")
 		}},
 	refCase{ref: rcbCtx + "Preferences > should consolidate a node through replacement when ignoring preferences",
-		gap: "nodewright has no preference policy (the reference's --preference-policy=Ignore): the replacement keeps the pod's preferred node affinity for m5.8xlarge, so the on-demand m5.8xlarge is replaced by a spot m5.8xlarge, not by a smaller type",
 		run: func(t *testing.T) {
 			c := newCluster(t)
+			c.policy.IgnorePreferences = true
 			c.node("big", rcbBig, onDemand)
 			c.pods("big", 1, rcbCPU, rcbMem, func(p *corev1.Pod) {
 				p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{
@@ -509,14 +509,24 @@ var _ = restate("consolidation_test.go",
 	refCase{ref: rcbCtx + "MinValuesPolicy > should not consolidate a node by relaxing min values when policy is set to BestEffort",
 		run: func(t *testing.T) {
 			c := newCluster(t)
+			c.policy.RelaxMinValues = true
+			// On-demand only, as the reference's two types have one
+			// offering each: a spot m5.8xlarge is no cheaper replacement.
 			c.pool.Spec.Template.Spec.Requirements = append(c.pool.Spec.Template.Spec.Requirements, v1.NodeSelectorRequirementWithMinValues{
-				Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"m5.large", rcbBig}, MinValues: ptr.To(3)})
+				Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"m5.large", rcbBig}, MinValues: ptr.To(3)},
+				v1.NodeSelectorRequirementWithMinValues{Key: v1.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}})
 			c.node("big", rcbBig, onDemand)
 			c.pods("big", 1, rcbCPU, rcbMem)
 			d := rcbDecide(c)
 			rcbWant(t, d, "")
-			if b := blocked(d, "big"); !strings.Contains(b, "fewer instance types than minValues requires: node.kubernetes.io/instance-type needs 3 values, 2 remain") {
+			// The replacement opens on both types, its minValues relaxed to
+			// 2; only m5.large is cheaper, one type fewer than that.
+			if b := blocked(d, "big"); !strings.Contains(b, "are fewer than minValues requires: node.kubernetes.io/instance-type needs 2 values, 1 remain") {
 				t.Errorf("big: %q", b)
+			}
+			c.policy.RelaxMinValues = false
+			if b := blocked(rcbDecide(c), "big"); !strings.Contains(b, "fewer instance types than minValues requires: node.kubernetes.io/instance-type needs 3 values, 2 remain") {
+				t.Errorf("big, Strict: %q", b)
 			}
 		}},
 

@@ -47,6 +47,8 @@ type Provisioner struct {
 	DefaultSpread scheduling.SpreadDefaults
 	// IgnoreDRARequests leaves pods with resource claims unplanned.
 	IgnoreDRARequests bool
+	// Policy is how minValues and pods' preferences are read.
+	Policy scheduling.Policy
 	// NodeClasses resolves the NodePools' node classes.
 	NodeClasses listing.NodeClassResolver
 	Recorder    record.EventRecorder
@@ -375,7 +377,7 @@ func (p *Provisioner) Provision(ctx context.Context) (time.Duration, error) {
 	now := p.Clock.Now()
 	snap := state.Build(listed.Objects, state.Options{Now: now, NodeClasses: classes, Backoff: p.Registrations.Backoffs(),
 		Planned: p.Nominator.Planned(), NominationGrace: NominationGrace, PlannedAt: p.Nominator.PlannedAt(), UnseenGrace: UnseenGrace,
-		DefaultSpread: p.DefaultSpread, IgnoreDRARequests: p.IgnoreDRARequests})
+		DefaultSpread: p.DefaultSpread, IgnoreDRARequests: p.IgnoreDRARequests, Policy: p.Policy})
 	started := p.Clock.Now()
 	done := p.Metrics.SchedulingStarted("provisioner", len(snap.Pending), p.Clock.Now)
 	plan := scheduling.Solve(snap.Input(nil))

@@ -42,6 +42,8 @@ type Controller struct {
 	// LaunchBatching puts the NodeClaims it makes that would launch
 	// identically in launch batches.
 	LaunchBatching bool
+	// Policy is how minValues is read (--min-values-policy).
+	Policy scheduling.Policy
 	// NodeClasses resolves the NodePools' node classes.
 	NodeClasses   listing.NodeClassResolver
 	Registrations *nodepoolhealth.Registrations
@@ -140,7 +142,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	now := c.Clock.Now()
 	listed.NodeClaims = c.withCreated(listed.NodeClaims, now)
-	snap := state.Build(listed.Objects, state.Options{Now: now, NodeClasses: classes, Backoff: c.Registrations.Backoffs()})
+	snap := state.Build(listed.Objects, state.Options{Now: now, NodeClasses: classes, Backoff: c.Registrations.Backoffs(), Policy: c.Policy})
 	d := decide.Decide(snap, np.Name)
 	if d == nil {
 		return reconcile.Result{}, nil

@@ -94,7 +94,8 @@ type Blocked struct {
 	Pods int
 	// Limit is how many nodes single-node consolidation looks at a round.
 	Limit int
-	// Message is why drift is paused, or what node repair found.
+	// Message is why drift is paused, what node repair found, or what a
+	// cheaper replacement lacks of its minValues.
 	Message string
 }
 
@@ -114,6 +115,9 @@ var blockedSays = map[BlockedReason]func(Blocked) string{
 		return fmt.Sprintf("pod %s/%s would have no place: %s", b.Pod.Pod.Namespace, b.Pod.Pod.Name, b.Pod.Reason)
 	},
 	BlockedNoCheaperPlacement: func(b Blocked) string {
+		if b.Message != "" {
+			return fmt.Sprintf("no cheaper placement: the instance types cheaper than the node's $%.4f/h are fewer than minValues requires: %s", b.Now, b.Message)
+		}
 		if b.Replacement == 0 {
 			return fmt.Sprintf("no cheaper placement: its pods need a new node, and none is cheaper than the node's $%.4f/h", b.Now)
 		}

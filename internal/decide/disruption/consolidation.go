@@ -269,15 +269,15 @@ func (d *decider) evaluateUpTo(cands []candidate, most int) (*Command, Blocked) 
 	switch len(plan.NodeClaims) {
 	case 0:
 	case 1:
-		repl, types := cheaper(plan.NodeClaims[0], price, d.s.Pools[plan.NodeClaims[0].NodePool])
+		repl, types, short := cheaper(plan.NodeClaims[0], price)
 		if repl == nil {
-			return nil, Blocked{Reason: BlockedNoCheaperPlacement, Now: price, Replacement: plan.NodeClaims[0].Offering.Price, Method: v1.DisruptionReasonUnderutilized}
+			return nil, Blocked{Reason: BlockedNoCheaperPlacement, Now: price, Replacement: plan.NodeClaims[0].Offering.Price, Method: v1.DisruptionReasonUnderutilized, Message: short}
 		}
 		if allSpot && repl.Offering.CapacityType == v1.CapacityTypeSpot {
 			if types < d.opts.SpotToSpotMinTypes {
 				return nil, Blocked{Reason: BlockedSpotDiversity, Types: types, MinTypes: d.opts.SpotToSpotMinTypes, Method: v1.DisruptionReasonUnderutilized}
 			}
-			repl = cheapestTypes(repl, max(d.opts.SpotToSpotMinTypes, minInstanceTypes(d.s.Pools[repl.NodePool])))
+			repl = cheapestTypes(repl, max(d.opts.SpotToSpotMinTypes, minInstanceTypes(repl)))
 		}
 		cmd.Replacements = []*scheduling.PlannedNodeClaim{repl}
 		cmd.ReplacementPrice = repl.Offering.Price
@@ -369,10 +369,12 @@ func (d *decider) balanced(c *Command) (float64, bool) {
 
 // cheaper narrows a planned replacement to the instance types that cost
 // less than price wherever the launch lands (their worst launch price:
-// the dearest zone the replacement may take); nil when none does, or fewer
-// than the NodePool's minValues for instance types. It also returns how
-// many types remain.
-func cheaper(planned *scheduling.PlannedNodeClaim, price float64, np *v1.NodePool) (*scheduling.PlannedNodeClaim, int) {
+// the dearest zone the replacement may take); nil when none does, or when
+// they offer fewer values than the replacement's minValues ask (its
+// NodePool's, or as few as it was opened with under
+// --min-values-policy=BestEffort: consolidation never relaxes them
+// further), with what they lack. It also returns how many types remain.
+func cheaper(planned *scheduling.PlannedNodeClaim, price float64) (*scheduling.PlannedNodeClaim, int, string) {
 	var types []*scheduling.InstanceType
 	var names []string
 	var first scheduling.Offering
@@ -388,14 +390,17 @@ func cheaper(planned *scheduling.PlannedNodeClaim, price float64, np *v1.NodePoo
 		types = append(types, it)
 		names = append(names, it.Name)
 	}
-	if len(types) == 0 || len(types) < minInstanceTypes(np) {
-		return nil, len(types)
+	if len(types) == 0 {
+		return nil, 0, ""
+	}
+	if !scheduling.MinValuesMet(types, planned.Requirements) {
+		return nil, len(types), scheduling.DescribeMinValues(types, planned.Requirements)
 	}
 	out := *planned
 	out.Requirements = planned.Requirements.Copy()
-	out.Requirements[scheduling.LabelInstanceType] = scheduling.NewRequirement(scheduling.LabelInstanceType, corev1.NodeSelectorOpIn, names...)
+	out.Requirements[scheduling.LabelInstanceType] = instanceTypesIn(planned, names)
 	out.InstanceTypes, out.InstanceType, out.Offering = types, types[0], first
-	return &out, len(types)
+	return &out, len(types), ""
 }
 
 // mayBeSpot reports whether a replacement may launch as spot.
@@ -423,7 +428,7 @@ func cheapestTypes(planned *scheduling.PlannedNodeClaim, n int) *scheduling.Plan
 	}
 	out := *planned
 	out.Requirements = planned.Requirements.Copy()
-	out.Requirements[scheduling.LabelInstanceType] = scheduling.NewRequirement(scheduling.LabelInstanceType, corev1.NodeSelectorOpIn, names...)
+	out.Requirements[scheduling.LabelInstanceType] = instanceTypesIn(planned, names)
 	out.InstanceTypes = types
 	if !slices.Contains(types, out.InstanceType) {
 		out.InstanceType = types[0]
@@ -432,14 +437,18 @@ func cheapestTypes(planned *scheduling.PlannedNodeClaim, n int) *scheduling.Plan
 	return &out
 }
 
-func minInstanceTypes(np *v1.NodePool) int {
-	if np == nil {
-		return 0
-	}
-	for _, r := range np.Spec.Template.Spec.Requirements {
-		if r.Key == scheduling.LabelInstanceType && r.MinValues != nil {
-			return *r.MinValues
-		}
+// instanceTypesIn is a replacement's instance-type requirement narrowed
+// to names, with its minValues.
+func instanceTypesIn(c *scheduling.PlannedNodeClaim, names []string) *scheduling.Requirement {
+	r := scheduling.NewRequirement(scheduling.LabelInstanceType, corev1.NodeSelectorOpIn, names...)
+	r.MinValues = minInstanceTypes(c)
+	return r
+}
+
+// minInstanceTypes is the minValues of a replacement's instance types.
+func minInstanceTypes(c *scheduling.PlannedNodeClaim) int {
+	if r := c.Requirements[scheduling.LabelInstanceType]; r != nil {
+		return r.MinValues
 	}
 	return 0
 }

@@ -56,7 +56,8 @@ func Decide(s *state.Snapshot, name string) *Decision {
 			return d
 		}
 		missing := d.Replicas - d.Counted
-		d.Launch, d.Short = scheduling.Static(pool, s.Input(nil).Nodes, s.DaemonSets, missing)
+		in := s.Input(nil)
+		d.Launch, d.Short = scheduling.Static(pool, in.Nodes, s.DaemonSets, missing, in.Policy)
 	}
 	return d
 }

@@ -35,7 +35,6 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/nodewright/nodewright/internal/aws/instancetypes"
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/operator"
 	"github.com/nodewright/nodewright/internal/scheduling"
@@ -49,6 +48,7 @@ type Simulated func(ctx context.Context, rc *rest.Config, cfg operator.Config, l
 func Controller(simulated Simulated) *cobra.Command {
 	cfg := operator.DefaultConfig()
 	var cloud, logFormat, logLevel, schedulerConfig, gates, coreGates string
+	var decisions Decisions
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run nodewright's controllers against the cluster of the current kubeconfig",
@@ -65,6 +65,10 @@ control plane.`,
 			if err := checkFlags(cloud, simulated != nil, &cfg); err != nil {
 				return err
 			}
+			if err := decisions.check(); err != nil {
+				return err
+			}
+			decisions.apply(&cfg)
 			if err := AWSFeatureGates(&cfg, gates); err != nil {
 				return err
 			}
@@ -135,13 +139,8 @@ control plane.`,
 	f.IntVar(&cfg.Concurrency, "concurrency", cfg.Concurrency, "objects each controller reconciles at once (NodeClaims launched, registered and terminated in parallel)")
 	f.DurationVar(&cfg.Lifecycle.Poll, "nodeclaim-poll", cfg.Lifecycle.Poll, "look at a NodeClaim that is not Ready again this often")
 	f.BoolVar(&cfg.LaunchBatching, "launch-batching", cfg.LaunchBatching, "launch the NodeClaims of a decision that would launch identically in one EC2 fleet (at most 100), idempotent across restarts")
-	f.BoolVar(&cfg.IgnoreDRARequests, "ignore-dra-requests", envBool("IGNORE_DRA_REQUESTS", false),
-		"launch nothing for pods with resource claims (DRA), as Karpenter does by default (environment IGNORE_DRA_REQUESTS); by default nodewright plans nodes whose devices satisfy the claims")
-	f.Float64Var(&cfg.VMMemoryOverheadPercent, "vm-memory-overhead-percent", envFloat("VM_MEMORY_OVERHEAD_PERCENT", instancetypes.DefaultVMMemoryOverheadPercent),
-		"the share of an instance's memory its VM keeps from the node (0.075 is 7.5%), taken from every instance type's memory (environment VM_MEMORY_OVERHEAD_PERCENT)")
-	f.IntVar(&cfg.ReservedENIs, "reserved-enis", envInt("RESERVED_ENIS", 0),
-		"network interfaces of the default card the VPC CNI does not give pods (custom networking), taken from every instance type's pod limit (environment RESERVED_ENIS)")
-	f.BoolVar(&cfg.IsolatedVPC, "isolated-vpc", envBool("ISOLATED_VPC", false),
+	decisions.addFlags(f, osEnv, false)
+	f.BoolVar(&cfg.IsolatedVPC, "isolated-vpc", envBool(osEnv, "ISOLATED_VPC", false),
 		"the cluster's VPC reaches only AWS services with a VPC endpoint: on-demand prices come from the built-in table, the Pricing API (which has none) is not called (environment ISOLATED_VPC)")
 	f.BoolVar(&cfg.NominatePods, "nominate-pods", cfg.NominatePods, "set pending pods' status.nominatedNodeName to the node planned for them, so kube-scheduler follows the plan")
 	f.IntVar(&cfg.NominatePodsMax, "nominate-pods-max", cfg.NominatePodsMax, "nominate pods only while at most this many wait for a node (0: no limit); nominated pods slow each of kube-scheduler's attempts down")
@@ -297,19 +296,11 @@ func completeFlagValues(cmd *cobra.Command) {
 	}
 }
 
-// envBool is a flag's default from the environment (Karpenter's settings
-// are environment variables): true, false or unset.
-func envBool(name string, def bool) bool {
-	if v, err := strconv.ParseBool(os.Getenv(name)); err == nil {
-		return v
-	}
-	return def
-}
-
 // karpenterSettings are the environment variables Karpenter reads that
 // nodewright does not, with what to use instead ("" when nothing is
 // needed); those it reads (IGNORE_DRA_REQUESTS, ISOLATED_VPC,
-// VM_MEMORY_OVERHEAD_PERCENT, RESERVED_ENIS) are not listed.
+// VM_MEMORY_OVERHEAD_PERCENT, RESERVED_ENIS, MIN_VALUES_POLICY,
+// PREFERENCE_POLICY) are not listed.
 var karpenterSettings = map[string]string{
 	"CLUSTER_NAME": "--cluster-name", "CLUSTER_ENDPOINT": "--cluster-endpoint", "CLUSTER_CA_BUNDLE": "",
 	"INTERRUPTION_QUEUE": "--interruption-queue", "BATCH_IDLE_DURATION": "--batch-idle", "BATCH_MAX_DURATION": "--batch-max",
@@ -317,7 +308,6 @@ var karpenterSettings = map[string]string{
 	"FEATURE_GATES": "--feature-gates", "AWS_FEATURE_GATES": "--aws-feature-gates", "SCHEDULER_CONFIG": "--scheduler-config",
 	"LEGACY_NODE_REPAIR": "--legacy-node-repair", "ENABLE_PROFILING": "--enable-profiling", "METRICS_PORT": "--metrics-addr",
 	"HEALTH_PROBE_PORT": "--health-addr", "LEADER_ELECTION_NAMESPACE": "--leader-election-namespace", "DISABLE_LEADER_ELECTION": "--leader-elect=false",
-	"MIN_VALUES_POLICY": "nothing yet: minValues is always strict", "PREFERENCE_POLICY": "nothing yet: preferences are always respected",
 	"EKS_CONTROL_PLANE": "nothing yet", "ENABLE_ZONAL_SHIFT": "nothing yet",
 	"AMI_REFRESH_INTERVAL": "", "SUBNET_REFRESH_INTERVAL": "", "SECURITY_GROUP_REFRESH_INTERVAL": "", "DISABLE_DRY_RUN": "",
 	"LEADER_ELECTION_NAME": "", "LOG_OUTPUT_PATHS": "", "LOG_ERROR_OUTPUT_PATHS": "", "MEMORY_LIMIT": "", "CPU_REQUESTS": "",
@@ -351,21 +341,6 @@ func unreadKarpenterSettings(environ []string) []string {
 	return out
 }
 
-// envFloat and envInt are flags' defaults from the environment.
-func envFloat(name string, def float64) float64 {
-	if v, err := strconv.ParseFloat(os.Getenv(name), 64); err == nil {
-		return v
-	}
-	return def
-}
-
-func envInt(name string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
-		return v
-	}
-	return def
-}
-
 // checkFlags refuses flags that cannot work together, naming them.
 func checkFlags(cloud string, canSimulate bool, cfg *operator.Config) error {
 	switch {
@@ -376,12 +351,6 @@ func checkFlags(cloud string, canSimulate bool, cfg *operator.Config) error {
 	}
 	if cfg.LeaderElection && (cfg.RetryPeriod <= 0 || cfg.RenewDeadline <= cfg.RetryPeriod || cfg.LeaseDuration <= cfg.RenewDeadline) {
 		return fmt.Errorf("--leader-election-lease-duration %s, --leader-election-renew-deadline %s, --leader-election-retry-period %s: each must be longer than the next, the last above 0", cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod)
-	}
-	if cfg.VMMemoryOverheadPercent < 0 || cfg.VMMemoryOverheadPercent >= 1 {
-		return fmt.Errorf("--vm-memory-overhead-percent %g: give a share of memory from 0 up to (not including) 1, such as 0.075 for 7.5%%", cfg.VMMemoryOverheadPercent)
-	}
-	if cfg.ReservedENIs < 0 {
-		return fmt.Errorf("--reserved-enis %d: use 0 or more", cfg.ReservedENIs)
 	}
 	if cfg.NominatePodsMax < 0 {
 		return fmt.Errorf("--nominate-pods-max %d: use 0 (no limit) or more", cfg.NominatePodsMax)

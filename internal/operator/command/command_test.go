@@ -15,7 +15,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/nodewright/nodewright/internal/operator"
+	"github.com/nodewright/nodewright/internal/scheduling"
 )
 
 // The controller logs one JSON object per line with the keys given, and
@@ -108,24 +108,53 @@ func TestOneLoggerForEverything(t *testing.T) {
 	}
 }
 
-// A VM memory share outside [0, 1) or a negative count of reserved
-// interfaces is refused, naming the flag.
-func TestInstanceTypeSettingsAreChecked(t *testing.T) {
+// A VM memory share outside [0, 1), a negative count of reserved
+// interfaces or a policy Karpenter does not name is refused, naming the
+// flag, whether given as a flag or in the environment.
+func TestDecisionSettingsAreChecked(t *testing.T) {
 	for _, tc := range []struct {
-		flag  string
-		share float64
-		enis  int
-	}{{"--vm-memory-overhead-percent", 7.5, 0}, {"--vm-memory-overhead-percent", -0.1, 0}, {"--reserved-enis", 0.075, -1}} {
-		cfg := operator.DefaultConfig()
-		cfg.ClusterName, cfg.VMMemoryOverheadPercent, cfg.ReservedENIs = "prod-eu", tc.share, tc.enis
-		if err := checkFlags("aws", false, &cfg); err == nil || !strings.Contains(err.Error(), tc.flag) {
-			t.Errorf("%s with %g and %d: %v; want a refusal naming it", tc.flag, tc.share, tc.enis, err)
+		args []string
+		env  map[string]string
+		flag string
+	}{
+		{[]string{"--vm-memory-overhead-percent=7.5"}, nil, "--vm-memory-overhead-percent"},
+		{nil, map[string]string{"VM_MEMORY_OVERHEAD_PERCENT": "-0.1"}, "--vm-memory-overhead-percent"},
+		{[]string{"--reserved-enis", "-1"}, nil, "--reserved-enis"},
+		{[]string{"--min-values-policy=Lenient"}, nil, "--min-values-policy"},
+		{nil, map[string]string{"PREFERENCE_POLICY": "ignore"}, "--preference-policy"},
+	} {
+		if _, err := ControllerDecisions(tc.args, tc.env, false); err == nil || !strings.Contains(err.Error(), tc.flag) {
+			t.Errorf("%q %v: %v; want a refusal naming %s", tc.args, tc.env, err, tc.flag)
 		}
 	}
-	cfg := operator.DefaultConfig()
-	cfg.ClusterName, cfg.VMMemoryOverheadPercent = "prod-eu", 0.075
-	if err := checkFlags("aws", false, &cfg); err != nil {
-		t.Errorf("the defaults: %v", err)
+}
+
+// The settings are read as the controller reads them: a flag wins over
+// its environment variable, which wins over the default; other flags are
+// passed over; Karpenter's controller ignores DRA requests unless told
+// otherwise, nodewright's plans for them.
+func TestControllerDecisionsAreReadAsTheControllerReadsThem(t *testing.T) {
+	d, err := ControllerDecisions([]string{"--cluster-name=prod-eu", "--min-values-policy", "BestEffort", "--reserved-enis=2", "--log-level=debug"},
+		map[string]string{"MIN_VALUES_POLICY": "Strict", "PREFERENCE_POLICY": "Ignore", "VM_MEMORY_OVERHEAD_PERCENT": "0.05"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (scheduling.Policy{RelaxMinValues: true, IgnorePreferences: true}); d.Policy != want {
+		t.Errorf("policy %+v, want %+v", d.Policy, want)
+	}
+	if d.ReservedENIs != 2 || d.VMMemoryOverheadPercent != 0.05 || d.IgnoreDRARequests {
+		t.Errorf("read %+v", d)
+	}
+	defaults, err := ControllerDecisions(nil, nil, false)
+	if err != nil || defaults.Policy != (scheduling.Policy{}) || defaults.VMMemoryOverheadPercent != 0.075 || defaults.ReservedENIs != 0 || defaults.IgnoreDRARequests {
+		t.Errorf("nodewright's defaults %+v (%v)", defaults, err)
+	}
+	karpenter, err := ControllerDecisions(nil, map[string]string{"CLUSTER_NAME": "prod-eu"}, true)
+	if err != nil || !karpenter.IgnoreDRARequests {
+		t.Errorf("Karpenter's defaults %+v (%v): it ignores DRA requests", karpenter, err)
+	}
+	if k, _ := ControllerDecisions(nil, map[string]string{"IGNORE_DRA_REQUESTS": "false"}, true); k.IgnoreDRARequests {
+		t.Error("Karpenter with IGNORE_DRA_REQUESTS=false plans for resource claims")
 	}
 }
 
@@ -133,12 +162,12 @@ func TestInstanceTypeSettingsAreChecked(t *testing.T) {
 // as it is) are named with what to use instead, not silently ignored;
 // those nodewright reads, and other variables, are not.
 func TestKarpenterSettingsInTheEnvironmentAreNamed(t *testing.T) {
-	got := unreadKarpenterSettings([]string{"MIN_VALUES_POLICY=BestEffort", "CLUSTER_NAME=prod-eu", "RESERVED_ENIS=1", "HOME=/root", "LOG_OUTPUT_PATHS=stdout", "PREFERENCE_POLICY="})
+	got := unreadKarpenterSettings([]string{"MIN_VALUES_POLICY=BestEffort", "CLUSTER_NAME=prod-eu", "RESERVED_ENIS=1", "HOME=/root", "LOG_OUTPUT_PATHS=stdout", "PREFERENCE_POLICY=Ignore", "EKS_CONTROL_PLANE=true"})
 	if len(got) != 3 {
 		t.Fatalf("warnings %q; want three", got)
 	}
 	for i, want := range []string{"CLUSTER_NAME is one of Karpenter's settings, which nodewright does not read; use --cluster-name",
-		"LOG_OUTPUT_PATHS", "MIN_VALUES_POLICY is one of Karpenter's settings, which nodewright does not read; its counterpart: nothing yet"} {
+		"EKS_CONTROL_PLANE is one of Karpenter's settings, which nodewright does not read; its counterpart: nothing yet", "LOG_OUTPUT_PATHS"} {
 		if !strings.Contains(got[i], want) {
 			t.Errorf("warning %q lacks %q", got[i], want)
 		}

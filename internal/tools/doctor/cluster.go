@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
@@ -33,6 +35,20 @@ func ReadCluster(ctx context.Context, kube client.Reader) (*whatif.Objects, []co
 	events := &corev1.EventList{}
 	if err := kube.List(ctx, events, client.MatchingFields{"type": corev1.EventTypeWarning}); err != nil {
 		return nil, nil, fmt.Errorf("listing events: %w", err)
+	}
+	// The controller's Deployment says how it decides; a user who may not
+	// list Deployments gets the defaults (and the flags they give).
+	deployments := &appsv1.DeploymentList{}
+	selector, _ := labels.Parse("app.kubernetes.io/name in (nodewright, karpenter)")
+	switch err := kube.List(ctx, deployments, client.MatchingLabelsSelector{Selector: selector}); {
+	case err == nil:
+		for i := range deployments.Items {
+			if c, ok := whatif.ControllerOf(&deployments.Items[i]); ok {
+				o.Controllers = append(o.Controllers, c)
+			}
+		}
+	case !apierrors.IsForbidden(err) && !apierrors.IsNotFound(err):
+		return nil, nil, fmt.Errorf("listing the controller's Deployments: %w", err)
 	}
 	for name, dst := range map[string]**corev1.ConfigMap{"aws-auth": &o.AWSAuth, "amazon-vpc-cni": &o.VPCCNI} {
 		cm := &corev1.ConfigMap{}

@@ -96,9 +96,11 @@ type Objects struct {
 	// DefaultSpread are kube-scheduler's default topology spread
 	// constraints, when its configuration is given.
 	DefaultSpread scheduling.SpreadDefaults
-	// IgnoreDRARequests leaves pods with resource claims unplanned, as the
-	// controller's --ignore-dra-requests does.
-	IgnoreDRARequests bool
+	// Settings are the controller's settings decisions are made with.
+	Settings Settings
+	// Controllers are the nodewright and Karpenter controller
+	// Deployments read: how the cluster's controller decides.
+	Controllers []*Controller
 	// CapacityBuffers keep room for pods to come, with the PodTemplates
 	// they name; workloads are the Deployments, StatefulSets and
 	// ReplicaSets read, for buffers that name one.
@@ -440,6 +442,9 @@ var readers = map[string]func(*Objects, runtime.Object) (bool, error){
 	},
 	"Deployment": func(o *Objects, obj runtime.Object) (bool, error) {
 		d := obj.(*appsv1.Deployment)
+		if c, ok := ControllerOf(d); ok {
+			o.Controllers = append(o.Controllers, c)
+		}
 		return true, o.addWorkload("apps/v1", "Deployment", d.ObjectMeta, d.Spec.Replicas, d.Spec.Template)
 	},
 	"StatefulSet": func(o *Objects, obj runtime.Object) (bool, error) {

@@ -41,6 +41,9 @@ type NodeClaimReport struct {
 	Devices map[string]int64 `json:"devices,omitempty"`
 	// BufferPods counts the CapacityBuffers' pods it keeps room for.
 	BufferPods int `json:"bufferPods,omitempty"`
+	// MinValuesRelaxed says, under --min-values-policy=BestEffort, which
+	// minValues the NodeClaim relaxes ("" when none).
+	MinValuesRelaxed string `json:"minValuesRelaxed,omitempty"`
 }
 
 // ExistingNodeReport lists the pending pods planned onto an existing node.
@@ -75,6 +78,7 @@ func NewReport(res *Result) *Report {
 			InstanceTypes: names, Requests: c.Requests.List(), Pods: podNames(c.Pods), BufferPods: buffered(c.Pods),
 			Devices: c.Requests.Devices(),
 		})
+		r.NodeClaims[len(r.NodeClaims)-1].MinValuesRelaxed = c.MinValuesRelaxed
 	}
 	for _, e := range res.Plan.Existing {
 		if len(e.Pods) > 0 {
@@ -134,6 +138,11 @@ func (r *Report) WriteTable(w io.Writer) error {
 		room = fmt.Sprintf(", room for %d CapacityBuffer pods", buffer)
 	}
 	fmt.Fprintf(w, "\n%d NodeClaims, %d pods placed%s, $%.4f/hour\n", len(r.NodeClaims), pods, room, r.TotalPricePerHour)
+	for _, c := range r.NodeClaims {
+		if c.MinValuesRelaxed != "" {
+			fmt.Fprintf(w, "NodeClaim %s: minValues relaxed (--min-values-policy=BestEffort): %s\n", c.Name, c.MinValuesRelaxed)
+		}
+	}
 	for _, warning := range r.Warnings {
 		fmt.Fprintf(w, "warning: %s\n", warning)
 	}

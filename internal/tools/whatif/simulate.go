@@ -100,7 +100,7 @@ func Snapshot(o *Objects, resolver *nodeclass.Resolver) (*state.Snapshot, []stri
 		if err != nil {
 			return nil, nil, fmt.Errorf("EC2NodeClass %s: %w", nc.Name, err)
 		}
-		types := instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: r.zones, Kubelet: kubelet, Reservations: r.reservations, Needs: needs})
+		types := instancetypes.InstanceTypes(specs, o.typeOptions(instancetypes.Options{Zones: r.zones, Kubelet: kubelet, Reservations: r.reservations, Needs: needs}))
 		if resolver != nil && nc.Spec.PlacementGroupSelector != nil && r.placement == nil {
 			types = nil // not Ready: the controller launches nothing from it
 		}
@@ -108,8 +108,8 @@ func Snapshot(o *Objects, resolver *nodeclass.Resolver) (*state.Snapshot, []stri
 		rc.InstanceTypes, rc.AMIs = types, r.amis
 		classes[nc.Name] = rc
 	}
-	snap := state.Build(o.State(), state.Options{Now: o.now(), NodeClasses: classes, NodesWithoutClaims: true, DefaultSpread: o.DefaultSpread, IgnoreDRARequests: o.IgnoreDRARequests,
-		Catalog: instancetypes.InstanceTypes(specs, instancetypes.Options{Zones: o.zones()})})
+	snap := state.Build(o.State(), state.Options{Now: o.now(), NodeClasses: classes, NodesWithoutClaims: true, DefaultSpread: o.DefaultSpread, IgnoreDRARequests: o.Settings.IgnoreDRARequests, Policy: o.Settings.Policy,
+		Catalog: instancetypes.InstanceTypes(specs, o.typeOptions(instancetypes.Options{Zones: o.zones()}))})
 	warnings = append(warnings, o.regionWarnings()...)
 	_, _, bufferWarnings := o.buffers()
 	warnings = append(warnings, bufferWarnings...)

@@ -64,7 +64,7 @@ func RenderUserData(o *Objects, nodePool, instanceType string, cluster userdata.
 	needs.Windows, needs.WindowsBuild = instancetypes.WindowsOf(nc)
 	eph := instancetypes.EphemeralStorageOf(nc)
 	needs.EphemeralStorage = eph.Value()
-	types, err := instancetypes.Load(instancetypes.Options{Zones: zonesFor(np, nc), Kubelet: kubelet, Needs: needs})
+	types, err := instancetypes.Load(o.typeOptions(instancetypes.Options{Zones: zonesFor(np, nc), Kubelet: kubelet, Needs: needs}))
 	if err != nil {
 		return nil, err
 	}
