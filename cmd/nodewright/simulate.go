@@ -203,4 +203,3 @@ func warnSkipped(w io.Writer, skipped []whatif.Skipped) {
 		}
 	}
 }
-

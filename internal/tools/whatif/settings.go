@@ -99,7 +99,6 @@ func (s Settings) Describe() string {
 		minValues, preferences, s.IgnoreDRARequests, share, s.ReservedENIs)
 }
 
-
 // typeOptions are instance-type options with the settings' VM share and
 // reserved interfaces.
 func (o *Objects) typeOptions(opts instancetypes.Options) instancetypes.Options {
