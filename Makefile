@@ -4,7 +4,7 @@ SHELL := /usr/bin/env bash -o pipefail
 GOLANGCI_LINT_VERSION := v2.15.0
 LINT := bin/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
-.PHONY: all build release docs test e2e-moto generate verify lint controlplane clean bench bench-e2e bench-reference bench-reference-speed crash sim image chart fuzz faults boot boot-golden reference-newest catalog
+.PHONY: all build release docs test e2e-moto generate verify lint controlplane clean bench bench-e2e bench-reference bench-reference-speed crash sim image chart fuzz faults boot boot-golden reference-newest catalog stored
 
 all: build
 
@@ -132,6 +132,10 @@ reference-newest: ## Check nodewright against the newest release of the referenc
 BOOT_CASES ?= 5000
 boot: ## Run BOOT_CASES generated user data through the boot models and the real components (bash, bootstrap.sh's and nodeadm's outcomes, the kubelet's flag handling) and print the agreement
 	NODEWRIGHT_BOOT_CASES=$(BOOT_CASES) go test -count=1 -timeout 60m -v -run 'TestGenerated' ./internal/aws/boot/... | grep -E '^(--- FAIL|FAIL|ok|panic)|agree|^\s+\S+_test.go'
+
+STORED_PODS ?= 5000
+stored: controlplane ## Create STORED_PODS generated pods (dry run) in kube-apiserver and check the offline tools read their requests as it stores them
+	assets="$$(./hack/controlplane.sh)" && KUBEBUILDER_ASSETS="$$assets" NODEWRIGHT_STORED_PODS=$(STORED_PODS) go test -count=1 -timeout 30m -v -run 'TestRequestsAsTheAPIServerStoresThem' ./internal/scheduling | grep -E '^(--- FAIL|FAIL|ok|panic)|generated pods|stored_test.go'
 
 BOOTSTRAP_SH ?=
 NODEADM_SRC ?=

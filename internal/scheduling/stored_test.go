@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"strconv"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,7 +21,8 @@ import (
 
 // storedPod generates a pod as users write them: containers, sidecars and
 // init containers giving requests, limits, both or neither for CPU,
-// memory, ephemeral storage and GPUs, sometimes pod-level resources.
+// memory, ephemeral storage and GPUs, and half of them pod-level
+// CPU and memory limits, with or without requests.
 func storedPod(seed uint64) *corev1.Pod {
 	r := rand.New(rand.NewPCG(seed, 61))
 	resources := func() corev1.ResourceRequirements {
@@ -57,6 +60,19 @@ func storedPod(seed uint64) *corev1.Pod {
 		}
 		pod.Spec.InitContainers = append(pod.Spec.InitContainers, c)
 	}
+	if r.IntN(2) == 0 { // pod-level resources: CPU and memory, above what the containers take
+		var rr corev1.ResourceRequirements
+		for name, limit := range map[corev1.ResourceName]string{corev1.ResourceCPU: fmt.Sprint(20 + r.IntN(20)), corev1.ResourceMemory: fmt.Sprintf("%dGi", 20+r.IntN(40))} {
+			switch r.IntN(3) {
+			case 0:
+				rr.Limits = set(rr.Limits, name, limit)
+			case 1:
+				rr.Limits = set(rr.Limits, name, limit)
+				rr.Requests = set(rr.Requests, name, limit)
+			}
+		}
+		pod.Spec.Resources = &rr
+	}
 	return pod
 }
 
@@ -79,7 +95,10 @@ func TestRequestsAsTheAPIServerStoresThem(t *testing.T) {
 	plane := controlplane.StartForTest(t, controlplane.Options{})
 	direct, _ := optest.Direct(t, plane)
 	ctx := context.Background()
-	n, refused, defaulted := 300, 0, 0
+	n, refused, defaulted := 300, 0, 0 // make stored runs more
+	if v, err := strconv.Atoi(os.Getenv("NODEWRIGHT_STORED_PODS")); err == nil && v > 0 {
+		n = v
+	}
 	for seed := range uint64(n) {
 		written := storedPod(seed)
 		stored := written.DeepCopy()
@@ -101,6 +120,9 @@ func TestRequestsAsTheAPIServerStoresThem(t *testing.T) {
 			if !equality.Semantic.DeepEqual(ours.Spec.InitContainers[i].Resources.Requests, stored.Spec.InitContainers[i].Resources.Requests) {
 				t.Errorf("seed %d init container %d: the API server stores requests %v, RequestsAsStored %v", seed, i, stored.Spec.InitContainers[i].Resources.Requests, ours.Spec.InitContainers[i].Resources.Requests)
 			}
+		}
+		if stored.Spec.Resources != nil && !equality.Semantic.DeepEqual(ours.Spec.Resources.Requests, stored.Spec.Resources.Requests) {
+			t.Errorf("seed %d: the API server stores pod-level requests %v, RequestsAsStored %v", seed, stored.Spec.Resources.Requests, ours.Spec.Resources.Requests)
 		}
 		fromWritten, _ := scheduling.PodRequests(written)
 		fromStored, _ := scheduling.PodRequests(stored)

@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -35,6 +36,15 @@ func ReadCluster(ctx context.Context, kube client.Reader) (*whatif.Objects, []co
 	events := &corev1.EventList{}
 	if err := kube.List(ctx, events, client.MatchingFields{"type": corev1.EventTypeWarning}); err != nil {
 		return nil, nil, fmt.Errorf("listing events: %w", err)
+	}
+	// RuntimeClasses: pods are admitted with their overhead already, but
+	// workloads' templates are not.
+	runtimeClasses := &nodev1.RuntimeClassList{}
+	switch err := kube.List(ctx, runtimeClasses); {
+	case err == nil:
+		o.RuntimeClasses = listing.Pointers(runtimeClasses.Items)
+	case !apierrors.IsForbidden(err) && !apierrors.IsNotFound(err):
+		return nil, nil, fmt.Errorf("listing RuntimeClasses: %w", err)
 	}
 	// The controller's Deployment says how it decides; a user who may not
 	// list Deployments gets the defaults (and the flags they give).

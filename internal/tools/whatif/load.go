@@ -21,6 +21,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	nodev1 "k8s.io/api/node/v1"
 	resourcev1 "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -76,6 +77,10 @@ type Objects struct {
 	StorageClasses []*storagev1.StorageClass
 	// CSINodes give nodes their volume attach limits.
 	CSINodes []*storagev1.CSINode
+	// RuntimeClasses add their overhead, node selector and tolerations to
+	// the pods that name them, as the API server's RuntimeClass admission
+	// does when the pods are created.
+	RuntimeClasses []*nodev1.RuntimeClass
 	// DeviceClasses, ResourceClaims, ResourceClaimTemplates and
 	// ResourceSlices: the devices pods claim (DRA) and nodes have.
 	DeviceClasses          []*resourcev1.DeviceClass
@@ -113,7 +118,7 @@ type Objects struct {
 // resolved as their controller would).
 func (o *Objects) State() state.Objects {
 	buffers, templates, _ := o.buffers()
-	return state.Objects{NodePools: o.NodePools, NodeClaims: o.NodeClaims, Nodes: o.Nodes, Pods: o.Pods, DaemonSets: o.DaemonSets, PDBs: o.PDBs, Overlays: o.Overlays, Namespaces: o.Namespaces,
+	return state.Objects{NodePools: o.NodePools, NodeClaims: o.NodeClaims, Nodes: o.Nodes, Pods: o.admitted(), DaemonSets: o.DaemonSets, PDBs: o.PDBs, Overlays: o.Overlays, Namespaces: o.Namespaces,
 		PVCs: o.PVCs, PVs: o.PVs, StorageClasses: o.StorageClasses, CSINodes: o.CSINodes, CapacityBuffers: buffers, PodTemplates: templates,
 		DeviceClasses: o.DeviceClasses, ResourceClaims: o.ResourceClaims, ResourceClaimTemplates: o.ResourceClaimTemplates, ResourceSlices: o.ResourceSlices}
 }
@@ -142,7 +147,7 @@ func (s Skipped) String() string {
 const ReadKinds = "NodePools, NodeClaims, EC2NodeClasses, NodeOverlays, Pods and their workloads (Deployment, StatefulSet, ReplicaSet, Job), " +
 	"DaemonSets, Nodes, PodDisruptionBudgets, Namespaces, volumes (PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode), " +
 	"devices (DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice), " +
-	"CapacityBuffers and PodTemplates, the aws-auth and amazon-vpc-cni ConfigMaps, Lists of them"
+	"RuntimeClasses, CapacityBuffers and PodTemplates, the aws-auth and amazon-vpc-cni ConfigMaps, Lists of them"
 
 // Load reads multi-document YAML (or JSON). name labels errors and
 // skipped documents (a file name); errors say the line a document starts
@@ -385,7 +390,7 @@ var readVersions = map[string]string{
 	"Pod": "v1", "Node": "v1", "Namespace": "v1", "ConfigMap": "v1", "PersistentVolumeClaim": "v1", "PersistentVolume": "v1",
 	"Deployment": "apps/v1", "StatefulSet": "apps/v1", "ReplicaSet": "apps/v1", "DaemonSet": "apps/v1", "Job": "batch/v1",
 	"PodDisruptionBudget": "policy/v1", "StorageClass": "storage.k8s.io/v1", "CSINode": "storage.k8s.io/v1",
-	"CapacityBuffer": "autoscaling.x-k8s.io/v1beta1", "PodTemplate": "v1",
+	"CapacityBuffer": "autoscaling.x-k8s.io/v1beta1", "PodTemplate": "v1", "RuntimeClass": "node.k8s.io/v1",
 	"DeviceClass": "resource.k8s.io/v1", "ResourceClaim": "resource.k8s.io/v1", "ResourceClaimTemplate": "resource.k8s.io/v1", "ResourceSlice": "resource.k8s.io/v1",
 }
 
@@ -457,6 +462,9 @@ var readers = map[string]func(*Objects, runtime.Object) (bool, error){
 	},
 	"CapacityBuffer": func(o *Objects, obj runtime.Object) (bool, error) {
 		return true, o.addBuffer(obj.(*v1beta1.CapacityBuffer))
+	},
+	"RuntimeClass": func(o *Objects, obj runtime.Object) (bool, error) {
+		return appended(&o.RuntimeClasses, obj.(*nodev1.RuntimeClass))
 	},
 	"PodTemplate": func(o *Objects, obj runtime.Object) (bool, error) {
 		return appended(&o.PodTemplates, inDefault(obj.(*corev1.PodTemplate)))

@@ -111,6 +111,7 @@ func Snapshot(o *Objects, resolver *nodeclass.Resolver) (*state.Snapshot, []stri
 	snap := state.Build(o.State(), state.Options{Now: o.now(), NodeClasses: classes, NodesWithoutClaims: true, DefaultSpread: o.DefaultSpread, IgnoreDRARequests: o.Settings.IgnoreDRARequests, Policy: o.Settings.Policy,
 		Catalog: instancetypes.InstanceTypes(specs, o.typeOptions(instancetypes.Options{Zones: o.zones()}))})
 	warnings = append(warnings, o.regionWarnings()...)
+	warnings = append(warnings, o.runtimeClassWarnings()...)
 	_, _, bufferWarnings := o.buffers()
 	warnings = append(warnings, bufferWarnings...)
 	for _, sk := range snap.Skipped {
