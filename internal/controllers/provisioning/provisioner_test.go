@@ -20,6 +20,7 @@ import (
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/operator"
 	simaws "github.com/nodewright/nodewright/internal/sim/cloud/aws"
 	"github.com/nodewright/nodewright/internal/sim/harness/optest"
 )
@@ -522,4 +523,46 @@ func TestPodAvoidingANodeByHostnameGetsANodeClaim(t *testing.T) {
 			}
 		}
 	}
+}
+
+// With --min-values-policy=BestEffort a NodePool whose types offer fewer
+// families than its minValues launches on those it has: the NodeClaim the
+// API server stores asks for as many as they offer, says it was relaxed,
+// and is counted so; the metric's label says the same.
+func TestRelaxedMinValuesReachTheNodeClaim(t *testing.T) {
+	e := optest.Start(t, optest.Options{Scheduler: true, Configure: func(cfg *operator.Config) { cfg.Policy.RelaxMinValues = true }})
+	e.DefaultNodeClass(t)
+	families := in("karpenter.k8s.aws/instance-family", "m5", "m6i", "c6i")
+	families.MinValues = ptr.To(3)
+	e.Create(t, nodePool("diverse", nil, families, in("karpenter.k8s.aws/instance-category", "m")))
+	e.Create(t, pod("web-0", nil))
+	e.WaitFor(t, "a NodeClaim", func(context.Context) (bool, error) { return len(claims(t, e)) > 0, nil })
+	nc := claims(t, e)[0]
+	if nc.Annotations[v1.AnnotationMinValuesRelaxed] != "true" {
+		t.Errorf("annotations %v; want %s=true", nc.Annotations, v1.AnnotationMinValuesRelaxed)
+	}
+	for _, r := range nc.Spec.Requirements {
+		if r.Key == "karpenter.k8s.aws/instance-family" && (r.MinValues == nil || *r.MinValues != 2) {
+			t.Errorf("instance-family minValues %v; want 2, the families m5 and m6i", r.MinValues)
+		}
+	}
+	// Counted once the create returned, which may be after the NodeClaim shows.
+	e.WaitFor(t, `karpenter_nodeclaims_created_total{nodepool="diverse",min_values_relaxed="true"}`, func(context.Context) (bool, error) {
+		gathered, err := ctrlmetrics.Registry.Gather()
+		if err != nil {
+			return false, err
+		}
+		for _, f := range gathered {
+			for _, m := range f.GetMetric() {
+				labels := map[string]string{}
+				for _, l := range m.GetLabel() {
+					labels[l.GetName()] = l.GetValue()
+				}
+				if f.GetName() == "karpenter_nodeclaims_created_total" && labels["nodepool"] == "diverse" && labels["min_values_relaxed"] == "true" && m.GetCounter().GetValue() >= 1 {
+					return true, nil
+				}
+			}
+		}
+		return false, nil
+	})
 }
