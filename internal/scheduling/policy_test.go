@@ -84,7 +84,7 @@ func TestPreferencePolicyIgnore(t *testing.T) {
 	if plain >= 3 {
 		t.Fatalf("three pods without terms take %d NodeClaims; the case needs fewer", plain)
 	}
-	hostname := func(p *corev1.Pod) *metav1.LabelSelector {
+	hostname := func(*corev1.Pod) *metav1.LabelSelector {
 		return &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
 	}
 	for _, tc := range []struct {

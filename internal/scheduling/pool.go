@@ -280,7 +280,7 @@ func (pl *pool) narrow(types []*InstanceType, reqs Requirements, need Resources,
 			out = append(out, it)
 		}
 	}
-	if !(opening && pl.relaxMinValues) && !minValuesMet(out, reqs) {
+	if (!opening || !pl.relaxMinValues) && !minValuesMet(out, reqs) {
 		return nil, false
 	}
 	return out, true

@@ -36,7 +36,7 @@ func TestNodeClaimsSayWhetherMinValuesWereRelaxed(t *testing.T) {
 			t.Errorf("relaxed %q: annotated %q, want %q", tc.relaxed, got, tc.note)
 		}
 		for _, r := range nc.Spec.Requirements {
-			if r.Key == scheduling.LabelInstanceType && !(r.MinValues == nil && tc.want == nil || r.MinValues != nil && tc.want != nil && *r.MinValues == *tc.want) {
+			if r.Key == scheduling.LabelInstanceType && !ptr.Equal(r.MinValues, tc.want) {
 				t.Errorf("relaxed %q: minValues %v, want %v", tc.relaxed, r.MinValues, tc.want)
 			}
 		}

@@ -25,21 +25,29 @@ const (
 	AnnotationHashVersion = awsv1.Group + "/ec2nodeclass-hash-version"
 	// HashVersion is bumped whenever the hash of an unchanged
 	// EC2NodeClass changes (nodewright-v2: spec.kubelet became an open
-	// map, hashed by its JSON): NodeClaims stamped before are restamped,
+	// map, hashed by its JSON; nodewright-v3: the family as resolved,
+	// ipPrefixCount left out): NodeClaims stamped before are restamped,
 	// not drifted.
-	HashVersion = "nodewright-v2"
+	HashVersion = "nodewright-v3"
 )
 
 // Kind is the kind NodePools name in their nodeClassRef.
 const Kind = "EC2NodeClass"
 
-// Hash hashes the EC2NodeClass fields that shape an instance directly.
-// The selector terms are not hashed: what they select (AMIs, subnets,
-// security groups) is compared with what the instance has.
+// Hash hashes the EC2NodeClass fields that shape an instance directly,
+// as the reference's hash takes them: the selector terms are not hashed
+// (what they select, AMIs, subnets and security groups, is compared with
+// what the instance has), nor is ipPrefixCount; the AMI family is hashed
+// as resolved, so writing out the family an alias implies (amiFamily:
+// AL2023 beside alias al2023@latest) or leaving it out drifts nothing.
 func Hash(class *awsv1.EC2NodeClass) string {
 	spec := class.Spec.DeepCopy()
 	spec.SubnetSelectorTerms, spec.SecurityGroupSelectorTerms, spec.AMISelectorTerms, spec.CapacityReservationSelectorTerms = nil, nil, nil, nil
-	return state.Hash(spec)
+	spec.AMIFamily, spec.IPPrefixCount = nil, nil
+	return state.Hash(struct {
+		Spec   *awsv1.EC2NodeClassSpec
+		Family string
+	}{spec, Family(class)})
 }
 
 // Stamp is the EC2NodeClass hash its NodeClaims carry.

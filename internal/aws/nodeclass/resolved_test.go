@@ -21,13 +21,29 @@ func pool() *v1.NodePool {
 }
 
 // The EC2NodeClass hash changes with what shapes an instance directly,
-// not with the selector terms (what they select is compared instead).
+// not with the selector terms (what they select is compared instead) nor
+// with the family written out where the alias implies it, as the
+// reference's hash.
 func TestHash(t *testing.T) {
-	class := &awsv1.EC2NodeClass{Spec: awsv1.EC2NodeClassSpec{Role: "r"}}
+	class := &awsv1.EC2NodeClass{Spec: awsv1.EC2NodeClassSpec{Role: "r", AMISelectorTerms: []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}}}}
 	h := nodeclass.Hash(class)
-	class.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}}
+	class.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "al2023@v20251110"}}
 	if nodeclass.Hash(class) != h {
 		t.Error("AMI selector terms changed the EC2NodeClass hash (what they select is compared instead)")
+	}
+	class.Spec.AMIFamily = new(awsv1.AMIFamilyAL2023)
+	if nodeclass.Hash(class) != h {
+		t.Error("amiFamily AL2023 written out beside alias al2023 changed the EC2NodeClass hash")
+	}
+	class.Spec.IPPrefixCount = new(int32(2))
+	if nodeclass.Hash(class) != h {
+		t.Error("ipPrefixCount changed the EC2NodeClass hash (the reference's leaves it out)")
+	}
+	class.Spec.AMIFamily, class.Spec.IPPrefixCount = nil, nil
+	bottlerocket := class.DeepCopy()
+	bottlerocket.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "bottlerocket@latest"}}
+	if nodeclass.Hash(bottlerocket) == h {
+		t.Error("a change of family (al2023 to bottlerocket) did not change the EC2NodeClass hash")
 	}
 	class.Spec.UserData = new(string)
 	if nodeclass.Hash(class) == h {
@@ -42,7 +58,7 @@ func TestHash(t *testing.T) {
 	class.Spec.Kubelet, class.Spec.UserData = nil, nil
 	// A field left out hashes as before it existed: an upgrade drifts
 	// nothing.
-	if got := nodeclass.Hash(&awsv1.EC2NodeClass{Spec: awsv1.EC2NodeClassSpec{Role: "r", EnclaveOptions: nil}}); got != h {
+	if got := nodeclass.Hash(&awsv1.EC2NodeClass{Spec: awsv1.EC2NodeClassSpec{Role: "r", AMISelectorTerms: []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}}, EnclaveOptions: nil}}); got != h {
 		t.Errorf("an EC2NodeClass without enclaveOptions hashes %s, not %s", got, h)
 	}
 }
@@ -62,7 +78,6 @@ func TestLaunchSettingsDrift(t *testing.T) {
 		"connectionTracking": func(s *awsv1.EC2NodeClassSpec) {
 			s.ConnectionTracking = &awsv1.ConnectionTracking{UDPTimeout: new(int32)}
 		},
-		"ipPrefixCount": func(s *awsv1.EC2NodeClassSpec) { s.IPPrefixCount = new(int32) },
 		"placementGroupSelector": func(s *awsv1.EC2NodeClassSpec) {
 			s.PlacementGroupSelector = &awsv1.PlacementGroupSelector{ID: new(string)}
 		},

@@ -65,7 +65,7 @@ func (o *Objects) runtimeClassWarnings() []string {
 			missing[name]++
 		}
 	}
-	var out []string
+	out := make([]string, 0, len(missing))
 	for _, name := range slices.Sorted(maps.Keys(missing)) {
 		out = append(out, fmt.Sprintf("%d pods name RuntimeClass %s, which is not among the inputs: its pod overhead, node selector and tolerations are not counted (add it: kubectl get runtimeclass %s -o yaml)", missing[name], name, name))
 	}
