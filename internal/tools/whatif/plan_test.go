@@ -10,6 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/aws/nodeclass"
+	"github.com/nodewright/nodewright/internal/scheduling"
+	"github.com/nodewright/nodewright/internal/state"
 	"github.com/nodewright/nodewright/internal/tools/whatif"
 )
 
@@ -419,5 +422,43 @@ func planRollout(t *testing.T, budgets, changed string) {
 	}
 	if surplus != 0 || replacements != 6 || moved != 6 {
 		t.Errorf("%d replacements (%d left empty) for 6 pods moved %d times: %+v", replacements, surplus, moved, r.Rounds)
+	}
+}
+
+// Writing out the family an alias implies, or leaving it out, changes no
+// node: the hash takes the family as resolved, as the reference's does,
+// and the pods keep their place (the AMIs are those in the status).
+func TestPlanFamilyAsTheAliasImpliesIt(t *testing.T) {
+	for _, family := range []string{"", "  amiFamily: AL2023\n"} {
+		objs := cluster(t, `[{nodes: "100%"}]`, 1, 1)
+		class := state.NodeClaimFor(objs.NodePools[0], nodeclass.Rules(objs.EC2NodeClasses[0]), &scheduling.PlannedNodeClaim{})
+		for i, node := range objs.Nodes {
+			objs.NodeClaims = append(objs.NodeClaims, &v1.NodeClaim{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("default-%d", i), Labels: map[string]string{v1.LabelNodePool: "default"}, Annotations: class.Annotations},
+				Spec:       v1.NodeClaimSpec{NodeClassRef: &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}},
+				Status: v1.NodeClaimStatus{ProviderID: node.Spec.ProviderID, NodeName: node.Name, ImageID: "ami-old",
+					Conditions: []metav1.Condition{{Type: v1.ConditionInitialized, Status: metav1.ConditionTrue, Reason: "Initialized"}}},
+			})
+		}
+		r, err := whatif.Plan(objs, change(t, `apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+`+family+`  amiSelectorTerms: [{alias: al2023@latest}]
+  role: node
+  subnetSelectorTerms: [{tags: {a: b}}]
+  securityGroupSelectorTerms: [{tags: {a: b}}]
+`), nil, whatif.DefaultTimings())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range r.Nodes {
+			if n.Drifted {
+				t.Errorf("amiFamily %q: %s drifts (%s: %s)", family, n.Node, n.Reason, n.Message)
+			}
+		}
+		if len(r.Rounds) != 0 || len(r.Unplaced) != 0 {
+			t.Errorf("amiFamily %q: rounds %+v, unplaced %+v; want nothing replaced", family, r.Rounds, r.Unplaced)
+		}
 	}
 }
