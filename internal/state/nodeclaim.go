@@ -28,8 +28,10 @@ const (
 	// HashVersion is the version of the NodePool hash. It differs from
 	// every version the reference stamps (v1 to v6), so that NodeClaims it
 	// made are restamped when nodewright takes them over, never compared
-	// with hashes made another way.
-	HashVersion = "nodewright-v1"
+	// with hashes made another way (nodewright-v2: expireAfter and
+	// terminationGracePeriod hashed too, as the reference's template hash
+	// has them).
+	HashVersion = "nodewright-v2"
 )
 
 // ForeignHashes reports a NodeClaim whose drift hashes another hashing
@@ -75,18 +77,21 @@ func Restamp(nc *v1.NodeClaim, np *v1.NodePool, class *cloudprovider.NodeClass) 
 	return changed
 }
 
-// NodePoolHash hashes what a NodePool's nodes are made from: the
-// template's labels, annotations, taints, startup taints and node class.
-// Requirements are checked on their own (a node drifts only when they no
-// longer admit it); expireAfter and terminationGracePeriod apply to
-// existing NodeClaims as they are and do not replace nodes.
+// NodePoolHash hashes what a NodePool's nodes are made from, as the
+// reference's template hash takes it: the template's labels,
+// annotations, taints, startup taints, node class, expireAfter and
+// terminationGracePeriod (a change of either replaces the nodes made
+// before it, which carry the old values). Requirements are checked on
+// their own (a node drifts only when they no longer admit it).
 func NodePoolHash(np *v1.NodePool) string {
 	t := np.Spec.Template
 	return Hash(struct {
-		Labels, Annotations map[string]string
-		Taints, Startup     []corev1.Taint
-		NodeClassRef        *v1.NodeClassReference
-	}{t.ObjectMeta.Labels, t.ObjectMeta.Annotations, t.Spec.Taints, t.Spec.StartupTaints, t.Spec.NodeClassRef})
+		Labels, Annotations    map[string]string
+		Taints, Startup        []corev1.Taint
+		NodeClassRef           *v1.NodeClassReference
+		ExpireAfter            v1.NillableDuration `json:",omitzero"`
+		TerminationGracePeriod *metav1.Duration    `json:",omitempty"`
+	}{t.ObjectMeta.Labels, t.ObjectMeta.Annotations, t.Spec.Taints, t.Spec.StartupTaints, t.Spec.NodeClassRef, t.Spec.ExpireAfter, t.Spec.TerminationGracePeriod})
 }
 
 // NodePoolStamp is the NodePool hash a NodeClaim made from it carries.

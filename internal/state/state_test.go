@@ -412,19 +412,28 @@ func TestBlockers(t *testing.T) {
 	}
 }
 
-// The hashes change with what shapes a node and not with the rest.
+// The hashes change with what shapes a node and not with the rest: as
+// the reference's template hash, expireAfter and terminationGracePeriod
+// take part, requirements and disruption settings do not.
 func TestHashes(t *testing.T) {
 	np := nodePool("default", "default")
 	base := state.NodePoolHash(np)
 	np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{{Key: "a", Operator: corev1.NodeSelectorOpExists}}
-	np.Spec.Template.Spec.ExpireAfter = "1h"
 	np.Spec.Disruption.ConsolidateAfter = "1m"
+	np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "1"}}
 	if state.NodePoolHash(np) != base {
-		t.Error("requirements, expireAfter or disruption settings changed the NodePool hash")
+		t.Error("requirements or disruption settings changed the NodePool hash")
 	}
-	np.Spec.Template.ObjectMeta.Labels = map[string]string{"team": "a"}
-	if state.NodePoolHash(np) == base {
-		t.Error("a template label did not change the NodePool hash")
+	for name, change := range map[string]func(*v1.NodePool){
+		"a template label":       func(np *v1.NodePool) { np.Spec.Template.ObjectMeta.Labels = map[string]string{"team": "a"} },
+		"expireAfter":            func(np *v1.NodePool) { np.Spec.Template.Spec.ExpireAfter = "1h" },
+		"terminationGracePeriod": func(np *v1.NodePool) { np.Spec.Template.Spec.TerminationGracePeriod = &metav1.Duration{Duration: time.Hour} },
+	} {
+		changed := np.DeepCopy()
+		change(changed)
+		if state.NodePoolHash(changed) == base {
+			t.Errorf("%s did not change the NodePool hash", name)
+		}
 	}
 }
 
