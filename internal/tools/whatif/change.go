@@ -125,7 +125,7 @@ const UnresolvedAMI = "(what the new amiSelectorTerms select)"
 func statusAfter(old, changed *awsv1.EC2NodeClass, fields []string) (awsv1.EC2NodeClassStatus, string) {
 	st := *old.Status.DeepCopy()
 	var warnings []string
-	if slices.Contains(fields, "spec.amiSelectorTerms") {
+	if slices.Contains(fields, "spec.amiSelectorTerms") && !aliasPinnedToWhatRuns(old, changed) {
 		archs := map[string][]awsv1.AMI{}
 		for _, a := range old.Status.AMIs {
 			archs[archOf(a)] = append(archs[archOf(a)], a)
@@ -144,7 +144,7 @@ func statusAfter(old, changed *awsv1.EC2NodeClass, fields []string) (awsv1.EC2No
 			}
 			ids := termIDs(changed.Spec.AMISelectorTerms)
 			if len(ids) == 0 {
-				ids = []string{UnresolvedAMI}
+				ids = []string{unresolvedAMI(changed.Spec.AMISelectorTerms)}
 			}
 			for _, id := range ids {
 				st.AMIs = append(st.AMIs, awsv1.AMI{ID: id, Name: id, Requirements: reqs})
@@ -161,6 +161,48 @@ func statusAfter(old, changed *awsv1.EC2NodeClass, fields []string) (awsv1.EC2No
 		}
 	}
 	return st, strings.Join(warnings, "; ")
+}
+
+// eksAMIPrefixes are the name prefixes of the EKS-optimized AMIs of each
+// alias family.
+var eksAMIPrefixes = map[string][]string{
+	"al2023":       {"amazon-eks-node-al2023-"},
+	"al2":          {"amazon-eks-node-", "amazon-eks-arm64-node-", "amazon-eks-gpu-node-"},
+	"bottlerocket": {"bottlerocket-aws-k8s-"},
+}
+
+// aliasPinnedToWhatRuns reports whether changed amiSelectorTerms are one
+// alias pinned to the version of the EKS-optimized AMIs the class selects
+// now (status.amis: amazon-eks-node-al2023-x86_64-standard-1.31-v20251110
+// for al2023@v20251110): they select the same AMIs, and no node drifts
+// for them.
+func aliasPinnedToWhatRuns(old, changed *awsv1.EC2NodeClass) bool {
+	terms := changed.Spec.AMISelectorTerms
+	if len(terms) != 1 || terms[0].Alias == "" || len(old.Status.AMIs) == 0 || awsv1.FamilyOf(old) != awsv1.FamilyOf(changed) {
+		return false
+	}
+	family, version, _ := strings.Cut(terms[0].Alias, "@")
+	prefixes, ok := eksAMIPrefixes[strings.ToLower(family)]
+	if !ok || version == "" || version == "latest" {
+		return false
+	}
+	v := "v" + strings.TrimPrefix(version, "v")
+	for _, a := range old.Status.AMIs {
+		ofFamily := slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(a.Name, p) })
+		if !ofFamily || !strings.HasSuffix(a.Name, "-"+v) && !strings.Contains(a.Name, "-"+v+"-") {
+			return false
+		}
+	}
+	return true
+}
+
+// unresolvedAMI stands for the AMIs terms select offline: those of its
+// alias, when one alias is all it names.
+func unresolvedAMI(terms []awsv1.AMISelectorTerm) string {
+	if len(terms) == 1 && terms[0].Alias != "" {
+		return "(the AMIs alias " + terms[0].Alias + " resolves to)"
+	}
+	return UnresolvedAMI
 }
 
 func termIDs(terms []awsv1.AMISelectorTerm) []string {

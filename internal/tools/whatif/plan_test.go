@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/aws/nodeclass"
 	"github.com/nodewright/nodewright/internal/scheduling"
@@ -459,6 +461,46 @@ spec:
 		}
 		if len(r.Rounds) != 0 || len(r.Unplaced) != 0 {
 			t.Errorf("amiFamily %q: rounds %+v, unplaced %+v; want nothing replaced", family, r.Rounds, r.Unplaced)
+		}
+	}
+}
+
+// An alias pinned to the version of the AMIs the class selects now
+// selects the same AMIs: no node drifts, no warning; pinned to another
+// version, the nodes drift as before.
+func TestPlanAliasPinnedToTheRunningVersion(t *testing.T) {
+	for _, tc := range []struct {
+		alias   string
+		drifted bool
+	}{{"al2023@v20251110", false}, {"al2023@v20261120", true}} {
+		objs := cluster(t, `[{nodes: "100%"}]`, 1)
+		objs.EC2NodeClasses[0].Status.AMIs = []awsv1.AMI{{ID: "ami-old", Name: "amazon-eks-node-al2023-x86_64-standard-1.34-v20251110",
+			Requirements: []corev1.NodeSelectorRequirement{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}}}}
+		objs.NodeClaims = append(objs.NodeClaims, &v1.NodeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: "nc-1", Labels: map[string]string{v1.LabelNodePool: "default"}},
+			Spec:       v1.NodeClaimSpec{NodeClassRef: &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}},
+			Status: v1.NodeClaimStatus{ProviderID: "aws:///us-east-1a/i-1", NodeName: "node-1", ImageID: "ami-old",
+				Conditions: []metav1.Condition{{Type: v1.ConditionInitialized, Status: metav1.ConditionTrue, Reason: "Initialized"}}},
+		})
+		r, err := whatif.Plan(objs, change(t, `apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  amiFamily: AL2023
+  amiSelectorTerms: [{alias: `+tc.alias+`}]
+  role: node
+  subnetSelectorTerms: [{tags: {a: b}}]
+  securityGroupSelectorTerms: [{tags: {a: b}}]
+`), nil, whatif.DefaultTimings())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Nodes) != 1 || r.Nodes[0].Drifted != tc.drifted {
+			t.Errorf("%s: nodes %+v; want drifted %t", tc.alias, r.Nodes, tc.drifted)
+		}
+		warned := strings.Contains(strings.Join(r.Warnings, "\n"), "only the account resolves")
+		if warned == !tc.drifted || len(r.Unplaced) != 0 {
+			t.Errorf("%s: warnings %v, unplaced %+v", tc.alias, r.Warnings, r.Unplaced)
 		}
 	}
 }
