@@ -425,9 +425,11 @@ func TestHashes(t *testing.T) {
 		t.Error("requirements or disruption settings changed the NodePool hash")
 	}
 	for name, change := range map[string]func(*v1.NodePool){
-		"a template label":       func(np *v1.NodePool) { np.Spec.Template.ObjectMeta.Labels = map[string]string{"team": "a"} },
-		"expireAfter":            func(np *v1.NodePool) { np.Spec.Template.Spec.ExpireAfter = "1h" },
-		"terminationGracePeriod": func(np *v1.NodePool) { np.Spec.Template.Spec.TerminationGracePeriod = &metav1.Duration{Duration: time.Hour} },
+		"a template label": func(np *v1.NodePool) { np.Spec.Template.ObjectMeta.Labels = map[string]string{"team": "a"} },
+		"expireAfter":      func(np *v1.NodePool) { np.Spec.Template.Spec.ExpireAfter = "1h" },
+		"terminationGracePeriod": func(np *v1.NodePool) {
+			np.Spec.Template.Spec.TerminationGracePeriod = &metav1.Duration{Duration: time.Hour}
+		},
 	} {
 		changed := np.DeepCopy()
 		change(changed)
