@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -152,9 +153,21 @@ func (d Drift) ami(claim *v1.NodeClaim, _ map[string]string, inst *cloudprovider
 		Message: fmt.Sprintf("AMI %s is no longer selected by EC2NodeClass %s (it selects %s)", img, d.Class.Name, strings.Join(ids, ", "))}
 }
 
-func (d Drift) subnet(_ *v1.NodeClaim, _ map[string]string, inst *cloudprovider.Instance) cloudprovider.Drift {
+func (d Drift) subnet(_ *v1.NodeClaim, labels map[string]string, inst *cloudprovider.Instance) cloudprovider.Drift {
 	subnets := d.Class.Status.Subnets
-	if inst == nil || inst.SubnetID == "" || len(subnets) == 0 || slices.ContainsFunc(subnets, func(s awsv1.Subnet) bool { return s.ID == inst.SubnetID }) {
+	if len(subnets) == 0 {
+		return cloudprovider.Drift{}
+	}
+	if inst == nil || inst.SubnetID == "" {
+		// Without the instance (offline, from a dump): a node in a zone
+		// where the class selects no subnet runs in one it does not select.
+		zone := labels[corev1.LabelTopologyZone]
+		if zone == "" || slices.ContainsFunc(subnets, func(s awsv1.Subnet) bool { return s.Zone == zone }) {
+			return cloudprovider.Drift{}
+		}
+		return cloudprovider.Drift{Reason: awsv1.ReasonSubnetDrifted, Message: fmt.Sprintf("EC2NodeClass %s selects no subnet in %s, the node's zone", d.Class.Name, zone)}
+	}
+	if slices.ContainsFunc(subnets, func(s awsv1.Subnet) bool { return s.ID == inst.SubnetID }) {
 		return cloudprovider.Drift{}
 	}
 	return cloudprovider.Drift{Reason: awsv1.ReasonSubnetDrifted, Message: fmt.Sprintf("subnet %s is no longer selected by EC2NodeClass %s", inst.SubnetID, d.Class.Name)}

@@ -155,6 +155,12 @@ func statusAfter(old, changed *awsv1.EC2NodeClass, fields []string) (awsv1.EC2No
 				"planned as if they select AMIs other than those the nodes run (give the change a status.amis, or --cloud, to know)", changed.Name))
 		}
 	}
+	if slices.Contains(fields, "spec.subnetSelectorTerms") {
+		if subnets, ok := subnetsByID(old.Status.Subnets, changed.Spec.SubnetSelectorTerms); ok {
+			st.Subnets = subnets
+			fields = slices.DeleteFunc(slices.Clone(fields), func(f string) bool { return f == "spec.subnetSelectorTerms" })
+		}
+	}
 	for _, f := range []string{"spec.subnetSelectorTerms", "spec.securityGroupSelectorTerms"} {
 		if slices.Contains(fields, f) {
 			warnings = append(warnings, fmt.Sprintf("EC2NodeClass %s: %s changed; offline the subnets and security groups they select are not known, so the nodes' network is planned as it is (--cloud resolves them)", changed.Name, f))
@@ -194,6 +200,21 @@ func aliasPinnedToWhatRuns(old, changed *awsv1.EC2NodeClass) bool {
 		}
 	}
 	return true
+}
+
+// subnetsByID are the subnets of status that subnet selector terms
+// naming subnets by ID select, when every ID is among them (what else
+// the terms would select only the account knows).
+func subnetsByID(status []awsv1.Subnet, terms []awsv1.SubnetSelectorTerm) ([]awsv1.Subnet, bool) {
+	var out []awsv1.Subnet
+	for _, t := range terms {
+		i := slices.IndexFunc(status, func(s awsv1.Subnet) bool { return s.ID == t.ID })
+		if t.ID == "" || len(t.Tags) > 0 || i < 0 {
+			return nil, false
+		}
+		out = append(out, status[i])
+	}
+	return out, len(out) > 0
 }
 
 // unresolvedAMI stands for the AMIs terms select offline: those of its

@@ -504,3 +504,48 @@ spec:
 		}
 	}
 }
+
+// Subnet selector terms narrowed to subnets by ID (in the status) drift
+// the nodes in a zone no selected subnet is in, and only those, with no
+// warning that the network is unknown; the replacements go where the
+// selected subnets are.
+func TestPlanSubnetsNarrowedByID(t *testing.T) {
+	for _, tc := range []struct {
+		subnet  string
+		drifted int
+	}{{"subnet-b", 2}, {"subnet-a", 0}} {
+		objs := cluster(t, `[{nodes: "100%"}]`, 1, 1)
+		r, err := whatif.Plan(objs, change(t, `apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  amiFamily: AL2023
+  amiSelectorTerms: [{alias: al2023@latest}]
+  role: node
+  subnetSelectorTerms: [{id: `+tc.subnet+`}]
+  securityGroupSelectorTerms: [{tags: {a: b}}]
+`), nil, whatif.DefaultTimings())
+		if err != nil {
+			t.Fatal(err)
+		}
+		drifted := 0
+		for _, n := range r.Nodes {
+			if n.Drifted {
+				drifted++
+				if n.Reason != "SubnetDrifted" || !strings.Contains(n.Message, "selects no subnet in us-east-1a") || !slices.Contains(n.Fields, "spec.subnetSelectorTerms") {
+					t.Errorf("%s: %+v", tc.subnet, n)
+				}
+			}
+		}
+		if drifted != tc.drifted || strings.Contains(strings.Join(r.Warnings, "\n"), "subnetSelectorTerms changed") {
+			t.Errorf("%s: %d nodes drift, want %d; warnings %v", tc.subnet, drifted, tc.drifted, r.Warnings)
+		}
+		for _, round := range r.Rounds {
+			for _, repl := range round.Replacements {
+				if repl.Zone != "us-east-1b" {
+					t.Errorf("%s: a replacement in %s, where no selected subnet is", tc.subnet, repl.Zone)
+				}
+			}
+		}
+	}
+}
