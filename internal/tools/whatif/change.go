@@ -60,6 +60,9 @@ type ChangedObject struct {
 	// New: the cluster has no object of this name.
 	New    bool     `json:"new,omitempty"`
 	Fields []string `json:"fields"`
+	// Unresolved are the changed fields whose effect only the account
+	// knows offline (subnets or security groups selected by tags).
+	Unresolved []string `json:"unresolved,omitempty"`
 }
 
 // Applied are the objects with the change made, as Plan plans them.
@@ -100,14 +103,15 @@ func (c *Change) apply(o *Objects) (*Objects, []ChangedObject, []string) {
 		old := out.EC2NodeClasses[i]
 		nc = nc.DeepCopy()
 		fields := fieldsChanged("spec", old.Spec, nc.Spec)
+		var unresolved []string
 		if reflect.DeepEqual(nc.Status, awsv1.EC2NodeClassStatus{}) {
 			var warn string
-			nc.Status, warn = statusAfter(old, nc, fields)
+			nc.Status, warn, unresolved = statusAfter(old, nc, fields)
 			if warn != "" {
 				warnings = append(warnings, warn)
 			}
 		}
-		changed = append(changed, ChangedObject{Kind: "EC2NodeClass", Name: nc.Name, Fields: fields})
+		changed = append(changed, ChangedObject{Kind: "EC2NodeClass", Name: nc.Name, Fields: fields, Unresolved: unresolved})
 		out.EC2NodeClasses[i] = nc
 	}
 	return &out, changed, warnings
@@ -122,7 +126,7 @@ const UnresolvedAMI = "(what the new amiSelectorTerms select)"
 // AMIs only the account can resolve (an alias or tags select them).
 // Changed subnet or security group terms are kept as they were, with a
 // warning.
-func statusAfter(old, changed *awsv1.EC2NodeClass, fields []string) (awsv1.EC2NodeClassStatus, string) {
+func statusAfter(old, changed *awsv1.EC2NodeClass, fields []string) (awsv1.EC2NodeClassStatus, string, []string) {
 	st := *old.Status.DeepCopy()
 	var warnings []string
 	if slices.Contains(fields, "spec.amiSelectorTerms") && !aliasPinnedToWhatRuns(old, changed) {
@@ -161,12 +165,14 @@ func statusAfter(old, changed *awsv1.EC2NodeClass, fields []string) (awsv1.EC2No
 			fields = slices.DeleteFunc(slices.Clone(fields), func(f string) bool { return f == "spec.subnetSelectorTerms" })
 		}
 	}
+	var unresolved []string
 	for _, f := range []string{"spec.subnetSelectorTerms", "spec.securityGroupSelectorTerms"} {
 		if slices.Contains(fields, f) {
+			unresolved = append(unresolved, f)
 			warnings = append(warnings, fmt.Sprintf("EC2NodeClass %s: %s changed; offline the subnets and security groups they select are not known, so the nodes' network is planned as it is (--cloud resolves them)", changed.Name, f))
 		}
 	}
-	return st, strings.Join(warnings, "; ")
+	return st, strings.Join(warnings, "; "), unresolved
 }
 
 // eksAMIPrefixes are the name prefixes of the EKS-optimized AMIs of each

@@ -53,6 +53,9 @@ type PlanNode struct {
 	Fields []string `json:"fields,omitempty"`
 	// DriftedBefore: the node had drifted already without the change.
 	DriftedBefore bool `json:"driftedBefore,omitempty"`
+	// Unknown says, for a node not drifted, what the change may do to it
+	// that only the account can tell.
+	Unknown string `json:"unknown,omitempty"`
 }
 
 // Round is nodes replaced at once: each replacement launches and
@@ -261,9 +264,10 @@ func drifted(before, after *state.Snapshot, changed []ChangedObject) []PlanNode 
 	for _, n := range before.Nodes {
 		was[n.Name] = n.Drift().Drifted()
 	}
-	fields := map[string][]string{}
+	fields, unresolved := map[string][]string{}, map[string][]string{}
 	for _, c := range changed {
 		fields[c.Kind+"/"+c.Name] = c.Fields
+		unresolved[c.Name] = c.Unresolved
 	}
 	out := []PlanNode{}
 	for _, n := range after.Nodes {
@@ -277,6 +281,10 @@ func drifted(before, after *state.Snapshot, changed []ChangedObject) []PlanNode 
 		if d := n.Drift(); d.Drifted() {
 			pn.Drifted, pn.Reason, pn.Message = true, d.Reason, d.Message
 			pn.Fields = fieldsBehind(d.Reason, after, n, fields)
+		} else if np := after.Pools[n.NodePool]; np != nil && np.Spec.Template.Spec.NodeClassRef != nil {
+			if u := unresolved[np.Spec.Template.Spec.NodeClassRef.Name]; len(u) > 0 {
+				pn.Unknown = "may drift: " + strings.Join(u, " and ") + " select what only the account resolves (plan with --cloud to know)"
+			}
 		}
 		out = append(out, pn)
 	}

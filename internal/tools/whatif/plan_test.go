@@ -549,3 +549,35 @@ spec:
 		}
 	}
 }
+
+// A change whose effect only the account knows (security groups chosen
+// by a new tag) leaves the nodes neither drifted nor "not drifted": the
+// plan says they are unknown offline, in its JSON and its table.
+func TestPlanSaysWhatItCannotKnowOffline(t *testing.T) {
+	objs := cluster(t, `[{nodes: "100%"}]`, 1, 1)
+	r, err := whatif.Plan(objs, change(t, `apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  amiFamily: AL2023
+  amiSelectorTerms: [{alias: al2023@latest}]
+  role: node
+  subnetSelectorTerms: [{tags: {a: b}}]
+  securityGroupSelectorTerms: [{tags: {team: payments}}]
+`), nil, whatif.DefaultTimings())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range r.Nodes {
+		if n.Drifted || !strings.Contains(n.Unknown, "spec.securityGroupSelectorTerms") {
+			t.Errorf("%s: drifted %t, unknown %q", n.Node, n.Drifted, n.Unknown)
+		}
+	}
+	var table strings.Builder
+	if err := r.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(table.String(), "Drift: 0 of 2 nodes, 2 unknown offline") || strings.Contains(table.String(), "not drifted") {
+		t.Errorf("the table:\n%s", table.String())
+	}
+}

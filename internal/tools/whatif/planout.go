@@ -32,16 +32,27 @@ func (r *PlanReport) writeChanges(tw io.Writer) {
 }
 
 func (r *PlanReport) writeDrift(tw io.Writer) {
-	n := 0
+	n, unknown := 0, 0
 	for _, node := range r.Nodes {
-		if node.Drifted {
+		switch {
+		case node.Drifted:
 			n++
+		case node.Unknown != "":
+			unknown++
 		}
 	}
-	fmt.Fprintf(tw, "Drift: %d of %d nodes\n", n, len(r.Nodes))
+	if unknown > 0 {
+		fmt.Fprintf(tw, "Drift: %d of %d nodes, %d unknown offline\n", n, len(r.Nodes), unknown)
+	} else {
+		fmt.Fprintf(tw, "Drift: %d of %d nodes\n", n, len(r.Nodes))
+	}
 	for _, node := range r.Nodes {
 		if !node.Drifted {
-			fmt.Fprintf(tw, "  %s\tnot drifted\n", node.Node)
+			state := "not drifted"
+			if node.Unknown != "" {
+				state = "unknown: " + node.Unknown
+			}
+			fmt.Fprintf(tw, "  %s\t%s\n", node.Node, state)
 			continue
 		}
 		why := node.Reason + ": " + node.Message
