@@ -117,3 +117,28 @@ func TestNodesWithoutClaimsOnlyInDumps(t *testing.T) {
 		}
 	}
 }
+
+// A NodeClaim launched from an old template has drifted before its node
+// initializes, as the reference marks it; one not launched yet has not.
+func TestLaunchedNodeClaimsDrift(t *testing.T) {
+	old := nodePool("default", "default")
+	changed := nodePool("default", "default")
+	changed.Spec.Template.ObjectMeta.Labels = map[string]string{"team": "b"}
+	class := &cloudprovider.NodeClass{Kind: "EC2NodeClass", Name: "default", InstanceTypes: []*scheduling.InstanceType{{Name: "m5.large"}}}
+	stamped := state.NodeClaimFor(old, class, &scheduling.PlannedNodeClaim{})
+	for name, tc := range map[string]struct {
+		mutate []func(*v1.NodeClaim)
+		want   bool
+	}{
+		"launched, no node yet": {mutate: []func(*v1.NodeClaim){launchedAs("n")}, want: true},
+		"not launched":          {},
+	} {
+		nc := claim("c", "default", tc.mutate...)
+		nc.Annotations, nc.Spec.NodeClassRef = stamped.Annotations, changed.Spec.Template.Spec.NodeClassRef
+		s := state.Build(state.Objects{NodePools: []*v1.NodePool{changed}, NodeClaims: []*v1.NodeClaim{nc}},
+			state.Options{Now: now, NodeClasses: map[string]*cloudprovider.NodeClass{"default": class}})
+		if got := s.Nodes[0].Drift().Reason == v1.ReasonNodePoolDrifted; got != tc.want {
+			t.Errorf("%s: drifted %t (%+v), want %t", name, got, s.Nodes[0].Drift(), tc.want)
+		}
+	}
+}

@@ -30,7 +30,10 @@ func (s *Snapshot) lifetimes(pools []*v1.NodePool, classes map[string]*cloudprov
 		if n.NodeClaim != nil {
 			n.expireAfter = n.NodeClaim.Spec.ExpireAfter
 		}
-		if !n.Initialized() || n.Deleting() {
+		// Drift is measured once the instance is launched, as the
+		// reference measures it: a NodeClaim launched from an old
+		// template is drifted before its node initializes.
+		if !n.Launched() || n.Deleting() {
 			continue
 		}
 		pd := drifts[np.Name]

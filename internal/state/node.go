@@ -94,6 +94,16 @@ func (n *Node) Deleting() bool {
 	return (n.Node != nil && !n.Node.DeletionTimestamp.IsZero()) || (n.NodeClaim != nil && !n.NodeClaim.DeletionTimestamp.IsZero())
 }
 
+// Launched reports a node whose instance runs: its NodeClaim is Launched
+// (or records its instance, or is initialized); a node without one once
+// it is initialized, as it is judged for the rest.
+func (n *Node) Launched() bool {
+	if n.NodeClaim == nil {
+		return n.Initialized()
+	}
+	return conditionTrue(n.NodeClaim.Status.Conditions, v1.ConditionLaunched) || n.NodeClaim.Status.ProviderID != "" || n.Initialized()
+}
+
 // Initialized reports a node that finished initialization: its NodeClaim
 // says so; for a node without one, its karpenter.sh/initialized label
 // does, or it never registered through a NodeClaim (no

@@ -69,12 +69,13 @@ func (n *instanceFacts) forget(providerID string) {
 	delete(n.byID, providerID)
 }
 
-// drift sets the Drifted condition of an initialized NodeClaim (True with
-// the reason while it no longer matches its NodePool or node class,
-// absent otherwise) from state.Drift, the rule every decision and tool
-// applies; disruption replaces drifted NodeClaims.
+// drift sets the Drifted condition of a launched NodeClaim, as the
+// reference does (True with the reason while it no longer matches its
+// NodePool or node class, absent otherwise) from state.Drift, the rule
+// every decision and tool applies; disruption replaces drifted
+// NodeClaims once they are initialized.
 func (c *Controller) drift(ctx context.Context, nc *v1.NodeClaim, node *corev1.Node, now metav1.Time) error {
-	if !isTrue(nc.Status.Conditions, v1.ConditionInitialized) {
+	if !isTrue(nc.Status.Conditions, v1.ConditionLaunched) {
 		return nil
 	}
 	np, err := c.poolOf(ctx, nc)
