@@ -43,6 +43,9 @@ func readSettings(cmd *cobra.Command, objs *whatif.Objects) error {
 				c, strings.Join(unread, ", "))
 		}
 	}
+	if objs.ControllersNotRead != "" {
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: the controller's Deployment could not be read (%s): deciding with the defaults and the flags given\n", objs.ControllersNotRead)
+	}
 	given := 0
 	cmd.Flags().Visit(func(f *pflag.Flag) {
 		if command.IsDecisionFlag(f.Name) {

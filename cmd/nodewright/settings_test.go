@@ -1,11 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/spf13/cobra"
+
+	"github.com/nodewright/nodewright/internal/tools/whatif"
 )
 
 // relaxable is a NodePool asking more instance families than it allows, a
@@ -151,5 +156,21 @@ func TestSimulateDecidesWithTheControllersSettings(t *testing.T) {
 	}
 	if _, err := run("simulate", "-f", plain, "--preference-policy", "Prefer"); err == nil || !strings.Contains(err.Error(), "--preference-policy") {
 		t.Errorf("a policy Karpenter does not name: %v", err)
+	}
+}
+
+// When the cluster's controller Deployments could not be listed, the
+// tools say they decide with the defaults rather than pass over it.
+func TestUnreadControllerSettingsAreNamed(t *testing.T) {
+	cmd := &cobra.Command{Use: "simulate"}
+	decisionFlags(cmd)
+	var stderr bytes.Buffer
+	cmd.SetErr(&stderr)
+	objs := &whatif.Objects{ControllersNotRead: `deployments.apps is forbidden: User "dev" cannot list resource "deployments"`}
+	if err := readSettings(cmd, objs); err != nil {
+		t.Fatal(err)
+	}
+	if want := "warning: the controller's Deployment could not be read (deployments.apps is forbidden"; !strings.Contains(stderr.String(), want) || !strings.Contains(stderr.String(), "deciding with the defaults and the flags given") {
+		t.Errorf("stderr %q lacks %q", stderr.String(), want)
 	}
 }

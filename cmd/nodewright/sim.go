@@ -26,6 +26,8 @@ import (
 
 // simFlags are nodewright sim's flags.
 type simFlags struct {
+	// decisions are the controllers' settings that change their decisions.
+	decisions                    *command.Decisions
 	scenario, output             string
 	keep, noCCM, skipValidation  bool
 	timeout, stall, bootDelay    time.Duration
@@ -92,7 +94,7 @@ is enough), or a manifest file.`,
 	f.StringVar(&fl.spotInterruptions, "spot-interruptions", "", "reclaim running spot instances at this rate, N/DURATION such as 1/2m: EC2 sends a rebalance recommendation and an interruption warning to the interruption queue, and the instance terminates after --interruption-notice (keeps going with --keep)")
 	f.DurationVar(&fl.interruptionNotice, "interruption-notice", runner.DefaultOptions().InterruptionNotice, "how long an interrupted instance runs after its warning (EC2: two minutes)")
 	f.StringArrayVar(&fl.noCapacity, "insufficient-capacity", nil, "an offering CAPACITY-TYPE:INSTANCE-TYPE:ZONE (such as spot:m5.large:us-east-1a; * for any type or zone, spot:*:* for no spot at all) that has no capacity; repeatable")
-	command.AddDecisionFlags(f)
+	fl.decisions = command.AddDecisionFlags(f)
 	return cmd
 }
 
@@ -119,9 +121,6 @@ func (fl *simFlags) run(cmd *cobra.Command) error {
 		return err
 	}
 	opts, closeLog, err := fl.options(assets)
-	if err == nil {
-		err = command.SetDecisions(&opts.Operator, cmd.Flags())
-	}
 	if err != nil {
 		return err
 	}
@@ -247,6 +246,9 @@ func (fl *simFlags) options(assets string) (runner.Options, func(), error) {
 		return opts, closeLog, err
 	}
 	if err := command.AWSFeatureGates(&opts.Operator, fl.awsGates); err != nil {
+		return opts, closeLog, err
+	}
+	if err := fl.decisions.Apply(&opts.Operator); err != nil {
 		return opts, closeLog, err
 	}
 	if err := fl.parsedOptions(&opts); err != nil {

@@ -65,25 +65,17 @@ func (d *Decisions) apply(cfg *operator.Config) {
 const DefaultVMMemoryOverheadPercent = instancetypes.DefaultVMMemoryOverheadPercent
 
 // AddDecisionFlags adds the settings' flags to f with their defaults (the
-// environment is not read), for tools that decide as a controller does.
-func AddDecisionFlags(f *pflag.FlagSet) {
-	var d Decisions
+// environment is not read), for tools that decide as a controller does;
+// once f is parsed, Apply sets what they hold on a configuration.
+func AddDecisionFlags(f *pflag.FlagSet) *Decisions {
+	d := &Decisions{}
 	d.addFlags(f, func(string) string { return "" }, false)
+	return d
 }
 
-// SetDecisions sets on cfg the settings given among f's flags (added by
-// AddDecisionFlags); those not given keep cfg's.
-func SetDecisions(cfg *operator.Config, f *pflag.FlagSet) error {
-	minValues, preferences := cfg.Policy.Names()
-	args := []string{"--ignore-dra-requests=" + strconv.FormatBool(cfg.IgnoreDRARequests), "--min-values-policy=" + minValues, "--preference-policy=" + preferences,
-		"--vm-memory-overhead-percent=" + strconv.FormatFloat(cfg.VMMemoryOverheadPercent, 'g', -1, 64), "--reserved-enis=" + strconv.Itoa(cfg.ReservedENIs)}
-	f.Visit(func(fl *pflag.Flag) {
-		if IsDecisionFlag(fl.Name) {
-			args = append(args, "--"+fl.Name+"="+fl.Value.String())
-		}
-	})
-	d, err := ControllerDecisions(args, nil, false)
-	if err != nil {
+// Apply checks the settings parsed and sets them on cfg.
+func (d *Decisions) Apply(cfg *operator.Config) error {
+	if err := d.check(); err != nil {
 		return err
 	}
 	d.apply(cfg)

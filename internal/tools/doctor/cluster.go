@@ -57,7 +57,9 @@ func ReadCluster(ctx context.Context, kube client.Reader) (*whatif.Objects, []co
 				o.Controllers = append(o.Controllers, c)
 			}
 		}
-	case !apierrors.IsForbidden(err) && !apierrors.IsNotFound(err):
+	case apierrors.IsForbidden(err):
+		o.ControllersNotRead = err.Error()
+	case !apierrors.IsNotFound(err):
 		return nil, nil, fmt.Errorf("listing the controller's Deployments: %w", err)
 	}
 	for name, dst := range map[string]**corev1.ConfigMap{"aws-auth": &o.AWSAuth, "amazon-vpc-cni": &o.VPCCNI} {

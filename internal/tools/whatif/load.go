@@ -105,7 +105,9 @@ type Objects struct {
 	Settings Settings
 	// Controllers are the nodewright and Karpenter controller
 	// Deployments read: how the cluster's controller decides.
-	Controllers []*Controller
+	// ControllersNotRead says why a cluster's could not be listed.
+	Controllers        []*Controller
+	ControllersNotRead string
 	// CapacityBuffers keep room for pods to come, with the PodTemplates
 	// they name; workloads are the Deployments, StatefulSets and
 	// ReplicaSets read, for buffers that name one.

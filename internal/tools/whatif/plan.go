@@ -267,7 +267,7 @@ func drifted(before, after *state.Snapshot, changed []ChangedObject) []PlanNode 
 	fields, unresolved := map[string][]string{}, map[string][]string{}
 	for _, c := range changed {
 		fields[c.Kind+"/"+c.Name] = c.Fields
-		unresolved[c.Name] = c.Unresolved
+		unresolved[c.Kind+"/"+c.Name] = c.Unresolved
 	}
 	out := []PlanNode{}
 	for _, n := range after.Nodes {
@@ -282,7 +282,8 @@ func drifted(before, after *state.Snapshot, changed []ChangedObject) []PlanNode 
 			pn.Drifted, pn.Reason, pn.Message = true, d.Reason, d.Message
 			pn.Fields = fieldsBehind(d.Reason, after, n, fields)
 		} else if np := after.Pools[n.NodePool]; np != nil && np.Spec.Template.Spec.NodeClassRef != nil {
-			if u := unresolved[np.Spec.Template.Spec.NodeClassRef.Name]; len(u) > 0 {
+			ref := np.Spec.Template.Spec.NodeClassRef
+			if u := unresolved[ref.Kind+"/"+ref.Name]; len(u) > 0 {
 				pn.Unknown = "may drift: " + strings.Join(u, " and ") + " select what only the account resolves (plan with --cloud to know)"
 			}
 		}

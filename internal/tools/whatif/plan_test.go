@@ -427,30 +427,35 @@ func planRollout(t *testing.T, budgets, changed string) {
 	}
 }
 
+// withClaims gives each node of the cluster an initialized NodeClaim
+// running ami-old, with the annotations.
+func withClaims(objs *whatif.Objects, annotations map[string]string) {
+	for i, node := range objs.Nodes {
+		objs.NodeClaims = append(objs.NodeClaims, &v1.NodeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("default-%d", i), Labels: map[string]string{v1.LabelNodePool: "default"}, Annotations: annotations},
+			Spec:       v1.NodeClaimSpec{NodeClassRef: &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}},
+			Status: v1.NodeClaimStatus{ProviderID: node.Spec.ProviderID, NodeName: node.Name, ImageID: "ami-old",
+				Conditions: []metav1.Condition{{Type: v1.ConditionInitialized, Status: metav1.ConditionTrue, Reason: "Initialized"}}},
+		})
+	}
+}
+
+// classChange is EC2NodeClass default changed to these spec lines (the
+// family, if any, and its AMI, subnet and security group terms).
+func classChange(t *testing.T, family, amis, subnets, groups string) *whatif.Change {
+	t.Helper()
+	return change(t, "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: default}\nspec:\n"+family+
+		"  amiSelectorTerms: "+amis+"\n  role: node\n  subnetSelectorTerms: "+subnets+"\n  securityGroupSelectorTerms: "+groups+"\n")
+}
+
 // Writing out the family an alias implies, or leaving it out, changes no
 // node: the hash takes the family as resolved, as the reference's does,
 // and the pods keep their place (the AMIs are those in the status).
 func TestPlanFamilyAsTheAliasImpliesIt(t *testing.T) {
 	for _, family := range []string{"", "  amiFamily: AL2023\n"} {
 		objs := cluster(t, `[{nodes: "100%"}]`, 1, 1)
-		class := state.NodeClaimFor(objs.NodePools[0], nodeclass.Rules(objs.EC2NodeClasses[0]), &scheduling.PlannedNodeClaim{})
-		for i, node := range objs.Nodes {
-			objs.NodeClaims = append(objs.NodeClaims, &v1.NodeClaim{
-				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("default-%d", i), Labels: map[string]string{v1.LabelNodePool: "default"}, Annotations: class.Annotations},
-				Spec:       v1.NodeClaimSpec{NodeClassRef: &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}},
-				Status: v1.NodeClaimStatus{ProviderID: node.Spec.ProviderID, NodeName: node.Name, ImageID: "ami-old",
-					Conditions: []metav1.Condition{{Type: v1.ConditionInitialized, Status: metav1.ConditionTrue, Reason: "Initialized"}}},
-			})
-		}
-		r, err := whatif.Plan(objs, change(t, `apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: default}
-spec:
-`+family+`  amiSelectorTerms: [{alias: al2023@latest}]
-  role: node
-  subnetSelectorTerms: [{tags: {a: b}}]
-  securityGroupSelectorTerms: [{tags: {a: b}}]
-`), nil, whatif.DefaultTimings())
+		withClaims(objs, state.NodeClaimFor(objs.NodePools[0], nodeclass.Rules(objs.EC2NodeClasses[0]), &scheduling.PlannedNodeClaim{}).Annotations)
+		r, err := whatif.Plan(objs, classChange(t, family, "[{alias: al2023@latest}]", "[{tags: {a: b}}]", "[{tags: {a: b}}]"), nil, whatif.DefaultTimings())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -476,22 +481,8 @@ func TestPlanAliasPinnedToTheRunningVersion(t *testing.T) {
 		objs := cluster(t, `[{nodes: "100%"}]`, 1)
 		objs.EC2NodeClasses[0].Status.AMIs = []awsv1.AMI{{ID: "ami-old", Name: "amazon-eks-node-al2023-x86_64-standard-1.34-v20251110",
 			Requirements: []corev1.NodeSelectorRequirement{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}}}}
-		objs.NodeClaims = append(objs.NodeClaims, &v1.NodeClaim{
-			ObjectMeta: metav1.ObjectMeta{Name: "nc-1", Labels: map[string]string{v1.LabelNodePool: "default"}},
-			Spec:       v1.NodeClaimSpec{NodeClassRef: &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}},
-			Status: v1.NodeClaimStatus{ProviderID: "aws:///us-east-1a/i-1", NodeName: "node-1", ImageID: "ami-old",
-				Conditions: []metav1.Condition{{Type: v1.ConditionInitialized, Status: metav1.ConditionTrue, Reason: "Initialized"}}},
-		})
-		r, err := whatif.Plan(objs, change(t, `apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: default}
-spec:
-  amiFamily: AL2023
-  amiSelectorTerms: [{alias: `+tc.alias+`}]
-  role: node
-  subnetSelectorTerms: [{tags: {a: b}}]
-  securityGroupSelectorTerms: [{tags: {a: b}}]
-`), nil, whatif.DefaultTimings())
+		withClaims(objs, nil)
+		r, err := whatif.Plan(objs, classChange(t, "  amiFamily: AL2023\n", "[{alias: "+tc.alias+"}]", "[{tags: {a: b}}]", "[{tags: {a: b}}]"), nil, whatif.DefaultTimings())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -515,16 +506,7 @@ func TestPlanSubnetsNarrowedByID(t *testing.T) {
 		drifted int
 	}{{"subnet-b", 2}, {"subnet-a", 0}} {
 		objs := cluster(t, `[{nodes: "100%"}]`, 1, 1)
-		r, err := whatif.Plan(objs, change(t, `apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: default}
-spec:
-  amiFamily: AL2023
-  amiSelectorTerms: [{alias: al2023@latest}]
-  role: node
-  subnetSelectorTerms: [{id: `+tc.subnet+`}]
-  securityGroupSelectorTerms: [{tags: {a: b}}]
-`), nil, whatif.DefaultTimings())
+		r, err := whatif.Plan(objs, classChange(t, "  amiFamily: AL2023\n", "[{alias: al2023@latest}]", "[{id: "+tc.subnet+"}]", "[{tags: {a: b}}]"), nil, whatif.DefaultTimings())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -555,16 +537,13 @@ spec:
 // plan says they are unknown offline, in its JSON and its table.
 func TestPlanSaysWhatItCannotKnowOffline(t *testing.T) {
 	objs := cluster(t, `[{nodes: "100%"}]`, 1, 1)
-	r, err := whatif.Plan(objs, change(t, `apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata: {name: default}
-spec:
-  amiFamily: AL2023
-  amiSelectorTerms: [{alias: al2023@latest}]
-  role: node
-  subnetSelectorTerms: [{tags: {a: b}}]
-  securityGroupSelectorTerms: [{tags: {team: payments}}]
-`), nil, whatif.DefaultTimings())
+	c := classChange(t, "  amiFamily: AL2023\n", "[{alias: al2023@latest}]", "[{tags: {a: b}}]", "[{tags: {team: payments}}]")
+	// The NodePool of the same name changes too (its budgets only).
+	budgetsOnly := strings.Replace(fmt.Sprintf(categoryC, `[{nodes: "50%"}]`), "        - {key: karpenter.k8s.aws/instance-category, operator: In, values: [c]}\n", "", 1)
+	if err := c.LoadChange("pool.yaml", strings.NewReader(budgetsOnly)); err != nil {
+		t.Fatal(err)
+	}
+	r, err := whatif.Plan(objs, c, nil, whatif.DefaultTimings())
 	if err != nil {
 		t.Fatal(err)
 	}

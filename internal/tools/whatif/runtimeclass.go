@@ -52,24 +52,41 @@ func (o *Objects) admitted() []*corev1.Pod {
 }
 
 // runtimeClassWarnings name the RuntimeClasses pods name that are not
-// among the inputs: their overhead and scheduling are not counted (the
-// API server refuses such a pod when it is created).
+// among the inputs (their overhead and scheduling are not counted), and
+// the pods whose node selector conflicts with their RuntimeClass's: the
+// API server refuses either pod when it is created.
 func (o *Objects) runtimeClassWarnings() []string {
-	known := map[string]bool{}
+	known := map[string]*nodev1.RuntimeClass{}
 	for _, rc := range o.RuntimeClasses {
-		known[rc.Name] = true
+		known[rc.Name] = rc
 	}
 	missing := map[string]int{}
+	var conflicts []string
 	for _, pod := range o.Pods {
-		if name := ptrString(pod.Spec.RuntimeClassName); name != "" && !known[name] && pod.Spec.Overhead == nil {
+		name := ptrString(pod.Spec.RuntimeClassName)
+		if name == "" || pod.Spec.Overhead != nil {
+			continue
+		}
+		rc := known[name]
+		if rc == nil {
 			missing[name]++
+			continue
+		}
+		if rc.Scheduling == nil {
+			continue
+		}
+		for _, k := range slices.Sorted(maps.Keys(rc.Scheduling.NodeSelector)) {
+			if v, ok := pod.Spec.NodeSelector[k]; ok && v != rc.Scheduling.NodeSelector[k] {
+				conflicts = append(conflicts, fmt.Sprintf("pod %s/%s selects %s=%s, and its RuntimeClass %s %s=%s: the API server refuses it; it is planned with the RuntimeClass's",
+					pod.Namespace, pod.Name, k, v, name, k, rc.Scheduling.NodeSelector[k]))
+			}
 		}
 	}
-	out := make([]string, 0, len(missing))
+	out := make([]string, 0, len(missing)+len(conflicts))
 	for _, name := range slices.Sorted(maps.Keys(missing)) {
 		out = append(out, fmt.Sprintf("%d pods name RuntimeClass %s, which is not among the inputs: its pod overhead, node selector and tolerations are not counted (add it: kubectl get runtimeclass %s -o yaml)", missing[name], name, name))
 	}
-	return out
+	return append(out, conflicts...)
 }
 
 func ptrString(s *string) string {

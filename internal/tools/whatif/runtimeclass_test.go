@@ -133,3 +133,35 @@ func TestPodsArePlannedWithTheirRuntimeClass(t *testing.T) {
 		t.Errorf("warnings %q do not name the missing RuntimeClass", without.Warnings)
 	}
 }
+
+// A pod whose node selector contradicts its RuntimeClass's is one the API
+// server refuses: the plan says so, naming the pod, the key and both
+// values.
+func TestRuntimeClassConflictsAreNamed(t *testing.T) {
+	objs := &whatif.Objects{}
+	conflicting := `---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: pinned
+  namespace: default
+spec:
+  runtimeClassName: gvisor
+  nodeSelector:
+    kubernetes.io/arch: amd64
+  containers:
+    - name: app
+      image: registry.example/app:1
+`
+	if err := objs.Load("manifest.yaml", strings.NewReader(runtimeClassPool+gvisor+conflicting)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := whatif.Run(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "pod default/pinned selects kubernetes.io/arch=amd64, and its RuntimeClass gvisor kubernetes.io/arch=arm64: the API server refuses it"
+	if !strings.Contains(strings.Join(whatif.NewReport(res).Warnings, "\n"), want) {
+		t.Errorf("warnings %q lack %q", whatif.NewReport(res).Warnings, want)
+	}
+}

@@ -2,6 +2,7 @@ package whatif
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -71,10 +72,8 @@ var settingNames = []string{"IGNORE_DRA_REQUESTS", "MIN_VALUES_POLICY", "PREFERE
 func (c *Controller) Unread() []string {
 	var out []string
 	for _, name := range c.Unresolved {
-		for _, s := range settingNames {
-			if name == s {
-				out = append(out, name)
-			}
+		if slices.Contains(settingNames, name) {
+			out = append(out, name)
 		}
 	}
 	return out
@@ -91,7 +90,7 @@ func (c *Controller) String() string {
 // Describe says what the settings are, as the controller's flags.
 func (s Settings) Describe() string {
 	minValues, preferences := s.Policy.Names()
-	share := 0.075
+	share := instancetypes.DefaultVMMemoryOverheadPercent
 	if s.VMMemoryOverheadPercent != nil {
 		share = *s.VMMemoryOverheadPercent
 	}

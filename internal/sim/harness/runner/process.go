@@ -77,9 +77,9 @@ func (s *Sim) AWSEnv() []string {
 func controllerArgs(cfg operator.Config, metricsAddr string) []string {
 	minValues, preferences := cfg.Policy.Names()
 	return []string{
+		"controller", "--cloud", "aws", "--cluster-name", cfg.ClusterName, "--cluster-endpoint", cfg.ClusterEndpoint, "--region", cfg.Region,
 		"--ignore-dra-requests=" + strconv.FormatBool(cfg.IgnoreDRARequests), "--min-values-policy", minValues, "--preference-policy", preferences,
 		"--vm-memory-overhead-percent", strconv.FormatFloat(cfg.VMMemoryOverheadPercent, 'g', -1, 64), "--reserved-enis", strconv.Itoa(cfg.ReservedENIs),
-		"controller", "--cloud", "aws", "--cluster-name", cfg.ClusterName, "--cluster-endpoint", cfg.ClusterEndpoint, "--region", cfg.Region,
 		"--kubernetes-version", cfg.KubernetesVersion, "--ami-alias-parameter-root", cmp.Or(cfg.AMIAliasParameterRoot, nodeclass.DefaultAliasParameterRoot),
 		"--leader-elect=" + strconv.FormatBool(cfg.LeaderElection), "--leader-election-namespace", charts.LocalNamespace, // the chart's Role is there
 		"--leader-election-lease-duration", cfg.LeaseDuration.String(), "--leader-election-renew-deadline", cfg.RenewDeadline.String(), "--leader-election-retry-period", cfg.RetryPeriod.String(),
