@@ -4,7 +4,7 @@ SHELL := /usr/bin/env bash -o pipefail
 GOLANGCI_LINT_VERSION := v2.15.0
 LINT := bin/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
-.PHONY: all build release docs test e2e-moto generate verify lint controlplane clean bench bench-e2e bench-reference bench-reference-speed crash sim image chart fuzz faults boot boot-golden reference-newest catalog stored
+.PHONY: all build release docs test e2e-moto generate verify lint controlplane clean bench bench-e2e bench-reference bench-reference-speed crash sim image chart fuzz faults boot boot-golden reference-newest catalog stored repair-policies
 
 all: build
 
@@ -136,6 +136,10 @@ boot: ## Run BOOT_CASES generated user data through the boot models and the real
 STORED_PODS ?= 5000
 stored: controlplane ## Create STORED_PODS generated pods (dry run) in kube-apiserver and check the offline tools read their requests as it stores them
 	assets="$$(./hack/controlplane.sh)" && KUBEBUILDER_ASSETS="$$assets" NODEWRIGHT_STORED_PODS=$(STORED_PODS) go test -count=1 -timeout 30m -v -run 'TestRequestsAsTheAPIServerStoresThem' ./internal/scheduling | grep -E '^(--- FAIL|FAIL|ok|panic)|generated pods|stored_test.go'
+
+REPAIR_POLICY_CASES ?= 20000
+repair-policies: ## Run REPAIR_POLICY_CASES generated repair policy sets and nodes through nodewright's matcher and the reference's (built from its module) and print the agreement
+	REPAIR_POLICY_CASES=$(REPAIR_POLICY_CASES) go test -count=1 -timeout 30m -v -run 'TestPoliciesDecideAsTheReference' ./internal/state/nodepoolhealth | grep -E '^(--- FAIL|FAIL|ok|panic)|cases:|case [0-9]+:'
 
 BOOTSTRAP_SH ?=
 NODEADM_SRC ?=

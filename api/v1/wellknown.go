@@ -64,6 +64,11 @@ const (
 	// before the reboot, written before the reboot is issued: a changed
 	// boot ID means the reboot happened, and it is not issued again.
 	AnnotationRebootPreBootID = Group + "/reboot-pre-boot-id"
+	// AnnotationReboots on a NodeClaim are the times (RFC 3339, comma
+	// separated) node repair requested a reboot of its node within the
+	// last day: the history that makes repair replace a node it rebooted
+	// twice that day, kept on the NodeClaim so a restart keeps it.
+	AnnotationReboots = "nodewright.dev/reboots"
 )
 
 // Requirement operators beyond Kubernetes' own: the integer value is at

@@ -89,7 +89,7 @@ is enough), or a manifest file.`,
 	f.IntVar(&fl.faults.ThrottleEvery, "throttle-every", 0, "the simulated AWS APIs refuse one call in this many with RequestLimitExceeded (retried with the SDK's backoff)")
 	f.DurationVar(&fl.faults.Latency, "api-latency", 0, "delay every simulated AWS API call by this long")
 	f.Float64Var(&fl.faults.RateLimits, "ec2-rate-limits", runner.DefaultOptions().Faults.RateLimits, "throttle each simulated EC2 API with the token buckets AWS documents for an account, scaled by this factor (0.1: a tenth of each bucket and refill rate; 0: no limit)")
-	f.StringArrayVar(&fl.failures, "kubelet-failure", nil, "after the scenario (and --then steps), make the kubelets of nodes of a NodePool report failing: NODEPOOL[:NODES]:CONDITION=STATUS, such as default:1:Ready=False or gpu:KernelReady=False; repeatable")
+	f.StringArrayVar(&fl.failures, "kubelet-failure", nil, "after the scenario (and --then steps), make the kubelets of nodes of a NodePool report failing: NODEPOOL[:NODES]:CONDITION=STATUS[/REASON], such as default:1:Ready=False or gpu:AcceleratedHardwareReady=False/NvidiaXID63Error; repeatable")
 	f.StringArrayVar(&fl.then, "then", nil, "after the scenario settles (every pod Running, no disruption in flight), apply this manifest and watch again; repeatable")
 	f.StringVar(&fl.spotInterruptions, "spot-interruptions", "", "reclaim running spot instances at this rate, N/DURATION such as 1/2m: EC2 sends a rebalance recommendation and an interruption warning to the interruption queue, and the instance terminates after --interruption-notice (keeps going with --keep)")
 	f.DurationVar(&fl.interruptionNotice, "interruption-notice", runner.DefaultOptions().InterruptionNotice, "how long an interrupted instance runs after its warning (EC2: two minutes)")
@@ -333,7 +333,7 @@ func ensureControlPlane(ctx context.Context, w io.Writer) (string, error) {
 // kubeletFailureStep is the step a --kubelet-failure value asks for: a
 // KubeletFailure document.
 func kubeletFailureStep(value string) (runner.Step, error) {
-	bad := fmt.Errorf("--kubelet-failure %q: use NODEPOOL[:NODES]:CONDITION=STATUS, such as default:1:Ready=False", value)
+	bad := fmt.Errorf("--kubelet-failure %q: use NODEPOOL[:NODES]:CONDITION=STATUS[/REASON], such as default:1:Ready=False or gpu:AcceleratedHardwareReady=False/NvidiaXID63Error", value)
 	parts := strings.Split(value, ":")
 	nodes := 1
 	switch len(parts) {

@@ -30,6 +30,7 @@ import (
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
+	"github.com/nodewright/nodewright/internal/state/nodepoolhealth"
 )
 
 // Workers is how many NodeClaims are created at once: each create waits
@@ -232,6 +233,7 @@ func RequestReboot(ctx context.Context, kube client.Client, nc *v1.NodeClaim, bo
 	if bound != nil {
 		fresh.Annotations[v1.AnnotationRebootTerminationGracePeriod] = bound.String()
 	}
+	fresh.Annotations[v1.AnnotationReboots] = nodepoolhealth.RecordReboot(fresh, now)
 	if err := kube.Patch(ctx, fresh, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return client.IgnoreNotFound(err)
 	}

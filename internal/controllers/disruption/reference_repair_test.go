@@ -33,9 +33,8 @@ import (
 // False, 30 minutes, replace) becomes a nodewright repair policy of the
 // same condition (Options.Repair takes any condition); the decision runs
 // repair alone (Options.Methods), as the reference builds a controller
-// with only its Repair method. nodewright's policies have no reason
-// pattern and no priority: a node's failing condition is the one that
-// comes due first, and the longest overdue node is repaired first.
+// with only its Repair method. Policies carry the reference's reason
+// patterns and priorities; a set has one fallback (no pattern).
 
 const (
 	rrRepair  = "Repair > "
@@ -45,9 +44,16 @@ const (
 )
 
 // rrPolicy is a repair policy of a condition False: its toleration, its
-// action, and its drain bound (nil: none).
+// action, and its drain bound (nil: none); without a reason pattern, the
+// set's fallback.
 func rrPolicy(cond corev1.NodeConditionType, tol time.Duration, action nodepoolhealth.Action, drain *time.Duration) nodepoolhealth.Policy {
 	return nodepoolhealth.Policy{Condition: cond, Status: corev1.ConditionFalse, Toleration: tol, Action: action, DrainBound: drain}
+}
+
+// rrFor is the policy for reasons matching the pattern, of the priority.
+func rrFor(p nodepoolhealth.Policy, reason string, priority int) nodepoolhealth.Policy {
+	p.Reason, p.Priority = reason, priority
+	return p
 }
 
 // rrDur is a pointer to the duration.
@@ -138,22 +144,69 @@ func rrBlockedAs(t *testing.T, d *decide.Decision, node string, reason decide.Bl
 	return b
 }
 
-// rrRebooted marks the NodeClaim rebooted (successfully) at the time.
-func rrRebooted(at time.Time) func(*corev1.Node, *v1.NodeClaim) {
+// rrRebooted records reboots repair requested at the times (the
+// NodeClaim's reboot history), the last of which succeeded a minute on.
+func rrRebooted(at ...time.Time) func(*corev1.Node, *v1.NodeClaim) {
 	return func(_ *corev1.Node, nc *v1.NodeClaim) {
-		meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: v1.ConditionRebooting, Status: metav1.ConditionFalse, Reason: v1.ReasonRebootSucceeded, LastTransitionTime: metav1.NewTime(at)})
+		for _, t := range at {
+			metav1.SetMetaDataAnnotation(&nc.ObjectMeta, v1.AnnotationReboots, nodepoolhealth.RecordReboot(nc, t))
+		}
+		meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: v1.ConditionRebooting, Status: metav1.ConditionFalse, Reason: v1.ReasonRebootSucceeded, LastTransitionTime: metav1.NewTime(at[len(at)-1].Add(time.Minute))})
 	}
 }
 
 // rrRebootPolicies are the reference's reboot specs' policies: BadNode
-// False for 10 minutes reboots. (The reference's second, fallback policy
-// of 30 minutes replacing has no place in nodewright: both match the
-// same condition whatever its reason, and the first to come due wins.)
+// False for the reason RebootMe reboots after 10 minutes; the required
+// fallback replaces after 48 hours, longer than any case runs.
 func rrRebootPolicies(drain *time.Duration) []nodepoolhealth.Policy {
-	return []nodepoolhealth.Policy{rrPolicy(rrBadNode, 10*time.Minute, nodepoolhealth.Reboot, drain)}
+	return []nodepoolhealth.Policy{rrFor(rrPolicy(rrBadNode, 10*time.Minute, nodepoolhealth.Reboot, drain), "RebootMe", 0), rrPolicy(rrBadNode, 48*time.Hour, nodepoolhealth.Replace, nil)}
+}
+
+// rrPriorities are the reference's priority specs' policies: LowPriority
+// (the fallback, priority 10) and HighPriority (any reason, 90), both
+// False for 30 minutes replacing.
+func rrPriorities() []nodepoolhealth.Policy {
+	return []nodepoolhealth.Policy{rrFor(rrPolicy("LowPriority", 30*time.Minute, nodepoolhealth.Replace, nil), "", 10),
+		rrFor(rrPolicy("HighPriority", 30*time.Minute, nodepoolhealth.Replace, nil), ".*", 90)}
 }
 
 // Controller-level helpers.
+
+// rrUninitializedInEnv leaves the NodeClaim registered, never initialized.
+func rrUninitializedInEnv(t *testing.T, e *env, name string) {
+	t.Helper()
+	nc := rrClaim(t, e, name)
+	nc.Status.Conditions = []metav1.Condition{{Type: v1.ConditionRegistered, Status: metav1.ConditionTrue, Reason: "Registered", LastTransitionTime: metav1.NewTime(e.clock.Now().Add(-time.Hour))}}
+	if err := e.kube.Status().Update(context.Background(), nc); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rrRebootSucceeds ends the requested reboot as the reboot controller
+// does when the node comes back, the failure still there (its condition
+// transitions anew), and lets 11 minutes pass.
+func rrRebootSucceeds(t *testing.T, e *env) {
+	t.Helper()
+	ctx := context.Background()
+	nc := rrClaim(t, e, "nc-sick")
+	meta.SetStatusCondition(&nc.Status.Conditions, metav1.Condition{Type: v1.ConditionRebooting, Status: metav1.ConditionFalse, Reason: v1.ReasonRebootSucceeded, LastTransitionTime: metav1.NewTime(e.clock.Now())})
+	if err := e.kube.Status().Update(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	n := &corev1.Node{}
+	if err := e.kube.Get(ctx, client.ObjectKey{Name: "sick"}, n); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == rrBadNode {
+			n.Status.Conditions[i].LastTransitionTime = metav1.NewTime(e.clock.Now())
+		}
+	}
+	if err := e.kube.Status().Update(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Step(11 * time.Minute)
+}
 
 // rrStart starts the controller with repair alone, by the policies, and
 // metrics of its own registry.
@@ -218,17 +271,20 @@ func rrEnvNodeIn(t *testing.T, e *env, pool, name, instanceType string, empty bo
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("256Mi")}}}}}})
 }
 
-// rrBreak makes the node's condition False since ago before the clock.
+// rrBreak makes the node's condition False now, and lets ago pass (a
+// condition cannot be older than its node, which the API server made
+// now).
 func rrBreak(t *testing.T, e *env, name string, cond corev1.NodeConditionType, ago time.Duration) {
 	t.Helper()
 	n := &corev1.Node{}
 	if err := e.kube.Get(context.Background(), client.ObjectKey{Name: name}, n); err != nil {
 		t.Fatal(err)
 	}
-	n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: cond, Status: corev1.ConditionFalse, Reason: "Failing", LastTransitionTime: metav1.NewTime(e.clock.Now().Add(-ago))})
+	n.Status.Conditions = append(n.Status.Conditions, corev1.NodeCondition{Type: cond, Status: corev1.ConditionFalse, Reason: "RebootMe", LastTransitionTime: metav1.NewTime(e.clock.Now())})
 	if err := e.kube.Status().Update(context.Background(), n); err != nil {
 		t.Fatal(err)
 	}
+	e.clock.Step(ago)
 }
 
 // rrClaim is the NodeClaim as it is; nil when it is gone.
@@ -466,7 +522,31 @@ var _ = restate("repair_test.go",
 			}
 		}},
 	refCase{ref: rrRepair + "reboot history > should escalate to replacement when the fault recurs after two successful reboots",
-		gap: "nodewright reboots a node once a day: a node that fails again within 24 h of a reboot that worked is replaced at once (the NodeClaim's Rebooting=False RebootSucceeded condition is the history), so it escalates after one reboot, not two; the third failure the reference replaces is never reached (TestRepairReboots checks the one-a-day rule)"},
+		run: func(t *testing.T) {
+			// Through the controller: each reboot it requests is recorded
+			// on the NodeClaim; the third failure within the day replaces.
+			e, _, _ := rrReboot(t, nil, nil)
+			rrRebootSucceeds(t, e)
+			rrDecideAndStart(t, e)
+			nc := rrClaim(t, e, "nc-sick")
+			if c := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionRebooting); c == nil || c.Reason != v1.ReasonRebootRequested {
+				t.Fatalf("second failure: Rebooting %+v, want a second reboot requested", c)
+			}
+			if got := len(nodepoolhealth.Reboots(nc, e.clock.Now())); got != 2 {
+				t.Fatalf("reboot history %q, want 2 reboots", nc.Annotations[v1.AnnotationReboots])
+			}
+			rrRebootSucceeds(t, e)
+			rrDecideAndStart(t, e)
+			if made := rrMade(t, e); len(made) != 0 {
+				t.Fatalf("an empty node's replacement launched %d NodeClaims", len(made))
+			}
+			if !rrGone(t, e, "nc-sick") {
+				t.Fatal("the third failure within a day did not replace the node")
+			}
+			if events := e.events(); !has(events, "NodeRepair", "rebooted 2 times within 24h0m0s") {
+				t.Errorf("events %v, want NodeRepair saying the node was rebooted twice that day", events)
+			}
+		}},
 	refCase{ref: rrRepair + "reboot history > should reboot again once earlier reboots age out of the window",
 		run: func(t *testing.T) {
 			c := rrCluster(t, 4)
@@ -490,18 +570,46 @@ var _ = restate("repair_test.go",
 			}
 		}},
 	refCase{ref: rrRepair + "should use a matching reason-specific policy instead of the fallback",
-		gap: "nodewright's repair policies match a condition's type and status, not its reason: there is no reason pattern (ReasonRegex) to give one reason a shorter toleration than the condition's other reasons"},
+		run: func(t *testing.T) {
+			policies := rrOnly(rrFor(rrPolicy(rrBadNode, 10*time.Minute, nodepoolhealth.Replace, nil), "^FastFailure$", 0), rrPolicy(rrBadNode, 30*time.Minute, nodepoolhealth.Replace, nil))
+			c := rrCluster(t, 4)
+			c.node("sick", "m5.large", rrBad(rrBadNode, "FastFailure", now.Add(-11*time.Minute)))
+			rrRepaired(t, c.decide(policies), "sick")
+			// The fallback alone would wait 30 minutes.
+			c = rrCluster(t, 4)
+			c.node("sick", "m5.large", rrBad(rrBadNode, "SlowFailure", now.Add(-11*time.Minute)))
+			rrNotRepaired(t, c.decide(policies))
+		}},
 	refCase{ref: rrRepair + "should preserve condition age across a reason-only change",
-		gap: "without reason-specific policies (no ReasonRegex in nodewright's policies) a change of reason changes nothing; the toleration does run from the condition's lastTransitionTime, which a reason change keeps, but there is no shorter policy for the new reason to make the node due"},
+		run: func(t *testing.T) {
+			// The condition is an hour old (since the node's creation):
+			// with a reason only the 2 h fallback matches, the node waits;
+			// once its reason is one the 30-minute policy matches, that
+			// policy's toleration is measured from the same transition.
+			policies := rrOnly(rrFor(rrPolicy(rrBadNode, 30*time.Minute, nodepoolhealth.Replace, nil), "^ImmediateReason$", 0), rrPolicy(rrBadNode, 2*time.Hour, nodepoolhealth.Replace, nil))
+			created := func(n *corev1.Node, _ *v1.NodeClaim) { n.CreationTimestamp = metav1.NewTime(now.Add(-time.Hour)) }
+			c := rrCluster(t, 4)
+			c.node("sick", "m5.large", created, rrBad(rrBadNode, "UnknownReason", now.Add(-time.Hour)))
+			rrNotRepaired(t, c.decide(policies))
+			c = rrCluster(t, 4)
+			c.node("sick", "m5.large", created, rrBad(rrBadNode, "ImmediateReason", now.Add(-time.Hour)))
+			rrRepaired(t, c.decide(policies), "sick")
+		}},
 	refCase{ref: rrRepair + "should suppress an eligible fallback while a matching reason-specific policy is waiting",
-		gap: "no reason-specific policies in nodewright: every policy of a condition applies whatever its reason, so a zero-toleration fallback would repair the node at once rather than wait for a reason-specific policy's toleration"},
+		run: func(t *testing.T) {
+			c := rrCluster(t, 4)
+			c.node("sick", "m5.large", rrBad(rrBadNode, "PrefixFastFailureSuffix", now.Add(-10*time.Minute)))
+			d := c.decide(rrOnly(rrFor(rrPolicy(rrBadNode, 30*time.Minute, nodepoolhealth.Replace, nil), "FastFailure", 0), rrPolicy(rrBadNode, 0, nodepoolhealth.Replace, nil)))
+			rrNotRepaired(t, d)
+			if p := d.Health["default"]; p == nil || len(p.Unhealthy) != 1 || !p.Unhealthy[0].Due.Equal(now.Add(20*time.Minute)) {
+				t.Errorf("health %+v, want the node due when the reason's policy is, in 20 minutes", p)
+			}
+		}},
 	refCase{ref: rrRepair + "should use the condition fallback for an unknown reason",
 		run: func(t *testing.T) {
-			// Every nodewright policy is a condition's fallback: it matches
-			// whatever the reason.
 			c := rrCluster(t, 4)
 			c.node("sick", "m5.large", rrBad(rrBadNode, "UnknownFailure", now.Add(-31*time.Minute)))
-			rrRepaired(t, c.decide(rrOnly(rrDefault())), "sick")
+			rrRepaired(t, c.decide(rrOnly(rrFor(rrPolicy(rrBadNode, 10*time.Minute, nodepoolhealth.Replace, nil), "^KnownFailure$", 0), rrDefault())), "sick")
 		}},
 	refCase{ref: rrRepair + "should not repair a node carrying the do-not-repair annotation",
 		better: "the veto is said once (a NodeRepairBlocked warning on the Node and on its NodeClaim) and again only when it changes, as every reason a node stays is, rather than every round; nodewright doctor lists the node (node-unhealthy) for as long as it stays",
@@ -631,7 +739,12 @@ var _ = restate("repair_test.go",
 			rrRepaired(t, c.decide(rrOnly(rrDefault())), "sick")
 		}},
 	refCase{ref: rrRepair + "should repair the higher-priority condition first",
-		gap: "nodewright's repair policies have no priority: of two nodes failing as long, the one with the lower disruption cost (then name) is repaired first, whatever their conditions"},
+		run: func(t *testing.T) {
+			c := rrCluster(t, 8)
+			c.node("low", "m5.large", rrBad("LowPriority", "", now.Add(-31*time.Minute)))
+			c.node("high", "m5.large", rrBad("HighPriority", "", now.Add(-31*time.Minute)))
+			rrRepaired(t, c.decide(rrOnly(rrPriorities()...)), "high")
+		}},
 	refCase{ref: rrRepair + "should break a tie by node name between candidates resolved at different times",
 		run: func(t *testing.T) {
 			c := rrCluster(t, 8)
@@ -656,23 +769,64 @@ var _ = restate("repair_test.go",
 			rrRepaired(t, c.decide(rrOnly(rrDefault())), "twin-a")
 		}},
 	refCase{ref: rrRepair + "should not score a node using a reason-specific policy that does not match",
-		gap: "no reason-specific policies and no priorities in nodewright: the two nodes, failing as long, are ordered by disruption cost and name, not by the priority of the policy that matches each"},
+		run: func(t *testing.T) {
+			// The Diagnostic node's reason matches only the fallback
+			// (priority 10), not the ^Critical$ policy (90): the
+			// MediumPriority node (50) goes first.
+			c := rrCluster(t, 8)
+			c.node("fallback", "m5.large", rrBad("Diagnostic", "Unknown", now.Add(-31*time.Minute)))
+			c.node("medium", "m5.large", rrBad("MediumPriority", "", now.Add(-31*time.Minute)))
+			rrRepaired(t, c.decide(rrOnly(
+				rrFor(rrPolicy("Diagnostic", 30*time.Minute, nodepoolhealth.Replace, nil), "^Critical$", 90),
+				rrFor(rrPolicy("Diagnostic", 30*time.Minute, nodepoolhealth.Replace, nil), "", 10),
+				rrFor(rrPolicy("MediumPriority", 30*time.Minute, nodepoolhealth.Replace, nil), ".*", 50))), "medium")
+		}},
 	refCase{ref: rrRepair + "should not score a node using a matching policy whose toleration has not elapsed",
-		gap: "no reason-specific policies and no priorities in nodewright: a node is scored by the condition that comes due first, and nodes due alike go by disruption cost and name"},
+		run: func(t *testing.T) {
+			// The waiting node's reason matches a priority-100 policy an
+			// hour away and a priority-0 one of no toleration: it scores
+			// by the one eligible, below the MediumPriority node (50).
+			c := rrCluster(t, 8)
+			c.node("waiting", "m5.large", rrBad("Diagnostic", "failure", now))
+			c.node("medium", "m5.large", rrBad("MediumPriority", "", now))
+			rrRepaired(t, c.decide(rrOnly(
+				rrFor(rrPolicy("Diagnostic", time.Hour, nodepoolhealth.Replace, nil), "^failure$", 100),
+				rrFor(rrPolicy("Diagnostic", 0, nodepoolhealth.Replace, nil), "failure", 0),
+				rrPolicy("Diagnostic", 0, nodepoolhealth.Replace, nil),
+				rrFor(rrPolicy("MediumPriority", 0, nodepoolhealth.Replace, nil), ".*", 50))), "medium")
+		}},
 	refCase{ref: rrRepair + "should resolve the governing condition using only policies matching its reason",
-		gap: "no reason-specific policies and no priorities in nodewright: of a node's failing conditions the one that comes due first governs (and its policy's drain bound), whatever the reasons"},
+		run: func(t *testing.T) {
+			// Of the node's conditions, Diagnostic (reason Unknown) matches
+			// the fallback (10 minutes' drain), not ^Critical$ (none), and
+			// MediumPriority matches its own (5): the shortest bound of the
+			// policies that match is the drain's.
+			c := rrCluster(t, 4)
+			c.node("sick", "m5.large", rrBad("Diagnostic", "Unknown", now.Add(-31*time.Minute)), rrBad("MediumPriority", "", now.Add(-31*time.Minute)))
+			cmd := rrRepaired(t, c.decide(rrOnly(
+				rrFor(rrPolicy("Diagnostic", 30*time.Minute, nodepoolhealth.Replace, rrDur(0)), "^Critical$", 90),
+				rrFor(rrPolicy("Diagnostic", 30*time.Minute, nodepoolhealth.Replace, rrDur(10*time.Minute)), "", 10),
+				rrFor(rrPolicy("MediumPriority", 30*time.Minute, nodepoolhealth.Replace, rrDur(5*time.Minute)), ".*", 50))), "sick")
+			if b := cmd.Repair.DrainBound; b == nil || *b != 5*time.Minute {
+				t.Errorf("drain bound %v, want 5m", b)
+			}
+			if cmd.Repair.Condition.Type != "MediumPriority" {
+				t.Errorf("governing condition %s, want MediumPriority (priority 50 over the fallback's 10)", cmd.Repair.Condition.Type)
+			}
+		}},
 	refCase{ref: rrRepair + "should order a node by its most urgent condition, not just its highest-priority one",
 		run: func(t *testing.T) {
-			// nodewright orders nodes by their condition that came due
-			// first: A's low condition (due 150 minutes ago) puts it ahead
-			// of B (due 90 minutes ago), though A's other condition is
-			// fresh.
+			// A's low condition, 150 minutes past its toleration, scores
+			// 0 + 5; its fresh high one 1 + 0.1; B's high one, 90 minutes
+			// past, 1 + 3. A's best, 5, is above B's 4. The action's
+			// condition is still A's high-priority one.
+			old := func(n *corev1.Node, _ *v1.NodeClaim) { n.CreationTimestamp = metav1.NewTime(now.Add(-4 * time.Hour)) }
 			c := rrCluster(t, 8)
-			c.node("a", "m5.large", rrBad("LowPriority", "", now.Add(-180*time.Minute)), rrBad("HighPriority", "", now.Add(-33*time.Minute)))
-			c.node("b", "m5.large", rrBad("HighPriority", "", now.Add(-120*time.Minute)))
-			cmd := rrRepaired(t, c.decide(rrOnly(rrPolicy("LowPriority", 30*time.Minute, nodepoolhealth.Replace, nil), rrPolicy("HighPriority", 30*time.Minute, nodepoolhealth.Replace, nil))), "a")
-			if cmd.Repair.Condition.Type != "LowPriority" {
-				t.Errorf("governing condition %s, want the most overdue (LowPriority)", cmd.Repair.Condition.Type)
+			c.node("a", "m5.large", old, rrBad("LowPriority", "", now.Add(-180*time.Minute)), rrBad("HighPriority", "", now.Add(-33*time.Minute)))
+			c.node("b", "m5.large", old, rrBad("HighPriority", "", now.Add(-120*time.Minute)))
+			cmd := rrRepaired(t, c.decide(rrOnly(rrPriorities()...)), "a")
+			if cmd.Repair.Condition.Type != "HighPriority" {
+				t.Errorf("governing condition %s, want HighPriority (priority 90)", cmd.Repair.Condition.Type)
 			}
 		}},
 	refCase{ref: rrRepair + "should stamp a forceful (immediate) termination deadline before requesting deletion",
@@ -774,7 +928,21 @@ var _ = restate("repair_test.go",
 			}
 		}},
 	refCase{ref: rrRepair + "should act on and meter the highest-priority eligible condition",
-		gap: "no priorities in nodewright's policies: of two conditions of a node failing since the same moment, the first listed policy's governs (its drain bound, and the condition nodewright_node_repairs_total counts), not the higher-priority one"},
+		run: func(t *testing.T) {
+			low := rrFor(rrPolicy("LowPriority", 30*time.Minute, nodepoolhealth.Replace, rrDur(15*time.Minute)), "", 10)
+			high := rrFor(rrPolicy("HighPriority", 30*time.Minute, nodepoolhealth.Replace, rrDur(5*time.Minute)), ".*", 90)
+			e, reg := rrStart(t, low, high)
+			rrEnvNode(t, e, "sick", "m5.large", true, func(nc *v1.NodeClaim) { nc.Finalizers = []string{"test.nodewright.dev/keep"} })
+			rrBreak(t, e, "sick", "LowPriority", 31*time.Minute)
+			rrBreak(t, e, "sick", "HighPriority", 31*time.Minute)
+			rrDecideAndStart(t, e)
+			if got, want := rrTerminateAt(t, e, "nc-sick"), e.clock.Now().Add(5*time.Minute).UTC().Format(time.RFC3339); got != want {
+				t.Errorf("deadline %q, want now + 5m (%s), the high-priority policy's bound", got, want)
+			}
+			if got := rrCount(t, reg, "nodewright_node_repairs_total", map[string]string{"nodepool": "default", "condition": "HighPriority"}); got != 1 {
+				t.Errorf("node_repairs_total{condition=HighPriority} %v, want 1", got)
+			}
+		}},
 	refCase{ref: rrRepair + "should neither terminate nor stamp a deadline when the replacement never becomes healthy",
 		run: func(t *testing.T) {
 			e, _ := rrStart(t, rrPolicy(rrBadNode, 30*time.Minute, nodepoolhealth.Replace, rrDur(10*time.Minute)))
@@ -872,7 +1040,23 @@ var _ = restate("repair_test.go",
 			}
 		}},
 	refCase{ref: rrUninit + "should repair an unhealthy node that never initialized",
-		gap: "nodewright repairs only initialized nodes: a node that registered but never initialized stays however long it fails (no lifecycle timeout deletes it either; nodewright doctor reports a node that never initializes)"},
+		run: func(t *testing.T) {
+			c := rrCluster(t, 4)
+			c.node("sick", "m5.large", rrBad(rrBadNode, "", now.Add(-31*time.Minute)), rrUninitialized)
+			rrRepaired(t, c.decide(rrOnly(rrDefault())), "sick")
+			// Through the controller: the NodeClaim is deleted, and counted.
+			e, reg := rrStart(t, rrDefault())
+			rrEnvNode(t, e, "sick", "m5.large", true, nil)
+			rrUninitializedInEnv(t, e, "nc-sick")
+			rrBreak(t, e, "sick", rrBadNode, 31*time.Minute)
+			rrDecideAndStart(t, e)
+			if !rrGone(t, e, "nc-sick") {
+				t.Fatalf("the node that never initialized was not repaired; events %v", e.events())
+			}
+			if got := rrCount(t, reg, "nodewright_node_repairs_total", map[string]string{"nodepool": "default", "condition": string(rrBadNode)}); got != 1 {
+				t.Errorf("node_repairs_total %v, want 1", got)
+			}
+		}},
 	refCase{ref: rrUninit + "should not repair a node that never registered",
 		run: func(t *testing.T) {
 			// A NodeClaim without a node: nothing to repair.
@@ -888,11 +1072,41 @@ var _ = restate("repair_test.go",
 			rrNotRepaired(t, c.decide(rrOnly(rrDefault())))
 		}},
 	refCase{ref: rrUninit + "should repair without disruption budget",
-		gap: "nodewright does not repair a node that never initialized (see \"should repair an unhealthy node that never initialized\"), with or without budget"},
+		run: func(t *testing.T) {
+			c := rrCluster(t, 0)
+			c.pool.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "0"}}
+			c.node("sick", "m5.large", rrBad(rrBadNode, "", now.Add(-31*time.Minute)), rrUninitialized)
+			rrRepaired(t, c.decide(rrOnly(rrDefault())), "sick")
+		}},
 	refCase{ref: rrUninit + "should not consume disruption budget for initialized nodes",
-		gap: "nodewright does not repair a node that never initialized, so it takes no repair of it outside the budget"},
+		run: func(t *testing.T) {
+			// A budget of one node: the node that never initialized, being
+			// deleted by its repair, takes none of it, so an initialized
+			// node failing next is repaired too.
+			c := rrCluster(t, 5)
+			c.pool.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "1"}}
+			c.node("uninit", "m5.large", rrBad(rrBadNode, "", now.Add(-62*time.Minute)), rrUninitialized, func(_ *corev1.Node, nc *v1.NodeClaim) {
+				nc.DeletionTimestamp, nc.Finalizers = &metav1.Time{Time: now.Add(-time.Minute)}, []string{v1.TerminationFinalizer}
+			})
+			c.node("sick", "m5.large", rrBad(rrBadNode, "", now.Add(-31*time.Minute)))
+			rrRepaired(t, c.decide(rrOnly(rrDefault())), "sick")
+		}},
 	refCase{ref: rrUninit + "should measure the toleration from when the last reboot finished",
-		gap: "nodewright measures a toleration from the condition's lastTransitionTime only, not from the end of a reboot, and does not repair a node that never initialized"},
+		run: func(t *testing.T) {
+			// Failing for 69 minutes, but a reboot finished 29 minutes ago:
+			// the toleration runs from its end.
+			rebootEnded := func(ago time.Duration) func(*corev1.Node, *v1.NodeClaim) {
+				return func(_ *corev1.Node, nc *v1.NodeClaim) {
+					nc.Status.Conditions = append(nc.Status.Conditions, metav1.Condition{Type: v1.ConditionRebooting, Status: metav1.ConditionFalse, Reason: v1.ReasonRebootSucceeded, LastTransitionTime: metav1.NewTime(now.Add(-ago))})
+				}
+			}
+			c := rrCluster(t, 4)
+			c.node("sick", "m5.large", rrBad(rrBadNode, "", now.Add(-69*time.Minute)), rrUninitialized, rebootEnded(29*time.Minute))
+			rrNotRepaired(t, c.decide(rrOnly(rrDefault())))
+			c = rrCluster(t, 4)
+			c.node("sick", "m5.large", rrBad(rrBadNode, "", now.Add(-71*time.Minute)), rrUninitialized, rebootEnded(31*time.Minute))
+			rrRepaired(t, c.decide(rrOnly(rrDefault())), "sick")
+		}},
 	refCase{ref: rrUninit + "should not repair a rebooting node",
 		run: func(t *testing.T) {
 			rebooting := func(_ *corev1.Node, nc *v1.NodeClaim) {
@@ -911,7 +1125,14 @@ var _ = restate("repair_test.go",
 			}
 		}},
 	refCase{ref: rrUninit + "should repair a node nominated for pending pods",
-		gap: "nodewright does not repair a node that never initialized, nominated or not"},
+		run: func(t *testing.T) {
+			c := rrCluster(t, 4)
+			c.node("sick", "m5.large", rrBad(rrBadNode, "", now.Add(-31*time.Minute)), rrUninitialized)
+			pending := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "waiting", Namespace: "default"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c"}}},
+				Status: corev1.PodStatus{Phase: corev1.PodPending, NominatedNodeName: "sick"}}
+			c.objs.Pods = append(c.objs.Pods, pending)
+			rrRepaired(t, c.decide(rrOnly(rrDefault())), "sick")
+		}},
 	refCase{ref: rrUninit + "should not repair a node carrying the do-not-repair annotation",
 		run: func(t *testing.T) {
 			c := rrCluster(t, 4)
@@ -933,14 +1154,26 @@ var _ = restate("repair_test.go",
 
 var _ = restate("repair_history_test.go",
 	refCase{ref: rrHistory + "escalates after two committed reboots",
-		gap: "nodewright escalates after one reboot: a node that fails again within 24 h of a reboot that worked is replaced (TestRepairReboots), where the reference reboots twice within its window before it replaces"},
+		run: func(t *testing.T) {
+			c := rrCluster(t, 4)
+			c.node("sick", "m5.large", rrBad(rrBadNode, "RebootMe", now.Add(-11*time.Minute)), rrRebooted(now.Add(-3*time.Hour), now.Add(-time.Hour)))
+			cmd := rrRepaired(t, c.decide(rrOnly(rrRebootPolicies(nil)...)), "sick")
+			if cmd.Repair.Action != nodepoolhealth.Replace || !cmd.Repair.Escalated {
+				t.Errorf("after two reboots today: %s (escalated %v), want a replacement", cmd.Repair.Action, cmd.Repair.Escalated)
+			}
+			c = rrCluster(t, 4)
+			c.node("sick", "m5.large", rrBad(rrBadNode, "RebootMe", now.Add(-11*time.Minute)), rrRebooted(now.Add(-time.Hour)))
+			if cmd := rrRepaired(t, c.decide(rrOnly(rrRebootPolicies(nil)...)), "sick"); cmd.Repair.Action != nodepoolhealth.Reboot {
+				t.Errorf("after one reboot today: %s, want another reboot", cmd.Repair.Action)
+			}
+		}},
 	refCase{ref: rrHistory + "does not record reboots while resolving",
 		run: func(t *testing.T) {
 			// Deciding changes nothing: decided three times, the node is
-			// rebooted each time (the history is the NodeClaim's Rebooting
-			// condition, which only a reboot that happened writes).
+			// rebooted each time (the history is the NodeClaim's
+			// nodewright.dev/reboots, which only a requested reboot writes).
 			c := rrCluster(t, 4)
-			c.node("sick", "m5.large", rrBad(rrBadNode, "", now.Add(-11*time.Minute)))
+			c.node("sick", "m5.large", rrBad(rrBadNode, "RebootMe", now.Add(-11*time.Minute)))
 			for i := range 3 {
 				if cmd := rrRepaired(t, c.decide(rrOnly(rrRebootPolicies(nil)...)), "sick"); cmd.Repair.Action != nodepoolhealth.Reboot {
 					t.Fatalf("decision %d: %s, want a reboot", i+1, cmd.Repair.Action)
@@ -952,12 +1185,12 @@ var _ = restate("repair_history_test.go",
 			// The history lives on the NodeClaim: a successor NodeClaim of
 			// the same node name starts without it.
 			c := rrCluster(t, 4)
-			c.node("sick", "m5.large", rrBad(rrBadNode, "", now.Add(-11*time.Minute)), func(_ *corev1.Node, nc *v1.NodeClaim) { nc.Name = "nc-successor" })
+			c.node("sick", "m5.large", rrBad(rrBadNode, "RebootMe", now.Add(-11*time.Minute)), func(_ *corev1.Node, nc *v1.NodeClaim) { nc.Name = "nc-successor" })
 			if cmd := rrRepaired(t, c.decide(rrOnly(rrRebootPolicies(nil)...)), "sick"); cmd.Repair.Action != nodepoolhealth.Reboot {
 				t.Errorf("successor: %s, want a reboot", cmd.Repair.Action)
 			}
 			c = rrCluster(t, 4)
-			c.node("sick", "m5.large", rrBad(rrBadNode, "", now.Add(-11*time.Minute)), rrRebooted(now.Add(-time.Hour)))
+			c.node("sick", "m5.large", rrBad(rrBadNode, "RebootMe", now.Add(-11*time.Minute)), rrRebooted(now.Add(-2*time.Hour), now.Add(-time.Hour)))
 			if cmd := rrRepaired(t, c.decide(rrOnly(rrRebootPolicies(nil)...)), "sick"); cmd.Repair.Action != nodepoolhealth.Replace {
 				t.Errorf("the rebooted NodeClaim itself: %s, want a replacement", cmd.Repair.Action)
 			}
@@ -974,9 +1207,23 @@ var _ = restate("repair_history_test.go",
 			rrNotRepaired(t, c.decide(rrOnly(rrRebootPolicies(nil)...)))
 		}},
 	refCase{ref: rrHistory + "uses a sliding window",
-		gap: "nodewright remembers only the last reboot and replaces a node that fails within 24 h of it: with reboots 25 h and 12 h ago the node is replaced, where the reference (two reboots in a sliding 24 h window) reboots it once more"},
+		run: func(t *testing.T) {
+			c := rrCluster(t, 4)
+			c.node("sick", "m5.large", rrBad(rrBadNode, "RebootMe", now.Add(-11*time.Minute)), rrRebooted(now.Add(-25*time.Hour), now.Add(-12*time.Hour)))
+			if cmd := rrRepaired(t, c.decide(rrOnly(rrRebootPolicies(nil)...)), "sick"); cmd.Repair.Action != nodepoolhealth.Reboot {
+				t.Errorf("reboots 25 h and 12 h ago: %s, want a reboot (one within the day)", cmd.Repair.Action)
+			}
+			// The record keeps the reboots of the last day, two at most.
+			nc := &v1.NodeClaim{}
+			for _, ago := range []time.Duration{30 * time.Hour, 20 * time.Hour, 10 * time.Hour, time.Hour} {
+				metav1.SetMetaDataAnnotation(&nc.ObjectMeta, v1.AnnotationReboots, nodepoolhealth.RecordReboot(nc, now.Add(-ago)))
+			}
+			if got, want := nc.Annotations[v1.AnnotationReboots], now.Add(-10*time.Hour).Format(time.RFC3339)+","+now.Add(-time.Hour).Format(time.RFC3339); got != want {
+				t.Errorf("history %q, want %q", got, want)
+			}
+		}},
 	refCase{ref: rrHistory + "bounds concurrent commits at the escalation threshold",
-		moot: "the concurrency of the reference's in-memory reboot history; nodewright keeps no such history: the last reboot is the NodeClaim's Rebooting condition, written by the API server's optimistic locking (intent.RequestReboot)"},
+		moot: "the concurrency of the reference's in-memory reboot history; nodewright keeps the history on the NodeClaim (nodewright.dev/reboots), written with the reboot request under the API server's optimistic locking (intent.RequestReboot), so two writers cannot both record a reboot past the threshold"},
 	refCase{ref: rrHistory + "logs reboot escalation with the command",
 		moot: "a key of the reference's command log line; nodewright's NodeRepair event says what repair does (\"replacing it\" or \"rebooting it\", Repair.Describe), checked by \"should commit an in-place reboot (no replacement, no termination) for a RebootNode policy\""},
 )

@@ -59,8 +59,8 @@ func TestRepairReplacesAnUnhealthyNodeFirst(t *testing.T) {
 		t.Fatalf("commands %q, want the unhealthy node replaced first, its pods placed", commands(d))
 	}
 	r := d.Commands[0].Repair
-	if r == nil || r.Action != nodepoolhealth.Replace || r.DrainBound == nil || *r.DrainBound != 0 || !strings.Contains(r.Describe(), "Ready=False") {
-		t.Errorf("repair %+v: want a replacement whose drain does not wait (the kubelet runs no pods)", r)
+	if r == nil || r.Action != nodepoolhealth.Replace || r.DrainBound == nil || *r.DrainBound != nodepoolhealth.RepairDrain || !strings.Contains(r.Describe(), "Ready=False") {
+		t.Errorf("repair %+v: want a replacement whose drain waits up to %s (a NotReady kubelet may still stop its pods in order)", r, nodepoolhealth.RepairDrain)
 	}
 	if d.Health["default"] == nil || len(d.Health["default"].Unhealthy) != 1 {
 		t.Errorf("health %v", d.Health)
@@ -152,16 +152,19 @@ func TestRepairBlockers(t *testing.T) {
 	}
 }
 
-// With reboots on, a failing kernel is repaired by a reboot (no
-// replacement); a node a reboot mended within the last day is replaced
-// this time; a NotReady node is always replaced. A node being rebooted
+// With reboots on, a GPU fault a reboot clears (XID 63) is repaired by
+// a reboot (no replacement); a node rebooted twice within the last day is
+// replaced this time; a fatal XID, another accelerator fault, a failing
+// kernel and a NotReady node are always replaced. A node being rebooted
 // is left to the reboot by every method.
 func TestRepairReboots(t *testing.T) {
 	c := newCluster(t)
 	for i := range 5 {
 		c.node(fmt.Sprintf("ok%d", i), "m5.large")
 	}
-	c.node("kernel", "m5.large", failing("KernelReady", corev1.ConditionFalse, now.Add(-time.Hour)))
+	c.node("kernel", "m5.large", failing(nodepoolhealth.ConditionAcceleratedHardwareReady, corev1.ConditionFalse, now.Add(-time.Hour)), func(n *corev1.Node, _ *v1.NodeClaim) {
+		n.Status.Conditions[0].Reason = "NvidiaXID63Error"
+	})
 	c.pool.Spec.Disruption.ConsolidateAfter = v1.Never
 	d := c.decide(repairing(true))
 	if len(d.Commands) != 1 || d.Commands[0].Repair.Action != nodepoolhealth.Reboot || len(d.Commands[0].Replacements) != 0 {
@@ -173,12 +176,34 @@ func TestRepairReboots(t *testing.T) {
 	nc := c.objs.NodeClaims[5]
 	nc.Status.Conditions = append(nc.Status.Conditions, metav1.Condition{Type: v1.ConditionRebooting, Status: metav1.ConditionFalse,
 		Reason: v1.ReasonRebootSucceeded, LastTransitionTime: metav1.NewTime(now.Add(-2 * time.Hour))})
-	if d := c.decide(repairing(true)); len(d.Commands) != 1 || d.Commands[0].Repair.Action != nodepoolhealth.Replace {
-		t.Errorf("rebooted two hours ago: %q, want a replacement", commands(d))
+	history := func(ago ...time.Duration) {
+		delete(nc.Annotations, v1.AnnotationReboots)
+		for _, a := range ago {
+			metav1.SetMetaDataAnnotation(&nc.ObjectMeta, v1.AnnotationReboots, nodepoolhealth.RecordReboot(nc, now.Add(-a)))
+		}
 	}
-	nc.Status.Conditions[1].LastTransitionTime = metav1.NewTime(now.Add(-25 * time.Hour))
+	history(2 * time.Hour)
 	if d := c.decide(repairing(true)); len(d.Commands) != 1 || d.Commands[0].Repair.Action != nodepoolhealth.Reboot {
-		t.Errorf("rebooted a day ago: %q, want a reboot again", commands(d))
+		t.Errorf("rebooted once two hours ago: %q, want a reboot", commands(d))
+	}
+	history(5*time.Hour, 2*time.Hour)
+	if d := c.decide(repairing(true)); len(d.Commands) != 1 || d.Commands[0].Repair.Action != nodepoolhealth.Replace || !strings.Contains(d.Commands[0].Repair.Describe(), "rebooted 2 times") {
+		t.Errorf("rebooted twice today: %q, want a replacement that says why", commands(d))
+	}
+	history(26*time.Hour, 25*time.Hour)
+	if d := c.decide(repairing(true)); len(d.Commands) != 1 || d.Commands[0].Repair.Action != nodepoolhealth.Reboot {
+		t.Errorf("rebooted twice a day ago: %q, want a reboot again", commands(d))
+	}
+	for _, reason := range []string{"NvidiaXID79Error", "NvidiaXID13Error"} {
+		history()
+		c.objs.Nodes[5].Status.Conditions[0].Reason = reason
+		if d := c.decide(repairing(true)); len(d.Commands) != 1 || d.Commands[0].Repair.Action != nodepoolhealth.Replace {
+			t.Errorf("%s: %q, want a replacement", reason, commands(d))
+		}
+	}
+	c.objs.Nodes[5].Status.Conditions[0] = corev1.NodeCondition{Type: nodepoolhealth.ConditionKernelReady, Status: corev1.ConditionFalse, Reason: "KernelBug", LastTransitionTime: metav1.NewTime(now.Add(-time.Hour))}
+	if d := c.decide(repairing(true)); len(d.Commands) != 1 || d.Commands[0].Repair.Action != nodepoolhealth.Replace {
+		t.Errorf("a failing kernel: %q, want a replacement", commands(d))
 	}
 	nc.Status.Conditions[1] = metav1.Condition{Type: v1.ConditionRebooting, Status: metav1.ConditionTrue, Reason: v1.ReasonRebootIssued, LastTransitionTime: metav1.NewTime(now)}
 	c.pool.Spec.Disruption.ConsolidateAfter = "0s"

@@ -156,7 +156,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	setCondition(np, now, v1.ConditionValidationSucceeded, invalid == nil, v1.ReasonValidationFailed, invalidMsg)
 	c.registrationHealth(np, now)
-	health := nodepoolhealth.Assess(listing.Pointers(claims.Items), listing.Pointers(nodes.Items), nodepoolhealth.DefaultTolerations().Policies())[np.Name]
+	health := nodepoolhealth.Assess(listing.Pointers(claims.Items), listing.Pointers(nodes.Items), nodepoolhealth.DefaultTolerations().Policies(), now.Time)[np.Name]
 	repairHeld, heldWhy := health != nil && health.Held(), ""
 	if repairHeld {
 		heldWhy = health.HeldReason()

@@ -370,6 +370,12 @@ func (d *decider) disrupting(pool string, reason v1.DisruptionReason) int {
 }
 
 func (d *decider) use(n *state.Node, reason v1.DisruptionReason) {
+	if !n.Initialized() && !n.Rebooting() {
+		// Budgets count the nodes that initialized: one that never did
+		// takes none of them (repair takes such nodes).
+		d.taken[n.Name] = true
+		return
+	}
 	if d.used[n.NodePool] == nil {
 		d.used[n.NodePool] = map[v1.DisruptionReason]int{}
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/state"
@@ -18,11 +17,12 @@ import (
 // it does about it.
 type Repair struct {
 	nodepoolhealth.Unhealthy
-	// Action is Replace, or Reboot when the policy reboots and the node
-	// was not rebooted within nodepoolhealth.RebootWindow.
+	// Action is Replace, or Reboot when the governing policy reboots and
+	// the node was not rebooted nodepoolhealth.RebootsBeforeReplacement
+	// times within nodepoolhealth.RebootWindow.
 	Action nodepoolhealth.Action
 	// DrainBound is how long the drain waits for pods whose eviction is
-	// refused: the policy's bound or the NodeClaim's
+	// refused: the policies' bound or the NodeClaim's
 	// terminationGracePeriod, the shorter; nil waits for them.
 	DrainBound *time.Duration
 }
@@ -30,8 +30,11 @@ type Repair struct {
 // Describe says what repair found and does, for events and logs.
 func (r *Repair) Describe() string {
 	what := "replacing it"
-	if r.Action == nodepoolhealth.Reboot {
+	switch {
+	case r.Action == nodepoolhealth.Reboot:
 		what = "rebooting it"
+	case r.Escalated:
+		what = fmt.Sprintf("replacing it: it was rebooted %d times within %s", nodepoolhealth.RebootsBeforeReplacement, nodepoolhealth.RebootWindow)
 	}
 	switch {
 	case r.DrainBound == nil:
@@ -54,39 +57,42 @@ func (d *decider) health() map[string]*nodepoolhealth.Pool {
 				claims, nodes = append(claims, n.NodeClaim), append(nodes, n.Node)
 			}
 		}
-		d.pools = nodepoolhealth.Assess(claims, nodes, d.opts.Repair)
+		d.pools = nodepoolhealth.Assess(claims, nodes, d.opts.Repair, d.now)
 	}
 	return d.pools
 }
 
-// unhealthy is the node's failure past its toleration, if it has one.
+// unhealthy is the node's failure past its toleration, if it has one. A
+// node that registered is repaired whether or not it initialized: one
+// that never does is as broken as one that stopped working.
 func (d *decider) unhealthy(n *state.Node) (nodepoolhealth.Unhealthy, *nodepoolhealth.Pool, bool) {
 	p := d.health()[n.NodePool]
-	if p == nil || !n.Initialized() {
-		// A node that never initialized is the lifecycle's to time out.
+	if p == nil {
 		return nodepoolhealth.Unhealthy{}, nil, false
 	}
 	for _, u := range p.Unhealthy {
-		if u.Node.Name == n.Name && !d.now.Before(u.Due) {
+		if u.Node.Name == n.Name && u.Eligible {
 			return u, p, true
 		}
 	}
 	return nodepoolhealth.Unhealthy{}, nil, false
 }
 
-// repair takes one node unhealthy past its toleration, the longest
-// failing first, within the NodePool's budget for Unhealthy: it is
+// repair takes one node unhealthy past its toleration, the one of
+// highest score first (its policy's priority, and how long past its
+// toleration it is), within the NodePool's budget for Unhealthy: it is
 // rebooted, or replaced (its replacements launched first, and it goes
 // even when some of its pods have no place: they do not run well on it
-// anyway). A node or NodeClaim annotated do-not-repair stays, as do the
-// nodes of a NodePool too much of which fails at once, and a node whose
-// drain would wait forever for pods that may not be evicted.
+// anyway). A node that never initialized is repaired outside the budget:
+// it never served. A node or NodeClaim annotated do-not-repair stays, as
+// do the nodes of a NodePool too much of which fails at once, and a node
+// whose drain would wait forever for pods that may not be evicted.
 func (d *decider) repair(candidates []*state.Node) {
 	if len(d.opts.Repair) == 0 {
 		return
 	}
 	var found []*state.Node
-	due := map[string]time.Time{}
+	score := map[string]float64{}
 	for _, n := range candidates {
 		u, p, ok := d.unhealthy(n)
 		if !ok {
@@ -97,16 +103,16 @@ func (d *decider) repair(candidates []*state.Node) {
 			continue
 		}
 		d.eligible(n, v1.DisruptionReasonUnhealthy)
-		due[n.Name] = u.Due
+		score[n.Name] = u.Score
 		found = append(found, n)
 	}
 	slices.SortFunc(found, func(a, b *state.Node) int {
-		return cmp.Or(due[a.Name].Compare(due[b.Name]),
+		return cmp.Or(cmp.Compare(score[b.Name], score[a.Name]),
 			cmp.Compare(a.DisruptionCost(d.now, !d.opts.PodDeletionCostManagement), b.DisruptionCost(d.now, !d.opts.PodDeletionCostManagement)),
 			cmp.Compare(a.Name, b.Name))
 	})
 	for _, n := range found {
-		if a := d.allowance(n.NodePool, v1.DisruptionReasonUnhealthy); a.Allowed < 1 {
+		if a := d.allowance(n.NodePool, v1.DisruptionReasonUnhealthy); n.Initialized() && a.Allowed < 1 {
 			d.block(n, Blocked{Reason: BlockedByBudget, Allowance: a, Method: v1.DisruptionReasonUnhealthy})
 			continue
 		}
@@ -127,7 +133,7 @@ func (d *decider) unrepairable(n *state.Node, u nodepoolhealth.Unhealthy, p *nod
 		why.Reason, why.Message = BlockedRepairHeld, u.Describe()+"; "+p.HeldReason()
 	case d.static(n) && d.s.Static[n.NodePool] == nil:
 		why, _ = d.staticCannotLaunch(n, v1.DisruptionReasonUnhealthy)
-	case drainBound(u.Policy, n) == nil:
+	case drainBound(u, n) == nil:
 		for _, b := range n.Blockers() {
 			if b.Graceful() {
 				why.Reason, why.Blocker = BlockedRepairUnbounded, b
@@ -142,28 +148,25 @@ func (d *decider) unrepairable(n *state.Node, u nodepoolhealth.Unhealthy, p *nod
 }
 
 // drainBound is how long the repair drain waits for pods whose eviction
-// is refused: the shorter of the policy's bound and the NodeClaim's
+// is refused: the shorter of the policies' bound and the NodeClaim's
 // terminationGracePeriod; nil when neither bounds it.
-func drainBound(pol nodepoolhealth.Policy, n *state.Node) *time.Duration {
+func drainBound(u nodepoolhealth.Unhealthy, n *state.Node) *time.Duration {
 	var tgp *time.Duration
 	if n.NodeClaim != nil && n.NodeClaim.Spec.TerminationGracePeriod != nil {
 		tgp = &n.NodeClaim.Spec.TerminationGracePeriod.Duration
 	}
 	switch {
-	case pol.DrainBound == nil:
+	case u.DrainBound == nil:
 		return tgp
-	case tgp == nil || *pol.DrainBound < *tgp:
-		return pol.DrainBound
+	case tgp == nil || *u.DrainBound < *tgp:
+		return u.DrainBound
 	}
 	return tgp
 }
 
 // repairCommand records the command that repairs an unhealthy node.
 func (d *decider) repairCommand(n *state.Node, u nodepoolhealth.Unhealthy) *Command {
-	r := &Repair{Unhealthy: u, Action: nodepoolhealth.Replace, DrainBound: drainBound(u.Policy, n)}
-	if u.Policy.Action == nodepoolhealth.Reboot && n.NodeClaim != nil && !rebootedWithin(n.NodeClaim, d.now) {
-		r.Action = nodepoolhealth.Reboot
-	}
+	r := &Repair{Unhealthy: u, Action: u.Action, DrainBound: drainBound(u, n)}
 	var c *Command
 	switch {
 	case r.Action == nodepoolhealth.Reboot:
@@ -180,13 +183,6 @@ func (d *decider) repairCommand(n *state.Node, u nodepoolhealth.Unhealthy) *Comm
 	}
 	c.Repair = r
 	return c
-}
-
-// rebootedWithin reports a NodeClaim whose node a reboot brought back
-// within the reboot window: it is replaced this time.
-func rebootedWithin(nc *v1.NodeClaim, now time.Time) bool {
-	c := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionRebooting)
-	return c != nil && c.Reason == v1.ReasonRebootSucceeded && now.Sub(c.LastTransitionTime.Time) < nodepoolhealth.RebootWindow
 }
 
 // stillUnhealthy repairs a command's node again, or says why not.

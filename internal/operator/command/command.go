@@ -111,7 +111,7 @@ control plane.`,
 	f := cmd.Flags()
 	f.StringVar(&cloud, "cloud", "aws", "aws, or sim for a simulated account with simulated kubelets")
 	f.StringVar(&coreGates, "feature-gates", "", "feature gates, NAME=true|false,...: PodDeletionCostManagement (write controller.kubernetes.io/pod-deletion-cost on the ReplicaSet pods of nodewright's nodes, those disruption takes first lowest; default false), CapacityBuffer (CapacityBuffers keep room for pods to come; default false), SpotToSpotConsolidation (consolidation replaces spot nodes with cheaper spot nodes; default false)")
-	f.StringVar(&gates, "aws-feature-gates", "", "AWS feature gates, NAME=true|false,...: NodeClassCEL (EC2NodeClass spec.kubelet may hold CEL expressions; default false), RebootForRepair (node repair reboots a node whose kernel, container runtime or network fails before it replaces it; default false)")
+	f.StringVar(&gates, "aws-feature-gates", "", "AWS feature gates, NAME=true|false,...: NodeClassCEL (EC2NodeClass spec.kubelet may hold CEL expressions; default false), RebootForRepair (node repair reboots a node whose GPU fault a reboot clears, twice a day at most, before it replaces it; default false)")
 	f.StringVar(&schedulerConfig, "scheduler-config", "", "kube-scheduler's configuration file (a KubeSchedulerConfiguration, or podTopologySpread.defaultConstraints): pods that set no topology spread constraints are planned spread by its default constraints")
 	f.StringVar(&cfg.ClusterName, "cluster-name", "", "the EKS cluster's name (required)")
 	f.StringVar(&cfg.ClusterEndpoint, "cluster-endpoint", "", "the API server endpoint nodes join, https://... (default: the one EKS reports)")
@@ -156,11 +156,11 @@ control plane.`,
 	f.BoolVar(&cfg.LegacyNodeRepair, "legacy-node-repair", cfg.LegacyNodeRepair,
 		"repair outside disruption, as before v1.15: delete an unhealthy node's NodeClaim at once, without budgets, replacements launched first or reboots")
 	f.DurationVar(&cfg.Repair.Ready, "node-repair-ready-after", cfg.Repair.Ready, "replace a node whose Ready condition has been False or Unknown this long")
-	f.DurationVar(&cfg.Repair.Accelerator, "node-repair-accelerator-after", cfg.Repair.Accelerator, "replace a node whose AcceleratedHardwareReady condition has been False this long")
+	f.DurationVar(&cfg.Repair.Accelerator, "node-repair-accelerator-after", cfg.Repair.Accelerator, "repair a node whose AcceleratedHardwareReady condition has been False this long for a GPU XID the node monitoring agent names (other reasons: --node-repair-agent-after)")
 	f.DurationVar(&cfg.Repair.Agent, "node-repair-agent-after", cfg.Repair.Agent,
-		"replace a node whose KernelReady, ContainerRuntimeReady, StorageReady or NetworkingReady condition has been False this long")
+		"replace a node whose KernelReady, ContainerRuntimeReady, StorageReady or NetworkingReady condition (or AcceleratedHardwareReady for a reason no XID policy names) has been False this long")
 	f.DurationVar(&cfg.Repair.Drain, "node-repair-drain", cfg.Repair.Drain,
-		"how long the drain of a node repaired for a failing agent or accelerator condition (its pods still run) waits for pods whose eviction is refused; a NodeClaim's shorter terminationGracePeriod wins")
+		"how long the drain of a repaired node waits for pods whose eviction is refused (for a named GPU XID at most 5m); a NodeClaim's shorter terminationGracePeriod wins")
 	f.DurationVar(&cfg.UnavailableOfferingTTL, "unavailable-offering-ttl", cfg.UnavailableOfferingTTL,
 		"leave an offering (capacity type, instance type, zone) that ran out of capacity or was interrupted out of launches and plans this long")
 	f.StringVar(&cfg.Interruption.Queue, "interruption-queue", "",

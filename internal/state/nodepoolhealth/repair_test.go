@@ -21,6 +21,11 @@ func node(name, pool string, conds ...corev1.NodeCondition) (*corev1.Node, *v1.N
 	return n, nc
 }
 
+func because(c corev1.NodeCondition, reason string) corev1.NodeCondition {
+	c.Reason = reason
+	return c
+}
+
 func cond(t corev1.NodeConditionType, s corev1.ConditionStatus, since time.Time) corev1.NodeCondition {
 	return corev1.NodeCondition{Type: t, Status: s, LastTransitionTime: metav1.NewTime(since)}
 }
@@ -32,7 +37,7 @@ func assess(nodes ...func() (*corev1.Node, *v1.NodeClaim)) map[string]*nodepoolh
 		n, c := f()
 		ns, cs = append(ns, n), append(cs, c)
 	}
-	return nodepoolhealth.Assess(cs, ns, nodepoolhealth.DefaultTolerations().Policies())
+	return nodepoolhealth.Assess(cs, ns, nodepoolhealth.DefaultTolerations().Policies(), t0.Add(time.Hour))
 }
 
 func mk(name, pool string, conds ...corev1.NodeCondition) func() (*corev1.Node, *v1.NodeClaim) {
@@ -40,20 +45,22 @@ func mk(name, pool string, conds ...corev1.NodeCondition) func() (*corev1.Node, 
 }
 
 // Each failing condition comes due after its own toleration (30 minutes,
-// 10 for accelerators); the one due first counts. Healthy and True
-// conditions do not make a node unhealthy.
+// 10 for an accelerator fault of a named XID, 30 for another); the one
+// due first counts. Healthy and True conditions do not make a node
+// unhealthy.
 func TestUnhealthyNodesComeDueAfterTheirToleration(t *testing.T) {
 	pools := assess(
 		mk("ok", "np", cond(corev1.NodeReady, corev1.ConditionTrue, t0), cond("KernelReady", corev1.ConditionTrue, t0)),
 		mk("notready", "np", cond(corev1.NodeReady, corev1.ConditionFalse, t0)),
 		mk("lost", "np", cond(corev1.NodeReady, corev1.ConditionUnknown, t0.Add(time.Minute))),
-		mk("gpu", "np", cond(corev1.NodeReady, corev1.ConditionTrue, t0), cond("AcceleratedHardwareReady", corev1.ConditionFalse, t0.Add(5*time.Minute)),
+		mk("gpu", "np", cond(corev1.NodeReady, corev1.ConditionTrue, t0), because(cond("AcceleratedHardwareReady", corev1.ConditionFalse, t0.Add(5*time.Minute)), "NvidiaXID79Error"),
 			cond("StorageReady", corev1.ConditionFalse, t0)),
+		mk("gpu2", "np", because(cond("AcceleratedHardwareReady", corev1.ConditionFalse, t0.Add(5*time.Minute)), "NvidiaXID13Error")),
 		mk("other", "np", cond(corev1.NodeReady, corev1.ConditionTrue, t0), cond("DiskPressure", corev1.ConditionTrue, t0)),
 	)
 	p := pools["np"]
-	if p.Nodes != 5 || p.Allowed != 1 {
-		t.Fatalf("NodePool np: %d nodes, %d allowed unhealthy; want 5 and 1", p.Nodes, p.Allowed)
+	if p.Nodes != 6 || p.Allowed != 2 {
+		t.Fatalf("NodePool np: %d nodes, %d allowed unhealthy; want 6 and 2", p.Nodes, p.Allowed)
 	}
 	want := []struct {
 		node string
@@ -63,6 +70,7 @@ func TestUnhealthyNodesComeDueAfterTheirToleration(t *testing.T) {
 		{"gpu", t0.Add(15 * time.Minute), "AcceleratedHardwareReady"},
 		{"notready", t0.Add(30 * time.Minute), corev1.NodeReady},
 		{"lost", t0.Add(31 * time.Minute), corev1.NodeReady},
+		{"gpu2", t0.Add(35 * time.Minute), "AcceleratedHardwareReady"},
 	}
 	if len(p.Unhealthy) != len(want) {
 		t.Fatalf("%d unhealthy nodes, want %d", len(p.Unhealthy), len(want))
@@ -74,7 +82,7 @@ func TestUnhealthyNodesComeDueAfterTheirToleration(t *testing.T) {
 		}
 	}
 	if !p.Held() {
-		t.Errorf("3 of 5 unhealthy (more than 20%%) must hold repair")
+		t.Errorf("4 of 6 unhealthy (more than 20%%) must hold repair")
 	}
 }
 
@@ -96,7 +104,7 @@ func TestRepairHoldsPastAFifthOfTheNodePool(t *testing.T) {
 	stranger, _ := node("x", "a", sick)
 	deleting, dc := node("d", "a", sick)
 	dc.DeletionTimestamp = &metav1.Time{Time: t0}
-	got := nodepoolhealth.Assess([]*v1.NodeClaim{dc}, []*corev1.Node{stranger, deleting}, nodepoolhealth.DefaultTolerations().Policies())
+	got := nodepoolhealth.Assess([]*v1.NodeClaim{dc}, []*corev1.Node{stranger, deleting}, nodepoolhealth.DefaultTolerations().Policies(), t0)
 	if a := got["a"]; a == nil || len(a.Unhealthy) != 0 || a.Nodes != 1 {
 		t.Errorf("a node without a NodeClaim and one being deleted: %+v; want 1 node, none to repair", a)
 	}

@@ -115,7 +115,7 @@ func isZero(v intstr.IntOrString) bool {
 // controller's default tolerations): when nodewright replaces each, or,
 // while more than a fifth of their NodePool fails, that it replaces none.
 func repairRules(r *Report, in Input) {
-	pools := nodepoolhealth.Assess(in.Objects.NodeClaims, in.Objects.Nodes, nodepoolhealth.DefaultTolerations().Policies())
+	pools := nodepoolhealth.Assess(in.Objects.NodeClaims, in.Objects.Nodes, nodepoolhealth.DefaultTolerations().Policies(), in.Now)
 	for _, name := range slices.Sorted(maps.Keys(pools)) {
 		p := pools[name]
 		if len(p.Unhealthy) == 0 {
@@ -136,7 +136,10 @@ func repairRules(r *Report, in Input) {
 		}
 		for _, u := range p.Unhealthy {
 			when := "it is replaced now"
-			if in.Now.Before(u.Due) {
+			if u.Eligible && u.Action == nodepoolhealth.Reboot {
+				when = "it is rebooted now"
+			}
+			if !u.Eligible {
 				when = fmt.Sprintf("nodewright replaces it at %s (in %s) unless it recovers", u.Due.UTC().Format(time.RFC3339), u.Due.Sub(in.Now).Round(time.Second))
 			}
 			r.add(Finding{Code: CodeNodeUnhealthy, Severity: Warning, Object: "NodeClaim/" + u.NodeClaim.Name,

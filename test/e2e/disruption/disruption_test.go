@@ -88,22 +88,23 @@ func TestNodeRepair(t *testing.T) {
 	}
 }
 
-// With RebootForRepair, a node whose node monitoring agent reports
-// KernelReady=False past its toleration is rebooted, not replaced: its
-// pod's PodDisruptionBudget (maxUnavailable 0) holds the drain until the
-// repair drain's bound, the pod rides the reboot out, the node comes back
-// with a new boot ID and without the failure, the fence comes off, and
-// the NodeClaim says the reboot succeeded. No NodeClaim is replaced.
+// With RebootForRepair, a node whose node monitoring agent reports a GPU
+// fault a reboot clears (XID 63) past its toleration is rebooted, not
+// replaced: its pod's PodDisruptionBudget (maxUnavailable 0) holds the
+// drain until the repair drain's bound, the pod rides the reboot out, the
+// node comes back with a new boot ID and without the failure, the fence
+// comes off, and the NodeClaim says the reboot succeeded. No NodeClaim is
+// replaced.
 func TestNodeRepairReboots(t *testing.T) {
 	name, manifest, err := scenarios.Load("repair")
 	if err != nil {
 		t.Fatal(err)
 	}
 	sim := harness.Start(t, func(o *runner.Options) {
-		o.Operator.Repair.Agent, o.Operator.Repair.Reboot = 10*time.Second, true
+		o.Operator.Repair.Accelerator, o.Operator.Repair.Reboot = 10*time.Second, true
 	})
-	kernel := runner.Step{Name: "kernel fails", Manifest: []byte("apiVersion: sim.nodewright.dev/v1\nkind: KubeletFailure\nmetadata: {name: kernel}\n" +
-		"spec: {nodePool: default, nodes: 1, conditions: {KernelReady: \"False\"}}\n")}
+	kernel := runner.Step{Name: "GPU fails", Manifest: []byte("apiVersion: sim.nodewright.dev/v1\nkind: KubeletFailure\nmetadata: {name: gpu}\n" +
+		"spec: {nodePool: default, nodes: 1, conditions: {AcceleratedHardwareReady: \"False/NvidiaXID63Error\"}}\n")}
 	ctx := context.Background()
 	results, err := sim.RunSteps(ctx, []runner.Step{{Name: name, Manifest: manifest}, kernel}, 4*time.Minute, time.Minute, nil)
 	if err != nil {

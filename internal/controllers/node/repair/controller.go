@@ -78,7 +78,7 @@ func (c *Controller) Repair(ctx context.Context) error {
 	}
 	now := c.Clock.Now()
 	seen := map[string]bool{}
-	for _, p := range nodepoolhealth.Assess(listing.Pointers(claims.Items), listing.Pointers(nodes.Items), c.Tolerations.Policies()) {
+	for _, p := range nodepoolhealth.Assess(listing.Pointers(claims.Items), listing.Pointers(nodes.Items), c.Tolerations.Policies(), now) {
 		c.Metrics.NodePoolHealth(p.Name, len(p.Unhealthy), p.Held())
 		allowed := repairBudget(byName[p.Name], p, now)
 		for _, u := range p.Unhealthy {

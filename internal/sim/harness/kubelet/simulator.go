@@ -440,7 +440,8 @@ func (s *Simulator) bootAgain(ctx context.Context, inst simaws.Instance, node *c
 }
 
 // ConditionsAnnotation on a Node makes its simulated kubelet report those
-// conditions ("Ready=False", "KernelReady=False,ContainerRuntimeReady=False")
+// conditions ("Ready=False", "KernelReady=False,ContainerRuntimeReady=False",
+// a reason after a slash: "AcceleratedHardwareReady=False/NvidiaXID63Error")
 // instead of a healthy node's: a kubelet or node monitoring agent that
 // found its node broken.
 const ConditionsAnnotation = "sim.nodewright.dev/conditions"
@@ -449,10 +450,26 @@ const ConditionsAnnotation = "sim.nodewright.dev/conditions"
 // the node's ConditionsAnnotation says otherwise, and what it adds.
 func reported(node *corev1.Node) map[corev1.NodeConditionType]corev1.ConditionStatus {
 	out := map[corev1.NodeConditionType]corev1.ConditionStatus{corev1.NodeReady: corev1.ConditionTrue}
+	for k, v := range reasons(node) {
+		out[k] = v.status
+	}
+	return out
+}
+
+type reportedCondition struct {
+	status corev1.ConditionStatus
+	reason string
+}
+
+// reasons are the conditions the node's ConditionsAnnotation names, with
+// their reasons ("SimulatedKubelet" unless it gives one).
+func reasons(node *corev1.Node) map[corev1.NodeConditionType]reportedCondition {
+	out := map[corev1.NodeConditionType]reportedCondition{}
 	for _, kv := range strings.Split(node.Annotations[ConditionsAnnotation], ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")
 		if ok && k != "" {
-			out[corev1.NodeConditionType(k)] = corev1.ConditionStatus(v)
+			status, reason, _ := strings.Cut(v, "/")
+			out[corev1.NodeConditionType(k)] = reportedCondition{corev1.ConditionStatus(status), cmp.Or(reason, "SimulatedKubelet")}
 		}
 	}
 	return out
@@ -482,10 +499,10 @@ func (s *Simulator) heartbeatDue(node *corev1.Node) bool {
 func (s *Simulator) heartbeat(ctx context.Context, node *corev1.Node) error {
 	now := metav1.NewTime(s.Clock.Now())
 	before := node.DeepCopy()
-	want := reported(node)
+	want, why := reported(node), reasons(node)
 	conds := make([]corev1.NodeCondition, 0, len(want))
 	for _, t := range slices.Sorted(maps.Keys(want)) {
-		c := corev1.NodeCondition{Type: t, Status: want[t], Reason: "SimulatedKubelet", Message: "the simulated kubelet reports " + string(t) + "=" + string(want[t]),
+		c := corev1.NodeCondition{Type: t, Status: want[t], Reason: cmp.Or(why[t].reason, "SimulatedKubelet"), Message: "the simulated kubelet reports " + string(t) + "=" + string(want[t]),
 			LastHeartbeatTime: now, LastTransitionTime: now}
 		if t == corev1.NodeReady && want[t] == corev1.ConditionTrue {
 			c.Reason, c.Message = "KubeletReady", "kubelet is posting ready status"

@@ -434,7 +434,8 @@ func (s *Sim) simulationKinds(ctx context.Context) map[schema.GroupVersionKind]f
 var kubeletFailureKind = schema.GroupVersionKind{Group: "sim.nodewright.dev", Version: "v1", Kind: "KubeletFailure"}
 
 // KubeletFailure makes the kubelets of Nodes nodes (1 when 0) of NodePool
-// report Conditions, e.g. {Ready: "False"} or {KernelReady: "False"}:
+// report Conditions, e.g. {Ready: "False"}, {KernelReady: "False"} or,
+// with a reason, {AcceleratedHardwareReady: "False/NvidiaXID63Error"}:
 //
 //	apiVersion: sim.nodewright.dev/v1
 //	kind: KubeletFailure
