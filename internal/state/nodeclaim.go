@@ -7,7 +7,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/mitchellh/hashstructure/v2"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -30,8 +32,10 @@ const (
 	// made are restamped when nodewright takes them over, never compared
 	// with hashes made another way (nodewright-v2: expireAfter and
 	// terminationGracePeriod hashed too, as the reference's template hash
-	// has them).
-	HashVersion = "nodewright-v2"
+	// has them; nodewright-v3: hashed as the reference hashes, lists as
+	// sets and values by what they mean, so reordered taints or "720h0m0s"
+	// for "720h" drift nothing).
+	HashVersion = "nodewright-v3"
 )
 
 // ForeignHashes reports a NodeClaim whose drift hashes another hashing
@@ -85,13 +89,35 @@ func Restamp(nc *v1.NodeClaim, np *v1.NodePool, class *cloudprovider.NodeClass) 
 // their own (a node drifts only when they no longer admit it).
 func NodePoolHash(np *v1.NodePool) string {
 	t := np.Spec.Template
-	return Hash(struct {
-		Labels, Annotations    map[string]string
-		Taints, Startup        []corev1.Taint
+	type duration struct{ Duration *time.Duration }
+	expire := duration{}
+	if d, never, err := t.Spec.ExpireAfter.Parse(); err == nil && !never {
+		expire.Duration = &d
+	} else if err != nil {
+		expire.Duration = nil // unparseable: validation refuses it; hashed as unset
+	}
+	type meta struct{ Labels, Annotations map[string]string }
+	type spec struct {
+		Taints, StartupTaints  []corev1.Taint
 		NodeClassRef           *v1.NodeClassReference
-		ExpireAfter            v1.NillableDuration `json:",omitzero"`
-		TerminationGracePeriod *metav1.Duration    `json:",omitempty"`
-	}{t.ObjectMeta.Labels, t.ObjectMeta.Annotations, t.Spec.Taints, t.Spec.StartupTaints, t.Spec.NodeClassRef, t.Spec.ExpireAfter, t.Spec.TerminationGracePeriod})
+		ExpireAfter            duration
+		TerminationGracePeriod *metav1.Duration
+	}
+	return DriftHash(struct {
+		ObjectMeta meta
+		Spec       spec
+	}{meta{t.ObjectMeta.Labels, t.ObjectMeta.Annotations}, spec{t.Spec.Taints, t.Spec.StartupTaints, t.Spec.NodeClassRef, expire, t.Spec.TerminationGracePeriod}})
+}
+
+// DriftHash hashes a value as the reference hashes the objects drift is
+// measured against (hashstructure's FormatV2): lists as sets, a zero
+// value as its absence, fields tagged hash:"ignore" left out.
+func DriftHash(v any) string {
+	h, err := hashstructure.Hash(v, hashstructure.FormatV2, &hashstructure.HashOptions{SlicesAsSets: true, IgnoreZeroValue: true, ZeroNil: true})
+	if err != nil {
+		panic(err) // plain API structs always hash
+	}
+	return strconv.FormatUint(h, 10)
 }
 
 // NodePoolStamp is the NodePool hash a NodeClaim made from it carries.

@@ -1,12 +1,14 @@
 package nodeclass
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -27,9 +29,10 @@ const (
 	// HashVersion is bumped whenever the hash of an unchanged
 	// EC2NodeClass changes (nodewright-v2: spec.kubelet became an open
 	// map, hashed by its JSON; nodewright-v3: the family as resolved,
-	// ipPrefixCount left out): NodeClaims stamped before are restamped,
-	// not drifted.
-	HashVersion = "nodewright-v3"
+	// ipPrefixCount left out; nodewright-v4: hashed as the reference
+	// hashes, lists as sets and quantities by value): NodeClaims stamped
+	// before are restamped, not drifted.
+	HashVersion = "nodewright-v4"
 )
 
 // Kind is the kind NodePools name in their nodeClassRef.
@@ -45,10 +48,27 @@ func Hash(class *awsv1.EC2NodeClass) string {
 	spec := class.Spec.DeepCopy()
 	spec.SubnetSelectorTerms, spec.SecurityGroupSelectorTerms, spec.AMISelectorTerms, spec.CapacityReservationSelectorTerms = nil, nil, nil, nil
 	spec.AMIFamily, spec.IPPrefixCount = nil, nil
-	return state.Hash(struct {
-		Spec   *awsv1.EC2NodeClassSpec
-		Family string
-	}{spec, Family(class)})
+	// A volume's size is hashed as the quantity it is, in its canonical
+	// form (the reference hashes its String()): 102400Mi is 100Gi.
+	for _, bdm := range spec.BlockDeviceMappings {
+		if bdm == nil || bdm.EBS == nil || bdm.EBS.VolumeSize == nil {
+			continue
+		}
+		if q, err := resource.ParseQuantity(*bdm.EBS.VolumeSize); err == nil {
+			bdm.EBS.VolumeSize = ptr.To(q.String())
+		}
+	}
+	// The kubelet configuration is hashed by its JSON (keys sorted), as
+	// the reference hashes its String(): "null" when empty.
+	kubelet := []byte("null")
+	if len(spec.Kubelet) > 0 {
+		var err error
+		if kubelet, err = json.Marshal(spec.Kubelet); err != nil {
+			panic(err) // raw JSON values always marshal
+		}
+	}
+	spec.Kubelet = nil
+	return state.DriftHash([]any{spec, Family(class), string(kubelet)})
 }
 
 // Stamp is the EC2NodeClass hash its NodeClaims carry.

@@ -125,14 +125,14 @@ func genCase(r *rand.Rand, now time.Time) refCase {
 
 // nodewrights is what nodepoolhealth decides of a case: the error of the
 // set, else the node's health.
-func nodewrights(c refCase) (error, *nodepoolhealth.Unhealthy) {
+func nodewrights(c refCase) (*nodepoolhealth.Unhealthy, error) {
 	var policies []nodepoolhealth.Policy
 	for _, p := range c.Policies {
 		policies = append(policies, nodepoolhealth.Policy{Condition: p.Condition, Status: p.Status, Reason: p.Reason, Toleration: p.Toleration,
 			Action: nodepoolhealth.Action(p.Action), DrainBound: p.DrainBound, Priority: p.Priority})
 	}
 	if err := nodepoolhealth.ValidatePolicies(policies); err != nil {
-		return err, nil
+		return nil, err
 	}
 	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "nc"}, Status: v1.NodeClaimStatus{ProviderID: c.Node.Spec.ProviderID}}
 	if !c.RebootEnded.IsZero() {
@@ -140,7 +140,7 @@ func nodewrights(c refCase) (error, *nodepoolhealth.Unhealthy) {
 	}
 	pools := nodepoolhealth.Assess([]*v1.NodeClaim{nc}, []*corev1.Node{&c.Node}, policies, c.Now)
 	if p := pools["np"]; p != nil && len(p.Unhealthy) == 1 {
-		return nil, &p.Unhealthy[0]
+		return &p.Unhealthy[0], nil
 	}
 	return nil, nil
 }
@@ -214,7 +214,7 @@ func TestPoliciesDecideAsTheReference(t *testing.T) {
 // differs says how nodewright's decision of a case differs from the
 // reference's, or "".
 func differs(c refCase, want refResult) string {
-	err, u := nodewrights(c)
+	u, err := nodewrights(c)
 	switch {
 	case (err != nil) != (want.Error != ""):
 		return fmt.Sprintf("set refused: nodewright %v, reference %q", err, want.Error)

@@ -182,7 +182,12 @@ func TestRebootIsIssuedOnceWhenItsConditionWriteFails(t *testing.T) {
 	e.waitFor(t, "NodeClaim flaky to name its node", func(context.Context) (bool, error) {
 		return e.claim(t, "flaky").Status.NodeName == node.Name, nil
 	})
-	if err := intent.RequestReboot(ctx, e.kube, e.claim(t, "flaky"), ptr.To(time.Duration(0)), "rebooting for KernelReady=False", clk.Now()); err != nil {
+	// The lifecycle controller may still be writing the NodeClaim: a
+	// conflicting request is made again, as the next disruption round
+	// would.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		return intent.RequestReboot(ctx, e.kube, e.claim(t, "flaky"), ptr.To(time.Duration(0)), "rebooting for KernelReady=False", clk.Now())
+	}); err != nil {
 		t.Fatal(err)
 	}
 	req := reconcile.Request{NamespacedName: client.ObjectKey{Name: "flaky"}}

@@ -1,0 +1,66 @@
+// Command driftoracle tells, for each pair of objects it reads (one JSON
+// object a line: kind, before, after), whether the reference's static
+// drift hash (NodePool.Hash, EC2NodeClass.Hash) of the two differs, one
+// JSON object a line.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+
+	awsv1 "github.com/aws/karpenter-provider-aws/pkg/apis/v1"
+	karpv1 "sigs.k8s.io/karpenter/pkg/apis/v1"
+)
+
+type input struct {
+	Kind   string          `json:"kind"`
+	Before json.RawMessage `json:"before"`
+	After  json.RawMessage `json:"after"`
+}
+
+type output struct {
+	Drifted bool   `json:"drifted"`
+	Error   string `json:"error,omitempty"`
+}
+
+func main() {
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 1<<20), 1<<24)
+	out := json.NewEncoder(os.Stdout)
+	for in.Scan() {
+		var c input
+		if err := json.Unmarshal(in.Bytes(), &c); err != nil {
+			panic(err)
+		}
+		var o output
+		switch c.Kind {
+		case "NodePool":
+			var a, b karpv1.NodePool
+			if err := json.Unmarshal(c.Before, &a); err != nil {
+				o.Error = err.Error()
+			} else if err := json.Unmarshal(c.After, &b); err != nil {
+				o.Error = err.Error()
+			} else {
+				o.Drifted = a.Hash() != b.Hash()
+			}
+		case "EC2NodeClass":
+			var a, b awsv1.EC2NodeClass
+			if err := json.Unmarshal(c.Before, &a); err != nil {
+				o.Error = err.Error()
+			} else if err := json.Unmarshal(c.After, &b); err != nil {
+				o.Error = err.Error()
+			} else {
+				o.Drifted = a.Hash(nil) != b.Hash(nil)
+			}
+		default:
+			o.Error = "unknown kind " + c.Kind
+		}
+		if err := out.Encode(o); err != nil {
+			panic(err)
+		}
+	}
+	if err := in.Err(); err != nil {
+		panic(err)
+	}
+}
