@@ -73,6 +73,10 @@ const (
 	ReasonNodeRepairBlocked = "NodeRepairBlocked"
 	// ReasonNodeRepair means the node is being replaced, or rebooted.
 	ReasonNodeRepair = "NodeRepair"
+	// ReasonConsolidationApproved, on a node and its NodeClaim (a command
+	// of one node) or on a NodePool (of several), gives the score by which
+	// the Balanced policy approved a consolidation.
+	ReasonConsolidationApproved = "ConsolidationApproved"
 	// ReasonNodeRebooting, ReasonNodeRebooted and ReasonNodeRebootFailed
 	// tell how a reboot node repair chose goes.
 	ReasonNodeRebooting    = "NodeRebooting"

@@ -110,6 +110,13 @@ func (c *Controller) start(ctx context.Context, snap *state.Snapshot, cmd *infli
 		pools = append(pools, n.NodePool)
 	}
 	c.Metrics.DisruptionCarriedOut(string(cmd.Reason), len(cmd.Replacements) > 0 || cmd.Static, pools)
+	for _, sc := range cmd.Scores {
+		if len(cmd.Nodes) == 1 {
+			c.event(cmd.Nodes[0], corev1.EventTypeNormal, v1.ReasonConsolidationApproved, sc.Describe())
+		} else if np := snap.Pools[sc.NodePool]; np != nil {
+			c.Recorder.Event(np, corev1.EventTypeNormal, v1.ReasonConsolidationApproved, sc.Describe())
+		}
+	}
 	what := describe(cmd.Command)
 	writer := &intent.NodeClaims{Client: c.Client, Metrics: c.Metrics, Reason: string(cmd.Reason), Batch: c.LaunchBatching}
 	created, err := writer.Create(ctx, snap, cmd.Replacements, func(nc *v1.NodeClaim, _ *scheduling.PlannedNodeClaim) {

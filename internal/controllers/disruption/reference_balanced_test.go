@@ -1,15 +1,20 @@
 package disruption_test
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	decide "github.com/nodewright/nodewright/internal/decide/disruption"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
@@ -34,12 +39,12 @@ import (
 // launches on-demand m7i nodes only, so a replacement is the m7i size
 // the pods need, at the RFC's prices.
 //
-// The two scores differ by design in two ways, which the cases below
-// name where it changes the outcome: nodewright's share of disruption is
-// the pods a command moves over the NodePool's pods, the reference's is
-// (1 per node + each pod's eviction cost) over the NodePool's sum of the
-// same; and nodewright approves a score of 1 or more, the reference one
-// of 1/k = 1/2 or more (v1.BalancedK = 2, not settable).
+// nodewright scores as the reference's ScoreMove over its
+// computeNodePoolTotals: the share of the NodePool's cost a command saves
+// over the share of its disruption cost the command takes (1 per node +
+// each pod's eviction cost, over the NodePool's sum of the same),
+// approved at 1/k = 1/2 or more (v1.BalancedK = 2). The expected scores
+// below are that formula on each case's cluster.
 
 const (
 	rbSM  = "ScoreMove > "
@@ -48,14 +53,12 @@ const (
 	rbAdv = "Adversarial > "
 )
 
-// rbThreshold is what differs in the threshold, for the gaps it makes.
-const rbThreshold = "nodewright's Balanced approves a command only when its score (share of the NodePool's cost saved over share of its pods moved) is at least 1, the reference's when its score is at least 1/k = 1/2 (v1.BalancedK = 2)"
-
 var _ = restate("balanced_test.go",
 	refCase{ref: rbSM + "when the move has clear savings > should approve an oversized node consolidation",
 		run: func(t *testing.T) {
 			// An m7i.2xlarge with 3 pods that an m7i.large holds: saves
-			// $7.26 of $58.08 a day moving 3 of 80 pods.
+			// $7.26 of $58.08 a day taking 4 of the 90 of disruption cost
+			// (10 nodes, 80 pods).
 			c := rbCluster(t)
 			rbNode(c, "cand", "m7i.2xlarge")
 			rbPods(c, "cand", 3, 600)
@@ -67,12 +70,12 @@ var _ = restate("balanced_test.go",
 			if s := d.Commands[0].Savings; math.Abs(s-(0.4032-0.1008)) > 1e-6 {
 				t.Errorf("savings $%.4f/h, want $0.3024/h ($7.26 a day)", s)
 			}
-			rbWantScore(t, d, 3, (0.3024/rbRFCCost)/(3.0/80), true)
+			rbWantScore(t, d, 3, (0.3024/rbRFCCost)/(4.0/90), true)
 		}},
 	refCase{ref: rbSM + "when the move has clear savings > should approve a spare capacity delete",
 		run: func(t *testing.T) {
 			// An m7i.xlarge whose 4 pods fit on the others: saves $4.84 of
-			// $58.08 a day moving 4 of 80 pods.
+			// $58.08 a day taking 5 of 90.
 			c := rbCluster(t)
 			rbNode(c, "cand", "m7i.xlarge")
 			rbPods(c, "cand", 4, 100)
@@ -81,14 +84,13 @@ var _ = restate("balanced_test.go",
 			if got := commands(d); got != "Underutilized[cand]" {
 				t.Fatalf("commands %q, want cand deleted", got)
 			}
-			rbWantScore(t, d, 4, (0.2016/rbRFCCost)/(4.0/80), true)
+			rbWantScore(t, d, 4, (0.2016/rbRFCCost)/(5.0/90), true)
 		}},
 	refCase{ref: rbSM + "when the move is marginal or harmful > should reject a marginal move",
 		run: func(t *testing.T) { rbMarginal(t) }},
 	refCase{ref: rbSM + "when the move is marginal or harmful > should reject a well-packed node with zero savings",
 		run: func(t *testing.T) { rbWellPacked(t) }},
 	refCase{ref: rbSM + "when the pool is uniform > should approve a replace in a uniform pool",
-		gap: rbThreshold + ": ten m7i.xlarge ($48.40 a day, 80 pods), one replaced by an m7i.large saving $2.42 a day and moving 8 pods scores 0.05/0.10 = 0.50 in both, which the reference approves and nodewright rejects (the node stays, DisruptionBlocked \"consolidationPolicy is Balanced and the command scores 0.50 ... it needs 1\")",
 		run: func(t *testing.T) {
 			c := rbCluster(t)
 			rbNode(c, "cand", "m7i.xlarge")
@@ -120,12 +122,12 @@ var _ = restate("balanced_test.go",
 			if got := commands(d); got != "Underutilized[a]" {
 				t.Errorf("A free: commands %q, want A deleted", got)
 			}
-			rbWantScore(t, d, 4, (0.2016/rbRFCCost)/(4.0/107), true)
+			rbWantScore(t, d, 4, (0.2016/rbRFCCost)/(5.0/117), true)
 			d = het("b")
 			if got := commands(d); got != "" {
 				t.Errorf("B free: commands %q, want none", got)
 			}
-			rbWantScore(t, d, 31, (0.2016/rbRFCCost)/(31.0/107), false)
+			rbWantScore(t, d, 31, (0.2016/rbRFCCost)/(32.0/117), false)
 		}},
 	refCase{ref: rbSM + "scale invariance > should produce the same score regardless of pool size",
 		run: func(t *testing.T) {
@@ -141,7 +143,7 @@ var _ = restate("balanced_test.go",
 				}
 				others = append(others, slices.Repeat([]string{"m7i.2xlarge"}, scale-1)...)
 				rbPinned(c, others, 80*scale-3, true)
-				return rbWantScore(t, c.decide(), 3, (0.3024/(rbRFCCost*float64(scale)))/(3.0/float64(80*scale)), true).Score
+				return rbWantScore(t, c.decide(), 3, (0.3024/(rbRFCCost*float64(scale)))/(4.0/float64(90*scale)), true).Score
 			}
 			if s1, s10 := score(1), score(10); math.Abs(s1-s10) > 0.01 {
 				t.Errorf("10 nodes score %.3f, 100 nodes %.3f", s1, s10)
@@ -206,10 +208,10 @@ var _ = restate("balanced_test.go",
 	refCase{ref: rbSM + "consolidation threshold tuning > should reject at k=2 for a marginal move",
 		run: func(t *testing.T) { rbMarginal(t) }},
 	refCase{ref: rbSM + "consolidation threshold tuning > should approve at k=3 for the same move",
-		moot: "the reference's scoring function takes k, but its NodePools cannot set it (v1.BalancedK is the constant 2); nodewright's threshold is the constant 1 (\"should reject at k=1 for the same move\" here)"},
+		moot: "the reference's scoring function takes k, but its NodePools cannot set it (v1.BalancedK is the constant 2); nodewright's k is the same constant (decide.BalancedK)"},
 	refCase{ref: rbSM + "consolidation threshold tuning > should reject at k=1 for the same move",
 		run: func(t *testing.T) {
-			// nodewright's threshold is 1, the reference's with k=1.
+			// The marginal move scores 0.42: below 1/2, and below 1/1 too.
 			d := rbMarginal(t)
 			if len(d.Scores) > 0 && d.Scores[0].Score >= 1 {
 				t.Errorf("score %.3f", d.Scores[0].Score)
@@ -231,7 +233,7 @@ var _ = restate("balanced_test.go",
 			rbPods(c, "spot-cand", 3, 100)
 			rbPinned(c, slices.Repeat([]string{"m7i.xlarge"}, 9), 77, false, rbIn("spot"), rbSpot)
 			d := c.decide(rbNoMulti)
-			want := (1.0 / 10) / (3.0 / 80)
+			want := (1.0 / 10) / (4.0 / 90)
 			scores := map[string]decide.Score{}
 			for _, s := range d.Scores {
 				scores[s.NodePool] = s
@@ -272,19 +274,19 @@ var _ = restate("balanced_scoring_test.go",
 	refCase{ref: rbBS + "computeNodePoolTotals > should produce totals from ALL candidates, not just a filtered subset",
 		run: func(t *testing.T) {
 			// Five m7i.xlarge; the one that may go has 2 of the 6 pods. Its
-			// score counts all five nodes and six pods: (1/5)/(2/6).
+			// score counts all five nodes and six pods: (1/5)/(3/11).
 			c := rbCluster(t)
 			rbNode(c, "cand", "m7i.xlarge")
 			rbPods(c, "cand", 2, 100)
 			rbPinned(c, slices.Repeat([]string{"m7i.xlarge"}, 4), 4, false)
 			d := c.decide()
-			rbWantScore(t, d, 2, 0.2/(2.0/6), false)
+			rbWantScore(t, d, 2, 0.2/(3.0/11), true)
 		}},
 	refCase{ref: rbBS + "computeNodePoolTotals > should accumulate disruption from zero-priced candidates",
 		run: func(t *testing.T) {
 			// Three nodes of a pod each, one of an instance type the
-			// NodePool does not know (no price): it adds its pod to the
-			// NodePool's total but nothing to its cost: (1/2)/(1/3).
+			// NodePool does not know (no price): it adds its node and pod to
+			// the NodePool's disruption but nothing to its cost: (1/2)/(2/6).
 			c := rbCluster(t)
 			rbNode(c, "good-1", "m7i.xlarge")
 			rbPods(c, "good-1", 1, 100)
@@ -293,7 +295,7 @@ var _ = restate("balanced_scoring_test.go",
 			rbNode(c, "good-2", "m7i.xlarge", rbPin)
 			rbPods(c, "good-2", 1, 100)
 			d := c.decide()
-			rbWantScore(t, d, 1, 0.5/(1.0/3), true)
+			rbWantScore(t, d, 1, 0.5/(2.0/6), true)
 			if got := blocked(d, "unknown"); !strings.Contains(got, "savings cannot be measured") {
 				t.Errorf("unknown: %q", got)
 			}
@@ -321,7 +323,7 @@ var _ = restate("balanced_scoring_test.go",
 	refCase{ref: rbBS + "EvaluateBalancedMove > should approve a delete command for a single Balanced NodePool",
 		run: func(t *testing.T) {
 			// Ten m7i.xlarge, a pod each; deleting one saves 1/10 of the
-			// cost moving 1/10 of the pods: score 1.
+			// cost taking 2 of 20 of the disruption: score 1.
 			c := rbCluster(t)
 			rbNode(c, "cand", "m7i.xlarge")
 			rbPods(c, "cand", 1, 100)
@@ -336,7 +338,8 @@ var _ = restate("balanced_scoring_test.go",
 		run: func(t *testing.T) {
 			// A Balanced NodePool and a WhenEmptyOrUnderutilized one, five
 			// m7i.xlarge with a pod each; one of each may go. The command
-			// taking both saves 2/10 of the cost moving 2/10 of the pods.
+			// taking both saves the balanced NodePool half its savings, 1/5
+			// of its cost, taking 2 of its 10 of disruption: 1.
 			c := rbCluster(t)
 			c.pool.Name = "balanced"
 			rbPool(c, "other", func(np *v1.NodePool) {
@@ -351,10 +354,9 @@ var _ = restate("balanced_scoring_test.go",
 			if got := commands(d); got != "Underutilized[balanced-0 other-0]" {
 				t.Errorf("commands %q, want both deleted", got)
 			}
-			rbWantScore(t, d, 2, 1, true)
+			rbWantScore(t, d, 1, 1, true)
 		}},
 	refCase{ref: rbBS + "EvaluateBalancedMove > AllPoolsMustApprove > should reject when any Balanced pool rejects",
-		gap: "nodewright scores a command that takes nodes of several Balanced NodePools once, against their summed cost and pods, where the reference scores each Balanced NodePool's part (its share of the savings, its pods) and approves only when each does: here NodePool b's part alone scores 0.37 (0.40 in the reference's terms), rejected by both, yet nodewright's summed score approves the command that deletes b's node with the other (its score is also recorded only under the command's first node's NodePool)",
 		run: func(t *testing.T) {
 			// NodePool a: ten m7i.xlarge, one with a pod, nine with 40;
 			// NodePool b: three m7i.large, one with 20 pods, two with one.
@@ -411,7 +413,7 @@ var _ = restate("balanced_scoring_test.go",
 		moot: "the reference's ratio of a node's price to (1 + its pods' eviction costs), by which it orders Balanced candidates; nodewright orders candidates by their disruption cost, then the dearest first, and has no such ratio: the order users see is checked by the \"sortCandidates\" cases here"},
 	refCase{ref: rbBS + "ScoreMove (SavingsRatio) > should compute correct scores > high savings low disruption",
 		run: func(t *testing.T) {
-			// Saves 1/5 of the cost moving 1 of 20 pods: 4.
+			// Saves 1/5 of the cost taking 2 of 25 of the disruption: 2.5.
 			c := rbCluster(t)
 			rbNode(c, "cand", "m7i.xlarge")
 			rbPods(c, "cand", 1, 100)
@@ -420,11 +422,11 @@ var _ = restate("balanced_scoring_test.go",
 			if got := commands(d); got != "Underutilized[cand]" {
 				t.Errorf("commands %q", got)
 			}
-			rbWantScore(t, d, 1, 4, true)
+			rbWantScore(t, d, 1, 0.2/(2.0/25), true)
 		}},
 	refCase{ref: rbBS + "ScoreMove (SavingsRatio) > should compute correct scores > equal fractions",
 		run: func(t *testing.T) {
-			// Saves 1/5 of the cost moving 4 of 20 pods: 1.
+			// Saves 1/5 of the cost taking 5 of 25 of the disruption: 1.
 			c := rbCluster(t)
 			rbNode(c, "cand", "m7i.xlarge")
 			rbPods(c, "cand", 4, 100)
@@ -438,7 +440,7 @@ var _ = restate("balanced_scoring_test.go",
 	refCase{ref: rbBS + "ScoreMove (SavingsRatio) > should compute correct scores > low savings high disruption",
 		run: func(t *testing.T) {
 			// Ten m7i.xlarge; one replaced by an m7i.large saves 1/20 of the
-			// cost moving 9 of 18 pods: 0.1.
+			// cost taking 10 of 28 of the disruption: 0.14.
 			c := rbCluster(t)
 			rbNode(c, "cand", "m7i.xlarge")
 			rbPods(c, "cand", 9, 200)
@@ -447,7 +449,7 @@ var _ = restate("balanced_scoring_test.go",
 			if got := commands(d); got != "" {
 				t.Errorf("commands %q", got)
 			}
-			rbWantScore(t, d, 9, 0.1, false)
+			rbWantScore(t, d, 9, 0.05/(10.0/28), false)
 		}},
 	refCase{ref: rbBS + "ScoreMove (SavingsRatio) > should compute correct scores > zero disruption cost",
 		run: func(t *testing.T) {
@@ -481,19 +483,20 @@ var _ = restate("balanced_scoring_test.go",
 		}},
 	refCase{ref: rbBS + "ScoreMove (SavingsRatio) > should REJECT a move when EstimatedSavings excludes spot offerings for an on-demand-only NodePool",
 		run: func(t *testing.T) {
-			// An on-demand-only NodePool of three m7i.xlarge; one, with 8 of
-			// the 40 pods, could be replaced by an m7i.large: $0.1008/h
-			// saved at its on-demand price scores 0.83; at a spot price
-			// ($0.0629 or $0.0313) it would score 1.15 or more.
+			// An on-demand-only NodePool of three m7i.xlarge; one, with 16
+			// of the 40 pods, could be replaced by an m7i.large: $0.1008/h
+			// saved at its on-demand price, 1/6 of the cost, taking 17 of
+			// 43 of the disruption, scores 0.42; at a spot price ($0.0629
+			// or $0.0313) it would score 0.58 or more.
 			c := rbCluster(t)
 			rbNode(c, "cand", "m7i.xlarge")
-			rbPods(c, "cand", 8, 200)
-			rbPinned(c, []string{"m7i.xlarge", "m7i.xlarge"}, 32, true)
+			rbPods(c, "cand", 16, 100)
+			rbPinned(c, []string{"m7i.xlarge", "m7i.xlarge"}, 24, true)
 			d := c.decide()
 			if got := commands(d); got != "" {
 				t.Errorf("commands %q", got)
 			}
-			rbWantScore(t, d, 8, (0.1008/(3*0.2016))/(8.0/40), false)
+			rbWantScore(t, d, 16, (0.1008/(3*0.2016))/(17.0/43), false)
 		}},
 	refCase{ref: rbBS + "ShouldDisrupt > should accept Balanced candidates",
 		run: func(t *testing.T) {
@@ -562,20 +565,48 @@ var _ = restate("balanced_scoring_test.go",
 			}
 		}},
 	refCase{ref: rbBS + "EmitBalancedMultiNodeEvents > should emit approved event for approved pool results",
-		gap: "nodewright publishes no ConsolidationApproved event (nor any event with a command's score, threshold and k): a Balanced NodePool's approved command is told like any other (DisruptionTerminating / DisruptionReplacement on its NodeClaims, with its price and savings) and its score is only in the karpenter_consolidation_score histogram"},
-	refCase{ref: rbBS + "EmitBalancedMultiNodeEvents > should not emit events for rejected pool results",
-		better: "as the reference, no approval event for a rejected command; but where the reference tells nothing of a rejection (metrics only), nodewright tells each node's NodeClaim once (DisruptionBlocked, told again only when the reason changes) that it stays because \"consolidationPolicy is Balanced and the command scores S ... it needs 1\", so a user sees why a Balanced NodePool is not consolidated, without a flood of events",
 		run: func(t *testing.T) {
-			// Three m7i.xlarge: two with 4 pods of 400m, one full with one
-			// pod. Deleting one of the two moves 4 of 9 pods to save 1/3 of
-			// the cost (0.75); replacing both by one m7i.xlarge moves 8 of 9
-			// (0.375): every command is rejected.
+			// Through the controller: a Balanced NodePool of two m5.large
+			// with a pod each, both replaced by one small spot node: 98% of
+			// the cost saved for all of the disruption (score 0.98). The
+			// command's start tells the NodePool the score (a command of
+			// one node tells the node and its NodeClaim).
+			e := startController(t)
+			np := &v1.NodePool{}
+			if err := e.kube.Get(context.Background(), client.ObjectKey{Name: "default"}, np); err != nil {
+				t.Fatal(err)
+			}
+			np.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyBalanced
+			if err := e.kube.Update(context.Background(), np); err != nil {
+				t.Fatal(err)
+			}
+			e.node(t, "a", "m5.large", nil)
+			e.node(t, "b", "m5.large", nil)
+			e.reconcile(t)
+			e.clock.Step(16 * time.Second)
+			e.reconcile(t)
+			events := e.events()
+			if !has(events, "ConsolidationApproved", "Balanced NodePool default", "a score of 0.98, at least 0.50 (k 2)", "kind=NodePool") {
+				t.Errorf("events %v, want ConsolidationApproved with the score on the NodePool", events)
+			}
+			if has(events, "ConsolidationApproved", "kind=NodeClaim") {
+				t.Errorf("events %v: a command of two nodes is told on its NodePool, not its NodeClaims", events)
+			}
+		}},
+	refCase{ref: rbBS + "EmitBalancedMultiNodeEvents > should not emit events for rejected pool results",
+		better: "as the reference, no approval event for a rejected command; but where the reference tells nothing of a rejection (metrics only), nodewright tells each node's NodeClaim once (DisruptionBlocked, told again only when the reason changes) that it stays because \"consolidationPolicy is Balanced and the command scores S ... it needs 0.50\", so a user sees why a Balanced NodePool is not consolidated, without a flood of events",
+		run: func(t *testing.T) {
+			// Two m7i.xlarge with 4 pods of 400m, and a full m7i.4xlarge
+			// with one pod. Deleting one of the two saves 1/10 of the cost
+			// taking 5 of 12 of the disruption (0.24); replacing both by one
+			// m7i.xlarge saves 1/10 taking 10 of 12 (0.12): every command
+			// is rejected.
 			c := rbCluster(t)
 			for _, n := range []string{"n0", "n1"} {
 				rbNode(c, n, "m7i.xlarge")
 				rbPods(c, n, 4, 400)
 			}
-			rbPinned(c, []string{"m7i.xlarge"}, 1, true)
+			rbPinned(c, []string{"m7i.4xlarge"}, 1, true)
 			d := c.decide()
 			if got := commands(d); got != "" {
 				t.Fatalf("commands %q, want none", got)
@@ -597,7 +628,14 @@ var _ = restate("balanced_scoring_test.go",
 			}
 		}},
 	refCase{ref: rbBS + "EmitBalancedMultiNodeEvents > should skip pools missing from perPoolResults",
-		gap: "nodewright publishes no ConsolidationApproved event, for any NodePool (see \"should emit approved event for approved pool results\"); the score of a command across NodePools is recorded once, under its first node's NodePool"},
+		run: func(t *testing.T) {
+			// A command across a Balanced NodePool and another is scored
+			// for the Balanced one only, and told there only.
+			events := rbMixed(t)
+			if !has(events, "ConsolidationApproved", "Balanced NodePool default") || has(events, "ConsolidationApproved", "NodePool other") {
+				t.Errorf("events %v, want ConsolidationApproved for NodePool default alone", events)
+			}
+		}},
 )
 
 var _ = restate("balanced_adversarial_test.go",
@@ -685,7 +723,7 @@ var _ = restate("balanced_adversarial_test.go",
 		run: func(t *testing.T) {
 			// A Balanced NodePool of one m7i.xlarge with one pod, which fits
 			// on another NodePool's node: deleting it saves all the
-			// NodePool's cost moving all its pods: score 1.
+			// NodePool's cost taking all its disruption: score 1.
 			c := rbCluster(t)
 			rbPool(c, "other", func(np *v1.NodePool) {
 				np.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyWhenEmpty
@@ -704,7 +742,6 @@ var _ = restate("balanced_adversarial_test.go",
 
 var _ = restate("balanced_integration_test.go",
 	refCase{ref: rbBC + "Single-Node > should approve replacing an oversized node",
-		gap: rbThreshold + ", and nodewright publishes no ConsolidationApproved event (\"k: 2\", \">= threshold 0.50\"). A Balanced NodePool of one node can never be replaced by a cheaper one in nodewright: the replacement saves less than the node's whole cost (share < 1) while moving all its pods (share 1); here the m7i.8xlarge with one 500m pod, replaced by an m7i.large, scores 0.94 and stays",
 		run: func(t *testing.T) {
 			c := rbCluster(t)
 			rbNode(c, "big", "m7i.8xlarge")
@@ -795,7 +832,6 @@ var _ = restate("balanced_integration_test.go",
 			}
 		}},
 	refCase{ref: rbBC + "Decision and Savings > should choose replace when pods need a new cheaper node",
-		gap: rbThreshold + ": a Balanced NodePool's only node, an m7i.8xlarge with one 2-CPU pod, replaced by an m7i.xlarge saves 0.875 of the NodePool's cost moving all its pods: 0.875, which the reference approves and nodewright rejects (it stays)",
 		run: func(t *testing.T) {
 			c := rbCluster(t)
 			rbNode(c, "big", "m7i.8xlarge")
@@ -806,6 +842,7 @@ var _ = restate("balanced_integration_test.go",
 			}
 		}},
 	refCase{ref: rbBC + "Ratio Sort in Multi-Node > should select highest-ratio candidates first when nodes have heterogeneous prices and pod counts",
+		better: "candidates are ordered by the same ratio (price over 1 + pods' eviction costs: B, then A, then C), but of the commands it weighs nodewright takes the one that saves most for each pod it moves, not the largest batch: A alone, deleted as its 10 pods fit on B ($1.61/h saved), before the batch of all three ($2.52/h for 19 pods); B and C go in later rounds",
 		run: func(t *testing.T) {
 			// A: m7i.8xlarge, 10 pods; B: m7i.4xlarge, 1 pod; C: m7i.xlarge,
 			// 8 pods (100m each).
@@ -818,17 +855,18 @@ var _ = restate("balanced_integration_test.go",
 				rbPods(c, n.name, n.pods, 100)
 			}
 			d := c.decide()
-			if len(d.Commands) == 0 {
-				t.Fatalf("no command")
-			}
-			names := d.Commands[0].NodeNames()
-			ib, ic := slices.Index(names, "b"), slices.Index(names, "c")
-			if ib < 0 || (ic >= 0 && ic < ib) {
-				t.Errorf("command %q, want B in it, before C", commands(d))
+			if got := commands(d); got != "Underutilized[a]" {
+				t.Errorf("commands %q, want A deleted first", got)
 			}
 		}},
 	refCase{ref: rbBC + "Mixed-Policy NodePools > should apply scoring to Balanced pools while non-Balanced pools consolidate normally",
-		gap: "nodewright publishes no ConsolidationApproved event (\"k: 2\") for the Balanced NodePool's command. The nodes go as in the reference, over two rounds: with one m7i.8xlarge and a 500m pod in each NodePool, nodewright first deletes the Balanced NodePool's node (its pod moves to the other's node; score 1, approved), and replaces the other later; the command taking both at once is scored 0.97 over the two NodePools' summed cost and pods and rejected"},
+		run: func(t *testing.T) {
+			// rbMixed checks both nodes go; the Balanced NodePool's scored
+			// approval is told.
+			if events := rbMixed(t); !has(events, "ConsolidationApproved", "Balanced NodePool default", "(k 2)") {
+				t.Errorf("events %v, want the Balanced NodePool's ConsolidationApproved", events)
+			}
+		}},
 )
 
 // rbRFCCost is the RFC pool's cost per hour: eight m7i.xlarge and two
@@ -959,6 +997,45 @@ func rbPinned(c *cluster, types []string, pods int, full bool, mutate ...func(*c
 // rbNoMulti turns multi-node consolidation off.
 func rbNoMulti(o *decide.Options) { o.MaxMultiNode = 1 }
 
+// rbMixed runs the controller on a Balanced NodePool (default) and a
+// WhenEmptyOrUnderutilized one (other), an m5.2xlarge with a small pod in
+// each, until both nodes are consolidated (their replacements launched),
+// and returns the events told.
+func rbMixed(t *testing.T) []string {
+	t.Helper()
+	ctx := context.Background()
+	e := startController(t)
+	np := &v1.NodePool{}
+	if err := e.kube.Get(ctx, client.ObjectKey{Name: "default"}, np); err != nil {
+		t.Fatal(err)
+	}
+	other := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "other"}, Spec: *np.Spec.DeepCopy()}
+	other.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyWhenEmptyOrUnderutilized
+	e.create(t, other)
+	np.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyBalanced
+	if err := e.kube.Update(ctx, np); err != nil {
+		t.Fatal(err)
+	}
+	rrEnvNodeIn(t, e, "default", "bal", "m5.2xlarge", false, nil)
+	rrEnvNodeIn(t, e, "other", "oth", "m5.2xlarge", false, nil)
+	var events []string
+	for range 4 {
+		rrDecideAndStart(t, e)
+		for _, nc := range rrMade(t, e) {
+			if nc.Status.NodeName == "" {
+				rrLaunch(t, e, nc)
+			}
+		}
+		e.reconcile(t)
+		events = append(events, e.events()...)
+		if rrGone(t, e, "nc-bal") && rrGone(t, e, "nc-oth") {
+			return events
+		}
+	}
+	t.Fatalf("after four rounds: bal gone %v, oth gone %v; events %v", rrGone(t, e, "nc-bal"), rrGone(t, e, "nc-oth"), events)
+	return nil
+}
+
 // rbWantScore checks that a command moving moves pods was scored want
 // (to 0.01), approved or not, and returns the score.
 func rbWantScore(t *testing.T, d *decide.Decision, moves int, want float64, approved bool) decide.Score {
@@ -976,7 +1053,8 @@ func rbWantScore(t *testing.T, d *decide.Decision, moves int, want float64, appr
 }
 
 // rbMarginal: the RFC pool, one m7i.xlarge with 8 of the 80 pods that an
-// m7i.large holds: saves $2.42 of $58.08 a day moving 8 of 80 pods, 0.42.
+// m7i.large holds: saves $2.42 of $58.08 a day taking 9 of 90 of the
+// disruption, 0.42.
 func rbMarginal(t *testing.T) *decide.Decision {
 	c := rbCluster(t)
 	rbNode(c, "cand", "m7i.xlarge")
@@ -986,7 +1064,7 @@ func rbMarginal(t *testing.T) *decide.Decision {
 	if got := commands(d); got != "" {
 		t.Errorf("commands %q, want none", got)
 	}
-	rbWantScore(t, d, 8, (0.1008/rbRFCCost)/(8.0/80), false)
+	rbWantScore(t, d, 8, (0.1008/rbRFCCost)/(9.0/90), false)
 	if got := blocked(d, "cand"); !strings.Contains(got, "consolidationPolicy is Balanced and the command scores 0.42") {
 		t.Errorf("cand: %q", got)
 	}

@@ -166,7 +166,7 @@ var blockedSays = map[BlockedReason]func(Blocked) string{
 		if b.Policy == v1.ConsolidationPolicyWhenEmpty {
 			return "consolidationPolicy is WhenEmpty: only empty nodes are removed"
 		}
-		return fmt.Sprintf("consolidationPolicy is Balanced and the command scores %.2f (share of cost saved over share of pods moved; it needs 1)", b.Score)
+		return fmt.Sprintf("consolidationPolicy is Balanced and the command scores %.2f (share of the NodePool's cost saved over share of its disruption cost taken: its nodes and pods moved; it needs %.2f)", b.Score, BalancedThreshold)
 	},
 }
 

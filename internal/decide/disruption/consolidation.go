@@ -2,6 +2,8 @@ package disruption
 
 import (
 	"cmp"
+	"fmt"
+	"maps"
 	"math"
 	"slices"
 
@@ -76,7 +78,8 @@ func (d *decider) consolidationCandidates(nodes []*state.Node) []candidate {
 		cands = append(cands, candidate{node: n, price: price, pods: len(n.Reschedulable()), used: used(n), cost: n.DisruptionCost(d.now, !d.opts.PodDeletionCostManagement)})
 	}
 	slices.SortFunc(cands, func(a, b candidate) int {
-		return cmp.Or(cmp.Compare(a.cost, b.cost), cmp.Compare(b.price, a.price), cmp.Compare(a.node.Name, b.node.Name))
+		ra, rb := a.price/d.rescheduleCost(a.node), b.price/d.rescheduleCost(b.node)
+		return cmp.Or(cmp.Compare(rb, ra), cmp.Compare(a.cost, b.cost), cmp.Compare(a.node.Name, b.node.Name))
 	})
 	return cands
 }
@@ -292,11 +295,14 @@ func (d *decider) evaluateUpTo(cands []candidate, most int) (*Command, Blocked) 
 	if cmd.Savings < MinSavings {
 		return nil, Blocked{Reason: BlockedNoCheaperPlacement, Now: price, Replacement: cmd.ReplacementPrice, Method: v1.DisruptionReasonUnderutilized}
 	}
-	if s, balanced := d.balanced(cmd); balanced {
-		d.out.Scores = append(d.out.Scores, Score{NodePool: cmd.Nodes[0].NodePool, Score: s, Approved: s >= 1, Moves: cmd.Pods})
-		if s < 1 {
-			return nil, Blocked{Reason: BlockedPolicy, Policy: v1.ConsolidationPolicyBalanced, Score: s, Method: v1.DisruptionReasonUnderutilized}
+	if scores := d.balanced(cmd); len(scores) > 0 {
+		d.out.Scores = append(d.out.Scores, scores...)
+		for _, sc := range scores {
+			if !sc.Approved {
+				return nil, Blocked{Reason: BlockedPolicy, Policy: v1.ConsolidationPolicyBalanced, Score: sc.Score, Method: v1.DisruptionReasonUnderutilized}
+			}
 		}
+		cmd.Scores = scores
 	}
 	return cmd, Blocked{}
 }
@@ -331,40 +337,95 @@ func onlyPodsOf(plan *scheduling.Plan, n *state.Node) bool {
 	return true
 }
 
-// Score is a consolidation command the Balanced policy weighed: its
-// score, whether that approved it (1 or more), and the pods it moves.
+// Score is a consolidation command the Balanced policy weighed, for one
+// of its NodePools: its score, whether that approved it (BalancedThreshold
+// or more), and the pods it moves.
 type Score struct {
 	NodePool string
 	Score    float64
 	Approved bool
 	Moves    int
+	// Savings and Disruption are the shares (0 to 1) of the NodePool's
+	// cost the command saves and of its disruption cost it takes.
+	Savings, Disruption float64
 }
 
-// balanced scores a command for NodePools with the Balanced policy: the
-// share of the NodePools' hourly cost it saves divided by the share of
-// their pods it moves. A command that moves no pod scores infinitely.
-func (d *decider) balanced(c *Command) (float64, bool) {
-	pools := map[string]bool{}
-	balanced := false
+// Describe says how the Balanced policy weighed a command, for events.
+func (s Score) Describe() string {
+	return fmt.Sprintf("Balanced NodePool %s: the command saves %.1f%% of its cost for %.1f%% of its disruption cost, a score of %.2f, at least %.2f (k %d)",
+		s.NodePool, s.Savings*100, s.Disruption*100, s.Score, BalancedThreshold, BalancedK)
+}
+
+// BalancedK is the Balanced policy's k: a command is approved when the
+// share of a NodePool's cost it saves is at least 1/k of the share of
+// the NodePool's disruption cost it takes.
+const BalancedK = 2
+
+// BalancedThreshold is the least score the Balanced policy approves.
+const BalancedThreshold = 1.0 / BalancedK
+
+// balanced scores a command for each of its NodePools with the Balanced
+// policy, as the reference does: the share of the NodePool's hourly cost
+// the command saves (its savings, shared among its NodePools by the
+// price of their nodes), divided by the share of the NodePool's
+// disruption cost it takes (each node 1, plus each pod to move its
+// eviction cost, never below 0). A command that moves no pod is not
+// weighed.
+func (d *decider) balanced(c *Command) []Score {
+	if c.Pods == 0 {
+		return nil
+	}
+	source := 0.0
+	byPool := map[string][]*state.Node{}
 	for _, n := range c.Nodes {
-		pools[n.NodePool] = true
-		balanced = balanced || d.s.Pools[n.NodePool].Spec.Disruption.ConsolidationPolicy == v1.ConsolidationPolicyBalanced
+		p, _ := d.price(n)
+		source += p
+		byPool[n.NodePool] = append(byPool[n.NodePool], n)
 	}
-	if !balanced || c.Pods == 0 {
-		return 0, false
-	}
-	cost, pods := 0.0, 0
-	for _, n := range d.s.Candidates() {
-		if pools[n.NodePool] {
+	var out []Score
+	for _, pool := range slices.Sorted(maps.Keys(byPool)) {
+		if d.s.Pools[pool].Spec.Disruption.ConsolidationPolicy != v1.ConsolidationPolicyBalanced {
+			continue
+		}
+		totalCost, totalDisruption := 0.0, 0.0
+		for _, n := range d.s.Candidates() {
+			if n.NodePool == pool {
+				p, _ := d.price(n)
+				totalCost += p
+				totalDisruption += d.rescheduleCost(n)
+			}
+		}
+		poolCost, moved, pods := 0.0, 0.0, 0
+		for _, n := range byPool[pool] {
 			p, _ := d.price(n)
-			cost += p
+			poolCost += p
+			moved += d.rescheduleCost(n)
 			pods += len(n.Reschedulable())
 		}
+		savings := c.Savings
+		if len(byPool) > 1 && source > 0 {
+			savings *= poolCost / source
+		}
+		if totalCost <= 0 || totalDisruption <= 0 {
+			continue
+		}
+		score, share, taken := 0.0, savings/totalCost, moved/totalDisruption
+		if savings > 0 {
+			score = share / taken
+		}
+		out = append(out, Score{NodePool: pool, Score: score, Approved: score >= BalancedThreshold, Moves: pods, Savings: share, Disruption: taken})
 	}
-	if cost == 0 || pods == 0 {
-		return 0, false
+	return out
+}
+
+// rescheduleCost is what moving a node's pods off it costs the Balanced
+// policy: 1 for the node, and each pod's eviction cost, never below 0.
+func (d *decider) rescheduleCost(n *state.Node) float64 {
+	cost := 1.0
+	for _, p := range n.Reschedulable() {
+		cost += max(0, state.EvictionCost(p, !d.opts.PodDeletionCostManagement))
 	}
-	return (c.Savings / cost) / (float64(c.Pods) / float64(pods)), true
+	return cost
 }
 
 // cheaper narrows a planned replacement to the instance types that cost

@@ -126,6 +126,9 @@ type Command struct {
 	Unplaced []*scheduling.UnschedulablePod
 	// Moves are the pods the plan puts on nodes that stay.
 	Moves []*scheduling.ExistingPlacement
+	// Scores are how the Balanced policy weighed the command, for each
+	// of its Balanced NodePools.
+	Scores []Score
 	// Repair is what node repair found and does, for an Unhealthy command.
 	Repair *Repair
 	// Static marks a command on a static NodePool's node: once the node
