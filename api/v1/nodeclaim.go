@@ -181,6 +181,15 @@ const (
 	// (reason RebootRequested, then RebootIssued), and False once it is
 	// over (RebootSucceeded or RebootFailed); absent before any reboot.
 	ConditionRebooting = "Rebooting"
+	// ConditionDisruptionReason is True while a disruption command holds
+	// the NodeClaim's node (tainted karpenter.sh/disrupted), its reason
+	// the command's (Underutilized, Empty, Drifted, Expired, Unhealthy);
+	// absent otherwise.
+	ConditionDisruptionReason = "DisruptionReason"
+	// ConditionInstanceTerminating True says the NodeClaim's instance is
+	// being terminated (Karpenter's termination writes it once it asked
+	// the cloud to): the node is going, as one being deleted is.
+	ConditionInstanceTerminating = "InstanceTerminating"
 )
 
 // Reasons of the Rebooting condition.

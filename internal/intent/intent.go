@@ -153,6 +153,33 @@ func SetDisrupted(ctx context.Context, kube client.Client, node *corev1.Node, on
 	return setTaint(ctx, kube, node, v1.TaintKeyDisrupted, on)
 }
 
+// SetDisruptionReason sets the NodeClaim's DisruptionReason condition
+// True with the reason, or removes it when the reason is empty, reading
+// the NodeClaim afresh and patching its status with optimistic locking;
+// the disruption controller is its only writer. A NodeClaim that is gone
+// needs nothing.
+func SetDisruptionReason(ctx context.Context, kube client.Client, nc *v1.NodeClaim, reason v1.DisruptionReason, now time.Time) error {
+	if nc == nil {
+		return nil
+	}
+	fresh := &v1.NodeClaim{}
+	if err := kube.Get(ctx, client.ObjectKeyFromObject(nc), fresh); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	cur := meta.FindStatusCondition(fresh.Status.Conditions, v1.ConditionDisruptionReason)
+	if reason == "" && cur == nil || cur != nil && cur.Status == metav1.ConditionTrue && cur.Reason == string(reason) {
+		return nil
+	}
+	before := fresh.DeepCopy()
+	if reason == "" {
+		meta.RemoveStatusCondition(&fresh.Status.Conditions, v1.ConditionDisruptionReason)
+	} else {
+		meta.SetStatusCondition(&fresh.Status.Conditions, metav1.Condition{Type: v1.ConditionDisruptionReason, Status: metav1.ConditionTrue,
+			Reason: string(reason), Message: "a disruption command (" + string(reason) + ") holds the node", ObservedGeneration: fresh.Generation, LastTransitionTime: metav1.NewTime(now)})
+	}
+	return client.IgnoreNotFound(kube.Status().Patch(ctx, fresh, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})))
+}
+
 // SetRebooting adds (on) or removes karpenter.sh/rebooting:NoSchedule on
 // a node node repair reboots; the only writer of that taint (setTaint).
 func SetRebooting(ctx context.Context, kube client.Client, node *corev1.Node, on bool) error {

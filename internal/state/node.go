@@ -89,9 +89,11 @@ func (n *Node) AwaitingItsNodeClaim() bool {
 		slices.ContainsFunc(n.Node.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1.TaintKeyUnregistered })
 }
 
-// Deleting reports a node or NodeClaim being deleted.
+// Deleting reports a node or NodeClaim being deleted, or whose instance
+// is terminating (its NodeClaim InstanceTerminating).
 func (n *Node) Deleting() bool {
-	return (n.Node != nil && !n.Node.DeletionTimestamp.IsZero()) || (n.NodeClaim != nil && !n.NodeClaim.DeletionTimestamp.IsZero())
+	return (n.Node != nil && !n.Node.DeletionTimestamp.IsZero()) || (n.NodeClaim != nil && !n.NodeClaim.DeletionTimestamp.IsZero()) ||
+		n.NodeClaim != nil && conditionTrue(n.NodeClaim.Status.Conditions, v1.ConditionInstanceTerminating)
 }
 
 // Launched reports a node whose instance runs: its NodeClaim is Launched

@@ -103,6 +103,9 @@ func (c *Controller) start(ctx context.Context, snap *state.Snapshot, cmd *infli
 		if err := c.setTaint(ctx, n.Node, true); err != nil {
 			return false, err
 		}
+		if err := intent.SetDisruptionReason(ctx, c.Client, n.NodeClaim, cmd.Reason, snap.Now); err != nil {
+			return false, err
+		}
 	}
 	c.Metrics.Disruption(string(cmd.Reason), "started")
 	pools := make([]string, 0, len(cmd.Nodes))

@@ -1005,7 +1005,18 @@ var _ = restate("repair_test.go",
 	refCase{ref: rrRepair + "should propagate replacement simulation errors",
 		moot: "an error listing pods inside the reference's scheduling simulation; nodewright's decision is a pure function of a snapshot the controller lists before deciding, so a listing error ends the round before any decision (controller.go Reconcile returns it)"},
 	refCase{ref: rrRepair + "should explicitly exclude standalone NodeClaims that have no safe replacement template",
-		gap: "a NodeClaim of no NodePool is left alone (it is no candidate and counts in no NodePool's health), so no command, but nodewright says nothing of it: no event tells that repair needs a NodePool"},
+		run: func(t *testing.T) {
+			c := rrCluster(t, 4)
+			c.node("standalone", "m5.large", rrBad(rrBadNode, "", now.Add(-31*time.Minute)), func(n *corev1.Node, nc *v1.NodeClaim) {
+				delete(n.Labels, v1.LabelNodePool)
+				delete(nc.Labels, v1.LabelNodePool)
+			})
+			d := c.decide(rrOnly(rrDefault()))
+			rrNotRepaired(t, d)
+			if got := blocked(d, "standalone"); !strings.Contains(got, "nothing repairs, replaces or consolidates it") {
+				t.Errorf("blocked %q, want it to say no NodePool repairs it", got)
+			}
+		}},
 	refCase{ref: rrRepair + "should not repair a node whose condition does not match any policy",
 		run: func(t *testing.T) {
 			c := rrCluster(t, 4)

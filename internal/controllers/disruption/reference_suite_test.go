@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -23,6 +24,7 @@ import (
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
+	"github.com/nodewright/nodewright/internal/intent"
 	"github.com/nodewright/nodewright/internal/metrics"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
@@ -40,20 +42,13 @@ var _ = restate("suite_test.go",
 	refCase{ref: "Simulate Scheduling > should ensure that we do not duplicate capacity for disrupted nodes with provisioning", run: rsNoDuplicateCapacity},
 
 	// Disruption Taints.
-	refCase{ref: "Disruption Taints > should remove taints from NodeClaims that were left tainted from a previous disruption action",
-		gap: "nodewright removes a karpenter.sh/disrupted taint no command owns (untaintOrphans, each round), but it never writes a " +
-			"DisruptionReason status condition on NodeClaims, so a leftover DisruptionReason condition stays (the reference clears it)"},
-	refCase{ref: "Disruption Taints > should add and remove taints from NodeClaims that fail to disrupt",
-		gap: "nodewright taints the node karpenter.sh/disrupted:NoSchedule when the command starts and removes the taint when the " +
-			"replacement fails (controller_test.go:TestReplacementFailureRollsBack), but it sets no DisruptionReason status condition " +
-			"on the NodeClaim while the command runs (the reference sets it True, then removes it on rollback)"},
+	refCase{ref: "Disruption Taints > should remove taints from NodeClaims that were left tainted from a previous disruption action", run: rsLeftover},
+	refCase{ref: "Disruption Taints > should add and remove taints from NodeClaims that fail to disrupt", run: rsFailToDisrupt},
 
 	// BuildDisruptionBudgetMapping.
 	refCase{ref: "BuildDisruptionBudgetMapping > should not consider nodes that are not managed as part of disruption count", run: rsBudgetUnmanaged},
 	refCase{ref: "BuildDisruptionBudgetMapping > should not consider nodes that are not initialized as part of disruption count", run: rsBudgetUninitialized},
-	refCase{ref: "BuildDisruptionBudgetMapping > should not consider nodes that have the terminating status condition as part of disruption count", run: rsBudgetTerminating,
-		gap: "nodewright reads no InstanceTerminating condition on NodeClaims: a node whose instance is terminating (its NodeClaim not " +
-			"deleted) still counts in its NodePool's total, so 100% of 10 nodes plus that one allows 11 (the reference: 10)"},
+	refCase{ref: "BuildDisruptionBudgetMapping > should not consider nodes that have the terminating status condition as part of disruption count", run: rsBudgetTerminating},
 	refCase{ref: "BuildDisruptionBudgetMapping > should not return a negative disruption value", run: rsBudgetNotNegative},
 	refCase{ref: "BuildDisruptionBudgetMapping > should consider nodes with a deletion timestamp set and MarkedForDeletion to the disruption count", run: rsBudgetDeleting},
 	refCase{ref: "BuildDisruptionBudgetMapping > should consider not ready nodes to the disruption count", run: rsBudgetNotReady},
@@ -213,11 +208,9 @@ var _ = restate("suite_test.go",
 		rsNotInitialized(t, true)
 	}},
 	refCase{ref: "Candidate Filtering > should not consider candidates that are not owned by a NodePool (no karpenter.sh/nodepool label)",
-		gap: "nodewright leaves the node alone as well (it is no NodePool's, so not a candidate: state.Snapshot.Candidates), but says " +
-			"nothing about it: no event tells that the node lacks the karpenter.sh/nodepool label (the reference records one)"},
+		run: func(t *testing.T) { rsNoNodePool(t, "", "has no karpenter.sh/nodepool label") }},
 	refCase{ref: "Candidate Filtering > should not consider candidates that are have a non-existent NodePool",
-		gap: "nodewright leaves the node alone as well (a node of a NodePool that does not exist is not a candidate: " +
-			"state.Snapshot.Candidates), but says nothing about it: no event tells that its NodePool is not found (the reference records one)"},
+		run: func(t *testing.T) { rsNoNodePool(t, "gone", "its NodePool gone does not exist") }},
 	refCase{ref: "Candidate Filtering > should consider candidates that do not have the karpenter.sh/capacity-type label", run: func(t *testing.T) {
 		rsUnlabelled(t, v1.LabelCapacityType)
 	}},
@@ -643,7 +636,7 @@ func rsBudgetUninitialized(t *testing.T) {
 func rsBudgetTerminating(t *testing.T) {
 	c := rsTen(t, "100%")
 	c.node("terminating", "m5.4xlarge", onDemand, func(_ *corev1.Node, nc *v1.NodeClaim) {
-		nc.Status.Conditions = append(nc.Status.Conditions, metav1.Condition{Type: "InstanceTerminating", Status: metav1.ConditionTrue, Reason: "InstanceTerminating"})
+		nc.Status.Conditions = append(nc.Status.Conditions, metav1.Condition{Type: v1.ConditionInstanceTerminating, Status: metav1.ConditionTrue, Reason: "InstanceTerminating"})
 	})
 	rsExpectAllowed(t, c.decide(), 10, rsKnownReasons...)
 }
@@ -875,4 +868,134 @@ func TestAnUnreadyNodeDisruptedCountsOnce(t *testing.T) {
 		t.Errorf("drifted %q, want an unready node first", got)
 	}
 	rsExpectAllowed(t, d, 2, v1.DisruptionReasonDrifted)
+}
+
+// rsDisruptionReason is the NodeClaim's DisruptionReason condition, nil
+// when it has none.
+func rsDisruptionReason(t *testing.T, e *env, name string) *metav1.Condition {
+	t.Helper()
+	nc := &v1.NodeClaim{}
+	if err := e.kube.Get(context.Background(), client.ObjectKey{Name: name}, nc); err != nil {
+		t.Fatal(err)
+	}
+	return meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionDisruptionReason)
+}
+
+// rsLeftover: a node left tainted karpenter.sh/disrupted, its NodeClaim's
+// DisruptionReason condition left True, by a command no one carries out
+// any more (a restart): the next round removes both.
+func rsLeftover(t *testing.T) {
+	ctx := context.Background()
+	e := startController(t)
+	e.node(t, "left", "m5.large", map[string]string{v1.AnnotationDoNotDisrupt: "true"})
+	n := &corev1.Node{}
+	if err := e.kube.Get(ctx, client.ObjectKey{Name: "left"}, n); err != nil {
+		t.Fatal(err)
+	}
+	if err := intent.SetDisrupted(ctx, e.kube, n, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := intent.SetDisruptionReason(ctx, e.kube, &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "nc-left"}}, v1.DisruptionReasonDrifted, e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if c := rsDisruptionReason(t, e, "nc-left"); c == nil || c.Reason != string(v1.DisruptionReasonDrifted) {
+		t.Fatalf("DisruptionReason %+v, want it set before the round", c)
+	}
+	e.reconcile(t)
+	if tainted(t, e.kube, "left") {
+		t.Error("the leftover taint stayed")
+	}
+	if c := rsDisruptionReason(t, e, "nc-left"); c != nil {
+		t.Errorf("the leftover DisruptionReason condition stayed: %+v", c)
+	}
+}
+
+// rsFailToDisrupt: the command's start taints the node and marks its
+// NodeClaim DisruptionReason=True (Underutilized); its replacement failing
+// rolls both back.
+func rsFailToDisrupt(t *testing.T) {
+	ctx := context.Background()
+	e := startController(t)
+	e.node(t, "big", "m5.4xlarge", nil)
+	e.node(t, "held", "m5.4xlarge", map[string]string{v1.AnnotationDoNotDisrupt: "true"})
+	e.reconcile(t)
+	if c := rsDisruptionReason(t, e, "nc-big"); c != nil {
+		t.Fatalf("DisruptionReason %+v before the command started", c)
+	}
+	e.clock.Step(16 * time.Second)
+	e.reconcile(t)
+	if !tainted(t, e.kube, "big") {
+		t.Fatal("the node was not tainted when the command started")
+	}
+	if c := rsDisruptionReason(t, e, "nc-big"); c == nil || c.Status != metav1.ConditionTrue || c.Reason != string(v1.DisruptionReasonUnderutilized) {
+		t.Fatalf("DisruptionReason %+v, want True Underutilized while the command runs", c)
+	}
+	claims := &v1.NodeClaimList{}
+	if err := e.kube.List(ctx, claims); err != nil {
+		t.Fatal(err)
+	}
+	for i := range claims.Items {
+		if !strings.HasPrefix(claims.Items[i].Name, "nc-") {
+			if err := e.kube.Delete(ctx, &claims.Items[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	e.reconcile(t)
+	if tainted(t, e.kube, "big") {
+		t.Error("the taint stayed after the rollback")
+	}
+	if c := rsDisruptionReason(t, e, "nc-big"); c != nil {
+		t.Errorf("DisruptionReason %+v stayed after the rollback", c)
+	}
+}
+
+// rsNoNodePool: an m5.4xlarge with a small pod whose Node and NodeClaim
+// name the NodePool (none when empty) is left alone, and the decision
+// says why; through the controller, the NodeClaim is told once.
+func rsNoNodePool(t *testing.T, pool, why string) {
+	label := func(n *corev1.Node, nc *v1.NodeClaim) {
+		for _, labels := range []map[string]string{n.Labels, nc.Labels} {
+			delete(labels, v1.LabelNodePool)
+			if pool != "" {
+				labels[v1.LabelNodePool] = pool
+			}
+		}
+	}
+	c := newCluster(t)
+	c.node("orphan", "m5.4xlarge", label)
+	c.pods("orphan", 1, "100m", "128Mi")
+	d := c.decide()
+	if len(d.Commands) != 0 {
+		t.Fatalf("commands %q, want none", commands(d))
+	}
+	if got := blocked(d, "orphan"); !strings.Contains(got, why) {
+		t.Errorf("blocked %q, want it to say %q", got, why)
+	}
+	e := startController(t)
+	e.node(t, "orphan", "m5.4xlarge", nil)
+	ctx := context.Background()
+	nc := &v1.NodeClaim{}
+	if err := e.kube.Get(ctx, client.ObjectKey{Name: "nc-orphan"}, nc); err != nil {
+		t.Fatal(err)
+	}
+	n := &corev1.Node{}
+	if err := e.kube.Get(ctx, client.ObjectKey{Name: "orphan"}, n); err != nil {
+		t.Fatal(err)
+	}
+	label(n, nc)
+	if err := e.kube.Update(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.kube.Update(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	e.reconcile(t)
+	if events := e.events(); !has(events, "DisruptionBlocked", why, "kind=NodeClaim") {
+		t.Errorf("events %v, want DisruptionBlocked saying %q", events, why)
+	}
+	e.reconcile(t)
+	if again := e.events(); has(again, "DisruptionBlocked", why) {
+		t.Errorf("told again: %v", again)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
@@ -24,6 +25,9 @@ func (c *Controller) rollback(ctx context.Context, snap *state.Snapshot, cmd *in
 		for _, cur := range snap.Nodes {
 			if cur.Name == n.Name && cur.Node != nil {
 				if err := c.setTaint(ctx, cur.Node, false); err != nil {
+					return err
+				}
+				if err := intent.SetDisruptionReason(ctx, c.Client, cur.NodeClaim, "", snap.Now); err != nil {
 					return err
 				}
 			}
@@ -64,7 +68,16 @@ func (c *Controller) untaintOrphans(ctx context.Context, snap *state.Snapshot, f
 	for _, n := range snap.Nodes {
 		// The nodes of commands that finished this round are being
 		// deleted now, though the snapshot predates it: their taint stays.
-		if n.Node == nil || n.Deleting() || owned[n.Name] || finished[n.Name] || !n.Managed() || !n.Disrupted() {
+		if n.Node == nil || n.Deleting() || owned[n.Name] || finished[n.Name] || !n.Managed() {
+			continue
+		}
+		if n.NodeClaim != nil && meta.FindStatusCondition(n.NodeClaim.Status.Conditions, v1.ConditionDisruptionReason) != nil {
+			if err := intent.SetDisruptionReason(ctx, c.Client, n.NodeClaim, "", snap.Now); err != nil {
+				return err
+			}
+			c.Log.Info("removed a DisruptionReason condition no command owns", "NodeClaim", n.NodeClaim.Name)
+		}
+		if !n.Disrupted() {
 			continue
 		}
 		if err := c.setTaint(ctx, n.Node, false); err != nil {

@@ -70,6 +70,10 @@ const (
 	// its EC2NodeClass is not ready, ...): replacing the node would leave
 	// the NodePool short, so it stays.
 	BlockedStaticCannotLaunch BlockedReason = "StaticCannotLaunch"
+	// BlockedNoNodePool means the node's NodeClaim names no NodePool (no
+	// karpenter.sh/nodepool label), or one that does not exist: nothing
+	// budgets or replaces it, so no method disrupts it.
+	BlockedNoNodePool BlockedReason = "NoNodePool"
 )
 
 // Blocked is why a candidate node stays.
@@ -133,6 +137,12 @@ var blockedSays = map[BlockedReason]func(Blocked) string{
 		return "the node's instance type or offering is not among its NodePool's, so savings cannot be measured"
 	},
 	BlockedInProgress: func(Blocked) string { return "the node is already being disrupted or deleted" },
+	BlockedNoNodePool: func(b Blocked) string {
+		if b.Message == "" {
+			return "the node has no " + v1.LabelNodePool + " label: it is no NodePool's, so nothing repairs, replaces or consolidates it (no budget holds it, no template replaces it)"
+		}
+		return "its NodePool " + b.Message + " does not exist: nothing repairs, replaces or consolidates the node (no budget holds it, no template replaces it); restore the NodePool, or delete the NodeClaim"
+	},
 	BlockedDriftPaused: func(b Blocked) string {
 		return "drift of its NodePool is paused: " + b.Message + " (see the NodePool's DriftAllowed condition)"
 	},

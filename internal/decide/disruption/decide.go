@@ -335,6 +335,13 @@ func newDecider(s *state.Snapshot, opts Options) (*decider, []*state.Node) {
 		}
 		candidates = append(candidates, n)
 	}
+	// A NodeClaim of no NodePool, or of one that is gone, is left alone,
+	// and says why.
+	for _, n := range s.Nodes {
+		if n.NodeClaim != nil && n.Node != nil && n.Registered() && !n.Deleting() && (n.NodePool == "" || s.Pools[n.NodePool] == nil) {
+			d.block(n, Blocked{Reason: BlockedNoNodePool, Message: n.NodePool})
+		}
+	}
 	d.doomed = map[string]bool{}
 	for _, n := range candidates {
 		_, paused := opts.DriftPaused[n.NodePool]
