@@ -335,13 +335,7 @@ func newDecider(s *state.Snapshot, opts Options) (*decider, []*state.Node) {
 		}
 		candidates = append(candidates, n)
 	}
-	// A NodeClaim of no NodePool, or of one that is gone, is left alone,
-	// and says why.
-	for _, n := range s.Nodes {
-		if n.NodeClaim != nil && n.Node != nil && n.Registered() && !n.Deleting() && (n.NodePool == "" || s.Pools[n.NodePool] == nil) {
-			d.block(n, Blocked{Reason: BlockedNoNodePool, Message: n.NodePool})
-		}
-	}
+	d.blockWithoutNodePool()
 	d.doomed = map[string]bool{}
 	for _, n := range candidates {
 		_, paused := opts.DriftPaused[n.NodePool]
@@ -352,6 +346,16 @@ func newDecider(s *state.Snapshot, opts Options) (*decider, []*state.Node) {
 		}
 	}
 	return d, candidates
+}
+
+// blockWithoutNodePool leaves alone, saying why, the NodeClaims of no
+// NodePool or of one that is gone.
+func (d *decider) blockWithoutNodePool() {
+	for _, n := range d.s.Nodes {
+		if n.NodeClaim != nil && n.Node != nil && n.Registered() && !n.Deleting() && (n.NodePool == "" || d.s.Pools[n.NodePool] == nil) {
+			d.block(n, Blocked{Reason: BlockedNoNodePool, Message: n.NodePool})
+		}
+	}
 }
 
 // allowance is the NodePool's budget for a reason, less what this
