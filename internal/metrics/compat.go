@@ -27,6 +27,7 @@ type compat struct {
 	terminationDuration  *prometheus.SummaryVec   // nodepool
 	decisions            *prometheus.CounterVec   // decision, reason, consolidation_type
 	decisionsByPool      *prometheus.CounterVec   // nodepool, decision, reason, consolidation_type
+	queueFailures        *prometheus.CounterVec   // decision, reason, consolidation_type
 	consuming            *prometheus.GaugeVec     // nodepool, reason
 	allowed              *prometheus.GaugeVec     // nodepool, reason
 	usage, limit         *prometheus.GaugeVec     // resource_type, nodepool
@@ -84,6 +85,8 @@ func newCompat() compat {
 			"decision", "reason", "consolidation_type"),
 		decisionsByPool: counter("voluntary_disruption_decisions_by_nodepool_total", "Disruption commands carried out, by NodePool, decision, reason and consolidation type.",
 			"nodepool", "decision", "reason", "consolidation_type"),
+		queueFailures: counter("voluntary_disruption_queue_failures_total", "Disruption commands that failed once started and were rolled back (a replacement that did not launch or initialize in time), by decision, reason and consolidation type.",
+			"decision", "reason", "consolidation_type"),
 		consuming: gauge("nodepools_nodes_consuming_budgets", "A NodePool's nodes that count against its disruption budgets now (being disrupted or deleted), by reason.",
 			"nodepool", "reason"),
 		allowed: gauge("nodepools_allowed_disruptions", "Nodes a NodePool's budgets allow to be disrupted now, by reason.", "nodepool", "reason"),
@@ -156,6 +159,7 @@ func (c *compat) register(reg prometheus.Registerer, errp *error) {
 	c.terminationDuration = register(reg, c.terminationDuration, errp)
 	c.decisions = register(reg, c.decisions, errp)
 	c.decisionsByPool = register(reg, c.decisionsByPool, errp)
+	c.queueFailures = register(reg, c.queueFailures, errp)
 	c.consuming = register(reg, c.consuming, errp)
 	c.allowed = register(reg, c.allowed, errp)
 	c.usage = register(reg, c.usage, errp)
@@ -224,12 +228,10 @@ func (m *Metrics) NodeClaimDisrupted(reason, pool, capacityType, policy string, 
 	m.compat.nodeclaimsDisrupted.WithLabelValues(ReasonLabel(reason), pool, capacityType, policy, mode).Inc()
 }
 
-// DisruptionCarriedOut counts a disruption command started: a replacement
-// or a deletion, of one node or several (consolidation: single, multi).
-func (m *Metrics) DisruptionCarriedOut(reason string, replaces bool, nodePools []string) {
-	if m == nil {
-		return
-	}
+// disruptionLabels are a command's decision (replace, delete) and
+// consolidation type (empty, single, multi; none for other reasons), by
+// its reason, whether it replaces, and its nodes' NodePools.
+func disruptionLabels(reason string, replaces bool, nodePools []string) (string, string) {
 	decision := "delete"
 	if replaces {
 		decision = "replace"
@@ -243,6 +245,26 @@ func (m *Metrics) DisruptionCarriedOut(reason string, replaces bool, nodePools [
 	case reason == "Underutilized":
 		consolidation = "single"
 	}
+	return decision, consolidation
+}
+
+// DisruptionFailed counts a started command that was rolled back, as
+// DisruptionCarriedOut labels it.
+func (m *Metrics) DisruptionFailed(reason string, replaces bool, nodePools []string) {
+	if m == nil {
+		return
+	}
+	decision, consolidation := disruptionLabels(reason, replaces, nodePools)
+	m.compat.queueFailures.WithLabelValues(decision, ReasonLabel(reason), consolidation).Inc()
+}
+
+// DisruptionCarriedOut counts a disruption command started: a replacement
+// or a deletion, of one node or several (consolidation: single, multi).
+func (m *Metrics) DisruptionCarriedOut(reason string, replaces bool, nodePools []string) {
+	if m == nil {
+		return
+	}
+	decision, consolidation := disruptionLabels(reason, replaces, nodePools)
 	m.compat.decisions.WithLabelValues(decision, ReasonLabel(reason), consolidation).Inc()
 	seen := map[string]bool{}
 	for _, pool := range nodePools {

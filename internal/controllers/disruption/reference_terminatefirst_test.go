@@ -397,7 +397,17 @@ var _ = restate("repair_terminatefirst_test.go",
 			rrStaticCommand(t, decide(), v1.DisruptionReasonUnhealthy)
 		}},
 	refCase{ref: rrTF + "does not terminate-first a static NodePool at its limit when the NodePool is deleting",
-		gap: "nodewright does not check that a static NodePool is being deleted: its unhealthy node at the node limit is deleted at once (the NodePool's nodes go with it anyway)"},
+		run: func(t *testing.T) {
+			c, decide := rrStaticDecision(t, 1, "1", v1.DisruptionReasonUnhealthy)
+			c.pool.DeletionTimestamp, c.pool.Finalizers = &metav1.Time{Time: now}, []string{v1.TerminationFinalizer}
+			d := decide()
+			if len(d.Commands) != 0 {
+				t.Fatalf("commands %q, want the node kept: its NodePool is being deleted", commands(d))
+			}
+			if got := blocked(d, "sick"); !strings.Contains(got, "NodePool default is being deleted") {
+				t.Errorf("blocked %q, want it to say the NodePool is being deleted", got)
+			}
+		}},
 	refCase{ref: rrTFReserved + "should terminate-first when the reservation is full, even below limits.nodes",
 		gap: rrStaticWaits + "; with the reservation full that replacement cannot launch, so the broken node stays until the command rolls back"},
 	refCase{ref: rrTFReserved + "should not terminate-first when the template's on-demand offerings are unavailable",

@@ -137,7 +137,6 @@ var _ = restate("queue_test.go",
 			}
 		}},
 	refCase{ref: redQueue + "should emit the consolidation type in the failures metric when a command fails",
-		gap: "there is no karpenter_voluntary_disruption_queue_failures_total: a single-node consolidation whose replacement times out is rolled back and counted in nodewright_disruption_decisions_total{reason=\"Underutilized\",outcome=\"rolled_back\"}, without a consolidation type",
 		run: func(t *testing.T) {
 			e := startController(t)
 			reg := rcaMetrics(t, e)

@@ -47,6 +47,11 @@ func (c *Controller) rollback(ctx context.Context, snap *state.Snapshot, cmd *in
 // replacement's failure counts towards pausing its NodePool's drift.
 func (c *Controller) rolledBack(cmd *inflight, now time.Time, why string) {
 	c.Metrics.Disruption(string(cmd.Reason), "rolled_back")
+	pools := make([]string, 0, len(cmd.Nodes))
+	for _, n := range cmd.Nodes {
+		pools = append(pools, n.NodePool)
+	}
+	c.Metrics.DisruptionFailed(string(cmd.Reason), len(cmd.Replacements) > 0 || cmd.Static, pools)
 	c.Log.Info("rolled back a disruption", "reason", cmd.Reason, "nodes", cmd.NodeNames(), "why", why)
 	if cmd.Reason == v1.DisruptionReasonDrifted {
 		pool, cause := cmd.Nodes[0].NodePool, why

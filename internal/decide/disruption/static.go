@@ -10,9 +10,13 @@ import (
 
 // staticCannotLaunch says why a static NodePool's node is not replaced
 // for a reason: the NodePool's controller cannot launch its replacement
-// now (the snapshot skips the NodePool: it or its EC2NodeClass is not
-// ready, its registrations back off, ...).
+// now (the NodePool is being deleted, or the snapshot skips it: it or its
+// EC2NodeClass is not ready, its registrations back off, ...).
 func (d *decider) staticCannotLaunch(n *state.Node, reason v1.DisruptionReason) (Blocked, bool) {
+	if np := d.s.Pools[n.NodePool]; np != nil && !np.DeletionTimestamp.IsZero() {
+		// A NodePool being deleted launches nothing: its nodes go with it.
+		return Blocked{Reason: BlockedStaticCannotLaunch, Method: reason, Message: "NodePool " + n.NodePool + " is being deleted, and its nodes with it"}, true
+	}
 	if d.s.Static[n.NodePool] != nil {
 		return Blocked{}, false
 	}
