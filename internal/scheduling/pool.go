@@ -581,3 +581,7 @@ func uniqueSorted(in []string) []string {
 // label it provides is allowed and an offering exists in an allowed zone
 // and capacity type.
 func (it *InstanceType) Compatible(reqs Requirements) bool { return typeCompatible(it, reqs) }
+
+// LabelsCompatible reports whether the instance type's labels meet the
+// requirements, whatever its offerings (zone and capacity type aside).
+func (it *InstanceType) LabelsCompatible(reqs Requirements) bool { return labelsCompatible(it, reqs) }

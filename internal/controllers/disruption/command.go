@@ -131,7 +131,7 @@ func (c *Controller) start(ctx context.Context, snap *state.Snapshot, cmd *infli
 		return true, c.rollback(ctx, snap, cmd, fmt.Sprintf("creating a replacement failed: %v", err))
 	}
 	cmd.phase, cmd.startedAt = launching, snap.Now
-	if cmd.Static && staticRoom(snap, cmd) {
+	if cmd.Static && staticRoom(snap, cmd) && !cmd.TerminateFirst {
 		for _, n := range cmd.Nodes {
 			c.event(n, corev1.EventTypeNormal, v1.ReasonDisruptionLaunching, fmt.Sprintf("%s: tainted %s:NoSchedule; %s",
 				cmd.Reason, v1.TaintKeyDisrupted, what))

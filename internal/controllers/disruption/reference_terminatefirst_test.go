@@ -34,9 +34,12 @@ import (
 // replacement the NodePool's limits or reservations refuse: the node goes
 // without one and its pods wait for the room it leaves. Drift of a
 // dynamic NodePool's node whose pods would have no place stays
-// (PodsDoNotFit), as the reference does with its gate off. Full and
-// unavailable reservations are alike to nodewright (an offering of a
-// reservation without room is unavailable).
+// (PodsDoNotFit), as the reference does with its gate off. A static
+// NodePool that launches only into capacity reservations that are full
+// deletes a node holding one of their slots first (Command.TerminateFirst)
+// and keeps the others, saying so, as the reference does with its gates
+// on; a reservation without room is still offered, one marked unavailable
+// is not.
 
 const (
 	rrTF         = "Repair/TerminateFirst > "
@@ -273,7 +276,35 @@ func rrStaticReserved(t *testing.T, available int, capacityTypes []string, reaso
 	return c, decide
 }
 
-const rrStaticWaits = "nodewright does not look at a static NodePool's reservations: below the node limit the node is tainted and the NodePool's controller launches its replacement from the template first (the command deletes the node once the NodePool has its replicas again, or rolls back after the replacement timeout)"
+// rrZone puts the node in the zone.
+func rrZone(zone string) func(*corev1.Node, *v1.NodeClaim) {
+	return func(n *corev1.Node, _ *v1.NodeClaim) { n.Labels[corev1.LabelTopologyZone] = zone }
+}
+
+// rrUnavailableReservations marks every reserved offering unavailable
+// (room or not).
+func rrUnavailableReservations(c *cluster) {
+	for _, it := range c.all {
+		for i := range it.Offerings {
+			if it.Offerings[i].CapacityType == v1.CapacityTypeReserved {
+				it.Offerings[i].Available = false
+			}
+		}
+	}
+}
+
+// rrExpectReservationsFull checks that the static NodePool's node "sick"
+// stays: its NodePool launches only into full reservations, and it holds
+// none of their slots.
+func rrExpectReservationsFull(t *testing.T, d *decide.Decision) {
+	t.Helper()
+	if len(d.Commands) != 0 {
+		t.Fatalf("commands %q, want sick kept", commands(d))
+	}
+	if got := blocked(d, "sick"); !strings.Contains(got, "its nodes launch only into capacity reservations, which are full, and this node holds none of their slots") {
+		t.Errorf("blocked %q, want it to say the reservations are full", got)
+	}
+}
 
 var _ = restate("repair_terminatefirst_test.go",
 	refCase{ref: rrTF + "should issue a delete-only command for a static NodePool at its node limit",
@@ -409,7 +440,12 @@ var _ = restate("repair_terminatefirst_test.go",
 			}
 		}},
 	refCase{ref: rrTFReserved + "should terminate-first when the reservation is full, even below limits.nodes",
-		gap: rrStaticWaits + "; with the reservation full that replacement cannot launch, so the broken node stays until the command rolls back"},
+		run: func(t *testing.T) {
+			_, decide := rrStaticReserved(t, 0, []string{v1.CapacityTypeReserved}, v1.DisruptionReasonUnhealthy, rrInReservation(rrResID))
+			if cmd := rrStaticCommand(t, decide(), v1.DisruptionReasonUnhealthy); !cmd.TerminateFirst {
+				t.Error("the node holding a slot of the full reservation is not deleted first")
+			}
+		}},
 	refCase{ref: rrTFReserved + "should not terminate-first when the template's on-demand offerings are unavailable",
 		run: func(t *testing.T) {
 			c, decide := rrStaticReserved(t, 0, []string{v1.CapacityTypeReserved, v1.CapacityTypeOnDemand}, v1.DisruptionReasonUnhealthy, rrInReservation(rrResID))
@@ -420,7 +456,9 @@ var _ = restate("repair_terminatefirst_test.go",
 					}
 				}
 			}
-			rrStaticCommand(t, decide(), v1.DisruptionReasonUnhealthy)
+			if cmd := rrStaticCommand(t, decide(), v1.DisruptionReasonUnhealthy); cmd.TerminateFirst {
+				t.Error("the node is deleted before its replacement launches, though a replacement can launch")
+			}
 		}},
 	refCase{ref: rrTFReserved + "should still repair other candidates when a static NodePool's instance types can't be resolved",
 		moot: "an error of the reference's per-NodePool instance type lookup inside repair; nodewright's decision reads every NodeClass's instance types from the snapshot, and a static NodePool's command needs none (its controller launches from the template)"},
@@ -432,25 +470,43 @@ var _ = restate("repair_terminatefirst_test.go",
 			rrExpectStaticBlocked(t, decide(), v1.DisruptionReasonUnhealthy)
 		}},
 	refCase{ref: rrTFReserved + "should block when the reservation is full and the node's reservation is no longer offered",
-		gap: rrStaticWaits + ", though it cannot launch into the full reservation: nodewright does not block, nor say so"},
+		run: func(t *testing.T) {
+			// The node's reservation (in us-east-1b) is not the one offered.
+			_, decide := rrStaticReserved(t, 0, []string{v1.CapacityTypeReserved}, v1.DisruptionReasonUnhealthy, rrInReservation("cr-gone"), rrZone("us-east-1b"))
+			rrExpectReservationsFull(t, decide())
+		}},
 	refCase{ref: rrTFReserved + "should block when the node's full reservation is unavailable",
-		gap: rrStaticWaits + ", though it cannot launch: nodewright does not block, nor say so"},
+		run: func(t *testing.T) {
+			c, decide := rrStaticReserved(t, 1, []string{v1.CapacityTypeReserved}, v1.DisruptionReasonUnhealthy, rrInReservation(rrResID))
+			rrUnavailableReservations(c)
+			rrExpectReservationsFull(t, decide())
+		}},
 	refCase{ref: rrTFReserved + "should block a non-reserved node carrying a stale reservation label when the reservations are full",
-		gap: rrStaticWaits + ", though it cannot launch into the full reservation: nodewright does not block, nor say so"},
+		run: func(t *testing.T) {
+			_, decide := rrStaticReserved(t, 0, []string{v1.CapacityTypeReserved}, v1.DisruptionReasonUnhealthy, rrInReservation(rrResID), onDemand)
+			rrExpectReservationsFull(t, decide())
+		}},
 	refCase{ref: rrTFReserved + "should replace-first when the reservation has capacity",
 		run: func(t *testing.T) {
 			_, decide := rrStaticReserved(t, 1, []string{v1.CapacityTypeReserved}, v1.DisruptionReasonUnhealthy, rrInReservation(rrResID))
-			rrStaticCommand(t, decide(), v1.DisruptionReasonUnhealthy)
+			if cmd := rrStaticCommand(t, decide(), v1.DisruptionReasonUnhealthy); cmd.TerminateFirst {
+				t.Error("the node is deleted before its replacement launches, though a replacement can launch")
+			}
 		}},
 	refCase{ref: rrTFReserved + "should replace-first when the template allows a non-reserved fallback",
 		run: func(t *testing.T) {
 			_, decide := rrStaticReserved(t, 0, []string{v1.CapacityTypeReserved, v1.CapacityTypeOnDemand}, v1.DisruptionReasonUnhealthy, rrInReservation(rrResID))
-			rrStaticCommand(t, decide(), v1.DisruptionReasonUnhealthy)
+			if cmd := rrStaticCommand(t, decide(), v1.DisruptionReasonUnhealthy); cmd.TerminateFirst {
+				t.Error("the node is deleted before its replacement launches, though a replacement can launch")
+			}
 		}},
 	refCase{ref: rrTFReserved + "should replace-first regardless of the reservation when TerminateFirstRepair is disabled",
+		better: "nodewright has no TerminateFirst gates: a static NodePool that launches only into full reservations always deletes the node that holds a slot first, its replacement launching into the slot it frees, rather than tainting it and waiting for a replacement that cannot launch",
 		run: func(t *testing.T) {
 			_, decide := rrStaticReserved(t, 0, []string{v1.CapacityTypeReserved}, v1.DisruptionReasonUnhealthy, rrInReservation(rrResID))
-			rrStaticCommand(t, decide(), v1.DisruptionReasonUnhealthy)
+			if cmd := rrStaticCommand(t, decide(), v1.DisruptionReasonUnhealthy); !cmd.TerminateFirst {
+				t.Error("the node is not deleted first")
+			}
 		}},
 )
 
@@ -473,7 +529,12 @@ var _ = restate("terminatefirst_test.go",
 			rrDeletedFirst(t, e, false)
 		}},
 	refCase{ref: rrSDReserved + "issues a delete-only command when the reservation is full",
-		gap: rrStaticWaits + "; with the reservation full the replacement cannot launch, so drift never completes (the command rolls back after the replacement timeout and is tried again)"},
+		run: func(t *testing.T) {
+			_, decide := rrStaticReserved(t, 0, []string{v1.CapacityTypeReserved}, v1.DisruptionReasonDrifted, rrInReservation(rrResID))
+			if cmd := rrStaticCommand(t, decide(), v1.DisruptionReasonDrifted); !cmd.TerminateFirst {
+				t.Error("the drifted node holding a slot of the full reservation is not deleted first")
+			}
+		}},
 	refCase{ref: rrSDReserved + "still drifts other static NodePools when one NodePool's instance types can't be resolved",
 		moot: "an error of the reference's per-NodePool instance type lookup inside static drift; nodewright's static drift command needs no instance types (the NodePool's controller launches from the template) and the decision reads them from the snapshot"},
 	refCase{ref: rrSDReserved + "replaces-first when the template's on-demand offerings are unavailable",
@@ -486,28 +547,83 @@ var _ = restate("terminatefirst_test.go",
 					}
 				}
 			}
-			rrStaticCommand(t, decide(), v1.DisruptionReasonDrifted)
+			if cmd := rrStaticCommand(t, decide(), v1.DisruptionReasonDrifted); cmd.TerminateFirst {
+				t.Error("the node is deleted before its replacement launches, though a replacement can launch")
+			}
 		}},
 	refCase{ref: rrSDReserved + "treats the reservations as full when only an instance type outside the template has capacity",
-		gap: rrStaticWaits + "; nodewright does not deem the reservations full and delete first"},
+		run: func(t *testing.T) {
+			// An m5.xlarge reservation has room, but the NodePool launches
+			// only m5.large.
+			c, decide := rrStaticReserved(t, 0, []string{v1.CapacityTypeReserved}, v1.DisruptionReasonDrifted, rrInReservation(rrResID))
+			types, err := instancetypes.Load(instancetypes.Options{Zones: []string{"us-east-1a", "us-east-1b"}, Reservations: []instancetypes.Reservation{
+				{ID: rrResID, InstanceType: "m5.large", Zone: "us-east-1a", Available: 0}, {ID: "cr-xl", InstanceType: "m5.xlarge", Zone: "us-east-1a", Available: 3}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.all = types
+			for _, it := range types {
+				c.types[it.Name] = it
+			}
+			if cmd := rrStaticCommand(t, decide(), v1.DisruptionReasonDrifted); !cmd.TerminateFirst {
+				t.Error("the reservations the NodePool may use are full, yet the node is not deleted first")
+			}
+		}},
 	refCase{ref: rrSDReserved + "terminates first the candidate holding an offered reservation slot ahead of those that don't",
-		gap: rrStaticWaits + "; there is no terminate-first, so no ordering of candidates by the reservation slot they free (drift takes the oldest first)"},
+		run: func(t *testing.T) {
+			// An older drifted node out of the reservation, and sick in it:
+			// sick goes first, the other stays.
+			c, decide := rrStaticReserved(t, 0, []string{v1.CapacityTypeReserved}, v1.DisruptionReasonDrifted, rrInReservation(rrResID))
+			c.node("outside", "m5.large", rrDrifted, rrInReservation("cr-gone"), rrZone("us-east-1b"), func(_ *corev1.Node, nc *v1.NodeClaim) {
+				nc.CreationTimestamp = metav1.NewTime(now.Add(-48 * time.Hour))
+			})
+			d := decide()
+			if cmd := rrStaticCommand(t, d, v1.DisruptionReasonDrifted); !cmd.TerminateFirst {
+				t.Error("sick is not deleted first")
+			}
+			if got := blocked(d, "outside"); !strings.Contains(got, "reservations, which are full") {
+				t.Errorf("outside: %q, want it kept: it holds no slot of the full reservations", got)
+			}
+		}},
 	refCase{ref: rrSDReserved + "blocks a non-reserved node carrying a stale reservation label when the reservations are full",
-		gap: rrStaticWaits + ", though it cannot launch into the full reservation: nodewright does not block, nor say so"},
+		run: func(t *testing.T) {
+			_, decide := rrStaticReserved(t, 0, []string{v1.CapacityTypeReserved}, v1.DisruptionReasonDrifted, rrInReservation(rrResID), onDemand)
+			rrExpectReservationsFull(t, decide())
+		}},
 	refCase{ref: rrSDReserved + "blocks a node whose reservation is no longer offered when the reservations are full",
-		gap: rrStaticWaits + ", though it cannot launch into the full reservation: nodewright does not block, nor say so"},
+		run: func(t *testing.T) {
+			_, decide := rrStaticReserved(t, 0, []string{v1.CapacityTypeReserved}, v1.DisruptionReasonDrifted, rrInReservation("cr-gone"), rrZone("us-east-1b"))
+			rrExpectReservationsFull(t, decide())
+		}},
 	refCase{ref: rrSDReserved + "replaces-first when the reservation has capacity",
 		run: func(t *testing.T) {
 			_, decide := rrStaticReserved(t, 1, []string{v1.CapacityTypeReserved}, v1.DisruptionReasonDrifted, rrInReservation(rrResID))
-			rrStaticCommand(t, decide(), v1.DisruptionReasonDrifted)
+			if cmd := rrStaticCommand(t, decide(), v1.DisruptionReasonDrifted); cmd.TerminateFirst {
+				t.Error("the node is deleted before its replacement launches, though a replacement can launch")
+			}
 		}},
 	refCase{ref: rrSDReserved + "replaces-first regardless of the reservation when TerminateFirstDrift is disabled",
+		better: "nodewright has no TerminateFirst gates: a static NodePool that launches only into full reservations always deletes the node that holds a slot first, its replacement launching into the slot it frees, rather than tainting it and waiting for a replacement that cannot launch",
 		run: func(t *testing.T) {
 			_, decide := rrStaticReserved(t, 0, []string{v1.CapacityTypeReserved}, v1.DisruptionReasonDrifted, rrInReservation(rrResID))
-			rrStaticCommand(t, decide(), v1.DisruptionReasonDrifted)
+			if cmd := rrStaticCommand(t, decide(), v1.DisruptionReasonDrifted); !cmd.TerminateFirst {
+				t.Error("the node is not deleted first")
+			}
 		}},
 	refCase{ref: rrSDReserved + "only terminates reserved candidates first when the reservation is full",
-		gap: rrStaticWaits + "; no candidate is deleted first, reserved or not"},
+		run: func(t *testing.T) {
+			c, decide := rrStaticReserved(t, 0, []string{v1.CapacityTypeReserved}, v1.DisruptionReasonDrifted, rrInReservation(rrResID))
+			c.node("od", "m5.large", rrDrifted, onDemand, func(_ *corev1.Node, nc *v1.NodeClaim) {
+				nc.CreationTimestamp = metav1.NewTime(now.Add(-48 * time.Hour))
+			})
+			d := decide()
+			if cmd := rrStaticCommand(t, d, v1.DisruptionReasonDrifted); !cmd.TerminateFirst {
+				t.Error("the reserved node is not deleted first")
+			}
+			if got := blocked(d, "od"); !strings.Contains(got, "reservations, which are full") {
+				t.Errorf("od: %q, want it kept", got)
+			}
+		}},
 	refCase{ref: rrDR + "issues a delete-only command when the reservation is full and there is no fallback",
 		gap: "no terminate-first for drift: the drifted node's pod would have no place (the reservation is full and the NodePool allows only reserved capacity), so drift leaves the node and says so (PodsDoNotFit), as the reference does with TerminateFirstDrift off",
 	},

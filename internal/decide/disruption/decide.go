@@ -131,6 +131,10 @@ type Command struct {
 	Scores []Score
 	// Repair is what node repair found and does, for an Unhealthy command.
 	Repair *Repair
+	// TerminateFirst marks a static NodePool's command whose replacement
+	// can launch only into the slot the node frees (the pool launches
+	// only into full capacity reservations): the node goes first.
+	TerminateFirst bool
 	// Static marks a command on a static NodePool's node: once the node
 	// is tainted it no longer counts as one of the pool's replicas, so the
 	// static controller launches its replacement from the template; the

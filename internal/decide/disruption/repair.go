@@ -131,7 +131,7 @@ func (d *decider) unrepairable(n *state.Node, u nodepoolhealth.Unhealthy, p *nod
 		why.Reason = BlockedDoNotRepair
 	case p.Held():
 		why.Reason, why.Message = BlockedRepairHeld, u.Describe()+"; "+p.HeldReason()
-	case d.static(n) && d.s.Static[n.NodePool] == nil:
+	case d.static(n) && d.cannotLaunch(n):
 		why, _ = d.staticCannotLaunch(n, v1.DisruptionReasonUnhealthy)
 	case drainBound(u, n) == nil:
 		for _, b := range n.Blockers() {
