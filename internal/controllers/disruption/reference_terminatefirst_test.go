@@ -1,6 +1,7 @@
 package disruption_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 	v1 "github.com/nodewright/nodewright/api/v1"
@@ -534,6 +536,34 @@ var _ = restate("terminatefirst_test.go",
 			if cmd := rrStaticCommand(t, decide(), v1.DisruptionReasonDrifted); !cmd.TerminateFirst {
 				t.Error("the drifted node holding a slot of the full reservation is not deleted first")
 			}
+			// Through the controller, without a node limit: the node is
+			// deleted at once, not tainted to wait for a replacement.
+			e, _ := rrStaticEnv(t, 1, "", v1.DisruptionReasonDrifted, func(e *env) {
+				ctx := context.Background()
+				types, err := instancetypes.Load(instancetypes.Options{Zones: []string{"us-east-1a", "us-east-1b"},
+					Reservations: []instancetypes.Reservation{{ID: rrResID, InstanceType: "m5.large", Zone: "us-east-1a", Available: 0}}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				e.ctrl.NodeClasses = classes{kube: e.kube, types: types}
+				np := &v1.NodePool{}
+				if err := e.kube.Get(ctx, client.ObjectKey{Name: "static"}, np); err != nil {
+					t.Fatal(err)
+				}
+				rrOnlyM5(np, v1.CapacityTypeReserved)
+				if err := e.kube.Update(ctx, np); err != nil {
+					t.Fatal(err)
+				}
+				n := &corev1.Node{}
+				if err := e.kube.Get(ctx, client.ObjectKey{Name: "sick"}, n); err != nil {
+					t.Fatal(err)
+				}
+				n.Labels[v1.LabelCapacityType], n.Labels[awsv1.LabelCapacityReservationID] = v1.CapacityTypeReserved, rrResID
+				if err := e.kube.Update(ctx, n); err != nil {
+					t.Fatal(err)
+				}
+			})
+			rrDeletedFirst(t, e, true)
 		}},
 	refCase{ref: rrSDReserved + "still drifts other static NodePools when one NodePool's instance types can't be resolved",
 		moot: "an error of the reference's per-NodePool instance type lookup inside static drift; nodewright's static drift command needs no instance types (the NodePool's controller launches from the template) and the decision reads them from the snapshot"},
