@@ -88,6 +88,9 @@ type Controller struct {
 	// paused are the NodePools whose drift is paused this round, policies
 	// their consolidation policies (for metrics).
 	paused, policies map[string]string
+	// unreached are the NodePools single-node consolidation did not
+	// reach last round; they come first in the next.
+	unreached map[string]bool
 	// said is the last DisruptionBlocked message per node, so each is
 	// reported once; warned the last NodeUnhealthy message per node.
 	said, warned map[string]string
@@ -170,6 +173,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	// This round's rollbacks may have paused drift.
 	c.paused = nodepoolhealth.PausedDrift(snap.Pools, c.Drifts, c.Config.DriftFailureLimit)
 	opts.DriftPaused = c.paused
+	opts.Unreached = c.unreached
 	// The snapshot predates this round's steps: the nodes of commands
 	// that finished in it are being deleted now.
 	opts.InFlight, opts.Planned = c.inFlight(nil), c.planned(snap, nil)
@@ -187,6 +191,7 @@ func (c *Controller) Reconcile(ctx context.Context) error {
 	}
 	started := c.Clock.Now()
 	dec := decide.Decide(snap, opts)
+	c.unreached = dec.Unreached
 	for _, cmd := range dec.Commands {
 		c.commands = append(c.commands, &inflight{Command: cmd, decidedAt: now, claims: claimNames(cmd.Nodes)})
 		c.Metrics.Disruption(string(cmd.Reason), "decided")

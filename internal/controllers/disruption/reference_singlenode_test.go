@@ -44,30 +44,34 @@ var _ = restate("singlenodeconsolidation_test.go",
 			}
 		}},
 	refCase{ref: redSingle + "should prioritize nodepools that timed out in previous runs",
-		gap: "nodewright keeps no record of the NodePools a round did not reach: each round looks at the same MaxSingleNode (25) cheapest-to-disrupt candidates first, so while those cannot be consolidated, a NodePool whose nodes rank after them is never looked at by single-node consolidation (only multi-node consolidation, up to 100 nodes, sees it); the reference puts the NodePools it did not reach first in its next round",
 		run: func(t *testing.T) {
-			// nodepool-1's node is cheap to disrupt and of the cheapest type
-			// that holds its pod (which only nodepool-1 may run);
-			// nodepool-2's, dearer to disrupt, could be replaced by a
-			// cheaper one. One node a round.
+			// nodepool-1's node, first in the candidate order (its price
+			// over its disruption cost is the higher), is of the cheapest
+			// type that holds its pod (which only nodepool-1 may run);
+			// nodepool-2's could be replaced by a cheaper one. One node a
+			// round: the first round reaches nodepool-1 only, and says
+			// nodepool-2 was not reached; the next looks at it first.
 			c := newCluster(t)
 			c.pool.Spec.Template.Spec.Requirements = append(c.pool.Spec.Template.Spec.Requirements,
 				v1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"us-east-1a"}})
 			c.objs.NodePools = nil
 			redPool(c, "nodepool-1", nil)
 			redPool(c, "nodepool-2", nil)
-			c.node("full", c.cheapestSpot(scheduling.MustParseResources("cpu=1500m,memory=1Gi,pods=3")), redIn("nodepool-1"))
-			c.pods("full", 1, "1500m", "1Gi", func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{v1.LabelNodePool: "nodepool-1"} })
+			c.node("full", c.cheapestSpot(scheduling.MustParseResources("cpu=15,memory=8Gi,pods=3")), redIn("nodepool-1"))
+			c.pods("full", 1, "15", "8Gi", func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{v1.LabelNodePool: "nodepool-1"} })
 			c.node("idle", "m5.4xlarge", onDemand, redIn("nodepool-2"))
-			c.pods("idle", 3, "100m", "128Mi")
-			for round := range 3 {
-				d := c.decide(redSingleOnly(1))
-				if len(d.Commands) == 1 && d.Commands[0].NodeNames()[0] == "idle" {
-					return
-				}
-				t.Logf("round %d: %q; idle: %q", round, commands(d), blocked(d, "idle"))
+			c.pods("idle", 30, "100m", "128Mi")
+			first := c.decide(redSingleOnly(1))
+			if len(first.Commands) != 0 || !first.Unreached["nodepool-2"] || first.Unreached["nodepool-1"] {
+				t.Fatalf("first round: %q, unreached %v; want nothing done and nodepool-2 not reached", commands(first), first.Unreached)
 			}
-			t.Error("nodepool-2's node was never looked at in 3 rounds")
+			next := c.decide(redSingleOnly(1), func(o *decide.Options) { o.Unreached = first.Unreached })
+			if len(next.Commands) != 1 || next.Commands[0].NodeNames()[0] != "idle" {
+				t.Errorf("next round: %q (idle %q), want nodepool-2's node looked at first and replaced", commands(next), blocked(next, "idle"))
+			}
+			if again := c.decide(redSingleOnly(1)); len(again.Commands) != 0 {
+				t.Errorf("without the record: %q, want nodepool-1's node looked at first again", commands(again))
+			}
 		}},
 	refCase{ref: redSingle + "should sort candidates by savings ratio with different disruption costs",
 		run: func(t *testing.T) {
@@ -92,7 +96,7 @@ var _ = restate("singlenodeconsolidation_test.go",
 			}
 		}},
 	refCase{ref: redSingle + "should reset timed out nodepools when all nodepools are evaluated",
-		moot: "the reference's record of the NodePools its single-node consolidation did not reach before its time ran out (PreviouslyUnseenNodePools), cleared once all are seen; nodewright keeps no such record — \"should prioritize nodepools that timed out in previous runs\" says what follows for users"},
+		moot: "the reference's record of the NodePools its single-node consolidation did not reach before its time ran out (PreviouslyUnseenNodePools), cleared once all are seen; nodewright's record is each decision's own (Decision.Unreached, empty when every NodePool was reached), which the controller hands the next one (\"should prioritize nodepools that timed out in previous runs\" here)"},
 	refCase{ref: redSingle + "should mark nodepools as timed out when timeout occurs",
 		moot: "the reference's single-node consolidation stops after a time (3 minutes) and records the NodePools it did not reach; nodewright bounds a round by count (Options.MaxSingleNode) and tells each node left over that it was not evaluated this round (checked by \"should sort candidates by savings ratio descending\" here)"},
 )

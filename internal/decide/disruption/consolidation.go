@@ -110,10 +110,19 @@ func (d *decider) consolidationPrice(n *state.Node) (float64, *Blocked) {
 func (d *decider) singleNodes(cands []candidate, others []*Command) []*Command {
 	var out []*Command
 	evaluated := 0
-	for _, c := range cands {
+	if len(d.opts.Unreached) > 0 {
+		cands = slices.Clone(cands)
+		slices.SortStableFunc(cands, func(a, b candidate) int {
+			return cmp.Compare(boolRank(!d.opts.Unreached[a.node.NodePool]), boolRank(!d.opts.Unreached[b.node.NodePool]))
+		})
+	}
+	reached := map[string]bool{}
+	for i, c := range cands {
 		if evaluated >= d.opts.MaxSingleNode {
+			d.unreached(cands[i:], reached)
 			break
 		}
+		reached[c.node.NodePool] = true
 		if a := d.allowance(c.node.NodePool, v1.DisruptionReasonUnderutilized); a.Allowed < 1 {
 			d.block(c.node, Blocked{Reason: BlockedByBudget, Allowance: a, Method: v1.DisruptionReasonUnderutilized})
 			continue
@@ -130,6 +139,27 @@ func (d *decider) singleNodes(cands []candidate, others []*Command) []*Command {
 		out = append(out, cmd)
 	}
 	return out
+}
+
+// unreached records the NodePools of the candidates single-node
+// consolidation did not reach, none of whose candidates it did.
+func (d *decider) unreached(rest []candidate, reached map[string]bool) {
+	for _, c := range rest {
+		if !reached[c.node.NodePool] {
+			if d.out.Unreached == nil {
+				d.out.Unreached = map[string]bool{}
+			}
+			d.out.Unreached[c.node.NodePool] = true
+		}
+	}
+}
+
+// boolRank orders false before true.
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // score is a command's savings per moved pod.

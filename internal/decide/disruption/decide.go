@@ -33,6 +33,11 @@ type Options struct {
 	ConsolidationInFlight bool
 	// MaxMultiNode caps the nodes one consolidation command removes.
 	MaxMultiNode int
+	// Unreached are the NodePools none of whose candidates single-node
+	// consolidation reached last round (its Decision.Unreached): their
+	// candidates come first this round, so a NodePool whose nodes rank
+	// after the first MaxSingleNode is not passed over round after round.
+	Unreached map[string]bool
 	// MaxSingleNode caps how many nodes single-node consolidation looks at
 	// in one decision.
 	MaxSingleNode int
@@ -171,6 +176,10 @@ type Decision struct {
 	CostPerHour map[string]float64
 	// Scores are the consolidation commands the Balanced policy weighed.
 	Scores []Score
+	// Unreached are the NodePools none of whose candidates single-node
+	// consolidation reached (MaxSingleNode): the next round's
+	// Options.Unreached.
+	Unreached map[string]bool
 }
 
 // decider holds one decision's working state.
