@@ -48,7 +48,7 @@ generate: ## Regenerate deepcopy functions and CRDs from the API types
 	go tool controller-gen object paths=./api/... crd:crdVersions=v1 output:crd:artifacts:config=api/crds
 	go run ./hack/crdpatch api/crds
 	go run ./hack/awsnames > internal/sim/cloud/awsapi/ec2names.go
-	go run ./hack/prices > internal/aws/instancetypes/prices.json
+	go run ./hack/prices > internal/aws/instancetypes/prices.json.new && mv internal/aws/instancetypes/prices.json.new internal/aws/instancetypes/prices.json
 	go run ./hack/rbacrules > internal/operator/rbac/rules.json
 	go run ./hack/cloudformation > docs/cloudformation.yaml
 	rm -f charts/nodewright/crds/*.yaml && cp api/crds/*.yaml charts/nodewright/crds/
