@@ -5,10 +5,12 @@ import (
 	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
+	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
 )
 
@@ -49,6 +51,13 @@ func (d *decider) drift(candidates []*state.Node) {
 			return
 		}
 		plan, pods := d.reschedule([]*state.Node{n})
+		if len(plan.Unschedulable) > 0 && d.fitsFreedSlot(n) {
+			// Its NodePool launches only into full reservations, and its
+			// pods fit in the slot it frees: it goes first.
+			d.command(v1.DisruptionReasonDrifted, []*state.Node{n}, &scheduling.Plan{}, pods).TerminateFirst = true
+			d.leaveNext(found, v1.DisruptionReasonDrifted)
+			return
+		}
 		if len(plan.Unschedulable) > 0 {
 			d.block(n, Blocked{Reason: BlockedPodsDoNotFit, Pod: plan.Unschedulable[0], Method: v1.DisruptionReasonDrifted})
 			continue
@@ -68,4 +77,48 @@ func driftedAt(n *state.Node, now time.Time) time.Time {
 		}
 	}
 	return now
+}
+
+// fitsFreedSlot reports a node of a NodePool that launches only into
+// full capacity reservations, holding one of their slots, whose pods
+// (and the others placed again with them) all find a place once its slot
+// is free: deleted first, its pods go to a node launched into the slot.
+func (d *decider) fitsFreedSlot(n *state.Node) bool {
+	var np *scheduling.NodePool
+	for _, p := range d.s.NodePools {
+		if p.Name == n.NodePool {
+			np = p
+		}
+	}
+	full, offered := reservationsFull(np)
+	if !full || !holdsSlot(n, offered) {
+		return false
+	}
+	typ, zone := n.Node.Labels[corev1.LabelInstanceTypeStable], n.Node.Labels[corev1.LabelTopologyZone]
+	in, _ := d.rescheduleInput([]*state.Node{n})
+	pools := make([]*scheduling.NodePool, 0, len(in.NodePools))
+	for _, p := range in.NodePools {
+		if p.Name != n.NodePool {
+			pools = append(pools, p)
+			continue
+		}
+		cp := *p
+		cp.InstanceTypes = slices.Clone(p.InstanceTypes)
+		for i, it := range cp.InstanceTypes {
+			if it.Name != typ {
+				continue
+			}
+			freed := *it
+			freed.Offerings = slices.Clone(it.Offerings)
+			for j, o := range freed.Offerings {
+				if o.CapacityType == v1.CapacityTypeReserved && o.Zone == zone && o.ReservationCapacity == 0 {
+					freed.Offerings[j].Available, freed.Offerings[j].ReservationCapacity = true, 1
+				}
+			}
+			cp.InstanceTypes[i] = &freed
+		}
+		pools = append(pools, &cp)
+	}
+	in.NodePools = pools
+	return len(scheduling.Solve(in).Unschedulable) == 0
 }

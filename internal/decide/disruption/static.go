@@ -64,7 +64,13 @@ func (d *decider) staticCommand(reason v1.DisruptionReason, n *state.Node) {
 // of them are still offered (instance type and zone): a replacement can
 // then launch only into a slot a node of the pool frees.
 func (d *decider) staticReservations(pool string) (bool, map[[2]string]bool) {
-	np := d.s.Static[pool]
+	return reservationsFull(d.s.Static[pool])
+}
+
+// reservationsFull reports whether every offering a NodePool may launch
+// is a capacity reservation without room, and which of them are still
+// offered (instance type and zone).
+func reservationsFull(np *scheduling.NodePool) (bool, map[[2]string]bool) {
 	if np == nil {
 		return false, nil
 	}
