@@ -260,7 +260,9 @@ func RequestReboot(ctx context.Context, kube client.Client, nc *v1.NodeClaim, bo
 	if bound != nil {
 		fresh.Annotations[v1.AnnotationRebootTerminationGracePeriod] = bound.String()
 	}
-	fresh.Annotations[v1.AnnotationReboots] = nodepoolhealth.RecordReboot(fresh, now)
+	if !requestRecorded(fresh, now) {
+		fresh.Annotations[v1.AnnotationReboots] = nodepoolhealth.RecordReboot(fresh, now)
+	}
 	if err := kube.Patch(ctx, fresh, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 		return client.IgnoreNotFound(err)
 	}
@@ -271,6 +273,18 @@ func RequestReboot(ctx context.Context, kube client.Client, nc *v1.NodeClaim, bo
 		return client.IgnoreNotFound(err)
 	}
 	return nil
+}
+
+// requestRecorded reports a reboot request recorded in the NodeClaim's
+// history whose Rebooting condition was never written (that write failed):
+// the request made again is the same one, not another reboot.
+func requestRecorded(nc *v1.NodeClaim, now time.Time) bool {
+	reboots := nodepoolhealth.Reboots(nc, now)
+	if len(reboots) == 0 {
+		return false
+	}
+	c := meta.FindStatusCondition(nc.Status.Conditions, v1.ConditionRebooting)
+	return c == nil || c.LastTransitionTime.Before(&metav1.Time{Time: reboots[len(reboots)-1]})
 }
 
 // batch writes the launch batch of each group of NodeClaims that would

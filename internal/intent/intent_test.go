@@ -5,10 +5,14 @@ import (
 	"maps"
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/cloudprovider"
@@ -17,6 +21,7 @@ import (
 	"github.com/nodewright/nodewright/internal/sim/harness/controlplane"
 	"github.com/nodewright/nodewright/internal/sim/harness/optest"
 	"github.com/nodewright/nodewright/internal/state"
+	"github.com/nodewright/nodewright/internal/state/nodepoolhealth"
 )
 
 // The disrupted taint follows what the caller asks whatever its copy of
@@ -146,5 +151,61 @@ func TestNodeClaimsOfAPlanShareLaunchBatches(t *testing.T) {
 		if _, ok := nc.Annotations[cloudprovider.AnnotationLaunchBatch]; ok {
 			t.Errorf("%s has a launch batch from a writer without Batch", name)
 		}
+	}
+}
+
+// A reboot request whose Rebooting condition failed to be written, made
+// again, records one reboot in the NodeClaim's history, not two; a
+// request after that reboot ended records the next.
+func TestRebootRequestMadeAgainRecordsOnce(t *testing.T) {
+	plane := controlplane.StartForTest(t, controlplane.Options{})
+	kube, _ := optest.Direct(t, plane)
+	ctx := context.Background()
+	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "flaky"}}
+	nc.Spec.NodeClassRef = &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}
+	nc.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}}
+	if err := kube.Create(ctx, nc); err != nil {
+		t.Fatal(err)
+	}
+	watching, err := client.NewWithWatch(plane.Config, client.Options{Scheme: kube.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fail := 1
+	flaky := interceptor.NewClient(watching, interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			if fail > 0 && sub == "status" {
+				fail--
+				return apierrors.NewServiceUnavailable("injected status write failure")
+			}
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	})
+	at := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	if err := intent.RequestReboot(ctx, flaky, nc, nil, "test", at); err == nil {
+		t.Fatal("the failed status write was not reported")
+	}
+	if err := intent.RequestReboot(ctx, flaky, nc, nil, "test", at.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	got := &v1.NodeClaim{}
+	if err := kube.Get(ctx, client.ObjectKeyFromObject(nc), got); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(nodepoolhealth.Reboots(got, at.Add(time.Minute))); n != 1 {
+		t.Fatalf("history %q after one request made twice, want 1 reboot", got.Annotations[v1.AnnotationReboots])
+	}
+	meta.SetStatusCondition(&got.Status.Conditions, metav1.Condition{Type: v1.ConditionRebooting, Status: metav1.ConditionFalse, Reason: v1.ReasonRebootSucceeded, LastTransitionTime: metav1.NewTime(at.Add(10 * time.Minute))})
+	if err := kube.Status().Update(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	if err := intent.RequestReboot(ctx, kube, got, nil, "test", at.Add(20*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := kube.Get(ctx, client.ObjectKeyFromObject(nc), got); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(nodepoolhealth.Reboots(got, at.Add(20*time.Minute))); n != 2 {
+		t.Errorf("history %q after a second reboot, want 2", got.Annotations[v1.AnnotationReboots])
 	}
 }

@@ -90,11 +90,10 @@ func Restamp(nc *v1.NodeClaim, np *v1.NodePool, class *cloudprovider.NodeClass) 
 func NodePoolHash(np *v1.NodePool) string {
 	t := np.Spec.Template
 	type duration struct{ Duration *time.Duration }
+	// Never, or a value validation refuses, is hashed as unset.
 	expire := duration{}
 	if d, never, err := t.Spec.ExpireAfter.Parse(); err == nil && !never {
 		expire.Duration = &d
-	} else if err != nil {
-		expire.Duration = nil // unparseable: validation refuses it; hashed as unset
 	}
 	type meta struct{ Labels, Annotations map[string]string }
 	type spec struct {

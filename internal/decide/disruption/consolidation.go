@@ -23,6 +23,8 @@ type candidate struct {
 	cost float64
 	// used is the larger of the CPU and memory shares its pods request.
 	used float64
+	// ratio is its price over what moving its pods costs (rescheduleCost).
+	ratio float64
 }
 
 // consolidation finds the command with the best savings per moved pod
@@ -75,11 +77,11 @@ func (d *decider) consolidationCandidates(nodes []*state.Node) []candidate {
 			continue
 		}
 		d.eligible(n, v1.DisruptionReasonUnderutilized)
-		cands = append(cands, candidate{node: n, price: price, pods: len(n.Reschedulable()), used: used(n), cost: n.DisruptionCost(d.now, !d.opts.PodDeletionCostManagement)})
+		cands = append(cands, candidate{node: n, price: price, pods: len(n.Reschedulable()), used: used(n), cost: n.DisruptionCost(d.now, !d.opts.PodDeletionCostManagement),
+			ratio: price / d.rescheduleCost(n)})
 	}
 	slices.SortFunc(cands, func(a, b candidate) int {
-		ra, rb := a.price/d.rescheduleCost(a.node), b.price/d.rescheduleCost(b.node)
-		return cmp.Or(cmp.Compare(rb, ra), cmp.Compare(a.cost, b.cost), cmp.Compare(a.node.Name, b.node.Name))
+		return cmp.Or(cmp.Compare(b.ratio, a.ratio), cmp.Compare(a.cost, b.cost), cmp.Compare(a.node.Name, b.node.Name))
 	})
 	return cands
 }
@@ -417,14 +419,7 @@ func (d *decider) balanced(c *Command) []Score {
 		if d.s.Pools[pool].Spec.Disruption.ConsolidationPolicy != v1.ConsolidationPolicyBalanced {
 			continue
 		}
-		totalCost, totalDisruption := 0.0, 0.0
-		for _, n := range d.s.Candidates() {
-			if n.NodePool == pool {
-				p, _ := d.price(n)
-				totalCost += p
-				totalDisruption += d.rescheduleCost(n)
-			}
-		}
+		totalCost, totalDisruption := d.poolTotals(pool)
 		poolCost, moved, pods := 0.0, 0.0, 0
 		for _, n := range byPool[pool] {
 			p, _ := d.price(n)
@@ -446,6 +441,21 @@ func (d *decider) balanced(c *Command) []Score {
 		out = append(out, Score{NodePool: pool, Score: score, Approved: score >= BalancedThreshold, Moves: pods, Savings: share, Disruption: taken})
 	}
 	return out
+}
+
+// poolTotals are a NodePool's hourly cost and disruption cost (the sum of
+// its nodes' rescheduleCost), worked out once a decision.
+func (d *decider) poolTotals(pool string) (float64, float64) {
+	if d.totals == nil {
+		d.totals = map[string][2]float64{}
+		for _, n := range d.s.Candidates() {
+			p, _ := d.price(n)
+			t := d.totals[n.NodePool]
+			d.totals[n.NodePool] = [2]float64{t[0] + p, t[1] + d.rescheduleCost(n)}
+		}
+	}
+	t := d.totals[pool]
+	return t[0], t[1]
 }
 
 // rescheduleCost is what moving a node's pods off it costs the Balanced

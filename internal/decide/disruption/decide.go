@@ -200,6 +200,9 @@ type decider struct {
 	next map[string]v1.DisruptionReason
 	// pools is the NodePools' health by the repair policies (health()).
 	pools map[string]*nodepoolhealth.Pool
+	// totals are each NodePool's hourly cost and disruption cost, for
+	// the Balanced policy (poolTotals).
+	totals map[string][2]float64
 	// doomed are the nodes drift (its budget letting any go now) or
 	// expiration replaces, in this round or a later one: pods are not
 	// moved onto them, to be evicted again.

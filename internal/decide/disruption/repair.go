@@ -126,13 +126,17 @@ func (d *decider) repair(candidates []*state.Node) {
 // unrepairable says why an unhealthy node stays, if it does.
 func (d *decider) unrepairable(n *state.Node, u nodepoolhealth.Unhealthy, p *nodepoolhealth.Pool) (Blocked, bool) {
 	why := Blocked{Method: v1.DisruptionReasonUnhealthy, Message: u.Describe()}
+	launch, cannot := Blocked{}, false
+	if d.static(n) {
+		launch, cannot = d.staticCannotLaunch(n, v1.DisruptionReasonUnhealthy)
+	}
 	switch {
 	case u.DoNotRepair:
 		why.Reason = BlockedDoNotRepair
 	case p.Held():
 		why.Reason, why.Message = BlockedRepairHeld, u.Describe()+"; "+p.HeldReason()
-	case d.static(n) && d.cannotLaunch(n):
-		why, _ = d.staticCannotLaunch(n, v1.DisruptionReasonUnhealthy)
+	case cannot:
+		why = launch
 	case drainBound(u, n) == nil:
 		for _, b := range n.Blockers() {
 			if b.Graceful() {

@@ -35,13 +35,6 @@ func (d *decider) staticCannotLaunch(n *state.Node, reason v1.DisruptionReason) 
 	return Blocked{Reason: BlockedStaticCannotLaunch, Method: reason, Message: why}, true
 }
 
-// cannotLaunch reports a static NodePool's node whose replacement its
-// NodePool cannot launch (staticCannotLaunch).
-func (d *decider) cannotLaunch(n *state.Node) bool {
-	_, cannot := d.staticCannotLaunch(n, v1.DisruptionReasonUnhealthy)
-	return cannot
-}
-
 // static reports a node of a static NodePool.
 func (d *decider) static(n *state.Node) bool {
 	np := d.s.Pools[n.NodePool]
