@@ -1,6 +1,7 @@
 package referencetest
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -99,4 +100,20 @@ func (o Oracle) Build(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return bin
+}
+
+// RunLines runs a built oracle on the input (one JSON object a line, as
+// the oracles read it) and returns its output lines, failing the test
+// with the oracle's own error output when it fails.
+func RunLines(t testing.TB, bin string, input []byte) [][]byte {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), bin) //nolint:gosec // an oracle the test built
+	cmd.Stdin = bytes.NewReader(input)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("oracle %s: %v\n%s", filepath.Base(bin), err, stderr.String())
+	}
+	return bytes.Split(bytes.TrimRight(out, "\n"), []byte("\n"))
 }

@@ -1,11 +1,9 @@
 package nodeclass_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"testing"
@@ -245,22 +243,14 @@ func TestStaticDriftAsTheReference(t *testing.T) {
 		line, _ := json.Marshal(map[string]any{"kind": c.kind, "before": json.RawMessage(b), "after": json.RawMessage(a)})
 		in.Write(append(line, '\n'))
 	}
-	cmd := exec.CommandContext(t.Context(), bin)
-	cmd.Stdin = &in
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("oracle: %v\n%s", err, stderr.String())
-	}
-	sc := bufio.NewScanner(bytes.NewReader(out))
+	lines := referencetest.RunLines(t, bin, in.Bytes())
 	i, drifted := 0, 0
-	for ; sc.Scan(); i++ {
+	for ; i < len(lines); i++ {
 		var want struct {
 			Drifted bool   `json:"drifted"`
 			Error   string `json:"error"`
 		}
-		if err := json.Unmarshal(sc.Bytes(), &want); err != nil {
+		if err := json.Unmarshal(lines[i], &want); err != nil {
 			t.Fatal(err)
 		}
 		c := driftChanges[i]

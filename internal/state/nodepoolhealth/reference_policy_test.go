@@ -1,14 +1,12 @@
 package nodepoolhealth_test
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -172,20 +170,11 @@ func TestPoliciesDecideAsTheReference(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.CommandContext(t.Context(), bin)
-	cmd.Stdin = &in
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("oracle: %v\n%s", err, stderr.String())
-	}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	sc.Buffer(make([]byte, 1<<20), 1<<24)
+	lines := referencetest.RunLines(t, bin, in.Bytes())
 	i, refused, eligible, wrong := 0, 0, 0, 0
-	for ; sc.Scan(); i++ {
+	for ; i < len(lines); i++ {
 		var want refResult
-		if err := json.Unmarshal(sc.Bytes(), &want); err != nil {
+		if err := json.Unmarshal(lines[i], &want); err != nil {
 			t.Fatal(err)
 		}
 		c := cases[i]
