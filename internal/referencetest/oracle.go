@@ -107,7 +107,7 @@ func (o Oracle) Build(t testing.TB) string {
 // with the oracle's own error output when it fails.
 func RunLines(t testing.TB, bin string, input []byte) [][]byte {
 	t.Helper()
-	cmd := exec.CommandContext(t.Context(), bin) //nolint:gosec // an oracle the test built
+	cmd := exec.CommandContext(t.Context(), bin)
 	cmd.Stdin = bytes.NewReader(input)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
