@@ -249,11 +249,14 @@ const (
 // Drift reasons, the reasons of a NodeClaim's Drifted condition that do
 // not depend on the cloud: its NodePool's template changed since it was
 // made, or the NodePool's requirements no longer admit its labels, or its
-// node class changed (the class's hash stamped on it differs).
+// node class no longer offers its instance type where it runs, or its
+// node class changed (the class's hash stamped on it differs). The
+// strings are Karpenter's, so alerts written for it match.
 const (
-	ReasonNodePoolDrifted     = "NodePoolDrifted"
-	ReasonRequirementsDrifted = "RequirementsDrifted"
-	ReasonNodeClassDrifted    = "NodeClassDrifted"
+	ReasonNodePoolDrifted      = "NodePoolDrifted"
+	ReasonRequirementsDrifted  = "RequirementsDrifted"
+	ReasonInstanceTypeNotFound = "InstanceTypeNotFound"
+	ReasonNodeClassDrifted     = "NodeClassDrift"
 )
 
 // StatusConditions are the NodeClaim's status conditions.

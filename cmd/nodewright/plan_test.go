@@ -41,7 +41,7 @@ func TestPlanOnTheDriftScenario(t *testing.T) {
 		t.Fatalf("nodes %+v; the dump has 4", r.Nodes)
 	}
 	for _, n := range r.Nodes {
-		if !n.Drifted || n.Reason != "NodeClassDrifted" || strings.Join(n.Fields, ",") != "spec.tags" || n.NodeClaim == "" {
+		if !n.Drifted || n.Reason != "NodeClassDrift" || strings.Join(n.Fields, ",") != "spec.tags" || n.NodeClaim == "" {
 			t.Errorf("node %+v; want drifted by the EC2NodeClass's spec.tags", n)
 		}
 	}
@@ -67,7 +67,7 @@ func TestPlanOnTheDriftScenario(t *testing.T) {
 	// the same: its AMIs are the ones the nodes run.
 	out2, err := runStdout("plan", "-f", "testdata/drift-dump.yaml", "--change", "../../scenarios/drift.then-1.yaml", "--now", "2026-11-25T18:30:00Z", "-o", "json", "--cloud", "sim")
 	var again whatif.PlanReport
-	if err != nil || json.Unmarshal([]byte(out2), &again) != nil || len(again.Rounds) != 4 || again.Nodes[0].Reason != "NodeClassDrifted" {
+	if err != nil || json.Unmarshal([]byte(out2), &again) != nil || len(again.Rounds) != 4 || again.Nodes[0].Reason != "NodeClassDrift" {
 		t.Errorf("--cloud sim: %v; rounds %d, nodes %+v", err, len(again.Rounds), again.Nodes)
 	}
 

@@ -40,6 +40,9 @@ type Instance struct {
 	// SubnetID and SecurityGroupIDs are the instance's network placement.
 	SubnetID         string
 	SecurityGroupIDs []string
+	// CapacityReservationID is the reservation the instance runs in; ""
+	// when none.
+	CapacityReservationID string
 	// Foreign says the instance lacks the provider's ownership tags:
 	// nodewright did not launch it, and acts on neither it nor its node.
 	Foreign bool

@@ -228,6 +228,35 @@ func (r *Requirement) Values() []string {
 	return out
 }
 
+// Value is a value the label may take, for a node that must carry one: the
+// first allowed value of a set; for a complement (NotIn, Exists, Gt, Lt)
+// the least non-negative integer within its bounds it does not exclude.
+// false when the label may take none, or need not be present (In with no
+// value left, DoesNotExist).
+func (r *Requirement) Value() (string, bool) {
+	if !r.complement {
+		for _, v := range r.Values() {
+			if r.withinBounds(v) {
+				return v, true
+			}
+		}
+		return "", false
+	}
+	lo := int64(0)
+	if r.greaterThan != nil && *r.greaterThan >= 0 {
+		lo = *r.greaterThan + 1
+	}
+	for v := lo; r.lessThan == nil || v < *r.lessThan; v++ {
+		if s := strconv.FormatInt(v, 10); r.Has(s) {
+			return s, true
+		}
+		if v-lo > int64(len(r.values)) {
+			break // past every excluded value
+		}
+	}
+	return "", false
+}
+
 // Single returns the only allowed value, if there is exactly one.
 func (r *Requirement) Single() (string, bool) {
 	if r == nil || r.complement || len(r.values) != 1 {

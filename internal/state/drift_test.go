@@ -39,8 +39,9 @@ func TestDriftAndExpiryInTheSnapshot(t *testing.T) {
 		}
 		return np
 	}
-	class := &cloudprovider.NodeClass{Kind: "EC2NodeClass", Name: "default", InstanceTypes: []*scheduling.InstanceType{{Name: "m5.large"}},
-		Stamp: cloudprovider.Stamp{HashAnnotation: "class-hash", VersionAnnotation: "class-hash-version", Hash: "h2", Version: "v1"}, Drift: classDrift{}}
+	class := &cloudprovider.NodeClass{Kind: "EC2NodeClass", Name: "default",
+		InstanceTypes: []*scheduling.InstanceType{{Name: "m5.large", Offerings: []scheduling.Offering{{Zone: "us-east-1a", CapacityType: v1.CapacityTypeOnDemand}}}},
+		Stamp:         cloudprovider.Stamp{HashAnnotation: "class-hash", VersionAnnotation: "class-hash-version", Hash: "h2", Version: "v1"}, Drift: classDrift{}}
 	made := func(np *v1.NodePool, c *cloudprovider.NodeClass) func(*v1.NodeClaim) {
 		return func(nc *v1.NodeClaim) {
 			stamped := state.NodeClaimFor(np, c, &scheduling.PlannedNodeClaim{})
@@ -58,7 +59,7 @@ func TestDriftAndExpiryInTheSnapshot(t *testing.T) {
 	oldClass := *class
 	oldClass.Stamp.Hash = "h1"
 	drifted := func(nc *v1.NodeClaim) {
-		nc.Status.Conditions = append(nc.Status.Conditions, metav1.Condition{Type: v1.ConditionDrifted, Status: metav1.ConditionTrue, Reason: "SubnetDrifted", Message: "subnet"})
+		nc.Status.Conditions = append(nc.Status.Conditions, metav1.Condition{Type: v1.ConditionDrifted, Status: metav1.ConditionTrue, Reason: "SubnetDrift", Message: "subnet"})
 	}
 	registered := labelled(v1.LabelRegistered, "true")
 	for name, tc := range map[string]struct {
@@ -68,22 +69,30 @@ func TestDriftAndExpiryInTheSnapshot(t *testing.T) {
 		want    string
 		expires bool
 	}{
-		"matches":                                {pool: pool(), claim: []func(*v1.NodeClaim){made(pool(), class)}, node: []func(*corev1.Node){labelled(category, "m")}},
+		"matches":                                {pool: pool(), claim: []func(*v1.NodeClaim){made(pool(), class)}},
+		"instance type no longer offered there":  {pool: pool(), claim: []func(*v1.NodeClaim){made(pool(), class)}, node: []func(*corev1.Node){labelled(corev1.LabelTopologyZone, "us-east-1b")}, want: v1.ReasonInstanceTypeNotFound},
+		"instance type no longer offered":        {pool: pool(), claim: []func(*v1.NodeClaim){made(pool(), class)}, node: []func(*corev1.Node){labelled(corev1.LabelInstanceTypeStable, "m4.large")}, want: v1.ReasonInstanceTypeNotFound},
 		"requirements no longer admit it":        {pool: pool(), claim: []func(*v1.NodeClaim){made(pool(), class)}, node: []func(*corev1.Node){labelled(category, "c")}, want: v1.ReasonRequirementsDrifted},
 		"template changed since":                 {pool: pool(func(np *v1.NodePool) { np.Spec.Template.ObjectMeta.Labels = map[string]string{"team": "b"} }), claim: []func(*v1.NodeClaim){made(pool(), class)}, want: v1.ReasonNodePoolDrifted},
 		"node class changed since":               {pool: pool(), claim: []func(*v1.NodeClaim){made(pool(), &oldClass)}, want: v1.ReasonNodeClassDrifted},
 		"the cloud's rule":                       {pool: pool(), claim: []func(*v1.NodeClaim){made(pool(), class)}, node: []func(*corev1.Node){labelled("image", "old")}, want: "ImageDrifted"},
-		"what only the lifecycle sees":           {pool: pool(), claim: []func(*v1.NodeClaim){made(pool(), class), drifted}, want: "SubnetDrifted"},
+		"what only the lifecycle sees":           {pool: pool(), claim: []func(*v1.NodeClaim){made(pool(), class), drifted}, want: "SubnetDrift"},
 		"node only, initialized":                 {pool: pool(), node: []func(*corev1.Node){registered, labelled(v1.LabelInitialized, "true", category, "c")}, want: v1.ReasonRequirementsDrifted},
 		"node only, not initialized":             {pool: pool(), node: []func(*corev1.Node){registered, labelled(category, "c")}},
 		"node only, never registered by one":     {pool: pool(), node: []func(*corev1.Node){labelled(category, "c")}, want: v1.ReasonRequirementsDrifted},
 		"NodeClaim past its expireAfter":         {pool: pool(func(np *v1.NodePool) { np.Spec.Template.Spec.ExpireAfter = "1h" }), claim: []func(*v1.NodeClaim){made(pool(func(np *v1.NodePool) { np.Spec.Template.Spec.ExpireAfter = "1h" }), class)}, expires: true},
 		"node only, past its pool's expireAfter": {pool: pool(func(np *v1.NodePool) { np.Spec.Template.Spec.ExpireAfter = "30m" }), node: []func(*corev1.Node){labelled(v1.LabelInitialized, "true")}, expires: true},
 	} {
-		objs := state.Objects{NodePools: []*v1.NodePool{tc.pool}, Nodes: []*corev1.Node{node("n", "default", tc.node...)}}
+		// An m5.large on demand in us-east-1a, unless the case says otherwise.
+		launched := labelled(category, "m", corev1.LabelInstanceTypeStable, "m5.large", corev1.LabelTopologyZone, "us-east-1a", v1.LabelCapacityType, v1.CapacityTypeOnDemand)
+		objs := state.Objects{NodePools: []*v1.NodePool{tc.pool}, Nodes: []*corev1.Node{node("n", "default", append([]func(*corev1.Node){launched}, tc.node...)...)}}
 		if tc.claim != nil {
 			objs.NodeClaims = []*v1.NodeClaim{claim("c", "default", append([]func(*v1.NodeClaim){launchedAs("n"), initialized(now.Add(-time.Hour))}, tc.claim...)...)}
 			objs.NodeClaims[0].Spec.NodeClassRef = tc.pool.Spec.Template.Spec.NodeClassRef
+			// The launch labelled the NodeClaim as its node.
+			for k, v := range objs.Nodes[0].Labels {
+				objs.NodeClaims[0].Labels[k] = v
+			}
 		}
 		s := state.Build(objs, state.Options{Now: now, NodeClasses: map[string]*cloudprovider.NodeClass{"default": class}, NodesWithoutClaims: true})
 		n := s.Nodes[0]

@@ -48,7 +48,7 @@ func (s *Snapshot) lifetimes(pools []*v1.NodePool, classes map[string]*cloudprov
 		if n.NodeClaim != nil && n.NodeClaim.Spec.NodeClassRef != nil {
 			class = classes[n.NodeClaim.Spec.NodeClassRef.Name]
 		}
-		n.drift = pd.drifted(n.NodeClaim, NodeLabels(n.NodeClaim, n.Node), class, nil)
+		n.drift = pd.drifted(n.NodeClaim, NodeLabels(n.NodeClaim, n.Node), class, nil, s.Now)
 	}
 }
 

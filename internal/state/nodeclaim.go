@@ -108,6 +108,38 @@ func NodePoolHash(np *v1.NodePool) string {
 	}{meta{t.ObjectMeta.Labels, t.ObjectMeta.Annotations}, spec{t.Spec.Taints, t.Spec.StartupTaints, t.Spec.NodeClassRef, expire, t.Spec.TerminationGracePeriod}})
 }
 
+// CustomLabels are the labels a NodeClaim carries from its requirements
+// on labels no instance type or cloud sets (a team, a workload): a value
+// each allows (the first of an In's, a number for Exists or NotIn), as
+// the reference resolves them when it makes a NodeClaim. Its node gets
+// them too, so the pods that select them land there, and the NodePool's
+// requirements keep admitting it.
+func CustomLabels(reqs scheduling.Requirements) map[string]string {
+	out := map[string]string{}
+	for key, r := range reqs {
+		if setByTheCloud(key) {
+			continue
+		}
+		if v, ok := r.Value(); ok {
+			out[key] = v
+		}
+	}
+	return out
+}
+
+// setByTheCloud: labels the instance type, its offering or the lifecycle
+// set (Karpenter's well-known and restricted labels), which a NodeClaim's
+// requirements do not resolve.
+func setByTheCloud(key string) bool {
+	switch key {
+	case v1.LabelNodePool, v1.LabelCapacityType, corev1.LabelTopologyZone, corev1.LabelTopologyRegion, corev1.LabelInstanceTypeStable,
+		corev1.LabelArchStable, corev1.LabelOSStable, corev1.LabelWindowsBuild, corev1.LabelHostname, "topology.k8s.aws/zone-id",
+		corev1.LabelFailureDomainBetaZone, corev1.LabelFailureDomainBetaRegion, corev1.LabelInstanceType, "beta.kubernetes.io/arch", "beta.kubernetes.io/os":
+		return true
+	}
+	return strings.HasPrefix(key, "karpenter.sh/") || strings.HasPrefix(key, "karpenter.k8s.aws/")
+}
+
 // DriftHash hashes a value as the reference hashes the objects drift is
 // measured against (hashstructure's FormatV2): lists as sets, a zero
 // value as its absence, fields tagged hash:"ignore" left out.
@@ -150,10 +182,11 @@ func NodePoolOwner(np *v1.NodePool) []metav1.OwnerReference {
 // requirements (with the template's minValues) and requests, and the
 // hashes that drift is measured against.
 func NodeClaimFor(np *v1.NodePool, class *cloudprovider.NodeClass, planned *scheduling.PlannedNodeClaim) *v1.NodeClaim {
-	labels := map[string]string{v1.LabelNodePool: np.Name}
+	labels := CustomLabels(planned.Requirements)
 	for k, v := range np.Spec.Template.ObjectMeta.Labels {
 		labels[k] = v
 	}
+	labels[v1.LabelNodePool] = np.Name
 	annotations := map[string]string{AnnotationNodePoolHash: NodePoolHash(np), AnnotationNodePoolHashVersion: HashVersion}
 	if class != nil && class.Stamp.HashAnnotation != "" {
 		annotations[class.Stamp.HashAnnotation] = class.Stamp.Hash

@@ -635,12 +635,14 @@ const (
 )
 
 // Drift reasons of an EC2NodeClass's NodeClaims: what the instance has
-// is no longer what the EC2NodeClass selects.
+// is no longer what the EC2NodeClass selects. The strings are Karpenter's
+// AWS provider's.
 const (
-	ReasonAMIDrifted            = "AMIDrifted"
-	ReasonSubnetDrifted         = "SubnetDrifted"
-	ReasonSecurityGroupsDrifted = "SecurityGroupsDrifted"
-	ReasonPlacementGroupDrifted = "PlacementGroupDrifted"
+	ReasonAMIDrifted                 = "AMIDrift"
+	ReasonSubnetDrifted              = "SubnetDrift"
+	ReasonSecurityGroupsDrifted      = "SecurityGroupDrift"
+	ReasonCapacityReservationDrifted = "CapacityReservationDrift"
+	ReasonPlacementGroupDrifted      = "PlacementGroupDrift"
 )
 
 // StatusConditions are the EC2NodeClass's status conditions.

@@ -86,6 +86,7 @@ func Resolved(class *awsv1.EC2NodeClass, types []*scheduling.InstanceType) *clou
 		return out
 	}
 	out.InstanceTypes, out.AMIs = types, AMIsOf(class)
+	out.Drift = Drift{Class: class, Types: types}
 	return out
 }
 
@@ -125,55 +126,125 @@ func NotReady(class *awsv1.EC2NodeClass) *cloudprovider.NotReady {
 	return &cloudprovider.NotReady{Condition: awsv1.ConditionReady, Reason: c.Reason, Message: "is not ready: " + c.Message}
 }
 
-// Drift holds the EC2NodeClass's drift rules: a NodeClaim has drifted
-// when its node is in another placement group than the class selects,
-// or its instance runs an AMI, in a subnet or with security groups the
-// class no longer selects. Rules the class's status cannot check (not
-// resolved yet) do not apply.
+// Drift holds the EC2NodeClass's drift rules, in the reference's order:
+// a NodeClaim has drifted when its image is not the AMI the class would
+// launch its instance type with now; else when its instance has other
+// security groups than the class selects, runs in a subnet or a capacity
+// reservation it does not select, or its node is in another placement
+// group. The rules read the class's status: while the status lacks what
+// a rule needs (no AMIs, subnets or security groups resolved yet), or the
+// NodeClaim its image or a known instance type, nothing is decided.
 type Drift struct {
 	Class *awsv1.EC2NodeClass
+	// Types are the class's instance types now; nil when not known (the
+	// AMI rule then reads the instance type's labels off the NodeClaim).
+	Types []*scheduling.InstanceType
 }
 
 // Drifted implements cloudprovider.Drifter.
 func (d Drift) Drifted(claim *v1.NodeClaim, labels map[string]string, inst *cloudprovider.Instance) cloudprovider.Drift {
-	for _, rule := range []func(*v1.NodeClaim, map[string]string, *cloudprovider.Instance) cloudprovider.Drift{d.placementGroup, d.ami, d.subnet, d.securityGroups} {
-		if out := rule(claim, labels, inst); out.Drifted() {
-			return out
+	ami, known := d.ami(claim, labels, inst)
+	if ami.Drifted() {
+		return ami
+	}
+	if inst == nil {
+		// Offline, from a dump: what the objects alone tell.
+		return first(d.subnet(labels, nil), d.placementGroup(labels))
+	}
+	if !known {
+		return cloudprovider.Drift{}
+	}
+	if len(d.Class.Status.SecurityGroups) == 0 || len(d.Class.Status.Subnets) == 0 {
+		return cloudprovider.Drift{}
+	}
+	return first(d.securityGroups(inst), d.subnet(labels, inst), d.capacityReservation(inst), d.placementGroup(labels))
+}
+
+func first(ds ...cloudprovider.Drift) cloudprovider.Drift {
+	for _, d := range ds {
+		if d.Drifted() {
+			return d
 		}
 	}
 	return cloudprovider.Drift{}
 }
 
-func (d Drift) placementGroup(_ *v1.NodeClaim, labels map[string]string, _ *cloudprovider.Instance) cloudprovider.Drift {
-	pg, have := d.Class.Status.PlacementGroup, labels[awsv1.LabelPlacementGroupID]
-	if pg == nil || d.Class.Spec.PlacementGroupSelector == nil || have == "" || have == pg.ID {
+// placementGroup: the node is in another placement group than the one
+// the class selects now (or in one while the class selects none, or in
+// none while it selects one). Unknown while the selected group is not
+// resolved.
+func (d Drift) placementGroup(labels map[string]string) cloudprovider.Drift {
+	have, want := labels[awsv1.LabelPlacementGroupID], ""
+	if d.Class.Spec.PlacementGroupSelector != nil {
+		if d.Class.Status.PlacementGroup == nil {
+			return cloudprovider.Drift{}
+		}
+		want = d.Class.Status.PlacementGroup.ID
+	}
+	if have == want {
 		return cloudprovider.Drift{}
 	}
+	switch {
+	case want == "":
+		return cloudprovider.Drift{Reason: awsv1.ReasonPlacementGroupDrifted,
+			Message: fmt.Sprintf("the node is in placement group %s and EC2NodeClass %s selects none now", have, d.Class.Name)}
+	case have == "":
+		return cloudprovider.Drift{Reason: awsv1.ReasonPlacementGroupDrifted,
+			Message: fmt.Sprintf("the node is in no placement group and EC2NodeClass %s selects %s (%s) now", d.Class.Name, want, d.Class.Status.PlacementGroup.Name)}
+	}
 	return cloudprovider.Drift{Reason: awsv1.ReasonPlacementGroupDrifted,
-		Message: fmt.Sprintf("the node is in placement group %s, not %s (%s) that EC2NodeClass %s selects now", have, pg.ID, pg.Name, d.Class.Name)}
+		Message: fmt.Sprintf("the node is in placement group %s, not %s (%s) that EC2NodeClass %s selects now", have, want, d.Class.Status.PlacementGroup.Name, d.Class.Name)}
 }
 
-func (d Drift) ami(claim *v1.NodeClaim, _ map[string]string, inst *cloudprovider.Instance) cloudprovider.Drift {
+// ami: the NodeClaim's image is not the AMI the class would launch its
+// instance type with now (the first of its AMIs the type meets, as a
+// launch picks). known is false when that cannot be told: the class has
+// resolved no AMI, the NodeClaim has no image, or its instance type is
+// not among the class's types.
+func (d Drift) ami(claim *v1.NodeClaim, labels map[string]string, inst *cloudprovider.Instance) (_ cloudprovider.Drift, known bool) {
 	img := ""
 	switch {
-	case claim != nil && claim.Status.ImageID != "":
+	case claim != nil:
 		img = claim.Status.ImageID
 	case inst != nil:
 		img = inst.ImageID
 	}
 	amis := d.Class.Status.AMIs
-	if img == "" || len(amis) == 0 || slices.ContainsFunc(amis, func(a awsv1.AMI) bool { return a.ID == img }) {
-		return cloudprovider.Drift{}
+	if img == "" || len(amis) == 0 {
+		return cloudprovider.Drift{}, false
 	}
+	name := labels[corev1.LabelInstanceTypeStable]
+	typeReqs := scheduling.LabelRequirements(labels)
+	if d.Types != nil {
+		i := slices.IndexFunc(d.Types, func(it *scheduling.InstanceType) bool { return it.Name == name })
+		if i < 0 {
+			return cloudprovider.Drift{}, false
+		}
+		typeReqs = d.Types[i].Requirements
+	}
+	for _, a := range amis {
+		if typeReqs.Compatible(scheduling.NewRequirements(a.Requirements...), nil) != nil {
+			continue
+		}
+		if a.ID == img {
+			return cloudprovider.Drift{}, true
+		}
+		return cloudprovider.Drift{Reason: awsv1.ReasonAMIDrifted,
+			Message: fmt.Sprintf("AMI %s is not the one EC2NodeClass %s launches %s with now: %s (%s)", img, d.Class.Name, name, a.ID, a.Name)}, true
+	}
+	return cloudprovider.Drift{Reason: awsv1.ReasonAMIDrifted,
+		Message: fmt.Sprintf("AMI %s: EC2NodeClass %s selects no AMI for %s now (it selects %s)", img, d.Class.Name, name, amiIDs(amis))}, true
+}
+
+func amiIDs(amis []awsv1.AMI) string {
 	ids := make([]string, 0, len(amis))
 	for _, a := range amis {
 		ids = append(ids, a.ID)
 	}
-	return cloudprovider.Drift{Reason: awsv1.ReasonAMIDrifted,
-		Message: fmt.Sprintf("AMI %s is no longer selected by EC2NodeClass %s (it selects %s)", img, d.Class.Name, strings.Join(ids, ", "))}
+	return strings.Join(ids, ", ")
 }
 
-func (d Drift) subnet(_ *v1.NodeClaim, labels map[string]string, inst *cloudprovider.Instance) cloudprovider.Drift {
+func (d Drift) subnet(labels map[string]string, inst *cloudprovider.Instance) cloudprovider.Drift {
 	subnets := d.Class.Status.Subnets
 	if len(subnets) == 0 {
 		return cloudprovider.Drift{}
@@ -193,20 +264,32 @@ func (d Drift) subnet(_ *v1.NodeClaim, labels map[string]string, inst *cloudprov
 	return cloudprovider.Drift{Reason: awsv1.ReasonSubnetDrifted, Message: fmt.Sprintf("subnet %s is no longer selected by EC2NodeClass %s", inst.SubnetID, d.Class.Name)}
 }
 
-func (d Drift) securityGroups(_ *v1.NodeClaim, _ map[string]string, inst *cloudprovider.Instance) cloudprovider.Drift {
-	if inst == nil || len(inst.SecurityGroupIDs) == 0 || len(d.Class.Status.SecurityGroups) == 0 {
-		return cloudprovider.Drift{}
-	}
+// securityGroups: the instance's security groups are not, as a set,
+// those the class selects.
+func (d Drift) securityGroups(inst *cloudprovider.Instance) cloudprovider.Drift {
 	want := make([]string, 0, len(d.Class.Status.SecurityGroups))
 	for _, g := range d.Class.Status.SecurityGroups {
 		want = append(want, g.ID)
 	}
-	have := slices.Clone(inst.SecurityGroupIDs)
 	slices.Sort(want)
+	want = slices.Compact(want)
+	have := slices.Clone(inst.SecurityGroupIDs)
 	slices.Sort(have)
+	have = slices.Compact(have)
 	if slices.Equal(want, have) {
 		return cloudprovider.Drift{}
 	}
 	return cloudprovider.Drift{Reason: awsv1.ReasonSecurityGroupsDrifted,
-		Message: fmt.Sprintf("the instance's security groups %s are not the ones EC2NodeClass %s selects (%s)", strings.Join(have, ", "), d.Class.Name, strings.Join(want, ", "))}
+		Message: fmt.Sprintf("the instance's security groups [%s] are not the ones EC2NodeClass %s selects (%s)", strings.Join(have, ", "), d.Class.Name, strings.Join(want, ", "))}
+}
+
+// capacityReservation: the instance runs in a capacity reservation the
+// class no longer selects.
+func (d Drift) capacityReservation(inst *cloudprovider.Instance) cloudprovider.Drift {
+	id := inst.CapacityReservationID
+	if id == "" || slices.ContainsFunc(d.Class.Status.CapacityReservations, func(r awsv1.CapacityReservation) bool { return r.ID == id }) {
+		return cloudprovider.Drift{}
+	}
+	return cloudprovider.Drift{Reason: awsv1.ReasonCapacityReservationDrifted,
+		Message: fmt.Sprintf("the instance runs in capacity reservation %s, which EC2NodeClass %s no longer selects", id, d.Class.Name)}
 }

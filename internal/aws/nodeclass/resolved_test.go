@@ -3,6 +3,7 @@ package nodeclass_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -84,17 +85,23 @@ func TestLaunchSettingsDrift(t *testing.T) {
 	} {
 		changed := class.DeepCopy()
 		change(&changed.Spec)
-		if d := state.Drift(nc, nil, nil, nodeclass.Rules(changed), nil); d.Reason != v1.ReasonNodeClassDrifted || !strings.Contains(d.Message, "EC2NodeClass default changed") {
+		if d := state.Drift(nc, nil, pool(), nodeclass.Rules(changed), nil, time.Time{}); d.Reason != v1.ReasonNodeClassDrifted || !strings.Contains(d.Message, "EC2NodeClass default changed") {
 			t.Errorf("%s set: drift %+v, want %s", name, d, v1.ReasonNodeClassDrifted)
 		}
 	}
 	class.Spec.PlacementGroupSelector = &awsv1.PlacementGroupSelector{Name: new(string)}
 	class.Status.PlacementGroup = &awsv1.PlacementGroup{ID: "pg-0new", Name: "training", Strategy: "cluster"}
 	nc = state.NodeClaimFor(pool(), nodeclass.Rules(class), &scheduling.PlannedNodeClaim{})
-	if d := state.Drift(nc, map[string]string{awsv1.LabelPlacementGroupID: "pg-0new"}, nil, nodeclass.Rules(class), nil); d.Drifted() {
+	nc.Labels[awsv1.LabelPlacementGroupID] = "pg-0new" // as its launch labels it
+	// The AMI rule comes first; until it can tell, nothing else is told.
+	class.Status.AMIs = []awsv1.AMI{{ID: "ami-0cur"}}
+	nc.Status.ImageID = "ami-0cur"
+	if d := state.Drift(nc, nil, pool(), nodeclass.Rules(class), nil, time.Time{}); d.Drifted() {
 		t.Errorf("a node in the selected group drifted: %+v", d)
 	}
-	d := state.Drift(nc, map[string]string{awsv1.LabelPlacementGroupID: "pg-0old"}, nil, nodeclass.Rules(class), nil)
+	// The NodeClaim's labels are read, not the node's.
+	nc.Labels[awsv1.LabelPlacementGroupID] = "pg-0old"
+	d := state.Drift(nc, map[string]string{awsv1.LabelPlacementGroupID: "pg-0new"}, pool(), nodeclass.Rules(class), nil, time.Time{})
 	if d.Reason != awsv1.ReasonPlacementGroupDrifted || !strings.Contains(d.Message, "pg-0old") || !strings.Contains(d.Message, "pg-0new") {
 		t.Errorf("a node in another group: %+v; want %s naming both groups", d, awsv1.ReasonPlacementGroupDrifted)
 	}
@@ -119,7 +126,7 @@ func TestInstanceDrift(t *testing.T) {
 		"matches":                   {class: class, claim: withImage("ami-new"), inst: &cloudprovider.Instance{SubnetID: "subnet-a", SecurityGroupIDs: []string{"sg-2", "sg-1"}}},
 		"old AMI":                   {class: class, claim: withImage("ami-old"), want: awsv1.ReasonAMIDrifted},
 		"old AMI, no NodeClaim":     {class: class, inst: &cloudprovider.Instance{ImageID: "ami-old"}, want: awsv1.ReasonAMIDrifted},
-		"subnet no longer selected": {class: class, claim: withImage("ami-new"), inst: &cloudprovider.Instance{SubnetID: "subnet-b"}, want: awsv1.ReasonSubnetDrifted},
+		"subnet no longer selected": {class: class, claim: withImage("ami-new"), inst: &cloudprovider.Instance{SubnetID: "subnet-b", SecurityGroupIDs: []string{"sg-1", "sg-2"}}, want: awsv1.ReasonSubnetDrifted},
 		"a security group less":     {class: class, claim: withImage("ami-new"), inst: &cloudprovider.Instance{SecurityGroupIDs: []string{"sg-1"}}, want: awsv1.ReasonSecurityGroupsDrifted},
 		"instance not known":        {class: class, claim: withImage("ami-new")},
 		"nothing resolved yet":      {class: unresolved, claim: withImage("ami-old"), inst: &cloudprovider.Instance{SubnetID: "subnet-b", SecurityGroupIDs: []string{"sg-9"}}},

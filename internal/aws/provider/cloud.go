@@ -234,6 +234,26 @@ func (c *CloudProvider) NodeClass(ctx context.Context, name string) (*cloudprovi
 	return nodeclass.Resolved(class, nil), nil
 }
 
+// NodeClassWithTypes is NodeClass with the class's instance types now
+// (none while it is not ready).
+func (c *CloudProvider) NodeClassWithTypes(ctx context.Context, name string) (*cloudprovider.NodeClass, error) {
+	class := &awsv1.EC2NodeClass{}
+	if err := c.Kube.Get(ctx, client.ObjectKey{Name: name}, class); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading EC2NodeClass %s: %w", name, err)
+	}
+	if nodeclass.NotReady(class) != nil {
+		return nodeclass.Resolved(class, nil), nil
+	}
+	types, err := c.InstanceTypes(ctx, class)
+	if err != nil {
+		return nil, fmt.Errorf("instance types of EC2NodeClass %s: %w", class.Name, err)
+	}
+	return nodeclass.Resolved(class, types), nil
+}
+
 // Get returns a NodeClaim's instance.
 func (c *CloudProvider) Get(ctx context.Context, providerID string) (_ *cloudprovider.Instance, err error) {
 	defer func(start time.Time) { c.observe("Get", start, err) }(time.Now())

@@ -128,6 +128,7 @@ func instanceOf(inst ec2types.Instance, types []*scheduling.InstanceType) *cloud
 	}
 	out.LaunchTime = aws.ToTime(inst.LaunchTime)
 	out.SubnetID = aws.ToString(inst.SubnetId)
+	out.CapacityReservationID = aws.ToString(inst.CapacityReservationId)
 	for _, g := range inst.SecurityGroups {
 		out.SecurityGroupIDs = append(out.SecurityGroupIDs, aws.ToString(g.GroupId))
 	}

@@ -2,6 +2,7 @@ package disruption_test
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -78,6 +79,7 @@ func (c *cluster) node(name, instanceType string, mutate ...func(*corev1.Node, *
 	for _, m := range mutate {
 		m(n, nc)
 	}
+	maps.Copy(nc.Labels, launchLabels(n)) // as launched
 	c.objs.Nodes = append(c.objs.Nodes, n)
 	c.objs.NodeClaims = append(c.objs.NodeClaims, nc)
 	return name

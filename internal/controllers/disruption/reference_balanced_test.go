@@ -938,8 +938,9 @@ func rbZoneB(n *corev1.Node, _ *v1.NodeClaim) {
 }
 
 // rbUnknownType labels a node with an instance type no NodePool knows.
-func rbUnknownType(n *corev1.Node, _ *v1.NodeClaim) {
+func rbUnknownType(n *corev1.Node, nc *v1.NodeClaim) {
 	n.Labels[corev1.LabelInstanceTypeStable] = "m7i.unknown"
+	madeRecently(n, nc)
 }
 
 // rbNode adds an on-demand node (in the cluster's first NodePool unless

@@ -779,7 +779,7 @@ func rcaCtrlNode(t *testing.T, e *env, s rcaNodeSpec) {
 	if err := e.kube.Status().Update(ctx, n); err != nil {
 		t.Fatal(err)
 	}
-	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "nc-" + s.name, Labels: map[string]string{v1.LabelNodePool: s.pool}}}
+	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "nc-" + s.name, Labels: launchLabels(n)}}
 	nc.Spec.NodeClassRef = &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"}
 	nc.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{s.itype}}}
 	e.create(t, nc)

@@ -2,6 +2,7 @@ package disruption_test
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -993,7 +994,7 @@ func rcbCtrlNode(t *testing.T, e *env, name, instanceType, capacityType string, 
 	labels[corev1.LabelHostname], labels[corev1.LabelTopologyZone], labels[v1.LabelCapacityType], labels[v1.LabelNodePool] = name, "us-east-1a", capacityType, "default"
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-" + name}}
 	rcbReadyNode(t, e, n, spec)
-	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "nc-" + name, Labels: map[string]string{v1.LabelNodePool: "default"}}}
+	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "nc-" + name, Labels: launchLabels(n)}}
 	nc.Spec.NodeClassRef = &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"}
 	nc.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{instanceType}}}
 	e.create(t, nc)
@@ -1182,6 +1183,13 @@ func rcbReady(t *testing.T, e *env, claim string) {
 	labels[corev1.LabelHostname], labels[corev1.LabelTopologyZone], labels[v1.LabelCapacityType], labels[v1.LabelNodePool] = name, "us-east-1a", v1.CapacityTypeOnDemand, "default"
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-" + name}}
 	rcbReadyNode(t, e, n, spec)
+	if nc.Labels == nil {
+		nc.Labels = map[string]string{}
+	}
+	maps.Copy(nc.Labels, launchLabels(n)) // as launched
+	if err := e.kube.Update(t.Context(), nc); err != nil {
+		t.Fatal(err)
+	}
 	nc.Status.ProviderID, nc.Status.NodeName = n.Spec.ProviderID, name
 	nc.Status.Capacity, nc.Status.Allocatable = n.Status.Capacity, n.Status.Allocatable
 	nc.Status.Conditions = []metav1.Condition{{Type: v1.ConditionInitialized, Status: metav1.ConditionTrue, Reason: "Initialized", LastTransitionTime: metav1.NewTime(e.clock.Now())}}

@@ -3,6 +3,7 @@ package disruption_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -517,7 +518,7 @@ func redCtrlNode(t *testing.T, e *env, name, instanceType string, mutate func(*v
 	if err := e.kube.Status().Update(ctx, n); err != nil {
 		t.Fatal(err)
 	}
-	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "nc-" + name, Labels: map[string]string{v1.LabelNodePool: "default"}}}
+	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "nc-" + name, Labels: launchLabels(n)}}
 	nc.Spec.NodeClassRef = &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"}
 	nc.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{instanceType}}}
 	e.create(t, nc)
@@ -593,6 +594,13 @@ func redLaunch(t *testing.T, e *env, nc *v1.NodeClaim, ready bool) {
 	n.Status.Capacity, n.Status.Allocatable = it.Capacity.List(), it.Allocatable.List()
 	cur := &v1.NodeClaim{}
 	if err := e.kube.Get(ctx, client.ObjectKey{Name: nc.Name}, cur); err != nil {
+		t.Fatal(err)
+	}
+	if cur.Labels == nil {
+		cur.Labels = map[string]string{}
+	}
+	maps.Copy(cur.Labels, launchLabels(n)) // as launched
+	if err := e.kube.Update(ctx, cur); err != nil {
 		t.Fatal(err)
 	}
 	cur.Status.ProviderID, cur.Status.NodeName = n.Spec.ProviderID, name

@@ -3,6 +3,7 @@ package disruption_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -249,7 +250,7 @@ func rrEnvNodeIn(t *testing.T, e *env, pool, name, instanceType string, empty bo
 	if err := e.kube.Status().Update(ctx, n); err != nil {
 		t.Fatal(err)
 	}
-	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "nc-" + name, Labels: map[string]string{v1.LabelNodePool: pool}}}
+	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "nc-" + name, Labels: launchLabels(n)}}
 	nc.Spec.NodeClassRef = &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"}
 	nc.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{instanceType}}}
 	if mutate != nil {
@@ -352,6 +353,13 @@ func rrLaunch(t *testing.T, e *env, nc v1.NodeClaim) {
 		t.Fatal(err)
 	}
 	cur := rrClaim(t, e, nc.Name)
+	if cur.Labels == nil {
+		cur.Labels = map[string]string{}
+	}
+	maps.Copy(cur.Labels, launchLabels(n)) // as launched
+	if err := e.kube.Update(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
 	cur.Status.ProviderID, cur.Status.NodeName = n.Spec.ProviderID, name
 	cur.Status.Capacity, cur.Status.Allocatable = n.Status.Capacity, n.Status.Allocatable
 	cur.Status.Conditions = []metav1.Condition{{Type: v1.ConditionInitialized, Status: metav1.ConditionTrue, Reason: "Initialized", LastTransitionTime: metav1.NewTime(e.clock.Now())}}

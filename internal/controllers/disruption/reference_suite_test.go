@@ -460,11 +460,19 @@ func rsUnlabelled(t *testing.T, label string) {
 	drop := func(n *corev1.Node, nc *v1.NodeClaim) {
 		delete(n.Labels, label)
 		delete(nc.Labels, label)
+		madeRecently(n, nc)
 	}
 	rsExpectTaken(t, rsOne(t, false, drop), v1.DisruptionReasonEmpty)
 	c := rsOne(t, true, drop)
 	c.pods("n", 1, "250m", "256Mi")
 	rsExpectTaken(t, c, v1.DisruptionReasonDrifted)
+}
+
+// madeRecently makes a NodeClaim within the hour, as the reference's
+// cases make theirs: its instance type is not checked against its
+// NodeClass's yet (after an hour, one it no longer offers drifts it).
+func madeRecently(_ *corev1.Node, nc *v1.NodeClaim) {
+	nc.CreationTimestamp = metav1.NewTime(now.Add(-30 * time.Minute))
 }
 
 // rsUnresolvedType: a node whose instance type its NodeClass no longer
@@ -473,10 +481,10 @@ func rsUnresolvedType(t *testing.T) {
 	strip := func(c *cluster) {
 		c.all = slices.DeleteFunc(slices.Clone(c.all), func(it *scheduling.InstanceType) bool { return it.Name == "m5.4xlarge" })
 	}
-	c := rsOne(t, false, nil)
+	c := rsOne(t, false, madeRecently)
 	strip(c)
 	rsExpectTaken(t, c, v1.DisruptionReasonEmpty)
-	c = rsOne(t, true, nil)
+	c = rsOne(t, true, madeRecently)
 	strip(c)
 	c.pods("n", 1, "250m", "256Mi")
 	rsExpectTaken(t, c, v1.DisruptionReasonDrifted)
@@ -810,7 +818,7 @@ func rsCtrlNode(t *testing.T, e *env, s rsNode) {
 	if err := e.kube.Status().Update(ctx, n); err != nil {
 		t.Fatal(err)
 	}
-	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "nc-" + s.name, Labels: map[string]string{v1.LabelNodePool: "default"}}}
+	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "nc-" + s.name, Labels: launchLabels(n)}}
 	nc.Spec.NodeClassRef = &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"}
 	nc.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{s.itype}}}
 	e.create(t, nc)

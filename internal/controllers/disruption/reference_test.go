@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/nodewright/nodewright/internal/referencetest"
 )
 
@@ -187,4 +189,16 @@ func differences() string {
 		}
 	}
 	return b.String()
+}
+
+// launchLabels are the labels a launch gives a node's NodeClaim: the
+// node's, the kubelet's own hostname aside.
+func launchLabels(n *corev1.Node) map[string]string {
+	out := make(map[string]string, len(n.Labels))
+	for k, v := range n.Labels {
+		if k != corev1.LabelHostname {
+			out[k] = v
+		}
+	}
+	return out
 }

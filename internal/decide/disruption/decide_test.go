@@ -2,6 +2,7 @@ package disruption_test
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -71,7 +72,9 @@ func (w *world) node(pool, name, instanceType, cpu string, mutate ...func(*corev
 	created := metav1.NewTime(at.Add(-2 * time.Hour))
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, CreationTimestamp: created}, Spec: corev1.NodeSpec{ProviderID: "aws:///us-east-1a/i-" + name}}
 	n.Status.Allocatable, n.Status.Capacity = it.Allocatable.List(), it.Capacity.List()
-	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "nc-" + name, Labels: map[string]string{v1.LabelNodePool: pool}, CreationTimestamp: created}}
+	launched := maps.Clone(labels) // the launch labels the NodeClaim as its node, the kubelet's own hostname aside
+	delete(launched, corev1.LabelHostname)
+	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "nc-" + name, Labels: launched, CreationTimestamp: created}}
 	nc.Spec.ExpireAfter = "720h"
 	nc.Status.ProviderID, nc.Status.NodeName = n.Spec.ProviderID, name
 	nc.Status.Conditions = []metav1.Condition{{Type: v1.ConditionInitialized, Status: metav1.ConditionTrue, LastTransitionTime: metav1.NewTime(at.Add(-time.Hour))}}

@@ -313,9 +313,11 @@ func fieldsBehind(reason string, snap *state.Snapshot, n *state.Node, fields map
 	case v1.ReasonNodeClassDrifted:
 		return class
 	}
-	// The cloud's rules: AMI, subnet, security groups, placement group.
-	key := map[string]string{"AMIDrifted": "spec.amiSelectorTerms", "SubnetDrifted": "spec.subnetSelectorTerms",
-		"SecurityGroupDrifted": "spec.securityGroupSelectorTerms", "PlacementGroupDrifted": "spec.placementGroup"}[reason]
+	// The cloud's rules: AMI, subnet, security groups, capacity
+	// reservations, placement group.
+	key := map[string]string{"AMIDrift": "spec.amiSelectorTerms", "SubnetDrift": "spec.subnetSelectorTerms",
+		"SecurityGroupDrift": "spec.securityGroupSelectorTerms", "CapacityReservationDrift": "spec.capacityReservationSelectorTerms",
+		"PlacementGroupDrift": "spec.placementGroupSelector"}[reason]
 	return filtered(class, func(f string) bool { return key != "" && strings.HasPrefix(f, key) })
 }
 

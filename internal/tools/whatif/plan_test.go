@@ -269,7 +269,7 @@ spec:
   securityGroupSelectorTerms: [{tags: {a: b}}]
 `)
 		objs.NodeClaims = append(objs.NodeClaims, &v1.NodeClaim{
-			ObjectMeta: metav1.ObjectMeta{Name: "nc-1", Labels: map[string]string{v1.LabelNodePool: "default"}},
+			ObjectMeta: metav1.ObjectMeta{Name: "nc-1", Labels: launchLabels(objs.Nodes[0])},
 			Spec:       v1.NodeClaimSpec{NodeClassRef: &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}},
 			Status: v1.NodeClaimStatus{ProviderID: "aws:///us-east-1a/i-1", NodeName: "node-1", ImageID: "ami-old",
 				Conditions: []metav1.Condition{{Type: v1.ConditionInitialized, Status: metav1.ConditionTrue, Reason: "Initialized"}}},
@@ -285,7 +285,7 @@ spec:
 		if warned != (tc.warning != "") {
 			t.Errorf("%s: warnings %v", tc.terms, r.Warnings)
 		}
-		if len(r.Nodes) != 1 || !r.Nodes[0].Drifted || r.Nodes[0].Reason != "AMIDrifted" || !strings.Contains(r.Nodes[0].Message, "ami-old") ||
+		if len(r.Nodes) != 1 || !r.Nodes[0].Drifted || r.Nodes[0].Reason != "AMIDrift" || !strings.Contains(r.Nodes[0].Message, "ami-old") ||
 			strings.Join(r.Nodes[0].Fields, ",") != "spec.amiSelectorTerms" || r.Nodes[0].NodeClaim != "nc-1" {
 			t.Errorf("%s: nodes %+v; want node-1 drifted from ami-old by spec.amiSelectorTerms", tc.terms, r.Nodes)
 		}
@@ -356,7 +356,7 @@ func TestPlanOnAClusterTheReferenceRuns(t *testing.T) {
 			objs := cluster(t, `[{nodes: "100%"}]`, 1, 1)
 			for i, node := range objs.Nodes {
 				objs.NodeClaims = append(objs.NodeClaims, &v1.NodeClaim{
-					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("default-%d", i), Labels: map[string]string{v1.LabelNodePool: "default"}, Annotations: tc.annotations},
+					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("default-%d", i), Labels: launchLabels(node), Annotations: tc.annotations},
 					Spec:       v1.NodeClaimSpec{NodeClassRef: &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}},
 					Status: v1.NodeClaimStatus{ProviderID: node.Spec.ProviderID, NodeName: node.Name, ImageID: "ami-old",
 						Conditions: []metav1.Condition{{Type: v1.ConditionInitialized, Status: metav1.ConditionTrue, Reason: "Initialized"}}},
@@ -427,12 +427,25 @@ func planRollout(t *testing.T, budgets, changed string) {
 	}
 }
 
+// launchLabels are the labels the reference's NodeClaim of a node
+// carries: those its launch gave the node (instance type, zone, capacity
+// type, NodePool), not the kubelet's own.
+func launchLabels(node *corev1.Node) map[string]string {
+	out := map[string]string{}
+	for k, v := range node.Labels {
+		if k != corev1.LabelHostname {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 // withClaims gives each node of the cluster an initialized NodeClaim
 // running ami-old, with the annotations.
 func withClaims(objs *whatif.Objects, annotations map[string]string) {
 	for i, node := range objs.Nodes {
 		objs.NodeClaims = append(objs.NodeClaims, &v1.NodeClaim{
-			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("default-%d", i), Labels: map[string]string{v1.LabelNodePool: "default"}, Annotations: annotations},
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("default-%d", i), Labels: launchLabels(node), Annotations: annotations},
 			Spec:       v1.NodeClaimSpec{NodeClassRef: &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}},
 			Status: v1.NodeClaimStatus{ProviderID: node.Spec.ProviderID, NodeName: node.Name, ImageID: "ami-old",
 				Conditions: []metav1.Condition{{Type: v1.ConditionInitialized, Status: metav1.ConditionTrue, Reason: "Initialized"}}},
@@ -514,7 +527,7 @@ func TestPlanSubnetsNarrowedByID(t *testing.T) {
 		for _, n := range r.Nodes {
 			if n.Drifted {
 				drifted++
-				if n.Reason != "SubnetDrifted" || !strings.Contains(n.Message, "selects no subnet in us-east-1a") || !slices.Contains(n.Fields, "spec.subnetSelectorTerms") {
+				if n.Reason != "SubnetDrift" || !strings.Contains(n.Message, "selects no subnet in us-east-1a") || !slices.Contains(n.Fields, "spec.subnetSelectorTerms") {
 					t.Errorf("%s: %+v", tc.subnet, n)
 				}
 			}

@@ -40,6 +40,9 @@ type CloudProvider interface {
 	// NodeClass is a node class's stamp, readiness and drift rules; nil
 	// when it does not exist.
 	NodeClass(ctx context.Context, name string) (*cloudprovider.NodeClass, error)
+	// NodeClassWithTypes is NodeClass with the class's instance types
+	// now, to tell whether a NodeClaim's instance type is still offered.
+	NodeClassWithTypes(ctx context.Context, name string) (*cloudprovider.NodeClass, error)
 	// NodeClassObject is an empty object of the node class kind, to watch.
 	NodeClassObject() client.Object
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -19,13 +20,36 @@ import (
 )
 
 // instanceFacts caches what the cloud says of each instance that does
-// not change for its life: its subnet and security groups, and whether
+// not change for its life: its subnet, security groups and capacity
+// reservation (a reservation that ends leaves it as on-demand, and its
+// NodeClaim then drifts only on reading it again), and whether
 // nodewright launched it. The cloud is asked once per instance (not at
 // all for one this process launched: Create answered it), and the
 // instance is forgotten when its NodeClaim is released.
 type instanceFacts struct {
 	mu   sync.Mutex
 	byID map[string]*cloudprovider.Instance
+	// confirmed are the instances read again since a drift was first
+	// seen on their facts.
+	confirmed map[string]bool
+}
+
+// stale reports whether an instance's facts were not read again since
+// a drift was seen on them.
+func (n *instanceFacts) stale(providerID string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return !n.confirmed[providerID]
+}
+
+// confirm marks an instance's facts as read again.
+func (n *instanceFacts) confirm(providerID string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.confirmed == nil {
+		n.confirmed = map[string]bool{}
+	}
+	n.confirmed[providerID] = true
 }
 
 // get is the instance's facts; nil when the instance is gone.
@@ -52,7 +76,7 @@ func (n *instanceFacts) get(ctx context.Context, cloud CloudProvider, providerID
 // returns them.
 func (n *instanceFacts) remember(inst *cloudprovider.Instance) *cloudprovider.Instance {
 	facts := &cloudprovider.Instance{ProviderID: inst.ProviderID, InstanceID: inst.InstanceID, SubnetID: inst.SubnetID,
-		SecurityGroupIDs: inst.SecurityGroupIDs, Foreign: inst.Foreign}
+		SecurityGroupIDs: inst.SecurityGroupIDs, CapacityReservationID: inst.CapacityReservationID, Foreign: inst.Foreign}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.byID == nil {
@@ -62,11 +86,12 @@ func (n *instanceFacts) remember(inst *cloudprovider.Instance) *cloudprovider.In
 	return facts
 }
 
-// forget drops an instance that is gone.
+// forget drops an instance's facts (it is gone, or to be read again).
 func (n *instanceFacts) forget(providerID string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	delete(n.byID, providerID)
+	delete(n.confirmed, providerID)
 }
 
 // drift sets the Drifted condition of a launched NodeClaim, as the
@@ -82,7 +107,7 @@ func (c *Controller) drift(ctx context.Context, nc *v1.NodeClaim, node *corev1.N
 	if err != nil {
 		return err
 	}
-	class, err := c.classOf(ctx, nc)
+	class, err := c.classOf(ctx, nc, now.Time)
 	if err != nil {
 		return err
 	}
@@ -99,7 +124,18 @@ func (c *Controller) drift(ctx context.Context, nc *v1.NodeClaim, node *corev1.N
 	if state.Restamp(nc, np, class) {
 		logf.FromContext(ctx).Info("restamped the NodeClaim's drift hashes, made by another hashing (adopted)", "NodeClaim", nc.Name)
 	}
-	d := state.Drift(nc, state.NodeLabels(nc, node), np, class, inst)
+	d := state.Drift(nc, state.NodeLabels(nc, node), np, class, inst, now.Time)
+	if d.Drifted() && inst != nil && !state.Drift(nc, state.NodeLabels(nc, node), np, class, nil, now.Time).Drifted() && c.instances.stale(nc.Status.ProviderID) {
+		// Drifted by what the instance was when first read (a capacity
+		// reservation may have ended since, leaving it on-demand): read
+		// it again, once, before saying so.
+		c.instances.forget(nc.Status.ProviderID)
+		if inst, err = c.networkOf(ctx, nc, class); err != nil {
+			return err
+		}
+		c.instances.confirm(nc.Status.ProviderID)
+		d = state.Drift(nc, state.NodeLabels(nc, node), np, class, inst, now.Time)
+	}
 	if !d.Drifted() {
 		meta.RemoveStatusCondition(&nc.Status.Conditions, v1.ConditionDrifted)
 		return nil
@@ -126,13 +162,18 @@ func (c *Controller) poolOf(ctx context.Context, nc *v1.NodeClaim) (*v1.NodePool
 }
 
 // classOf is the NodeClaim's node class; nil when it names none or the
-// class does not exist.
-func (c *Controller) classOf(ctx context.Context, nc *v1.NodeClaim) (*cloudprovider.NodeClass, error) {
+// class does not exist. Its instance types are read only for a NodeClaim
+// old enough to be checked against them.
+func (c *Controller) classOf(ctx context.Context, nc *v1.NodeClaim, now time.Time) (*cloudprovider.NodeClass, error) {
 	ref := nc.Spec.NodeClassRef
 	if ref == nil {
 		return nil, nil
 	}
-	class, err := c.Cloud.NodeClass(ctx, ref.Name)
+	get := c.Cloud.NodeClass
+	if now.Sub(nc.CreationTimestamp.Time) > state.InstanceTypeNotFoundAfter {
+		get = c.Cloud.NodeClassWithTypes
+	}
+	class, err := get(ctx, ref.Name)
 	if err != nil {
 		return nil, fmt.Errorf("node class of NodeClaim %s: %w", nc.Name, err)
 	}

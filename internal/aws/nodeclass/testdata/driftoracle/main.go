@@ -1,7 +1,8 @@
 // Command driftoracle tells, for each pair of objects it reads (one JSON
 // object a line: kind, before, after), whether the reference's static
-// drift hash (NodePool.Hash, EC2NodeClass.Hash) of the two differs, one
-// JSON object a line.
+// drift hash (NodePool.Hash, EC2NodeClass.Hash) of the two differs, and
+// the hash of the one before (what the reference stamps), one JSON
+// object a line.
 package main
 
 import (
@@ -21,6 +22,8 @@ type input struct {
 
 type output struct {
 	Drifted bool   `json:"drifted"`
+	Hash    string `json:"hash,omitempty"`
+	Version string `json:"version,omitempty"`
 	Error   string `json:"error,omitempty"`
 }
 
@@ -42,7 +45,7 @@ func main() {
 			} else if err := json.Unmarshal(c.After, &b); err != nil {
 				o.Error = err.Error()
 			} else {
-				o.Drifted = a.Hash() != b.Hash()
+				o.Drifted, o.Hash, o.Version = a.Hash() != b.Hash(), a.Hash(), karpv1.NodePoolHashVersion
 			}
 		case "EC2NodeClass":
 			var a, b awsv1.EC2NodeClass
@@ -51,7 +54,7 @@ func main() {
 			} else if err := json.Unmarshal(c.After, &b); err != nil {
 				o.Error = err.Error()
 			} else {
-				o.Drifted = a.Hash(nil) != b.Hash(nil)
+				o.Drifted, o.Hash, o.Version = a.Hash(nil) != b.Hash(nil), a.Hash(nil), awsv1.EC2NodeClassHashVersion
 			}
 		default:
 			o.Error = "unknown kind " + c.Kind
