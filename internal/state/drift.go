@@ -67,11 +67,16 @@ func (p *poolDrift) drifted(claim *v1.NodeClaim, labels map[string]string, class
 	if class == nil {
 		return cloudprovider.Drift{}
 	}
-	if d := typeNotFound(claim, labels, class, now); d.Drifted() {
-		return d
-	}
+	// The class's stamp before its instance types: a class's types leave
+	// out those its settings exclude (Nitro Enclaves, nested
+	// virtualization), which the reference keeps without an offering, so
+	// a change of those settings is the class's change, as the
+	// reference says, not a type gone.
 	if same, equal := class.Stamp.Stamped(claim); same && !equal {
 		return cloudprovider.Drift{Reason: v1.ReasonNodeClassDrifted, Message: fmt.Sprintf("%s %s changed since the NodeClaim was made", class.Kind, class.Name)}
+	}
+	if d := typeNotFound(claim, labels, class, now); d.Drifted() {
+		return d
 	}
 	if class.Drift == nil {
 		return cloudprovider.Drift{}

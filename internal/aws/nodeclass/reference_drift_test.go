@@ -186,7 +186,7 @@ var driftChanges = []struct {
 	{"EC2NodeClass", "metadata tokens optional", func(o obj) { at(o, "spec", "metadataOptions")["httpTokens"] = "optional" }},
 	{"EC2NodeClass", "connection tracking set", func(o obj) { at(o, "spec")["connectionTracking"] = obj{"tcpEstablishedTimeout": 600} }},
 	{"EC2NodeClass", "context set", func(o obj) { at(o, "spec")["context"] = "cr-0123456789abcdef0" }},
-	{"EC2NodeClass", "cpu options set", func(o obj) { at(o, "spec")["cpuOptions"] = obj{"threadsPerCore": 1} }},
+	{"EC2NodeClass", "cpu options set", func(o obj) { at(o, "spec")["cpuOptions"] = obj{"nestedVirtualization": "enabled"} }},
 	{"EC2NodeClass", "enclave options set", func(o obj) { at(o, "spec")["enclaveOptions"] = obj{"enabled": true} }},
 }
 
