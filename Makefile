@@ -4,7 +4,7 @@ SHELL := /usr/bin/env bash -o pipefail
 GOLANGCI_LINT_VERSION := v2.15.0
 LINT := bin/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
-.PHONY: all build release docs test e2e-moto generate verify lint controlplane clean bench bench-e2e bench-reference bench-reference-speed crash sim image chart fuzz faults boot boot-golden reference-newest catalog stored repair-policies
+.PHONY: all build release docs test e2e-moto generate verify lint controlplane clean bench bench-e2e bench-reference bench-reference-speed crash sim image chart fuzz faults boot boot-golden reference-newest catalog stored repair-policies dynamic-drift
 
 all: build
 
@@ -140,6 +140,10 @@ stored: controlplane ## Create STORED_PODS generated pods (dry run) in kube-apis
 REPAIR_POLICY_CASES ?= 20000
 repair-policies: ## Run REPAIR_POLICY_CASES generated repair policy sets and nodes through nodewright's matcher and the reference's (built from its module) and print the agreement
 	REPAIR_POLICY_CASES=$(REPAIR_POLICY_CASES) go test -count=1 -timeout 30m -v -run 'TestPoliciesDecideAsTheReference' ./internal/state/nodepoolhealth | grep -E '^(--- FAIL|FAIL|ok|panic)|cases:|case [0-9]+:'
+
+DYNAMIC_DRIFT_CASES ?= 20000
+dynamic-drift: ## Run DYNAMIC_DRIFT_CASES generated NodeClaims through nodewright's drift and the reference's NodeClaim disruption controller and AWS cloud provider (built from their modules) and print the agreement
+	DYNAMIC_DRIFT_CASES=$(DYNAMIC_DRIFT_CASES) go test -count=1 -timeout 30m -v -run 'TestDynamicDriftAsTheReference' ./internal/aws/nodeclass | grep -E '^(--- FAIL|FAIL|ok|panic)|NodeClaims:|case [0-9]+:'
 
 BOOTSTRAP_SH ?=
 NODEADM_SRC ?=

@@ -42,3 +42,42 @@ func TestNodeClaimsSayWhetherMinValuesWereRelaxed(t *testing.T) {
 		}
 	}
 }
+
+// A NodeClaim carries a value for each label its requirements name that
+// no instance type sets, as the reference resolves them: its NodePool's
+// requirements keep admitting it, and its node has what pods select.
+func TestNodeClaimsCarryTheirRequirementsLabels(t *testing.T) {
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "payments"}}
+	np.Spec.Template.ObjectMeta.Labels = map[string]string{"cost-center": "4410"}
+	np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
+		{Key: "team", Operator: corev1.NodeSelectorOpIn, Values: []string{"payments", "billing"}},
+		{Key: "example.com/workload", Operator: corev1.NodeSelectorOpExists},
+		{Key: "example.com/shard", Operator: corev1.NodeSelectorOpNotIn, Values: []string{"0", "1"}},
+		{Key: "example.com/generation", Operator: corev1.NodeSelectorOpGt, Values: []string{"5"}},
+		{Key: "example.com/legacy", Operator: corev1.NodeSelectorOpDoesNotExist},
+		{Key: "karpenter.k8s.aws/instance-category", Operator: corev1.NodeSelectorOpIn, Values: []string{"c", "m"}},
+		{Key: v1.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{"spot"}},
+	}
+	reqs := scheduling.NewRequirements()
+	for _, r := range np.Spec.Template.Spec.Requirements {
+		reqs.Add(scheduling.NewRequirement(r.Key, r.Operator, r.Values...))
+	}
+	// A pod selected billing: the NodeClaim's requirement narrowed.
+	reqs.Add(scheduling.NewRequirement("team", corev1.NodeSelectorOpIn, "billing"))
+	nc := state.NodeClaimFor(np, nil, &scheduling.PlannedNodeClaim{NodePool: np.Name, Requirements: reqs})
+	want := map[string]string{v1.LabelNodePool: "payments", "cost-center": "4410", "team": "billing", "example.com/workload": "0",
+		"example.com/shard": "2", "example.com/generation": "6"}
+	if len(nc.Labels) != len(want) {
+		t.Errorf("labels %v, want %v (instance type and offering labels come with the launch)", nc.Labels, want)
+	}
+	for k, v := range want {
+		if nc.Labels[k] != v {
+			t.Errorf("label %s=%q, want %q (labels %v)", k, nc.Labels[k], v, nc.Labels)
+		}
+	}
+	// Launched (the instance type's labels added), it matches its NodePool.
+	nc.Labels["karpenter.k8s.aws/instance-category"], nc.Labels[v1.LabelCapacityType] = "m", "spot"
+	if d := state.Drift(nc, nil, np, nil, nil, now); d.Drifted() {
+		t.Errorf("a NodeClaim made for its NodePool drifts: %+v", d)
+	}
+}
