@@ -27,15 +27,13 @@ import (
 const (
 	AnnotationNodePoolHash        = v1.Group + "/nodepool-hash"
 	AnnotationNodePoolHashVersion = v1.Group + "/nodepool-hash-version"
-	// HashVersion is the version of the NodePool hash. It differs from
-	// every version the reference stamps (v1 to v6), so that NodeClaims it
-	// made are restamped when nodewright takes them over, never compared
-	// with hashes made another way (nodewright-v2: expireAfter and
-	// terminationGracePeriod hashed too, as the reference's template hash
-	// has them; nodewright-v3: hashed as the reference hashes, lists as
-	// sets and values by what they mean, so reordered taints or "720h0m0s"
-	// for "720h" drift nothing).
-	HashVersion = "nodewright-v3"
+	// HashVersion is the version of the NodePool hash: the reference's
+	// own (karpenter.sh v1.15's NodePoolHashVersion), as the hash is its
+	// value (TestStaticDriftAsTheReference compares them), so the stamps
+	// of NodeClaims it made are read as they are, and its controller reads
+	// nodewright's. Stamps of another version (an earlier nodewright's,
+	// nodewright-v1 to nodewright-v3) are restamped, never compared.
+	HashVersion = "v3"
 )
 
 // ForeignHashes reports a NodeClaim whose drift hashes another hashing
@@ -89,24 +87,51 @@ func Restamp(nc *v1.NodeClaim, np *v1.NodePool, class *cloudprovider.NodeClass) 
 // their own (a node drifts only when they no longer admit it).
 func NodePoolHash(np *v1.NodePool) string {
 	t := np.Spec.Template
-	type duration struct{ Duration *time.Duration }
-	// Never, or a value validation refuses, is hashed as unset.
-	expire := duration{}
+	// "Never" is hashed as unset, as the reference reads it.
+	expire := NillableDuration{}
 	if d, never, err := t.Spec.ExpireAfter.Parse(); err == nil && !never {
-		expire.Duration = &d
+		expire.Duration, expire.raw = &d, string(t.Spec.ExpireAfter)
 	}
-	type meta struct{ Labels, Annotations map[string]string }
-	type spec struct {
-		Taints, StartupTaints  []corev1.Taint
-		NodeClassRef           *v1.NodeClassReference
-		ExpireAfter            duration
-		TerminationGracePeriod *metav1.Duration
+	var ref *NodeClassReference
+	if r := t.Spec.NodeClassRef; r != nil {
+		ref = &NodeClassReference{Kind: r.Kind, Name: r.Name, Group: r.Group}
 	}
-	return DriftHash(struct {
-		ObjectMeta meta
-		Spec       spec
-	}{meta{t.ObjectMeta.Labels, t.ObjectMeta.Annotations}, spec{t.Spec.Taints, t.Spec.StartupTaints, t.Spec.NodeClassRef, expire, t.Spec.TerminationGracePeriod}})
+	return DriftHash(NodeClaimTemplate{
+		ObjectMeta: ObjectMeta{Labels: t.ObjectMeta.Labels, Annotations: t.ObjectMeta.Annotations},
+		Spec: NodeClaimTemplateSpec{Taints: t.Spec.Taints, StartupTaints: t.Spec.StartupTaints, NodeClassRef: ref,
+			TerminationGracePeriod: t.Spec.TerminationGracePeriod, ExpireAfter: expire},
+	})
 }
+
+// The shapes the reference's NodePool hash walks, by its type and field
+// names, fields in its order (the hash takes all three): the same
+// template hashes to the same value, so its NodeClaims' stamps are read
+// as they are.
+type (
+	NodeClaimTemplate struct {
+		ObjectMeta
+		Spec NodeClaimTemplateSpec
+	}
+	ObjectMeta struct {
+		Labels, Annotations map[string]string
+	}
+	NodeClaimTemplateSpec struct {
+		Taints, StartupTaints  []corev1.Taint
+		NodeClassRef           *NodeClassReference
+		TerminationGracePeriod *metav1.Duration
+		ExpireAfter            NillableDuration
+	}
+	NodeClassReference struct {
+		Kind, Name, Group string
+	}
+	// NillableDuration is a duration, or unset (zero, not hashed) for
+	// "Never"; raw keeps a set one non-zero, as the reference's keeps
+	// what it read (a field the hash skips).
+	NillableDuration struct {
+		*time.Duration
+		raw string
+	}
+)
 
 // CustomLabels are the labels a NodeClaim carries from its requirements
 // on labels no instance type or cloud sets (a team, a workload): a value

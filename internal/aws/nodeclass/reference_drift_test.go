@@ -248,6 +248,8 @@ func TestStaticDriftAsTheReference(t *testing.T) {
 	for ; i < len(lines); i++ {
 		var want struct {
 			Drifted bool   `json:"drifted"`
+			Hash    string `json:"hash"`
+			After   string `json:"after"`
 			Error   string `json:"error"`
 		}
 		if err := json.Unmarshal(lines[i], &want); err != nil {
@@ -263,6 +265,19 @@ func TestStaticDriftAsTheReference(t *testing.T) {
 		}
 		if got := nodewrightDrifts(t, c.kind, pairs[i].before, pairs[i].after); got != want.Drifted {
 			t.Errorf("%s %s: nodewright drifts %v, the reference %v", c.kind, c.name, got, want.Drifted)
+		}
+		if c.kind == "NodePool" {
+			// The NodePool hash is the reference's value itself: its
+			// NodeClaims' stamps are read as they are.
+			for _, h := range [][2]string{{string(pairs[i].before), want.Hash}, {string(pairs[i].after), want.After}} {
+				var np v1.NodePool
+				if err := json.Unmarshal([]byte(h[0]), &np); err != nil {
+					t.Fatal(err)
+				}
+				if got := state.NodePoolHash(&np); got != h[1] {
+					t.Errorf("NodePool %s: nodewright's hash %s, the reference's %s", c.name, got, h[1])
+				}
+			}
 		}
 	}
 	if i != len(driftChanges) {

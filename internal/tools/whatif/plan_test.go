@@ -2,6 +2,7 @@ package whatif_test
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -345,8 +346,10 @@ func TestPlanOnAClusterTheReferenceRuns(t *testing.T) {
 		name        string
 		annotations map[string]string
 	}{
-		{"the reference's hashes", map[string]string{"karpenter.sh/nodepool-hash": "6821555240504398462", "karpenter.sh/nodepool-hash-version": "v3",
-			"karpenter.k8s.aws/ec2nodeclass-hash": "15616957348189460630", "karpenter.k8s.aws/ec2nodeclass-hash-version": "v4"}},
+		// Its NodePool hash is nodewright's (the same value, the same
+		// version); its EC2NodeClass hash another hashing's.
+		{"the reference's hashes", map[string]string{"karpenter.sh/nodepool-hash": "", "karpenter.sh/nodepool-hash-version": "v3",
+			"karpenter.k8s.aws/ec2nodeclass-hash": "15616957348189460630", "karpenter.k8s.aws/ec2nodeclass-hash-version": "v6"}},
 		{"no hashes", nil},
 	} {
 		for _, edit := range []struct{ field, spec string }{
@@ -354,9 +357,13 @@ func TestPlanOnAClusterTheReferenceRuns(t *testing.T) {
 			{"spec.tags", "  tags: {team: payments}\n"},
 		} {
 			objs := cluster(t, `[{nodes: "100%"}]`, 1, 1)
+			annotations := maps.Clone(tc.annotations)
+			if _, ok := annotations["karpenter.sh/nodepool-hash"]; ok {
+				annotations["karpenter.sh/nodepool-hash"] = state.NodePoolHash(objs.NodePools[0])
+			}
 			for i, node := range objs.Nodes {
 				objs.NodeClaims = append(objs.NodeClaims, &v1.NodeClaim{
-					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("default-%d", i), Labels: launchLabels(node), Annotations: tc.annotations},
+					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("default-%d", i), Labels: launchLabels(node), Annotations: annotations},
 					Spec:       v1.NodeClaimSpec{NodeClassRef: &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}},
 					Status: v1.NodeClaimStatus{ProviderID: node.Spec.ProviderID, NodeName: node.Name, ImageID: "ami-old",
 						Conditions: []metav1.Condition{{Type: v1.ConditionInitialized, Status: metav1.ConditionTrue, Reason: "Initialized"}}},

@@ -280,6 +280,13 @@ func seedAsKarpenter(t *testing.T, sim *runner.Sim) map[string]seeded {
 	if _, err := iamc.AddRoleToInstanceProfile(ctx, &iam.AddRoleToInstanceProfileInput{InstanceProfileName: aws.String(karpenterProfile), RoleName: aws.String(account.NodeRole)}); err != nil {
 		t.Fatal(err)
 	}
+	// Karpenter's stamp of the NodePool as stored: its hash's value,
+	// which nodewright's is (TestStaticDriftAsTheReference).
+	pool := &v1.NodePool{}
+	if err := sim.Kube.Get(ctx, client.ObjectKey{Name: "default"}, pool); err != nil {
+		t.Fatal(err)
+	}
+	poolHash := state.NodePoolHash(pool)
 	before := class.DeepCopy()
 	class.Status.InstanceProfile = karpenterProfile
 	if err := sim.Kube.Status().Patch(ctx, class, client.MergeFrom(before)); err != nil {
@@ -343,7 +350,7 @@ func seedAsKarpenter(t *testing.T, sim *runner.Sim) map[string]seeded {
 			ObjectMeta: metav1.ObjectMeta{
 				Name: name, Labels: labels, Finalizers: []string{v1.TerminationFinalizer},
 				Annotations: map[string]string{
-					state.AnnotationNodePoolHash: "6981187217862227862", state.AnnotationNodePoolHashVersion: karpenterPoolHashV,
+					state.AnnotationNodePoolHash: poolHash, state.AnnotationNodePoolHashVersion: karpenterPoolHashV,
 					nodeclass.AnnotationHash: "1462845960911839409", nodeclass.AnnotationHashVersion: karpenterClassHashV,
 					"karpenter.k8s.aws/instance-profile-name": karpenterProfile, "karpenter.k8s.aws/tagged": "true",
 				},

@@ -1,8 +1,7 @@
 // Command driftoracle tells, for each pair of objects it reads (one JSON
 // object a line: kind, before, after), whether the reference's static
 // drift hash (NodePool.Hash, EC2NodeClass.Hash) of the two differs, and
-// the hash of the one before (what the reference stamps), one JSON
-// object a line.
+// both hashes (what the reference stamps), one JSON object a line.
 package main
 
 import (
@@ -23,6 +22,7 @@ type input struct {
 type output struct {
 	Drifted bool   `json:"drifted"`
 	Hash    string `json:"hash,omitempty"`
+	After   string `json:"after,omitempty"`
 	Version string `json:"version,omitempty"`
 	Error   string `json:"error,omitempty"`
 }
@@ -45,7 +45,7 @@ func main() {
 			} else if err := json.Unmarshal(c.After, &b); err != nil {
 				o.Error = err.Error()
 			} else {
-				o.Drifted, o.Hash, o.Version = a.Hash() != b.Hash(), a.Hash(), karpv1.NodePoolHashVersion
+				o.Drifted, o.Hash, o.After, o.Version = a.Hash() != b.Hash(), a.Hash(), b.Hash(), karpv1.NodePoolHashVersion
 			}
 		case "EC2NodeClass":
 			var a, b awsv1.EC2NodeClass
@@ -54,7 +54,7 @@ func main() {
 			} else if err := json.Unmarshal(c.After, &b); err != nil {
 				o.Error = err.Error()
 			} else {
-				o.Drifted, o.Hash, o.Version = a.Hash(nil) != b.Hash(nil), a.Hash(nil), awsv1.EC2NodeClassHashVersion
+				o.Drifted, o.Hash, o.After, o.Version = a.Hash(nil) != b.Hash(nil), a.Hash(nil), b.Hash(nil), awsv1.EC2NodeClassHashVersion
 			}
 		default:
 			o.Error = "unknown kind " + c.Kind
