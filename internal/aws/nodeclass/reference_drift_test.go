@@ -17,6 +17,15 @@ import (
 	"github.com/nodewright/nodewright/internal/state"
 )
 
+// awsOracleGoMod is the go.mod of an oracle over the AWS provider's
+// module (the newest release), core replaced by v1.15.0: the proxy
+// refuses core v1.15.1, and v1.15.0 has the same drift code.
+func awsOracleGoMod(name string) string {
+	return "module nodewright.local/" + name + "\n\ngo 1.26.11\n\nrequire " + referencetest.AWSProvider + " " + referencetest.AWSProviderNew + "\n\n" +
+		"replace sigs.k8s.io/karpenter => sigs.k8s.io/karpenter v1.15.0\n\n" +
+		"replace github.com/aws/aws-sdk-go-v2/service/timestreamwrite => github.com/aws/aws-sdk-go-v2/service/timestreamwrite v1.35.25\n"
+}
+
 // driftOracle builds the reference's static drift hashes (the AWS
 // provider's EC2NodeClass.Hash, core's NodePool.Hash) under
 // testdata/driftoracle.
@@ -28,9 +37,7 @@ func driftOracle(t *testing.T) string {
 		t.Fatal(err)
 	}
 	// The proxy refuses core v1.15.1; v1.15.0 has the same hash code.
-	goMod := "module nodewright.local/drift-oracle\n\ngo 1.26.11\n\nrequire " + referencetest.AWSProvider + " " + referencetest.AWSProviderNew + "\n\n" +
-		"replace sigs.k8s.io/karpenter => sigs.k8s.io/karpenter v1.15.0\n\n" +
-		"replace github.com/aws/aws-sdk-go-v2/service/timestreamwrite => github.com/aws/aws-sdk-go-v2/service/timestreamwrite v1.35.25\n"
+	goMod := awsOracleGoMod("drift-oracle")
 	return referencetest.Oracle{Name: "drift-" + referencetest.AWSProviderNew, GoMod: goMod, Files: map[string]string{"main.go": string(main)},
 		Toolchain: referencetest.Toolchain, TestDepsMissing: true}.Build(t)
 }
@@ -190,6 +197,35 @@ var driftChanges = []struct {
 	{"EC2NodeClass", "enclave options set", func(o obj) { at(o, "spec")["enclaveOptions"] = obj{"enabled": true} }},
 }
 
+// changePair is one of driftChanges: the object before and after it, as
+// JSON.
+type changePair struct{ before, after []byte }
+
+// changePairs are driftChanges applied to driftPool and driftClass, and
+// the oracle's input for them (kind, before, after; one a line).
+func changePairs(t *testing.T) ([]changePair, []byte) {
+	t.Helper()
+	var in bytes.Buffer
+	pairs := make([]changePair, len(driftChanges))
+	for i, c := range driftChanges {
+		base := map[string]string{"NodePool": driftPool, "EC2NodeClass": driftClass}[c.kind]
+		var before, after obj
+		if err := yaml.Unmarshal([]byte(base), &before); err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.Unmarshal([]byte(base), &after); err != nil {
+			t.Fatal(err)
+		}
+		c.change(after)
+		b, _ := json.Marshal(before)
+		a, _ := json.Marshal(after)
+		pairs[i] = changePair{b, a}
+		line, _ := json.Marshal(map[string]any{"kind": c.kind, "before": json.RawMessage(b), "after": json.RawMessage(a)})
+		in.Write(append(line, '\n'))
+	}
+	return pairs, in.Bytes()
+}
+
 // nodewrightDrifts is whether nodewright's stamp of the object changes.
 func nodewrightDrifts(t *testing.T, kind string, before, after []byte) bool {
 	t.Helper()
@@ -224,26 +260,8 @@ func TestStaticDriftAsTheReference(t *testing.T) {
 		t.Skip("builds the reference's hashes")
 	}
 	bin := driftOracle(t)
-	var in bytes.Buffer
-	type pair struct{ before, after []byte }
-	pairs := make([]pair, len(driftChanges))
-	for i, c := range driftChanges {
-		base := map[string]string{"NodePool": driftPool, "EC2NodeClass": driftClass}[c.kind]
-		var before, after obj
-		if err := yaml.Unmarshal([]byte(base), &before); err != nil {
-			t.Fatal(err)
-		}
-		if err := yaml.Unmarshal([]byte(base), &after); err != nil {
-			t.Fatal(err)
-		}
-		c.change(after)
-		b, _ := json.Marshal(before)
-		a, _ := json.Marshal(after)
-		pairs[i] = pair{b, a}
-		line, _ := json.Marshal(map[string]any{"kind": c.kind, "before": json.RawMessage(b), "after": json.RawMessage(a)})
-		in.Write(append(line, '\n'))
-	}
-	lines := referencetest.RunLines(t, bin, in.Bytes())
+	pairs, in := changePairs(t)
+	lines := referencetest.RunLines(t, bin, in)
 	i, drifted := 0, 0
 	for ; i < len(lines); i++ {
 		var want struct {

@@ -36,9 +36,7 @@ func dynamicDriftOracle(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	goMod := "module nodewright.local/dynamic-drift-oracle\n\ngo 1.26.11\n\nrequire " + referencetest.AWSProvider + " " + referencetest.AWSProviderNew + "\n\n" +
-		"replace sigs.k8s.io/karpenter => sigs.k8s.io/karpenter v1.15.0\n\n" +
-		"replace github.com/aws/aws-sdk-go-v2/service/timestreamwrite => github.com/aws/aws-sdk-go-v2/service/timestreamwrite v1.35.25\n"
+	goMod := awsOracleGoMod("dynamic-drift-oracle")
 	return referencetest.Oracle{Name: "dynamic-drift-" + referencetest.AWSProviderNew, GoMod: goMod, Files: map[string]string{"main.go": string(main)},
 		Toolchain: referencetest.Toolchain, TestDepsMissing: true}.Build(t)
 }

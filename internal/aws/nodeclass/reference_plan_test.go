@@ -176,24 +176,8 @@ func TestPlanOnAReferenceMadeDump(t *testing.T) {
 		t.Skip("builds the reference's hashes")
 	}
 	bin := driftOracle(t)
-	var in bytes.Buffer
-	afters := make([][]byte, len(driftChanges))
-	for i, c := range driftChanges {
-		base := map[string]string{"NodePool": driftPool, "EC2NodeClass": driftClass}[c.kind]
-		var before, after obj
-		if err := yaml.Unmarshal([]byte(base), &before); err != nil {
-			t.Fatal(err)
-		}
-		if err := yaml.Unmarshal([]byte(base), &after); err != nil {
-			t.Fatal(err)
-		}
-		c.change(after)
-		b, _ := json.Marshal(before)
-		afters[i], _ = json.Marshal(after)
-		line, _ := json.Marshal(map[string]any{"kind": c.kind, "before": json.RawMessage(b), "after": json.RawMessage(afters[i])})
-		in.Write(append(line, '\n'))
-	}
-	lines := referencetest.RunLines(t, bin, in.Bytes())
+	pairs, in := changePairs(t)
+	lines := referencetest.RunLines(t, bin, in)
 	if len(lines) != len(driftChanges) {
 		t.Fatalf("the oracle answered %d of %d", len(lines), len(driftChanges))
 	}
@@ -225,7 +209,7 @@ func TestPlanOnAReferenceMadeDump(t *testing.T) {
 		if err := objs.Load("dump.yaml", strings.NewReader(dump)); err != nil {
 			t.Fatal(err)
 		}
-		changed, err := yaml.JSONToYAML(afters[i])
+		changed, err := yaml.JSONToYAML(pairs[i].after)
 		if err != nil {
 			t.Fatal(err)
 		}
