@@ -108,19 +108,23 @@ func NodePoolHash(np *v1.NodePool) string {
 // template hashes to the same value, so its NodeClaims' stamps are read
 // as they are.
 type (
+	// NodeClaimTemplate is the hashed part of a NodePool's template.
 	NodeClaimTemplate struct {
 		ObjectMeta
 		Spec NodeClaimTemplateSpec
 	}
+	// ObjectMeta is the template metadata the hash takes.
 	ObjectMeta struct {
 		Labels, Annotations map[string]string
 	}
+	// NodeClaimTemplateSpec is the template spec the hash takes.
 	NodeClaimTemplateSpec struct {
 		Taints, StartupTaints  []corev1.Taint
 		NodeClassRef           *NodeClassReference
 		TerminationGracePeriod *metav1.Duration
 		ExpireAfter            NillableDuration
 	}
+	// NodeClassReference names the template's node class.
 	NodeClassReference struct {
 		Kind, Name, Group string
 	}
