@@ -28,7 +28,7 @@ simulate --fail-on-unschedulable, userdata, sim).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newVersionCommand(), newSimulateCommand(), newPlanCommand(), newUserDataCommand(), newSimCommand(), command.Controller(runOnSimulatedAccount), newDoctorCommand(), newCompletionCommand())
+	root.AddCommand(newVersionCommand(), newSimulateCommand(), newPlanCommand(), newUserDataCommand(), newSimCommand(), command.Controller(runOnSimulatedAccount), newDoctorCommand(), newConvertCommand(), newCompletionCommand())
 	setExamples(root)
 	return root
 }

@@ -66,7 +66,7 @@ var Codes = []string{
 	CodeCheckFailed, CodeStalePrices, CodeUserDataFormatNotRead, CodeUserDataSettingOverridden, CodeStartupTaintNeverRemoved,
 	CodeNodeRebootFailed, CodeCapacityBufferNotReady, CodeAMINotFound, CodeNotChecked,
 	CodeNodeClassNotFound, CodeKubeletConfigRefused, CodeUserDataTooLarge, CodeClaimsUnsatisfiable, CodeDRADriverMissing,
-	CodeNodeNeverJoins, CodeBootNotModelled,
+	CodeNodeNeverJoins, CodeBootNotModelled, CodeConverted, CodeKubeletAnnotation,
 	CodeWindowsUserDataUnparsable, CodeWindowsBootstrapCallFails, CodeWindowsIPAMOff, CodeWindowsProxyGroup, CodeLinuxPodOnWindows, CodeDaemonSetOnWindows, CodeWindowsPodOnLinux,
 }
 
@@ -79,6 +79,9 @@ type Finding struct {
 	Message  string `json:"message"`
 	Evidence string `json:"evidence"`
 	Fix      string `json:"fix"`
+	// File and Line are where the object was read, for manifests.
+	File string `json:"file,omitempty"`
+	Line int    `json:"line,omitempty"`
 }
 
 // Report is the findings, most serious first.
@@ -154,7 +157,11 @@ func (r *Report) WriteTable(w interface{ Write([]byte) (int, error) }) {
 	fmt.Fprintln(w, r.Counts())
 	fmt.Fprintln(w)
 	for _, f := range r.Findings {
-		fmt.Fprintf(w, "%s  %s  %s\n", strings.ToUpper(string(f.Severity)), f.Code, f.Object)
+		at := ""
+		if f.File != "" {
+			at = fmt.Sprintf("  (%s:%d)", f.File, f.Line)
+		}
+		fmt.Fprintf(w, "%s  %s  %s%s\n", strings.ToUpper(string(f.Severity)), f.Code, f.Object, at)
 		fmt.Fprintf(w, "  %s\n", wrap(f.Message, "  "))
 		if f.Evidence != "" {
 			fmt.Fprintf(w, "  evidence: %s\n", wrap(f.Evidence, "            "))

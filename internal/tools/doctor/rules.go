@@ -113,6 +113,7 @@ func Diagnose(ctx context.Context, in Input) (*Report, error) {
 	}
 	// Rules about the input itself: what they find is about the objects,
 	// and every one runs whatever the others find.
+	conversionRule(r, in.Objects)
 	userDataRules(r, in.Objects)
 	kubeletRule(r, in.Objects)
 	userDataSizeRule(r, in.Objects)
@@ -146,6 +147,7 @@ func Diagnose(ctx context.Context, in Input) (*Report, error) {
 	}
 	disruptionRules(r, in)
 	pricesRule(r, in)
+	locate(r, in.Objects)
 	r.sort()
 	return r, nil
 }

@@ -39,6 +39,7 @@ import (
 	"github.com/nodewright/nodewright/api/crds"
 	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/api/v1alpha1"
+	"github.com/nodewright/nodewright/internal/convert"
 	"github.com/nodewright/nodewright/internal/manifest"
 	"github.com/nodewright/nodewright/internal/scheduling"
 	"github.com/nodewright/nodewright/internal/state"
@@ -57,6 +58,13 @@ type Objects struct {
 	PDBs       []*policyv1.PodDisruptionBudget
 	// Skipped are the documents Load did not read.
 	Skipped []Skipped
+	// Conversions are the objects read from older APIs' documents.
+	Conversions []Conversion
+	// KeepDocuments keeps every document read in Documents, as written.
+	KeepDocuments bool
+	Documents     []Document
+	// copies are the EC2NodeClasses settle made, by the class each copies.
+	copies map[string]string
 	// Ignored are the files of a directory (-f DIR) that hold nothing
 	// nodewright reads, each with what it holds.
 	Ignored []string
@@ -170,10 +178,16 @@ func (o *Objects) Load(name string, r io.Reader) error {
 		if d.Empty() {
 			continue
 		}
+		if o.KeepDocuments {
+			o.Documents = append(o.Documents, Document{File: name, Line: d.Line, Body: d.Body})
+		}
 		o.at = position{file: name, line: d.Line}
 		if err := o.add(d.Body); err != nil {
 			return manifest.Errorf(name, d, err)
 		}
+	}
+	if err := o.settle(); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
 	}
 	if o.used == used {
 		var held []string
@@ -238,6 +252,9 @@ func (o *Objects) add(doc []byte) error {
 	}
 	if head.Kind == "List" { // kubectl get -o yaml
 		return o.addList(head.Items)
+	}
+	if convert.Converts(head.APIVersion, head.Kind) {
+		return o.addConverted(doc, head.TypeMeta, head.Metadata.Name)
 	}
 	read, err := o.decode(doc, head.TypeMeta, head.Metadata.Name)
 	if err != nil {

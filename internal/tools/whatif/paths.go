@@ -31,33 +31,42 @@ func (e *NothingReadError) Error() string { return e.msg }
 // an error. The same object in two places is an error naming both.
 func LoadPaths(paths []string, stdin io.Reader) (*Objects, error) {
 	o := &Objects{}
+	if err := o.ReadPaths(paths, stdin); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// ReadPaths reads files, directories and standard input into o, as
+// LoadPaths does.
+func (o *Objects) ReadPaths(paths []string, stdin io.Reader) error {
 	readStdin := false
 	for _, path := range paths {
 		if path == Stdin {
 			if readStdin {
-				return nil, errors.New("-f -: standard input can be read once")
+				return errors.New("-f -: standard input can be read once")
 			}
 			readStdin = true
 			if err := o.Load("<stdin>", stdin); err != nil {
-				return nil, err
+				return err
 			}
 			continue
 		}
 		info, err := os.Stat(path)
 		if err != nil {
-			return nil, fmt.Errorf("-f %s: %w", path, err)
+			return fmt.Errorf("-f %s: %w", path, err)
 		}
 		if !info.IsDir() {
 			if err := o.loadFile(path); err != nil {
-				return nil, err
+				return err
 			}
 			continue
 		}
 		if err := o.loadDir(path); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return o, nil
+	return nil
 }
 
 // loadDir reads a directory's manifests, recursively.
