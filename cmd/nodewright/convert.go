@@ -61,8 +61,9 @@ func writeConverted(out, errOut io.Writer, objs *whatif.Objects) error {
 		}
 		made := objs.ConvertedAt(d.File, d.Line)
 		if made == nil {
-			out.Write(bytes.TrimRight(d.Body, "\n"))
-			fmt.Fprintln(out)
+			if _, err := fmt.Fprintf(out, "%s\n", bytes.TrimRight(d.Body, "\n")); err != nil {
+				return err
+			}
 			continue
 		}
 		for j, obj := range made {
@@ -73,7 +74,9 @@ func writeConverted(out, errOut io.Writer, objs *whatif.Objects) error {
 			if err != nil {
 				return err
 			}
-			out.Write(data)
+			if _, err := out.Write(data); err != nil {
+				return err
+			}
 			converted++
 		}
 	}

@@ -23,6 +23,12 @@ nodewright doctor --cloud aws --cluster-name prod-eu --region eu-west-1
 # A dump someone sent you, as JSON for a bot
 kubectl get nodepools,ec2nodeclasses,nodeclaims,nodes,pods,events -A -o yaml > cluster.yaml
 nodewright doctor -f cluster.yaml -o json`,
+	"nodewright convert": `
+# Manifests of Karpenter v0.32 to v1.0 (v1beta1) or v0.31 (Provisioner, AWSNodeTemplate), as v1 objects to commit
+nodewright convert -f karpenter/ > karpenter-v1.yaml
+
+# From standard input; what changed is written to standard error
+cat nodepool-v1beta1.yaml | nodewright convert -f -`,
 	"nodewright simulate": `
 # What would be launched for the pending pods of your manifests, in your region
 nodewright simulate -f infra/karpenter/ -f apps/ --region eu-west-1

@@ -14,12 +14,10 @@ import (
 	"fmt"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
-	v1 "github.com/nodewright/nodewright/api/v1"
 )
 
 // Result is one converted document.
@@ -221,13 +219,3 @@ func classNotes(in *nodeClassV1beta1, out *awsv1.EC2NodeClass) []string {
 	}
 	return nil
 }
-
-// objectMeta names an object for messages.
-func objectName(o runtime.Object) string {
-	if m, ok := o.(metav1.Object); ok {
-		return o.GetObjectKind().GroupVersionKind().Kind + "/" + m.GetName()
-	}
-	return o.GetObjectKind().GroupVersionKind().Kind
-}
-
-var _ = v1.Never

@@ -26,7 +26,6 @@ import (
 // that served v1beta1 beside v1, and its AWS provider.
 const referenceConversion = "v1.0.8"
 
-
 // conversionOracle builds the reference's conversion (testdata/convertoracle).
 func conversionOracle(t *testing.T) string {
 	t.Helper()

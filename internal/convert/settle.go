@@ -79,57 +79,11 @@ func Settle(pools []*v1.NodePool, classes []*awsv1.EC2NodeClass, claims []*v1.No
 	}
 	var added []Copy
 	for _, name := range sortedPoolKeys(poolsOf) {
-		class := byName[name]
-		sharing := poolsOf[name]
-		// What each NodePool's nodes launched with: its own kubelet
-		// configuration, else the class's.
-		for i, p := range sharing {
-			k, has := kubelets[p]
-			if !has {
-				continue
-			}
-			if class == nil {
-				continue // the annotation stays: the class may be read later (Unsettled)
-			}
-			delete(p.Annotations, KubeletAnnotation)
-			if sameKubelet(class.Spec.Kubelet, k) {
-				continue
-			}
-			othersAgree := true
-			for j, q := range sharing {
-				if j != i && !sameKubelet(effective(q, kubelets, class), k) {
-					othersAgree = false
-				}
-			}
-			if othersAgree {
-				class.Spec.Kubelet = k
-				notes = append(notes, Note{Object: "EC2NodeClass/" + class.Name, Text: "spec.kubelet is the kubelet configuration its NodePools had: " + compact(k)})
-				continue
-			}
-			copyName := class.Name + "-" + p.Name
-			own := class.DeepCopy()
-			own.Name, own.ResourceVersion, own.UID, own.Status = copyName, "", "", awsv1.EC2NodeClassStatus{}
-			own.Spec.Kubelet = k
-			added = append(added, Copy{Of: class.Name, Class: own})
-			p.Spec.Template.Spec.NodeClassRef.Name = copyName
-			notes = append(notes, Note{Object: "NodePool/" + p.Name,
-				Text: fmt.Sprintf("its kubelet configuration differs from the other NodePools' of EC2NodeClass %s: it gets EC2NodeClass %s, a copy of %s with spec.kubelet: %s", class.Name, copyName, class.Name, compact(k))})
-		}
+		copies, classNotes := settleClass(byName[name], poolsOf[name], kubelets)
+		added = append(added, copies...)
+		notes = append(notes, classNotes...)
 	}
-	poolByName := map[string]*v1.NodePool{}
-	for _, p := range pools {
-		poolByName[p.Name] = p
-	}
-	for _, c := range claims {
-		if _, converted := c.Annotations[NodeClassRefAnnotation]; !converted {
-			continue
-		}
-		delete(c.Annotations, NodeClassRefAnnotation)
-		delete(c.Annotations, KubeletAnnotation)
-		if p := poolByName[c.Labels[v1.LabelNodePool]]; p != nil && p.Spec.Template.Spec.ExpireAfter != "" {
-			c.Spec.ExpireAfter = p.Spec.Template.Spec.ExpireAfter
-		}
-	}
+	settleClaims(pools, claims)
 	return added, notes, nil
 }
 
@@ -167,4 +121,66 @@ func sortedPoolKeys(m map[string][]*v1.NodePool) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// settleClaims gives NodeClaims converted from v1beta1 their NodePool's
+// expireAfter, as the reference's conversion looks it up, and drops the
+// conversion's annotations.
+func settleClaims(pools []*v1.NodePool, claims []*v1.NodeClaim) {
+	poolByName := map[string]*v1.NodePool{}
+	for _, p := range pools {
+		poolByName[p.Name] = p
+	}
+	for _, c := range claims {
+		if _, converted := c.Annotations[NodeClassRefAnnotation]; !converted {
+			continue
+		}
+		delete(c.Annotations, NodeClassRefAnnotation)
+		delete(c.Annotations, KubeletAnnotation)
+		if p := poolByName[c.Labels[v1.LabelNodePool]]; p != nil && p.Spec.Template.Spec.ExpireAfter != "" {
+			c.Spec.ExpireAfter = p.Spec.Template.Spec.ExpireAfter
+		}
+	}
+}
+
+// settleClass moves the kubelet configurations of the NodePools sharing
+// a class (nil: not among the objects) to it, or to copies of it.
+func settleClass(class *awsv1.EC2NodeClass, sharing []*v1.NodePool, kubelets map[*v1.NodePool]awsv1.KubeletConfiguration) ([]Copy, []Note) {
+	var added []Copy
+	var notes []Note
+	// What each NodePool's nodes launched with: its own kubelet
+	// configuration, else the class's.
+	for i, p := range sharing {
+		k, has := kubelets[p]
+		if !has {
+			continue
+		}
+		if class == nil {
+			continue // the annotation stays: the class may be read later (Unsettled)
+		}
+		delete(p.Annotations, KubeletAnnotation)
+		if sameKubelet(class.Spec.Kubelet, k) {
+			continue
+		}
+		othersAgree := true
+		for j, q := range sharing {
+			if j != i && !sameKubelet(effective(q, kubelets, class), k) {
+				othersAgree = false
+			}
+		}
+		if othersAgree {
+			class.Spec.Kubelet = k
+			notes = append(notes, Note{Object: "EC2NodeClass/" + class.Name, Text: "spec.kubelet is the kubelet configuration its NodePools had: " + compact(k)})
+			continue
+		}
+		copyName := class.Name + "-" + p.Name
+		own := class.DeepCopy()
+		own.Name, own.ResourceVersion, own.UID, own.Status = copyName, "", "", awsv1.EC2NodeClassStatus{}
+		own.Spec.Kubelet = k
+		added = append(added, Copy{Of: class.Name, Class: own})
+		p.Spec.Template.Spec.NodeClassRef.Name = copyName
+		notes = append(notes, Note{Object: "NodePool/" + p.Name,
+			Text: fmt.Sprintf("its kubelet configuration differs from the other NodePools' of EC2NodeClass %s: it gets EC2NodeClass %s, a copy of %s with spec.kubelet: %s", class.Name, copyName, class.Name, compact(k))})
+	}
+	return added, notes
 }

@@ -40,7 +40,7 @@ type budgetV1beta1 struct {
 }
 
 type templateV1beta1 struct {
-	Metadata templateMeta       `json:"metadata,omitempty"`
+	Metadata templateMeta     `json:"metadata,omitempty"`
 	Spec     claimSpecV1beta1 `json:"spec"`
 }
 
@@ -50,12 +50,12 @@ type templateMeta struct {
 }
 
 type claimSpecV1beta1 struct {
-	Taints        []corev1.Taint          `json:"taints,omitempty"`
-	StartupTaints []corev1.Taint          `json:"startupTaints,omitempty"`
-	Requirements  []requirementV1beta1    `json:"requirements"`
-	Resources     *claimResources         `json:"resources,omitempty"`
-	Kubelet       *kubeletV1beta1         `json:"kubelet,omitempty"`
-	NodeClassRef  *nodeClassRefV1beta1    `json:"nodeClassRef"`
+	Taints        []corev1.Taint       `json:"taints,omitempty"`
+	StartupTaints []corev1.Taint       `json:"startupTaints,omitempty"`
+	Requirements  []requirementV1beta1 `json:"requirements"`
+	Resources     *claimResources      `json:"resources,omitempty"`
+	Kubelet       *kubeletV1beta1      `json:"kubelet,omitempty"`
+	NodeClassRef  *nodeClassRefV1beta1 `json:"nodeClassRef"`
 }
 
 type claimResources struct {

@@ -109,26 +109,9 @@ func fromProvisioner(doc []byte) (*Result, error) {
 		kubelet := k.kubeletV1beta1
 		t.Kubelet = &kubelet
 	}
-	d := &disruptionV1beta1{}
-	switch {
-	case s.TTLSecondsAfterEmpty != nil && s.Consolidation != nil && ptrValue(s.Consolidation.Enabled):
-		return nil, fmt.Errorf("spec.ttlSecondsAfterEmpty and spec.consolidation.enabled together were refused by v1alpha5 too: keep one")
-	case s.TTLSecondsAfterEmpty != nil:
-		d.ConsolidationPolicy, d.ConsolidateAfter = "WhenEmpty", ptrTo(seconds(*s.TTLSecondsAfterEmpty))
-		notes = append(notes, fmt.Sprintf("ttlSecondsAfterEmpty %d is consolidationPolicy WhenEmpty, consolidateAfter %s", *s.TTLSecondsAfterEmpty, *d.ConsolidateAfter))
-	case s.Consolidation != nil && ptrValue(s.Consolidation.Enabled):
-		d.ConsolidationPolicy = "WhenUnderutilized"
-		notes = append(notes, "consolidation.enabled is consolidationPolicy WhenEmptyOrUnderutilized")
-	default:
-		d.ConsolidationPolicy, d.ConsolidateAfter = "WhenEmpty", ptrTo("Never")
-		notes = append(notes, "without ttlSecondsAfterEmpty or consolidation, its nodes were never consolidated: consolidationPolicy WhenEmpty, consolidateAfter Never keeps that")
-	}
-	if s.TTLSecondsUntilExpired != nil {
-		d.ExpireAfter = ptrTo(seconds(*s.TTLSecondsUntilExpired))
-		notes = append(notes, fmt.Sprintf("ttlSecondsUntilExpired %d is expireAfter %s", *s.TTLSecondsUntilExpired, *d.ExpireAfter))
-	} else {
-		d.ExpireAfter = ptrTo("Never")
-		notes = append(notes, "without ttlSecondsUntilExpired its nodes never expired: expireAfter Never keeps that (v1's default is 720h)")
+	d, err := provisionerDisruption(s, &notes)
+	if err != nil {
+		return nil, err
 	}
 	pool.Spec.Disruption = d
 	var objects []runtime.Object
@@ -384,4 +367,31 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// provisionerDisruption is a Provisioner's emptiness, consolidation and
+// expiry as v1beta1's disruption.
+func provisionerDisruption(s provisionerSpec, notes *[]string) (*disruptionV1beta1, error) {
+	d := &disruptionV1beta1{}
+	switch {
+	case s.TTLSecondsAfterEmpty != nil && s.Consolidation != nil && ptrValue(s.Consolidation.Enabled):
+		return nil, fmt.Errorf("spec.ttlSecondsAfterEmpty and spec.consolidation.enabled together were refused by v1alpha5 too: keep one")
+	case s.TTLSecondsAfterEmpty != nil:
+		d.ConsolidationPolicy, d.ConsolidateAfter = "WhenEmpty", ptrTo(seconds(*s.TTLSecondsAfterEmpty))
+		*notes = append(*notes, fmt.Sprintf("ttlSecondsAfterEmpty %d is consolidationPolicy WhenEmpty, consolidateAfter %s", *s.TTLSecondsAfterEmpty, *d.ConsolidateAfter))
+	case s.Consolidation != nil && ptrValue(s.Consolidation.Enabled):
+		d.ConsolidationPolicy = "WhenUnderutilized"
+		*notes = append(*notes, "consolidation.enabled is consolidationPolicy WhenEmptyOrUnderutilized")
+	default:
+		d.ConsolidationPolicy, d.ConsolidateAfter = "WhenEmpty", ptrTo("Never")
+		*notes = append(*notes, "without ttlSecondsAfterEmpty or consolidation, its nodes were never consolidated: consolidationPolicy WhenEmpty, consolidateAfter Never keeps that")
+	}
+	if s.TTLSecondsUntilExpired != nil {
+		d.ExpireAfter = ptrTo(seconds(*s.TTLSecondsUntilExpired))
+		*notes = append(*notes, fmt.Sprintf("ttlSecondsUntilExpired %d is expireAfter %s", *s.TTLSecondsUntilExpired, *d.ExpireAfter))
+	} else {
+		d.ExpireAfter = ptrTo("Never")
+		*notes = append(*notes, "without ttlSecondsUntilExpired its nodes never expired: expireAfter Never keeps that (v1's default is 720h)")
+	}
+	return d, nil
 }

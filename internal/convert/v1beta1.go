@@ -47,7 +47,7 @@ const (
 // nodePoolFromV1beta1 converts a v1beta1 NodePool (defaulted, as stored)
 // to v1 as the reference's v1.0 conversion webhook does.
 func nodePoolFromV1beta1(in *nodePoolV1beta1) (*v1.NodePool, error) {
-	out := &v1.NodePool{TypeMeta: metav1.TypeMeta{APIVersion: v1.SchemeGroupVersion.String(), Kind: "NodePool"}, ObjectMeta: *in.ObjectMeta.DeepCopy()}
+	out := &v1.NodePool{TypeMeta: metav1.TypeMeta{APIVersion: v1.SchemeGroupVersion.String(), Kind: "NodePool"}, ObjectMeta: *in.DeepCopy()}
 	out.Status.Resources = in.Status.Resources
 	out.Status.Conditions = in.Status.Conditions
 	out.Spec.Weight = in.Spec.Weight
@@ -76,7 +76,7 @@ func nodePoolFromV1beta1(in *nodePoolV1beta1) (*v1.NodePool, error) {
 // nodeClaimFromV1beta1 converts a v1beta1 NodeClaim; its expireAfter is
 // its NodePool's, set once the NodePools are read (Settle).
 func nodeClaimFromV1beta1(in *nodeClaimV1beta1) (*v1.NodeClaim, error) {
-	out := &v1.NodeClaim{TypeMeta: metav1.TypeMeta{APIVersion: v1.SchemeGroupVersion.String(), Kind: "NodeClaim"}, ObjectMeta: *in.ObjectMeta.DeepCopy()}
+	out := &v1.NodeClaim{TypeMeta: metav1.TypeMeta{APIVersion: v1.SchemeGroupVersion.String(), Kind: "NodeClaim"}, ObjectMeta: *in.DeepCopy()}
 	s := in.Status
 	out.Status = v1.NodeClaimStatus{NodeName: s.NodeName, ProviderID: s.ProviderID, ImageID: s.ImageID, Capacity: s.Capacity, Allocatable: s.Allocatable, Conditions: s.Conditions}
 	out.Spec.Taints = in.Spec.Taints
@@ -125,7 +125,7 @@ func nillable(d *string) v1.NillableDuration {
 }
 
 func requirements(in []requirementV1beta1) []v1.NodeSelectorRequirementWithMinValues {
-	var out []v1.NodeSelectorRequirementWithMinValues
+	out := make([]v1.NodeSelectorRequirementWithMinValues, 0, len(in))
 	for _, r := range in {
 		out = append(out, v1.NodeSelectorRequirementWithMinValues{Key: r.Key, Operator: r.Operator, Values: r.Values, MinValues: r.MinValues})
 	}
@@ -154,7 +154,7 @@ func nodeClassRef(ref *nodeClassRefV1beta1) *v1.NodeClassReference {
 // (and, without AMI selector terms, a placeholder: it cannot launch),
 // anything else Custom.
 func nodeClassFromV1beta1(in *nodeClassV1beta1) *awsv1.EC2NodeClass {
-	out := &awsv1.EC2NodeClass{TypeMeta: metav1.TypeMeta{APIVersion: awsv1.SchemeGroupVersion.String(), Kind: "EC2NodeClass"}, ObjectMeta: *in.ObjectMeta.DeepCopy()}
+	out := &awsv1.EC2NodeClass{TypeMeta: metav1.TypeMeta{APIVersion: awsv1.SchemeGroupVersion.String(), Kind: "EC2NodeClass"}, ObjectMeta: *in.DeepCopy()}
 	delete(out.Annotations, AliasVersionAnnotation)
 	if len(out.Annotations) == 0 {
 		out.Annotations = nil
@@ -261,4 +261,3 @@ func kubeletJSON(annotation string) (awsv1.KubeletConfiguration, error) {
 	}
 	return out, nil
 }
-
