@@ -20,6 +20,10 @@ var imageNames = []struct {
 	{regexp.MustCompile(`(?i)^amazon-eks-(gpu-|arm64-)?node-[0-9]|/amazon-linux-2(-gpu|-arm64)?/`), awsv1.AMIFamilyAL2},
 	// bottlerocket-aws-k8s-1.31-x86_64-v1.30.0-..., /aws/service/bottlerocket/aws-k8s-1.31/...
 	{regexp.MustCompile(`(?i)^bottlerocket-aws-k8s-|/bottlerocket/aws-k8s-`), awsv1.AMIFamilyBottlerocket},
+	// Canonical's EKS images (ubuntu-eks/k8s_1.31/images/..., ubuntu-eks-pro/...)
+	// boot as AL2's do: cloud-init runs the script, which calls
+	// /etc/eks/bootstrap.sh.
+	{regexp.MustCompile(`(?i)^ubuntu-eks(-pro)?/|/canonical/ubuntu/eks`), awsv1.AMIFamilyAL2},
 	{regexp.MustCompile(`(?i)Windows_Server-2019-.*EKS_Optimized`), awsv1.AMIFamilyWindows2019},
 	{regexp.MustCompile(`(?i)Windows_Server-2022-.*EKS_Optimized`), awsv1.AMIFamilyWindows2022},
 	{regexp.MustCompile(`(?i)Windows_Server-2025-.*EKS_Optimized`), awsv1.AMIFamilyWindows2025},

@@ -120,12 +120,8 @@ func UserDataFindings(nc *awsv1.EC2NodeClass) []userdata.Finding {
 	if k, err := kubeletconfig.Parse(nc.Spec.Kubelet); err == nil && k != nil && len(k.ClusterDNS) == 1 {
 		known.ClusterDNS = k.ClusterDNS[0]
 	}
-	if Family(nc) == awsv1.AMIFamilyCustom && len(nc.Status.AMIs) > 0 {
-		names := make([]string, len(nc.Status.AMIs))
-		for i, ami := range nc.Status.AMIs {
-			names[i] = ami.Name
-		}
-		known.ImageFamily = boot.ImagesFamily(names)
+	if Family(nc) == awsv1.AMIFamilyCustom {
+		known.ImageFamily = boot.ImagesFamily(imageNames(nc))
 	}
 	return userdata.ValidateWith(Family(nc), userData, known)
 }
@@ -262,4 +258,28 @@ func kubeletValidation(nc *awsv1.EC2NodeClass, r Resolution) *metav1.Condition {
 		}
 	}
 	return nil
+}
+
+// imageNames are the names of a class's images: those of its status, or
+// before it has one, those its terms select by (a name or SSM parameter
+// each; none when a term selects by id or tags).
+func imageNames(nc *awsv1.EC2NodeClass) []string {
+	var names []string
+	for _, ami := range nc.Status.AMIs {
+		names = append(names, ami.Name)
+	}
+	if len(names) > 0 {
+		return names
+	}
+	for _, t := range nc.Spec.AMISelectorTerms {
+		switch {
+		case t.Name != "":
+			names = append(names, t.Name)
+		case t.SSMParameter != "":
+			names = append(names, t.SSMParameter)
+		default:
+			return nil
+		}
+	}
+	return names
 }

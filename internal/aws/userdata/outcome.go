@@ -169,3 +169,20 @@ func outcomeFinding(o boot.Outcome) Finding {
 	}
 	return missingUnregistered(nil, "as the node reads its user data it "+o.Summary())
 }
+
+// OnImage is what an image of imageFamily makes of what nodewright
+// launches for a class of family (its user data merged with nodewright's
+// bootstrap for that family): how a node boots when a class's AMI is of
+// another family than its amiFamily says. ok is false when no model
+// reads the image's boot.
+func OnImage(family, imageFamily, userData string) (o boot.Outcome, ok bool) {
+	launched := userData
+	if family != awsv1.AMIFamilyCustom {
+		var err error
+		if launched, err = Generate(family, TypicalCluster, Node{MaxPods: 110}, userData); err != nil {
+			return boot.Never("nodewright cannot make a launch's user data from it: " + err.Error()), true
+		}
+	}
+	o, model := BootImage(imageFamily, "", []byte(launched), 110)
+	return o, model != ""
+}

@@ -47,6 +47,7 @@ func amiArchitectureRule(ctx context.Context, r *Report, in Input) error {
 			}
 			amis[nc.Name] = have
 			reportAMIsUnknown(r, in, nc, have)
+			resolvedFamilyRule(r, nc, have)
 		}
 		if err == nil {
 			checkPoolArchs(r, in, np, nc, have, catalog)
@@ -66,6 +67,8 @@ type amiArchs struct {
 	// unknown are the terms only the account could resolve; the archs
 	// are then a lower bound.
 	unknown []string
+	// resolved are the images the account resolved, by id and name.
+	resolved [][2]string
 }
 
 // reportAMIsUnknown reports an EC2NodeClass whose AMIs are not known (an
@@ -313,6 +316,7 @@ func archsOf(ctx context.Context, cloud *Cloud, nc *awsv1.EC2NodeClass) (amiArch
 			return out, fmt.Errorf("resolving the AMIs of EC2NodeClass %s: %w", nc.Name, err)
 		}
 		for _, a := range amis {
+			out.resolved = append(out.resolved, [2]string{a.ID, a.Name})
 			for _, req := range a.Requirements {
 				if req.Key == corev1.LabelArchStable {
 					for _, v := range req.Values {

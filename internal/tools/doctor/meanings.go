@@ -3,6 +3,8 @@ package doctor
 // Meanings say, for the reference of finding codes (docs/reference/doctor-codes.md),
 // what each code reports. Every code has one.
 var Meanings = map[string]string{
+	"ami-os-contradicts-family":                  "an AMI term selects an EKS-optimized image of another OS than `amiFamily` (its name, SSM path or, in a dump, `status.amis` says which): that image's boot reads what nodewright launches for the family, and the node never joins; the fix is the family's alias, or the family of the AMI",
+	"ami-alias-malformed":                        "an alias whose version no image has: a second `@` (`al2023@latest@foo`, which crash-loops Karpenter's controller) or a version not in the family's release form (`v20250123`, `v1.30.0`)",
 	"converted-from-older-api":                   "an object of an older API (`karpenter.sh/v1beta1`, `karpenter.k8s.aws/v1beta1`, a v1alpha5 `Provisioner` or v1alpha1 `AWSNodeTemplate`) was read as the v1 object it converts to and checked as that; says what the conversion changed; `nodewright convert -f` prints the objects to commit",
 	"kubelet-in-conversion-annotation":           "a NodePool carries the kubelet configuration Karpenter v1.0's conversion kept in the `compatibility.karpenter.sh/v1beta1-kubelet-conversion` annotation, which v1.1 and later ignore: the `spec.kubelet` to give its EC2NodeClass; or, with the class among the inputs, that the class is read with it",
 	"userdata-overrides-registration-taints":     "user data replaces the kubelet's registration taints (nodeadm flags or `registerWithTaints`, a script calling bootstrap.sh, Bottlerocket `node-taints`), or a node registered without `karpenter.sh/unregistered` (S1)",

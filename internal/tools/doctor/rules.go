@@ -114,6 +114,7 @@ func Diagnose(ctx context.Context, in Input) (*Report, error) {
 	// Rules about the input itself: what they find is about the objects,
 	// and every one runs whatever the others find.
 	conversionRule(r, in.Objects)
+	amiTermRule(r, in.Objects)
 	userDataRules(r, in.Objects)
 	kubeletRule(r, in.Objects)
 	userDataSizeRule(r, in.Objects)
