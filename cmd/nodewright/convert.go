@@ -95,8 +95,8 @@ func writeConverted(out, errOut io.Writer, objs *whatif.Objects) error {
 		}
 	}
 	for _, p := range objs.NodePools {
-		if text, err := convert.Unsettled(p); err == nil && text != "" {
-			fmt.Fprintf(errOut, "warning: NodePool %s: %s\n", p.Name, text)
+		if class, kubelet, err := convert.Unsettled(p); err == nil && class != "" {
+			fmt.Fprintf(errOut, "warning: NodePool %s: its kubelet configuration belongs on %s, which is not among the inputs: add spec.kubelet: %s to it (or give it with -f)\n", p.Name, class, kubelet)
 		}
 	}
 	if converted == 0 {

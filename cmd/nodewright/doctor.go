@@ -93,6 +93,12 @@ func runDoctor(cmd *cobra.Command, fl doctorFlags) error {
 	if len(fl.files) > 0 {
 		objs, err := loadFiles(cmd, fl.files)
 		if err != nil {
+			if fl.output != "table" {
+				// A bot reading the output gets the refusal in its shape.
+				if werr := writeStructured(cmd.OutOrStdout(), fl.output, doctor.Refused(err)); werr != nil {
+					return werr
+				}
+			}
 			return err
 		}
 		in.Objects = objs
@@ -185,7 +191,7 @@ func doctorCloud(ctx context.Context, fl doctorFlags, kubeconfigPath string) (*d
 		eksClient := eks.NewFromConfig(cfg)
 		ec2Client := ec2.NewFromConfig(cfg)
 		cloud := &doctor.Cloud{
-			InstanceProfiles: iam.NewFromConfig(cfg), AccessEntries: eksClient, Console: ec2Client,
+			InstanceProfiles: iam.NewFromConfig(cfg), AccessEntries: eksClient, PodIdentities: eksClient, Console: ec2Client,
 			ClusterName: fl.clusterName, AccountID: fl.accountID, Partition: doctor.PartitionOfRegion(cfg.Region),
 		}
 		cluster, err := eksClient.DescribeCluster(ctx, &eks.DescribeClusterInput{Name: &fl.clusterName})

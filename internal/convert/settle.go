@@ -23,23 +23,24 @@ type Note struct {
 	Text   string
 }
 
-// Unsettled is what a NodePool still carrying the kubelet annotation
-// needs (its class was not among the objects Settle had): nil when it
-// carries none.
-func Unsettled(p *v1.NodePool) (string, error) {
+// Unsettled is, for a NodePool still carrying the kubelet annotation
+// (its class was not among the objects Settle had), the class that needs
+// the configuration and the configuration as JSON; "" when it carries
+// none.
+func Unsettled(p *v1.NodePool) (class, kubelet string, err error) {
 	raw, ok := p.Annotations[KubeletAnnotation]
 	if !ok {
-		return "", nil
+		return "", "", nil
 	}
 	k, err := kubeletJSON(raw)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	class := "its EC2NodeClass"
+	class = "its EC2NodeClass"
 	if ref := p.Spec.Template.Spec.NodeClassRef; ref != nil && ref.Name != "" {
 		class = "EC2NodeClass " + ref.Name
 	}
-	return fmt.Sprintf("the kubelet configuration in annotation %s was read by Karpenter v1.0 alone; v1.1 and later, and nodewright, read %s's spec.kubelet: add spec.kubelet: %s to it (a class of its own when its other NodePools differ) and remove the annotation", KubeletAnnotation, class, compact(k)), nil
+	return class, compact(k), nil
 }
 
 // Settle makes converted objects what a user commits, as v1.1 and later

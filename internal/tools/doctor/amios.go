@@ -94,13 +94,17 @@ func aliasRule(r *Report, object, field, alias string) {
 		r.add(Finding{Code: CodeAliasMalformed, Severity: Error, Object: object,
 			Message:  fmt.Sprintf("%s's %s.alias %q has a second '@': its version %q is no image's, so no AMI resolves and nothing launches (Karpenter's controller crash-loops on it, aws/karpenter-provider-aws#9800)", object, field, alias, version),
 			Evidence: fmt.Sprintf("%s.alias: %s", field, alias),
-			Fix:      fmt.Sprintf("set %s.alias to %s@latest, or pin one release such as %s", field, family, aliasExample(family))})
+			Fix:      aliasFix(object, field, family)})
 	case version != "latest" && pattern != nil && !pattern.MatchString(version):
 		r.add(Finding{Code: CodeAliasMalformed, Severity: Error, Object: object,
 			Message:  fmt.Sprintf("%s's %s.alias %q names version %q, which is not how %s images are released, so no AMI resolves and nothing launches", object, field, alias, version, family),
 			Evidence: fmt.Sprintf("%s.alias: %s", field, alias),
-			Fix:      fmt.Sprintf("set %s.alias to %s@latest, or pin one release such as %s", field, family, aliasExample(family))})
+			Fix:      aliasFix(object, field, family)})
 	}
+}
+
+func aliasFix(object, field, family string) string {
+	return fmt.Sprintf("replace the value in %s's %s with %s@latest (the newest release, followed as it comes) or one pinned release such as %s", object, field, family, aliasExample(family))
 }
 
 func aliasExample(family string) string {

@@ -62,6 +62,18 @@ func ReadCluster(ctx context.Context, kube client.Reader) (*whatif.Objects, []co
 	case !apierrors.IsNotFound(err):
 		return nil, nil, fmt.Errorf("listing the controller's Deployments: %w", err)
 	}
+	// The controller's ServiceAccount names its IAM role (IRSA).
+	accounts := &corev1.ServiceAccountList{}
+	switch err := kube.List(ctx, accounts); {
+	case err == nil:
+		for i := range accounts.Items {
+			if accounts.Items[i].Annotations[whatif.IRSARoleAnnotation] != "" {
+				o.ServiceAccounts = append(o.ServiceAccounts, &accounts.Items[i])
+			}
+		}
+	case !apierrors.IsForbidden(err) && !apierrors.IsNotFound(err):
+		return nil, nil, fmt.Errorf("listing ServiceAccounts: %w", err)
+	}
 	for name, dst := range map[string]**corev1.ConfigMap{"aws-auth": &o.AWSAuth, "amazon-vpc-cni": &o.VPCCNI} {
 		cm := &corev1.ConfigMap{}
 		switch err := kube.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceSystem, Name: name}, cm); {

@@ -1,9 +1,12 @@
 package doctor
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/nodewright/nodewright/internal/convert"
+	"github.com/nodewright/nodewright/internal/manifest"
 	"github.com/nodewright/nodewright/internal/tools/whatif"
 )
 
@@ -26,27 +29,27 @@ func conversionRule(r *Report, o *whatif.Objects) {
 		if c.From == "" {
 			continue // a v1 object Settle changed: its notes go with the kubelet rule below
 		}
-		fix := "run nodewright convert -f " + c.File + " > converted.yaml and commit its v1 objects: the API server of Karpenter v1.1 and later (and nodewright) refuses " + strings.Fields(c.From)[0]
+		kind, _, _ := strings.Cut(c.Object, "/")
 		r.add(Finding{Code: CodeConverted, Severity: Warning, Object: c.Object,
 			Message:  c.Object + " is read as the v1 object its " + strings.Join(strings.Fields(c.From)[:2], " ") + " converts to, and checked as that",
 			Evidence: "converted from " + c.From + notes(c.Notes),
-			Fix:      fix})
+			Fix: fmt.Sprintf("run nodewright convert -f %s > converted.yaml and commit the v1 %s it prints in place of this document: Karpenter v1.1 and later (and nodewright) serve only v1, and kubectl apply refuses %s there",
+				c.File, kind, strings.Fields(c.From)[0])})
 	}
 	for _, p := range o.NodePools {
-		text, err := convert.Unsettled(p)
-		if err != nil {
+		class, kubelet, err := convert.Unsettled(p)
+		switch {
+		case err != nil:
 			r.add(Finding{Code: CodeKubeletAnnotation, Severity: Error, Object: "NodePool/" + p.Name,
 				Message: "the kubelet configuration annotation cannot be read: " + err.Error(),
 				Fix:     "remove annotation " + convert.KubeletAnnotation + " and set the EC2NodeClass's spec.kubelet"})
-			continue
+		case class != "":
+			r.add(Finding{Code: CodeKubeletAnnotation, Severity: Warning, Object: "NodePool/" + p.Name,
+				Message:  "NodePool " + p.Name + "'s nodes launch without the kubelet configuration its annotation holds: Karpenter v1.0 alone read it, v1.1 and later and nodewright read the class's spec.kubelet",
+				Evidence: "annotation " + convert.KubeletAnnotation + ": " + p.Annotations[convert.KubeletAnnotation],
+				Fix: fmt.Sprintf("add spec.kubelet: %s to %s (a class of its own where its other NodePools differ) and remove the annotation from NodePool %s; given the class with -f, nodewright convert -f prints both",
+					kubelet, class, p.Name)})
 		}
-		if text == "" {
-			continue
-		}
-		r.add(Finding{Code: CodeKubeletAnnotation, Severity: Warning, Object: "NodePool/" + p.Name,
-			Message:  "NodePool " + p.Name + "'s nodes launch without the kubelet configuration it carries: " + text,
-			Evidence: "annotation " + convert.KubeletAnnotation + ": " + p.Annotations[convert.KubeletAnnotation],
-			Fix:      "give the EC2NodeClass with -f too and run nodewright convert on both, or " + text[strings.LastIndex(text, "add spec.kubelet"):]})
 	}
 	for _, c := range o.Conversions {
 		if c.From != "" || len(c.Notes) == 0 {
@@ -55,7 +58,7 @@ func conversionRule(r *Report, o *whatif.Objects) {
 		r.add(Finding{Code: CodeKubeletAnnotation, Severity: Warning, Object: c.Object,
 			Message:  c.Object + " is read with the kubelet configuration its NodePools carried in annotation " + convert.KubeletAnnotation + " (read by Karpenter v1.0 alone)",
 			Evidence: strings.Join(c.Notes, "; "),
-			Fix:      "run nodewright convert -f on the files and commit the objects it prints"})
+			Fix:      "run nodewright convert -f on the files and commit the EC2NodeClass it prints (with that spec.kubelet) and the NodePools without the annotation"})
 	}
 }
 
@@ -74,4 +77,25 @@ func locate(r *Report, o *whatif.Objects) {
 			r.Findings[i].File, r.Findings[i].Line = file, line
 		}
 	}
+}
+
+// CodeRegistrationStartupTaint is karpenter.sh/unregistered listed as a
+// startup taint, which the controller adds and removes itself.
+const CodeRegistrationStartupTaint = "startup-taint-is-registration-taint"
+
+// CodeInputRefused is an input document that could not be read; nothing
+// was checked.
+const CodeInputRefused = "input-refused"
+
+// Refused is the report of an input refused before any check ran, for
+// structured output: one finding at the file and line the error names.
+func Refused(err error) *Report {
+	f := Finding{Code: CodeInputRefused, Severity: Error, Message: err.Error(),
+		Fix: "correct the document's kind, apiVersion or the spec. field the message names, as it suggests (kubectl apply refuses it too), then run nodewright doctor again"}
+	var at *manifest.Error
+	if errors.As(err, &at) {
+		f.File, f.Line, f.Message = at.File, at.Line, at.Message()
+		f.Fix = fmt.Sprintf("correct line %d of %s: the kind, apiVersion or spec. field the message names, as it suggests (kubectl apply refuses it too), then run nodewright doctor again", at.Line, at.File)
+	}
+	return &Report{Summary: "the input was refused, so nothing was checked", Findings: []Finding{f}}
 }

@@ -4,6 +4,10 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/tools/whatif"
 )
 
@@ -98,7 +102,7 @@ spec:
 		t.Fatal(err)
 	}
 	r := diagnose(t, Input{Objects: objs})
-	expectOne(t, r, CodeKubeletAnnotation, Warning, "NodePool/default", "EC2NodeClass default's spec.kubelet",
+	expectOne(t, r, CodeKubeletAnnotation, Warning, "NodePool/default", "EC2NodeClass default",
 		`add spec.kubelet: {"clusterDNS":["169.254.20.10"],"maxPods":58}`)
 	// With its class, the configuration is the class's, and said so.
 	const class = `apiVersion: karpenter.k8s.aws/v1
@@ -136,4 +140,34 @@ func expectOn(t *testing.T, r *Report, code string, sev Severity, object string,
 	}
 	one := &Report{Findings: on}
 	return expectOne(t, one, code, sev, object, fragments...)
+}
+
+// A refused input, for -o json: one finding at the file and line.
+func TestRefusedInputIsAFinding(t *testing.T) {
+	objs := &whatif.Objects{}
+	err := objs.Load("nodepools.yaml", strings.NewReader("apiVersion: karpenter.sh/v1\nkind: NodePools\nmetadata: {name: default}\n"))
+	if err == nil {
+		t.Fatal("a misspelt kind was read")
+	}
+	r := Refused(err)
+	seen = append(seen, r.Findings...)
+	f := expectOne(t, r, CodeInputRefused, Error, "", "did you mean NodePool?")
+	if f.File != "nodepools.yaml" || f.Line != 2 || !strings.Contains(f.Fix, "line 2 of nodepools.yaml") {
+		t.Errorf("the refusal is at %s:%d, fix %q", f.File, f.Line, f.Fix)
+	}
+}
+
+// karpenter.sh/unregistered among the startup taints does nothing; the
+// NodePool's other startup taints are still checked.
+func TestRegistrationTaintAsAStartupTaint(t *testing.T) {
+	np := pool("general", "default")
+	np.Spec.Template.Spec.StartupTaints = []corev1.Taint{{Key: "karpenter.sh/unregistered", Effect: corev1.TaintEffectNoExecute}}
+	r := diagnose(t, Input{Objects: &whatif.Objects{NodePools: []*v1.NodePool{np}, EC2NodeClasses: []*awsv1.EC2NodeClass{class("default", "AL2023", "")}}})
+	expectOne(t, r, CodeRegistrationStartupTaint, Warning, "NodePool/general", "does nothing", "remove karpenter.sh/unregistered")
+	expectNone(t, r, CodeStartupTaintNeverRemoved)
+	for _, f := range only(r, CodeNotChecked) {
+		if strings.Contains(f.Message, "karpenter.sh/unregistered") {
+			t.Errorf("the registration taint is said to need an agent: %s", f.Message)
+		}
+	}
 }

@@ -66,7 +66,7 @@ var Codes = []string{
 	CodeCheckFailed, CodeStalePrices, CodeUserDataFormatNotRead, CodeUserDataSettingOverridden, CodeStartupTaintNeverRemoved,
 	CodeNodeRebootFailed, CodeCapacityBufferNotReady, CodeAMINotFound, CodeNotChecked,
 	CodeNodeClassNotFound, CodeKubeletConfigRefused, CodeUserDataTooLarge, CodeClaimsUnsatisfiable, CodeDRADriverMissing,
-	CodeNodeNeverJoins, CodeBootNotModelled, CodeConverted, CodeKubeletAnnotation, CodeAMIFamilyContradicted, CodeAliasMalformed,
+	CodeNodeNeverJoins, CodeBootNotModelled, CodeConverted, CodeKubeletAnnotation, CodeAMIFamilyContradicted, CodeAliasMalformed, CodeInputRefused, CodeRegistrationStartupTaint, CodeIdentityNotAName, CodeControllerRoleAsNodeRole,
 	CodeWindowsUserDataUnparsable, CodeWindowsBootstrapCallFails, CodeWindowsIPAMOff, CodeWindowsProxyGroup, CodeLinuxPodOnWindows, CodeDaemonSetOnWindows, CodeWindowsPodOnLinux,
 }
 

@@ -3,6 +3,10 @@ package doctor
 // Meanings say, for the reference of finding codes (docs/reference/doctor-codes.md),
 // what each code reports. Every code has one.
 var Meanings = map[string]string{
+	"node-identity-not-a-name":                   "`spec.role` or `spec.instanceProfile` given as an IAM ARN where the API takes a name; the fix is the name (and the node role checks use the role the ARN names, never an ARN nested in another)",
+	"node-role-is-controller-role":               "an EC2NodeClass's `spec.role` is the controller's own IAM role: its ServiceAccount's `eks.amazonaws.com/role-arn` (IRSA) or, with `--cloud aws`, its Pod Identity association (an error); or a role named as a controller's (a warning): nodes need the node role",
+	"startup-taint-is-registration-taint":        "`karpenter.sh/unregistered` listed in a NodePool's `startupTaints`: every node registers with it and the controller removes it itself, so the entry does nothing; remove it",
+	"input-refused":                              "an input document could not be read (`-o json` and `-o yaml` only; the table is the error itself): its file and line, what is wrong with it (a key given twice, a misspelt kind or field, with the nearest), and that nothing was checked; exit status 1",
 	"ami-os-contradicts-family":                  "an AMI term selects an EKS-optimized image of another OS than `amiFamily` (its name, SSM path or, in a dump, `status.amis` says which): that image's boot reads what nodewright launches for the family, and the node never joins; the fix is the family's alias, or the family of the AMI",
 	"ami-alias-malformed":                        "an alias whose version no image has: a second `@` (`al2023@latest@foo`, which crash-loops Karpenter's controller) or a version not in the family's release form (`v20250123`, `v1.30.0`)",
 	"converted-from-older-api":                   "an object of an older API (`karpenter.sh/v1beta1`, `karpenter.k8s.aws/v1beta1`, a v1alpha5 `Provisioner` or v1alpha1 `AWSNodeTemplate`) was read as the v1 object it converts to and checked as that; says what the conversion changed; `nodewright convert -f` prints the objects to commit",

@@ -213,7 +213,7 @@ func fixFor(r scheduling.Refusal, pool *scheduling.NodePool, np *v1.NodePool, g 
 	case r.TooLarge != nil && pool != nil:
 		return sizeFix(r, pool, pods)
 	case r.LimitReached:
-		return fmt.Sprintf("raise NodePool %s's spec.limits (its nodes use all it allows), or let another NodePool take %s", r.NodePool, pods)
+		return limitFix(r, pods)
 	case r.Static:
 		return fmt.Sprintf("NodePool %s is static (spec.replicas): raise spec.replicas for room on its nodes, or let a NodePool without replicas take %s", r.NodePool, pods)
 	case r.HostPort:
@@ -392,4 +392,12 @@ func firstOr(values []string, otherwise string) string {
 func uniqueSorted(in []string) []string {
 	sort.Strings(in)
 	return slices.Compact(in)
+}
+
+// limitFix is what to change when a NodePool's limits admit no node.
+func limitFix(r scheduling.Refusal, pods string) string {
+	if strings.Contains(r.Reason, "below zero") {
+		return fmt.Sprintf("set NodePool %s's spec.limits to 0 or more (a limit below zero admits no node), or remove the limit", r.NodePool)
+	}
+	return fmt.Sprintf("raise NodePool %s's spec.limits (its nodes use all it allows), or let another NodePool take %s", r.NodePool, pods)
 }

@@ -163,6 +163,11 @@ func roleToCheck(ctx context.Context, r *Report, in Input, nc *awsv1.EC2NodeClas
 		return nodeRoleCheck{}, false
 	}
 	arn := prefix + ":role/" + role
+	if iamARN.MatchString(role) {
+		// An ARN where the name belongs (node-identity-not-a-name): the
+		// mapping is checked for the role it names, never a nested ARN.
+		arn, role = role, roleName(role)
+	}
 	entryType, entryErr := accessEntryType(ctx, in.Cloud, arn)
 	if entryErr != nil {
 		r.add(checkFailed("EC2NodeClass/"+nc.Name, "the EKS access entry of node role "+role, "eks:DescribeAccessEntry on cluster "+in.Cloud.ClusterName+

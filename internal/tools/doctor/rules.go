@@ -57,9 +57,12 @@ type Cloud struct {
 	Resolver         *nodeclass.Resolver
 	InstanceProfiles InstanceProfiles
 	AccessEntries    sdk.AccessEntries
-	Console          sdk.Console
-	ClusterName      string
-	AccountID        string
+	// PodIdentities are the cluster's Pod Identity associations; nil
+	// when not read.
+	PodIdentities PodIdentities
+	Console       sdk.Console
+	ClusterName   string
+	AccountID     string
 	// Partition is the account's partition (aws, aws-cn, aws-us-gov):
 	// IAM ARNs are written in it.
 	Partition string
@@ -128,6 +131,7 @@ func Diagnose(ctx context.Context, in Input) (*Report, error) {
 		run         func() error
 	}{
 		{"whether the node roles may join the cluster", "iam:GetInstanceProfile and eks:DescribeAccessEntry", func() error { return nodeRoleRule(ctx, r, in) }},
+		{"whether a node role is the controller's", "eks:ListPodIdentityAssociations and eks:DescribePodIdentityAssociation", func() error { return identityRule(ctx, r, in) }},
 		{"the AMIs' architectures", "ec2:DescribeImages and ssm:GetParameter", func() error { return amiArchitectureRule(ctx, r, in) }},
 		{"whether pods fit the NodePools", "ec2:DescribeImages, ec2:DescribeSubnets and ssm:GetParameter", func() error { return podRule(r, in) }},
 		{"the nodes' taints and resources", "", func() error { return clusterStateRules(r, in) }},

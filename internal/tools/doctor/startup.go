@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	v1 "github.com/nodewright/nodewright/api/v1"
 	"github.com/nodewright/nodewright/internal/tools/whatif"
 )
 
@@ -20,6 +21,14 @@ import (
 func startupTaintRule(r *Report, o *whatif.Objects) {
 	for _, np := range o.NodePools {
 		for _, taint := range np.Spec.Template.Spec.StartupTaints {
+			if taint.Key == v1.TaintKeyUnregistered {
+				r.add(Finding{Code: CodeRegistrationStartupTaint, Severity: Warning, Object: "NodePool/" + np.Name,
+					Message: fmt.Sprintf("NodePool %s lists %s in spec.template.spec.startupTaints, where it does nothing: it is the taint every node registers with, and the controller removes it itself when the node registers (no agent does)",
+						np.Name, taintText(taint)),
+					Evidence: fmt.Sprintf("spec.template.spec.startupTaints: %s", taintText(taint)),
+					Fix:      fmt.Sprintf("remove %s from NodePool %s's spec.template.spec.startupTaints; list there only the taints an agent of yours removes (a CNI's, such as node.cilium.io/agent-not-ready)", v1.TaintKeyUnregistered, np.Name)})
+				continue
+			}
 			if slices.ContainsFunc(o.DaemonSets, func(ds *appsv1.DaemonSet) bool { return tolerates(ds.Spec.Template.Spec.Tolerations, taint) }) {
 				continue
 			}

@@ -147,7 +147,7 @@ func (c *nodeChecks) cloudProviderTaint(n checkedNode) bool {
 	c.report(Finding{Code: CodeCloudProviderTaint, Severity: Error, Object: n.obj,
 		Message:  fmt.Sprintf("node %s still has taint %s %s after it registered: the cloud controller manager (aws-cloud-controller-manager, or the cloud-node controller of the control plane) removes it once it has initialised the node, and has not, so pods that do not tolerate it never schedule there", node.Name, t.ToString(), n.age.Round(time.Second)),
 		Evidence: fmt.Sprintf("Node %s spec.taints: %s%s", node.Name, t.ToString(), n.conditionNote),
-		Fix:      "make sure the cloud controller manager runs (kubectl -n kube-system get pods | grep cloud-controller) and can reach the node and the EC2 API; do not remove the taint by hand or tolerate it: the node's provider ID, addresses and zone labels come with its removal"}, node.Name)
+		Fix:      cloudProviderFix(node)}, node.Name)
 	return true
 }
 
@@ -225,7 +225,7 @@ func uninitializedClaimRule(r *Report, in Input, nc *v1.NodeClaim) {
 	switch {
 	case c.Reason == v1.ReasonEphemeralTaintsExist && strings.Contains(c.Message, CloudProviderTaint):
 		r.add(Finding{Code: CodeCloudProviderTaint, Severity: Error, Object: obj, Message: c.Message, Evidence: evidence,
-			Fix: "make sure the cloud controller manager (aws-cloud-controller-manager) runs and can reach the node and the EC2 API; do not remove the taint by hand or tolerate it"})
+			Fix: cloudProviderFix(nil)})
 	case c.Reason == v1.ReasonStartupTaintsExist:
 		r.add(Finding{Code: CodeStartupTaintNotRemoved, Severity: Warning, Object: obj, Message: c.Message, Evidence: evidence,
 			Fix: "check that the component that removes the NodePool's startupTaint (a CNI or device plugin DaemonSet) runs on the node; if nothing removes it, take it out of the NodePool's startupTaints"})
@@ -384,4 +384,20 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, " | ")
+}
+
+// cloudProviderFix is what to check when the cloud controller manager
+// has not initialised a node: on EKS (its kubelet's version says so) it
+// runs in the control plane, where no pod of it can be looked for.
+func cloudProviderFix(node *corev1.Node) string {
+	const keep = "; do not remove the taint by hand or tolerate it: the node's provider ID, addresses and zone labels come with its removal"
+	eks := "on EKS the cloud controller manager runs in the control plane, not as a pod: check that the node's spec.providerID is aws:///<zone>/<instance-id> of an instance in the cluster's account and VPC, and that the node's name is the instance's private DNS name (as nodeadm and bootstrap.sh set it; a --hostname-override in the user data breaks the match)"
+	own := "on a cluster you run yourself, make sure aws-cloud-controller-manager runs (kubectl -n kube-system get pods | grep cloud-controller) and can reach the node and the EC2 API"
+	switch {
+	case node != nil && strings.Contains(node.Status.NodeInfo.KubeletVersion, "-eks-"):
+		return eks + keep
+	case node != nil:
+		return own + keep
+	}
+	return eks + "; " + own + keep
 }

@@ -97,6 +97,10 @@ type Objects struct {
 	ResourceSlices         []*resourcev1.ResourceSlice
 	// AWSAuth is the kube-system/aws-auth ConfigMap, when given.
 	AWSAuth *corev1.ConfigMap
+	// ServiceAccounts are those with an IAM role (IRSA's
+	// eks.amazonaws.com/role-arn annotation): the controller's role is
+	// its ServiceAccount's.
+	ServiceAccounts []*corev1.ServiceAccount
 	// VPCCNI is the VPC CNI's kube-system/amazon-vpc-cni ConfigMap, when
 	// given: whether pods on Windows nodes get addresses.
 	VPCCNI *corev1.ConfigMap
@@ -155,6 +159,7 @@ func (s Skipped) String() string {
 
 // ReadKinds are the kinds Load reads.
 const ReadKinds = "NodePools, NodeClaims, EC2NodeClasses, NodeOverlays, Pods and their workloads (Deployment, StatefulSet, ReplicaSet, Job), " +
+	"ServiceAccounts with an IAM role, " +
 	"DaemonSets, Nodes, PodDisruptionBudgets, Namespaces, volumes (PersistentVolumeClaim, PersistentVolume, StorageClass, CSINode), " +
 	"devices (DeviceClass, ResourceClaim, ResourceClaimTemplate, ResourceSlice), " +
 	"RuntimeClasses, CapacityBuffers and PodTemplates, the aws-auth and amazon-vpc-cni ConfigMaps, Lists of them"
@@ -202,6 +207,10 @@ func (o *Objects) Load(name string, r io.Reader) error {
 	return nil
 }
 
+// IRSARoleAnnotation names a ServiceAccount's IAM role (IAM roles for
+// service accounts).
+const IRSARoleAnnotation = "eks.amazonaws.com/role-arn"
+
 // MaxInputBytes is the most manifest text the tools read, all inputs
 // together (a pod as kubectl get -o yaml writes it takes some 5 to 8 KB,
 // so tens of thousands of them fit). An endless input (-f /dev/zero, a
@@ -226,10 +235,12 @@ type position struct {
 	line int
 }
 
+// scheme has the types the tools read.
+var scheme = runtime.NewScheme()
+
 // decoder decodes manifests as the API server would (strictly: an
 // unknown field is an error), into the types the controller lists.
 var decoder = func() runtime.Decoder {
-	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, v1alpha1.AddToScheme, awsv1.AddToScheme, v1beta1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			panic(err) // the schemes of compiled-in types always register
@@ -244,11 +255,18 @@ func (o *Objects) add(doc []byte) error {
 		Metadata        metav1.ObjectMeta `json:"metadata"`
 		Items           []json.RawMessage `json:"items"`
 	}
-	if err := yaml.Unmarshal(doc, &head); err != nil {
+	data, err := yaml.YAMLToJSONStrict(doc)
+	if err != nil {
+		return duplicateKeyError(err)
+	}
+	if err := json.Unmarshal(data, &head); err != nil {
 		return err
 	}
 	if head.Kind == "" {
 		return errors.New("the document has no kind: every object needs apiVersion and kind")
+	}
+	if err := checkGroupKind(head.APIVersion, head.Kind, head.Metadata.Name); err != nil {
+		return err
 	}
 	if head.Kind == "List" { // kubectl get -o yaml
 		return o.addList(head.Items)
@@ -300,9 +318,13 @@ func (o *Objects) decode(doc []byte, tm metav1.TypeMeta, name string) (bool, err
 	obj, gvk, err := decoder.Decode(doc, nil, nil)
 	switch {
 	case runtime.IsNotRegisteredError(err):
-		return false, fmt.Errorf("%s %s: apiVersion %s is not one nodewright reads (%s)", tm.Kind, name, tm.APIVersion, readVersions[tm.Kind])
+		return false, &manifest.FieldError{Path: "apiVersion", Err: fmt.Errorf("%s %s: apiVersion %s is not one nodewright reads (%s)", tm.Kind, name, tm.APIVersion, readVersions[tm.Kind])}
 	case err != nil:
-		return false, fmt.Errorf("decoding %s %s: %w%s", tm.Kind, name, err, formerFields(tm.Kind, err))
+		hint := formerFields(tm.Kind, err)
+		if hint == "" {
+			hint = didYouMean(newObject(tm), err)
+		}
+		return false, fmt.Errorf("decoding %s %s: %w%s", tm.Kind, name, err, hint)
 	}
 	// What the API server would refuse is refused here, by its schema and
 	// CEL rules and in its words (unknown fields, above, first, as
@@ -317,6 +339,16 @@ func (o *Objects) decode(doc []byte, tm metav1.TypeMeta, name string) (bool, err
 		return false, nil
 	}
 	return reader(o, obj)
+}
+
+// newObject is an empty object of the type a document's kind decodes
+// to; nil for a kind not registered.
+func newObject(tm metav1.TypeMeta) runtime.Object {
+	obj, err := scheme.New(tm.GroupVersionKind())
+	if err != nil {
+		return nil
+	}
+	return obj
 }
 
 // patternHints say in words what the API's patterns ask of a field (the
@@ -406,7 +438,7 @@ func defaulted(doc []byte) ([]byte, map[string]any, error) {
 // readVersions name the apiVersion of each kind simulate reads.
 var readVersions = map[string]string{
 	"NodePool": "karpenter.sh/v1", "NodeClaim": "karpenter.sh/v1", "NodeOverlay": "karpenter.sh/v1alpha1", "EC2NodeClass": "karpenter.k8s.aws/v1",
-	"Pod": "v1", "Node": "v1", "Namespace": "v1", "ConfigMap": "v1", "PersistentVolumeClaim": "v1", "PersistentVolume": "v1",
+	"Pod": "v1", "Node": "v1", "ServiceAccount": "v1", "Namespace": "v1", "ConfigMap": "v1", "PersistentVolumeClaim": "v1", "PersistentVolume": "v1",
 	"Deployment": "apps/v1", "StatefulSet": "apps/v1", "ReplicaSet": "apps/v1", "DaemonSet": "apps/v1", "Job": "batch/v1",
 	"PodDisruptionBudget": "policy/v1", "StorageClass": "storage.k8s.io/v1", "CSINode": "storage.k8s.io/v1",
 	"CapacityBuffer": "autoscaling.x-k8s.io/v1beta1", "PodTemplate": "v1", "RuntimeClass": "node.k8s.io/v1",
@@ -426,7 +458,14 @@ var readers = map[string]func(*Objects, runtime.Object) (bool, error){
 	"EC2NodeClass": func(o *Objects, obj runtime.Object) (bool, error) {
 		return appended(&o.EC2NodeClasses, obj.(*awsv1.EC2NodeClass))
 	},
-	"Pod":  func(o *Objects, obj runtime.Object) (bool, error) { return true, o.addPod(obj.(*corev1.Pod)) },
+	"Pod": func(o *Objects, obj runtime.Object) (bool, error) { return true, o.addPod(obj.(*corev1.Pod)) },
+	"ServiceAccount": func(o *Objects, obj runtime.Object) (bool, error) {
+		sa := inDefault(obj.(*corev1.ServiceAccount))
+		if sa.Annotations[IRSARoleAnnotation] == "" {
+			return false, nil // a ServiceAccount without a role says nothing of the nodes
+		}
+		return appended(&o.ServiceAccounts, sa)
+	},
 	"Node": func(o *Objects, obj runtime.Object) (bool, error) { return appended(&o.Nodes, obj.(*corev1.Node)) },
 	"Namespace": func(o *Objects, obj runtime.Object) (bool, error) {
 		return appended(&o.Namespaces, obj.(*corev1.Namespace))

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -159,8 +160,20 @@ func TestWhatTheAPIServerRefusesIsRefusedOffline(t *testing.T) {
 			doc = "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: checkout}\nspec:\n  " + c.change + "\n"
 		}
 		err := (&whatif.Objects{}).Load("pools.yaml", strings.NewReader(doc))
-		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "pools.yaml:1: ") {
+		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want %q", c.change, err, c.want)
+			continue
+		}
+		// The error names the line of the field it refuses.
+		m := regexp.MustCompile(`^pools\.yaml:(\d+): `).FindStringSubmatch(err.Error())
+		leaf := regexp.MustCompile(`(\w+)(\[\d+\])?: (Invalid|Unsupported)`).FindStringSubmatch(err.Error())
+		if m == nil || leaf == nil {
+			t.Errorf("%s: %v names no line or field", c.change, err)
+			continue
+		}
+		n, _ := strconv.Atoi(m[1])
+		if lines := strings.Split(doc, "\n"); n < 1 || n > len(lines) || !strings.Contains(lines[n-1], leaf[1]) {
+			t.Errorf("%s: line %d does not hold %s:\n%s", c.change, n, leaf[1], doc)
 		}
 	}
 }

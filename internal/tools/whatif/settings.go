@@ -1,6 +1,7 @@
 package whatif
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -35,6 +36,9 @@ type Controller struct {
 	// Unresolved are environment variables set from a ConfigMap, a
 	// Secret or a field, whose values are not in the Deployment.
 	Unresolved []string
+	// ServiceAccount is "namespace/name" of the ServiceAccount its pods
+	// run as: its IAM role is the controller's.
+	ServiceAccount string
 }
 
 // ControllerOf reads a Deployment as a controller's, when it is one:
@@ -48,7 +52,8 @@ func ControllerOf(d *appsv1.Deployment) (*Controller, bool) {
 		if !karpenter && !nodewright {
 			continue
 		}
-		ctl := &Controller{Name: d.Namespace + "/" + d.Name, Karpenter: karpenter, Args: c.Args, Env: map[string]string{}}
+		ctl := &Controller{Name: d.Namespace + "/" + d.Name, Karpenter: karpenter, Args: c.Args, Env: map[string]string{},
+			ServiceAccount: cmp.Or(d.Namespace, "default") + "/" + cmp.Or(d.Spec.Template.Spec.ServiceAccountName, "default")}
 		if nodewright {
 			ctl.Args = c.Args[1:]
 		}

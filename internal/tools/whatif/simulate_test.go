@@ -89,8 +89,8 @@ func TestS5ExplainsAMIArchitectureAndTypo(t *testing.T) {
 func TestBadManifestNamesFileAndDocument(t *testing.T) {
 	objs := &whatif.Objects{}
 	err := objs.Load("bad.yaml", strings.NewReader("apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\napiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: x}\nspec: {weight: 10, colour: blue}\n"))
-	if err == nil || !strings.HasPrefix(err.Error(), "bad.yaml:5: decoding NodePool x:") || !strings.Contains(err.Error(), "colour") {
-		t.Errorf("error %v should name the file, the line the document starts on, the object and the unknown field", err)
+	if err == nil || !strings.HasPrefix(err.Error(), "bad.yaml:8: decoding NodePool x:") || !strings.Contains(err.Error(), "colour") {
+		t.Errorf("error %v should name the file, the unknown field's line, the object and the field", err)
 	}
 	// A syntax error: the line it is on.
 	err = (&whatif.Objects{}).Load("syntax.yaml", strings.NewReader("# nodes\n---\napiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata:\n  name: x\nspec:\n  template:\n    spec\n      requirements: []\n"))
