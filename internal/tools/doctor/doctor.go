@@ -66,7 +66,7 @@ var Codes = []string{
 	CodeCheckFailed, CodeStalePrices, CodeUserDataFormatNotRead, CodeUserDataSettingOverridden, CodeStartupTaintNeverRemoved,
 	CodeNodeRebootFailed, CodeCapacityBufferNotReady, CodeAMINotFound, CodeNotChecked,
 	CodeNodeClassNotFound, CodeKubeletConfigRefused, CodeUserDataTooLarge, CodeClaimsUnsatisfiable, CodeDRADriverMissing,
-	CodeNodeNeverJoins, CodeBootNotModelled, CodeConverted, CodeKubeletAnnotation, CodeAMIFamilyContradicted, CodeAliasMalformed, CodeInputRefused, CodeRegistrationStartupTaint, CodeIdentityNotAName, CodeControllerRoleAsNodeRole,
+	CodeNodeNeverJoins, CodeBootNotModelled, CodeConverted, CodeKubeletAnnotation, CodeAMIFamilyContradicted, CodeAliasMalformed, CodeInputRefused, CodeRegistrationStartupTaint, CodeIdentityNotAName, CodeControllerRoleAsNodeRole, CodeTemplated,
 	CodeWindowsUserDataUnparsable, CodeWindowsBootstrapCallFails, CodeWindowsIPAMOff, CodeWindowsProxyGroup, CodeLinuxPodOnWindows, CodeDaemonSetOnWindows, CodeWindowsPodOnLinux,
 }
 

@@ -3,6 +3,7 @@ package doctor
 // Meanings say, for the reference of finding codes (docs/reference/doctor-codes.md),
 // what each code reports. Every code has one.
 var Meanings = map[string]string{
+	"templated-input":                            "a NodePool or EC2NodeClass of manifests holds Terraform (`${var.x}`, `${module.eks.cluster_endpoint}`, `%{ if }`) or Helm (`{{ .Values.x }}`) expressions: the fields named, and the values of the expressions' shapes the user data was checked with (the values themselves are checked once rendered)",
 	"node-identity-not-a-name":                   "`spec.role` or `spec.instanceProfile` given as an IAM ARN where the API takes a name; the fix is the name (and the node role checks use the role the ARN names, never an ARN nested in another)",
 	"node-role-is-controller-role":               "an EC2NodeClass's `spec.role` is the controller's own IAM role: its ServiceAccount's `eks.amazonaws.com/role-arn` (IRSA) or, with `--cloud aws`, its Pod Identity association (an error); or a role named as a controller's (a warning): nodes need the node role",
 	"startup-taint-is-registration-taint":        "`karpenter.sh/unregistered` listed in a NodePool's `startupTaints`: every node registers with it and the controller removes it itself, so the entry does nothing; remove it",

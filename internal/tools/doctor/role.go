@@ -335,7 +335,7 @@ func nodeRole(ctx context.Context, r *Report, cloud *Cloud, nc *awsv1.EC2NodeCla
 		r.add(Finding{Code: CodeNotChecked, Severity: Info, Object: "EC2NodeClass/" + nc.Name,
 			Message:  fmt.Sprintf("whether the node role may join the cluster is not checked: the role of instance profile %s is known only to AWS", profile),
 			Evidence: fmt.Sprintf("EC2NodeClass %s spec.instanceProfile: %s", nc.Name, profile),
-			Fix:      "run nodewright doctor with --cloud aws --cluster-name CLUSTER to read the instance profile"})
+			Fix:      "run nodewright doctor with --cloud aws --cluster-name CLUSTER to read the instance profile's role, or set spec.role to the node role instead"})
 		return "", nil
 	}
 	out, err := cloud.InstanceProfiles.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(profile)})

@@ -111,6 +111,8 @@ func Diagnose(ctx context.Context, in Input) (*Report, error) {
 		in.Grace = DefaultGrace
 	}
 	r := &Report{}
+	located := in.Objects
+	in.Objects = filledTemplates(r, in)
 	if in.Cloud != nil && in.Cloud.Unavailable != nil {
 		r.add(checkFailed("Cluster/"+in.clusterName(), "the EKS cluster (the AMI aliases' Kubernetes version and the account)", "eks:DescribeCluster", in.Cloud.Unavailable))
 	}
@@ -152,7 +154,7 @@ func Diagnose(ctx context.Context, in Input) (*Report, error) {
 	}
 	disruptionRules(r, in)
 	pricesRule(r, in)
-	locate(r, in.Objects)
+	locate(r, located)
 	r.sort()
 	return r, nil
 }

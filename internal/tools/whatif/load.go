@@ -188,7 +188,7 @@ func (o *Objects) Load(name string, r io.Reader) error {
 		}
 		o.at = position{file: name, line: d.Line}
 		if err := o.add(d.Body); err != nil {
-			return manifest.Errorf(name, d, err)
+			return manifest.Errorf(name, d, templateHint(name, d.Body, err))
 		}
 	}
 	if err := o.settle(); err != nil {

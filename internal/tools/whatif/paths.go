@@ -27,8 +27,11 @@ func (e *NothingReadError) Error() string { return e.msg }
 // LoadPaths reads manifests from files, directories (recursively: their
 // .yaml, .yml and .json files, in name order) and standard input ("-",
 // once). In a directory a file with nothing nodewright reads (a
-// kustomization, a Service) is skipped and listed; given by name it is
-// an error. The same object in two places is an error naming both.
+// Service) is skipped and listed; given by name it is an error. A
+// directory with a kustomization, or a Helm chart (Chart.yaml), is read
+// as it renders (kustomize build, helm template with its default
+// values), not file by file. The same object in two places is an error
+// naming both.
 func LoadPaths(paths []string, stdin io.Reader) (*Objects, error) {
 	o := &Objects{}
 	if err := o.ReadPaths(paths, stdin); err != nil {
@@ -57,6 +60,16 @@ func (o *Objects) ReadPaths(paths []string, stdin io.Reader) error {
 			return fmt.Errorf("-f %s: %w", path, err)
 		}
 		if !info.IsDir() {
+			// A kustomization file, or a chart's Chart.yaml, named
+			// alone: its directory is what renders.
+			base := filepath.Base(path)
+			if slices.Contains(kustomizationFiles, base) || base == "Chart.yaml" {
+				name, run := renderer(filepath.Dir(path))
+				if err := o.loadRendered(filepath.Dir(path), name, run); err != nil {
+					return err
+				}
+				continue
+			}
 			if err := o.loadFile(path); err != nil {
 				return err
 			}
@@ -72,12 +85,25 @@ func (o *Objects) ReadPaths(paths []string, stdin io.Reader) error {
 // loadDir reads a directory's manifests, recursively.
 func (o *Objects) loadDir(dir string) error {
 	var files []string
+	type render struct {
+		dir, name string
+		run       func(string) ([]byte, error)
+	}
+	var renders []render
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
 		if d.IsDir() && path != dir && strings.HasPrefix(d.Name(), ".") {
 			return filepath.SkipDir // .git and the like
+		}
+		if d.IsDir() {
+			// A kustomization or a chart is read as it renders, not file
+			// by file: its patches and templates are not manifests.
+			if name, run := renderer(path); run != nil {
+				renders = append(renders, render{path, name, run})
+				return filepath.SkipDir
+			}
 		}
 		switch strings.ToLower(filepath.Ext(path)) {
 		case ".yaml", ".yml", ".json":
@@ -98,11 +124,19 @@ func (o *Objects) loadDir(dir string) error {
 	if err != nil {
 		return fmt.Errorf("-f %s: %w", dir, err)
 	}
+	for _, r := range renders {
+		if err := o.loadRendered(r.dir, r.name, r.run); err != nil {
+			return err
+		}
+	}
 	if len(files) == 0 {
+		if len(renders) > 0 {
+			return nil
+		}
 		return fmt.Errorf("-f %s: the directory holds no .yaml, .yml or .json file", dir)
 	}
 	slices.Sort(files)
-	read := 0
+	read := len(renders)
 	for _, f := range files {
 		skipped := len(o.Skipped)
 		err := o.loadFile(f)

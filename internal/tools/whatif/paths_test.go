@@ -2,6 +2,7 @@ package whatif_test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodewright/nodewright/internal/tools/whatif"
 )
@@ -48,31 +51,59 @@ func write(t *testing.T, dir, name, content string) string {
 }
 
 // A repository of manifests as users keep them: a directory tree with
-// kustomizations, READMEs and a .git directory beside the objects.
+// a kustomization (its patch applied, as kustomize build applies it), a
+// Helm chart (rendered with its default values), READMEs and a .git
+// directory beside the objects.
 func TestLoadPathsReadsADirectoryRecursively(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "infra/karpenter/ec2nodeclass.yaml", pathsClass)
 	write(t, dir, "infra/karpenter/nodepool.yml", pathsPool)
-	write(t, dir, "infra/karpenter/kustomization.yaml", "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [ec2nodeclass.yaml]\n")
+	write(t, dir, "infra/karpenter/unlisted.yaml", strings.Replace(pathsPool, "name: checkout", "name: not-in-the-kustomization", 1))
+	write(t, dir, "infra/karpenter/kustomization.yaml", "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [ec2nodeclass.yaml, nodepool.yml]\n"+
+		"patches:\n  - target: {kind: NodePool, name: checkout}\n    patch: |\n      - op: add\n        path: /spec/weight\n        value: 30\n")
+	write(t, dir, "charts/workers/Chart.yaml", "apiVersion: v2\nname: workers\nversion: 0.1.0\n")
+	write(t, dir, "charts/workers/values.yaml", "replicas: 3\nteam: payments\n")
+	write(t, dir, "charts/workers/templates/deployment.yaml", "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: {{ .Release.Name }}-{{ .Values.team }}, namespace: shop}\n"+
+		"spec:\n  replicas: {{ .Values.replicas }}\n  selector: {matchLabels: {app: w}}\n  template:\n    metadata: {labels: {app: w}}\n    spec: {containers: [{name: c, image: nginx}]}\n")
+	write(t, dir, "charts/workers/templates/NOTES.txt", "installed {{ .Release.Name }}")
 	write(t, dir, "infra/README.md", "not a manifest")
 	write(t, dir, ".git/objects.yaml", "this: [is not read")
 	write(t, dir, "apps/web.json", `{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web","namespace":"shop"},"spec":{"containers":[{"name":"c","image":"nginx"}]}}`)
+	// Without helm, the chart is named with how to render it.
+	whatif.HelmCommand = filepath.Join(dir, "no-helm-here")
+	if _, err := whatif.LoadPaths([]string{dir}, nil); err == nil || !strings.Contains(err.Error(), "helm template RELEASE "+filepath.Join(dir, "charts/workers")) {
+		t.Errorf("a chart without helm: %v", err)
+	}
+	whatif.HelmCommand = helmBinary(t)
+	t.Cleanup(func() { whatif.HelmCommand = "helm" })
 	o, err := whatif.LoadPaths([]string{dir}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(o.EC2NodeClasses) != 1 || len(o.NodePools) != 1 || len(o.Pods) != 1 {
-		t.Errorf("read %d EC2NodeClasses, %d NodePools, %d pods", len(o.EC2NodeClasses), len(o.NodePools), len(o.Pods))
+	if len(o.EC2NodeClasses) != 1 || len(o.NodePools) != 1 || len(o.Pods) != 4 {
+		t.Fatalf("read %d EC2NodeClasses, %d NodePools, %d pods", len(o.EC2NodeClasses), len(o.NodePools), len(o.Pods))
 	}
-	if len(o.Ignored) != 1 || !strings.Contains(o.Ignored[0], "kustomization.yaml") || !strings.Contains(o.Ignored[0], "Kustomization") || len(o.Skipped) != 0 {
+	if w := o.NodePools[0].Spec.Weight; w == nil || *w != 30 {
+		t.Errorf("the kustomization's patch was not applied: weight %v", w)
+	}
+	if !slices.ContainsFunc(o.Pods, func(p *corev1.Pod) bool { return strings.HasPrefix(p.Name, "release-name-payments-") }) {
+		t.Errorf("the chart was not rendered with its values: %v", o.Pods)
+	}
+	if len(o.Ignored) != 0 || len(o.Skipped) != 0 {
 		t.Errorf("ignored %v, skipped %v", o.Ignored, o.Skipped)
 	}
-	// Given by name, a file with nothing read is an error.
-	if _, err := whatif.LoadPaths([]string{filepath.Join(dir, "infra/karpenter/kustomization.yaml")}, nil); err == nil {
-		t.Error("a file with nothing read, named, was accepted")
+	// The kustomization file named alone renders its directory.
+	k, err := whatif.LoadPaths([]string{filepath.Join(dir, "infra/karpenter/kustomization.yaml")}, nil)
+	if err != nil || len(k.NodePools) != 1 || k.NodePools[0].Name != "checkout" {
+		t.Errorf("the kustomization named alone: %v", err)
 	}
 	if _, err := whatif.LoadPaths([]string{filepath.Join(dir, "infra/karpenter/missing")}, nil); err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Errorf("a missing path: %v", err)
+	}
+	// A chart's template named alone is not a manifest: the chart is.
+	_, err = whatif.LoadPaths([]string{filepath.Join(dir, "charts/workers/templates/deployment.yaml")}, nil)
+	if err == nil || !strings.Contains(err.Error(), "-f "+filepath.Join(dir, "charts/workers")) {
+		t.Errorf("a Helm template named alone: %v", err)
 	}
 }
 
@@ -253,4 +284,36 @@ func TestPodResourcesTheAPIServerRefuses(t *testing.T) {
 	if err := (&whatif.Objects{}).Load("app.yaml", strings.NewReader(deployment("0", "{requests: {cpu: \"1\"}, limits: {cpu: \"1\"}}"))); err != nil {
 		t.Errorf("a valid Deployment of 0 replicas: %v", err)
 	}
+}
+
+// helmBinary is the real helm (the module's tool), built once into the
+// user's cache.
+func helmBinary(t *testing.T) string {
+	t.Helper()
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(cache, "nodewright", "helm-"+helmVersion(t))
+	if _, err := os.Stat(bin); err == nil {
+		return bin
+	}
+	tmp := bin + "." + strconv.Itoa(os.Getpid())
+	cmd := exec.CommandContext(t.Context(), "go", "build", "-o", tmp, "helm.sh/helm/v3/cmd/helm")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building helm: %v\n%s", err, out)
+	}
+	if err := os.Rename(tmp, bin); err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// helmVersion is the version of helm go.mod requires.
+func helmVersion(t *testing.T) string {
+	out, err := exec.CommandContext(t.Context(), "go", "list", "-m", "-f", "{{.Version}}", "helm.sh/helm/v3").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(out))
 }
