@@ -95,8 +95,12 @@ func writeConverted(out, errOut io.Writer, objs *whatif.Objects) error {
 		}
 	}
 	for _, p := range objs.NodePools {
-		if class, kubelet, err := convert.Unsettled(p); err == nil && class != "" {
-			fmt.Fprintf(errOut, "warning: NodePool %s: its kubelet configuration belongs on %s, which is not among the inputs: add spec.kubelet: %s to it (or give it with -f)\n", p.Name, class, kubelet)
+		class := "its EC2NodeClass"
+		if ref := p.Spec.Template.Spec.NodeClassRef; ref != nil {
+			class = "EC2NodeClass " + ref.Name
+		}
+		if kubelet, _, err := convert.Unsettled(p, nil); err == nil && kubelet != "" {
+			fmt.Fprintf(errOut, "warning: NodePool %s keeps annotation %s (%s): %s is not among the inputs, or has a spec.kubelet of its own that differs; the objects launch with the class's\n", p.Name, convert.KubeletAnnotation, kubelet, class)
 		}
 	}
 	if converted == 0 {

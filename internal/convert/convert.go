@@ -87,6 +87,9 @@ func fromV1beta1NodePool(doc []byte) (*Result, error) {
 	if err := strict(doc, &in); err != nil {
 		return nil, err
 	}
+	if d := in.Spec.Disruption; d != nil && d.ConsolidationPolicy == "WhenUnderutilized" && d.ConsolidateAfter != nil {
+		return nil, fmt.Errorf("spec.disruption.consolidateAfter (%s) with consolidationPolicy WhenUnderutilized: v1beta1 refused the two together (its nodes were consolidated after 15s whatever it said); in v1 they are consolidationPolicy: WhenEmptyOrUnderutilized, consolidateAfter: %s, which does what it meant", *d.ConsolidateAfter, *d.ConsolidateAfter)
+	}
 	defaultPoolV1beta1(&in)
 	out, err := nodePoolFromV1beta1(&in)
 	if err != nil {
@@ -156,9 +159,14 @@ func fromV1beta1NodeClass(doc []byte) (*Result, error) {
 	if err := checkTerms(&in.Spec); err != nil {
 		return nil, err
 	}
+	hopLimitNote := in.Spec.MetadataOptions == nil || in.Spec.MetadataOptions.HTTPPutResponseHopLimit == nil
 	defaultClassV1beta1(&in)
 	out := nodeClassFromV1beta1(&in)
-	return &Result{Objects: []runtime.Object{out}, From: "karpenter.k8s.aws/v1beta1 EC2NodeClass", Notes: classNotes(&in, out)}, nil
+	notes := classNotes(&in, out)
+	if hopLimitNote {
+		notes = append(notes, "metadataOptions.httpPutResponseHopLimit is not set: v1 defaults it to 1, which v0.32 to v0.37 launched as 2, so pods off the host network (the EBS CSI driver, the load balancer controller, SDKs taking the node's credentials) no longer reach the instance metadata; set metadataOptions.httpPutResponseHopLimit: 2 where they need it")
+	}
+	return &Result{Objects: []runtime.Object{out}, From: "karpenter.k8s.aws/v1beta1 EC2NodeClass", Notes: notes}, nil
 }
 
 // checkTerms refuses the selector term fields v1beta1 had only for other

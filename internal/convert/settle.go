@@ -24,10 +24,10 @@ type Note struct {
 }
 
 // Unsettled is, for a NodePool still carrying the kubelet annotation
-// (its class was not among the objects Settle had), the class that needs
-// the configuration and the configuration as JSON; "" when it carries
-// none.
-func Unsettled(p *v1.NodePool) (class, kubelet string, err error) {
+// (Settle left it: its class, nil when not among the objects, has a
+// kubelet configuration of its own that differs), the annotation's
+// configuration and the class's, as JSON; "" when it carries none.
+func Unsettled(p *v1.NodePool, class *awsv1.EC2NodeClass) (kubelet, classKubelet string, err error) {
 	raw, ok := p.Annotations[KubeletAnnotation]
 	if !ok {
 		return "", "", nil
@@ -36,11 +36,10 @@ func Unsettled(p *v1.NodePool) (class, kubelet string, err error) {
 	if err != nil {
 		return "", "", err
 	}
-	class = "its EC2NodeClass"
-	if ref := p.Spec.Template.Spec.NodeClassRef; ref != nil && ref.Name != "" {
-		class = "EC2NodeClass " + ref.Name
+	if class != nil {
+		classKubelet = compact(class.Spec.Kubelet)
 	}
-	return class, compact(k), nil
+	return compact(k), classKubelet, nil
 }
 
 // Settle makes converted objects what a user commits, as v1.1 and later
@@ -149,6 +148,10 @@ func settleClaims(pools []*v1.NodePool, claims []*v1.NodeClaim) {
 func settleClass(class *awsv1.EC2NodeClass, sharing []*v1.NodePool, kubelets map[*v1.NodePool]awsv1.KubeletConfiguration) ([]Copy, []Note) {
 	var added []Copy
 	var notes []Note
+	// A class with a kubelet configuration of its own is a v1 class its
+	// user wrote: what it says is what v1.1 and later launch with, and
+	// an annotation that differs stays, to be reported (Unsettled).
+	written := class != nil && len(class.Spec.Kubelet) > 0
 	// What each NodePool's nodes launched with: its own kubelet
 	// configuration, else the class's.
 	for i, p := range sharing {
@@ -159,10 +162,14 @@ func settleClass(class *awsv1.EC2NodeClass, sharing []*v1.NodePool, kubelets map
 		if class == nil {
 			continue // the annotation stays: the class may be read later (Unsettled)
 		}
-		delete(p.Annotations, KubeletAnnotation)
 		if sameKubelet(class.Spec.Kubelet, k) {
+			delete(p.Annotations, KubeletAnnotation)
 			continue
 		}
+		if written {
+			continue
+		}
+		delete(p.Annotations, KubeletAnnotation)
 		othersAgree := true
 		for j, q := range sharing {
 			if j != i && !sameKubelet(effective(q, kubelets, class), k) {

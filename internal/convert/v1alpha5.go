@@ -146,6 +146,7 @@ func fromProvisioner(doc []byte) (*Result, error) {
 	if len(out.Annotations) == 0 {
 		out.Annotations = nil
 	}
+	notes = append([]string{"Karpenter v0.33 and later serve no v1alpha5: their API servers have no Provisioner kind"}, notes...)
 	return &Result{Objects: append([]runtime.Object{out}, objects...), From: "karpenter.sh/v1alpha5 Provisioner", Notes: notes}, nil
 }
 

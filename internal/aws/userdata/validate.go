@@ -3,6 +3,7 @@ package userdata
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -64,7 +65,7 @@ func ValidateWith(family, userData string, known Known) []Finding {
 		// Launched as written: only what the node makes of it counts (the
 		// outcome's finding says it), not Go's MIME reader.
 	case err != nil:
-		findings = []Finding{{Code: CodeUnreadable, Severity: Error, Message: fmt.Sprintf("the user data cannot be read as a MIME document: %v", err), Fix: fixUnreadable}}
+		findings = []Finding{{Code: CodeUnreadable, Severity: Error, Message: fmt.Sprintf("the user data cannot be read as a MIME document: %v", err), Fix: mimeFix(err)}}
 	default:
 		v := &validation{family: family, known: known, boot: bootFamily(family, known.ImageFamily, userData)}
 		if modelled && o.Verdict == boot.Joins {
@@ -273,6 +274,35 @@ func (v *validation) joinsWith() []string {
 
 func (v *validation) add(code string, severity Severity, message, fix string) {
 	v.findings = append(v.findings, Finding{Code: code, Severity: severity, Message: message, Fix: fix})
+}
+
+// missingColon is the line Go's MIME reader took for a header.
+var missingColon = regexp.MustCompile(`missing colon: "([^"]*)"`)
+
+// mimeFix says what a MIME document that cannot be read lacks: most
+// often the empty line that ends a header block (the document's, before
+// its first boundary, or a part's, before its body).
+func mimeFix(err error) string {
+	msg := err.Error()
+	switch m := missingColon.FindStringSubmatch(msg); {
+	case m != nil && strings.HasPrefix(m[1], "--"):
+		return fmt.Sprintf("put an empty line between the document's headers (MIME-Version, Content-Type) and its first boundary line %s: the header block ends at the first empty line", m[1])
+	case m != nil:
+		return fmt.Sprintf("put an empty line between the part's headers (Content-Type) and its body, before %q: a part's headers end at the first empty line", m[1])
+	case strings.Contains(msg, "malformed header line"):
+		return "put an empty line between the document's headers (MIME-Version, Content-Type) and its first boundary line: the header block ends at the first empty line"
+	}
+	return fixUnreadable
+}
+
+// folded adds to a fix of Bottlerocket settings that could not be read
+// that their lines were joined, when they were: YAML's folded scalar
+// (userData: >) joins lines into one.
+func folded(userData, fix string) string {
+	if t := strings.TrimSpace(userData); !strings.Contains(t, "\n") && strings.Count(t, " = ") > 1 {
+		return "write spec.userData as a literal block (userData: |), not a folded one (userData: >), which joins its lines into one so Bottlerocket reads no settings; then " + fix
+	}
+	return fix
 }
 
 const fixUnreadable = "correct the EC2NodeClass's spec.userData so that it is what the AMI family expects (a MIME multi-part document, a shell script, a nodeadm NodeConfig or Bottlerocket TOML)"
@@ -566,7 +596,7 @@ func (v *validation) bottlerocket(body []byte) {
 		return // the boot outcome names it
 	case err != nil:
 		if v.family == awsv1.AMIFamilyBottlerocket || v.custom() {
-			v.add(CodeUnreadable, Error, "Bottlerocket refuses the user data's settings, so the node never joins: "+err.Error(), fixBottlerocket)
+			v.add(CodeUnreadable, Error, "Bottlerocket refuses the user data's settings, so the node never joins: "+err.Error(), folded(string(body), fixBottlerocket))
 		}
 		return
 	}

@@ -36,17 +36,34 @@ func conversionRule(r *Report, o *whatif.Objects) {
 			Fix: fmt.Sprintf("run nodewright convert -f %s > converted.yaml and commit the v1 %s it prints in place of this document: Karpenter v1.1 and later (and nodewright) serve only v1, and kubectl apply refuses %s there",
 				c.File, kind, strings.Fields(c.From)[0])})
 	}
+	classes := classesByName(o)
 	for _, p := range o.NodePools {
-		class, kubelet, err := convert.Unsettled(p)
+		className := ""
+		if ref := p.Spec.Template.Spec.NodeClassRef; ref != nil {
+			className = ref.Name
+		}
+		kubelet, classKubelet, err := convert.Unsettled(p, classes[className])
+		object := "NodePool/" + p.Name
+		evidence := "annotation " + convert.KubeletAnnotation + ": " + p.Annotations[convert.KubeletAnnotation]
 		switch {
 		case err != nil:
-			r.add(Finding{Code: CodeKubeletAnnotation, Severity: Error, Object: "NodePool/" + p.Name,
+			r.add(Finding{Code: CodeKubeletAnnotation, Severity: Error, Object: object,
 				Message: "the kubelet configuration annotation cannot be read: " + err.Error(),
 				Fix:     "remove annotation " + convert.KubeletAnnotation + " and set the EC2NodeClass's spec.kubelet"})
-		case class != "":
-			r.add(Finding{Code: CodeKubeletAnnotation, Severity: Warning, Object: "NodePool/" + p.Name,
+		case kubelet == "":
+		case classes[className] != nil:
+			r.add(Finding{Code: CodeKubeletAnnotation, Severity: Warning, Object: object,
+				Message:  fmt.Sprintf("NodePool %s carries a kubelet configuration in an annotation that differs from EC2NodeClass %s's spec.kubelet: Karpenter v1.0 launches its nodes with the annotation's, v1.1 and later and nodewright with the class's", p.Name, className),
+				Evidence: fmt.Sprintf("%s; EC2NodeClass %s spec.kubelet: %s", evidence, className, classKubelet),
+				Fix:      fmt.Sprintf("remove annotation %s from NodePool %s, after making EC2NodeClass %s's spec.kubelet what its nodes need (a change there drifts them)", convert.KubeletAnnotation, p.Name, className)})
+		default:
+			class := "its EC2NodeClass"
+			if className != "" {
+				class = "EC2NodeClass " + className
+			}
+			r.add(Finding{Code: CodeKubeletAnnotation, Severity: Warning, Object: object,
 				Message:  "NodePool " + p.Name + "'s nodes launch without the kubelet configuration its annotation holds: Karpenter v1.0 alone read it, v1.1 and later and nodewright read the class's spec.kubelet",
-				Evidence: "annotation " + convert.KubeletAnnotation + ": " + p.Annotations[convert.KubeletAnnotation],
+				Evidence: evidence,
 				Fix: fmt.Sprintf("add spec.kubelet: %s to %s (a class of its own where its other NodePools differ) and remove the annotation from NodePool %s; given the class with -f, nodewright convert -f prints both",
 					kubelet, class, p.Name)})
 		}

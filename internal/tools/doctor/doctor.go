@@ -55,6 +55,7 @@ const (
 	CodeWindowsUserDataUnparsable = userdata.CodeWindowsUnparsable
 	CodeWindowsBootstrapCallFails = userdata.CodeWindowsBootstrapArgsFailed
 	CodeNodeNeverJoins            = userdata.CodeNeverJoins
+	CodeUserDataUnreadable        = userdata.CodeUnreadable
 	CodeBootNotModelled           = userdata.CodeNotModelled
 )
 
@@ -66,7 +67,7 @@ var Codes = []string{
 	CodeCheckFailed, CodeStalePrices, CodeUserDataFormatNotRead, CodeUserDataSettingOverridden, CodeStartupTaintNeverRemoved,
 	CodeNodeRebootFailed, CodeCapacityBufferNotReady, CodeAMINotFound, CodeNotChecked,
 	CodeNodeClassNotFound, CodeKubeletConfigRefused, CodeUserDataTooLarge, CodeClaimsUnsatisfiable, CodeDRADriverMissing,
-	CodeNodeNeverJoins, CodeBootNotModelled, CodeConverted, CodeKubeletAnnotation, CodeAMIFamilyContradicted, CodeAliasMalformed, CodeInputRefused, CodeRegistrationStartupTaint, CodeIdentityNotAName, CodeControllerRoleAsNodeRole, CodeTemplated,
+	CodeNodeNeverJoins, CodeBootNotModelled, CodeConverted, CodeKubeletAnnotation, CodeAMIFamilyContradicted, CodeAliasMalformed, CodeInputRefused, CodeRegistrationStartupTaint, CodeIdentityNotAName, CodeControllerRoleAsNodeRole, CodeTemplated, CodeUserDataUnreadable, CodeRequirementOnNoLabel,
 	CodeWindowsUserDataUnparsable, CodeWindowsBootstrapCallFails, CodeWindowsIPAMOff, CodeWindowsProxyGroup, CodeLinuxPodOnWindows, CodeDaemonSetOnWindows, CodeWindowsPodOnLinux,
 }
 

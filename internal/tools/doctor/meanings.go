@@ -3,6 +3,8 @@ package doctor
 // Meanings say, for the reference of finding codes (docs/reference/doctor-codes.md),
 // what each code reports. Every code has one.
 var Meanings = map[string]string{
+	"requirement-on-no-instance-label":           "a NodePool requirement on a label no instance type has, named as one they do (another autoscaler's `eks.amazonaws.com/capacityType`, `node.kubernetes.io/instance-family`): it chooses no instance type and only labels the nodes; the fix is the key instance types have, with its values",
+	"userdata-unreadable":                        "user data its family's reader cannot read: a MIME document without the empty line that ends a header block (the fix says which), Bottlerocket settings that are not TOML (a folded `userData: >` joins their lines); nothing launched reads it",
 	"templated-input":                            "a NodePool or EC2NodeClass of manifests holds Terraform (`${var.x}`, `${module.eks.cluster_endpoint}`, `%{ if }`) or Helm (`{{ .Values.x }}`) expressions: the fields named, and the values of the expressions' shapes the user data was checked with (the values themselves are checked once rendered)",
 	"node-identity-not-a-name":                   "`spec.role` or `spec.instanceProfile` given as an IAM ARN where the API takes a name; the fix is the name (and the node role checks use the role the ARN names, never an ARN nested in another)",
 	"node-role-is-controller-role":               "an EC2NodeClass's `spec.role` is the controller's own IAM role: its ServiceAccount's `eks.amazonaws.com/role-arn` (IRSA) or, with `--cloud aws`, its Pod Identity association (an error); or a role named as a controller's (a warning): nodes need the node role",

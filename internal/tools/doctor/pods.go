@@ -185,8 +185,7 @@ func fixFor(r scheduling.Refusal, pool *scheduling.NodePool, np *v1.NodePool, g 
 		c := r.Conflict
 		podWants := strings.Join(c.Pod.Values(), ", ")
 		if c.Node == nil {
-			return fmt.Sprintf("NodePool %s's nodes have no %s label: add %s: %q to its spec.template.metadata.labels, or remove %s from %s's spec.nodeSelector/affinity",
-				r.NodePool, c.Key, c.Key, firstOr(c.Pod.Values(), "VALUE"), c.Key, pods)
+			return missingLabelFix(r.NodePool, c.Key, firstOr(c.Pod.Values(), "VALUE"), pods)
 		}
 		field := "spec.template.spec.requirements (key " + c.Key + ")"
 		if np != nil {
@@ -400,4 +399,19 @@ func limitFix(r scheduling.Refusal, pods string) string {
 		return fmt.Sprintf("set NodePool %s's spec.limits to 0 or more (a limit below zero admits no node), or remove the limit", r.NodePool)
 	}
 	return fmt.Sprintf("raise NodePool %s's spec.limits (its nodes use all it allows), or let another NodePool take %s", r.NodePool, pods)
+}
+
+// missingLabelFix is how pods that select a label a NodePool's nodes
+// lack get a node: the label on the NodePool, unless it is the
+// autoscaler's own (karpenter.sh/..., which a NodePool cannot set), or
+// v1alpha5's karpenter.sh/provisioner-name, which v1beta1 renamed.
+func missingLabelFix(pool, key, value, pods string) string {
+	switch {
+	case key == "karpenter.sh/provisioner-name":
+		return fmt.Sprintf("change %s's spec.nodeSelector/affinity from karpenter.sh/provisioner-name to karpenter.sh/nodepool (value %s): v0.32 renamed the label, and NodePool %s's nodes carry karpenter.sh/nodepool", pods, value, pool)
+	case strings.HasPrefix(key, "karpenter.sh/") || strings.HasPrefix(key, "karpenter.k8s.aws/"):
+		return fmt.Sprintf("remove %s from %s's spec.nodeSelector/affinity: the autoscaler sets the labels of its domain itself, and NodePool %s cannot add it", key, pods, pool)
+	}
+	return fmt.Sprintf("NodePool %s's nodes have no %s label: add %s: %q to its spec.template.metadata.labels, or remove %s from %s's spec.nodeSelector/affinity",
+		pool, key, key, value, key, pods)
 }

@@ -137,6 +137,7 @@ func Diagnose(ctx context.Context, in Input) (*Report, error) {
 		{"the AMIs' architectures", "ec2:DescribeImages and ssm:GetParameter", func() error { return amiArchitectureRule(ctx, r, in) }},
 		{"whether pods fit the NodePools", "ec2:DescribeImages, ec2:DescribeSubnets and ssm:GetParameter", func() error { return podRule(r, in) }},
 		{"the nodes' taints and resources", "", func() error { return clusterStateRules(r, in) }},
+		{"the NodePools' requirement keys", "", func() error { return requirementLabelRule(r, in.Objects) }},
 		{"why registrations time out", "ec2:GetConsoleOutput", func() error { return registrationTimeoutRule(ctx, r, in) }},
 	} {
 		if err := rule.run(); err != nil {
@@ -195,7 +196,6 @@ func pricesRule(r *Report, in Input) {
 var overrideCodes = map[string]bool{
 	userdata.CodeFlagsOverrideTaints: true, userdata.CodeConfigTaintsReplaced: true,
 	userdata.CodeUserCallsBootstrap: true, userdata.CodeBottlerocketTaints: true, userdata.CodeWindowsUserCallsBootstrap: true,
-	userdata.CodeUnreadable: true,
 }
 
 // userDataRules run the controller's user data validation on every

@@ -396,6 +396,11 @@ func withPatternHints(err error) error {
 // formerFields are fields earlier nodewright releases had and the
 // reference's API does not: what to write instead.
 var formerFieldFixes = []struct{ kind, field, fix string }{
+	{"NodePool", `"spec.template.spec.labels"`, "a NodePool's node labels are spec.template.metadata.labels (beside spec.template.spec, not in it): move them there"},
+	{"NodePool", `"spec.template.spec.annotations"`, "a NodePool's node annotations are spec.template.metadata.annotations: move them there"},
+	{"NodePool", `"spec.template.metadata.taints"`, "a NodePool's taints are spec.template.spec.taints: move them there"},
+	{"NodePool", `"spec.disruption.expireAfter"`, "in v1, expireAfter is spec.template.spec.expireAfter (v1beta1 had it under spec.disruption): move it there"},
+	{"NodePool", `"spec.template.spec.kubelet"`, "in v1, the kubelet configuration is the EC2NodeClass's spec.kubelet (v1beta1 had it on the NodePool): move it there"},
 	{"EC2NodeClass", `"spec.placementGroup"`, "spec.placementGroup was nodewright's own name for the field; the API's is spec.placementGroupSelector (name or id): " +
 		"rename it, and move a partition to the NodePool as the requirement {key: karpenter.k8s.aws/placement-group-partition, operator: In, values: [\"N\"]}"},
 	{"EC2NodeClass", `.vpcID"`, "securityGroupSelectorTerms[].vpcID was nodewright's own field; the API has none: select the groups by id, " +
