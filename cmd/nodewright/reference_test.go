@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
@@ -216,13 +215,34 @@ func doctorCodesReference() string {
 		"its severity (error, warning, info) is in the output. See\n" +
 		"[`nodewright doctor`](../tools/doctor.md) and\n" +
 		"[Troubleshooting](../troubleshooting.md).\n\n")
-	b.WriteString("| code | what it reports |\n|---|---|\n")
-	codes := slices.Clone(doctor.Codes)
-	sort.Strings(codes)
-	for _, c := range codes {
-		fmt.Fprintf(&b, "| `%s` | %s |\n", c, cell(doctor.Meanings[c]))
+	b.WriteString("The codes are grouped as users meet them: the input itself, what keeps\n" +
+		"a launch from happening, then a node from joining, from initializing,\n" +
+		"and what holds nodes once they run.\n")
+	for _, g := range doctor.Groups {
+		fmt.Fprintf(&b, "\n## %s\n\n| code | what it reports |\n|---|---|\n", g.Title)
+		for _, c := range g.Codes {
+			fmt.Fprintf(&b, "| `%s` | %s |\n", c, cell(doctor.Meanings[c]))
+		}
 	}
 	return b.String()
+}
+
+// Every code is in one group of the reference, once.
+func TestEveryCodeHasAGroup(t *testing.T) {
+	in := map[string]int{}
+	for _, g := range doctor.Groups {
+		for _, c := range g.Codes {
+			in[c]++
+		}
+	}
+	for _, c := range doctor.Codes {
+		if in[c] != 1 {
+			t.Errorf("doctor code %s is in %d groups of doctor.Groups, want 1", c, in[c])
+		}
+	}
+	if len(in) != len(doctor.Codes) {
+		t.Errorf("doctor.Groups name %d codes, doctor.Codes has %d", len(in), len(doctor.Codes))
+	}
 }
 
 // TestEveryCodeHasAMeaning: the reference lists no code without saying

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -150,7 +151,7 @@ func TestConversionAsTheReference(t *testing.T) {
 				pools = append(pools, pr.Objects[0].(*v1.NodePool))
 			}
 			claim := obj.(*v1.NodeClaim)
-			annotations := maps(claim.Annotations)
+			annotations := maps.Clone(claim.Annotations)
 			if _, _, err := Settle(pools, nil, []*v1.NodeClaim{claim}); err != nil {
 				t.Fatal(err)
 			}
@@ -168,14 +169,6 @@ func TestConversionAsTheReference(t *testing.T) {
 		}
 	}
 	t.Logf("%d v1beta1 objects: %d converted otherwise than the reference", len(cases), differ)
-}
-
-func maps(m map[string]string) map[string]string {
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 func defaulted(t *testing.T, s *structuralschema.Structural, doc map[string]any) map[string]any {

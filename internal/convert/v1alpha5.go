@@ -2,7 +2,8 @@ package convert
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -281,7 +282,7 @@ func terms(sel map[string]string, field string, ami bool) ([]selectorTerm, error
 	}
 	tags := map[string]string{}
 	var ids, names, owners []string
-	for _, k := range sortedKeys(sel) {
+	for _, k := range slices.Sorted(maps.Keys(sel)) {
 		v := sel[k]
 		switch {
 		case k == "aws::ids" || k == "aws-ids":
@@ -330,7 +331,7 @@ func tagSets(tags map[string]string) []map[string]string {
 		return []map[string]string{nil}
 	}
 	sets := []map[string]string{{}}
-	for _, k := range sortedKeys(tags) {
+	for _, k := range slices.Sorted(maps.Keys(tags)) {
 		values := split(tags[k])
 		if len(values) == 0 {
 			values = []string{tags[k]}
@@ -359,15 +360,6 @@ func split(v string) []string {
 		}
 	}
 	return out
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // provisionerDisruption is a Provisioner's emptiness, consolidation and

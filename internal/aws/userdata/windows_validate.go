@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
+	"github.com/nodewright/nodewright/internal/aws/boot"
 	"github.com/nodewright/nodewright/internal/aws/boot/windows"
 )
 
@@ -94,7 +95,9 @@ func (v *validation) customWindowsTaints(ps *windows.PowerShell, script, unsure 
 		v.findings = append(v.findings, windowsMissingUnregistered(v.registered, ""))
 	default:
 		for _, t := range v.registered {
-			if t != UnregisteredTaint {
+			// karpenter.sh/unregistered, with or without a value, is
+			// removed at registration: not a taint nodes keep.
+			if taint, err := ParseTaint(t); err != nil || taint.Key != boot.UnregisteredTaint.Key {
 				v.extra = append(v.extra, t)
 			}
 		}

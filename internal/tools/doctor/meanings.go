@@ -52,3 +52,25 @@ var Meanings = map[string]string{
 	"userdata-boot-not-modelled":                 "what the node does with its user data depends on something the boot model does not run (a command's output or exit status, a construct the sandbox refuses): no verdict either way; says how to check on a node",
 	"not-checked":                                "a check that could not run on this input: what was not checked and the command that checks it",
 }
+
+// Groups are the finding codes as users meet them, in that order: the
+// input itself, then what keeps an EC2NodeClass or a NodePool from
+// launching, what keeps a launched node from joining, from
+// initializing, and what holds nodes once they run.
+var Groups = []struct {
+	Title string
+	Codes []string
+}{
+	{"The input itself", []string{"input-refused", "converted-from-older-api", "kubelet-in-conversion-annotation", "templated-input", "not-checked", "check-failed"}},
+	{"Before launch: the EC2NodeClass's AMIs and identity", []string{"nodeclass-not-found", "ami-not-found", "ami-alias-malformed", "ami-os-contradicts-family", "ami-architecture-mismatch",
+		"node-identity-not-a-name", "node-role-is-controller-role", "kubelet-configuration-refused", "prices-not-current"}},
+	{"Before launch: the user data", []string{"userdata-unreadable", "userdata-node-never-joins", "userdata-overrides-registration-taints", "custom-userdata-missing-unregistered-taint",
+		"al2-bootstrap-args-malformed", "userdata-format-not-read-by-family", "userdata-kubelet-setting-overridden", "userdata-too-large", "userdata-boot-not-modelled",
+		"windows-userdata-does-not-parse", "windows-bootstrap-call-fails"}},
+	{"Before launch: the NodePools and the pods", []string{"pod-incompatible-with-nodepools", "requirement-on-no-instance-label", "resource-claims-unsatisfiable", "dra-driver-not-running",
+		"startup-taint-never-removed", "startup-taint-is-registration-taint", "windows-ipam-not-enabled", "pod-without-os-placed-on-windows", "windows-pod-placed-on-linux",
+		"daemonset-without-os-runs-on-windows", "capacity-buffer-not-ready"}},
+	{"Registration: the node joins", []string{"node-role-not-mapped", "windows-node-role-without-kube-proxy-group", "registration-timeouts-repeating"}},
+	{"Initialization: the node becomes usable", []string{"cloud-provider-taint-not-removed", "startup-taint-not-removed", "extended-resource-not-registered", "node-not-initialized-never-disrupted"}},
+	{"Running: repair and disruption", []string{"node-unhealthy", "node-repair-held", "node-reboot-failed", "pdb-never-allows-disruption"}},
+}

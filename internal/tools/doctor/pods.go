@@ -65,6 +65,10 @@ func podRule(r *Report, in Input) error {
 			msg = fmt.Sprintf("%s fit no NodePool; the closest is NodePool %s: %s", what, closest.NodePool, closest.Reason)
 			fix = fixFor(closest, pools[closest.NodePool], objects[closest.NodePool], g, in)
 		}
+		if why, volumeFix, ok := volumesApart(in.Objects, g.Pods[0]); ok {
+			msg = fmt.Sprintf("%s fit no node anywhere: %s", what, why)
+			fix = volumeFix
+		}
 		r.add(Finding{Code: CodePodIncompatible, Severity: Error, Object: groupObject(g), Message: msg,
 			Evidence: podNames(g) + ": " + reason, Fix: fix})
 	}
