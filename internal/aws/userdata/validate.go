@@ -289,6 +289,8 @@ func mimeFix(err error) string {
 		return fmt.Sprintf("put an empty line between the document's headers (MIME-Version, Content-Type) and its first boundary line %s: the header block ends at the first empty line", m[1])
 	case m != nil:
 		return fmt.Sprintf("put an empty line between the part's headers (Content-Type) and its body, before %q: a part's headers end at the first empty line", m[1])
+	case strings.Contains(msg, "without a boundary"):
+		return `give the multipart Content-Type its boundary (Content-Type: multipart/mixed; boundary="//") and begin each part with a line --// (the last one ending --//--)`
 	case strings.Contains(msg, "malformed header line"):
 		return "put an empty line between the document's headers (MIME-Version, Content-Type) and its first boundary line: the header block ends at the first empty line"
 	}

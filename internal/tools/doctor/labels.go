@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -22,12 +23,14 @@ const CodeRequirementOnNoLabel = "requirement-on-no-instance-label"
 // spellings: lower case, without dashes and underscores.
 func normalized(key string) string {
 	name := key[strings.LastIndexByte(key, '/')+1:]
-	return strings.NewReplacer("-", "", "_", "", ".", "").Replace(strings.ToLower(name))
+	return separators.Replace(strings.ToLower(name))
 }
 
+var separators = strings.NewReplacer("-", "", "_", "", ".", "")
+
 // instanceLabels are the label keys instance types and their offerings
-// set, by their normalized names.
-func instanceLabels() (map[string]string, error) {
+// set, by their normalized names (read once: the catalog is built in).
+var instanceLabels = sync.OnceValues(func() (map[string]string, error) {
 	catalog, err := catalogTypes()
 	if err != nil {
 		return nil, err
@@ -42,7 +45,7 @@ func instanceLabels() (map[string]string, error) {
 		out[normalized(key)] = key
 	}
 	return out, nil
-}
+})
 
 // valueSpelling maps other autoscalers' capacity type values to the
 // label's.

@@ -40,7 +40,7 @@ func TestUserDataRule(t *testing.T) {
 		{"AL2023 registerWithTaints", awsv1.AMIFamilyAL2023, nodeConfig + "    config:\n      registerWithTaints: [{key: dedicated, value: ci, effect: NoSchedule}]\n", CodeUserDataOverridesTaints, Warning, "registerWithTaints"},
 		{"AL2 script calls bootstrap.sh", awsv1.AMIFamilyAL2, "#!/bin/bash\n/etc/eks/bootstrap.sh c --kubelet-extra-args '--register-with-taints=dedicated=ci:NoSchedule'\n", CodeUserDataOverridesTaints, Error, "bootstrap.sh"},
 		{"Bottlerocket node-taints", awsv1.AMIFamilyBottlerocket, "[settings.kubernetes.node-taints]\n\"dedicated\" = [\"ci:NoSchedule\"]\n", CodeUserDataOverridesTaints, Warning, "node-taints"},
-		{"unreadable MIME", awsv1.AMIFamilyAL2023, "MIME-Version: 1.0\nContent-Type: multipart/mixed\n\nbody", CodeUserDataOverridesTaints, Error, "MIME"},
+		{"unreadable MIME", awsv1.AMIFamilyAL2023, "MIME-Version: 1.0\nContent-Type: multipart/mixed\n\nbody", CodeUserDataUnreadable, Error, "boundary="},
 		{"bootstrap.sh --opt=value", awsv1.AMIFamilyCustom, "#!/bin/bash\n/etc/eks/bootstrap.sh c --kubelet-extra-args='--register-with-taints=karpenter.sh/unregistered:NoExecute'\n", CodeBootstrapArgsMalformed, Error, "--kubelet-extra-args VALUE"},
 		{"single-quoted part with a space", awsv1.AMIFamilyCustom, "#!/bin/bash\n/etc/eks/bootstrap.sh c --kubelet-extra-args \"--register-with-taints 'karpenter.sh/unregistered:NoExecute,dedicated=ci:NoSchedule' --node-labels 'team=ci, tier=a'\"\n", CodeBootstrapArgsMalformed, Warning, "double quotes"},
 		{"Custom without the taint", awsv1.AMIFamilyCustom, "#!/bin/bash\n/etc/eks/bootstrap.sh c\n", CodeCustomMissingUnregistered, Error, "karpenter.sh/unregistered:NoExecute"},
