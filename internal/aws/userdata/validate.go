@@ -286,13 +286,13 @@ func mimeFix(err error) string {
 	msg := err.Error()
 	switch m := missingColon.FindStringSubmatch(msg); {
 	case m != nil && strings.HasPrefix(m[1], "--"):
-		return fmt.Sprintf("put an empty line between the document's headers (MIME-Version, Content-Type) and its first boundary line %s: the header block ends at the first empty line", m[1])
+		return fmt.Sprintf("add an empty line between the document's headers (MIME-Version, Content-Type) and its first boundary line %s: the header block ends at the first empty line", m[1])
 	case m != nil:
-		return fmt.Sprintf("put an empty line between the part's headers (Content-Type) and its body, before %q: a part's headers end at the first empty line", m[1])
+		return fmt.Sprintf("add an empty line between the part's headers (Content-Type) and its body, before %q: a part's headers end at the first empty line", m[1])
 	case strings.Contains(msg, "without a boundary"):
 		return `give the multipart Content-Type its boundary (Content-Type: multipart/mixed; boundary="//") and begin each part with a line --// (the last one ending --//--)`
 	case strings.Contains(msg, "malformed header line"):
-		return "put an empty line between the document's headers (MIME-Version, Content-Type) and its first boundary line: the header block ends at the first empty line"
+		return "add an empty line between the document's headers (MIME-Version, Content-Type) and its first boundary line: the header block ends at the first empty line"
 	}
 	return fixUnreadable
 }

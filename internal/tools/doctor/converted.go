@@ -42,7 +42,7 @@ func conversionRule(r *Report, o *whatif.Objects) {
 			r.add(Finding{Code: CodeAMINotFound, Severity: Error, Object: "EC2NodeClass/" + nc.Name,
 				Message:  fmt.Sprintf("EC2NodeClass %s was amiFamily Ubuntu without amiSelectorTerms, which v1 cannot launch: it has no Ubuntu family or alias, so the class selects no AMI (the reference's conversion marks it incompatible and launches nothing with it)", nc.Name),
 				Evidence: fmt.Sprintf("annotation %s: %s", convert.UbuntuAnnotation, nc.Annotations[convert.UbuntuAnnotation]),
-				Fix:      fmt.Sprintf("pin Canonical's EKS images in EC2NodeClass %s's spec.amiSelectorTerms, with amiFamily: AL2 (they boot as AL2's): - name: \"ubuntu-eks/k8s_1.31/images/hvm-ssd/ubuntu-jammy-22.04-*-server-*\" owner: \"099720109477\"", nc.Name)})
+				Fix:      fmt.Sprintf("set EC2NodeClass %s's spec.amiSelectorTerms to Canonical's EKS images, with amiFamily: AL2 (they boot as AL2's): - name: \"ubuntu-eks/k8s_1.31/images/hvm-ssd/ubuntu-jammy-22.04-*-server-*\" owner: \"099720109477\"", nc.Name)})
 		}
 	}
 	for _, p := range o.NodePools {

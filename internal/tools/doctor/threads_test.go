@@ -62,7 +62,7 @@ var threads = []thread{
 	{dir: "8312", url: "https://github.com/aws/karpenter-provider-aws/issues/8312", code: CodeIdentityNotAName, severity: Error, object: "EC2NodeClass/default",
 		want: []string{"spec.instanceProfile is an ARN", "set spec.instanceProfile to KarpenterNodeInstanceProfile-cluster-33"}},
 	{dir: "2098", url: "https://github.com/aws/karpenter-provider-aws/issues/2098", code: CodeUserDataUnreadable, severity: Error, object: "EC2NodeClass/al2",
-		want: []string{"cannot be read as a MIME document", "put an empty line between the document's headers"}},
+		want: []string{"cannot be read as a MIME document", "add an empty line between the document's headers"}},
 	{dir: "5915", url: "https://github.com/aws/karpenter-provider-aws/issues/5915", code: CodeUserDataUnreadable, severity: Error, object: "EC2NodeClass/bottlerocket-nodetemplate",
 		want: []string{"not TOML", "userData: |", "userData: >"}},
 	{dir: "2123", url: "https://github.com/awslabs/amazon-eks-ami/issues/2123", code: CodeNodeNeverJoins, severity: Error, object: "EC2NodeClass/al2023",
