@@ -38,18 +38,6 @@ func Converts(apiVersion, kind string) bool {
 	return ok
 }
 
-// Older names what each older kind becomes, for the kinds of the older
-// APIs that are not converted (Machine, its v1alpha5 NodeClaim).
-func Older(apiVersion, kind string) (string, bool) {
-	switch {
-	case apiVersion == "karpenter.sh/v1alpha5" && kind == "Machine":
-		return "a Machine is a node Karpenter v0.31 or earlier launched; v0.32 and later (and nodewright) track nodes as NodeClaims, which they make themselves: it is not read", true
-	case strings.HasPrefix(apiVersion, "karpenter.sh/") || strings.HasPrefix(apiVersion, "karpenter.k8s.aws/"):
-		return "", false
-	}
-	return "", false
-}
-
 var converters = map[string]func([]byte) (*Result, error){
 	"karpenter.sh/v1beta1/NodePool":              fromV1beta1NodePool,
 	"karpenter.sh/v1beta1/NodeClaim":             fromV1beta1NodeClaim,
