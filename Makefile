@@ -4,7 +4,7 @@ SHELL := /usr/bin/env bash -o pipefail
 GOLANGCI_LINT_VERSION := v2.15.0
 LINT := bin/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
-.PHONY: all build release docs test e2e-moto generate verify lint controlplane clean bench bench-e2e bench-reference bench-reference-speed crash sim image chart fuzz faults boot boot-golden reference-newest catalog stored repair-policies dynamic-drift
+.PHONY: all build release docs test e2e-moto generate verify lint controlplane clean bench bench-e2e bench-reference bench-reference-speed crash sim image chart fuzz faults boot boot-golden reference-newest catalog stored repair-policies dynamic-drift conversion
 
 all: build
 
@@ -142,6 +142,10 @@ repair-policies: ## Run REPAIR_POLICY_CASES generated repair policy sets and nod
 	REPAIR_POLICY_CASES=$(REPAIR_POLICY_CASES) go test -count=1 -timeout 30m -v -run 'TestPoliciesDecideAsTheReference' ./internal/state/nodepoolhealth | grep -E '^(--- FAIL|FAIL|ok|panic)|cases:|case [0-9]+:'
 
 DYNAMIC_DRIFT_CASES ?= 20000
+CONVERT_CASES ?= 6000
+conversion: ## Run CONVERT_CASES generated v1beta1 objects through nodewright's conversion and the reference's v1.0.8 conversion webhook code (built from its modules) and print the agreement
+	CONVERT_CASES=$(CONVERT_CASES) go test -count=1 -timeout 30m -v -run 'TestConversionAsTheReference' ./internal/convert | grep -E '^(--- FAIL|FAIL|ok|panic)|objects:|case [0-9]+'
+
 dynamic-drift: ## Run DYNAMIC_DRIFT_CASES generated NodeClaims through nodewright's drift and the reference's NodeClaim disruption controller and AWS cloud provider (built from their modules) and print the agreement
 	DYNAMIC_DRIFT_CASES=$(DYNAMIC_DRIFT_CASES) go test -count=1 -timeout 30m -v -run 'TestDynamicDriftAsTheReference' ./internal/aws/nodeclass | grep -E '^(--- FAIL|FAIL|ok|panic)|NodeClaims:|case [0-9]+:'
 
