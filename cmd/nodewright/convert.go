@@ -52,14 +52,22 @@ nodewright doctor checks the v1 objects.`,
 }
 
 // writeConverted prints every document read, converted ones as their v1
-// objects.
+// objects (in a List, item by item).
 func writeConverted(out, errOut io.Writer, objs *whatif.Objects) error {
 	converted := 0
 	for i, d := range objs.Documents {
 		if i > 0 {
 			fmt.Fprintln(out, "---")
 		}
-		made := objs.ConvertedAt(d.File, d.Line)
+		if objs.HasConversionsAt(d.File, d.Line) {
+			n, err := writeConvertedList(out, objs, d)
+			if err != nil {
+				return err
+			}
+			converted += n
+			continue
+		}
+		made := objs.ConvertedAt(d.File, d.Line, 0)
 		if made == nil {
 			if _, err := fmt.Fprintf(out, "%s\n", bytes.TrimRight(d.Body, "\n")); err != nil {
 				return err
@@ -70,7 +78,11 @@ func writeConverted(out, errOut io.Writer, objs *whatif.Objects) error {
 			if j > 0 {
 				fmt.Fprintln(out, "---")
 			}
-			data, err := committable(obj)
+			m, err := committable(obj)
+			if err != nil {
+				return err
+			}
+			data, err := yaml.Marshal(m)
 			if err != nil {
 				return err
 			}
@@ -80,6 +92,13 @@ func writeConverted(out, errOut io.Writer, objs *whatif.Objects) error {
 			converted++
 		}
 	}
+	summarize(errOut, objs, converted)
+	return nil
+}
+
+// summarize says on standard error what each conversion changed, and
+// what is left for the user to do.
+func summarize(errOut io.Writer, objs *whatif.Objects, converted int) {
 	for _, c := range objs.Conversions {
 		where := ""
 		if c.File != "" {
@@ -106,12 +125,46 @@ func writeConverted(out, errOut io.Writer, objs *whatif.Objects) error {
 	if converted == 0 {
 		fmt.Fprintln(errOut, "nothing to convert: every object is of the current APIs")
 	}
-	return nil
 }
 
-// committable is an object as YAML a user commits: without its status and
-// the metadata the API server sets.
-func committable(obj runtime.Object) ([]byte, error) {
+// writeConvertedList prints a List document (kubectl get -o yaml) with
+// each converted item replaced by the v1 objects it became, the others
+// as they are.
+func writeConvertedList(out io.Writer, objs *whatif.Objects, d whatif.Document) (int, error) {
+	var list map[string]any
+	if err := yaml.Unmarshal(d.Body, &list); err != nil {
+		return 0, err
+	}
+	items, _ := list["items"].([]any)
+	converted := 0
+	kept := make([]any, 0, len(items))
+	for i, item := range items {
+		made := objs.ConvertedAt(d.File, d.Line, i+1)
+		if made == nil {
+			kept = append(kept, item)
+			continue
+		}
+		for _, obj := range made {
+			m, err := committable(obj)
+			if err != nil {
+				return 0, err
+			}
+			kept = append(kept, m)
+			converted++
+		}
+	}
+	list["items"] = kept
+	data, err := yaml.Marshal(list)
+	if err != nil {
+		return 0, err
+	}
+	_, err = out.Write(data)
+	return converted, err
+}
+
+// committable is an object as a user commits it: without its status,
+// the metadata the API server sets and the conversion's bookkeeping.
+func committable(obj runtime.Object) (map[string]any, error) {
 	data, err := json.Marshal(obj)
 	if err != nil {
 		return nil, err
@@ -126,12 +179,13 @@ func committable(obj runtime.Object) ([]byte, error) {
 			delete(meta, k)
 		}
 		if ann, ok := meta["annotations"].(map[string]any); ok {
-			delete(ann, "kubectl.kubernetes.io/last-applied-configuration")
-			delete(ann, convert.StoredVersionMigrated)
+			for _, k := range []string{"kubectl.kubernetes.io/last-applied-configuration", convert.StoredVersionMigrated, convert.NodeClassRefAnnotation} {
+				delete(ann, k)
+			}
 			if len(ann) == 0 {
 				delete(meta, "annotations")
 			}
 		}
 	}
-	return yaml.Marshal(m)
+	return m, nil
 }

@@ -112,3 +112,58 @@ func strip(s string) string {
 	}
 	return strings.Join(keep, "\n")
 }
+
+// A dump as kubectl get -o yaml writes it, a List of v1beta1 and other
+// objects: each converted item is replaced in the List, every other item
+// is kept.
+func TestConvertKeepsAListsOtherItems(t *testing.T) {
+	const dump = `apiVersion: v1
+kind: List
+items:
+- apiVersion: karpenter.sh/v1beta1
+  kind: NodePool
+  metadata: {name: general, resourceVersion: "48213", uid: 0b6f7e9e-3c1e-4c55-9f6e-3a1d2a9f1e01}
+  spec:
+    template:
+      spec:
+        nodeClassRef: {name: default}
+        requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [spot]}]
+    disruption: {consolidationPolicy: WhenUnderutilized, expireAfter: 168h}
+  status: {resources: {cpu: "12"}}
+- apiVersion: karpenter.sh/v1
+  kind: NodePool
+  metadata: {name: already-v1}
+  spec:
+    template:
+      spec:
+        nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+        requirements: []
+- apiVersion: v1
+  kind: Namespace
+  metadata: {name: shop}
+`
+	dir := t.TempDir()
+	path := filepath.Join(dir, "dump.yaml")
+	if err := os.WriteFile(path, []byte(dump), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := newRootCommand()
+	var stdout bytes.Buffer
+	cmd.SetOut(&stdout)
+	cmd.SetErr(&bytes.Buffer{})
+	cmd.SetArgs([]string{"convert", "-f", path})
+	if err := cmd.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	out := stdout.String()
+	for _, want := range []string{"kind: List", "name: general", "consolidationPolicy: WhenEmptyOrUnderutilized", "expireAfter: 168h", "name: already-v1", "kind: Namespace", "name: shop"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("convert printed no %q:\n%s", want, out)
+		}
+	}
+	for _, unwanted := range []string{"karpenter.sh/v1beta1", "resourceVersion", "v1beta1-nodeclass-reference"} {
+		if strings.Contains(out, unwanted) {
+			t.Errorf("convert printed %q:\n%s", unwanted, out)
+		}
+	}
+}

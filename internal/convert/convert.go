@@ -9,12 +9,12 @@
 package convert
 
 import (
-	"bytes"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
@@ -62,10 +62,14 @@ func strict(doc []byte, into any) error {
 	if err != nil {
 		return err
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(into); err != nil {
-		return fmt.Errorf("%w (a field the older API did not have)", err)
+	strictErrs, err := kjson.UnmarshalStrict(data, into)
+	if err != nil {
+		return err
+	}
+	if len(strictErrs) > 0 {
+		// Named by path ("unknown field "spec.subnetSelectorTerms[0].name""),
+		// as the API server's strict decoding names them.
+		return fmt.Errorf("strict decoding error: %w (a field the older API did not have)", errors.Join(strictErrs...))
 	}
 	return nil
 }
@@ -144,9 +148,6 @@ func fromV1beta1NodeClass(doc []byte) (*Result, error) {
 	if err := strict(doc, &in); err != nil {
 		return nil, err
 	}
-	if err := checkTerms(&in.Spec); err != nil {
-		return nil, err
-	}
 	hopLimitNote := in.Spec.MetadataOptions == nil || in.Spec.MetadataOptions.HTTPPutResponseHopLimit == nil
 	defaultClassV1beta1(&in)
 	out := nodeClassFromV1beta1(&in)
@@ -157,28 +158,12 @@ func fromV1beta1NodeClass(doc []byte) (*Result, error) {
 	return &Result{Objects: []runtime.Object{out}, From: "karpenter.k8s.aws/v1beta1 EC2NodeClass", Notes: notes}, nil
 }
 
-// checkTerms refuses the selector term fields v1beta1 had only for other
-// terms (an owner for subnets, a name for subnets).
-func checkTerms(spec *nodeClassSpecV1beta1) error {
-	for i, t := range spec.SubnetSelectorTerms {
-		if t.Name != "" || t.Owner != "" {
-			return fmt.Errorf("spec.subnetSelectorTerms[%d]: a subnet term takes tags or id only (name and owner are an AMI's)", i)
-		}
-	}
-	for i, t := range spec.SecurityGroupSelectorTerms {
-		if t.Owner != "" {
-			return fmt.Errorf("spec.securityGroupSelectorTerms[%d]: a security group term takes tags, id or name (owner is an AMI's)", i)
-		}
-	}
-	return nil
-}
-
 // defaultClassV1beta1 fills in what the v1beta1 CRD's schema defaulted:
 // metadata options given in part get the rest of the defaults.
 func defaultClassV1beta1(in *nodeClassV1beta1) {
 	m := in.Spec.MetadataOptions
 	if m == nil {
-		in.Spec.MetadataOptions = &metadataOptions{HTTPEndpoint: ptrTo("enabled"), HTTPProtocolIPv6: ptrTo("disabled"),
+		in.Spec.MetadataOptions = &awsv1.MetadataOptions{HTTPEndpoint: ptrTo("enabled"), HTTPProtocolIPv6: ptrTo("disabled"),
 			HTTPPutResponseHopLimit: ptrTo(int64(1)), HTTPTokens: ptrTo("required")}
 		return
 	}

@@ -125,7 +125,8 @@ func sortedPoolKeys(m map[string][]*v1.NodePool) []string {
 
 // settleClaims gives NodeClaims converted from v1beta1 their NodePool's
 // expireAfter, as the reference's conversion looks it up, and drops the
-// conversion's annotations.
+// conversion's annotations; a NodeClaim whose NodePool is not (yet)
+// among the objects keeps them, and the reference's fallback, Never.
 func settleClaims(pools []*v1.NodePool, claims []*v1.NodeClaim) {
 	poolByName := map[string]*v1.NodePool{}
 	for _, p := range pools {
@@ -135,9 +136,13 @@ func settleClaims(pools []*v1.NodePool, claims []*v1.NodeClaim) {
 		if _, converted := c.Annotations[NodeClassRefAnnotation]; !converted {
 			continue
 		}
+		p := poolByName[c.Labels[v1.LabelNodePool]]
+		if p == nil {
+			continue // its NodePool may be read later (another file of a dump)
+		}
 		delete(c.Annotations, NodeClassRefAnnotation)
 		delete(c.Annotations, KubeletAnnotation)
-		if p := poolByName[c.Labels[v1.LabelNodePool]]; p != nil && p.Spec.Template.Spec.ExpireAfter != "" {
+		if p.Spec.Template.Spec.ExpireAfter != "" {
 			c.Spec.ExpireAfter = p.Spec.Template.Spec.ExpireAfter
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 )
 
 // The older API versions' shapes, as their CRDs served them: decoded
@@ -114,7 +116,9 @@ type claimStatusV1beta1 struct {
 	Conditions  []metav1.Condition  `json:"conditions,omitempty"`
 }
 
-// karpenter.k8s.aws/v1beta1.
+// karpenter.k8s.aws/v1beta1: the shapes v1 kept (subnet and security
+// group terms, metadata options, the status's subnets and groups) are
+// v1's own types.
 
 type nodeClassV1beta1 struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -124,26 +128,25 @@ type nodeClassV1beta1 struct {
 }
 
 type nodeClassSpecV1beta1 struct {
-	SubnetSelectorTerms        []selectorTerm        `json:"subnetSelectorTerms"`
-	SecurityGroupSelectorTerms []selectorTerm        `json:"securityGroupSelectorTerms"`
-	AssociatePublicIPAddress   *bool                 `json:"associatePublicIPAddress,omitempty"`
-	AMISelectorTerms           []selectorTerm        `json:"amiSelectorTerms,omitempty"`
-	AMIFamily                  *string               `json:"amiFamily"`
-	UserData                   *string               `json:"userData,omitempty"`
-	Role                       string                `json:"role,omitempty"`
-	InstanceProfile            *string               `json:"instanceProfile,omitempty"`
-	Tags                       map[string]string     `json:"tags,omitempty"`
-	BlockDeviceMappings        []*blockDeviceMapping `json:"blockDeviceMappings,omitempty"`
-	InstanceStorePolicy        *string               `json:"instanceStorePolicy,omitempty"`
-	DetailedMonitoring         *bool                 `json:"detailedMonitoring,omitempty"`
-	MetadataOptions            *metadataOptions      `json:"metadataOptions,omitempty"`
-	Context                    *string               `json:"context,omitempty"`
+	SubnetSelectorTerms        []awsv1.SubnetSelectorTerm        `json:"subnetSelectorTerms"`
+	SecurityGroupSelectorTerms []awsv1.SecurityGroupSelectorTerm `json:"securityGroupSelectorTerms"`
+	AssociatePublicIPAddress   *bool                             `json:"associatePublicIPAddress,omitempty"`
+	AMISelectorTerms           []amiTerm                         `json:"amiSelectorTerms,omitempty"`
+	AMIFamily                  *string                           `json:"amiFamily"`
+	UserData                   *string                           `json:"userData,omitempty"`
+	Role                       string                            `json:"role,omitempty"`
+	InstanceProfile            *string                           `json:"instanceProfile,omitempty"`
+	Tags                       map[string]string                 `json:"tags,omitempty"`
+	BlockDeviceMappings        []*blockDeviceMapping             `json:"blockDeviceMappings,omitempty"`
+	InstanceStorePolicy        *string                           `json:"instanceStorePolicy,omitempty"`
+	DetailedMonitoring         *bool                             `json:"detailedMonitoring,omitempty"`
+	MetadataOptions            *awsv1.MetadataOptions            `json:"metadataOptions,omitempty"`
+	Context                    *string                           `json:"context,omitempty"`
 }
 
-// selectorTerm is a subnet's, security group's or AMI's selector term of
-// v1beta1 (each allowing some of the fields: subnets tags and id,
-// security groups also name, AMIs also owner).
-type selectorTerm struct {
+// amiTerm is an AMI selector term of v1beta1 (v1's has an alias and an
+// SSM parameter besides); subnet and security group terms are v1's.
+type amiTerm struct {
 	Tags  map[string]string `json:"tags,omitempty"`
 	ID    string            `json:"id,omitempty"`
 	Name  string            `json:"name,omitempty"`
@@ -167,30 +170,12 @@ type blockDevice struct {
 	VolumeType          *string            `json:"volumeType,omitempty"`
 }
 
-type metadataOptions struct {
-	HTTPEndpoint            *string `json:"httpEndpoint,omitempty"`
-	HTTPProtocolIPv6        *string `json:"httpProtocolIPv6,omitempty"`
-	HTTPPutResponseHopLimit *int64  `json:"httpPutResponseHopLimit,omitempty"`
-	HTTPTokens              *string `json:"httpTokens,omitempty"`
-}
-
 type nodeClassStatusV1beta1 struct {
-	Subnets         []statusSubnet     `json:"subnets,omitempty"`
-	SecurityGroups  []statusGroup      `json:"securityGroups,omitempty"`
-	AMIs            []statusAMI        `json:"amis,omitempty"`
-	InstanceProfile string             `json:"instanceProfile,omitempty"`
-	Conditions      []metav1.Condition `json:"conditions,omitempty"`
-}
-
-type statusSubnet struct {
-	ID     string `json:"id"`
-	Zone   string `json:"zone"`
-	ZoneID string `json:"zoneID,omitempty"`
-}
-
-type statusGroup struct {
-	ID   string `json:"id"`
-	Name string `json:"name,omitempty"`
+	Subnets         []awsv1.Subnet        `json:"subnets,omitempty"`
+	SecurityGroups  []awsv1.SecurityGroup `json:"securityGroups,omitempty"`
+	AMIs            []statusAMI           `json:"amis,omitempty"`
+	InstanceProfile string                `json:"instanceProfile,omitempty"`
+	Conditions      []metav1.Condition    `json:"conditions,omitempty"`
 }
 
 type statusAMI struct {

@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
 )
 
 // Karpenter v0.31 and earlier: karpenter.sh/v1alpha5 Provisioners and
@@ -64,20 +66,21 @@ type awsNodeTemplate struct {
 }
 
 type templateSpec struct {
-	SubnetSelector        map[string]string     `json:"subnetSelector,omitempty"`
-	SecurityGroupSelector map[string]string     `json:"securityGroupSelector,omitempty"`
-	AMISelector           map[string]string     `json:"amiSelector,omitempty"`
-	AMIFamily             *string               `json:"amiFamily,omitempty"`
-	UserData              *string               `json:"userData,omitempty"`
-	InstanceProfile       *string               `json:"instanceProfile,omitempty"`
-	Tags                  map[string]string     `json:"tags,omitempty"`
-	BlockDeviceMappings   []*blockDeviceMapping `json:"blockDeviceMappings,omitempty"`
-	DetailedMonitoring    *bool                 `json:"detailedMonitoring,omitempty"`
-	MetadataOptions       *metadataOptions      `json:"metadataOptions,omitempty"`
-	Context               *string               `json:"context,omitempty"`
-	LaunchTemplateName    *string               `json:"launchTemplate,omitempty"`
-	APIVersion            string                `json:"apiVersion,omitempty"`
-	Kind                  string                `json:"kind,omitempty"`
+	SubnetSelector        map[string]string      `json:"subnetSelector,omitempty"`
+	SecurityGroupSelector map[string]string      `json:"securityGroupSelector,omitempty"`
+	AMISelector           map[string]string      `json:"amiSelector,omitempty"`
+	AMIFamily             *string                `json:"amiFamily,omitempty"`
+	UserData              *string                `json:"userData,omitempty"`
+	InstanceProfile       *string                `json:"instanceProfile,omitempty"`
+	Tags                  map[string]string      `json:"tags,omitempty"`
+	BlockDeviceMappings   []*blockDeviceMapping  `json:"blockDeviceMappings,omitempty"`
+	DetailedMonitoring    *bool                  `json:"detailedMonitoring,omitempty"`
+	MetadataOptions       *awsv1.MetadataOptions `json:"metadataOptions,omitempty"`
+	Context               *string                `json:"context,omitempty"`
+	LaunchTemplateName    *string                `json:"launchTemplate,omitempty"`
+	// APIVersion and Kind: an inline provider names its type.
+	APIVersion string `json:"apiVersion,omitempty"`
+	Kind       string `json:"kind,omitempty"`
 }
 
 // v1alpha5's label names, and v1beta1's.
@@ -86,7 +89,7 @@ var renamedLabels = map[string]string{"karpenter.sh/provisioner-name": "karpente
 func fromProvisioner(doc []byte) (*Result, error) {
 	var in provisioner
 	if err := strict(doc, &in); err != nil {
-		if strings.Contains(err.Error(), `"kubelet"`) {
+		if strings.Contains(err.Error(), `"spec.kubelet"`) {
 			return nil, fmt.Errorf("%w: a Provisioner's kubelet settings are spec.kubeletConfiguration", err)
 		}
 		return nil, err
@@ -227,6 +230,9 @@ func fromAWSNodeTemplate(doc []byte) (*Result, error) {
 	if err := strict(doc, &in); err != nil {
 		return nil, err
 	}
+	if in.Spec.APIVersion != "" || in.Spec.Kind != "" {
+		return nil, fmt.Errorf("spec.apiVersion and spec.kind are a Provisioner's inline provider's, not an AWSNodeTemplate's: remove them")
+	}
 	class, notes, err := classFromTemplate(in.Name, in.Spec, "spec")
 	if err != nil {
 		return nil, err
@@ -250,12 +256,19 @@ func classFromTemplate(name string, s templateSpec, field string) (runtime.Objec
 		c.AMIFamily = ptrTo("AL2")
 		notes = append(notes, "without amiFamily v1alpha1 launched AL2: amiFamily AL2 (as the alias al2@latest) keeps that")
 	}
-	var err error
-	if c.SubnetSelectorTerms, err = terms(s.SubnetSelector, field+".subnetSelector", false); err != nil {
+	subnets, err := terms(s.SubnetSelector, field+".subnetSelector", false)
+	if err != nil {
 		return nil, nil, err
 	}
-	if c.SecurityGroupSelectorTerms, err = terms(s.SecurityGroupSelector, field+".securityGroupSelector", false); err != nil {
+	for _, t := range subnets {
+		c.SubnetSelectorTerms = append(c.SubnetSelectorTerms, awsv1.SubnetSelectorTerm{ID: t.ID, Tags: t.Tags})
+	}
+	groups, err := terms(s.SecurityGroupSelector, field+".securityGroupSelector", false)
+	if err != nil {
 		return nil, nil, err
+	}
+	for _, t := range groups {
+		c.SecurityGroupSelectorTerms = append(c.SecurityGroupSelectorTerms, awsv1.SecurityGroupSelectorTerm{ID: t.ID, Tags: t.Tags})
 	}
 	if c.AMISelectorTerms, err = terms(s.AMISelector, field+".amiSelector", true); err != nil {
 		return nil, nil, err
@@ -276,7 +289,7 @@ func classFromTemplate(name string, s templateSpec, field string) (runtime.Objec
 // terms are a v1alpha1 selector map's v1beta1 terms: ids (aws::ids, or
 // aws-ids before v0.28) one term each; an AMI's aws::name and aws::owners
 // a term for each name and owner; every other key a tag, on each term.
-func terms(sel map[string]string, field string, ami bool) ([]selectorTerm, error) {
+func terms(sel map[string]string, field string, ami bool) ([]amiTerm, error) {
 	if len(sel) == 0 {
 		return nil, nil
 	}
@@ -301,9 +314,9 @@ func terms(sel map[string]string, field string, ami bool) ([]selectorTerm, error
 		if len(tags) > 0 || len(names) > 0 || len(owners) > 0 {
 			return nil, fmt.Errorf("%s: aws::ids with other keys: v1beta1 takes an id alone in its term; keep the ids, or the other keys", field)
 		}
-		var out []selectorTerm
+		var out []amiTerm
 		for _, id := range ids {
-			out = append(out, selectorTerm{ID: id})
+			out = append(out, amiTerm{ID: id})
 		}
 		return out, nil
 	}
@@ -313,11 +326,11 @@ func terms(sel map[string]string, field string, ami bool) ([]selectorTerm, error
 	if len(owners) == 0 {
 		owners = []string{""}
 	}
-	var out []selectorTerm
+	var out []amiTerm
 	for _, t := range tagSets(tags) {
 		for _, n := range names {
 			for _, o := range owners {
-				out = append(out, selectorTerm{Name: n, Owner: o, Tags: t})
+				out = append(out, amiTerm{Name: n, Owner: o, Tags: t})
 			}
 		}
 	}

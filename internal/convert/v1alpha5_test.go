@@ -6,9 +6,6 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
-
-	awsv1 "github.com/nodewright/nodewright/api/aws/v1"
-	v1 "github.com/nodewright/nodewright/api/v1"
 )
 
 // The v0.32 upgrade guide's mapping, row by row: each v1alpha5 field as
@@ -63,24 +60,7 @@ func TestProvisionerAsTheUpgradeGuide(t *testing.T) {
 		{name: "both empty TTL and consolidation", spec: "providerRef: {name: default}\nttlSecondsAfterEmpty: 30\nconsolidation: {enabled: true}", err: "keep one"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			doc := "apiVersion: karpenter.sh/v1alpha5\nkind: Provisioner\nmetadata: {name: default}\nspec:\n  " + strings.ReplaceAll(tc.spec, "\n", "\n  ") + "\n"
-			res, err := Document("karpenter.sh/v1alpha5", "Provisioner", []byte(doc))
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error %v, want one saying %q", err, tc.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			pool := res.Objects[0].(*v1.NodePool)
-			got := asMap(t, pool)
-			for path, want := range tc.want {
-				if v := lookup(got, path); !equalJSON(v, want) {
-					t.Errorf("%s = %v, want %v\n%s", path, v, want, asYAML(t, pool))
-				}
-			}
+			checkConverted(t, "karpenter.sh/v1alpha5", "Provisioner", tc.spec, tc.want, tc.err)
 		})
 	}
 }
@@ -107,25 +87,33 @@ func TestAWSNodeTemplateAsTheUpgradeGuide(t *testing.T) {
 		{name: "launchTemplate refused", spec: "subnetSelector: {a: b}\nlaunchTemplate: my-template", err: "launch templates made outside Karpenter"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			doc := "apiVersion: karpenter.k8s.aws/v1alpha1\nkind: AWSNodeTemplate\nmetadata: {name: default}\nspec:\n  " + strings.ReplaceAll(tc.spec, "\n", "\n  ") + "\n"
-			res, err := Document("karpenter.k8s.aws/v1alpha1", "AWSNodeTemplate", []byte(doc))
-			if tc.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("error %v, want one saying %q", err, tc.err)
-				}
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			class := res.Objects[0].(*awsv1.EC2NodeClass)
-			got := asMap(t, class)
-			for path, want := range tc.want {
-				if v := lookup(got, path); !equalJSON(v, want) {
-					t.Errorf("%s = %v, want %v\n%s", path, v, want, asYAML(t, class))
-				}
-			}
+			checkConverted(t, "karpenter.k8s.aws/v1alpha1", "AWSNodeTemplate", tc.spec, tc.want, tc.err)
 		})
+	}
+}
+
+// checkConverted converts an object of the kind with the spec (YAML,
+// its lines under spec:) and checks the first object it becomes at each
+// path, or the error.
+func checkConverted(t *testing.T, apiVersion, kind, spec string, want map[string]any, wantErr string) {
+	t.Helper()
+	doc := "apiVersion: " + apiVersion + "\nkind: " + kind + "\nmetadata: {name: default}\nspec:\n  " + strings.ReplaceAll(spec, "\n", "\n  ") + "\n"
+	res, err := Document(apiVersion, kind, []byte(doc))
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("error %v, want one saying %q", err, wantErr)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := res.Objects[0]
+	got := asMap(t, obj)
+	for path, value := range want {
+		if v := lookup(got, path); !equalJSON(v, value) {
+			t.Errorf("%s = %v, want %v\n%s", path, v, value, asYAML(t, obj))
+		}
 	}
 }
 

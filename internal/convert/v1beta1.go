@@ -197,12 +197,8 @@ func nodeClassFromV1beta1(in *nodeClassV1beta1) *awsv1.EC2NodeClass {
 			out.Spec.BlockDeviceMappings = append(out.Spec.BlockDeviceMappings, &awsv1.BlockDeviceMapping{DeviceName: b.DeviceName, RootVolume: b.RootVolume, EBS: device(b.EBS)})
 		}
 	}
-	for _, t := range spec.SubnetSelectorTerms {
-		out.Spec.SubnetSelectorTerms = append(out.Spec.SubnetSelectorTerms, awsv1.SubnetSelectorTerm{ID: t.ID, Tags: t.Tags})
-	}
-	for _, t := range spec.SecurityGroupSelectorTerms {
-		out.Spec.SecurityGroupSelectorTerms = append(out.Spec.SecurityGroupSelectorTerms, awsv1.SecurityGroupSelectorTerm{ID: t.ID, Name: t.Name, Tags: t.Tags})
-	}
+	out.Spec.SubnetSelectorTerms = spec.SubnetSelectorTerms
+	out.Spec.SecurityGroupSelectorTerms = spec.SecurityGroupSelectorTerms
 	out.Spec.AssociatePublicIPAddress = spec.AssociatePublicIPAddress
 	out.Spec.Context = spec.Context
 	out.Spec.DetailedMonitoring = spec.DetailedMonitoring
@@ -211,16 +207,9 @@ func nodeClassFromV1beta1(in *nodeClassV1beta1) *awsv1.EC2NodeClass {
 	out.Spec.InstanceStorePolicy = spec.InstanceStorePolicy
 	out.Spec.Tags = spec.Tags
 	out.Spec.UserData = spec.UserData
-	if m := spec.MetadataOptions; m != nil {
-		out.Spec.MetadataOptions = &awsv1.MetadataOptions{HTTPEndpoint: m.HTTPEndpoint, HTTPProtocolIPv6: m.HTTPProtocolIPv6, HTTPPutResponseHopLimit: m.HTTPPutResponseHopLimit, HTTPTokens: m.HTTPTokens}
-	}
+	out.Spec.MetadataOptions = spec.MetadataOptions
 	st := in.Status
-	for _, s := range st.Subnets {
-		out.Status.Subnets = append(out.Status.Subnets, awsv1.Subnet{ID: s.ID, Zone: s.Zone, ZoneID: s.ZoneID})
-	}
-	for _, g := range st.SecurityGroups {
-		out.Status.SecurityGroups = append(out.Status.SecurityGroups, awsv1.SecurityGroup{ID: g.ID, Name: g.Name})
-	}
+	out.Status.Subnets, out.Status.SecurityGroups = st.Subnets, st.SecurityGroups
 	for _, a := range st.AMIs {
 		out.Status.AMIs = append(out.Status.AMIs, awsv1.AMI{ID: a.ID, Name: a.Name, Requirements: a.Requirements})
 	}

@@ -126,8 +126,8 @@ func fieldOf(err error) string {
 	if errors.As(err, &at) {
 		return at.FieldPath()
 	}
-	if m := unknownField.FindStringSubmatch(err.Error()); m != nil {
-		return m[1]
+	if fields := UnknownFields(err); len(fields) > 0 {
+		return fields[0]
 	}
 	var agg utilerrors.Aggregate
 	if errors.As(err, &agg) {
@@ -143,6 +143,17 @@ func fieldOf(err error) string {
 		return fe.Field
 	}
 	return ""
+}
+
+// UnknownFields are the paths of the unknown fields a strict decoding
+// error names, in its order.
+func UnknownFields(err error) []string {
+	matches := unknownField.FindAllStringSubmatch(err.Error(), -1)
+	out := make([]string, 0, len(matches))
+	for _, m := range matches {
+		out = append(out, m[1])
+	}
+	return out
 }
 
 // FieldLine is the 1-based line, within a document, of the field a path

@@ -88,7 +88,7 @@ func reportAMIsUnknown(r *Report, in Input, nc *awsv1.EC2NodeClass, have amiArch
 			Fix:      fmt.Sprintf("in EC2NodeClass %s's spec.amiSelectorTerms, select an image the account has (aws ec2 describe-images --image-ids ... / --owners ...), or use an alias: - alias: %s@latest", nc.Name, aliasFamily(nc))})
 	case len(have.unknown) > 0 && in.usesClass(nc.Name):
 		r.add(Finding{Code: CodeNotChecked, Severity: Info, Object: "EC2NodeClass/" + nc.Name,
-			Message: fmt.Sprintf("the architecture of EC2NodeClass %s's AMI %s is known only to the AWS account (the manifest has no status.amis), so whether its NodePools' instance types have an AMI is not checked; an AMI of the wrong architecture launches nothing for them",
+			Message: fmt.Sprintf("the architecture and OS of EC2NodeClass %s's AMI %s are known only to the AWS account (the manifest has no status.amis), so whether its NodePools' instance types have an AMI, and whether it boots as its amiFamily says, are not checked; an AMI of the wrong architecture launches nothing for them, one of another OS never joins",
 				nc.Name, strings.Join(have.unknown, ", ")),
 			Evidence: fmt.Sprintf("EC2NodeClass %s spec.amiSelectorTerms %s, no status.amis", nc.Name, nodeclass.DescribeAMITerms(nc.Spec.AMISelectorTerms)),
 			Fix:      "run nodewright doctor --cloud aws --cluster-name CLUSTER -f ... to resolve the AMIs in the account, or run nodewright doctor against the cluster (the controller writes status.amis)"})

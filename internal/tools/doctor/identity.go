@@ -3,7 +3,9 @@ package doctor
 import (
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -47,8 +49,8 @@ type controllerRole struct{ arn, source string }
 
 // controllerRoles are the IAM roles the controller's pods run as: the
 // IRSA annotation of its ServiceAccount (the one its Deployment names, or
-// one named karpenter or nodewright) and, with an account, its Pod
-// Identity associations.
+// one named karpenter or nodewright) and, with an account, the Pod
+// Identity associations of those ServiceAccounts' names.
 func controllerRoles(ctx context.Context, in Input) ([]controllerRole, error) {
 	o := in.Objects
 	accounts := map[string]bool{}
@@ -67,7 +69,12 @@ func controllerRoles(ctx context.Context, in Input) ([]controllerRole, error) {
 	if in.Cloud == nil || in.Cloud.PodIdentities == nil {
 		return out, nil
 	}
-	for _, sa := range []string{"karpenter", "nodewright"} {
+	names := map[string]bool{"karpenter": true, "nodewright": true}
+	for _, c := range o.Controllers {
+		_, name, _ := strings.Cut(c.ServiceAccount, "/")
+		names[name] = true
+	}
+	for _, sa := range slices.Sorted(maps.Keys(names)) {
 		list, err := in.Cloud.PodIdentities.ListPodIdentityAssociations(ctx, &eks.ListPodIdentityAssociationsInput{ClusterName: aws.String(in.Cloud.ClusterName), ServiceAccount: aws.String(sa)})
 		if err != nil {
 			return out, fmt.Errorf("listing the Pod Identity associations of cluster %s: %w", in.Cloud.ClusterName, err)

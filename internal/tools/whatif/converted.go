@@ -17,6 +17,9 @@ import (
 type Conversion struct {
 	File string
 	Line int
+	// Item is 1 + the index of the List item the object was, in a List
+	// document (kubectl get -o yaml); 0 outside a List.
+	Item int
 	// Object is the v1 object's "Kind/name"; From the document's
 	// apiVersion and kind.
 	Object string
@@ -50,7 +53,7 @@ func (o *Objects) addConverted(doc []byte, tm metav1.TypeMeta, name string) erro
 			return err
 		}
 		o.used++
-		c := Conversion{File: o.at.file, Line: o.at.line, Object: head.Kind + "/" + head.Metadata.Name, From: res.From + " " + name}
+		c := Conversion{File: o.at.file, Line: o.at.line, Item: o.at.item, Object: head.Kind + "/" + head.Metadata.Name, From: res.From + " " + name}
 		if i == 0 {
 			c.Notes = res.Notes
 		} else {
@@ -121,12 +124,13 @@ type Document struct {
 	Body []byte
 }
 
-// ConvertedAt are the objects the document at file:line converted to,
-// as read (settled): nil for a document of the current APIs.
-func (o *Objects) ConvertedAt(file string, line int) []runtime.Object {
+// ConvertedAt are the objects the document at file:line (item, 1 + its
+// index in a List document, or 0) converted to, as read (settled): nil
+// for a document of the current APIs.
+func (o *Objects) ConvertedAt(file string, line, item int) []runtime.Object {
 	var out []runtime.Object
 	for _, c := range o.Conversions {
-		if c.File != file || c.Line != line || c.From == "" {
+		if c.File != file || c.Line != line || c.Item != item || c.From == "" {
 			continue
 		}
 		kind, name, _ := strings.Cut(c.Object, "/")
@@ -165,4 +169,15 @@ func (o *Objects) object(kind, name string) []runtime.Object {
 		}
 	}
 	return out
+}
+
+// HasConversionsAt reports whether any item of the List document at
+// file:line was converted.
+func (o *Objects) HasConversionsAt(file string, line int) bool {
+	for _, c := range o.Conversions {
+		if c.File == file && c.Line == line && c.Item > 0 && c.From != "" {
+			return true
+		}
+	}
+	return false
 }

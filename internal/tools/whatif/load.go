@@ -233,6 +233,9 @@ func (e *InputTooLargeError) Error() string {
 type position struct {
 	file string
 	line int
+	// item is 1 + the index of the List item being read; 0 outside a
+	// List.
+	item int
 }
 
 // scheme has the types the tools read.
@@ -274,7 +277,7 @@ func (o *Objects) add(doc []byte) error {
 	if convert.Converts(head.APIVersion, head.Kind) {
 		return o.addConverted(doc, head.TypeMeta, head.Metadata.Name)
 	}
-	read, err := o.decode(doc, head.TypeMeta, head.Metadata.Name)
+	read, err := o.decode(data, head.TypeMeta, head.Metadata.Name)
 	if err != nil {
 		return err
 	}
@@ -294,7 +297,10 @@ func (o *Objects) add(doc []byte) error {
 // addList adds a List's items; the List itself does not count as read,
 // unless it is empty (it says there is none).
 func (o *Objects) addList(items []json.RawMessage) error {
+	at := o.at
+	defer func() { o.at = at }()
 	for i, item := range items {
+		o.at.item = i + 1
 		if err := o.add(item); err != nil {
 			return fmt.Errorf("item %d: %w", i, err)
 		}
@@ -305,8 +311,8 @@ func (o *Objects) addList(items []json.RawMessage) error {
 	return nil
 }
 
-// decode decodes a document of a kind simulate reads and adds it; false
-// for a kind it does not read.
+// decode decodes a document (as JSON) of a kind simulate reads and adds
+// it; false for a kind it does not read.
 func (o *Objects) decode(doc []byte, tm metav1.TypeMeta, name string) (bool, error) {
 	if readers[tm.Kind] == nil {
 		return false, nil // not read, so not decoded: its fields are not nodewright's to judge
@@ -416,20 +422,16 @@ func formerFields(kind string, err error) string {
 	return ""
 }
 
-// defaulted is a document of one of nodewright's CRDs with the defaults
+// defaulted is a document (JSON) of one of nodewright's CRDs with the defaults
 // the CRD's schema declares filled in, as the API server fills them in on
 // create (so a manifest and a dump of the object it makes read the
 // same), and its fields to validate; any other document as it is, and no
 // fields.
 func defaulted(doc []byte) ([]byte, map[string]any, error) {
-	data, err := yaml.YAMLToJSON(doc)
-	if err != nil {
-		return nil, nil, err
-	}
 	// Whole numbers as int64, as the API server decodes them: its
 	// validation rules tell integers from floats.
 	var obj map[string]any
-	if err := utiljson.Unmarshal(data, &obj); err != nil {
+	if err := utiljson.Unmarshal(doc, &obj); err != nil {
 		return nil, nil, err
 	}
 	ours, err := crds.Default(obj)

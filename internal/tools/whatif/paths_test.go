@@ -317,3 +317,39 @@ func helmVersion(t *testing.T) string {
 	}
 	return strings.TrimSpace(string(out))
 }
+
+// A v1beta1 dump split by kind, its NodeClaims' file read before its
+// NodePools': each NodeClaim expires as its NodePool does, as the
+// reference's conversion looks the NodePool up.
+func TestConvertedNodeClaimsFindTheirNodePoolInALaterFile(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "dump/nodeclaims.yaml", `apiVersion: karpenter.sh/v1beta1
+kind: NodeClaim
+metadata:
+  name: general-x7k2p
+  labels: {karpenter.sh/nodepool: general}
+spec:
+  nodeClassRef: {name: default}
+  requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [spot]}]
+`)
+	write(t, dir, "dump/nodepools.yaml", `apiVersion: karpenter.sh/v1beta1
+kind: NodePool
+metadata: {name: general}
+spec:
+  template:
+    spec:
+      nodeClassRef: {name: default}
+      requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [spot]}]
+  disruption: {consolidationPolicy: WhenUnderutilized, expireAfter: 168h}
+`)
+	o, err := whatif.LoadPaths([]string{filepath.Join(dir, "dump")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(o.NodeClaims) != 1 || o.NodeClaims[0].Spec.ExpireAfter != "168h" {
+		t.Fatalf("the NodeClaim expires after %v, want its NodePool's 168h", o.NodeClaims)
+	}
+	if _, kept := o.NodeClaims[0].Annotations["compatibility.karpenter.sh/v1beta1-nodeclass-reference"]; kept {
+		t.Error("the conversion's bookkeeping annotation stayed on the settled NodeClaim")
+	}
+}

@@ -89,8 +89,8 @@ func didYouMean(obj runtime.Object, err error) string {
 		return ""
 	}
 	var hints []string
-	for _, m := range unknownFields.FindAllStringSubmatch(err.Error(), -1) {
-		parent, leaf := splitLeaf(m[1])
+	for _, path := range manifest.UnknownFields(err) {
+		parent, leaf := splitLeaf(path)
 		t := typeAt(reflect.TypeOf(obj), parent)
 		if t == nil {
 			continue
@@ -99,11 +99,11 @@ func didYouMean(obj runtime.Object, err error) string {
 		if near, d := spelling.Nearest(strings.ToLower(leaf), lower(names)); d >= 0 && d <= max(2, len(leaf)/3) {
 			for _, n := range names {
 				if strings.ToLower(n) == near {
-					hints = append(hints, fmt.Sprintf("%s: did you mean %s?", m[1], n))
+					hints = append(hints, fmt.Sprintf("%s: did you mean %s?", path, n))
 				}
 			}
 		} else if len(names) > 0 {
-			hints = append(hints, fmt.Sprintf("%s: the fields there are %s", m[1], strings.Join(names, ", ")))
+			hints = append(hints, fmt.Sprintf("%s: the fields there are %s", path, strings.Join(names, ", ")))
 		}
 	}
 	if len(hints) == 0 {
@@ -111,8 +111,6 @@ func didYouMean(obj runtime.Object, err error) string {
 	}
 	return " (" + strings.Join(hints, "; ") + ")"
 }
-
-var unknownFields = regexp.MustCompile(`unknown field "([^"]+)"`)
 
 // splitLeaf splits a path into its parent and last field.
 func splitLeaf(path string) (string, string) {
